@@ -1,0 +1,111 @@
+import { mkdir, chmod, chown } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
+import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
+import { createRpcServer, type RpcServer } from "../src/rpc/index.js";
+import { seatSocketPath, type TeamdHome } from "./home.js";
+import { createControlService } from "./control-service.js";
+import { createShimService, type SeatIdentity } from "./shim-service.js";
+import { refuseAll } from "./refuse-all.js";
+
+export interface DaemonOptions {
+  readonly home: TeamdHome;
+  /** Seats to open sockets for at start (the containment issue opens them per launch). */
+  readonly seats?: readonly SeatIdentity[];
+  readonly log?: (line: string) => void;
+}
+
+export interface Daemon {
+  readonly instance: string;
+  start(): Promise<void>;
+  /** Open a socket for a seat; its identity is that socket. */
+  openSeat(identity: SeatIdentity): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The daemon's composition root: one control socket for the owner and one socket per
+ * seat. Start composes privately and publishes the sockets last; stop tears down in
+ * reverse (seats first, the control socket last) and removes every socket it made.
+ */
+export function createDaemon(options: DaemonOptions): Daemon {
+  const { home } = options;
+  const log = options.log ?? (() => undefined);
+  const instance = randomUUID();
+  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer }>();
+  let control: RpcServer | undefined;
+  const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
+  const onInternalError = (error: unknown, method: string) =>
+    log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+
+  async function prepareDirs(): Promise<void> {
+    await mkdir(home.root, { recursive: true, mode: 0o700 });
+    await mkdir(home.seatSocketDir, { recursive: true, mode: 0o700 });
+    // Narrow whatever was there before: only the daemon (and in system mode group teamd)
+    // may enter the directories the sockets live in.
+    const dirMode = access.gid !== undefined ? 0o750 : 0o700;
+    for (const dir of [home.root, home.runDir, home.seatSocketDir]) {
+      if (access.gid !== undefined) await chown(dir, 0, access.gid);
+      await chmod(dir, dirMode);
+    }
+  }
+
+  async function openSeat(identity: SeatIdentity): Promise<string> {
+    const key = `${identity.team}.${identity.seat}`;
+    if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
+    const socketPath = seatSocketPath(home, identity.team, identity.seat);
+    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: `seat:${key}`, onInternalError });
+    server.addService(ShimService, createShimService(identity, instance));
+    server.addService(
+      ControlService,
+      refuseAll(ControlService, "channel.control-on-seat", (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`),
+    );
+    seatServers.set(key, { identity, server });
+    try {
+      await server.listen();
+    } catch (error) {
+      seatServers.delete(key);
+      await server.close(0);
+      throw error;
+    }
+    log(`seat ${identity.seat} (team ${identity.team}) listening on ${socketPath}`);
+    return socketPath;
+  }
+
+  return {
+    instance,
+    async start() {
+      await prepareDirs();
+      const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError });
+      server.addService(
+        ControlService,
+        createControlService({
+          daemonInstance: instance,
+          mode: home.mode,
+          home: home.root,
+          seats: () => [...seatServers.values()].map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath })),
+        }),
+      );
+      server.addService(
+        ShimService,
+        refuseAll(ShimService, "channel.seat-on-control", (m) => `${m} is a seat call; a seat speaks only on its own socket`),
+      );
+      await server.listen();
+      control = server;
+      try {
+        for (const seat of options.seats ?? []) await openSeat(seat);
+      } catch (error) {
+        await this.stop();
+        throw error;
+      }
+      log(`control socket ${home.controlSocket} (${home.mode} mode)`);
+    },
+    openSeat,
+    async stop() {
+      for (const { server } of [...seatServers.values()].reverse()) await server.close();
+      seatServers.clear();
+      await control?.close();
+      control = undefined;
+    },
+  };
+}

@@ -1,0 +1,16 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { RefusalError, type AnyService, type ServiceImpl } from "../src/rpc/index.js";
+import type { RuleId } from "../src/kernel/rules.js";
+
+/**
+ * An implementation of every method of a service that refuses with one rule. Each socket
+ * serves both services so that a call on the wrong socket gets a named refusal instead of
+ * a bare UNIMPLEMENTED: the owner's service on a seat socket, a seat's on the control one.
+ */
+export function refuseAll<S extends AnyService>(service: S, rule: RuleId, reason: (method: string) => string): ServiceImpl<S> {
+  const impl: Record<string, () => Promise<never>> = {};
+  for (const method of service.methods as readonly DescMethod[]) {
+    impl[method.localName] = () => Promise.reject(new RefusalError(rule, reason(`${service.typeName}.${method.name}`)));
+  }
+  return impl as ServiceImpl<S>;
+}

@@ -1,0 +1,40 @@
+import { createDaemon } from "./daemon.js";
+import { resolveHome } from "./home.js";
+import { parseSeatSpec } from "./names.js";
+
+export interface ServeOptions {
+  readonly seat?: string[];
+}
+
+/**
+ * `teamd serve`: run the daemon in the foreground until SIGTERM or SIGINT, then remove
+ * its sockets and exit 0. Prints one `ready` line on stdout once every socket listens,
+ * so scripts and tests can wait for it instead of sleeping.
+ */
+export async function serve(options: ServeOptions): Promise<void> {
+  const home = resolveHome();
+  const seats = (options.seat ?? []).map(parseSeatSpec);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
+  const daemon = createDaemon({ home, seats, log });
+  await daemon.start();
+
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    daemon.stop().then(
+      () => {
+        log("stopped; sockets removed");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log(`stop failed: ${String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+  process.stdout.write(`teamd: ready pid=${process.pid} control=${home.controlSocket} instance=${daemon.instance}\n`);
+}

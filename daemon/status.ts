@@ -1,0 +1,32 @@
+import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient } from "../src/rpc/index.js";
+import { resolveHome } from "./home.js";
+
+/** `teamd status`: what the daemon serves, from the control socket. */
+export async function status(options: { json?: boolean }): Promise<void> {
+  const home = resolveHome();
+  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 5000 });
+  try {
+    const reply = await client.status();
+    if (options.json) {
+      process.stdout.write(
+        JSON.stringify({
+          daemon: { protocol: reply.daemon?.protocol, version: reply.daemon?.program, instance: reply.daemonInstance, pid: reply.pid },
+          mode: reply.mode,
+          home: reply.home,
+          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket })),
+        }) + "\n",
+      );
+      return;
+    }
+    const lines = [
+      `teamd ${reply.daemon?.program} (protocol ${reply.daemon?.protocol}), pid ${reply.pid}, ${reply.mode} mode`,
+      `home: ${reply.home}`,
+      reply.seats.length === 0 ? "seats: none" : "seats:",
+      ...reply.seats.map((s) => `  ${s.team}/${s.seat}  ${s.socket}`),
+    ];
+    process.stdout.write(lines.join("\n") + "\n");
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * The wire protocol generation. A daemon answers only clients that send exactly this
+ * value in the `teamd-protocol` metadata of every call (fail closed, §11): a mismatch
+ * is refused with rule `rpc.version`, naming both versions.
+ */
+export const PROTOCOL_VERSION = 1;
+
+export const PROTOCOL_METADATA_KEY = "teamd-protocol";
+
+/** Metadata key carrying a refusal's rule id from the daemon to the client. */
+export const RULE_METADATA_KEY = "teamd-rule";
+
+/**
+ * The release version of teamd and teamd-shim, reported in the handshake. Kept as a
+ * constant (the shim runs as a bundle with no package.json beside it); a test checks it
+ * equals package.json's version.
+ */
+export const TEAMD_VERSION = "0.1.0";

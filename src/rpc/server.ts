@@ -1,0 +1,135 @@
+import * as grpc from "@grpc/grpc-js";
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
+import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
+import { deserializerFor, serializerFor } from "./codec.js";
+import { RefusalError, toServiceError } from "./refusal.js";
+import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from "./protocol.js";
+import { clearStaleSocket, removeSocket, restrictSocket, unixAddress, type SocketAccess } from "./unix-socket.js";
+
+export interface RpcServerOptions {
+  /** Absolute path of the unix socket to serve on. */
+  readonly socketPath: string;
+  readonly access: SocketAccess;
+  /** Names the socket for handlers (a seat name, or "control"). Bound here, never sent by the caller. */
+  readonly channel: string;
+  /** Where unexpected handler failures are reported (never sent to the caller). */
+  readonly onInternalError?: (error: unknown, method: string) => void;
+}
+
+export interface RpcServer {
+  readonly socketPath: string;
+  readonly channel: string;
+  /** Register a service; every method of it must be implemented. */
+  addService<S extends AnyService>(service: S, impl: ServiceImpl<S>): void;
+  listen(): Promise<void>;
+  /** Stop accepting, finish in-flight calls for up to graceMs, then close and remove the socket. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Checks every call's protocol metadata before its handler runs (fail closed, §11). */
+function checkProtocol(metadata: grpc.Metadata): void {
+  const sent = metadata.get(PROTOCOL_METADATA_KEY)[0];
+  if (sent === undefined) {
+    throw new RefusalError("rpc.version", `the call carries no ${PROTOCOL_METADATA_KEY} metadata; this daemon speaks protocol ${PROTOCOL_VERSION}`);
+  }
+  if (String(sent) !== String(PROTOCOL_VERSION)) {
+    throw new RefusalError(
+      "rpc.version",
+      `the client speaks protocol ${String(sent)}, this daemon speaks ${PROTOCOL_VERSION}; use a teamd-shim and teamd of the same release`,
+    );
+  }
+}
+
+function unaryHandler(
+  method: DescMethod,
+  handler: (request: never, context: CallContext) => Promise<unknown>,
+  context: CallContext,
+  onInternalError: (error: unknown, method: string) => void,
+): grpc.handleUnaryCall<unknown, unknown> {
+  return (call, callback) => {
+    const respond = async () => {
+      checkProtocol(call.metadata);
+      // Accept once: the decoded request is frozen before any code looks at it.
+      const request = Object.freeze(call.request) as never;
+      const reply = await handler(request, context);
+      return create(method.output, reply as never);
+    };
+    respond().then(
+      (reply) => callback(null, reply),
+      (error: unknown) => {
+        if (!(error instanceof RefusalError)) onInternalError(error, method.name);
+        callback(toServiceError(error) as grpc.ServiceError);
+      },
+    );
+  };
+}
+
+/**
+ * A gRPC server on one unix socket. One socket, one server: the channel name a handler
+ * sees is fixed when the server is created, so the identity of a call is the socket it
+ * arrived on and nothing the caller can write.
+ */
+export function createRpcServer(options: RpcServerOptions): RpcServer {
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+  const context: CallContext = Object.freeze({ channel: options.channel });
+  const onInternalError = options.onInternalError ?? (() => undefined);
+  let listening = false;
+
+  return {
+    socketPath: options.socketPath,
+    channel: options.channel,
+
+    addService(service, impl) {
+      const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
+      const handlers: grpc.UntypedServiceImplementation = {};
+      for (const method of service.methods) {
+        if (method.methodKind !== "unary") {
+          throw new Error(`${service.typeName}.${method.name}: only unary methods are served so far`);
+        }
+        const handler = (impl as Record<string, (request: never, context: CallContext) => Promise<unknown>>)[method.localName];
+        if (!handler) throw new Error(`${service.typeName}.${method.name} has no handler`);
+        definition[method.name] = {
+          path: `/${service.typeName}/${method.name}`,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: serializerFor(method.input),
+          requestDeserialize: deserializerFor(method.input),
+          responseSerialize: serializerFor(method.output),
+          responseDeserialize: deserializerFor(method.output),
+        };
+        handlers[method.name] = unaryHandler(method, handler, context, onInternalError);
+      }
+      server.addService(definition, handlers);
+    },
+
+    async listen() {
+      await clearStaleSocket(options.socketPath);
+      await new Promise<void>((resolve, reject) => {
+        server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) =>
+          error ? reject(error) : resolve(),
+        );
+      });
+      listening = true;
+      await restrictSocket(options.socketPath, options.access);
+    },
+
+    async close(graceMs = 2000) {
+      if (listening) {
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            server.forceShutdown();
+            resolve();
+          }, graceMs);
+          server.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+        listening = false;
+      } else {
+        server.forceShutdown();
+      }
+      await removeSocket(options.socketPath);
+    },
+  };
+}
