@@ -26,7 +26,8 @@ function buildProgram(): Command {
     .command("status")
     .description("show the daemon and the seats it serves")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { json?: boolean }) => status(opts));
+    .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
+    .action((opts: { json?: boolean; socket?: string }) => status(opts));
 
   return program;
 }

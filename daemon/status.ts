@@ -3,9 +3,9 @@ import { createRpcClient } from "../src/rpc/index.js";
 import { resolveHome } from "./home.js";
 
 /** `teamd status`: what the daemon serves, from the control socket. */
-export async function status(options: { json?: boolean }): Promise<void> {
-  const home = resolveHome();
-  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 5000 });
+export async function status(options: { json?: boolean; socket?: string }): Promise<void> {
+  const socket = options.socket ?? resolveHome().controlSocket;
+  const client = createRpcClient(ControlService, socket, { deadlineMs: 5000 });
   try {
     const reply = await client.status();
     if (options.json) {

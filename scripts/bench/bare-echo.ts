@@ -1,0 +1,62 @@
+import * as grpc from "@grpc/grpc-js";
+import { percentile } from "./report.js";
+
+/**
+ * The baseline every RPC figure is compared with: grpc-js alone, a unary echo of raw
+ * bytes over a unix socket, no protobuf, no metadata check, no teamd code. It imports
+ * grpc-js directly on purpose (the one exception to "only src/rpc/ imports grpc-js").
+ */
+const PATH = "/bench.Echo/Echo";
+const identity = (b: Buffer) => b;
+
+export function serveBareEcho(socketPath: string): Promise<grpc.Server> {
+  const server = new grpc.Server();
+  server.addService(
+    { Echo: { path: PATH, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } },
+    { Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) },
+  );
+  return new Promise((resolve, reject) =>
+    server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve(server))),
+  );
+}
+
+export function bareEchoCaller(socketPath: string): { call(): Promise<void>; close(): void } {
+  const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+  const payload = Buffer.alloc(48, 7);
+  return {
+    call: () =>
+      new Promise((resolve, reject) =>
+        client.makeUnaryRequest(PATH, identity, identity, payload, (e) => (e ? reject(e) : resolve())),
+      ),
+    close: () => client.close(),
+  };
+}
+
+export interface LatencyFigures {
+  readonly p50: number;
+  readonly p99: number;
+  readonly callsPerSecond: number;
+}
+
+/** Sequential latency (p50/p99 in microseconds) and throughput with `inFlight` concurrent calls. */
+export async function measureCalls(call: () => Promise<unknown>, sequential: number, concurrentTotal: number, inFlight = 64): Promise<LatencyFigures> {
+  for (let i = 0; i < 200; i++) await call(); // warm-up: connection, JIT
+  const samples: number[] = [];
+  for (let i = 0; i < sequential; i++) {
+    const t0 = process.hrtime.bigint();
+    await call();
+    samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  samples.sort((a, b) => a - b);
+  let started = 0;
+  const t0 = process.hrtime.bigint();
+  const worker = async () => {
+    while (started < concurrentTotal) {
+      started++;
+      await call();
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99), callsPerSecond: concurrentTotal / seconds };
+}

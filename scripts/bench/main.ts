@@ -1,0 +1,49 @@
+import { benchRpc } from "./rpc.js";
+import { meetsTarget, type BenchRow } from "./report.js";
+
+/**
+ * `npm run bench [-- NAME...] [-- --json]`: every benchmark, one table. Targets are
+ * ratios against baselines measured in the same run (machines differ; ratios travel).
+ * Exit 1 if a row misses its target.
+ */
+const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
+  rpc: benchRpc,
+};
+
+function format(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
+  if (Math.abs(value) >= 10) return value.toFixed(1);
+  return value.toFixed(3);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const json = argv.includes("--json");
+  const selected = argv.filter((a) => !a.startsWith("--"));
+  const unknown = selected.filter((name) => !(name in BENCHES));
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: unknown benchmark ${unknown.join(", ")}; choose from ${Object.keys(BENCHES).join(", ")}\n`);
+    return 2;
+  }
+  const rows: BenchRow[] = [];
+  for (const [name, bench] of Object.entries(BENCHES)) {
+    if (selected.length > 0 && !selected.includes(name)) continue;
+    if (!json) process.stderr.write(`bench: ${name}...\n`);
+    rows.push(...(await bench()));
+  }
+  let missed = 0;
+  if (json) {
+    process.stdout.write(JSON.stringify(rows.map((r) => ({ ...r, met: meetsTarget(r) }))) + "\n");
+  } else {
+    const width = Math.max(...rows.map((r) => r.name.length));
+    for (const row of rows) {
+      const met = meetsTarget(row);
+      const verdict = met === undefined ? "" : met ? `  ok (${row.target?.text})` : `  MISSED (${row.target?.text})`;
+      process.stdout.write(`${row.name.padEnd(width)}  ${format(row.value).padStart(12)} ${row.unit.padEnd(10)}${verdict}${row.note ? `  — ${row.note}` : ""}\n`);
+    }
+  }
+  for (const row of rows) if (meetsTarget(row) === false) missed++;
+  return missed > 0 ? 1 : 0;
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — make this machine ready to build, test and run teamd.
+#
+# Idempotent: installs only what is missing — bubblewrap (Linux seats), git, and the
+# toolchain node-gyp needs to compile better-sqlite3 and node-pty from source (g++, make,
+# python3) — with apt (Debian/Ubuntu), dnf (Fedora) or brew (macOS), using sudo only when
+# not root; then `npm ci`. Says what it did; fails with a message naming what to do.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*"; }
+fail() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+# --- Node.js: we do not install it (its version matters and distributions lag) ---------
+command -v node >/dev/null 2>&1 || fail "Node.js >= 20 is required and 'node' is not on PATH; install it from https://nodejs.org or your version manager, then re-run."
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 20 ] || fail "Node.js >= 20 is required; found $(node --version). Upgrade Node.js, then re-run."
+command -v npm >/dev/null 2>&1 || fail "'npm' is not on PATH (it ships with Node.js); fix the Node.js install, then re-run."
+
+# --- System packages --------------------------------------------------------------------
+os=$(uname -s)
+missing=()
+need() { # need COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+}
+case "$os" in
+  Linux)
+    if command -v apt-get >/dev/null 2>&1; then
+      pm=apt; need bwrap bubblewrap; need git git; need g++ g++; need make make; need python3 python3
+    elif command -v dnf >/dev/null 2>&1; then
+      pm=dnf; need bwrap bubblewrap; need git git; need g++ gcc-c++; need make make; need python3 python3
+    else
+      pm=none; need bwrap bubblewrap; need git git; need g++ g++; need make make; need python3 python3
+    fi
+    ;;
+  Darwin)
+    # Seats use sandbox-exec, which ships with macOS; the compilers come with the
+    # Xcode command line tools.
+    pm=brew; need git git; need python3 python3
+    if ! xcode-select -p >/dev/null 2>&1; then
+      fail "the Xcode command line tools are missing (they provide make and a C++ compiler): run 'xcode-select --install', then re-run."
+    fi
+    ;;
+  *) fail "unsupported system '$os': teamd supports Linux and macOS here (Windows: see docs/)." ;;
+esac
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  say "system packages: all present (bubblewrap/sandbox, git, compiler toolchain)"
+else
+  sudo_cmd=()
+  if [ "$pm" != brew ] && [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || fail "missing ${missing[*]}, not root, and no sudo: install them as root ($pm), then re-run."
+    sudo_cmd=(sudo)
+    say "not root: using sudo to install ${missing[*]}"
+  fi
+  case "$pm" in
+    apt)
+      say "installing with apt: ${missing[*]}"
+      export DEBIAN_FRONTEND=noninteractive
+      if ! "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+        say "refreshing the apt package lists"
+        "${sudo_cmd[@]}" apt-get update -qq || fail "apt-get update failed; check the network or the apt sources."
+        "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" || fail "apt-get install ${missing[*]} failed (see above)."
+      fi
+      ;;
+    dnf)
+      say "installing with dnf: ${missing[*]}"
+      "${sudo_cmd[@]}" dnf install -y -q "${missing[@]}" || fail "dnf install ${missing[*]} failed (see above)."
+      ;;
+    brew)
+      command -v brew >/dev/null 2>&1 || fail "missing ${missing[*]} and Homebrew is not installed: install them (https://brew.sh), then re-run."
+      say "installing with brew: ${missing[*]}"
+      brew install "${missing[@]}" || fail "brew install ${missing[*]} failed (see above)."
+      ;;
+    none)
+      fail "missing ${missing[*]} and no supported package manager (apt, dnf): install them, then re-run."
+      ;;
+  esac
+  for pkg in "${missing[@]}"; do say "installed $pkg"; done
+fi
+
+# --- Node packages ----------------------------------------------------------------------
+# npm ci: exactly the lockfile, from a clean node_modules. better-sqlite3 compiles from
+# source here (its prebuilt download is often unreachable), which takes a minute or two.
+say "npm ci (compiles native modules; this can take a few minutes)"
+npm ci --no-audit --no-fund --loglevel=error
+say "done: run 'npm run demo' to see teamd answer, 'npm test' for the suite"

@@ -1,0 +1,113 @@
+import { afterEach, describe, expect, it } from "vitest";
+import * as grpc from "@grpc/grpc-js";
+import { toBinary, fromBinary } from "@bufbuild/protobuf";
+import { join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient, createRpcServer, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
+import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
+import { makeTempHome } from "../support/programs.js";
+
+/** The rpc layer in one process: a real grpc-js server on a real unix socket, a real client. */
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function serveShim(impl: Parameters<RpcServer["addService"]>[1], onInternalError?: (e: unknown) => void) {
+  const home = await makeTempHome();
+  const socketPath = join(home.dir, "s.sock");
+  const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test", ...(onInternalError ? { onInternalError } : {}) });
+  server.addService(ShimService, impl as never);
+  await server.listen();
+  cleanups.push(async () => {
+    await server.close(0);
+    await home.remove();
+  });
+  return { socketPath, dir: home.dir };
+}
+
+describe("rpc server and client", () => {
+  it("round-trips a typed unary call and passes the socket's channel to the handler", async () => {
+    const { socketPath } = await serveShim({
+      hello: async () => ({}),
+      whoAmI: async (_req: unknown, ctx: { channel: string }) => ({ seat: ctx.channel, team: "t" }),
+    });
+    const client = createRpcClient(ShimService, socketPath);
+    cleanups.push(async () => client.close());
+    const reply = await client.whoAmI({});
+    expect(reply.seat).toBe("seat:test");
+    expect(reply.team).toBe("t");
+  });
+
+  it("carries a refusal's rule and reason to the client", async () => {
+    const { socketPath } = await serveShim({
+      hello: async () => ({}),
+      whoAmI: async () => {
+        throw new RefusalError("channel.control-on-seat", "not here");
+      },
+    });
+    const client = createRpcClient(ShimService, socketPath);
+    cleanups.push(async () => client.close());
+    const error = await client.whoAmI().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RefusalError);
+    expect(error).toMatchObject({ rule: "channel.control-on-seat", reason: "not here" });
+  });
+
+  it("hides an internal error's details from the caller and reports them to the daemon", async () => {
+    const seen: unknown[] = [];
+    const { socketPath } = await serveShim(
+      {
+        hello: async () => ({}),
+        whoAmI: async () => {
+          throw new Error("secret path /home/owner/.ssh/id_ed25519");
+        },
+      },
+      (e) => seen.push(e),
+    );
+    const client = createRpcClient(ShimService, socketPath);
+    cleanups.push(async () => client.close());
+    const error = await client.whoAmI().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RpcError);
+    expect(String(error)).not.toContain("id_ed25519");
+    expect(String(seen[0])).toContain("id_ed25519");
+  });
+
+  it.each([
+    ["no protocol metadata", undefined],
+    ["another protocol version", "999"],
+  ])("refuses a call with %s (rpc.version)", async (_name, version) => {
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "x" }) });
+    const raw = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+    cleanups.push(async () => raw.close());
+    const metadata = new grpc.Metadata();
+    if (version) metadata.set("teamd-protocol", version);
+    const error = await new Promise<grpc.ServiceError>((resolve) => {
+      raw.makeUnaryRequest(
+        "/teamd.v1.ShimService/WhoAmI",
+        (m: unknown) => Buffer.from(toBinary(WhoAmIRequestSchema, m as never)),
+        (b: Buffer) => fromBinary(WhoAmIResponseSchema, b),
+        {} as never,
+        metadata,
+        (err) => resolve(err as grpc.ServiceError),
+      );
+    });
+    expect(error.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(error.metadata.get(RULE_METADATA_KEY)).toEqual(["rpc.version"]);
+  });
+
+  it("refuses to bind over a file that is not a socket", async () => {
+    const home = await makeTempHome();
+    cleanups.push(() => home.remove());
+    const socketPath = join(home.dir, "not-a-socket");
+    writeFileSync(socketPath, "keep me");
+    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "x" });
+    server.addService(ShimService, { hello: async () => ({}), whoAmI: async () => ({}) });
+    await expect(server.listen()).rejects.toThrow(/is not a socket; refusing to replace it/);
+    await server.close(0);
+  });
+
+  it("refuses a socket path too long for a unix socket, naming the fix", () => {
+    expect(() => createRpcClient(ShimService, `/tmp/${"x".repeat(120)}.sock`)).toThrow(/set TEAMD_HOME to a shorter directory/);
+  });
+});

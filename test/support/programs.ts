@@ -1,0 +1,84 @@
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const TEAMD = join(ROOT, "dist/daemon/main.js");
+export const SHIM = join(ROOT, "dist/shim/main.js");
+
+export interface RunResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Run one of our programs to completion (bounded by a timeout) and collect its output. */
+export function run(program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [program, ...args],
+      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8" },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+export async function makeTempHome(prefix = "teamd-test-"): Promise<{ dir: string; remove(): Promise<void> }> {
+  // Short paths: a unix socket path must fit in 107 bytes.
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface DaemonProcess {
+  readonly child: ChildProcess;
+  readonly home: string;
+  readonly stderr: () => string;
+  /** SIGTERM, then wait for exit (SIGKILL after a deadline); resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Start a real `teamd serve` and wait for its ready line. */
+export function startDaemon(home: string, args: readonly string[] = [], timeoutMs = 15_000): Promise<DaemonProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TEAMD, "serve", ...args], {
+      env: { ...process.env, TEAMD_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`teamd serve did not become ready in ${timeoutMs} ms; stderr: ${err}`));
+    }, timeoutMs);
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+      if (out.includes("teamd: ready")) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          home,
+          stderr: () => err,
+          async stop() {
+            if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+            const killer = setTimeout(() => child.kill("SIGKILL"), 5000);
+            const code = await exited;
+            clearTimeout(killer);
+            return code;
+          },
+        });
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`teamd serve exited with ${code} before ready; stderr: ${err}`));
+    });
+  });
+}
