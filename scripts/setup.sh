@@ -82,6 +82,17 @@ fi
 # --- Node packages ----------------------------------------------------------------------
 # npm ci: exactly the lockfile, from a clean node_modules. better-sqlite3 compiles from
 # source here (its prebuilt download is often unreachable), which takes a minute or two.
+# node-gyp needs Node's headers. Where they are installed beside node (a distribution
+# or tarball install: PREFIX/include/node), build against them instead of downloading
+# them, so a machine that reaches only the npm registry can still compile.
+configured_nodedir=$(npm config get nodedir 2>/dev/null || true)
+if [ "$configured_nodedir" = "undefined" ] || [ -z "$configured_nodedir" ]; then
+  node_prefix=$(node -p 'require("path").resolve(process.execPath, "..", "..")')
+  if [ -f "$node_prefix/include/node/common.gypi" ]; then
+    export npm_config_nodedir="$node_prefix"
+    say "native modules build against the local Node.js headers in $node_prefix/include/node"
+  fi
+fi
 say "npm ci (compiles native modules; this can take a few minutes)"
 npm ci --no-audit --no-fund --loglevel=error
 say "done: run 'npm run demo' to see teamd answer, 'npm test' for the suite"
