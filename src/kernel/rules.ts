@@ -21,6 +21,190 @@ export const RULES = {
     section: "§11",
     summary: "the request could not be decoded; what cannot be read is refused, never guessed",
   },
+  "ledger.unavailable": {
+    section: "§15",
+    summary: "the ledger store cannot be opened or written; an act that cannot be recorded is refused",
+  },
+  "ledger.head-mismatch": {
+    section: "§15",
+    summary: "the signed head is missing, unverifiable, or does not match the store's tip; the gate fails closed until the owner reconciles",
+  },
+  "ledger.rollback": {
+    section: "§15",
+    summary: "the store is behind the signed head (an older copy); refused until the owner reconciles",
+  },
+  "ledger.fork": {
+    section: "§15",
+    summary: "the store diverges from the signed head (copies grown apart); refused until the owner reconciles",
+  },
+  "ledger.missing-record": {
+    section: "§15",
+    summary: "a record the chain or the head names is absent from the store; refused until the owner reconciles",
+  },
+  "ledger.chain-broken": {
+    section: "§15",
+    summary: "a stored record, link or seal does not verify; refused until the owner reconciles",
+  },
+  "ledger.key-mismatch": {
+    section: "§11",
+    summary: "the ledger's genesis pins other owner or daemon keys than this daemon holds; nothing is appended",
+  },
+  "ledger.unknown-outcome": {
+    section: "§15",
+    summary: "an earlier effect on this target has an unknown outcome; acts on it wait for a recorded reconciliation",
+  },
+  "ledger.reconcile-stale": {
+    section: "§15",
+    summary: "a reconciliation names another state than the one observed now; re-read the state and sign again",
+  },
+  "owner.signature": {
+    section: "§11",
+    summary: "an owner act whose signature does not verify against the owner key pinned at genesis",
+  },
+  "owner.act-invalid": {
+    section: "§15",
+    summary: "an owner act that is malformed, non-canonical, or names state that does not exist",
+  },
+  "request.replay-mismatch": {
+    section: "§15",
+    summary: "a request id already used with another payload; a retry must be byte-identical",
+  },
+  "stop.active": {
+    section: "§11",
+    summary: "an owner's stop is in force (a local flag or a recorded stop); only an owner resume clears it",
+  },
+  "flag.unverifiable": {
+    section: "§11",
+    summary: "a stop or revocation flag could not be read or its owner signature verified; fail closed",
+  },
+  // The kernel's decision and the team file (issue 4). Each refusal of `authorize` and each
+  // problem the team-file loader reports names one of these.
+  "kernel.fault": {
+    section: "§11",
+    summary: "the decision function met a state it could not evaluate; it refuses rather than throws (fail closed)",
+  },
+  "request.malformed": {
+    section: "§11",
+    summary: "the request handed to the kernel is not one it can read (a missing, extra or ill-typed field); refused, never guessed",
+  },
+  "seat.unknown": {
+    section: "§10",
+    summary: "the seat is not in the policy in force; a seat holds its list and nothing else",
+  },
+  "vocab.version": {
+    section: "§3",
+    summary: "the capability vocabulary version the team file pins does not resolve in this release; fail closed",
+  },
+  "vocab.unknown": {
+    section: "§3",
+    summary: "a capability the vocabulary does not know is refused, not honoured",
+  },
+  "vocab.dimension": {
+    section: "§3",
+    summary: "a dimension the capability does not take is rejected, not ignored",
+  },
+  "vocab.unsupported": {
+    section: "§3",
+    summary: "a capability this release knows but does not yet decide (the administrative ones, §9–§10) is refused",
+  },
+  "authority.none": {
+    section: "§10",
+    summary: "the seat holds no authority for this capability (a seat holds its list and its live leases, nothing else)",
+  },
+  "reserved.object": {
+    section: "§3",
+    summary: "the effect touches a tool-reserved object (the team file, .git, a pinned start file); no scope opens one",
+  },
+  "scope.path": {
+    section: "§6",
+    summary: "a path the effect touches is outside every path scope the seat holds for this capability",
+  },
+  "scope.branch": {
+    section: "§6",
+    summary: "the branch is outside the declared branch set or outside every branch scope the seat holds",
+  },
+  "scope.env": {
+    section: "§6",
+    summary: "the environment is outside the declared set or outside every env scope the seat holds",
+  },
+  "scope.account": {
+    section: "§6",
+    summary: "the account is outside the declared set or outside every account scope the seat holds",
+  },
+  "scope.task": {
+    section: "§6",
+    summary: "the task resource is outside the declared set or outside every task scope the seat holds",
+  },
+  "scope.mixed": {
+    section: "§6",
+    summary: "the effect is covered only by several authorities together; authorities are never merged, one must cover it whole",
+  },
+  "scope.undecidable": {
+    section: "§6",
+    summary: "a scope question the kernel cannot decide is refused, not treated as universal",
+  },
+  "broker.operation": {
+    section: "§11",
+    summary: "use-broker allows pull, claim and read of a task's non-secret fields, and nothing else",
+  },
+  "act.unsupported": {
+    section: "§5, §15",
+    summary: "the scope is covered but the act-time checks this operation needs (separation of duties, gate pass) are not built yet; refused, never allowed unchecked",
+  },
+  "role.no-write": {
+    section: "§4",
+    summary: "observer, diagnostician and verifier hold no write (ownership protocol): a verifier that can write is an actor",
+  },
+  "teamfile.syntax": {
+    section: "§10",
+    summary: "the team file is not valid YAML",
+  },
+  "teamfile.schema": {
+    section: "§10",
+    summary: "the team file does not match the published schema (docs/team-file.md)",
+  },
+  "teamfile.unsupported": {
+    section: "§2",
+    summary: "the team file names a feature not enforced yet; refused rather than accepted and silently unenforced",
+  },
+  "secret.shape": {
+    section: "§11",
+    summary: "a team-file value has a known credential shape; teamd does not take the labs' keys",
+  },
+  // Containment (issue 7): the plan compiler, the launchers and object identity
+  // (src/sandbox/, src/objects/). Each refusal also says how to fix it.
+  "reserved.link-set": {
+    section: "§6",
+    summary: "an object's link set cannot be completely established (a hard link whose other names are unknown, a scan that did not finish); fail closed",
+  },
+  "object.identity": {
+    section: "§6",
+    summary: "the object's identity (device, inode) cannot be established, or the opened object is not the one checked; fail closed",
+  },
+  "containment.unavailable": {
+    section: "§11",
+    summary: "OS containment is not available here (no bubblewrap, user namespaces disabled, a platform not supported yet); the seat does not start",
+  },
+  "containment.failed": {
+    section: "§11",
+    summary: "containment exists and failed while a seat was being set up (a bind that failed, a sandbox that could not be built); work stops",
+  },
+  "containment.undecidable": {
+    section: "§11",
+    summary: "the containment plan cannot be decided from the facts given (a non-canonical path, a missing fact, a conflicting root); refused, never guessed",
+  },
+  "containment.host-root": {
+    section: "§11",
+    summary: "a seat never runs as host root; a daemon running as root runs seats as an unprivileged user",
+  },
+  "containment.env": {
+    section: "§11",
+    summary: "a seat's environment entry is refused (an invalid name or value, or one that would override what teamd sets)",
+  },
+  "containment.limit": {
+    section: "§11",
+    summary: "a resource limit the seat asks for cannot be applied here; the seat does not start",
+  },
 } as const satisfies Record<string, { section: string; summary: string }>;
 
 export type RuleId = keyof typeof RULES;

@@ -1,0 +1,109 @@
+import { lstat, opendir, readlink, realpath } from "node:fs/promises";
+import { canonicalize } from "../objects/canonical.js";
+import { identify } from "../objects/identity.js";
+import type { ReservedSet } from "../objects/reserved-set.js";
+import { scanRoot, type ScanOptions } from "../objects/scan.js";
+import { etcFoldersToList, LINUX_BASE } from "./linux-base.js";
+import type { EtcEntry, HostFacts, HostRoot, ReservedFact, SystemEntry } from "./plan-types.js";
+import { refuseContainment, type Checked } from "./refusal.js";
+
+/**
+ * Reading the host for the plan compiler: the one place besides the launcher that looks at
+ * the machine, and it only looks (lstat, readlink, readdir, realpath). What it cannot read
+ * it reports as a refusal naming the path, so the compiler never decides on a guess.
+ */
+export interface HostFactsRequest {
+  /** The node binary seats run (normally process.execPath). */
+  readonly node: string;
+  readonly shimBundle?: string;
+  readonly seatSocket: string;
+}
+
+export async function gatherHostFacts(request: HostFactsRequest): Promise<Checked<HostFacts>> {
+  const system: SystemEntry[] = [];
+  for (const path of LINUX_BASE.system) {
+    const entry = await describe(path);
+    if (!entry.ok) return entry;
+    system.push({ path, ...entry.value });
+  }
+  const etcRoot = "/etc";
+  const etc: EtcEntry[] = [];
+  const top = await list(etcRoot, "");
+  if (!top.ok) return top;
+  etc.push(...top.value);
+  const etcListed: string[] = [];
+  for (const folder of etcFoldersToList()) {
+    if (top.value.find((entry) => entry.name === folder)?.kind !== "dir") continue;
+    const children = await list(`${etcRoot}/${folder}`, `${folder}/`);
+    if (!children.ok) return children;
+    etc.push(...children.value);
+    etcListed.push(folder);
+  }
+  const node = await canonicalize(request.node);
+  if (!node.ok) return fail(`the node runtime: ${node.reason}`, "install node, or point teamd at it");
+  let shimBundle: string | undefined;
+  if (request.shimBundle !== undefined) {
+    const shim = await canonicalize(request.shimBundle);
+    if (!shim.ok) return fail(`the shim bundle: ${shim.reason}`, "build the shim bundle (npm run build)");
+    shimBundle = shim.path;
+  }
+  const socket = await canonicalize(request.seatSocket);
+  if (!socket.ok) return fail(`the seat socket: ${socket.reason}`, "open the seat's socket before planning its sandbox");
+  const socketId = await identify(socket.path);
+  if (!socketId.ok || socketId.info.kind !== "socket") {
+    return fail(`the seat socket ${socket.path} is not a unix socket`, "open the seat's socket before planning its sandbox");
+  }
+  return { ok: true, value: { system, etc, etcListed, node: node.path, shimBundle, seatSocket: { path: socket.path, id: socketId.info.id } } };
+}
+
+/**
+ * A root as the plan wants it: canonical path, identity, and a complete scan (sockets,
+ * other names of reserved objects, files linked from elsewhere).
+ */
+export async function describeRoot(path: string, reserved: ReservedSet, options: ScanOptions = {}): Promise<Checked<HostRoot>> {
+  const canonical = await canonicalize(path);
+  if (!canonical.ok) return fail(canonical.reason, `create ${path}, or leave it out of the seat`, "object.identity");
+  const found = await identify(canonical.path);
+  if (!found.ok) return fail(found.reason, `make ${path} readable by teamd`, "object.identity");
+  if (found.info.kind !== "dir") return fail(`${canonical.path} is not a folder`, "a seat root must be a folder");
+  const scan = await scanRoot(canonical.path, reserved.keys, options);
+  return { ok: true, value: { path: canonical.path, id: found.info.id, scan } };
+}
+
+/** The reserved set as plan data. */
+export function reservedFacts(set: ReservedSet): ReservedFact[] {
+  return set.objects.map((object) => ({ path: object.path, id: object.id, kind: object.kind }));
+}
+
+async function describe(path: string): Promise<Checked<Omit<SystemEntry, "path">>> {
+  try {
+    const stats = await lstat(path);
+    if (stats.isSymbolicLink()) return { ok: true, value: { kind: "symlink", target: await readlink(path) } };
+    return { ok: true, value: { kind: stats.isDirectory() ? "dir" : "other" } };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { ok: true, value: { kind: "absent" } };
+    return fail(`cannot examine ${path}: ${(error as Error).message}`, `make ${path} readable`);
+  }
+}
+
+async function list(folder: string, prefix: string): Promise<Checked<EtcEntry[]>> {
+  const entries: EtcEntry[] = [];
+  try {
+    const real = await realpath(folder);
+    for await (const entry of await opendir(real)) {
+      const name = `${prefix}${entry.name}`;
+      if (entry.isSymbolicLink()) entries.push({ name, kind: "symlink", target: await readlink(`${real}/${entry.name}`) });
+      else if (entry.isDirectory()) entries.push({ name, kind: "dir" });
+      else if (entry.isFile()) entries.push({ name, kind: "file" });
+      else entries.push({ name, kind: "other" });
+    }
+  } catch (error) {
+    return fail(`cannot list ${folder}: ${(error as Error).message}`, `make ${folder} readable by teamd`);
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { ok: true, value: entries };
+}
+
+function fail(reason: string, fix: string, rule: "containment.undecidable" | "object.identity" = "containment.undecidable") {
+  return { ok: false as const, refusal: refuseContainment(rule, reason, fix) };
+}

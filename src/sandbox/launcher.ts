@@ -1,0 +1,101 @@
+import type { Readable, Writable } from "node:stream";
+import type { SandboxPlan } from "./plan-types.js";
+import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
+import { createLinuxLauncher, type LinuxLauncherOptions } from "./launcher-linux.js";
+import { createMacosLauncher } from "./launcher-macos.js";
+import { createWindowsLauncher } from "./launcher-windows.js";
+
+/**
+ * One interface over the platforms' containment (DESIGN.md "src/sandbox/"): the seat
+ * lifecycle asks a launcher to run a command inside a plan and gets back a handle it can
+ * watch and kill. Only launchers touch the OS; what they run is decided before, as data.
+ */
+
+/** How the seat's standard streams are wired. A pty (node-pty) is the next step; "pty" is refused until then. */
+export type SeatIo = { readonly kind: "pipes" } | { readonly kind: "pty"; readonly cols: number; readonly rows: number };
+
+export interface LaunchRequest {
+  readonly plan: SandboxPlan;
+  /** argv inside the seat; argv[0] absolute, or found on the plan's PATH. */
+  readonly command: readonly string[];
+  readonly io?: SeatIo;
+  /** How long the sandbox may take to report its namespace init (default 10 s). */
+  readonly startTimeoutMs?: number;
+}
+
+export interface PipeStreams {
+  readonly kind: "pipes";
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+}
+
+/**
+ * How a seat's run ended. `code` follows the shell's convention: a signal death is 128+N.
+ * "setup-failed": containment failed before the command ran (§11: work stops), with the
+ * cause and its fix.
+ */
+export type SeatExit =
+  | { readonly kind: "exited"; readonly code: number }
+  | { readonly kind: "killed"; readonly code: number }
+  | { readonly kind: "setup-failed"; readonly code: number; readonly refusal: ContainmentRefusal };
+
+export interface SeatProcess {
+  /** The host pid of the process the launcher spawned (the sandbox's outer process). */
+  readonly pid: number;
+  /**
+   * The host pid of the seat's pid-namespace init. SIGKILL to it ends every process in the
+   * seat's namespace — none can leave it, `setsid` or not. Never kill a seat by process
+   * group (setsid escapes it) or by name.
+   */
+  readonly initPid: number;
+  readonly io: PipeStreams;
+  /** What the launcher could apply of the plan's limits, in words (rlimits are partial). */
+  readonly limits: { readonly partial: boolean; readonly notes: readonly string[] };
+  readonly exit: Promise<SeatExit>;
+  /** SIGKILL the namespace init; a no-op once the seat has exited. */
+  kill(): void;
+}
+
+export type LaunchResult = { readonly ok: true; readonly seat: SeatProcess } | { readonly ok: false; readonly refusal: ContainmentRefusal };
+
+export type ProbeResult = { readonly ok: true; readonly details: readonly string[] } | { readonly ok: false; readonly refusal: ContainmentRefusal };
+
+export interface Launcher {
+  readonly platform: NodeJS.Platform;
+  /** Can seats start here, as `user` (the daemon's own user when omitted)? For `teamd doctor`. */
+  probe(user?: { readonly uid: number; readonly gid: number }): Promise<ProbeResult>;
+  launch(request: LaunchRequest): Promise<LaunchResult>;
+}
+
+export interface LauncherOptions {
+  readonly linux?: LinuxLauncherOptions;
+}
+
+/** The launcher for a platform (default: this one). */
+export function createLauncher(platform: NodeJS.Platform = process.platform, options: LauncherOptions = {}): Launcher {
+  switch (platform) {
+    case "linux":
+      return createLinuxLauncher(options.linux);
+    case "darwin":
+      return createMacosLauncher();
+    case "win32":
+      return createWindowsLauncher();
+    default:
+      return createUnsupportedLauncher(platform);
+  }
+}
+
+/** Any other platform: no containment is known there, so no seat starts. */
+function createUnsupportedLauncher(platform: NodeJS.Platform): Launcher {
+  const refusal = refuseContainment(
+    "containment.unavailable",
+    `containment on ${platform} is not supported`,
+    "run seats on Linux (bubblewrap), or set `containment: none` in the team file to run uncontained (every record then says: against a mistake only)",
+  );
+  return {
+    platform,
+    probe: async (): Promise<ProbeResult> => ({ ok: false, refusal }),
+    launch: async (): Promise<LaunchResult> => ({ ok: false, refusal }),
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The data the plan compiler takes and the data it returns (src/sandbox/plan.ts). Both are
+ * plain data: the compiler is pure, the launcher and the host-facts reader are the only
+ * parts that touch the machine. Every host path here is canonical (src/objects/canonical.ts);
+ * the compiler checks the lexical form and refuses anything else rather than resolve it.
+ */
+import type { ObjectId } from "../objects/object-id.js";
+import type { RootScan } from "../objects/scan.js";
+
+export interface SeatName {
+  readonly team: string;
+  readonly seat: string;
+}
+
+/** A host folder bound into the seat at the same path, with its identity and what a scan found in it. */
+export interface HostRoot {
+  readonly path: string;
+  readonly id: ObjectId;
+  readonly scan: RootScan;
+}
+
+/** A root with the role it plays in the seat (the compiler's own view of PlanInput's roots). */
+export interface SeatRoot {
+  readonly role: string;
+  readonly writable: boolean;
+  readonly root: HostRoot;
+}
+
+/** A reserved object as data (src/objects/reserved-set.ts ReservedObject, minus nothing). */
+export interface ReservedFact {
+  readonly path: string;
+  /** undefined: nothing exists there now; it stays reserved by name. */
+  readonly id: ObjectId | undefined;
+  readonly kind: "file" | "dir" | "symlink" | "socket" | "other" | "absent";
+}
+
+/** One of the top-level system paths programs need (/usr, /bin, /lib64, ...), as found on the host. */
+export interface SystemEntry {
+  readonly path: string;
+  readonly kind: "dir" | "symlink" | "absent" | "other";
+  /** The link text when kind is "symlink" (recreated as is inside, e.g. "usr/bin"). */
+  readonly target?: string;
+}
+
+/** One entry of /etc, named relative to /etc ("passwd", "ssh/ssh_config"). */
+export interface EtcEntry {
+  readonly name: string;
+  readonly kind: "file" | "dir" | "symlink" | "other";
+  readonly target?: string;
+}
+
+export interface HostFacts {
+  readonly system: readonly SystemEntry[];
+  /** The top-level entries of /etc, plus the children of each folder named in `etcListed`. */
+  readonly etc: readonly EtcEntry[];
+  /** The /etc folders whose children are listed in `etc` (the compiler needs them where it filters inside). */
+  readonly etcListed: readonly string[];
+  /** Canonical path of the node binary seats run (the shim needs it). */
+  readonly node: string;
+  /** Canonical path of the shim's self-contained bundle (file or folder); undefined until it is built. */
+  readonly shimBundle: string | undefined;
+  /** The seat's own socket on the host, and its identity. */
+  readonly seatSocket: { readonly path: string; readonly id: ObjectId };
+}
+
+export interface EnvInput {
+  /** Names passed through from `source` when present there (LANG, TERM, ...). */
+  readonly allowlist: readonly string[];
+  /** Where allowlisted values come from (the daemon's environment, given as data). */
+  readonly source: Readonly<Record<string, string | undefined>>;
+  /** What the seat's execution context declares (the team file), verbatim. */
+  readonly declared: Readonly<Record<string, string>>;
+}
+
+/**
+ * Resource limits a seat asks for. Applying them is the launcher's job; the plan carries
+ * them so that `teamd exec` runs under the same ones. "none" is the team file's explicit
+ * `limits: none`.
+ */
+export type Limits =
+  | "none"
+  | {
+      readonly memoryBytes?: number;
+      readonly processes?: number;
+      readonly cpuSeconds?: number;
+      readonly openFiles?: number;
+    };
+
+export interface PlanInput {
+  readonly seat: SeatName;
+  /** The host user the seat runs as (never 0). Inside, the seat sees the same ids. */
+  readonly user: { readonly uid: number; readonly gid: number };
+  readonly writable: { readonly repository: HostRoot; readonly home: HostRoot; readonly tmp: HostRoot };
+  /** What the seat's read scope covers beyond its writable roots (other declared roots). */
+  readonly readOnly: readonly HostRoot[];
+  readonly reserved: readonly ReservedFact[];
+  readonly host: HostFacts;
+  readonly env: EnvInput;
+  readonly limits: Limits;
+}
+
+/** One step of building the seat's root, in order; bwrap-args.ts turns each into flags. */
+export type MountOp =
+  | { readonly op: "ro-bind"; readonly src: string; readonly dest: string }
+  | { readonly op: "bind"; readonly src: string; readonly dest: string }
+  | { readonly op: "symlink"; readonly target: string; readonly dest: string }
+  /** size: bytes the tmpfs may hold (its memory is the host's); absent = the kernel's default. */
+  | { readonly op: "tmpfs"; readonly dest: string; readonly size?: number }
+  | { readonly op: "proc"; readonly dest: string }
+  | { readonly op: "dev"; readonly dest: string }
+  /** Hide what sits at dest: a file becomes unopenable, a folder empty and read-only. */
+  | { readonly op: "mask"; readonly dest: string; readonly kind: "file" | "dir"; readonly why: string }
+  | { readonly op: "remount-ro"; readonly dest: string };
+
+export interface SandboxPlan {
+  readonly version: 1;
+  readonly seat: SeatName;
+  readonly hostname: string;
+  readonly uid: number;
+  readonly gid: number;
+  /** Every namespace unshared; the network namespace holds loopback only. */
+  readonly network: "loopback-only";
+  readonly mounts: readonly MountOp[];
+  /** Sorted by name; exactly this, nothing inherited. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly limits: Limits;
+  /** Every host path the plan binds, for the launcher's preflight (a missing one fails closed). */
+  readonly sources: readonly string[];
+  /** The seat socket: host path, and where the seat finds it. */
+  readonly socket: { readonly host: string; readonly inside: string };
+}
