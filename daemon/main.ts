@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { EXIT, reportError, TEAMD_VERSION } from "../src/rpc/index.js";
 import { serve } from "./serve.js";
 import { status } from "./status.js";
+import { kernelEval } from "./kernel-eval.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -28,6 +29,16 @@ function buildProgram(): Command {
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
     .action((opts: { json?: boolean; socket?: string }) => status(opts));
+
+  const kernel = program.command("kernel").description("the decision kernel, offline");
+  kernel
+    .command("eval")
+    .description("run kernel case files (docs/kernel-cases.md): print each mismatch, exit 1 on any")
+    .argument("<FILE...>", "case files (JSON)")
+    .option("--json", "print one JSON summary (for scripts)")
+    .action(async (files: string[], opts: { json?: boolean }) => {
+      process.exitCode = await kernelEval(files, opts);
+    });
 
   return program;
 }

@@ -1,4 +1,5 @@
 import { benchRpc } from "./rpc.js";
+import { benchKernel } from "./kernel.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -8,7 +9,29 @@ import { meetsTarget, type BenchRow } from "./report.js";
  */
 const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   rpc: benchRpc,
+  kernel: benchKernel,
 };
+
+/**
+ * Targets that compare two benches: computed once both ran in this same run.
+ * authorize's p99 must stay under 5% of a bare grpc-js echo's p50 (issue 4): the decision
+ * never shows in a request's latency.
+ */
+function crossRows(rows: readonly BenchRow[]): BenchRow[] {
+  const find = (name: string) => rows.find((r) => r.name === name)?.value;
+  const echoP50 = find("rpc.bare-echo.p50");
+  const authorizeP99 = find("kernel.authorize.p99");
+  if (echoP50 === undefined || authorizeP99 === undefined) return [];
+  return [
+    {
+      name: "kernel.authorize.p99-vs-echo-p50",
+      value: authorizeP99 / echoP50,
+      unit: "ratio",
+      note: "authorize p99 / bare grpc echo p50, same run",
+      target: { max: 0.05, text: "<= 0.05" },
+    },
+  ];
+}
 
 function format(value: number): string {
   if (!Number.isFinite(value)) return String(value);
@@ -31,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
     if (!json) process.stderr.write(`bench: ${name}...\n`);
     rows.push(...(await bench()));
   }
+  rows.push(...crossRows(rows));
   let missed = 0;
   if (json) {
     process.stdout.write(JSON.stringify(rows.map((r) => ({ ...r, met: meetsTarget(r) }))) + "\n");

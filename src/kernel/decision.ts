@@ -1,4 +1,6 @@
+import type { Authority } from "./authority.js";
 import type { RuleId } from "./rules.js";
+import type { OperationalCapability } from "./vocabulary.js";
 
 /**
  * A refusal is a value inside the kernel: the rule that refused and a reason an agent can
@@ -14,3 +16,23 @@ export interface Refusal {
 export function refuse(rule: RuleId, reason: string): Refusal {
   return Object.freeze({ decision: "refuse", rule, reason });
 }
+
+/**
+ * An allow names the single authority that covered the whole effect (§6: authorities are
+ * never merged), so the ledger records which standing grant — later which lease — was used.
+ * `actAs` is the act-as authority that covered the account when the effect runs under the
+ * owner's identity: required in addition to, never instead of, the operational one (§3).
+ */
+export interface Allow {
+  readonly decision: "allow";
+  readonly capability: OperationalCapability;
+  readonly authority: Authority;
+  readonly actAs?: Authority;
+}
+
+export function allow(capability: OperationalCapability, authority: Authority, actAs?: Authority): Allow {
+  return Object.freeze(actAs === undefined ? { decision: "allow", capability, authority } : { decision: "allow", capability, authority, actAs });
+}
+
+/** What `authorize` returns: always one of the two, never an exception. */
+export type Decision = Allow | Refusal;

@@ -1,0 +1,153 @@
+import { actTime } from "./act-time.js";
+import { candidateAuthorities } from "./authorities.js";
+import { type CanonicalEffect, SCOPE_RULES, coverByOne } from "./coverage.js";
+import { type Decision, type Refusal, allow, refuse } from "./decision.js";
+import { isDeclared } from "./declared.js";
+import { canonicalPath } from "./paths.js";
+import type { Seat } from "./policy.js";
+import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
+import { normalizeBranch } from "./refs.js";
+import { effectReservedReason } from "./reserved.js";
+import type { ScopeUniverse } from "./scope.js";
+import type { KernelView } from "./view.js";
+import { DIMENSIONS, type OperationalCapability, type OperationalSpec, capabilitySpec, resolveVocabulary } from "./vocabulary.js";
+
+/**
+ * The one decision function. Every gated act a seat requests is decided here, from the view
+ * (the policy in force and the ledger's facts), the request, and the time — all data. It is
+ * total: it always returns, never throws (a fault inside refuses with `kernel.fault`), and its
+ * default is refuse — an allow is reached only when one single authority covers the whole
+ * effect and every stage after it passes. Each refusal names its rule id.
+ *
+ * Stages, in order: the request's shape; the vocabulary (unknown capability, administrative
+ * capability not decided yet, dimension not taken); the seat; the effect made canonical; the
+ * reserved set; the use-broker operation list; the seat's authorities for the capability;
+ * the declared sets; coverage by one authority (§6); act-as when the effect runs under the
+ * owner's identity (§3); the act-time stage (act-time.ts, issue 5).
+ *
+ * `now` is the decision time in epoch milliseconds, supplied by the caller (the kernel reads
+ * no clock); nothing in this release depends on it, and leases (issue 6) will.
+ */
+export function authorize(view: KernelView, request: KernelRequest, now: number): Decision {
+  try {
+    // Typed for callers; read as unknown, because a total function answers anything it is given.
+    return decide(view, request as unknown, now);
+  } catch (error) {
+    const what = error instanceof Error ? error.message : "a non-error value was thrown";
+    return refuse("kernel.fault", `the decision could not be evaluated (${what}); refused (fail closed)`);
+  }
+}
+
+const BROKER_OPERATIONS: readonly string[] = ["pull", "claim", "read"];
+
+function decide(view: KernelView, input: unknown, now: number): Decision {
+  if (typeof now !== "number" || !Number.isFinite(now)) return refuse("request.malformed", "the decision time is not a finite number");
+  const request = readRequest(input);
+  if ("decision" in request) return request;
+  const policy = view.policy;
+  const vocabulary = resolveVocabulary(policy.vocabulary.version);
+  if (vocabulary === undefined) return refuse("vocab.version", `the policy pins capability vocabulary ${policy.vocabulary.version}, which this release does not resolve`);
+  const spec = capabilitySpec(vocabulary, request.capability);
+  if (spec === undefined) return refuse("vocab.unknown", `'${request.capability}' is not a capability in vocabulary version ${vocabulary.version}`);
+  if (spec.kind === "administrative") {
+    return refuse("vocab.unsupported", `${request.capability} is an administrative capability; its operations (§9, §10) are not decided by this release`);
+  }
+  const capability = request.capability as OperationalCapability;
+  for (const d of DIMENSIONS) {
+    if (request.values[d] !== undefined && !spec.dimensions.includes(d)) {
+      return refuse("vocab.dimension", `${capability} does not take the ${d} dimension (it takes ${spec.dimensions.join(", ")})`);
+    }
+  }
+  for (const d of spec.required) {
+    if (request.values[d] === undefined) return refuse("request.malformed", `a ${capability} request must name its ${d === "path" ? "paths (effect.paths)" : `${d} (effect.${d})`}`);
+  }
+  const seat = Object.prototype.hasOwnProperty.call(policy.seats, request.seat) ? policy.seats[request.seat] : undefined;
+  if (seat === undefined) return refuse("seat.unknown", `seat '${request.seat}' is not in the policy in force (${policy.hash})`);
+
+  const effect = canonicalEffect(request);
+  if ("decision" in effect) return effect;
+  for (const path of effect.path ?? []) {
+    const why = effectReservedReason(policy.reserved, path);
+    if (why !== undefined) return refuse("reserved.object", `${why}; no scope opens a reserved object to a seat's ${capability}`);
+  }
+  const broker = checkBroker(capability, request);
+  if (broker !== undefined) return broker;
+
+  const candidates = candidateAuthorities(view, seat, capability);
+  if (candidates.length === 0) return refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
+  const universe: ScopeUniverse = { declared: policy.declared };
+  const undeclared = outsideDeclared(spec, effect, universe);
+  if (undeclared !== undefined) return undeclared;
+
+  const covering = coverByOne(capability, spec.dimensions, candidates, effect, universe);
+  if ("decision" in covering) return covering;
+  const actAs = coverActAs(view, seat, capability, request.asAccount, universe);
+  if (actAs !== undefined && "decision" in actAs) return actAs;
+  return actTime(view, allow(capability, covering, actAs));
+}
+
+/** The effect's values in canonical form: paths lexically canonical, refs as short names. */
+function canonicalEffect(request: ReadRequest): CanonicalEffect | Refusal {
+  const { path: rawPaths, branch: rawBranch, env, account, task } = request.values;
+  let paths: string[] | undefined;
+  if (rawPaths !== undefined) {
+    paths = [];
+    for (const p of rawPaths) {
+      const canonical = canonicalPath(p);
+      if (!canonical.ok) return refuse(canonical.undecidable ? "scope.undecidable" : "scope.path", `path '${p}': ${canonical.reason}`);
+      if (canonical.path === "") return refuse("request.malformed", "the effect names the repository root itself; name the files it touches");
+      if (!paths.includes(canonical.path)) paths.push(canonical.path);
+    }
+  }
+  let branch: string[] | undefined;
+  if (rawBranch !== undefined) {
+    const normalized = normalizeBranch(rawBranch, { pattern: false });
+    if (!normalized.ok) return refuse("scope.branch", normalized.reason);
+    branch = [normalized.name];
+  }
+  return {
+    path: paths,
+    branch,
+    env: env === undefined ? undefined : [env],
+    account: account === undefined ? undefined : [account],
+    task: task === undefined ? undefined : [task],
+  };
+}
+
+/** A name outside its declared set is outside every scope, unconstrained or globbed (§6). */
+function outsideDeclared(spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse): Refusal | undefined {
+  for (const d of spec.dimensions) {
+    if (d === "path") continue;
+    for (const value of effect[d] ?? []) {
+      if (!isDeclared(universe.declared, d, value)) {
+        return refuse(SCOPE_RULES[d], `${d} '${value}' is not in the declared ${d} set, so it is outside every scope (declaring it is an owner act)`);
+      }
+    }
+  }
+  return undefined;
+}
+
+function checkBroker(capability: OperationalCapability, request: ReadRequest): Refusal | undefined {
+  if (capability !== "use-broker") {
+    return request.brokerOperation === undefined ? undefined : refuse("request.malformed", `brokerOperation belongs to use-broker, not ${capability}`);
+  }
+  if (request.brokerOperation === undefined) return refuse("request.malformed", "a use-broker request must name its operation (pull, claim or read)");
+  if (!BROKER_OPERATIONS.includes(request.brokerOperation)) {
+    return refuse("broker.operation", `'${request.brokerOperation}' is not a broker operation; a holder may pull a task, claim a task, or read its non-secret fields, and nothing else`);
+  }
+  return undefined;
+}
+
+/** act-as over the owner's account, required in addition to the operational capability (§3). */
+function coverActAs(view: KernelView, seat: Seat, capability: OperationalCapability, account: string | undefined, universe: ScopeUniverse): ReturnType<typeof coverByOne> | Refusal | undefined {
+  if (account === undefined) return undefined;
+  if (capability === "act-as") return refuse("request.malformed", "an act-as request names its account in effect.account, not asAccount");
+  if (!isDeclared(universe.declared, "account", account)) {
+    return refuse("scope.account", `account '${account}' is not in the declared account set, so it is outside every scope`);
+  }
+  const candidates = candidateAuthorities(view, seat, "act-as");
+  if (candidates.length === 0) {
+    return refuse("authority.none", `the ${capability} runs under the owner's account '${account}', and seat ${seat.name} holds no act-as; act-as is required in addition to ${capability}`);
+  }
+  return coverByOne("act-as", ["account"], candidates, { account: [account] }, universe);
+}

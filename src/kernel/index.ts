@@ -1,0 +1,52 @@
+/**
+ * The kernel's public surface: pure policy (§3–§6). Everything is data in, data out; the
+ * loader (src/teamfile/) builds a Policy, the daemon wraps it in a view, and `authorize`
+ * decides every gated act.
+ */
+export { authorize } from "./authorize.js";
+export { type Allow, type Decision, type Refusal, allow, refuse } from "./decision.js";
+export { RULES, type RuleId, isRuleId } from "./rules.js";
+export { type Authority, type AuthoritySource, type Grant, describeAuthority } from "./authority.js";
+export { type KernelRequest, type Effect } from "./request.js";
+export { type KernelFacts, type KernelView, createKernelView } from "./view.js";
+export { type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
+export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
+export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
+export { type StartContext, startContextCanonical } from "./start-context.js";
+export { type DeclaredSets, NO_DECLARED_SETS, isDeclared } from "./declared.js";
+export { type ReservedSet, effectReservedReason, reservedReason } from "./reserved.js";
+export { ROLE_TEMPLATES, type RoleTemplate } from "./roles.js";
+export {
+  type DimensionScope,
+  type Scope,
+  type ScopeUniverse,
+  EMPTY,
+  UNCONSTRAINED,
+  boundedScope,
+  dimensionCovers,
+  dimensionIntersect,
+  dimensionWithin,
+  formatScope,
+  scopeCovers,
+  scopeIntersect,
+  scopeVoid,
+  scopeWithin,
+} from "./scope.js";
+export { type Tri, globIntersection, globMatch, globsIncluded } from "./glob.js";
+export { canonicalPath, pathCovers } from "./paths.js";
+export { normalizeBranch } from "./refs.js";
+export { canonicalJson, type CanonicalValue } from "./canonical.js";
+export { deepFreeze } from "./freeze.js";
+export {
+  ADMINISTRATIVE_CAPABILITIES,
+  ALL_WORD,
+  CURRENT_VOCABULARY_VERSION,
+  DIMENSIONS,
+  OPERATIONAL_CAPABILITIES,
+  type Capability,
+  type Dimension,
+  type OperationalCapability,
+  type Vocabulary,
+  allCapabilities,
+  resolveVocabulary,
+} from "./vocabulary.js";

@@ -1,0 +1,257 @@
+import type { Grant } from "./authority.js";
+import { type CanonicalValue, canonicalJson } from "./canonical.js";
+import { type DeclaredSets, isDeclaredName } from "./declared.js";
+import { NAME_RULE, isName } from "./names.js";
+import { canonicalPath, compareStrings, showPath } from "./paths.js";
+import { type InputPath, type PolicyInput, type PolicyProblem, problem } from "./policy-input.js";
+import { normalizeBranch } from "./refs.js";
+import type { ReservedSet } from "./reserved.js";
+import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, templateGrants } from "./roles.js";
+import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
+import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
+import { readStart, type StartContext } from "./start-context.js";
+import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type Vocabulary, resolveVocabulary } from "./vocabulary.js";
+
+/**
+ * Compiling the team file's data into what the kernel decides with (§3, §4, §6): the pinned
+ * vocabulary resolved, declared sets canonical, each role resolved to its grants (a template
+ * narrowed, plus its own capabilities), each seat's list resolved, the reserved set built, and
+ * the canonical texts the loader hashes — the whole file, each role's resolved content, each
+ * seat's resolved capability set. Hashing happens outside (the kernel computes no hash);
+ * sealPolicy (policy.ts) takes the hashes back in as data.
+ */
+export interface CompiledRole {
+  readonly name: string;
+  readonly builtIn: boolean;
+  readonly template?: RoleTemplate;
+  readonly grants: readonly Grant[];
+  /** Canonical text of the resolved content; its hash identifies the role (§4, §10). */
+  readonly content: string;
+}
+
+export interface CompiledSeat {
+  readonly name: string;
+  readonly lab?: string;
+  readonly roles: readonly string[];
+  readonly direct: readonly Grant[];
+  /** Canonical text of the seat's resolved capability set (§10 same-copy, issue 5). */
+  readonly capabilities: string;
+  readonly start?: StartContext;
+}
+
+export interface CompiledPolicy {
+  readonly vocabulary: Vocabulary;
+  readonly team: string;
+  readonly declared: DeclaredSets;
+  readonly reserved: ReservedSet;
+  readonly roles: Readonly<Record<string, CompiledRole>>;
+  readonly seats: Readonly<Record<string, CompiledSeat>>;
+  /** The canonical form of the team file: independent of formatting and key order. */
+  readonly canonical: string;
+}
+
+export type CompileResult = { readonly ok: true; readonly policy: CompiledPolicy } | { readonly ok: false; readonly problems: readonly PolicyProblem[] };
+
+/** A scope in canonical data form; the root prefix is written `.`, so the form loads again. */
+function canonicalScope(scope: Scope): CanonicalValue {
+  const out: Record<string, CanonicalValue> = {};
+  for (const d of Object.keys(scope) as Dimension[]) {
+    const dimension = scope[d];
+    if (dimension === undefined) continue;
+    const value = canonicalDimension(dimension);
+    out[d] = d === "path" && Array.isArray(value) ? value.map(showPath) : value;
+  }
+  return out;
+}
+
+/** Grants as a set: canonical, sorted, without repeats (two equal grants are one alternative). */
+function grantSet(grants: readonly Grant[]): CanonicalValue[] {
+  const byText = new Map<string, CanonicalValue>();
+  for (const g of grants) {
+    const value: CanonicalValue = { capability: g.capability, scope: canonicalScope(g.scope) };
+    byText.set(canonicalJson(value), value);
+  }
+  return [...byText.keys()].sort(compareStrings).map((k) => byText.get(k) as CanonicalValue);
+}
+
+/**
+ * Grants in canonical order, without repeats. The order decides which of several covering
+ * authorities an allow names and how authority ids are numbered, so it must follow from the
+ * canonical form alone: a policy restored from its record names the same authorities as the
+ * file that was applied, however that file was written.
+ */
+function canonicalGrants(grants: readonly Grant[]): Grant[] {
+  const byText = new Map<string, Grant>();
+  for (const g of grants) byText.set(canonicalJson({ capability: g.capability, scope: canonicalScope(g.scope) }), g);
+  return [...byText.keys()].sort(compareStrings).map((k) => byText.get(k) as Grant);
+}
+
+/** A capability map in canonical form: capability → sorted list of scopes. */
+function capabilityMap(grants: readonly Grant[]): CanonicalValue {
+  const out: Record<string, CanonicalValue[]> = {};
+  for (const entry of grantSet(grants)) {
+    const { capability, scope } = entry as { capability: string; scope: CanonicalValue };
+    (out[capability] ??= []).push(scope);
+  }
+  return out;
+}
+
+function readDeclared(input: PolicyInput, problems: PolicyProblem[]): DeclaredSets {
+  const declare = input.declare ?? {};
+  const names = (key: "envs" | "accounts" | "tasks" | "labs"): readonly string[] => {
+    const out = new Set<string>();
+    (declare[key] ?? []).forEach((value, index) => {
+      if (typeof value === "string" && isDeclaredName(value)) out.add(value);
+      else problems.push(problem("teamfile.schema", ["declare", key, index], `'${String(value)}' is not a valid name`, "use letters, digits and . _ : @ / + -, starting with a letter or digit"));
+    });
+    return Object.freeze([...out].sort(compareStrings));
+  };
+  const branches = new Set<string>();
+  (declare.branches ?? []).forEach((value, index) => {
+    const branch = typeof value === "string" ? normalizeBranch(value, { pattern: true }) : ({ ok: false, reason: "not text" } as const);
+    if (branch.ok) branches.add(branch.name);
+    else problems.push(problem("scope.branch", ["declare", "branches", index], branch.reason, "write a branch name (`main`) or a glob (`release/*`)"));
+  });
+  return Object.freeze({ branches: Object.freeze([...branches].sort(compareStrings)), envs: names("envs"), accounts: names("accounts"), tasks: names("tasks"), labs: names("labs") });
+}
+
+function compileRole(name: string, at: InputPath, input: NonNullable<PolicyInput["roles"]>[string], ctx: ScopeContext): { role: CompiledRole; canonical: CanonicalValue } | undefined {
+  const problems = ctx.problems;
+  const before = problems.length;
+  let template: RoleTemplate | undefined;
+  if (input.template !== undefined) {
+    if (isRoleTemplate(input.template)) template = input.template;
+    else problems.push(problem("teamfile.schema", [...at, "template"], `'${String(input.template)}' is not a built-in role template`, `use one of: ${Object.keys(ROLE_TEMPLATES).join(", ")}`));
+  }
+  const own = readCapabilities(input.capabilities, [...at, "capabilities"], ctx) ?? [];
+  let narrowing: Scope | undefined;
+  const grants: Grant[] = [];
+  if (input.scope !== undefined && input.template === undefined) {
+    problems.push(problem("teamfile.schema", [...at, "scope"], "`scope` narrows a template, and this role has none", "add `template: <name>`, or put the scope on each capability", "key"));
+  } else if (template !== undefined) {
+    const base = templateGrants(template, ctx.vocabulary);
+    const dimensions = [...new Set(base.flatMap((g) => Object.keys(g.scope) as Dimension[]))];
+    if (input.scope !== undefined) narrowing = readScope(`template ${template}`, dimensions, input.scope, [...at, "scope"], ctx);
+    for (const g of base) {
+      const narrowed = narrowing === undefined ? g.scope : scopeIntersect(g.scope, pick(narrowing, Object.keys(g.scope) as Dimension[]));
+      if (narrowed === "undecidable") problems.push(problem("scope.undecidable", [...at, "scope"], `cannot decide the narrowing of ${g.capability}`, "use simpler globs"));
+      else grants.push(Object.freeze({ capability: g.capability, scope: narrowed }));
+    }
+    if ((NO_WRITE_TEMPLATES as readonly string[]).includes(template) && own.some((g) => g.capability === "write")) {
+      problems.push(problem("role.no-write", [...at, "capabilities", "write"], `${template === "observer" ? "an" : "a"} ${template} holds no write: one that can write is an actor (ownership protocol)`, "remove write, or base the role on another template (executor)", "key"));
+    }
+  }
+  grants.push(...own);
+  if (template === undefined && grants.length === 0 && problems.length === before) {
+    problems.push(problem("teamfile.schema", at, `role '${name}' grants nothing`, "give it a template or capabilities, or remove it", "key"));
+  }
+  if (problems.length > before) return undefined;
+  const resolved = canonicalGrants(grants);
+  const content = canonicalJson({ vocabulary: ctx.vocabulary.version, grants: grantSet(resolved) });
+  const canonicalNarrowing = narrowing === undefined ? undefined : canonicalScope(Object.fromEntries(Object.entries(narrowing).filter(([, v]) => v.state !== "unconstrained")));
+  return {
+    role: Object.freeze({ name, builtIn: false, ...(template !== undefined ? { template } : {}), grants: Object.freeze(resolved), content }),
+    canonical: { template, scope: canonicalNarrowing, capabilities: capabilityMap(own) },
+  };
+}
+
+function pick(scope: Scope, dimensions: readonly Dimension[]): Scope {
+  const out: Partial<Record<Dimension, NonNullable<Scope[Dimension]>>> = {};
+  for (const d of dimensions) {
+    const v = scope[d];
+    if (v !== undefined) out[d] = v;
+  }
+  return out;
+}
+
+/** Compile validated team-file data; every problem is reported, each at its key path. */
+export function compilePolicy(input: PolicyInput): CompileResult {
+  const problems: PolicyProblem[] = [];
+  const vocabulary = resolveVocabulary(input.version);
+  if (vocabulary === undefined) {
+    problems.push(problem("vocab.version", ["version"], `capability vocabulary version ${JSON.stringify(input.version) ?? "(none)"} does not resolve in this release`, `pin a version this teamd knows: ${KNOWN_VOCABULARY_VERSIONS.join(", ")}`));
+    return { ok: false, problems };
+  }
+  if (typeof input.team !== "string" || !isName(input.team)) problems.push(problem("teamfile.schema", ["team"], `'${String(input.team)}' is not a valid team name`, `use ${NAME_RULE}`));
+  const declared = readDeclared(input, problems);
+  const teamFile = canonicalPath(input.teamFilePath);
+  if (!teamFile.ok || teamFile.path === "") problems.push(problem("teamfile.schema", [], `the team file's own path '${input.teamFilePath}' is not a repository path`, "keep the team file at the repository root as teamd.yaml"));
+
+  const seatsInput = input.seats ?? {};
+  const starts = new Map<string, StartContext>();
+  for (const [name, seat] of Object.entries(seatsInput)) {
+    if (seat.start === undefined) continue;
+    const start = readStart(seat.start, ["seats", name, "start"], problems, teamFile.ok ? teamFile.path : "teamd.yaml");
+    if (start !== undefined) starts.set(name, start);
+  }
+  const startFiles = [...new Set([...starts.values()].flatMap((s) => s.files))].sort(compareStrings);
+  const reserved: ReservedSet = Object.freeze({ teamFile: teamFile.ok ? teamFile.path : "teamd.yaml", startFiles: Object.freeze(startFiles) });
+  const ctx: ScopeContext = { vocabulary, declared, reserved, problems };
+
+  const roles: Record<string, CompiledRole> = {};
+  for (const template of Object.keys(ROLE_TEMPLATES) as RoleTemplate[]) {
+    const grants = canonicalGrants(templateGrants(template, vocabulary));
+    roles[template] = Object.freeze({ name: template, builtIn: true, template, grants, content: canonicalJson({ vocabulary: vocabulary.version, grants: grantSet(grants) }) });
+  }
+  const canonicalRoles: Record<string, CanonicalValue> = {};
+  for (const [name, role] of Object.entries(input.roles ?? {})) {
+    const at = ["roles", name];
+    if (!isName(name)) {
+      problems.push(problem("teamfile.schema", at, `'${name}' is not a valid role name`, `use ${NAME_RULE}`, "key"));
+      continue;
+    }
+    if (isRoleTemplate(name)) {
+      problems.push(problem("teamfile.schema", at, `'${name}' is a built-in role template and cannot be redefined`, `name the role differently and write \`template: ${name}\` in it`, "key"));
+      continue;
+    }
+    const compiled = compileRole(name, at, role, ctx);
+    if (compiled !== undefined) {
+      roles[name] = compiled.role;
+      canonicalRoles[name] = compiled.canonical;
+    }
+  }
+
+  const seats: Record<string, CompiledSeat> = {};
+  const canonicalSeats: Record<string, CanonicalValue> = {};
+  for (const [name, seat] of Object.entries(seatsInput)) {
+    const at = ["seats", name];
+    const before = problems.length;
+    if (!isName(name)) problems.push(problem("teamfile.schema", at, `'${name}' is not a valid seat name`, `use ${NAME_RULE}`, "key"));
+    if (seat.lab !== undefined && !declared.labs.includes(seat.lab)) {
+      problems.push(problem("teamfile.schema", [...at, "lab"], `lab '${seat.lab}' is not declared`, `add '${seat.lab}' to declare.labs, or correct the name`));
+    }
+    const roleNames = [...new Set(seat.roles ?? [])].sort(compareStrings);
+    (seat.roles ?? []).forEach((role, index) => {
+      if (!Object.prototype.hasOwnProperty.call(roles, role) && !Object.prototype.hasOwnProperty.call(input.roles ?? {}, role)) {
+        problems.push(problem("teamfile.schema", [...at, "roles", index], `role '${role}' is not defined`, `define it under roles, or use a template: ${Object.keys(ROLE_TEMPLATES).join(", ")}`));
+      }
+    });
+    const direct = readCapabilities(seat.capabilities, [...at, "capabilities"], ctx);
+    if (direct === undefined || problems.length > before || roleNames.some((r) => !Object.prototype.hasOwnProperty.call(roles, r))) continue;
+    const start = starts.get(name);
+    const all = [...roleNames.flatMap((r) => (roles[r] as CompiledRole).grants), ...direct];
+    seats[name] = Object.freeze({
+      name,
+      ...(seat.lab !== undefined ? { lab: seat.lab } : {}),
+      roles: Object.freeze(roleNames),
+      direct: Object.freeze(canonicalGrants(direct)),
+      capabilities: canonicalJson({ vocabulary: vocabulary.version, grants: grantSet(all) }),
+      ...(start !== undefined ? { start } : {}),
+    });
+    canonicalSeats[name] = {
+      lab: seat.lab,
+      roles: roleNames,
+      capabilities: capabilityMap(direct),
+      start: start === undefined ? undefined : { command: start.command, workdir: showPath(start.workdir), env: start.env, files: start.files },
+    };
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  const canonical = canonicalJson({
+    version: vocabulary.version,
+    team: input.team,
+    declare: { branches: declared.branches, envs: declared.envs, accounts: declared.accounts, tasks: declared.tasks, labs: declared.labs },
+    roles: canonicalRoles,
+    seats: canonicalSeats,
+  });
+  return { ok: true, policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), canonical }) };
+}

@@ -1,0 +1,120 @@
+import { type Authority, type AuthoritySource, type Grant, authorityId } from "./authority.js";
+import type { DeclaredSets } from "./declared.js";
+import { deepFreeze } from "./freeze.js";
+import type { CompiledPolicy } from "./policy-compile.js";
+import type { ReservedSet } from "./reserved.js";
+import type { RoleTemplate } from "./roles.js";
+import type { StartContext } from "./start-context.js";
+import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
+
+/**
+ * The policy in force, as the kernel decides with it: validated, resolved and deeply frozen.
+ * It is built only by sealing a compiled team file with the content hashes the loader took
+ * of its canonical texts — the kernel names hashes, it never computes them.
+ */
+export interface Policy {
+  readonly vocabulary: Vocabulary;
+  readonly team: string;
+  /** Content hash of the canonical team file (`sha256:…`): the policy hash of §15. */
+  readonly hash: string;
+  readonly declared: DeclaredSets;
+  readonly reserved: ReservedSet;
+  /** Every role a seat may reference: the team's own and the built-in templates. */
+  readonly roles: Readonly<Record<string, Role>>;
+  readonly seats: Readonly<Record<string, Seat>>;
+}
+
+export interface Role {
+  readonly name: string;
+  /** Hash of the resolved content: an unchanged name can never silently widen (§4). */
+  readonly hash: string;
+  readonly builtIn: boolean;
+  readonly template?: RoleTemplate;
+  readonly grants: readonly Grant[];
+}
+
+export interface Seat {
+  readonly name: string;
+  readonly lab?: string;
+  readonly roles: readonly string[];
+  /** The seat's list resolved: one authority per grant of each role, then its direct grants. */
+  readonly authorities: readonly Authority[];
+  /** The same authorities by capability, in the same order (the decision's lookup). */
+  readonly byCapability: Readonly<Partial<Record<OperationalCapability, readonly Authority[]>>>;
+  /** Hash of the resolved capability set. */
+  readonly capabilitiesHash: string;
+  /** Hash of the execution context (lab, command, workdir, env, start files), when it starts. */
+  readonly contextHash?: string;
+  readonly start?: StartContext;
+}
+
+/** The hashes the loader computed over the compiled policy's canonical texts. */
+export interface PolicyHashes {
+  readonly policy: string;
+  readonly roles: Readonly<Record<string, string>>;
+  readonly seats: Readonly<Record<string, { readonly capabilities: string; readonly context?: string }>>;
+}
+
+export type SealResult = { readonly ok: true; readonly policy: Policy } | { readonly ok: false; readonly missing: readonly string[] };
+
+function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+}
+
+/** Seal a compiled policy with its hashes; a hash the caller did not supply is named, not invented. */
+export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): SealResult {
+  const missing: string[] = [];
+  const roles: Record<string, Role> = {};
+  for (const role of Object.values(compiled.roles)) {
+    const hash = own(hashes.roles, role.name);
+    if (hash === undefined) missing.push(`role ${role.name}`);
+    roles[role.name] = { name: role.name, hash: hash ?? "", builtIn: role.builtIn, ...(role.template !== undefined ? { template: role.template } : {}), grants: role.grants };
+  }
+  const seats: Record<string, Seat> = {};
+  for (const seat of Object.values(compiled.seats)) {
+    const seatHashes = own(hashes.seats, seat.name);
+    if (seatHashes === undefined) missing.push(`seat ${seat.name}`);
+    if (seat.start !== undefined && seatHashes?.context === undefined) missing.push(`seat ${seat.name} context`);
+    const authorities: Authority[] = [];
+    // Ids number each capability's grants within one source: `alice/role:docs/write/0`.
+    const add = (source: AuthoritySource, grants: readonly Grant[]): void => {
+      const seen = new Map<string, number>();
+      for (const grant of grants) {
+        const index = seen.get(grant.capability) ?? 0;
+        seen.set(grant.capability, index + 1);
+        authorities.push({ id: authorityId(seat.name, source, grant.capability, index), seat: seat.name, capability: grant.capability, scope: grant.scope, source });
+      }
+    };
+    for (const name of seat.roles) {
+      const role = own(roles, name);
+      if (role === undefined) missing.push(`role ${name} of seat ${seat.name}`);
+      else add({ kind: "role", role: name, roleHash: role.hash }, role.grants);
+    }
+    add({ kind: "direct" }, seat.direct);
+    const byCapability: Partial<Record<OperationalCapability, Authority[]>> = {};
+    for (const authority of authorities) (byCapability[authority.capability] ??= []).push(authority);
+    seats[seat.name] = {
+      name: seat.name,
+      ...(seat.lab !== undefined ? { lab: seat.lab } : {}),
+      roles: seat.roles,
+      authorities,
+      byCapability,
+      capabilitiesHash: seatHashes?.capabilities ?? "",
+      ...(seatHashes?.context !== undefined ? { contextHash: seatHashes.context } : {}),
+      ...(seat.start !== undefined ? { start: seat.start } : {}),
+    };
+  }
+  if (missing.length > 0) return { ok: false, missing };
+  return {
+    ok: true,
+    policy: deepFreeze({
+      vocabulary: compiled.vocabulary,
+      team: compiled.team,
+      hash: hashes.policy,
+      declared: compiled.declared,
+      reserved: compiled.reserved,
+      roles,
+      seats,
+    }),
+  };
+}

@@ -1,0 +1,181 @@
+import type { Grant } from "./authority.js";
+import { type DeclaredSets, DECLARED_SET_OF, isDeclaredName } from "./declared.js";
+import { globIntersects } from "./glob.js";
+import { closest } from "./names.js";
+import { canonicalPath } from "./paths.js";
+import { type InputPath, type PolicyProblem, problem } from "./policy-input.js";
+import { normalizeBranch } from "./refs.js";
+import { type ReservedSet, reservedReason } from "./reserved.js";
+import type { RuleId } from "./rules.js";
+import { type DimensionScope, type Scope, EMPTY, UNCONSTRAINED, boundedScope } from "./scope.js";
+import { ADMINISTRATIVE_CAPABILITIES, ALL_WORD, DIMENSIONS, type Dimension, type OperationalCapability, type Vocabulary, capabilitySpec, isDimension } from "./vocabulary.js";
+
+/**
+ * Reading scopes and capability lists as the team file writes them (§3, §6) into canonical
+ * grants. Every value is checked where it is written: a path is canonical and outside the
+ * reserved set, a branch is a valid ref name or glob that matches some declared branch, an
+ * env, account or task resource is in its declared set. Nothing is dropped quietly: a value
+ * that cannot be read is a problem at its own key path.
+ */
+export interface ScopeContext {
+  readonly vocabulary: Vocabulary;
+  readonly declared: DeclaredSets;
+  readonly reserved: ReservedSet;
+  readonly problems: PolicyProblem[];
+}
+
+const SCOPE_RULE: Readonly<Record<Dimension, RuleId>> = {
+  path: "scope.path",
+  branch: "scope.branch",
+  env: "scope.env",
+  account: "scope.account",
+  task: "scope.task",
+};
+
+/** Where each not-yet-enforced capability word is lifted. */
+const NOT_YET: Readonly<Record<string, string>> = {
+  grant: "grant (§10) is decided by the act-time issue (#5)",
+  agree: "agree (§10) is decided by the act-time issue (#5)",
+  create: "create and its create-bounds (§10) are decided by the act-time issue (#5)",
+  leads: "leads (§9) arrives with the delegation issue (#6)",
+  [ALL_WORD]: "the all-capabilities word includes agree (§10), which the act-time issue (#5) decides",
+};
+
+function valueAt(at: InputPath, list: boolean, index: number): InputPath {
+  return list ? [...at, index] : at;
+}
+
+/** One dimension as written → its canonical state, or undefined after reporting why not. */
+export function readDimension(dimension: Dimension, input: unknown, at: InputPath, ctx: ScopeContext): DimensionScope | undefined {
+  const report = (rule: RuleId, where: InputPath, message: string, fix: string): undefined => {
+    ctx.problems.push(problem(rule, where, message, fix));
+    return undefined;
+  };
+  if (input === "*") return UNCONSTRAINED;
+  const list = Array.isArray(input);
+  const raw: readonly unknown[] = list ? (input as readonly unknown[]) : [input];
+  if (list && raw.length === 0) return EMPTY;
+  const values: string[] = [];
+  let bad = false;
+  raw.forEach((value, index) => {
+    const where = valueAt(at, list, index);
+    if (typeof value !== "string") {
+      bad = true;
+      return report("teamfile.schema", where, `a ${dimension} value must be a string`, `write the ${dimension} as text, or \`*\` for unconstrained`);
+    }
+    if (value === "*") {
+      bad = true;
+      return report("teamfile.schema", where, "`*` inside a list", "write `*` alone (not in a list) for unconstrained, or list the values");
+    }
+    const canonical = readValue(dimension, value, where, ctx);
+    if (canonical === undefined) bad = true;
+    else values.push(canonical);
+  });
+  return bad ? undefined : boundedScope(dimension, values);
+}
+
+function readValue(dimension: Dimension, value: string, at: InputPath, ctx: ScopeContext): string | undefined {
+  const rule = SCOPE_RULE[dimension];
+  const report = (r: RuleId, message: string, fix: string): undefined => {
+    ctx.problems.push(problem(r, at, message, fix));
+    return undefined;
+  };
+  if (dimension === "path") {
+    if (value.includes("*")) return report(rule, `'${value}': paths are prefixes, not globs`, "name the directory instead (`docs/` covers everything under docs)");
+    const canonical = canonicalPath(value);
+    if (!canonical.ok) return report(canonical.undecidable ? "scope.undecidable" : rule, `'${value}': ${canonical.reason}`, "write a path relative to the repository root, with forward slashes");
+    const reserved = reservedReason(ctx.reserved, canonical.path);
+    if (reserved !== undefined) return report("reserved.object", `${reserved}; no scope opens a reserved object`, "remove this path: the team file, .git and the pinned start files are never in any scope");
+    return canonical.path;
+  }
+  if (dimension === "branch") {
+    const branch = normalizeBranch(value, { pattern: true });
+    if (!branch.ok) return report(rule, branch.reason, "write a branch name (`main` or `refs/heads/main`) or a glob such as `release/*`");
+    const hits = globIntersects(branch.name, ctx.declared.branches);
+    if (hits === "undecidable") return report("scope.undecidable", `cannot decide which declared branches '${value}' matches`, "use a simpler glob");
+    if (!hits) return report(rule, `'${value}' matches no declared branch`, "add the branch to declare.branches, or correct the name");
+    return branch.name;
+  }
+  const set = DECLARED_SET_OF[dimension];
+  if (!isDeclaredName(value)) return report(rule, `'${value}' is not a valid ${dimension} name`, "use letters, digits and . _ : @ / + -, starting with a letter or digit");
+  if (!ctx.declared[set].includes(value)) return report(rule, `${dimension} '${value}' is not declared`, `add '${value}' to declare.${set} (an owner act), or correct the name`);
+  return value;
+}
+
+/**
+ * A scope as written for one capability → a scope with every dimension the capability takes
+ * (omitted ones written out as unconstrained). A dimension it does not take is rejected.
+ */
+export function readScope(capability: string, dimensions: readonly Dimension[], input: unknown, at: InputPath, ctx: ScopeContext): Scope | undefined {
+  if (input === null || input === undefined) input = {};
+  if (typeof input !== "object" || Array.isArray(input)) {
+    ctx.problems.push(problem("teamfile.schema", at, `the scope of ${capability} must be a map of dimensions`, `write e.g. \`${capability}: { ${dimensions[0] ?? "path"}: [...] }\`, or \`${capability}: ~\` for unconstrained`));
+    return undefined;
+  }
+  const written = input as Record<string, unknown>;
+  const out: Partial<Record<Dimension, DimensionScope>> = {};
+  let bad = false;
+  for (const key of Object.keys(written)) {
+    if (!isDimension(key)) {
+      const guess = closest(key, DIMENSIONS);
+      ctx.problems.push(problem("vocab.dimension", [...at, key], `'${key}' is not a scope dimension`, guess !== undefined ? `did you mean '${guess}'? ${capability} takes ${dimensions.join(", ")}` : `${capability} takes ${dimensions.join(", ")}`, "key"));
+      bad = true;
+    } else if (!dimensions.includes(key)) {
+      ctx.problems.push(problem("vocab.dimension", [...at, key], `${capability} does not take the ${key} dimension`, `remove ${key}; ${capability} takes ${dimensions.join(", ")}`, "key"));
+      bad = true;
+    }
+  }
+  for (const d of dimensions) {
+    if (!Object.prototype.hasOwnProperty.call(written, d)) {
+      out[d] = UNCONSTRAINED;
+      continue;
+    }
+    const scope = readDimension(d, written[d], [...at, d], ctx);
+    if (scope === undefined) bad = true;
+    else out[d] = scope;
+  }
+  return bad ? undefined : Object.freeze(out);
+}
+
+/**
+ * A capability map as written → its grants. Each scope in a list is its own authority. An
+ * unknown capability is refused (§3); a known one this release does not decide yet is refused
+ * as "not supported yet", never accepted unenforced.
+ */
+export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContext): Grant[] | undefined {
+  if (input === undefined || input === null) return [];
+  if (typeof input !== "object" || Array.isArray(input)) {
+    ctx.problems.push(problem("teamfile.schema", at, "capabilities must be a map of capability → scope", "write e.g. `capabilities: { read: ~, write: { path: [docs/] } }`"));
+    return undefined;
+  }
+  const grants: Grant[] = [];
+  let bad = false;
+  for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
+    const where = [...at, name];
+    const spec = capabilitySpec(ctx.vocabulary, name);
+    if (Object.prototype.hasOwnProperty.call(NOT_YET, name)) {
+      ctx.problems.push(problem("teamfile.unsupported", where, `not supported yet: ${NOT_YET[name]}`, "remove it; a policy that reads stronger than teamd enforces would fail open", "key"));
+      bad = true;
+      continue;
+    }
+    if (spec === undefined || spec.kind !== "operational") {
+      const known = Object.keys(ctx.vocabulary.capabilities).filter((c) => !(ADMINISTRATIVE_CAPABILITIES as readonly string[]).includes(c));
+      const guess = closest(name, known);
+      ctx.problems.push(problem("vocab.unknown", where, `'${name}' is not a capability in vocabulary version ${ctx.vocabulary.version}`, guess !== undefined ? `did you mean '${guess}'?` : `use one of: ${known.join(", ")}`, "key"));
+      bad = true;
+      continue;
+    }
+    const scopes: readonly unknown[] = Array.isArray(value) ? value : [value];
+    if (Array.isArray(value) && value.length === 0) {
+      ctx.problems.push(problem("teamfile.schema", where, `an empty list of scopes for ${name} grants nothing`, `remove ${name}, or write one scope (an empty dimension is written inside it: \`{ ${spec.dimensions[0] ?? "path"}: [] }\`)`));
+      bad = true;
+      continue;
+    }
+    scopes.forEach((scopeInput, index) => {
+      const scope = readScope(name, spec.dimensions, scopeInput, Array.isArray(value) ? [...where, index] : where, ctx);
+      if (scope === undefined) bad = true;
+      else grants.push(Object.freeze({ capability: name as OperationalCapability, scope }));
+    });
+  }
+  return bad ? undefined : grants;
+}

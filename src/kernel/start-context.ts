@@ -1,0 +1,74 @@
+import { canonicalJson } from "./canonical.js";
+import { canonicalPath, compareStrings, pathCovers, showPath } from "./paths.js";
+import { type InputPath, type PolicyProblem, type StartInput, problem } from "./policy-input.js";
+
+/**
+ * A seat's start: the hash-pinned command and execution context (§9 start, §10). The kernel
+ * reads it into canonical form and names the files to pin; the loader reads those files and
+ * hashes them (outside the kernel), and the seat's context hash covers the command, the
+ * working root, the environment bindings, the lab and every start file's content — the
+ * identity a same-copy agreement compares (issue 5). The start files are reserved (§3): a
+ * seat can never rewrite its own instructions through a push or a merge.
+ */
+export interface StartContext {
+  readonly command: readonly string[];
+  /** Canonical repo-relative working root ("" is the root). */
+  readonly workdir: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** Canonical repo-relative paths, sorted. */
+  readonly files: readonly string[];
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function readStart(input: StartInput, at: InputPath, problems: PolicyProblem[], teamFile: string): StartContext | undefined {
+  const before = problems.length;
+  const command = Array.isArray(input.command) ? input.command : [];
+  if (command.length === 0 || command.some((arg) => typeof arg !== "string") || command[0] === "") {
+    problems.push(problem("teamfile.schema", [...at, "command"], "the start command must be a non-empty list of arguments", "write the argv as a list, e.g. `command: [claude, --model, opus]` (no shell)"));
+  }
+  let workdir = "";
+  if (input.workdir !== undefined) {
+    const canonical = canonicalPath(String(input.workdir));
+    if (canonical.ok) workdir = canonical.path;
+    else problems.push(problem("teamfile.schema", [...at, "workdir"], `workdir: ${canonical.reason}`, "write a directory relative to the repository root (`.` for the root)"));
+  }
+  // Keyed by names from the file: no prototype, so `__proto__` is a name like any other.
+  const env = Object.create(null) as Record<string, string>;
+  for (const [name, value] of Object.entries(input.env ?? {})) {
+    if (!ENV_NAME.test(name)) problems.push(problem("teamfile.schema", [...at, "env", name], `'${name}' is not an environment variable name`, "use letters, digits and _, not starting with a digit", "key"));
+    else if (typeof value !== "string") problems.push(problem("teamfile.schema", [...at, "env", name], `the value of ${name} must be text`, "quote it"));
+    else env[name] = value;
+  }
+  const files = new Set<string>();
+  (input.files ?? []).forEach((file, index) => {
+    const canonical = canonicalPath(String(file));
+    const where = [...at, "files", index];
+    if (!canonical.ok || canonical.path === "") {
+      problems.push(problem("teamfile.schema", where, `start file '${String(file)}': ${canonical.ok ? "the root is a directory" : canonical.reason}`, "name a file relative to the repository root"));
+    } else if (canonical.path.toLowerCase().split("/").includes(".git")) {
+      problems.push(problem("reserved.object", where, `start file '${file}' is inside .git`, "keep start files in the working tree"));
+    } else if (pathCovers(canonical.path, teamFile) || pathCovers(teamFile, canonical.path)) {
+      problems.push(problem("reserved.object", where, `start file '${file}' is the team file`, "the team file is never handed to a seat; name the seat's instruction file instead"));
+    } else files.add(canonical.path);
+  });
+  if (problems.length > before) return undefined;
+  const sortedEnv = Object.create(null) as Record<string, string>;
+  for (const name of Object.keys(env).sort(compareStrings)) sortedEnv[name] = env[name] as string;
+  return Object.freeze({ command: Object.freeze([...command]), workdir, env: Object.freeze(sortedEnv), files: Object.freeze([...files].sort(compareStrings)) });
+}
+
+/**
+ * Canonical text of a seat's execution context, with each start file's content hash (computed
+ * by the loader and passed in). A start file without a hash cannot be pinned, so the caller
+ * must supply every one; a missing hash yields undefined.
+ */
+export function startContextCanonical(lab: string | undefined, start: StartContext, fileHashes: Readonly<Record<string, string>>): string | undefined {
+  const files: { path: string; sha256: string }[] = [];
+  for (const path of start.files) {
+    const hash = Object.prototype.hasOwnProperty.call(fileHashes, path) ? fileHashes[path] : undefined;
+    if (hash === undefined) return undefined;
+    files.push({ path, sha256: hash });
+  }
+  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files });
+}

@@ -1,0 +1,176 @@
+import { closest } from "../kernel/names.js";
+import {
+  type InputPath,
+  type PolicyInput,
+  type PolicyProblem,
+  type RoleInput,
+  type SeatInput,
+  type StartInput,
+  problem,
+} from "../kernel/policy-input.js";
+import { isPlainObject } from "../kernel/records.js";
+import { NOT_SUPPORTED, type Level } from "./not-supported.js";
+
+/**
+ * The published schema (docs/team-file.md), structural half: which keys each map may hold,
+ * and the type of each fixed field. The kernel checks the rest — capabilities, dimensions and
+ * every scope value — so each rule lives in one place. A key this release does not enforce is
+ * refused as "not supported yet", naming where it lands; any other unknown key is refused with
+ * the nearest known one, never ignored.
+ */
+const KEYS: Readonly<Record<Level, readonly string[]>> = {
+  top: ["version", "team", "declare", "roles", "seats"],
+  declare: ["branches", "envs", "accounts", "tasks", "labs"],
+  role: ["template", "scope", "capabilities"],
+  seat: ["lab", "roles", "capabilities", "start"],
+  start: ["command", "workdir", "env", "files"],
+};
+
+const DESCRIBE: Readonly<Record<Level, string>> = {
+  top: "the team file",
+  declare: "declare",
+  role: "a role",
+  seat: "a seat",
+  start: "start",
+};
+
+export interface SchemaResult {
+  readonly input: PolicyInput;
+  readonly problems: readonly PolicyProblem[];
+  /** Whether problems upstream of the kernel's checks (version, declare) make them moot. */
+  readonly blocking: boolean;
+}
+
+class Reader {
+  readonly problems: PolicyProblem[] = [];
+
+  map(value: unknown, at: InputPath, level: Level): Record<string, unknown> | undefined {
+    if (!isPlainObject(value)) {
+      this.problems.push(problem("teamfile.schema", at, `${DESCRIBE[level]} must be a map of keys`, "write `key: value` lines indented under it"));
+      return undefined;
+    }
+    const known = KEYS[level];
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      const unsupported = NOT_SUPPORTED[level][key];
+      if (unsupported !== undefined) {
+        this.problems.push(problem("teamfile.unsupported", [...at, key], `'${key}' is not supported yet: ${unsupported}`, "remove it; teamd refuses what it does not enforce rather than accept it silently", "key"));
+      } else if (!known.includes(key)) {
+        const guess = closest(key, known);
+        this.problems.push(problem("teamfile.schema", [...at, key], `unknown key '${key}' in ${DESCRIBE[level]}`, guess !== undefined ? `did you mean '${guess}'?` : `${DESCRIBE[level]} takes: ${known.join(", ")}`, "key"));
+      } else out[key] = v;
+    }
+    return out;
+  }
+
+  string(value: unknown, at: InputPath, what: string): string | undefined {
+    if (typeof value === "string") return value;
+    this.problems.push(problem("teamfile.schema", at, `${what} must be text`, typeof value === "number" || typeof value === "boolean" ? `quote it: "${String(value)}"` : `write ${what} as a single value`));
+    return undefined;
+  }
+
+  strings(value: unknown, at: InputPath, what: string): string[] | undefined {
+    if (!Array.isArray(value)) {
+      this.problems.push(problem("teamfile.schema", at, `${what} must be a list`, "write `[a, b]` or one `- item` per line (`[]` for none)"));
+      return undefined;
+    }
+    const out: string[] = [];
+    let bad = false;
+    value.forEach((item, index) => {
+      const s = this.string(item, [...at, index], `each entry of ${what}`);
+      if (s === undefined) bad = true;
+      else out.push(s);
+    });
+    return bad ? undefined : out;
+  }
+
+  names(value: unknown, at: InputPath, level: "role" | "seat"): Record<string, unknown> {
+    if (value === undefined || value === null) return {};
+    if (!isPlainObject(value)) {
+      this.problems.push(problem("teamfile.schema", at, `${level}s must be a map of ${level} name → ${level}`, `write each ${level} as \`name:\` with its keys indented under it`));
+      return {};
+    }
+    return value;
+  }
+}
+
+function readRole(r: Reader, value: unknown, at: InputPath): RoleInput {
+  const map = r.map(value ?? {}, at, "role");
+  if (map === undefined) return {};
+  const template = map.template === undefined ? undefined : r.string(map.template, [...at, "template"], "template");
+  return {
+    ...(template !== undefined ? { template } : {}),
+    ...(map.scope !== undefined ? { scope: map.scope as RoleInput["scope"] } : {}),
+    ...(map.capabilities !== undefined ? { capabilities: map.capabilities as RoleInput["capabilities"] } : {}),
+  };
+}
+
+function readStart(r: Reader, value: unknown, at: InputPath): StartInput | undefined {
+  const map = r.map(value, at, "start");
+  if (map === undefined) return undefined;
+  const command = map.command === undefined ? undefined : r.strings(map.command, [...at, "command"], "command");
+  if (map.command === undefined) r.problems.push(problem("teamfile.schema", at, "start has no command", "add `command: [program, arg, ...]`", "key"));
+  const workdir = map.workdir === undefined ? undefined : r.string(map.workdir, [...at, "workdir"], "workdir");
+  let env: Record<string, string> | undefined;
+  if (map.env !== undefined) {
+    if (!isPlainObject(map.env)) r.problems.push(problem("teamfile.schema", [...at, "env"], "env must be a map of NAME: value", "write one `NAME: value` per line"));
+    else {
+      env = Object.create(null) as Record<string, string>;
+      for (const [name, v] of Object.entries(map.env)) {
+        const s = r.string(v, [...at, "env", name], `the value of ${name}`);
+        if (s !== undefined) env[name] = s;
+      }
+    }
+  }
+  const files = map.files === undefined ? undefined : r.strings(map.files, [...at, "files"], "files");
+  if (command === undefined) return undefined;
+  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}) };
+}
+
+function readSeat(r: Reader, value: unknown, at: InputPath): SeatInput {
+  const map = r.map(value ?? {}, at, "seat");
+  if (map === undefined) return {};
+  const lab = map.lab === undefined ? undefined : r.string(map.lab, [...at, "lab"], "lab");
+  const roles = map.roles === undefined ? undefined : r.strings(map.roles, [...at, "roles"], "roles");
+  const start = map.start === undefined ? undefined : readStart(r, map.start, [...at, "start"]);
+  return {
+    ...(lab !== undefined ? { lab } : {}),
+    ...(roles !== undefined ? { roles } : {}),
+    ...(map.capabilities !== undefined ? { capabilities: map.capabilities as SeatInput["capabilities"] } : {}),
+    ...(start !== undefined ? { start } : {}),
+  };
+}
+
+/** Read the team file's data against the schema; every problem is collected. */
+export function readTeamFileData(data: unknown, teamFilePath: string): SchemaResult {
+  const r = new Reader();
+  const top = r.map(data ?? null, [], "top");
+  if (top === undefined) return { input: { version: undefined, team: "", teamFilePath }, problems: r.problems, blocking: true };
+  let blocking = false;
+  if (top.version === undefined) {
+    r.problems.push(problem("teamfile.schema", [], "the team file pins no capability vocabulary version", "add `version: 1` at the top", "key"));
+    blocking = true;
+  } else if (typeof top.version !== "number") {
+    r.problems.push(problem("teamfile.schema", ["version"], "version must be a number", "write `version: 1` (no quotes)"));
+    blocking = true;
+  }
+  if (top.team === undefined) r.problems.push(problem("teamfile.schema", [], "the team file names no team", "add `team: <name>`", "key"));
+  const team = top.team === undefined ? "" : (r.string(top.team, ["team"], "team") ?? "");
+  const declareProblems = r.problems.length;
+  const declare: Record<string, string[]> = {};
+  if (top.declare !== undefined && top.declare !== null) {
+    const map = r.map(top.declare, ["declare"], "declare");
+    for (const [key, v] of Object.entries(map ?? {})) {
+      const list = v === null ? [] : r.strings(v, ["declare", key], `declare.${key}`);
+      if (list !== undefined) declare[key] = list;
+    }
+  }
+  if (r.problems.length > declareProblems) blocking = true;
+  // Name-keyed maps have no prototype: a role or seat called `__proto__` reaches the kernel's
+  // name check (and is refused there) instead of vanishing into an assignment.
+  const roles = Object.create(null) as Record<string, RoleInput>;
+  for (const [name, role] of Object.entries(r.names(top.roles, ["roles"], "role"))) roles[name] = readRole(r, role, ["roles", name]);
+  const seats = Object.create(null) as Record<string, SeatInput>;
+  for (const [name, seat] of Object.entries(r.names(top.seats, ["seats"], "seat"))) seats[name] = readSeat(r, seat, ["seats", name]);
+  return { input: { version: top.version, team, declare, roles, seats, teamFilePath }, problems: r.problems, blocking };
+}
