@@ -2,50 +2,1719 @@
 // @generated from file teamd/v1/ledger.proto (package teamd.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file teamd/v1/ledger.proto.
  */
 export const file_teamd_v1_ledger: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIjYKBlJlY29yZBILCgNzZXEYASABKAQSDAoEdHlwZRgCIAEoCRIRCglwcmV2X2hhc2gYAyABKAxiBnByb3RvMw");
+  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgi5AMKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luIuMBCghQcm9wb3NhbBIiCgR0eXBlGAEgASgOMhQudGVhbWQudjEuUmVjb3JkVHlwZRIMCgR0ZWFtGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIrCgpjYXBhYmlsaXR5GAQgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIrCgxwYXlsb2FkX3R5cGUYBSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIWCg5wYXlsb2FkX2RpZ2VzdBgGIAEoDBIjCgZzaWduZXIYByABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwiLwoGRG9tYWluEgwKBHRlYW0YASABKAkSFwoPcmVwb3NpdG9yeV9yb290GAIgASgJIjoKBlRhcmdldBIiCgRraW5kGAEgASgOMhQudGVhbWQudjEuVGFyZ2V0S2luZBIMCgRuYW1lGAIgASgJIgwKCk5vQXJ0aWZhY3QiiAEKEEFydGlmYWN0SWRlbnRpdHkSJAoEbm9uZRgBIAEoCzIULnRlYW1kLnYxLk5vQXJ0aWZhY3RIABIUCgpnaXRfY29tbWl0GAIgASgJSAASEgoIZ2l0X3RyZWUYAyABKAlIABIYCg5jb250ZW50X3NoYTI1NhgEIAEoDEgAQgoKCGlkZW50aXR5Ik8KCklucHV0U3RhdGUSEQoJdHJlZV9oYXNoGAEgASgJEhYKDnRlYW1fZmlsZV9oYXNoGAIgASgMEhYKDmxlYXNlX3NldF9oYXNoGAMgASgMIiMKBUZpZWxkEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKtBwoNUmVjb3JkUGF5bG9hZBIgCgZkb21haW4YASABKAsyEC50ZWFtZC52MS5Eb21haW4SIAoGdGFyZ2V0GAIgASgLMhAudGVhbWQudjEuVGFyZ2V0EioKBmJlZm9yZRgDIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSKQoFYWZ0ZXIYBCABKAsyGi50ZWFtZC52MS5BcnRpZmFjdElkZW50aXR5EhIKCnJvb3RfZ3JhbnQYBSABKAkSEgoKcmVxdWVzdF9pZBgGIAEoCRIWCg5yZXF1ZXN0X2RpZ2VzdBgHIAEoDBIpCgtpbnB1dF9zdGF0ZRgIIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSEQoJZWZmZWN0X2lkGAkgASgMEh8KBmZpZWxkcxgKIAMoCzIPLnRlYW1kLnYxLkZpZWxkEioKB2dlbmVzaXMYFCABKAsyFy50ZWFtZC52MS5HZW5lc2lzRGV0YWlsSAASKAoGcG9saWN5GBUgASgLMhYudGVhbWQudjEuUG9saWN5RGV0YWlsSAASJgoFbGVhc2UYFiABKAsyFS50ZWFtZC52MS5MZWFzZURldGFpbEgAEjAKCnJldm9jYXRpb24YFyABKAsyGi50ZWFtZC52MS5SZXZvY2F0aW9uRGV0YWlsSAASKgoHb3V0Y29tZRgYIAEoCzIXLnRlYW1kLnYxLk91dGNvbWVEZXRhaWxIABIkCgRnYXRlGBkgASgLMhQudGVhbWQudjEuR2F0ZURldGFpbEgAEigKBnJldmlldxgaIAEoCzIWLnRlYW1kLnYxLlJldmlld0RldGFpbEgAEioKB3JlZnVzYWwYGyABKAsyFy50ZWFtZC52MS5SZWZ1c2FsRGV0YWlsSAASKAoGbm90aWNlGBwgASgLMhYudGVhbWQudjEuTm90aWNlRGV0YWlsSAASJAoEc3RvcBgdIAEoCzIULnRlYW1kLnYxLlN0b3BEZXRhaWxIABIoCgZyZXN1bWUYHiABKAsyFi50ZWFtZC52MS5SZXN1bWVEZXRhaWxIABIuCglyZWNvbmNpbGUYHyABKAsyGS50ZWFtZC52MS5SZWNvbmNpbGVEZXRhaWxIABIkCgRzZWF0GCAgASgLMhQudGVhbWQudjEuU2VhdERldGFpbEgAEjAKCmNoZWNrcG9pbnQYISABKAsyGi50ZWFtZC52MS5DaGVja3BvaW50RGV0YWlsSABCCAoGZGV0YWlsIlcKDUdlbmVzaXNEZXRhaWwSGAoQb3duZXJfcHVibGljX2tleRgBIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgCIAEoDBIRCglsZWRnZXJfaWQYAyABKAwiJgoMUG9saWN5RGV0YWlsEhYKDnRlYW1fZmlsZV9oYXNoGAEgASgMIooBCgtMZWFzZURldGFpbBIQCghsZWFzZV9pZBgBIAEoCRIXCg9wYXJlbnRfbGVhc2VfaWQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIXCg9leHBpcmVzX3VuaXhfbXMYBCABKAQSIwoGaG9sZGVyGAUgASgLMhMudGVhbWQudjEuUHJpbmNpcGFsInMKEFJldm9jYXRpb25EZXRhaWwSLAoHc3ViamVjdBgBIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnN1YmplY3RfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMImkKDU91dGNvbWVEZXRhaWwSEgoKaW50ZW50X3NlcRgBIAEoBBInCgZyZXN1bHQYAiABKA4yFy50ZWFtZC52MS5PdXRjb21lUmVzdWx0EgwKBG5vdGUYAyABKAkSDQoFcmVwbHkYBCABKAwiMgoKR2F0ZURldGFpbBIkCgZyZXN1bHQYASABKA4yFC50ZWFtZC52MS5HYXRlUmVzdWx0Ih8KDFJldmlld0RldGFpbBIPCgd2ZXJkaWN0GAEgASgJIi0KDVJlZnVzYWxEZXRhaWwSDAoEcnVsZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiLQoMTm90aWNlRGV0YWlsEg8KB3N1YmplY3QYASABKAkSDAoEdGV4dBgCIAEoCSJdCgpTdG9wRGV0YWlsEiIKBXNjb3BlGAEgASgOMhMudGVhbWQudjEuU3RvcFNjb3BlEgwKBHRlYW0YAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMIi8KDFJlc3VtZURldGFpbBIQCghmbGFnX2lkcxgBIAMoCRINCgVub25jZRgCIAEoDCJyChVPdXRjb21lUmVjb25jaWxpYXRpb24SEgoKaW50ZW50X3NlcRgBIAEoBBItCghkZWNpc2lvbhgCIAEoDjIbLnRlYW1kLnYxLlJlY29uY2lsZURlY2lzaW9uEhYKDm5ld19yZXF1ZXN0X2lkGAMgASgJIqsBChJIZWFkUmVjb25jaWxpYXRpb24SDAoEcnVsZRgBIAEoCRIPCgd0aXBfc2VxGAIgASgEEhAKCHRpcF9oYXNoGAMgASgMEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoDBIPCgdkYW1hZ2VkGAYgASgIEhcKD2RhbWFnZV9mcm9tX3NlcRgHIAEoBBIVCg1kYW1hZ2VfZGlnZXN0GAggASgMIo0BCg9SZWNvbmNpbGVEZXRhaWwSMgoHb3V0Y29tZRgBIAEoCzIfLnRlYW1kLnYxLk91dGNvbWVSZWNvbmNpbGlhdGlvbkgAEiwKBGhlYWQYAiABKAsyHC50ZWFtZC52MS5IZWFkUmVjb25jaWxpYXRpb25IABINCgVub25jZRgDIAEoDEIJCgdzdWJqZWN0IioKClNlYXREZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkiIAoQQ2hlY2twb2ludERldGFpbBIMCgRub3RlGAEgASgJIlsKDVNlYWxTdGF0ZW1lbnQSEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEEhUKDWhlYWRlcl9oYXNoZXMYAyADKAwSDgoGa2V5X2lkGAQgASgMIiwKBFNlYWwSEQoJc3RhdGVtZW50GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQCg1IZWFkU3RhdGVtZW50EgsKA3NlcRgBIAEoBBIMCgRoYXNoGAIgASgMEhQKDHRpbWVfdW5peF9tcxgDIAEoBBIOCgZrZXlfaWQYBCABKAwiMgoKU2lnbmVkSGVhZBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIpwBCghPd25lckFjdBIQCghwcm9wb3NhbBgBIAEoDBIPCgdwYXlsb2FkGAIgASgMEikKCXNpZ25hdHVyZRgDIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIsCgxjb19zaWduYXR1cmUYBCABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSFAoMY2xhaW1lZF9uYW1lGAUgASgJKvEDCgpSZWNvcmRUeXBlEhsKF1JFQ09SRF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUkVDT1JEX1RZUEVfR0VORVNJUxABEhYKElJFQ09SRF9UWVBFX1BPTElDWRACEhUKEVJFQ09SRF9UWVBFX0dSQU5UEAMSGQoVUkVDT1JEX1RZUEVfQUdSRUVNRU5UEAQSFQoRUkVDT1JEX1RZUEVfTEVBU0UQBRIaChZSRUNPUkRfVFlQRV9SRVZPQ0FUSU9OEAYSFgoSUkVDT1JEX1RZUEVfSU5URU5UEAcSFwoTUkVDT1JEX1RZUEVfT1VUQ09NRRAIEhYKElJFQ09SRF9UWVBFX1JFVklFVxAJEhQKEFJFQ09SRF9UWVBFX0dBVEUQChIXChNSRUNPUkRfVFlQRV9SRUZVU0FMEAsSFgoSUkVDT1JEX1RZUEVfTk9USUNFEAwSFAoQUkVDT1JEX1RZUEVfU1RPUBANEhYKElJFQ09SRF9UWVBFX1JFU1VNRRAOEhkKFVJFQ09SRF9UWVBFX1JFQ09OQ0lMRRAPEhoKFlJFQ09SRF9UWVBFX1NFQVRfU1RBUlQQEBIZChVSRUNPUkRfVFlQRV9TRUFUX1NUT1AQERIaChZSRUNPUkRfVFlQRV9DSEVDS1BPSU5UEBIiBAgTEBUqfQoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX09XTkVSEAESGQoVUFJJTkNJUEFMX0tJTkRfREFFTU9OEAISFwoTUFJJTkNJUEFMX0tJTkRfU0VBVBADKngKClNjb3BlU3RhdGUSGwoXU0NPUEVfU1RBVEVfVU5TUEVDSUZJRUQQABIdChlTQ09QRV9TVEFURV9VTkNPTlNUUkFJTkVEEAESFwoTU0NPUEVfU1RBVEVfQk9VTkRFRBACEhUKEVNDT1BFX1NUQVRFX0VNUFRZEAMqTwoLUGF5bG9hZFR5cGUSHAoYUEFZTE9BRF9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeUEFZTE9BRF9UWVBFX1JFQ09SRF9QQVlMT0FEX1YxEAEqlQIKClRhcmdldEtpbmQSGwoXVEFSR0VUX0tJTkRfVU5TUEVDSUZJRUQQABITCg9UQVJHRVRfS0lORF9SRUYQARIbChdUQVJHRVRfS0lORF9FTlZJUk9OTUVOVBACEhcKE1RBUkdFVF9LSU5EX0FDQ09VTlQQAxIUChBUQVJHRVRfS0lORF9UQVNLEAQSFAoQVEFSR0VUX0tJTkRfVEVBTRAFEhQKEFRBUkdFVF9LSU5EX1NFQVQQBhIVChFUQVJHRVRfS0lORF9MRUFTRRAHEhUKEVRBUkdFVF9LSU5EX0dSQU5UEAgSFwoTVEFSR0VUX0tJTkRfTUFDSElORRAJEhYKElRBUkdFVF9LSU5EX0xFREdFUhAKKoABCg1PdXRjb21lUmVzdWx0Eh4KGk9VVENPTUVfUkVTVUxUX1VOU1BFQ0lGSUVEEAASFwoTT1VUQ09NRV9SRVNVTFRfRE9ORRABEhoKFk9VVENPTUVfUkVTVUxUX1JFRlVTRUQQAhIaChZPVVRDT01FX1JFU1VMVF9VTktOT1dOEAMqkAEKEVJldm9jYXRpb25TdWJqZWN0EiIKHlJFVk9DQVRJT05fU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9MRUFTRRABEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9HUkFOVBACEhsKF1JFVk9DQVRJT05fU1VCSkVDVF9TRUFUEAMqVQoKR2F0ZVJlc3VsdBIbChdHQVRFX1JFU1VMVF9VTlNQRUNJRklFRBAAEhQKEEdBVEVfUkVTVUxUX1BBU1MQARIUChBHQVRFX1JFU1VMVF9GQUlMEAIqVAoJU3RvcFNjb3BlEhoKFlNUT1BfU0NPUEVfVU5TUEVDSUZJRUQQABIWChJTVE9QX1NDT1BFX01BQ0hJTkUQARITCg9TVE9QX1NDT1BFX1RFQU0QAirKAQoRUmVjb25jaWxlRGVjaXNpb24SIgoeUkVDT05DSUxFX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASIgoeUkVDT05DSUxFX0RFQ0lTSU9OX0FDQ0VQVF9ET05FEAESHQoZUkVDT05DSUxFX0RFQ0lTSU9OX1JFUEVBVBACEiQKIFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9ET05FEAMSKAokUkVDT05DSUxFX0RFQ0lTSU9OX1JFU09MVkVEX05PVF9ET05FEARiBnByb3RvMw");
 
 /**
- * The record of §15. This issue pins the package and the record's place in the
- * contract; the ledger issue defines the header, its payload digest and the seal.
- * Nothing reads or writes it yet.
+ * An authenticated principal. A caller-supplied name is never a Principal: it goes in
+ * RecordHeader.claimed_name.
  *
- * @generated from message teamd.v1.Record
+ * @generated from message teamd.v1.Principal
  */
-export type Record = Message<"teamd.v1.Record"> & {
+export type Principal = Message<"teamd.v1.Principal"> & {
   /**
-   * Position in the machine's one chain, from 0 (genesis).
+   * @generated from field: teamd.v1.PrincipalKind kind = 1;
+   */
+  kind: PrincipalKind;
+
+  /**
+   * For a seat: its team and seat name.
    *
+   * @generated from field: string team = 2;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 3;
+   */
+  seat: string;
+};
+
+/**
+ * Describes the message teamd.v1.Principal.
+ * Use `create(PrincipalSchema)` to create a new message.
+ */
+export const PrincipalSchema: GenMessage<Principal> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 0);
+
+/**
+ * A signature by a key. key_id is the SHA-256 of the raw 32-byte Ed25519 public key;
+ * public_key is carried only for a key that genesis does not pin (a co-signer), so the
+ * signature can be checked; whether that key held authority is the kernel's question.
+ *
+ * @generated from message teamd.v1.KeySignature
+ */
+export type KeySignature = Message<"teamd.v1.KeySignature"> & {
+  /**
+   * @generated from field: bytes key_id = 1;
+   */
+  keyId: Uint8Array;
+
+  /**
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+
+  /**
+   * @generated from field: bytes public_key = 3;
+   */
+  publicKey: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.KeySignature.
+ * Use `create(KeySignatureSchema)` to create a new message.
+ */
+export const KeySignatureSchema: GenMessage<KeySignature> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 1);
+
+/**
+ * One scope dimension (§6): unconstrained, bounded by values, or empty — kept distinct.
+ *
+ * @generated from message teamd.v1.ScopeDimension
+ */
+export type ScopeDimension = Message<"teamd.v1.ScopeDimension"> & {
+  /**
+   * "path", "branch", "env", "account" or "resource".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: teamd.v1.ScopeState state = 2;
+   */
+  state: ScopeState;
+
+  /**
+   * @generated from field: repeated string values = 3;
+   */
+  values: string[];
+};
+
+/**
+ * Describes the message teamd.v1.ScopeDimension.
+ * Use `create(ScopeDimensionSchema)` to create a new message.
+ */
+export const ScopeDimensionSchema: GenMessage<ScopeDimension> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 2);
+
+/**
+ * The capability and the scope whose authority covered the act.
+ *
+ * @generated from message teamd.v1.CapabilityUse
+ */
+export type CapabilityUse = Message<"teamd.v1.CapabilityUse"> & {
+  /**
+   * @generated from field: string capability = 1;
+   */
+  capability: string;
+
+  /**
+   * @generated from field: repeated teamd.v1.ScopeDimension scope = 2;
+   */
+  scope: ScopeDimension[];
+};
+
+/**
+ * Describes the message teamd.v1.CapabilityUse.
+ * Use `create(CapabilityUseSchema)` to create a new message.
+ */
+export const CapabilityUseSchema: GenMessage<CapabilityUse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 3);
+
+/**
+ * Set when a record was raised as a local flag first (a stop or a revocation, §15
+ * "Failure boundary").
+ *
+ * @generated from message teamd.v1.FlagOrigin
+ */
+export type FlagOrigin = Message<"teamd.v1.FlagOrigin"> & {
+  /**
+   * Hex SHA-256 of the owner-signed proposal; also the flag's file name.
+   *
+   * @generated from field: string flag_id = 1;
+   */
+  flagId: string;
+
+  /**
+   * True when the store was not writable when the flag took effect, so the record was
+   * appended afterwards.
+   *
+   * @generated from field: bool late = 2;
+   */
+  late: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.FlagOrigin.
+ * Use `create(FlagOriginSchema)` to create a new message.
+ */
+export const FlagOriginSchema: GenMessage<FlagOrigin> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 4);
+
+/**
+ * The record header: everything the chain and the signatures cover, and nothing of the
+ * payload but its digest.
+ *
+ * @generated from message teamd.v1.RecordHeader
+ */
+export type RecordHeader = Message<"teamd.v1.RecordHeader"> & {
+  /**
+   * Header format version; 1 for this schema.
+   *
+   * @generated from field: uint32 format = 1;
+   */
+  format: number;
+
+  /**
+   * @generated from field: uint64 seq = 2;
+   */
+  seq: bigint;
+
+  /**
+   * @generated from field: teamd.v1.RecordType type = 3;
+   */
+  type: RecordType;
+
+  /**
+   * The daemon's clock, unix milliseconds (§12 says the limit of that clock).
+   *
+   * @generated from field: uint64 time_unix_ms = 4;
+   */
+  timeUnixMs: bigint;
+
+  /**
+   * SHA-256 of the previous record's header bytes as stored; empty for genesis.
+   *
+   * @generated from field: bytes prev_hash = 5;
+   */
+  prevHash: Uint8Array;
+
+  /**
+   * The team the record belongs to; empty for machine-wide records.
+   *
+   * @generated from field: string team = 6;
+   */
+  team: string;
+
+  /**
+   * Who executed the act. Authorizes nothing.
+   *
+   * @generated from field: teamd.v1.Principal actor = 7;
+   */
+  actor?: Principal | undefined;
+
+  /**
+   * Whose authority was used (§9: the authorizing principal).
+   *
+   * @generated from field: teamd.v1.Principal signer = 8;
+   */
+  signer?: Principal | undefined;
+
+  /**
+   * A name the caller supplied; an unauthenticated claim, never the actor.
+   *
+   * @generated from field: string claimed_name = 9;
+   */
+  claimedName: string;
+
+  /**
+   * The operation, e.g. "merge", "lease.issue", "stop".
+   *
+   * @generated from field: string action = 10;
+   */
+  action: string;
+
+  /**
+   * @generated from field: teamd.v1.CapabilityUse capability = 11;
+   */
+  capability?: CapabilityUse | undefined;
+
+  /**
+   * SHA-256 of the payload bytes as stored.
+   *
+   * @generated from field: bytes payload_digest = 12;
+   */
+  payloadDigest: Uint8Array;
+
+  /**
+   * @generated from field: teamd.v1.PayloadType payload_type = 13;
+   */
+  payloadType: PayloadType;
+
+  /**
+   * The signer's signature over the canonical Proposal (owner acts).
+   *
+   * @generated from field: teamd.v1.KeySignature signature = 14;
+   */
+  signature?: KeySignature | undefined;
+
+  /**
+   * A two-granter record's second signature over the same Proposal (§9, §10).
+   *
+   * @generated from field: teamd.v1.KeySignature co_signature = 15;
+   */
+  coSignature?: KeySignature | undefined;
+
+  /**
+   * @generated from field: teamd.v1.FlagOrigin flag = 16;
+   */
+  flag?: FlagOrigin | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.RecordHeader.
+ * Use `create(RecordHeaderSchema)` to create a new message.
+ */
+export const RecordHeaderSchema: GenMessage<RecordHeader> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 5);
+
+/**
+ * The canonical proposal an owner (and a co-signer) signs: the fields of the act that do
+ * not depend on where the daemon puts it in the chain. Its bytes are the protobuf-es
+ * binary encoding of this message (fields in number order, defaults omitted), prefixed by
+ * the domain string "teamd.v1.proposal\0" before signing.
+ *
+ * @generated from message teamd.v1.Proposal
+ */
+export type Proposal = Message<"teamd.v1.Proposal"> & {
+  /**
+   * @generated from field: teamd.v1.RecordType type = 1;
+   */
+  type: RecordType;
+
+  /**
+   * @generated from field: string team = 2;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * @generated from field: teamd.v1.CapabilityUse capability = 4;
+   */
+  capability?: CapabilityUse | undefined;
+
+  /**
+   * @generated from field: teamd.v1.PayloadType payload_type = 5;
+   */
+  payloadType: PayloadType;
+
+  /**
+   * @generated from field: bytes payload_digest = 6;
+   */
+  payloadDigest: Uint8Array;
+
+  /**
+   * @generated from field: teamd.v1.Principal signer = 7;
+   */
+  signer?: Principal | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.Proposal.
+ * Use `create(ProposalSchema)` to create a new message.
+ */
+export const ProposalSchema: GenMessage<Proposal> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 6);
+
+/**
+ * The domain of an act (§15): team and repository root.
+ *
+ * @generated from message teamd.v1.Domain
+ */
+export type Domain = Message<"teamd.v1.Domain"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string repository_root = 2;
+   */
+  repositoryRoot: string;
+};
+
+/**
+ * Describes the message teamd.v1.Domain.
+ * Use `create(DomainSchema)` to create a new message.
+ */
+export const DomainSchema: GenMessage<Domain> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 7);
+
+/**
+ * @generated from message teamd.v1.Target
+ */
+export type Target = Message<"teamd.v1.Target"> & {
+  /**
+   * @generated from field: teamd.v1.TargetKind kind = 1;
+   */
+  kind: TargetKind;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message teamd.v1.Target.
+ * Use `create(TargetSchema)` to create a new message.
+ */
+export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 8);
+
+/**
+ * No artifact: typed, so no fictional hash is ever recorded.
+ *
+ * @generated from message teamd.v1.NoArtifact
+ */
+export type NoArtifact = Message<"teamd.v1.NoArtifact"> & {
+};
+
+/**
+ * Describes the message teamd.v1.NoArtifact.
+ * Use `create(NoArtifactSchema)` to create a new message.
+ */
+export const NoArtifactSchema: GenMessage<NoArtifact> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 9);
+
+/**
+ * An artifact's identity before or after an act, where one exists.
+ *
+ * @generated from message teamd.v1.ArtifactIdentity
+ */
+export type ArtifactIdentity = Message<"teamd.v1.ArtifactIdentity"> & {
+  /**
+   * @generated from oneof teamd.v1.ArtifactIdentity.identity
+   */
+  identity: {
+    /**
+     * @generated from field: teamd.v1.NoArtifact none = 1;
+     */
+    value: NoArtifact;
+    case: "none";
+  } | {
+    /**
+     * Hex object names.
+     *
+     * @generated from field: string git_commit = 2;
+     */
+    value: string;
+    case: "gitCommit";
+  } | {
+    /**
+     * @generated from field: string git_tree = 3;
+     */
+    value: string;
+    case: "gitTree";
+  } | {
+    /**
+     * SHA-256 of a file's or blob's content.
+     *
+     * @generated from field: bytes content_sha256 = 4;
+     */
+    value: Uint8Array;
+    case: "contentSha256";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.ArtifactIdentity.
+ * Use `create(ArtifactIdentitySchema)` to create a new message.
+ */
+export const ArtifactIdentitySchema: GenMessage<ArtifactIdentity> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 10);
+
+/**
+ * The exact input state an act was decided against (§15), so two implementations agree on
+ * what "the same act" is.
+ *
+ * @generated from message teamd.v1.InputState
+ */
+export type InputState = Message<"teamd.v1.InputState"> & {
+  /**
+   * @generated from field: string tree_hash = 1;
+   */
+  treeHash: string;
+
+  /**
+   * @generated from field: bytes team_file_hash = 2;
+   */
+  teamFileHash: Uint8Array;
+
+  /**
+   * @generated from field: bytes lease_set_hash = 3;
+   */
+  leaseSetHash: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.InputState.
+ * Use `create(InputStateSchema)` to create a new message.
+ */
+export const InputStateSchema: GenMessage<InputState> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 11);
+
+/**
+ * Free key/value pairs a record type needs and the schema does not name yet. Repeated
+ * pairs, not a map: a map's order is not part of the encoding contract.
+ *
+ * @generated from message teamd.v1.Field
+ */
+export type Field = Message<"teamd.v1.Field"> & {
+  /**
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message teamd.v1.Field.
+ * Use `create(FieldSchema)` to create a new message.
+ */
+export const FieldSchema: GenMessage<Field> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 12);
+
+/**
+ * The typed payload of §15: the common statement of an act, and one detail per type.
+ *
+ * @generated from message teamd.v1.RecordPayload
+ */
+export type RecordPayload = Message<"teamd.v1.RecordPayload"> & {
+  /**
+   * @generated from field: teamd.v1.Domain domain = 1;
+   */
+  domain?: Domain | undefined;
+
+  /**
+   * @generated from field: teamd.v1.Target target = 2;
+   */
+  target?: Target | undefined;
+
+  /**
+   * @generated from field: teamd.v1.ArtifactIdentity before = 3;
+   */
+  before?: ArtifactIdentity | undefined;
+
+  /**
+   * @generated from field: teamd.v1.ArtifactIdentity after = 4;
+   */
+  after?: ArtifactIdentity | undefined;
+
+  /**
+   * The grant or envelope this authority derives from.
+   *
+   * @generated from field: string root_grant = 5;
+   */
+  rootGrant: string;
+
+  /**
+   * Unique per principal (a seat, the owner): makes a retry safe.
+   *
+   * @generated from field: string request_id = 6;
+   */
+  requestId: string;
+
+  /**
+   * SHA-256 of the canonical request bytes; a retry must be byte-identical.
+   *
+   * @generated from field: bytes request_digest = 7;
+   */
+  requestDigest: Uint8Array;
+
+  /**
+   * @generated from field: teamd.v1.InputState input_state = 8;
+   */
+  inputState?: InputState | undefined;
+
+  /**
+   * The effect id of §15 for gate/merge/deploy records and their outcomes.
+   *
+   * @generated from field: bytes effect_id = 9;
+   */
+  effectId: Uint8Array;
+
+  /**
+   * @generated from field: repeated teamd.v1.Field fields = 10;
+   */
+  fields: Field[];
+
+  /**
+   * @generated from oneof teamd.v1.RecordPayload.detail
+   */
+  detail: {
+    /**
+     * @generated from field: teamd.v1.GenesisDetail genesis = 20;
+     */
+    value: GenesisDetail;
+    case: "genesis";
+  } | {
+    /**
+     * @generated from field: teamd.v1.PolicyDetail policy = 21;
+     */
+    value: PolicyDetail;
+    case: "policy";
+  } | {
+    /**
+     * @generated from field: teamd.v1.LeaseDetail lease = 22;
+     */
+    value: LeaseDetail;
+    case: "lease";
+  } | {
+    /**
+     * @generated from field: teamd.v1.RevocationDetail revocation = 23;
+     */
+    value: RevocationDetail;
+    case: "revocation";
+  } | {
+    /**
+     * @generated from field: teamd.v1.OutcomeDetail outcome = 24;
+     */
+    value: OutcomeDetail;
+    case: "outcome";
+  } | {
+    /**
+     * @generated from field: teamd.v1.GateDetail gate = 25;
+     */
+    value: GateDetail;
+    case: "gate";
+  } | {
+    /**
+     * @generated from field: teamd.v1.ReviewDetail review = 26;
+     */
+    value: ReviewDetail;
+    case: "review";
+  } | {
+    /**
+     * @generated from field: teamd.v1.RefusalDetail refusal = 27;
+     */
+    value: RefusalDetail;
+    case: "refusal";
+  } | {
+    /**
+     * @generated from field: teamd.v1.NoticeDetail notice = 28;
+     */
+    value: NoticeDetail;
+    case: "notice";
+  } | {
+    /**
+     * @generated from field: teamd.v1.StopDetail stop = 29;
+     */
+    value: StopDetail;
+    case: "stop";
+  } | {
+    /**
+     * @generated from field: teamd.v1.ResumeDetail resume = 30;
+     */
+    value: ResumeDetail;
+    case: "resume";
+  } | {
+    /**
+     * @generated from field: teamd.v1.ReconcileDetail reconcile = 31;
+     */
+    value: ReconcileDetail;
+    case: "reconcile";
+  } | {
+    /**
+     * @generated from field: teamd.v1.SeatDetail seat = 32;
+     */
+    value: SeatDetail;
+    case: "seat";
+  } | {
+    /**
+     * @generated from field: teamd.v1.CheckpointDetail checkpoint = 33;
+     */
+    value: CheckpointDetail;
+    case: "checkpoint";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.RecordPayload.
+ * Use `create(RecordPayloadSchema)` to create a new message.
+ */
+export const RecordPayloadSchema: GenMessage<RecordPayload> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 13);
+
+/**
+ * @generated from message teamd.v1.GenesisDetail
+ */
+export type GenesisDetail = Message<"teamd.v1.GenesisDetail"> & {
+  /**
+   * Raw 32-byte Ed25519 public keys. The owner signs the genesis proposal with this key.
+   *
+   * @generated from field: bytes owner_public_key = 1;
+   */
+  ownerPublicKey: Uint8Array;
+
+  /**
+   * @generated from field: bytes daemon_public_key = 2;
+   */
+  daemonPublicKey: Uint8Array;
+
+  /**
+   * Random, so two ledgers never share a genesis.
+   *
+   * @generated from field: bytes ledger_id = 3;
+   */
+  ledgerId: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.GenesisDetail.
+ * Use `create(GenesisDetailSchema)` to create a new message.
+ */
+export const GenesisDetailSchema: GenMessage<GenesisDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 14);
+
+/**
+ * @generated from message teamd.v1.PolicyDetail
+ */
+export type PolicyDetail = Message<"teamd.v1.PolicyDetail"> & {
+  /**
+   * SHA-256 of the team file's canonical form now in force.
+   *
+   * @generated from field: bytes team_file_hash = 1;
+   */
+  teamFileHash: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.PolicyDetail.
+ * Use `create(PolicyDetailSchema)` to create a new message.
+ */
+export const PolicyDetailSchema: GenMessage<PolicyDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 15);
+
+/**
+ * A lease record adds its id, parent, root grant and expiry — and nothing mutable (§7).
+ *
+ * @generated from message teamd.v1.LeaseDetail
+ */
+export type LeaseDetail = Message<"teamd.v1.LeaseDetail"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * Mandatory for a re-lease; empty only for a root lease.
+   *
+   * @generated from field: string parent_lease_id = 2;
+   */
+  parentLeaseId: string;
+
+  /**
+   * @generated from field: string root_grant = 3;
+   */
+  rootGrant: string;
+
+  /**
+   * @generated from field: uint64 expires_unix_ms = 4;
+   */
+  expiresUnixMs: bigint;
+
+  /**
+   * The seat the lease is issued to.
+   *
+   * @generated from field: teamd.v1.Principal holder = 5;
+   */
+  holder?: Principal | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.LeaseDetail.
+ * Use `create(LeaseDetailSchema)` to create a new message.
+ */
+export const LeaseDetailSchema: GenMessage<LeaseDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 16);
+
+/**
+ * @generated from message teamd.v1.RevocationDetail
+ */
+export type RevocationDetail = Message<"teamd.v1.RevocationDetail"> & {
+  /**
+   * @generated from field: teamd.v1.RevocationSubject subject = 1;
+   */
+  subject: RevocationSubject;
+
+  /**
+   * @generated from field: string subject_id = 2;
+   */
+  subjectId: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Owner acts are unique by this nonce, so two identical revocations are two records.
+   *
+   * @generated from field: bytes nonce = 4;
+   */
+  nonce: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.RevocationDetail.
+ * Use `create(RevocationDetailSchema)` to create a new message.
+ */
+export const RevocationDetailSchema: GenMessage<RevocationDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 17);
+
+/**
+ * @generated from message teamd.v1.OutcomeDetail
+ */
+export type OutcomeDetail = Message<"teamd.v1.OutcomeDetail"> & {
+  /**
+   * The intent this outcome closes.
+   *
+   * @generated from field: uint64 intent_seq = 1;
+   */
+  intentSeq: bigint;
+
+  /**
+   * @generated from field: teamd.v1.OutcomeResult result = 2;
+   */
+  result: OutcomeResult;
+
+  /**
+   * What happened, e.g. a refusal rule, an error, "recovered after restart".
+   *
+   * @generated from field: string note = 3;
+   */
+  note: string;
+
+  /**
+   * The executor's result, when it has one (e.g. the new ref), as the caller's reply.
+   *
+   * @generated from field: bytes reply = 4;
+   */
+  reply: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.OutcomeDetail.
+ * Use `create(OutcomeDetailSchema)` to create a new message.
+ */
+export const OutcomeDetailSchema: GenMessage<OutcomeDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 18);
+
+/**
+ * @generated from message teamd.v1.GateDetail
+ */
+export type GateDetail = Message<"teamd.v1.GateDetail"> & {
+  /**
+   * @generated from field: teamd.v1.GateResult result = 1;
+   */
+  result: GateResult;
+};
+
+/**
+ * Describes the message teamd.v1.GateDetail.
+ * Use `create(GateDetailSchema)` to create a new message.
+ */
+export const GateDetailSchema: GenMessage<GateDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 19);
+
+/**
+ * @generated from message teamd.v1.ReviewDetail
+ */
+export type ReviewDetail = Message<"teamd.v1.ReviewDetail"> & {
+  /**
+   * @generated from field: string verdict = 1;
+   */
+  verdict: string;
+};
+
+/**
+ * Describes the message teamd.v1.ReviewDetail.
+ * Use `create(ReviewDetailSchema)` to create a new message.
+ */
+export const ReviewDetailSchema: GenMessage<ReviewDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 20);
+
+/**
+ * @generated from message teamd.v1.RefusalDetail
+ */
+export type RefusalDetail = Message<"teamd.v1.RefusalDetail"> & {
+  /**
+   * The rule id that refused (src/kernel/rules.ts).
+   *
+   * @generated from field: string rule = 1;
+   */
+  rule: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message teamd.v1.RefusalDetail.
+ * Use `create(RefusalDetailSchema)` to create a new message.
+ */
+export const RefusalDetailSchema: GenMessage<RefusalDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 21);
+
+/**
+ * @generated from message teamd.v1.NoticeDetail
+ */
+export type NoticeDetail = Message<"teamd.v1.NoticeDetail"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message teamd.v1.NoticeDetail.
+ * Use `create(NoticeDetailSchema)` to create a new message.
+ */
+export const NoticeDetailSchema: GenMessage<NoticeDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 22);
+
+/**
+ * @generated from message teamd.v1.StopDetail
+ */
+export type StopDetail = Message<"teamd.v1.StopDetail"> & {
+  /**
+   * @generated from field: teamd.v1.StopScope scope = 1;
+   */
+  scope: StopScope;
+
+  /**
+   * For a team stop.
+   *
+   * @generated from field: string team = 2;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: bytes nonce = 4;
+   */
+  nonce: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.StopDetail.
+ * Use `create(StopDetailSchema)` to create a new message.
+ */
+export const StopDetailSchema: GenMessage<StopDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 23);
+
+/**
+ * Only an owner act clears a stop, and it names the stops it clears.
+ *
+ * @generated from message teamd.v1.ResumeDetail
+ */
+export type ResumeDetail = Message<"teamd.v1.ResumeDetail"> & {
+  /**
+   * @generated from field: repeated string flag_ids = 1;
+   */
+  flagIds: string[];
+
+  /**
+   * @generated from field: bytes nonce = 2;
+   */
+  nonce: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.ResumeDetail.
+ * Use `create(ResumeDetailSchema)` to create a new message.
+ */
+export const ResumeDetailSchema: GenMessage<ResumeDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 24);
+
+/**
+ * Resolves an unknown outcome (§15 "Order and effect").
+ *
+ * @generated from message teamd.v1.OutcomeReconciliation
+ */
+export type OutcomeReconciliation = Message<"teamd.v1.OutcomeReconciliation"> & {
+  /**
+   * @generated from field: uint64 intent_seq = 1;
+   */
+  intentSeq: bigint;
+
+  /**
+   * @generated from field: teamd.v1.ReconcileDecision decision = 2;
+   */
+  decision: ReconcileDecision;
+
+  /**
+   * For REPEAT.
+   *
+   * @generated from field: string new_request_id = 3;
+   */
+  newRequestId: string;
+};
+
+/**
+ * Describes the message teamd.v1.OutcomeReconciliation.
+ * Use `create(OutcomeReconciliationSchema)` to create a new message.
+ */
+export const OutcomeReconciliationSchema: GenMessage<OutcomeReconciliation> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 25);
+
+/**
+ * The state an owner accepts when the ledger failed closed (§15 "A trusted head"). Every
+ * field must equal what the daemon observes now, or the reconciliation is refused as stale.
+ *
+ * @generated from message teamd.v1.HeadReconciliation
+ */
+export type HeadReconciliation = Message<"teamd.v1.HeadReconciliation"> & {
+  /**
+   * The rule the ledger was blocked by, e.g. "ledger.rollback".
+   *
+   * @generated from field: string rule = 1;
+   */
+  rule: string;
+
+  /**
+   * @generated from field: uint64 tip_seq = 2;
+   */
+  tipSeq: bigint;
+
+  /**
+   * @generated from field: bytes tip_hash = 3;
+   */
+  tipHash: Uint8Array;
+
+  /**
+   * The signed head found (seq/hash zero and empty when the head was missing or unreadable).
+   *
+   * @generated from field: uint64 head_seq = 4;
+   */
+  headSeq: bigint;
+
+  /**
+   * @generated from field: bytes head_hash = 5;
+   */
+  headHash: Uint8Array;
+
+  /**
+   * For a damaged chain: the first seq whose verification is affected, and a digest of
+   * every stored byte from there to the tip, so the acceptance covers exactly what the
+   * owner saw and a later change to that range is still detected.
+   *
+   * @generated from field: bool damaged = 6;
+   */
+  damaged: boolean;
+
+  /**
+   * @generated from field: uint64 damage_from_seq = 7;
+   */
+  damageFromSeq: bigint;
+
+  /**
+   * @generated from field: bytes damage_digest = 8;
+   */
+  damageDigest: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.HeadReconciliation.
+ * Use `create(HeadReconciliationSchema)` to create a new message.
+ */
+export const HeadReconciliationSchema: GenMessage<HeadReconciliation> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 26);
+
+/**
+ * @generated from message teamd.v1.ReconcileDetail
+ */
+export type ReconcileDetail = Message<"teamd.v1.ReconcileDetail"> & {
+  /**
+   * @generated from oneof teamd.v1.ReconcileDetail.subject
+   */
+  subject: {
+    /**
+     * @generated from field: teamd.v1.OutcomeReconciliation outcome = 1;
+     */
+    value: OutcomeReconciliation;
+    case: "outcome";
+  } | {
+    /**
+     * @generated from field: teamd.v1.HeadReconciliation head = 2;
+     */
+    value: HeadReconciliation;
+    case: "head";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * @generated from field: bytes nonce = 3;
+   */
+  nonce: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.ReconcileDetail.
+ * Use `create(ReconcileDetailSchema)` to create a new message.
+ */
+export const ReconcileDetailSchema: GenMessage<ReconcileDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 27);
+
+/**
+ * @generated from message teamd.v1.SeatDetail
+ */
+export type SeatDetail = Message<"teamd.v1.SeatDetail"> & {
+  /**
+   * @generated from field: string seat = 1;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message teamd.v1.SeatDetail.
+ * Use `create(SeatDetailSchema)` to create a new message.
+ */
+export const SeatDetailSchema: GenMessage<SeatDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 28);
+
+/**
+ * @generated from message teamd.v1.CheckpointDetail
+ */
+export type CheckpointDetail = Message<"teamd.v1.CheckpointDetail"> & {
+  /**
+   * @generated from field: string note = 1;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message teamd.v1.CheckpointDetail.
+ * Use `create(CheckpointDetailSchema)` to create a new message.
+ */
+export const CheckpointDetailSchema: GenMessage<CheckpointDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 29);
+
+/**
+ * What a seal signs: the header hashes of one commit batch, in order.
+ *
+ * @generated from message teamd.v1.SealStatement
+ */
+export type SealStatement = Message<"teamd.v1.SealStatement"> & {
+  /**
+   * @generated from field: uint64 first_seq = 1;
+   */
+  firstSeq: bigint;
+
+  /**
+   * @generated from field: uint64 last_seq = 2;
+   */
+  lastSeq: bigint;
+
+  /**
+   * @generated from field: repeated bytes header_hashes = 3;
+   */
+  headerHashes: Uint8Array[];
+
+  /**
+   * @generated from field: bytes key_id = 4;
+   */
+  keyId: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.SealStatement.
+ * Use `create(SealStatementSchema)` to create a new message.
+ */
+export const SealStatementSchema: GenMessage<SealStatement> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 30);
+
+/**
+ * Stored per commit batch, keyed by the batch's last seq. signature is the daemon's over
+ * "teamd.v1.seal\0" || statement, the statement bytes exactly as stored.
+ *
+ * @generated from message teamd.v1.Seal
+ */
+export type Seal = Message<"teamd.v1.Seal"> & {
+  /**
+   * @generated from field: bytes statement = 1;
+   */
+  statement: Uint8Array;
+
+  /**
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.Seal.
+ * Use `create(SealSchema)` to create a new message.
+ */
+export const SealSchema: GenMessage<Seal> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 31);
+
+/**
+ * @generated from message teamd.v1.HeadStatement
+ */
+export type HeadStatement = Message<"teamd.v1.HeadStatement"> & {
+  /**
    * @generated from field: uint64 seq = 1;
    */
   seq: bigint;
 
   /**
-   * Record type, e.g. "genesis", "intent", "outcome".
-   *
-   * @generated from field: string type = 2;
+   * @generated from field: bytes hash = 2;
    */
-  type: string;
+  hash: Uint8Array;
 
   /**
-   * Hash of the previous record's header bytes as stored (empty for genesis).
-   *
-   * @generated from field: bytes prev_hash = 3;
+   * @generated from field: uint64 time_unix_ms = 3;
    */
-  prevHash: Uint8Array;
+  timeUnixMs: bigint;
+
+  /**
+   * @generated from field: bytes key_id = 4;
+   */
+  keyId: Uint8Array;
 };
 
 /**
- * Describes the message teamd.v1.Record.
- * Use `create(RecordSchema)` to create a new message.
+ * Describes the message teamd.v1.HeadStatement.
+ * Use `create(HeadStatementSchema)` to create a new message.
  */
-export const RecordSchema: GenMessage<Record> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 0);
+export const HeadStatementSchema: GenMessage<HeadStatement> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 32);
+
+/**
+ * The trusted head (§15), in its own file. signature is the daemon's over
+ * "teamd.v1.head\0" || statement.
+ *
+ * @generated from message teamd.v1.SignedHead
+ */
+export type SignedHead = Message<"teamd.v1.SignedHead"> & {
+  /**
+   * @generated from field: bytes statement = 1;
+   */
+  statement: Uint8Array;
+
+  /**
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.SignedHead.
+ * Use `create(SignedHeadSchema)` to create a new message.
+ */
+export const SignedHeadSchema: GenMessage<SignedHead> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 33);
+
+/**
+ * An owner act before the daemon places it in the chain: the proposal's fields, the payload
+ * bytes it commits to, and the signatures. A local stop or revocation flag file holds one.
+ *
+ * @generated from message teamd.v1.OwnerAct
+ */
+export type OwnerAct = Message<"teamd.v1.OwnerAct"> & {
+  /**
+   * @generated from field: bytes proposal = 1;
+   */
+  proposal: Uint8Array;
+
+  /**
+   * @generated from field: bytes payload = 2;
+   */
+  payload: Uint8Array;
+
+  /**
+   * @generated from field: teamd.v1.KeySignature signature = 3;
+   */
+  signature?: KeySignature | undefined;
+
+  /**
+   * @generated from field: teamd.v1.KeySignature co_signature = 4;
+   */
+  coSignature?: KeySignature | undefined;
+
+  /**
+   * @generated from field: string claimed_name = 5;
+   */
+  claimedName: string;
+};
+
+/**
+ * Describes the message teamd.v1.OwnerAct.
+ * Use `create(OwnerActSchema)` to create a new message.
+ */
+export const OwnerActSchema: GenMessage<OwnerAct> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 34);
+
+/**
+ * What a record is. Later issues add egress, broker and tombstone (numbers 19..21 are kept
+ * for them); an unknown value is refused by the ledger, never guessed.
+ *
+ * @generated from enum teamd.v1.RecordType
+ */
+export enum RecordType {
+  /**
+   * @generated from enum value: RECORD_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Record 0: pins the owner's and the daemon's public keys.
+   *
+   * @generated from enum value: RECORD_TYPE_GENESIS = 1;
+   */
+  GENESIS = 1,
+
+  /**
+   * A team file applied: the policy in force for a team.
+   *
+   * @generated from enum value: RECORD_TYPE_POLICY = 2;
+   */
+  POLICY = 2,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_GRANT = 3;
+   */
+  GRANT = 3,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_AGREEMENT = 4;
+   */
+  AGREEMENT = 4,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_LEASE = 5;
+   */
+  LEASE = 5,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_REVOCATION = 6;
+   */
+  REVOCATION = 6,
+
+  /**
+   * The authorization the gate decided, appended durably before the effect.
+   *
+   * @generated from enum value: RECORD_TYPE_INTENT = 7;
+   */
+  INTENT = 7,
+
+  /**
+   * done, refused or unknown, for one intent.
+   *
+   * @generated from enum value: RECORD_TYPE_OUTCOME = 8;
+   */
+  OUTCOME = 8,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_REVIEW = 9;
+   */
+  REVIEW = 9,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_GATE = 10;
+   */
+  GATE = 10,
+
+  /**
+   * A refused attempt (§15: refused attempts are recorded too).
+   *
+   * @generated from enum value: RECORD_TYPE_REFUSAL = 11;
+   */
+  REFUSAL = 11,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_NOTICE = 12;
+   */
+  NOTICE = 12,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_STOP = 13;
+   */
+  STOP = 13,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_RESUME = 14;
+   */
+  RESUME = 14,
+
+  /**
+   * An owner-signed (or daemon-resolved) recovery decision: a head or an unknown outcome.
+   *
+   * @generated from enum value: RECORD_TYPE_RECONCILE = 15;
+   */
+  RECONCILE = 15,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_SEAT_START = 16;
+   */
+  SEAT_START = 16,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_SEAT_STOP = 17;
+   */
+  SEAT_STOP = 17,
+
+  /**
+   * @generated from enum value: RECORD_TYPE_CHECKPOINT = 18;
+   */
+  CHECKPOINT = 18,
+}
+
+/**
+ * Describes the enum teamd.v1.RecordType.
+ */
+export const RecordTypeSchema: GenEnum<RecordType> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 0);
+
+/**
+ * The kind of principal a record names.
+ *
+ * @generated from enum teamd.v1.PrincipalKind
+ */
+export enum PrincipalKind {
+  /**
+   * @generated from enum value: PRINCIPAL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Authenticated by a signature with the owner key pinned at genesis.
+   *
+   * @generated from enum value: PRINCIPAL_KIND_OWNER = 1;
+   */
+  OWNER = 1,
+
+  /**
+   * The daemon itself (recovery, notices, seals).
+   *
+   * @generated from enum value: PRINCIPAL_KIND_DAEMON = 2;
+   */
+  DAEMON = 2,
+
+  /**
+   * A seat, authenticated by the socket its call arrived on.
+   *
+   * @generated from enum value: PRINCIPAL_KIND_SEAT = 3;
+   */
+  SEAT = 3,
+}
+
+/**
+ * Describes the enum teamd.v1.PrincipalKind.
+ */
+export const PrincipalKindSchema: GenEnum<PrincipalKind> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 1);
+
+/**
+ * @generated from enum teamd.v1.ScopeState
+ */
+export enum ScopeState {
+  /**
+   * @generated from enum value: SCOPE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SCOPE_STATE_UNCONSTRAINED = 1;
+   */
+  UNCONSTRAINED = 1,
+
+  /**
+   * @generated from enum value: SCOPE_STATE_BOUNDED = 2;
+   */
+  BOUNDED = 2,
+
+  /**
+   * @generated from enum value: SCOPE_STATE_EMPTY = 3;
+   */
+  EMPTY = 3,
+}
+
+/**
+ * Describes the enum teamd.v1.ScopeState.
+ */
+export const ScopeStateSchema: GenEnum<ScopeState> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 2);
+
+/**
+ * What the payload bytes decode as. One value today; the field lets a later format
+ * (or an archived stub) say what it is.
+ *
+ * @generated from enum teamd.v1.PayloadType
+ */
+export enum PayloadType {
+  /**
+   * @generated from enum value: PAYLOAD_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: PAYLOAD_TYPE_RECORD_PAYLOAD_V1 = 1;
+   */
+  RECORD_PAYLOAD_V1 = 1,
+}
+
+/**
+ * Describes the enum teamd.v1.PayloadType.
+ */
+export const PayloadTypeSchema: GenEnum<PayloadType> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 3);
+
+/**
+ * @generated from enum teamd.v1.TargetKind
+ */
+export enum TargetKind {
+  /**
+   * @generated from enum value: TARGET_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: TARGET_KIND_REF = 1;
+   */
+  REF = 1,
+
+  /**
+   * @generated from enum value: TARGET_KIND_ENVIRONMENT = 2;
+   */
+  ENVIRONMENT = 2,
+
+  /**
+   * @generated from enum value: TARGET_KIND_ACCOUNT = 3;
+   */
+  ACCOUNT = 3,
+
+  /**
+   * @generated from enum value: TARGET_KIND_TASK = 4;
+   */
+  TASK = 4,
+
+  /**
+   * @generated from enum value: TARGET_KIND_TEAM = 5;
+   */
+  TEAM = 5,
+
+  /**
+   * @generated from enum value: TARGET_KIND_SEAT = 6;
+   */
+  SEAT = 6,
+
+  /**
+   * @generated from enum value: TARGET_KIND_LEASE = 7;
+   */
+  LEASE = 7,
+
+  /**
+   * @generated from enum value: TARGET_KIND_GRANT = 8;
+   */
+  GRANT = 8,
+
+  /**
+   * @generated from enum value: TARGET_KIND_MACHINE = 9;
+   */
+  MACHINE = 9,
+
+  /**
+   * @generated from enum value: TARGET_KIND_LEDGER = 10;
+   */
+  LEDGER = 10,
+}
+
+/**
+ * Describes the enum teamd.v1.TargetKind.
+ */
+export const TargetKindSchema: GenEnum<TargetKind> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 4);
+
+/**
+ * @generated from enum teamd.v1.OutcomeResult
+ */
+export enum OutcomeResult {
+  /**
+   * @generated from enum value: OUTCOME_RESULT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: OUTCOME_RESULT_DONE = 1;
+   */
+  DONE = 1,
+
+  /**
+   * @generated from enum value: OUTCOME_RESULT_REFUSED = 2;
+   */
+  REFUSED = 2,
+
+  /**
+   * @generated from enum value: OUTCOME_RESULT_UNKNOWN = 3;
+   */
+  UNKNOWN = 3,
+}
+
+/**
+ * Describes the enum teamd.v1.OutcomeResult.
+ */
+export const OutcomeResultSchema: GenEnum<OutcomeResult> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 5);
+
+/**
+ * @generated from enum teamd.v1.RevocationSubject
+ */
+export enum RevocationSubject {
+  /**
+   * @generated from enum value: REVOCATION_SUBJECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: REVOCATION_SUBJECT_LEASE = 1;
+   */
+  LEASE = 1,
+
+  /**
+   * @generated from enum value: REVOCATION_SUBJECT_GRANT = 2;
+   */
+  GRANT = 2,
+
+  /**
+   * @generated from enum value: REVOCATION_SUBJECT_SEAT = 3;
+   */
+  SEAT = 3,
+}
+
+/**
+ * Describes the enum teamd.v1.RevocationSubject.
+ */
+export const RevocationSubjectSchema: GenEnum<RevocationSubject> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 6);
+
+/**
+ * @generated from enum teamd.v1.GateResult
+ */
+export enum GateResult {
+  /**
+   * @generated from enum value: GATE_RESULT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: GATE_RESULT_PASS = 1;
+   */
+  PASS = 1,
+
+  /**
+   * @generated from enum value: GATE_RESULT_FAIL = 2;
+   */
+  FAIL = 2,
+}
+
+/**
+ * Describes the enum teamd.v1.GateResult.
+ */
+export const GateResultSchema: GenEnum<GateResult> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 7);
+
+/**
+ * @generated from enum teamd.v1.StopScope
+ */
+export enum StopScope {
+  /**
+   * @generated from enum value: STOP_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: STOP_SCOPE_MACHINE = 1;
+   */
+  MACHINE = 1,
+
+  /**
+   * @generated from enum value: STOP_SCOPE_TEAM = 2;
+   */
+  TEAM = 2,
+}
+
+/**
+ * Describes the enum teamd.v1.StopScope.
+ */
+export const StopScopeSchema: GenEnum<StopScope> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 8);
+
+/**
+ * @generated from enum teamd.v1.ReconcileDecision
+ */
+export enum ReconcileDecision {
+  /**
+   * @generated from enum value: RECONCILE_DECISION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Owner: the effect is taken as done.
+   *
+   * @generated from enum value: RECONCILE_DECISION_ACCEPT_DONE = 1;
+   */
+  ACCEPT_DONE = 1,
+
+  /**
+   * Owner: repeat the act under a new request id.
+   *
+   * @generated from enum value: RECONCILE_DECISION_REPEAT = 2;
+   */
+  REPEAT = 2,
+
+  /**
+   * Daemon: the external service answered that the effect was made.
+   *
+   * @generated from enum value: RECONCILE_DECISION_RESOLVED_DONE = 3;
+   */
+  RESOLVED_DONE = 3,
+
+  /**
+   * Daemon: the external service answered that the effect was not made.
+   *
+   * @generated from enum value: RECONCILE_DECISION_RESOLVED_NOT_DONE = 4;
+   */
+  RESOLVED_NOT_DONE = 4,
+}
+
+/**
+ * Describes the enum teamd.v1.ReconcileDecision.
+ */
+export const ReconcileDecisionSchema: GenEnum<ReconcileDecision> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_ledger, 9);
 

@@ -1,0 +1,104 @@
+import {
+  GateResult,
+  OutcomeResult,
+  ReconcileDecision,
+  TargetKind,
+  type RecordHeader,
+  type RecordPayload,
+} from "../gen/teamd/v1/ledger_pb.js";
+import { decodeHeader, decodePayload, headerHash, principalKey, recordTypeName, toHex, toSafeNumber } from "./codec.js";
+import { describeError } from "./errors.js";
+import type { StoredRecord } from "./store.js";
+
+/**
+ * One record as `teamd log` shows it: seq, time, type, actor, action, target, result — the
+ * readable columns — plus the decoded header and payload for `--json`. Building an entry
+ * never throws: a row that does not decode is shown as such (verify says why).
+ */
+export interface LedgerEntry {
+  readonly seq: number;
+  readonly hash: string;
+  readonly timeUnixMs: number;
+  readonly type: string;
+  readonly team: string;
+  readonly actor: string;
+  readonly signer: string;
+  /** An unauthenticated name the caller gave, if any. */
+  readonly claimedName: string;
+  readonly action: string;
+  readonly target: string;
+  readonly result: string;
+  /** A stop or revocation recorded after it took effect as a local flag. */
+  readonly late: boolean;
+  readonly header: RecordHeader | undefined;
+  readonly payload: RecordPayload | undefined;
+  /** Why the row could not be decoded, if it could not. */
+  readonly error?: string;
+}
+
+const TARGET_KINDS: Partial<Record<TargetKind, string>> = {
+  [TargetKind.REF]: "ref",
+  [TargetKind.ENVIRONMENT]: "env",
+  [TargetKind.ACCOUNT]: "account",
+  [TargetKind.TASK]: "task",
+  [TargetKind.TEAM]: "team",
+  [TargetKind.SEAT]: "seat",
+  [TargetKind.LEASE]: "lease",
+  [TargetKind.GRANT]: "grant",
+  [TargetKind.MACHINE]: "machine",
+  [TargetKind.LEDGER]: "ledger",
+};
+
+function resultOf(payload: RecordPayload): string {
+  const d = payload.detail;
+  switch (d.case) {
+    case "outcome":
+      return { [OutcomeResult.DONE]: "done", [OutcomeResult.REFUSED]: "refused", [OutcomeResult.UNKNOWN]: "unknown" }[d.value.result as 1] ?? "";
+    case "gate":
+      return d.value.result === GateResult.PASS ? "pass" : d.value.result === GateResult.FAIL ? "fail" : "";
+    case "refusal":
+      return d.value.rule;
+    case "reconcile":
+      if (d.value.subject.case === "head") return `accepted ${d.value.subject.value.rule}`;
+      if (d.value.subject.case === "outcome") {
+        const o = d.value.subject.value;
+        const name = { [ReconcileDecision.ACCEPT_DONE]: "accept-done", [ReconcileDecision.REPEAT]: `repeat as ${o.newRequestId}`, [ReconcileDecision.RESOLVED_DONE]: "resolved-done", [ReconcileDecision.RESOLVED_NOT_DONE]: "resolved-not-done" }[o.decision as 1];
+        return `${name ?? ""} (intent ${o.intentSeq})`;
+      }
+      return "";
+    default:
+      return "";
+  }
+}
+
+export function describeStored(row: StoredRecord): LedgerEntry {
+  const hash = toHex(headerHash(row.header));
+  let header: RecordHeader | undefined;
+  let payload: RecordPayload | undefined;
+  try {
+    header = decodeHeader(row.header);
+    payload = row.payload ? decodePayload(row.payload) : undefined;
+  } catch (error) {
+    return {
+      seq: row.seq, hash, timeUnixMs: 0, type: "undecodable", team: "", actor: "", signer: "", claimedName: "",
+      action: "", target: "", result: "", late: false, header, payload, error: describeError(error),
+    };
+  }
+  const target = payload?.target;
+  return {
+    seq: row.seq,
+    hash,
+    timeUnixMs: toSafeNumber(header.timeUnixMs, "time"),
+    type: recordTypeName(header.type),
+    team: header.team,
+    actor: principalKey(header.actor),
+    signer: principalKey(header.signer),
+    claimedName: header.claimedName,
+    action: header.action,
+    target: target && target.kind !== TargetKind.UNSPECIFIED ? `${TARGET_KINDS[target.kind] ?? "target"}:${target.name}` : "",
+    result: payload ? resultOf(payload) : "",
+    late: header.flag?.late ?? false,
+    header,
+    payload,
+  };
+}

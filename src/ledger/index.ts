@@ -1,0 +1,51 @@
+/**
+ * The record ledger (§15): the library the daemon and the owner CLI call. See
+ * docs in each module; the entry points are openLedger / initLedger (the daemon's side),
+ * signOwnerAct and the *Draft builders (the owner's side), createFlags (a stop with the
+ * daemon down), and verifyLedgerFiles (verify with the daemon down).
+ */
+export { openLedger, type Ledger, type LedgerOptions, type AppendedRecord, type RecordDraft, type FlagReply } from "./ledger.js";
+export { initLedger, genesisDraft, type InitResult } from "./init.js";
+export type { LedgerState } from "./state.js";
+export { LedgerRefusal, CodecError } from "./errors.js";
+export {
+  signOwnerAct,
+  checkOwnerAct,
+  stopDraft,
+  resumeDraft,
+  revocationDraft,
+  headReconcileDraft,
+  outcomeReconcileDraft,
+  type OwnerActDraft,
+  type CheckedOwnerAct,
+  type CapabilityUseInit,
+  type HeadObservation,
+} from "./owner-act.js";
+export { ownerPublicKey, ownerSign, ownerVerify, generateOwnerSeed } from "./owner-signing.js";
+export {
+  createDaemonSigner,
+  loadDaemonKey,
+  loadOrCreateDaemonKey,
+  publicKeyFromRaw,
+  verifySignature,
+  type DaemonSigner,
+  type PublicKey,
+} from "./keys.js";
+export { createFlags, type Flag, type Flags, type FlagRead } from "./flags.js";
+export { verifyLedgerFiles, verifyStore, type VerifyResult, type VerifyProgress } from "./verify.js";
+export { openStore, type StoreReader, type LedgerStore, type StoredRecord } from "./store.js";
+export { ledgerPaths, type LedgerPaths } from "./paths.js";
+export { describeStored, type LedgerEntry } from "./entry.js";
+export type { SubmitRequest, SubmitReply, Effect, EffectResult } from "./dispatch.js";
+export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState } from "./view.js";
+export {
+  recordTypeName,
+  recordTypeFromName,
+  principalKey,
+  ownerPrincipal,
+  daemonPrincipal,
+  seatPrincipal,
+  toHex,
+  type PrincipalInit,
+  type RecordPayloadInit,
+} from "./codec.js";

@@ -1,0 +1,93 @@
+import type { RecordType, RevocationSubject } from "../gen/teamd/v1/ledger_pb.js";
+import type { Refusal } from "../kernel/decision.js";
+import type { PrincipalInit, RecordPayloadInit } from "./codec.js";
+import type { AppendResult } from "./commit.js";
+import type { Effect, SubmitReply, SubmitRequest } from "./dispatch.js";
+import type { LedgerEntry } from "./entry.js";
+import type { DaemonSigner, PublicKey } from "./keys.js";
+import type { CapabilityUseInit, HeadObservation } from "./owner-act.js";
+import type { LedgerPaths } from "./paths.js";
+import type { Head } from "./seal.js";
+import type { LedgerState } from "./state.js";
+import type { VerifyProgress, VerifyResult } from "./verify.js";
+import type { LedgerView } from "./view.js";
+
+/**
+ * The ledger's contract with its callers: the daemon (every entry point) and the owner CLI
+ * (through the daemon, or `teamd init`/`verify` with it down). Refusals are LedgerRefusal
+ * errors carrying a kernel Refusal (rule id + reason); guard() returns the Refusal as a value.
+ */
+
+export type AppendedRecord = AppendResult;
+
+export interface LedgerOptions {
+  /** Directory of ledger.db (TEAMD_HOME/ledger). */
+  readonly dir: string;
+  /** The signed head's file (default: `head` in dir). */
+  readonly headPath?: string;
+  /** TEAMD_HOME/flags: local stop and revocation flags. */
+  readonly flagsDir: string;
+  readonly daemonSigner: DaemonSigner;
+  /** The owner's raw public key, as pinned at init; genesis must pin the same. */
+  readonly ownerPublicKey: Uint8Array;
+  /** The daemon's clock, unix ms (injected for tests). */
+  readonly clock?: () => number;
+  /** How long a write waits on another connection's lock (blocks the event loop). Default 250. */
+  readonly busyTimeoutMs?: number;
+  /** Least time between two attempts to reopen an unavailable store. Default 1000. */
+  readonly reopenIntervalMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+/** A record the daemon (or a seat through it) appends: never an owner act, never intent/outcome. */
+export interface RecordDraft {
+  readonly type: RecordType;
+  readonly team?: string;
+  readonly actor: PrincipalInit;
+  readonly signer?: PrincipalInit;
+  readonly claimedName?: string;
+  readonly action: string;
+  readonly capability?: CapabilityUseInit;
+  readonly payload: RecordPayloadInit;
+}
+
+/** A stop or revocation: in force as a flag at once; recorded now if the store allows. */
+export interface FlagReply {
+  readonly flagId: string;
+  readonly recorded: AppendedRecord | undefined;
+  /** Why it is not recorded yet (it will be, marked late, when the store returns). */
+  readonly reason?: string;
+}
+
+export interface Ledger {
+  readonly paths: LedgerPaths;
+  readonly state: LedgerState;
+  readonly view: LedgerView;
+  /** The head the daemon last signed. */
+  readonly head: Head | undefined;
+  readonly ownerKey: PublicKey;
+  readonly daemonKey: PublicKey;
+  /** The gate's store-free checks, before any record: flags, stops, the store's state. */
+  guard(team: string): Refusal | undefined;
+  isRevoked(subject: RevocationSubject, subjectId: string): boolean;
+  append(draft: RecordDraft): Promise<AppendedRecord>;
+  /** An owner-signed act (grant, policy, lease, agreement...); a replay returns the first record. */
+  appendOwnerAct(act: Uint8Array): Promise<AppendedRecord>;
+  submit(request: SubmitRequest, effect: Effect): Promise<SubmitReply>;
+  stop(act: Uint8Array): Promise<FlagReply>;
+  revoke(act: Uint8Array): Promise<FlagReply>;
+  resume(act: Uint8Array): Promise<AppendedRecord>;
+  /** Owner-signed: accept a blocked head's observed state, or resolve an unknown outcome. */
+  reconcile(act: Uint8Array): Promise<AppendedRecord>;
+  /** The daemon asked the external service: the unknown effect was (not) made. */
+  resolveUnknown(intentSeq: number, done: boolean, note: string): Promise<AppendedRecord>;
+  /** When blocked: the state an owner signs to reconcile. */
+  observation(): HeadObservation | undefined;
+  reopen(): Promise<LedgerState>;
+  verify(progress?: VerifyProgress): Promise<VerifyResult>;
+  entries(fromSeq: number, limit: number, type?: RecordType): LedgerEntry[];
+  onAppend(listener: (entries: readonly LedgerEntry[]) => void): () => void;
+  integrityCheck(): string[];
+  close(): Promise<void>;
+}
+

@@ -1,0 +1,330 @@
+import { mkdir } from "node:fs/promises";
+import { PrincipalKind, RecordType } from "../gen/teamd/v1/ledger_pb.js";
+import { refuse, type Refusal } from "../kernel/decision.js";
+import { bytesEqual, headerHash } from "./codec.js";
+import { commitBatch, type AppendResult, type CommitContext } from "./commit.js";
+import { createDispatcher } from "./dispatch.js";
+import { describeStored, type LedgerEntry } from "./entry.js";
+import { describeError, LedgerRefusal } from "./errors.js";
+import { createFlags, type Flag, type Flags } from "./flags.js";
+import { createGroupCommit } from "./group-commit.js";
+import { cleanHeadTemps, readHeadFile, writeHeadFile, type HeadRead } from "./head-file.js";
+import { publicKeyFromRaw } from "./keys.js";
+import type { AppendedRecord, Ledger, LedgerOptions } from "./ledger-api.js";
+import { checkLedger } from "./open-check.js";
+import type { HeadObservation } from "./owner-act.js";
+import { createOwnerActs } from "./owner-acts.js";
+import { ledgerPaths } from "./paths.js";
+import { daemonRecord, flagRecord, type PendingRecord } from "./record.js";
+import { recoverIntents } from "./recovery.js";
+import type { Head } from "./seal.js";
+import type { LedgerState } from "./state.js";
+import { openStore, type LedgerStore } from "./store.js";
+import { verifyStore } from "./verify.js";
+import { createView, type ViewProjector } from "./view.js";
+import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
+
+export type { AppendedRecord, FlagReply, Ledger, LedgerOptions, RecordDraft } from "./ledger-api.js";
+
+const OWNER_ONLY_TYPES = new Set([RecordType.GENESIS, RecordType.STOP, RecordType.RESUME, RecordType.RECONCILE, RecordType.INTENT, RecordType.OUTCOME]);
+
+/**
+ * Open the machine's ledger (§15). Never throws for the store's condition: a store that is
+ * gone, unreadable or locked opens `unavailable`; a chain or head that does not check opens
+ * `blocked` with the rule and the observation an owner can sign. On a clean open it rolls a
+ * lagging head forward, writes `unknown` for every intent left without an outcome, and
+ * records every flag raised while it could not (marked late), before it returns.
+ */
+export async function openLedger(options: LedgerOptions): Promise<Ledger> {
+  const paths = ledgerPaths(options.dir, options.headPath);
+  const clock = options.clock ?? (() => Date.now());
+  const log = options.log ?? (() => undefined);
+  const daemonKey = options.daemonSigner.publicKey;
+  const ownerKey = publicKeyFromRaw(options.ownerPublicKey);
+  const flags: Flags = createFlags({ dir: options.flagsDir, ownerKey });
+
+  let store: LedgerStore | undefined;
+  let lock: WriterLock | undefined;
+  let state: LedgerState = { status: "unavailable", reason: "not opened yet" };
+  let view: ViewProjector = createView();
+  let tip: { seq: number; hash: Uint8Array } | undefined;
+  let signedHead: Head | undefined;
+  let lastReopen = Number.NEGATIVE_INFINITY;
+  let reopening: Promise<LedgerState> | undefined;
+  let recordingFlags: Promise<void> | undefined;
+  let closed = false;
+  const listeners = new Set<(entries: readonly LedgerEntry[]) => void>();
+
+  const setState = (next: LedgerState) => {
+    if (next.status !== state.status || (next.status !== "ready" && state.status !== "ready" && next.reason !== state.reason)) {
+      log(next.status === "ready" ? "ledger ready" : `ledger ${next.status}: ${next.reason}`);
+    }
+    state = next;
+  };
+
+  const ctx: CommitContext = {
+    signer: options.daemonSigner,
+    headPath: paths.head,
+    clock,
+    store: () => store,
+    state: () => state,
+    view: () => view,
+    tip: () => tip,
+    committed(newTip, head, records, rows) {
+      tip = newTip;
+      signedHead = head;
+      for (const r of records) view.apply(r);
+      if (listeners.size > 0) {
+        const entries = rows.map(describeStored);
+        for (const l of listeners) l(entries);
+      }
+    },
+    fail(status, refusal) {
+      setState(status === "blocked" ? { status, rule: refusal.rule, reason: refusal.reason, seq: undefined, observation: observeNow(refusal) } : { status, reason: refusal.reason });
+    },
+  };
+  const commits = createGroupCommit<PendingRecord, AppendResult | LedgerRefusal>({ commit: (items) => commitBatch(ctx, items) });
+
+  /** The observation for a block found at append time (the store written behind the daemon). */
+  function observeNow(refusal: Refusal): HeadObservation | undefined {
+    let row;
+    try {
+      row = store?.tip();
+    } catch {
+      return undefined;
+    }
+    if (!row) return undefined;
+    return { rule: refusal.rule, tipSeq: BigInt(row.seq), tipHash: headerHash(row.header), headSeq: BigInt(signedHead?.seq ?? 0), headHash: signedHead?.hash ?? new Uint8Array(0) };
+  }
+
+  /** Append as things stand: never reopens (recovery and late flags run inside a reopen). */
+  async function commit(pending: PendingRecord): Promise<AppendedRecord> {
+    if (closed) throw new LedgerRefusal("ledger.unavailable", "the ledger is closed");
+    const result = await commits.submit(pending);
+    if (result instanceof LedgerRefusal) throw result;
+    return result;
+  }
+
+  /** Append for a caller: an unavailable store is given one chance to come back first. */
+  async function enqueue(pending: PendingRecord): Promise<AppendedRecord> {
+    if (state.status === "unavailable") await maybeReopen();
+    return commit(pending);
+  }
+
+  function closeStore(): void {
+    store?.close();
+    store = undefined;
+    lock?.release();
+    lock = undefined;
+  }
+
+  async function openInternal(): Promise<LedgerState> {
+    await commits.drain();
+    // Nothing commits while the store is re-read: an append now waits for this reopen.
+    state = { status: "unavailable", reason: "the ledger is reopening" };
+    closeStore();
+    try {
+      await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+      lock = acquireWriterLock(paths.lock);
+      store = openStore(paths.db, { busyTimeoutMs: options.busyTimeoutMs });
+    } catch (error) {
+      closeStore();
+      setState({ status: "unavailable", reason: `cannot open the ledger store: ${describeError(error)}` });
+      return state;
+    }
+    await cleanHeadTemps(paths.head).catch(() => undefined);
+    const fileHead = await readHeadFile(paths.head, daemonKey);
+    // The head this process last signed is newer than (or equal to) the file's.
+    const trusted: HeadRead = signedHead ? { status: "ok", head: signedHead } : fileHead;
+    const next = createView();
+    let verdict;
+    try {
+      verdict = (await checkLedger({ reader: store, daemonKey, ownerKey, head: trusted, mode: "open", onRecord: next.apply })).verdict;
+    } catch (error) {
+      closeStore();
+      setState({ status: "unavailable", reason: `cannot read the ledger store: ${describeError(error)}` });
+      return state;
+    }
+    view = next;
+    if (verdict.status === "blocked") {
+      tip = undefined;
+      setState({ status: "blocked", rule: verdict.rule, reason: verdict.reason, seq: verdict.seq, observation: verdict.observation });
+      return state;
+    }
+    tip = verdict.tip;
+    signedHead = verdict.head;
+    const fileCurrent = fileHead.status === "ok" && fileHead.head.seq === tip.seq && bytesEqual(fileHead.head.hash, tip.hash);
+    if (!fileCurrent) {
+      // A head lagging by a sealed suffix rolls forward by itself (§15).
+      signedHead = { seq: tip.seq, hash: tip.hash, timeUnixMs: clock() };
+      try {
+        await writeHeadFile(paths.head, options.daemonSigner, signedHead);
+      } catch (error) {
+        setState({ status: "unavailable", reason: `the signed head could not be written: ${describeError(error)}` });
+        return state;
+      }
+      if (verdict.headLag > 0) log(`ledger head rolled forward from ${verdict.head.seq} to ${tip.seq}`);
+    }
+    setState({ status: "ready" });
+    await recoverIntents({ view: () => view, store: () => store, running: (key) => dispatcher.inFlight(key), enqueue: commit, log });
+    await recordPendingFlags();
+    await removeClearedStopFlags();
+    return state;
+  }
+
+  function reopen(): Promise<LedgerState> {
+    if (closed) return Promise.resolve(state);
+    lastReopen = clock();
+    reopening ??= openInternal().finally(() => {
+      reopening = undefined;
+    });
+    return reopening;
+  }
+
+  async function maybeReopen(): Promise<void> {
+    if (reopening) await reopening;
+    else if (clock() - lastReopen >= (options.reopenIntervalMs ?? 1000)) await reopen();
+  }
+
+  function recordPendingFlags(): Promise<void> {
+    recordingFlags ??= (async () => {
+      const pending = flags.read().flags.filter((f: Flag) => view.flagRecorded(f.id) === undefined);
+      const results = await Promise.allSettled(pending.map((f) => commit(flagRecord(f, true))));
+      for (const r of results) if (r.status === "rejected") log(`a flag could not be recorded yet: ${describeError(r.reason)}`);
+    })().finally(() => {
+      recordingFlags = undefined;
+    });
+    return recordingFlags;
+  }
+
+  async function removeClearedStopFlags(): Promise<void> {
+    const cleared = flags.read().flags.filter((f) => f.kind === "stop" && view.stopCleared(f.id));
+    if (cleared.length > 0) await flags.remove(cleared.map((f) => f.id)).catch((e: unknown) => log(`cannot remove cleared stop flags: ${describeError(e)}`));
+  }
+
+  /** Is the store still the file the daemon opened, with the tip the daemon last signed? */
+  function checkStore(): void {
+    if (state.status !== "ready" || !store || !tip) return;
+    const gone = store.checkFile();
+    if (gone) return ctx.fail("unavailable", refuse("ledger.unavailable", gone));
+    try {
+      const row = store.tip();
+      if (!row || row.seq !== tip.seq || !bytesEqual(headerHash(row.header), tip.hash)) {
+        ctx.fail("blocked", refuse("ledger.head-mismatch", `the store's tip is not the record ${tip.seq} the daemon last signed`));
+      }
+    } catch (error) {
+      ctx.fail("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
+    }
+  }
+
+  function guard(team: string): Refusal | undefined {
+    const read = flags.read();
+    const bad = read.invalid[0];
+    if (bad) return refuse("flag.unverifiable", `flag ${bad.file}: ${bad.reason}`);
+    let unrecorded = false;
+    let stopped: Flag | undefined;
+    for (const flag of read.flags) {
+      if (view.flagRecorded(flag.id) === undefined) unrecorded = true;
+      if (flag.kind === "stop" && !view.stopCleared(flag.id) && (flag.scope === "machine" || flag.team === team)) stopped ??= flag;
+    }
+    if (unrecorded && state.status === "ready") void recordPendingFlags();
+    if (stopped) return refuse("stop.active", `the owner stopped ${stopped.scope === "machine" ? "this machine" : `team ${stopped.team}`} (flag ${stopped.id.slice(0, 12)})`);
+    const recorded = view.activeStops().find((s) => s.scope === "machine" || s.team === team);
+    if (recorded) return refuse("stop.active", `the owner stopped ${recorded.scope === "machine" ? "this machine" : `team ${recorded.team}`} (record ${recorded.seq})`);
+    checkStore();
+    if (state.status === "unavailable") {
+      void maybeReopen().catch(() => undefined);
+      return refuse("ledger.unavailable", state.reason);
+    }
+    if (state.status === "blocked") return refuse(state.rule, state.reason);
+    return undefined;
+  }
+
+  const dispatcher = createDispatcher({
+    view: () => view,
+    guard,
+    append: (draft) => enqueue(daemonRecord(draft)),
+  });
+
+  const ownerActs = createOwnerActs({
+    ownerKey,
+    flags,
+    view: () => view,
+    state: () => state,
+    enqueue,
+    reopen,
+    recordPendingFlags,
+    maybeReopen,
+  });
+
+  const ledger: Ledger = {
+    paths,
+    get state() {
+      return state;
+    },
+    get view() {
+      return view;
+    },
+    get head() {
+      return signedHead;
+    },
+    ownerKey,
+    daemonKey,
+    guard,
+    isRevoked(subject, subjectId) {
+      const key = `${subject}:${subjectId}`;
+      return view.revoked(key) !== undefined || flags.read().flags.some((f) => f.subject === key);
+    },
+    async append(draft) {
+      if (OWNER_ONLY_TYPES.has(draft.type)) throw new Error(`a ${RecordType[draft.type]} record has its own entry point`);
+      if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER) throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
+      return enqueue(daemonRecord(draft));
+    },
+    appendOwnerAct: ownerActs.append,
+    async submit(request, effect) {
+      if (state.status === "unavailable") await maybeReopen();
+      return dispatcher.submit(request, effect);
+    },
+    stop: ownerActs.stop,
+    revoke: ownerActs.revoke,
+    resume: ownerActs.resume,
+    reconcile: ownerActs.reconcile,
+    resolveUnknown: ownerActs.resolveUnknown,
+    observation: () => (state.status === "blocked" ? state.observation : undefined),
+    reopen,
+    async verify(progress) {
+      if (!store) return { ok: false, seq: undefined, rule: "ledger.unavailable", reason: state.status === "unavailable" ? state.reason : "no store", records: 0 };
+      try {
+        return await verifyStore({ reader: store, headPath: paths.head, daemonKey, ownerKey, progress });
+      } catch (error) {
+        // The store went away under a long verify (a reopen closed it): say so, never guess.
+        return { ok: false, seq: undefined, rule: "ledger.unavailable", reason: `the store could not be read: ${describeError(error)}`, records: 0 };
+      }
+    },
+    entries(fromSeq, limit, type) {
+      if (!store) throw new LedgerRefusal("ledger.unavailable", state.status === "unavailable" ? state.reason : "no store");
+      const rows = type === undefined ? store.records(fromSeq, limit) : store.recordsOfType(type, fromSeq, limit);
+      return rows.map(describeStored);
+    },
+    onAppend(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    integrityCheck: () => store?.integrityCheck() ?? ["the ledger store is not open"],
+    async close() {
+      closed = true;
+      await reopening?.catch(() => undefined);
+      await recordingFlags?.catch(() => undefined);
+      await commits.drain();
+      try {
+        store?.checkpoint();
+      } catch {
+        // A store that went away cannot be checkpointed; its WAL is replayed on the next open.
+      }
+      closeStore();
+      setState({ status: "unavailable", reason: "the ledger is closed" });
+    },
+  };
+  await reopen();
+  return ledger;
+}

@@ -1,0 +1,325 @@
+import {
+  GateResult,
+  OutcomeResult,
+  PrincipalKind,
+  ReconcileDecision,
+  RecordType,
+  StopScope,
+  type ArtifactIdentity,
+} from "../gen/teamd/v1/ledger_pb.js";
+import { encodeProposal, principalKey, proposalOf, sha256, toHex, toSafeNumber } from "./codec.js";
+import type { WalkedRecord } from "./chain-walk.js";
+
+/**
+ * The view: the projection of the records into what the kernel decides with (policy in force,
+ * stops, leases, revocations, requests and their intents/outcomes, authors, gate passes and
+ * the outcomes that void them). It is updated by `apply` as each record commits, and rebuilt
+ * from scratch by applying every record on open; both paths run this same function, and
+ * `snapshot()` lets a test prove they agree. It holds derived data only: it is never a second
+ * source of truth, and nothing in it is written anywhere.
+ */
+
+export type RequestStatus = "pending" | "done" | "refused" | "unknown";
+
+export interface Resolution {
+  readonly seq: number;
+  readonly decision: "accept-done" | "repeat" | "resolved-done" | "resolved-not-done";
+  readonly newRequestId: string;
+}
+
+export interface RequestState {
+  /** principalKey + NUL + request id: request ids are scoped per principal (per seat). */
+  readonly key: string;
+  readonly principal: string;
+  readonly requestId: string;
+  /** Hex SHA-256 of the request bytes: a retry must present the same. */
+  readonly digest: string;
+  readonly team: string;
+  readonly target: string;
+  readonly intentSeq: number;
+  readonly effectId: string;
+  readonly status: RequestStatus;
+  readonly outcomeSeq: number | undefined;
+  readonly note: string;
+  readonly reply: Uint8Array;
+  readonly resolution: Resolution | undefined;
+}
+
+export interface StopState {
+  readonly seq: number;
+  readonly flagId: string;
+  readonly scope: "machine" | "team";
+  readonly team: string;
+  readonly late: boolean;
+}
+
+export interface GatePass {
+  readonly seq: number;
+  readonly signer: string;
+}
+
+export interface LeaseState {
+  readonly seq: number;
+  readonly leaseId: string;
+  readonly parent: string;
+  readonly rootGrant: string;
+  readonly expiresUnixMs: number;
+  readonly holder: string;
+}
+
+export interface LedgerView {
+  readonly lastSeq: number;
+  policy(team: string): { readonly seq: number; readonly teamFileHash: string } | undefined;
+  /** The recorded stops no resume has cleared. */
+  activeStops(): readonly StopState[];
+  /** The seq of a recorded flag (stop or revocation), by flag id. */
+  flagRecorded(flagId: string): number | undefined;
+  /** A stop a recorded resume cleared. */
+  stopCleared(flagId: string): boolean;
+  revoked(subjectKey: string): number | undefined;
+  lease(leaseId: string): LeaseState | undefined;
+  request(principal: string, requestId: string): RequestState | undefined;
+  intent(seq: number): RequestState | undefined;
+  /** Intents with no outcome yet. */
+  pendingIntents(): readonly RequestState[];
+  /** Intents with no outcome yet, on one target. */
+  pendingOn(target: string): readonly RequestState[];
+  /** Requests whose outcome is unknown and not yet reconciled, on one target. */
+  unknownOn(target: string): readonly RequestState[];
+  authorsOf(artifact: string): readonly string[];
+  gatePasses(effectId: string): readonly GatePass[];
+  /** Outcomes refused or unknown that carry this effect id (each voids any pass for it). */
+  voidingOutcomes(effectId: string): readonly number[];
+  /** The seq of an owner act already recorded, by act id (replays are not recorded twice). */
+  ownerAct(actId: string): number | undefined;
+  snapshot(): unknown;
+}
+
+export interface ViewProjector extends LedgerView {
+  apply(record: WalkedRecord): void;
+}
+
+export function targetKey(team: string, target: { readonly kind?: number; readonly name?: string } | undefined): string {
+  return `${team}\u0000${target?.kind ?? 0}\u0000${target?.name ?? ""}`;
+}
+
+export function requestKey(principal: string, requestId: string): string {
+  return `${principal}\u0000${requestId}`;
+}
+
+export function artifactKey(artifact: ArtifactIdentity | undefined): string | undefined {
+  const id = artifact?.identity;
+  switch (id?.case) {
+    case "gitCommit":
+      return `commit:${id.value}`;
+    case "gitTree":
+      return `tree:${id.value}`;
+    case "contentSha256":
+      return `sha256:${toHex(id.value)}`;
+    default:
+      return undefined;
+  }
+}
+
+function addTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+const RESOLUTIONS: Partial<Record<ReconcileDecision, Resolution["decision"]>> = {
+  [ReconcileDecision.ACCEPT_DONE]: "accept-done",
+  [ReconcileDecision.REPEAT]: "repeat",
+  [ReconcileDecision.RESOLVED_DONE]: "resolved-done",
+  [ReconcileDecision.RESOLVED_NOT_DONE]: "resolved-not-done",
+};
+
+export function createView(): ViewProjector {
+  let lastSeq = -1;
+  const policies = new Map<string, { seq: number; teamFileHash: string }>();
+  const stops = new Map<string, StopState>();
+  const recordedFlags = new Map<string, number>();
+  const clearedStops = new Set<string>();
+  const revocations = new Map<string, number>();
+  const leases = new Map<string, LeaseState>();
+  const requests = new Map<string, RequestState>();
+  const intents = new Map<number, string>();
+  const intentAfter = new Map<number, string>();
+  const pending = new Set<number>();
+  const unknownByTarget = new Map<string, Set<number>>();
+  const pendingByTarget = new Map<string, Set<number>>();
+  const authors = new Map<string, Set<string>>();
+  const passes = new Map<string, GatePass[]>();
+  const voids = new Map<string, number[]>();
+  const ownerActs = new Map<string, number>();
+
+  const update = (seq: number, patch: Partial<RequestState>): RequestState | undefined => {
+    const key = intents.get(seq);
+    const current = key === undefined ? undefined : requests.get(key);
+    if (!key || !current) return undefined;
+    const next = Object.freeze({ ...current, ...patch });
+    requests.set(key, next);
+    return next;
+  };
+
+  const unblock = (state: RequestState) => {
+    const set = unknownByTarget.get(state.target);
+    set?.delete(state.intentSeq);
+    if (set?.size === 0) unknownByTarget.delete(state.target);
+  };
+
+  function apply({ seq, header, payload }: WalkedRecord): void {
+    lastSeq = seq;
+    const team = header.team;
+    const detail = payload.detail;
+    if (header.signer?.kind === PrincipalKind.OWNER && header.signature) {
+      ownerActs.set(toHex(sha256(encodeProposal(proposalOf(header)))), seq);
+    }
+    if (header.flag?.flagId) recordedFlags.set(header.flag.flagId, seq);
+    switch (header.type) {
+      case RecordType.POLICY:
+        if (detail.case === "policy") policies.set(team, { seq, teamFileHash: toHex(detail.value.teamFileHash) });
+        break;
+      case RecordType.LEASE:
+        if (detail.case === "lease") {
+          const l = detail.value;
+          leases.set(l.leaseId, Object.freeze({
+            seq, leaseId: l.leaseId, parent: l.parentLeaseId, rootGrant: l.rootGrant,
+            expiresUnixMs: toSafeNumber(l.expiresUnixMs, "lease expiry"), holder: principalKey(l.holder),
+          }));
+        }
+        break;
+      case RecordType.REVOCATION:
+        if (detail.case === "revocation") revocations.set(`${detail.value.subject}:${detail.value.subjectId}`, seq);
+        break;
+      case RecordType.STOP:
+        if (detail.case === "stop") {
+          const flagId = header.flag?.flagId || `seq:${seq}`;
+          if (!clearedStops.has(flagId)) {
+            stops.set(flagId, Object.freeze({
+              seq, flagId, scope: detail.value.scope === StopScope.MACHINE ? "machine" : "team",
+              team: detail.value.team, late: header.flag?.late ?? false,
+            }));
+          }
+        }
+        break;
+      case RecordType.RESUME:
+        if (detail.case === "resume") for (const id of detail.value.flagIds) {
+          stops.delete(id);
+          clearedStops.add(id);
+        }
+        break;
+      case RecordType.INTENT: {
+        const principal = principalKey(header.actor);
+        const key = requestKey(principal, payload.requestId);
+        requests.set(key, Object.freeze({
+          key, principal, requestId: payload.requestId, digest: toHex(payload.requestDigest), team,
+          target: targetKey(team, payload.target), intentSeq: seq, effectId: toHex(payload.effectId),
+          status: "pending", outcomeSeq: undefined, note: "", reply: new Uint8Array(0), resolution: undefined,
+        } satisfies RequestState));
+        intents.set(seq, key);
+        pending.add(seq);
+        const onTarget = pendingByTarget.get(targetKey(team, payload.target)) ?? new Set<number>();
+        onTarget.add(seq);
+        pendingByTarget.set(targetKey(team, payload.target), onTarget);
+        const after = artifactKey(payload.after);
+        if (after) intentAfter.set(seq, after);
+        break;
+      }
+      case RecordType.OUTCOME:
+        if (detail.case === "outcome") applyOutcome(seq, detail.value.intentSeq, detail.value.result, detail.value.note, detail.value.reply);
+        if (detail.case === "outcome" && detail.value.result !== OutcomeResult.DONE && payload.effectId.byteLength > 0) {
+          addTo(voids, toHex(payload.effectId), seq);
+        }
+        break;
+      case RecordType.GATE:
+        if (detail.case === "gate" && detail.value.result === GateResult.PASS && payload.effectId.byteLength > 0) {
+          addTo(passes, toHex(payload.effectId), { seq, signer: principalKey(header.signer) });
+        }
+        break;
+      case RecordType.RECONCILE:
+        if (detail.case === "reconcile" && detail.value.subject.case === "outcome") {
+          const o = detail.value.subject.value;
+          const decision = RESOLUTIONS[o.decision];
+          const intentSeq = toSafeNumber(o.intentSeq, "intent seq");
+          const state = decision ? update(intentSeq, { resolution: { seq, decision, newRequestId: o.newRequestId } }) : undefined;
+          if (state) unblock(state);
+          if (state && (decision === "accept-done" || decision === "resolved-done")) addAuthor(intentSeq, state.principal);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  function addAuthor(intentSeq: number, principal: string): void {
+    const after = intentAfter.get(intentSeq);
+    if (!after || !principal.startsWith("seat:")) return;
+    const set = authors.get(after) ?? new Set<string>();
+    set.add(principal);
+    authors.set(after, set);
+  }
+
+  function applyOutcome(seq: number, intentSeqBig: bigint, result: OutcomeResult, note: string, reply: Uint8Array): void {
+    const intentSeq = toSafeNumber(intentSeqBig, "intent seq");
+    const status: RequestStatus = result === OutcomeResult.DONE ? "done" : result === OutcomeResult.REFUSED ? "refused" : "unknown";
+    const state = update(intentSeq, { status, outcomeSeq: seq, note, reply });
+    if (!state) return;
+    pending.delete(intentSeq);
+    const onTarget = pendingByTarget.get(state.target);
+    onTarget?.delete(intentSeq);
+    if (onTarget?.size === 0) pendingByTarget.delete(state.target);
+    if (status === "unknown") {
+      const set = unknownByTarget.get(state.target) ?? new Set<number>();
+      set.add(intentSeq);
+      unknownByTarget.set(state.target, set);
+    }
+    if (status === "done") addAuthor(intentSeq, state.principal);
+  }
+
+  const stateOf = (seq: number) => {
+    const key = intents.get(seq);
+    return key === undefined ? undefined : requests.get(key);
+  };
+
+  return {
+    apply,
+    get lastSeq() {
+      return lastSeq;
+    },
+    policy: (team) => policies.get(team),
+    activeStops: () => [...stops.values()],
+    flagRecorded: (id) => recordedFlags.get(id),
+    stopCleared: (id) => clearedStops.has(id),
+    revoked: (subject) => revocations.get(subject),
+    lease: (id) => leases.get(id),
+    request: (principal, requestId) => requests.get(requestKey(principal, requestId)),
+    intent: stateOf,
+    pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
+    pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
+    unknownOn: (target) => [...(unknownByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
+    authorsOf: (artifact) => [...(authors.get(artifact) ?? [])].sort(),
+    gatePasses: (effectId) => passes.get(effectId) ?? [],
+    voidingOutcomes: (effectId) => voids.get(effectId) ?? [],
+    ownerAct: (actId) => ownerActs.get(actId),
+    snapshot: () => {
+      const sorted = <T>(entries: Iterable<[string, T]>) => Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      return {
+        lastSeq,
+        policies: sorted(policies),
+        stops: sorted(stops),
+        recordedFlags: sorted(recordedFlags),
+        clearedStops: [...clearedStops].sort(),
+        revocations: sorted(revocations),
+        leases: sorted(leases),
+        requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),
+        pending: [...pending].sort((a, b) => a - b),
+        unknownByTarget: sorted([...unknownByTarget].map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as [string, number[]])),
+        authors: sorted([...authors].map(([k, v]) => [k, [...v].sort()] as [string, string[]])),
+        passes: sorted(passes),
+        voids: sorted(voids),
+        ownerActs: sorted(ownerActs),
+      };
+    },
+  };
+}
