@@ -1,33 +1,95 @@
-import { describeAuthority } from "./authority.js";
-import { type Allow, type Decision, refuse } from "./decision.js";
+import { pausingMinimum } from "./constraints.js";
+import type { CanonicalEffect } from "./coverage.js";
+import { type Allow, type Decision, allowWith, refuse } from "./decision.js";
+import type { AuthorFact } from "./facts.js";
+import { choosePass } from "./gate-pass.js";
+import type { Seat } from "./policy.js";
+import { ownValue } from "./records.js";
+import { authorsOf, checkAuthorInequality, checkIndependence, checkReviewFloor } from "./separation.js";
 import type { KernelView } from "./view.js";
 
 /**
- * The act-time stage: what an operation needs beyond its scope, decided after the scope is
- * covered. The act-time issue (#5) fills it — separation of duties over the ledger's author
- * set and the review mode (§5), independent verification (O), and for merge and deploy the
- * consumption of a still-valid gate pass bound to the same effect id (§15).
+ * The act-time stage: what an operation needs beyond its scope, decided after one authority
+ * covered the effect (authorize.ts), against the ledger's facts (facts.ts).
  *
- * Until then those operations are refused here with `act.unsupported`, naming the authority
- * that did cover the scope: allowing them on scope alone would be a gate that reads stronger
- * than it is. write, read, use-broker and act-as need nothing beyond scope (and the reserved
- * set) in this release, so their allow passes through.
+ * - Every act: a minimum that revocation, expiry or stop left unmet pauses the acts it gates
+ *   (`constraint.paused`, §5).
+ * - review (a verdict): independent of every executing seat — not it, not its run, not its
+ *   home (ownership protocol).
+ * - gate: the author-inequality and, in cross-lab mode, the lab predicate (§5); independence;
+ *   the review floor.
+ * - merge: the author-inequality and lab predicate for the merger; the review floor; and it
+ *   consumes exactly one still-valid gate pass bound to the same effect id (§15).
+ * - deploy: ships under a still-valid pass for the artifact's effect id (§3, §15); the author-
+ *   inequality only where the owner bound deploy to it, never the lab predicate. The env and
+ *   the account were already authorized from the seat's own deploy(env) and act-as(account).
+ *
+ * write, read, use-broker and act-as take no effect id and need nothing more. The order of the
+ * checks decides the rule a refusal names; docs/kernel-cases.md lists it.
  */
-export function actTime(view: KernelView, covered: Allow): Decision {
-  // Built only on the refusing branches: an allow costs no formatting.
-  const by = (): string => describeAuthority(covered.authority, view.policy.vocabulary);
-  switch (covered.capability) {
-    case "review":
-      return refuse("act.unsupported", `the scope is covered by ${by()}, but independent verification and review records (§5, O) are not built yet; a review is refused rather than recorded unchecked`);
-    case "gate":
-      return refuse("act.unsupported", `the scope is covered by ${by()}, but separation of duties over the author set (§5) is not built yet; a gate is refused rather than passed unchecked`);
-    case "merge":
-    case "deploy":
-      return refuse("act.unsupported", `the scope is covered by ${by()}, but the gate pass a ${covered.capability} consumes (§15) and separation of duties (§5) are not built yet; refused rather than allowed unchecked`);
-    case "write":
-    case "read":
-    case "use-broker":
-    case "act-as":
+export interface ActContext {
+  readonly seat: Seat;
+  readonly effect: CanonicalEffect;
+  readonly effectId: string | undefined;
+}
+
+export function actTime(view: KernelView, covered: Allow, context: ActContext): Decision {
+  const capability = covered.capability;
+  const { seat, effect, effectId } = context;
+  const trunk = capability === "review" || capability === "gate" || capability === "merge" || capability === "deploy";
+  if (!trunk && effectId !== undefined) return refuse("request.malformed", `effect.effectId belongs to review, gate, merge and deploy, not ${capability}`);
+  if (trunk && effectId === undefined) {
+    return refuse("act.effect-id", `a ${capability} names the effect id of the change it acts on (effect.effectId, §15); without it nothing binds the ${capability} to an artifact`);
+  }
+  const program = view.policy.constraints;
+  if (program.constraints.length > 0) {
+    const unmet = pausingMinimum(program, view.policy.seats, view.facts, capability);
+    if (unmet !== undefined) return refuse("constraint.paused", `${unmet.message}; the ${capability} pauses until it is restored (the owner has been told)`);
+  }
+  if (!trunk || effectId === undefined) return covered;
+  const reviewMode = program.review.mode;
+  switch (capability) {
+    case "review": {
+      const authors = authorsOf(view, effectId, "review");
+      if ("decision" in authors) return authors;
+      return checkIndependence(view, authors, seat, "review") ?? allowWith(covered, { reviewMode });
+    }
+    case "gate": {
+      const authors = authorsOf(view, effectId, "gate");
+      if ("decision" in authors) return authors;
+      return (
+        checkAuthorInequality(view, authors, seat, "gate", true) ??
+        checkIndependence(view, authors, seat, "gate") ??
+        checkReviewFloor(view, effectId, authors, effect, "gate") ??
+        allowWith(covered, { reviewMode })
+      );
+    }
+    case "merge": {
+      const authors = authorsOf(view, effectId, "merge");
+      if ("decision" in authors) return authors;
+      const refused = checkAuthorInequality(view, authors, seat, "merge", true) ?? checkReviewFloor(view, effectId, authors, effect, "merge");
+      if (refused !== undefined) return refused;
+      const chosen = choosePass(view, effectId, "merge", authors, effect);
+      if ("decision" in chosen) return chosen;
+      return allowWith(covered, { pass: chosen.pass.id, reviewMode });
+    }
+    case "deploy": {
+      let authors: readonly AuthorFact[] | undefined;
+      if (program.deployAuthorInequality) {
+        const known = authorsOf(view, effectId, "deploy");
+        if ("decision" in known) return known;
+        const refused = checkAuthorInequality(view, known, seat, "deploy", false);
+        if (refused !== undefined) return refused;
+        authors = known;
+      } else {
+        const known = view.facts.authors === undefined ? undefined : ownValue(view.facts.authors, effectId);
+        authors = known !== undefined && known.length > 0 ? known : undefined;
+      }
+      const chosen = choosePass(view, effectId, "deploy", authors, undefined);
+      if ("decision" in chosen) return chosen;
+      return allowWith(covered, { pass: chosen.pass.id });
+    }
+    default:
       return covered;
   }
 }

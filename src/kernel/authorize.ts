@@ -26,7 +26,9 @@ import { DIMENSIONS, type OperationalCapability, type OperationalSpec, capabilit
  * owner's identity (§3); the act-time stage (act-time.ts, issue 5).
  *
  * `now` is the decision time in epoch milliseconds, supplied by the caller (the kernel reads
- * no clock); nothing in this release depends on it, and leases (issue 6) will.
+ * no clock); nothing in this release depends on it, and leases (issue 6) will. The ledger's
+ * facts (view.facts: author sets, gate and review records, outcomes, revocations) are read
+ * only by the act-time stage and by the revocation filter on candidate authorities.
  */
 export function authorize(view: KernelView, request: KernelRequest, now: number): Decision {
   try {
@@ -83,7 +85,7 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   if ("decision" in covering) return covering;
   const actAs = coverActAs(view, seat, capability, request.asAccount, universe);
   if (actAs !== undefined && "decision" in actAs) return actAs;
-  return actTime(view, allow(capability, covering, actAs));
+  return actTime(view, allow(capability, covering, actAs), { seat, effect, effectId: request.effectId });
 }
 
 /** The effect's values in canonical form: paths lexically canonical, refs as short names. */

@@ -28,10 +28,25 @@ export interface Allow {
   readonly capability: OperationalCapability;
   readonly authority: Authority;
   readonly actAs?: Authority;
+  /**
+   * For a merge, the id of the gate record it consumes (the daemon records it consumed, so it
+   * is never consumed twice); for a deploy, the still-valid pass it ships under (§15).
+   */
+  readonly pass?: string;
+  /**
+   * For review, gate and merge: the review mode the act was decided under (§5), so the record
+   * names it — distinct-seat is never called cross-lab.
+   */
+  readonly reviewMode?: "cross-lab" | "distinct-seat";
 }
 
 export function allow(capability: OperationalCapability, authority: Authority, actAs?: Authority): Allow {
   return Object.freeze(actAs === undefined ? { decision: "allow", capability, authority } : { decision: "allow", capability, authority, actAs });
+}
+
+/** An allow with what the act-time stage adds: the pass it consumes, the review mode it ran under. */
+export function allowWith(covered: Allow, extra: { readonly pass?: string; readonly reviewMode?: "cross-lab" | "distinct-seat" }): Allow {
+  return Object.freeze({ ...covered, ...extra });
 }
 
 /** What `authorize` returns: always one of the two, never an exception. */

@@ -8,7 +8,31 @@ export { type Allow, type Decision, type Refusal, allow, refuse } from "./decisi
 export { RULES, type RuleId, isRuleId } from "./rules.js";
 export { type Authority, type AuthoritySource, type Grant, describeAuthority } from "./authority.js";
 export { type KernelRequest, type Effect } from "./request.js";
-export { type KernelFacts, type KernelView, createKernelView } from "./view.js";
+export { type KernelView, createKernelView } from "./view.js";
+export {
+  type AuthorFact,
+  type GateRecordFact,
+  type GatedAct,
+  type IntentFact,
+  type KernelFacts,
+  type OutcomeFact,
+  type ReviewRecordFact,
+  type RunFact,
+  NO_FACTS,
+  readFacts,
+} from "./facts.js";
+export {
+  type CardinalityConstraint,
+  type ConstraintProgram,
+  type ReviewMode,
+  type Selector,
+  type Violation,
+  NO_CONSTRAINTS,
+  lostMinimums,
+  violations,
+} from "./constraints.js";
+export { type AuthorityChange, type ChangeDecision, type Principal, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
+export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
 export { type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
 export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";

@@ -1,5 +1,7 @@
 import type { Grant } from "./authority.js";
 import { type CanonicalValue, canonicalJson } from "./canonical.js";
+import { type ConstraintProgram, type HoldingSeat, type Selector, violations } from "./constraints.js";
+import { readConstraintProgram } from "./constraints-input.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
 import { NAME_RULE, isName } from "./names.js";
 import { canonicalPath, compareStrings, showPath } from "./paths.js";
@@ -46,6 +48,8 @@ export interface CompiledPolicy {
   readonly reserved: ReservedSet;
   readonly roles: Readonly<Record<string, CompiledRole>>;
   readonly seats: Readonly<Record<string, CompiledSeat>>;
+  /** The owner-written constraint program and review mode (§5). */
+  readonly constraints: ConstraintProgram;
   /** The canonical form of the team file: independent of formatting and key order. */
   readonly canonical: string;
 }
@@ -245,6 +249,13 @@ export function compilePolicy(input: PolicyInput): CompileResult {
       start: start === undefined ? undefined : { command: start.command, workdir: showPath(start.workdir), env: start.env, files: start.files },
     };
   }
+  const program = readConstraintProgram(input.constraints, input.review, problems, (r) => Object.prototype.hasOwnProperty.call(roles, r));
+  if (problems.length === 0 && input.proposal !== true) {
+    // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
+    for (const v of violations(program, holdingSeats(seats, roles))) {
+      problems.push(problem(v.rule, ["constraints", v.index], v.message, v.rule === "constraint.exclusion" ? "take one of them from the seat, or remove the exclusion" : "change the seats so the count fits, or change the constraint (an owner act)"));
+    }
+  }
   if (problems.length > 0) return { ok: false, problems };
   const canonical = canonicalJson({
     version: vocabulary.version,
@@ -252,6 +263,42 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     declare: { branches: declared.branches, envs: declared.envs, accounts: declared.accounts, tasks: declared.tasks, labs: declared.labs },
     roles: canonicalRoles,
     seats: canonicalSeats,
+    review: { mode: program.review.mode, floor: program.review.floor },
+    constraints: canonicalConstraints(program),
   });
-  return { ok: true, policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), canonical }) };
+  return { ok: true, policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, canonical }) };
+}
+
+function showSelectorValue(s: Selector): string {
+  return s.kind === "capability" ? s.capability : `role:${s.role}`;
+}
+
+/** The constraint program in canonical form: part of the policy hash, so any change to it is visible. */
+function canonicalConstraints(program: ConstraintProgram): CanonicalValue {
+  const list: CanonicalValue[] = program.constraints.map((c) =>
+    c.kind === "exclusion"
+      ? { exclusive: c.of.map(showSelectorValue).sort(compareStrings) }
+      : c.kind === "minimum"
+        ? { minimum: c.count, of: showSelectorValue(c.of), pauses: [...c.pauses] }
+        : { maximum: c.count, of: showSelectorValue(c.of) },
+  );
+  if (program.deployAuthorInequality) list.push({ "author-inequality": "deploy" });
+  return list;
+}
+
+/** The compiled seats as counting sees them: each grant an authority, by capability. */
+function holdingSeats(seats: Readonly<Record<string, CompiledSeat>>, roles: Readonly<Record<string, CompiledRole>>): Record<string, HoldingSeat> {
+  const out: Record<string, HoldingSeat> = {};
+  for (const seat of Object.values(seats)) {
+    const authorities: HoldingSeat["authorities"][number][] = [];
+    const add = (source: { kind: "role"; role: string; roleHash: string } | { kind: "direct" }, grants: readonly Grant[]): void => {
+      grants.forEach((g, i) => authorities.push({ ...g, id: `${seat.name}/${i}`, seat: seat.name, source }));
+    };
+    for (const r of seat.roles) add({ kind: "role", role: r, roleHash: "" }, roles[r]?.grants ?? []);
+    add({ kind: "direct" }, seat.direct);
+    const byCapability: Record<string, typeof authorities> = {};
+    for (const a of authorities) (byCapability[a.capability] ??= []).push(a);
+    out[seat.name] = { name: seat.name, roles: seat.roles, authorities, byCapability };
+  }
+  return out;
 }

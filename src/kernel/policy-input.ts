@@ -65,6 +65,17 @@ export interface PolicyInput {
   readonly declare?: DeclareInput;
   readonly roles?: Readonly<Record<string, RoleInput>>;
   readonly seats?: Readonly<Record<string, SeatInput>>;
+  /** The owner-written constraint program (§5), as written; the kernel reads it. */
+  readonly constraints?: unknown;
+  /** The review mode (§5), as written. */
+  readonly review?: unknown;
+  /**
+   * Whether the seats are checked against the constraints at load (launch, §5) — the
+   * default. A policy proposed by an authority change is not: `checkAuthorityChange`
+   * decides it against the policy in force (a delegate's break refused, the owner's
+   * narrowing committed with its floors paused).
+   */
+  readonly proposal?: boolean;
   /** Where the team file itself lives, repo-relative: a reserved path (§3). */
   readonly teamFilePath: string;
 }

@@ -1,11 +1,12 @@
 import { type Authority, type AuthoritySource, type Grant, authorityId } from "./authority.js";
+import type { ConstraintProgram } from "./constraints.js";
 import type { DeclaredSets } from "./declared.js";
 import { deepFreeze } from "./freeze.js";
 import type { CompiledPolicy } from "./policy-compile.js";
 import type { ReservedSet } from "./reserved.js";
 import type { RoleTemplate } from "./roles.js";
 import type { StartContext } from "./start-context.js";
-import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
+import type { AdministrativeCapability, OperationalCapability, Vocabulary } from "./vocabulary.js";
 
 /**
  * The policy in force, as the kernel decides with it: validated, resolved and deeply frozen.
@@ -22,6 +23,8 @@ export interface Policy {
   /** Every role a seat may reference: the team's own and the built-in templates. */
   readonly roles: Readonly<Record<string, Role>>;
   readonly seats: Readonly<Record<string, Seat>>;
+  /** The owner-written constraint program and review mode (§5). */
+  readonly constraints: ConstraintProgram;
 }
 
 export interface Role {
@@ -46,6 +49,12 @@ export interface Seat {
   /** Hash of the execution context (lab, command, workdir, env, start files), when it starts. */
   readonly contextHash?: string;
   readonly start?: StartContext;
+  /**
+   * Administrative capabilities the seat holds (§3, §10): grant, agree. The team file cannot
+   * write them yet (the daemon's request path for a holder's change is not built), so the
+   * loader never sets this; `checkAuthorityChange` reads it so the table of §9 is complete.
+   */
+  readonly admin?: readonly AdministrativeCapability[];
 }
 
 /** The hashes the loader computed over the compiled policy's canonical texts. */
@@ -115,6 +124,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       reserved: compiled.reserved,
       roles,
       seats,
+      constraints: compiled.constraints,
     }),
   };
 }

@@ -24,8 +24,10 @@ export interface KernelRequest {
 }
 
 /**
- * The effect, one field per dimension. Issue 5 adds the effect id (a hash computed outside the
- * kernel) for gate, merge and deploy; until then any other field is refused, not ignored.
+ * The effect, one field per dimension, and for review, gate, merge and deploy the effect id
+ * (§15): a hash over the changed-path set (renames and copies included), the destination
+ * tree, the destination ref, the base and the policy hash — computed outside the kernel, never
+ * over the environment or the account. Any other field is refused, not ignored.
  */
 export interface Effect {
   readonly paths?: readonly string[];
@@ -33,10 +35,11 @@ export interface Effect {
   readonly env?: string;
   readonly account?: string;
   readonly task?: string;
+  readonly effectId?: string;
 }
 
-/** Which dimension each effect field fills. */
-export const EFFECT_FIELDS: Readonly<Record<keyof Effect, Dimension>> = Object.freeze({
+/** Which dimension each effect field fills (the effect id is no dimension). */
+export const EFFECT_FIELDS: Readonly<Record<Exclude<keyof Effect, "effectId">, Dimension>> = Object.freeze({
   paths: "path",
   branch: "branch",
   env: "env",
@@ -54,6 +57,7 @@ export interface ReadRequest {
   readonly values: { readonly [D in Dimension]: D extends "path" ? readonly string[] | undefined : string | undefined };
   readonly asAccount: string | undefined;
   readonly brokerOperation: string | undefined;
+  readonly effectId: string | undefined;
 }
 
 function malformed(reason: string): Refusal {
@@ -82,14 +86,14 @@ export function readRequest(request: unknown): ReadRequest | Refusal {
   if (brokerOperation !== undefined && typeof brokerOperation !== "string") return malformed("brokerOperation must be a string");
   if (!isPlainObject(effect)) return malformed("the request has no effect object");
   let paths: readonly string[] | undefined;
-  const named: { branch?: string; env?: string; account?: string; task?: string } = {};
+  const named: { branch?: string; env?: string; account?: string; task?: string; effectId?: string } = {};
   for (const key in effect) {
     if (!Object.prototype.hasOwnProperty.call(effect, key)) continue;
     const value = effect[key];
     if (key === "paths") {
       if (!isStringList(value)) return malformed("effect.paths must be a non-empty list of paths (every path the change touches)");
       paths = value;
-    } else if (key === "branch" || key === "env" || key === "account" || key === "task") {
+    } else if (key === "branch" || key === "env" || key === "account" || key === "task" || key === "effectId") {
       if (typeof value !== "string" || value === "") return malformed(`effect.${key} must be a non-empty string`);
       named[key] = value;
     } else return malformed(`the effect has an unknown field '${key}'`);
@@ -100,5 +104,6 @@ export function readRequest(request: unknown): ReadRequest | Refusal {
     values: { path: paths, branch: named.branch, env: named.env, account: named.account, task: named.task },
     asAccount: asAccount as string | undefined,
     brokerOperation: brokerOperation as string | undefined,
+    effectId: named.effectId,
   };
 }

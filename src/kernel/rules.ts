@@ -147,9 +147,91 @@ export const RULES = {
     section: "§11",
     summary: "use-broker allows pull, claim and read of a task's non-secret fields, and nothing else",
   },
-  "act.unsupported": {
+  // The act-time stage (issue 5): constraints, separation of duties, the review mode,
+  // independent verification, gate passes, the §9 table and §10 agreement.
+  "act.effect-id": {
+    section: "§15",
+    summary: "a review, gate, merge or deploy names the effect id of the change it acts on; without it nothing binds the act to an artifact",
+  },
+  "constraint.minimum": {
+    section: "§5",
+    summary: "fewer seats would hold a capability or role than the owner's minimum; a request that would break it is refused",
+  },
+  "constraint.maximum": {
+    section: "§5",
+    summary: "more seats would hold a capability or role than the owner's maximum",
+  },
+  "constraint.exclusion": {
+    section: "§5",
+    summary: "one seat would hold capabilities or roles the owner made mutually exclusive",
+  },
+  "constraint.paused": {
+    section: "§5",
+    summary: "a minimum is unmet (a revocation, expiry or stop applied) and this act is one it gates; it pauses until the minimum is restored",
+  },
+  "sod.author": {
+    section: "§5",
+    summary: "a seat that wrote the change may not gate or merge it, nor deploy it where the owner bound deploy to the author-inequality",
+  },
+  "sod.authorship-unknown": {
     section: "§5, §15",
-    summary: "the scope is covered but the act-time checks this operation needs (separation of duties, gate pass) are not built yet; refused, never allowed unchecked",
+    summary: "the change's full author set cannot be established from the ledger; the act is refused (fail closed)",
+  },
+  "lab.same": {
+    section: "§5",
+    summary: "cross-lab review mode: an author's lab is the gater's or the merger's lab",
+  },
+  "lab.binding-missing": {
+    section: "§5",
+    summary: "cross-lab review mode: an author's, the gater's or the merger's owner-signed lab binding is missing; refused, never downgraded",
+  },
+  "review.floor": {
+    section: "§5",
+    summary: "the review floor is not met: too few approving, independent reviewer seats (from distinct labs in cross-lab mode)",
+  },
+  "verify.independence": {
+    section: "O, §5",
+    summary: "a verdict by the executing seat, or by a seat sharing its run or its home, is not independent verification",
+  },
+  "verify.unknown": {
+    section: "O, §15",
+    summary: "the verifying seat's run or home is not known, so independence cannot be established; refused",
+  },
+  "pass.missing": {
+    section: "§15",
+    summary: "no gate record of result pass bound to this effect id; an obsolete pass, a refusal record or an intent never qualifies",
+  },
+  "pass.voided": {
+    section: "§15",
+    summary: "a refused or unknown outcome for this effect id voids every pass for it (in every environment); re-gate",
+  },
+  "pass.gater-invalid": {
+    section: "§15",
+    summary: "the pass's gater no longer holds the gate authority it used (revoked, or it no longer covers the effect), or no longer satisfies §5",
+  },
+  "pass.consumed": {
+    section: "§15",
+    summary: "every valid pass for this effect id has already been consumed by a merge; a pass is consumed once",
+  },
+  "table.owner-only": {
+    section: "§9, §8",
+    summary: "the change touches an owner-sovereign setting (constraints, review mode, lab bindings, declared sets, …); only the owner may make it",
+  },
+  "table.principal": {
+    section: "§9",
+    summary: "the principal is not the one the authorization table names for this operation",
+  },
+  "agree.not-same-copy": {
+    section: "§10",
+    summary: "agree permits only a same-copy seat (identical start files, role content, capability set and execution context); anything else is a grant",
+  },
+  "agree.copy-holds-admin": {
+    section: "§10",
+    summary: "a same-copy seat holds no agree, grant, create or leads and no live lease",
+  },
+  "twogranter.void": {
+    section: "§10, §15",
+    summary: "the two granters did not sign the same canonical proposal over the current input state; a changed state voids both approvals",
   },
   "role.no-write": {
     section: "§4",
@@ -204,6 +286,18 @@ export const RULES = {
   "containment.limit": {
     section: "§11",
     summary: "a resource limit the seat asks for cannot be applied here; the seat does not start",
+  },
+  "team.unknown": {
+    section: "§10",
+    summary: "the act names a team this machine has not registered (teamd init registers a repository as a team)",
+  },
+  "team.conflict": {
+    section: "§10",
+    summary: "the team name is already registered for another repository; a team is one repository",
+  },
+  "teamfile.tracked": {
+    section: "§3",
+    summary: "the team file is tracked by git, so copies of it would reach the hub and every seat; it must stay untracked",
   },
 } as const satisfies Record<string, { section: string; summary: string }>;
 

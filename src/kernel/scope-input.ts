@@ -34,11 +34,11 @@ const SCOPE_RULE: Readonly<Record<Dimension, RuleId>> = {
 
 /** Where each not-yet-enforced capability word is lifted. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  grant: "grant (§10) is decided by the act-time issue (#5)",
-  agree: "agree (§10) is decided by the act-time issue (#5)",
-  create: "create and its create-bounds (§10) are decided by the act-time issue (#5)",
+  grant: "grant (§10): the kernel decides a grant holder's changes, and the daemon's request path for them is not built yet",
+  agree: "agree (§10): the kernel decides same-copy agreement, and the daemon's request path for it is not built yet",
+  create: "create and its create-bounds (§10) are not built yet",
   leads: "leads (§9) arrives with the delegation issue (#6)",
-  [ALL_WORD]: "the all-capabilities word includes agree (§10), which the act-time issue (#5) decides",
+  [ALL_WORD]: "the all-capabilities word includes agree (§10), which a seat cannot hold until the daemon's agreement path is built",
 };
 
 function valueAt(at: InputPath, list: boolean, index: number): InputPath {

@@ -1,23 +1,20 @@
+import type { KernelFacts } from "./facts.js";
+import { NO_FACTS } from "./facts.js";
 import { deepFreeze } from "./freeze.js";
 import type { Policy } from "./policy.js";
 
-/**
- * What the ledger would hold that a decision reads: the act-time issue (#5) adds the author
- * sets, gate records and outcomes keyed by effect id; the delegation issue (#6) adds leases
- * and revocations. This release decides from the policy alone, so the facts carry nothing —
- * the type admits no field, and the case runner refuses a fact it cannot use.
- */
-export type KernelFacts = { readonly [key: string]: never };
+export type { KernelFacts } from "./facts.js";
 
 /**
  * The kernel's view of the world at one decision: the policy in force (the last applied one,
- * §10) and the facts projected from the ledger (src/ledger/). Frozen when made.
+ * §10) and the facts projected from the ledger (src/ledger/) — author sets, gate and review
+ * records, outcomes, revocations (facts.ts). Frozen when made.
  */
 export interface KernelView {
   readonly policy: Policy;
   readonly facts: KernelFacts;
 }
 
-export function createKernelView(policy: Policy, facts: KernelFacts = {}): KernelView {
+export function createKernelView(policy: Policy, facts: KernelFacts = NO_FACTS): KernelView {
   return deepFreeze({ policy, facts });
 }

@@ -18,6 +18,12 @@ export interface Expectation {
   readonly actAs?: string;
   /** For a load case written in YAML: the line the named rule must be reported at. */
   readonly line?: number;
+  /** For an allowed merge or deploy: the id of the gate record it consumes or ships under. */
+  readonly pass?: string;
+  /** For an allowed review, gate or merge: the review mode it was decided under. */
+  readonly reviewMode?: "cross-lab" | "distinct-seat";
+  /** For a committed authority change: how many minimums it leaves unmet (paused). */
+  readonly paused?: number;
 }
 
 export interface KernelCase {
@@ -31,6 +37,11 @@ export interface KernelCase {
   readonly now: number;
   /** Absent for a load case. */
   readonly request?: unknown;
+  /**
+   * An authority change instead of a request (§5, §9, §10): `{ kind, principal, seat?, after }`,
+   * decided by `checkAuthorityChange`; `after` is the proposed team file. allow = it commits.
+   */
+  readonly change?: unknown;
   readonly expect: Expectation;
 }
 
@@ -40,8 +51,8 @@ export interface CaseFile {
 }
 
 const FILE_KEYS = ["topic", "policy", "files", "facts", "now", "cases"];
-const CASE_KEYS = ["description", "policy", "files", "facts", "now", "request", "expect"];
-const EXPECT_KEYS = ["decision", "rule", "authority", "actAs", "line"];
+const CASE_KEYS = ["description", "policy", "files", "facts", "now", "request", "change", "expect"];
+const EXPECT_KEYS = ["decision", "rule", "authority", "actAs", "line", "pass", "reviewMode", "paused"];
 
 function readNow(value: unknown): number | string {
   if (typeof value === "number" && Number.isFinite(value)) return value;
@@ -65,7 +76,7 @@ function readFiles(value: unknown): Record<string, string> | string {
 function readExpect(value: unknown, isLoadCase: boolean): Expectation | string {
   if (!isPlainObject(value)) return "expect must be an object";
   for (const key of Object.keys(value)) if (!EXPECT_KEYS.includes(key)) return `expect has an unknown key '${key}'`;
-  const { decision, rule, authority, actAs, line } = value;
+  const { decision, rule, authority, actAs, line, pass, reviewMode, paused } = value;
   if (decision !== "allow" && decision !== "refuse") return "expect.decision must be \"allow\" or \"refuse\"";
   if (rule !== undefined && (typeof rule !== "string" || !isRuleId(rule))) return `expect.rule '${String(rule)}' is not a rule id (src/kernel/rules.ts)`;
   if (decision === "refuse" && rule === undefined) return "a refusal names its rule: add expect.rule";
@@ -73,7 +84,13 @@ function readExpect(value: unknown, isLoadCase: boolean): Expectation | string {
   if (authority !== undefined && (decision !== "allow" || typeof authority !== "string")) return "expect.authority belongs to an allow and is an authority id";
   if (actAs !== undefined && (decision !== "allow" || typeof actAs !== "string")) return "expect.actAs belongs to an allow and is an authority id";
   if (line !== undefined && (!isLoadCase || decision !== "refuse" || typeof line !== "number")) return "expect.line belongs to a refused load case and is a line number";
+  if (pass !== undefined && (decision !== "allow" || typeof pass !== "string")) return "expect.pass belongs to an allow and is a gate record id";
+  if (reviewMode !== undefined && (decision !== "allow" || (reviewMode !== "cross-lab" && reviewMode !== "distinct-seat"))) return "expect.reviewMode belongs to an allow and is cross-lab or distinct-seat";
+  if (paused !== undefined && (decision !== "allow" || typeof paused !== "number")) return "expect.paused belongs to a committed change and is a count";
   return {
+    ...(pass !== undefined ? { pass: pass as string } : {}),
+    ...(reviewMode !== undefined ? { reviewMode: reviewMode as "cross-lab" | "distinct-seat" } : {}),
+    ...(paused !== undefined ? { paused: paused as number } : {}),
     decision,
     ...(rule !== undefined ? { rule: rule as RuleId } : {}),
     ...(authority !== undefined ? { authority: authority as string } : {}),
@@ -110,14 +127,15 @@ export function parseCaseFile(text: string): CaseFile | readonly string[] {
     if (typeof files === "string") return fail(files);
     const facts = raw.facts ?? defaults.facts;
     if (!isPlainObject(facts)) return fail("facts must be an object");
-    const isLoadCase = raw.request === undefined;
+    if (raw.request !== undefined && raw.change !== undefined) return fail("a case has a request or a change, not both");
+    const isLoadCase = raw.request === undefined && raw.change === undefined;
     const nowRaw = raw.now ?? defaults.now ?? (isLoadCase ? 0 : undefined);
     if (nowRaw === undefined) return fail("no `now` (set it on the case or on the file)");
     const now = readNow(nowRaw);
     if (typeof now === "string") return fail(now);
     const expect = readExpect(raw.expect, isLoadCase);
     if (typeof expect === "string") return fail(expect);
-    cases.push({ description: raw.description, policy, files, facts, now, ...(isLoadCase ? {} : { request: raw.request }), expect });
+    cases.push({ description: raw.description, policy, files, facts, now, ...(raw.request !== undefined ? { request: raw.request } : {}), ...(raw.change !== undefined ? { change: raw.change } : {}), expect });
   });
   if (errors.length > 0) return errors;
   return { topic: json.topic as string, cases };

@@ -1,5 +1,8 @@
 import { readFile } from "node:fs/promises";
+import { type AuthorityChange, checkAuthorityChange } from "../kernel/authority-change.js";
 import { authorize } from "../kernel/authorize.js";
+import { readFacts } from "../kernel/facts.js";
+import { isPlainObject } from "../kernel/records.js";
 import type { KernelRequest } from "../kernel/request.js";
 import type { RuleId } from "../kernel/rules.js";
 import { createKernelView } from "../kernel/view.js";
@@ -19,6 +22,9 @@ export interface CaseOutcome {
   readonly reason?: string;
   readonly authority?: string;
   readonly actAs?: string;
+  readonly pass?: string;
+  readonly reviewMode?: "cross-lab" | "distinct-seat";
+  readonly paused?: number;
   readonly loadErrors?: readonly TeamFileError[];
 }
 
@@ -39,12 +45,26 @@ export interface CaseFileReport {
   readonly results: readonly CaseResult[];
 }
 
-function loadPolicy(c: KernelCase): LoadResult {
+function loadPolicy(c: KernelCase, policy: unknown = c.policy, proposal = false): LoadResult {
   const encoder = new TextEncoder();
   const options: LoadOptions = {
+    proposal,
     readStartFile: (path) => (Object.prototype.hasOwnProperty.call(c.files, path) ? encoder.encode(c.files[path]) : undefined),
   };
-  return typeof c.policy === "string" ? loadTeamFileText(c.policy, options) : loadTeamFileData(c.policy, options);
+  return typeof policy === "string" ? loadTeamFileText(policy, options) : loadTeamFileData(policy, options);
+}
+
+/** A case's change, read: the proposed policy loaded by the real loader. */
+function readChange(c: KernelCase, raw: unknown): AuthorityChange | string {
+  if (!isPlainObject(raw)) return "change must be an object";
+  for (const k of Object.keys(raw)) if (!["kind", "principal", "seat", "after"].includes(k)) return `change has an unknown key '${k}'`;
+  const { kind, principal, seat, after } = raw;
+  if (kind !== "add-seat" && kind !== "remove-seat" && kind !== "edit") return "change.kind is add-seat, remove-seat or edit";
+  if (typeof principal !== "string" || principal === "") return "change.principal is \"owner\" or a seat name";
+  if (seat !== undefined && typeof seat !== "string") return "change.seat is a seat name";
+  const loaded = loadPolicy(c, after, true);
+  if (!loaded.ok) return `change.after did not load: ${loaded.errors[0]?.rule}: ${loaded.errors[0]?.message}`;
+  return { kind, principal: principal === "owner" ? { kind: "owner" } : { kind: "seat", seat: principal }, ...(seat !== undefined ? { seat } : {}), after: loaded.policy };
 }
 
 function compare(expected: Expectation, actual: CaseOutcome): string | undefined {
@@ -60,22 +80,34 @@ function compare(expected: Expectation, actual: CaseOutcome): string | undefined
   if (expected.rule !== undefined && actual.rule !== expected.rule) return `expected rule ${expected.rule}, got ${actual.rule}`;
   if (expected.authority !== undefined && actual.authority !== expected.authority) return `expected authority ${expected.authority}, got ${actual.authority}`;
   if (expected.actAs !== undefined && actual.actAs !== expected.actAs) return `expected act-as authority ${expected.actAs}, got ${actual.actAs ?? "none"}`;
+  if (expected.pass !== undefined && actual.pass !== expected.pass) return `expected the pass ${expected.pass}, got ${actual.pass ?? "none"}`;
+  if (expected.reviewMode !== undefined && actual.reviewMode !== expected.reviewMode) return `expected review mode ${expected.reviewMode}, got ${actual.reviewMode ?? "none"}`;
+  if (expected.paused !== undefined && actual.paused !== expected.paused) return `expected ${expected.paused} paused minimum(s), got ${actual.paused ?? "none"}`;
   return undefined;
 }
 
 /** Run one case. Never throws: a case that cannot run is a failed result saying why. */
 export function runCase(c: KernelCase): CaseResult {
   const base = { description: c.description, expected: c.expect };
-  const unread = Object.keys(c.facts);
-  if (unread.length > 0) return { ...base, ok: false, why: `facts.${unread[0]} is not a fact this kernel reads; a case may not rely on a fact the decision ignores` };
+  const facts = readFacts(c.facts);
+  if (typeof facts === "string") return { ...base, ok: false, why: `${facts}; a case may not rely on a fact the decision ignores` };
   const loaded = loadPolicy(c);
   if (!loaded.ok) {
     const rule = loaded.errors.find((e) => e.rule === c.expect.rule)?.rule ?? loaded.errors[0]?.rule;
     const actual: CaseOutcome = { stage: "load", decision: "refuse", ...(rule !== undefined ? { rule } : {}), loadErrors: loaded.errors };
-    if (c.request !== undefined) {
+    if (c.request !== undefined || c.change !== undefined) {
       const first = loaded.errors[0];
       return { ...base, ok: false, actual, why: `the policy did not load: ${first?.rule}: ${first?.message} (at ${first?.at})` };
     }
+    const why = compare(c.expect, actual);
+    return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
+  }
+  if (c.change !== undefined) {
+    const change = readChange(c, c.change);
+    if (typeof change === "string") return { ...base, ok: false, why: change };
+    const decided = checkAuthorityChange(createKernelView(loaded.policy, facts), change);
+    const actual: CaseOutcome =
+      decided.decision === "commit" ? { stage: "decide", decision: "allow", paused: decided.paused.length } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
     const why = compare(c.expect, actual);
     return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
   }
@@ -85,10 +117,17 @@ export function runCase(c: KernelCase): CaseResult {
     return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
   }
   // The case's request is data from a file: handed over as is, since authorize reads anything.
-  const decision = authorize(createKernelView(loaded.policy), c.request as KernelRequest, c.now);
+  const decision = authorize(createKernelView(loaded.policy, facts), c.request as KernelRequest, c.now);
   const actual: CaseOutcome =
     decision.decision === "allow"
-      ? { stage: "decide", decision: "allow", authority: decision.authority.id, ...(decision.actAs !== undefined ? { actAs: decision.actAs.id } : {}) }
+      ? {
+          stage: "decide",
+          decision: "allow",
+          authority: decision.authority.id,
+          ...(decision.actAs !== undefined ? { actAs: decision.actAs.id } : {}),
+          ...(decision.pass !== undefined ? { pass: decision.pass } : {}),
+          ...(decision.reviewMode !== undefined ? { reviewMode: decision.reviewMode } : {}),
+        }
       : { stage: "decide", decision: "refuse", rule: decision.rule, reason: decision.reason };
   const why = compare(c.expect, actual);
   return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };

@@ -33,6 +33,12 @@ export interface LoadOptions {
   readonly startFileHashes?: Readonly<Record<string, string>>;
   /** Whether a value is a path to a real existing directory (exempt from the key-shape check). */
   readonly isDirectory?: (value: string) => boolean;
+  /**
+   * The file is a policy proposed by an authority change (add, remove, grant), not a launch:
+   * its seats are not refused against the constraints here — `checkAuthorityChange` decides
+   * the change against the policy in force, atomically (§5).
+   */
+  readonly proposal?: boolean;
 }
 
 export interface LoadedPolicy {
@@ -102,7 +108,7 @@ function load(source: Source, options: LoadOptions): LoadResult {
   const schema = readTeamFileData(source.data, teamFilePath);
   errors.push(...schema.problems.map(place));
   if (schema.blocking) return { ok: false, errors: sortErrors(errors) };
-  const compiled = compilePolicy(schema.input);
+  const compiled = compilePolicy(options.proposal === true ? { ...schema.input, proposal: true } : schema.input);
   if (!compiled.ok) errors.push(...compiled.problems.map(place));
   if (!compiled.ok || errors.length > 0) return { ok: false, errors: sortErrors(errors) };
 

@@ -6,40 +6,41 @@
 export type Level = "top" | "declare" | "role" | "seat" | "start";
 
 const DELEGATION = "the delegation issue (#6)";
-const ACT_TIME = "the act-time issue (#5)";
 const ENVELOPE = "the resource-envelope issue (after #6)";
+
+/** Constraints range over the team's seats; they are written once, at the top of the file. */
+const CONSTRAINTS_AT_TOP = "constraints (§5) count the team's seats, so they are written once at the top of the file, not inside a role or a seat";
 
 const SHARED: Readonly<Record<string, string>> = {
   leads: `leads and the delegation envelope (§9) arrive with ${DELEGATION}`,
   leases: `leases (§7) arrive with ${DELEGATION}`,
   ceiling: `the ceiling (§8) arrives with ${DELEGATION}`,
   deny: `the deny (§8) arrives with ${DELEGATION}`,
-  constraints: `constraints — minimum, maximum, mutual exclusion (§5) — arrive with ${ACT_TIME}`,
   envelope: `the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with ${ENVELOPE}`,
-  grant: `grant (§10) arrives with ${ACT_TIME}`,
-  agree: `agree (§10) arrives with ${ACT_TIME}`,
-  create: `create and its create-bounds (§10) arrive with ${ACT_TIME}`,
+  grant: `grant (§10): the kernel decides a grant holder's changes (checkAuthorityChange), and the daemon's request path for them is not built yet`,
+  agree: `agree (§10): the kernel decides same-copy agreement (checkAuthorityChange), and the daemon's request path for it is not built yet`,
+  create: "create and its create-bounds (§10) are not built yet",
 };
 
 export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, string>>>> = {
   top: {
     ...SHARED,
-    review: `the review mode — cross-lab or distinct-seat (§5) — arrives with ${ACT_TIME}`,
-    "review-mode": `the review mode — cross-lab or distinct-seat (§5) — arrives with ${ACT_TIME}`,
-    "two-granter": `the two-granter requirement (§10) arrives with ${ACT_TIME}`,
-    "create-bounds": `create-bounds (§10) arrive with ${ACT_TIME}`,
+    "two-granter": "the two-granter requirement (§10): the kernel checks two signatures over one proposal (checkTwoGranter), and the daemon's path for a grant holder's change is not built yet",
+    "create-bounds": "create-bounds (§10) are not built yet",
   },
   declare: {
     roots: "declared repository roots (§6): the team file's repository is the one root, and a submodule or linked worktree stays outside every scope until declared roots are built",
   },
   role: {
     ...SHARED,
+    constraints: CONSTRAINTS_AT_TOP,
     extends: "role inheritance belongs to the Roles & Skills module (§13); base a role on a built-in `template` instead",
     inherits: "role inheritance belongs to the Roles & Skills module (§13); base a role on a built-in `template` instead",
     skills: "skills are competence, never a gate (§5, §13); teamd keeps none in the team file",
   },
   seat: {
     ...SHARED,
+    constraints: CONSTRAINTS_AT_TOP,
   },
   start: {
     binds: "extra binds are entries of the seat's mount plan, which the containment issue builds",

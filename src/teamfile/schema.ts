@@ -19,7 +19,7 @@ import { NOT_SUPPORTED, type Level } from "./not-supported.js";
  * the nearest known one, never ignored.
  */
 const KEYS: Readonly<Record<Level, readonly string[]>> = {
-  top: ["version", "team", "declare", "roles", "seats"],
+  top: ["version", "team", "declare", "review", "constraints", "roles", "seats"],
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
@@ -172,5 +172,7 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
   for (const [name, role] of Object.entries(r.names(top.roles, ["roles"], "role"))) roles[name] = readRole(r, role, ["roles", name]);
   const seats = Object.create(null) as Record<string, SeatInput>;
   for (const [name, seat] of Object.entries(r.names(top.seats, ["seats"], "seat"))) seats[name] = readSeat(r, seat, ["seats", name]);
-  return { input: { version: top.version, team, declare, roles, seats, teamFilePath }, problems: r.problems, blocking };
+  // The constraint program and the review mode are read (and every value checked) by the kernel.
+  const program = { ...(top.constraints !== undefined ? { constraints: top.constraints } : {}), ...(top.review !== undefined ? { review: top.review } : {}) };
+  return { input: { version: top.version, team, declare, roles, seats, ...program, teamFilePath }, problems: r.problems, blocking };
 }

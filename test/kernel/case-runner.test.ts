@@ -43,9 +43,21 @@ describe("the case runner", () => {
   });
 
   it("refuses a fact this kernel does not read rather than ignoring it", () => {
-    const report = runCaseText("f", file([{ description: "d", facts: { authors: ["a"] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
+    const report = runCaseText("f", file([{ description: "d", facts: { leases: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
     expect(report.results[0]?.ok).toBe(false);
-    expect(report.results[0]?.why).toMatch(/facts.authors is not a fact this kernel reads/);
+    expect(report.results[0]?.why).toMatch(/facts.leases is not a fact this kernel reads/);
+  });
+
+  it.each([
+    [{ authors: ["a"] }, /facts.authors must be an object/],
+    [{ authors: { e1: [{ seat: "a" }] } }, /facts.authors.e1\[0\].run must be a non-empty string/],
+    [{ gates: [{ id: "g", effectId: "e", signer: "a", authority: "x", result: "maybe" }] }, /result must be one of pass, refuse/],
+    [{ outcomes: [{ effectId: "e", act: "merge", result: "done", extra: 1 }] }, /unknown field 'extra'/],
+    [{ consumed: "g1" }, /facts.consumed must be a list/],
+  ])("refuses ill-typed facts %j", (facts, message) => {
+    const report = runCaseText("f", file([{ description: "d", facts, request: write(["docs/x"]), expect: { decision: "allow" } }]));
+    expect(report.results[0]?.ok).toBe(false);
+    expect(report.results[0]?.why).toMatch(message);
   });
 
   it.each([

@@ -38,6 +38,12 @@ describe("docs/team-file.md", () => {
     expect(decide("carol", "merge", { paths: ["docs/a.md", "src/b.ts"], branch: "main" })).toBe("scope.mixed");
     expect(decide("carol", "act-as", { account: "github:acme-bot" })).toBe("allow carol/direct/act-as/0");
     expect(decide("bob", "use-broker", { task: "linear:WEB" }, { brokerOperation: "claim" })).toBe("allow bob/direct/use-broker/0");
+    // review + constraints: carol gates in cross-lab mode; the example's constraints hold at launch.
+    expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main" })).toBe("act.effect-id");
+    expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main", effectId: "sha256:e" })).toBe("sod.authorship-unknown");
+    expect(loaded.ok && loaded.policy.constraints.review).toEqual({ mode: "cross-lab", floor: 1 });
+    expect(loaded.ok && loaded.policy.constraints.constraints.length).toBe(3);
+    expect(loaded.ok && loaded.policy.constraints.deployAuthorInequality).toBe(true);
   });
 
   it("lists every credential shape the loader knows and every not-supported key it refuses", async () => {
