@@ -7,6 +7,8 @@ import { seatSocketPath, type TeamdHome } from "./home.js";
 import { createControlService } from "./control-service.js";
 import { createShimService, type SeatIdentity } from "./shim-service.js";
 import { refuseAll } from "./refuse-all.js";
+import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
+import type { Ledger } from "../src/ledger/index.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -34,6 +36,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const instance = randomUUID();
   const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer }>();
   let control: RpcServer | undefined;
+  // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
+  // daemon down, by the owner's CLI), then opened once and kept.
+  let ledger: Ledger | undefined;
+  const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>
     log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -76,6 +82,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
     instance,
     async start() {
       await prepareDirs();
+      const signer = await daemonKey(ledgerLayout(home));
+      ledger = await openHostLedger(home, log);
+      if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
+      else log("no ledger yet (teamd init creates it)");
       const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError });
       server.addService(
         ControlService,
@@ -83,6 +93,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
           daemonInstance: instance,
           mode: home.mode,
           home: home.root,
+          teamdHome: home,
+          ledger: slot,
+          daemonPublicKey: signer.publicKey.raw,
           seats: () => [...seatServers.values()].map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath })),
         }),
       );
@@ -90,7 +103,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
         ShimService,
         refuseAll(ShimService, "channel.seat-on-control", (m) => `${m} is a seat call; a seat speaks only on its own socket`),
       );
-      await server.listen();
+      try {
+        await server.listen();
+      } catch (error) {
+        await ledger?.close();
+        ledger = undefined;
+        throw error;
+      }
       control = server;
       try {
         for (const seat of options.seats ?? []) await openSeat(seat);
@@ -106,6 +125,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       seatServers.clear();
       await control?.close();
       control = undefined;
+      await ledger?.close();
+      ledger = undefined;
     },
   };
 }

@@ -4,6 +4,11 @@ import { EXIT, reportError, TEAMD_VERSION } from "../src/rpc/index.js";
 import { serve } from "./serve.js";
 import { status } from "./status.js";
 import { kernelEval } from "./kernel-eval.js";
+import { init } from "./init.js";
+import { apply } from "./apply.js";
+import { log } from "./log.js";
+import { verify } from "./verify.js";
+import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -29,6 +34,55 @@ function buildProgram(): Command {
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
     .action((opts: { json?: boolean; socket?: string }) => status(opts));
+
+  program
+    .command("init")
+    .description("set up teamd for this repository: owner key, TEAMD_HOME, ledger, the hub (remote 'teamd') and an untracked teamd.yaml")
+    .option("--repo <DIR>", "the repository (default: the one around the current directory)")
+    .option("--team <NAME>", "the team's name (default: from the repository's directory name)")
+    .option("--passphrase", "protect a new owner key with a passphrase (asked on the terminal)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts) => init(opts));
+
+  program
+    .command("apply")
+    .description("sign the team file and make it the policy in force (nothing on disk is in force until applied)")
+    .argument("[FILE]", "the team file (default: teamd.yaml at the repository root)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts));
+
+  program
+    .command("log")
+    .description("show the ledger's records: seq, time, type, team, actor, action, target, result")
+    .option("--json", "one JSON object per record (JSON lines)")
+    .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")
+    .option("--follow", "keep printing records as they are appended (Ctrl-C to stop)")
+    .action((opts: { json?: boolean; type?: string; follow?: boolean }) => log(opts));
+
+  program
+    .command("verify")
+    .description("check the ledger: the hash chain, every signature and seal, and the signed head; exit 1 naming the first bad seq")
+    .option("--json", "print the result as JSON")
+    .action((opts: { json?: boolean }) => verify(opts));
+
+  const ledger = program.command("ledger").description("owner acts on the ledger itself");
+  ledger
+    .command("reconcile")
+    .description("accept a blocked ledger's observed state (rollback, fork, broken chain), signed by you")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { yes?: boolean; json?: boolean }) => reconcileHead(opts));
+  ledger
+    .command("resolve")
+    .description("resolve an unknown outcome: accept the intent at SEQ as done, or repeat it under a new request id")
+    .argument("<SEQ>", "the intent's record seq (teamd log --type intent)")
+    .requiredOption("--team <NAME>", "the team the intent belongs to")
+    .option("--done", "the effect happened: accept it as done")
+    .option("--repeat <REQUEST_ID>", "the effect did not happen: allow it again under this new request id")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts));
 
   const kernel = program.command("kernel").description("the decision kernel, offline");
   kernel

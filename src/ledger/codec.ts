@@ -174,6 +174,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.SEAT_START]: "seat_start",
   [RecordType.SEAT_STOP]: "seat_stop",
   [RecordType.CHECKPOINT]: "checkpoint",
+  [RecordType.TEAM]: "team",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

@@ -67,9 +67,27 @@ export interface LeaseState {
   readonly holder: string;
 }
 
+export interface PolicyInForce {
+  readonly seq: number;
+  readonly teamFileHash: string;
+  readonly canonical: string;
+  readonly startFileHashes: Readonly<Record<string, string>>;
+}
+
+export interface TeamState {
+  readonly seq: number;
+  readonly team: string;
+  readonly repository: string;
+  readonly hub: string;
+}
+
 export interface LedgerView {
   readonly lastSeq: number;
-  policy(team: string): { readonly seq: number; readonly teamFileHash: string } | undefined;
+  /** The last applied policy of a team: its canonical form is what is in force (never the file on disk). */
+  policy(team: string): PolicyInForce | undefined;
+  /** A team registered by `teamd init`. */
+  team(team: string): TeamState | undefined;
+  teams(): readonly TeamState[];
   /** The recorded stops no resume has cleared. */
   activeStops(): readonly StopState[];
   /** The seq of a recorded flag (stop or revocation), by flag id. */
@@ -136,7 +154,8 @@ const RESOLUTIONS: Partial<Record<ReconcileDecision, Resolution["decision"]>> = 
 
 export function createView(): ViewProjector {
   let lastSeq = -1;
-  const policies = new Map<string, { seq: number; teamFileHash: string }>();
+  const policies = new Map<string, PolicyInForce>();
+  const teams = new Map<string, TeamState>();
   const stops = new Map<string, StopState>();
   const recordedFlags = new Map<string, number>();
   const clearedStops = new Set<string>();
@@ -178,7 +197,13 @@ export function createView(): ViewProjector {
     if (header.flag?.flagId) recordedFlags.set(header.flag.flagId, seq);
     switch (header.type) {
       case RecordType.POLICY:
-        if (detail.case === "policy") policies.set(team, { seq, teamFileHash: toHex(detail.value.teamFileHash) });
+        if (detail.case === "policy") {
+          const p = detail.value;
+          policies.set(team, Object.freeze({ seq, teamFileHash: toHex(p.teamFileHash), canonical: p.canonical, startFileHashes: Object.freeze({ ...p.startFileHashes }) }));
+        }
+        break;
+      case RecordType.TEAM:
+        if (detail.case === "team") teams.set(team, Object.freeze({ seq, team, repository: detail.value.repository, hub: detail.value.hub }));
         break;
       case RecordType.LEASE:
         if (detail.case === "lease") {
@@ -288,6 +313,8 @@ export function createView(): ViewProjector {
       return lastSeq;
     },
     policy: (team) => policies.get(team),
+    team: (team) => teams.get(team),
+    teams: () => [...teams.values()].sort((a, b) => (a.team < b.team ? -1 : a.team > b.team ? 1 : 0)),
     activeStops: () => [...stops.values()],
     flagRecorded: (id) => recordedFlags.get(id),
     stopCleared: (id) => clearedStops.has(id),
@@ -307,6 +334,7 @@ export function createView(): ViewProjector {
       return {
         lastSeq,
         policies: sorted(policies),
+        teams: sorted(teams),
         stops: sorted(stops),
         recordedFlags: sorted(recordedFlags),
         clearedStops: [...clearedStops].sort(),

@@ -15,12 +15,19 @@ export interface RunResult {
 }
 
 /** Run one of our programs to completion (bounded by a timeout) and collect its output. */
-export function run(program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000): Promise<RunResult> {
+export interface RunAs {
+  readonly cwd?: string;
+  /** Run as this user (tests running as root use it to be an ordinary owner). */
+  readonly uid?: number;
+  readonly gid?: number;
+}
+
+export function run(program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000, as: RunAs = {}): Promise<RunResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [program, ...args],
-      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8" },
+      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...as },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -44,10 +51,11 @@ export interface DaemonProcess {
 }
 
 /** Start a real `teamd serve` and wait for its ready line. */
-export function startDaemon(home: string, args: readonly string[] = [], timeoutMs = 15_000): Promise<DaemonProcess> {
+export function startDaemon(home: string, args: readonly string[] = [], timeoutMs = 15_000, env: NodeJS.ProcessEnv = {}, as: RunAs = {}): Promise<DaemonProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TEAMD, "serve", ...args], {
-      env: { ...process.env, TEAMD_HOME: home },
+      ...as,
+      env: { ...process.env, ...env, TEAMD_HOME: home },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

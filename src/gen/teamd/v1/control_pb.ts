@@ -2,8 +2,8 @@
 // @generated from file teamd/v1/control.proto (package teamd.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { ProtocolVersion } from "./common_pb.js";
 import { file_teamd_v1_common } from "./common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,57 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiOAoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJMvwBCg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiOAoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJIhUKE0xlZGdlclN0YXR1c1JlcXVlc3QisgEKFExlZGdlclN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRITCgtvYnNlcnZhdGlvbhgGIAEoDBIYChBvd25lcl9wdWJsaWNfa2V5GAcgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAggASgMKpsBCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQyjgMKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+
+/**
+ * @generated from message teamd.v1.OwnerActRequest
+ */
+export type OwnerActRequest = Message<"teamd.v1.OwnerActRequest"> & {
+  /**
+   * @generated from field: teamd.v1.OwnerActKind kind = 1;
+   */
+  kind: OwnerActKind;
+
+  /**
+   * The encoded, owner-signed act (teamd.v1.OwnerAct).
+   *
+   * @generated from field: bytes act = 2;
+   */
+  act: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.OwnerActRequest.
+ * Use `create(OwnerActRequestSchema)` to create a new message.
+ */
+export const OwnerActRequestSchema: GenMessage<OwnerActRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 0);
+
+/**
+ * @generated from message teamd.v1.OwnerActResponse
+ */
+export type OwnerActResponse = Message<"teamd.v1.OwnerActResponse"> & {
+  /**
+   * The record's seq in the ledger.
+   *
+   * @generated from field: uint64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * False when the act was already recorded (a replay returns the first record).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.OwnerActResponse.
+ * Use `create(OwnerActResponseSchema)` to create a new message.
+ */
+export const OwnerActResponseSchema: GenMessage<OwnerActResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 1);
 
 /**
  * @generated from message teamd.v1.ControlServiceHelloRequest
@@ -29,7 +79,7 @@ export type ControlServiceHelloRequest = Message<"teamd.v1.ControlServiceHelloRe
  * Use `create(ControlServiceHelloRequestSchema)` to create a new message.
  */
 export const ControlServiceHelloRequestSchema: GenMessage<ControlServiceHelloRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 0);
+  messageDesc(file_teamd_v1_control, 2);
 
 /**
  * @generated from message teamd.v1.ControlServiceHelloResponse
@@ -46,7 +96,7 @@ export type ControlServiceHelloResponse = Message<"teamd.v1.ControlServiceHelloR
  * Use `create(ControlServiceHelloResponseSchema)` to create a new message.
  */
 export const ControlServiceHelloResponseSchema: GenMessage<ControlServiceHelloResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 1);
+  messageDesc(file_teamd_v1_control, 3);
 
 /**
  * @generated from message teamd.v1.ControlServiceWhoAmIRequest
@@ -59,7 +109,7 @@ export type ControlServiceWhoAmIRequest = Message<"teamd.v1.ControlServiceWhoAmI
  * Use `create(ControlServiceWhoAmIRequestSchema)` to create a new message.
  */
 export const ControlServiceWhoAmIRequestSchema: GenMessage<ControlServiceWhoAmIRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 2);
+  messageDesc(file_teamd_v1_control, 4);
 
 /**
  * @generated from message teamd.v1.ControlServiceWhoAmIResponse
@@ -85,7 +135,7 @@ export type ControlServiceWhoAmIResponse = Message<"teamd.v1.ControlServiceWhoAm
  * Use `create(ControlServiceWhoAmIResponseSchema)` to create a new message.
  */
 export const ControlServiceWhoAmIResponseSchema: GenMessage<ControlServiceWhoAmIResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 3);
+  messageDesc(file_teamd_v1_control, 5);
 
 /**
  * @generated from message teamd.v1.StatusRequest
@@ -98,7 +148,7 @@ export type StatusRequest = Message<"teamd.v1.StatusRequest"> & {
  * Use `create(StatusRequestSchema)` to create a new message.
  */
 export const StatusRequestSchema: GenMessage<StatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 4);
+  messageDesc(file_teamd_v1_control, 6);
 
 /**
  * @generated from message teamd.v1.StatusResponse
@@ -142,7 +192,7 @@ export type StatusResponse = Message<"teamd.v1.StatusResponse"> & {
  * Use `create(StatusResponseSchema)` to create a new message.
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 5);
+  messageDesc(file_teamd_v1_control, 7);
 
 /**
  * @generated from message teamd.v1.SeatStatus
@@ -171,7 +221,126 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  * Use `create(SeatStatusSchema)` to create a new message.
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 6);
+  messageDesc(file_teamd_v1_control, 8);
+
+/**
+ * @generated from message teamd.v1.LedgerStatusRequest
+ */
+export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
+};
+
+/**
+ * Describes the message teamd.v1.LedgerStatusRequest.
+ * Use `create(LedgerStatusRequestSchema)` to create a new message.
+ */
+export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 9);
+
+/**
+ * @generated from message teamd.v1.LedgerStatusResponse
+ */
+export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
+  /**
+   * "ready", "blocked", "unavailable" or "absent" (no ledger yet: run teamd init).
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string rule = 2;
+   */
+  rule: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: uint64 head_seq = 4;
+   */
+  headSeq: bigint;
+
+  /**
+   * @generated from field: string head_hash = 5;
+   */
+  headHash: string;
+
+  /**
+   * Encoded teamd.v1.HeadReconciliation: what the owner signs to reconcile a blocked ledger.
+   *
+   * @generated from field: bytes observation = 6;
+   */
+  observation: Uint8Array;
+
+  /**
+   * The owner's public key pinned at genesis (raw, 32 bytes).
+   *
+   * @generated from field: bytes owner_public_key = 7;
+   */
+  ownerPublicKey: Uint8Array;
+
+  /**
+   * The daemon's public key (raw, 32 bytes): what a genesis record pins.
+   *
+   * @generated from field: bytes daemon_public_key = 8;
+   */
+  daemonPublicKey: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.LedgerStatusResponse.
+ * Use `create(LedgerStatusResponseSchema)` to create a new message.
+ */
+export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 10);
+
+/**
+ * What the submitted act is for: decides the daemon's entry point.
+ *
+ * @generated from enum teamd.v1.OwnerActKind
+ */
+export enum OwnerActKind {
+  /**
+   * @generated from enum value: OWNER_ACT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The genesis record: creates the ledger if it does not exist.
+   *
+   * @generated from enum value: OWNER_ACT_KIND_GENESIS = 1;
+   */
+  GENESIS = 1,
+
+  /**
+   * Register a repository as a team.
+   *
+   * @generated from enum value: OWNER_ACT_KIND_TEAM = 2;
+   */
+  TEAM = 2,
+
+  /**
+   * Apply a team file: the policy in force.
+   *
+   * @generated from enum value: OWNER_ACT_KIND_APPLY = 3;
+   */
+  APPLY = 3,
+
+  /**
+   * Reconcile a blocked head or an unknown outcome.
+   *
+   * @generated from enum value: OWNER_ACT_KIND_RECONCILE = 4;
+   */
+  RECONCILE = 4,
+}
+
+/**
+ * Describes the enum teamd.v1.OwnerActKind.
+ */
+export const OwnerActKindSchema: GenEnum<OwnerActKind> = /*@__PURE__*/
+  enumDesc(file_teamd_v1_control, 0);
 
 /**
  * ControlService is what the owner calls. It is served only on the control socket
@@ -210,6 +379,29 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof StatusRequestSchema;
     output: typeof StatusResponseSchema;
+  },
+  /**
+   * OwnerAct submits an owner-signed act (init's genesis and team registration, apply,
+   * reconcile). The daemon checks the signature against the owner key pinned at genesis
+   * before anything else; a bad signature is refused and recorded.
+   *
+   * @generated from rpc teamd.v1.ControlService.OwnerAct
+   */
+  ownerAct: {
+    methodKind: "unary";
+    input: typeof OwnerActRequestSchema;
+    output: typeof OwnerActResponseSchema;
+  },
+  /**
+   * LedgerStatus reports the ledger's state, its head, and what the owner would sign to
+   * reconcile a blocked ledger.
+   *
+   * @generated from rpc teamd.v1.ControlService.LedgerStatus
+   */
+  ledgerStatus: {
+    methodKind: "unary";
+    input: typeof LedgerStatusRequestSchema;
+    output: typeof LedgerStatusResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_control, 0);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/ledger.proto.
  */
 export const file_teamd_v1_ledger: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgi5AMKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luIuMBCghQcm9wb3NhbBIiCgR0eXBlGAEgASgOMhQudGVhbWQudjEuUmVjb3JkVHlwZRIMCgR0ZWFtGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIrCgpjYXBhYmlsaXR5GAQgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIrCgxwYXlsb2FkX3R5cGUYBSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIWCg5wYXlsb2FkX2RpZ2VzdBgGIAEoDBIjCgZzaWduZXIYByABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwiLwoGRG9tYWluEgwKBHRlYW0YASABKAkSFwoPcmVwb3NpdG9yeV9yb290GAIgASgJIjoKBlRhcmdldBIiCgRraW5kGAEgASgOMhQudGVhbWQudjEuVGFyZ2V0S2luZBIMCgRuYW1lGAIgASgJIgwKCk5vQXJ0aWZhY3QiiAEKEEFydGlmYWN0SWRlbnRpdHkSJAoEbm9uZRgBIAEoCzIULnRlYW1kLnYxLk5vQXJ0aWZhY3RIABIUCgpnaXRfY29tbWl0GAIgASgJSAASEgoIZ2l0X3RyZWUYAyABKAlIABIYCg5jb250ZW50X3NoYTI1NhgEIAEoDEgAQgoKCGlkZW50aXR5Ik8KCklucHV0U3RhdGUSEQoJdHJlZV9oYXNoGAEgASgJEhYKDnRlYW1fZmlsZV9oYXNoGAIgASgMEhYKDmxlYXNlX3NldF9oYXNoGAMgASgMIiMKBUZpZWxkEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKtBwoNUmVjb3JkUGF5bG9hZBIgCgZkb21haW4YASABKAsyEC50ZWFtZC52MS5Eb21haW4SIAoGdGFyZ2V0GAIgASgLMhAudGVhbWQudjEuVGFyZ2V0EioKBmJlZm9yZRgDIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSKQoFYWZ0ZXIYBCABKAsyGi50ZWFtZC52MS5BcnRpZmFjdElkZW50aXR5EhIKCnJvb3RfZ3JhbnQYBSABKAkSEgoKcmVxdWVzdF9pZBgGIAEoCRIWCg5yZXF1ZXN0X2RpZ2VzdBgHIAEoDBIpCgtpbnB1dF9zdGF0ZRgIIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSEQoJZWZmZWN0X2lkGAkgASgMEh8KBmZpZWxkcxgKIAMoCzIPLnRlYW1kLnYxLkZpZWxkEioKB2dlbmVzaXMYFCABKAsyFy50ZWFtZC52MS5HZW5lc2lzRGV0YWlsSAASKAoGcG9saWN5GBUgASgLMhYudGVhbWQudjEuUG9saWN5RGV0YWlsSAASJgoFbGVhc2UYFiABKAsyFS50ZWFtZC52MS5MZWFzZURldGFpbEgAEjAKCnJldm9jYXRpb24YFyABKAsyGi50ZWFtZC52MS5SZXZvY2F0aW9uRGV0YWlsSAASKgoHb3V0Y29tZRgYIAEoCzIXLnRlYW1kLnYxLk91dGNvbWVEZXRhaWxIABIkCgRnYXRlGBkgASgLMhQudGVhbWQudjEuR2F0ZURldGFpbEgAEigKBnJldmlldxgaIAEoCzIWLnRlYW1kLnYxLlJldmlld0RldGFpbEgAEioKB3JlZnVzYWwYGyABKAsyFy50ZWFtZC52MS5SZWZ1c2FsRGV0YWlsSAASKAoGbm90aWNlGBwgASgLMhYudGVhbWQudjEuTm90aWNlRGV0YWlsSAASJAoEc3RvcBgdIAEoCzIULnRlYW1kLnYxLlN0b3BEZXRhaWxIABIoCgZyZXN1bWUYHiABKAsyFi50ZWFtZC52MS5SZXN1bWVEZXRhaWxIABIuCglyZWNvbmNpbGUYHyABKAsyGS50ZWFtZC52MS5SZWNvbmNpbGVEZXRhaWxIABIkCgRzZWF0GCAgASgLMhQudGVhbWQudjEuU2VhdERldGFpbEgAEjAKCmNoZWNrcG9pbnQYISABKAsyGi50ZWFtZC52MS5DaGVja3BvaW50RGV0YWlsSABCCAoGZGV0YWlsIlcKDUdlbmVzaXNEZXRhaWwSGAoQb3duZXJfcHVibGljX2tleRgBIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgCIAEoDBIRCglsZWRnZXJfaWQYAyABKAwiJgoMUG9saWN5RGV0YWlsEhYKDnRlYW1fZmlsZV9oYXNoGAEgASgMIooBCgtMZWFzZURldGFpbBIQCghsZWFzZV9pZBgBIAEoCRIXCg9wYXJlbnRfbGVhc2VfaWQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIXCg9leHBpcmVzX3VuaXhfbXMYBCABKAQSIwoGaG9sZGVyGAUgASgLMhMudGVhbWQudjEuUHJpbmNpcGFsInMKEFJldm9jYXRpb25EZXRhaWwSLAoHc3ViamVjdBgBIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnN1YmplY3RfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMImkKDU91dGNvbWVEZXRhaWwSEgoKaW50ZW50X3NlcRgBIAEoBBInCgZyZXN1bHQYAiABKA4yFy50ZWFtZC52MS5PdXRjb21lUmVzdWx0EgwKBG5vdGUYAyABKAkSDQoFcmVwbHkYBCABKAwiMgoKR2F0ZURldGFpbBIkCgZyZXN1bHQYASABKA4yFC50ZWFtZC52MS5HYXRlUmVzdWx0Ih8KDFJldmlld0RldGFpbBIPCgd2ZXJkaWN0GAEgASgJIi0KDVJlZnVzYWxEZXRhaWwSDAoEcnVsZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiLQoMTm90aWNlRGV0YWlsEg8KB3N1YmplY3QYASABKAkSDAoEdGV4dBgCIAEoCSJdCgpTdG9wRGV0YWlsEiIKBXNjb3BlGAEgASgOMhMudGVhbWQudjEuU3RvcFNjb3BlEgwKBHRlYW0YAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMIi8KDFJlc3VtZURldGFpbBIQCghmbGFnX2lkcxgBIAMoCRINCgVub25jZRgCIAEoDCJyChVPdXRjb21lUmVjb25jaWxpYXRpb24SEgoKaW50ZW50X3NlcRgBIAEoBBItCghkZWNpc2lvbhgCIAEoDjIbLnRlYW1kLnYxLlJlY29uY2lsZURlY2lzaW9uEhYKDm5ld19yZXF1ZXN0X2lkGAMgASgJIqsBChJIZWFkUmVjb25jaWxpYXRpb24SDAoEcnVsZRgBIAEoCRIPCgd0aXBfc2VxGAIgASgEEhAKCHRpcF9oYXNoGAMgASgMEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoDBIPCgdkYW1hZ2VkGAYgASgIEhcKD2RhbWFnZV9mcm9tX3NlcRgHIAEoBBIVCg1kYW1hZ2VfZGlnZXN0GAggASgMIo0BCg9SZWNvbmNpbGVEZXRhaWwSMgoHb3V0Y29tZRgBIAEoCzIfLnRlYW1kLnYxLk91dGNvbWVSZWNvbmNpbGlhdGlvbkgAEiwKBGhlYWQYAiABKAsyHC50ZWFtZC52MS5IZWFkUmVjb25jaWxpYXRpb25IABINCgVub25jZRgDIAEoDEIJCgdzdWJqZWN0IioKClNlYXREZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkiIAoQQ2hlY2twb2ludERldGFpbBIMCgRub3RlGAEgASgJIlsKDVNlYWxTdGF0ZW1lbnQSEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEEhUKDWhlYWRlcl9oYXNoZXMYAyADKAwSDgoGa2V5X2lkGAQgASgMIiwKBFNlYWwSEQoJc3RhdGVtZW50GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQCg1IZWFkU3RhdGVtZW50EgsKA3NlcRgBIAEoBBIMCgRoYXNoGAIgASgMEhQKDHRpbWVfdW5peF9tcxgDIAEoBBIOCgZrZXlfaWQYBCABKAwiMgoKU2lnbmVkSGVhZBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIpwBCghPd25lckFjdBIQCghwcm9wb3NhbBgBIAEoDBIPCgdwYXlsb2FkGAIgASgMEikKCXNpZ25hdHVyZRgDIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIsCgxjb19zaWduYXR1cmUYBCABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSFAoMY2xhaW1lZF9uYW1lGAUgASgJKvEDCgpSZWNvcmRUeXBlEhsKF1JFQ09SRF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUkVDT1JEX1RZUEVfR0VORVNJUxABEhYKElJFQ09SRF9UWVBFX1BPTElDWRACEhUKEVJFQ09SRF9UWVBFX0dSQU5UEAMSGQoVUkVDT1JEX1RZUEVfQUdSRUVNRU5UEAQSFQoRUkVDT1JEX1RZUEVfTEVBU0UQBRIaChZSRUNPUkRfVFlQRV9SRVZPQ0FUSU9OEAYSFgoSUkVDT1JEX1RZUEVfSU5URU5UEAcSFwoTUkVDT1JEX1RZUEVfT1VUQ09NRRAIEhYKElJFQ09SRF9UWVBFX1JFVklFVxAJEhQKEFJFQ09SRF9UWVBFX0dBVEUQChIXChNSRUNPUkRfVFlQRV9SRUZVU0FMEAsSFgoSUkVDT1JEX1RZUEVfTk9USUNFEAwSFAoQUkVDT1JEX1RZUEVfU1RPUBANEhYKElJFQ09SRF9UWVBFX1JFU1VNRRAOEhkKFVJFQ09SRF9UWVBFX1JFQ09OQ0lMRRAPEhoKFlJFQ09SRF9UWVBFX1NFQVRfU1RBUlQQEBIZChVSRUNPUkRfVFlQRV9TRUFUX1NUT1AQERIaChZSRUNPUkRfVFlQRV9DSEVDS1BPSU5UEBIiBAgTEBUqfQoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX09XTkVSEAESGQoVUFJJTkNJUEFMX0tJTkRfREFFTU9OEAISFwoTUFJJTkNJUEFMX0tJTkRfU0VBVBADKngKClNjb3BlU3RhdGUSGwoXU0NPUEVfU1RBVEVfVU5TUEVDSUZJRUQQABIdChlTQ09QRV9TVEFURV9VTkNPTlNUUkFJTkVEEAESFwoTU0NPUEVfU1RBVEVfQk9VTkRFRBACEhUKEVNDT1BFX1NUQVRFX0VNUFRZEAMqTwoLUGF5bG9hZFR5cGUSHAoYUEFZTE9BRF9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeUEFZTE9BRF9UWVBFX1JFQ09SRF9QQVlMT0FEX1YxEAEqlQIKClRhcmdldEtpbmQSGwoXVEFSR0VUX0tJTkRfVU5TUEVDSUZJRUQQABITCg9UQVJHRVRfS0lORF9SRUYQARIbChdUQVJHRVRfS0lORF9FTlZJUk9OTUVOVBACEhcKE1RBUkdFVF9LSU5EX0FDQ09VTlQQAxIUChBUQVJHRVRfS0lORF9UQVNLEAQSFAoQVEFSR0VUX0tJTkRfVEVBTRAFEhQKEFRBUkdFVF9LSU5EX1NFQVQQBhIVChFUQVJHRVRfS0lORF9MRUFTRRAHEhUKEVRBUkdFVF9LSU5EX0dSQU5UEAgSFwoTVEFSR0VUX0tJTkRfTUFDSElORRAJEhYKElRBUkdFVF9LSU5EX0xFREdFUhAKKoABCg1PdXRjb21lUmVzdWx0Eh4KGk9VVENPTUVfUkVTVUxUX1VOU1BFQ0lGSUVEEAASFwoTT1VUQ09NRV9SRVNVTFRfRE9ORRABEhoKFk9VVENPTUVfUkVTVUxUX1JFRlVTRUQQAhIaChZPVVRDT01FX1JFU1VMVF9VTktOT1dOEAMqkAEKEVJldm9jYXRpb25TdWJqZWN0EiIKHlJFVk9DQVRJT05fU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9MRUFTRRABEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9HUkFOVBACEhsKF1JFVk9DQVRJT05fU1VCSkVDVF9TRUFUEAMqVQoKR2F0ZVJlc3VsdBIbChdHQVRFX1JFU1VMVF9VTlNQRUNJRklFRBAAEhQKEEdBVEVfUkVTVUxUX1BBU1MQARIUChBHQVRFX1JFU1VMVF9GQUlMEAIqVAoJU3RvcFNjb3BlEhoKFlNUT1BfU0NPUEVfVU5TUEVDSUZJRUQQABIWChJTVE9QX1NDT1BFX01BQ0hJTkUQARITCg9TVE9QX1NDT1BFX1RFQU0QAirKAQoRUmVjb25jaWxlRGVjaXNpb24SIgoeUkVDT05DSUxFX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASIgoeUkVDT05DSUxFX0RFQ0lTSU9OX0FDQ0VQVF9ET05FEAESHQoZUkVDT05DSUxFX0RFQ0lTSU9OX1JFUEVBVBACEiQKIFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9ET05FEAMSKAokUkVDT05DSUxFX0RFQ0lTSU9OX1JFU09MVkVEX05PVF9ET05FEARiBnByb3RvMw");
+  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgi5AMKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luIuMBCghQcm9wb3NhbBIiCgR0eXBlGAEgASgOMhQudGVhbWQudjEuUmVjb3JkVHlwZRIMCgR0ZWFtGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIrCgpjYXBhYmlsaXR5GAQgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIrCgxwYXlsb2FkX3R5cGUYBSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIWCg5wYXlsb2FkX2RpZ2VzdBgGIAEoDBIjCgZzaWduZXIYByABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwiLwoGRG9tYWluEgwKBHRlYW0YASABKAkSFwoPcmVwb3NpdG9yeV9yb290GAIgASgJIjoKBlRhcmdldBIiCgRraW5kGAEgASgOMhQudGVhbWQudjEuVGFyZ2V0S2luZBIMCgRuYW1lGAIgASgJIgwKCk5vQXJ0aWZhY3QiiAEKEEFydGlmYWN0SWRlbnRpdHkSJAoEbm9uZRgBIAEoCzIULnRlYW1kLnYxLk5vQXJ0aWZhY3RIABIUCgpnaXRfY29tbWl0GAIgASgJSAASEgoIZ2l0X3RyZWUYAyABKAlIABIYCg5jb250ZW50X3NoYTI1NhgEIAEoDEgAQgoKCGlkZW50aXR5Ik8KCklucHV0U3RhdGUSEQoJdHJlZV9oYXNoGAEgASgJEhYKDnRlYW1fZmlsZV9oYXNoGAIgASgMEhYKDmxlYXNlX3NldF9oYXNoGAMgASgMIiMKBUZpZWxkEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSLTBwoNUmVjb3JkUGF5bG9hZBIgCgZkb21haW4YASABKAsyEC50ZWFtZC52MS5Eb21haW4SIAoGdGFyZ2V0GAIgASgLMhAudGVhbWQudjEuVGFyZ2V0EioKBmJlZm9yZRgDIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSKQoFYWZ0ZXIYBCABKAsyGi50ZWFtZC52MS5BcnRpZmFjdElkZW50aXR5EhIKCnJvb3RfZ3JhbnQYBSABKAkSEgoKcmVxdWVzdF9pZBgGIAEoCRIWCg5yZXF1ZXN0X2RpZ2VzdBgHIAEoDBIpCgtpbnB1dF9zdGF0ZRgIIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSEQoJZWZmZWN0X2lkGAkgASgMEh8KBmZpZWxkcxgKIAMoCzIPLnRlYW1kLnYxLkZpZWxkEioKB2dlbmVzaXMYFCABKAsyFy50ZWFtZC52MS5HZW5lc2lzRGV0YWlsSAASKAoGcG9saWN5GBUgASgLMhYudGVhbWQudjEuUG9saWN5RGV0YWlsSAASJgoFbGVhc2UYFiABKAsyFS50ZWFtZC52MS5MZWFzZURldGFpbEgAEjAKCnJldm9jYXRpb24YFyABKAsyGi50ZWFtZC52MS5SZXZvY2F0aW9uRGV0YWlsSAASKgoHb3V0Y29tZRgYIAEoCzIXLnRlYW1kLnYxLk91dGNvbWVEZXRhaWxIABIkCgRnYXRlGBkgASgLMhQudGVhbWQudjEuR2F0ZURldGFpbEgAEigKBnJldmlldxgaIAEoCzIWLnRlYW1kLnYxLlJldmlld0RldGFpbEgAEioKB3JlZnVzYWwYGyABKAsyFy50ZWFtZC52MS5SZWZ1c2FsRGV0YWlsSAASKAoGbm90aWNlGBwgASgLMhYudGVhbWQudjEuTm90aWNlRGV0YWlsSAASJAoEc3RvcBgdIAEoCzIULnRlYW1kLnYxLlN0b3BEZXRhaWxIABIoCgZyZXN1bWUYHiABKAsyFi50ZWFtZC52MS5SZXN1bWVEZXRhaWxIABIuCglyZWNvbmNpbGUYHyABKAsyGS50ZWFtZC52MS5SZWNvbmNpbGVEZXRhaWxIABIkCgRzZWF0GCAgASgLMhQudGVhbWQudjEuU2VhdERldGFpbEgAEjAKCmNoZWNrcG9pbnQYISABKAsyGi50ZWFtZC52MS5DaGVja3BvaW50RGV0YWlsSAASJAoEdGVhbRgiIAEoCzIULnRlYW1kLnYxLlRlYW1EZXRhaWxIAEIICgZkZXRhaWwiVwoNR2VuZXNpc0RldGFpbBIYChBvd25lcl9wdWJsaWNfa2V5GAEgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAIgASgMEhEKCWxlZGdlcl9pZBgDIAEoDCK5AQoMUG9saWN5RGV0YWlsEhYKDnRlYW1fZmlsZV9oYXNoGAEgASgMEhEKCWNhbm9uaWNhbBgCIAEoCRJGChFzdGFydF9maWxlX2hhc2hlcxgDIAMoCzIrLnRlYW1kLnYxLlBvbGljeURldGFpbC5TdGFydEZpbGVIYXNoZXNFbnRyeRo2ChRTdGFydEZpbGVIYXNoZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIi0KClRlYW1EZXRhaWwSEgoKcmVwb3NpdG9yeRgBIAEoCRILCgNodWIYAiABKAkiigEKC0xlYXNlRGV0YWlsEhAKCGxlYXNlX2lkGAEgASgJEhcKD3BhcmVudF9sZWFzZV9pZBgCIAEoCRISCgpyb290X2dyYW50GAMgASgJEhcKD2V4cGlyZXNfdW5peF9tcxgEIAEoBBIjCgZob2xkZXIYBSABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwicwoQUmV2b2NhdGlvbkRldGFpbBIsCgdzdWJqZWN0GAEgASgOMhsudGVhbWQudjEuUmV2b2NhdGlvblN1YmplY3QSEgoKc3ViamVjdF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkSDQoFbm9uY2UYBCABKAwiaQoNT3V0Y29tZURldGFpbBISCgppbnRlbnRfc2VxGAEgASgEEicKBnJlc3VsdBgCIAEoDjIXLnRlYW1kLnYxLk91dGNvbWVSZXN1bHQSDAoEbm90ZRgDIAEoCRINCgVyZXBseRgEIAEoDCIyCgpHYXRlRGV0YWlsEiQKBnJlc3VsdBgBIAEoDjIULnRlYW1kLnYxLkdhdGVSZXN1bHQiHwoMUmV2aWV3RGV0YWlsEg8KB3ZlcmRpY3QYASABKAkiLQoNUmVmdXNhbERldGFpbBIMCgRydWxlGAEgASgJEg4KBnJlYXNvbhgCIAEoCSItCgxOb3RpY2VEZXRhaWwSDwoHc3ViamVjdBgBIAEoCRIMCgR0ZXh0GAIgASgJIl0KClN0b3BEZXRhaWwSIgoFc2NvcGUYASABKA4yEy50ZWFtZC52MS5TdG9wU2NvcGUSDAoEdGVhbRgCIAEoCRIOCgZyZWFzb24YAyABKAkSDQoFbm9uY2UYBCABKAwiLwoMUmVzdW1lRGV0YWlsEhAKCGZsYWdfaWRzGAEgAygJEg0KBW5vbmNlGAIgASgMInIKFU91dGNvbWVSZWNvbmNpbGlhdGlvbhISCgppbnRlbnRfc2VxGAEgASgEEi0KCGRlY2lzaW9uGAIgASgOMhsudGVhbWQudjEuUmVjb25jaWxlRGVjaXNpb24SFgoObmV3X3JlcXVlc3RfaWQYAyABKAkiqwEKEkhlYWRSZWNvbmNpbGlhdGlvbhIMCgRydWxlGAEgASgJEg8KB3RpcF9zZXEYAiABKAQSEAoIdGlwX2hhc2gYAyABKAwSEAoIaGVhZF9zZXEYBCABKAQSEQoJaGVhZF9oYXNoGAUgASgMEg8KB2RhbWFnZWQYBiABKAgSFwoPZGFtYWdlX2Zyb21fc2VxGAcgASgEEhUKDWRhbWFnZV9kaWdlc3QYCCABKAwijQEKD1JlY29uY2lsZURldGFpbBIyCgdvdXRjb21lGAEgASgLMh8udGVhbWQudjEuT3V0Y29tZVJlY29uY2lsaWF0aW9uSAASLAoEaGVhZBgCIAEoCzIcLnRlYW1kLnYxLkhlYWRSZWNvbmNpbGlhdGlvbkgAEg0KBW5vbmNlGAMgASgMQgkKB3N1YmplY3QiKgoKU2VhdERldGFpbBIMCgRzZWF0GAEgASgJEg4KBnJ1bl9pZBgCIAEoCSIgChBDaGVja3BvaW50RGV0YWlsEgwKBG5vdGUYASABKAkiWwoNU2VhbFN0YXRlbWVudBIRCglmaXJzdF9zZXEYASABKAQSEAoIbGFzdF9zZXEYAiABKAQSFQoNaGVhZGVyX2hhc2hlcxgDIAMoDBIOCgZrZXlfaWQYBCABKAwiLAoEU2VhbBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIlAKDUhlYWRTdGF0ZW1lbnQSCwoDc2VxGAEgASgEEgwKBGhhc2gYAiABKAwSFAoMdGltZV91bml4X21zGAMgASgEEg4KBmtleV9pZBgEIAEoDCIyCgpTaWduZWRIZWFkEhEKCXN0YXRlbWVudBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwinAEKCE93bmVyQWN0EhAKCHByb3Bvc2FsGAEgASgMEg8KB3BheWxvYWQYAiABKAwSKQoJc2lnbmF0dXJlGAMgASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiwKDGNvX3NpZ25hdHVyZRgEIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIUCgxjbGFpbWVkX25hbWUYBSABKAkqhwQKClJlY29yZFR5cGUSGwoXUkVDT1JEX1RZUEVfVU5TUEVDSUZJRUQQABIXChNSRUNPUkRfVFlQRV9HRU5FU0lTEAESFgoSUkVDT1JEX1RZUEVfUE9MSUNZEAISFQoRUkVDT1JEX1RZUEVfR1JBTlQQAxIZChVSRUNPUkRfVFlQRV9BR1JFRU1FTlQQBBIVChFSRUNPUkRfVFlQRV9MRUFTRRAFEhoKFlJFQ09SRF9UWVBFX1JFVk9DQVRJT04QBhIWChJSRUNPUkRfVFlQRV9JTlRFTlQQBxIXChNSRUNPUkRfVFlQRV9PVVRDT01FEAgSFgoSUkVDT1JEX1RZUEVfUkVWSUVXEAkSFAoQUkVDT1JEX1RZUEVfR0FURRAKEhcKE1JFQ09SRF9UWVBFX1JFRlVTQUwQCxIWChJSRUNPUkRfVFlQRV9OT1RJQ0UQDBIUChBSRUNPUkRfVFlQRV9TVE9QEA0SFgoSUkVDT1JEX1RZUEVfUkVTVU1FEA4SGQoVUkVDT1JEX1RZUEVfUkVDT05DSUxFEA8SGgoWUkVDT1JEX1RZUEVfU0VBVF9TVEFSVBAQEhkKFVJFQ09SRF9UWVBFX1NFQVRfU1RPUBAREhoKFlJFQ09SRF9UWVBFX0NIRUNLUE9JTlQQEhIUChBSRUNPUkRfVFlQRV9URUFNEBYiBAgTEBUqfQoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX09XTkVSEAESGQoVUFJJTkNJUEFMX0tJTkRfREFFTU9OEAISFwoTUFJJTkNJUEFMX0tJTkRfU0VBVBADKngKClNjb3BlU3RhdGUSGwoXU0NPUEVfU1RBVEVfVU5TUEVDSUZJRUQQABIdChlTQ09QRV9TVEFURV9VTkNPTlNUUkFJTkVEEAESFwoTU0NPUEVfU1RBVEVfQk9VTkRFRBACEhUKEVNDT1BFX1NUQVRFX0VNUFRZEAMqTwoLUGF5bG9hZFR5cGUSHAoYUEFZTE9BRF9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeUEFZTE9BRF9UWVBFX1JFQ09SRF9QQVlMT0FEX1YxEAEqlQIKClRhcmdldEtpbmQSGwoXVEFSR0VUX0tJTkRfVU5TUEVDSUZJRUQQABITCg9UQVJHRVRfS0lORF9SRUYQARIbChdUQVJHRVRfS0lORF9FTlZJUk9OTUVOVBACEhcKE1RBUkdFVF9LSU5EX0FDQ09VTlQQAxIUChBUQVJHRVRfS0lORF9UQVNLEAQSFAoQVEFSR0VUX0tJTkRfVEVBTRAFEhQKEFRBUkdFVF9LSU5EX1NFQVQQBhIVChFUQVJHRVRfS0lORF9MRUFTRRAHEhUKEVRBUkdFVF9LSU5EX0dSQU5UEAgSFwoTVEFSR0VUX0tJTkRfTUFDSElORRAJEhYKElRBUkdFVF9LSU5EX0xFREdFUhAKKoABCg1PdXRjb21lUmVzdWx0Eh4KGk9VVENPTUVfUkVTVUxUX1VOU1BFQ0lGSUVEEAASFwoTT1VUQ09NRV9SRVNVTFRfRE9ORRABEhoKFk9VVENPTUVfUkVTVUxUX1JFRlVTRUQQAhIaChZPVVRDT01FX1JFU1VMVF9VTktOT1dOEAMqkAEKEVJldm9jYXRpb25TdWJqZWN0EiIKHlJFVk9DQVRJT05fU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9MRUFTRRABEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9HUkFOVBACEhsKF1JFVk9DQVRJT05fU1VCSkVDVF9TRUFUEAMqVQoKR2F0ZVJlc3VsdBIbChdHQVRFX1JFU1VMVF9VTlNQRUNJRklFRBAAEhQKEEdBVEVfUkVTVUxUX1BBU1MQARIUChBHQVRFX1JFU1VMVF9GQUlMEAIqVAoJU3RvcFNjb3BlEhoKFlNUT1BfU0NPUEVfVU5TUEVDSUZJRUQQABIWChJTVE9QX1NDT1BFX01BQ0hJTkUQARITCg9TVE9QX1NDT1BFX1RFQU0QAirKAQoRUmVjb25jaWxlRGVjaXNpb24SIgoeUkVDT05DSUxFX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASIgoeUkVDT05DSUxFX0RFQ0lTSU9OX0FDQ0VQVF9ET05FEAESHQoZUkVDT05DSUxFX0RFQ0lTSU9OX1JFUEVBVBACEiQKIFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9ET05FEAMSKAokUkVDT05DSUxFX0RFQ0lTSU9OX1JFU09MVkVEX05PVF9ET05FEARiBnByb3RvMw");
 
 /**
  * An authenticated principal. A caller-supplied name is never a Principal: it goes in
@@ -643,6 +643,12 @@ export type RecordPayload = Message<"teamd.v1.RecordPayload"> & {
      */
     value: CheckpointDetail;
     case: "checkpoint";
+  } | {
+    /**
+     * @generated from field: teamd.v1.TeamDetail team = 34;
+     */
+    value: TeamDetail;
+    case: "team";
   } | { case: undefined; value?: undefined };
 };
 
@@ -694,6 +700,21 @@ export type PolicyDetail = Message<"teamd.v1.PolicyDetail"> & {
    * @generated from field: bytes team_file_hash = 1;
    */
   teamFileHash: Uint8Array;
+
+  /**
+   * The canonical form itself (JSON): the policy in force is rebuilt from the record,
+   * never from the file on disk, which may have changed since.
+   *
+   * @generated from field: string canonical = 2;
+   */
+  canonical: string;
+
+  /**
+   * The pinned start files' hashes ("sha256:..."), by repository-relative path.
+   *
+   * @generated from field: map<string, string> start_file_hashes = 3;
+   */
+  startFileHashes: { [key: string]: string };
 };
 
 /**
@@ -702,6 +723,34 @@ export type PolicyDetail = Message<"teamd.v1.PolicyDetail"> & {
  */
 export const PolicyDetailSchema: GenMessage<PolicyDetail> = /*@__PURE__*/
   messageDesc(file_teamd_v1_ledger, 15);
+
+/**
+ * A team registered by `teamd init`.
+ *
+ * @generated from message teamd.v1.TeamDetail
+ */
+export type TeamDetail = Message<"teamd.v1.TeamDetail"> & {
+  /**
+   * Absolute path of the owner's repository root.
+   *
+   * @generated from field: string repository = 1;
+   */
+  repository: string;
+
+  /**
+   * Absolute path of the team's hub (a bare repository under TEAMD_HOME).
+   *
+   * @generated from field: string hub = 2;
+   */
+  hub: string;
+};
+
+/**
+ * Describes the message teamd.v1.TeamDetail.
+ * Use `create(TeamDetailSchema)` to create a new message.
+ */
+export const TeamDetailSchema: GenMessage<TeamDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 16);
 
 /**
  * A lease record adds its id, parent, root grant and expiry — and nothing mutable (§7).
@@ -744,7 +793,7 @@ export type LeaseDetail = Message<"teamd.v1.LeaseDetail"> & {
  * Use `create(LeaseDetailSchema)` to create a new message.
  */
 export const LeaseDetailSchema: GenMessage<LeaseDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 16);
+  messageDesc(file_teamd_v1_ledger, 17);
 
 /**
  * @generated from message teamd.v1.RevocationDetail
@@ -778,7 +827,7 @@ export type RevocationDetail = Message<"teamd.v1.RevocationDetail"> & {
  * Use `create(RevocationDetailSchema)` to create a new message.
  */
 export const RevocationDetailSchema: GenMessage<RevocationDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 17);
+  messageDesc(file_teamd_v1_ledger, 18);
 
 /**
  * @generated from message teamd.v1.OutcomeDetail
@@ -816,7 +865,7 @@ export type OutcomeDetail = Message<"teamd.v1.OutcomeDetail"> & {
  * Use `create(OutcomeDetailSchema)` to create a new message.
  */
 export const OutcomeDetailSchema: GenMessage<OutcomeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 18);
+  messageDesc(file_teamd_v1_ledger, 19);
 
 /**
  * @generated from message teamd.v1.GateDetail
@@ -833,7 +882,7 @@ export type GateDetail = Message<"teamd.v1.GateDetail"> & {
  * Use `create(GateDetailSchema)` to create a new message.
  */
 export const GateDetailSchema: GenMessage<GateDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 19);
+  messageDesc(file_teamd_v1_ledger, 20);
 
 /**
  * @generated from message teamd.v1.ReviewDetail
@@ -850,7 +899,7 @@ export type ReviewDetail = Message<"teamd.v1.ReviewDetail"> & {
  * Use `create(ReviewDetailSchema)` to create a new message.
  */
 export const ReviewDetailSchema: GenMessage<ReviewDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 20);
+  messageDesc(file_teamd_v1_ledger, 21);
 
 /**
  * @generated from message teamd.v1.RefusalDetail
@@ -874,7 +923,7 @@ export type RefusalDetail = Message<"teamd.v1.RefusalDetail"> & {
  * Use `create(RefusalDetailSchema)` to create a new message.
  */
 export const RefusalDetailSchema: GenMessage<RefusalDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 21);
+  messageDesc(file_teamd_v1_ledger, 22);
 
 /**
  * @generated from message teamd.v1.NoticeDetail
@@ -896,7 +945,7 @@ export type NoticeDetail = Message<"teamd.v1.NoticeDetail"> & {
  * Use `create(NoticeDetailSchema)` to create a new message.
  */
 export const NoticeDetailSchema: GenMessage<NoticeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 22);
+  messageDesc(file_teamd_v1_ledger, 23);
 
 /**
  * @generated from message teamd.v1.StopDetail
@@ -930,7 +979,7 @@ export type StopDetail = Message<"teamd.v1.StopDetail"> & {
  * Use `create(StopDetailSchema)` to create a new message.
  */
 export const StopDetailSchema: GenMessage<StopDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 23);
+  messageDesc(file_teamd_v1_ledger, 24);
 
 /**
  * Only an owner act clears a stop, and it names the stops it clears.
@@ -954,7 +1003,7 @@ export type ResumeDetail = Message<"teamd.v1.ResumeDetail"> & {
  * Use `create(ResumeDetailSchema)` to create a new message.
  */
 export const ResumeDetailSchema: GenMessage<ResumeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 24);
+  messageDesc(file_teamd_v1_ledger, 25);
 
 /**
  * Resolves an unknown outcome (§15 "Order and effect").
@@ -985,7 +1034,7 @@ export type OutcomeReconciliation = Message<"teamd.v1.OutcomeReconciliation"> & 
  * Use `create(OutcomeReconciliationSchema)` to create a new message.
  */
 export const OutcomeReconciliationSchema: GenMessage<OutcomeReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 25);
+  messageDesc(file_teamd_v1_ledger, 26);
 
 /**
  * The state an owner accepts when the ledger failed closed (§15 "A trusted head"). Every
@@ -1048,7 +1097,7 @@ export type HeadReconciliation = Message<"teamd.v1.HeadReconciliation"> & {
  * Use `create(HeadReconciliationSchema)` to create a new message.
  */
 export const HeadReconciliationSchema: GenMessage<HeadReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 26);
+  messageDesc(file_teamd_v1_ledger, 27);
 
 /**
  * @generated from message teamd.v1.ReconcileDetail
@@ -1082,7 +1131,7 @@ export type ReconcileDetail = Message<"teamd.v1.ReconcileDetail"> & {
  * Use `create(ReconcileDetailSchema)` to create a new message.
  */
 export const ReconcileDetailSchema: GenMessage<ReconcileDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 27);
+  messageDesc(file_teamd_v1_ledger, 28);
 
 /**
  * @generated from message teamd.v1.SeatDetail
@@ -1104,7 +1153,7 @@ export type SeatDetail = Message<"teamd.v1.SeatDetail"> & {
  * Use `create(SeatDetailSchema)` to create a new message.
  */
 export const SeatDetailSchema: GenMessage<SeatDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 28);
+  messageDesc(file_teamd_v1_ledger, 29);
 
 /**
  * @generated from message teamd.v1.CheckpointDetail
@@ -1121,7 +1170,7 @@ export type CheckpointDetail = Message<"teamd.v1.CheckpointDetail"> & {
  * Use `create(CheckpointDetailSchema)` to create a new message.
  */
 export const CheckpointDetailSchema: GenMessage<CheckpointDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 29);
+  messageDesc(file_teamd_v1_ledger, 30);
 
 /**
  * What a seal signs: the header hashes of one commit batch, in order.
@@ -1155,7 +1204,7 @@ export type SealStatement = Message<"teamd.v1.SealStatement"> & {
  * Use `create(SealStatementSchema)` to create a new message.
  */
 export const SealStatementSchema: GenMessage<SealStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 30);
+  messageDesc(file_teamd_v1_ledger, 31);
 
 /**
  * Stored per commit batch, keyed by the batch's last seq. signature is the daemon's over
@@ -1180,7 +1229,7 @@ export type Seal = Message<"teamd.v1.Seal"> & {
  * Use `create(SealSchema)` to create a new message.
  */
 export const SealSchema: GenMessage<Seal> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 31);
+  messageDesc(file_teamd_v1_ledger, 32);
 
 /**
  * @generated from message teamd.v1.HeadStatement
@@ -1212,7 +1261,7 @@ export type HeadStatement = Message<"teamd.v1.HeadStatement"> & {
  * Use `create(HeadStatementSchema)` to create a new message.
  */
 export const HeadStatementSchema: GenMessage<HeadStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 32);
+  messageDesc(file_teamd_v1_ledger, 33);
 
 /**
  * The trusted head (§15), in its own file. signature is the daemon's over
@@ -1237,7 +1286,7 @@ export type SignedHead = Message<"teamd.v1.SignedHead"> & {
  * Use `create(SignedHeadSchema)` to create a new message.
  */
 export const SignedHeadSchema: GenMessage<SignedHead> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 33);
+  messageDesc(file_teamd_v1_ledger, 34);
 
 /**
  * An owner act before the daemon places it in the chain: the proposal's fields, the payload
@@ -1277,7 +1326,7 @@ export type OwnerAct = Message<"teamd.v1.OwnerAct"> & {
  * Use `create(OwnerActSchema)` to create a new message.
  */
 export const OwnerActSchema: GenMessage<OwnerAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 34);
+  messageDesc(file_teamd_v1_ledger, 35);
 
 /**
  * What a record is. Later issues add egress, broker and tombstone (numbers 19..21 are kept
@@ -1392,6 +1441,13 @@ export enum RecordType {
    * @generated from enum value: RECORD_TYPE_CHECKPOINT = 18;
    */
   CHECKPOINT = 18,
+
+  /**
+   * A repository registered as a team by `teamd init`: its root and its hub.
+   *
+   * @generated from enum value: RECORD_TYPE_TEAM = 22;
+   */
+  TEAM = 22,
 }
 
 /**

@@ -1,0 +1,69 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { describeStored, openStore, recordTypeFromName, type LedgerEntry, type StoreReader } from "../src/ledger/index.js";
+import { RecordType } from "../src/gen/teamd/v1/ledger_pb.js";
+import { resolveHome } from "./home.js";
+import { ledgerExists, ledgerLayout } from "./ledger-host.js";
+
+const PAGE = 500;
+
+function typeNames(): string {
+  return Object.keys(RecordType)
+    .filter((k) => Number.isNaN(Number(k)) && k !== "UNSPECIFIED")
+    .map((k) => k.toLowerCase())
+    .join(", ");
+}
+
+function line(e: LedgerEntry): string {
+  const time = new Date(e.timeUnixMs).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  const who = e.claimedName && e.actor !== e.claimedName ? `${e.actor} (claims ${e.claimedName})` : e.actor;
+  const cols = [String(e.seq).padStart(6), time, e.type.padEnd(10), (e.team || "-").padEnd(12), who.padEnd(14), e.action.padEnd(16), e.target || "-", e.result, e.late ? "(late)" : "", e.error ? `!! ${e.error}` : ""];
+  return cols.filter((c) => c !== "").join("  ");
+}
+
+function json(e: LedgerEntry): string {
+  const { header: _h, payload: _p, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/**
+ * `teamd log`: the records, oldest first, read-only (the daemon may be running: SQLite's
+ * WAL lets a reader in beside the writer). --follow keeps printing what is appended.
+ */
+export async function log(options: { json?: boolean; type?: string; follow?: boolean }): Promise<void> {
+  let type: RecordType | undefined;
+  if (options.type !== undefined) {
+    type = recordTypeFromName(options.type.toLowerCase());
+    if (type === undefined) throw new Error(`unknown record type '${options.type}': choose from ${typeNames()}`);
+  }
+  const layout = ledgerLayout(resolveHome());
+  if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);
+  const store: StoreReader = openStore(layout.db, { readonly: true });
+  let stopping = false;
+  const stop = () => void (stopping = true);
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    let next = 0;
+    const print = () => {
+      for (;;) {
+        const rows = store.records(next, PAGE);
+        if (rows.length === 0) return;
+        for (const row of rows) {
+          next = Number(row.seq) + 1;
+          const entry = describeStored(row);
+          if (type !== undefined && entry.header?.type !== type) continue;
+          process.stdout.write((options.json ? json(entry) : line(entry)) + "\n");
+        }
+      }
+    };
+    print();
+    while (options.follow && !stopping) {
+      await sleep(300);
+      print();
+    }
+  } finally {
+    store.close();
+    process.removeListener("SIGINT", stop);
+    process.removeListener("SIGTERM", stop);
+  }
+}

@@ -1,0 +1,66 @@
+import { create } from "@bufbuild/protobuf";
+import { ControlService, LedgerStatusResponseSchema, type LedgerStatusResponse, type OwnerActKind } from "../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient, DaemonUnavailableError } from "../src/rpc/index.js";
+import type { Ledger } from "../src/ledger/index.js";
+import type { TeamdHome } from "./home.js";
+import { daemonKey, describeLedger, ledgerLayout, openHostLedger } from "./ledger-host.js";
+import { handleOwnerAct, type ActReceipt } from "./owner-acts.js";
+
+/**
+ * How an owner act reaches the ledger. Through the daemon's control socket when it answers;
+ * in user mode with the daemon down, the CLI opens the ledger itself (one writer: the
+ * ledger's lock refuses a second) and runs the very same handler. In system mode every owner
+ * act goes through the daemon (DESIGN.md "Modes").
+ */
+export interface OwnerChannel {
+  readonly via: "daemon" | "direct";
+  submit(kind: OwnerActKind, act: Uint8Array): Promise<ActReceipt>;
+  ledgerStatus(): Promise<LedgerStatusResponse>;
+  close(): Promise<void>;
+}
+
+async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined> {
+  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 30_000 });
+  try {
+    await client.hello({});
+  } catch (error) {
+    client.close();
+    if (error instanceof DaemonUnavailableError) return undefined;
+    throw error;
+  }
+  return {
+    via: "daemon",
+    async submit(kind, act) {
+      const reply = await client.ownerAct({ kind, act });
+      return { seq: Number(reply.seq), created: reply.created };
+    },
+    ledgerStatus: () => client.ledgerStatus({}),
+    async close() {
+      client.close();
+    },
+  };
+}
+
+async function directChannel(home: TeamdHome): Promise<OwnerChannel> {
+  const signer = await daemonKey(ledgerLayout(home));
+  let ledger: Ledger | undefined = await openHostLedger(home);
+  const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
+  return {
+    via: "direct",
+    submit: (kind, act) => handleOwnerAct(home, slot, kind, act),
+    ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
+    async close() {
+      await ledger?.close();
+      ledger = undefined;
+    },
+  };
+}
+
+export async function openOwnerChannel(home: TeamdHome): Promise<OwnerChannel> {
+  const viaDaemon = await daemonChannel(home);
+  if (viaDaemon) return viaDaemon;
+  if (home.mode === "system") {
+    throw new DaemonUnavailableError(home.controlSocket, "in system mode every owner act goes through the daemon; start it (systemctl start teamd, or teamd serve)");
+  }
+  return directChannel(home);
+}

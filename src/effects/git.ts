@@ -1,0 +1,95 @@
+import { execFile } from "node:child_process";
+
+/**
+ * git as teamd runs it: never with the machine's or the user's configuration, never with
+ * hooks, fsmonitor, filters, external diff/textconv or a pager. The repositories teamd
+ * touches (the hub above all) hold content agents wrote; a config or hook in them, or in
+ * a global file an agent could once reach, must never run code in the daemon.
+ */
+const HARDENING = [
+  "-c", "core.hooksPath=/dev/null",
+  "-c", "core.fsmonitor=false",
+  "-c", "core.pager=cat",
+  "-c", "diff.external=",
+  "-c", "core.sshCommand=false",
+  "-c", "protocol.ext.allow=never",
+  "-c", "credential.helper=",
+  "-c", "core.askPass=",
+  "-c", "gc.auto=0",
+];
+
+/** Environment for git: only what it needs, nothing inherited that could redirect it. */
+function gitEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LANG: "C",
+    LC_ALL: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_ASKPASS: "",
+    SSH_ASKPASS: "",
+    GIT_ATTR_NOSYSTEM: "1",
+    HOME: "/nonexistent",
+    // A commit made by teamd itself (none yet) is signed off as teamd, not as the user.
+    GIT_AUTHOR_NAME: "teamd",
+    GIT_AUTHOR_EMAIL: "teamd@localhost",
+    GIT_COMMITTER_NAME: "teamd",
+    GIT_COMMITTER_EMAIL: "teamd@localhost",
+    ...extra,
+  };
+}
+
+export class GitError extends Error {
+  override readonly name = "GitError";
+  constructor(
+    readonly args: readonly string[],
+    readonly code: number | string | null,
+    readonly stderr: string,
+  ) {
+    super(`git ${args.join(" ")} failed (${code}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`);
+  }
+}
+
+export interface GitResult {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface GitOptions {
+  /** Working directory; for a bare repository pass its path as gitDir instead. */
+  readonly cwd?: string;
+  readonly gitDir?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly timeoutMs?: number;
+}
+
+/** Run git hardened. Rejects with GitError (carrying stderr) on a non-zero exit. */
+export function git(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
+  const full = [...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
+  return new Promise((resolve, reject) => {
+    execFile(
+      "git",
+      full,
+      { cwd: options.cwd, env: gitEnv(options.env ?? {}), timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024, encoding: "utf8" },
+      (error, stdout, stderr) => {
+        if (error) {
+          const code = (error as NodeJS.ErrnoException & { code?: number | string }).code ?? null;
+          if (code === "ENOENT") reject(new Error("git is not installed or not on PATH (scripts/setup.sh installs it)"));
+          else reject(new GitError(args, code, stderr));
+        } else resolve({ stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Like git(), but a non-zero exit is an answer (false), not an error. */
+export async function gitSucceeds(args: readonly string[], options: GitOptions = {}): Promise<boolean> {
+  try {
+    await git(args, options);
+    return true;
+  } catch (error) {
+    if (error instanceof GitError) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs } from "../support/programs.js";
+import { makeRepo } from "../support/repo.js";
+
+/**
+ * teamd init, apply, log and verify end to end: real processes, a real git repository, a
+ * real SQLite ledger. Two ways in: through a running daemon (the only way in system mode,
+ * which is what a root test run is), and in user mode with the daemon down (the CLI writes
+ * the ledger itself) — as an ordinary user, which a root test run becomes with uid nobody.
+ */
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+const owner: RunAs = asRoot ? { uid: NOBODY, gid: NOBODY } : {};
+
+function chownTree(path: string): void {
+  if (!asRoot) return;
+  chownSync(path, NOBODY, NOBODY);
+  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name));
+}
+
+async function logJson(env: NodeJS.ProcessEnv, as: RunAs = {}) {
+  const result = await run(TEAMD, ["log", "--json"], env, 15_000, as);
+  expect(result.code, result.stderr).toBe(0);
+  return result.stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { seq: number; type: string; result: string; action: string; team: string });
+}
+
+describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () => {
+  let tmp: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess;
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    tmp = await makeTempHome("teamd-init-");
+    repo = makeRepo(tmp.dir);
+    env = { TEAMD_HOME: join(tmp.dir, "home"), TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key") };
+    daemon = await startDaemon(join(tmp.dir, "home"));
+  });
+  afterAll(async () => {
+    await daemon?.stop();
+    await tmp?.remove();
+  });
+
+  it("creates the owner key, the ledger, the hub and an untracked team file", async () => {
+    const result = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { cwd: repo });
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report).toMatchObject({ team: "proj", ownerKey: { created: true }, ledger: { created: true, via: "daemon" }, hub: { created: true, remote: "added" }, teamFile: { written: true, excluded: true } });
+    expect(statSync(env.TEAMD_OWNER_KEY as string).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(repo, "teamd.yaml"))).toBe(true);
+    expect(execFileSync("git", ["status", "--porcelain"], { cwd: repo, encoding: "utf8" })).toBe("");
+    expect(execFileSync("git", ["remote", "get-url", "teamd"], { cwd: repo, encoding: "utf8" }).trim()).toBe(report.hub.path);
+    expect(execFileSync("git", ["--git-dir", report.hub.path, "rev-parse", "--is-bare-repository"], { encoding: "utf8" }).trim()).toBe("true");
+  });
+
+  it("is safe to run again and says what exists", async () => {
+    const result = await run(TEAMD, ["init", "--yes"], env, 30_000, { cwd: repo });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/owner key: exists/);
+    expect(result.stdout).toMatch(/ledger: exists/);
+    expect(result.stdout).toMatch(/already registered/);
+    expect(result.stdout).toMatch(/teamd.yaml: exists/);
+    const log = await logJson(env);
+    expect(log.map((r) => r.type)).toEqual(["genesis", "team"]);
+  });
+
+  it("applies a valid team file as a signed policy record", async () => {
+    const result = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ applied: true, team: "proj", seats: 1 });
+    const log = await logJson(env);
+    expect(log.at(-1)).toMatchObject({ type: "policy", action: "policy.apply", team: "proj" });
+  });
+
+  it("refuses an invalid team file with its line and fix, and records nothing", async () => {
+    const bad = join(tmp.dir, "bad.yaml");
+    writeFileSync(bad, readFileSync(join(repo, "teamd.yaml"), "utf8") + "surprise: true\n");
+    const before = await logJson(env);
+    const result = await run(TEAMD, ["apply", bad, "--yes"], env, 30_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/bad\.yaml:\d+:1: unknown key 'surprise'/);
+    expect(result.stderr).toMatch(/fix: /);
+    expect(await logJson(env)).toEqual(before);
+  });
+
+  it("refuses, and records, an apply signed by another key", async () => {
+    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(tmp.dir, "intruder.key"))}))`]);
+    const signed = await run(TEAMD, ["apply", join(repo, "teamd.yaml"), "--yes", "--json"], { ...env, TEAMD_OWNER_KEY: join(tmp.dir, "intruder.key") }, 30_000);
+    expect(signed.code).toBe(3);
+    expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
+    const log = await logJson(env);
+    expect(log.at(-1)).toMatchObject({ type: "refusal", result: "owner.signature" });
+  });
+
+  it("refuses a team file tracked by git", async () => {
+    const tracked = makeRepo(tmp.dir, "tracked", { "teamd.yaml": "version: 1\nteam: tracked\n" });
+    const result = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { cwd: tracked });
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({ rule: "teamfile.tracked" });
+  });
+
+  it("verifies the chain, and names the first bad seq after tampering", async () => {
+    const ok = await run(TEAMD, ["verify", "--json"], env);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
+
+    const db = join(tmp.dir, "home/ledger/ledger.db");
+    await daemon.stop();
+    // An attacker with the file: drop the append-only triggers and rewrite record 1's payload.
+    const sql = new Database(db);
+    for (const { name } of sql.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as Array<{ name: string }>) sql.exec(`DROP TRIGGER "${name}"`);
+    const columns = (sql.prepare("PRAGMA table_info(records)").all() as Array<{ name: string }>).map((c) => c.name);
+    const payloadColumn = columns.find((c) => c.includes("payload")) as string;
+    const row = sql.prepare(`SELECT ${payloadColumn} AS p FROM records WHERE seq = 1`).get() as { p: Buffer };
+    const flipped = Buffer.from(row.p);
+    flipped[flipped.length - 1] = (flipped[flipped.length - 1] as number) ^ 0x01;
+    sql.prepare(`UPDATE records SET ${payloadColumn} = ? WHERE seq = 1`).run(flipped);
+    sql.close();
+
+    const bad = await run(TEAMD, ["verify"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/verify failed at seq 1/);
+  });
+});
+
+describe("init and apply with the daemon down (user mode)", () => {
+  let tmp: { dir: string; remove(): Promise<void> };
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    tmp = await makeTempHome("teamd-user-");
+    repo = makeRepo(tmp.dir);
+    chownTree(tmp.dir);
+    env = { TEAMD_HOME: join(tmp.dir, "home"), TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
+  });
+  afterAll(async () => {
+    await tmp?.remove();
+  });
+
+  it("writes the ledger itself, applies, logs and verifies", async () => {
+    const first = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { ...owner, cwd: repo });
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ mode: "user", ledger: { created: true, via: "direct" } });
+
+    const applied = await run(TEAMD, ["apply", "--yes"], env, 30_000, { ...owner, cwd: repo });
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toMatch(/^applied: team 'proj' policy sha256:[0-9a-f]{64} \(1 seat\), record 2/);
+
+    const log = await logJson(env, owner);
+    expect(log.map((r) => r.type)).toEqual(["genesis", "team", "policy"]);
+    const verified = await run(TEAMD, ["verify"], env, 15_000, owner);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(/^ok: 3 records/);
+  });
+
+  it("a later daemon opens the ledger the CLI wrote, and owner acts then go through it", async () => {
+    // The owner's own daemon (user mode): as the same ordinary user.
+    const daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, { HOME: tmp.dir }, owner);
+    try {
+      const again = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { ...owner, cwd: repo });
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout)).toMatchObject({ applied: true, via: "daemon" });
+      const log = await logJson(env, owner);
+      expect(log.map((r) => r.type)).toEqual(["genesis", "team", "policy", "policy"]);
+    } finally {
+      await daemon.stop();
+    }
+  });
+});
