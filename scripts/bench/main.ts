@@ -1,5 +1,6 @@
 import { benchRpc } from "./rpc.js";
 import { benchKernel } from "./kernel.js";
+import { benchLedger } from "./ledger.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -10,6 +11,7 @@ import { meetsTarget, type BenchRow } from "./report.js";
 const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   rpc: benchRpc,
   kernel: benchKernel,
+  ledger: benchLedger,
 };
 
 /**
