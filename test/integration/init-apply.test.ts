@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs } from "../support/programs.js";
@@ -20,6 +20,15 @@ function chownTree(path: string): void {
   if (!asRoot) return;
   chownSync(path, NOBODY, NOBODY);
   if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name));
+}
+
+/** Poll a condition (bounded): for output that arrives from another process. */
+async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function logJson(env: NodeJS.ProcessEnv, as: RunAs = {}) {
@@ -74,6 +83,23 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(JSON.parse(result.stdout)).toMatchObject({ applied: true, team: "proj", seats: 1 });
     const log = await logJson(env);
     expect(log.at(-1)).toMatchObject({ type: "policy", action: "policy.apply", team: "proj" });
+  });
+
+  it("follows the log as records are appended, and stops on SIGINT", async () => {
+    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      await waitFor(() => out.split("\n").filter(Boolean).length === 1);
+      const applied = await run(TEAMD, ["apply", "--yes"], env, 30_000, { cwd: repo });
+      expect(applied.code, applied.stderr).toBe(0);
+      await waitFor(() => out.split("\n").filter(Boolean).length === 2);
+      expect(out).toMatch(/policy\s+proj\s+owner\s+policy\.apply/);
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
   });
 
   it("refuses an invalid team file with its line and fix, and records nothing", async () => {
