@@ -1,4 +1,5 @@
 import { type GranterSignature, checkTwoGranter, copyHoldsAdmin, sameCopy } from "./agreement.js";
+import { type LeaseRevocation, cascade } from "./cascade.js";
 import { canonicalJson } from "./canonical.js";
 import { type ConstraintProgram, type Violation, showSelector, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
@@ -36,8 +37,12 @@ export interface AuthorityChange {
   readonly coSigned?: { readonly proposal: string; readonly inputState: string; readonly signatures: readonly GranterSignature[] };
 }
 
+/**
+ * A committed change carries its cascade (cascade.ts): the lease revocations the daemon
+ * appends in the same atomic batch as the change — both commit or neither (§7).
+ */
 export type ChangeDecision =
-  | { readonly decision: "commit"; readonly paused: readonly Violation[]; readonly agreement: boolean }
+  | { readonly decision: "commit"; readonly paused: readonly Violation[]; readonly agreement: boolean; readonly revocations: readonly LeaseRevocation[] }
   | Refusal;
 
 function programText(p: ConstraintProgram): string {
@@ -57,6 +62,11 @@ export function sovereignChanges(before: Policy, after: Policy): string[] {
     const was = ownValue(before.seats, seat.name);
     if (was !== undefined && was.lab !== seat.lab) out.push(`the lab binding of seat ${seat.name}`);
   }
+  const envelope = (p: Policy): string => canonicalJson({ seat: p.leads?.seat ?? null, envelope: (p.leads?.envelope ?? []).map((a) => canonicalJson({ c: a.capability, s: a.scope as never })) });
+  if (envelope(before) !== envelope(after)) out.push("leads or the delegation envelope");
+  if (canonicalJson((before.ceiling ?? null) as never) !== canonicalJson((after.ceiling ?? null) as never)) out.push("the ceiling");
+  if (canonicalJson((before.deny ?? []) as never) !== canonicalJson((after.deny ?? []) as never)) out.push("the deny");
+  if (canonicalJson((before.twoGranter ?? []) as never) !== canonicalJson((after.twoGranter ?? []) as never)) out.push("the two-granter requirement");
   return out;
 }
 
@@ -111,7 +121,8 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
     if (target === undefined || ownValue(after.seats, name) !== undefined) return refuse("request.malformed", `remove-seat names seat '${name}', which must be in force and absent from the proposed policy`);
     if (!owner) {
       const admin = target.admin ?? [];
-      return refuse("table.principal", admin.length > 0 ? `seat ${name} holds ${admin.join(", ")} and is removed by the owner only` : `removing a seat is authorized by the owner or leads (leads arrives with the delegation issue); ${who} is neither`);
+      if (admin.length > 0) return refuse("table.principal", `seat ${name} holds ${admin.join(", ")} and is removed by the owner only`);
+      if (!holds(actor, "leads")) return refuse("table.principal", `removing a seat is authorized by the owner or leads; ${who} is neither`);
     }
   } else if (!owner && !holds(actor, "grant")) {
     return refuse("table.principal", `a team-file change other than a same copy is a grant: the owner or a grant holder authorizes it, and ${who} holds no grant`);
@@ -130,5 +141,5 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
   if (breaking !== undefined) {
     return refuse(breaking.rule, `${breaking.message}; the change would break it, so ${who}'s change is refused${breaking.rule === "constraint.minimum" ? " (the owner's own narrowing would commit and pause instead)" : ""}`);
   }
-  return { decision: "commit", paused: now.filter((v) => v.rule === "constraint.minimum"), agreement };
+  return { decision: "commit", paused: now.filter((v) => v.rule === "constraint.minimum"), agreement, revocations: cascade(view, after) };
 }

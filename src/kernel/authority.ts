@@ -12,13 +12,16 @@ export interface Grant {
 }
 
 /**
- * Where an authority comes from. Standing grants only in this release: the delegation issue
- * adds `{ kind: "lease", ... }` here, and `authorize` then reads leases through the same
- * candidate list (see authorities.ts).
+ * Where an authority comes from: a standing grant (a role's or a direct one), the leads
+ * envelope the owner signed (§9: a source for root leases only, never acted under by leads
+ * itself), or a live lease (§7), which `authorize` reads through the same candidate list
+ * (authorities.ts) so the coverage rule is one rule.
  */
 export type AuthoritySource =
   | { readonly kind: "role"; readonly role: string; readonly roleHash: string }
-  | { readonly kind: "direct" };
+  | { readonly kind: "direct" }
+  | { readonly kind: "envelope" }
+  | { readonly kind: "lease"; readonly lease: string; readonly rootGrant: string; readonly issuer: string };
 
 /**
  * One single authority (§6): authorities are alternatives and are never merged, so a
@@ -32,9 +35,22 @@ export interface Authority extends Grant {
   readonly source: AuthoritySource;
 }
 
+/**
+ * Ids: `seat/role:name/capability/n`, `seat/direct/capability/n`, `leads:envelope/capability/n`
+ * (the envelope's ids do not name the leads seat: reassigning leads is checked by who holds
+ * the envelope, §7), `lease:<lease id>`. A seat name never holds `:`, so they cannot collide.
+ */
 export function authorityId(seat: string, source: AuthoritySource, capability: string, index: number): string {
-  const from = source.kind === "role" ? `role:${source.role}` : "direct";
-  return `${seat}/${from}/${capability}/${index}`;
+  switch (source.kind) {
+    case "role":
+      return `${seat}/role:${source.role}/${capability}/${index}`;
+    case "direct":
+      return `${seat}/direct/${capability}/${index}`;
+    case "envelope":
+      return `leads:envelope/${capability}/${index}`;
+    case "lease":
+      return `lease:${source.lease}`;
+  }
 }
 
 /**

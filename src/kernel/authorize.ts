@@ -1,8 +1,11 @@
 import { actTime } from "./act-time.js";
 import { candidateAuthorities } from "./authorities.js";
+import type { Authority } from "./authority.js";
+import { boundaryRefusal } from "./ceiling-deny.js";
 import { type CanonicalEffect, SCOPE_RULES, coverByOne } from "./coverage.js";
 import { type Decision, type Refusal, allow, refuse } from "./decision.js";
 import { isDeclared } from "./declared.js";
+import { type LivenessMemo, heldLeases } from "./lease-liveness.js";
 import { canonicalPath } from "./paths.js";
 import type { Seat } from "./policy.js";
 import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
@@ -21,14 +24,18 @@ import { DIMENSIONS, type OperationalCapability, type OperationalSpec, capabilit
  *
  * Stages, in order: the request's shape; the vocabulary (unknown capability, administrative
  * capability not decided yet, dimension not taken); the seat; the effect made canonical; the
- * reserved set; the use-broker operation list; the seat's authorities for the capability;
- * the declared sets; coverage by one authority (§6); act-as when the effect runs under the
- * owner's identity (§3); the act-time stage (act-time.ts, issue 5).
+ * reserved set; the use-broker operation list; the seat's authorities for the capability —
+ * its standing list and its live leases (authorities.ts); the declared sets; the owner's deny
+ * and ceiling (§8, ceiling-deny.ts: deny wins over every grant and lease, outside the ceiling
+ * is unreachable); coverage by one authority (§6); act-as when the effect runs under the
+ * owner's identity (§3); the act-time stage (act-time.ts, issue 5). An allow under a lease
+ * names it (`lease:<id>`); where nothing covers the effect but a lease the seat holds would
+ * have, had it been live, the refusal names why that lease is dead (`lease.revoked`,
+ * `lease.source`, …), so a seat learns which lease ended rather than only that it holds none.
  *
  * `now` is the decision time in epoch milliseconds, supplied by the caller (the kernel reads
- * no clock); nothing in this release depends on it, and leases (issue 6) will. The ledger's
- * facts (view.facts: author sets, gate and review records, outcomes, revocations) are read
- * only by the act-time stage and by the revocation filter on candidate authorities.
+ * no clock): lease liveness (expiry) is read against it. The ledger's facts (view.facts) are
+ * read by the act-time stage, the revocation filter and the lease walk.
  */
 export function authorize(view: KernelView, request: KernelRequest, now: number): Decision {
   try {
@@ -47,6 +54,9 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   const request = readRequest(input);
   if ("decision" in request) return request;
   const policy = view.policy;
+  // Every later stage sees the decision time: leases are live only at a time.
+  const at: KernelView = { policy, facts: view.facts, now };
+  const memo: LivenessMemo = new Map();
   const vocabulary = resolveVocabulary(policy.vocabulary.version);
   if (vocabulary === undefined) return refuse("vocab.version", `the policy pins capability vocabulary ${policy.vocabulary.version}, which this release does not resolve`);
   const spec = capabilitySpec(vocabulary, request.capability);
@@ -75,17 +85,33 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   const broker = checkBroker(capability, request);
   if (broker !== undefined) return broker;
 
-  const candidates = candidateAuthorities(view, seat, capability);
-  if (candidates.length === 0) return refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
   const universe: ScopeUniverse = { declared: policy.declared };
+  const candidates = candidateAuthorities(at, seat, capability, memo);
+  if (candidates.length === 0) return deadLease(at, seat, capability, spec, effect, universe, memo) ?? refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
   const undeclared = outsideDeclared(spec, effect, universe);
   if (undeclared !== undefined) return undeclared;
+  const boundary = boundaryRefusal(policy, capability, spec.dimensions, effect, universe);
+  if (boundary !== undefined) return boundary;
 
   const covering = coverByOne(capability, spec.dimensions, candidates, effect, universe);
-  if ("decision" in covering) return covering;
-  const actAs = coverActAs(view, seat, capability, request.asAccount, universe);
+  if ("decision" in covering) return deadLease(at, seat, capability, spec, effect, universe, memo) ?? covering;
+  const actAs = coverActAs(at, seat, capability, request.asAccount, universe);
   if (actAs !== undefined && "decision" in actAs) return actAs;
-  return actTime(view, allow(capability, covering, actAs), { seat, effect, effectId: request.effectId });
+  return actTime(at, allow(capability, covering, actAs), { seat, effect, effectId: request.effectId });
+}
+
+/**
+ * When nothing live covers the effect: the refusal of a dead lease the seat holds that would
+ * have covered it, so the seat is told which lease ended and why (§7).
+ */
+function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse, memo: LivenessMemo): Refusal | undefined {
+  if (view.now === undefined || view.facts.leases === undefined) return undefined;
+  for (const d of heldLeases(view, seat.name, capability, view.now, memo).dead) {
+    if (d.live || d.authority === undefined) continue;
+    const one: Authority[] = [d.authority];
+    if (!("decision" in coverByOne(capability, spec.dimensions, one, effect, universe))) return refuse(d.refusal.rule, `seat ${seat.name}'s lease would cover this ${capability}, and it is not live: ${d.refusal.reason}`);
+  }
+  return undefined;
 }
 
 /** The effect's values in canonical form: paths lexically canonical, refs as short names. */
@@ -151,5 +177,7 @@ function coverActAs(view: KernelView, seat: Seat, capability: OperationalCapabil
   if (candidates.length === 0) {
     return refuse("authority.none", `the ${capability} runs under the owner's account '${account}', and seat ${seat.name} holds no act-as; act-as is required in addition to ${capability}`);
   }
+  const boundary = boundaryRefusal(view.policy, "act-as", ["account"], { account: [account] }, universe);
+  if (boundary !== undefined) return boundary;
   return coverByOne("act-as", ["account"], candidates, { account: [account] }, universe);
 }

@@ -40,6 +40,41 @@ export interface KernelFacts {
   readonly revoked?: readonly string[];
   /** Seats stopped: they count toward no minimum until they start again (§5). */
   readonly stopped?: readonly string[];
+  /**
+   * Lease records (§7, §15) by lease id: immutable, as issued. The ledger's lease projection
+   * supplies them (src/ledger/view.ts `lease(id)`: leaseId, parent, rootGrant, expiry,
+   * holder — plus the issuer, capability, scope and issue time the record carries). Liveness
+   * is never stored: it is walked at use time (lease-liveness.ts).
+   */
+  readonly leases?: Readonly<Record<string, LeaseFact>>;
+  /**
+   * Lease ids with a revocation record (subject lease). Monotonic: once here, a lease never
+   * returns — a restored grant is a fresh grant (§7).
+   */
+  readonly revokedLeases?: readonly string[];
+}
+
+/**
+ * One lease record (§7): who issued it to whom, what it confers, from which source, until
+ * when. `parent` is mandatory for a re-lease and absent only for a root lease; `rootGrant` is
+ * the id of the originating authority — a standing grant the originating issuer held
+ * (`alice/role:merger/merge/0`) or the leads envelope (`leads:envelope/merge/0`) — carried
+ * down every re-lease of the chain. `scope` is written as the team file writes a scope
+ * (`{ path: [src/], branch: [main] }`, `*` unconstrained), so it is re-read against the
+ * declared sets in force at every use: a name removed since never silently re-resolves.
+ */
+export interface LeaseFact {
+  readonly id: string;
+  readonly parent?: string;
+  readonly rootGrant: string;
+  readonly issuer: string;
+  readonly holder: string;
+  readonly capability: string;
+  readonly scope: Readonly<Record<string, string | readonly string[]>>;
+  readonly issuedAt: number;
+  readonly expiresAt: number;
+  /** For a two-granter capability: the second granter who co-signed the issuance (§10). */
+  readonly coSigner?: string;
 }
 
 export interface AuthorFact {
@@ -131,6 +166,25 @@ function map(item: Check): Check {
 }
 
 const run = record({ run: text, home: text });
+const time: Check = (v, at) => (typeof v === "number" && Number.isFinite(v) ? undefined : `${at} must be a finite number (epoch milliseconds)`);
+const scopeValue: Check = (v, at) => {
+  if (!isPlainObject(v)) return `${at} must be a scope (a map of dimension → \`*\` or values)`;
+  for (const [k, d] of Object.entries(v)) {
+    if (d === "*") continue;
+    if (!Array.isArray(d) || d.some((x) => typeof x !== "string")) return `${at}.${k} must be \`*\` or a list of values`;
+  }
+  return undefined;
+};
+const leaseFact = record(
+  { id: text, parent: text, rootGrant: text, issuer: text, holder: text, capability: text, scope: scopeValue, issuedAt: time, expiresAt: time, coSigner: text },
+  ["parent", "coSigner"],
+);
+const leaseMap: Check = (v, at) => {
+  const why = map(leaseFact)(v, at);
+  if (why !== undefined || !isPlainObject(v)) return why;
+  for (const [key, l] of Object.entries(v)) if ((l as { id: string }).id !== key) return `${at}.${key} is keyed by another id than its own (${(l as { id: string }).id})`;
+  return undefined;
+};
 const FIELDS: Readonly<Record<keyof KernelFacts, Check>> = {
   authors: map(list(record({ seat: text, run: text, home: text }))),
   runs: map(run),
@@ -141,6 +195,8 @@ const FIELDS: Readonly<Record<keyof KernelFacts, Check>> = {
   consumed: list(text),
   revoked: list(text),
   stopped: list(text),
+  leases: leaseMap,
+  revokedLeases: list(text),
 };
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The kernel's public surface: pure policy (§3–§6). Everything is data in, data out; the
+ * The kernel's public surface: pure policy (§3–§10). Everything is data in, data out; the
  * loader (src/teamfile/) builds a Policy, the daemon wraps it in a view, and `authorize`
  * decides every gated act.
  */
@@ -31,9 +31,15 @@ export {
   lostMinimums,
   violations,
 } from "./constraints.js";
+export { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS, boundaryRefusal, leaseBoundaryRefusal, leaseShadow } from "./ceiling-deny.js";
+export { type LeaseFact } from "./facts.js";
+export { type Liveness, leaseAuthority, leaseLiveness } from "./lease-liveness.js";
+export { type LeaseDecision, type LeaseRequest, effectiveSeats, issueLease } from "./lease-issue.js";
+export { type LeaseRevocation, cascade, revokeLease } from "./cascade.js";
+export { parseDuration, showDuration } from "./delegation-input.js";
 export { type AuthorityChange, type ChangeDecision, type Principal, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
 export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
-export { type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
+export { type Leads, type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
 export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
 export { type StartContext, startContextCanonical } from "./start-context.js";

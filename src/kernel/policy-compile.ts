@@ -2,7 +2,9 @@ import type { Grant } from "./authority.js";
 import { type CanonicalValue, canonicalJson } from "./canonical.js";
 import { type ConstraintProgram, type HoldingSeat, type Selector, violations } from "./constraints.js";
 import { readConstraintProgram } from "./constraints-input.js";
+import type { Ceiling } from "./ceiling-deny.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
+import { type LeadsInput, readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
 import { canonicalPath, compareStrings, showPath } from "./paths.js";
 import { type InputPath, type PolicyInput, type PolicyProblem, problem } from "./policy-input.js";
@@ -12,7 +14,7 @@ import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, 
 import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
-import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type Vocabulary, resolveVocabulary } from "./vocabulary.js";
+import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, type Vocabulary, resolveVocabulary } from "./vocabulary.js";
 
 /**
  * Compiling the team file's data into what the kernel decides with (§3, §4, §6): the pinned
@@ -50,6 +52,11 @@ export interface CompiledPolicy {
   readonly seats: Readonly<Record<string, CompiledSeat>>;
   /** The owner-written constraint program and review mode (§5). */
   readonly constraints: ConstraintProgram;
+  /** The delegation settings (§7–§10); each absent when the file does not write it. */
+  readonly leads?: LeadsInput;
+  readonly ceiling?: Ceiling;
+  readonly deny?: readonly Grant[];
+  readonly twoGranter?: readonly OperationalCapability[];
   /** The canonical form of the team file: independent of formatting and key order. */
   readonly canonical: string;
 }
@@ -250,6 +257,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     };
   }
   const program = readConstraintProgram(input.constraints, input.review, problems, (r) => Object.prototype.hasOwnProperty.call(roles, r));
+  const delegation = readDelegation(input, Object.keys(seatsInput), ctx);
   if (problems.length === 0 && input.proposal !== true) {
     // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
     for (const v of violations(program, holdingSeats(seats, roles))) {
@@ -265,8 +273,31 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     seats: canonicalSeats,
     review: { mode: program.review.mode, floor: program.review.floor },
     constraints: canonicalConstraints(program),
+    ...canonicalDelegation(delegation),
   });
-  return { ok: true, policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, canonical }) };
+  return {
+    ok: true,
+    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, canonical }),
+  };
+}
+
+/**
+ * The delegation settings in canonical form, under the team file's own keys so the form loads
+ * again; a setting the file does not write is left out, so a policy without them keeps the
+ * hash it had before leases existed.
+ */
+function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<string, CanonicalValue> {
+  const out: Record<string, CanonicalValue> = {};
+  if (d.leads !== undefined) out.leads = { seat: d.leads.seat, envelope: capabilityMap(d.leads.envelope) };
+  if (d.ceiling !== undefined) {
+    const bounds = d.ceiling.capabilities;
+    const grants: Grant[] = [];
+    for (const [capability, scopes] of Object.entries(bounds ?? {})) for (const scope of scopes ?? []) grants.push({ capability: capability as OperationalCapability, scope });
+    out.ceiling = { ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}), "lease-ttl": showDuration(d.ceiling.leaseTtlMs) };
+  }
+  if (d.deny !== undefined) out.deny = capabilityMap(d.deny);
+  if (d.twoGranter !== undefined) out["two-granter"] = [...d.twoGranter];
+  return out;
 }
 
 function showSelectorValue(s: Selector): string {

@@ -69,6 +69,14 @@ export interface PolicyInput {
   readonly constraints?: unknown;
   /** The review mode (§5), as written. */
   readonly review?: unknown;
+  /** leads (§9): a seat name, or `{ seat, envelope }`; as written, the kernel reads it. */
+  readonly leads?: unknown;
+  /** The ceiling (§8): `{ capabilities?, lease-ttl? }`, as written. */
+  readonly ceiling?: unknown;
+  /** The explicit deny (§8): a capability map, as written. */
+  readonly deny?: unknown;
+  /** The capabilities behind two-granter agreement (§10), as written (`two-granter` in the file). */
+  readonly twoGranter?: unknown;
   /**
    * Whether the seats are checked against the constraints at load (launch, §5) — the
    * default. A policy proposed by an authority change is not: `checkAuthorityChange`

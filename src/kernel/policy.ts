@@ -1,4 +1,5 @@
 import { type Authority, type AuthoritySource, type Grant, authorityId } from "./authority.js";
+import type { Ceiling } from "./ceiling-deny.js";
 import type { ConstraintProgram } from "./constraints.js";
 import type { DeclaredSets } from "./declared.js";
 import { deepFreeze } from "./freeze.js";
@@ -25,6 +26,23 @@ export interface Policy {
   readonly seats: Readonly<Record<string, Seat>>;
   /** The owner-written constraint program and review mode (§5). */
   readonly constraints: ConstraintProgram;
+  /**
+   * leads (§9): the one seat holding the delegation envelope, and the envelope as authorities
+   * (`leads:envelope/…`). The envelope is a source of root leases only — leads never acts
+   * under it (operational powers are never part of leads). Absent: no lease of any origin.
+   */
+  readonly leads?: Leads;
+  /** The ceiling (§8): absent = no capability bound, the default lease-ttl. */
+  readonly ceiling?: Ceiling;
+  /** The explicit deny (§8): wins through every role, lease and envelope. */
+  readonly deny?: readonly Grant[];
+  /** Capabilities the owner put behind two-granter agreement (§10): leasable only co-signed. */
+  readonly twoGranter?: readonly OperationalCapability[];
+}
+
+export interface Leads {
+  readonly seat: string;
+  readonly envelope: readonly Authority[];
 }
 
 export interface Role {
@@ -50,9 +68,9 @@ export interface Seat {
   readonly contextHash?: string;
   readonly start?: StartContext;
   /**
-   * Administrative capabilities the seat holds (§3, §10): grant, agree. The team file cannot
-   * write them yet (the daemon's request path for a holder's change is not built), so the
-   * loader never sets this; `checkAuthorityChange` reads it so the table of §9 is complete.
+   * Administrative capabilities the seat holds (§3, §10). The team file can write only leads
+   * (top-level `leads:`); grant and agree wait for the daemon's request path for a holder's
+   * change, and `checkAuthorityChange` reads them so the table of §9 is complete.
    */
   readonly admin?: readonly AdministrativeCapability[];
 }
@@ -111,7 +129,20 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       capabilitiesHash: seatHashes?.capabilities ?? "",
       ...(seatHashes?.context !== undefined ? { contextHash: seatHashes.context } : {}),
       ...(seat.start !== undefined ? { start: seat.start } : {}),
+      ...(compiled.leads?.seat === seat.name ? { admin: ["leads" as const] } : {}),
     };
+  }
+  let leads: Leads | undefined;
+  if (compiled.leads !== undefined) {
+    const seen = new Map<string, number>();
+    const envelope: Authority[] = [];
+    for (const grant of compiled.leads.envelope) {
+      const index = seen.get(grant.capability) ?? 0;
+      seen.set(grant.capability, index + 1);
+      const source: AuthoritySource = { kind: "envelope" };
+      envelope.push({ id: authorityId(compiled.leads.seat, source, grant.capability, index), seat: compiled.leads.seat, capability: grant.capability, scope: grant.scope, source });
+    }
+    leads = { seat: compiled.leads.seat, envelope };
   }
   if (missing.length > 0) return { ok: false, missing };
   return {
@@ -125,6 +156,10 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       roles,
       seats,
       constraints: compiled.constraints,
+      ...(leads !== undefined ? { leads } : {}),
+      ...(compiled.ceiling !== undefined ? { ceiling: compiled.ceiling } : {}),
+      ...(compiled.deny !== undefined ? { deny: compiled.deny } : {}),
+      ...(compiled.twoGranter !== undefined ? { twoGranter: compiled.twoGranter } : {}),
     }),
   };
 }

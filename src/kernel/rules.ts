@@ -295,9 +295,95 @@ export const RULES = {
     section: "§10",
     summary: "the team name is already registered for another repository; a team is one repository",
   },
+  // The seat lifecycle (issue 7, daemon/seat-*.ts): what stops a seat from starting.
+  "seat.no-start": {
+    section: "§10",
+    summary: "the seat has no pinned start (command and execution context) in the policy in force; a seat runs its pinned command and nothing else",
+  },
+  "seat.read-bounded": {
+    section: "§6",
+    summary: "the seat's read scope is bounded and its repository would be a full clone of trunk; it does not start until filtered histories exist",
+  },
+  "seat.running": {
+    section: "§10",
+    summary: "the seat is already running (or starting); one run of a seat at a time",
+  },
+  "seat.not-running": {
+    section: "§10",
+    summary: "the act needs a running seat (exec runs inside its exact containment); start the seat first",
+  },
+  "policy.unapplied": {
+    section: "§10",
+    summary: "the team has no applied policy; seats start only from the policy in force, never from the file on disk",
+  },
   "teamfile.tracked": {
     section: "§3",
     summary: "the team file is tracked by git, so copies of it would reach the hub and every seat; it must stay untracked",
+  },
+  // Delegation (issue 6): leases, the ceiling and the deny, leads as the delegation root.
+  "lease.unknown": {
+    section: "§7",
+    summary: "the lease (or a lease its chain names) is not in the ledger; what cannot be walked is not live",
+  },
+  "lease.expired": {
+    section: "§7",
+    summary: "the lease, or a lease above it in its chain, is past its hard expiry",
+  },
+  "lease.revoked": {
+    section: "§7",
+    summary: "a revocation record exists for the lease or a lease above it; revoked is monotonic, a restored grant revives nothing",
+  },
+  "lease.source": {
+    section: "§7",
+    summary: "the lease's source no longer covers it, or its issuer no longer holds that source (narrowed, removed or reassigned — even at the same scope)",
+  },
+  "lease.parent": {
+    section: "§7",
+    summary: "a lease whose issuer acts from a lease names that held, live lease as its mandatory parent; a parentless re-lease is refused",
+  },
+  "lease.wider": {
+    section: "§7",
+    summary: "a re-lease is never wider than its parent (capability and scope) and never outlives it",
+  },
+  "lease.administrative": {
+    section: "§7",
+    summary: "only operational capabilities are leasable; create, grant, agree and leads never are",
+  },
+  "lease.no-leads": {
+    section: "§9",
+    summary: "the team has no leads; no lease of any origin issues (or stays live) without a present leads",
+  },
+  "lease.ancestor": {
+    section: "§7",
+    summary: "the whole-chain ban: the recipient may be neither leads, nor the chain's originating issuer, nor any issuer or recipient already in the chain",
+  },
+  "lease.recipient": {
+    section: "§7",
+    summary: "a lease binds to an existing member seat by its stable identity; the recipient is not one",
+  },
+  "lease.ttl": {
+    section: "§7, §8",
+    summary: "the lease asks for a lifetime past the ceiling's lease-ttl (itself under the tool maximum), or an expiry not after its issue time",
+  },
+  "lease.two-granter": {
+    section: "§10",
+    summary: "the capability is behind two-granter agreement: only a lease co-signed by two granters, the issuer one of them, issues it",
+  },
+  "lease.revoker": {
+    section: "§7, §9",
+    summary: "a lease is revoked by the owner, leads, or an issuer above it in its chain; this principal is none of them",
+  },
+  "ceiling.outside": {
+    section: "§8",
+    summary: "the effect (or the lease) lies outside the owner's ceiling; outside it is unreachable even if a role, lease or envelope names it",
+  },
+  "deny.match": {
+    section: "§8",
+    summary: "the owner's explicit deny covers the effect (or the lease); deny wins through every role, lease and envelope",
+  },
+  "leads.two": {
+    section: "§9",
+    summary: "a team has zero or one leads; two are refused",
   },
 } as const satisfies Record<string, { section: string; summary: string }>;
 

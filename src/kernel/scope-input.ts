@@ -37,7 +37,7 @@ const NOT_YET: Readonly<Record<string, string>> = {
   grant: "grant (§10): the kernel decides a grant holder's changes, and the daemon's request path for them is not built yet",
   agree: "agree (§10): the kernel decides same-copy agreement, and the daemon's request path for it is not built yet",
   create: "create and its create-bounds (§10) are not built yet",
-  leads: "leads (§9) arrives with the delegation issue (#6)",
+  leads: "leads (§9) is not a capability in a list: it is written once at the top of the file (`leads: <seat>`), and never leased or copied",
   [ALL_WORD]: "the all-capabilities word includes agree (§10), which a seat cannot hold until the daemon's agreement path is built",
 };
 

@@ -13,6 +13,11 @@ export type { KernelFacts } from "./facts.js";
 export interface KernelView {
   readonly policy: Policy;
   readonly facts: KernelFacts;
+  /**
+   * The decision time, epoch ms. `authorize` sets it for the stages it calls; lease liveness
+   * exists only at a time, so a view without one sees no lease (fail closed).
+   */
+  readonly now?: number;
 }
 
 export function createKernelView(policy: Policy, facts: KernelFacts = NO_FACTS): KernelView {

@@ -24,6 +24,8 @@ export interface Expectation {
   readonly reviewMode?: "cross-lab" | "distinct-seat";
   /** For a committed authority change: how many minimums it leaves unmet (paused). */
   readonly paused?: number;
+  /** For a committed change or a revocation: the exact lease ids its cascade revokes, sorted. */
+  readonly revokes?: readonly string[];
 }
 
 export interface KernelCase {
@@ -42,6 +44,10 @@ export interface KernelCase {
    * decided by `checkAuthorityChange`; `after` is the proposed team file. allow = it commits.
    */
   readonly change?: unknown;
+  /** A lease issuance instead of a request (§7): decided by `issueLease`; allow = it issues. */
+  readonly lease?: unknown;
+  /** A direct lease revocation (§7): `{ principal, lease }`, decided by `revokeLease`. */
+  readonly revoke?: unknown;
   readonly expect: Expectation;
 }
 
@@ -51,8 +57,8 @@ export interface CaseFile {
 }
 
 const FILE_KEYS = ["topic", "policy", "files", "facts", "now", "cases"];
-const CASE_KEYS = ["description", "policy", "files", "facts", "now", "request", "change", "expect"];
-const EXPECT_KEYS = ["decision", "rule", "authority", "actAs", "line", "pass", "reviewMode", "paused"];
+const CASE_KEYS = ["description", "policy", "files", "facts", "now", "request", "change", "lease", "revoke", "expect"];
+const EXPECT_KEYS = ["decision", "rule", "authority", "actAs", "line", "pass", "reviewMode", "paused", "revokes"];
 
 function readNow(value: unknown): number | string {
   if (typeof value === "number" && Number.isFinite(value)) return value;
@@ -76,7 +82,7 @@ function readFiles(value: unknown): Record<string, string> | string {
 function readExpect(value: unknown, isLoadCase: boolean): Expectation | string {
   if (!isPlainObject(value)) return "expect must be an object";
   for (const key of Object.keys(value)) if (!EXPECT_KEYS.includes(key)) return `expect has an unknown key '${key}'`;
-  const { decision, rule, authority, actAs, line, pass, reviewMode, paused } = value;
+  const { decision, rule, authority, actAs, line, pass, reviewMode, paused, revokes } = value;
   if (decision !== "allow" && decision !== "refuse") return "expect.decision must be \"allow\" or \"refuse\"";
   if (rule !== undefined && (typeof rule !== "string" || !isRuleId(rule))) return `expect.rule '${String(rule)}' is not a rule id (src/kernel/rules.ts)`;
   if (decision === "refuse" && rule === undefined) return "a refusal names its rule: add expect.rule";
@@ -87,7 +93,9 @@ function readExpect(value: unknown, isLoadCase: boolean): Expectation | string {
   if (pass !== undefined && (decision !== "allow" || typeof pass !== "string")) return "expect.pass belongs to an allow and is a gate record id";
   if (reviewMode !== undefined && (decision !== "allow" || (reviewMode !== "cross-lab" && reviewMode !== "distinct-seat"))) return "expect.reviewMode belongs to an allow and is cross-lab or distinct-seat";
   if (paused !== undefined && (decision !== "allow" || typeof paused !== "number")) return "expect.paused belongs to a committed change and is a count";
+  if (revokes !== undefined && (decision !== "allow" || !Array.isArray(revokes) || revokes.some((r) => typeof r !== "string"))) return "expect.revokes belongs to a committed change or revocation and is a list of lease ids";
   return {
+    ...(revokes !== undefined ? { revokes: revokes as string[] } : {}),
     ...(pass !== undefined ? { pass: pass as string } : {}),
     ...(reviewMode !== undefined ? { reviewMode: reviewMode as "cross-lab" | "distinct-seat" } : {}),
     ...(paused !== undefined ? { paused: paused as number } : {}),
@@ -127,15 +135,16 @@ export function parseCaseFile(text: string): CaseFile | readonly string[] {
     if (typeof files === "string") return fail(files);
     const facts = raw.facts ?? defaults.facts;
     if (!isPlainObject(facts)) return fail("facts must be an object");
-    if (raw.request !== undefined && raw.change !== undefined) return fail("a case has a request or a change, not both");
-    const isLoadCase = raw.request === undefined && raw.change === undefined;
+    const kinds = [raw.request, raw.change, raw.lease, raw.revoke].filter((k) => k !== undefined).length;
+    if (kinds > 1) return fail("a case has one of request, change, lease or revoke, not several");
+    const isLoadCase = kinds === 0;
     const nowRaw = raw.now ?? defaults.now ?? (isLoadCase ? 0 : undefined);
     if (nowRaw === undefined) return fail("no `now` (set it on the case or on the file)");
     const now = readNow(nowRaw);
     if (typeof now === "string") return fail(now);
     const expect = readExpect(raw.expect, isLoadCase);
     if (typeof expect === "string") return fail(expect);
-    cases.push({ description: raw.description, policy, files, facts, now, ...(raw.request !== undefined ? { request: raw.request } : {}), ...(raw.change !== undefined ? { change: raw.change } : {}), expect });
+    cases.push({ description: raw.description, policy, files, facts, now, ...(raw.request !== undefined ? { request: raw.request } : {}), ...(raw.change !== undefined ? { change: raw.change } : {}), ...(raw.lease !== undefined ? { lease: raw.lease } : {}), ...(raw.revoke !== undefined ? { revoke: raw.revoke } : {}), expect });
   });
   if (errors.length > 0) return errors;
   return { topic: json.topic as string, cases };

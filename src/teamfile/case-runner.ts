@@ -1,6 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { type AuthorityChange, checkAuthorityChange } from "../kernel/authority-change.js";
 import { authorize } from "../kernel/authorize.js";
+import { revokeLease } from "../kernel/cascade.js";
+import { type LeaseRequest, issueLease } from "../kernel/lease-issue.js";
 import { readFacts } from "../kernel/facts.js";
 import { isPlainObject } from "../kernel/records.js";
 import type { KernelRequest } from "../kernel/request.js";
@@ -25,6 +27,9 @@ export interface CaseOutcome {
   readonly pass?: string;
   readonly reviewMode?: "cross-lab" | "distinct-seat";
   readonly paused?: number;
+  readonly revokes?: readonly string[];
+  /** For an issued lease: the record the daemon would append. */
+  readonly lease?: unknown;
   readonly loadErrors?: readonly TeamFileError[];
 }
 
@@ -83,6 +88,9 @@ function compare(expected: Expectation, actual: CaseOutcome): string | undefined
   if (expected.pass !== undefined && actual.pass !== expected.pass) return `expected the pass ${expected.pass}, got ${actual.pass ?? "none"}`;
   if (expected.reviewMode !== undefined && actual.reviewMode !== expected.reviewMode) return `expected review mode ${expected.reviewMode}, got ${actual.reviewMode ?? "none"}`;
   if (expected.paused !== undefined && actual.paused !== expected.paused) return `expected ${expected.paused} paused minimum(s), got ${actual.paused ?? "none"}`;
+  if (expected.revokes !== undefined && JSON.stringify([...expected.revokes].sort()) !== JSON.stringify(actual.revokes ?? [])) {
+    return `expected the cascade to revoke [${expected.revokes.join(", ")}], it revokes [${(actual.revokes ?? []).join(", ")}]`;
+  }
   return undefined;
 }
 
@@ -95,7 +103,7 @@ export function runCase(c: KernelCase): CaseResult {
   if (!loaded.ok) {
     const rule = loaded.errors.find((e) => e.rule === c.expect.rule)?.rule ?? loaded.errors[0]?.rule;
     const actual: CaseOutcome = { stage: "load", decision: "refuse", ...(rule !== undefined ? { rule } : {}), loadErrors: loaded.errors };
-    if (c.request !== undefined || c.change !== undefined) {
+    if (c.request !== undefined || c.change !== undefined || c.lease !== undefined || c.revoke !== undefined) {
       const first = loaded.errors[0];
       return { ...base, ok: false, actual, why: `the policy did not load: ${first?.rule}: ${first?.message} (at ${first?.at})` };
     }
@@ -107,7 +115,26 @@ export function runCase(c: KernelCase): CaseResult {
     if (typeof change === "string") return { ...base, ok: false, why: change };
     const decided = checkAuthorityChange(createKernelView(loaded.policy, facts), change);
     const actual: CaseOutcome =
-      decided.decision === "commit" ? { stage: "decide", decision: "allow", paused: decided.paused.length } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
+      decided.decision === "commit"
+        ? { stage: "decide", decision: "allow", paused: decided.paused.length, revokes: decided.revocations.map((r) => r.lease).sort() }
+        : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
+    const why = compare(c.expect, actual);
+    return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
+  }
+  if (c.lease !== undefined) {
+    // The lease request is data from a file: issueLease reads anything it is given.
+    const decided = issueLease(createKernelView(loaded.policy, facts), c.lease as LeaseRequest, c.now);
+    const actual: CaseOutcome = decided.decision === "issue" ? { stage: "decide", decision: "allow", lease: decided.lease } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
+    const why = compare(c.expect, actual);
+    return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
+  }
+  if (c.revoke !== undefined) {
+    const raw = c.revoke;
+    if (!isPlainObject(raw) || typeof raw.principal !== "string" || typeof raw.lease !== "string") return { ...base, ok: false, why: "revoke is { principal: \"owner\" | seat, lease: id }" };
+    const principal = raw.principal === "owner" ? ({ kind: "owner" } as const) : ({ kind: "seat", seat: raw.principal } as const);
+    const decided = revokeLease(createKernelView(loaded.policy, facts), principal, raw.lease);
+    const actual: CaseOutcome =
+      decided.decision === "revoke" ? { stage: "decide", decision: "allow", revokes: decided.revocations.map((r) => r.lease).sort() } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
     const why = compare(c.expect, actual);
     return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
   }

@@ -5,17 +5,19 @@
  */
 export type Level = "top" | "declare" | "role" | "seat" | "start";
 
-const DELEGATION = "the delegation issue (#6)";
 const ENVELOPE = "the resource-envelope issue (after #6)";
 
 /** Constraints range over the team's seats; they are written once, at the top of the file. */
 const CONSTRAINTS_AT_TOP = "constraints (§5) count the team's seats, so they are written once at the top of the file, not inside a role or a seat";
 
+/** The delegation settings are the owner's, written once at the top (§8, §9). */
+const AT_TOP = (what: string): string => `${what} is owner-sovereign and team-wide (§8, §9), so it is written once at the top of the file, not inside a role or a seat`;
+
 const SHARED: Readonly<Record<string, string>> = {
-  leads: `leads and the delegation envelope (§9) arrive with ${DELEGATION}`,
-  leases: `leases (§7) arrive with ${DELEGATION}`,
-  ceiling: `the ceiling (§8) arrives with ${DELEGATION}`,
-  deny: `the deny (§8) arrives with ${DELEGATION}`,
+  leads: AT_TOP("leads and its delegation envelope"),
+  leases: "leases (§7) are ledger records issued at run time (`teamd-shim lease issue`, `teamd lease`), never written in the team file",
+  ceiling: AT_TOP("the ceiling"),
+  deny: AT_TOP("the deny"),
   envelope: `the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with ${ENVELOPE}`,
   grant: `grant (§10): the kernel decides a grant holder's changes (checkAuthorityChange), and the daemon's request path for them is not built yet`,
   agree: `agree (§10): the kernel decides same-copy agreement (checkAuthorityChange), and the daemon's request path for it is not built yet`,
@@ -24,8 +26,11 @@ const SHARED: Readonly<Record<string, string>> = {
 
 export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, string>>>> = {
   top: {
-    ...SHARED,
-    "two-granter": "the two-granter requirement (§10): the kernel checks two signatures over one proposal (checkTwoGranter), and the daemon's path for a grant holder's change is not built yet",
+    envelope: SHARED.envelope as string,
+    leases: SHARED.leases as string,
+    grant: SHARED.grant as string,
+    agree: SHARED.agree as string,
+    create: SHARED.create as string,
     "create-bounds": "create-bounds (§10) are not built yet",
   },
   declare: {

@@ -19,7 +19,7 @@ import { NOT_SUPPORTED, type Level } from "./not-supported.js";
  * the nearest known one, never ignored.
  */
 const KEYS: Readonly<Record<Level, readonly string[]>> = {
-  top: ["version", "team", "declare", "review", "constraints", "roles", "seats"],
+  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "roles", "seats"],
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
@@ -174,5 +174,12 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
   for (const [name, seat] of Object.entries(r.names(top.seats, ["seats"], "seat"))) seats[name] = readSeat(r, seat, ["seats", name]);
   // The constraint program and the review mode are read (and every value checked) by the kernel.
   const program = { ...(top.constraints !== undefined ? { constraints: top.constraints } : {}), ...(top.review !== undefined ? { review: top.review } : {}) };
-  return { input: { version: top.version, team, declare, roles, seats, ...program, teamFilePath }, problems: r.problems, blocking };
+  // So are the delegation settings (§7–§10): leads, the ceiling, the deny, two-granter.
+  const delegation = {
+    ...(top.leads !== undefined ? { leads: top.leads } : {}),
+    ...(top.ceiling !== undefined ? { ceiling: top.ceiling } : {}),
+    ...(top.deny !== undefined ? { deny: top.deny } : {}),
+    ...(top["two-granter"] !== undefined ? { twoGranter: top["two-granter"] } : {}),
+  };
+  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, teamFilePath }, problems: r.problems, blocking };
 }

@@ -28,12 +28,12 @@ describe("the case runner", () => {
   });
 
   it("fails a decision case whose policy does not load, saying why", () => {
-    const report = runCaseText("f", file([{ description: "d", policy: { version: 1, team: "web", leads: "a" }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
+    const report = runCaseText("f", file([{ description: "d", policy: { version: 1, team: "web", leases: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
     expect(report.results[0]?.why).toMatch(/did not load: teamfile.unsupported/);
   });
 
   it("matches a load case by any reported rule and, for YAML, its line", () => {
-    const yaml = "version: 1\nteam: web\nleads: a\nceiling: {}\n";
+    const yaml = "version: 1\nteam: web\nleases: []\nenvelope: {}\n";
     const ok = runCaseText("f", file([{ description: "d", policy: yaml, expect: { decision: "refuse", rule: "teamfile.unsupported", line: 4 } }]));
     expect(ok.results[0]?.ok).toBe(true);
     const wrongLine = runCaseText("f", file([{ description: "d", policy: yaml, expect: { decision: "refuse", rule: "teamfile.unsupported", line: 9 } }]));
@@ -43,9 +43,9 @@ describe("the case runner", () => {
   });
 
   it("refuses a fact this kernel does not read rather than ignoring it", () => {
-    const report = runCaseText("f", file([{ description: "d", facts: { leases: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
+    const report = runCaseText("f", file([{ description: "d", facts: { grants: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
     expect(report.results[0]?.ok).toBe(false);
-    expect(report.results[0]?.why).toMatch(/facts.leases is not a fact this kernel reads/);
+    expect(report.results[0]?.why).toMatch(/facts.grants is not a fact this kernel reads/);
   });
 
   it.each([

@@ -37,6 +37,11 @@ describe("docs/team-file.md", () => {
     expect(decide("carol", "write", { paths: ["src/api/x.ts"] })).toBe("authority.none");
     expect(decide("carol", "merge", { paths: ["docs/a.md", "src/b.ts"], branch: "main" })).toBe("scope.mixed");
     expect(decide("carol", "act-as", { account: "github:acme-bot" })).toBe("allow carol/direct/act-as/0");
+    // The deny wins over bob's executor write; leads (carol) holds her envelope, never acts under it.
+    expect(decide("bob", "write", { paths: ["secrets/key.txt"] })).toBe("deny.match");
+    expect(decide("bob", "write", { paths: ["src/a.ts"] })).toBe("allow bob/role:executor/write/0");
+    expect(loaded.policy.leads?.seat).toBe("carol");
+    expect(loaded.policy.ceiling?.leaseTtlMs).toBe(8 * 3_600_000);
     expect(decide("bob", "use-broker", { task: "linear:WEB" }, { brokerOperation: "claim" })).toBe("allow bob/direct/use-broker/0");
     // review + constraints: carol gates in cross-lab mode; the example's constraints hold at launch.
     expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main" })).toBe("act.effect-id");

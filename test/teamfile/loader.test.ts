@@ -24,7 +24,7 @@ describe("every error carries its line and a fix", () => {
     { description: "undefined role", yaml: `${HEAD}seats:\n  a:\n    roles:\n      - executor\n      - architect\n`, rule: "teamfile.schema", line: 7, fix: /define it under roles/ },
     { description: "repeated key", yaml: `${HEAD}seats:\n  a: {}\n  a: {}\n`, rule: "teamfile.syntax", line: 5, fix: /repeated key/ },
     { description: "version quoted", yaml: `version: "1"\nteam: web\n`, rule: "teamfile.schema", line: 1, fix: /no quotes/ },
-    { description: "not supported yet", yaml: `${HEAD}ceiling: {}\n`, rule: "teamfile.unsupported", line: 3, fix: /refuses what it does not enforce/ },
+    { description: "not supported yet", yaml: `${HEAD}envelope: {}\n`, rule: "teamfile.unsupported", line: 3, fix: /refuses what it does not enforce/ },
   ];
   it.each(table)("$description", ({ yaml, rule, line, fix }) => {
     const errors = errorsOf(loadTeamFileText(yaml));
@@ -46,9 +46,9 @@ describe("every error carries its line and a fix", () => {
   });
 
   it("formats errors as file:line:column with the rule, its section and the fix", () => {
-    const text = formatTeamFileErrors(errorsOf(loadTeamFileText(`${HEAD}leads: a\n`)), "teamd.yaml");
+    const text = formatTeamFileErrors(errorsOf(loadTeamFileText(`${HEAD}create-bounds: {}\n`)), "teamd.yaml");
     expect(text).toBe(
-      "teamd.yaml:3:1: 'leads' is not supported yet: leads and the delegation envelope (§9) arrive with the delegation issue (#6) [teamfile.unsupported §2] (at leads)\n" +
+      "teamd.yaml:3:1: 'create-bounds' is not supported yet: create-bounds (§10) are not built yet [teamfile.unsupported §2] (at create-bounds)\n" +
         "  fix: remove it; teamd refuses what it does not enforce rather than accept it silently",
     );
   });
@@ -121,24 +121,24 @@ describe("values with a known credential shape are refused (§11)", () => {
 
 describe("keys for features not enforced yet are refused as not supported, naming where they land", () => {
   const table: { where: string; yaml: string; area: RegExp }[] = [
-    { where: "top: leads", yaml: `${HEAD}leads: a\n`, area: /§9.*#6/ },
-    { where: "top: leases", yaml: `${HEAD}leases: []\n`, area: /§7.*#6/ },
-    { where: "top: ceiling", yaml: `${HEAD}ceiling: {}\n`, area: /§8.*#6/ },
-    { where: "top: deny", yaml: `${HEAD}deny: []\n`, area: /§8.*#6/ },
+    { where: "top: leases", yaml: `${HEAD}leases: []\n`, area: /§7.*never written in the team file/ },
+    { where: "ceiling: spend", yaml: `${HEAD}ceiling:\n  spend: 100\n`, area: /resource envelope/ },
+    { where: "ceiling: seats", yaml: `${HEAD}ceiling:\n  seats: 3\n`, area: /resource envelope/ },
     { where: "top: envelope", yaml: `${HEAD}envelope: {}\n`, area: /resource envelope/ },
-    { where: "top: two-granter", yaml: `${HEAD}two-granter: true\n`, area: /§10/ },
     { where: "top: create-bounds", yaml: `${HEAD}create-bounds: {}\n`, area: /§10/ },
     { where: "declare: roots", yaml: `${HEAD}declare:\n  roots: [sub]\n`, area: /repository roots/ },
     { where: "role: constraints", yaml: `${HEAD}roles:\n  r:\n    constraints: {}\n`, area: /§5/ },
     { where: "role: extends", yaml: `${HEAD}roles:\n  r:\n    extends: executor\n`, area: /§13/ },
     { where: "seat: leases", yaml: `${HEAD}seats:\n  a:\n    leases: []\n`, area: /§7/ },
-    { where: "seat: deny", yaml: `${HEAD}seats:\n  a:\n    deny: [write]\n`, area: /§8/ },
+    { where: "seat: deny", yaml: `${HEAD}seats:\n  a:\n    deny: [write]\n`, area: /§8.*top of the file/ },
+    { where: "role: ceiling", yaml: `${HEAD}roles:\n  r:\n    ceiling: {}\n`, area: /§8.*top of the file/ },
+    { where: "seat: leads", yaml: `${HEAD}seats:\n  a:\n    leads: true\n`, area: /§9.*top of the file/ },
     { where: "seat: constraints", yaml: `${HEAD}seats:\n  a:\n    constraints: []\n`, area: /§5.*top of the file/ },
     { where: "seat: grant", yaml: `${HEAD}seats:\n  a:\n    grant: true\n`, area: /§10/ },
     { where: "start: binds", yaml: `${HEAD}seats:\n  a:\n    start:\n      command: [x]\n      binds: [/data]\n`, area: /containment/ },
     { where: "capability: grant", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      grant: ~\n`, area: /§10/ },
     { where: "capability: agree", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      agree: ~\n`, area: /§10/ },
-    { where: "capability: leads", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      leads: ~\n`, area: /§9.*#6/ },
+    { where: "capability: leads", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      leads: ~\n`, area: /§9.*top of the file/ },
     { where: "capability: all", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      all: ~\n`, area: /agree/ },
   ];
   it.each(table)("$where", ({ yaml, area }) => {

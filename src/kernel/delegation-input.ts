@@ -1,0 +1,159 @@
+import type { Grant } from "./authority.js";
+import { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling-deny.js";
+import { problem } from "./policy-input.js";
+import { isPlainObject } from "./records.js";
+import type { Scope } from "./scope.js";
+import { type ScopeContext, readCapabilities } from "./scope-input.js";
+import { type OperationalCapability, isOperational } from "./vocabulary.js";
+
+/**
+ * Reading the owner-sovereign delegation settings of the team file (§7–§10): `leads` (the
+ * one seat holding the delegation envelope, and the envelope itself), `ceiling` (a capability
+ * map bounding everything, and `lease-ttl`), `deny` (a capability map that wins over every
+ * grant and lease) and `two-granter` (the capabilities leasable only by a co-signed lease).
+ * Every value is checked like a seat's capabilities (scope-input.ts); the resource dimensions
+ * of the ceiling stay refused as not supported yet.
+ */
+export interface LeadsInput {
+  readonly seat: string;
+  readonly envelope: readonly Grant[];
+}
+
+export interface Delegation {
+  readonly leads?: LeadsInput;
+  readonly ceiling?: Ceiling;
+  readonly deny?: readonly Grant[];
+  readonly twoGranter?: readonly OperationalCapability[];
+}
+
+const RESOURCE = "the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with the resource-envelope issue (after #6)";
+const CEILING_KEYS = ["capabilities", "lease-ttl"];
+const CEILING_UNSUPPORTED = ["spend", "runtime", "seats", "visibility"];
+
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `30m`, `8h`, `7d` → milliseconds; undefined when not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(text);
+  if (m === null) return undefined;
+  return Number(m[1]) * (UNIT_MS[m[2] as string] as number);
+}
+
+/** A duration in its canonical written form: the largest unit that divides it exactly. */
+export function showDuration(ms: number): string {
+  for (const unit of ["d", "h", "m", "s"]) {
+    const size = UNIT_MS[unit] as number;
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${Math.ceil(ms / 1000)}s`;
+}
+
+function readLeads(value: unknown, seats: readonly string[], ctx: ScopeContext): LeadsInput | undefined {
+  const problems = ctx.problems;
+  if (Array.isArray(value)) {
+    if (value.length > 1) problems.push(problem("leads.two", ["leads"], `the team file names ${value.length} leads (${value.map(String).join(", ")}); a team has zero or one`, "name one seat as leads; give a deputy the operational capabilities instead (§9)"));
+    else problems.push(problem("teamfile.schema", ["leads"], "leads is one seat, not a list", "write `leads: <seat>` or `leads: { seat: <seat>, envelope: {...} }`"));
+    return undefined;
+  }
+  let seat: unknown = value;
+  let envelope: Grant[] = [];
+  if (isPlainObject(value)) {
+    for (const key of Object.keys(value)) {
+      if (key !== "seat" && key !== "envelope") problems.push(problem("teamfile.schema", ["leads", key], `unknown key '${key}' in leads`, "leads takes: seat, envelope", "key"));
+    }
+    seat = value.seat;
+    const read = readCapabilities(value.envelope, ["leads", "envelope"], ctx);
+    if (read === undefined) return undefined;
+    envelope = read;
+  }
+  if (typeof seat !== "string") {
+    problems.push(problem("teamfile.schema", ["leads"], "leads names no seat", "write `leads: <seat>` or `leads: { seat: <seat>, envelope: {...} }`"));
+    return undefined;
+  }
+  if (!seats.includes(seat)) {
+    problems.push(problem("teamfile.schema", isPlainObject(value) ? ["leads", "seat"] : ["leads"], `leads names seat '${seat}', which is not a seat of this team`, "name a seat defined under seats"));
+    return undefined;
+  }
+  return { seat, envelope };
+}
+
+function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
+  const problems = ctx.problems;
+  if (!isPlainObject(value)) {
+    problems.push(problem("teamfile.schema", ["ceiling"], "ceiling must be a map", "write `ceiling: { capabilities: {...}, lease-ttl: 8h }`"));
+    return undefined;
+  }
+  let bad = false;
+  for (const key of Object.keys(value)) {
+    if (CEILING_UNSUPPORTED.includes(key)) {
+      problems.push(problem("teamfile.unsupported", ["ceiling", key], `'${key}' is not supported yet: ${RESOURCE}`, "remove it; teamd refuses what it does not enforce rather than accept it silently", "key"));
+      bad = true;
+    } else if (!CEILING_KEYS.includes(key)) {
+      problems.push(problem("teamfile.schema", ["ceiling", key], `unknown key '${key}' in ceiling`, `ceiling takes: ${CEILING_KEYS.join(", ")}`, "key"));
+      bad = true;
+    }
+  }
+  let leaseTtlMs = DEFAULT_LEASE_TTL_MS;
+  const ttl = value["lease-ttl"];
+  if (ttl !== undefined) {
+    const ms = typeof ttl === "string" ? parseDuration(ttl) : undefined;
+    if (ms === undefined) {
+      problems.push(problem("teamfile.schema", ["ceiling", "lease-ttl"], `'${String(ttl)}' is not a duration`, "write a whole number and a unit: 90s, 30m, 8h, 7d"));
+      bad = true;
+    } else if (ms > TOOL_MAX_LEASE_TTL_MS) {
+      problems.push(problem("lease.ttl", ["ceiling", "lease-ttl"], `lease-ttl ${ttl} is past the tool maximum of ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`, `write at most ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`));
+      bad = true;
+    } else leaseTtlMs = ms;
+  }
+  let capabilities: Partial<Record<OperationalCapability, Scope[]>> | undefined;
+  if (value.capabilities !== undefined) {
+    const grants = readCapabilities(value.capabilities, ["ceiling", "capabilities"], ctx);
+    if (grants === undefined) bad = true;
+    else {
+      capabilities = {};
+      for (const g of grants) (capabilities[g.capability] ??= []).push(g.scope);
+    }
+  }
+  if (bad) return undefined;
+  return Object.freeze({ ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}), leaseTtlMs });
+}
+
+function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapability[] | undefined {
+  if (!Array.isArray(value)) {
+    ctx.problems.push(problem("teamfile.schema", ["two-granter"], "two-granter is a list of capabilities", "write e.g. `two-granter: [deploy]`"));
+    return undefined;
+  }
+  const out: OperationalCapability[] = [];
+  let bad = false;
+  value.forEach((name, index) => {
+    if (typeof name === "string" && isOperational(ctx.vocabulary, name)) {
+      if (!out.includes(name)) out.push(name);
+    } else {
+      ctx.problems.push(problem("vocab.unknown", ["two-granter", index], `'${String(name)}' is not an operational capability`, "name operational capabilities (write, read, review, gate, merge, deploy, use-broker, act-as)"));
+      bad = true;
+    }
+  });
+  return bad ? undefined : out.sort();
+}
+
+/** Read every delegation setting the input writes; each problem is reported at its key path. */
+export function readDelegation(input: { readonly leads?: unknown; readonly ceiling?: unknown; readonly deny?: unknown; readonly twoGranter?: unknown }, seats: readonly string[], ctx: ScopeContext): Delegation {
+  const out: { leads?: LeadsInput; ceiling?: Ceiling; deny?: readonly Grant[]; twoGranter?: readonly OperationalCapability[] } = {};
+  if (input.leads !== undefined && input.leads !== null) {
+    const leads = readLeads(input.leads, seats, ctx);
+    if (leads !== undefined) out.leads = leads;
+  }
+  if (input.ceiling !== undefined && input.ceiling !== null) {
+    const ceiling = readCeiling(input.ceiling, ctx);
+    if (ceiling !== undefined) out.ceiling = ceiling;
+  }
+  if (input.deny !== undefined && input.deny !== null) {
+    const deny = readCapabilities(input.deny, ["deny"], ctx);
+    if (deny !== undefined) out.deny = deny;
+  }
+  if (input.twoGranter !== undefined && input.twoGranter !== null) {
+    const two = readTwoGranter(input.twoGranter, ctx);
+    if (two !== undefined) out.twoGranter = two;
+  }
+  return out;
+}

@@ -1,0 +1,168 @@
+import type { Authority } from "./authority.js";
+import { leaseShadow } from "./ceiling-deny.js";
+import { type Refusal, refuse } from "./decision.js";
+import type { LeaseFact } from "./facts.js";
+import type { Policy } from "./policy.js";
+import type { PolicyProblem } from "./policy-input.js";
+import { ownValue } from "./records.js";
+import { type Scope, type ScopeUniverse, scopeWithin } from "./scope.js";
+import { readScope } from "./scope-input.js";
+import type { KernelView } from "./view.js";
+import { type OperationalCapability, capabilitySpec } from "./vocabulary.js";
+
+/**
+ * Lease liveness (§7), derived at use time and never stored: a lease is live only while every
+ * link of its chain is — walked up the mandatory parent pointers to the originating source.
+ * For each link: it is in the ledger; the team has a present leads (§9); its holder is a
+ * member seat and not leads; it is not expired; no revocation record names it; its scope still
+ * reads against the declared sets in force; and
+ * - a root lease: its named source (a standing grant the issuer holds, or the leads envelope
+ *   when the issuer is leads) still exists, is still held by that issuer — reassigning it,
+ *   even at the same scope, kills the lease — is not revoked, and still covers the lease;
+ * - a re-lease: its parent is live, is held by this lease's issuer, and the lease is within
+ *   it (capability, scope, expiry) and carries the same root grant.
+ * The whole-chain ban is re-checked too (the holder is none of the chain's issuers or
+ * holders). `leaseLiveness` adds the use-time shadow of the ceiling and the deny (a lease
+ * wholly outside the one or inside the other); `authorize` applies both per effect instead.
+ */
+export type Liveness =
+  | { readonly live: true; readonly lease: LeaseFact; readonly authority: Authority; readonly chain: readonly LeaseFact[] }
+  | { readonly live: false; readonly lease?: LeaseFact; readonly authority?: Authority; readonly refusal: Refusal };
+
+/** Walks already made within one decision: a chain shared by many leases is walked once. */
+export type LivenessMemo = Map<string, Liveness>;
+
+export const ENVELOPE_PREFIX = "leads:envelope/";
+
+/** A lease's scope read against the policy in force, as the authority it confers. */
+export function leaseAuthority(policy: Policy, lease: LeaseFact): Authority | Refusal {
+  const spec = capabilitySpec(policy.vocabulary, lease.capability);
+  if (spec === undefined || spec.kind !== "operational") return refuse("lease.administrative", `lease ${lease.id} names ${lease.capability}, which is not an operational capability; only operational capabilities are leasable`);
+  const problems: PolicyProblem[] = [];
+  const scope = readScope(lease.capability, spec.dimensions, lease.scope, ["scope"], { vocabulary: policy.vocabulary, declared: policy.declared, reserved: policy.reserved, problems });
+  if (scope === undefined) {
+    return refuse("lease.source", `lease ${lease.id}'s scope no longer reads against the policy in force (${problems[0]?.message ?? "unreadable"}); a name never silently re-resolves under a live lease (§4, §8)`);
+  }
+  return Object.freeze({
+    id: `lease:${lease.id}`,
+    seat: lease.holder,
+    capability: lease.capability as OperationalCapability,
+    scope,
+    source: Object.freeze({ kind: "lease", lease: lease.id, rootGrant: lease.rootGrant, issuer: lease.issuer }),
+  });
+}
+
+/**
+ * The source a root lease names, if the issuer still holds it and it is not revoked: a
+ * standing grant of the issuer, or the envelope when the issuer is the current leads.
+ */
+export function heldSource(view: KernelView, issuer: string, sourceId: string): Authority | undefined {
+  const policy = view.policy;
+  if (sourceId.startsWith(ENVELOPE_PREFIX)) {
+    if (policy.leads === undefined || policy.leads.seat !== issuer) return undefined;
+    return policy.leads.envelope.find((a) => a.id === sourceId);
+  }
+  const seat = ownValue(policy.seats, issuer);
+  const found = seat?.authorities.find((a) => a.id === sourceId);
+  if (found === undefined || (view.facts.revoked ?? []).includes(found.id)) return undefined;
+  return found;
+}
+
+function within(a: Scope, b: Scope, universe: ScopeUniverse): boolean {
+  return scopeWithin(a, b, universe) === true;
+}
+
+function dead(lease: LeaseFact | undefined, refusal: Refusal, authority?: Authority): Liveness {
+  return { live: false, ...(lease !== undefined ? { lease } : {}), ...(authority !== undefined ? { authority } : {}), refusal };
+}
+
+/** The chain walk without the ceiling/deny shadow; memoized per decision. */
+export function walkLease(view: KernelView, id: string, now: number, memo: LivenessMemo = new Map(), depth = 0): Liveness {
+  const known = memo.get(id);
+  if (known !== undefined) return known;
+  const result = walk(view, id, now, memo, depth);
+  memo.set(id, result);
+  return result;
+}
+
+function walk(view: KernelView, id: string, now: number, memo: LivenessMemo, depth: number): Liveness {
+  const policy = view.policy;
+  const lease = view.facts.leases === undefined ? undefined : ownValue(view.facts.leases, id);
+  if (lease === undefined) return dead(undefined, refuse("lease.unknown", `lease ${id} is not in the ledger; what cannot be walked is not live`));
+  // Read first, so a dead lease still says what it would have covered (authorize names it).
+  const authority = leaseAuthority(policy, lease);
+  const readable = "decision" in authority ? undefined : authority;
+  if (depth > 64) return dead(lease, refuse("lease.unknown", `lease ${id}'s chain does not end (a cycle or more than 64 links); not live`), readable);
+  if (policy.leads === undefined) return dead(lease, refuse("lease.no-leads", `the team has no leads, so no lease is live (§9); lease ${id} ended with it`), readable);
+  if (ownValue(policy.seats, lease.holder) === undefined) return dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable);
+  if (lease.holder === policy.leads.seat) return dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable);
+  if (now >= lease.expiresAt) return dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable);
+  if ((view.facts.revokedLeases ?? []).includes(id)) return dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable);
+  if ("decision" in authority) return dead(lease, authority);
+  const universe: ScopeUniverse = { declared: policy.declared };
+
+  if (lease.parent === undefined) {
+    if (lease.holder === lease.issuer) return dead(lease, refuse("lease.ancestor", `lease ${id} is held by its own issuer ${lease.issuer}`), authority);
+    const source = heldSource(view, lease.issuer, lease.rootGrant);
+    if (source === undefined) {
+      return dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} is no longer held by its issuer ${lease.issuer} (removed, revoked or reassigned — even at the same scope, §7)`), authority);
+    }
+    if (source.capability !== authority.capability || !within(authority.scope, source.scope, universe)) {
+      return dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} no longer covers its ${authority.capability} scope (§7)`), authority);
+    }
+    return { live: true, lease, authority, chain: [lease] };
+  }
+
+  const parent = walkLease(view, lease.parent, now, memo, depth + 1);
+  if (!parent.live) {
+    const why = parent.refusal;
+    return dead(lease, refuse(why.rule, `lease ${id}'s ancestor ${lease.parent} is not live: ${why.reason}`), authority);
+  }
+  const p = parent.lease;
+  if (p.holder !== lease.issuer) return dead(lease, refuse("lease.source", `re-lease ${id}'s parent ${p.id} is held by ${p.holder}, not by its issuer ${lease.issuer}`), authority);
+  if (p.rootGrant !== lease.rootGrant) return dead(lease, refuse("lease.source", `re-lease ${id} names root grant ${lease.rootGrant}, and its parent ${p.id} descends from ${p.rootGrant}`), authority);
+  if (parent.authority.capability !== authority.capability || !within(authority.scope, parent.authority.scope, universe) || lease.expiresAt > p.expiresAt) {
+    return dead(lease, refuse("lease.wider", `re-lease ${id} is wider than its parent ${p.id} (capability, scope or expiry)`), authority);
+  }
+  const banned = chainSeats(parent.chain);
+  if (banned.has(lease.holder)) return dead(lease, refuse("lease.ancestor", `re-lease ${id} lands on ${lease.holder}, already an issuer or holder in its chain`), authority);
+  return { live: true, lease, authority, chain: [...parent.chain, lease] };
+}
+
+/** Every issuer and holder in a chain (root first): the seats the whole-chain ban excludes. */
+export function chainSeats(chain: readonly LeaseFact[]): Set<string> {
+  const out = new Set<string>();
+  for (const l of chain) {
+    out.add(l.issuer);
+    out.add(l.holder);
+  }
+  return out;
+}
+
+/** Whether one lease is live now, with the ceiling and deny shadow (§7, §8). Pure and total. */
+export function leaseLiveness(view: KernelView, leaseId: string, now: number): Liveness {
+  try {
+    const walked = walkLease(view, leaseId, now);
+    if (!walked.live) return walked;
+    const spec = capabilitySpec(view.policy.vocabulary, walked.authority.capability);
+    const shadow = leaseShadow(view.policy, walked.authority, spec?.dimensions ?? [], { declared: view.policy.declared });
+    return shadow === undefined ? walked : dead(walked.lease, shadow, walked.authority);
+  } catch (error) {
+    return dead(undefined, refuse("kernel.fault", `lease ${leaseId}'s liveness could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); not live (fail closed)`));
+  }
+}
+
+/** The leases a seat holds for one capability, split into live (as authorities) and dead (with why). */
+export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number, memo: LivenessMemo = new Map()): { readonly live: Authority[]; readonly dead: Liveness[] } {
+  const live: Authority[] = [];
+  const deadOnes: Liveness[] = [];
+  const leases = view.facts.leases;
+  if (leases === undefined) return { live, dead: deadOnes };
+  for (const lease of Object.values(leases)) {
+    if (lease.holder !== seat || lease.capability !== capability) continue;
+    const l = walkLease(view, lease.id, now, memo);
+    if (l.live) live.push(l.authority);
+    else deadOnes.push(l);
+  }
+  return { live, dead: deadOnes };
+}
