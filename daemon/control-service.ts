@@ -3,6 +3,8 @@ import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/in
 import type { Mode, TeamdHome } from "./home.js";
 import { handleOwnerAct, type LedgerSlot } from "./owner-acts.js";
 import { describeLedger } from "./ledger-host.js";
+import type { SeatManager, SeatView } from "./seat-manager.js";
+import { checkName } from "./names.js";
 
 export interface ControlState {
   readonly daemonInstance: string;
@@ -11,7 +13,13 @@ export interface ControlState {
   readonly teamdHome: TeamdHome;
   readonly ledger: LedgerSlot;
   readonly daemonPublicKey: Uint8Array;
-  seats(): ReadonlyArray<{ seat: string; team: string; socket: string }>;
+  seats(): ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>;
+  seatManager(): SeatManager;
+}
+
+/** An optional name from a request: empty means "not named"; anything else must be a plain name. */
+function named(kind: "team" | "seat", value: string): string | undefined {
+  return value === "" ? undefined : checkName(kind, value);
 }
 
 /** The owner-facing service, served only on the control socket. */
@@ -39,6 +47,21 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     },
     async ledgerStatus() {
       return describeLedger(state.ledger.get(), state.daemonPublicKey);
+    },
+    async startSeat(request) {
+      const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));
+      return { seats: seats.map((s) => ({ ...s })) };
+    },
+    async stopSeat(request) {
+      const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
+      return { stopped: stopped.map((s) => ({ ...s })) };
+    },
+    async exec(request) {
+      const seat = named("seat", request.seat);
+      if (seat === undefined) throw new Error("exec needs a seat: teamd exec SEAT -- CMD...");
+      const result = await state.seatManager().exec(named("team", request.team), seat, request.command, { timeoutMs: request.timeoutMs, stdin: request.stdin });
+      const stderr = result.reason === undefined ? result.stderr : Buffer.concat([Buffer.from(result.stderr), Buffer.from(`teamd: the seat could not be set up: ${result.reason}\n`)]);
+      return { exitCode: result.exitCode, stdout: result.stdout, stderr, how: result.how, truncated: result.truncated, seq: BigInt(result.seq) };
     },
   };
 }

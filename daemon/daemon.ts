@@ -9,19 +9,27 @@ import { createShimService, type SeatIdentity } from "./shim-service.js";
 import { refuseAll } from "./refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
 import type { Ledger } from "../src/ledger/index.js";
+import { createLauncher, type Launcher } from "../src/sandbox/launcher.js";
+import { createSeatManager, type SeatManager } from "./seat-manager.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
   /** Seats to open sockets for at start (the containment issue opens them per launch). */
   readonly seats?: readonly SeatIdentity[];
   readonly log?: (line: string) => void;
+  /** The containment launcher (default: this platform's). */
+  readonly launcher?: Launcher;
+  /** Test seam: fail a seat's prepare at a named step (TEAMD_TEST_FAIL_AT), to prove the unwind. */
+  readonly failPrepareAt?: string;
 }
 
 export interface Daemon {
   readonly instance: string;
   start(): Promise<void>;
-  /** Open a socket for a seat; its identity is that socket. */
-  openSeat(identity: SeatIdentity): Promise<string>;
+  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. */
+  openSeat(identity: SeatIdentity, at?: string): Promise<string>;
+  /** Close a seat's socket (and remove it); a no-op when it has none. */
+  closeSeat(identity: SeatIdentity): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,6 +44,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const instance = randomUUID();
   const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer }>();
   let control: RpcServer | undefined;
+  let seats: SeatManager | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
@@ -54,12 +63,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
       if (access.gid !== undefined) await chown(dir, 0, access.gid);
       await chmod(dir, dirMode);
     }
+    // In system mode the seat user (teamd-seat) must traverse TEAMD_HOME — never list it —
+    // to reach its own folders and socket when bwrap binds them (seat-layout.ts); run/ and
+    // everything else in it stay the daemon's.
+    if (home.mode === "system") await chmod(home.root, dirMode | 0o001);
   }
 
-  async function openSeat(identity: SeatIdentity): Promise<string> {
+  async function openSeat(identity: SeatIdentity, at?: string): Promise<string> {
     const key = `${identity.team}.${identity.seat}`;
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
-    const socketPath = seatSocketPath(home, identity.team, identity.seat);
+    const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
     const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: `seat:${key}`, onInternalError });
     server.addService(ShimService, createShimService(identity, instance));
     server.addService(
@@ -76,6 +89,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }
     log(`seat ${identity.seat} (team ${identity.team}) listening on ${socketPath}`);
     return socketPath;
+  }
+
+  async function closeSeat(identity: SeatIdentity): Promise<void> {
+    const key = `${identity.team}.${identity.seat}`;
+    const entry = seatServers.get(key);
+    if (entry === undefined) return;
+    seatServers.delete(key);
+    await entry.server.close();
   }
 
   return {
@@ -96,7 +117,17 @@ export function createDaemon(options: DaemonOptions): Daemon {
           teamdHome: home,
           ledger: slot,
           daemonPublicKey: signer.publicKey.raw,
-          seats: () => [...seatServers.values()].map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath })),
+          seats: () => {
+            const running = seats?.list() ?? [];
+            const debug = [...seatServers.values()]
+              .filter(({ identity }) => !running.some((r) => r.team === identity.team && r.seat === identity.seat))
+              .map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath, state: "socket" }));
+            return [...running.map((r) => ({ ...r })), ...debug];
+          },
+          seatManager: () => {
+            if (seats === undefined) throw new Error("the daemon is not started");
+            return seats;
+          },
         }),
       );
       server.addService(
@@ -111,7 +142,17 @@ export function createDaemon(options: DaemonOptions): Daemon {
         throw error;
       }
       control = server;
+      seats = createSeatManager({
+        home,
+        ledger: () => ledger,
+        launcher: options.launcher ?? createLauncher(),
+        openSocket: (team, seat, at) => openSeat({ team, seat }, at),
+        closeSocket: (team, seat) => closeSeat({ team, seat }),
+        log,
+        ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
+      });
       try {
+        for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
         for (const seat of options.seats ?? []) await openSeat(seat);
       } catch (error) {
         await this.stop();
@@ -120,7 +161,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
       log(`control socket ${home.controlSocket} (${home.mode} mode)`);
     },
     openSeat,
+    closeSeat,
     async stop() {
+      // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
+      await seats?.stopAll();
+      seats = undefined;
       for (const { server } of [...seatServers.values()].reverse()) await server.close();
       seatServers.clear();
       await control?.close();

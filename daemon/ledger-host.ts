@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, open, rename } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
+import { writeFileAtomic } from "../src/ledger/atomic-file.js";
 import { join } from "node:path";
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { loadDaemonKey, loadOrCreateDaemonKey, openLedger, type DaemonSigner, type Ledger } from "../src/ledger/index.js";
@@ -46,17 +47,9 @@ export async function daemonKey(layout: LedgerLayout): Promise<DaemonSigner> {
   return signer;
 }
 
-/** A raw public key as hex, written atomically. */
+/** A raw public key as hex, written atomically (temp, fsync, rename, directory fsync). */
 async function writeHexKey(path: string, key: Uint8Array): Promise<void> {
-  const temp = `${path}.${process.pid}.tmp`;
-  const handle = await open(temp, "w", 0o644);
-  try {
-    await handle.writeFile(Buffer.from(key).toString("hex") + "\n");
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, path);
+  await writeFileAtomic(path, Buffer.from(Buffer.from(key).toString("hex") + "\n"), { mode: 0o644 });
 }
 
 export function readHexKey(path: string): Uint8Array | undefined {

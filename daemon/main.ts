@@ -9,6 +9,8 @@ import { apply } from "./apply.js";
 import { log } from "./log.js";
 import { verify } from "./verify.js";
 import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
+import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
+import { doctor } from "./doctor.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -20,7 +22,8 @@ function buildProgram(): Command {
     .version(TEAMD_VERSION, "-V, --version")
     .showHelpAfterError("(run `teamd --help` for the list of commands)")
     .showSuggestionAfterError(true)
-    .exitOverride();
+    .exitOverride()
+    .enablePositionalOptions();
 
   program
     .command("serve")
@@ -34,6 +37,37 @@ function buildProgram(): Command {
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
     .action((opts: { json?: boolean; socket?: string }) => status(opts));
+
+  program
+    .command("start")
+    .description("start a seat (or every seat of a team) from the team's applied policy, contained")
+    .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team (alone: every seat of it that has a start)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string | undefined, opts: { team?: string; json?: boolean }) => startCommand(seat, opts));
+
+  program
+    .command("stop")
+    .description("stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay")
+    .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team (alone: every running seat of it)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string | undefined, opts: { team?: string; json?: boolean }) => stopCommand(seat, opts));
+
+  program
+    .command("exec")
+    .description("run one command inside a running seat's exact containment (recorded); its output is printed, its exit code is ours")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .argument("<CMD...>", "the command and its arguments, after --")
+    .option("--timeout <SECONDS>", "kill the command after this long (default 60)")
+    .passThroughOptions()
+    .action((seat: string, command: string[], opts: { timeout?: string }) => execCommand(seat, command, opts));
+
+  program
+    .command("doctor")
+    .description("check whether seats can start here: bubblewrap, user namespaces, the seat user, cgroups, the shim bundle; a verdict per check")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { json?: boolean }) => doctor(opts));
 
   program
     .command("init")

@@ -1,6 +1,7 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, open, rename, unlink } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
+import { writeFileAtomic } from "../src/ledger/atomic-file.js";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { generateOwnerSeed, ownerPublicKey } from "../src/ledger/index.js";
@@ -9,7 +10,7 @@ import { generateOwnerSeed, ownerPublicKey } from "../src/ledger/index.js";
  * The owner's key (§11 "a key on the holder's own device"): an Ed25519 private key in a
  * PKCS#8 PEM file, mode 0600, at ~/.config/teamd/owner.key or TEAMD_OWNER_KEY — never
  * under TEAMD_HOME and never inside any seat's view. Optionally encrypted with a
- * passphrase (PKCS#8 encryption, scrypt-free: Node's AES-256-CBC with PBKDF2). The seed
+ * passphrase (encrypted PKCS#8: AES-256-CBC with a PBKDF2-derived key). The seed
  * is held in memory only as long as a command needs it and is never printed.
  */
 const PKCS8_ED25519_PREFIX = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
@@ -65,7 +66,7 @@ export async function loadOwnerKey(path: string, passphrase?: string): Promise<O
 
 /**
  * Create the owner key if absent. Written to a temp file with mode 0600 from the first
- * byte (never a moment world-readable), fsynced, then renamed into place.
+ * byte (never a moment world-readable), fsynced, then linked into place.
  */
 export async function ensureOwnerKey(path: string, passphrase?: string): Promise<{ key: OwnerKey; created: boolean }> {
   if (existsSync(path)) return { key: await loadOwnerKey(path, passphrase), created: false };
@@ -76,19 +77,7 @@ export async function ensureOwnerKey(path: string, passphrase?: string): Promise
     passphrase === undefined
       ? keyObject.export({ format: "pem", type: "pkcs8" })
       : keyObject.export({ format: "pem", type: "pkcs8", cipher: "aes-256-cbc", passphrase });
-  const temp = `${path}.${process.pid}.tmp`;
-  const handle = await open(temp, "wx", 0o600);
-  try {
-    await handle.writeFile(pem);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(temp, path);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
+  // Exclusive: a key that appeared meanwhile is never replaced (that would orphan a ledger).
+  await writeFileAtomic(path, Buffer.from(pem), { mode: 0o600, exclusive: true });
   return { key: { path, seed, publicKey: await ownerPublicKey(seed) }, created: true };
 }

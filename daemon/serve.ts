@@ -15,7 +15,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   const home = resolveHome();
   const seats = (options.seat ?? []).map(parseSeatSpec);
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
-  const daemon = createDaemon({ home, seats, log });
+  const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
+  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}) });
   await daemon.start();
 
   let stopping = false;

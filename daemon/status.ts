@@ -14,7 +14,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
           daemon: { protocol: reply.daemon?.protocol, version: reply.daemon?.program, instance: reply.daemonInstance, pid: reply.pid },
           mode: reply.mode,
           home: reply.home,
-          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket })),
+          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid })),
         }) + "\n",
       );
       return;
@@ -23,7 +23,11 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
       `teamd ${reply.daemon?.program} (protocol ${reply.daemon?.protocol}), pid ${reply.pid}, ${reply.mode} mode`,
       `home: ${reply.home}`,
       reply.seats.length === 0 ? "seats: none" : "seats:",
-      ...reply.seats.map((s) => `  ${s.team}/${s.seat}  ${s.socket}`),
+      ...reply.seats.map((s) =>
+        s.state === "socket" || s.state === ""
+          ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
+          : `  ${s.seat}@${s.team}  ${s.state}  init pid ${s.initPid}  uid ${s.uid}  since ${s.startedAt || "-"}  limits: ${s.limits}`,
+      ),
     ];
     process.stdout.write(lines.join("\n") + "\n");
   } finally {

@@ -79,6 +79,22 @@ else
   for pkg in "${missing[@]}"; do say "installed $pkg"; done
 fi
 
+# --- The seat user (Linux, system mode) -------------------------------------------------
+# A daemon running as root runs every seat as this unprivileged system user (as root,
+# bwrap --uid N would still map the seat to host uid 0). Created only when we are root on
+# Linux and it is missing; an ordinary user's daemon runs seats as that user instead.
+if [ "$os" = Linux ] && [ "$(id -u)" -eq 0 ]; then
+  if id -u teamd-seat >/dev/null 2>&1; then
+    say "seat user: teamd-seat exists"
+  elif command -v useradd >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin teamd-seat \
+      || fail "useradd teamd-seat failed (see above); create the system user teamd-seat yourself, then re-run."
+    say "seat user: created system user teamd-seat"
+  else
+    fail "useradd is missing: create an unprivileged system user named teamd-seat, then re-run."
+  fi
+fi
+
 # --- Node packages ----------------------------------------------------------------------
 # npm ci: exactly the lockfile, from a clean node_modules. better-sqlite3 compiles from
 # source here (its prebuilt download is often unreachable), which takes a minute or two.

@@ -16,6 +16,8 @@ export interface HostFactsRequest {
   /** The node binary seats run (normally process.execPath). */
   readonly node: string;
   readonly shimBundle?: string;
+  /** The bundle's name on the seat's PATH (plan-types HostFacts.shimCommand). */
+  readonly shimCommand?: string;
   readonly seatSocket: string;
 }
 
@@ -53,7 +55,7 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
   if (!socketId.ok || socketId.info.kind !== "socket") {
     return fail(`the seat socket ${socket.path} is not a unix socket`, "open the seat's socket before planning its sandbox");
   }
-  return { ok: true, value: { system, etc, etcListed, node: node.path, shimBundle, seatSocket: { path: socket.path, id: socketId.info.id } } };
+  return { ok: true, value: { system, etc, etcListed, node: node.path, shimBundle, ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}), seatSocket: { path: socket.path, id: socketId.info.id } } };
 }
 
 /**

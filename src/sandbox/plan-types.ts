@@ -59,6 +59,11 @@ export interface HostFacts {
   readonly node: string;
   /** Canonical path of the shim's self-contained bundle (file or folder); undefined until it is built. */
   readonly shimBundle: string | undefined;
+  /**
+   * The name the bundle answers to on the seat's PATH (e.g. "teamd-shim"): a symlink to it
+   * under /run/teamd/bin, which PATH then ends with. Absent: the bundle is at TEAMD_SHIM only.
+   */
+  readonly shimCommand?: string;
   /** The seat's own socket on the host, and its identity. */
   readonly seatSocket: { readonly path: string; readonly id: ObjectId };
 }

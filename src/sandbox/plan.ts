@@ -30,6 +30,8 @@ export type LinuxBase = typeof LINUX_BASE;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** /run holds only teamd's mount points; a small tmpfs keeps it from being a memory sink. */
 const RUN_TMPFS_BYTES = 1024 * 1024;
+/** Where the shim's command name lives inside (on the tmpfs /run; PATH ends with it). */
+const SHIM_BIN = "/run/teamd/bin";
 
 export function compilePlan(input: PlanInput, base: LinuxBase = LINUX_BASE): PlanResult {
   try {
@@ -108,6 +110,10 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     const refused = checkPlainSource("shim bundle", host.shimBundle, input.reserved, base);
     if (refused) return refused;
     late.push({ op: "ro-bind", src: host.shimBundle, dest: base.inside.shim });
+    if (host.shimCommand !== undefined) {
+      if (!NAME.test(host.shimCommand)) return undecidable(`the shim command name '${host.shimCommand}' is not a plain name`);
+      late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${host.shimCommand}` });
+    }
   }
   const socketOwner = reservedIds.get(objectKey(host.seatSocket.id));
   const socketReserved = input.reserved.find((o) => o.path === host.seatSocket.path);
@@ -125,7 +131,9 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   const masks = collectMasks(input.reserved, readOnlyBinds, boundRoots);
 
   const nodeDir = host.node.slice(0, host.node.lastIndexOf("/")) || "/";
-  const path = (base.path as readonly string[]).includes(nodeDir) ? base.path.join(":") : [nodeDir, ...base.path].join(":");
+  const basePath = (base.path as readonly string[]).includes(nodeDir) ? base.path.join(":") : [nodeDir, ...base.path].join(":");
+  // Last, so a system program of the same name is never shadowed by teamd's.
+  const path = host.shimBundle !== undefined && host.shimCommand !== undefined ? `${basePath}:${SHIM_BIN}` : basePath;
   const fixed: Record<string, string> = {
     HOME: input.writable.home.path,
     PATH: path,

@@ -11,7 +11,7 @@ import { describeRoot } from "../../src/sandbox/host-facts.js";
 /**
  * The launcher against real bubblewrap. Each test starts real seats and the fixture kills
  * every one it started (by init pid) and removes its folders. These run as root (then the
- * seat runs as an unprivileged user, `dev` by default) and as an ordinary user.
+ * seat runs as an unprivileged user, `teamd-seat` by default) and as an ordinary user.
  */
 const isRoot = process.getuid?.() === 0;
 let seat: RealSeat;

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiOAoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJIhUKE0xlZGdlclN0YXR1c1JlcXVlc3QisgEKFExlZGdlclN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRITCgtvYnNlcnZhdGlvbhgGIAEoDBIYChBvd25lcl9wdWJsaWNfa2V5GAcgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAggASgMKpsBCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQyjgMKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMirgEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIm4KDEV4ZWNSZXNwb25zZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCqbAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEMs4ECg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlEkEKCE93bmVyQWN0EhkudGVhbWQudjEuT3duZXJBY3RSZXF1ZXN0GhoudGVhbWQudjEuT3duZXJBY3RSZXNwb25zZRJNCgxMZWRnZXJTdGF0dXMSHS50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXF1ZXN0Gh4udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI1CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -214,6 +214,55 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
    * @generated from field: string socket = 3;
    */
   socket: string;
+
+  /**
+   * "starting", "running", "stopping", or "socket" (a debug seat: a socket, no process).
+   *
+   * @generated from field: string state = 4;
+   */
+  state: string;
+
+  /**
+   * Host pid of the seat's pid-namespace init (0 when none).
+   *
+   * @generated from field: uint32 init_pid = 5;
+   */
+  initPid: number;
+
+  /**
+   * This run of the seat (a new id per launch).
+   *
+   * @generated from field: string run_id = 6;
+   */
+  runId: string;
+
+  /**
+   * RFC 3339 time the seat was published.
+   *
+   * @generated from field: string started_at = 7;
+   */
+  startedAt: string;
+
+  /**
+   * What of the limits holds, in words ("none", "partial: ...").
+   *
+   * @generated from field: string limits = 8;
+   */
+  limits: string;
+
+  /**
+   * The seat's repository on the host.
+   *
+   * @generated from field: string repository = 9;
+   */
+  repository: string;
+
+  /**
+   * The uid the seat runs as on the host.
+   *
+   * @generated from field: uint32 uid = 10;
+   */
+  uid: number;
 };
 
 /**
@@ -222,6 +271,181 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 8);
+
+/**
+ * @generated from message teamd.v1.StartSeatRequest
+ */
+export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * Empty: every seat of the team that has a start.
+   *
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+};
+
+/**
+ * Describes the message teamd.v1.StartSeatRequest.
+ * Use `create(StartSeatRequestSchema)` to create a new message.
+ */
+export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 9);
+
+/**
+ * @generated from message teamd.v1.StartSeatResponse
+ */
+export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.SeatStatus seats = 1;
+   */
+  seats: SeatStatus[];
+};
+
+/**
+ * Describes the message teamd.v1.StartSeatResponse.
+ * Use `create(StartSeatResponseSchema)` to create a new message.
+ */
+export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 10);
+
+/**
+ * @generated from message teamd.v1.StopSeatRequest
+ */
+export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * Empty: every running seat of the team.
+   *
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+};
+
+/**
+ * Describes the message teamd.v1.StopSeatRequest.
+ * Use `create(StopSeatRequestSchema)` to create a new message.
+ */
+export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 11);
+
+/**
+ * @generated from message teamd.v1.StopSeatResponse
+ */
+export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.SeatStatus stopped = 1;
+   */
+  stopped: SeatStatus[];
+};
+
+/**
+ * Describes the message teamd.v1.StopSeatResponse.
+ * Use `create(StopSeatResponseSchema)` to create a new message.
+ */
+export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 12);
+
+/**
+ * @generated from message teamd.v1.ExecRequest
+ */
+export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * argv inside the seat (no shell); argv[0] absolute or found on the seat's PATH.
+   *
+   * @generated from field: repeated string command = 3;
+   */
+  command: string[];
+
+  /**
+   * Kill the command after this long (0: the daemon's default, 60 s).
+   *
+   * @generated from field: uint32 timeout_ms = 4;
+   */
+  timeoutMs: number;
+
+  /**
+   * Given to the command's standard input, then closed.
+   *
+   * @generated from field: bytes stdin = 5;
+   */
+  stdin: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.ExecRequest.
+ * Use `create(ExecRequestSchema)` to create a new message.
+ */
+export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 13);
+
+/**
+ * @generated from message teamd.v1.ExecResponse
+ */
+export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
+  /**
+   * The command's exit code; a signal death is 128+N.
+   *
+   * @generated from field: int32 exit_code = 1;
+   */
+  exitCode: number;
+
+  /**
+   * Standard output and error, each truncated at 4 MiB.
+   *
+   * @generated from field: bytes stdout = 2;
+   */
+  stdout: Uint8Array;
+
+  /**
+   * @generated from field: bytes stderr = 3;
+   */
+  stderr: Uint8Array;
+
+  /**
+   * "exited", "killed" (the timeout) or "setup-failed".
+   *
+   * @generated from field: string how = 4;
+   */
+  how: string;
+
+  /**
+   * @generated from field: bool truncated = 5;
+   */
+  truncated: boolean;
+
+  /**
+   * The ledger record of the act.
+   *
+   * @generated from field: uint64 seq = 6;
+   */
+  seq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.ExecResponse.
+ * Use `create(ExecResponseSchema)` to create a new message.
+ */
+export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -234,7 +458,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 9);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -294,7 +518,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 10);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
@@ -402,6 +626,39 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof LedgerStatusRequestSchema;
     output: typeof LedgerStatusResponseSchema;
+  },
+  /**
+   * StartSeat starts one seat, or every startable seat of a team, from the team's applied
+   * policy: reserve, prepare, launch under containment, publish (a seat_start record).
+   *
+   * @generated from rpc teamd.v1.ControlService.StartSeat
+   */
+  startSeat: {
+    methodKind: "unary";
+    input: typeof StartSeatRequestSchema;
+    output: typeof StartSeatResponseSchema;
+  },
+  /**
+   * StopSeat stops one seat, or every running seat of a team: kill its pid-namespace init,
+   * wait, record seat_stop, remove its socket. Its repository and home persist.
+   *
+   * @generated from rpc teamd.v1.ControlService.StopSeat
+   */
+  stopSeat: {
+    methodKind: "unary";
+    input: typeof StopSeatRequestSchema;
+    output: typeof StopSeatResponseSchema;
+  },
+  /**
+   * Exec runs one command inside a running seat's exact containment (same plan, env, uid,
+   * limits) and returns its output and exit code. An owner act, recorded.
+   *
+   * @generated from rpc teamd.v1.ControlService.Exec
+   */
+  exec: {
+    methodKind: "unary";
+    input: typeof ExecRequestSchema;
+    output: typeof ExecResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_control, 0);

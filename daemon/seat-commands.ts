@@ -1,0 +1,91 @@
+import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient } from "../src/rpc/index.js";
+import { resolveHome } from "./home.js";
+import { checkName } from "./names.js";
+
+/**
+ * `teamd start`, `teamd stop`, `teamd exec`: thin clients of the control socket. The daemon
+ * holds the lifecycle (daemon/seat-manager.ts); these name the seat and print what it did.
+ */
+export interface SeatTarget {
+  readonly team: string;
+  readonly seat: string;
+}
+
+/** `SEAT`, `SEAT@TEAM`, or `--team TEAM` alone (every seat of the team). */
+export function seatTarget(spec: string | undefined, team: string | undefined): SeatTarget {
+  if (spec === undefined) {
+    if (team === undefined) throw new Error("name a seat (SEAT or SEAT@TEAM) or a team (--team TEAM)");
+    return { team: checkName("team", team), seat: "" };
+  }
+  const [seat = "", inSpec, extra] = spec.split("@");
+  if (extra !== undefined) throw new Error(`invalid seat '${spec}': expected SEAT or SEAT@TEAM`);
+  if (inSpec !== undefined && team !== undefined && inSpec !== team) throw new Error(`'${spec}' names team '${inSpec}' but --team says '${team}'`);
+  const t = inSpec ?? team;
+  return { seat: checkName("seat", seat), team: t === undefined ? "" : checkName("team", t) };
+}
+
+function client(deadlineMs: number) {
+  return createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs });
+}
+
+interface Shown {
+  team: string;
+  seat: string;
+  state: string;
+  initPid: number;
+  runId: string;
+  limits: string;
+  repository: string;
+}
+
+function show(s: Shown): Record<string, unknown> {
+  return { team: s.team, seat: s.seat, state: s.state, initPid: s.initPid, runId: s.runId, limits: s.limits, repository: s.repository };
+}
+
+export async function startCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(180_000);
+  try {
+    const reply = await c.startSeat(target);
+    if (options.json) process.stdout.write(JSON.stringify({ started: reply.seats.map(show) }) + "\n");
+    else if (reply.seats.length === 0) process.stdout.write("started: none (every seat with a start is already running)\n");
+    else for (const s of reply.seats) process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
+  } finally {
+    c.close();
+  }
+}
+
+export async function stopCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(60_000);
+  try {
+    const reply = await c.stopSeat(target);
+    if (options.json) process.stdout.write(JSON.stringify({ stopped: reply.stopped.map(show) }) + "\n");
+    else if (reply.stopped.length === 0) process.stdout.write("stopped: none (not running)\n");
+    else for (const s of reply.stopped) process.stdout.write(`stopped: ${s.seat}@${s.team}\n`);
+  } finally {
+    c.close();
+  }
+}
+
+/** The command's output goes to ours byte for byte; our exit code is its exit code. */
+export async function execCommand(spec: string, command: readonly string[], options: { timeout?: string }): Promise<void> {
+  const target = seatTarget(spec, undefined);
+  // commander keeps the `--` that separates teamd's options from the command's.
+  const argv = command[0] === "--" ? command.slice(1) : command;
+  if (argv.length === 0) throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+  const seconds = options.timeout === undefined ? 60 : Number(options.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) throw new Error(`--timeout takes seconds between 1 and 86400, not '${options.timeout}'`);
+  const c = client(seconds * 1000 + 30_000);
+  try {
+    const reply = await c.exec({ team: target.team, seat: target.seat, command: [...argv], timeoutMs: Math.round(seconds * 1000), stdin: new Uint8Array(0) });
+    process.stdout.write(reply.stdout);
+    process.stderr.write(reply.stderr);
+    if (reply.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
+    if (reply.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
+    process.exitCode = reply.exitCode;
+  } finally {
+    c.close();
+  }
+}

@@ -1,0 +1,257 @@
+import { randomUUID } from "node:crypto";
+import { RecordType, TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
+import { daemonPrincipal, type Ledger } from "../src/ledger/index.js";
+import { RefusalError } from "../src/rpc/index.js";
+import type { Launcher, SeatExit, SeatProcess } from "../src/sandbox/launcher.js";
+import type { SandboxPlan } from "../src/sandbox/plan-types.js";
+import type { TeamdHome } from "./home.js";
+import { collectRun, type ExecResult } from "./seat-exec.js";
+import { fromRefusal, prepareSeat, type PreparedSeat } from "./seat-prepare.js";
+import { policySeats, readyLedger, startableSeat, type StartableSeat } from "./seat-policy.js";
+import { pidNamespaceOf, register, sweep, unregister } from "./seat-registry.js";
+import { resolveSeatUser, type SeatUser } from "./seat-user.js";
+
+/**
+ * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
+ * (the seat's slot, so two starts cannot race) → prepare → launch under containment →
+ * publish (registry file, seat_start record, status shows it) → stop (SIGKILL to the
+ * pid-namespace init, wait, seat_stop record, socket and tmp removed). Every failure
+ * unwinds what was prepared; a seat that exits by itself is torn down the same way.
+ */
+export interface SeatView {
+  readonly team: string;
+  readonly seat: string;
+  readonly state: "starting" | "running" | "stopping";
+  readonly socket: string;
+  readonly initPid: number;
+  readonly runId: string;
+  readonly startedAt: string;
+  readonly limits: string;
+  readonly repository: string;
+  readonly uid: number;
+}
+
+export interface SeatManager {
+  /** One seat, or (seat undefined) every seat of the team that has a start. */
+  start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }): Promise<ExecResult & { seq: number }>;
+  list(): SeatView[];
+  /** The daemon is stopping: stop every seat (records written while the ledger is open). */
+  stopAll(): Promise<void>;
+  /** At daemon start: what a crashed daemon left. */
+  sweep(): Promise<string[]>;
+}
+
+export interface SeatManagerOptions {
+  readonly home: TeamdHome;
+  readonly ledger: () => Ledger | undefined;
+  readonly launcher: Launcher;
+  openSocket(team: string, seat: string, at: string): Promise<string>;
+  closeSocket(team: string, seat: string): Promise<void>;
+  readonly log: (line: string) => void;
+  /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
+  readonly failAt?: string;
+}
+
+interface Slot {
+  view: SeatView;
+  prepared?: PreparedSeat;
+  process?: SeatProcess;
+  plan?: SandboxPlan;
+  user?: SeatUser;
+  teardown?: Promise<void>;
+}
+
+const STOP_WAIT_MS = 10_000;
+
+export function createSeatManager(options: SeatManagerOptions): SeatManager {
+  const { home, log } = options;
+  const slots = new Map<string, Slot>();
+  const key = (team: string, seat: string) => `${team}/${seat}`;
+
+  async function record(type: RecordType, target: StartableSeat | { team: string; seat: string }, action: string, runId: string, fields: Record<string, string>) {
+    const ledger = readyLedger(options.ledger());
+    return ledger.append({
+      type,
+      team: target.team,
+      actor: daemonPrincipal(),
+      signer: daemonPrincipal(),
+      action,
+      payload: {
+        target: { kind: TargetKind.SEAT, name: target.seat },
+        fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
+        detail: { case: "seat", value: { seat: target.seat, runId } },
+      },
+    });
+  }
+
+  /** Stop a slot: kill the init, wait, record, unwind. Idempotent (one teardown per run). */
+  function teardown(slot: Slot, why: string): Promise<void> {
+    slot.teardown ??= (async () => {
+      slot.view = { ...slot.view, state: "stopping" };
+      const proc = slot.process;
+      let exit: SeatExit | undefined;
+      if (proc) {
+        proc.kill();
+        exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
+        if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
+      }
+      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch((error: unknown) =>
+        log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
+      );
+      await unregister(home, slot.view.team, slot.view.seat);
+      await slot.prepared?.release();
+      slots.delete(key(slot.view.team, slot.view.seat));
+      log(`seat ${slot.view.team}/${slot.view.seat} stopped (${why})`);
+    })();
+    return slot.teardown;
+  }
+
+  async function startOne(target: StartableSeat): Promise<SeatView> {
+    const k = key(target.team, target.seat);
+    if (slots.has(k)) throw new RefusalError("seat.running", `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`);
+    const runId = randomUUID();
+    const user = resolveSeatUser(home.mode);
+    // Reserve: the slot exists before anything is prepared, so a second start is refused.
+    const slot: Slot = {
+      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid },
+      user,
+    };
+    slots.set(k, slot);
+    let prepared: PreparedSeat | undefined;
+    const [failStep, failSeat] = (options.failAt ?? "").split(":");
+    const failAt = failSeat === target.seat ? failStep : undefined;
+    try {
+      prepared = await prepareSeat(target, {
+        home,
+        user,
+        openSocket: (at) => options.openSocket(target.team, target.seat, at),
+        closeSocket: () => options.closeSocket(target.team, target.seat),
+        ...(failAt !== undefined ? { failAt } : {}),
+      });
+      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pipes" } });
+      if (!launched.ok) throw fromRefusal(launched.refusal);
+      const proc = launched.seat;
+      slot.process = proc;
+      // The seat's own output is drained (a full pipe would stall it); attach comes later.
+      proc.io.stdout.resume();
+      proc.io.stderr.resume();
+      if (failAt === "publish") throw new Error("injected failure at publish (test)");
+      const limits = proc.limits.partial ? `partial: ${proc.limits.notes.join("; ")}` : prepared.plan.limits === "none" ? "none" : "applied";
+      const startedAt = new Date().toISOString();
+      const pidNamespace = (await pidNamespaceOf(proc.initPid)) ?? "";
+      await register(home, { team: target.team, seat: target.seat, runId, initPid: proc.initPid, pidNamespace, daemonPid: process.pid, startedAt });
+      slot.prepared = prepared;
+      slot.plan = prepared.plan;
+      await record(RecordType.SEAT_START, target, "seat.start", runId, {
+        policy_seq: String(target.policySeq),
+        context: target.contextHash,
+        command: JSON.stringify(target.start.command),
+        uid: String(user.uid),
+        init_pid: String(proc.initPid),
+        limits,
+      });
+      slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo };
+      void proc.exit.then((how) => {
+        if (slot.teardown === undefined) void teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
+      });
+      log(`seat ${target.team}/${target.seat} running (init pid ${proc.initPid}, uid ${user.uid}, run ${runId})`);
+      return slot.view;
+    } catch (error) {
+      // Unwind in reverse: the process (if launched), the registry file, what prepare made.
+      if (slot.process) {
+        slot.process.kill();
+        await slot.process.exit;
+      }
+      await unregister(home, target.team, target.seat).catch(() => undefined);
+      await prepared?.unwind();
+      slots.delete(k);
+      throw error;
+    }
+  }
+
+  /** The team of a seat named without one: the one registered team whose policy (or running seats) has it. */
+  function teamOf(seat: string, running: boolean): string {
+    const teams = new Set<string>();
+    if (running) {
+      for (const slot of slots.values()) if (slot.view.seat === seat) teams.add(slot.view.team);
+    } else {
+      const ledger = readyLedger(options.ledger());
+      for (const team of ledger.view.teams()) {
+        if (ledger.view.policy(team.team) === undefined) continue;
+        if (Object.prototype.hasOwnProperty.call(policySeats(ledger, team.team), seat)) teams.add(team.team);
+      }
+    }
+    if (teams.size === 1) return [...teams][0] as string;
+    if (teams.size === 0) {
+      throw running
+        ? new RefusalError("seat.not-running", `no running seat is named '${seat}' (teamd status lists them)`)
+        : new RefusalError("seat.unknown", `no applied policy on this machine has a seat '${seat}'; add it to teamd.yaml and run teamd apply`);
+    }
+    throw new Error(`seat '${seat}' is in several teams (${[...teams].join(", ")}); name one: ${seat}@TEAM`);
+  }
+
+  return {
+    async start(team, seat) {
+      const ledger = readyLedger(options.ledger());
+      if (seat !== undefined) {
+        const t = team ?? teamOf(seat, false);
+        return [await startOne(startableSeat(ledger, t, seat))];
+      }
+      if (team === undefined) throw new Error("name a seat or a team (teamd start SEAT | --team TEAM)");
+      // The whole team or nothing: every seat with a start is checked against the policy
+      // first, and a launch that fails stops the seats this call already started.
+      const targets = Object.entries(policySeats(ledger, team))
+        .filter(([name, s]) => s.start !== undefined && !slots.has(key(team, name)))
+        .map(([name]) => startableSeat(ledger, team, name));
+      const started: SeatView[] = [];
+      try {
+        for (const target of targets) started.push(await startOne(target));
+      } catch (error) {
+        for (const view of started.reverse()) {
+          const slot = slots.get(key(view.team, view.seat));
+          if (slot) await teardown(slot, "the team's start failed");
+        }
+        throw error;
+      }
+      return started;
+    },
+    async stop(team, seat) {
+      if (seat !== undefined) {
+        const t = team ?? teamOf(seat, true);
+        const slot = slots.get(key(t, seat));
+        if (slot === undefined) return [];
+        const view = slot.view;
+        await teardown(slot, "stopped by the owner");
+        return [view];
+      }
+      if (team === undefined) throw new Error("name a seat or a team (teamd stop SEAT | --team TEAM)");
+      const matching = [...slots.values()].filter((s) => s.view.team === team);
+      await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)")));
+      return matching.map((s) => s.view);
+    },
+    async exec(team, seat, command, execOptions) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`);
+      }
+      if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+      // Recorded before it runs: an owner act that cannot be recorded does not happen.
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command) });
+      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" } });
+      if (!launched.ok) throw fromRefusal(launched.refusal);
+      const result = await collectRun(launched.seat, execOptions);
+      return { ...result, seq: recorded.seq };
+    },
+    list: () => [...slots.values()].map((s) => s.view),
+    async stopAll() {
+      await Promise.all([...slots.values()].map((s) => teardown(s, "the daemon is stopping")));
+    },
+    async sweep() {
+      const swept = await sweep(home, log);
+      return swept;
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { build } from "esbuild";
+import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc,
+ * src/gen, grpc-js, protobuf-es, commander) into one self-contained, executable ESM file,
+ * dist/shim-bundle/teamd-shim.mjs. That one file is what a seat sees of teamd (bound
+ * read-only at /run/teamd/shim, on PATH as `teamd-shim`): the daemon's own code and
+ * node_modules are never bound into a seat, so the shim must need nothing beside itself.
+ * Written to a temporary name and renamed, so a running daemon never copies half a file.
+ */
+export const SHIM_BUNDLE_RELATIVE = "dist/shim-bundle/teamd-shim.mjs";
+
+export async function buildShim(root: string): Promise<string> {
+  const outfile = join(root, SHIM_BUNDLE_RELATIVE);
+  const temp = `${outfile}.${process.pid}.tmp`;
+  await mkdir(dirname(outfile), { recursive: true });
+  await build({
+    entryPoints: [join(root, "shim/main.ts")],
+    outfile: temp,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    // grpc-js and commander are CommonJS: give the bundle a require for their node: imports.
+    banner: { js: 'import { createRequire as __teamdCreateRequire } from "node:module"; const require = __teamdCreateRequire(import.meta.url);' },
+    legalComments: "none",
+    logLevel: "warning",
+  });
+  // The entry's hashbang must be the file's first line for the kernel to run it.
+  const text = await readFile(temp, "utf8");
+  await writeFile(temp, `#!/usr/bin/env node\n${text.replace(/^#!.*\n/, "")}`);
+  await chmod(temp, 0o755);
+  await rename(temp, outfile);
+  return outfile;
+}
+
+const invoked = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invoked) {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  const out = await buildShim(root);
+  process.stdout.write(`build-shim: ${out}\n`);
+}

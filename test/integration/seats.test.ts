@@ -1,0 +1,210 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeTempHome, ROOT, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { makeRepo } from "../support/repo.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+
+/**
+ * The seat lifecycle end to end (issue 7): a real daemon, a real repository initialised and
+ * applied through the CLI, real bubblewrap. As root the daemon is in system mode and seats
+ * run as the unprivileged `teamd-seat` user (created here when missing); as anyone else, in
+ * user mode as that user. Every seat started here is stopped, and the test checks that
+ * nothing is left: no process in the seat's pid namespace, no socket, no registry file, no
+ * tmp, no mount.
+ */
+const asRoot = process.getuid?.() === 0;
+const seatUser = asRoot ? ensureSeatUser() : { uid: process.getuid?.() ?? -1 };
+
+const TEAM_FILE = `version: 1
+team: proj
+declare:
+  branches: [main]
+  labs: [anthropic]
+seats:
+  scout:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+      env:
+        SEAT_NOTE: "scouting"
+  broken:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+  narrow:
+    lab: anthropic
+    capabilities:
+      read: { path: docs/ }
+    start:
+      command: [sleep, "3600"]
+  idle:
+    lab: anthropic
+    roles: [observer]
+`;
+
+/** A seat written to the file on disk after the apply: never in force. */
+const LATE_SEAT = `  late:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+`;
+
+interface Json {
+  [key: string]: unknown;
+}
+
+describe.runIf(process.platform === "linux")("seats: start, exec, stop through a real daemon", () => {
+  let tmp: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess;
+  let repo: string;
+  let home: string;
+  let env: NodeJS.ProcessEnv;
+  let socketDir: string;
+
+  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
+  const refusal = async (args: string[]) => {
+    const result = await teamd([...args, "--json"]);
+    expect(result.code, result.stderr).toBe(3);
+    return JSON.parse(result.stdout) as Json;
+  };
+  const status = async () => {
+    const result = await teamd(["status", "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout) as { mode: string; seats: Array<Json & { seat: string; state: string; initPid: number; uid: number }> };
+  };
+
+  beforeAll(async () => {
+    tmp = await makeTempHome("teamd-seats-");
+    // The seat user reaches its folders under TEAMD_HOME through this folder: traverse only.
+    if (asRoot) chmodSync(tmp.dir, 0o711);
+    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "GUIDE.md": "guide\n" });
+    execFileSync("git", ["branch", "other"], { cwd: repo });
+    home = join(tmp.dir, "home");
+    socketDir = asRoot ? join(home, "seat-sockets") : join(home, "run/seats");
+    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir, TEAMD_TEST_FAIL_AT: "plan:broken" });
+    const init = await teamd(["init", "--yes", "--json"]);
+    expect(init.code, init.stderr).toBe(0);
+  }, 60_000);
+  afterAll(async () => {
+    await daemon?.stop();
+    await tmp?.remove();
+  });
+
+  it("refuses to start a seat before any policy is applied", async () => {
+    expect(await refusal(["start", "scout@proj"])).toMatchObject({ rule: "policy.unapplied" });
+  });
+
+  it("starts a seat from the applied policy; status shows it running as the seat user", async () => {
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
+    const applied = await teamd(["apply", "--yes"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const started = await teamd(["start", "scout", "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    expect(JSON.parse(started.stdout)).toMatchObject({ started: [{ team: "proj", seat: "scout", state: "running" }] });
+    const s = await status();
+    expect(s.mode).toBe(asRoot ? "system" : "user");
+    const scout = s.seats.find((x) => x.seat === "scout");
+    expect(scout).toMatchObject({ team: "proj", state: "running", uid: seatUser.uid, limits: "none" });
+    expect(scout?.uid).not.toBe(0);
+    expect(scout?.initPid).toBeGreaterThan(1);
+    expect(await refusal(["start", "scout@proj"])).toMatchObject({ rule: "seat.running" });
+  });
+
+  it("answers the seat's identity to teamd-shim inside it, on /run/teamd/shim.sock", async () => {
+    const who = await teamd(["exec", "scout@proj", "--", "teamd-shim", "whoami", "--json"]);
+    expect(who.code, who.stderr).toBe(0);
+    expect(JSON.parse(who.stdout)).toMatchObject({ seat: "scout", team: "proj" });
+    const env = await teamd(["exec", "scout", "--", "sh", "-c", "echo $TEAMD_SOCKET $SEAT_NOTE $(id -u); ls /run/teamd"]);
+    expect(env.code, env.stderr).toBe(0);
+    expect(env.stdout).toBe(`/run/teamd/shim.sock scouting ${seatUser.uid}\nbin\nshim\nshim.sock\n`);
+  });
+
+  it("gives the seat a clone of trunk only, with its branch under seat/<name>/ and no remote", async () => {
+    const refs = await teamd(["exec", "scout", "--", "git", "for-each-ref", "--format=%(refname)"]);
+    expect(refs.code, refs.stderr).toBe(0);
+    expect(refs.stdout).toBe("refs/heads/seat/scout/main\n");
+    const remotes = await teamd(["exec", "scout", "--", "git", "remote"]);
+    expect(remotes.stdout).toBe("");
+    const files = await teamd(["exec", "scout", "--", "ls"]);
+    expect(files.stdout).toBe("GUIDE.md\nREADME.md\n");
+  });
+
+  it("binds none of teamd's own code, the hub, the ledger or the owner's repository into the seat", async () => {
+    const hub = join(home, "hubs/proj.git");
+    for (const path of [join(ROOT, "dist/daemon/main.js"), join(ROOT, "node_modules"), hub, join(home, "ledger"), join(home, "keys"), join(repo, ".git"), join(repo, "teamd.yaml")]) {
+      expect(existsSync(path)).toBe(true); // control: it is there on the host
+      const probe = await teamd(["exec", "scout", "--", "sh", "-c", `test -e '${path}' && echo VISIBLE || echo absent`]);
+      expect(probe.stdout, path).toBe("absent\n");
+    }
+  });
+
+  it("returns the command's exit code and records the exec as an owner act", async () => {
+    const failed = await teamd(["exec", "scout", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
+    expect(failed).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
+    const log = await teamd(["log", "--json"]);
+    const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json);
+    expect(records.filter((r) => r.action === "seat.exec").length).toBeGreaterThanOrEqual(5);
+    expect(records.filter((r) => r.type === "seat_start").length).toBe(1);
+  });
+
+  it("refuses a seat whose read scope is bounded, one without a start, and one not in the applied policy", async () => {
+    expect(await refusal(["start", "narrow@proj"])).toMatchObject({ rule: "seat.read-bounded" });
+    expect(await refusal(["start", "idle@proj"])).toMatchObject({ rule: "seat.no-start" });
+    // On disk but not applied: never in force.
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE + LATE_SEAT);
+    expect(await refusal(["start", "late@proj"])).toMatchObject({ rule: "seat.unknown" });
+  });
+
+  it("unwinds a start that fails after its socket and folders were made", async () => {
+    const result = await teamd(["start", "broken@proj"]);
+    expect(result.code).not.toBe(0);
+    expect(daemon.stderr()).toMatch(/injected failure at plan/);
+    expect(existsSync(join(home, "seats/proj/broken"))).toBe(false);
+    expect(existsSync(join(socketDir, "proj.broken.sock"))).toBe(false);
+    expect(readdirSync(socketDir).sort()).toEqual(["proj.scout.sock"]);
+    expect((await status()).seats.map((s) => s.seat)).toEqual(["scout"]);
+  });
+
+  it("stops the seat: no process, socket, registry file, tmp or mount is left; repository and home stay", async () => {
+    const before = (await status()).seats.find((s) => s.seat === "scout");
+    const ns = readFileSync(`/proc/${before?.initPid}/stat`, "utf8") && execFileSync("readlink", [`/proc/${before?.initPid}/ns/pid`], { encoding: "utf8" }).trim();
+    expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
+    const stopped = await teamd(["stop", "scout", "--json"]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ stopped: [{ seat: "scout" }] });
+    expect(await processesInNamespace(ns)).toEqual([]);
+    expect((await status()).seats).toEqual([]);
+    expect(readdirSync(socketDir)).toEqual([]);
+    expect(readdirSync(join(home, "run/seats.d"))).toEqual([]);
+    expect(existsSync(join(home, "seats/proj/scout/tmp"))).toBe(false);
+    expect(existsSync(join(home, "seats/proj/scout/repo/README.md"))).toBe(true);
+    expect(existsSync(join(home, "seats/proj/scout/home"))).toBe(true);
+    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(tmp.dir);
+    const log = await teamd(["log", "--json", "--type", "seat_stop"]);
+    expect(log.stdout).toMatch(/seat\.stop/);
+    const again = await teamd(["stop", "scout@proj"]);
+    expect(again.stdout).toMatch(/stopped: none/);
+  });
+
+  it("starts a whole team or none of it, again on the persisted repository, and stops a whole team", async () => {
+    expect(await refusal(["start", "--team", "proj"])).toMatchObject({ rule: "seat.read-bounded" });
+    expect((await status()).seats).toEqual([]);
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE.replace(/  broken:[\s\S]*$/, "  idle:\n    lab: anthropic\n    roles: [observer]\n"));
+    const applied = await teamd(["apply", "--yes"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const started = await teamd(["start", "--team", "proj", "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    expect((JSON.parse(started.stdout) as { started: Json[] }).started.map((s) => s.seat)).toEqual(["scout"]);
+    const stopped = await teamd(["stop", "--team", "proj", "--json"]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect((JSON.parse(stopped.stdout) as { stopped: Json[] }).stopped.map((s) => s.seat)).toEqual(["scout"]);
+    expect(readdirSync(socketDir)).toEqual([]);
+  });
+});
