@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
-import { EXIT, reportError, TEAMD_VERSION } from "../src/rpc/index.js";
+import { Command } from "commander";
+import { runCli, TEAMD_VERSION } from "../src/rpc/index.js";
 import { serve } from "./serve.js";
 import { status } from "./status.js";
 import { kernelEval } from "./kernel-eval.js";
@@ -131,22 +131,4 @@ function buildProgram(): Command {
   return program;
 }
 
-async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
-  const json = argv.includes("--json");
-  try {
-    await program.parseAsync(argv);
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      // Help and --version exit 0; every other parse error is a usage error.
-      process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-      return;
-    }
-    const report = reportError(error);
-    if (json) process.stdout.write(JSON.stringify(report.json) + "\n");
-    else process.stderr.write(`teamd: ${report.message}\n`);
-    process.exitCode = report.exitCode;
-  }
-}
-
-await main(process.argv);
+await runCli("teamd", buildProgram(), process.argv);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, EXIT, reportError, TEAMD_VERSION } from "../src/rpc/index.js";
+import { createRpcClient, runCli, TEAMD_VERSION } from "../src/rpc/index.js";
 
 /**
  * `teamd-shim`: the one program inside a seat that can reach the daemon. It holds no
@@ -40,20 +40,4 @@ function buildProgram(): Command {
   return program;
 }
 
-async function main(argv: string[]): Promise<void> {
-  const json = argv.includes("--json");
-  try {
-    await buildProgram().parseAsync(argv);
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-      return;
-    }
-    const report = reportError(error);
-    if (json) process.stdout.write(JSON.stringify(report.json) + "\n");
-    else process.stderr.write(`teamd-shim: ${report.message}\n`);
-    process.exitCode = report.exitCode;
-  }
-}
-
-await main(process.argv);
+await runCli("teamd-shim", buildProgram(), process.argv);

@@ -33,3 +33,30 @@ export function reportError(error: unknown): CliErrorReport {
   const message = error instanceof Error ? error.message : String(error);
   return { exitCode: EXIT.failure, message, json: { error: "failure", message } };
 }
+
+/** What runCli needs of a command-line parser (commander's Command), without importing it here. */
+export interface ParsingProgram {
+  parseAsync(argv: readonly string[]): Promise<unknown>;
+}
+
+/**
+ * Run a CLI program and turn whatever it throws into an exit code and one message (or one
+ * JSON object with --json). commander reports help and --version as errors with exit code
+ * 0 (exitOverride); every other parse error is a usage error.
+ */
+export async function runCli(name: string, program: ParsingProgram, argv: readonly string[]): Promise<void> {
+  const json = argv.includes("--json");
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    const parseError = error as { code?: unknown; exitCode?: unknown };
+    if (typeof parseError.code === "string" && parseError.code.startsWith("commander.")) {
+      process.exitCode = parseError.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      return;
+    }
+    const report = reportError(error);
+    if (json) process.stdout.write(JSON.stringify(report.json) + "\n");
+    else process.stderr.write(`${name}: ${report.message}\n`);
+    process.exitCode = report.exitCode;
+  }
+}

@@ -3,4 +3,4 @@ export { createRpcClient, type RpcClient, type RpcClientOptions } from "./client
 export { RefusalError, DaemonUnavailableError, RpcError } from "./refusal.js";
 export { PROTOCOL_VERSION, TEAMD_VERSION } from "./protocol.js";
 export type { CallContext, ServiceImpl, ServiceClient, AnyService } from "./service-types.js";
-export { EXIT, reportError, type CliErrorReport } from "./cli-outcome.js";
+export { EXIT, reportError, runCli, type CliErrorReport, type ParsingProgram } from "./cli-outcome.js";
