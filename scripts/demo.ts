@@ -1,23 +1,28 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChild, stopChild } from "./lib/child.js";
 
 /**
- * `npm run demo`: first light. A real daemon in a throw-away TEAMD_HOME with two seat
- * sockets; real teamd-shim processes ask who they are; an owner call on a seat socket is
- * refused with its rule; then the daemon stops and removes its sockets. (The owner-console
- * issue replaces this with the full demo.)
+ * `npm run demo`: the main job on a throw-away machine state. Part 1, first light: a real
+ * daemon with two debug seat sockets; real teamd-shim processes ask who they are; an owner
+ * call on a seat socket is refused with its rule. Part 2, a team: a scratch git repository
+ * is registered (`teamd init`), its team file applied (`teamd apply`), a seat started under
+ * bubblewrap (`teamd start`), looked into (`teamd exec`) — it knows who it is and cannot
+ * see the owner's secrets or teamd's records — stopped, and the ledger shown and verified.
+ * Everything lives in one temp directory, removed at the end. (The owner-console issue
+ * grows this into the full demo.)
  */
 const TEAMD = fileURLToPath(new URL("../daemon/main.js", import.meta.url));
 const SHIM = fileURLToPath(new URL("../shim/main.js", import.meta.url));
 
-function run(program: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string }> {
+function run(program: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [program, ...args], { env: { ...process.env, ...env }, timeout: 15_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, out: (stdout + stderr).trim() });
+    execFile(process.execPath, [program, ...args], { env: { ...process.env, ...env }, timeout: 60_000, cwd }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out: (stdout + stderr).trimEnd() });
     });
   });
 }
@@ -30,9 +35,41 @@ function show(command: string, result: { code: number; out: string }): void {
   process.stdout.write(`$ ${command}\n${result.out}\n(exit ${result.code})\n`);
 }
 
+/** The demo team: one observer seat whose start command just waits (no agent CLI needed). */
+const TEAM_FILE = `version: 1
+team: demo
+declare:
+  branches: [main]
+  labs: [anthropic]
+seats:
+  scout:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+`;
+
+async function makeRepo(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=demo", "-c", "user.email=demo@example.invalid", ...args], {
+      cwd: dir,
+      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+      stdio: "pipe",
+    });
+  git("init", "-q", "-b", "main");
+  await writeFile(join(dir, "README.md"), "A project a team of agents will work on.\n");
+  git("add", "-A");
+  git("commit", "-q", "-m", "first");
+}
+
 async function main(): Promise<number> {
-  const home = await mkdtemp(join(tmpdir(), "teamd-demo-"));
-  const env = { TEAMD_HOME: home };
+  const base = await mkdtemp(join(tmpdir(), "teamd-demo-"));
+  // As root, seats run as the unprivileged teamd-seat user, who must traverse this folder.
+  if (process.getuid?.() === 0) await chmod(base, 0o711);
+  const home = join(base, "home");
+  const repo = join(base, "demo");
+  const env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(base, "owner/owner.key") };
   let failures = 0;
   const expect = (ok: boolean, what: string) => {
     if (!ok) {
@@ -64,14 +101,47 @@ async function main(): Promise<number> {
       const status = await run(TEAMD, ["status"], env);
       show("teamd status", status);
       expect(status.code === 0, "status on the control socket");
+
+      step(`a team: register a scratch repository (${repo}) and apply its team file`);
+      await makeRepo(repo);
+      const init = await run(TEAMD, ["init", "--yes"], env, repo);
+      show("teamd init --yes", init);
+      expect(init.code === 0, "init");
+      await writeFile(join(repo, "teamd.yaml"), TEAM_FILE);
+      const applied = await run(TEAMD, ["apply", "--yes"], env, repo);
+      show("teamd apply --yes", applied);
+      expect(applied.code === 0, "apply");
+
+      step("start the seat under bubblewrap, and look inside it");
+      const started = await run(TEAMD, ["start", "scout"], env, repo);
+      show("teamd start scout", started);
+      expect(started.code === 0, "start");
+      if (started.code === 0) {
+        const who = await run(TEAMD, ["exec", "scout", "--", "teamd-shim", "whoami"], env, repo);
+        show("teamd exec scout -- teamd-shim whoami", who);
+        expect(who.code === 0 && who.out.includes("seat scout"), "the seat's identity");
+        const look = await run(TEAMD, ["exec", "scout", "--", "sh", "-c", `id -u; ls /run/teamd; for f in /etc/shadow ${home}/ledger ${repo}/teamd.yaml ${repo}/.git; do test -e "$f" && echo "VISIBLE $f" || echo "absent  $f"; done`], env, repo);
+        show("teamd exec scout -- sh -c 'id -u; ls /run/teamd; test -e <secrets and records>'", look);
+        expect(look.code === 0 && !look.out.includes("VISIBLE"), "nothing private visible inside the seat");
+        const stopped = await run(TEAMD, ["stop", "scout"], env, repo);
+        show("teamd stop scout", stopped);
+        expect(stopped.code === 0, "stop");
+      }
+
+      step("the ledger: every owner act and seat event, hash-chained and signed");
+      const log = await run(TEAMD, ["log"], env);
+      show("teamd log", log);
+      const verified = await run(TEAMD, ["verify"], env);
+      show("teamd verify", verified);
+      expect(verified.code === 0, "verify");
     } finally {
       step("stop the daemon (SIGTERM): it removes its sockets");
       await stopChild(daemon);
     }
-    process.stdout.write(failures === 0 ? "\ndemo: first light ok\n" : `\ndemo: ${failures} step(s) went wrong\n`);
+    process.stdout.write(failures === 0 ? "\ndemo: ok\n" : `\ndemo: ${failures} step(s) went wrong\n`);
     return failures === 0 ? 0 : 1;
   } finally {
-    await rm(home, { recursive: true, force: true });
+    await rm(base, { recursive: true, force: true });
   }
 }
 

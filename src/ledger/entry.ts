@@ -95,7 +95,7 @@ export function describeStored(row: StoredRecord): LedgerEntry {
     signer: principalKey(header.signer),
     claimedName: header.claimedName,
     action: header.action,
-    target: target && target.kind !== TargetKind.UNSPECIFIED ? `${TARGET_KINDS[target.kind] ?? "target"}:${target.name}` : "",
+    target: target && target.kind !== TargetKind.UNSPECIFIED ? `${TARGET_KINDS[target.kind] ?? "target"}${target.name ? `:${target.name}` : ""}` : "",
     result: payload ? resultOf(payload) : "",
     late: header.flag?.late ?? false,
     header,
