@@ -207,6 +207,17 @@ async function main(argv: readonly string[]): Promise<void> {
     await child(argv[1] as string, Number(argv[2]));
     return;
   }
+  const usage = "usage: node dist/scripts/ledger-soak.js [--rounds N] [--ledgers N] [--seed S]";
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${usage}\n  kill -9 a ledger writer at random points, N rounds, and check every acknowledged record\n`);
+    return;
+  }
+  for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i] as string;
+    if (!["--rounds", "--ledgers", "--seed"].includes(flag) || !/^\d+$/.test(argv[i + 1] ?? "")) {
+      throw new Error(`unexpected argument '${flag}${argv[i + 1] !== undefined ? ` ${argv[i + 1]}` : ""}'; ${usage}`);
+    }
+  }
   const arg = (name: string, fallback: number) => {
     const i = argv.indexOf(name);
     return i >= 0 ? Number(argv[i + 1]) : fallback;
