@@ -8,11 +8,12 @@ import {
   type RecordType,
 } from "../gen/teamd/v1/ledger_pb.js";
 import type { Refusal } from "../kernel/decision.js";
-import { HEADER_FORMAT, headerHash, ownerPrincipal, sha256, type PrincipalInit, type RecordPayloadInit } from "./codec.js";
+import { HEADER_FORMAT, headerHash, ownerPrincipal, sha256, type PrincipalInit } from "./codec.js";
 import type { WalkedRecord } from "./chain-walk.js";
 import type { Flag } from "./flags.js";
 import type { CapabilityUseInit, CheckedOwnerAct, HeadObservation } from "./owner-act.js";
 import type { StoredRecord } from "./store.js";
+import type { RecordDraft } from "./ledger-api.js";
 import type { LedgerView } from "./view.js";
 
 /**
@@ -41,16 +42,7 @@ export interface PendingRecord {
   readonly check?: (view: LedgerView) => Refusal | undefined;
 }
 
-export function daemonRecord(draft: {
-  readonly type: RecordType;
-  readonly team?: string;
-  readonly actor: PrincipalInit;
-  readonly signer?: PrincipalInit;
-  readonly claimedName?: string;
-  readonly action: string;
-  readonly capability?: CapabilityUseInit;
-  readonly payload: RecordPayloadInit;
-}): PendingRecord {
+export function daemonRecord(draft: RecordDraft): PendingRecord {
   const payload = create(RecordPayloadSchema, draft.payload);
   return {
     type: draft.type,
