@@ -26,6 +26,23 @@ export async function pidNamespaceOf(pid: number): Promise<string | undefined> {
   return readlink(`/proc/${pid}/ns/pid`).catch(() => undefined);
 }
 
+/**
+ * Whether `pid` is, right now, the init of the pid namespace `recorded` — the only process the
+ * sweep may kill. A seat's init is never in the sweeping daemon's own namespace, and is pid 1
+ * of its own (the last NSpid field): a record naming no namespace, the host's namespace, or a
+ * pid that is not its namespace's init (a reused pid, a reused namespace inode) is never killed.
+ * A pid reused between this check and the kill is the window pidfd would close (Node has none).
+ */
+export async function isRecordedInit(pid: number, recorded: string): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 1 || !/^pid:\[\d+\]$/.test(recorded)) return false;
+  const own = await pidNamespaceOf(process.pid);
+  if (own === undefined || recorded === own) return false;
+  if ((await pidNamespaceOf(pid)) !== recorded) return false;
+  const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const nspid = /^NSpid:\s*(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+  return nspid !== undefined && nspid.length >= 2 && nspid[nspid.length - 1] === "1";
+}
+
 export async function register(home: TeamdHome, entry: SeatRegistration): Promise<void> {
   const dir = seatRegistryDir(home);
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -39,7 +56,11 @@ export async function unregister(home: TeamdHome, team: string, seat: string): P
   await rm(seatLayout(home, team, seat).registryFile, { force: true });
 }
 
-export async function registrations(home: TeamdHome): Promise<SeatRegistration[]> {
+/**
+ * The registered seats. The daemon prunes a file it cannot parse (prune: true, the default);
+ * the owner's CLI only reads (prune: false): the registry is the daemon's to change.
+ */
+export async function registrations(home: TeamdHome, options: { prune?: boolean } = {}): Promise<SeatRegistration[]> {
   const dir = seatRegistryDir(home);
   const names = await readdir(dir).catch(() => [] as string[]);
   const found: SeatRegistration[] = [];
@@ -47,7 +68,7 @@ export async function registrations(home: TeamdHome): Promise<SeatRegistration[]
     try {
       found.push(JSON.parse(await readFile(join(dir, name), "utf8")) as SeatRegistration);
     } catch {
-      await rm(join(dir, name), { force: true });
+      if (options.prune ?? true) await rm(join(dir, name), { force: true });
     }
   }
   return found;
@@ -58,8 +79,7 @@ export async function sweep(home: TeamdHome, log: (line: string) => void): Promi
   const swept: string[] = [];
   for (const entry of await registrations(home)) {
     const layout = seatLayout(home, entry.team, entry.seat);
-    const ns = await pidNamespaceOf(entry.initPid);
-    if (ns !== undefined && ns === entry.pidNamespace) {
+    if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
         log(`sweep: killed the leftover seat ${entry.team}/${entry.seat} (init pid ${entry.initPid})`);
