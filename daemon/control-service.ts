@@ -5,6 +5,7 @@ import { handleOwnerAct, type LedgerSlot } from "./owner-acts.js";
 import { describeLedger } from "./ledger-host.js";
 import type { SeatManager, SeatView } from "./seat-manager.js";
 import { checkName } from "./names.js";
+import { handleStopAll } from "./stop-all-handler.js";
 
 export interface ControlState {
   readonly daemonInstance: string;
@@ -55,6 +56,10 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     async stopSeat(request) {
       const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
       return { stopped: stopped.map((s) => ({ ...s })) };
+    },
+    async stopAll(request) {
+      const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act);
+      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map((s) => ({ ...s })) };
     },
     async exec(request) {
       const seat = named("seat", request.seat);

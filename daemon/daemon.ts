@@ -11,6 +11,7 @@ import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
 import type { Ledger } from "../src/ledger/index.js";
 import { createLauncher, type Launcher } from "../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "./seat-manager.js";
+import { stopRefusal } from "./stop-state.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -107,6 +108,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
       ledger = await openHostLedger(home, log);
       if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
       else log("no ledger yet (teamd init creates it)");
+      // The owner's stop is read before anything is served (§11): the ledger opened on the flags.
+      const stopped = stopRefusal(ledger, "");
+      if (stopped) log(`${stopped.reason}: every start and owner act but teamd resume is refused`);
       const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError });
       server.addService(
         ControlService,
@@ -164,7 +168,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     closeSeat,
     async stop() {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
-      await seats?.stopAll();
+      await seats?.stopAll("the daemon is stopping");
       seats = undefined;
       for (const { server } of [...seatServers.values()].reverse()) await server.close();
       seatServers.clear();

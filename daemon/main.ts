@@ -11,6 +11,8 @@ import { verify } from "./verify.js";
 import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
 import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
 import { doctor } from "./doctor.js";
+import { stopAllCommand } from "./stop-all.js";
+import { resumeCommand } from "./resume.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -48,11 +50,22 @@ function buildProgram(): Command {
 
   program
     .command("stop")
-    .description("stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay")
+    .description("stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay. --all: the machine-wide stop, until teamd resume")
     .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the team (alone: every running seat of it)")
+    .option("--all", "stop every seat of every team and refuse every start until teamd resume (signed; works with the daemon hung or down)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string | undefined, opts: { team?: string; json?: boolean }) => stopCommand(seat, opts));
+    .action((seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.all) return stopCommand(seat, opts);
+      if (seat !== undefined || opts.team !== undefined) throw new Error("--all stops every seat of every team: name no seat and no --team");
+      return stopAllCommand(opts);
+    });
+
+  program
+    .command("resume")
+    .description("clear the owner's stop (teamd stop --all): an owner act, signed; only it clears a stop")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { json?: boolean }) => resumeCommand(opts));
 
   program
     .command("exec")

@@ -9,6 +9,7 @@ import { RefusalError } from "../src/rpc/index.js";
 import type { Refusal } from "../src/kernel/decision.js";
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "./ledger-host.js";
 import type { TeamdHome } from "./home.js";
+import { stopRefusal } from "./stop-state.js";
 
 /**
  * The daemon's side of every owner act, whoever carries it: the control socket (the daemon
@@ -96,9 +97,20 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     throw refusalError(checked);
   }
   const team = checked.proposal.team;
-  const expected = { [OwnerActKind.TEAM]: RecordType.TEAM, [OwnerActKind.APPLY]: RecordType.POLICY, [OwnerActKind.RECONCILE]: RecordType.RECONCILE }[kind as number];
+  const expected = {
+    [OwnerActKind.TEAM]: RecordType.TEAM,
+    [OwnerActKind.APPLY]: RecordType.POLICY,
+    [OwnerActKind.RECONCILE]: RecordType.RECONCILE,
+    [OwnerActKind.RESUME]: RecordType.RESUME,
+  }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
+  }
+  // While an owner's stop holds, only resume and reconcile pass (§11, §15).
+  const stopped = kind === OwnerActKind.RESUME || kind === OwnerActKind.RECONCILE ? undefined : stopRefusal(ledger, team);
+  if (stopped) {
+    await recordRefusal(ledger, team, checked.proposal.action, stopped);
+    throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
   }
   const problem =
     kind === OwnerActKind.APPLY ? checkPolicy(ledger, team, checked) : kind === OwnerActKind.TEAM ? checkTeam(ledger, team, checked.payload.detail) : undefined;
@@ -108,7 +120,10 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
   }
   const before = ledger.view.ownerAct(checked.id);
   try {
-    const record = kind === OwnerActKind.RECONCILE ? await ledger.reconcile(act) : await ledger.appendOwnerAct(act);
+    // A resume needs the store (§15: a team resumes only after the head is reconciled): look again now rather than wait for the next reopen.
+    if (kind === OwnerActKind.RESUME && ledger.state.status === "unavailable") await ledger.reopen();
+    const record =
+      kind === OwnerActKind.RECONCILE ? await ledger.reconcile(act) : kind === OwnerActKind.RESUME ? await ledger.resume(act) : await ledger.appendOwnerAct(act);
     return { seq: record.seq, created: before === undefined };
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);

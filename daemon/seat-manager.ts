@@ -10,6 +10,7 @@ import { fromRefusal, prepareSeat, type PreparedSeat } from "./seat-prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "./seat-policy.js";
 import { pidNamespaceOf, register, sweep, unregister } from "./seat-registry.js";
 import { resolveSeatUser, type SeatUser } from "./seat-user.js";
+import { stopRefusal } from "./stop-state.js";
 
 /**
  * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
@@ -37,8 +38,8 @@ export interface SeatManager {
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }): Promise<ExecResult & { seq: number }>;
   list(): SeatView[];
-  /** The daemon is stopping: stop every seat (records written while the ledger is open). */
-  stopAll(): Promise<void>;
+  /** The daemon is stopping, or the owner's machine-wide stop: stop every seat of every team (records written while the ledger is open). */
+  stopAll(why: string): Promise<SeatView[]>;
   /** At daemon start: what a crashed daemon left. */
   sweep(): Promise<string[]>;
 }
@@ -110,6 +111,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
 
   async function startOne(target: StartableSeat): Promise<SeatView> {
     const k = key(target.team, target.seat);
+    // An owner's stop refuses every start (§11), read from the flags before anything else.
+    const stopped = stopRefusal(options.ledger(), target.team);
+    if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
     if (slots.has(k)) throw new RefusalError("seat.running", `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`);
     const runId = randomUUID();
     const user = resolveSeatUser(home.mode);
@@ -171,6 +175,18 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     }
   }
 
+  /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
+  async function startChecked(target: StartableSeat): Promise<SeatView> {
+    const view = await startOne(target);
+    const late = stopRefusal(options.ledger(), target.team);
+    if (late) {
+      const slot = slots.get(key(target.team, target.seat));
+      if (slot) await teardown(slot, "the owner's stop arrived during the start");
+      throw new RefusalError(late.rule, `${late.reason}; run teamd resume to clear it`);
+    }
+    return view;
+  }
+
   /** The team of a seat named without one: the one registered team whose policy (or running seats) has it. */
   function teamOf(seat: string, running: boolean): string {
     const teams = new Set<string>();
@@ -194,10 +210,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
 
   return {
     async start(team, seat) {
+      // The stop first: it holds by its flag even when the store cannot record a start (§15).
+      const stopped = stopRefusal(options.ledger(), team ?? "");
+      if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
       const ledger = readyLedger(options.ledger());
       if (seat !== undefined) {
         const t = team ?? teamOf(seat, false);
-        return [await startOne(startableSeat(ledger, t, seat))];
+        return [await startChecked(startableSeat(ledger, t, seat))];
       }
       if (team === undefined) throw new Error("name a seat or a team (teamd start SEAT | --team TEAM)");
       // The whole team or nothing: every seat with a start is checked against the policy
@@ -207,7 +226,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         .map(([name]) => startableSeat(ledger, team, name));
       const started: SeatView[] = [];
       try {
-        for (const target of targets) started.push(await startOne(target));
+        for (const target of targets) started.push(await startChecked(target));
       } catch (error) {
         for (const view of started.reverse()) {
           const slot = slots.get(key(view.team, view.seat));
@@ -246,8 +265,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return { ...result, seq: recorded.seq };
     },
     list: () => [...slots.values()].map((s) => s.view),
-    async stopAll() {
-      await Promise.all([...slots.values()].map((s) => teardown(s, "the daemon is stopping")));
+    async stopAll(why) {
+      const all = [...slots.values()];
+      await Promise.all(all.map((s) => teardown(s, why)));
+      return all.map((s) => s.view);
     },
     async sweep() {
       const swept = await sweep(home, log);

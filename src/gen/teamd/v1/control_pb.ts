@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMirgEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIm4KDEV4ZWNSZXNwb25zZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCqbAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEMs4ECg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlEkEKCE93bmVyQWN0EhkudGVhbWQudjEuT3duZXJBY3RSZXF1ZXN0GhoudGVhbWQudjEuT3duZXJBY3RSZXNwb25zZRJNCgxMZWRnZXJTdGF0dXMSHS50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXF1ZXN0Gh4udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI1CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMirgEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIm4KDEV4ZWNSZXNwb25zZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyq2AQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFMo4FCg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlEkEKCE93bmVyQWN0EhkudGVhbWQudjEuT3duZXJBY3RSZXF1ZXN0GhoudGVhbWQudjEuT3duZXJBY3RSZXNwb25zZRJNCgxMZWRnZXJTdGF0dXMSHS50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXF1ZXN0Gh4udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI1CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2USPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -521,6 +521,73 @@ export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@_
   messageDesc(file_teamd_v1_control, 16);
 
 /**
+ * @generated from message teamd.v1.StopAllRequest
+ */
+export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
+  /**
+   * The encoded, owner-signed machine-wide stop act (teamd.v1.OwnerAct, a STOP record).
+   *
+   * @generated from field: bytes act = 1;
+   */
+  act: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.StopAllRequest.
+ * Use `create(StopAllRequestSchema)` to create a new message.
+ */
+export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 17);
+
+/**
+ * @generated from message teamd.v1.StopAllResponse
+ */
+export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
+  /**
+   * The stop flag's id (the act's id).
+   *
+   * @generated from field: string flag_id = 1;
+   */
+  flagId: string;
+
+  /**
+   * Whether the stop is in the ledger now; when false it is appended, marked late, once
+   * the store returns.
+   *
+   * @generated from field: bool recorded = 2;
+   */
+  recorded: boolean;
+
+  /**
+   * The stop record's seq when recorded.
+   *
+   * @generated from field: uint64 seq = 3;
+   */
+  seq: bigint;
+
+  /**
+   * Why it is not recorded yet (empty when recorded).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * The seats the daemon stopped.
+   *
+   * @generated from field: repeated teamd.v1.SeatStatus stopped = 5;
+   */
+  stopped: SeatStatus[];
+};
+
+/**
+ * Describes the message teamd.v1.StopAllResponse.
+ * Use `create(StopAllResponseSchema)` to create a new message.
+ */
+export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 18);
+
+/**
  * What the submitted act is for: decides the daemon's entry point.
  *
  * @generated from enum teamd.v1.OwnerActKind
@@ -558,6 +625,13 @@ export enum OwnerActKind {
    * @generated from enum value: OWNER_ACT_KIND_RECONCILE = 4;
    */
   RECONCILE = 4,
+
+  /**
+   * Resume: clear the stops the act names (the only act that clears a stop).
+   *
+   * @generated from enum value: OWNER_ACT_KIND_RESUME = 5;
+   */
+  RESUME = 5,
 }
 
 /**
@@ -659,6 +733,19 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof ExecRequestSchema;
     output: typeof ExecResponseSchema;
+  },
+  /**
+   * StopAll is the machine-wide stop (spec §11, §15): given the owner-signed stop act, the
+   * daemon raises its flag (in force before and without the store), kills every seat of
+   * every team, and records the stop (late, when the store is unavailable). Until an owner
+   * resume (OwnerAct, OWNER_ACT_KIND_RESUME) every start and owner act is refused `stop.active`.
+   *
+   * @generated from rpc teamd.v1.ControlService.StopAll
+   */
+  stopAll: {
+    methodKind: "unary";
+    input: typeof StopAllRequestSchema;
+    output: typeof StopAllResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_control, 0);

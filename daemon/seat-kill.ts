@@ -1,0 +1,53 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { TeamdHome } from "./home.js";
+import { isRecordedInit, registrations, type SeatRegistration } from "./seat-registry.js";
+
+/**
+ * The owner's own hand on the seats, for when the daemon cannot be asked (§11: the
+ * machine-wide stop works with the daemon hung or dead). It reads the registry the daemon
+ * keeps under TEAMD_HOME/run/seats.d and sends SIGKILL to each seat's recorded pid-namespace
+ * init — only while that pid is still the init of the recorded namespace (isRecordedInit: a
+ * reused pid is never hit); killing the init ends every process in the namespace. Never by process group or
+ * by name. It only reads the registry: the daemon (or the next one's sweep) removes the
+ * files, sockets and tmp, so nothing it keeps is changed behind its back.
+ */
+export interface SeatKill {
+  readonly team: string;
+  readonly seat: string;
+  readonly initPid: number;
+  /** killed: it was running and is gone now; gone: it was not running; alive: it outlived the wait. */
+  readonly outcome: "killed" | "gone" | "alive";
+}
+
+/** Kill every registered seat still running, then wait (at most waitMs) until each has left its namespace. */
+export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Promise<SeatKill[]> {
+  const targets: { entry: SeatRegistration; sent: boolean }[] = [];
+  for (const entry of await registrations(home, { prune: false })) {
+    let sent = false;
+    if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
+      try {
+        process.kill(entry.initPid, "SIGKILL");
+        sent = true;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "EPERM") throw new Error(`not allowed to kill seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}): run teamd stop --all as the daemon's user (or root)`);
+        if (code !== "ESRCH") throw error;
+      }
+    }
+    targets.push({ entry, sent });
+  }
+  const deadline = Date.now() + waitMs;
+  const stillIn = (e: SeatRegistration) => isRecordedInit(e.initPid, e.pidNamespace);
+  for (;;) {
+    const alive = [];
+    for (const t of targets) if (await stillIn(t.entry)) alive.push(t);
+    if (alive.length === 0 || Date.now() >= deadline) break;
+    await sleep(50);
+  }
+  const result: SeatKill[] = [];
+  for (const t of targets) {
+    const alive = await stillIn(t.entry);
+    result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome: alive ? "alive" : t.sent ? "killed" : "gone" });
+  }
+  return result;
+}
