@@ -172,11 +172,19 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     // A bystander in the host's pid namespace, and a namespace made here (unshare) whose init
     // is a shell and whose pid 2 is a sleep: the shell stands in for a leftover seat's init.
     const bystander = spawn("sleep", ["60"], { stdio: "ignore" });
-    const nsParent = spawn("unshare", ["--pid", "--fork", "--kill-child", "sh", "-c", "sleep 60 & wait"], { stdio: "ignore" });
+    // An ordinary user needs a user namespace to make a pid namespace (root does not).
+    const asUser = process.getuid?.() === 0 ? [] : ["--user", "--map-root-user"];
+    const nsParent = spawn("unshare", [...asUser, "--pid", "--fork", "--kill-child", "sh", "-c", "sleep 60 & wait"], { stdio: "ignore" });
     strays.push(bystander, nsParent);
     const pid = bystander.pid as number;
     const hostNs = readlinkSync(`/proc/${pid}/ns/pid`);
-    const childrenOf = (p: number) => readFileSync(`/proc/${p}/task/${p}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    const childrenOf = (p: number): number[] => {
+      try {
+        return readFileSync(`/proc/${p}/task/${p}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+      } catch {
+        return []; // not (or no longer) a process: no children
+      }
+    };
     expect(await waitFor(() => childrenOf(nsParent.pid as number).length === 1 && childrenOf(childrenOf(nsParent.pid as number)[0] as number).length === 1, 5000)).toBe(true);
     const otherInit = childrenOf(nsParent.pid as number)[0] as number;
     const otherSleep = childrenOf(otherInit)[0] as number;
