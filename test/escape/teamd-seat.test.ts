@@ -6,6 +6,7 @@ import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../su
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { connectCommand } from "../sandbox/fixture/real-seat.js";
+import { sleeperTeamFile } from "../support/team-file.js";
 
 /**
  * Proves (docs/enforcement.md), in seats started by `teamd start` from one applied team file
@@ -25,23 +26,7 @@ import { connectCommand } from "../sandbox/fixture/real-seat.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  alpha:
-    lab: anthropic
-    roles: [observer]
-    start:
-      command: [sleep, "3600"]
-  beta:
-    lab: anthropic
-    roles: [observer]
-    start:
-      command: [sleep, "3600"]
-`;
+const TEAM_FILE = sleeperTeamFile(["alpha", "beta"]);
 const SECRET = "beta-secret-7f3a";
 
 /** Every file under `dir` (not following symlinks). */

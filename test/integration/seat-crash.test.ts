@@ -6,6 +6,7 @@ import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../su
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { sleeperTeamFile } from "../support/team-file.js";
 
 /**
  * A daemon that crashes (SIGKILL) while a seat runs (DESIGN.md "Seat lifecycle": a crash
@@ -20,18 +21,7 @@ import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  scout:
-    lab: anthropic
-    roles: [observer]
-    start:
-      command: [sleep, "3600"]
-`;
+const TEAM_FILE = sleeperTeamFile(["scout"]);
 
 const ppidOf = (pid: number): number | undefined => {
   try {

@@ -6,6 +6,7 @@ import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../su
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { sleeperTeamFile } from "../support/team-file.js";
 
 /**
  * The machine-wide stop (issue 10, §11 and §15) end to end: a real daemon, real bubblewrap
@@ -16,23 +17,7 @@ import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  alpha:
-    lab: anthropic
-    roles: [observer]
-    start:
-      command: [sleep, "3600"]
-  beta:
-    lab: anthropic
-    roles: [observer]
-    start:
-      command: [sleep, "3600"]
-`;
+const TEAM_FILE = sleeperTeamFile(["alpha", "beta"]);
 
 interface Json {
   [key: string]: unknown;

@@ -1,0 +1,8 @@
+/**
+ * A team file for seat tests: team `proj`, observer seats whose start command just waits
+ * (`sleep 3600`), so a seat runs until it is stopped without any agent CLI installed.
+ */
+export function sleeperTeamFile(seats: readonly string[]): string {
+  const entries = seats.map((seat) => `  ${seat}:\n    lab: anthropic\n    roles: [observer]\n    start:\n      command: [sleep, "3600"]\n`);
+  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${entries.join("")}`;
+}
