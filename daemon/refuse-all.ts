@@ -8,9 +8,15 @@ import type { RuleId } from "../src/kernel/rules.js";
  * a bare UNIMPLEMENTED: the owner's service on a seat socket, a seat's on the control one.
  */
 export function refuseAll<S extends AnyService>(service: S, rule: RuleId, reason: (method: string) => string): ServiceImpl<S> {
-  const impl: Record<string, () => Promise<never>> = {};
+  const impl: Record<string, unknown> = {};
   for (const method of service.methods as readonly DescMethod[]) {
-    impl[method.localName] = () => Promise.reject(new RefusalError(rule, reason(`${service.typeName}.${method.name}`)));
+    const refusal = () => new RefusalError(rule, reason(`${service.typeName}.${method.name}`));
+    impl[method.localName] =
+      method.methodKind === "server_streaming"
+        ? async function* () {
+            throw refusal();
+          }
+        : () => Promise.reject(refusal());
   }
   return impl as ServiceImpl<S>;
 }

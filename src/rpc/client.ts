@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { once } from "node:events";
 import { create, type DescMethod } from "@bufbuild/protobuf";
 import type { AnyService, ServiceClient } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
@@ -9,6 +10,8 @@ import { checkSocketPath, unixAddress } from "./unix-socket.js";
 export interface RpcClientOptions {
   /** Per-call deadline; a daemon that does not answer in time is reported unavailable. */
   readonly deadlineMs?: number;
+  /** Deadline of a whole streaming call (a pack can be large). Default 10 minutes. */
+  readonly streamDeadlineMs?: number;
 }
 
 export type RpcClient<S> = ServiceClient<S> & { close(): void };
@@ -23,19 +26,59 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
   });
   const deadlineMs = options.deadlineMs ?? 10_000;
+  const streamDeadlineMs = options.streamDeadlineMs ?? 600_000;
   const methods: Record<string, unknown> = {};
+  const metadata = () => {
+    const sent = new grpc.Metadata();
+    sent.set(PROTOCOL_METADATA_KEY, String(PROTOCOL_VERSION));
+    return sent;
+  };
 
   for (const method of service.methods as readonly DescMethod[]) {
-    if (method.methodKind !== "unary") continue;
     const path = `/${service.typeName}/${method.name}`;
     const serialize = serializerFor(method.input);
     const deserialize = deserializerFor(method.output);
+    if (method.methodKind === "server_streaming") {
+      methods[method.localName] = async function* (init?: unknown) {
+        const request = create(method.input, (init ?? {}) as never);
+        const stream = client.makeServerStreamRequest(path, serialize, deserialize, request, metadata(), { deadline: Date.now() + streamDeadlineMs });
+        try {
+          for await (const reply of stream as AsyncIterable<unknown>) yield reply;
+        } catch (error) {
+          throw fromServiceError(error as grpc.ServiceError, socketPath);
+        } finally {
+          stream.cancel();
+        }
+      };
+      continue;
+    }
+    if (method.methodKind === "client_streaming") {
+      methods[method.localName] = (inits: AsyncIterable<unknown>) =>
+        new Promise((resolve, reject) => {
+          const stream = client.makeClientStreamRequest(path, serialize, deserialize, metadata(), { deadline: Date.now() + streamDeadlineMs }, (error, reply) => {
+            if (error) reject(fromServiceError(error, socketPath));
+            else if (reply === undefined) reject(new DaemonUnavailableError(socketPath, "empty reply"));
+            else resolve(reply);
+          });
+          const send = async () => {
+            for await (const init of inits) {
+              if (!stream.write(create(method.input, init as never))) await once(stream, "drain");
+            }
+            stream.end();
+          };
+          // A failing source cancels the call; the callback then reports the cancellation.
+          send().catch((error: unknown) => {
+            stream.cancel();
+            reject(error instanceof Error ? error : new Error(String(error)));
+          });
+        });
+      continue;
+    }
+    if (method.methodKind !== "unary") continue;
     methods[method.localName] = (init?: unknown) =>
       new Promise((resolve, reject) => {
-        const metadata = new grpc.Metadata();
-        metadata.set(PROTOCOL_METADATA_KEY, String(PROTOCOL_VERSION));
         const request = create(method.input, (init ?? {}) as never);
-        client.makeUnaryRequest(path, serialize, deserialize, request, metadata, { deadline: Date.now() + deadlineMs }, (error, reply) => {
+        client.makeUnaryRequest(path, serialize, deserialize, request, metadata(), { deadline: Date.now() + deadlineMs }, (error, reply) => {
           if (error) reject(fromServiceError(error, socketPath));
           else if (reply === undefined) reject(new DaemonUnavailableError(socketPath, "empty reply"));
           else resolve(reply);

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { once } from "node:events";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
@@ -40,29 +41,82 @@ function checkProtocol(metadata: grpc.Metadata): void {
   }
 }
 
-function unaryHandler(
-  method: DescMethod,
-  handler: (request: never, context: CallContext) => Promise<unknown>,
-  context: CallContext,
-  onInternalError: (error: unknown, method: string) => void,
-): grpc.handleUnaryCall<unknown, unknown> {
+type AnyHandler = (input: never, context: CallContext) => unknown;
+
+/** A call's context: the socket's channel, and a signal that fires when the caller goes away. */
+function callContext(channel: string, call: { on(event: "cancelled", listener: () => void): unknown }): CallContext {
+  const controller = new AbortController();
+  call.on("cancelled", () => controller.abort());
+  return Object.freeze({ channel, signal: controller.signal });
+}
+
+function reportFailure(error: unknown, method: DescMethod, onInternalError: (error: unknown, method: string) => void): grpc.ServiceError {
+  if (!(error instanceof RefusalError)) onInternalError(error, method.name);
+  return toServiceError(error) as grpc.ServiceError;
+}
+
+function unaryHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
     const respond = async () => {
       checkProtocol(call.metadata);
       // Accept once: the decoded request is frozen before any code looks at it.
       const request = Object.freeze(call.request) as never;
-      const reply = await handler(request, context);
+      const reply = await (handler(request, callContext(channel, call)) as Promise<unknown>);
       return create(method.output, reply as never);
     };
     respond().then(
       (reply) => callback(null, reply),
+      (error: unknown) => callback(reportFailure(error, method, onInternalError)),
+    );
+  };
+}
+
+/** Server streaming: every message the handler yields is written with backpressure; a caller that leaves stops it. */
+function serverStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleServerStreamingCall<unknown, unknown> {
+  return (call) => {
+    const context = callContext(channel, call);
+    const respond = async () => {
+      checkProtocol(call.metadata);
+      const request = Object.freeze(call.request) as never;
+      for await (const init of handler(request, context) as AsyncIterable<unknown>) {
+        if (context.signal.aborted) return;
+        if (!call.write(create(method.output, init as never))) await once(call, "drain", { signal: context.signal });
+      }
+    };
+    respond().then(
+      () => call.end(),
       (error: unknown) => {
-        if (!(error instanceof RefusalError)) onInternalError(error, method.name);
-        callback(toServiceError(error) as grpc.ServiceError);
+        if (context.signal.aborted) return;
+        call.emit("error", reportFailure(error, method, onInternalError));
       },
     );
   };
 }
+
+/** Client streaming: the handler reads the caller's messages (each frozen as it arrives) and answers once. */
+function clientStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleClientStreamingCall<unknown, unknown> {
+  return (call, callback) => {
+    const context = callContext(channel, call);
+    async function* messages(): AsyncIterable<unknown> {
+      for await (const message of call as AsyncIterable<unknown>) yield Object.freeze(message);
+    }
+    const respond = async () => {
+      checkProtocol(call.metadata);
+      const reply = await (handler(messages() as never, context) as Promise<unknown>);
+      return create(method.output, reply as never);
+    };
+    respond().then(
+      (reply) => callback(null, reply),
+      (error: unknown) => callback(reportFailure(error, method, onInternalError)),
+    );
+  };
+}
+
+const HANDLERS = {
+  unary: unaryHandler,
+  server_streaming: serverStreamHandler,
+  client_streaming: clientStreamHandler,
+} as const;
 
 /**
  * A gRPC server on one unix socket. One socket, one server: the channel name a handler
@@ -71,7 +125,6 @@ function unaryHandler(
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
-  const context: CallContext = Object.freeze({ channel: options.channel });
   const onInternalError = options.onInternalError ?? (() => undefined);
   let listening = false;
 
@@ -83,21 +136,21 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
       const handlers: grpc.UntypedServiceImplementation = {};
       for (const method of service.methods) {
-        if (method.methodKind !== "unary") {
-          throw new Error(`${service.typeName}.${method.name}: only unary methods are served so far`);
+        if (method.methodKind === "bidi_streaming") {
+          throw new Error(`${service.typeName}.${method.name}: bidirectional streaming is not served`);
         }
-        const handler = (impl as Record<string, (request: never, context: CallContext) => Promise<unknown>>)[method.localName];
+        const handler = (impl as Record<string, AnyHandler>)[method.localName];
         if (!handler) throw new Error(`${service.typeName}.${method.name} has no handler`);
         definition[method.name] = {
           path: `/${service.typeName}/${method.name}`,
-          requestStream: false,
-          responseStream: false,
+          requestStream: method.methodKind === "client_streaming",
+          responseStream: method.methodKind === "server_streaming",
           requestSerialize: serializerFor(method.input),
           requestDeserialize: deserializerFor(method.input),
           responseSerialize: serializerFor(method.output),
           responseDeserialize: deserializerFor(method.output),
         };
-        handlers[method.name] = unaryHandler(method, handler, context, onInternalError);
+        handlers[method.name] = HANDLERS[method.methodKind](method, handler, options.channel, onInternalError) as grpc.UntypedHandleCall;
       }
       server.addService(definition, handlers);
     },

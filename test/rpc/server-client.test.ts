@@ -7,6 +7,7 @@ import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../sr
 import { createRpcClient, createRpcServer, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
 import { makeTempHome } from "../support/programs.js";
+import { withUnused } from "./unused-methods.js";
 
 /** The rpc layer in one process: a real grpc-js server on a real unix socket, a real client. */
 const cleanups: Array<() => Promise<void>> = [];
@@ -18,7 +19,7 @@ async function serveShim(impl: Parameters<RpcServer["addService"]>[1], onInterna
   const home = await makeTempHome();
   const socketPath = join(home.dir, "s.sock");
   const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test", ...(onInternalError ? { onInternalError } : {}) });
-  server.addService(ShimService, impl as never);
+  server.addService(ShimService, withUnused(impl as Record<string, unknown>) as never);
   await server.listen();
   cleanups.push(async () => {
     await server.close(0);
@@ -102,7 +103,7 @@ describe("rpc server and client", () => {
     const socketPath = join(home.dir, "not-a-socket");
     writeFileSync(socketPath, "keep me");
     const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "x" });
-    server.addService(ShimService, { hello: async () => ({}), whoAmI: async () => ({}) });
+    server.addService(ShimService, withUnused({ hello: async () => ({}), whoAmI: async () => ({}) }) as never);
     await expect(server.listen()).rejects.toThrow(/is not a socket; refusing to replace it/);
     await server.close(0);
   });
