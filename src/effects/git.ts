@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
  * touches (the hub above all) hold content agents wrote; a config or hook in them, or in
  * a global file an agent could once reach, must never run code in the daemon.
  */
-const HARDENING = [
+export const HARDENING: readonly string[] = [
   "-c", "core.hooksPath=/dev/null",
   "-c", "core.fsmonitor=false",
   "-c", "core.pager=cat",
@@ -19,7 +19,7 @@ const HARDENING = [
 ];
 
 /** Environment for git: only what it needs, nothing inherited that could redirect it. */
-function gitEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function gitEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     LANG: "C",

@@ -1,0 +1,314 @@
+import { spawn, execFile } from "node:child_process";
+import { access, lstat, readFile, readlink, realpath } from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { missingFeatures } from "../sandbox/bwrap-args.js";
+import { LINUX_BASE } from "../sandbox/linux-base.js";
+import { GitError, HARDENING, gitEnv } from "./git.js";
+
+/**
+ * git run on content a seat wrote (a pushed pack, the objects quarantined from it) runs in
+ * a bubblewrap sandbox, not only hardened: a parser bug in git reached by a crafted pack
+ * must find no network, no host files but the system folders and the repositories named,
+ * and nothing writable but the folders the caller named (the quarantine). The hardening of
+ * git.ts (no config, hooks, fsmonitor, pager, helpers) applies inside as well.
+ *
+ * The namespaces are those of a seat: all of them, a user namespace made explicitly (as
+ * root too: it costs nothing and is what lets --disable-userns stop git from making a
+ * namespace of its own), and no fallback when bubblewrap is missing or too old. Run by
+ * root, git is still uid 0 inside, but without a capability, in a mount namespace where
+ * only the named folders are writable; teamd's files are root's, so no other uid could read
+ * the hub.
+ */
+export interface ContainedGitOptions {
+  readonly gitDir?: string;
+  /** Inside the sandbox; must lie in a bound folder. Default "/". */
+  readonly cwd?: string;
+  /** Bound read-only at the same path inside (alternates of a repository are not added: see objectStores). */
+  readonly readOnly: readonly string[];
+  /** Bound read-write at the same path inside. */
+  readonly writable: readonly string[];
+  readonly env?: Record<string, string>;
+  readonly input?: Buffer | NodeJS.ReadableStream;
+  /** Default 120 s for containedGit; containedGitStream has none unless given. */
+  readonly timeoutMs?: number;
+}
+
+export interface ContainedGitResult {
+  readonly stdout: Buffer;
+  readonly stderr: string;
+}
+
+export interface ContainedGitStream {
+  /** git's stdout; reading it is what lets git go on (back-pressure reaches the process). */
+  readonly stdout: AsyncIterable<Buffer>;
+  /** Settles once git has exited and its output is closed: GitError on a non-zero exit. */
+  readonly done: Promise<{ stderr: string }>;
+  /** Stop git (SIGKILL to bubblewrap, which takes git with it). */
+  kill(): void;
+}
+
+/** The sandbox could not be made: not a verdict on the input git was given. */
+export class ContainmentError extends Error {
+  override readonly name = "ContainmentError";
+}
+
+const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
+const STATUS_FD = 3;
+/** Enough of git's stderr to explain a failure; a hostile pack must not make the daemon hold more. */
+const STDERR_BYTES = 64 * 1024;
+/** git follows alternates of alternates this deep (its own limit); so do the binds. */
+const ALTERNATES_DEPTH = 5;
+const NOT_BOUND = ["/", "/proc", "/dev"];
+
+let checked: Promise<string> | undefined;
+let systemArgs: Promise<string[]> | undefined;
+let available: Promise<boolean> | undefined;
+
+/** The bwrap that passed the check. A failed check is not kept: bubblewrap may be installed meanwhile. */
+function bwrap(): Promise<string> {
+  const pending = (checked ??= (async () => {
+    let found: string | undefined;
+    for (const candidate of BWRAP_CANDIDATES) {
+      if (await access(candidate, fsConstants.X_OK).then(() => true, () => false)) {
+        found = candidate;
+        break;
+      }
+    }
+    if (found === undefined) {
+      throw new ContainmentError(`bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`);
+    }
+    const help = await new Promise<string>((resolve) => {
+      execFile(found, ["--help"], { env: {}, timeout: 5_000, encoding: "utf8" }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
+    });
+    const missing = missingFeatures(help);
+    if (missing.length > 0) {
+      throw new ContainmentError(`${found} lacks ${missing.join(", ")}, so git on seat content cannot be contained — scripts/setup.sh installs bubblewrap 0.8.0 or later`);
+    }
+    return found;
+  })());
+  pending.catch(() => {
+    if (checked === pending) checked = undefined;
+  });
+  return pending;
+}
+
+/** /usr and friends read-only; /bin -> usr/bin and the like recreated as the symlinks they are. */
+function systemMounts(): Promise<string[]> {
+  return (systemArgs ??= (async () => {
+    const args: string[] = [];
+    for (const path of LINUX_BASE.system) {
+      const stats = await lstat(path).catch(() => undefined);
+      if (stats?.isSymbolicLink()) args.push("--symlink", await readlink(path), path);
+      else if (stats?.isDirectory()) args.push("--ro-bind", path, path);
+    }
+    return args;
+  })());
+}
+
+async function bindArgs(readOnly: readonly string[], writable: readonly string[]): Promise<string[]> {
+  const binds: { src: string; dest: string; writable: boolean }[] = [];
+  for (const [paths, isWritable] of [[readOnly, false], [writable, true]] as const) {
+    for (const path of paths) {
+      if (!isAbsolute(path) || path.includes("\u0000")) throw new ContainmentError(`cannot bind ${JSON.stringify(path)}: not an absolute path`);
+      const dest = normalize(path).replace(/(.)\/+$/, "$1");
+      if (NOT_BOUND.some((root) => dest === root || (root !== "/" && dest.startsWith(`${root}/`)))) {
+        throw new ContainmentError(`cannot bind ${dest} into contained git: the sandbox builds it itself`);
+      }
+      // The source is resolved here, so a symlink swapped in later cannot redirect the bind
+      // (bwrap would follow it); the destination keeps the name the git arguments use.
+      const src = await realpath(dest).catch(() => {
+        throw new ContainmentError(`cannot bind ${dest} into contained git: it does not exist`);
+      });
+      binds.push({ src, dest, writable: isWritable });
+    }
+  }
+  // A folder before what is bound inside it; a writable bind after a read-only one of the same path.
+  binds.sort((a, b) => depth(a.dest) - depth(b.dest) || Number(a.writable) - Number(b.writable));
+  return binds.flatMap((bind) => [bind.writable ? "--bind" : "--ro-bind", bind.src, bind.dest]);
+}
+
+function depth(path: string): number {
+  return path.split("/").length;
+}
+
+interface Spawned {
+  readonly stdout: Readable;
+  readonly done: Promise<{ stderr: string }>;
+  kill(): void;
+}
+
+async function spawnContained(args: readonly string[], options: ContainedGitOptions): Promise<Spawned> {
+  const file = await bwrap();
+  const env = gitEnv({ PATH: LINUX_BASE.path.join(":"), ...(options.env ?? {}) });
+  const gitArgs = ["git", ...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
+  if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
+  const argv = [
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--assert-userns-disabled",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop", "ALL",
+    "--clearenv",
+    ...Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : ["--setenv", name, value])),
+    ...(await systemMounts()),
+    "--proc", "/proc",
+    "--dev", "/dev",
+    "--tmpfs", "/tmp",
+    ...(await bindArgs(options.readOnly, options.writable)),
+    "--chdir", options.cwd ?? "/",
+    "--json-status-fd", String(STATUS_FD),
+    "--",
+    ...gitArgs,
+  ];
+  const child = spawn(file, argv, {
+    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe"],
+    env: {},
+    cwd: "/",
+  });
+
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    if (stderr.length < STDERR_BYTES) stderr += chunk.slice(0, STDERR_BYTES - stderr.length);
+  });
+  let statusText = "";
+  const status = child.stdio[STATUS_FD] as Readable;
+  status.setEncoding("utf8").on("data", (chunk: string) => {
+    if (statusText.length < 4096) statusText += chunk;
+  });
+  status.on("error", () => undefined);
+
+  if (options.input !== undefined) {
+    const stdin = child.stdin as Writable;
+    // git may stop reading early (a corrupt pack); its exit status says why, not EPIPE.
+    stdin.on("error", () => undefined);
+    if (Buffer.isBuffer(options.input)) stdin.end(options.input);
+    else {
+      const input = options.input as NodeJS.ReadableStream & { on(event: "error", listener: (error: Error) => void): unknown };
+      input.on("error", (error: Error) => stdin.destroy(error));
+      input.pipe(stdin);
+    }
+  }
+
+  let timedOut = false;
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, options.timeoutMs);
+
+  const done = new Promise<{ stderr: string }>((resolve, reject) => {
+    child.once("error", (error) => {
+      if (timer !== undefined) clearTimeout(timer);
+      status.destroy();
+      reject(new ContainmentError(`cannot run ${file}: ${error.message}`));
+    });
+    child.once("close", (code, signal) => {
+      if (timer !== undefined) clearTimeout(timer);
+      const started = /"child-pid"\s*:\s*\d+/.test(statusText);
+      const exit = /"exit-code"\s*:\s*(\d+)/.exec(statusText);
+      if (timedOut) reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
+      else if (!started) reject(new ContainmentError(`contained git could not start (bubblewrap exit ${code ?? signal}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`));
+      else if (exit === null) reject(new GitError(args, signal ?? code, stderr));
+      else if (Number(exit[1]) !== 0) reject(new GitError(args, Number(exit[1]), stderr));
+      else resolve({ stderr });
+    });
+  });
+  return { stdout: child.stdout as Readable, done, kill: () => void child.kill("SIGKILL") };
+}
+
+/** Run git contained; stdout whole, as bytes (packs are binary). Rejects with GitError on a non-zero exit, ContainmentError when no sandbox could be made. */
+export async function containedGit(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitResult> {
+  const spawned = await spawnContained(args, { ...options, timeoutMs: options.timeoutMs ?? 120_000 });
+  const chunks: Buffer[] = [];
+  spawned.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const { stderr } = await spawned.done;
+  return { stdout: Buffer.concat(chunks), stderr };
+}
+
+/** Run git contained and hand its stdout on as it comes (a fetch's pack can be large). */
+export async function containedGitStream(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitStream> {
+  const spawned = await spawnContained(args, options);
+  // Nobody may be waiting on `done` when the reader stops early; that must not be an unhandled rejection.
+  spawned.done.catch(() => undefined);
+  return { stdout: spawned.stdout, done: spawned.done, kill: spawned.kill };
+}
+
+/** Whether contained git runs here (bubblewrap present, new enough, and allowed to make its namespaces). */
+export function containmentAvailable(): Promise<boolean> {
+  const pending = (available ??= containedGit(["--version"], { readOnly: [], writable: [], timeoutMs: 10_000 }).then(
+    () => true,
+    () => false,
+  ));
+  void pending.then((ok) => {
+    if (!ok && available === pending) available = undefined;
+  });
+  return pending;
+}
+
+/**
+ * The object folders git reads for `gitDir` beyond its own: its alternates, theirs, and so
+ * on (git's depth). Each must be bound read-only, or contained git finds objects missing
+ * that the repository has.
+ */
+export async function objectStores(gitDir: string): Promise<string[]> {
+  const found: string[] = [];
+  const visit = async (objects: string, level: number): Promise<void> => {
+    if (level > ALTERNATES_DEPTH) return;
+    const text = await readFile(join(objects, "info", "alternates"), "utf8").catch(() => "");
+    for (const raw of text.split("\n")) {
+      const line = raw.startsWith('"') ? unquote(raw) : raw.trim();
+      if (line === undefined || line.length === 0 || line.startsWith("#")) continue;
+      const path = await realpath(resolvePath(objects, line)).catch(() => undefined);
+      if (path === undefined || found.includes(path)) continue;
+      found.push(path);
+      await visit(path, level + 1);
+    }
+  };
+  await visit(join(gitDir, "objects"), 1);
+  return found;
+}
+
+/** git's C-style quoting of an alternates line (a path with a newline, a quote, a backslash). */
+function unquote(line: string): string | undefined {
+  const match = /^"((?:[^"\\]|\\.)*)"\s*$/.exec(line);
+  if (match === null) return undefined;
+  const escapes: Record<string, string> = { n: "\n", t: "\t", '"': '"', "\\": "\\", a: "\x07", b: "\b", f: "\f", r: "\r", v: "\v" };
+  const bytes: number[] = [];
+  const body = match[1] as string;
+  for (let i = 0; i < body.length; i++) {
+    const char = body[i] as string;
+    if (char !== "\\") {
+      bytes.push(...Buffer.from(char, "utf8"));
+      continue;
+    }
+    const next = body[i + 1] ?? "";
+    const octal = /^[0-3][0-7]{2}/.exec(body.slice(i + 1));
+    if (octal) {
+      bytes.push(parseInt(octal[0], 8));
+      i += 3;
+    } else {
+      bytes.push(...Buffer.from(escapes[next] ?? next, "utf8"));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+/** `oid type` of each object, or `missing`; the ids must already be checked as ids. */
+export async function objectTypes(context: ContainedGitOptions, oids: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(oids)];
+  const types = new Map<string, string>();
+  if (unique.length === 0) return types;
+  const { stdout } = await containedGit(["cat-file", "--batch-check=%(objectname) %(objecttype)"], {
+    ...context,
+    input: Buffer.from(unique.map((oid) => `${oid}\n`).join("")),
+  });
+  for (const line of stdout.toString("utf8").split("\n")) {
+    const [oid, type] = line.split(" ");
+    if (oid !== undefined && type !== undefined) types.set(oid, type);
+  }
+  return types;
+}

@@ -1,0 +1,826 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { deflateSync } from "node:zlib";
+import { git, GitError } from "./git.js";
+
+/**
+ * Filtered mirrors: the repository a seat with a bounded READ scope fetches from. It holds,
+ * for each hub commit, a commit whose tree keeps only the readable paths, and shares the
+ * hub's objects through `objects/info/alternates` (nothing copied). Serving only packs of its
+ * filtered refs means no object of an unreadable path ever reaches the seat. A seat's push,
+ * based on filtered commits, is replayed onto the real hub commits (`replay`).
+ *
+ * Filtered commits are a pure function of the hub commit's bytes and the filter's decisions,
+ * so every machine computes the same oids, and a lost memo line costs a recomputation, never
+ * a wrong answer.
+ */
+
+/** Decides readability of a path (file path, repository-relative); given by the caller from the kernel. Also offered: whether a whole directory prefix is readable (fast path: reuse the subtree as-is) or wholly unreadable (skip it). */
+export interface ReadFilter {
+  /** An id of the filter (e.g. hash of the seat's read scope): mirrors made under another id are rebuilt. */
+  readonly id: string;
+  file(path: string): boolean;
+  /** "all" when every path under dir/ is readable, "none" when none is, "some" otherwise. `path` has no trailing slash. */
+  dir(path: string): "all" | "none" | "some";
+}
+
+export interface FilteredMirror {
+  readonly dir: string;
+  /** The filtered commit of a hub commit (and, recursively, its ancestors), created and memoized. Deterministic: same hub commit + same filter id => same oid, on any machine. */
+  filterCommit(hubOid: string): Promise<string>;
+  /** Point the mirror's ref (e.g. refs/heads/main) at the filtered image of the hub's ref; returns the filtered oid (or deletes the mirror ref when the hub has none). */
+  syncRef(ref: string, hubOid: string | undefined): Promise<string | undefined>;
+  /** The hub commit a filtered commit stands for, or undefined when it is not one the mirror made. */
+  hubCommitOf(filteredOid: string): Promise<string | undefined>;
+  /**
+   * Replay commits the seat pushed (oldest first, in a quarantine that `objectsEnv` makes
+   * visible together with the mirror's and the hub's objects) onto the hub. Each commit C
+   * with first parent P becomes a hub commit whose tree is the hub image of P with exactly
+   * the paths that differ between tree(P) and tree(C) set to C's entries or removed; author,
+   * committer, encoding and message are kept byte for byte (gpgsig and mergetag dropped: a
+   * signature over another tree would be a lie). New objects go to `hubObjectsOut` only.
+   *
+   * Refused (ReplayRefused, with a reason the agent can act on): a merge; a parent that is
+   * neither a filtered commit nor pushed; a file over a directory holding paths the seat
+   * cannot read (or the reverse); a blob the push names but neither carries nor was served.
+   *
+   * A replayed commit becomes a known parent for the seat's next push only once its objects
+   * are in the hub and the mirror has filtered it (syncRef / filterCommit).
+   */
+  replay(
+    pushed: readonly string[],
+    objectsEnv: Record<string, string>,
+    hubObjectsOut: string,
+  ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }>;
+}
+
+/** A push the mirror will not replay, with a reason the agent that pushed can act on. */
+export class ReplayRefused extends Error {
+  override readonly name = "ReplayRefused";
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+const MEMO_FILE = "teamd-filter-memo";
+const ID_FILE = "teamd-filter-id";
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const MEMO_LINE = /^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64})$/;
+/** Headers not copied: tree and parent are rewritten; gpgsig and mergetag sign or embed the original objects. */
+const DROPPED_HEADERS = new Set(["tree", "parent", "gpgsig", "gpgsig-sha256", "mergetag"]);
+/** Below this many objects a write goes loose (as git's transfer.unpackLimit does), above it one pack. */
+const UNPACK_LIMIT = 100;
+/** Every object write is made durable before a memo line or ref names it. */
+const DURABLE = ["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"];
+
+// ---------------------------------------------------------------------------------------------
+// git with stdin and streaming. git() (git.ts) buffers a one-shot run and cannot feed stdin,
+// which the batch commands here need; these repeat its hardening, and must stay in step with it.
+
+const HARDENING = [
+  "-c", "core.hooksPath=/dev/null",
+  "-c", "core.fsmonitor=false",
+  "-c", "core.pager=cat",
+  "-c", "diff.external=",
+  "-c", "core.sshCommand=false",
+  "-c", "protocol.ext.allow=never",
+  "-c", "credential.helper=",
+  "-c", "core.askPass=",
+  "-c", "gc.auto=0",
+];
+
+function hardenedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LANG: "C",
+    LC_ALL: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_ASKPASS: "",
+    SSH_ASKPASS: "",
+    GIT_ATTR_NOSYSTEM: "1",
+    HOME: "/nonexistent",
+    // Agents write the hub: a refs/replace/ object there must not change what a commit means here.
+    GIT_NO_REPLACE_OBJECTS: "1",
+    ...extra,
+  };
+}
+
+function spawnGit(args: readonly string[], gitDir: string, env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn("git", [...HARDENING, "--git-dir", gitDir, ...args], { env: hardenedEnv(env), stdio: "pipe" });
+}
+
+/** One run of git with `input` on stdin; resolves stdout, rejects GitError on a non-zero exit. */
+function runGit(args: readonly string[], gitDir: string, input: Buffer | string, env: Record<string, string> = {}): Promise<Buffer> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawnGit(args, gitDir, env);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    // EPIPE when git exits early: the exit code tells what happened.
+    child.stdin.on("error", () => undefined);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolvePromise(Buffer.concat(out));
+      else reject(new GitError(args, code, Buffer.concat(err).toString("utf8")));
+    });
+    child.stdin.end(input);
+  });
+}
+
+interface GitObject {
+  readonly type: string;
+  readonly content: Buffer;
+}
+
+/** A long-lived `git cat-file --batch`: one process for all reads of an operation, not one per object. */
+class ObjectReader {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting: { resolve: (o: GitObject | undefined) => void; reject: (e: Error) => void }[] = [];
+  private chunks: Buffer[] = [];
+  private length = 0;
+  private header: { type: string; size: number } | undefined;
+  private failure: Error | undefined;
+  private stderr = "";
+  private readonly exited: Promise<void>;
+
+  constructor(gitDir: string, env: Record<string, string>) {
+    this.child = spawnGit(["cat-file", "--batch"], gitDir, env);
+    this.child.stdout.on("data", (chunk: Buffer) => {
+      this.chunks.push(chunk);
+      this.length += chunk.length;
+      this.drain();
+    });
+    this.child.stderr.on("data", (chunk: Buffer) => {
+      this.stderr += chunk.toString("utf8");
+    });
+    this.child.stdin.on("error", () => undefined);
+    this.exited = new Promise((done) => {
+      this.child.on("error", (error) => {
+        this.fail(error);
+        done();
+      });
+      this.child.on("close", (code) => {
+        this.fail(new GitError(["cat-file", "--batch"], code, this.stderr || "exited"));
+        done();
+      });
+    });
+  }
+
+  read(oid: string): Promise<GitObject | undefined> {
+    if (!OID.test(oid)) return Promise.reject(new Error(`not an object id: ${JSON.stringify(oid)}`));
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolvePromise, reject) => {
+      this.waiting.push({ resolve: resolvePromise, reject });
+      this.child.stdin.write(`${oid}\n`);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.child.stdin.end();
+    await this.exited;
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
+  }
+
+  /** Joins the buffered chunks; called only once enough bytes are in, so a big blob is copied once. */
+  private flat(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  private consume(bytes: number): void {
+    const rest = this.flat().subarray(bytes);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.length = rest.length;
+  }
+
+  private drain(): void {
+    while (this.waiting.length > 0) {
+      if (!this.header) {
+        const buffer = this.flat();
+        const newline = buffer.indexOf(10);
+        if (newline < 0) return;
+        const fields = buffer.toString("latin1", 0, newline).split(" ");
+        this.consume(newline + 1);
+        if (fields[1] === "missing" || fields.length !== 3) {
+          this.waiting.shift()?.resolve(undefined);
+          continue;
+        }
+        this.header = { type: fields[1] ?? "", size: Number(fields[2]) };
+      }
+      if (this.length < this.header.size + 1) return;
+      const content = Buffer.from(this.flat().subarray(0, this.header.size));
+      const type = this.header.type;
+      this.consume(this.header.size + 1);
+      this.header = undefined;
+      this.waiting.shift()?.resolve({ type, content });
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects, built in memory: oids are computed here, and git only stores them (one pack per write).
+
+type Algo = "sha1" | "sha256";
+type ObjectType = "commit" | "tree" | "blob";
+type Pending = Map<string, { readonly type: ObjectType; readonly data: Buffer }>;
+
+interface TreeEntry {
+  readonly mode: string;
+  /** Raw bytes: a name that is not UTF-8 must survive unchanged. */
+  readonly name: Buffer;
+  readonly oid: string;
+}
+
+const isTreeMode = (mode: string): boolean => mode === "40000" || mode === "040000";
+const isGitlink = (mode: string): boolean => mode === "160000";
+
+function hashObject(algo: Algo, type: ObjectType, data: Buffer): string {
+  return createHash(algo).update(`${type} ${data.length}\0`, "latin1").update(data).digest("hex");
+}
+
+function parseTree(data: Buffer, hashLength: number): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  let at = 0;
+  while (at < data.length) {
+    const space = data.indexOf(32, at);
+    const nul = data.indexOf(0, space + 1);
+    if (space < 0 || nul < 0 || nul + 1 + hashLength > data.length) throw new Error("malformed tree object");
+    entries.push({
+      mode: data.toString("latin1", at, space),
+      name: data.subarray(space + 1, nul),
+      oid: data.toString("hex", nul + 1, nul + 1 + hashLength),
+    });
+    at = nul + 1 + hashLength;
+  }
+  return entries;
+}
+
+function serializeTree(entries: readonly TreeEntry[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const entry of entries) parts.push(Buffer.from(`${entry.mode} `, "latin1"), entry.name, Buffer.from([0]), Buffer.from(entry.oid, "hex"));
+  return Buffer.concat(parts);
+}
+
+/** git's tree order: names compare as bytes, a directory as if it ended in "/". */
+function treeOrder(a: TreeEntry, b: TreeEntry): number {
+  const key = (e: TreeEntry): Buffer => (isTreeMode(e.mode) ? Buffer.concat([e.name, Buffer.from("/")]) : e.name);
+  return Buffer.compare(key(a), key(b));
+}
+
+interface ParsedCommit {
+  readonly tree: string;
+  readonly parents: readonly string[];
+  /** The other headers, raw (latin1 keeps bytes), in their order, each with its continuation lines. */
+  readonly rest: string;
+  /** The message, raw; undefined when the object has no blank line at all. */
+  readonly body: string | undefined;
+}
+
+function parseCommit(data: Buffer): ParsedCommit {
+  const text = data.toString("latin1");
+  const end = text.indexOf("\n\n");
+  const head = end < 0 ? text : text.slice(0, end + 1);
+  const body = end < 0 ? undefined : text.slice(end + 2);
+  const lines = head.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  let tree: string | undefined;
+  const parents: string[] = [];
+  let rest = "";
+  let keep = false;
+  for (const line of lines) {
+    if (line.startsWith(" ")) {
+      if (keep) rest += `${line}\n`;
+      continue;
+    }
+    const space = line.indexOf(" ");
+    const key = space < 0 ? line : line.slice(0, space);
+    const value = space < 0 ? "" : line.slice(space + 1);
+    if (key === "tree" && tree === undefined) tree = value;
+    else if (key === "parent") parents.push(value);
+    keep = !DROPPED_HEADERS.has(key);
+    if (keep) rest += `${line}\n`;
+  }
+  if (tree === undefined || !OID.test(tree) || !parents.every((p) => OID.test(p))) throw new Error("malformed commit object");
+  return { tree, parents, rest, body };
+}
+
+function buildCommit(tree: string, parents: readonly string[], commit: ParsedCommit): Buffer {
+  const head = `tree ${tree}\n${parents.map((p) => `parent ${p}\n`).join("")}${commit.rest}`;
+  return Buffer.from(commit.body === undefined ? head : `${head}\n${commit.body}`, "latin1");
+}
+
+const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+
+/** A version-2 pack of whole (undeltified) objects: what unpack-objects / index-pack read. */
+function buildPack(objects: Pending, algo: Algo): Buffer {
+  const header = Buffer.alloc(12);
+  header.write("PACK", 0, "latin1");
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(objects.size, 8);
+  const parts: Buffer[] = [header];
+  for (const { type, data } of objects.values()) {
+    let size = data.length;
+    const bytes: number[] = [];
+    let byte = (TYPE_CODES[type] << 4) | (size % 16);
+    size = Math.floor(size / 16);
+    while (size > 0) {
+      bytes.push(byte | 0x80);
+      byte = size % 128;
+      size = Math.floor(size / 128);
+    }
+    bytes.push(byte);
+    parts.push(Buffer.from(bytes), deflateSync(data));
+  }
+  const body = Buffer.concat(parts);
+  return Buffer.concat([body, createHash(algo).update(body).digest()]);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Of `oids`, those the object store of `gitDir` (as `env` shapes it) lacks. */
+async function missingFrom(oids: readonly string[], gitDir: string, env: Record<string, string>): Promise<string[]> {
+  const out = await runGit(["cat-file", "--batch-check"], gitDir, `${oids.join("\n")}\n`, env);
+  return out
+    .toString("latin1")
+    .split("\n")
+    .filter((line) => line.endsWith(" missing"))
+    .map((line) => line.slice(0, line.indexOf(" ")));
+}
+
+async function syncDir(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeDurably(path: string, text: string): Promise<void> {
+  const handle = await open(path, "w");
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/** Reads the memo, cutting a torn last line (a crash mid-append) so the next append starts clean. */
+async function loadMemo(path: string): Promise<[string, string][]> {
+  const handle = await open(path, "a+");
+  try {
+    const text = (await handle.readFile()).toString("latin1");
+    const complete = text.lastIndexOf("\n") + 1;
+    if (complete < text.length) {
+      await handle.truncate(complete);
+      await handle.sync();
+    }
+    const pairs: [string, string][] = [];
+    for (const line of text.slice(0, complete).split("\n")) {
+      const match = MEMO_LINE.exec(line);
+      if (match?.[1] && match[2]) pairs.push([match[1], match[2]]);
+    }
+    return pairs;
+  } finally {
+    await handle.close();
+  }
+}
+
+class Mirror implements FilteredMirror {
+  private readonly toFiltered = new Map<string, string>();
+  private readonly toHub = new Map<string, string>();
+  /** (tree oid, path prefix) -> filtered tree oid, null when nothing readable is left. */
+  private readonly trees = new Map<string, string | null>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly hashLength: number;
+  private readonly memoPath: string;
+
+  constructor(
+    readonly dir: string,
+    private readonly hub: string,
+    private readonly filter: ReadFilter,
+    private readonly algo: Algo,
+    memo: readonly [string, string][],
+  ) {
+    this.hashLength = algo === "sha1" ? 20 : 32;
+    this.memoPath = join(dir, MEMO_FILE);
+    for (const [hub, filtered] of memo) this.remember(hub, filtered);
+  }
+
+  filterCommit(hubOid: string): Promise<string> {
+    return this.exclusive(() => this.filterLocked(hubOid));
+  }
+
+  syncRef(ref: string, hubOid: string | undefined): Promise<string | undefined> {
+    return this.exclusive(async () => {
+      if (!/^refs\/[^\0\n\r ]+$/.test(ref)) throw new Error(`not a ref name: ${JSON.stringify(ref)}`);
+      if (hubOid === undefined) {
+        await runGit([...DURABLE, "update-ref", "--stdin"], this.dir, `delete ${ref}\n`);
+        return undefined;
+      }
+      const filtered = await this.filterLocked(hubOid);
+      await runGit([...DURABLE, "update-ref", "--stdin"], this.dir, `update ${ref} ${filtered}\n`);
+      return filtered;
+    });
+  }
+
+  hubCommitOf(filteredOid: string): Promise<string | undefined> {
+    return Promise.resolve(this.toHub.get(filteredOid));
+  }
+
+  replay(
+    pushed: readonly string[],
+    objectsEnv: Record<string, string>,
+    hubObjectsOut: string,
+  ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
+    return this.exclusive(() => this.replayLocked(pushed, objectsEnv, resolve(hubObjectsOut)));
+  }
+
+  /** One operation at a time: the memo and the staged objects of a run must not interleave. */
+  private exclusive<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private remember(hub: string, filtered: string): void {
+    this.toFiltered.set(hub, filtered);
+    // Two hub commits can share an image (they differ only where the seat cannot read); either
+    // one is a faithful base to replay on, the first stays.
+    if (!this.toHub.has(filtered)) this.toHub.set(filtered, hub);
+  }
+
+  private async filterLocked(hubOid: string): Promise<string> {
+    if (!OID.test(hubOid)) throw new Error(`not an object id: ${JSON.stringify(hubOid)}`);
+    const known = this.toFiltered.get(hubOid);
+    if (known) return known;
+    if (this.toHub.has(hubOid)) throw new Error(`${hubOid} is a commit of the filtered mirror, not of the hub`);
+    const reader = new ObjectReader(this.dir, {});
+    const commits = new Map<string, string>();
+    const trees = new Map<string, string | null>();
+    const pending: Pending = new Map();
+    try {
+      const filteredOf = (oid: string): string | undefined => this.toFiltered.get(oid) ?? commits.get(oid);
+      const parsed = new Map<string, ParsedCommit>();
+      // Depth-first without recursion: a long history must not exhaust the stack.
+      const stack = [hubOid];
+      while (stack.length > 0) {
+        const oid = stack[stack.length - 1] as string;
+        if (filteredOf(oid)) {
+          stack.pop();
+          continue;
+        }
+        let commit = parsed.get(oid);
+        if (!commit) {
+          const object = await reader.read(oid);
+          if (object?.type !== "commit") throw new Error(`${oid} is not a commit the hub holds`);
+          commit = parseCommit(object.content);
+          parsed.set(oid, commit);
+        }
+        const todo = commit.parents.filter((p) => !filteredOf(p));
+        if (todo.length > 0) {
+          stack.push(...todo.reverse());
+          continue;
+        }
+        const tree = (await this.filterTree(reader, commit.tree, "", trees, pending)) ?? this.emptyTree(pending);
+        const parents = [...new Set(commit.parents.map((p) => filteredOf(p) as string))];
+        const data = buildCommit(tree, parents, commit);
+        const filtered = hashObject(this.algo, "commit", data);
+        pending.set(filtered, { type: "commit", data });
+        commits.set(oid, filtered);
+        parsed.delete(oid);
+        stack.pop();
+      }
+    } finally {
+      await reader.close();
+    }
+    // Objects first, then the memo, then (syncRef) the ref: whatever a crash leaves, a memo
+    // line never names a missing object and a ref never names an unmemoized commit.
+    await this.store(pending, this.dir, join(this.dir, "objects"), {});
+    await this.appendMemo(commits);
+    for (const [key, value] of trees) this.trees.set(key, value);
+    for (const [hub, filtered] of commits) this.remember(hub, filtered);
+    return this.toFiltered.get(hubOid) as string;
+  }
+
+  private async filterTree(
+    reader: ObjectReader,
+    oid: string,
+    prefix: string,
+    staged: Map<string, string | null>,
+    pending: Pending,
+  ): Promise<string | null> {
+    const key = `${oid}\0${prefix}`;
+    const memo = this.trees.has(key) ? this.trees.get(key) : staged.get(key);
+    if (memo !== undefined) return memo;
+    const object = await reader.read(oid);
+    if (object?.type !== "tree") throw new Error(`tree ${oid} is missing from the hub`);
+    const kept: TreeEntry[] = [];
+    let changed = false;
+    for (const entry of parseTree(object.content, this.hashLength)) {
+      const path = prefix + entry.name.toString("utf8");
+      if (isTreeMode(entry.mode)) {
+        const scope = this.filter.dir(path);
+        if (scope === "all") kept.push(entry);
+        else if (scope === "none") changed = true;
+        else {
+          const sub = await this.filterTree(reader, entry.oid, `${path}/`, staged, pending);
+          if (sub !== entry.oid) changed = true;
+          if (sub !== null) kept.push(sub === entry.oid ? entry : { ...entry, oid: sub });
+        }
+      } else if (this.filter.file(path)) kept.push(entry);
+      else changed = true;
+    }
+    const result = !changed ? oid : kept.length === 0 ? null : this.addTree(kept, pending);
+    staged.set(key, result);
+    return result;
+  }
+
+  private addTree(entries: readonly TreeEntry[], pending: Pending): string {
+    const data = serializeTree(entries);
+    const oid = hashObject(this.algo, "tree", data);
+    pending.set(oid, { type: "tree", data });
+    return oid;
+  }
+
+  private emptyTree(pending: Pending): string {
+    return this.addTree([], pending);
+  }
+
+  /** Stores objects in `objects` (the mirror's, or the objects dir `env` names), durably. */
+  private async store(pending: Pending, gitDir: string, objects: string, env: Record<string, string>): Promise<void> {
+    if (pending.size === 0) return;
+    const command = pending.size < UNPACK_LIMIT ? ["unpack-objects", "-q"] : ["index-pack", "--stdin"];
+    await runGit([...DURABLE, ...command], gitDir, buildPack(pending, this.algo), env);
+    // git fsyncs each object file but not the directory entry its rename made; a memo line
+    // or ref must not outlive the object it names.
+    const dirs = new Set([join(objects, "pack"), objects]);
+    for (const oid of pending.keys()) dirs.add(join(objects, oid.slice(0, 2)));
+    for (const dir of dirs) {
+      await syncDir(dir).catch((error: NodeJS.ErrnoException) => {
+        // An object git found already present (here or in an alternate) made no directory.
+        if (error.code !== "ENOENT") throw error;
+      });
+    }
+  }
+
+  private async appendMemo(commits: ReadonlyMap<string, string>): Promise<void> {
+    if (commits.size === 0) return;
+    let text = "";
+    for (const [hub, filtered] of commits) text += `${hub} ${filtered}\n`;
+    const handle = await open(this.memoPath, "a");
+    try {
+      await handle.write(text);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private async replayLocked(
+    pushed: readonly string[],
+    objectsEnv: Record<string, string>,
+    out: string,
+  ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
+    if (pushed.length === 0) throw new Error("replay: no commits given");
+    // objectsEnv should show quarantine + mirror + hub; a caller's quarantine made against the
+    // mirror alone (which reaches the hub only through its own alternates file) still works.
+    const env = {
+      ...objectsEnv,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: [objectsEnv.GIT_ALTERNATE_OBJECT_DIRECTORIES, join(this.dir, "objects"), join(this.hub, "objects")]
+        .filter((dir) => dir !== undefined && dir !== "")
+        .join(":"),
+    };
+    const reader = new ObjectReader(this.dir, env);
+    const map = new Map<string, string>();
+    const hubTrees = new Map<string, string>();
+    const pending: Pending = new Map();
+    /** Blob oid -> a path the pushed trees put it at. */
+    const blobs = new Map<string, string>();
+    try {
+      const commitOf = async (oid: string): Promise<ParsedCommit> => {
+        const object = await reader.read(oid);
+        if (object?.type !== "commit") throw new Error(`commit ${oid} is missing from the quarantine, the mirror and the hub`);
+        return parseCommit(object.content);
+      };
+      for (const oid of pushed) {
+        if (map.has(oid)) continue;
+        // A commit the mirror made (the seat pushed a branch at something it fetched) is its hub commit.
+        const made = this.toHub.get(oid);
+        if (made) {
+          map.set(oid, made);
+          continue;
+        }
+        const commit = await commitOf(oid);
+        if (commit.parents.length > 1) {
+          throw new ReplayRefused(
+            `commit ${oid} is a merge; a seat that may read only part of the repository pushes linear history: rebase instead of merging`,
+          );
+        }
+        let base: string | null = null;
+        let seen: string | null = null;
+        const parents: string[] = [];
+        const parent = commit.parents[0];
+        if (parent !== undefined) {
+          const hubParent = map.get(parent) ?? this.toHub.get(parent);
+          if (hubParent === undefined) {
+            throw new ReplayRefused(
+              `commit ${oid} has parent ${parent}, which is neither a commit fetched from teamd nor one being pushed: fetch from teamd and rebase onto what it serves`,
+            );
+          }
+          parents.push(hubParent);
+          base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
+          seen = (await commitOf(parent)).tree;
+        }
+        const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs)) ?? this.emptyTree(pending);
+        const data = buildCommit(tree, parents, commit);
+        const replayed = hashObject(this.algo, "commit", data);
+        pending.set(replayed, { type: "commit", data });
+        map.set(oid, replayed);
+        hubTrees.set(replayed, tree);
+      }
+      if (blobs.size > 0) {
+        await this.refuseUnserved(pushed, blobs, objectsEnv.GIT_OBJECT_DIRECTORY, env);
+        // Only blobs the hub lacks travel; the seat may well have re-added content the hub has.
+        for (const blob of await missingFrom([...blobs.keys()], this.hub, {})) {
+          const object = await reader.read(blob);
+          if (object?.type !== "blob") throw new Error(`blob ${blob} is missing from the quarantine`);
+          pending.set(blob, { type: "blob", data: object.content });
+        }
+      }
+    } finally {
+      await reader.close();
+    }
+    await mkdir(join(out, "pack"), { recursive: true });
+    await mkdir(join(out, "info"), { recursive: true });
+    await this.store(pending, this.dir, out, {
+      GIT_OBJECT_DIRECTORY: out,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: join(this.hub, "objects"),
+    });
+    return { map, tip: map.get(pushed[pushed.length - 1] as string) as string };
+  }
+
+  /**
+   * The hub holds every blob, readable or not, and the quarantine sees them all through its
+   * alternates: a seat that knows the id of a blob it may not read could name it at a path it
+   * may read without sending it, and the replayed commit would then serve it back. So a blob
+   * the push does not carry must be one of the history the seat was served (the mirror's
+   * refs) — exactly what git's own pack-objects would have left out of the push.
+   */
+  private async refuseUnserved(
+    pushed: readonly string[],
+    blobs: ReadonlyMap<string, string>,
+    quarantine: string | undefined,
+    env: Record<string, string>,
+  ): Promise<void> {
+    const absent = new Set(
+      quarantine === undefined
+        ? blobs.keys()
+        : await missingFrom([...blobs.keys()], this.dir, { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" }),
+    );
+    if (absent.size === 0) return;
+    const unserved = await runGit(["rev-list", "--objects", "--no-object-names", "--stdin", "--not", "--all"], this.dir, `${pushed.join("\n")}\n`, env);
+    for (const oid of unserved.toString("latin1").split("\n")) {
+      if (absent.has(oid)) {
+        throw new ReplayRefused(
+          `${blobs.get(oid) ?? oid}: the push names content (${oid}) it does not carry and that teamd never served you; push the file's content itself`,
+        );
+      }
+    }
+  }
+
+  /**
+   * The hub tree `base` with the change from tree `from` to tree `to` applied path by path:
+   * a path that differs takes `to`'s entry (or goes), every other path of `base` — above all
+   * those the seat cannot read — stays as it is. Null when nothing is left.
+   */
+  private async apply(
+    reader: ObjectReader,
+    base: string | null,
+    from: string | null,
+    to: string | null,
+    prefix: string,
+    pending: Pending,
+    blobs: Map<string, string>,
+  ): Promise<string | null> {
+    if (from === to) return base;
+    const entries = async (oid: string | null): Promise<Map<string, TreeEntry>> => {
+      const map = new Map<string, TreeEntry>();
+      if (oid === null) return map;
+      // A tree made for an earlier commit of this push is not written anywhere yet.
+      const object = pending.get(oid) ?? (await reader.read(oid));
+      if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
+      const data = "data" in object ? object.data : object.content;
+      for (const entry of parseTree(data, this.hashLength)) map.set(entry.name.toString("latin1"), entry);
+      return map;
+    };
+    const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
+    const names = new Set([...b.keys(), ...f.keys(), ...t.keys()]);
+    const result: TreeEntry[] = [];
+    let changed = false;
+    for (const name of names) {
+      const was = b.get(name);
+      const old = f.get(name);
+      const now = t.get(name);
+      if (old?.mode === now?.mode && old?.oid === now?.oid) {
+        if (was) result.push(was);
+        continue;
+      }
+      changed = true;
+      const path = prefix + Buffer.from(name, "latin1").toString("utf8");
+      const wasTree = was && isTreeMode(was.mode) ? was.oid : null;
+      const oldTree = old && isTreeMode(old.mode) ? old.oid : null;
+      const nowTree = now && isTreeMode(now.mode) ? now.oid : null;
+      if (now && !nowTree) {
+        if (oldTree !== null) {
+          // The seat turned a directory into a file: fine only if nothing it cannot see is in it.
+          if ((await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs)) !== null) {
+            throw new ReplayRefused(`${path}: this directory also holds files outside your read scope, so it cannot become a file; choose another name`);
+          }
+        } else if (wasTree !== null) {
+          throw new ReplayRefused(`${path}: the repository has a directory there that you cannot read; choose another name`);
+        }
+        if (!isGitlink(now.mode) && !blobs.has(now.oid)) blobs.set(now.oid, path);
+        result.push(now);
+      } else if (nowTree !== null) {
+        if (was && wasTree === null && (!old || oldTree !== null)) {
+          throw new ReplayRefused(`${path}: the repository has a file there that you cannot read; choose another name`);
+        }
+        const sub = await this.apply(reader, wasTree, oldTree, nowTree, `${path}/`, pending, blobs);
+        if (sub !== null) result.push({ mode: "40000", name: Buffer.from(name, "latin1"), oid: sub });
+      } else if (oldTree !== null) {
+        const sub = await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs);
+        if (sub !== null) result.push({ mode: "40000", name: Buffer.from(name, "latin1"), oid: sub });
+      }
+      else if (wasTree !== null) {
+        // Cannot happen when `from` is the seat's view of `base`; never drop a directory on a guess.
+        throw new ReplayRefused(`${path}: the repository has a directory there that you cannot read; fetch from teamd and rebase`);
+      }
+      // else: a file the seat deleted; the hub's entry goes with it.
+    }
+    if (!changed) return base;
+    if (result.length === 0) return null;
+    return this.addTree(result.sort(treeOrder), pending);
+  }
+}
+
+/** Opens (creating or rebuilding as needed) the filtered mirror at `dir` of the bare hub `hub`. */
+export async function openFilteredMirror(dir: string, hub: string, filter: ReadFilter): Promise<FilteredMirror> {
+  const mirror = resolve(dir);
+  const hubDir = resolve(hub);
+  const format = (await git(["rev-parse", "--show-object-format"], { gitDir: hubDir })).stdout.trim();
+  if (format !== "sha1" && format !== "sha256") throw new Error(`hub ${hubDir} uses unknown object format ${format}`);
+  // Idempotent: repairs a mirror a crash left half made. No template: no sample hooks, no info/exclude.
+  await git(["-c", "init.defaultBranch=main", "init", "--bare", "-q", "--template=", `--object-format=${format}`, mirror]);
+  await mkdir(join(mirror, "objects", "info"), { recursive: true });
+  const alternates = join(mirror, "objects", "info", "alternates");
+  const wanted = `${join(hubDir, "objects")}\n`;
+  if ((await readText(alternates)) !== wanted) {
+    await writeFile(`${alternates}.tmp`, wanted);
+    await rename(`${alternates}.tmp`, alternates);
+  }
+  // A seat's clone checks out what HEAD names; follow the hub's choice of trunk.
+  try {
+    const head = (await git(["symbolic-ref", "-q", "HEAD"], { gitDir: hubDir })).stdout.trim();
+    if (head.startsWith("refs/")) await git(["symbolic-ref", "HEAD", head], { gitDir: mirror });
+  } catch (error) {
+    if (!(error instanceof GitError)) throw error;
+  }
+
+  const idPath = join(mirror, ID_FILE);
+  const memoPath = join(mirror, MEMO_FILE);
+  if ((await readText(idPath)) !== filter.id) {
+    // Id first out, id last in: a crash anywhere in between rebuilds again on the next open.
+    await unlink(idPath).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw error;
+    });
+    await syncDir(mirror);
+    const refs = (await git(["for-each-ref", "--format=%(refname)"], { gitDir: mirror })).stdout;
+    const deletes = refs.split("\n").filter((r) => r !== "").map((r) => `delete ${r}\n`).join("");
+    if (deletes !== "") await runGit([...DURABLE, "update-ref", "--stdin"], mirror, deletes);
+    await writeDurably(memoPath, "");
+    await writeDurably(`${idPath}.tmp`, filter.id);
+    await rename(`${idPath}.tmp`, idPath);
+    await syncDir(mirror);
+  }
+  return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath));
+}

@@ -1,0 +1,387 @@
+import { createReadStream, existsSync } from "node:fs";
+import { copyFile, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { containedGit, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
+import { git, GitError } from "./git.js";
+
+/**
+ * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
+ * It lands in a quarantine (never the hub's object store), every object is checked there by
+ * contained git, the push's commits and the paths they change are computed for the caller to
+ * decide on, and only an approved push has its objects moved into the hub — objects first,
+ * then one ref, compare-and-swap.
+ */
+export interface Quarantine {
+  readonly dir: string;
+  /** The quarantine's object folder (its pack lives in objects/pack). */
+  readonly objects: string;
+  /** Makes git see the quarantined objects and, behind them, the hub's. */
+  readonly env: Record<string, string>;
+  /** Remove the quarantine; safe to call more than once. */
+  dispose(): Promise<void>;
+}
+
+/** The push is refused for what the seat sent; `reason` says what, in git's words where git found it. */
+export class PackRejected extends Error {
+  override readonly name = "PackRejected";
+  constructor(readonly reason: string) {
+    super(`push refused: ${reason}`);
+  }
+}
+
+/** The ref was not where the push said it was (another push or a merge moved it first). */
+export class RefMoved extends Error {
+  override readonly name = "RefMoved";
+  constructor(
+    readonly ref: string,
+    readonly expected: string | undefined,
+    readonly actual: string | undefined,
+  ) {
+    super(`${ref} is at ${actual ?? "(none)"}, not at ${expected ?? "(none)"} as the push expected`);
+  }
+}
+
+export interface ReceiveOptions {
+  /** A daemon-private folder; each push gets a fresh folder inside it. */
+  readonly quarantineRoot: string;
+  readonly maxBytes: number;
+  /** For index-pack; default 10 minutes. */
+  readonly timeoutMs?: number;
+}
+
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/**
+ * Receive a pack into a fresh quarantine and have contained git index it with --strict
+ * (fsck of every object, and every object an object names must exist in the pack or the
+ * hub). No --fix-thin: a thin pack, with deltas against objects it does not carry, is
+ * refused. An empty input is a push that carries no objects (a ref moved to a commit the
+ * hub has).
+ */
+export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<Uint8Array>, options: ReceiveOptions): Promise<Quarantine> {
+  if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) throw new Error(`maxBytes must be a positive integer, not ${options.maxBytes}`);
+  const hubDir = await realpath(hub);
+  const stores = await objectStores(hubDir);
+  const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
+  const objects = join(dir, "objects");
+  const quarantine: Quarantine = {
+    dir,
+    objects,
+    env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: alternatePath(join(hubDir, "objects")) },
+    dispose: () => rm(dir, { recursive: true, force: true }),
+  };
+  try {
+    await mkdir(join(objects, "pack"), { recursive: true, mode: 0o700 });
+    const incoming = join(dir, "incoming.pack");
+    const size = await writeBounded(pack, incoming, options.maxBytes);
+    if (size > 0) {
+      try {
+        await containedGit(["index-pack", "--strict", "--stdin", `--max-input-size=${options.maxBytes}`], {
+          gitDir: hubDir,
+          readOnly: [hubDir, ...stores],
+          writable: [dir],
+          env: quarantine.env,
+          input: createReadStream(incoming),
+          timeoutMs: options.timeoutMs ?? 600_000,
+        });
+      } catch (error) {
+        if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
+        if (error instanceof GitError) throw new PackRejected(`pack is corrupt: ${gitMessage(error.stderr)}`);
+        throw error;
+      }
+    }
+    await unlink(incoming);
+    return quarantine;
+  } catch (error) {
+    await quarantine.dispose();
+    throw error;
+  }
+}
+
+/**
+ * The commits of a push: those reachable from `tip` that no ref of the hub reaches, oldest
+ * first, after checking that everything the tip reaches is present.
+ *
+ * `readable`, when given, closes a hole the hub-wide check leaves: a seat that knows the id
+ * of an object it may not read (a blob on a path outside its read scope) could name it in a
+ * tree without sending it, and the hub, which has it, would find the push connected — then
+ * serve it back on a fetch of the seat's branch. With `readable` (the commits the seat may
+ * read: what it was served), every object the tip reaches that those do not must travel in
+ * the pack itself.
+ */
+export async function newCommits(hub: string, q: Quarantine, tip: string, options: { readonly readable?: readonly string[] } = {}): Promise<string[]> {
+  if (!OID.test(tip)) throw new PackRejected(`${JSON.stringify(tip)} is not an object id`);
+  const context = await quarantineContext(hub, q);
+  const type = await containedGit(["cat-file", "-t", tip], context).then(
+    (result) => result.stdout.toString("utf8").trim(),
+    (error: unknown) => {
+      if (error instanceof GitError) throw new PackRejected(`the pushed tip ${tip} is in neither the pack nor the hub`);
+      throw error;
+    },
+  );
+  if (type !== "commit") throw new PackRejected(`the pushed tip ${tip} is a ${type}, not a commit`);
+  await containedGit(["rev-list", "--objects", "--quiet", "--missing=error", tip, "--not", "--all"], context).catch((error: unknown) => {
+    if (error instanceof GitError) throw new PackRejected(`the push is not connected: ${gitMessage(error.stderr)}`);
+    throw error;
+  });
+  if (options.readable !== undefined) await checkSelfContained(context, q, tip, options.readable);
+  const listed = await containedGit(["rev-list", "--topo-order", "--reverse", tip, "--not", "--all"], context);
+  return lines(listed.stdout);
+}
+
+async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string, readable: readonly string[]): Promise<void> {
+  const types = await objectTypes(context, readable.filter((oid) => OID.test(oid)));
+  const bases = [...types].filter(([, type]) => type === "commit").map(([oid]) => `^${oid}\n`);
+  const reached = await containedGit(["rev-list", "--objects", "--no-object-names", "--stdin", tip], { ...context, input: Buffer.from(bases.join("")) });
+  const oids = lines(reached.stdout);
+  if (oids.length === 0) return;
+  // The quarantine alone, without the hub behind it.
+  const own = await containedGit(["cat-file", "--batch-check=%(objectname)"], {
+    ...context,
+    env: { GIT_OBJECT_DIRECTORY: q.objects },
+    input: Buffer.from(oids.map((oid) => `${oid}\n`).join("")),
+  });
+  const absent = lines(own.stdout).find((line) => line.endsWith(" missing"));
+  if (absent !== undefined) {
+    throw new PackRejected(`the pack lacks object ${absent.split(" ")[0]}, which the push needs and the pusher was never served`);
+  }
+}
+
+export interface ChangedPaths {
+  readonly paths: readonly string[];
+  readonly commits: readonly { readonly oid: string; readonly paths: readonly string[] }[];
+}
+
+/**
+ * The paths a push changes, commit by commit against its parents. A commit with one parent
+ * (or none: --root) contributes every path its diff names, both sides of a rename or copy.
+ * A merge contributes only the paths whose result differs from every parent (the combined
+ * diff, with every parent's name for the path): merging trunk in cleanly writes nothing the
+ * seat chose, while a merge result no parent had — an evil merge — is the seat's writing.
+ */
+export async function changedPaths(hub: string, q: Quarantine, commits: readonly string[]): Promise<ChangedPaths> {
+  if (commits.length === 0) return { paths: [], commits: [] };
+  for (const oid of commits) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
+  const context = await quarantineContext(hub, q);
+  const { stdout } = await containedGit(
+    ["diff-tree", "--stdin", "-r", "--root", "-M", "-C", "--cc", "--combined-all-paths", "--name-status", "-z"],
+    { ...context, input: Buffer.from(commits.map((oid) => `${oid}\n`).join("")) },
+  );
+  const perCommit = new Map<string, Set<string>>(commits.map((oid) => [oid, new Set<string>()]));
+  const tokens = splitNul(stdout);
+  let current: Set<string> | undefined;
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for (let i = 0; i < tokens.length; ) {
+    const token = (tokens[i] as Buffer).toString("latin1");
+    const header = perCommit.get(token);
+    if (header !== undefined) {
+      current = header;
+      i += 1;
+      continue;
+    }
+    if (current === undefined) throw new Error(`git diff-tree printed ${JSON.stringify(token)} before any commit`);
+    // One parent: a status letter and a score (R100, C075) naming two paths, else one.
+    // A merge: one letter per parent, then each parent's name and the result's.
+    let count: number;
+    if (/^[A-Z][0-9]*$/.test(token)) count = token[0] === "R" || token[0] === "C" ? 2 : 1;
+    else if (/^[A-Z]{2,}$/.test(token)) count = token.length + 1;
+    else throw new Error(`git diff-tree printed an unexpected status ${JSON.stringify(token)}`);
+    const names = tokens.slice(i + 1, i + 1 + count);
+    if (names.length !== count) throw new Error("git diff-tree output ended inside an entry");
+    for (const name of names) {
+      let path: string;
+      try {
+        path = decoder.decode(name);
+      } catch {
+        // Scope rules are UTF-8 text; a name that is not cannot be matched faithfully.
+        throw new PackRejected(`a path of the push is not valid UTF-8: ${JSON.stringify(name.toString("latin1"))}`);
+      }
+      current.add(path);
+    }
+    i += 1 + count;
+  }
+  const all = new Set<string>();
+  const detail = commits.map((oid) => {
+    const paths = [...(perCommit.get(oid) as Set<string>)].sort();
+    for (const path of paths) all.add(path);
+    return { oid, paths };
+  });
+  return { paths: [...all].sort(), commits: detail };
+}
+
+/**
+ * Make the push real: the quarantined pack moves into the hub's objects/pack (made durable
+ * first, the index last, since git only sees a pack through its index), then the ref moves
+ * compare-and-swap. `oldOid` "" means the ref must not exist; `newOid` "" deletes it. No
+ * quarantine: nothing to migrate (a delete, or a move to a commit the hub has). The
+ * quarantine stays the caller's to dispose.
+ */
+export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, ref: string, newOid: string, oldOid: string): Promise<void> {
+  await checkRefName(hub, ref);
+  for (const oid of [newOid, oldOid]) if (oid !== "" && !OID.test(oid)) throw new Error(`${JSON.stringify(oid)} is not an object id`);
+  const hubDir = await realpath(hub);
+  // A cheap early refusal: objects of a push that lost the race never reach the hub.
+  const before = await readRef(hubDir, ref);
+  if (before !== (oldOid || undefined)) throw new RefMoved(ref, oldOid || undefined, before);
+  if (newOid !== "" && q !== undefined) await migrateObjects(hubDir, q);
+
+  if (newOid === "" && oldOid === "") return; // nothing to delete, and the check above found nothing there
+  // The zero id as old value: the ref must not exist yet.
+  const args = newOid === "" ? ["update-ref", "-d", ref, oldOid] : ["update-ref", ref, newOid, oldOid || "0".repeat(newOid.length)];
+  try {
+    await git(args, { gitDir: hubDir });
+  } catch (error) {
+    const now = await readRef(hubDir, ref);
+    if (now !== (oldOid || undefined)) throw new RefMoved(ref, oldOid || undefined, now);
+    throw error;
+  }
+}
+
+/** The object id a ref points at, or undefined when there is no such ref. */
+export async function readRef(repo: string, ref: string): Promise<string | undefined> {
+  if (!ref.startsWith("refs/")) throw new Error(`${JSON.stringify(ref)} is not a full ref name`);
+  const { stdout } = await git(["for-each-ref", "--format=%(objectname) %(refname)", "--", ref], { gitDir: repo });
+  for (const line of stdout.split("\n")) {
+    const at = line.indexOf(" ");
+    if (at > 0 && line.slice(at + 1) === ref) return line.slice(0, at);
+  }
+  return undefined;
+}
+
+async function checkRefName(repo: string, ref: string): Promise<void> {
+  if (!ref.startsWith("refs/")) throw new Error(`${JSON.stringify(ref)} is not a full ref name`);
+  try {
+    await git(["check-ref-format", ref], { gitDir: repo });
+  } catch (error) {
+    if (error instanceof GitError) throw new Error(`${JSON.stringify(ref)} is not a valid ref name`);
+    throw error;
+  }
+}
+
+async function migrateObjects(hubDir: string, q: Quarantine): Promise<void> {
+  await migrateLoose(hubDir, q.objects);
+  const from = join(q.objects, "pack");
+  const to = join(hubDir, "objects", "pack");
+  const names = (await readdir(from).catch(() => [] as string[])).filter((name) => /^pack-[0-9a-f]+\.[a-z]+$/.test(name));
+  if (names.length === 0) return;
+  await mkdir(to, { recursive: true });
+  // Everything but the index first; then the index, which is what makes git see the pack.
+  const ordered = [...names.filter((name) => !name.endsWith(".idx")), ...names.filter((name) => name.endsWith(".idx"))];
+  for (const name of ordered) await syncFile(join(from, name));
+  for (const name of ordered) {
+    const target = join(to, name);
+    try {
+      await rename(join(from, name), target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
+      // The quarantine is on another file system: copy beside the target, make it durable, rename.
+      const temporary = `${join(to, `.incoming-${name}`)}`;
+      await copyFile(join(from, name), temporary);
+      await syncFile(temporary);
+      await rename(temporary, target);
+    }
+    await syncFile(to);
+  }
+}
+
+/**
+ * Loose objects (a small write goes loose, as git's transfer.unpackLimit does): each made
+ * durable, then renamed under the hub's fan-out folder. An object the hub already has is
+ * the same bytes by its name, so it is left where it is.
+ */
+async function migrateLoose(hubDir: string, objects: string): Promise<void> {
+  const fanouts = (await readdir(objects).catch(() => [] as string[])).filter((name) => /^[0-9a-f]{2}$/.test(name));
+  for (const fanout of fanouts) {
+    const to = join(hubDir, "objects", fanout);
+    await mkdir(to, { recursive: true });
+    for (const name of await readdir(join(objects, fanout))) {
+      if (!/^[0-9a-f]{38,62}$/.test(name)) continue;
+      const source = join(objects, fanout, name);
+      await syncFile(source);
+      const target = join(to, name);
+      if (existsSync(target)) continue;
+      try {
+        await rename(source, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
+        const temporary = join(to, `.incoming-${name}`);
+        await copyFile(source, temporary);
+        await syncFile(temporary);
+        await rename(temporary, target);
+      }
+    }
+    await syncFile(to);
+  }
+}
+
+async function syncFile(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Contained git over the hub, read-only, seeing the quarantined objects in front of the hub's. */
+async function quarantineContext(hub: string, q: Quarantine): Promise<ContainedGitOptions & { readonly env: Record<string, string> }> {
+  const hubDir = await realpath(hub);
+  return { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir], writable: [], env: q.env };
+}
+
+async function writeBounded(pack: Uint8Array | AsyncIterable<Uint8Array>, path: string, maxBytes: number): Promise<number> {
+  const handle = await open(path, "wx", 0o600);
+  let size = 0;
+  try {
+    const chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = pack instanceof Uint8Array ? [pack] : pack;
+    for await (const chunk of chunks) {
+      size += chunk.byteLength;
+      // Stop reading at once: the rest of an oversized push is never taken in.
+      if (size > maxBytes) throw new PackRejected(`pack exceeds ${formatBytes(maxBytes)}`);
+      await handle.write(chunk);
+    }
+  } finally {
+    await handle.close();
+  }
+  return size;
+}
+
+/** GIT_ALTERNATE_OBJECT_DIRECTORIES is a colon-separated list; git reads a C-quoted entry whole. */
+function alternatePath(path: string): string {
+  if (!/[:"\\\n]/.test(path)) return path;
+  return `"${path.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`;
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= KiB && bytes % KiB === 0) return `${bytes / KiB} KiB`;
+  return `${bytes} bytes`;
+}
+
+/** git's own words for why it failed: its error and fatal lines, without the prefixes. */
+function gitMessage(stderr: string): string {
+  const said = stderr
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => /^(?:error|fatal):/.test(line))
+    .map((line) => line.replace(/^(?:error|fatal):\s*/, ""));
+  const text = (said.length > 0 ? said.slice(-3) : [stderr.trim().split("\n").pop() ?? ""]).join("; ");
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text || "git failed without a message";
+}
+
+function lines(stdout: Buffer): string[] {
+  return stdout.toString("utf8").split("\n").filter((line) => line.length > 0);
+}
+
+function splitNul(buffer: Buffer): Buffer[] {
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let at = buffer.indexOf(0, start); at >= 0; at = buffer.indexOf(0, start)) {
+    parts.push(buffer.subarray(start, at));
+    start = at + 1;
+  }
+  if (start < buffer.length) parts.push(buffer.subarray(start));
+  return parts;
+}

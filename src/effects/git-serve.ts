@@ -1,0 +1,62 @@
+import { realpath } from "node:fs/promises";
+import { containedGitStream, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
+import { git } from "./git.js";
+
+/**
+ * The daemon's side of a seat's fetch: a pack of what the wanted tips reach and the seat's
+ * haves do not. Which tips a seat may want is decided before this (the kernel, the read
+ * scope); this only makes sure a want is a commit the repository has, so a seat cannot name
+ * a loose blob or tree by id and be served it.
+ */
+export class WantRefused extends Error {
+  override readonly name = "WantRefused";
+  constructor(readonly oid: string) {
+    super(`${JSON.stringify(oid)} is not a commit in the repository`);
+  }
+}
+
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * The pack, as it is made. Not thin: every delta's base travels in the same pack, so the
+ * seat never needs an object it was not sent. Haves the repository does not have, or that
+ * are not commits, are dropped (a seat's own unpushed commits are normal haves). Breaking
+ * off the iteration stops git.
+ */
+export async function* servePack(repo: string, wants: readonly string[], haves: readonly string[], options: { readonly timeoutMs?: number } = {}): AsyncIterable<Uint8Array> {
+  for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
+  const dir = await realpath(repo);
+  const context: ContainedGitOptions = { gitDir: dir, readOnly: [dir, ...(await objectStores(dir))], writable: [] };
+  const wellFormedHaves = haves.filter((oid) => OID.test(oid));
+  const types = await objectTypes(context, [...wants, ...wellFormedHaves]);
+  for (const want of wants) if (types.get(want) !== "commit") throw new WantRefused(want);
+  const bases = wellFormedHaves.filter((oid) => types.get(oid) === "commit");
+  // Only full ids reach git's stdin, so no line can be an option (--revs reads `--not` there).
+  const input = [...new Set(wants)].map((oid) => `${oid}\n`).join("") + [...new Set(bases)].map((oid) => `^${oid}\n`).join("");
+  const stream = await containedGitStream(["pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"], {
+    ...context,
+    input: Buffer.from(input),
+    timeoutMs: options.timeoutMs ?? 600_000,
+  });
+  let finished = false;
+  try {
+    for await (const chunk of stream.stdout) yield chunk;
+    await stream.done;
+    finished = true;
+  } finally {
+    if (!finished) stream.kill();
+  }
+}
+
+/** The repository's refs (all, or those matching for-each-ref patterns), by name. */
+export async function listRefs(repo: string, patterns: readonly string[] = []): Promise<{ name: string; oid: string }[]> {
+  for (const pattern of patterns) if (pattern.startsWith("-") || pattern.length === 0) throw new Error(`${JSON.stringify(pattern)} is not a ref pattern`);
+  const { stdout } = await git(["for-each-ref", "--format=%(objectname) %(refname)", "--", ...patterns], { gitDir: repo });
+  return stdout
+    .split("\n")
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const at = line.indexOf(" ");
+      return { oid: line.slice(0, at), name: line.slice(at + 1) };
+    });
+}

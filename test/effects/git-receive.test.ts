@@ -1,0 +1,377 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { containedGit, containmentAvailable } from "../../src/effects/contained-git.js";
+import { git, GitError } from "../../src/effects/git.js";
+import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+
+/**
+ * Real repositories, real bubblewrap. The hub is a bare repository; `work` plays the seat:
+ * it makes commits and packs them the way the remote helper does (pack-objects --revs,
+ * not thin), and the daemon's side takes them in.
+ */
+let root: string;
+let hub: string;
+let work: string;
+let quarantineRoot: string;
+let base: string;
+
+const ENV = {
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "t",
+  GIT_AUTHOR_EMAIL: "t@example.invalid",
+  GIT_COMMITTER_NAME: "t",
+  GIT_COMMITTER_EMAIL: "t@example.invalid",
+};
+
+function sh(cwd: string, args: readonly string[], input?: string | Buffer): string {
+  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], encoding: "utf8" }).trim();
+}
+
+function shBuffer(cwd: string, args: readonly string[], input?: string): Buffer {
+  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+}
+
+function commit(message: string, files: Record<string, string | null>): string {
+  for (const [path, text] of Object.entries(files)) {
+    if (text === null) sh(work, ["rm", "-q", path]);
+    else {
+      mkdirSync(join(work, path, ".."), { recursive: true });
+      writeFileSync(join(work, path), text);
+      sh(work, ["add", path]);
+    }
+  }
+  sh(work, ["commit", "-q", "--allow-empty", "-m", message]);
+  return sh(work, ["rev-parse", "HEAD"]);
+}
+
+/** What the remote helper sends: the objects `tip` reaches and `exclude` does not, not thin. */
+function packOf(tip: string, exclude: readonly string[] = []): Buffer {
+  return shBuffer(work, ["pack-objects", "--revs", "--stdout", "-q"], [tip, ...exclude.map((oid) => `^${oid}`)].join("\n") + "\n");
+}
+
+function hubHas(oid: string): boolean {
+  try {
+    execFileSync("git", ["--git-dir", hub, "cat-file", "-e", oid], { env: ENV, stdio: "pipe" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function hubSnapshot(): string {
+  return `${readdirSync(join(hub, "objects", "pack")).sort().join(",")}|${sh(hub, ["for-each-ref"])}`;
+}
+
+async function receiveAll(pack: Buffer, tip: string): Promise<{ q: Quarantine; commits: string[] }> {
+  const q = await receivePack(hub, pack, { quarantineRoot, maxBytes: 16 * 1024 * 1024 });
+  try {
+    return { q, commits: await newCommits(hub, q, tip) };
+  } catch (error) {
+    await q.dispose();
+    throw error;
+  }
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "teamd-receive-"));
+  hub = join(root, "hub.git");
+  work = join(root, "work");
+  quarantineRoot = join(root, "quarantine");
+  mkdirSync(quarantineRoot, { mode: 0o700 });
+  sh(root, ["init", "-q", "--bare", "-b", "main", hub]);
+  sh(root, ["init", "-q", "-b", "main", work]);
+  base = commit("base", { "README.md": "hello\n", "src/a.txt": Array.from({ length: 40 }, (_, i) => `line ${i}\n`).join(""), "trunk.txt": "t0\n" });
+  sh(work, ["push", "-q", hub, "main"]);
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("containment", () => {
+  it("runs here", async () => {
+    expect(await containmentAvailable()).toBe(true);
+  });
+
+  it("cannot write outside the writable binds", async () => {
+    const args = ["update-ref", "refs/heads/contained", base];
+    await expect(containedGit(args, { gitDir: hub, readOnly: [hub], writable: [] })).rejects.toBeInstanceOf(GitError);
+    expect(await readRef(hub, "refs/heads/contained")).toBeUndefined();
+    // The same command with the hub writable does write: the refusal above was the bind's.
+    await containedGit(args, { gitDir: hub, readOnly: [], writable: [hub] });
+    expect(await readRef(hub, "refs/heads/contained")).toBe(base);
+    sh(hub, ["update-ref", "-d", "refs/heads/contained"]);
+  });
+
+  it("has no network", async () => {
+    let connections = 0;
+    const server = createServer((_request, response) => response.writeHead(404).end());
+    server.on("connection", () => (connections += 1));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const url = `http://127.0.0.1:${port}/repo.git`;
+      await expect(containedGit(["ls-remote", url], { readOnly: [], writable: [] })).rejects.toBeInstanceOf(GitError);
+      expect(connections).toBe(0);
+      // Uncontained, the same request does reach the server: the test can see a connection.
+      await expect(git(["ls-remote", url])).rejects.toBeInstanceOf(GitError);
+      expect(connections).toBeGreaterThan(0);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("sees none of the host but what it is given", async () => {
+    const secret = join(root, "secret.txt");
+    writeFileSync(secret, "no\n");
+    await expect(containedGit(["hash-object", secret], { readOnly: [], writable: [] })).rejects.toBeInstanceOf(GitError);
+    const { stdout } = await containedGit(["hash-object", secret], { readOnly: [secret], writable: [] });
+    expect(stdout.toString("utf8").trim()).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
+
+describe("receivePack", () => {
+  it("quarantines a good pack; the hub has its objects only after migrateAndUpdate", async () => {
+    const tip = commit("seat work", { "src/b.txt": "b\n" });
+    const { q, commits } = await receiveAll(packOf(tip, [base]), tip);
+    try {
+      expect(commits).toEqual([tip]);
+      expect(existsSync(q.objects)).toBe(true);
+      expect(hubHas(tip)).toBe(false);
+      await migrateAndUpdate(hub, q, "refs/heads/seat/alice/one", tip, "");
+    } finally {
+      await q.dispose();
+    }
+    expect(existsSync(q.dir)).toBe(false);
+    expect(hubHas(tip)).toBe(true);
+    expect(await readRef(hub, "refs/heads/seat/alice/one")).toBe(tip);
+    expect(() => sh(hub, ["fsck", "--strict", "--no-dangling"])).not.toThrow();
+  });
+
+  it("works for a hub whose path has a colon (the alternates variable is a colon list)", async () => {
+    const odd = join(root, "odd:dir", "hub.git");
+    sh(root, ["clone", "-q", "--bare", "--no-local", hub, odd]);
+    const tip = commit("for the odd hub", { "src/odd.txt": "odd\n" });
+    const q = await receivePack(odd, packOf(tip, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      expect(await newCommits(odd, q, tip)).toEqual([tip]);
+    } finally {
+      await q.dispose();
+    }
+  });
+
+  it("refuses a corrupt pack and leaves the hub as it was", async () => {
+    const tip = commit("more", { "src/c.txt": Array.from({ length: 200 }, (_, i) => `c ${i}\n`).join("") });
+    const pack = packOf(tip, [base]);
+    const flipped = Buffer.from(pack);
+    for (let at = Math.floor(pack.length / 2); at < Math.floor(pack.length / 2) + 8; at++) flipped[at] = (flipped[at] as number) ^ 0xff;
+    const before = hubSnapshot();
+    for (const bad of [flipped, pack.subarray(0, pack.length - 30), Buffer.from("PACK but not really a pack at all, just some garbage bytes")]) {
+      const refused = await receivePack(hub, bad, { quarantineRoot, maxBytes: 1024 * 1024 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(PackRejected);
+      expect((refused as PackRejected).reason).toMatch(/^pack is corrupt: \S/);
+    }
+    expect(hubSnapshot()).toBe(before);
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+  });
+
+  it("refuses a pack over the bound, reading no further", async () => {
+    let pulled = 0;
+    async function* chunks(): AsyncIterable<Uint8Array> {
+      for (let i = 0; i < 100; i++) {
+        pulled += 1;
+        yield Buffer.alloc(1024);
+      }
+    }
+    const refused = await receivePack(hub, chunks(), { quarantineRoot, maxBytes: 4 * 1024 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PackRejected);
+    expect((refused as PackRejected).reason).toBe("pack exceeds 4 KiB");
+    expect(pulled).toBe(5);
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+  });
+
+  it("refuses a pack that lacks an object its commit needs", async () => {
+    const tip = commit("tree left out", { "src/d.txt": "d\n" });
+    // The commit alone, by id: its new tree and blob are in neither the pack nor the hub.
+    const pack = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${tip}\n`);
+    await expect(receiveAll(pack, tip)).rejects.toBeInstanceOf(PackRejected);
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+  });
+
+  it("refuses a thin pack (a delta against an object it does not carry)", async () => {
+    sh(work, ["checkout", "-q", "-b", "thin", base]);
+    const big = Array.from({ length: 500 }, (_, i) => `thin ${i}\n`).join("");
+    const before = commit("big file", { "src/big.txt": big });
+    sh(work, ["push", "-q", hub, "thin"]);
+    const tip = commit("small change", { "src/big.txt": `${big}one more\n` });
+    const thin = shBuffer(work, ["pack-objects", "--revs", "--thin", "--stdout", "-q"], `${tip}\n^${before}\n`);
+    const refused = await receivePack(hub, thin, { quarantineRoot, maxBytes: 1024 * 1024 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PackRejected);
+    expect((refused as PackRejected).reason).toMatch(/unresolved delta/);
+    sh(work, ["checkout", "-q", "main"]);
+  });
+
+  it("refuses objects fsck finds bad (a tree entry named .git)", async () => {
+    const blob = sh(work, ["hash-object", "-w", "--stdin"], "hook\n");
+    const tree = sh(work, ["mktree"], `100644 blob ${blob}\t.git\n`);
+    const tip = sh(work, ["commit-tree", "-p", base, "-m", "evil", tree]);
+    const refused = await receiveAll(packOf(tip, [base]), tip).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PackRejected);
+    expect((refused as PackRejected).reason).toMatch(/\.git/);
+  });
+
+  it("refuses a tip that is not a commit, or not there", async () => {
+    const tip = sh(work, ["rev-parse", "HEAD"]);
+    const q = await receivePack(hub, packOf(tip, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      const tree = sh(work, ["rev-parse", "HEAD^{tree}"]);
+      await expect(newCommits(hub, q, tree)).rejects.toThrow(/is a tree, not a commit/);
+      await expect(newCommits(hub, q, "1".repeat(40))).rejects.toThrow(/in neither the pack nor the hub/);
+      await expect(newCommits(hub, q, "--all")).rejects.toBeInstanceOf(PackRejected);
+    } finally {
+      await q.dispose();
+    }
+  });
+
+  it("with `readable`, refuses a tree naming an object the pusher was never served", async () => {
+    // The hub has a blob on a branch the seat may not read; the seat names it without sending it.
+    sh(work, ["checkout", "-q", "-b", "secret", base]);
+    const secretTip = commit("secret", { "secret/key.txt": "the key\n" });
+    sh(work, ["push", "-q", hub, "secret"]);
+    sh(work, ["checkout", "-q", "main"]);
+    const blob = sh(work, ["rev-parse", `${secretTip}:secret/key.txt`]);
+    const tree = sh(work, ["mktree"], `100644 blob ${blob}\tstolen.txt\n`);
+    const tip = sh(work, ["commit-tree", "-p", base, "-m", "steal", tree]);
+    const pack = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${tip}\n${tree}\n`);
+    const q = await receivePack(hub, pack, { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      // Connected as far as the hub is concerned...
+      expect(await newCommits(hub, q, tip)).toEqual([tip]);
+      // ...but not from what the seat could read.
+      await expect(newCommits(hub, q, tip, { readable: [base, "f".repeat(40)] })).rejects.toThrow(new RegExp(`lacks object ${blob}`));
+    } finally {
+      await q.dispose();
+    }
+    // An honest push passes the same check.
+    const honest = commit("honest", { "src/e.txt": "e\n" });
+    const { q: q2 } = await receiveAll(packOf(honest, [base]), honest);
+    try {
+      expect(await newCommits(hub, q2, honest, { readable: [base] })).toContain(honest);
+    } finally {
+      await q2.dispose();
+    }
+  });
+});
+
+describe("changedPaths", () => {
+  let trunk: string;
+  beforeAll(() => {
+    sh(work, ["checkout", "-q", "-b", "trunk-line", base]);
+    trunk = commit("trunk moves", { "trunk.txt": "t1\n", "trunk-only.txt": "new on trunk\n" });
+    sh(work, ["push", "-q", hub, "trunk-line:main"]);
+  });
+
+  it("counts every commit's paths, renames and copies on both sides", async () => {
+    sh(work, ["checkout", "-q", "-b", "paths", base]);
+    const original = readFileSync(join(work, "src/a.txt"), "utf8");
+    const touched = commit("touch", { "src/a.txt": "changed\n", "notes.md": "n\n" });
+    // The last commits leave src/a.txt as it was: the path was still written by this push.
+    const reverted = commit("revert a", { "src/a.txt": original });
+    mkdirSync(join(work, "docs"));
+    sh(work, ["mv", "notes.md", "docs/notes.md"]);
+    const renamed = commit("rename", {});
+    // A copy is found (-C) when its source changes in the same commit.
+    const copied = commit("copy", { "src/a-copy.txt": original, "src/a.txt": `${original}one more\n` });
+    const { q, commits } = await receiveAll(packOf(copied, [base]), copied);
+    try {
+      expect(commits).toEqual([touched, reverted, renamed, copied]);
+      const changed = await changedPaths(hub, q, commits);
+      expect(changed.paths).toEqual(["docs/notes.md", "notes.md", "src/a-copy.txt", "src/a.txt"]);
+      expect(changed.commits).toEqual([
+        { oid: touched, paths: ["notes.md", "src/a.txt"] },
+        { oid: reverted, paths: ["src/a.txt"] },
+        { oid: renamed, paths: ["docs/notes.md", "notes.md"] },
+        { oid: copied, paths: ["src/a-copy.txt", "src/a.txt"] },
+      ]);
+    } finally {
+      await q.dispose();
+    }
+  });
+
+  it("a root commit contributes every path it adds", async () => {
+    const tree = sh(work, ["mktree"], `100644 blob ${sh(work, ["hash-object", "-w", "--stdin"], "x\n")}\tonly.txt\n`);
+    const orphan = sh(work, ["commit-tree", "-m", "orphan", tree]);
+    const { q, commits } = await receiveAll(packOf(orphan), orphan);
+    try {
+      expect((await changedPaths(hub, q, commits)).paths).toEqual(["only.txt"]);
+    } finally {
+      await q.dispose();
+    }
+  });
+
+  it("a clean merge of trunk contributes nothing of trunk's; an evil merge contributes what it made up", async () => {
+    sh(work, ["checkout", "-q", "-b", "seat-merge", base]);
+    const own = commit("seat work", { "src/seat.txt": "seat\n" });
+    sh(work, ["merge", "-q", "--no-edit", "--no-ff", trunk]);
+    const merge = sh(work, ["rev-parse", "HEAD"]);
+    const { q, commits } = await receiveAll(packOf(merge, [base, trunk]), merge);
+    try {
+      expect(commits).toEqual([own, merge]);
+      const changed = await changedPaths(hub, q, commits);
+      expect(changed.paths).toEqual(["src/seat.txt"]);
+      expect(changed.commits[1]).toEqual({ oid: merge, paths: [] });
+    } finally {
+      await q.dispose();
+    }
+
+    sh(work, ["checkout", "-q", "-b", "seat-evil", own]);
+    sh(work, ["merge", "-q", "--no-commit", "--no-ff", trunk]);
+    writeFileSync(join(work, "trunk.txt"), "rewritten by the merge\n");
+    sh(work, ["add", "trunk.txt"]);
+    sh(work, ["mv", "README.md", "README-moved.md"]);
+    sh(work, ["commit", "-q", "--no-edit"]);
+    const evil = sh(work, ["rev-parse", "HEAD"]);
+    const { q: q2, commits: commits2 } = await receiveAll(packOf(evil, [base, trunk]), evil);
+    try {
+      const changed = await changedPaths(hub, q2, commits2);
+      const merged = changed.commits.find((entry) => entry.oid === evil);
+      // trunk-only.txt came from trunk unchanged; trunk.txt and the rename are the merge's own.
+      expect(merged?.paths).toEqual(["README-moved.md", "README.md", "trunk.txt"]);
+      expect(changed.paths).not.toContain("trunk-only.txt");
+    } finally {
+      await q2.dispose();
+    }
+  });
+});
+
+describe("migrateAndUpdate", () => {
+  it("moves a ref only from where the push said it was", async () => {
+    sh(work, ["checkout", "-q", "-b", "cas", base]);
+    const first = commit("first", { "cas/1.txt": "1\n" });
+    const second = commit("second", { "cas/2.txt": "2\n" });
+    const ref = "refs/heads/seat/alice/cas";
+    const { q } = await receiveAll(packOf(second, [base]), second);
+    try {
+      await migrateAndUpdate(hub, q, ref, first, "");
+      await expect(migrateAndUpdate(hub, q, ref, second, "")).rejects.toBeInstanceOf(RefMoved);
+      await expect(migrateAndUpdate(hub, q, ref, second, base)).rejects.toBeInstanceOf(RefMoved);
+      expect(await readRef(hub, ref)).toBe(first);
+      await migrateAndUpdate(hub, q, ref, second, first);
+      expect(await readRef(hub, ref)).toBe(second);
+      await expect(migrateAndUpdate(hub, undefined, ref, "", first)).rejects.toBeInstanceOf(RefMoved);
+      await migrateAndUpdate(hub, undefined, ref, "", second);
+      expect(await readRef(hub, ref)).toBeUndefined();
+      await expect(migrateAndUpdate(hub, undefined, "refs/heads/bad..name", second, "")).rejects.toThrow(/not a valid ref name/);
+    } finally {
+      await q.dispose();
+    }
+    expect(() => sh(hub, ["fsck", "--strict", "--no-dangling"])).not.toThrow();
+  });
+});

@@ -1,0 +1,137 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listRefs, servePack, WantRefused } from "../../src/effects/git-serve.js";
+
+/** Real repositories and real bubblewrap: the hub serves, a fresh repository plays the seat. */
+let root: string;
+let hub: string;
+let work: string;
+let first: string;
+let second: string;
+let other: string;
+let bigBlob: string;
+
+const ENV = {
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "t",
+  GIT_AUTHOR_EMAIL: "t@example.invalid",
+  GIT_COMMITTER_NAME: "t",
+  GIT_COMMITTER_EMAIL: "t@example.invalid",
+};
+
+function sh(cwd: string, args: readonly string[], input?: string | Buffer): string {
+  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).trim();
+}
+
+function has(repo: string, oid: string): boolean {
+  try {
+    execFileSync("git", ["--git-dir", repo, "cat-file", "-e", oid], { env: ENV, stdio: "pipe" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<{ pack: Buffer; count: number }> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return { pack: Buffer.concat(parts), count: parts.length };
+}
+
+let fresh = 0;
+/** A new empty repository that takes the pack in alone: with nothing else, it must be complete (not thin). */
+function indexInFresh(pack: Buffer): string {
+  const repo = join(root, `fresh-${fresh++}.git`);
+  sh(root, ["init", "-q", "--bare", repo]);
+  sh(repo, ["index-pack", "--stdin"], pack);
+  return repo;
+}
+
+function commit(message: string, files: Record<string, string | Buffer>): string {
+  for (const [path, content] of Object.entries(files)) {
+    writeFileSync(join(work, path), content);
+    sh(work, ["add", path]);
+  }
+  sh(work, ["commit", "-q", "-m", message]);
+  return sh(work, ["rev-parse", "HEAD"]);
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "teamd-serve-"));
+  hub = join(root, "hub.git");
+  work = join(root, "work");
+  sh(root, ["init", "-q", "-b", "main", work]);
+  const text = Array.from({ length: 2000 }, (_, i) => `line ${i} of a file that deltas well\n`).join("");
+  first = commit("first", { "big.txt": text, "random.bin": randomBytes(2 * 1024 * 1024) });
+  bigBlob = sh(work, ["rev-parse", "HEAD:random.bin"]);
+  second = commit("second", { "big.txt": `${text}one more line\n` });
+  sh(work, ["checkout", "-q", "-b", "other", first]);
+  other = commit("other", { "other.txt": "other\n" });
+  sh(root, ["clone", "-q", "--bare", "--no-local", work, hub]);
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("servePack", () => {
+  it("serves everything a want reaches, as a pack a fresh repository indexes", async () => {
+    const { pack, count } = await collect(servePack(hub, [second], []));
+    expect(count).toBeGreaterThan(1); // streamed, not one buffer
+    const repo = indexInFresh(pack);
+    for (const oid of [second, first, bigBlob, sh(hub, ["rev-parse", `${second}:big.txt`])]) expect(has(repo, oid)).toBe(true);
+    expect(has(repo, other)).toBe(false);
+    expect(() => sh(repo, ["rev-list", "--objects", second])).not.toThrow();
+  });
+
+  it("leaves out what the haves reach, and is not thin", async () => {
+    const { pack } = await collect(servePack(hub, [second], [first]));
+    expect(pack.length).toBeLessThan(64 * 1024); // the 2 MiB blob of `first` stayed home
+    // Indexing alone succeeds only if no delta points at an object the seat already has.
+    const repo = indexInFresh(pack);
+    expect(has(repo, second)).toBe(true);
+    expect(has(repo, sh(hub, ["rev-parse", `${second}:big.txt`]))).toBe(true);
+    expect(has(repo, first)).toBe(false);
+    expect(has(repo, bigBlob)).toBe(false);
+  });
+
+  it("ignores haves it does not know", async () => {
+    const known = await collect(servePack(hub, [second], [first]));
+    const withUnknown = await collect(servePack(hub, [second], ["f".repeat(40), "not an id", "--all", first, sh(hub, ["rev-parse", `${first}^{tree}`])]));
+    expect(withUnknown.pack.equals(known.pack)).toBe(true);
+  });
+
+  it("refuses a want that is not a commit of the repository", async () => {
+    const tree = sh(hub, ["rev-parse", `${second}^{tree}`]);
+    for (const want of ["e".repeat(40), tree, bigBlob, "--all", "main"]) {
+      await expect(collect(servePack(hub, [second, want], []))).rejects.toBeInstanceOf(WantRefused);
+    }
+  });
+
+  it("stops git when the reader stops", async () => {
+    const started = Date.now();
+    for await (const chunk of servePack(hub, [second], [])) {
+      expect(chunk.length).toBeGreaterThan(0);
+      break;
+    }
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("listRefs", () => {
+  it("lists refs by name, all or by pattern", async () => {
+    expect(await listRefs(hub)).toEqual([
+      { name: "refs/heads/main", oid: second },
+      { name: "refs/heads/other", oid: other },
+    ]);
+    expect(await listRefs(hub, ["refs/heads/other"])).toEqual([{ name: "refs/heads/other", oid: other }]);
+    await expect(listRefs(hub, ["--format=x"])).rejects.toThrow(/not a ref pattern/);
+  });
+});
