@@ -12,6 +12,9 @@ import type { Ledger } from "../src/ledger/index.js";
 import { createLauncher, type Launcher } from "../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "./seat-manager.js";
 import { stopRefusal } from "./stop-state.js";
+import { createSeatPipeline } from "./seat-pipeline.js";
+import { createSeatGit } from "./seat-git.js";
+import { createSeatFiles } from "./seat-files.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -50,6 +53,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
   const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
+  const pipeline = createSeatPipeline({ ledger: () => ledger });
+  const seatDeps = { daemonInstance: instance, pipeline, git: createSeatGit({ home, pipeline }), files: createSeatFiles({ home, pipeline }) };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>
     log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -75,7 +80,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
     const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
     const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: `seat:${key}`, onInternalError });
-    server.addService(ShimService, createShimService(identity, instance));
+    server.addService(ShimService, createShimService(identity, seatDeps));
     server.addService(
       ControlService,
       refuseAll(ControlService, "channel.control-on-seat", (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`),

@@ -33,6 +33,15 @@ export function shimCopyDir(home: TeamdHome): string {
   return join(home.root, "shim");
 }
 
+/**
+ * The daemon's git work outside every seat's view: quarantines for pushed packs and the
+ * filtered mirrors that bounded-read seats fetch from (src/effects/git-filter.ts).
+ */
+export function gitWorkDir(home: TeamdHome): { readonly quarantine: string; filteredMirror(team: string, seat: string): string } {
+  const root = join(home.root, "git");
+  return { quarantine: join(root, "quarantine"), filteredMirror: (team, seat) => join(root, "filtered", team, `${seat}.git`) };
+}
+
 export function seatLayout(home: TeamdHome, team: string, seat: string): SeatLayout {
   const dir = join(seatsRoot(home), team, seat);
   return {

@@ -1,14 +1,15 @@
 import type { Ledger } from "../src/ledger/index.js";
-import type { Seat, StartContext } from "../src/kernel/index.js";
+import type { Policy, Seat, StartContext } from "../src/kernel/index.js";
 import { loadTeamFileData } from "../src/teamfile/index.js";
 import { RefusalError } from "../src/rpc/index.js";
+import type { ReadFilter } from "../src/effects/git-filter.js";
+import { readFilter, readIsUnbounded } from "./seat-read.js";
 
 /**
  * What a seat may start with, read from the policy in force — the last applied policy
  * record (`ledger.view.policy`), never the team file on disk, which may have changed since
- * (§10). A seat starts only with its pinned start, and only when its repository (a clone
- * of trunk) does not show it more than its read scope: until the seat-git issue builds
- * filtered histories, a bounded read scope refuses the start.
+ * (§10). A seat starts only with its pinned start; its repository shows it no more than its
+ * read scope (a filtered history when that is bounded, daemon/seat-read.ts).
  */
 export interface StartableSeat {
   readonly team: string;
@@ -20,6 +21,8 @@ export interface StartableSeat {
   /** The team's registered repository (the owner's tree) and hub. */
   readonly repository: string;
   readonly hub: string;
+  /** What the seat may read, when that is not the whole repository: its repository is then a filtered history. */
+  readonly readFilter: ReadFilter | undefined;
 }
 
 export function readyLedger(ledger: Ledger | undefined): Ledger {
@@ -30,8 +33,18 @@ export function readyLedger(ledger: Ledger | undefined): Ledger {
   return ledger;
 }
 
-/** The seats a team's applied policy declares, by name (all of them, startable or not). */
-export function policySeats(ledger: Ledger, team: string): Readonly<Record<string, Seat>> {
+export interface PolicyInForce {
+  readonly policy: Policy;
+  readonly seq: number;
+  readonly teamFileHash: string;
+}
+
+// The policy record is immutable, so its load is cached by (ledger, seq): a seat request
+// pays for the canonical parse once per applied policy, not once per call.
+const loadedPolicies = new WeakMap<Ledger, Map<string, PolicyInForce>>();
+
+/** The team's policy in force, rebuilt from its record (never the file on disk, §10). */
+export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   if (ledger.view.team(team) === undefined) {
     throw new RefusalError("team.unknown", `team '${team}' is not registered on this machine: run teamd init in its repository first`);
   }
@@ -39,6 +52,11 @@ export function policySeats(ledger: Ledger, team: string): Readonly<Record<strin
   if (inForce === undefined) {
     throw new RefusalError("policy.unapplied", `team '${team}' has no applied policy: run teamd apply in its repository (the file on disk is never in force by itself)`);
   }
+  const cache = loadedPolicies.get(ledger) ?? new Map<string, PolicyInForce>();
+  loadedPolicies.set(ledger, cache);
+  const key = `${team}\0${inForce.seq}`;
+  const cached = cache.get(key);
+  if (cached !== undefined) return cached;
   let data: unknown;
   try {
     data = JSON.parse(inForce.canonical);
@@ -49,26 +67,26 @@ export function policySeats(ledger: Ledger, team: string): Readonly<Record<strin
   if (!loaded.ok) {
     throw new RefusalError("policy.unapplied", `the policy in force (record ${inForce.seq}) no longer loads: ${loaded.errors[0]?.message ?? "invalid"}; apply the team file again`);
   }
-  return loaded.policy.seats;
+  const result: PolicyInForce = { policy: loaded.policy, seq: inForce.seq, teamFileHash: inForce.teamFileHash };
+  cache.set(key, result);
+  return result;
+}
+
+/** The seats a team's applied policy declares, by name (all of them, startable or not). */
+export function policySeats(ledger: Ledger, team: string): Readonly<Record<string, Seat>> {
+  return policyInForce(ledger, team).policy.seats;
 }
 
 /** The seat, checked for a start from the policy in force; a refusal names the rule and the fix. */
 export function startableSeat(ledger: Ledger, team: string, seatName: string): StartableSeat {
-  const seats = policySeats(ledger, team);
+  const { policy } = policyInForce(ledger, team);
+  const seats = policy.seats;
   const seat = Object.prototype.hasOwnProperty.call(seats, seatName) ? seats[seatName] : undefined;
   if (seat === undefined) {
     throw new RefusalError("seat.unknown", `seat '${seatName}' is not in team '${team}''s applied policy (seats: ${Object.keys(seats).join(", ") || "none"}); add it to teamd.yaml and run teamd apply`);
   }
   if (seat.start === undefined || seat.contextHash === undefined) {
     throw new RefusalError("seat.no-start", `seat '${seatName}' of team '${team}' has no start in the applied policy; add start.command to it in teamd.yaml and run teamd apply`);
-  }
-  const bounded = readScopeBounded(seat);
-  if (bounded !== undefined) {
-    throw new RefusalError(
-      "seat.read-bounded",
-      `seat '${seatName}' of team '${team}' ${bounded}, but its repository would be a full clone of trunk; until filtered histories exist (the seat-git issue) ` +
-        `such a seat does not start. Fix: give it unbounded read (e.g. role observer) or wait for filtered histories`,
-    );
   }
   const registered = ledger.view.team(team);
   const inForce = ledger.view.policy(team);
@@ -82,13 +100,6 @@ export function startableSeat(ledger: Ledger, team: string, seatName: string): S
     contextHash: seat.contextHash,
     repository: registered.repository,
     hub: registered.hub,
+    readFilter: readIsUnbounded(policy, seat) ? undefined : readFilter(policy, seat, Date.now()),
   };
-}
-
-/** Why the seat's read scope is bounded, or undefined when some read authority is unconstrained on path. */
-export function readScopeBounded(seat: Seat): string | undefined {
-  const reads = seat.byCapability.read ?? [];
-  if (reads.length === 0) return "holds no read capability";
-  const unbounded = reads.some((authority) => (authority.scope.path ?? { state: "unconstrained" }).state === "unconstrained");
-  return unbounded ? undefined : "may read only part of the repository (read is bounded on path)";
 }

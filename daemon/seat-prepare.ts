@@ -11,7 +11,8 @@ import { RefusalError } from "../src/rpc/index.js";
 import type { Refusal } from "../src/kernel/index.js";
 import type { TeamdHome } from "./home.js";
 import { ledgerLayout } from "./ledger-host.js";
-import { builtShimBundle, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "./seat-layout.js";
+import { openFilteredMirror } from "../src/effects/git-filter.js";
+import { builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "./seat-layout.js";
 import type { StartableSeat } from "./seat-policy.js";
 import type { SeatUser } from "./seat-user.js";
 
@@ -78,7 +79,7 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
 
     if (!existsSync(layout.repo)) {
       undo.push(() => rm(layout.repo, { recursive: true, force: true }));
-      await cloneTrunk(target.hub, layout.repo, target.seat);
+      await cloneTrunk(target, layout.repo, home);
       await ownTree(layout.repo, user, system);
     }
     step("repo");
@@ -118,14 +119,30 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
   }
 }
 
-/** The hub's trunk only, no hard links into the (reserved) hub, its branch under seat/<name>/, no remote. */
-async function cloneTrunk(hub: string, repo: string, seat: string): Promise<void> {
-  const head = await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub });
-  const trunk = head.stdout.trim();
-  await git(["clone", "--quiet", "--single-branch", "--no-hardlinks", "--branch", trunk, hub, repo]);
-  await git(["branch", "--quiet", "-m", trunk, `seat/${seat}/${trunk}`], { cwd: repo });
-  // The seat reaches the hub only through teamd (the seat-git issue), never by a path.
+/**
+ * The hub's trunk only — or, for a seat whose read is bounded, the trunk's filtered image
+ * from its mirror (src/effects/git-filter.ts). `--no-local` makes git copy only what the
+ * trunk reaches (a local clone copies every object file, other seats' branches included);
+ * the branch lands under seat/<name>/; the only remote is `teamd`, served by
+ * git-remote-teamd over the seat's socket. Configured here, once, on a fresh repository:
+ * teamd never edits a repository the seat has had in its hands.
+ */
+async function cloneTrunk(target: StartableSeat, repo: string, home: TeamdHome): Promise<void> {
+  const head = await git(["symbolic-ref", "HEAD"], { gitDir: target.hub });
+  const trunkRef = head.stdout.trim();
+  const trunk = trunkRef.replace(/^refs\/heads\//, "");
+  let from = target.hub;
+  if (target.readFilter !== undefined) {
+    from = gitWorkDir(home).filteredMirror(target.team, target.seat);
+    const mirror = await openFilteredMirror(from, target.hub, target.readFilter);
+    const tip = (await git(["rev-parse", "--verify", trunkRef], { gitDir: target.hub })).stdout.trim();
+    await mirror.syncRef(trunkRef, tip);
+  }
+  await git(["clone", "--quiet", "--no-local", "--single-branch", "--branch", trunk, from, repo]);
+  await git(["branch", "--quiet", "-m", trunk, `seat/${target.seat}/${trunk}`], { cwd: repo });
   await git(["remote", "remove", "origin"], { cwd: repo });
+  await git(["config", "remote.teamd.url", "teamd::seat"], { cwd: repo });
+  await git(["config", "remote.teamd.fetch", "+refs/heads/*:refs/remotes/teamd/*"], { cwd: repo });
 }
 
 async function ownTree(path: string, user: SeatUser, system: boolean): Promise<void> {

@@ -1,12 +1,17 @@
 #!/usr/bin/env node
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
+import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, runCli, TEAMD_VERSION } from "../src/rpc/index.js";
+import { runGitRemote } from "./git-remote.js";
 
 /**
  * `teamd-shim`: the one program inside a seat that can reach the daemon. It holds no
  * policy, no keys and no ledger (it imports only src/gen and src/rpc); it asks, and
- * prints what the daemon answered.
+ * prints what the daemon answered. Run as `git-remote-teamd` (the same bundle under a
+ * second name on the seat's PATH) it is git's remote helper for the `teamd` remote.
  */
 const DEFAULT_SOCKET = "/run/teamd/shim.sock";
 
@@ -14,15 +19,65 @@ function socketPath(): string {
   return process.env.TEAMD_SOCKET || DEFAULT_SOCKET;
 }
 
-async function whoami(opts: { json?: boolean }): Promise<void> {
-  const client = createRpcClient(ShimService, socketPath(), { deadlineMs: 5000 });
+function client() {
+  return createRpcClient(ShimService, socketPath(), { deadlineMs: 30_000 });
+}
+
+async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>): Promise<T> {
+  const c = client();
   try {
-    const reply = await client.whoAmI();
-    if (opts.json) process.stdout.write(JSON.stringify({ seat: reply.seat, team: reply.team, daemonInstance: reply.daemonInstance }) + "\n");
-    else process.stdout.write(`seat ${reply.seat} of team ${reply.team}\n`);
+    return await use(c);
   } finally {
-    client.close();
+    c.close();
   }
+}
+
+const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : text);
+
+async function whoami(opts: { json?: boolean }): Promise<void> {
+  const reply = await withClient((c) => c.whoAmI());
+  const value = {
+    seat: reply.seat,
+    team: reply.team,
+    daemonInstance: reply.daemonInstance,
+    policySeq: Number(reply.policySeq),
+    capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
+    lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
+  };
+  const lines = [
+    `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
+    ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
+    value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
+  ];
+  print(opts.json, value, `${lines.join("\n")}\n`);
+}
+
+async function fileStat(path: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.fileStat({ path }));
+  const value = { path, exists: r.exists, kind: r.kind || null, size: Number(r.size), oid: r.oid || null };
+  print(opts.json, value, r.exists ? `${path}: ${r.kind}, ${r.size} bytes, ${r.oid}\n` : `${path}: does not exist on the trunk\n`);
+}
+
+async function fileRead(path: string): Promise<void> {
+  const r = await withClient((c) => c.fileRead({ path }));
+  process.stdout.write(r.content);
+}
+
+async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
+  const content = opts.from ? await readFile(opts.from) : await readStdin();
+  const r = await withClient((c) => c.fileWrite({ requestId: randomUUID(), path, content, branch: opts.branch ?? "", message: opts.message ?? "" }));
+  print(opts.json, { path, hubRef: r.hubRef, commit: r.commit }, `${path} written: ${r.hubRef} is now ${r.commit}\n`);
+}
+
+async function checkpoint(note: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.checkpoint({ requestId: randomUUID(), note }));
+  print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
+}
+
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 function buildProgram(): Command {
@@ -34,10 +89,39 @@ function buildProgram(): Command {
     .exitOverride();
   program
     .command("whoami")
-    .description("print the seat identity the daemon sees on this seat's socket")
+    .description("this seat's identity, the capabilities it holds and its last refusal")
     .option("--json", "print one JSON object (for scripts)")
     .action(whoami);
+  program
+    .command("checkpoint")
+    .argument("<note>", "where you stand and what comes next (at most 4 KiB; never a secret)")
+    .option("--json", "print one JSON object")
+    .description("record a handoff checkpoint in the ledger")
+    .action(checkpoint);
+  const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
+  file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
+  file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);
+  file
+    .command("write")
+    .argument("<path>", "repository-relative path")
+    .option("--from <file>", "read the content from this file (default: stdin)")
+    .option("--branch <name>", "commit onto seat/<you>/<name> (default: the trunk's name)")
+    .option("-m, --message <text>", "the commit message")
+    .option("--json", "print one JSON object")
+    .description("commit new content for a file onto your own branch in the hub")
+    .action(fileWrite);
   return program;
 }
 
-await runCli("teamd-shim", buildProgram(), process.argv);
+if (basename(process.argv[1] ?? "") === "git-remote-teamd") {
+  // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
+  // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
+  try {
+    await runGitRemote(socketPath());
+    process.exit(0);
+  } catch (error) {
+    process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
+  }
+} else {
+  await runCli("teamd-shim", buildProgram(), process.argv);
+}

@@ -1,6 +1,7 @@
 import { benchRpc } from "./rpc.js";
 import { benchKernel } from "./kernel.js";
 import { benchLedger } from "./ledger.js";
+import { benchSeat } from "./seat.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -12,6 +13,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   rpc: benchRpc,
   kernel: benchKernel,
   ledger: benchLedger,
+  seat: benchSeat,
 };
 
 /**
@@ -22,9 +24,18 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
 function crossRows(rows: readonly BenchRow[]): BenchRow[] {
   const find = (name: string) => rows.find((r) => r.name === name)?.value;
   const echoP50 = find("rpc.bare-echo.p50");
+  const echoRate = find("rpc.bare-echo.calls-per-s");
   const authorizeP99 = find("kernel.authorize.p99");
-  if (echoP50 === undefined || authorizeP99 === undefined) return [];
+  const gatedRate = find("seat.gated.calls-per-s");
+  const out: BenchRow[] = [];
+  // A gated seat request (durable intent and outcome) keeps at least half the bare echo's
+  // throughput at 64 in flight (issue 8): group commit, not weaker fsync, pays for it.
+  if (echoRate !== undefined && gatedRate !== undefined) {
+    out.push({ name: "seat.gated.rate-vs-echo", value: gatedRate / echoRate, unit: "ratio", note: "gated calls/s / bare echo calls/s, 64 in flight", target: { min: 0.5, text: ">= 0.5" } });
+  }
+  if (echoP50 === undefined || authorizeP99 === undefined) return out;
   return [
+    ...out,
     {
       name: "kernel.authorize.p99-vs-echo-p50",
       value: authorizeP99 / echoP50,

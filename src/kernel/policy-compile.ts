@@ -107,6 +107,9 @@ function capabilityMap(grants: readonly Grant[]): CanonicalValue {
   return out;
 }
 
+/** The declared branch set always holds every seat's namespace (DESIGN.md "Repositories"). */
+export const SEAT_BRANCHES = "seat/*";
+
 function readDeclared(input: PolicyInput, problems: PolicyProblem[]): DeclaredSets {
   const declare = input.declare ?? {};
   const names = (key: "envs" | "accounts" | "tasks" | "labs"): readonly string[] => {
@@ -117,7 +120,8 @@ function readDeclared(input: PolicyInput, problems: PolicyProblem[]): DeclaredSe
     });
     return Object.freeze([...out].sort(compareStrings));
   };
-  const branches = new Set<string>();
+  // Seat branches (seat/<name>/...) exist in every team: a review or gate scope names them.
+  const branches = new Set<string>([SEAT_BRANCHES]);
   (declare.branches ?? []).forEach((value, index) => {
     const branch = typeof value === "string" ? normalizeBranch(value, { pattern: true }) : ({ ok: false, reason: "not text" } as const);
     if (branch.ok) branches.add(branch.name);

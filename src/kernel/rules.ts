@@ -385,6 +385,31 @@ export const RULES = {
     section: "§9",
     summary: "a team has zero or one leads; two are refused",
   },
+  // Seat git and files (issue 8, daemon/seat-git.ts, daemon/seat-files.ts).
+  "push.ref": {
+    section: "§3",
+    summary: "a seat pushes only to its own seat/<name>/ branches; the trunk and other seats' branches change only through trunk acts",
+  },
+  "push.pack": {
+    section: "§11",
+    summary: "the pushed pack is corrupt, incomplete or too large; nothing of it reaches the hub (fail closed)",
+  },
+  "push.stale": {
+    section: "§15",
+    summary: "the destination branch is not where the seat believed it was; fetch, then push again",
+  },
+  "push.bounded-merge": {
+    section: "§6",
+    summary: "a seat that may read only part of the repository pushes linear history (its merges cannot be replayed onto what it cannot read)",
+  },
+  "fetch.ref": {
+    section: "§3",
+    summary: "a seat fetches only the trunk, its own seat/<name>/ branches and the branches it holds review or gate over",
+  },
+  "file.kind": {
+    section: "§6",
+    summary: "the path names no regular file the act can read or write (a directory, a symlink or a submodule)",
+  },
 } as const satisfies Record<string, { section: string; summary: string }>;
 
 export type RuleId = keyof typeof RULES;

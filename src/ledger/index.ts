@@ -36,8 +36,8 @@ export { verifyLedgerFiles, verifyStore, type VerifyResult, type VerifyProgress 
 export { openStore, type StoreReader, type LedgerStore, type StoredRecord } from "./store.js";
 export { ledgerPaths, type LedgerPaths } from "./paths.js";
 export { describeStored, type LedgerEntry } from "./entry.js";
-export type { SubmitRequest, SubmitReply, Effect, EffectResult } from "./dispatch.js";
-export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState } from "./view.js";
+export type { SubmitRequest, SubmitReply, Effect, EffectResult, TargetInit } from "./dispatch.js";
+export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState, type TeamState } from "./view.js";
 export {
   recordTypeName,
   recordTypeFromName,
@@ -46,6 +46,8 @@ export {
   daemonPrincipal,
   seatPrincipal,
   toHex,
+  fromHex,
+  sha256,
   type PrincipalInit,
   type RecordPayloadInit,
 } from "./codec.js";

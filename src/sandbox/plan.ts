@@ -32,6 +32,11 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const RUN_TMPFS_BYTES = 1024 * 1024;
 /** Where the shim's command name lives inside (on the tmpfs /run; PATH ends with it). */
 const SHIM_BIN = "/run/teamd/bin";
+/**
+ * The bundle's second name: git runs `git-remote-teamd` for a `teamd::` remote, and the
+ * shim, seeing that name, speaks git's remote-helper protocol (shim/git-remote.ts).
+ */
+export const GIT_REMOTE_HELPER = "git-remote-teamd";
 
 export function compilePlan(input: PlanInput, base: LinuxBase = LINUX_BASE): PlanResult {
   try {
@@ -113,6 +118,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     if (host.shimCommand !== undefined) {
       if (!NAME.test(host.shimCommand)) return undecidable(`the shim command name '${host.shimCommand}' is not a plain name`);
       late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${host.shimCommand}` });
+      late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${GIT_REMOTE_HELPER}` });
     }
   }
   const socketOwner = reservedIds.get(objectKey(host.seatSocket.id));

@@ -29,7 +29,7 @@ describe("daemon and shim over unix sockets", () => {
 
     const bob = await run(SHIM, ["whoami"], { TEAMD_SOCKET: seatSocket("web", "bob") });
     expect(bob.code, bob.stderr).toBe(0);
-    expect(bob.stdout.trim()).toBe("seat bob of team web");
+    expect(bob.stdout.split("\n")[0]).toBe("seat bob of team web (no policy in force)");
   });
 
   it("refuses an owner call that arrives on a seat socket, naming the rule", async () => {

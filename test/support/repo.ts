@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** A real git repository with one commit (and optional files), for init/apply tests. */
 export function makeRepo(parent: string, name = "proj", files: Record<string, string> = { "README.md": "hello\n" }): string {
@@ -13,7 +13,10 @@ export function makeRepo(parent: string, name = "proj", files: Record<string, st
       stdio: "pipe",
     });
   git("init", "-q", "-b", "main");
-  for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, path), text);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
   git("add", "-A");
   git("commit", "-q", "-m", "first");
   return dir;

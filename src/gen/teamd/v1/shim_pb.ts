@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiRQoOV2hvQW1JUmVzcG9uc2USDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEhcKD2RhZW1vbl9pbnN0YW5jZRgDIAEoCTKEAQoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQy0QQKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -62,6 +62,40 @@ export const WhoAmIRequestSchema: GenMessage<WhoAmIRequest> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 2);
 
 /**
+ * One capability the seat holds now, with the scope that bounds it (as the team file
+ * writes it) and where it comes from.
+ *
+ * @generated from message teamd.v1.HeldCapability
+ */
+export type HeldCapability = Message<"teamd.v1.HeldCapability"> & {
+  /**
+   * @generated from field: string capability = 1;
+   */
+  capability: string;
+
+  /**
+   * "path: src/**; branch: seat/*", or "unconstrained".
+   *
+   * @generated from field: string scope = 2;
+   */
+  scope: string;
+
+  /**
+   * "role developer", "grant 3", ...
+   *
+   * @generated from field: string source = 3;
+   */
+  source: string;
+};
+
+/**
+ * Describes the message teamd.v1.HeldCapability.
+ * Use `create(HeldCapabilitySchema)` to create a new message.
+ */
+export const HeldCapabilitySchema: GenMessage<HeldCapability> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 3);
+
+/**
  * @generated from message teamd.v1.WhoAmIResponse
  */
 export type WhoAmIResponse = Message<"teamd.v1.WhoAmIResponse"> & {
@@ -85,6 +119,30 @@ export type WhoAmIResponse = Message<"teamd.v1.WhoAmIResponse"> & {
    * @generated from field: string daemon_instance = 3;
    */
   daemonInstance: string;
+
+  /**
+   * @generated from field: repeated teamd.v1.HeldCapability capabilities = 4;
+   */
+  capabilities: HeldCapability[];
+
+  /**
+   * The rule id and reason of this seat's last refusal in this daemon run ("" when none).
+   *
+   * @generated from field: string last_refusal_rule = 5;
+   */
+  lastRefusalRule: string;
+
+  /**
+   * @generated from field: string last_refusal_reason = 6;
+   */
+  lastRefusalReason: string;
+
+  /**
+   * The policy record in force for the seat's team.
+   *
+   * @generated from field: uint64 policy_seq = 7;
+   */
+  policySeq: bigint;
 };
 
 /**
@@ -92,7 +150,494 @@ export type WhoAmIResponse = Message<"teamd.v1.WhoAmIResponse"> & {
  * Use `create(WhoAmIResponseSchema)` to create a new message.
  */
 export const WhoAmIResponseSchema: GenMessage<WhoAmIResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 3);
+  messageDesc(file_teamd_v1_shim, 4);
+
+/**
+ * @generated from message teamd.v1.RefEntry
+ */
+export type RefEntry = Message<"teamd.v1.RefEntry"> & {
+  /**
+   * The full ref name as the hub names it (refs/heads/main, refs/heads/seat/w1/fix).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Hex object name. For a seat whose read is bounded, the filtered commit it sees.
+   *
+   * @generated from field: string oid = 2;
+   */
+  oid: string;
+};
+
+/**
+ * Describes the message teamd.v1.RefEntry.
+ * Use `create(RefEntrySchema)` to create a new message.
+ */
+export const RefEntrySchema: GenMessage<RefEntry> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 5);
+
+/**
+ * @generated from message teamd.v1.ListRefsRequest
+ */
+export type ListRefsRequest = Message<"teamd.v1.ListRefsRequest"> & {
+  /**
+   * True when listing for a push (the refs the seat may write: its own seat/<name>/...).
+   *
+   * @generated from field: bool for_push = 1;
+   */
+  forPush: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.ListRefsRequest.
+ * Use `create(ListRefsRequestSchema)` to create a new message.
+ */
+export const ListRefsRequestSchema: GenMessage<ListRefsRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 6);
+
+/**
+ * @generated from message teamd.v1.ListRefsResponse
+ */
+export type ListRefsResponse = Message<"teamd.v1.ListRefsResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.RefEntry refs = 1;
+   */
+  refs: RefEntry[];
+
+  /**
+   * What HEAD points at (refs/heads/<trunk>).
+   *
+   * @generated from field: string head = 2;
+   */
+  head: string;
+};
+
+/**
+ * Describes the message teamd.v1.ListRefsResponse.
+ * Use `create(ListRefsResponseSchema)` to create a new message.
+ */
+export const ListRefsResponseSchema: GenMessage<ListRefsResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 7);
+
+/**
+ * @generated from message teamd.v1.FetchRequest
+ */
+export type FetchRequest = Message<"teamd.v1.FetchRequest"> & {
+  /**
+   * Tips to fetch: each must be the oid of a ref ListRefs names.
+   *
+   * @generated from field: repeated string wants = 1;
+   */
+  wants: string[];
+
+  /**
+   * Commits the seat already holds; only used to send less.
+   *
+   * @generated from field: repeated string haves = 2;
+   */
+  haves: string[];
+};
+
+/**
+ * Describes the message teamd.v1.FetchRequest.
+ * Use `create(FetchRequestSchema)` to create a new message.
+ */
+export const FetchRequestSchema: GenMessage<FetchRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 8);
+
+/**
+ * One chunk of the pack.
+ *
+ * @generated from message teamd.v1.FetchResponse
+ */
+export type FetchResponse = Message<"teamd.v1.FetchResponse"> & {
+  /**
+   * @generated from field: bytes data = 1;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message teamd.v1.FetchResponse.
+ * Use `create(FetchResponseSchema)` to create a new message.
+ */
+export const FetchResponseSchema: GenMessage<FetchResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 9);
+
+/**
+ * @generated from message teamd.v1.RefUpdate
+ */
+export type RefUpdate = Message<"teamd.v1.RefUpdate"> & {
+  /**
+   * The destination as the seat wrote it: refs/heads/<branch>. A branch outside
+   * seat/<name>/ lands on seat/<name>/<branch>.
+   *
+   * @generated from field: string ref = 1;
+   */
+  ref: string;
+
+  /**
+   * The oid the seat believes the destination holds ("" when it believes it absent).
+   *
+   * @generated from field: string old_oid = 2;
+   */
+  oldOid: string;
+
+  /**
+   * The new oid ("" deletes the branch).
+   *
+   * @generated from field: string new_oid = 3;
+   */
+  newOid: string;
+
+  /**
+   * Allowed only inside the seat's own namespace.
+   *
+   * @generated from field: bool force = 4;
+   */
+  force: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.RefUpdate.
+ * Use `create(RefUpdateSchema)` to create a new message.
+ */
+export const RefUpdateSchema: GenMessage<RefUpdate> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 10);
+
+/**
+ * @generated from message teamd.v1.PushHeader
+ */
+export type PushHeader = Message<"teamd.v1.PushHeader"> & {
+  /**
+   * Unique per seat: a retry with the same id and bytes returns the recorded result.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: repeated teamd.v1.RefUpdate updates = 2;
+   */
+  updates: RefUpdate[];
+
+  /**
+   * The pack's size in bytes (0: no pack, e.g. a delete).
+   *
+   * @generated from field: uint64 pack_bytes = 3;
+   */
+  packBytes: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.PushHeader.
+ * Use `create(PushHeaderSchema)` to create a new message.
+ */
+export const PushHeaderSchema: GenMessage<PushHeader> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 11);
+
+/**
+ * @generated from message teamd.v1.PushRequest
+ */
+export type PushRequest = Message<"teamd.v1.PushRequest"> & {
+  /**
+   * @generated from oneof teamd.v1.PushRequest.part
+   */
+  part: {
+    /**
+     * @generated from field: teamd.v1.PushHeader header = 1;
+     */
+    value: PushHeader;
+    case: "header";
+  } | {
+    /**
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.PushRequest.
+ * Use `create(PushRequestSchema)` to create a new message.
+ */
+export const PushRequestSchema: GenMessage<PushRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 12);
+
+/**
+ * @generated from message teamd.v1.RefResult
+ */
+export type RefResult = Message<"teamd.v1.RefResult"> & {
+  /**
+   * As the seat named it.
+   *
+   * @generated from field: string ref = 1;
+   */
+  ref: string;
+
+  /**
+   * The hub ref it landed on.
+   *
+   * @generated from field: string hub_ref = 2;
+   */
+  hubRef: string;
+
+  /**
+   * @generated from field: bool ok = 3;
+   */
+  ok: boolean;
+
+  /**
+   * On refusal: the rule id (e.g. scope.path) and a reason an agent can act on.
+   *
+   * @generated from field: string rule = 4;
+   */
+  rule: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * The oid the hub ref holds now, as the seat sees it (filtered for a bounded seat).
+   *
+   * @generated from field: string oid = 6;
+   */
+  oid: string;
+};
+
+/**
+ * Describes the message teamd.v1.RefResult.
+ * Use `create(RefResultSchema)` to create a new message.
+ */
+export const RefResultSchema: GenMessage<RefResult> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 13);
+
+/**
+ * @generated from message teamd.v1.PushResponse
+ */
+export type PushResponse = Message<"teamd.v1.PushResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.RefResult results = 1;
+   */
+  results: RefResult[];
+};
+
+/**
+ * Describes the message teamd.v1.PushResponse.
+ * Use `create(PushResponseSchema)` to create a new message.
+ */
+export const PushResponseSchema: GenMessage<PushResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 14);
+
+/**
+ * @generated from message teamd.v1.FileStatRequest
+ */
+export type FileStatRequest = Message<"teamd.v1.FileStatRequest"> & {
+  /**
+   * Repository-relative path in the team's trunk tree.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileStatRequest.
+ * Use `create(FileStatRequestSchema)` to create a new message.
+ */
+export const FileStatRequestSchema: GenMessage<FileStatRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 15);
+
+/**
+ * @generated from message teamd.v1.FileStatResponse
+ */
+export type FileStatResponse = Message<"teamd.v1.FileStatResponse"> & {
+  /**
+   * @generated from field: bool exists = 1;
+   */
+  exists: boolean;
+
+  /**
+   * "file", "executable", "symlink", "directory", "submodule".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: uint64 size = 3;
+   */
+  size: bigint;
+
+  /**
+   * The git object name of the content.
+   *
+   * @generated from field: string oid = 4;
+   */
+  oid: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileStatResponse.
+ * Use `create(FileStatResponseSchema)` to create a new message.
+ */
+export const FileStatResponseSchema: GenMessage<FileStatResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 16);
+
+/**
+ * @generated from message teamd.v1.FileReadRequest
+ */
+export type FileReadRequest = Message<"teamd.v1.FileReadRequest"> & {
+  /**
+   * @generated from field: string path = 1;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileReadRequest.
+ * Use `create(FileReadRequestSchema)` to create a new message.
+ */
+export const FileReadRequestSchema: GenMessage<FileReadRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 17);
+
+/**
+ * @generated from message teamd.v1.FileReadResponse
+ */
+export type FileReadResponse = Message<"teamd.v1.FileReadResponse"> & {
+  /**
+   * @generated from field: bytes content = 1;
+   */
+  content: Uint8Array;
+
+  /**
+   * @generated from field: string oid = 2;
+   */
+  oid: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileReadResponse.
+ * Use `create(FileReadResponseSchema)` to create a new message.
+ */
+export const FileReadResponseSchema: GenMessage<FileReadResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 18);
+
+/**
+ * @generated from message teamd.v1.FileWriteRequest
+ */
+export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * @generated from field: bytes content = 3;
+   */
+  content: Uint8Array;
+
+  /**
+   * The seat branch the write commits to: seat/<name>/<branch> ("" means the trunk's name).
+   *
+   * @generated from field: string branch = 4;
+   */
+  branch: string;
+
+  /**
+   * @generated from field: string message = 5;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileWriteRequest.
+ * Use `create(FileWriteRequestSchema)` to create a new message.
+ */
+export const FileWriteRequestSchema: GenMessage<FileWriteRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 19);
+
+/**
+ * @generated from message teamd.v1.FileWriteResponse
+ */
+export type FileWriteResponse = Message<"teamd.v1.FileWriteResponse"> & {
+  /**
+   * The hub ref and the commit the write made there.
+   *
+   * @generated from field: string hub_ref = 1;
+   */
+  hubRef: string;
+
+  /**
+   * @generated from field: string commit = 2;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message teamd.v1.FileWriteResponse.
+ * Use `create(FileWriteResponseSchema)` to create a new message.
+ */
+export const FileWriteResponseSchema: GenMessage<FileWriteResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 20);
+
+/**
+ * @generated from message teamd.v1.CheckpointRequest
+ */
+export type CheckpointRequest = Message<"teamd.v1.CheckpointRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * At most 4 KiB of text; a note is recorded, so it must never carry a secret.
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message teamd.v1.CheckpointRequest.
+ * Use `create(CheckpointRequestSchema)` to create a new message.
+ */
+export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 21);
+
+/**
+ * @generated from message teamd.v1.CheckpointResponse
+ */
+export type CheckpointResponse = Message<"teamd.v1.CheckpointResponse"> & {
+  /**
+   * The intent and outcome records of the checkpoint.
+   *
+   * @generated from field: uint64 intent_seq = 1;
+   */
+  intentSeq: bigint;
+
+  /**
+   * @generated from field: uint64 outcome_seq = 2;
+   */
+  outcomeSeq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.CheckpointResponse.
+ * Use `create(CheckpointResponseSchema)` to create a new message.
+ */
+export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 22);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
@@ -113,7 +658,8 @@ export const ShimService: GenService<{
     output: typeof HelloResponseSchema;
   },
   /**
-   * WhoAmI answers the seat identity the daemon sees on this socket.
+   * WhoAmI is the seat's controlled view of its own record (§3): its identity, the
+   * capabilities it holds with their scopes, and the rule of its last refusal.
    *
    * @generated from rpc teamd.v1.ShimService.WhoAmI
    */
@@ -121,6 +667,76 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof WhoAmIRequestSchema;
     output: typeof WhoAmIResponseSchema;
+  },
+  /**
+   * ListRefs names the refs this seat may fetch (a read, §3), or may push to.
+   *
+   * @generated from rpc teamd.v1.ShimService.ListRefs
+   */
+  listRefs: {
+    methodKind: "unary";
+    input: typeof ListRefsRequestSchema;
+    output: typeof ListRefsResponseSchema;
+  },
+  /**
+   * Fetch streams one pack: what the wanted tips reach minus what the seat has, and only
+   * objects the seat may read.
+   *
+   * @generated from rpc teamd.v1.ShimService.Fetch
+   */
+  fetch: {
+    methodKind: "server_streaming";
+    input: typeof FetchRequestSchema;
+    output: typeof FetchResponseSchema;
+  },
+  /**
+   * Push is the seat's write (§3): a PushHeader, then the pack's bytes in chunks. The
+   * daemon checks every path the pushed commits change before any hub ref moves.
+   *
+   * @generated from rpc teamd.v1.ShimService.Push
+   */
+  push: {
+    methodKind: "client_streaming";
+    input: typeof PushRequestSchema;
+    output: typeof PushResponseSchema;
+  },
+  /**
+   * File reads, writes and stats on a team's repository tree through the daemon, each
+   * decided by the kernel (read or write over that path).
+   *
+   * @generated from rpc teamd.v1.ShimService.FileStat
+   */
+  fileStat: {
+    methodKind: "unary";
+    input: typeof FileStatRequestSchema;
+    output: typeof FileStatResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.FileRead
+   */
+  fileRead: {
+    methodKind: "unary";
+    input: typeof FileReadRequestSchema;
+    output: typeof FileReadResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.FileWrite
+   */
+  fileWrite: {
+    methodKind: "unary";
+    input: typeof FileWriteRequestSchema;
+    output: typeof FileWriteResponseSchema;
+  },
+  /**
+   * Checkpoint records a handoff note from the seat (where it stands, what is next) as a
+   * gated act: intent and outcome, durable before the answer.
+   *
+   * @generated from rpc teamd.v1.ShimService.Checkpoint
+   */
+  checkpoint: {
+    methodKind: "unary";
+    input: typeof CheckpointRequestSchema;
+    output: typeof CheckpointResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_shim, 0);

@@ -1,0 +1,193 @@
+import { RecordType } from "../src/gen/teamd/v1/ledger_pb.js";
+import { authorize, createKernelView, refuse, type Allow, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
+import { fromHex, LedgerRefusal, seatPrincipal, sha256, type Effect, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
+import { RefusalError } from "../src/rpc/index.js";
+import { policyInForce, type PolicyInForce } from "./seat-policy.js";
+import type { SeatIdentity } from "./shim-service.js";
+
+/**
+ * The request pipeline for seat calls (DESIGN.md "One request, end to end"):
+ *
+ * 1. accept once — the RPC edge froze the message; the seat is the socket it came on;
+ * 2. guards that need no store and can only deny — the owner's stop, revocation flags, the
+ *    head (`ledger.guard`), read before any record;
+ * 3. decide — `authorize` over the policy in force, under one serialization per machine;
+ * 4. intent (durable) → 5. effect → 6. outcome — `ledger.submit`, with per-seat request ids;
+ * 7. tell — what the seat is told is the refusal's rule and a reason it can act on.
+ *
+ * Every refusal is recorded where the store is up, and remembered as the seat's last one
+ * (whoami shows it). The serialization covers decide and intent only: the effect (a push,
+ * a merge) runs after the lock is released, so one slow effect never stalls the machine.
+ */
+export interface SeatContext {
+  readonly identity: SeatIdentity;
+  readonly ledger: Ledger;
+  readonly team: TeamState;
+  readonly policy: PolicyInForce;
+  readonly seat: Seat;
+}
+
+export interface GatedAct {
+  /** The ledger's action name, e.g. `git.push`. */
+  readonly action: string;
+  readonly target: TargetInit;
+  readonly requestId: string;
+  /** The canonical request bytes: a retry must present exactly these (§15). */
+  readonly request: Uint8Array;
+  readonly payload?: SubmitRequest["payload"];
+}
+
+export interface SeatPipeline {
+  /** Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: thrown only). */
+  context(identity: SeatIdentity, action: string, options?: { readonly quiet?: boolean }): Promise<SeatContext>;
+  /** Step 3 without an intent (a read): allow, or a recorded refusal thrown. */
+  decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string): Promise<Allow>;
+  /**
+   * Steps 3–6 for one gated act: decide and append the intent under the machine's one lock,
+   * then run the effect. `request` undefined: an act no capability governs (moving a ref in
+   * the seat's own namespace to a commit the hub already has) — recorded all the same.
+   */
+  act(ctx: SeatContext, request: Omit<KernelRequest, "seat"> | undefined, act: GatedAct, effect: Effect): Promise<SubmitReply>;
+  /** Record a refusal the daemon reached outside the kernel (a corrupt pack, a ref outside the namespace) and return it to throw. */
+  refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
+  /** The seat's last refusal in this daemon run. */
+  lastRefusal(identity: SeatIdentity): Refusal | undefined;
+}
+
+export interface PipelineDeps {
+  ledger(): Ledger | undefined;
+  /** The decision clock (epoch ms). */
+  readonly clock?: () => number;
+}
+
+/** One lock, in arrival order: a revocation or a decision is never raced (§15). */
+function createSerializer(): () => Promise<() => void> {
+  let tail: Promise<void> = Promise.resolve();
+  return () => {
+    let release!: () => void;
+    const next = new Promise<void>((resolve) => (release = resolve));
+    const acquired = tail.then(() => release);
+    tail = tail.then(() => next);
+    return acquired;
+  };
+}
+
+const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
+
+export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
+  const clock = deps.clock ?? Date.now;
+  const lock = createSerializer();
+  const last = new Map<string, Refusal>();
+
+  async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError> {
+    last.set(seatKey(identity), refusal);
+    // §15 records refused attempts too; where the store is what refused, it cannot.
+    if (ledger !== undefined && ledger.state.status === "ready") {
+      await ledger
+        .append({
+          type: RecordType.REFUSAL,
+          team: identity.team,
+          actor: seatPrincipal(identity.team, identity.seat),
+          action,
+          payload: { ...(target ? { target } : {}), detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
+        })
+        .catch(() => undefined);
+    }
+    return RefusalError.from(refusal);
+  }
+
+  function asRefusal(error: unknown): Refusal | undefined {
+    if (error instanceof RefusalError) return refuse(error.rule, error.reason);
+    if (error instanceof LedgerRefusal) return error.refusal;
+    return undefined;
+  }
+
+  async function context(identity: SeatIdentity, action: string, options: { readonly quiet?: boolean } = {}): Promise<SeatContext> {
+    const ledger = deps.ledger();
+    const fail = (refusal: Refusal) => (options.quiet ? Promise.resolve(RefusalError.from(refusal)) : record(identity, ledger, refusal, action));
+    if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
+    const guarded = ledger.guard(identity.team);
+    if (guarded !== undefined) throw await fail(guarded);
+    try {
+      const team = ledger.view.team(identity.team);
+      const policy = policyInForce(ledger, identity.team);
+      const seat = Object.prototype.hasOwnProperty.call(policy.policy.seats, identity.seat) ? policy.policy.seats[identity.seat] : undefined;
+      if (team === undefined) throw new RefusalError("team.unknown", `team '${identity.team}' is not registered on this machine`);
+      if (seat === undefined) throw new RefusalError("seat.unknown", `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`);
+      return { identity, ledger, team, policy, seat };
+    } catch (error) {
+      const refusal = asRefusal(error);
+      if (refusal === undefined) throw error;
+      throw await fail(refusal);
+    }
+  }
+
+  function authorizeFor(ctx: SeatContext, request: Omit<KernelRequest, "seat">): ReturnType<typeof authorize> {
+    // Write and read read no ledger fact (src/kernel/facts.ts); the trunk acts add theirs.
+    return authorize(createKernelView(ctx.policy.policy), { ...request, seat: ctx.identity.seat }, clock());
+  }
+
+  return {
+    context,
+    async decide(ctx, request, action) {
+      const decision = authorizeFor(ctx, request);
+      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action);
+      return decision;
+    },
+    async act(ctx, request, gated, effect) {
+      const release = await lock();
+      let released = false;
+      const free = () => {
+        if (released) return;
+        released = true;
+        release();
+      };
+      try {
+        // The guards again, under the lock: a stop that landed while this call waited wins.
+        const guarded = ctx.ledger.guard(ctx.identity.team);
+        if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, gated.action, gated.target);
+        const decision = request === undefined ? undefined : authorizeFor(ctx, request);
+        if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target);
+        const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
+        return await ctx.ledger.submit(
+          {
+            actor,
+            team: ctx.identity.team,
+            requestId: gated.requestId,
+            request: gated.request,
+            action: gated.action,
+            target: gated.target,
+            ...(decision ? { capability: { capability: decision.capability } } : {}),
+            payload: {
+              ...gated.payload,
+              domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
+              rootGrant: decision?.authority.id ?? "",
+              inputState: { teamFileHash: fromHex(ctx.policy.teamFileHash) },
+            },
+          },
+          async (intent) => {
+            // The intent is durable: the next decision may go while this effect runs.
+            free();
+            return effect(intent);
+          },
+        );
+      } catch (error) {
+        if (error instanceof LedgerRefusal) {
+          last.set(seatKey(ctx.identity), error.refusal);
+          throw RefusalError.from(error.refusal);
+        }
+        throw error;
+      } finally {
+        free();
+      }
+    },
+    refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
+    lastRefusal: (identity) => last.get(seatKey(identity)),
+  };
+}
+
+/** The digest a request id is bound to: a retry must send byte-identical content (§15). */
+export function requestBytes(parts: readonly (string | Uint8Array)[]): Uint8Array {
+  const encoder = new TextEncoder();
+  return sha256(...parts.map((p) => (typeof p === "string" ? encoder.encode(`${p}\0`) : p)));
+}

@@ -1,0 +1,102 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { measureCalls, type LatencyFigures } from "./bare-echo.js";
+import { startChild, stopChild } from "../lib/child.js";
+import type { BenchRow } from "./report.js";
+
+const TEAMD = fileURLToPath(new URL("../../daemon/main.js", import.meta.url));
+const SEQUENTIAL = 1000;
+const CONCURRENT = 4000;
+const GIT_LOOP = 60;
+
+const TEAM_FILE = `version: 1
+team: bench
+declare:
+  branches: [main]
+  labs: [anthropic]
+seats:
+  bench:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: ~
+    start:
+      command: [sleep, "3600"]
+`;
+
+/** git status and a commit, GIT_LOOP times; prints the nanoseconds it took. */
+const LOOP = `git config user.name bench && git config user.email bench@bench.invalid && t0=$(date +%s%N); i=0; while [ $i -lt ${GIT_LOOP} ]; do git status --porcelain >/dev/null; echo $i >> loop.txt; git add loop.txt; git commit -qm "loop $i"; i=$((i+1)); done; t1=$(date +%s%N); echo $((t1-t0))`;
+
+/**
+ * Seat requests through a real daemon, a real ledger and a real contained seat (issue 8):
+ * - a minimal gated request — `Checkpoint`: guards, decision, durable intent, an empty
+ *   effect, durable outcome — sequential latency and throughput at 64 in flight, compared
+ *   with the bare grpc-js echo of the rpc bench (main.ts, same run);
+ * - `git status` + `git commit` in a loop inside the seat's containment next to the same
+ *   loop on a host copy of the repository (the sandbox must cost git nothing that matters);
+ * - `git push teamd` of a 1 MiB change: the whole path, quarantine and kernel included.
+ */
+export async function benchSeat(): Promise<BenchRow[]> {
+  if (process.platform !== "linux") return [];
+  const dir = mkdtempSync(join(tmpdir(), "teamd-bench-seat-"));
+  // In system mode (root) the seat user must traverse to its folders.
+  if (process.getuid?.() === 0) chmodSync(dir, 0o711);
+  const home = join(dir, "home");
+  const repo = join(dir, "repo");
+  const env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(dir, "keys/owner.key"), HOME: dir };
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], { cwd, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" });
+  const teamd = (...args: string[]) => {
+    const r = spawnSync(process.execPath, [TEAMD, ...args], { cwd: repo, env: { ...process.env, ...env }, encoding: "utf8", timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`teamd ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
+    return r.stdout;
+  };
+  mkdirSync(repo);
+  git(repo, "init", "-q", "-b", "main");
+  writeFileSync(join(repo, "README.md"), "bench\n");
+  for (let i = 0; i < 50; i++) writeFileSync(join(repo, `file${i}.txt`), `${i}\n`.repeat(100));
+  git(repo, "add", "-A");
+  git(repo, "commit", "-qm", "first");
+  const daemon = await startChild([TEAMD, "serve"], env, "teamd: ready");
+  try {
+    teamd("init", "--yes");
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
+    teamd("apply", "--yes");
+    teamd("start", "bench@bench");
+    const socket = process.getuid?.() === 0 ? join(home, "seat-sockets/bench.bench.sock") : join(home, "run/seats/bench.bench.sock");
+    const client = createRpcClient(ShimService, socket);
+    let gated: LatencyFigures;
+    try {
+      gated = await measureCalls(() => client.checkpoint({ requestId: randomUUID(), note: "bench" }), SEQUENTIAL, CONCURRENT);
+    } finally {
+      client.close();
+    }
+
+    const inside = Number(teamd("exec", "bench@bench", "--", "sh", "-c", LOOP).trim()) / 1e9;
+    const outsideRepo = join(dir, "outside");
+    git(dir, "clone", "-q", "--no-local", repo, outsideRepo);
+    const outside = Number(execFileSync("sh", ["-c", LOOP], { cwd: outsideRepo, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" }).trim()) / 1e9;
+
+    const pushScript = `git config user.name bench && git config user.email bench@bench.invalid && head -c 1048576 /dev/urandom > big.bin && git add big.bin && git commit -qm big && t0=$(date +%s%N) && git push -q teamd HEAD:big && t1=$(date +%s%N) && echo $((t1-t0))`;
+    const push = Number(teamd("exec", "bench@bench", "--", "sh", "-c", pushScript).trim().split("\n").pop()) / 1e6;
+    teamd("stop", "bench@bench");
+    return [
+      { name: "seat.gated.p50", value: gated.p50, unit: "us", note: "Checkpoint: guards, decide, durable intent and outcome, 1 in flight" },
+      { name: "seat.gated.p99", value: gated.p99, unit: "us", note: "1 in flight" },
+      { name: "seat.gated.calls-per-s", value: gated.callsPerSecond, unit: "calls/s", note: "64 in flight" },
+      { name: "seat.git-loop.inside-s", value: inside, unit: "s", note: `${GIT_LOOP}× git status + commit inside the seat's containment` },
+      { name: "seat.git-loop.outside-s", value: outside, unit: "s", note: "the same loop on a host clone" },
+      { name: "seat.git-loop.speed-vs-host", value: outside / inside, unit: "ratio", note: "host time / seat time", target: { min: 0.95, text: ">= 0.95" } },
+      { name: "seat.push-1mib.ms", value: push, unit: "ms", note: "git push teamd of a 1 MiB change, quarantine and kernel included" },
+    ];
+  } finally {
+    await stopChild(daemon);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,198 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { open, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient, RefusalError } from "../src/rpc/index.js";
+
+/**
+ * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so
+ * `git fetch teamd` and `git push teamd <branch>` work natively inside a seat. It speaks
+ * the helper protocol on stdin/stdout with git, and the seat socket with the daemon:
+ *
+ * - list: the refs the daemon says this seat may read;
+ * - fetch: one pack of the wanted tips minus what this repository has, indexed here;
+ * - push: one pack of every commit the daemon has not listed, sent with the ref updates;
+ *   the daemon's answer per ref becomes git's `ok` or `error`, so a refusal reads like
+ *   git's own: `! [remote rejected] fix (teamd: scope.path: ...)`.
+ *
+ * It holds no policy: every decision is the daemon's.
+ */
+const CHUNK = 1024 * 1024;
+
+interface Listed {
+  readonly oid: string;
+  readonly name: string;
+}
+
+export async function runGitRemote(socket: string): Promise<void> {
+  const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000 });
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  const next = async () => {
+    const r = await lines.next();
+    return r.done ? undefined : r.value;
+  };
+  let listed: Listed[] = [];
+  let verbose = 1;
+  try {
+    for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
+      const [command = "", ...rest] = line.split(" ");
+      if (command === "capabilities") {
+        out("fetch");
+        out("push");
+        out("option");
+        out("");
+      } else if (command === "option") {
+        if (rest[0] === "verbosity") {
+          verbose = Number(rest[1] ?? "1");
+          out("ok");
+        } else if (rest[0] === "progress") out("ok");
+        else out("unsupported");
+      } else if (command === "list") {
+        const reply = await client.listRefs({ forPush: rest[0] === "for-push" });
+        listed = reply.refs.map((r) => ({ oid: r.oid, name: r.name }));
+        for (const r of listed) out(`${r.oid} ${r.name}`);
+        if (reply.head && listed.some((r) => r.name === reply.head)) out(`@${reply.head} HEAD`);
+        out("");
+      } else if (command === "fetch") {
+        const wants = [rest[0] ?? ""];
+        for (let more = await next(); more !== undefined && more !== ""; more = await next()) {
+          const [, oid = ""] = more.split(" ");
+          wants.push(oid);
+        }
+        await fetchPack(client, [...new Set(wants)], verbose);
+        out("");
+      } else if (command === "push") {
+        const specs = [rest.join(" ")];
+        for (let more = await next(); more !== undefined && more !== ""; more = await next()) specs.push(more.slice("push ".length));
+        for (const result of await push(client, specs, listed, verbose)) out(result);
+        out("");
+      } else {
+        throw new Error(`git-remote-teamd: unknown command '${command}' from git`);
+      }
+    }
+  } finally {
+    client.close();
+  }
+}
+
+type Client = ReturnType<typeof createRpcClient<typeof ShimService>>;
+
+function say(verbose: number, text: string): void {
+  if (verbose > 0) process.stderr.write(`teamd: ${text}\n`);
+}
+
+async function fetchPack(client: Client, wants: string[], verbose: number): Promise<void> {
+  const haves = (await gitText(["for-each-ref", "--format=%(objectname)", "refs/"])).split("\n").filter((l) => l !== "");
+  const child = spawn("git", ["index-pack", "--stdin", "--fix-thin"], { stdio: ["pipe", "ignore", "inherit"] });
+  const exited = new Promise<number>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code ?? 1));
+  });
+  let bytes = 0;
+  try {
+    for await (const chunk of client.fetch({ wants, haves: [...new Set(haves)] })) {
+      bytes += chunk.data.byteLength;
+      if (!child.stdin.write(chunk.data)) await new Promise((resolve) => child.stdin.once("drain", resolve));
+    }
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  } finally {
+    child.stdin.end();
+  }
+  const code = await exited;
+  if (code !== 0) throw new Error(`git index-pack failed (${code}) on the pack the daemon sent`);
+  say(verbose, `fetched ${bytes} bytes`);
+}
+
+interface Spec {
+  readonly force: boolean;
+  readonly src: string;
+  readonly dst: string;
+}
+
+function parseSpec(text: string): Spec {
+  const force = text.startsWith("+");
+  const body = force ? text.slice(1) : text;
+  const at = body.indexOf(":");
+  return { force, src: at < 0 ? body : body.slice(0, at), dst: at < 0 ? body : body.slice(at + 1) };
+}
+
+async function push(client: Client, texts: string[], listed: Listed[], verbose: number): Promise<string[]> {
+  const specs = texts.map(parseSpec);
+  const me = (await client.whoAmI()).seat;
+  const known = new Map(listed.map((r) => [r.name, r.oid]));
+  const updates: { ref: string; oldOid: string; newOid: string; force: boolean }[] = [];
+  for (const spec of specs) {
+    const newOid = spec.src === "" ? "" : (await gitText(["rev-parse", "--verify", `${spec.src}^{commit}`])).trim();
+    // What the daemon holds for the destination, by the name it lands on.
+    const landing = spec.dst.startsWith(`refs/heads/seat/`) ? spec.dst : spec.dst.replace(/^refs\/heads\//, `refs/heads/seat/${me}/`);
+    updates.push({ ref: spec.dst, oldOid: known.get(landing) ?? "", newOid, force: spec.force });
+  }
+  const tips = updates.map((u) => u.newOid).filter((o) => o !== "");
+  const exclude: string[] = [];
+  for (const oid of new Set(known.values())) if (await hasCommit(oid)) exclude.push(`^${oid}`);
+  const packFile = join(process.env.GIT_DIR ?? ".git", `teamd-push-${randomUUID()}.pack`);
+  try {
+    let size = 0;
+    if (tips.length > 0) {
+      await gitToFile(["pack-objects", "--revs", "--stdout", "-q"], [...tips, ...exclude].join("\n") + "\n", packFile);
+      size = (await stat(packFile)).size;
+      say(verbose, `pushing ${size} bytes to the daemon`);
+    }
+    async function* parts() {
+      yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates, packBytes: BigInt(size) } } };
+      if (size === 0) return;
+      for await (const chunk of createReadStream(packFile, { highWaterMark: CHUNK })) yield { part: { case: "data" as const, value: chunk as Buffer } };
+    }
+    const reply = await client.push(parts());
+    return reply.results.map((r) => {
+      if (r.ok) {
+        if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);
+        return `ok ${r.ref}`;
+      }
+      return `error ${r.ref} teamd: ${r.rule}: ${r.reason.replace(/\n/g, " ")}`;
+    });
+  } catch (error) {
+    if (error instanceof RefusalError) return specs.map((s) => `error ${s.dst} teamd: ${error.rule}: ${error.reason.replace(/\n/g, " ")}`);
+    throw error;
+  } finally {
+    await rm(packFile, { force: true });
+  }
+}
+
+async function hasCommit(oid: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn("git", ["cat-file", "-e", `${oid}^{commit}`], { stdio: "ignore" });
+    child.on("error", () => resolve(false));
+    child.on("close", (code) => resolve(code === 0));
+  });
+}
+
+function gitText(args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, { stdio: ["ignore", "pipe", "inherit"] });
+    let text = "";
+    child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
+  });
+}
+
+async function gitToFile(args: readonly string[], input: string, file: string): Promise<void> {
+  const handle = await open(file, "wx", 0o600);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn("git", args, { stdio: ["pipe", handle.fd, "inherit"] });
+      child.on("error", reject);
+      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
+      child.stdin?.end(input);
+    });
+  } finally {
+    await handle.close();
+  }
+}
