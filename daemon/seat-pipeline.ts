@@ -16,8 +16,10 @@ import type { SeatIdentity } from "./shim-service.js";
  * 7. tell — what the seat is told is the refusal's rule and a reason it can act on.
  *
  * Every refusal is recorded where the store is up, and remembered as the seat's last one
- * (whoami shows it). The serialization covers decide and intent only: the effect (a push,
- * a merge) runs after the lock is released, so one slow effect never stalls the machine.
+ * (whoami shows it). The serialization covers the decision and the intent's place in the
+ * chain only: the fsync that makes the intent durable is shared with every concurrent one
+ * (group commit), and the effect (a push, a merge) runs after, so one slow effect or disk
+ * never stalls the machine's decisions.
  */
 export interface SeatContext {
   readonly identity: SeatIdentity;
@@ -143,9 +145,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         release();
       };
       try {
-        // The guards again, under the lock: a stop that landed while this call waited wins.
-        const guarded = ctx.ledger.guard(ctx.identity.team);
-        if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, gated.action, gated.target);
+        // The guards run again inside submit, under this lock and before the intent takes its
+        // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
         const decision = request === undefined ? undefined : authorizeFor(ctx, request);
         if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target);
         const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
@@ -164,12 +165,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
               rootGrant: decision?.authority.id ?? "",
               inputState: { teamFileHash: fromHex(ctx.policy.teamFileHash) },
             },
+            // The intent holds its place in the chain: the next decision may go now, and
+            // concurrent intents share one durable commit (the effect still waits for it).
+            onQueued: free,
           },
-          async (intent) => {
-            // The intent is durable: the next decision may go while this effect runs.
-            free();
-            return effect(intent);
-          },
+          effect,
         );
       } catch (error) {
         if (error instanceof LedgerRefusal) {

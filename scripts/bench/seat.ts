@@ -65,7 +65,7 @@ export async function benchSeat(): Promise<BenchRow[]> {
   git(repo, "commit", "-qm", "first");
   const daemon = await startChild([TEAMD, "serve"], env, "teamd: ready");
   try {
-    teamd("init", "--yes");
+    teamd("init", "--team", "bench", "--yes");
     writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
     teamd("apply", "--yes");
     teamd("start", "bench@bench");

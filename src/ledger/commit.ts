@@ -2,7 +2,6 @@ import { refuse, type Refusal } from "../kernel/decision.js";
 import { bytesEqual, decodeHeader, headerHash, toSafeNumber } from "./codec.js";
 import { damageDigest, type WalkedRecord } from "./chain-walk.js";
 import { describeError, LedgerRefusal } from "./errors.js";
-import { writeHeadFile } from "./head-file.js";
 import type { DaemonSigner } from "./keys.js";
 import { sameObservation } from "./open-check.js";
 import { buildRecord, type PendingRecord } from "./record.js";
@@ -14,7 +13,7 @@ import type { LedgerState } from "./state.js";
 /**
  * One commit batch (the group commit's commit function): place every pending record after
  * the tip, seal the batch, insert records and seal in one durable transaction, then apply
- * the records to the view and write the signed head. Before anything is written the store is
+ * the records to the view and hand the signed head to its writer. Before anything is written the store is
  * checked against the head the daemon last signed — the file is the one it opened and its
  * tip is the daemon's tip — so a store swapped or written behind the daemon's back fails
  * closed instead of being extended.
@@ -30,7 +29,6 @@ export type AppendResult = { readonly seq: number; readonly hash: Uint8Array; re
 /** What a commit reads and changes of the ledger it belongs to. */
 export interface CommitContext {
   readonly signer: DaemonSigner;
-  readonly headPath: string;
   readonly clock: () => number;
   store(): LedgerStore | undefined;
   state(): LedgerState;
@@ -39,10 +37,13 @@ export interface CommitContext {
   tip(): { readonly seq: number; readonly hash: Uint8Array } | undefined;
   committed(tip: { seq: number; hash: Uint8Array }, head: Head, records: readonly WalkedRecord[], rows: readonly StoredRecord[]): void;
   fail(status: "unavailable" | "blocked", refusal: Refusal): void;
+  /** Make this head durable soon; callers wait for it before they are answered. */
+  writeHead(head: Head): void;
 }
 
 export async function commitBatch(ctx: CommitContext, items: readonly PendingRecord[]): Promise<(AppendResult | LedgerRefusal)[]> {
-  const results: (AppendResult | LedgerRefusal)[] = items.map(() => new LedgerRefusal("ledger.unavailable", "not committed"));
+  // Every slot is filled below (a record, a replay or a refusal); errors are made only for refusals.
+  const results: (AppendResult | LedgerRefusal)[] = new Array<AppendResult | LedgerRefusal>(items.length);
   const state = ctx.state();
   const live: number[] = [];
   items.forEach((item, i) => {
@@ -127,12 +128,9 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     const head: Head = { seq: last.row.seq, hash: last.walked.hash, timeUnixMs: time };
     ctx.committed({ seq: last.row.seq, hash: last.walked.hash }, head, built.map((b) => b.walked), built.map((b) => b.row));
     for (const b of built) results[b.index] = { seq: b.row.seq, hash: b.walked.hash, timeUnixMs: time, replayed: false };
-    try {
-      await writeHeadFile(ctx.headPath, ctx.signer, head);
-    } catch (error) {
-      // The records are durable; the head file lags and rolls forward on the next open.
-      ctx.fail("unavailable", refuse("ledger.unavailable", `the signed head could not be written: ${describeError(error)}`));
-    }
+    // The head file is written beside the next batches (head-writer.ts); each caller is
+    // answered only once a head naming its record is durable (ledger.ts `commit`).
+    ctx.writeHead(head);
   }
   for (const r of replays) {
     const inBatch = built.find((b) => b.row.seq === r.seq);
@@ -145,5 +143,6 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
       ? { seq: r.seq, hash: headerHash(row.header), timeUnixMs: toSafeNumber(decodeHeader(row.header).timeUnixMs, "time"), replayed: true }
       : new LedgerRefusal("ledger.missing-record", `record ${r.seq} is absent from the store`);
   }
+  for (let i = 0; i < results.length; i++) results[i] ??= new LedgerRefusal("ledger.unavailable", "not committed");
   return results;
 }

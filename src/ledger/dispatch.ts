@@ -49,6 +49,12 @@ export interface SubmitRequest {
   readonly claimedName?: string;
   /** Further payload of the intent: domain, before/after, root grant, input state, effect id, fields. */
   readonly payload?: IntentPayload;
+  /**
+   * Called once the intent holds its place in the chain (queued for the next group commit),
+   * before it is durable: a caller serializing decisions may let the next one go then, and
+   * concurrent intents share one fsync.
+   */
+  readonly onQueued?: () => void;
 }
 
 export interface EffectResult {
@@ -124,7 +130,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
   }
 
   async function run(req: SubmitRequest, effect: Effect): Promise<SubmitReply> {
-    const intent = await deps.append({
+    const appending = deps.append({
       type: RecordType.INTENT,
       team: req.team,
       actor: req.actor,
@@ -134,6 +140,8 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       capability: req.capability,
       payload: { ...req.payload, target: req.target, requestId: req.requestId, requestDigest: sha256(req.request) },
     });
+    req.onQueued?.();
+    const intent = await appending;
     let code: OutcomeResult;
     let result: EffectResult | undefined;
     try {

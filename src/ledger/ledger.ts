@@ -9,6 +9,7 @@ import { describeError, LedgerRefusal } from "./errors.js";
 import { createFlags, type Flag, type Flags } from "./flags.js";
 import { createGroupCommit } from "./group-commit.js";
 import { cleanHeadTemps, readHeadFile, writeHeadFile, type HeadRead } from "./head-file.js";
+import { createHeadWriter } from "./head-writer.js";
 import { publicKeyFromRaw } from "./keys.js";
 import type { AppendedRecord, Ledger, LedgerOptions } from "./ledger-api.js";
 import { checkLedger } from "./open-check.js";
@@ -64,7 +65,6 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
 
   const ctx: CommitContext = {
     signer: options.daemonSigner,
-    headPath: paths.head,
     clock,
     store: () => store,
     state: () => state,
@@ -82,7 +82,16 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     fail(status, refusal) {
       setState(status === "blocked" ? { status, rule: refusal.rule, reason: refusal.reason, seq: undefined, observation: observeNow(refusal) } : { status, reason: refusal.reason });
     },
+    writeHead: (head) => heads.request(head),
   };
+  let heads = newHeadWriter(-1);
+  function newHeadWriter(writtenSeq: number) {
+    return createHeadWriter(
+      (head) => writeHeadFile(paths.head, options.daemonSigner, head),
+      (error) => ctx.fail("unavailable", refuse("ledger.unavailable", `the signed head could not be written: ${describeError(error)}`)),
+      writtenSeq,
+    );
+  }
   const commits = createGroupCommit<PendingRecord, AppendResult | LedgerRefusal>({ commit: (items) => commitBatch(ctx, items) });
 
   /** The observation for a block found at append time (the store written behind the daemon). */
@@ -102,6 +111,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     if (closed) throw new LedgerRefusal("ledger.unavailable", "the ledger is closed");
     const result = await commits.submit(pending);
     if (result instanceof LedgerRefusal) throw result;
+    await heads.covered(result.seq);
     return result;
   }
 
@@ -120,6 +130,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
 
   async function openInternal(): Promise<LedgerState> {
     await commits.drain();
+    await heads.drain();
     // Nothing commits while the store is re-read: an append now waits for this reopen.
     state = { status: "unavailable", reason: "the ledger is reopening" };
     closeStore();
@@ -165,6 +176,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       }
       if (verdict.headLag > 0) log(`ledger head rolled forward from ${verdict.head.seq} to ${tip.seq}`);
     }
+    heads = newHeadWriter(tip.seq);
     setState({ status: "ready" });
     await recoverIntents({ view: () => view, store: () => store, running: (key) => dispatcher.inFlight(key), enqueue: commit, log });
     await recordPendingFlags();
@@ -316,6 +328,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await reopening?.catch(() => undefined);
       await recordingFlags?.catch(() => undefined);
       await commits.drain();
+      await heads.drain();
       try {
         store?.checkpoint();
       } catch {

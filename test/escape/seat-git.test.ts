@@ -40,6 +40,13 @@ seats:
     start:
       command: [sleep, "3600"]
       files: [src/PROMPT.md]
+  rev:
+    lab: anthropic
+    capabilities:
+      read: ~
+      review: { branch: "seat/w1/*" }
+    start:
+      command: [sleep, "3600"]
   narrow:
     lab: anthropic
     capabilities:
@@ -125,6 +132,17 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     expect(intent, JSON.stringify(log.slice(-5))).toBeDefined();
     expect(JSON.stringify(intent)).toContain("w1");
     expect(log.some((r) => r.type === "outcome" && r.action === "git.push" && JSON.stringify(r).includes("done"))).toBe(true);
+  });
+
+  it("lets a seat fetch another seat's branch only when it holds review over it", async () => {
+    const listed = await inSeat("rev", "git ls-remote teamd");
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("refs/heads/seat/w1/fix");
+    const fetched = await inSeat("rev", "git fetch -q teamd && git rev-parse teamd/seat/w1/fix");
+    expect(fetched.stdout.trim()).toBe(hubRef("refs/heads/seat/w1/fix"));
+    // narrow holds no review: w1's branch is not even listed to it.
+    const other = await inSeat("narrow", "git ls-remote teamd");
+    expect(other.stdout).not.toContain("seat/w1/");
   });
 
   it("refuses a push outside the write scope; the hub is unchanged and the refusal recorded", async () => {
