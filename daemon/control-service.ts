@@ -2,6 +2,7 @@ import type { ControlService } from "../src/gen/teamd/v1/control_pb.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/index.js";
 import type { Mode, TeamdHome } from "./home.js";
 import { handleOwnerAct, type LedgerSlot } from "./owner-acts.js";
+import { describePolicyInForce } from "./owner-channel.js";
 import { describeLedger } from "./ledger-host.js";
 import type { SeatManager, SeatView } from "./seat-manager.js";
 import { checkName } from "./names.js";
@@ -48,6 +49,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     },
     async ledgerStatus() {
       return describeLedger(state.ledger.get(), state.daemonPublicKey);
+    },
+    async policyInForce(request) {
+      return describePolicyInForce(state.ledger.get(), request.team);
     },
     async startSeat(request) {
       const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));

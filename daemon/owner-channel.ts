@@ -1,5 +1,12 @@
 import { create } from "@bufbuild/protobuf";
-import { ControlService, LedgerStatusResponseSchema, type LedgerStatusResponse, type OwnerActKind } from "../src/gen/teamd/v1/control_pb.js";
+import {
+  ControlService,
+  LedgerStatusResponseSchema,
+  PolicyInForceResponseSchema,
+  type LedgerStatusResponse,
+  type OwnerActKind,
+  type PolicyInForceResponse,
+} from "../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient, DaemonUnavailableError } from "../src/rpc/index.js";
 import type { Ledger } from "../src/ledger/index.js";
 import type { TeamdHome } from "./home.js";
@@ -16,7 +23,22 @@ export interface OwnerChannel {
   readonly via: "daemon" | "direct";
   submit(kind: OwnerActKind, act: Uint8Array): Promise<ActReceipt>;
   ledgerStatus(): Promise<LedgerStatusResponse>;
+  /** The team's applied policy as recorded (applied false: none yet). */
+  policyInForce(team: string): Promise<PolicyInForceResponse>;
   close(): Promise<void>;
+}
+
+/** The policy record in force, read from a ledger view (the daemon's, or the CLI's own in direct mode). */
+export function describePolicyInForce(ledger: Ledger | undefined, team: string): PolicyInForceResponse {
+  const inForce = ledger?.view.policy(team);
+  if (inForce === undefined) return create(PolicyInForceResponseSchema, { applied: false });
+  return create(PolicyInForceResponseSchema, {
+    applied: true,
+    seq: BigInt(inForce.seq),
+    teamFileHash: `sha256:${inForce.teamFileHash}`,
+    canonical: inForce.canonical,
+    startFileHashes: { ...inForce.startFileHashes },
+  });
 }
 
 async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined> {
@@ -35,6 +57,7 @@ async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined>
       return { seq: Number(reply.seq), created: reply.created };
     },
     ledgerStatus: () => client.ledgerStatus({}),
+    policyInForce: (team) => client.policyInForce({ team }),
     async close() {
       client.close();
     },
@@ -49,6 +72,7 @@ async function directChannel(home: TeamdHome): Promise<OwnerChannel> {
     via: "direct",
     submit: (kind, act) => handleOwnerAct(home, slot, kind, act),
     ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
+    policyInForce: async (team) => describePolicyInForce(ledger, team),
     async close() {
       await ledger?.close();
       ledger = undefined;

@@ -40,6 +40,7 @@ export { parseDuration, showDuration } from "./delegation-input.js";
 export { type AuthorityChange, type ChangeDecision, type Principal, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
 export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
 export { type Leads, type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
+export { type PolicyDiff, type SeatChange, diffPolicies } from "./policy-diff.js";
 export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
 export { type StartContext, startContextCanonical } from "./start-context.js";

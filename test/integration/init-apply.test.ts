@@ -102,6 +102,25 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(await exited).toBe(0);
   });
 
+  it("shows what a new file changes against the policy in force before it signs", async () => {
+    const path = join(repo, "teamd.yaml");
+    const original = readFileSync(path, "utf8");
+    try {
+      writeFileSync(path, original.replace("roles: [observer]", "roles: [executor]"));
+      const result = await run(TEAMD, ["apply", "--yes"], env, 30_000, { cwd: repo });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toMatch(/Changes against the policy in force \(record \d+/);
+      expect(result.stderr).toMatch(/seat scout:\n(.*\n)*\s+\+ write \{path: \*\}/);
+      expect(result.stderr).toMatch(/~ roles: \[observer\] -> \[executor\]/);
+      const again = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+      expect(JSON.parse(again.stdout)).toMatchObject({ applied: true, diff: { unchanged: true, seats: [] } });
+    } finally {
+      writeFileSync(path, original);
+      const back = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+      expect(JSON.parse(back.stdout).diff.seats[0]).toMatchObject({ seat: "scout", losses: [expect.stringMatching(/^write \{path: \*\}/)] });
+    }
+  });
+
   it("refuses an invalid team file with its line and fix, and records nothing", async () => {
     const bad = join(tmp.dir, "bad.yaml");
     writeFileSync(bad, readFileSync(join(repo, "teamd.yaml"), "utf8") + "surprise: true\n");
