@@ -15,6 +15,8 @@ import { stopRefusal } from "./stop-state.js";
 import { createSeatPipeline } from "./seat-pipeline.js";
 import { createSeatGit } from "./seat-git.js";
 import { createSeatFiles } from "./seat-files.js";
+import { createSeatTrunk } from "./seat-trunk.js";
+import { seatLayout } from "./seat-layout.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -54,7 +56,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let ledger: Ledger | undefined;
   const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
-  const seatDeps = { daemonInstance: instance, pipeline, git: createSeatGit({ home, pipeline }), files: createSeatFiles({ home, pipeline }) };
+  // The live run and home of each running seat: independence facts (O) and push authorship.
+  const runs = (team: string) =>
+    Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
+  const seatDeps = {
+    daemonInstance: instance,
+    pipeline,
+    git: createSeatGit({ home, pipeline, runs }),
+    files: createSeatFiles({ home, pipeline }),
+    trunk: createSeatTrunk({ pipeline, runs }),
+  };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>
     log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -41,6 +41,8 @@ export interface SeatGit {
 export interface SeatGitDeps {
   readonly home: TeamdHome;
   readonly pipeline: SeatPipeline;
+  /** The live run and home of each running seat: a push records the pusher's (authorship facts, O). */
+  runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
   readonly clock?: () => number;
 }
 
@@ -250,7 +252,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         request,
         payload: {
           ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
-          fields: [...commits.map((c) => ({ key: "commit", value: c })), { key: "paths", value: String(paths.length) }],
+          fields: [
+            ...commits.map((c) => ({ key: "commit", value: c })),
+            { key: "paths", value: String(paths.length) },
+            ...runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]),
+          ],
         },
       },
       async () => {
@@ -280,6 +286,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     if (!("status" in reply)) return reply;
     return replyResult(update, hubRef, reply.status, reply.note, new TextDecoder().decode(reply.reply));
   }
+}
+
+/** A push from a seat with no live run (its socket opened for debugging) records no run: its commits then have no known author. */
+function runFields(run: { readonly run: string; readonly home: string } | undefined): { key: string; value: string }[] {
+  return run === undefined ? [] : [{ key: "run", value: run.run }, { key: "home", value: run.home }];
 }
 
 function replyResult(update: RefUpdate, hubRef: string, status: "done" | "refused" | "unknown", note: string, oid: string): RefResultInit {

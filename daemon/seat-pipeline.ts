@@ -1,5 +1,5 @@
 import { RecordType } from "../src/gen/teamd/v1/ledger_pb.js";
-import { authorize, createKernelView, refuse, type Allow, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
+import { authorize, createKernelView, refuse, type Allow, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
 import { fromHex, LedgerRefusal, seatPrincipal, sha256, type Effect, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
 import { RefusalError } from "../src/rpc/index.js";
 import { policyInForce, type PolicyInForce } from "./seat-policy.js";
@@ -36,12 +36,19 @@ export interface GatedAct {
   readonly requestId: string;
   /** The canonical request bytes: a retry must present exactly these (§15). */
   readonly request: Uint8Array;
-  readonly payload?: SubmitRequest["payload"];
+  /** The intent's payload; a function when it names what the decision chose (the pass a merge consumes). */
+  readonly payload?: SubmitRequest["payload"] | ((decision: Allow | undefined) => SubmitRequest["payload"]);
+  /** The ledger's facts the decision reads (trunk acts: authors, gates, reviews, runs...). */
+  readonly facts?: KernelFacts;
 }
 
 export interface SeatPipeline {
-  /** Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: thrown only). */
-  context(identity: SeatIdentity, action: string, options?: { readonly quiet?: boolean }): Promise<SeatContext>;
+  /**
+   * Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: thrown
+   * only). `guardInAct`: the call's only work is one act, whose submit runs the same guards
+   * under the lock before the intent — so they are not read twice.
+   */
+  context(identity: SeatIdentity, action: string, options?: ContextOptions): Promise<SeatContext>;
   /** Step 3 without an intent (a read): allow, or a recorded refusal thrown. */
   decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string): Promise<Allow>;
   /**
@@ -54,6 +61,11 @@ export interface SeatPipeline {
   refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
   /** The seat's last refusal in this daemon run. */
   lastRefusal(identity: SeatIdentity): Refusal | undefined;
+}
+
+export interface ContextOptions {
+  readonly quiet?: boolean;
+  readonly guardInAct?: boolean;
 }
 
 export interface PipelineDeps {
@@ -104,11 +116,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     return undefined;
   }
 
-  async function context(identity: SeatIdentity, action: string, options: { readonly quiet?: boolean } = {}): Promise<SeatContext> {
+  async function context(identity: SeatIdentity, action: string, options: ContextOptions = {}): Promise<SeatContext> {
     const ledger = deps.ledger();
     const fail = (refusal: Refusal) => (options.quiet ? Promise.resolve(RefusalError.from(refusal)) : record(identity, ledger, refusal, action));
     if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
-    const guarded = ledger.guard(identity.team);
+    const guarded = options.guardInAct ? undefined : ledger.guard(identity.team);
     if (guarded !== undefined) throw await fail(guarded);
     try {
       const team = ledger.view.team(identity.team);
@@ -124,9 +136,9 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     }
   }
 
-  function authorizeFor(ctx: SeatContext, request: Omit<KernelRequest, "seat">): ReturnType<typeof authorize> {
-    // Write and read read no ledger fact (src/kernel/facts.ts); the trunk acts add theirs.
-    return authorize(createKernelView(ctx.policy.policy), { ...request, seat: ctx.identity.seat }, clock());
+  function authorizeFor(ctx: SeatContext, request: Omit<KernelRequest, "seat">, facts?: KernelFacts): ReturnType<typeof authorize> {
+    // Write and read read no ledger fact (src/kernel/facts.ts); the trunk acts bring theirs.
+    return authorize(createKernelView(ctx.policy.policy, facts), { ...request, seat: ctx.identity.seat }, clock());
   }
 
   return {
@@ -147,7 +159,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       try {
         // The guards run again inside submit, under this lock and before the intent takes its
         // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
-        const decision = request === undefined ? undefined : authorizeFor(ctx, request);
+        const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target);
         const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
         return await ctx.ledger.submit(
@@ -160,7 +172,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
             target: gated.target,
             ...(decision ? { capability: { capability: decision.capability } } : {}),
             payload: {
-              ...gated.payload,
+              ...(typeof gated.payload === "function" ? gated.payload(decision) : gated.payload),
               domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
               rootGrant: decision?.authority.id ?? "",
               inputState: { teamFileHash: fromHex(ctx.policy.teamFileHash) },

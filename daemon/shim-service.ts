@@ -5,6 +5,7 @@ import { credentialShape } from "../src/teamfile/credentials.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/index.js";
 import type { SeatFiles } from "./seat-files.js";
 import type { SeatGit } from "./seat-git.js";
+import type { SeatTrunk } from "./seat-trunk.js";
 import { requestBytes, type SeatPipeline } from "./seat-pipeline.js";
 
 /** A checkpoint note is a handoff, not a document. */
@@ -20,6 +21,7 @@ export interface ShimServiceDeps {
   readonly pipeline: SeatPipeline;
   readonly git: SeatGit;
   readonly files: SeatFiles;
+  readonly trunk: SeatTrunk;
 }
 
 /**
@@ -68,8 +70,17 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async fileWrite(request) {
       return deps.files.write(identity, request);
     },
+    async review(request) {
+      return { act: await deps.trunk.review(identity, request) };
+    },
+    async gate(request) {
+      return { act: await deps.trunk.gate(identity, request) };
+    },
+    async merge(request) {
+      return { act: await deps.trunk.merge(identity, request) };
+    },
     async checkpoint(request) {
-      const ctx = await deps.pipeline.context(identity, "seat.checkpoint");
+      const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });
       const note = request.note;
       if (Buffer.byteLength(note) > MAX_CHECKPOINT_NOTE) {
         throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `a checkpoint note is at most ${MAX_CHECKPOINT_NOTE} bytes; point at a file in your branch instead`), "seat.checkpoint");

@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, runCli, TEAMD_VERSION } from "../src/rpc/index.js";
+import { createRpcClient, EXIT, runCli, TEAMD_VERSION } from "../src/rpc/index.js";
 import { runGitRemote } from "./git-remote.js";
 
 /**
@@ -74,6 +74,39 @@ async function checkpoint(note: string, opts: { json?: boolean }): Promise<void>
   print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
 }
 
+/** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
+function usage(message: string): never {
+  process.stderr.write(`teamd-shim: ${message}\n`);
+  process.exit(EXIT.usage);
+}
+
+interface TrunkReply {
+  readonly act?: { effectId: string; intentSeq: bigint; outcomeSeq: bigint; base: string; head: string; tree: string; commit: string };
+}
+
+function printTrunk(what: string, reply: TrunkReply, json: boolean | undefined): void {
+  const act = reply.act;
+  const value = act && { effectId: act.effectId, intentSeq: Number(act.intentSeq), outcomeSeq: Number(act.outcomeSeq), base: act.base, head: act.head, tree: act.tree, commit: act.commit || null };
+  print(json, value, `${what} recorded (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})${act?.commit ? `; trunk is now ${act.commit}` : ""}\n`);
+}
+
+async function review(branch: string, opts: { approve?: boolean; reject?: boolean; into?: string; json?: boolean }): Promise<void> {
+  if (Boolean(opts.approve) === Boolean(opts.reject)) usage("give exactly one of --approve or --reject");
+  const reply = await withClient((c) => c.review({ requestId: randomUUID(), branch, into: opts.into ?? "", approve: Boolean(opts.approve) }));
+  printTrunk(opts.approve ? "approval" : "rejection", reply, opts.json);
+}
+
+async function gate(branch: string, opts: { pass?: boolean; fail?: boolean; into?: string; json?: boolean }): Promise<void> {
+  if (Boolean(opts.pass) === Boolean(opts.fail)) usage("give exactly one of --pass or --fail");
+  const reply = await withClient((c) => c.gate({ requestId: randomUUID(), branch, into: opts.into ?? "", pass: Boolean(opts.pass) }));
+  printTrunk(opts.pass ? "gate pass" : "gate refusal", reply, opts.json);
+}
+
+async function merge(branch: string, opts: { into?: string; json?: boolean }): Promise<void> {
+  const reply = await withClient((c) => c.merge({ requestId: randomUUID(), branch, into: opts.into ?? "" }));
+  printTrunk("merge", reply, opts.json);
+}
+
 async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -98,6 +131,33 @@ function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("record a handoff checkpoint in the ledger")
     .action(checkpoint);
+  const into = "--into <trunk>";
+  const intoHelp = "the trunk it merges into (default: the hub's default branch)";
+  program
+    .command("review")
+    .argument("<branch>", "the branch under review, as the hub names it (seat/NAME/BRANCH)")
+    .option("--approve", "approve the change")
+    .option("--reject", "reject the change")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("record a verdict on another seat's change (fetch it first: git fetch teamd)")
+    .action(review);
+  program
+    .command("gate")
+    .argument("<branch>", "the branch to gate (seat/NAME/BRANCH)")
+    .option("--pass", "the change passes the gate")
+    .option("--fail", "the change fails the gate")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("record a gate decision bound to the change's effect id")
+    .action(gate);
+  program
+    .command("merge")
+    .argument("<branch>", "the gated branch to merge (seat/NAME/BRANCH)")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("merge a gated change into the trunk (the daemon merges in the hub; the pass is consumed)")
+    .action(merge);
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);

@@ -406,6 +406,22 @@ export const RULES = {
     section: "§3",
     summary: "a seat fetches only the trunk, its own seat/<name>/ branches and the branches it holds review or gate over",
   },
+  "trunk.ref": {
+    section: "§3",
+    summary: "the branch or trunk a trunk act names does not exist in the hub (name it as the hub does: seat/<name>/<branch>)",
+  },
+  "trunk.conflict": {
+    section: "§15",
+    summary: "the branch does not merge cleanly into the trunk, so there is no one artifact to review, gate or merge; rebase it first",
+  },
+  "trunk.moved": {
+    section: "§15",
+    summary: "the trunk or the branch moved between the decision and the merge; nothing was merged — the changed artifact is decided again",
+  },
+  "trunk.nothing": {
+    section: "§15",
+    summary: "the branch holds no commit the trunk lacks; there is no change to act on",
+  },
   "file.kind": {
     section: "§6",
     summary: "the path names no regular file the act can read or write (a directory, a symlink or a submodule)",

@@ -30,6 +30,10 @@ export interface LedgerEntry {
   readonly result: string;
   /** A stop or revocation recorded after it took effect as a local flag. */
   readonly late: boolean;
+  /** The effect id (§15) a gated act or its outcome carries, hex; "" when none. */
+  readonly effectId: string;
+  /** For an outcome, the intent it settles; 0 otherwise. */
+  readonly intentSeq: number;
   readonly header: RecordHeader | undefined;
   readonly payload: RecordPayload | undefined;
   /** Why the row could not be decoded, if it could not. */
@@ -81,7 +85,7 @@ export function describeStored(row: StoredRecord): LedgerEntry {
   } catch (error) {
     return {
       seq: row.seq, hash, timeUnixMs: 0, type: "undecodable", team: "", actor: "", signer: "", claimedName: "",
-      action: "", target: "", result: "", late: false, header, payload, error: describeError(error),
+      action: "", target: "", result: "", late: false, effectId: "", intentSeq: 0, header, payload, error: describeError(error),
     };
   }
   const target = payload?.target;
@@ -98,6 +102,8 @@ export function describeStored(row: StoredRecord): LedgerEntry {
     target: target && target.kind !== TargetKind.UNSPECIFIED ? `${TARGET_KINDS[target.kind] ?? "target"}${target.name ? `:${target.name}` : ""}` : "",
     result: payload ? resultOf(payload) : "",
     late: header.flag?.late ?? false,
+    effectId: payload && payload.effectId.byteLength > 0 ? toHex(payload.effectId) : "",
+    intentSeq: payload?.detail.case === "outcome" ? Number(payload.detail.value.intentSeq) : 0,
     header,
     payload,
   };

@@ -9,14 +9,16 @@ import {
 } from "../gen/teamd/v1/ledger_pb.js";
 import { encodeProposal, principalKey, proposalOf, sha256, toHex, toSafeNumber } from "./codec.js";
 import type { WalkedRecord } from "./chain-walk.js";
+import { createTrunkProjector, type TrunkFactsView } from "./trunk-facts.js";
 
 /**
  * The view: the projection of the records into what the kernel decides with (policy in force,
  * stops, leases, revocations, requests and their intents/outcomes, authors, gate passes and
- * the outcomes that void them). It is updated by `apply` as each record commits, and rebuilt
- * from scratch by applying every record on open; both paths run this same function, and
- * `snapshot()` lets a test prove they agree. It holds derived data only: it is never a second
- * source of truth, and nothing in it is written anywhere.
+ * the outcomes that void them, and the seats' trunk acts in trunk-facts.ts). It is updated
+ * by `apply` as each record commits, and rebuilt from scratch by applying every record on
+ * open; both paths run this same function, and `snapshot()` lets a test prove they agree. It
+ * holds derived data only: it is never a second source of truth, and nothing in it is written
+ * anywhere.
  */
 
 export type RequestStatus = "pending" | "done" | "refused" | "unknown";
@@ -81,7 +83,7 @@ export interface TeamState {
   readonly hub: string;
 }
 
-export interface LedgerView {
+export interface LedgerView extends TrunkFactsView {
   readonly lastSeq: number;
   /** The last applied policy of a team: its canonical form is what is in force (never the file on disk). */
   policy(team: string): PolicyInForce | undefined;
@@ -171,6 +173,7 @@ export function createView(): ViewProjector {
   const passes = new Map<string, GatePass[]>();
   const voids = new Map<string, number[]>();
   const ownerActs = new Map<string, number>();
+  const trunk = createTrunkProjector();
 
   const update = (seq: number, patch: Partial<RequestState>): RequestState | undefined => {
     const key = intents.get(seq);
@@ -187,8 +190,10 @@ export function createView(): ViewProjector {
     if (set?.size === 0) unknownByTarget.delete(state.target);
   };
 
-  function apply({ seq, header, payload }: WalkedRecord): void {
+  function apply(record: WalkedRecord): void {
+    const { seq, header, payload } = record;
     lastSeq = seq;
+    trunk.apply(record);
     const team = header.team;
     const detail = payload.detail;
     if (header.signer?.kind === PrincipalKind.OWNER && header.signature) {
@@ -329,6 +334,8 @@ export function createView(): ViewProjector {
     gatePasses: (effectId) => passes.get(effectId) ?? [],
     voidingOutcomes: (effectId) => voids.get(effectId) ?? [],
     ownerAct: (actId) => ownerActs.get(actId),
+    commitAuthor: trunk.commitAuthor,
+    trunkFacts: trunk.trunkFacts,
     snapshot: () => {
       const sorted = <T>(entries: Iterable<[string, T]>) => Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
       return {
@@ -347,6 +354,7 @@ export function createView(): ViewProjector {
         passes: sorted(passes),
         voids: sorted(voids),
         ownerActs: sorted(ownerActs),
+        trunk: trunk.snapshot(),
       };
     },
   };

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQy0QQKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAky/wUKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -640,6 +640,207 @@ export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PUR
   messageDesc(file_teamd_v1_shim, 22);
 
 /**
+ * @generated from message teamd.v1.ReviewRequest
+ */
+export type ReviewRequest = Message<"teamd.v1.ReviewRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The branch under review, as the hub names it (seat/w1/fix).
+   *
+   * @generated from field: string branch = 2;
+   */
+  branch: string;
+
+  /**
+   * The trunk it would merge into ("" means the hub's default branch).
+   *
+   * @generated from field: string into = 3;
+   */
+  into: string;
+
+  /**
+   * @generated from field: bool approve = 4;
+   */
+  approve: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.ReviewRequest.
+ * Use `create(ReviewRequestSchema)` to create a new message.
+ */
+export const ReviewRequestSchema: GenMessage<ReviewRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 23);
+
+/**
+ * @generated from message teamd.v1.GateRequest
+ */
+export type GateRequest = Message<"teamd.v1.GateRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string branch = 2;
+   */
+  branch: string;
+
+  /**
+   * @generated from field: string into = 3;
+   */
+  into: string;
+
+  /**
+   * @generated from field: bool pass = 4;
+   */
+  pass: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.GateRequest.
+ * Use `create(GateRequestSchema)` to create a new message.
+ */
+export const GateRequestSchema: GenMessage<GateRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 24);
+
+/**
+ * @generated from message teamd.v1.MergeRequest
+ */
+export type MergeRequest = Message<"teamd.v1.MergeRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string branch = 2;
+   */
+  branch: string;
+
+  /**
+   * @generated from field: string into = 3;
+   */
+  into: string;
+};
+
+/**
+ * Describes the message teamd.v1.MergeRequest.
+ * Use `create(MergeRequestSchema)` to create a new message.
+ */
+export const MergeRequestSchema: GenMessage<MergeRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 25);
+
+/**
+ * @generated from message teamd.v1.ReviewResponse
+ */
+export type ReviewResponse = Message<"teamd.v1.ReviewResponse"> & {
+  /**
+   * @generated from field: teamd.v1.TrunkAct act = 1;
+   */
+  act?: TrunkAct | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.ReviewResponse.
+ * Use `create(ReviewResponseSchema)` to create a new message.
+ */
+export const ReviewResponseSchema: GenMessage<ReviewResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 26);
+
+/**
+ * @generated from message teamd.v1.GateResponse
+ */
+export type GateResponse = Message<"teamd.v1.GateResponse"> & {
+  /**
+   * @generated from field: teamd.v1.TrunkAct act = 1;
+   */
+  act?: TrunkAct | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.GateResponse.
+ * Use `create(GateResponseSchema)` to create a new message.
+ */
+export const GateResponseSchema: GenMessage<GateResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 27);
+
+/**
+ * @generated from message teamd.v1.MergeResponse
+ */
+export type MergeResponse = Message<"teamd.v1.MergeResponse"> & {
+  /**
+   * @generated from field: teamd.v1.TrunkAct act = 1;
+   */
+  act?: TrunkAct | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.MergeResponse.
+ * Use `create(MergeResponseSchema)` to create a new message.
+ */
+export const MergeResponseSchema: GenMessage<MergeResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 28);
+
+/**
+ * What a trunk act was decided on and what it recorded.
+ *
+ * @generated from message teamd.v1.TrunkAct
+ */
+export type TrunkAct = Message<"teamd.v1.TrunkAct"> & {
+  /**
+   * Hex effect id of the change the act was decided on (§15).
+   *
+   * @generated from field: string effect_id = 1;
+   */
+  effectId: string;
+
+  /**
+   * @generated from field: uint64 intent_seq = 2;
+   */
+  intentSeq: bigint;
+
+  /**
+   * @generated from field: uint64 outcome_seq = 3;
+   */
+  outcomeSeq: bigint;
+
+  /**
+   * The trunk tip the change was computed against, the branch tip, the resulting tree.
+   *
+   * @generated from field: string base = 4;
+   */
+  base: string;
+
+  /**
+   * @generated from field: string head = 5;
+   */
+  head: string;
+
+  /**
+   * @generated from field: string tree = 6;
+   */
+  tree: string;
+
+  /**
+   * For a merge: the trunk's new commit.
+   *
+   * @generated from field: string commit = 7;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message teamd.v1.TrunkAct.
+ * Use `create(TrunkActSchema)` to create a new message.
+ */
+export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 29);
+
+/**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
  * the caller's identity is the socket the call arrived on, never a field of a message.
  *
@@ -737,6 +938,34 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof CheckpointRequestSchema;
     output: typeof CheckpointResponseSchema;
+  },
+  /**
+   * Trunk acts (§3, §5, §15): a verdict on another seat's branch, a gate decision, and the
+   * merge that consumes a pass. The daemon computes the change and its effect id from the
+   * hub itself; nothing the seat labels is trusted.
+   *
+   * @generated from rpc teamd.v1.ShimService.Review
+   */
+  review: {
+    methodKind: "unary";
+    input: typeof ReviewRequestSchema;
+    output: typeof ReviewResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.Gate
+   */
+  gate: {
+    methodKind: "unary";
+    input: typeof GateRequestSchema;
+    output: typeof GateResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.Merge
+   */
+  merge: {
+    methodKind: "unary";
+    input: typeof MergeRequestSchema;
+    output: typeof MergeResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_shim, 0);
