@@ -215,8 +215,15 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   }
 
   /** Is the store still the file the daemon opened, with the tip the daemon last signed? */
+  // When the store was last checked against the daemon's tip. The check is an early warning
+  // only: every commit re-checks the store before it writes (commit.ts), and no decision
+  // reads the store (the view is the daemon's own), so at most every 50 ms is enough.
+  let storeCheckedAt = Number.NEGATIVE_INFINITY;
   function checkStore(): void {
     if (state.status !== "ready" || !store || !tip) return;
+    const now = performance.now();
+    if (now - storeCheckedAt < 50) return;
+    storeCheckedAt = now;
     const gone = store.checkFile();
     if (gone) return ctx.fail("unavailable", refuse("ledger.unavailable", gone));
     try {
