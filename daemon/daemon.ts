@@ -16,6 +16,7 @@ import { createSeatPipeline } from "./seat-pipeline.js";
 import { createSeatGit } from "./seat-git.js";
 import { createSeatFiles } from "./seat-files.js";
 import { createSeatTrunk } from "./seat-trunk.js";
+import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
 
 export interface DaemonOptions {
@@ -27,6 +28,8 @@ export interface DaemonOptions {
   readonly launcher?: Launcher;
   /** Test seam: fail a seat's prepare at a named step (TEAMD_TEST_FAIL_AT), to prove the unwind. */
   readonly failPrepareAt?: string;
+  /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
+  readonly crashAfterMerge?: boolean;
 }
 
 export interface Daemon {
@@ -64,7 +67,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     pipeline,
     git: createSeatGit({ home, pipeline, runs }),
     files: createSeatFiles({ home, pipeline }),
-    trunk: createSeatTrunk({ pipeline, runs }),
+    trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>
@@ -173,6 +176,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       });
       try {
         for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
+        // Merges a crash left unknown: ask the hub, and record what it says (§15).
+        if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
         for (const seat of options.seats ?? []) await openSeat(seat);
       } catch (error) {
         await this.stop();

@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
 import type { TrunkActSchema } from "../src/gen/teamd/v1/shim_pb.js";
 import { normalizeBranch, refuse, type KernelFacts } from "../src/kernel/index.js";
-import { fromHex } from "../src/ledger/index.js";
+import { fromHex, principalKey, seatPrincipal } from "../src/ledger/index.js";
 import { git } from "../src/effects/git.js";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../src/effects/git-merge.js";
 import { readRef, RefMoved } from "../src/effects/git-receive.js";
@@ -31,6 +31,8 @@ export interface SeatTrunkDeps {
   readonly pipeline: SeatPipeline;
   /** The live run and home of each running seat of a team (the independence facts, O). */
   runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
+  /** Test seam: called after a merge moved the trunk, before its outcome is recorded. */
+  readonly afterMerge?: () => void;
 }
 
 interface Change {
@@ -42,6 +44,23 @@ interface Change {
 }
 
 export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
+  /**
+   * A retry (§15): a request id this seat already used answers with what was recorded, before
+   * the change is computed again — after a merge the branch is in the trunk, and recomputing
+   * would answer "nothing to merge" instead of the merge that happened.
+   */
+  async function recorded(ctx: SeatContext, requestId: string, action: string): Promise<TrunkActInit | undefined> {
+    const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
+    if (state === undefined) return undefined;
+    const [intent] = ctx.ledger.entries(state.intentSeq, 1);
+    if (intent?.action !== action) {
+      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action);
+    }
+    settled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
+    const field = (key: string) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "";
+    return { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), commit: new TextDecoder().decode(state.reply) };
+  }
+
   async function change(ctx: SeatContext, branchName: string, into: string, action: string): Promise<Change> {
     const hub = ctx.team.hub;
     const fail = async (rule: "trunk.ref" | "trunk.conflict" | "trunk.nothing", reason: string) => deps.pipeline.refuse(ctx, refuse(rule, reason), action);
@@ -71,14 +90,18 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     return { effectId: c.effectId, intentSeq: BigInt(intentSeq), outcomeSeq: BigInt(outcomeSeq ?? 0), base: c.summary.base, head: c.summary.head, tree: c.summary.tree, commit };
   }
 
-  function settled(status: "done" | "refused" | "unknown", note: string): void {
+  /** A recorded state: done, or an unknown the daemon or the owner since resolved as done. */
+  function settled(status: "done" | "refused" | "unknown", note: string, resolution?: { readonly decision: string }): void {
     if (status === "done") return;
+    if (status === "unknown" && (resolution?.decision === "resolved-done" || resolution?.decision === "accept-done")) return;
     throw new RefusalError(status === "unknown" ? "ledger.unknown-outcome" : "trunk.moved", note || `the act's outcome is ${status}`);
   }
 
   /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
   async function verdict(identity: SeatIdentity, capability: "review" | "gate", request: { requestId: string; branch: string; into: string }, field: { key: string; value: string }): Promise<TrunkActInit> {
     const ctx = await deps.pipeline.context(identity, capability);
+    const again = await recorded(ctx, request.requestId, capability);
+    if (again !== undefined) return again;
     const c = await change(ctx, request.branch, request.into, capability);
     const result = await deps.pipeline.act(
       ctx,
@@ -94,7 +117,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
       },
       async () => ({ result: "done" }),
     );
-    settled(result.status, result.note);
+    settled(result.status, result.note, result.resolution);
     return reply(c, result.intentSeq, result.outcomeSeq);
   }
 
@@ -104,6 +127,8 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
 
     async merge(identity, request) {
       const ctx = await deps.pipeline.context(identity, "merge");
+      const again = await recorded(ctx, request.requestId, "merge");
+      if (again !== undefined) return again;
       const c = await change(ctx, request.branch, request.into, "merge");
       const result = await deps.pipeline.act(
         ctx,
@@ -128,6 +153,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
         async () => {
           try {
             const commit = await mergeInto(ctx.team.hub, c.summary, { name: `seat ${identity.seat}`, email: `${identity.seat}@${identity.team}.teamd` }, `Merge ${c.branch} into ${c.trunk}\n\nteamd effect ${c.effectId}`);
+            deps.afterMerge?.();
             return { result: "done", reply: new TextEncoder().encode(commit) };
           } catch (error) {
             // The trunk or the branch moved after the decision: nothing changed, the pass stays.
@@ -136,7 +162,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
           }
         },
       );
-      settled(result.status, result.note);
+      settled(result.status, result.note, result.resolution);
       return reply(c, result.intentSeq, result.outcomeSeq, new TextDecoder().decode(result.reply));
     },
   };

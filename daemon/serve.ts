@@ -16,7 +16,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   const seats = (options.seat ?? []).map(parseSeatSpec);
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
-  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}) });
+  const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
+  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}) });
   await daemon.start();
 
   let stopping = false;

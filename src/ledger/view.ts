@@ -102,6 +102,8 @@ export interface LedgerView extends TrunkFactsView {
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
   pendingIntents(): readonly RequestState[];
+  /** Every intent whose outcome is unknown and not yet reconciled, oldest first. */
+  unresolvedUnknowns(): readonly RequestState[];
   /** Intents with no outcome yet, on one target. */
   pendingOn(target: string): readonly RequestState[];
   /** Requests whose outcome is unknown and not yet reconciled, on one target. */
@@ -329,6 +331,12 @@ export function createView(): ViewProjector {
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
     pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
+    unresolvedUnknowns: () =>
+      [...unknownByTarget.values()]
+        .flatMap((seqs) => [...seqs])
+        .sort((a, b) => a - b)
+        .flatMap((seq) => stateOf(seq) ?? [])
+        .filter((state) => state.resolution === undefined),
     unknownOn: (target) => [...(unknownByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
     authorsOf: (artifact) => [...(authors.get(artifact) ?? [])].sort(),
     gatePasses: (effectId) => passes.get(effectId) ?? [],

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient } from "../../src/rpc/index.js";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -161,5 +163,44 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     // And the seat whose gate was taken away cannot gate it again.
     await refused(shim("gat", "gate", "seat/exec/fix2", "--pass"), "authority.none");
     expect(hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
+  });
+
+  it("settles a merge the daemon died in by asking the hub; a retry with the same request id returns it and merges nothing", async () => {
+    // A gater again, under the policy that will be in force for the merge.
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(GATER));
+    expect((await teamd(["apply", "--yes"])).code).toBe(0);
+    expect((await shim("rev", "review", "seat/exec/fix2", "--approve")).code).toBe(0);
+    expect((await shim("gat", "gate", "seat/exec/fix2", "--pass")).code).toBe(0);
+    const base = hubGit("rev-parse", "refs/heads/main");
+    const head = hubGit("rev-parse", "refs/heads/seat/exec/fix2");
+    const socket = join(tmp.dir, "home", asRoot ? "seat-sockets/proj.mrg.sock" : "run/seats/proj.mrg.sock");
+    const merge = async () => {
+      const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000 });
+      try {
+        return await client.merge({ requestId: "merge-crash-1", branch: "seat/exec/fix2" });
+      } finally {
+        client.close();
+      }
+    };
+
+    // The daemon dies right after the trunk moved, before the outcome is recorded.
+    await daemon.stop();
+    daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, { HOME: tmp.dir, TEAMD_TEST_CRASH_AFTER_MERGE: "1" });
+    expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
+    await expect(merge()).rejects.toThrow();
+    const mergedTo = hubGit("rev-parse", "refs/heads/main");
+    expect(hubGit("rev-list", "--parents", "-n", "1", mergedTo)).toBe(`${mergedTo} ${base} ${head}`);
+
+    // A fresh daemon: recovery writes unknown, then the hub is asked and the answer recorded.
+    daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, { HOME: tmp.dir });
+    const log = await records();
+    const intent = log.filter((r) => r.type === "intent" && r.action === "merge").at(-1) as LogRecord;
+    expect(log.some((r) => r.type === "outcome" && r.intentSeq === intent.seq && r.result === "unknown")).toBe(true);
+    expect(log.some((r) => r.type === "reconcile" && r.action === "reconcile.resolved-done" && String(r.result).includes(`intent ${String(intent.seq)}`))).toBe(true);
+    expect((await teamd(["start", "mrg@proj"])).code).toBe(0);
+    const again = await merge();
+    expect(again.act?.effectId).toBe(intent.effectId);
+    expect(hubGit("rev-parse", "refs/heads/main")).toBe(mergedTo);
+    expect((await teamd(["verify", "--json"])).code).toBe(0);
   });
 });
