@@ -5,8 +5,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
 import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteRequest, FileWriteResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../src/kernel/index.js";
-import { spawn } from "node:child_process";
-import { git, gitEnv, GitError, HARDENING } from "../src/effects/git.js";
+import { git, gitInput } from "../src/effects/git.js";
 import { RefusalError } from "../src/rpc/index.js";
 import type { TeamdHome } from "./home.js";
 import { gitWorkDir } from "./seat-layout.js";
@@ -78,7 +77,7 @@ export function createSeatFiles(deps: { readonly home: TeamdHome; readonly pipel
       if (found.size > MAX_FILE_BYTES) {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is ${found.size} bytes; file read returns at most ${MAX_FILE_BYTES} (read it through git fetch teamd)`), "file.read");
       }
-      const blob = await gitBytes(["cat-file", "blob", found.oid], ctx.team.hub);
+      const blob = await gitInput(["cat-file", "blob", found.oid], ctx.team.hub, "");
       return { content: blob, oid: found.oid };
     },
 
@@ -121,7 +120,7 @@ async function commitFile(hub: string, ref: string, trunk: string, path: string,
   const env = { GIT_INDEX_FILE: index };
   const author = { GIT_AUTHOR_NAME: `seat ${identity.seat}`, GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`, GIT_COMMITTER_NAME: "teamd", GIT_COMMITTER_EMAIL: "teamd@localhost" };
   try {
-    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, request.content)).trim();
+    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, request.content)).toString("utf8").trim();
     await git(["read-tree", parent], { gitDir: hub, env });
     await git(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`], { gitDir: hub, env });
     const tree = (await git(["write-tree"], { gitDir: hub, env })).stdout.trim();
@@ -132,26 +131,4 @@ async function commitFile(hub: string, ref: string, trunk: string, path: string,
   } finally {
     await rm(index, { force: true });
   }
-}
-
-function gitBytes(args: readonly string[], gitDir: string): Promise<Uint8Array> {
-  return gitRaw(args, gitDir, undefined);
-}
-
-async function gitInput(args: readonly string[], gitDir: string, input: Uint8Array): Promise<string> {
-  return new TextDecoder().decode(await gitRaw(args, gitDir, input));
-}
-
-/** git with binary stdin/stdout (blobs are bytes, not text). */
-function gitRaw(args: readonly string[], gitDir: string, input: Uint8Array | undefined): Promise<Uint8Array> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", [...HARDENING, "--git-dir", gitDir, ...args], { env: gitEnv({}), stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    let err = "";
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(new Uint8Array(Buffer.concat(out))) : reject(new GitError(args, code, err))));
-    child.stdin.end(input === undefined ? undefined : Buffer.from(input));
-  });
 }

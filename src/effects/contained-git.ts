@@ -3,7 +3,7 @@ import { access, lstat, readFile, readlink, realpath } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { missingFeatures } from "../sandbox/bwrap-args.js";
+import { ISOLATION, missingFeatures } from "../sandbox/bwrap-args.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
 import { GitError, HARDENING, gitEnv } from "./git.js";
 
@@ -145,13 +145,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   const gitArgs = ["git", ...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
   if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
   const argv = [
-    "--unshare-all",
-    "--unshare-user",
-    "--disable-userns",
-    "--assert-userns-disabled",
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop", "ALL",
+    ...ISOLATION,
     "--clearenv",
     ...Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : ["--setenv", name, value])),
     ...(await systemMounts()),

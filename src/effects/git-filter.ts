@@ -1,9 +1,9 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
-import { git, GitError } from "./git.js";
+import { git, GitError, gitInput, spawnGit } from "./git.js";
 
 /**
  * Filtered mirrors: the repository a seat with a bounded READ scope fetches from. It holds,
@@ -75,61 +75,8 @@ const UNPACK_LIMIT = 100;
 /** Every object write is made durable before a memo line or ref names it. */
 const DURABLE = ["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"];
 
-// ---------------------------------------------------------------------------------------------
-// git with stdin and streaming. git() (git.ts) buffers a one-shot run and cannot feed stdin,
-// which the batch commands here need; these repeat its hardening, and must stay in step with it.
-
-const HARDENING = [
-  "-c", "core.hooksPath=/dev/null",
-  "-c", "core.fsmonitor=false",
-  "-c", "core.pager=cat",
-  "-c", "diff.external=",
-  "-c", "core.sshCommand=false",
-  "-c", "protocol.ext.allow=never",
-  "-c", "credential.helper=",
-  "-c", "core.askPass=",
-  "-c", "gc.auto=0",
-];
-
-function hardenedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    LANG: "C",
-    LC_ALL: "C",
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_ASKPASS: "",
-    SSH_ASKPASS: "",
-    GIT_ATTR_NOSYSTEM: "1",
-    HOME: "/nonexistent",
-    // Agents write the hub: a refs/replace/ object there must not change what a commit means here.
-    GIT_NO_REPLACE_OBJECTS: "1",
-    ...extra,
-  };
-}
-
-function spawnGit(args: readonly string[], gitDir: string, env: Record<string, string>): ChildProcessWithoutNullStreams {
-  return spawn("git", [...HARDENING, "--git-dir", gitDir, ...args], { env: hardenedEnv(env), stdio: "pipe" });
-}
-
-/** One run of git with `input` on stdin; resolves stdout, rejects GitError on a non-zero exit. */
 function runGit(args: readonly string[], gitDir: string, input: Buffer | string, env: Record<string, string> = {}): Promise<Buffer> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawnGit(args, gitDir, env);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
-    // EPIPE when git exits early: the exit code tells what happened.
-    child.stdin.on("error", () => undefined);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code === 0) resolvePromise(Buffer.concat(out));
-      else reject(new GitError(args, code, Buffer.concat(err).toString("utf8")));
-    });
-    child.stdin.end(input);
-  });
+  return gitInput(args, gitDir, input, env);
 }
 
 interface GitObject {

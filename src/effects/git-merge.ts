@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { realpath } from "node:fs/promises";
 import { containedGit, objectStores, type ContainedGitOptions } from "./contained-git.js";
-import { git, GitError, gitEnv, HARDENING } from "./git.js";
+import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
 
 /**
@@ -258,13 +258,3 @@ function runGit(args: readonly string[], gitDir: string, input?: string): Promis
   });
 }
 
-function splitNul(buffer: Buffer): Buffer[] {
-  const parts: Buffer[] = [];
-  let start = 0;
-  for (let at = buffer.indexOf(0, start); at >= 0; at = buffer.indexOf(0, start)) {
-    parts.push(buffer.subarray(start, at));
-    start = at + 1;
-  }
-  if (start < buffer.length) parts.push(buffer.subarray(start));
-  return parts;
-}

@@ -2,7 +2,7 @@ import { createReadStream, existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { containedGit, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
-import { git, GitError } from "./git.js";
+import { git, GitError, splitNul } from "./git.js";
 
 /**
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
@@ -375,13 +375,3 @@ function lines(stdout: Buffer): string[] {
   return stdout.toString("utf8").split("\n").filter((line) => line.length > 0);
 }
 
-function splitNul(buffer: Buffer): Buffer[] {
-  const parts: Buffer[] = [];
-  let start = 0;
-  for (let at = buffer.indexOf(0, start); at >= 0; at = buffer.indexOf(0, start)) {
-    parts.push(buffer.subarray(start, at));
-    start = at + 1;
-  }
-  if (start < buffer.length) parts.push(buffer.subarray(start));
-  return parts;
-}

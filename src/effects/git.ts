@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 
 /**
  * git as teamd runs it: never with the machine's or the user's configuration, never with
@@ -30,6 +30,8 @@ export function gitEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     GIT_ASKPASS: "",
     SSH_ASKPASS: "",
     GIT_ATTR_NOSYSTEM: "1",
+    // Agents write the hub: a refs/replace/ object there must not change what a commit means.
+    GIT_NO_REPLACE_OBJECTS: "1",
     HOME: "/nonexistent",
     // A commit made by teamd itself (none yet) is signed off as teamd, not as the user.
     GIT_AUTHOR_NAME: "teamd",
@@ -92,4 +94,40 @@ export async function gitSucceeds(args: readonly string[], options: GitOptions =
     if (error instanceof GitError) return false;
     throw error;
   }
+}
+
+/** A hardened git process with pipes, for long-lived batch commands (`cat-file --batch`). */
+export function spawnGit(args: readonly string[], gitDir: string, env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
+  return spawn("git", [...HARDENING, "--git-dir", gitDir, ...args], { env: gitEnv(env), stdio: "pipe" });
+}
+
+/** One hardened run with bytes on stdin and bytes out (blobs, packs); rejects GitError on a non-zero exit. */
+export function gitInput(args: readonly string[], gitDir: string, input: Uint8Array | string, env: Record<string, string> = {}): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawnGit(args, gitDir, env);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    // EPIPE when git exits early: the exit code tells what happened.
+    child.stdin.on("error", () => undefined);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve(Buffer.concat(out));
+      else reject(new GitError(args, code, Buffer.concat(err).toString("utf8")));
+    });
+    child.stdin.end(input);
+  });
+}
+
+/** git's -z output split on NUL (a trailing NUL ends the last field, it does not open another). */
+export function splitNul(buffer: Buffer): Buffer[] {
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let at = buffer.indexOf(0, start); at >= 0; at = buffer.indexOf(0, start)) {
+    parts.push(buffer.subarray(start, at));
+    start = at + 1;
+  }
+  if (start < buffer.length) parts.push(buffer.subarray(start));
+  return parts;
 }

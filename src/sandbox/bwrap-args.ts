@@ -37,17 +37,26 @@ export interface BwrapArgsOptions {
   readonly statusFd?: number;
 }
 
+/**
+ * Every namespace unshared, no nested user namespace, no capability, the sandbox dies with
+ * its parent and has no controlling terminal to inject into: the isolation every bwrap
+ * teamd runs starts from (a seat here; sandboxed git in src/effects/contained-git.ts).
+ */
+export const ISOLATION: readonly string[] = Object.freeze([
+  "--unshare-all",
+  "--unshare-user",
+  "--disable-userns",
+  "--assert-userns-disabled",
+  "--die-with-parent",
+  "--new-session",
+  "--cap-drop", "ALL",
+]);
+
 export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options: BwrapArgsOptions = {}): Checked<string[]> {
   if (command.length === 0 || (command[0] ?? "").length === 0) return refuse("no command to run in the seat");
   if (command.some((arg) => arg.includes("\u0000"))) return refuse("a command argument contains a NUL byte");
   const args: string[] = [
-    "--unshare-all",
-    "--unshare-user",
-    "--disable-userns",
-    "--assert-userns-disabled",
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop", "ALL",
+    ...ISOLATION,
     "--hostname", plan.hostname,
     "--uid", String(plan.uid),
     "--gid", String(plan.gid),
