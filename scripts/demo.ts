@@ -35,19 +35,38 @@ function show(command: string, result: { code: number; out: string }): void {
   process.stdout.write(`$ ${command}\n${result.out}\n(exit ${result.code})\n`);
 }
 
-/** The demo team: one observer seat whose start command just waits (no agent CLI needed). */
+/**
+ * The demo team, two labs: an observer, an executor that may write src/ only, a verifier and
+ * a merger of the other lab. Each start command just waits (no agent CLI needed); the demo
+ * acts for them with `teamd exec`.
+ */
+const waits = `    start:\n      command: [sleep, "3600"]\n`;
 const TEAM_FILE = `version: 1
 team: demo
 declare:
   branches: [main]
-  labs: [anthropic]
+  labs: [anthropic, openai]
+review:
+  mode: cross-lab
+  floor: 1
 seats:
   scout:
     lab: anthropic
     roles: [observer]
-    start:
-      command: [sleep, "3600"]
-`;
+${waits}  exec:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+${waits}  rev:
+    lab: openai
+    roles: [verifier]
+${waits}  mrg:
+    lab: openai
+    capabilities:
+      read: ~
+      merge: ~
+${waits}`;
 
 async function makeRepo(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
@@ -59,8 +78,19 @@ async function makeRepo(dir: string): Promise<void> {
     });
   git("init", "-q", "-b", "main");
   await writeFile(join(dir, "README.md"), "A project a team of agents will work on.\n");
+  await mkdir(join(dir, "src"));
+  await writeFile(join(dir, "src/app.txt"), "version 1\n");
   git("add", "-A");
   git("commit", "-q", "-m", "first");
+}
+
+/** git in the owner's repository; a failure is shown, not thrown (the demo reports it). */
+function gitOut(cwd: string, args: readonly string[]): string {
+  try {
+    return execFileSync("git", [...args], { cwd, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" }, encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    return `git ${args.join(" ")} failed: ${(error as Error).message}`;
+  }
 }
 
 async function main(): Promise<number> {
@@ -127,6 +157,32 @@ async function main(): Promise<number> {
         show("teamd stop scout", stopped);
         expect(stopped.code === 0, "stop");
       }
+
+      step("an executor commits natively and pushes inside its scope (src/); outside it, the push is refused");
+      const team = await run(TEAMD, ["start", "--team", "demo"], env, repo);
+      show("teamd start --team demo", team);
+      expect(team.code === 0, "start the team");
+      const identity = "git config user.name exec && git config user.email exec@demo.invalid";
+      const inside = await run(TEAMD, ["exec", "exec", "--", "sh", "-c", `${identity} && echo 'version 2' > src/app.txt && git commit -qam 'v2' && git push teamd HEAD:v2 2>&1`], env, repo);
+      show("teamd exec exec -- sh -c 'edit src/app.txt; git commit; git push teamd HEAD:v2'", inside);
+      expect(inside.code === 0, "a push inside the write scope lands");
+      const outside = await run(TEAMD, ["exec", "exec", "--", "sh", "-c", `${identity} && echo 'hello' >> README.md && git commit -qam readme && git push teamd HEAD:readme 2>&1; git reset -q --hard HEAD~1`], env, repo);
+      show("teamd exec exec -- sh -c 'edit README.md; git commit; git push teamd HEAD:readme'", outside);
+      expect(outside.out.includes("scope.path"), "a push outside the write scope is refused with its rule");
+
+      step("the other lab reviews and gates the change; a merger merges it into the trunk in the hub");
+      for (const [who, args] of [["rev", ["review", "seat/exec/v2", "--approve"]], ["rev", ["gate", "seat/exec/v2", "--pass"]], ["mrg", ["merge", "seat/exec/v2"]]] as const) {
+        const act = await run(TEAMD, ["exec", who, "--", "teamd-shim", ...args], env, repo);
+        show(`teamd exec ${who} -- teamd-shim ${args.join(" ")}`, act);
+        expect(act.code === 0, `${who}: ${args[0]}`);
+      }
+      gitOut(repo, ["pull", "-q", "--ff-only", "teamd", "main"]);
+      const pulled = gitOut(repo, ["show", "HEAD:src/app.txt"]);
+      show("git pull teamd main && git show HEAD:src/app.txt   # in the owner's repository", { code: 0, out: pulled });
+      expect(pulled.trim() === "version 2", "the owner pulls the merged trunk");
+      const down = await run(TEAMD, ["stop", "--team", "demo"], env, repo);
+      show("teamd stop --team demo", down);
+      expect(down.code === 0, "stop the team");
 
       step("the ledger: every owner act and seat event, hash-chained and signed");
       const log = await run(TEAMD, ["log"], env);
