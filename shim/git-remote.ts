@@ -88,15 +88,22 @@ function say(verbose: number, text: string): void {
 async function fetchPack(client: Client, wants: string[], verbose: number): Promise<void> {
   const haves = (await gitText(["for-each-ref", "--format=%(objectname)", "refs/"])).split("\n").filter((l) => l !== "");
   const child = spawn("git", ["index-pack", "--stdin", "--fix-thin"], { stdio: ["pipe", "ignore", "inherit"] });
+  // index-pack may die on a bad pack before it read it all (EPIPE): its exit code is the answer.
+  child.stdin.on("error", () => undefined);
+  let closed = false;
   const exited = new Promise<number>((resolve, reject) => {
     child.on("error", reject);
-    child.on("close", (code) => resolve(code ?? 1));
+    child.on("close", (code) => {
+      closed = true;
+      resolve(code ?? 1);
+    });
   });
   let bytes = 0;
   try {
     for await (const chunk of client.fetch({ wants, haves: [...new Set(haves)] })) {
+      if (closed) break; // index-pack gave up: its exit code below says why
       bytes += chunk.data.byteLength;
-      if (!child.stdin.write(chunk.data)) await new Promise((resolve) => child.stdin.once("drain", resolve));
+      if (!child.stdin.write(chunk.data)) await Promise.race([new Promise((resolve) => child.stdin.once("drain", resolve)), exited]);
     }
   } catch (error) {
     child.kill("SIGKILL");
@@ -190,6 +197,8 @@ async function gitToFile(args: readonly string[], input: string, file: string): 
       const child = spawn("git", args, { stdio: ["pipe", handle.fd, "inherit"] });
       child.on("error", reject);
       child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
+      // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
+      child.stdin?.on("error", () => undefined);
       child.stdin?.end(input);
     });
   } finally {
