@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,20 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
 import { GitError } from "../../src/effects/git.js";
 import { RefMoved } from "../../src/effects/git-receive.js";
+import { sh } from "../support/git-cli.js";
 
 /**
  * Real repositories: each test gets a bare hub and a working clone that plays both the
  * seat (pushing seat/w1/fix) and whoever else moves the trunk.
  */
-const ENV = {
-  PATH: process.env.PATH ?? "/usr/bin:/bin",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-};
 
 const TRUNK = "refs/heads/main";
 const BRANCH = "refs/heads/seat/w1/fix";
@@ -38,9 +29,6 @@ interface Repos {
   readonly start: string;
 }
 
-function sh(cwd: string, args: readonly string[]): string {
-  return execFileSync("git", args, { cwd, env: ENV, stdio: ["pipe", "pipe", "pipe"], encoding: "utf8" }).trim();
-}
 
 function commit(work: string, message: string, files: Record<string, string | null>): string {
   for (const [path, text] of Object.entries(files)) {

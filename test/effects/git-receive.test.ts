@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containedGit, containmentAvailable } from "../../src/effects/contained-git.js";
 import { git, GitError } from "../../src/effects/git.js";
 import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+import { GIT_TEST_ENV, sh } from "../support/git-cli.js";
 
 /**
  * Real repositories, real bubblewrap. The hub is a bare repository; `work` plays the seat:
@@ -20,22 +21,10 @@ let work: string;
 let quarantineRoot: string;
 let base: string;
 
-const ENV = {
-  PATH: process.env.PATH ?? "/usr/bin:/bin",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-};
 
-function sh(cwd: string, args: readonly string[], input?: string | Buffer): string {
-  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], encoding: "utf8" }).trim();
-}
 
 function shBuffer(cwd: string, args: readonly string[], input?: string): Buffer {
-  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+  return execFileSync("git", args, { cwd, env: GIT_TEST_ENV, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
 }
 
 function commit(message: string, files: Record<string, string | null>): string {
@@ -58,7 +47,7 @@ function packOf(tip: string, exclude: readonly string[] = []): Buffer {
 
 function hubHas(oid: string): boolean {
   try {
-    execFileSync("git", ["--git-dir", hub, "cat-file", "-e", oid], { env: ENV, stdio: "pipe" });
+    execFileSync("git", ["--git-dir", hub, "cat-file", "-e", oid], { env: GIT_TEST_ENV, stdio: "pipe" });
     return true;
   } catch {
     return false;

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listRefs, servePack, WantRefused } from "../../src/effects/git-serve.js";
+import { GIT_TEST_ENV, sh } from "../support/git-cli.js";
 
 /** Real repositories and real bubblewrap: the hub serves, a fresh repository plays the seat. */
 let root: string;
@@ -16,23 +17,11 @@ let second: string;
 let other: string;
 let bigBlob: string;
 
-const ENV = {
-  PATH: process.env.PATH ?? "/usr/bin:/bin",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-};
 
-function sh(cwd: string, args: readonly string[], input?: string | Buffer): string {
-  return execFileSync("git", args, { cwd, env: ENV, input, stdio: ["pipe", "pipe", "pipe"], encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).trim();
-}
 
 function has(repo: string, oid: string): boolean {
   try {
-    execFileSync("git", ["--git-dir", repo, "cat-file", "-e", oid], { env: ENV, stdio: "pipe" });
+    execFileSync("git", ["--git-dir", repo, "cat-file", "-e", oid], { env: GIT_TEST_ENV, stdio: "pipe" });
     return true;
   } catch {
     return false;
