@@ -124,7 +124,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     async start() {
       await prepareDirs();
       const signer = await daemonKey(ledgerLayout(home));
-      ledger = await openHostLedger(home, log);
+      ledger = await openHostLedger(home, log, true);
       if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
       else log("no ledger yet (teamd init creates it)");
       // The owner's stop is read before anything is served (§11): the ledger opened on the flags.

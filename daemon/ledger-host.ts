@@ -76,14 +76,16 @@ export function ledgerExists(layout: LedgerLayout): boolean {
 /**
  * Open the machine's ledger, or undefined when there is none yet (teamd init makes it).
  * openLedger never throws for the store's condition: a bad store shows in ledger.state.
+ * `serving`: the daemon's ledger, whose batches are written on a worker thread (its event
+ * loop serves every seat); a command with the daemon down writes inline.
  */
-export async function openHostLedger(home: TeamdHome, log?: (line: string) => void): Promise<Ledger | undefined> {
+export async function openHostLedger(home: TeamdHome, log?: (line: string) => void, serving = false): Promise<Ledger | undefined> {
   const layout = ledgerLayout(home);
   if (!ledgerExists(layout)) return undefined;
   const ownerPublicKey = readPinnedOwnerKey(layout);
   if (ownerPublicKey === undefined) throw new Error(`the ledger exists but ${layout.ownerPublicKey} is missing: run teamd init again with your owner key`);
   const daemonSigner = await loadDaemonKey(layout.daemonKey);
-  return openLedger({ dir: layout.dir, flagsDir: layout.flagsDir, daemonSigner, ownerPublicKey, ...(log ? { log } : {}) });
+  return openLedger({ dir: layout.dir, flagsDir: layout.flagsDir, daemonSigner, ownerPublicKey, writeOnWorker: serving, ...(log ? { log } : {}) });
 }
 
 /** The ledger's state as the control service reports it (and the CLI shows it). */

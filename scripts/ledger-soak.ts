@@ -56,7 +56,8 @@ export function createRng(seed: number): () => number {
 /** The writer: open (recovering), then append and dispatch concurrently until killed. */
 async function child(root: string, seed: number): Promise<void> {
   const rng = createRng(seed);
-  const ledger = await openLedger(optionsFor(root));
+  // The writer is the daemon's: its batches go to disk on a worker thread, as in teamd serve.
+  const ledger = await openLedger({ ...optionsFor(root), writeOnWorker: true });
   const out = (line: string) => process.stdout.write(`${line}\n`);
   out(`open ${ledger.state.status}`);
   if (ledger.state.status !== "ready") return;

@@ -63,7 +63,10 @@ export async function benchSeat(): Promise<BenchRow[]> {
   for (let i = 0; i < 50; i++) writeFileSync(join(repo, `file${i}.txt`), `${i}\n`.repeat(100));
   git(repo, "add", "-A");
   git(repo, "commit", "-qm", "first");
-  const daemon = await startChild([TEAMD, "serve"], env, "teamd: ready");
+  // TEAMD_BENCH_CPU_PROF=DIR writes the daemon's V8 CPU profile there (to find where a
+  // gated request's time goes); the figures are then slower than without it.
+  const profile = process.env.TEAMD_BENCH_CPU_PROF;
+  const daemon = await startChild([...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : []), TEAMD, "serve"], env, "teamd: ready");
   try {
     teamd("init", "--team", "bench", "--yes");
     writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);

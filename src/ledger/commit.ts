@@ -7,6 +7,7 @@ import { sameObservation } from "./open-check.js";
 import { buildRecord, type PendingRecord } from "./record.js";
 import { makeSeal, type Head } from "./seal.js";
 import type { LedgerStore, StoredRecord } from "./store.js";
+import type { StoreWriter } from "./store-writer.js";
 import type { ViewProjector } from "./view.js";
 import type { LedgerState } from "./state.js";
 
@@ -31,6 +32,8 @@ export interface CommitContext {
   readonly signer: DaemonSigner;
   readonly clock: () => number;
   store(): LedgerStore | undefined;
+  /** Where batches are written durably (a worker thread); the store's own appendBatch otherwise. */
+  writer?(): StoreWriter | undefined;
   state(): LedgerState;
   view(): ViewProjector;
   /** The last committed record, which the head signed last names. */
@@ -119,8 +122,12 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     const first = built[0] as (typeof built)[number];
     const last = built[built.length - 1] as (typeof built)[number];
     const seal = makeSeal(ctx.signer, first.row.seq, built.map((b) => b.walked.hash));
+    const rows = built.map((b) => b.row);
+    const sealRow = { seq: last.row.seq, body: seal };
     try {
-      store.appendBatch(built.map((b) => b.row), { seq: last.row.seq, body: seal });
+      const writer = ctx.writer?.();
+      if (writer) await writer.append(rows, sealRow);
+      else store.appendBatch(rows, sealRow);
     } catch (error) {
       return failAll("unavailable", refuse("ledger.unavailable", `the store refused the write: ${describeError(error)}`));
     }

@@ -34,6 +34,12 @@ export interface LedgerOptions {
   readonly clock?: () => number;
   /** How long a write waits on another connection's lock (blocks the event loop). Default 250. */
   readonly busyTimeoutMs?: number;
+  /**
+   * Write batches on a worker thread (store-writer.ts), so an fsync never blocks the event
+   * loop: the daemon, which serves every seat and the owner's stop from one loop. A one-shot
+   * command has no loop to protect and skips the worker's start-up (~50–150 ms). Default false.
+   */
+  readonly writeOnWorker?: boolean;
   /** Least time between two attempts to reopen an unavailable store. Default 1000. */
   readonly reopenIntervalMs?: number;
   readonly log?: (line: string) => void;

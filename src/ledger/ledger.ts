@@ -21,6 +21,7 @@ import { recoverIntents } from "./recovery.js";
 import type { Head } from "./seal.js";
 import type { LedgerState } from "./state.js";
 import { openStore, type LedgerStore } from "./store.js";
+import { openStoreWriter, type StoreWriter } from "./store-writer.js";
 import { verifyStore } from "./verify.js";
 import { createView, type ViewProjector } from "./view.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
@@ -45,6 +46,12 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   const flags: Flags = createFlags({ dir: options.flagsDir, ownerKey });
 
   let store: LedgerStore | undefined;
+  // The store's writes run on a worker thread (store-writer.ts): an fsync never blocks the loop.
+  let writer: StoreWriter | undefined;
+  let writerClosing: Promise<void> = Promise.resolve();
+  // True while a batch is on its way to the disk: the store may then already hold records
+  // the daemon's tip does not name yet, so the early-warning store check waits.
+  let committing = false;
   let lock: WriterLock | undefined;
   let state: LedgerState = { status: "unavailable", reason: "not opened yet" };
   let view: ViewProjector = createView();
@@ -67,6 +74,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     signer: options.daemonSigner,
     clock,
     store: () => store,
+    writer: () => writer,
     state: () => state,
     view: () => view,
     tip: () => tip,
@@ -92,7 +100,16 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       writtenSeq,
     );
   }
-  const commits = createGroupCommit<PendingRecord, AppendResult | LedgerRefusal>({ commit: (items) => commitBatch(ctx, items) });
+  const commits = createGroupCommit<PendingRecord, AppendResult | LedgerRefusal>({
+    commit: async (items) => {
+      committing = true;
+      try {
+        return await commitBatch(ctx, items);
+      } finally {
+        committing = false;
+      }
+    },
+  });
 
   /** The observation for a block found at append time (the store written behind the daemon). */
   function observeNow(refusal: Refusal): HeadObservation | undefined {
@@ -122,6 +139,11 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   }
 
   function closeStore(): void {
+    if (writer) {
+      const closing = writer.close();
+      writerClosing = writerClosing.then(() => closing);
+      writer = undefined;
+    }
     store?.close();
     store = undefined;
     lock?.release();
@@ -138,6 +160,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await mkdir(paths.dir, { recursive: true, mode: 0o700 });
       lock = acquireWriterLock(paths.lock);
       store = openStore(paths.db, { busyTimeoutMs: options.busyTimeoutMs });
+      if (options.writeOnWorker) writer = await openStoreWriter(paths.db, { identity: store.identity, busyTimeoutMs: options.busyTimeoutMs });
     } catch (error) {
       closeStore();
       setState({ status: "unavailable", reason: `cannot open the ledger store: ${describeError(error)}` });
@@ -220,7 +243,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   // reads the store (the view is the daemon's own), so at most every 50 ms is enough.
   let storeCheckedAt = Number.NEGATIVE_INFINITY;
   function checkStore(): void {
-    if (state.status !== "ready" || !store || !tip) return;
+    if (state.status !== "ready" || !store || !tip || committing) return;
     const now = performance.now();
     if (now - storeCheckedAt < 50) return;
     storeCheckedAt = now;
@@ -336,6 +359,11 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await recordingFlags?.catch(() => undefined);
       await commits.drain();
       await heads.drain();
+      // The writer's connection closes first, so the checkpoint folds the whole WAL back.
+      const closing = writer?.close();
+      writer = undefined;
+      await closing;
+      await writerClosing;
       try {
         store?.checkpoint();
       } catch {

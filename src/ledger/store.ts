@@ -51,6 +51,8 @@ export interface StoreReader {
 }
 
 export interface LedgerStore extends StoreReader {
+  /** The identity (dev:inode) of the file this store opened. */
+  readonly identity: string;
   /** Insert one commit batch and its seal in one durable transaction. */
   appendBatch(records: readonly StoredRecord[], seal: StoredSeal): void;
   /** Why the path no longer names the file this store opened, or undefined if it still does. */
@@ -142,6 +144,10 @@ export function openStore(path: string, options: StoreOptions = {}): LedgerStore
     throw error;
   }
   const identity = fileIdentity(path);
+  if (identity === undefined) {
+    db.close();
+    throw new Error(`the ledger database ${path} is gone or not a regular file`);
+  }
   const stmt = {
     tip: db.prepare<[], RecordRow>("SELECT seq, type, header, payload FROM records ORDER BY seq DESC LIMIT 1"),
     record: db.prepare<[number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE seq = ?"),
@@ -169,6 +175,7 @@ export function openStore(path: string, options: StoreOptions = {}): LedgerStore
 
   return {
     path,
+    identity,
     tip: () => {
       const row = stmt.tip.get();
       return row ? toRecord(row) : undefined;

@@ -51,5 +51,5 @@ describe("crash", () => {
     expect(orphans).toBeGreaterThan(20);
     expect(results.filter((r) => !r.openedBeforeKill).length).toBeGreaterThan(3);
     console.log(`crash: ${results.length} rounds, ${acked} acknowledged records checked, ${orphans} intents recovered as unknown`);
-  }, 150_000);
+  }, 300_000);
 });
