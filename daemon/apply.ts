@@ -11,7 +11,7 @@ import { repositoryRoot } from "./hub.js";
 import { openOwnerChannel } from "./owner-channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import { askYesNo } from "./prompt.js";
-import { formatPolicyDiff, policyDiff } from "./apply-diff.js";
+import { formatPolicyDiff, leaseCascade, policyDiff } from "./apply-diff.js";
 import { isTracked, TEAM_FILE_NAME } from "./team-file-placement.js";
 
 function hashBytes(prefixed: string): Uint8Array {
@@ -44,8 +44,9 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
   const key = await ownerKeyForAct();
   const channel = await openOwnerChannel(home);
   try {
-    const { diff, against } = policyDiff(await channel.policyInForce(team), loaded.policy);
-    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against));
+    const { diff, against, before } = policyDiff(await channel.policyInForce(team), loaded.policy);
+    const revocations = leaseCascade(before, loaded.policy, await channel.leases(team));
+    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against, revocations));
     if (!options.yes && !(await askYesNo(`Apply ${path} as the policy of team '${team}' (${loaded.hashes.policy})?`))) {
       throw new Error("cancelled; nothing was applied");
     }
@@ -68,7 +69,7 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
     );
     const receipt = await channel.submit(OwnerActKind.APPLY, act);
     const seats = Object.keys(loaded.policy.seats).length;
-    if (options.json) process.stdout.write(JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff }) + "\n");
+    if (options.json) process.stdout.write(JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff, revokedLeases: revocations }) + "\n");
     else process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
   } finally {
     await channel.close();

@@ -3,6 +3,7 @@ import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/in
 import type { Mode, TeamdHome } from "./home.js";
 import { handleOwnerAct, type LedgerSlot } from "./owner-acts.js";
 import { describePolicyInForce } from "./owner-channel.js";
+import { describeLeases } from "./owner-leases.js";
 import { describeLedger } from "./ledger-host.js";
 import type { SeatManager, SeatView } from "./seat-manager.js";
 import { checkName } from "./names.js";
@@ -52,6 +53,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     },
     async policyInForce(request) {
       return describePolicyInForce(state.ledger.get(), request.team);
+    },
+    async leases(request) {
+      return describeLeases(state.ledger.get(), request.team, Date.now());
     },
     async startSeat(request) {
       const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));

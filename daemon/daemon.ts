@@ -6,6 +6,7 @@ import { createRpcServer, type RpcServer } from "../src/rpc/index.js";
 import { seatSocketPath, type TeamdHome } from "./home.js";
 import { createControlService } from "./control-service.js";
 import { createShimService, type SeatIdentity } from "./shim-service.js";
+import { createSeatLeases } from "./seat-leases.js";
 import { refuseAll } from "./refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
 import type { Ledger } from "../src/ledger/index.js";
@@ -68,6 +69,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     git: createSeatGit({ home, pipeline, runs }),
     files: createSeatFiles({ home, pipeline }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    leases: createSeatLeases(pipeline),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>

@@ -13,6 +13,7 @@ import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
 import { doctor } from "./doctor.js";
 import { stopAllCommand } from "./stop-all.js";
 import { resumeCommand } from "./resume.js";
+import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./lease-commands.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -113,6 +114,34 @@ function buildProgram(): Command {
     .description("check the ledger: the hash chain, every signature and seal, and the signed head; exit 1 naming the first bad seq")
     .option("--json", "print the result as JSON")
     .action((opts: { json?: boolean }) => verify(opts));
+
+  const lease = program.command("lease").description("leases (§7): the owner's, issued as leads from its envelope; listed with their liveness; revoked");
+  lease
+    .command("issue")
+    .description("issue a root lease from the leads envelope to a seat, as leads, signed by you (decided by the kernel)")
+    .argument("<SEAT>", "the recipient, as SEAT@TEAM or SEAT with --team")
+    .argument("<CAPABILITY>", "an operational capability in the leads envelope (merge, gate, ...)")
+    .argument("<SCOPE>", "'*', or dimension=value pairs: branch=main,path=src/")
+    .requiredOption("--ttl <DURATION>", "its lifetime (e.g. 30m, 2h), within the ceiling's lease-ttl")
+    .option("--team <TEAM>", "the team")
+    .option("--source <ENTRY>", "the envelope entry it is drawn from (default: the first holding the capability)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) => leaseIssueCommand(seat, capability, scope, opts));
+  lease
+    .command("list")
+    .description("the team's leases, each with its liveness walked now")
+    .requiredOption("--team <TEAM>", "the team")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { team: string; json?: boolean }) => leaseListCommand(opts));
+  const revokeOptions = (c: Command) =>
+    c
+      .argument("<LEASE>", "the lease id (teamd lease list)")
+      .requiredOption("--team <TEAM>", "the lease's team")
+      .option("--reason <TEXT>", "why, for the record")
+      .option("--json", "print one JSON object (for scripts)")
+      .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts));
+  revokeOptions(lease.command("revoke").description("revoke a lease and everything below it: in force at once by its flag, even with the ledger down; recorded when the store allows"));
+  revokeOptions(program.command("revoke").description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"));
 
   const ledger = program.command("ledger").description("owner acts on the ledger itself");
   ledger

@@ -7,6 +7,9 @@ import { isRefusal } from "../src/ledger/owner-act.js";
 import { loadTeamFileData } from "../src/teamfile/index.js";
 import { RefusalError } from "../src/rpc/index.js";
 import type { Refusal } from "../src/kernel/decision.js";
+import type { Policy } from "../src/kernel/index.js";
+import { leaseRevocationDraft, type RecordDraft } from "../src/ledger/index.js";
+import { applyCascade, checkOwnerLease, checkOwnerRevoke, ownerRevoke } from "./owner-leases.js";
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "./ledger-host.js";
 import type { TeamdHome } from "./home.js";
 import { stopRefusal } from "./stop-state.js";
@@ -26,6 +29,8 @@ export interface LedgerSlot {
 export interface ActReceipt {
   readonly seq: number;
   readonly created: boolean;
+  /** A revocation in force by its flag and not recorded yet: why (it is appended, marked late, when the store returns). */
+  readonly notRecorded?: string;
 }
 
 function refusalError(refusal: Refusal): RefusalError {
@@ -53,7 +58,7 @@ function hexOfHash(prefixed: string): string {
 }
 
 /** The checks an apply needs beyond the signature: the canonical policy loads, hashes to what was signed, for a registered team. */
-function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusal | undefined {
+function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusal | Policy {
   const detail = act.payload.detail;
   if (detail.case !== "policy") return { decision: "refuse", rule: "owner.act-invalid", reason: "an apply act must carry a policy" };
   if (ledger.view.team(team) === undefined) {
@@ -74,7 +79,7 @@ function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusa
   if (hexOfHash(loaded.hashes.policy) !== Buffer.from(detail.value.teamFileHash).toString("hex")) {
     return { decision: "refuse", rule: "owner.act-invalid", reason: "the policy hash in the act does not match its canonical form" };
   }
-  return undefined;
+  return loaded.policy;
 }
 
 function checkTeam(ledger: Ledger, team: string, detail: { case: string | undefined; value?: unknown }): Refusal | undefined {
@@ -102,6 +107,8 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     [OwnerActKind.APPLY]: RecordType.POLICY,
     [OwnerActKind.RECONCILE]: RecordType.RECONCILE,
     [OwnerActKind.RESUME]: RecordType.RESUME,
+    [OwnerActKind.LEASE]: RecordType.LEASE,
+    [OwnerActKind.REVOKE]: RecordType.REVOCATION,
   }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
@@ -112,18 +119,30 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     await recordRefusal(ledger, team, checked.proposal.action, stopped);
     throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
   }
-  const problem =
-    kind === OwnerActKind.APPLY ? checkPolicy(ledger, team, checked) : kind === OwnerActKind.TEAM ? checkTeam(ledger, team, checked.payload.detail) : undefined;
+  const before = ledger.view.ownerAct(checked.id);
+  let companions: readonly RecordDraft[] = [];
+  let problem: Refusal | undefined;
+  if (kind === OwnerActKind.APPLY) {
+    const policy = checkPolicy(ledger, team, checked);
+    if ("decision" in policy) problem = policy;
+    // The cascade (§7): the leases the change kills, revoked in the same transaction as the policy record.
+    else if (before === undefined) companions = applyCascade(ledger, team, policy).map((r) => leaseRevocationDraft(team, r.lease, r.reason, daemonPrincipal()));
+  } else if (kind === OwnerActKind.TEAM) problem = checkTeam(ledger, team, checked.payload.detail);
+  else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, Date.now());
+  else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
   if (problem) {
     await recordRefusal(ledger, team, checked.proposal.action, problem);
     throw refusalError(problem);
   }
-  const before = ledger.view.ownerAct(checked.id);
   try {
+    if (kind === OwnerActKind.REVOKE) {
+      const revoked = await ownerRevoke(ledger, team, checked, act);
+      return { seq: revoked.seq, created: revoked.created, ...(revoked.recorded ? {} : { notRecorded: revoked.reason }) };
+    }
     // A resume needs the store (§15: a team resumes only after the head is reconciled): look again now rather than wait for the next reopen.
     if (kind === OwnerActKind.RESUME && ledger.state.status === "unavailable") await ledger.reopen();
     const record =
-      kind === OwnerActKind.RECONCILE ? await ledger.reconcile(act) : kind === OwnerActKind.RESUME ? await ledger.resume(act) : await ledger.appendOwnerAct(act);
+      kind === OwnerActKind.RECONCILE ? await ledger.reconcile(act) : kind === OwnerActKind.RESUME ? await ledger.resume(act) : await ledger.appendOwnerAct(act, companions);
     return { seq: record.seq, created: before === undefined };
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);

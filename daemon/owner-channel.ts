@@ -3,6 +3,7 @@ import {
   ControlService,
   LedgerStatusResponseSchema,
   PolicyInForceResponseSchema,
+  type LeasesResponse,
   type LedgerStatusResponse,
   type OwnerActKind,
   type PolicyInForceResponse,
@@ -12,6 +13,7 @@ import type { Ledger } from "../src/ledger/index.js";
 import type { TeamdHome } from "./home.js";
 import { daemonKey, describeLedger, ledgerLayout, openHostLedger } from "./ledger-host.js";
 import { handleOwnerAct, type ActReceipt } from "./owner-acts.js";
+import { describeLeases } from "./owner-leases.js";
 
 /**
  * How an owner act reaches the ledger. Through the daemon's control socket when it answers;
@@ -25,6 +27,8 @@ export interface OwnerChannel {
   ledgerStatus(): Promise<LedgerStatusResponse>;
   /** The team's applied policy as recorded (applied false: none yet). */
   policyInForce(team: string): Promise<PolicyInForceResponse>;
+  /** The team's leases with their liveness now. */
+  leases(team: string): Promise<LeasesResponse>;
   close(): Promise<void>;
 }
 
@@ -58,6 +62,7 @@ async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined>
     },
     ledgerStatus: () => client.ledgerStatus({}),
     policyInForce: (team) => client.policyInForce({ team }),
+    leases: (team) => client.leases({ team }),
     async close() {
       client.close();
     },
@@ -73,6 +78,7 @@ async function directChannel(home: TeamdHome): Promise<OwnerChannel> {
     submit: (kind, act) => handleOwnerAct(home, slot, kind, act),
     ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
     policyInForce: async (team) => describePolicyInForce(ledger, team),
+    leases: async (team) => describeLeases(ledger, team, Date.now()),
     async close() {
       await ledger?.close();
       ledger = undefined;

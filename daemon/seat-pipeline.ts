@@ -1,7 +1,8 @@
 import { RecordType } from "../src/gen/teamd/v1/ledger_pb.js";
-import { authorize, createKernelView, refuse, type Allow, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
-import { fromHex, LedgerRefusal, seatPrincipal, sha256, type Effect, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
+import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
+import { fromHex, LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect, type RecordDraft, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
 import { RefusalError } from "../src/rpc/index.js";
+import { decisionView, leaseFactsFor } from "./lease-facts.js";
 import { policyInForce, type PolicyInForce } from "./seat-policy.js";
 import type { SeatIdentity } from "./shim-service.js";
 
@@ -57,6 +58,15 @@ export interface SeatPipeline {
    * the seat's own namespace to a commit the hub already has) — recorded all the same.
    */
   act(ctx: SeatContext, request: Omit<KernelRequest, "seat"> | undefined, act: GatedAct, effect: Effect): Promise<SubmitReply>;
+  /**
+   * A decision whose effect is records (a lease issued, leases revoked, §7): under the
+   * machine's one lock, the guards, then `decide` over the view with the team's leases, then
+   * its records in one transaction — or its refusal, recorded.
+   */
+  record(ctx: SeatContext, action: string, target: TargetInit, decide: (view: KernelView, now: number) => Refusal | readonly RecordDraft[]): Promise<AppendedRecord>;
+  /** The view a decision for this seat reads now (the policy in force, the team's leases). */
+  view(ctx: SeatContext): KernelView;
+  readonly clock: () => number;
   /** Record a refusal the daemon reached outside the kernel (a corrupt pack, a ref outside the namespace) and return it to throw. */
   refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
   /** The seat's last refusal in this daemon run. */
@@ -136,9 +146,13 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     }
   }
 
+  function viewFor(ctx: SeatContext, facts?: KernelFacts): KernelView {
+    // The trunk acts bring their facts; every decision reads the team's leases (a capability may rest on one, §7).
+    return decisionView(ctx.policy.policy, facts, leaseFactsFor(ctx.ledger, ctx.identity.team));
+  }
+
   function authorizeFor(ctx: SeatContext, request: Omit<KernelRequest, "seat">, facts?: KernelFacts): ReturnType<typeof authorize> {
-    // Write and read read no ledger fact (src/kernel/facts.ts); the trunk acts bring theirs.
-    return authorize(createKernelView(ctx.policy.policy, facts), { ...request, seat: ctx.identity.seat }, clock());
+    return authorize(viewFor(ctx, facts), { ...request, seat: ctx.identity.seat }, clock());
   }
 
   return {
@@ -193,6 +207,26 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         free();
       }
     },
+    async record(ctx, action, target, decide) {
+      const release = await lock();
+      try {
+        const guarded = ctx.ledger.guard(ctx.identity.team);
+        if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
+        const decided = decide(viewFor(ctx), clock());
+        if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
+        return await ctx.ledger.appendBatch(decided);
+      } catch (error) {
+        if (error instanceof LedgerRefusal) {
+          last.set(seatKey(ctx.identity), error.refusal);
+          throw RefusalError.from(error.refusal);
+        }
+        throw error;
+      } finally {
+        release();
+      }
+    },
+    view: (ctx) => viewFor(ctx),
+    clock,
     refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
     lastRefusal: (identity) => last.get(seatKey(identity)),
   };

@@ -5,6 +5,7 @@ import { credentialShape } from "../src/teamfile/credentials.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/index.js";
 import type { SeatFiles } from "./seat-files.js";
 import type { SeatGit } from "./seat-git.js";
+import type { SeatLeases } from "./seat-leases.js";
 import type { SeatTrunk } from "./seat-trunk.js";
 import { requestBytes, type SeatPipeline } from "./seat-pipeline.js";
 
@@ -22,6 +23,7 @@ export interface ShimServiceDeps {
   readonly git: SeatGit;
   readonly files: SeatFiles;
   readonly trunk: SeatTrunk;
+  readonly leases: SeatLeases;
 }
 
 /**
@@ -50,7 +52,8 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
           source: authority.id,
         })),
       );
-      return { ...base, capabilities, policySeq: BigInt(ctx.policy.seq) };
+      const leases = await deps.leases.held(identity).catch(() => []);
+      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq) };
     },
     async listRefs(request) {
       return deps.git.listRefs(identity, request.forPush);
@@ -78,6 +81,16 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     },
     async merge(request) {
       return { act: await deps.trunk.merge(identity, request) };
+    },
+    async leaseIssue(request) {
+      const { lease, seq } = await deps.leases.issue(identity, request);
+      return { lease, seq: BigInt(seq) };
+    },
+    async leaseRevoke(request) {
+      return { revoked: await deps.leases.revoke(identity, request) };
+    },
+    async leaseList() {
+      return { leases: await deps.leases.list(identity) };
     },
     async checkpoint(request) {
       const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });

@@ -42,11 +42,13 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
     daemonInstance: reply.daemonInstance,
     policySeq: Number(reply.policySeq),
     capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
+    leases: reply.leases.map(leaseValue),
     lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
   };
   const lines = [
     `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
     ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
+    ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
     value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
   ];
   print(opts.json, value, `${lines.join("\n")}\n`);
@@ -72,6 +74,66 @@ async function fileWrite(path: string, opts: { from?: string; branch?: string; m
 async function checkpoint(note: string, opts: { json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.checkpoint({ requestId: randomUUID(), note }));
   print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
+}
+
+interface LeaseReply {
+  leaseId: string;
+  parent: string;
+  rootGrant: string;
+  issuer: string;
+  holder: string;
+  capability: string;
+  scope: string;
+  issuedUnixMs: bigint;
+  expiresUnixMs: bigint;
+  live: boolean;
+  deadRule: string;
+  deadReason: string;
+}
+
+function leaseValue(l: LeaseReply) {
+  return {
+    leaseId: l.leaseId,
+    parent: l.parent || null,
+    rootGrant: l.rootGrant,
+    issuer: l.issuer,
+    holder: l.holder,
+    capability: l.capability,
+    scope: l.scope,
+    issuedUnixMs: Number(l.issuedUnixMs),
+    expiresUnixMs: Number(l.expiresUnixMs),
+    live: l.live,
+    dead: l.live ? null : { rule: l.deadRule, reason: l.deadReason },
+  };
+}
+
+const showLease = (l: ReturnType<typeof leaseValue>) =>
+  `${l.leaseId}  ${l.capability} ${l.scope}  ${l.issuer} -> ${l.holder}${l.parent ? ` (re-lease of ${l.parent})` : ` (from ${l.rootGrant})`}  ${l.live ? `live until ${new Date(l.expiresUnixMs).toISOString()}` : `not live: ${l.dead?.rule}`}`;
+
+/** "90s", "30m", "2h", "1d" or plain milliseconds: syntax only (the daemon decides the ceiling). */
+function ttlMs(text: string): bigint {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) usage(`--ttl '${text}' is not a duration (e.g. 90s, 30m, 2h, 1d)`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? "ms") as "ms"];
+  return BigInt(m[1] as string) * BigInt(unit);
+}
+
+async function leaseIssue(recipient: string, capability: string, scope: string, opts: { ttl: string; parent?: string; source?: string; json?: boolean }): Promise<void> {
+  const ttl = ttlMs(opts.ttl);
+  const r = await withClient((c) => c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }));
+  const value = r.lease ? leaseValue(r.lease) : null;
+  print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? showLease(value) : ""}\n`);
+}
+
+async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.leaseRevoke({ requestId: randomUUID(), leaseId }));
+  print(opts.json, { revoked: r.revoked }, `revoked: ${r.revoked.join(", ")}\n`);
+}
+
+async function leaseList(opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.leaseList({}));
+  const leases = r.leases.map(leaseValue);
+  print(opts.json, { leases }, leases.length === 0 ? "no lease in this team\n" : `${leases.map(showLease).join("\n")}\n`);
 }
 
 /** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
@@ -158,6 +220,20 @@ function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("merge a gated change into the trunk (the daemon merges in the hub; the pass is consumed)")
     .action(merge);
+  const lease = program.command("lease").description("leases (§7): hand a capability you hold to another seat for a bounded time, recorded");
+  lease
+    .command("issue")
+    .argument("<seat>", "the recipient: another seat of your team")
+    .argument("<capability>", "an operational capability you hold (merge, gate, write, ...)")
+    .argument("<scope>", "'*' for all you may lease, or dimension=value pairs: branch=main,path=src/")
+    .requiredOption("--ttl <duration>", "how long it lasts (e.g. 30m, 2h; within the owner's lease-ttl)")
+    .option("--parent <lease>", "a re-lease: the lease you hold that it attenuates")
+    .option("--source <authority>", "a root lease: the standing grant (or, for leads, envelope entry) it is drawn from")
+    .option("--json", "print one JSON object")
+    .description("issue a lease, decided by the kernel and recorded")
+    .action(leaseIssue);
+  lease.command("revoke").argument("<lease>", "the lease id").option("--json", "print one JSON object").description("revoke a lease you issued or sit above, and every lease below it").action(leaseRevoke);
+  lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);

@@ -2,6 +2,7 @@ import { benchRpc } from "./rpc.js";
 import { benchKernel } from "./kernel.js";
 import { benchLedger } from "./ledger.js";
 import { benchSeat } from "./seat.js";
+import { benchLeases } from "./leases.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -12,6 +13,7 @@ import { meetsTarget, type BenchRow } from "./report.js";
 const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   rpc: benchRpc,
   kernel: benchKernel,
+  leases: benchLeases,
   ledger: benchLedger,
   seat: benchSeat,
 };
@@ -32,6 +34,11 @@ function crossRows(rows: readonly BenchRow[]): BenchRow[] {
   // throughput at 64 in flight (issue 8): group commit, not weaker fsync, pays for it.
   if (echoRate !== undefined && gatedRate !== undefined) {
     out.push({ name: "seat.gated.rate-vs-echo", value: gatedRate / echoRate, unit: "ratio", note: "gated calls/s / bare echo calls/s, 64 in flight", target: { min: 0.5, text: ">= 0.5" } });
+  }
+  const leasedP99 = find("leases.authorize.p99");
+  // With 10,000 live leases in chains of depth 8, the decision still never shows (issue 6).
+  if (echoP50 !== undefined && leasedP99 !== undefined) {
+    out.push({ name: "leases.authorize.p99-vs-echo-p50", value: leasedP99 / echoP50, unit: "ratio", note: "authorize p99 with 10k leases / bare grpc echo p50, same run", target: { max: 0.1, text: "<= 0.1" } });
   }
   if (echoP50 === undefined || authorizeP99 === undefined) return out;
   return [

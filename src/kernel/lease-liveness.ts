@@ -90,14 +90,14 @@ function walk(view: KernelView, id: string, now: number, memo: LivenessMemo, dep
   const lease = view.facts.leases === undefined ? undefined : ownValue(view.facts.leases, id);
   if (lease === undefined) return dead(undefined, refuse("lease.unknown", `lease ${id} is not in the ledger; what cannot be walked is not live`));
   // Read first, so a dead lease still says what it would have covered (authorize names it).
-  const authority = leaseAuthority(policy, lease);
+  const authority = leaseAuthorityOnce(policy, lease);
   const readable = "decision" in authority ? undefined : authority;
   if (depth > 64) return dead(lease, refuse("lease.unknown", `lease ${id}'s chain does not end (a cycle or more than 64 links); not live`), readable);
   if (policy.leads === undefined) return dead(lease, refuse("lease.no-leads", `the team has no leads, so no lease is live (§9); lease ${id} ended with it`), readable);
   if (ownValue(policy.seats, lease.holder) === undefined) return dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable);
   if (lease.holder === policy.leads.seat) return dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable);
   if (now >= lease.expiresAt) return dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable);
-  if ((view.facts.revokedLeases ?? []).includes(id)) return dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable);
+  if (view.facts.revokedLeases !== undefined && revokedSet(view.facts.revokedLeases).has(id)) return dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable);
   if ("decision" in authority) return dead(lease, authority);
   const universe: ScopeUniverse = { declared: policy.declared };
 
@@ -158,11 +158,61 @@ export function heldLeases(view: KernelView, seat: string, capability: Operation
   const deadOnes: Liveness[] = [];
   const leases = view.facts.leases;
   if (leases === undefined) return { live, dead: deadOnes };
-  for (const lease of Object.values(leases)) {
-    if (lease.holder !== seat || lease.capability !== capability) continue;
+  for (const lease of leasesHeldBy(leases, seat)) {
+    if (lease.capability !== capability) continue;
     const l = walkLease(view, lease.id, now, memo);
     if (l.live) live.push(l.authority);
     else deadOnes.push(l);
   }
   return { live, dead: deadOnes };
+}
+
+/**
+ * Indexes over the facts, memoized by the (frozen, immutable) facts object itself: the leases
+ * by holder, and the revoked ids as a set. A decision reads only the requesting seat's leases
+ * and walks their chains, so with 10,000 leases in the team it does not scan all of them per
+ * request. Pure: an index is a function of its key, which never changes (facts are frozen),
+ * and a WeakMap holds nothing alive — no clock, no I/O, the same answer for the same input.
+ */
+const byHolderIndex = new WeakMap<object, ReadonlyMap<string, readonly LeaseFact[]>>();
+const revokedIndex = new WeakMap<object, ReadonlySet<string>>();
+
+export function leasesHeldBy(leases: Readonly<Record<string, LeaseFact>>, holder: string): readonly LeaseFact[] {
+  let index = byHolderIndex.get(leases);
+  if (index === undefined || !Object.isFrozen(leases)) {
+    const built = new Map<string, LeaseFact[]>();
+    for (const lease of Object.values(leases)) {
+      const list = built.get(lease.holder);
+      if (list === undefined) built.set(lease.holder, [lease]);
+      else list.push(lease);
+    }
+    index = built;
+    // Only a frozen record can be indexed once: an unfrozen one may change under the index.
+    if (Object.isFrozen(leases)) byHolderIndex.set(leases, index);
+  }
+  return index.get(holder) ?? [];
+}
+
+function revokedSet(revoked: readonly string[]): ReadonlySet<string> {
+  let set = revokedIndex.get(revoked);
+  if (set === undefined) {
+    set = new Set(revoked);
+    if (Object.isFrozen(revoked)) revokedIndex.set(revoked, set);
+  }
+  return set;
+}
+
+/**
+ * `leaseAuthority` memoized per (lease, policy): reading a lease's scope against the declared
+ * sets is a function of the two frozen values alone, and a decision walks every lease the
+ * seat holds — reading each scope once per policy rather than once per request.
+ */
+const authorityIndex = new WeakMap<object, { readonly policy: Policy; readonly read: Authority | Refusal }>();
+function leaseAuthorityOnce(policy: Policy, lease: LeaseFact): Authority | Refusal {
+  if (!Object.isFrozen(lease) || !Object.isFrozen(policy)) return leaseAuthority(policy, lease);
+  const hit = authorityIndex.get(lease);
+  if (hit !== undefined && hit.policy === policy) return hit.read;
+  const read = leaseAuthority(policy, lease);
+  authorityIndex.set(lease, { policy, read });
+  return read;
 }

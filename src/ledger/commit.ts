@@ -112,10 +112,13 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
       results[i] = LedgerRefusal.of(refusal);
       continue;
     }
-    const prev = built.length > 0 ? (built[built.length - 1] as { walked: WalkedRecord }).walked.hash : base.hash;
-    const { row, walked } = buildRecord(item, base.seq + 1 + built.length, prev, time);
-    if (item.once) onceInBatch.set(item.once.key, row.seq);
-    built.push({ index: i, row, walked });
+    // The record, then its companions, in one transaction: all of them commit or none.
+    for (const [k, part] of [item, ...(item.companions ?? [])].entries()) {
+      const prev = built.length > 0 ? (built[built.length - 1] as { walked: WalkedRecord }).walked.hash : base.hash;
+      const { row, walked } = buildRecord(part, base.seq + 1 + built.length, prev, time);
+      if (k === 0 && item.once) onceInBatch.set(item.once.key, row.seq);
+      built.push({ index: k === 0 ? i : -1, row, walked });
+    }
   }
 
   if (built.length > 0) {
@@ -134,7 +137,7 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     // Durable from here: every caller of this batch is answered with its record.
     const head: Head = { seq: last.row.seq, hash: last.walked.hash, timeUnixMs: time };
     ctx.committed({ seq: last.row.seq, hash: last.walked.hash }, head, built.map((b) => b.walked), built.map((b) => b.row));
-    for (const b of built) results[b.index] = { seq: b.row.seq, hash: b.walked.hash, timeUnixMs: time, replayed: false };
+    for (const b of built) if (b.index >= 0) results[b.index] = { seq: b.row.seq, hash: b.walked.hash, timeUnixMs: time, replayed: false };
     // The head file is written beside the next batches (head-writer.ts); each caller is
     // answered only once a head naming its record is durable (ledger.ts `commit`).
     ctx.writeHead(head);

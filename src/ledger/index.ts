@@ -38,6 +38,7 @@ export { ledgerPaths, type LedgerPaths } from "./paths.js";
 export { describeStored, type LedgerEntry } from "./entry.js";
 export type { SubmitRequest, SubmitReply, Effect, EffectResult, TargetInit } from "./dispatch.js";
 export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState, type TeamState } from "./view.js";
+export { createLeaseProjector, leaseDraft, leaseFactOf, leasePayload, leaseRevocationDraft, LEASE_ISSUE_ACTION, LEASE_REVOKE_ACTION, type LeaseFactsOfTeam, type LeaseProjector } from "./lease-records.js";
 export { createTrunkProjector, type CommitAuthor, type TrunkQuery, type TrunkFactsView, type TrunkProjector } from "./trunk-facts.js";
 export {
   recordTypeName,

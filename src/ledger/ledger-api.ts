@@ -77,8 +77,16 @@ export interface Ledger {
   guard(team: string): Refusal | undefined;
   isRevoked(subject: RevocationSubject, subjectId: string): boolean;
   append(draft: RecordDraft): Promise<AppendedRecord>;
-  /** An owner-signed act (grant, policy, lease, agreement...); a replay returns the first record. */
-  appendOwnerAct(act: Uint8Array): Promise<AppendedRecord>;
+  /** Several records in one transaction: all commit or none (a revocation and those below it). Answers the first. */
+  appendBatch(drafts: readonly RecordDraft[]): Promise<AppendedRecord>;
+  /**
+   * An owner-signed act (grant, policy, lease, agreement...); a replay returns the first
+   * record. `companions` commit with it in the same transaction or not at all (the cascade
+   * of lease revocations a policy change makes, §7); a replay appends none again.
+   */
+  appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[]): Promise<AppendedRecord>;
+  /** The subjects ("<RevocationSubject>:<id>") of every revocation flag: in force before, and without, the store. */
+  revocationFlags(): readonly string[];
   submit(request: SubmitRequest, effect: Effect): Promise<SubmitReply>;
   stop(act: Uint8Array): Promise<FlagReply>;
   revoke(act: Uint8Array): Promise<FlagReply>;

@@ -322,7 +322,17 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER) throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
       return enqueue(daemonRecord(draft));
     },
-    appendOwnerAct: ownerActs.append,
+    async appendBatch(drafts) {
+      const [first, ...rest] = drafts;
+      if (first === undefined) throw new Error("an empty batch");
+      for (const draft of drafts) {
+        if (OWNER_ONLY_TYPES.has(draft.type)) throw new Error(`a ${RecordType[draft.type]} record has its own entry point`);
+        if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER) throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
+      }
+      return enqueue({ ...daemonRecord(first), companions: rest.map(daemonRecord) });
+    },
+    appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
+    revocationFlags: () => flags.read().flags.flatMap((f) => (f.kind === "revocation" && f.subject !== undefined ? [f.subject] : [])),
     async submit(request, effect) {
       if (state.status === "unavailable") await maybeReopen();
       return dispatcher.submit(request, effect);

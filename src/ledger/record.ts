@@ -40,6 +40,11 @@ export interface PendingRecord {
   readonly once?: { readonly key: string; readonly recorded: (view: LedgerView) => number | undefined };
   /** Re-checked at commit time, against the view as of the previous batch. */
   readonly check?: (view: LedgerView) => Refusal | undefined;
+  /**
+   * Records that commit right after this one in the same transaction, or not at all (a
+   * change and its cascade of revocations, §7): one atomic batch, never torn by a crash.
+   */
+  readonly companions?: readonly PendingRecord[];
 }
 
 export function daemonRecord(draft: RecordDraft): PendingRecord {
@@ -57,7 +62,7 @@ export function daemonRecord(draft: RecordDraft): PendingRecord {
   };
 }
 
-export function ownerRecord(act: CheckedOwnerAct, extra: Partial<Pick<PendingRecord, "flag" | "reconcilesHead" | "check">> = {}): PendingRecord {
+export function ownerRecord(act: CheckedOwnerAct, extra: Partial<Pick<PendingRecord, "flag" | "reconcilesHead" | "check" | "companions">> = {}): PendingRecord {
   return {
     type: act.proposal.type,
     team: act.proposal.team,

@@ -10,6 +10,7 @@ import {
 import { encodeProposal, principalKey, proposalOf, sha256, toHex, toSafeNumber } from "./codec.js";
 import type { WalkedRecord } from "./chain-walk.js";
 import { createTrunkProjector, type TrunkFactsView } from "./trunk-facts.js";
+import { createLeaseProjector, type LeaseFactsOfTeam } from "./lease-records.js";
 
 /**
  * The view: the projection of the records into what the kernel decides with (policy in force,
@@ -98,6 +99,8 @@ export interface LedgerView extends TrunkFactsView {
   stopCleared(flagId: string): boolean;
   revoked(subjectKey: string): number | undefined;
   lease(leaseId: string): LeaseState | undefined;
+  /** The team's lease records and revoked lease ids, as the kernel reads them (lease-records.ts). */
+  leaseFacts(team: string): LeaseFactsOfTeam;
   request(principal: string, requestId: string): RequestState | undefined;
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
@@ -176,6 +179,7 @@ export function createView(): ViewProjector {
   const voids = new Map<string, number[]>();
   const ownerActs = new Map<string, number>();
   const trunk = createTrunkProjector();
+  const leaseFacts = createLeaseProjector();
 
   const update = (seq: number, patch: Partial<RequestState>): RequestState | undefined => {
     const key = intents.get(seq);
@@ -196,6 +200,7 @@ export function createView(): ViewProjector {
     const { seq, header, payload } = record;
     lastSeq = seq;
     trunk.apply(record);
+    leaseFacts.apply(record);
     const team = header.team;
     const detail = payload.detail;
     if (header.signer?.kind === PrincipalKind.OWNER && header.signature) {
@@ -327,6 +332,7 @@ export function createView(): ViewProjector {
     stopCleared: (id) => clearedStops.has(id),
     revoked: (subject) => revocations.get(subject),
     lease: (id) => leases.get(id),
+    leaseFacts: (team) => leaseFacts.leaseFacts(team),
     request: (principal, requestId) => requests.get(requestKey(principal, requestId)),
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),

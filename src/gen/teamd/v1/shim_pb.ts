@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAky/wUKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAki5wEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiJQoIUmVmRW50cnkSDAoEbmFtZRgBIAEoCRILCgNvaWQYAiABKAkiIwoPTGlzdFJlZnNSZXF1ZXN0EhAKCGZvcl9wdXNoGAEgASgIIkIKEExpc3RSZWZzUmVzcG9uc2USIAoEcmVmcxgBIAMoCzISLnRlYW1kLnYxLlJlZkVudHJ5EgwKBGhlYWQYAiABKAkiLAoMRmV0Y2hSZXF1ZXN0Eg0KBXdhbnRzGAEgAygJEg0KBWhhdmVzGAIgAygJIh0KDUZldGNoUmVzcG9uc2USDAoEZGF0YRgBIAEoDCJJCglSZWZVcGRhdGUSCwoDcmVmGAEgASgJEg8KB29sZF9vaWQYAiABKAkSDwoHbmV3X29pZBgDIAEoCRINCgVmb3JjZRgEIAEoCCJaCgpQdXNoSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSJAoHdXBkYXRlcxgCIAMoCzITLnRlYW1kLnYxLlJlZlVwZGF0ZRISCgpwYWNrX2J5dGVzGAMgASgEIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiMAoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCSJmChBGaWxlV3JpdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKAAgoKTGVhc2VFbnRyeRIQCghsZWFzZV9pZBgBIAEoCRIOCgZwYXJlbnQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIOCgZpc3N1ZXIYBCABKAkSDgoGaG9sZGVyGAUgASgJEhIKCmNhcGFiaWxpdHkYBiABKAkSDQoFc2NvcGUYByABKAkSEgoKc2NvcGVfanNvbhgIIAEoCRIWCg5pc3N1ZWRfdW5peF9tcxgJIAEoBBIXCg9leHBpcmVzX3VuaXhfbXMYCiABKAQSDAoEbGl2ZRgLIAEoCBIRCglkZWFkX3J1bGUYDCABKAkSEwoLZGVhZF9yZWFzb24YDSABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiRgoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeTLaBwoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkEKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZRJECglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVhbWQudjEuQ2hlY2twb2ludFJlc3BvbnNlEjsKBlJldmlldxIXLnRlYW1kLnYxLlJldmlld1JlcXVlc3QaGC50ZWFtZC52MS5SZXZpZXdSZXNwb25zZRI1CgRHYXRlEhUudGVhbWQudjEuR2F0ZVJlcXVlc3QaFi50ZWFtZC52MS5HYXRlUmVzcG9uc2USOAoFTWVyZ2USFi50ZWFtZC52MS5NZXJnZVJlcXVlc3QaFy50ZWFtZC52MS5NZXJnZVJlc3BvbnNlEkcKCkxlYXNlSXNzdWUSGy50ZWFtZC52MS5MZWFzZUlzc3VlUmVxdWVzdBocLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXNwb25zZRJKCgtMZWFzZVJldm9rZRIcLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVxdWVzdBodLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVzcG9uc2USRAoJTGVhc2VMaXN0EhoudGVhbWQudjEuTGVhc2VMaXN0UmVxdWVzdBobLnRlYW1kLnYxLkxlYXNlTGlzdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -143,6 +143,13 @@ export type WhoAmIResponse = Message<"teamd.v1.WhoAmIResponse"> & {
    * @generated from field: uint64 policy_seq = 7;
    */
   policySeq: bigint;
+
+  /**
+   * The live leases the seat holds (§10: a seat holds its list and its live leases).
+   *
+   * @generated from field: repeated teamd.v1.LeaseEntry leases = 8;
+   */
+  leases: LeaseEntry[];
 };
 
 /**
@@ -841,6 +848,245 @@ export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 29);
 
 /**
+ * One lease record (§7) as the ledger holds it, with its liveness walked now.
+ *
+ * @generated from message teamd.v1.LeaseEntry
+ */
+export type LeaseEntry = Message<"teamd.v1.LeaseEntry"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * The held lease a re-lease attenuates ("" for a root lease).
+   *
+   * @generated from field: string parent = 2;
+   */
+  parent: string;
+
+  /**
+   * The originating authority: a standing grant id or a leads envelope entry.
+   *
+   * @generated from field: string root_grant = 3;
+   */
+  rootGrant: string;
+
+  /**
+   * @generated from field: string issuer = 4;
+   */
+  issuer: string;
+
+  /**
+   * @generated from field: string holder = 5;
+   */
+  holder: string;
+
+  /**
+   * @generated from field: string capability = 6;
+   */
+  capability: string;
+
+  /**
+   * For reading: "branch: main; path: src/" or "unconstrained".
+   *
+   * @generated from field: string scope = 7;
+   */
+  scope: string;
+
+  /**
+   * The scope as the record writes it (canonical JSON of dimension -> "*" or values).
+   *
+   * @generated from field: string scope_json = 8;
+   */
+  scopeJson: string;
+
+  /**
+   * @generated from field: uint64 issued_unix_ms = 9;
+   */
+  issuedUnixMs: bigint;
+
+  /**
+   * @generated from field: uint64 expires_unix_ms = 10;
+   */
+  expiresUnixMs: bigint;
+
+  /**
+   * @generated from field: bool live = 11;
+   */
+  live: boolean;
+
+  /**
+   * Why it is not live (the rule and reason of the chain walk); "" when live.
+   *
+   * @generated from field: string dead_rule = 12;
+   */
+  deadRule: string;
+
+  /**
+   * @generated from field: string dead_reason = 13;
+   */
+  deadReason: string;
+};
+
+/**
+ * Describes the message teamd.v1.LeaseEntry.
+ * Use `create(LeaseEntrySchema)` to create a new message.
+ */
+export const LeaseEntrySchema: GenMessage<LeaseEntry> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 30);
+
+/**
+ * @generated from message teamd.v1.LeaseIssueRequest
+ */
+export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The recipient seat (a member of the same team).
+   *
+   * @generated from field: string recipient = 2;
+   */
+  recipient: string;
+
+  /**
+   * @generated from field: string capability = 3;
+   */
+  capability: string;
+
+  /**
+   * "*" (unconstrained), or dimension=value pairs joined by commas: "branch=main,path=src/".
+   *
+   * @generated from field: string scope = 4;
+   */
+  scope: string;
+
+  /**
+   * The lease's lifetime from now, in milliseconds (within the ceiling's lease-ttl).
+   *
+   * @generated from field: uint64 ttl_ms = 5;
+   */
+  ttlMs: bigint;
+
+  /**
+   * A re-lease: the held lease it attenuates.
+   *
+   * @generated from field: string parent = 6;
+   */
+  parent: string;
+
+  /**
+   * A root lease: the authority id it is drawn from ("" = the one the daemon finds).
+   *
+   * @generated from field: string source = 7;
+   */
+  source: string;
+};
+
+/**
+ * Describes the message teamd.v1.LeaseIssueRequest.
+ * Use `create(LeaseIssueRequestSchema)` to create a new message.
+ */
+export const LeaseIssueRequestSchema: GenMessage<LeaseIssueRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 31);
+
+/**
+ * @generated from message teamd.v1.LeaseIssueResponse
+ */
+export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
+  /**
+   * @generated from field: teamd.v1.LeaseEntry lease = 1;
+   */
+  lease?: LeaseEntry | undefined;
+
+  /**
+   * @generated from field: uint64 seq = 2;
+   */
+  seq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.LeaseIssueResponse.
+ * Use `create(LeaseIssueResponseSchema)` to create a new message.
+ */
+export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 32);
+
+/**
+ * @generated from message teamd.v1.LeaseRevokeRequest
+ */
+export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string lease_id = 2;
+   */
+  leaseId: string;
+};
+
+/**
+ * Describes the message teamd.v1.LeaseRevokeRequest.
+ * Use `create(LeaseRevokeRequestSchema)` to create a new message.
+ */
+export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 33);
+
+/**
+ * @generated from message teamd.v1.LeaseRevokeResponse
+ */
+export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
+  /**
+   * Every lease the revocation ended: the named one and every lease below it.
+   *
+   * @generated from field: repeated string revoked = 1;
+   */
+  revoked: string[];
+};
+
+/**
+ * Describes the message teamd.v1.LeaseRevokeResponse.
+ * Use `create(LeaseRevokeResponseSchema)` to create a new message.
+ */
+export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 34);
+
+/**
+ * @generated from message teamd.v1.LeaseListRequest
+ */
+export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
+};
+
+/**
+ * Describes the message teamd.v1.LeaseListRequest.
+ * Use `create(LeaseListRequestSchema)` to create a new message.
+ */
+export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 35);
+
+/**
+ * @generated from message teamd.v1.LeaseListResponse
+ */
+export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.LeaseEntry leases = 1;
+   */
+  leases: LeaseEntry[];
+};
+
+/**
+ * Describes the message teamd.v1.LeaseListResponse.
+ * Use `create(LeaseListResponseSchema)` to create a new message.
+ */
+export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 36);
+
+/**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
  * the caller's identity is the socket the call arrived on, never a field of a message.
  *
@@ -966,6 +1212,34 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof MergeRequestSchema;
     output: typeof MergeResponseSchema;
+  },
+  /**
+   * Leases (§7): issue one to another seat (a root lease from a standing grant the seat
+   * holds or, for leads, from the envelope; a re-lease of a lease it holds), revoke one it
+   * issued or sits above, list the team's. Each is decided by the kernel and recorded.
+   *
+   * @generated from rpc teamd.v1.ShimService.LeaseIssue
+   */
+  leaseIssue: {
+    methodKind: "unary";
+    input: typeof LeaseIssueRequestSchema;
+    output: typeof LeaseIssueResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.LeaseRevoke
+   */
+  leaseRevoke: {
+    methodKind: "unary";
+    input: typeof LeaseRevokeRequestSchema;
+    output: typeof LeaseRevokeResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.LeaseList
+   */
+  leaseList: {
+    methodKind: "unary";
+    input: typeof LeaseListRequestSchema;
+    output: typeof LeaseListResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_shim, 0);
