@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type LoadResult, loadTeamFileData, loadTeamFileText } from "../../src/teamfile/index.js";
-import { effectReservedReason } from "../../src/kernel/index.js";
+import { diffPolicies, effectReservedReason } from "../../src/kernel/index.js";
 
 /** The owner's deploy command per environment (§3, §10): its shape, its errors, its pins. */
 const HEAD = "version: 1\nteam: web\ndeclare:\n  envs: [staging, prod]\n";
@@ -57,6 +57,17 @@ describe("deploy commands in the team file", () => {
     const restored = loaded(loadTeamFileData(JSON.parse(applied.canonical), { startFileHashes: applied.startFiles, readStartFile: bytes("v2") }));
     expect(restored.canonical).toBe(applied.canonical);
     expect(restored.policy.deploys).toEqual(applied.policy.deploys);
+  });
+
+  it("shows the owner a deploy command added, removed or re-pinned when the policy is applied", () => {
+    const none = loaded(loadTeamFileText(HEAD));
+    const v1 = loaded(loadTeamFileText(DEPLOY, { readStartFile: bytes("v1") }));
+    const v2 = loaded(loadTeamFileText(DEPLOY, { readStartFile: bytes("v2") }));
+    expect(diffPolicies(none.policy, v1.policy).team).toEqual(["deploy command added: staging"]);
+    expect(diffPolicies(v1.policy, none.policy).team).toEqual(["deploy command removed: staging"]);
+    const repinned = diffPolicies(v1.policy, v2.policy);
+    expect(repinned.unchanged).toBe(false);
+    expect(repinned.team).toEqual([`deploy command changed: staging (${v1.policy.deploys?.staging?.hash} -> ${v2.policy.deploys?.staging?.hash})`]);
   });
 
   const refusals: { description: string; yaml: string; rule: string; line: number; fix: RegExp }[] = [
