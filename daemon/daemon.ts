@@ -16,6 +16,7 @@ import { createSeatPipeline } from "./seat-pipeline.js";
 import { createSeatGit } from "./seat-git.js";
 import { createSeatFiles } from "./seat-files.js";
 import { createSeatTrunk } from "./seat-trunk.js";
+import { createSeatDeploy } from "./seat-deploy.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
 
@@ -30,6 +31,8 @@ export interface DaemonOptions {
   readonly failPrepareAt?: string;
   /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
   readonly crashAfterMerge?: boolean;
+  /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): SIGKILL the daemon once a deploy's intent is durable, before its command runs. */
+  readonly crashInDeploy?: boolean;
 }
 
 export interface Daemon {
@@ -68,6 +71,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     git: createSeatGit({ home, pipeline, runs }),
     files: createSeatFiles({ home, pipeline }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    deploy: createSeatDeploy({ pipeline, runs, home: home.root, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>

@@ -6,6 +6,7 @@ import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../src/rpc/in
 import type { SeatFiles } from "./seat-files.js";
 import type { SeatGit } from "./seat-git.js";
 import type { SeatTrunk } from "./seat-trunk.js";
+import type { SeatDeploy } from "./seat-deploy.js";
 import { requestBytes, type SeatPipeline } from "./seat-pipeline.js";
 
 /** A checkpoint note is a handoff, not a document. */
@@ -22,6 +23,7 @@ export interface ShimServiceDeps {
   readonly git: SeatGit;
   readonly files: SeatFiles;
   readonly trunk: SeatTrunk;
+  readonly deploy: SeatDeploy;
 }
 
 /**
@@ -78,6 +80,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     },
     async merge(request) {
       return { act: await deps.trunk.merge(identity, request) };
+    },
+    async deploy(request) {
+      return deps.deploy.deploy(identity, request);
     },
     async checkpoint(request) {
       const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });

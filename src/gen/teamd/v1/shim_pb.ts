@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAky/wUKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkiwQEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIjAKEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkiZgoQRmlsZVdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAkiVgoNRGVwbG95UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA2VudhgCIAEoCRIQCghhcnRpZmFjdBgDIAEoCRISCgphc19hY2NvdW50GAQgASgJImYKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkyvAYKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJBCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2USRAoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRI7CgZEZXBsb3kSFy50ZWFtZC52MS5EZXBsb3lSZXF1ZXN0GhgudGVhbWQudjEuRGVwbG95UmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -841,6 +841,84 @@ export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 29);
 
 /**
+ * @generated from message teamd.v1.DeployRequest
+ */
+export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * A declared environment of the team file.
+   *
+   * @generated from field: string env = 2;
+   */
+  env: string;
+
+  /**
+   * The commit to ship (hex id); empty: the trunk's head.
+   *
+   * @generated from field: string artifact = 3;
+   */
+  artifact: string;
+
+  /**
+   * The owner's account the deploy would run under (act-as). Refused until the secret
+   * broker exists: teamd never acts under the owner's identity without it.
+   *
+   * @generated from field: string as_account = 4;
+   */
+  asAccount: string;
+};
+
+/**
+ * Describes the message teamd.v1.DeployRequest.
+ * Use `create(DeployRequestSchema)` to create a new message.
+ */
+export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 30);
+
+/**
+ * @generated from message teamd.v1.DeployResponse
+ */
+export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
+  /**
+   * effect_id, records, base, head and tree of the artifact; commit is the artifact.
+   *
+   * @generated from field: teamd.v1.TrunkAct act = 1;
+   */
+  act?: TrunkAct | undefined;
+
+  /**
+   * @generated from field: string env = 2;
+   */
+  env: string;
+
+  /**
+   * The command's exit status (0: done).
+   *
+   * @generated from field: int32 exit_code = 3;
+   */
+  exitCode: number;
+
+  /**
+   * The last bytes of the command's output, for the seat only: never recorded. Empty on a
+   * retry answered from the record.
+   *
+   * @generated from field: string output_tail = 4;
+   */
+  outputTail: string;
+};
+
+/**
+ * Describes the message teamd.v1.DeployResponse.
+ * Use `create(DeployResponseSchema)` to create a new message.
+ */
+export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 31);
+
+/**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
  * the caller's identity is the socket the call arrived on, never a field of a message.
  *
@@ -966,6 +1044,18 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof MergeRequestSchema;
     output: typeof MergeResponseSchema;
+  },
+  /**
+   * Deploy (§3, §10, §15): run the owner's hash-pinned command for an environment, outside
+   * the sandbox, on a gated artifact the trunk holds. The daemon computes the artifact's
+   * effect id from the hub; a failed deploy voids the artifact's pass in every environment.
+   *
+   * @generated from rpc teamd.v1.ShimService.Deploy
+   */
+  deploy: {
+    methodKind: "unary";
+    input: typeof DeployRequestSchema;
+    output: typeof DeployResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_shim, 0);
