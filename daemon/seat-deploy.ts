@@ -89,7 +89,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   }
 
   /** A request id this seat used before answers with what was recorded, and never runs the command again (§15). */
-  async function recorded(ctx: SeatContext, requestId: string, env: string): Promise<DeployReply | undefined> {
+  async function recorded(ctx: SeatContext, requestId: string, env: string, artifact: string): Promise<DeployReply | undefined> {
     const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
     if (state === undefined) return undefined;
     const [intent] = ctx.ledger.entries(state.intentSeq, 1);
@@ -97,8 +97,9 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), "deploy");
     }
     const field = (key: string) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "";
-    if (field("env") !== env) {
-      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} deployed to ${field("env")} (intent ${state.intentSeq}); a retry must be byte-identical`), "deploy");
+    // The first request named its env and perhaps an artifact (else the trunk's head then): a retry names the same.
+    if (field("env") !== env || (artifact !== "" && !field("artifact").startsWith(artifact))) {
+      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} deployed ${field("artifact")} to ${field("env")} (intent ${state.intentSeq}); a retry must be byte-identical`), "deploy");
     }
     const resolvedDone = state.resolution?.decision === "resolved-done" || state.resolution?.decision === "accept-done";
     if ((state.status === "pending" || state.status === "unknown") && state.resolution === undefined) {
@@ -224,7 +225,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     // Read again after waiting its turn: the policy in force may have changed meanwhile.
     const ctx = await deps.pipeline.context(identity, "deploy");
     const env = request.env;
-    const again = await recorded(ctx, request.requestId, env);
+    const again = await recorded(ctx, request.requestId, env, request.artifact);
     if (again !== undefined) return again;
 
     const { summary, trunk, effectId } = await artifactOf(ctx, request.artifact);
