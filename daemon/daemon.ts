@@ -181,6 +181,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       try {
         for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
         // Merges a crash left unknown: ask the hub, and record what it says (§15).
+        // A deploy a crash interrupted left its folder; its outcome is the ledger's business (unknown).
+        for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
         if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
         for (const seat of options.seats ?? []) await openSeat(seat);
       } catch (error) {

@@ -1,4 +1,4 @@
-import { lstat, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
@@ -40,6 +40,8 @@ export type DeployReply = MessageInitShape<typeof DeployResponseSchema>;
 
 export interface SeatDeploy {
   deploy(identity: SeatIdentity, request: { requestId: string; env: string; artifact: string; asAccount: string }): Promise<DeployReply>;
+  /** At daemon start, before any deploy: remove the folders a daemon that died mid-deploy left; returns their names. */
+  sweep(): Promise<string[]>;
 }
 
 export interface SeatDeployDeps {
@@ -210,6 +212,12 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   }
 
   return {
+    async sweep() {
+      const root = join(deps.home, "deploys");
+      const left = await readdir(root).catch(() => [] as string[]);
+      for (const name of left) await rm(join(root, name), { recursive: true, force: true });
+      return left;
+    },
     async deploy(identity, request) {
       const ctx = await deps.pipeline.context(identity, "deploy");
       const env = request.env;
