@@ -203,6 +203,20 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     }
   });
 
+  it("refuses a merge touching the pinned deploy script (reserved.object), even one the owner put on a seat branch", async () => {
+    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: repo, encoding: "utf8" });
+    git("checkout", "-q", "-b", "evil", "main");
+    git("pull", "-q", "--ff-only", "teamd", "main");
+    writeFileSync(join(repo, "deploy/ship.sh"), `${SHIP}touch "$DEPLOY_OUT/evil"\n`);
+    git("commit", "-qam", "ship more");
+    git("push", "-q", "teamd", "evil:seat/exec/evil");
+    git("checkout", "-q", "main");
+    writeFileSync(join(repo, "deploy/ship.sh"), SHIP);
+    const trunk = hubGit("rev-parse", "refs/heads/main");
+    await refused(shim("mrg", "merge", "seat/exec/evil"), "reserved.object");
+    expect(hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
+  }, 120_000);
+
   it("a failed deploy (non-zero exit) is a refused outcome that voids the pass: a second env is refused (pass.voided)", async () => {
     const merged = await gatedMerge("failing", "src/FAIL", "fail\\n");
     const failed = await refused(shim("dep", "deploy", "staging"), "deploy.failed");
@@ -227,7 +241,10 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     await expect(rpcDeploy("deploy-crash-1", "prod")).rejects.toThrow();
     expect(existsSync(join(out, "prod.artifact"))).toBe(false);
 
+    // The killed daemon left its prepared deploy folder; the next one removes it at start.
+    expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).not.toBe("");
     daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, daemonEnv());
+    expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).toBe("");
     expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
     let log = await records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
