@@ -17,6 +17,7 @@ import { createSeatPipeline } from "./seat-pipeline.js";
 import { createSeatGit } from "./seat-git.js";
 import { createSeatFiles } from "./seat-files.js";
 import { createSeatTrunk } from "./seat-trunk.js";
+import { createSeatDeploy } from "./seat-deploy.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
 
@@ -31,6 +32,8 @@ export interface DaemonOptions {
   readonly failPrepareAt?: string;
   /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
   readonly crashAfterMerge?: boolean;
+  /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): SIGKILL the daemon once a deploy's intent is durable, before its command runs. */
+  readonly crashInDeploy?: boolean;
 }
 
 export interface Daemon {
@@ -70,6 +73,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     files: createSeatFiles({ home, pipeline }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases(pipeline),
+    deploy: createSeatDeploy({ pipeline, runs, home: home.root, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>
@@ -179,6 +183,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       try {
         for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
         // Merges a crash left unknown: ask the hub, and record what it says (§15).
+        // A deploy a crash interrupted left its folder; its outcome is the ledger's business (unknown).
+        for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
         if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
         for (const seat of options.seats ?? []) await openSeat(seat);
       } catch (error) {

@@ -50,8 +50,8 @@ export interface SeatPipeline {
    * under the lock before the intent — so they are not read twice.
    */
   context(identity: SeatIdentity, action: string, options?: ContextOptions): Promise<SeatContext>;
-  /** Step 3 without an intent (a read): allow, or a recorded refusal thrown. */
-  decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string): Promise<Allow>;
+  /** Step 3 without an intent (a read, or a check before an effect is prepared): allow, or a recorded refusal thrown. */
+  decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string, facts?: KernelFacts): Promise<Allow>;
   /**
    * Steps 3–6 for one gated act: decide and append the intent under the machine's one lock,
    * then run the effect. `request` undefined: an act no capability governs (moving a ref in
@@ -157,8 +157,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
   return {
     context,
-    async decide(ctx, request, action) {
-      const decision = authorizeFor(ctx, request);
+    async decide(ctx, request, action, facts) {
+      const decision = authorizeFor(ctx, request, facts);
       if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action);
       return decision;
     },

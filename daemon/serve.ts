@@ -17,7 +17,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
-  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}) });
+  const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
+  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}) });
   await daemon.start();
 
   let stopping = false;

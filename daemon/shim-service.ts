@@ -7,6 +7,7 @@ import type { SeatFiles } from "./seat-files.js";
 import type { SeatGit } from "./seat-git.js";
 import type { SeatLeases } from "./seat-leases.js";
 import type { SeatTrunk } from "./seat-trunk.js";
+import type { SeatDeploy } from "./seat-deploy.js";
 import { requestBytes, type SeatPipeline } from "./seat-pipeline.js";
 
 /** A checkpoint note is a handoff, not a document. */
@@ -24,6 +25,7 @@ export interface ShimServiceDeps {
   readonly files: SeatFiles;
   readonly trunk: SeatTrunk;
   readonly leases: SeatLeases;
+  readonly deploy: SeatDeploy;
 }
 
 /**
@@ -91,6 +93,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     },
     async leaseList() {
       return { leases: await deps.leases.list(identity) };
+    },
+    async deploy(request) {
+      return deps.deploy.deploy(identity, request);
     },
     async checkpoint(request) {
       const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });

@@ -19,6 +19,13 @@ declare:
   branches: [main]
   labs: [anthropic]
 
+# Deploy commands: per environment in declare.envs, the argv teamd runs (outside every
+# sandbox, on a gated artifact) and the files it pins by hash. For example:
+# deploy:
+#   staging:
+#     command: [sh, deploy/ship.sh]
+#     files: [deploy/ship.sh]
+
 # Seats: one agent each. Built-in role templates: observer, diagnostician, planner, executor,
 # verifier, operator, coordinator (docs/team-file.md says what each holds).
 seats:

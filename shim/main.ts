@@ -19,12 +19,12 @@ function socketPath(): string {
   return process.env.TEAMD_SOCKET || DEFAULT_SOCKET;
 }
 
-function client() {
-  return createRpcClient(ShimService, socketPath(), { deadlineMs: 30_000 });
+function client(deadlineMs = 30_000) {
+  return createRpcClient(ShimService, socketPath(), { deadlineMs });
 }
 
-async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>): Promise<T> {
-  const c = client();
+async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number): Promise<T> {
+  const c = client(deadlineMs);
   try {
     return await use(c);
   } finally {
@@ -169,6 +169,18 @@ async function merge(branch: string, opts: { into?: string; json?: boolean }): P
   printTrunk("merge", reply, opts.json);
 }
 
+async function deploy(env: string, opts: { artifact?: string; as?: string; json?: boolean }): Promise<void> {
+  // The daemon gives the command 15 minutes; the call waits a little longer for its outcome.
+  const reply = await withClient((c) => c.deploy({ requestId: randomUUID(), env, artifact: opts.artifact ?? "", asAccount: opts.as ?? "" }), 16 * 60_000);
+  const act = reply.act;
+  if (opts.json) {
+    print(true, { env: reply.env, artifact: act?.commit ?? "", effectId: act?.effectId ?? "", intentSeq: Number(act?.intentSeq ?? 0), outcomeSeq: Number(act?.outcomeSeq ?? 0), tree: act?.tree ?? "", exitCode: reply.exitCode, outputTail: reply.outputTail }, "");
+    return;
+  }
+  if (reply.outputTail !== "") process.stdout.write(reply.outputTail.endsWith("\n") ? reply.outputTail : `${reply.outputTail}\n`);
+  process.stdout.write(`deployed ${act?.commit} to ${reply.env} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
+}
+
 async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -234,6 +246,14 @@ function buildProgram(): Command {
     .action(leaseIssue);
   lease.command("revoke").argument("<lease>", "the lease id").option("--json", "print one JSON object").description("revoke a lease you issued or sit above, and every lease below it").action(leaseRevoke);
   lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
+  program
+    .command("deploy")
+    .argument("<env>", "a declared environment with an owner-declared deploy command")
+    .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")
+    .option("--as <account>", "run under the owner's account (act-as): refused until the secret broker exists")
+    .option("--json", "print one JSON object")
+    .description("run the owner's hash-pinned deploy command for <env> on a gated artifact (outside the sandbox; a failure voids the pass)")
+    .action(deploy);
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);

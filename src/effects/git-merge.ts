@@ -175,7 +175,7 @@ async function mergeTree(hubDir: string, trunkRef: string, branchRef: string, ba
 }
 
 /** `diff-tree --name-status -z`: a status (R and C with a score, and two paths), then its paths. */
-function parseNameStatus(stdout: Buffer): string[] {
+export function parseNameStatus(stdout: Buffer): string[] {
   const tokens = splitNul(stdout);
   const paths = new Set<string>();
   for (let i = 0; i < tokens.length; ) {

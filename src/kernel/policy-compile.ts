@@ -4,6 +4,7 @@ import { type ConstraintProgram, type HoldingSeat, type Selector, violations } f
 import { readConstraintProgram } from "./constraints-input.js";
 import type { Ceiling } from "./ceiling-deny.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
+import { type DeployCommands, canonicalDeployCommands, deployFiles, readDeployCommands } from "./deploy-commands.js";
 import { type LeadsInput, readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
 import { canonicalPath, compareStrings, showPath } from "./paths.js";
@@ -57,6 +58,8 @@ export interface CompiledPolicy {
   readonly ceiling?: Ceiling;
   readonly deny?: readonly Grant[];
   readonly twoGranter?: readonly OperationalCapability[];
+  /** The owner's deploy command per environment (§3, §10); absent when the file declares none. */
+  readonly deploys?: DeployCommands;
   /** The canonical form of the team file: independent of formatting and key order. */
   readonly canonical: string;
 }
@@ -199,7 +202,9 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     const start = readStart(seat.start, ["seats", name, "start"], problems, teamFile.ok ? teamFile.path : "teamd.yaml");
     if (start !== undefined) starts.set(name, start);
   }
-  const startFiles = [...new Set([...starts.values()].flatMap((s) => s.files))].sort(compareStrings);
+  const deploys = readDeployCommands(input.deploy, declared, problems, teamFile.ok ? teamFile.path : "teamd.yaml");
+  // Pinned deploy files are reserved like start files: no seat changes what a deploy runs (§3).
+  const startFiles = [...new Set([...[...starts.values()].flatMap((s) => s.files), ...deployFiles(deploys)])].sort(compareStrings);
   const reserved: ReservedSet = Object.freeze({ teamFile: teamFile.ok ? teamFile.path : "teamd.yaml", startFiles: Object.freeze(startFiles) });
   const ctx: ScopeContext = { vocabulary, declared, reserved, problems };
 
@@ -278,10 +283,12 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     review: { mode: program.review.mode, floor: program.review.floor },
     constraints: canonicalConstraints(program),
     ...canonicalDelegation(delegation),
+    // Left out when absent, so a policy without deploy commands keeps the hash it had before them.
+    ...(deploys !== undefined ? { deploy: canonicalDeployCommands(deploys) } : {}),
   });
   return {
     ok: true,
-    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, canonical }),
+    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), canonical }),
   };
 }
 

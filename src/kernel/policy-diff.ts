@@ -163,6 +163,7 @@ interface TeamSettings {
   readonly ceiling?: Policy["ceiling"];
   readonly deny?: Policy["deny"];
   readonly twoGranter?: Policy["twoGranter"];
+  readonly deploys?: Policy["deploys"];
 }
 
 /** No policy in force reads as nothing declared but the seat branches (always there), and every default. */
@@ -250,6 +251,16 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
 
   out.push(...grantLines(before.deny ?? [], beforeVocabulary, after.deny ?? [], after.vocabulary, "deny"));
   out.push(...setLines(before.twoGranter ?? [], after.twoGranter ?? [], "two-granter"));
+
+  // A deploy command runs outside every sandbox: a new pin of its script is a change the owner confirms.
+  const deploysBefore = before.deploys ?? {};
+  const deploysAfter = after.deploys ?? {};
+  out.push(...setLines(sorted(Object.keys(deploysBefore)), sorted(Object.keys(deploysAfter)), "deploy command"));
+  for (const env of sorted(Object.keys(deploysAfter))) {
+    const was = Object.prototype.hasOwnProperty.call(deploysBefore, env) ? deploysBefore[env] : undefined;
+    const now = deploysAfter[env];
+    if (was !== undefined && now !== undefined && was.hash !== now.hash) out.push(`deploy command changed: ${env} (${was.hash} -> ${now.hash})`);
+  }
   return out;
 }
 
@@ -270,7 +281,7 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
   const settings: TeamSettings =
     before === undefined
       ? NONE_IN_FORCE
-      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter };
+      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys };
   const team = teamLines(settings, beforeVocabulary, after);
   const unchanged = before !== undefined && before.hash === after.hash && seats.length === 0 && team.length === 0;
   return { first: before === undefined, seats, team, unchanged };

@@ -77,6 +77,8 @@ export interface PolicyInput {
   readonly deny?: unknown;
   /** The capabilities behind two-granter agreement (§10), as written (`two-granter` in the file). */
   readonly twoGranter?: unknown;
+  /** The deploy command of each declared environment (§3, §10): env → a start-shaped map, as written. */
+  readonly deploy?: unknown;
   /**
    * Whether the seats are checked against the constraints at load (launch, §5) — the
    * default. A policy proposed by an authority change is not: `checkAuthorityChange`

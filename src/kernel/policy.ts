@@ -38,6 +38,15 @@ export interface Policy {
   readonly deny?: readonly Grant[];
   /** Capabilities the owner put behind two-granter agreement (§10): leasable only co-signed. */
   readonly twoGranter?: readonly OperationalCapability[];
+  /** The owner's hash-pinned deploy command per declared environment (§3, §10). */
+  readonly deploys?: Readonly<Record<string, DeployCommand>>;
+}
+
+/** A deploy command and the hash of its whole context (argv, workdir, env bindings, each file's content). */
+export interface DeployCommand {
+  readonly env: string;
+  readonly context: StartContext;
+  readonly hash: string;
 }
 
 export interface Leads {
@@ -80,6 +89,8 @@ export interface PolicyHashes {
   readonly policy: string;
   readonly roles: Readonly<Record<string, string>>;
   readonly seats: Readonly<Record<string, { readonly capabilities: string; readonly context?: string }>>;
+  /** Each deploy command's context hash, by environment. */
+  readonly deploys?: Readonly<Record<string, string>>;
 }
 
 export type SealResult = { readonly ok: true; readonly policy: Policy } | { readonly ok: false; readonly missing: readonly string[] };
@@ -144,6 +155,15 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
     }
     leads = { seat: compiled.leads.seat, envelope };
   }
+  let deploys: Record<string, DeployCommand> | undefined;
+  if (compiled.deploys !== undefined) {
+    deploys = Object.create(null) as Record<string, DeployCommand>;
+    for (const [env, context] of Object.entries(compiled.deploys)) {
+      const hash = hashes.deploys !== undefined ? own(hashes.deploys, env) : undefined;
+      if (hash === undefined) missing.push(`deploy ${env} context`);
+      else deploys[env] = { env, context, hash };
+    }
+  }
   if (missing.length > 0) return { ok: false, missing };
   return {
     ok: true,
@@ -160,6 +180,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       ...(compiled.ceiling !== undefined ? { ceiling: compiled.ceiling } : {}),
       ...(compiled.deny !== undefined ? { deny: compiled.deny } : {}),
       ...(compiled.twoGranter !== undefined ? { twoGranter: compiled.twoGranter } : {}),
+      ...(deploys !== undefined ? { deploys } : {}),
     }),
   };
 }

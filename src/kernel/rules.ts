@@ -426,6 +426,27 @@ export const RULES = {
     section: "§6",
     summary: "the path names no regular file the act can read or write (a directory, a symlink or a submodule)",
   },
+  // Deploy (issue 9): the owner's hash-pinned command per environment, run outside the sandbox.
+  "deploy.command": {
+    section: "§10",
+    summary: "the environment has no deploy command in the policy in force; only the owner's declared, hash-pinned command ever runs",
+  },
+  "deploy.unpinned": {
+    section: "§10",
+    summary: "a file the deploy command pins is missing or changed since the owner applied it; the owner reviews it and runs teamd apply to pin it",
+  },
+  "deploy.artifact": {
+    section: "§15",
+    summary: "the artifact is not a commit the trunk holds (or no gated change made it), so no effect id can be computed for it",
+  },
+  "deploy.failed": {
+    section: "§15",
+    summary: "the deploy command ran and failed (non-zero exit, killed, timed out); its refused outcome voids the artifact's pass in every environment",
+  },
+  "act-as.no-broker": {
+    section: "§3",
+    summary: "an act under the owner's external account needs the secret broker's credential store, which is not built; refused until it exists",
+  },
 } as const satisfies Record<string, { section: string; summary: string }>;
 
 export type RuleId = keyof typeof RULES;

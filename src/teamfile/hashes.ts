@@ -7,18 +7,22 @@ import { startContextCanonical } from "../kernel/start-context.js";
  * Content hashes, computed here because the kernel computes none (its inputs are data). Every
  * hash is sha-256 over a canonical text the kernel produced, written `sha256:<hex>`: the whole
  * team file's canonical form (the policy hash §15 binds into effect ids), each role's resolved
- * content (§4), each seat's resolved capability set and execution context (§10).
+ * content (§4), each seat's resolved capability set and execution context (§10), and each
+ * environment's deploy command (§3).
  */
 export function sha256(data: string | Uint8Array): string {
   return `sha256:${createHash("sha256").update(data).digest("hex")}`;
 }
+
+/** A pinned file that could not be read: a seat's start file, or an environment's deploy file. */
+export type Unreadable = { readonly seat: string; readonly index: number; readonly path: string } | { readonly deploy: string; readonly index: number; readonly path: string };
 
 export interface HashResult {
   readonly hashes: PolicyHashes;
   /** Each pinned start file's content hash, by repo-relative path. */
   readonly startFiles: Readonly<Record<string, string>>;
   /** Start files that could not be read: they cannot be pinned, so the load fails. */
-  readonly unreadable: readonly { readonly seat: string; readonly index: number; readonly path: string }[];
+  readonly unreadable: readonly Unreadable[];
 }
 
 /**
@@ -30,7 +34,7 @@ export interface HashResult {
 export function hashPolicy(compiled: CompiledPolicy, startFileHash: (path: string) => string | undefined): HashResult {
   // Keyed by paths from the file: no prototype, so `__proto__` or `constructor` is just a name.
   const startFiles = Object.create(null) as Record<string, string>;
-  const unreadable: { seat: string; index: number; path: string }[] = [];
+  const unreadable: Unreadable[] = [];
   const roles: Record<string, string> = {};
   for (const role of Object.values(compiled.roles)) roles[role.name] = sha256(role.content);
   const seats: Record<string, { capabilities: string; context?: string }> = {};
@@ -48,5 +52,21 @@ export function hashPolicy(compiled: CompiledPolicy, startFileHash: (path: strin
     }
     seats[seat.name] = { capabilities: sha256(seat.capabilities), ...(context !== undefined ? { context } : {}) };
   }
-  return { hashes: { policy: sha256(compiled.canonical), roles, seats }, startFiles, unreadable };
+  // A deploy command is pinned as a start is: its files join the same pinned set, and its
+  // context hash covers the argv, the working root, the bindings and each file's content.
+  let deploys: Record<string, string> | undefined;
+  if (compiled.deploys !== undefined) {
+    deploys = Object.create(null) as Record<string, string>;
+    for (const [env, context] of Object.entries(compiled.deploys)) {
+      context.files.forEach((path, index) => {
+        if (Object.prototype.hasOwnProperty.call(startFiles, path)) return;
+        const hash = startFileHash(path);
+        if (hash === undefined) unreadable.push({ deploy: env, index, path });
+        else startFiles[path] = hash;
+      });
+      const text = startContextCanonical(undefined, context, startFiles);
+      if (text !== undefined) deploys[env] = sha256(text);
+    }
+  }
+  return { hashes: { policy: sha256(compiled.canonical), roles, seats, ...(deploys !== undefined ? { deploys } : {}) }, startFiles, unreadable };
 }

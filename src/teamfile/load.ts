@@ -120,7 +120,9 @@ function load(source: Source, options: LoadOptions): LoadResult {
     return bytes === undefined ? undefined : sha256(bytes);
   });
   for (const u of hashed.unreadable) {
-    errors.push(place({ rule: "teamfile.schema", at: ["seats", u.seat, "start", "files", u.index], part: "value", message: `start file '${u.path}' cannot be read, so it cannot be pinned`, fix: "create the file, or correct its repo-relative path" }));
+    const at = "seat" in u ? ["seats", u.seat, "start", "files", u.index] : ["deploy", u.deploy, "files", u.index];
+    const what = "seat" in u ? "start file" : "deploy file";
+    errors.push(place({ rule: "teamfile.schema", at, part: "value", message: `${what} '${u.path}' cannot be read, so it cannot be pinned`, fix: "create the file, or correct its repo-relative path" }));
   }
   if (errors.length > 0) return { ok: false, errors: sortErrors(errors) };
   const sealed = sealPolicy(compiled.policy, hashed.hashes);

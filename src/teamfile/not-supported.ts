@@ -3,7 +3,7 @@
  * yet" and where it lands — never accepted and silently unenforced, because a policy that
  * reads stronger than it is fails open (issue 4). Each later issue lifts its own keys.
  */
-export type Level = "top" | "declare" | "role" | "seat" | "start";
+export type Level = "top" | "declare" | "role" | "seat" | "start" | "deploy";
 
 const ENVELOPE = "the resource-envelope issue (after #6)";
 
@@ -51,5 +51,9 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
     binds: "extra binds are entries of the seat's mount plan, which the containment issue builds",
     mounts: "extra mounts are entries of the seat's mount plan, which the containment issue builds",
     network: "network access is decided by the egress proxy, which the containment issue builds",
+  },
+  deploy: {
+    account: "a deploy under the owner's account (act-as, §3) needs the secret broker's credential store, which the egress/broker issue builds",
+    timeout: "a deploy's timeout is fixed by teamd for now (15 minutes)",
   },
 };

@@ -19,11 +19,12 @@ import { NOT_SUPPORTED, type Level } from "./not-supported.js";
  * the nearest known one, never ignored.
  */
 const KEYS: Readonly<Record<Level, readonly string[]>> = {
-  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "roles", "seats"],
+  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "deploy", "roles", "seats"],
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
   start: ["command", "workdir", "env", "files"],
+  deploy: ["command", "workdir", "env", "files"],
 };
 
 const DESCRIBE: Readonly<Record<Level, string>> = {
@@ -32,6 +33,7 @@ const DESCRIBE: Readonly<Record<Level, string>> = {
   role: "a role",
   seat: "a seat",
   start: "start",
+  deploy: "a deploy command",
 };
 
 export interface SchemaResult {
@@ -105,11 +107,11 @@ function readRole(r: Reader, value: unknown, at: InputPath): RoleInput {
   };
 }
 
-function readStart(r: Reader, value: unknown, at: InputPath): StartInput | undefined {
-  const map = r.map(value, at, "start");
+function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "deploy" = "start"): StartInput | undefined {
+  const map = r.map(value, at, level);
   if (map === undefined) return undefined;
   const command = map.command === undefined ? undefined : r.strings(map.command, [...at, "command"], "command");
-  if (map.command === undefined) r.problems.push(problem("teamfile.schema", at, "start has no command", "add `command: [program, arg, ...]`", "key"));
+  if (map.command === undefined) r.problems.push(problem("teamfile.schema", at, `${level === "start" ? "start" : "the deploy command"} has no command`, "add `command: [program, arg, ...]`", "key"));
   const workdir = map.workdir === undefined ? undefined : r.string(map.workdir, [...at, "workdir"], "workdir");
   let env: Record<string, string> | undefined;
   if (map.env !== undefined) {
@@ -181,5 +183,18 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
     ...(top.deny !== undefined ? { deny: top.deny } : {}),
     ...(top["two-granter"] !== undefined ? { twoGranter: top["two-granter"] } : {}),
   };
-  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, teamFilePath }, problems: r.problems, blocking };
+  // Each environment's deploy command has a start's shape (§10): read structurally here, the
+  // environment and every value checked by the kernel.
+  let deploy: Record<string, StartInput> | undefined;
+  if (top.deploy !== undefined && top.deploy !== null) {
+    if (!isPlainObject(top.deploy)) r.problems.push(problem("teamfile.schema", ["deploy"], "deploy must be a map of environment → its command", "write each environment as `name:` with `command:` (and `files:`) indented under it"));
+    else {
+      deploy = Object.create(null) as Record<string, StartInput>;
+      for (const [env, value] of Object.entries(top.deploy)) {
+        const read = readStart(r, value, ["deploy", env], "deploy");
+        if (read !== undefined) deploy[env] = read;
+      }
+    }
+  }
+  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, ...(deploy !== undefined ? { deploy } : {}), teamFilePath }, problems: r.problems, blocking };
 }

@@ -14,7 +14,7 @@ function fenced(file: string, language: string): string[] {
 
 describe("docs/team-file.md", () => {
   const [example] = fenced("team-file.md", "yaml");
-  const files: Record<string, string> = { "CLAUDE.md": "You are alice.\n", "AGENTS.md": "You are bob.\n" };
+  const files: Record<string, string> = { "CLAUDE.md": "You are alice.\n", "AGENTS.md": "You are bob.\n", "deploy/ship.sh": "#!/bin/sh\nexit 0\n" };
   const loaded = loadTeamFileText(example ?? "", { readStartFile: (p) => (p in files ? new TextEncoder().encode(files[p]) : undefined) });
 
   it("has a complete example that loads", () => {

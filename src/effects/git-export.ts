@@ -1,0 +1,100 @@
+import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { gitInput, splitNul } from "./git.js";
+
+/**
+ * Write exactly a commit's tree into an empty folder — the working copy a deploy command runs
+ * in (§3 deploy: the gated artifact, and nothing else). Not `git archive` or a checkout: both
+ * apply the tree's own .gitattributes (export-ignore, export-subst, eol and encoding
+ * conversions, `ident`), so what they write is not the tree that was gated. Here each blob's
+ * bytes are written as stored, with its mode: 100755 executable, 120000 a symbolic link
+ * (written last, so no file is ever written through one), 160000 (a submodule) an empty
+ * folder, as a checkout leaves it.
+ */
+export interface ExportLimits {
+  /** The most bytes of content the export writes; a larger tree is refused before anything is written. */
+  readonly maxBytes: number;
+}
+
+export class ExportRefused extends Error {
+  override readonly name = "ExportRefused";
+}
+
+interface Entry {
+  readonly mode: string;
+  readonly oid: string;
+  readonly size: number;
+  readonly path: string;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+export async function exportTree(gitDir: string, commit: string, dest: string, limits: ExportLimits): Promise<{ readonly files: number; readonly bytes: number }> {
+  const listed = await gitInput(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], gitDir, "");
+  const entries: Entry[] = [];
+  let bytes = 0;
+  for (const raw of splitNul(listed)) {
+    const tab = raw.indexOf(0x09);
+    const [mode, , oid, size] = raw.subarray(0, tab).toString("latin1").split(/ +/);
+    const path = checkedPath(raw.subarray(tab + 1));
+    if (mode === undefined || oid === undefined || tab < 0) throw new ExportRefused(`git ls-tree printed an entry teamd cannot read`);
+    const length = size === "-" || size === undefined ? 0 : Number(size);
+    bytes += length;
+    entries.push({ mode, oid, size: length, path });
+  }
+  if (bytes > limits.maxBytes) throw new ExportRefused(`the artifact's tree holds ${bytes} bytes, more than the ${limits.maxBytes} a deploy exports`);
+  const blobs = entries.filter((e) => e.mode !== "160000");
+  const contents = await readBlobs(gitDir, blobs.map((e) => e.oid));
+  const links: { target: Buffer; path: string }[] = [];
+  for (const e of entries) {
+    const at = join(dest, ...e.path.split("/"));
+    if (e.mode === "160000") {
+      await mkdir(at, { recursive: true });
+      continue;
+    }
+    const content = contents.get(e.oid) as Buffer;
+    if (e.mode === "120000") links.push({ target: content, path: at });
+    else if (e.mode === "100644" || e.mode === "100755") {
+      await mkdir(join(at, ".."), { recursive: true });
+      await writeFile(at, content, { flag: "wx", mode: e.mode === "100755" ? 0o755 : 0o644 });
+    } else throw new ExportRefused(`'${e.path}' has mode ${e.mode}, which a tree cannot hold`);
+  }
+  for (const link of links) {
+    await mkdir(join(link.path, ".."), { recursive: true });
+    await symlink(link.target, link.path);
+  }
+  return { files: entries.length, bytes };
+}
+
+/** A tree path as written: UTF-8, no empty, `.`, `..` or `.git` component (index-pack --strict already refuses those). */
+function checkedPath(bytes: Buffer): string {
+  let path: string;
+  try {
+    path = UTF8.decode(bytes);
+  } catch {
+    throw new ExportRefused(`a path of the artifact is not valid UTF-8: ${JSON.stringify(bytes.toString("latin1"))}`);
+  }
+  if (path.split("/").some((part) => part === "" || part === "." || part === ".." || part.toLowerCase() === ".git")) {
+    throw new ExportRefused(`the artifact holds a path teamd does not write: ${JSON.stringify(path)}`);
+  }
+  return path;
+}
+
+/** Every blob's bytes through one `cat-file --batch`. */
+async function readBlobs(gitDir: string, oids: readonly string[]): Promise<Map<string, Buffer>> {
+  const unique = [...new Set(oids)];
+  const out = new Map<string, Buffer>();
+  if (unique.length === 0) return out;
+  const stream = await gitInput(["cat-file", "--batch"], gitDir, unique.join("\n") + "\n");
+  let at = 0;
+  for (const oid of unique) {
+    const eol = stream.indexOf(0x0a, at);
+    if (eol < 0) throw new ExportRefused(`git cat-file output ended before blob ${oid}`);
+    const header = stream.subarray(at, eol).toString("latin1").split(" ");
+    if (header[0] !== oid || header[1] !== "blob") throw new ExportRefused(`git cat-file did not return blob ${oid}: ${header.join(" ")}`);
+    const size = Number(header[2]);
+    out.set(oid, stream.subarray(eol + 1, eol + 1 + size));
+    at = eol + 1 + size + 1;
+  }
+  return out;
+}

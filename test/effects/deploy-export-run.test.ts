@@ -1,0 +1,122 @@
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runDeployCommand } from "../../src/effects/deploy-run.js";
+import { NotAnArtifact, summarizeArtifact } from "../../src/effects/git-artifact.js";
+import { exportTree, ExportRefused } from "../../src/effects/git-export.js";
+import { sh } from "../support/git-cli.js";
+
+/**
+ * The two host-side pieces of a deploy, on real git and real processes: the export of exactly
+ * an artifact's tree (not what a checkout or `git archive` would make of it), and the run of
+ * the owner's command (its exit, its environment, its deadline, its process group).
+ */
+let root: string;
+let hub: string;
+let commit: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "teamd-deploy-fx-"));
+  const work = join(root, "work");
+  mkdirSync(join(work, "bin"), { recursive: true });
+  sh(root, ["init", "-q", "-b", "main", work]);
+  // Attributes a checkout or an archive would act on: none may change what is exported.
+  writeFileSync(join(work, ".gitattributes"), "*.txt text eol=crlf\nsecret.md export-ignore\nsubst.c export-subst\n");
+  writeFileSync(join(work, "a.txt"), "one\ntwo\n");
+  writeFileSync(join(work, "secret.md"), "kept\n");
+  writeFileSync(join(work, "subst.c"), "$Format:%H$\n");
+  writeFileSync(join(work, "bin/run.sh"), "#!/bin/sh\necho run\n", { mode: 0o755 });
+  symlinkSync("../a.txt", join(work, "bin/link"));
+  sh(work, ["add", "-A"]);
+  sh(work, ["commit", "-qm", "tree"]);
+  commit = sh(work, ["rev-parse", "HEAD"]);
+  hub = join(root, "hub.git");
+  sh(root, ["clone", "-q", "--bare", work, hub]);
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("exportTree", () => {
+  it("writes each blob as stored, with its mode and links, and nothing else", async () => {
+    const dest = await mkdtemp(join(root, "export-"));
+    const result = await exportTree(hub, commit, dest, { maxBytes: 1 << 20 });
+    expect(result.files).toBe(6);
+    expect(readdirSync(dest).sort()).toEqual([".gitattributes", "a.txt", "bin", "secret.md", "subst.c"]);
+    // No eol conversion, no export-ignore, no export-subst.
+    expect(readFileSync(join(dest, "a.txt"), "utf8")).toBe("one\ntwo\n");
+    expect(readFileSync(join(dest, "secret.md"), "utf8")).toBe("kept\n");
+    expect(readFileSync(join(dest, "subst.c"), "utf8")).toBe("$Format:%H$\n");
+    expect(lstatSync(join(dest, "bin/run.sh")).mode & 0o111).not.toBe(0);
+    expect(lstatSync(join(dest, "a.txt")).mode & 0o111).toBe(0);
+    expect(readlinkSync(join(dest, "bin/link"))).toBe("../a.txt");
+  });
+
+  it("refuses a tree larger than its limit before writing anything", async () => {
+    const dest = await mkdtemp(join(root, "export-"));
+    await expect(exportTree(hub, commit, dest, { maxBytes: 10 })).rejects.toBeInstanceOf(ExportRefused);
+    expect(readdirSync(dest)).toEqual([]);
+  });
+});
+
+describe("summarizeArtifact refuses what is no artifact of the trunk, before any sandbox runs", () => {
+  it.each([
+    ["revision syntax", "main~1"],
+    ["a commit the hub does not hold", "0123456789abcdef0123456789abcdef01234567"],
+  ])("%s", async (_what, named) => {
+    await expect(summarizeArtifact(hub, "refs/heads/main", named)).rejects.toBeInstanceOf(NotAnArtifact);
+  });
+
+  it("a root commit", async () => {
+    await expect(summarizeArtifact(hub, "refs/heads/main", undefined)).rejects.toThrow(/root commit/);
+  });
+});
+
+describe("runDeployCommand", () => {
+  const base = { cwd: tmpdir(), timeoutMs: 10_000, tailBytes: 64 };
+
+  it("returns the exit status and only the last bytes of the output", async () => {
+    const exit = await runDeployCommand({ ...base, argv: ["/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done; echo failing >&2; exit 7"], env: {} });
+    expect(exit.kind).toBe("exited");
+    if (exit.kind !== "exited") return;
+    expect(exit.code).toBe(7);
+    expect(Buffer.byteLength(exit.tail)).toBeLessThanOrEqual(64);
+    expect(exit.tail).toContain("failing");
+    expect(exit.tail).not.toContain("line0\n");
+  });
+
+  it("gives the command exactly the environment it is handed, nothing of the caller's", async () => {
+    process.env.TEAMD_TEST_DEPLOY_CANARY = "must-not-leak";
+    try {
+      const exit = await runDeployCommand({ ...base, tailBytes: 4096, argv: ["/usr/bin/env"], env: { ONLY: "this" } });
+      expect(exit).toMatchObject({ kind: "exited", code: 0 });
+      if (exit.kind === "exited") expect(exit.tail.trim().split("\n")).toEqual(["ONLY=this"]);
+    } finally {
+      delete process.env.TEAMD_TEST_DEPLOY_CANARY;
+    }
+  });
+
+  it("kills the whole process group at the deadline, a child it left behind too", async () => {
+    const pidFile = join(root, "child.pid");
+    const exit = await runDeployCommand({ ...base, timeoutMs: 500, argv: ["/bin/sh", "-c", `sleep 60 & echo $! > ${pidFile}; wait`], env: {} });
+    expect(exit).toMatchObject({ kind: "killed", timedOut: true });
+    const child = Number(readFileSync(pidFile, "utf8").trim());
+    expect(existsSync(`/proc/${child}`) && !readFileSync(`/proc/${child}/stat`, "utf8").includes(") Z ")).toBe(false);
+  });
+
+  it("kills what a finished command left running", async () => {
+    const pidFile = join(root, "orphan.pid");
+    const exit = await runDeployCommand({ ...base, argv: ["/bin/sh", "-c", `sleep 60 >/dev/null 2>&1 & echo $! > ${pidFile}`], env: {} });
+    expect(exit).toMatchObject({ kind: "exited", code: 0 });
+    const orphan = Number(readFileSync(pidFile, "utf8").trim());
+    await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(`/proc/${orphan}`) && !readFileSync(`/proc/${orphan}/stat`, "utf8").includes(") Z ")).toBe(false);
+  });
+
+  it("reports a program that cannot start: nothing ran", async () => {
+    const exit = await runDeployCommand({ ...base, argv: ["/nonexistent/deploy"], env: {} });
+    expect(exit).toMatchObject({ kind: "not-started" });
+  });
+});
