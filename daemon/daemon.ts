@@ -10,6 +10,8 @@ import { createSeatLeases } from "./seat-leases.js";
 import { refuseAll } from "./refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
 import type { Ledger } from "../src/ledger/index.js";
+import { createNoticeService } from "./notices.js";
+import { loadNotifyHook, type NotifyHook } from "./notify-config.js";
 import { createLauncher, type Launcher } from "../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "./seat-manager.js";
 import { stopRefusal } from "./stop-state.js";
@@ -44,6 +46,8 @@ export interface Daemon {
   /** Close a seat's socket (and remove it); a no-op when it has none. */
   closeSeat(identity: SeatIdentity): Promise<void>;
   stop(): Promise<void>;
+  /** SIGHUP: reload the daemon's own configuration (the notice hook) — never a team file. */
+  reload(): void;
 }
 
 /**
@@ -61,7 +65,21 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
-  const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
+  // The owner's notice hook, loaded at start and on SIGHUP; notices follow whichever ledger is open.
+  let hook: NotifyHook | undefined;
+  const reloadHook = () => {
+    const loaded = loadNotifyHook(home);
+    hook = loaded.ok ? loaded.hook : undefined;
+    log(loaded.ok ? (loaded.hook ? `notice hook: ${JSON.stringify(loaded.hook.command)}` : "no notice hook") : `notice hook refused: ${loaded.reason}`);
+  };
+  const notices = createNoticeService({ hook: () => hook, log });
+  const slot = {
+    get: () => ledger,
+    set: (l: Ledger) => {
+      ledger = l;
+      notices.attach(l);
+    },
+  };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
@@ -131,6 +149,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       await prepareDirs();
       const signer = await daemonKey(ledgerLayout(home));
       ledger = await openHostLedger(home, log, true);
+      reloadHook();
+      notices.attach(ledger);
       if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
       else log("no ledger yet (teamd init creates it)");
       // The owner's stop is read before anything is served (§11): the ledger opened on the flags.
@@ -195,6 +215,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
     openSeat,
     closeSeat,
+    reload: reloadHook,
     async stop() {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       await seats?.stopAll("the daemon is stopping");
@@ -203,6 +224,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
       seatServers.clear();
       await control?.close();
       control = undefined;
+      // Notices of the last records (the seats' stops) are recorded before the ledger closes.
+      await notices.idle();
+      notices.close();
       await ledger?.close();
       ledger = undefined;
     },

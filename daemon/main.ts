@@ -7,6 +7,7 @@ import { kernelEval } from "./kernel-eval.js";
 import { init } from "./init.js";
 import { apply } from "./apply.js";
 import { log } from "./log.js";
+import { noticeHookCommand, noticesCommand } from "./notices-command.js";
 import { verify } from "./verify.js";
 import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
 import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
@@ -108,6 +109,21 @@ function buildProgram(): Command {
     .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")
     .option("--follow", "keep printing records as they are appended (Ctrl-C to stop)")
     .action((opts: { json?: boolean; type?: string; follow?: boolean }) => log(opts));
+
+  const notices = program
+    .command("notices")
+    .description("the notices not yet seen — every change to what a team may do (a policy applied, a revocation, a stop, an unknown outcome, a refused owner act, a seat halted) — then marks them seen")
+    .option("--all", "every notice, seen or not (the seen mark stays where it is)")
+    .option("--follow", "keep printing notices as they are recorded (Ctrl-C to stop)")
+    .option("--json", "one JSON object per notice (JSON lines)")
+    .action((opts: { all?: boolean; follow?: boolean; json?: boolean }) => noticesCommand(opts));
+  notices
+    .command("hook")
+    .description("show, set (-- CMD ARGS...) or clear the command the daemon runs for every notice (argv, no shell; the notice as JSON on stdin)")
+    .argument("[command...]", "the hook's argv, after --")
+    .option("--clear", "remove the hook")
+    .option("--json", "print one JSON object")
+    .action((command: string[], opts: { clear?: boolean; json?: boolean }) => noticeHookCommand(command, opts));
 
   program
     .command("verify")

@@ -39,5 +39,11 @@ export async function serve(options: ServeOptions): Promise<void> {
   };
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);
+  // SIGHUP reloads the daemon's own configuration (the notice hook); a team file is only
+  // ever put in force by teamd apply.
+  process.on("SIGHUP", () => {
+    log("SIGHUP: reloading the daemon's configuration");
+    daemon.reload();
+  });
   process.stdout.write(`teamd: ready pid=${process.pid} control=${home.controlSocket} instance=${daemon.instance}\n`);
 }
