@@ -50,6 +50,5 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
   start: {
     binds: "extra binds are entries of the seat's mount plan, which the containment issue builds",
     mounts: "extra mounts are entries of the seat's mount plan, which the containment issue builds",
-    network: "network access is decided by the egress proxy, which the containment issue builds",
   },
 };
