@@ -18,6 +18,8 @@ import { createSeatFiles } from "./seat-files.js";
 import { createSeatTrunk } from "./seat-trunk.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
+import { egressSocketPath, openEgressServer, type EgressServer } from "./seat-egress.js";
+import { createEgressResolver, hostAddresses } from "../src/effects/egress-resolve.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -51,7 +53,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const { home } = options;
   const log = options.log ?? (() => undefined);
   const instance = randomUUID();
-  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer }>();
+  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer; egress?: EgressServer }>();
   let control: RpcServer | undefined;
   let seats: SeatManager | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
@@ -59,6 +61,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let ledger: Ledger | undefined;
   const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
+  const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
     Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
@@ -99,9 +102,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
       ControlService,
       refuseAll(ControlService, "channel.control-on-seat", (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`),
     );
-    seatServers.set(key, { identity, server });
+    const entry: { identity: SeatIdentity; server: RpcServer; egress?: EgressServer } = { identity, server };
+    seatServers.set(key, entry);
     try {
       await server.listen();
+      // Beside it, the seat's egress byte stream (daemon/seat-egress.ts): same identity, same access.
+      entry.egress = await openEgressServer(identity, egressSocketPath(socketPath), { mode: 0o600 }, egressDeps);
     } catch (error) {
       seatServers.delete(key);
       await server.close(0);
@@ -116,6 +122,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const entry = seatServers.get(key);
     if (entry === undefined) return;
     seatServers.delete(key);
+    await entry.egress?.close();
     await entry.server.close();
   }
 
@@ -191,7 +198,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       await seats?.stopAll("the daemon is stopping");
       seats = undefined;
-      for (const { server } of [...seatServers.values()].reverse()) await server.close();
+      for (const { server, egress } of [...seatServers.values()].reverse()) {
+        await egress?.close();
+        await server.close();
+      }
       seatServers.clear();
       await control?.close();
       control = undefined;
