@@ -2,6 +2,7 @@ import { benchRpc } from "./rpc.js";
 import { benchKernel } from "./kernel.js";
 import { benchLedger } from "./ledger.js";
 import { benchSeat } from "./seat.js";
+import { benchEgress } from "./egress.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -14,6 +15,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   kernel: benchKernel,
   ledger: benchLedger,
   seat: benchSeat,
+  egress: benchEgress,
 };
 
 /**
