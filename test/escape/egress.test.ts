@@ -256,6 +256,25 @@ seats:
     expect(reached("/direct-ok")).toBe(true);
   });
 
+  it("bounds a seat's open connections: the 65th is refused (egress.limit) while 64 are open", async () => {
+    const script = `const net=require("net");const open=[];const one=()=>new Promise((res)=>{const s=net.connect("/run/teamd/egress.sock");let t="";s.on("data",(d)=>{t+=d;if(t.includes("\\n"))res([s,t.split("\\n")[0]]);});s.on("connect",()=>s.write("allowed.test:${httpPort}\\n"));});(async()=>{const first=await Promise.all(Array.from({length:64},one));const more=await one();console.log(first.filter(([,t])=>t.startsWith("OK ")).length);console.log(more[1]);for(const [s] of [...first,more])s.destroy();})();`;
+    const got = await inSeat("net", `node -e '${script}'`);
+    const [opened, refused] = got.stdout.trim().split("\n");
+    expect(opened, got.stderr).toBe("64");
+    expect(refused).toMatch(/^NO egress\.limit /);
+    expect(await refusalRecorded("egress.limit", "allowed.test")).toBe(true);
+  });
+
+  it("runs the seat's command under the launcher with its exit status and signal death unchanged", async () => {
+    for (const seat of ["net", "dark"]) {
+      expect((await inSeat(seat, "exit 7")).code).toBe(7);
+      expect((await inSeat(seat, "kill -TERM $$")).code).toBe(143);
+    }
+    // The launcher is the command's parent in the seat with egress, and absent in the other.
+    expect((await inSeat("net", "cat /proc/$PPID/cmdline | tr '\\0' ' '")).stdout).toContain("/run/teamd/egress.mjs");
+    expect((await inSeat("dark", "cat /proc/$PPID/cmdline | tr '\\0' ' '")).stdout).not.toContain("/run/teamd/egress.mjs");
+  });
+
   it("finds no route out for a connection that ignores the proxy", async () => {
     // The control: the server is there, on the host's loopback.
     const host = await promisify(execFile)("curl", ["-sS", "--max-time", "5", "--noproxy", "*", `http://127.0.0.1:${httpPort}/host-control`], { encoding: "utf8" });
