@@ -37,8 +37,8 @@ export interface DaemonOptions {
 export interface Daemon {
   readonly instance: string;
   start(): Promise<void>;
-  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. */
-  openSeat(identity: SeatIdentity, at?: string): Promise<string>;
+  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. `egress`: its egress socket beside it. */
+  openSeat(identity: SeatIdentity, at?: string, options?: { egress?: boolean }): Promise<string>;
   /** Close a seat's socket (and remove it); a no-op when it has none. */
   closeSeat(identity: SeatIdentity): Promise<void>;
   stop(): Promise<void>;
@@ -92,7 +92,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (home.mode === "system") await chmod(home.root, dirMode | 0o001);
   }
 
-  async function openSeat(identity: SeatIdentity, at?: string): Promise<string> {
+  async function openSeat(identity: SeatIdentity, at?: string, options: { egress?: boolean } = {}): Promise<string> {
     const key = `${identity.team}.${identity.seat}`;
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
     const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
@@ -106,10 +106,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
     seatServers.set(key, entry);
     try {
       await server.listen();
-      // Beside it, the seat's egress byte stream (daemon/seat-egress.ts): same identity, same access.
-      entry.egress = await openEgressServer(identity, egressSocketPath(socketPath), { mode: 0o600 }, egressDeps);
+      // Beside it, for a seat that declares egress, its byte stream (daemon/seat-egress.ts): same identity, same access.
+      if (options.egress) entry.egress = await openEgressServer(identity, egressSocketPath(socketPath), { mode: 0o600 }, egressDeps);
     } catch (error) {
       seatServers.delete(key);
+      await entry.egress?.close();
       await server.close(0);
       throw error;
     }
@@ -176,7 +177,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         home,
         ledger: () => ledger,
         launcher: options.launcher ?? createLauncher(),
-        openSocket: (team, seat, at) => openSeat({ team, seat }, at),
+        openSocket: (team, seat, at, egress) => openSeat({ team, seat }, at, { egress }),
         closeSocket: (team, seat) => closeSeat({ team, seat }),
         log,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),

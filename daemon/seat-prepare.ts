@@ -38,8 +38,8 @@ export interface PreparedSeat {
 export interface PrepareDeps {
   readonly home: TeamdHome;
   readonly user: SeatUser;
-  /** Open the seat's socket at this path (the daemon's openSeat); returns its host path. */
-  openSocket(at: string): Promise<string>;
+  /** Open the seat's socket at this path (the daemon's openSeat), and its egress socket when `egress`; returns its host path. */
+  openSocket(at: string, egress: boolean): Promise<string>;
   closeSocket(): Promise<void>;
   /** Test seam: fail at a named step, to prove the unwind. */
   readonly failAt?: string;
@@ -103,7 +103,7 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
       await chmod(dirname(layout.socket), 0o711);
     }
     undo.push(() => deps.closeSocket());
-    const socket = await deps.openSocket(layout.socket);
+    const socket = await deps.openSocket(layout.socket, target.start.network !== undefined);
     if (system) await chown(socket, user.uid, user.gid);
     // The egress byte stream (opened with the socket) is bound in only where egress is declared.
     const egress = target.start.network === undefined ? undefined : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
