@@ -100,7 +100,10 @@ function answerRefusal(client: Socket, refused: string): void {
   const rule = space < 0 ? refused : refused.slice(0, space);
   const reason = space < 0 ? "" : refused.slice(space + 1);
   const status = rule === "egress.connect" || rule === "egress.unavailable" ? 502 : 403;
-  answer(client, status, status === 403 ? "Forbidden" : "Bad Gateway", `teamd: refused by ${rule}: ${reason}`, rule);
+  // The rule rides in the reason phrase too: clients that never show a failed CONNECT's body
+  // (git, Node agents) often show the phrase.
+  const phrase = `${status === 403 ? "Forbidden" : "Bad Gateway"} (teamd ${/^[a-z.-]+$/.test(rule) ? rule : "egress"})`;
+  answer(client, status, phrase, `teamd: refused by ${rule}: ${reason}`, rule);
 }
 
 function answer(client: Socket, status: number, phrase: string, body: string, rule?: string): void {

@@ -214,9 +214,10 @@ seats:
   it("refuses a CONNECT to a disallowed target carrying an allowed Host header", async () => {
     const got = await inSeat(
       "net",
-      `curl -sS --max-time 20 -p --proxy-header 'Host: allowed.test:${httpPort}' -H 'Host: allowed.test:${httpPort}' http://denied.test:${httpPort}/relayed 2>&1; echo exit=$?`,
+      `curl -sS -v --max-time 20 -p --proxy-header 'Host: allowed.test:${httpPort}' -H 'Host: allowed.test:${httpPort}' http://denied.test:${httpPort}/relayed 2>&1; echo exit=$?`,
     );
-    expect(got.stdout).toMatch(/403/);
+    // The failed CONNECT names the rule where a client shows it: the status line.
+    expect(got.stdout).toContain("HTTP/1.1 403 Forbidden (teamd egress.host)");
     expect(got.stdout).not.toContain("exit=0");
     expect(reached("/relayed")).toBe(false);
     // Plain forwarding with the same Host header: the URL decides, not the header.
