@@ -5,6 +5,7 @@ import { refuse, type Refusal } from "../src/kernel/index.js";
 import { addressAllowed } from "../src/effects/egress-address.js";
 import { checkEgressHost, parseEgressTarget, type EgressTarget } from "../src/effects/egress-allowlist.js";
 import { relay } from "../src/effects/egress-relay.js";
+import { bigReads, type BigReads } from "../src/rpc/big-reads.js";
 import type { EgressResolver } from "../src/effects/egress-resolve.js";
 import { RefusalError } from "../src/rpc/index.js";
 import { clearStaleSocket, removeSocket, restrictSocket, type SocketAccess } from "../src/rpc/unix-socket.js";
@@ -139,8 +140,9 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
         },
         async () => {
           let upstream: Socket;
+          const download = bigReads();
           try {
-            upstream = await connectTo(address, target.port, limits.connectTimeoutMs);
+            upstream = await connectTo(address, target.port, limits.connectTimeoutMs, download);
           } catch (error) {
             const why = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : "error");
             socket.end(`NO egress.connect ${target.host}:${target.port} (${address}) could not be reached: ${why}\n`);
@@ -148,7 +150,7 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
           }
           socket.write(`OK ${address}\n`);
           if (rest.length > 0) upstream.write(rest);
-          const result = await relay(socket, upstream, { idleMs: limits.idleMs });
+          const result = await relay(socket, upstream, { idleMs: limits.idleMs, download });
           return { result: "done", note: `up ${result.up} bytes, down ${result.down} bytes, ${result.ms} ms${result.ended ? `, ended: ${result.ended}` : ""}` };
         },
       )
@@ -199,9 +201,9 @@ function readHeader(socket: Socket, timeoutMs: number): Promise<{ line: string; 
   });
 }
 
-function connectTo(address: string, port: number, timeoutMs: number): Promise<Socket> {
+function connectTo(address: string, port: number, timeoutMs: number, download: BigReads): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const upstream = connect({ host: address, port, allowHalfOpen: true, noDelay: true });
+    const upstream = connect({ host: address, port, allowHalfOpen: true, noDelay: true, onread: download.onread });
     const timer = setTimeout(() => {
       upstream.destroy();
       reject(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" }));
@@ -209,6 +211,8 @@ function connectTo(address: string, port: number, timeoutMs: number): Promise<So
     upstream.once("connect", () => {
       clearTimeout(timer);
       upstream.removeAllListeners("error");
+      // Never an unhandled error between here and the relay taking the socket over.
+      upstream.on("error", () => undefined);
       resolve(upstream);
     });
     upstream.once("error", (error) => {

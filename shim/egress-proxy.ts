@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { bigReads, type BigReads } from "../src/rpc/big-reads.js";
 
 /**
  * The seat's egress proxy (§12), inside the seat's network namespace on loopback: plain HTTP
@@ -39,7 +40,7 @@ async function serve(client: Socket, options: EgressProxyOptions): Promise<void>
     const daemon = await openStream(options.egressSocket, target, Buffer.alloc(0));
     if ("refused" in daemon) return answerRefusal(client, daemon.refused);
     client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-    return splice(client, daemon.socket, head.rest, daemon.rest);
+    return splice(client, daemon.socket, head.rest, daemon.download);
   }
   let url: URL;
   try {
@@ -54,12 +55,14 @@ async function serve(client: Socket, options: EgressProxyOptions): Promise<void>
   const rewritten = Buffer.from(`${method} ${url.pathname}${url.search} ${version}\r\n${[...kept, "Connection: close"].join("\r\n")}\r\n\r\n`, "latin1");
   const daemon = await openStream(options.egressSocket, authority, Buffer.concat([rewritten, head.rest]));
   if ("refused" in daemon) return answerRefusal(client, daemon.refused);
-  return splice(client, daemon.socket, Buffer.alloc(0), daemon.rest);
+  return splice(client, daemon.socket, Buffer.alloc(0), daemon.download);
 }
 
 /** One stream to the daemon: the header line (and, for a plain request, the request pipelined behind it), then its answer. */
-async function openStream(path: string, target: string, early: Buffer): Promise<{ socket: Socket; rest: Buffer } | { refused: string }> {
-  const socket = connect({ path, allowHalfOpen: true });
+async function openStream(path: string, target: string, early: Buffer): Promise<{ socket: Socket; download: BigReads } | { refused: string }> {
+  // The daemon's answers come through big reads (src/effects/big-reads.ts): its line first, then the relayed bytes.
+  const download = bigReads();
+  const socket = connect({ path, allowHalfOpen: true, onread: download.onread });
   socket.on("error", () => undefined);
   const ready = await new Promise<boolean>((resolve) => {
     socket.once("connect", () => resolve(true));
@@ -67,21 +70,18 @@ async function openStream(path: string, target: string, early: Buffer): Promise<
   });
   if (!ready) return { refused: "egress.unavailable the seat's egress socket could not be reached; teamd may be stopped" };
   socket.write(Buffer.concat([Buffer.from(`${target.replace(/[\r\n]/g, "")}\n`, "latin1"), early]));
-  const reply = await readUntil(socket, "\n", 4096, 60_000);
-  if (reply === undefined) {
+  const line = await answerLine(socket, download, 4096, 60_000);
+  if (line === undefined) {
     socket.destroy();
     return { refused: "egress.unavailable the daemon did not answer" };
   }
-  const line = reply.line.toString("utf8");
-  if (line.startsWith("OK ")) return { socket, rest: reply.rest };
+  if (line.startsWith("OK ")) return { socket, download };
   socket.destroy();
   return { refused: line.replace(/^NO /, "") };
 }
 
-function splice(client: Socket, daemon: Socket, toDaemon: Buffer, toClient: Buffer): void {
+function splice(client: Socket, daemon: Socket, toDaemon: Buffer, download: BigReads): void {
   if (toDaemon.length > 0) daemon.write(toDaemon);
-  if (toClient.length > 0) client.write(toClient);
-  daemon.setNoDelay?.(true);
   const closeBoth = () => {
     client.destroy();
     daemon.destroy();
@@ -91,7 +91,34 @@ function splice(client: Socket, daemon: Socket, toDaemon: Buffer, toClient: Buff
   client.once("close", () => daemon.destroySoon());
   daemon.once("close", () => client.destroySoon());
   client.pipe(daemon);
-  daemon.pipe(client);
+  download.attach(client, daemon);
+  daemon.once("end", () => client.end());
+}
+
+/** The daemon's one-line answer, from what its stream delivered so far (bounded, timed); the line is consumed. */
+function answerLine(socket: Socket, download: BigReads, max: number, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const finish = (line: string | undefined) => {
+      clearTimeout(timer);
+      socket.off("end", ended);
+      download.onPending(() => undefined);
+      resolve(line);
+    };
+    const check = () => {
+      const pending = download.pending();
+      const at = pending.indexOf(10);
+      if (at >= 0) {
+        const line = pending.subarray(0, at).toString("utf8");
+        download.consume(at + 1);
+        finish(line);
+      } else if (pending.length > max) finish(undefined);
+    };
+    const ended = () => finish(undefined);
+    const timer = setTimeout(ended, timeoutMs);
+    socket.once("end", ended);
+    download.onPending(check);
+    check();
+  });
 }
 
 /** `rule reason` → a 403 (a refusal) or 502 (unreachable), its rule in a header and the body. */

@@ -13,7 +13,7 @@ const BYTES = 100 * 1024 * 1024;
 const CONNECTS = Number(process.env.TEAMD_BENCH_EGRESS_CONNECTS ?? 200);
 const LAUNCHES = 7;
 /** Downloads per path; the median is reported (one 100 MiB run is at the scheduler's mercy on a shared machine). */
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 /**
  * The egress byte path (issue 11), through a real daemon, ledger and contained seat: a
@@ -75,7 +75,7 @@ const open = () => new Promise((resolve, reject) => {
     rates.push(total / 1048576 / seconds);
   }
   rates.sort((a, b) => a - b);
-  process.stdout.write(JSON.stringify({ mbps: rates[Math.floor(rates.length / 2)], p50: lat[Math.floor(lat.length / 2)] }) + "\n");
+  process.stdout.write(JSON.stringify({ mbps: rates[Math.floor(rates.length / 2)], p50: lat.length > 0 ? lat[Math.floor(lat.length / 2)] : null }) + "\n");
 })().catch((e) => { process.stderr.write(String(e.stack || e) + "\n"); process.exit(1); });
 `;
 
@@ -154,10 +154,27 @@ export async function benchEgress(): Promise<BenchRow[]> {
       const { stdout } = await promisify(execFile)(process.execPath, argv, { cwd: repo, env: { ...process.env, ...env }, encoding: "utf8", timeout: 300_000 });
       return JSON.parse(stdout) as { mbps: number; p50: number };
     };
-    const proxied = await measure([TEAMD, "exec", "net@bench", "--", "node", "-e", CLIENT, "proxy", `bench.test:${port}`, String(BYTES), String(CONNECTS), String(ROUNDS)]);
-    const direct = await measure(["-e", CLIENT, "tcp", tcpAt, String(BYTES), String(CONNECTS), String(ROUNDS)]);
-    const bare = await measure(["-e", CLIENT, "unix", unixAt, String(BYTES), String(CONNECTS), String(ROUNDS)]);
-    const oneHop = await measure(["-e", CLIENT, "unix", hopAt, String(BYTES), String(CONNECTS), String(ROUNDS)]);
+    // Interleaved, one download per path per round, so the machine's load falls on every path alike.
+    const paths: Record<"proxied" | "direct" | "bare" | "oneHop", (connects: number) => string[]> = {
+      proxied: (connects) => [TEAMD, "exec", "net@bench", "--", "node", "-e", CLIENT, "proxy", `bench.test:${port}`, String(BYTES), String(connects), "1"],
+      direct: (connects) => ["-e", CLIENT, "tcp", tcpAt, String(BYTES), String(connects), "1"],
+      bare: (connects) => ["-e", CLIENT, "unix", unixAt, String(BYTES), String(connects), "1"],
+      oneHop: (connects) => ["-e", CLIENT, "unix", hopAt, String(BYTES), String(connects), "1"],
+    };
+    const rates: Record<keyof typeof paths, number[]> = { proxied: [], direct: [], bare: [], oneHop: [] };
+    const latency: Partial<Record<keyof typeof paths, number>> = {};
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const name of Object.keys(paths) as (keyof typeof paths)[]) {
+        const figures = await measure(paths[name](round === 0 ? CONNECTS : 0));
+        rates[name].push(figures.mbps);
+        if (round === 0) latency[name] = figures.p50;
+      }
+    }
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+    const proxied = { mbps: median(rates.proxied), p50: latency.proxied as number };
+    const direct = { mbps: median(rates.direct), p50: latency.direct as number };
+    const bare = { mbps: median(rates.bare), p50: latency.bare as number };
+    const oneHop = { mbps: median(rates.oneHop) };
     const launch = (name: string) => {
       const times: number[] = [];
       for (let i = 0; i < LAUNCHES; i++) {
@@ -172,8 +189,8 @@ export async function benchEgress(): Promise<BenchRow[]> {
     teamd("stop", "--team", "bench");
     return [
       { name: "egress.proxied.mib-per-s", value: proxied.mbps, unit: "MiB/s", note: `100 MiB download in the seat through its proxy, the daemon's decision and relay (median of ${ROUNDS})` },
-      { name: "egress.direct-tcp.mib-per-s", value: direct.mbps, unit: "MiB/s", note: "the same download, direct loopback TCP on the host" },
-      { name: "egress.bare-unix.mib-per-s", value: bare.mbps, unit: "MiB/s", note: "the same download, a bare unix-socket stream on the host" },
+      { name: "egress.direct-tcp.mib-per-s", value: direct.mbps, unit: "MiB/s", note: `the same download, direct loopback TCP on the host (median of ${ROUNDS}, interleaved)` },
+      { name: "egress.bare-unix.mib-per-s", value: bare.mbps, unit: "MiB/s", note: `the same download, a bare unix-socket stream on the host (median of ${ROUNDS}, interleaved)` },
       { name: "egress.one-node-hop.mib-per-s", value: oneHop.mbps, unit: "MiB/s", note: "the same download through one bare Node pipe relay (unix → TCP) on the host; the proxied path has two" },
       { name: "egress.proxied-vs-bare-unix", value: proxied.mbps / bare.mbps, unit: "ratio", note: "proxied / bare unix stream", target: { min: 0.25, text: ">= 0.25" } },
       { name: "egress.proxied-vs-direct-tcp", value: proxied.mbps / direct.mbps, unit: "ratio", note: "proxied / direct loopback TCP" },

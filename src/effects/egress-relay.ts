@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import type { BigReads } from "../rpc/big-reads.js";
 
 /**
  * The byte path of one egress connection (§12): the seat's stream and the upstream socket
@@ -16,7 +17,14 @@ export interface RelayResult {
   readonly ended?: string;
 }
 
-export function relay(seat: Socket, upstream: Socket, options: { readonly idleMs: number; readonly now?: () => number }): Promise<RelayResult> {
+export interface RelayOptions {
+  readonly idleMs: number;
+  readonly now?: () => number;
+  /** The upstream socket was connected with these reads (src/effects/big-reads.ts): its bytes go to the seat through them. */
+  readonly download?: BigReads;
+}
+
+export function relay(seat: Socket, upstream: Socket, options: RelayOptions): Promise<RelayResult> {
   const now = options.now ?? Date.now;
   const started = now();
   return new Promise((resolve) => {
@@ -40,7 +48,10 @@ export function relay(seat: Socket, upstream: Socket, options: { readonly idleMs
     // end: true passes a FIN on as a half-close (pipe's own end handler runs first, being
     // registered first); once both directions ended, close both.
     seat.pipe(upstream);
-    upstream.pipe(seat);
+    if (options.download !== undefined) {
+      options.download.attach(seat, upstream);
+      upstream.once("end", () => seat.end());
+    } else upstream.pipe(seat);
     const closeWhenBothEnded = () => {
       if (seat.writableEnded && upstream.writableEnded) {
         seat.destroySoon();

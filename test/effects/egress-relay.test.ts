@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { relay } from "../../src/effects/egress-relay.js";
+import { bigReads, type BigReads } from "../../src/rpc/big-reads.js";
 
 /**
  * The egress byte path (§12) on real loopback sockets: both directions relayed, a half-close
@@ -39,9 +40,9 @@ async function seatPair(): Promise<Pair> {
   return { seatSide: await got, seat };
 }
 
-function connectUpstream(port: number): Promise<Socket> {
+function connectUpstream(port: number, download?: BigReads): Promise<Socket> {
   return new Promise((resolve) => {
-    const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+    const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true, ...(download ? { onread: download.onread } : {}) });
     socket.once("connect", () => resolve(socket));
   });
 }
@@ -85,6 +86,36 @@ describe("egress relay", () => {
     seat.end();
     expect(Buffer.concat(chunks).equals(big)).toBe(true);
     expect((await result).down).toBe(big.length);
+  });
+
+  it("relays through big reads: a banner sent before the relay attaches comes first, then every byte in order, with a slow reader", async () => {
+    const big = Buffer.alloc(16 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7) % 253;
+    const port = await listen((socket) => {
+      socket.write("BANNER\n");
+      socket.once("data", () => socket.end(big));
+    });
+    const { seatSide, seat } = await seatPair();
+    const download = bigReads();
+    const upstream = await connectUpstream(port, download);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the banner arrives before the relay
+    const result = relay(seatSide, upstream, { idleMs: 5000, download });
+    const chunks: Buffer[] = [];
+    // A reader that stalls now and then: the relay must pause upstream, never drop or reorder.
+    seat.on("data", (d: Buffer) => {
+      chunks.push(d);
+      if (chunks.length % 20 === 0) {
+        seat.pause();
+        setTimeout(() => seat.resume(), 5);
+      }
+    });
+    seat.write("go");
+    await new Promise((resolve) => seat.once("end", resolve));
+    seat.end();
+    const all = Buffer.concat(chunks);
+    expect(all.subarray(0, 7).toString()).toBe("BANNER\n");
+    expect(all.subarray(7).equals(big)).toBe(true);
+    expect((await result).down).toBe(big.length + 7);
   });
 
   it("closes an idle connection on both sides", async () => {
