@@ -255,6 +255,13 @@ seats:
     const allowed = await inSeat("net", `node -e '${ok}'`);
     expect(allowed.stdout).toMatch(/^OK 127\.0\.0\.1\n/);
     expect(reached("/direct-ok")).toBe(true);
+    // A header that is not host:port (a raw request line, a wildcard) is refused, never guessed at.
+    for (const header of ["GET http://allowed.test/ HTTP/1.1", `*.test:${httpPort}`]) {
+      const raw = `const s=require("net").connect("/run/teamd/egress.sock");s.on("connect",()=>s.write(${JSON.stringify(`${header}
+`)}));s.on("data",d=>process.stdout.write(d));`;
+      const malformed = await inSeat("net", `node -e '${raw}'`);
+      expect(malformed.stdout, header).toMatch(/^NO request\.malformed /);
+    }
   });
 
   it("bounds a seat's open connections: the 65th is refused (egress.limit) while 64 are open", async () => {
