@@ -22,6 +22,8 @@ import { createSeatTrunk } from "./seat-trunk.js";
 import { createSeatDeploy } from "./seat-deploy.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
+import { egressSocketPath, openEgressServer, type EgressServer } from "./seat-egress.js";
+import { createEgressResolver, hostAddresses } from "../src/effects/egress-resolve.js";
 
 export interface DaemonOptions {
   readonly home: TeamdHome;
@@ -41,8 +43,8 @@ export interface DaemonOptions {
 export interface Daemon {
   readonly instance: string;
   start(): Promise<void>;
-  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. */
-  openSeat(identity: SeatIdentity, at?: string): Promise<string>;
+  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. `egress`: its egress socket beside it. */
+  openSeat(identity: SeatIdentity, at?: string, options?: { egress?: boolean }): Promise<string>;
   /** Close a seat's socket (and remove it); a no-op when it has none. */
   closeSeat(identity: SeatIdentity): Promise<void>;
   stop(): Promise<void>;
@@ -59,7 +61,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const { home } = options;
   const log = options.log ?? (() => undefined);
   const instance = randomUUID();
-  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer }>();
+  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer; egress?: EgressServer }>();
   let control: RpcServer | undefined;
   let seats: SeatManager | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
@@ -81,6 +83,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
   };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
+  const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
     Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
@@ -113,7 +116,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (home.mode === "system") await chmod(home.root, dirMode | 0o001);
   }
 
-  async function openSeat(identity: SeatIdentity, at?: string): Promise<string> {
+  async function openSeat(identity: SeatIdentity, at?: string, options: { egress?: boolean } = {}): Promise<string> {
     const key = `${identity.team}.${identity.seat}`;
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
     const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
@@ -123,11 +126,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
       ControlService,
       refuseAll(ControlService, "channel.control-on-seat", (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`),
     );
-    seatServers.set(key, { identity, server });
+    const entry: { identity: SeatIdentity; server: RpcServer; egress?: EgressServer } = { identity, server };
+    seatServers.set(key, entry);
     try {
       await server.listen();
+      // Beside it, for a seat that declares egress, its byte stream (daemon/seat-egress.ts): same identity, same access.
+      if (options.egress) entry.egress = await openEgressServer(identity, egressSocketPath(socketPath), { mode: 0o600 }, egressDeps);
     } catch (error) {
       seatServers.delete(key);
+      await entry.egress?.close();
       await server.close(0);
       throw error;
     }
@@ -140,6 +147,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const entry = seatServers.get(key);
     if (entry === undefined) return;
     seatServers.delete(key);
+    await entry.egress?.close();
     await entry.server.close();
   }
 
@@ -195,7 +203,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         home,
         ledger: () => ledger,
         launcher: options.launcher ?? createLauncher(),
-        openSocket: (team, seat, at) => openSeat({ team, seat }, at),
+        openSocket: (team, seat, at, egress) => openSeat({ team, seat }, at, { egress }),
         closeSocket: (team, seat) => closeSeat({ team, seat }),
         log,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
@@ -220,7 +228,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       await seats?.stopAll("the daemon is stopping");
       seats = undefined;
-      for (const { server } of [...seatServers.values()].reverse()) await server.close();
+      for (const { server, egress } of [...seatServers.values()].reverse()) {
+        await egress?.close();
+        await server.close();
+      }
       seatServers.clear();
       await control?.close();
       control = undefined;

@@ -68,3 +68,8 @@ export function teamdCodeRoot(): string {
 export function builtShimBundle(): string {
   return join(teamdCodeRoot(), "dist", "shim-bundle", "teamd-shim.mjs");
 }
+
+/** The seat's egress launcher and proxy (shim/egress.ts), its own small bundle. */
+export function builtEgressBundle(): string {
+  return join(teamdCodeRoot(), "dist", "shim-bundle", "teamd-egress.mjs");
+}

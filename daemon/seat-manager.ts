@@ -48,7 +48,7 @@ export interface SeatManagerOptions {
   readonly home: TeamdHome;
   readonly ledger: () => Ledger | undefined;
   readonly launcher: Launcher;
-  openSocket(team: string, seat: string, at: string): Promise<string>;
+  openSocket(team: string, seat: string, at: string, egress: boolean): Promise<string>;
   closeSocket(team: string, seat: string): Promise<void>;
   readonly log: (line: string) => void;
   /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
@@ -130,7 +130,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       prepared = await prepareSeat(target, {
         home,
         user,
-        openSocket: (at) => options.openSocket(target.team, target.seat, at),
+        openSocket: (at, egress) => options.openSocket(target.team, target.seat, at, egress),
         closeSocket: () => options.closeSocket(target.team, target.seat),
         ...(failAt !== undefined ? { failAt } : {}),
       });

@@ -7,12 +7,14 @@ import { buildReservedSet } from "../src/objects/reserved-set.js";
 import { describeRoot, gatherHostFacts, reservedFacts } from "../src/sandbox/host-facts.js";
 import { compilePlan } from "../src/sandbox/plan.js";
 import type { SandboxPlan } from "../src/sandbox/plan-types.js";
+import type { EgressInput } from "../src/sandbox/plan-egress.js";
 import { RefusalError } from "../src/rpc/index.js";
 import type { Refusal } from "../src/kernel/index.js";
 import type { TeamdHome } from "./home.js";
 import { ledgerLayout } from "./ledger-host.js";
 import { openFilteredMirror } from "../src/effects/git-filter.js";
-import { builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "./seat-layout.js";
+import { egressSocketPath } from "./seat-egress.js";
+import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "./seat-layout.js";
 import type { StartableSeat } from "./seat-policy.js";
 import type { SeatUser } from "./seat-user.js";
 
@@ -36,8 +38,8 @@ export interface PreparedSeat {
 export interface PrepareDeps {
   readonly home: TeamdHome;
   readonly user: SeatUser;
-  /** Open the seat's socket at this path (the daemon's openSeat); returns its host path. */
-  openSocket(at: string): Promise<string>;
+  /** Open the seat's socket at this path (the daemon's openSeat), and its egress socket when `egress`; returns its host path. */
+  openSocket(at: string, egress: boolean): Promise<string>;
   closeSocket(): Promise<void>;
   /** Test seam: fail at a named step, to prove the unwind. */
   readonly failAt?: string;
@@ -101,12 +103,15 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
       await chmod(dirname(layout.socket), 0o711);
     }
     undo.push(() => deps.closeSocket());
-    const socket = await deps.openSocket(layout.socket);
+    const socket = await deps.openSocket(layout.socket, target.start.network !== undefined);
     if (system) await chown(socket, user.uid, user.gid);
+    // The egress byte stream (opened with the socket) is bound in only where egress is declared.
+    const egress = target.start.network === undefined ? undefined : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
+    if (egress !== undefined && system) await chown(egress.socket, user.uid, user.gid);
     step("socket");
 
     const shim = await installShim(home);
-    const plan = await planSeat(target, layout, socket, shim, user, home);
+    const plan = await planSeat(target, layout, socket, shim, user, home, egress);
     step("plan");
     const release = async () => {
       await deps.closeSocket();
@@ -159,8 +164,7 @@ async function ownTree(path: string, user: SeatUser, system: boolean): Promise<v
  * copy, so teamd's installed code stays reserved and unbound, and a seat user in system
  * mode can reach it wherever teamd is installed.
  */
-async function installShim(home: TeamdHome): Promise<string> {
-  const built = builtShimBundle();
+async function installShim(home: TeamdHome, built = builtShimBundle(), name = "teamd-shim"): Promise<string> {
   let bytes: Buffer;
   try {
     bytes = await readFile(built);
@@ -171,7 +175,7 @@ async function installShim(home: TeamdHome): Promise<string> {
   const dir = shimCopyDir(home);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await chmod(dir, 0o755);
-  const copy = join(dir, `teamd-shim-${digest}.mjs`);
+  const copy = join(dir, `${name}-${digest}.mjs`);
   if (!existsSync(copy)) {
     const temp = `${copy}.${process.pid}.tmp`;
     await copyFile(built, temp);
@@ -182,7 +186,7 @@ async function installShim(home: TeamdHome): Promise<string> {
 }
 
 /** The reserved set (§3), the roots, the host facts — then the pure compiler. */
-async function planSeat(target: StartableSeat, layout: SeatLayout, socket: string, shim: string, user: SeatUser, home: TeamdHome): Promise<SandboxPlan> {
+async function planSeat(target: StartableSeat, layout: SeatLayout, socket: string, shim: string, user: SeatUser, home: TeamdHome, egress?: EgressInput): Promise<SandboxPlan> {
   const ledger = ledgerLayout(home);
   const reservedPaths = [
     join(target.repository, "teamd.yaml"),
@@ -214,6 +218,7 @@ async function planSeat(target: StartableSeat, layout: SeatLayout, socket: strin
     env: { allowlist: ENV_ALLOWLIST, source: { ...process.env }, declared: { ...target.start.env } },
     // The team file cannot ask for limits yet; status says "limits: none".
     limits: "none",
+    ...(egress !== undefined ? { egress } : {}),
   });
   if (result.decision !== "plan") throw fromRefusal(result);
   if (target.start.workdir === "") return result.plan;

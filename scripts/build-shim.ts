@@ -12,13 +12,24 @@ import { fileURLToPath } from "node:url";
  * Written to a temporary name and renamed, so a running daemon never copies half a file.
  */
 export const SHIM_BUNDLE_RELATIVE = "dist/shim-bundle/teamd-shim.mjs";
+/**
+ * The seat's egress launcher and proxy (shim/egress.ts) is a second, small bundle: it runs
+ * before every command of a seat that declares egress, so it must not load gRPC (the main
+ * bundle costs ~100 ms more to start).
+ */
+export const EGRESS_BUNDLE_RELATIVE = "dist/shim-bundle/teamd-egress.mjs";
 
 export async function buildShim(root: string): Promise<string> {
-  const outfile = join(root, SHIM_BUNDLE_RELATIVE);
+  await bundle(root, "shim/egress.ts", EGRESS_BUNDLE_RELATIVE);
+  return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE);
+}
+
+async function bundle(root: string, entry: string, relative: string): Promise<string> {
+  const outfile = join(root, relative);
   const temp = `${outfile}.${process.pid}.tmp`;
   await mkdir(dirname(outfile), { recursive: true });
   await build({
-    entryPoints: [join(root, "shim/main.ts")],
+    entryPoints: [join(root, entry)],
     outfile: temp,
     bundle: true,
     platform: "node",

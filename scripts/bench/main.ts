@@ -3,6 +3,7 @@ import { benchKernel } from "./kernel.js";
 import { benchLedger } from "./ledger.js";
 import { benchSeat } from "./seat.js";
 import { benchLeases } from "./leases.js";
+import { benchEgress } from "./egress.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -16,6 +17,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   leases: benchLeases,
   ledger: benchLedger,
   seat: benchSeat,
+  egress: benchEgress,
 };
 
 /**

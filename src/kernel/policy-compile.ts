@@ -199,7 +199,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   const starts = new Map<string, StartContext>();
   for (const [name, seat] of Object.entries(seatsInput)) {
     if (seat.start === undefined) continue;
-    const start = readStart(seat.start, ["seats", name, "start"], problems, teamFile.ok ? teamFile.path : "teamd.yaml");
+    const start = readStart(seat.start, ["seats", name, "start"], problems, teamFile.ok ? teamFile.path : "teamd.yaml", seat.lab);
     if (start !== undefined) starts.set(name, start);
   }
   const deploys = readDeployCommands(input.deploy, declared, problems, teamFile.ok ? teamFile.path : "teamd.yaml");
@@ -262,7 +262,16 @@ export function compilePolicy(input: PolicyInput): CompileResult {
       lab: seat.lab,
       roles: roleNames,
       capabilities: capabilityMap(direct),
-      start: start === undefined ? undefined : { command: start.command, workdir: showPath(start.workdir), env: start.env, files: start.files },
+      start:
+        start === undefined
+          ? undefined
+          : {
+              command: start.command,
+              workdir: showPath(start.workdir),
+              env: start.env,
+              files: start.files,
+              ...(start.network !== undefined ? { network: { allow: start.network.allow, private: start.network.private } } : {}),
+            },
     };
   }
   const program = readConstraintProgram(input.constraints, input.review, problems, (r) => Object.prototype.hasOwnProperty.call(roles, r));

@@ -100,7 +100,21 @@ function same(a: readonly string[], b: readonly string[]): boolean {
 
 function showStart(start: StartContext): string {
   const env = Object.entries(start.env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
-  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}`;
+  const network = start.network === undefined ? "" : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
+  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}`;
+}
+
+/** Egress is the owner's to see widen (§10, §12): every host:port and range added or removed. */
+function egressLines(before: StartContext, after: StartContext): string[] {
+  const out: string[] = [];
+  if (before.network === undefined && after.network === undefined) return out;
+  if (before.network === undefined) return [`start egress: none -> ${list([...(after.network?.allow ?? [])])}${after.network?.private.length ? `, private ${list([...after.network.private])}` : ""}`];
+  if (after.network === undefined) return [`start egress: ${list([...before.network.allow])} -> none`];
+  for (const [what, was, now] of [["egress", before.network.allow, after.network.allow], ["egress private range", before.network.private, after.network.private]] as const) {
+    for (const item of now) if (!was.includes(item)) out.push(`start ${what} added: ${item}`);
+    for (const item of was) if (!now.includes(item)) out.push(`start ${what} removed: ${item}`);
+  }
+  return out;
 }
 
 function startLines(before: StartContext | undefined, after: StartContext | undefined): string[] {
@@ -119,6 +133,7 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
     else out.push(`start env ${name}: ${JSON.stringify(was)} -> ${JSON.stringify(now)}`);
   }
   if (!same(before.files, after.files)) out.push(`start files: ${list(before.files.map(showPath))} -> ${list(after.files.map(showPath))}`);
+  out.push(...egressLines(before, after));
   return out;
 }
 

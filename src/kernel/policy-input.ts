@@ -40,6 +40,8 @@ export interface StartInput {
   readonly env?: Readonly<Record<string, string>>;
   /** Start/instruction files, repo-relative; pinned by content hash and reserved (§3, §10). */
   readonly files?: readonly string[];
+  /** Allowed egress (§12), checked by the kernel's readEgress (src/kernel/egress-context.ts). */
+  readonly network?: unknown;
 }
 
 export interface SeatInput {

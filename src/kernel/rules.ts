@@ -447,6 +447,23 @@ export const RULES = {
     section: "§3",
     summary: "an act under the owner's external account needs the secret broker's credential store, which is not built; refused until it exists",
   },
+  // Network egress (issue 11): decided by the daemon for each connection a seat's proxy forwards.
+  "egress.host": {
+    section: "§12",
+    summary: "the connection's host:port (the CONNECT target or request URL, never a header) is not in the seat's declared egress",
+  },
+  "egress.address": {
+    section: "§12",
+    summary: "the target resolves to a loopback, link-local, private, unspecified, multicast or host-own address outside the ranges the seat declares",
+  },
+  "egress.resolve": {
+    section: "§11",
+    summary: "the target's name could not be resolved; a connection teamd cannot place is refused",
+  },
+  "egress.limit": {
+    section: "§12",
+    summary: "the seat has as many open egress connections as it may; one closes before the next opens",
+  },
 } as const satisfies Record<string, { section: string; summary: string }>;
 
 export type RuleId = keyof typeof RULES;

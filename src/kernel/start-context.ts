@@ -1,5 +1,6 @@
 import { canonicalJson } from "./canonical.js";
 import { canonicalPath, compareStrings, pathCovers, showPath } from "./paths.js";
+import { type EgressContext, readEgress } from "./egress-context.js";
 import { type InputPath, type PolicyProblem, type StartInput, problem } from "./policy-input.js";
 
 /**
@@ -17,11 +18,13 @@ export interface StartContext {
   readonly env: Readonly<Record<string, string>>;
   /** Canonical repo-relative paths, sorted. */
   readonly files: readonly string[];
+  /** Allowed egress; absent: none (no proxy, nothing reachable). */
+  readonly network?: EgressContext;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function readStart(input: StartInput, at: InputPath, problems: PolicyProblem[], teamFile: string): StartContext | undefined {
+export function readStart(input: StartInput, at: InputPath, problems: PolicyProblem[], teamFile: string, lab?: string): StartContext | undefined {
   const before = problems.length;
   const command = Array.isArray(input.command) ? input.command : [];
   if (command.length === 0 || command.some((arg) => typeof arg !== "string") || command[0] === "") {
@@ -52,10 +55,17 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
       problems.push(problem("reserved.object", where, `start file '${file}' is the team file`, "the team file is never handed to a seat; name the seat's instruction file instead"));
     } else files.add(canonical.path);
   });
+  const network = input.network === undefined ? undefined : readEgress(input.network, lab, [...at, "network"], problems);
   if (problems.length > before) return undefined;
   const sortedEnv = Object.create(null) as Record<string, string>;
   for (const name of Object.keys(env).sort(compareStrings)) sortedEnv[name] = env[name] as string;
-  return Object.freeze({ command: Object.freeze([...command]), workdir, env: Object.freeze(sortedEnv), files: Object.freeze([...files].sort(compareStrings)) });
+  return Object.freeze({
+    command: Object.freeze([...command]),
+    workdir,
+    env: Object.freeze(sortedEnv),
+    files: Object.freeze([...files].sort(compareStrings)),
+    ...(network !== undefined ? { network } : {}),
+  });
 }
 
 /**
@@ -70,5 +80,7 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
     if (hash === undefined) return undefined;
     files.push({ path, sha256: hash });
   }
-  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files });
+  // The network key appears only when declared, so a seat without egress keeps its hash.
+  const network = start.network === undefined ? {} : { network: { allow: start.network.allow, private: start.network.private } };
+  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network });
 }

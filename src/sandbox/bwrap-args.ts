@@ -64,7 +64,9 @@ export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options
   ];
   for (const [name, value] of Object.entries(plan.env)) args.push("--setenv", name, value);
   for (const op of plan.mounts) args.push(...mountArgs(op));
-  args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD), "--", ...command);
+  // A seat with egress runs every command under its egress launcher (src/sandbox/plan-egress.ts).
+  const argv = plan.egress === undefined ? command : [...plan.egress.argv, ...command];
+  args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD), "--", ...argv);
   return { ok: true, value: args };
 }
 

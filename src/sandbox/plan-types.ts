@@ -1,3 +1,4 @@
+import type { EgressInput, PlanEgress } from "./plan-egress.js";
 /**
  * The data the plan compiler takes and the data it returns (src/sandbox/plan.ts). Both are
  * plain data: the compiler is pure, the launcher and the host-facts reader are the only
@@ -102,6 +103,8 @@ export interface PlanInput {
   readonly host: HostFacts;
   readonly env: EnvInput;
   readonly limits: Limits;
+  /** The seat's egress (src/sandbox/plan-egress.ts); absent: no network but loopback, no proxy. */
+  readonly egress?: EgressInput;
 }
 
 /** One step of building the seat's root, in order; bwrap-args.ts turns each into flags. */
@@ -134,4 +137,6 @@ export interface SandboxPlan {
   readonly sources: readonly string[];
   /** The seat socket: host path, and where the seat finds it. */
   readonly socket: { readonly host: string; readonly inside: string };
+  /** The egress proxy and its byte stream, when the seat declares egress. */
+  readonly egress?: PlanEgress;
 }

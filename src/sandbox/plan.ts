@@ -5,6 +5,7 @@ import { etcMounts } from "./etc-filter.js";
 import { LINUX_BASE } from "./linux-base.js";
 import { buildEnv } from "./plan-env.js";
 import { collectMasks } from "./plan-masks.js";
+import { egressEnv, egressMounts } from "./plan-egress.js";
 import { checkLimits } from "./plan-limits.js";
 import type { HostRoot, MountOp, PlanInput, ReservedFact, SandboxPlan, SeatRoot } from "./plan-types.js";
 import { refuseContainment } from "./refusal.js";
@@ -127,6 +128,9 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     return reserved(`the seat socket ${host.seatSocket.path} is the reserved ${socketOwner ?? host.seatSocket.path}`, "give the seat its own socket");
   }
   late.push({ op: "bind", src: host.seatSocket.path, dest: base.inside.socket });
+  const egress = input.egress === undefined ? undefined : egressMounts(input.egress, host.node, input.reserved);
+  if (egress !== undefined && "decision" in egress) return egress;
+  if (egress !== undefined) late.push(...egress.mounts);
 
   const rootOps: MountOp[] = boundRoots.map(({ writable, root }) =>
     writable ? { op: "bind", src: root.path, dest: root.path } : { op: "ro-bind", src: root.path, dest: root.path },
@@ -150,6 +154,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     TEAMD_TEAM: seat.team,
     TMPDIR: input.writable.tmp.path,
     ...(host.shimBundle === undefined ? {} : { TEAMD_SHIM: base.inside.shim }),
+    ...(egress === undefined ? {} : egressEnv()),
   };
   const checkedEnv = buildEnv(fixed, input.env);
   if (!checkedEnv.ok) return checkedEnv.refusal;
@@ -184,6 +189,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     limits,
     sources,
     socket: { host: host.seatSocket.path, inside: base.inside.socket },
+    ...(egress === undefined ? {} : { egress: egress.egress }),
   };
   return { decision: "plan", plan: deepFreeze(plan) };
 }

@@ -50,7 +50,6 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
   start: {
     binds: "extra binds are entries of the seat's mount plan, which the containment issue builds",
     mounts: "extra mounts are entries of the seat's mount plan, which the containment issue builds",
-    network: "network access is decided by the egress proxy, which the containment issue builds",
   },
   deploy: {
     account: "a deploy under the owner's account (act-as, §3) needs the secret broker's credential store, which the egress/broker issue builds",

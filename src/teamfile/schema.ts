@@ -23,7 +23,7 @@ const KEYS: Readonly<Record<Level, readonly string[]>> = {
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
-  start: ["command", "workdir", "env", "files"],
+  start: ["command", "workdir", "env", "files", "network"],
   deploy: ["command", "workdir", "env", "files"],
 };
 
@@ -126,7 +126,9 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   }
   const files = map.files === undefined ? undefined : r.strings(map.files, [...at, "files"], "files");
   if (command === undefined) return undefined;
-  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}) };
+  // network is checked by the kernel (src/kernel/egress-context.ts), where the hash is made.
+  const network = map.network !== undefined ? { network: map.network } : {};
+  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network };
 }
 
 function readSeat(r: Reader, value: unknown, at: InputPath): SeatInput {

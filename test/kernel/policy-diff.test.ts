@@ -153,6 +153,18 @@ const table: Case[] = [
     expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start workdir: . -> src", 'start env MODE added: "work"', expect.stringMatching(/^context hash: /) as unknown as string] }] },
   },
   {
+    description: "egress declared (the lab's endpoints with it), then widened by one host and a private range",
+    before: base(),
+    after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443"] } } })),
+    expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start egress: none -> [a.example.com:443, api.anthropic.com:443]", expect.stringMatching(/^context hash: /) as unknown as string] }] },
+  },
+  {
+    description: "egress widened: each host:port and range added is shown",
+    before: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443"] } } })),
+    after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443", "*.npmjs.org:443"], private: ["10.0.0.0/8"] } } })),
+    expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start egress added: *.npmjs.org:443", "start egress private range added: 10.0.0.0/8", expect.stringMatching(/^context hash: /) as unknown as string] }] },
+  },
+  {
     description: "a declared branch added",
     before: base(),
     after: edit((f) => (f.declare = { branches: ["main", "release/*"], labs: ["anthropic", "openai"] })),
