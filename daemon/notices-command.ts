@@ -10,6 +10,12 @@ import { loadNotifyHook, notifyConfigPath, saveNotifyHook } from "./notify-confi
 
 const PAGE = 500;
 
+/**
+ * A notice the daemon told (action `notice`, daemon/notices.ts). Other records of the notice
+ * type (an owner's `teamd exec`, recorded as `seat.exec`) are the log's, not the owner's inbox.
+ */
+const isTold = (entry: LedgerEntry): boolean => entry.action === "notice" && entry.actor === "daemon";
+
 /** The last notice the owner has seen, kept beside the ledger (the owner's own state, not a record). */
 const seenPath = (home: TeamdHome): string => join(home.root, "notices.seen");
 
@@ -32,7 +38,7 @@ export function unseenNotices(home: TeamdHome): number | undefined {
     let n = 0;
     for (let from = lastSeenNotice(home) + 1; ; ) {
       const rows = store.recordsOfType(RecordType.NOTICE, from, PAGE);
-      n += rows.length;
+      n += rows.filter((row) => isTold(describeStored(row))).length;
       if (rows.length < PAGE) return n;
       from = (rows[rows.length - 1] as { seq: number }).seq + 1;
     }
@@ -77,6 +83,7 @@ export async function noticesCommand(options: { all?: boolean; follow?: boolean;
         for (const row of rows) {
           next = row.seq + 1;
           const entry = describeStored(row);
+          if (!isTold(entry)) continue;
           const n = noticeOf(entry);
           printed++;
           if (options.json) process.stdout.write(JSON.stringify({ seq: entry.seq, time: new Date(entry.timeUnixMs).toISOString(), team: entry.team, about: n.about, subject: n.subject, text: n.text }) + "\n");

