@@ -1,0 +1,190 @@
+import { Command } from "commander";
+import { TEAMD_VERSION } from "../src/rpc/index.js";
+import { serve } from "./serve.js";
+import { status } from "./status.js";
+import { kernelEval } from "./kernel-eval.js";
+import { init } from "./init.js";
+import { apply } from "./apply.js";
+import { log } from "./log.js";
+import { noticeHookCommand, noticesCommand } from "./notices-command.js";
+import { verify } from "./verify.js";
+import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
+import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
+import { doctor } from "./doctor.js";
+import { stopAllCommand } from "./stop-all.js";
+import { resumeCommand } from "./resume.js";
+import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./lease-commands.js";
+
+/**
+ * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
+ * function; policy lives in src/.
+ */
+export function buildProgram(): Command {
+  const program = new Command("teamd")
+    .description("Supervise a team of AI coding agents, each in an OS-contained seat, deciding every gated act.")
+    .version(TEAMD_VERSION, "-V, --version")
+    .showHelpAfterError("(run `teamd --help` for the list of commands)")
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .enablePositionalOptions();
+
+  program
+    .command("serve")
+    .description("run the daemon in the foreground (state in TEAMD_HOME); SIGTERM or SIGINT stops it and removes its sockets")
+    .option("--seat <SEAT[@TEAM]>", "debug: open a socket for this seat (repeatable; team defaults to 'debug')", (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .action((opts: { seat: string[] }) => serve(opts));
+
+  program
+    .command("status")
+    .description("show the daemon and the seats it serves")
+    .option("--json", "print one JSON object (for scripts)")
+    .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
+    .action((opts: { json?: boolean; socket?: string }) => status(opts));
+
+  program
+    .command("start")
+    .description("start a seat (or every seat of a team) from the team's applied policy, contained")
+    .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team (alone: every seat of it that has a start)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string | undefined, opts: { team?: string; json?: boolean }) => startCommand(seat, opts));
+
+  program
+    .command("stop")
+    .description("stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay. --all: the machine-wide stop, until teamd resume")
+    .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team (alone: every running seat of it)")
+    .option("--all", "stop every seat of every team and refuse every start until teamd resume (signed; works with the daemon hung or down)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.all) return stopCommand(seat, opts);
+      if (seat !== undefined || opts.team !== undefined) throw new Error("--all stops every seat of every team: name no seat and no --team");
+      return stopAllCommand(opts);
+    });
+
+  program
+    .command("resume")
+    .description("clear the owner's stop (teamd stop --all): an owner act, signed; only it clears a stop")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { json?: boolean }) => resumeCommand(opts));
+
+  program
+    .command("exec")
+    .description("run one command inside a running seat's exact containment (recorded); its output is printed, its exit code is ours")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .argument("<CMD...>", "the command and its arguments, after --")
+    .option("--timeout <SECONDS>", "kill the command after this long (default 60)")
+    .passThroughOptions()
+    .action((seat: string, command: string[], opts: { timeout?: string }) => execCommand(seat, command, opts));
+
+  program
+    .command("doctor")
+    .description("check whether seats can start here: bubblewrap, user namespaces, the seat user, cgroups, the shim bundle; a verdict per check")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { json?: boolean }) => doctor(opts));
+
+  program
+    .command("init")
+    .description("set up teamd for this repository: owner key, TEAMD_HOME, ledger, the hub (remote 'teamd') and an untracked teamd.yaml")
+    .option("--repo <DIR>", "the repository (default: the one around the current directory)")
+    .option("--team <NAME>", "the team's name (default: from the repository's directory name)")
+    .option("--passphrase", "protect a new owner key with a passphrase (asked on the terminal)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts) => init(opts));
+
+  program
+    .command("apply")
+    .description("sign the team file and make it the policy in force (nothing on disk is in force until applied)")
+    .argument("[FILE]", "the team file (default: teamd.yaml at the repository root)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts));
+
+  program
+    .command("log")
+    .description("show the ledger's records: seq, time, type, team, actor, action, target, result")
+    .option("--json", "one JSON object per record (JSON lines)")
+    .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")
+    .option("--follow", "keep printing records as they are appended (Ctrl-C to stop)")
+    .action((opts: { json?: boolean; type?: string; follow?: boolean }) => log(opts));
+
+  const notices = program
+    .command("notices")
+    .description("the notices not yet seen — every change to what a team may do (a policy applied, a revocation, a stop, an unknown outcome, a refused owner act, a seat halted) — then marks them seen")
+    .option("--all", "every notice, seen or not (the seen mark stays where it is)")
+    .option("--follow", "keep printing notices as they are recorded (Ctrl-C to stop)")
+    .option("--json", "one JSON object per notice (JSON lines)")
+    .action((opts: { all?: boolean; follow?: boolean; json?: boolean }) => noticesCommand(opts));
+  notices
+    .command("hook")
+    .description("show, set (-- CMD ARGS...) or clear the command the daemon runs for every notice (argv, no shell; the notice as JSON on stdin)")
+    .argument("[command...]", "the hook's argv, after --")
+    .option("--clear", "remove the hook")
+    .option("--json", "print one JSON object")
+    .action((command: string[], opts: { clear?: boolean; json?: boolean }) => noticeHookCommand(command, opts));
+
+  program
+    .command("verify")
+    .description("check the ledger: the hash chain, every signature and seal, and the signed head; exit 1 naming the first bad seq")
+    .option("--json", "print the result as JSON")
+    .action((opts: { json?: boolean }) => verify(opts));
+
+  const lease = program.command("lease").description("leases (§7): the owner's, issued as leads from its envelope; listed with their liveness; revoked");
+  lease
+    .command("issue")
+    .description("issue a root lease from the leads envelope to a seat, as leads, signed by you (decided by the kernel)")
+    .argument("<SEAT>", "the recipient, as SEAT@TEAM or SEAT with --team")
+    .argument("<CAPABILITY>", "an operational capability in the leads envelope (merge, gate, ...)")
+    .argument("<SCOPE>", "'*', or dimension=value pairs: branch=main,path=src/")
+    .requiredOption("--ttl <DURATION>", "its lifetime (e.g. 30m, 2h), within the ceiling's lease-ttl")
+    .option("--team <TEAM>", "the team")
+    .option("--source <ENTRY>", "the envelope entry it is drawn from (default: the first holding the capability)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) => leaseIssueCommand(seat, capability, scope, opts));
+  lease
+    .command("list")
+    .description("the team's leases, each with its liveness walked now")
+    .requiredOption("--team <TEAM>", "the team")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { team: string; json?: boolean }) => leaseListCommand(opts));
+  const revokeOptions = (c: Command) =>
+    c
+      .argument("<LEASE>", "the lease id (teamd lease list)")
+      .requiredOption("--team <TEAM>", "the lease's team")
+      .option("--reason <TEXT>", "why, for the record")
+      .option("--json", "print one JSON object (for scripts)")
+      .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts));
+  revokeOptions(lease.command("revoke").description("revoke a lease and everything below it: in force at once by its flag, even with the ledger down; recorded when the store allows"));
+  revokeOptions(program.command("revoke").description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"));
+
+  const ledger = program.command("ledger").description("owner acts on the ledger itself");
+  ledger
+    .command("reconcile")
+    .description("accept a blocked ledger's observed state (rollback, fork, broken chain), signed by you")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((opts: { yes?: boolean; json?: boolean }) => reconcileHead(opts));
+  ledger
+    .command("resolve")
+    .description("resolve an unknown outcome: accept the intent at SEQ as done, or repeat it under a new request id")
+    .argument("<SEQ>", "the intent's record seq (teamd log --type intent)")
+    .requiredOption("--team <NAME>", "the team the intent belongs to")
+    .option("--done", "the effect happened: accept it as done")
+    .option("--repeat <REQUEST_ID>", "the effect did not happen: allow it again under this new request id")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts));
+
+  const kernel = program.command("kernel").description("the decision kernel, offline");
+  kernel
+    .command("eval")
+    .description("run kernel case files (docs/kernel-cases.md): print each mismatch, exit 1 on any")
+    .argument("<FILE...>", "case files (JSON)")
+    .option("--json", "print one JSON summary (for scripts)")
+    .action(async (files: string[], opts: { json?: boolean }) => {
+      process.exitCode = await kernelEval(files, opts);
+    });
+
+  return program;
+}
+

@@ -1,0 +1,268 @@
+import { readFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { Command } from "commander";
+import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient, EXIT, TEAMD_VERSION } from "../src/rpc/index.js";
+
+/**
+ * `teamd-shim`: the one program inside a seat that can reach the daemon. It holds no
+ * policy, no keys and no ledger (it imports only src/gen and src/rpc); it asks, and
+ * prints what the daemon answered. Run as `git-remote-teamd` (the same bundle under a
+ * second name on the seat's PATH) it is git's remote helper for the `teamd` remote.
+ */
+const DEFAULT_SOCKET = "/run/teamd/shim.sock";
+
+export function socketPath(): string {
+  return process.env.TEAMD_SOCKET || DEFAULT_SOCKET;
+}
+
+function client(deadlineMs = 30_000) {
+  return createRpcClient(ShimService, socketPath(), { deadlineMs });
+}
+
+async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number): Promise<T> {
+  const c = client(deadlineMs);
+  try {
+    return await use(c);
+  } finally {
+    c.close();
+  }
+}
+
+const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : text);
+
+async function whoami(opts: { json?: boolean }): Promise<void> {
+  const reply = await withClient((c) => c.whoAmI());
+  const value = {
+    seat: reply.seat,
+    team: reply.team,
+    daemonInstance: reply.daemonInstance,
+    policySeq: Number(reply.policySeq),
+    capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
+    leases: reply.leases.map(leaseValue),
+    lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
+  };
+  const lines = [
+    `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
+    ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
+    ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
+    value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
+  ];
+  print(opts.json, value, `${lines.join("\n")}\n`);
+}
+
+async function fileStat(path: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.fileStat({ path }));
+  const value = { path, exists: r.exists, kind: r.kind || null, size: Number(r.size), oid: r.oid || null };
+  print(opts.json, value, r.exists ? `${path}: ${r.kind}, ${r.size} bytes, ${r.oid}\n` : `${path}: does not exist on the trunk\n`);
+}
+
+async function fileRead(path: string): Promise<void> {
+  const r = await withClient((c) => c.fileRead({ path }));
+  process.stdout.write(r.content);
+}
+
+async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
+  const content = opts.from ? await readFile(opts.from) : await readStdin();
+  const r = await withClient((c) => c.fileWrite({ requestId: randomUUID(), path, content, branch: opts.branch ?? "", message: opts.message ?? "" }));
+  print(opts.json, { path, hubRef: r.hubRef, commit: r.commit }, `${path} written: ${r.hubRef} is now ${r.commit}\n`);
+}
+
+async function checkpoint(note: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.checkpoint({ requestId: randomUUID(), note }));
+  print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
+}
+
+interface LeaseReply {
+  leaseId: string;
+  parent: string;
+  rootGrant: string;
+  issuer: string;
+  holder: string;
+  capability: string;
+  scope: string;
+  issuedUnixMs: bigint;
+  expiresUnixMs: bigint;
+  live: boolean;
+  deadRule: string;
+  deadReason: string;
+}
+
+function leaseValue(l: LeaseReply) {
+  return {
+    leaseId: l.leaseId,
+    parent: l.parent || null,
+    rootGrant: l.rootGrant,
+    issuer: l.issuer,
+    holder: l.holder,
+    capability: l.capability,
+    scope: l.scope,
+    issuedUnixMs: Number(l.issuedUnixMs),
+    expiresUnixMs: Number(l.expiresUnixMs),
+    live: l.live,
+    dead: l.live ? null : { rule: l.deadRule, reason: l.deadReason },
+  };
+}
+
+const showLease = (l: ReturnType<typeof leaseValue>) =>
+  `${l.leaseId}  ${l.capability} ${l.scope}  ${l.issuer} -> ${l.holder}${l.parent ? ` (re-lease of ${l.parent})` : ` (from ${l.rootGrant})`}  ${l.live ? `live until ${new Date(l.expiresUnixMs).toISOString()}` : `not live: ${l.dead?.rule}`}`;
+
+/** "90s", "30m", "2h", "1d" or plain milliseconds: syntax only (the daemon decides the ceiling). */
+function ttlMs(text: string): bigint {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) usage(`--ttl '${text}' is not a duration (e.g. 90s, 30m, 2h, 1d)`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? "ms") as "ms"];
+  return BigInt(m[1] as string) * BigInt(unit);
+}
+
+async function leaseIssue(recipient: string, capability: string, scope: string, opts: { ttl: string; parent?: string; source?: string; json?: boolean }): Promise<void> {
+  const ttl = ttlMs(opts.ttl);
+  const r = await withClient((c) => c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }));
+  const value = r.lease ? leaseValue(r.lease) : null;
+  print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? showLease(value) : ""}\n`);
+}
+
+async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.leaseRevoke({ requestId: randomUUID(), leaseId }));
+  print(opts.json, { revoked: r.revoked }, `revoked: ${r.revoked.join(", ")}\n`);
+}
+
+async function leaseList(opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.leaseList({}));
+  const leases = r.leases.map(leaseValue);
+  print(opts.json, { leases }, leases.length === 0 ? "no lease in this team\n" : `${leases.map(showLease).join("\n")}\n`);
+}
+
+/** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
+function usage(message: string): never {
+  process.stderr.write(`teamd-shim: ${message}\n`);
+  process.exit(EXIT.usage);
+}
+
+interface TrunkReply {
+  readonly act?: { effectId: string; intentSeq: bigint; outcomeSeq: bigint; base: string; head: string; tree: string; commit: string };
+}
+
+function printTrunk(what: string, reply: TrunkReply, json: boolean | undefined): void {
+  const act = reply.act;
+  const value = act && { effectId: act.effectId, intentSeq: Number(act.intentSeq), outcomeSeq: Number(act.outcomeSeq), base: act.base, head: act.head, tree: act.tree, commit: act.commit || null };
+  print(json, value, `${what} recorded (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})${act?.commit ? `; trunk is now ${act.commit}` : ""}\n`);
+}
+
+async function review(branch: string, opts: { approve?: boolean; reject?: boolean; into?: string; json?: boolean }): Promise<void> {
+  if (Boolean(opts.approve) === Boolean(opts.reject)) usage("give exactly one of --approve or --reject");
+  const reply = await withClient((c) => c.review({ requestId: randomUUID(), branch, into: opts.into ?? "", approve: Boolean(opts.approve) }));
+  printTrunk(opts.approve ? "approval" : "rejection", reply, opts.json);
+}
+
+async function gate(branch: string, opts: { pass?: boolean; fail?: boolean; into?: string; json?: boolean }): Promise<void> {
+  if (Boolean(opts.pass) === Boolean(opts.fail)) usage("give exactly one of --pass or --fail");
+  const reply = await withClient((c) => c.gate({ requestId: randomUUID(), branch, into: opts.into ?? "", pass: Boolean(opts.pass) }));
+  printTrunk(opts.pass ? "gate pass" : "gate refusal", reply, opts.json);
+}
+
+async function merge(branch: string, opts: { into?: string; json?: boolean }): Promise<void> {
+  const reply = await withClient((c) => c.merge({ requestId: randomUUID(), branch, into: opts.into ?? "" }));
+  printTrunk("merge", reply, opts.json);
+}
+
+async function deploy(env: string, opts: { artifact?: string; as?: string; json?: boolean }): Promise<void> {
+  // The daemon gives the command 15 minutes; the call waits a little longer for its outcome.
+  const reply = await withClient((c) => c.deploy({ requestId: randomUUID(), env, artifact: opts.artifact ?? "", asAccount: opts.as ?? "" }), 16 * 60_000);
+  const act = reply.act;
+  if (opts.json) {
+    print(true, { env: reply.env, artifact: act?.commit ?? "", effectId: act?.effectId ?? "", intentSeq: Number(act?.intentSeq ?? 0), outcomeSeq: Number(act?.outcomeSeq ?? 0), tree: act?.tree ?? "", exitCode: reply.exitCode, outputTail: reply.outputTail }, "");
+    return;
+  }
+  if (reply.outputTail !== "") process.stdout.write(reply.outputTail.endsWith("\n") ? reply.outputTail : `${reply.outputTail}\n`);
+  process.stdout.write(`deployed ${act?.commit} to ${reply.env} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
+}
+
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The `teamd-shim` command tree (also walked by scripts/cli-reference.ts for the docs). */
+export function buildProgram(): Command {
+  const program = new Command("teamd-shim")
+    .description(`Talk to the teamd daemon from inside a seat (socket: $TEAMD_SOCKET, default ${DEFAULT_SOCKET}).`)
+    .version(TEAMD_VERSION, "-V, --version")
+    .showHelpAfterError("(run `teamd-shim --help` for the list of commands)")
+    .showSuggestionAfterError(true)
+    .exitOverride();
+  program
+    .command("whoami")
+    .description("this seat's identity, the capabilities it holds and its last refusal")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(whoami);
+  program
+    .command("checkpoint")
+    .argument("<note>", "where you stand and what comes next (at most 4 KiB; never a secret)")
+    .option("--json", "print one JSON object")
+    .description("record a handoff checkpoint in the ledger")
+    .action(checkpoint);
+  const into = "--into <trunk>";
+  const intoHelp = "the trunk it merges into (default: the hub's default branch)";
+  program
+    .command("review")
+    .argument("<branch>", "the branch under review, as the hub names it (seat/NAME/BRANCH)")
+    .option("--approve", "approve the change")
+    .option("--reject", "reject the change")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("record a verdict on another seat's change (fetch it first: git fetch teamd)")
+    .action(review);
+  program
+    .command("gate")
+    .argument("<branch>", "the branch to gate (seat/NAME/BRANCH)")
+    .option("--pass", "the change passes the gate")
+    .option("--fail", "the change fails the gate")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("record a gate decision bound to the change's effect id")
+    .action(gate);
+  program
+    .command("merge")
+    .argument("<branch>", "the gated branch to merge (seat/NAME/BRANCH)")
+    .option(into, intoHelp)
+    .option("--json", "print one JSON object")
+    .description("merge a gated change into the trunk (the daemon merges in the hub; the pass is consumed)")
+    .action(merge);
+  const lease = program.command("lease").description("leases (§7): hand a capability you hold to another seat for a bounded time, recorded");
+  lease
+    .command("issue")
+    .argument("<seat>", "the recipient: another seat of your team")
+    .argument("<capability>", "an operational capability you hold (merge, gate, write, ...)")
+    .argument("<scope>", "'*' for all you may lease, or dimension=value pairs: branch=main,path=src/")
+    .requiredOption("--ttl <duration>", "how long it lasts (e.g. 30m, 2h; within the owner's lease-ttl)")
+    .option("--parent <lease>", "a re-lease: the lease you hold that it attenuates")
+    .option("--source <authority>", "a root lease: the standing grant (or, for leads, envelope entry) it is drawn from")
+    .option("--json", "print one JSON object")
+    .description("issue a lease, decided by the kernel and recorded")
+    .action(leaseIssue);
+  lease.command("revoke").argument("<lease>", "the lease id").option("--json", "print one JSON object").description("revoke a lease you issued or sit above, and every lease below it").action(leaseRevoke);
+  lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
+  program
+    .command("deploy")
+    .argument("<env>", "a declared environment with an owner-declared deploy command")
+    .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")
+    .option("--as <account>", "run under the owner's account (act-as): refused until the secret broker exists")
+    .option("--json", "print one JSON object")
+    .description("run the owner's hash-pinned deploy command for <env> on a gated artifact (outside the sandbox; a failure voids the pass)")
+    .action(deploy);
+  const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
+  file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
+  file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);
+  file
+    .command("write")
+    .argument("<path>", "repository-relative path")
+    .option("--from <file>", "read the content from this file (default: stdin)")
+    .option("--branch <name>", "commit onto seat/<you>/<name> (default: the trunk's name)")
+    .option("-m, --message <text>", "the commit message")
+    .option("--json", "print one JSON object")
+    .description("commit new content for a file onto your own branch in the hub")
+    .action(fileWrite);
+  return program;
+}
