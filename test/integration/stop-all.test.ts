@@ -142,4 +142,23 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     await startTeam();
     expect((await json(["stop", "--team", "proj"])).stopped).toHaveLength(2);
   }, 90_000);
+
+  it("(d) daemon killed (SIGKILL): the stop is written by the CLI, no seat is left, and a new daemon honours it until resume", async () => {
+    const namespaces = await startTeam();
+    const old = daemon as DaemonProcess;
+    process.kill(old.child.pid as number, "SIGKILL");
+    await new Promise<void>((resolve) => (old.child.exitCode !== null || old.child.signalCode !== null ? resolve() : old.child.once("exit", () => resolve())));
+    const stopped = await json(["stop", "--all"], 0, 20_000);
+    expect(stopped).toMatchObject({ stopped: true, path: "cli", daemon: { answered: false }, alive: [] });
+    await noneLeft(namespaces);
+
+    // A daemon started after the stop reads the flag before it serves anything.
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
+    expect(await json(["resume"])).toMatchObject({ resumed: true });
+    await startTeam();
+    expect((await json(["stop", "--team", "proj"])).stopped).toHaveLength(2);
+    // The stop the dead daemon never saw is in the ledger, appended once the store was back.
+    expect((await stopRecords()).length).toBeGreaterThan(0);
+  }, 120_000);
 });
