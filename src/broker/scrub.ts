@@ -101,7 +101,7 @@ export function scrubDetail(task: TaskDetail, forms: SecretForms): TaskDetail {
     .split("\n")
     .map((line) => scrubValue(line, forms))
     .join("\n");
-  // The whole body too: a base64 blob wrapped across lines still carries it.
-  const joined = scrubReason(task.body.replace(/\s+/g, ""), forms) === SCRUBBED_CREDENTIAL;
+  // Then the whole of what is left: a base64 blob wrapped across lines still carries it.
+  const joined = scrubReason(body.replace(/\s+/g, ""), forms) === SCRUBBED_CREDENTIAL;
   return { ...scrubSummary(task, forms), body: joined ? SCRUBBED_CREDENTIAL : body };
 }
