@@ -106,7 +106,8 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
         },
       );
       if (reply.status === "unknown") throw new RefusalError("broker.upstream", `${reply.note}; the claim may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`);
-      if (reply.status === "refused") throw failure !== undefined ? new RefusalError(failure.rule, failure.reason) : new RefusalError("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`);
+      // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
+      if (reply.status === "refused") throw failure !== undefined ? await pipeline.refuse(ctx, refuse(failure.rule, failure.reason), action, target) : new RefusalError("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`);
       if (answer === undefined) throw new RefusalError("broker.replay", `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`);
       const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
       return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
