@@ -178,6 +178,31 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     expect(gh.seen.filter((s) => s.path.includes("/issues/1")).length).toBe(1);
   });
 
+  it("refuses with broker.tracker, naming chmod 600, while the owner's configuration is readable by others; a retried pull is answered with nothing (broker.replay)", async () => {
+    const config = join(home, "broker", "trackers.json");
+    chmodSync(config, 0o644);
+    try {
+      const r = await shim("plan", "broker", "pull", "gh:web");
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain("refused by broker.tracker");
+      expect(r.stderr).toContain(`chmod 600 ${config}`);
+      await refused("plan", "broker.tracker", "broker", "pull", "notes");
+    } finally {
+      chmodSync(config, 0o600);
+    }
+    const log = await records();
+    expect(log.some((r) => r.type === "refusal" && r.action === "broker.pull" && JSON.stringify(r).includes("broker.tracker"))).toBe(true);
+    const client = createRpcClient(ShimService, socket("plan"), { deadlineMs: 30_000 });
+    try {
+      const first = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" });
+      expect(first.tasks.length).toBe(2);
+      const again = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" }).then(() => undefined, (e: unknown) => e);
+      expect(String(again)).toContain("broker.replay");
+    } finally {
+      client.close();
+    }
+  });
+
   it("a seat cannot read the owner's configuration, and its environment holds no credential", async () => {
     const cat = await teamd(["exec", "plan@proj", "--", "cat", join(home, "broker/trackers.json")]);
     expect(cat.code).not.toBe(0);

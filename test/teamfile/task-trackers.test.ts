@@ -51,3 +51,15 @@ describe("trackers: which owner-configured tracker serves each task resource", (
     expect(e.map((x) => x.rule)).toContain("secret.shape");
   });
 });
+
+describe("teamd apply shows a tracker change", () => {
+  it("names each task resource whose tracker moves, the default included", async () => {
+    const { diffPolicies } = await import("../../src/kernel/index.js");
+    const before = loadTeamFileText(FILE(""));
+    const after = loadTeamFileText(FILE(`trackers:\n  "gh:web": web\n`));
+    if (!before.ok || !after.ok) throw new Error("expected both to load");
+    expect(diffPolicies(before.policy, after.policy).team).toContain("tracker of task gh:web: the default file tracker -> web");
+    expect(diffPolicies(after.policy, before.policy).team).toContain("tracker of task gh:web: web -> the default file tracker");
+    expect(diffPolicies(after.policy, after.policy).unchanged).toBe(true);
+  });
+});
