@@ -25,6 +25,8 @@ export interface FakeGithub {
   readonly issues: Map<number, FakeIssue>;
   /** Every request the server saw: method, path and whether it carried the right token. */
   readonly seen: { method: string; path: string; authorized: boolean; body: string }[];
+  /** Issues whose POSTs the server drops unanswered (the connection cut): a claim nobody answered. */
+  readonly dropPosts: Set<number>;
   close(): Promise<void>;
 }
 
@@ -72,6 +74,7 @@ async function body(req: IncomingMessage): Promise<string> {
 export async function startFakeGithub(options: { token: string; owner: string; repo: string }): Promise<FakeGithub> {
   const issues = new Map(plantedIssues(options.token, options.owner, options.repo).map((i) => [i.number, i]));
   const seen: FakeGithub["seen"] = [];
+  const dropPosts = new Set<number>();
   const prefix = `/repos/${options.owner}/${options.repo}`;
   const send = (res: ServerResponse, status: number, value: unknown) => {
     const text = JSON.stringify(value);
@@ -94,6 +97,7 @@ export async function startFakeGithub(options: { token: string; owner: string; r
       const issue = issues.get(Number(m[1]));
       if (issue === undefined) return send(res, 404, { message: "Not Found", documentation_url: `https://docs.example/?t=${options.token}` });
       if (req.method === "GET" && m[2] === undefined) return send(res, 200, issue);
+      if (req.method === "POST" && dropPosts.has(issue.number)) return void req.socket.destroy();
       if (req.method === "POST" && m[2] === "/labels") {
         const add = (JSON.parse(text) as { labels: string[] }).labels;
         for (const name of add) if (!issue.labels.some((l) => l.name === name)) issue.labels.push({ name });
@@ -119,6 +123,7 @@ export async function startFakeGithub(options: { token: string; owner: string; r
     url: `http://127.0.0.1:${port}`,
     issues,
     seen,
+    dropPosts,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -203,6 +203,21 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     }
   });
 
+  it("a claim the tracker did not answer is recorded unknown, and that task stays blocked until the owner resolves it", async () => {
+    gh.dropPosts.add(4);
+    const r = await shim("plan", "broker", "claim", "gh:web", "4");
+    expect(r.code, r.stdout + r.stderr).toBe(3);
+    expect(r.stderr).toContain("refused by broker.upstream");
+    expect(r.stderr).toContain("may or may not have happened");
+    const log = await records();
+    const intent = log.find((x) => x.type === "intent" && x.action === "broker.claim" && JSON.stringify(x).includes("gh:web#4"));
+    expect(log.find((x) => x.type === "outcome" && x.intentSeq === intent?.seq)).toMatchObject({ result: "unknown" });
+    gh.dropPosts.delete(4);
+    const again = await shim("plan", "broker", "claim", "gh:web", "4");
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain("refused by ledger.unknown-outcome");
+  });
+
   it("a seat cannot read the owner's configuration, and its environment holds no credential", async () => {
     const cat = await teamd(["exec", "plan@proj", "--", "cat", join(home, "broker/trackers.json")]);
     expect(cat.code).not.toBe(0);
