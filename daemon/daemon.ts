@@ -20,6 +20,8 @@ import { createSeatGit } from "./seat-git.js";
 import { createSeatFiles } from "./seat-files.js";
 import { createSeatTrunk } from "./seat-trunk.js";
 import { createSeatDeploy } from "./seat-deploy.js";
+import { createSeatBroker } from "./seat-broker.js";
+import { createBroker } from "../src/broker/index.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
 import { seatLayout } from "./seat-layout.js";
 import { egressSocketPath, openEgressServer, type EgressServer } from "./seat-egress.js";
@@ -95,6 +97,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases(pipeline),
     deploy: createSeatDeploy({ pipeline, runs, home: home.root, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    // The broker reads the owner's tracker credentials from TEAMD_HOME/broker/ (or the file or
+    // variables the daemon's environment names); nothing of it reaches a seat.
+    broker: createSeatBroker({ pipeline, broker: createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) }) }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>

@@ -222,7 +222,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       const ctx = await deps.pipeline.context(identity, "deploy");
       const env = request.env;
       if (request.asAccount !== "") {
-        throw await deps.pipeline.refuse(ctx, refuse("act-as.no-broker", `a deploy under the owner's account '${request.asAccount}' needs the secret broker's credential store, which teamd does not have yet; deploy without --as`), "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
+        throw await deps.pipeline.refuse(ctx, refuse("act-as.no-broker", `a deploy under the owner's account '${request.asAccount}' is not built (act-as: the broker serves tasks only, it acts under no owner's account); deploy without --as`), "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
       }
       if (env === "") throw await deps.pipeline.refuse(ctx, refuse("request.malformed", "a deploy names its environment"), "deploy");
       return oneAtATime(`${identity.team}\0${env}`, () => deployOnce(identity, request));

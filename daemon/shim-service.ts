@@ -8,6 +8,7 @@ import type { SeatGit } from "./seat-git.js";
 import type { SeatLeases } from "./seat-leases.js";
 import type { SeatTrunk } from "./seat-trunk.js";
 import type { SeatDeploy } from "./seat-deploy.js";
+import type { SeatBroker } from "./seat-broker.js";
 import { requestBytes, type SeatPipeline } from "./seat-pipeline.js";
 
 /** A checkpoint note is a handoff, not a document. */
@@ -26,6 +27,7 @@ export interface ShimServiceDeps {
   readonly trunk: SeatTrunk;
   readonly leases: SeatLeases;
   readonly deploy: SeatDeploy;
+  readonly broker: SeatBroker;
 }
 
 /**
@@ -96,6 +98,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     },
     async deploy(request) {
       return deps.deploy.deploy(identity, request);
+    },
+    async broker(request) {
+      return deps.broker.call(identity, request);
     },
     async checkpoint(request) {
       const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });

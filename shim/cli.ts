@@ -178,6 +178,50 @@ async function deploy(env: string, opts: { artifact?: string; as?: string; json?
   process.stdout.write(`deployed ${act?.commit} to ${reply.env} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
 }
 
+interface BrokerTaskReply {
+  id: string;
+  title: string;
+  state: string;
+  labels: string[];
+  assignee: string;
+  url: string;
+  claimed: boolean;
+  body: string;
+}
+
+const taskValue = (t: BrokerTaskReply, withBody: boolean) => ({
+  id: t.id,
+  title: t.title,
+  state: t.state,
+  labels: t.labels,
+  assignee: t.assignee || null,
+  url: t.url || null,
+  claimed: t.claimed,
+  ...(withBody ? { body: t.body } : {}),
+});
+
+const showTask = (t: ReturnType<typeof taskValue>) =>
+  `${t.id}  [${t.state}${t.claimed ? ", claimed" : ""}]  ${t.title}${t.labels.length > 0 ? `  (${t.labels.join(", ")})` : ""}${t.assignee ? `  @${t.assignee}` : ""}`;
+
+/** The broker (§11): the daemon calls the tracker with the owner's credential; the seat sees only scrubbed, allowlisted fields. */
+async function broker(operation: "pull" | "read" | "claim", task: string, id: string | undefined, opts: { json?: boolean; as?: string }): Promise<void> {
+  const r = await withClient((c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "" }), 60_000);
+  const records = { tracker: r.tracker, intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) };
+  if (operation === "pull") {
+    const tasks = r.tasks.map((t) => taskValue(t, false));
+    print(opts.json, { task, tasks, ...records }, tasks.length === 0 ? `no open task in ${task}\n` : `${tasks.map(showTask).join("\n")}\n`);
+    return;
+  }
+  const one = r.tasks[0];
+  const value = one ? taskValue(one, operation === "read") : null;
+  if (operation === "claim") {
+    print(opts.json, { task, claimed: value, ...records }, `claimed ${task} ${value?.id} (records ${r.intentSeq} and ${r.outcomeSeq})\n${value ? showTask(value) : ""}\n`);
+    return;
+  }
+  const text = value ? `${showTask(value)}${value.url ? `\n${value.url}` : ""}\n\n${value.body ?? ""}${(value.body ?? "").endsWith("\n") ? "" : "\n"}` : "";
+  print(opts.json, { task, read: value, ...records }, text);
+}
+
 async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -252,6 +296,31 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("run the owner's hash-pinned deploy command for <env> on a gated artifact (outside the sandbox; a failure voids the pass)")
     .action(deploy);
+  const brokerCmd = program.command("broker").description("tracker tasks through the secret broker (§11): needs use-broker over the task resource; the seat never holds the tracker's credential");
+  const brokerAs = ["--as <account>", "act under the owner's account (act-as): refused, not built"] as const;
+  brokerCmd
+    .command("pull")
+    .argument("<task>", "a declared task resource (declare.tasks)")
+    .option("--json", "print one JSON object")
+    .option(...brokerAs)
+    .description("list the resource's open tasks (id, title, state, labels, assignee, url)")
+    .action((task: string, opts: { json?: boolean; as?: string }) => broker("pull", task, undefined, opts));
+  brokerCmd
+    .command("read")
+    .argument("<task>", "a declared task resource")
+    .argument("<id>", "the task: an issue number, a task file's name")
+    .option("--json", "print one JSON object")
+    .option(...brokerAs)
+    .description("one task's non-secret fields: title, body, state, labels, assignee, url")
+    .action((task: string, id: string, opts: { json?: boolean; as?: string }) => broker("read", task, id, opts));
+  brokerCmd
+    .command("claim")
+    .argument("<task>", "a declared task resource")
+    .argument("<id>", "the task to claim")
+    .option("--json", "print one JSON object")
+    .option(...brokerAs)
+    .description("mark the task claimed by this seat (a label on GitHub, claimed-by in a task file), recorded")
+    .action((task: string, id: string, opts: { json?: boolean; as?: string }) => broker("claim", task, id, opts));
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);

@@ -45,6 +45,7 @@ export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type Compile
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
 export { type StartContext, startContextCanonical } from "./start-context.js";
 export { type DeployCommands } from "./deploy-commands.js";
+export { type TaskTrackers, TRACKER_NAME } from "./task-trackers.js";
 export { type DeclaredSets, NO_DECLARED_SETS, isDeclared } from "./declared.js";
 export { type ReservedSet, effectReservedReason, reservedReason } from "./reserved.js";
 export { ROLE_TEMPLATES, type RoleTemplate } from "./roles.js";

@@ -4,6 +4,7 @@ import { type ConstraintProgram, type HoldingSeat, type Selector, violations } f
 import { readConstraintProgram } from "./constraints-input.js";
 import type { Ceiling } from "./ceiling-deny.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
+import { type TaskTrackers, canonicalTaskTrackers, readTaskTrackers } from "./task-trackers.js";
 import { type DeployCommands, canonicalDeployCommands, deployFiles, readDeployCommands } from "./deploy-commands.js";
 import { type LeadsInput, readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
@@ -60,6 +61,8 @@ export interface CompiledPolicy {
   readonly twoGranter?: readonly OperationalCapability[];
   /** The owner's deploy command per environment (§3, §10); absent when the file declares none. */
   readonly deploys?: DeployCommands;
+  /** The tracker of each task resource the file maps (§11); absent when it maps none. */
+  readonly trackers?: TaskTrackers;
   /** The canonical form of the team file: independent of formatting and key order. */
   readonly canonical: string;
 }
@@ -207,6 +210,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   const startFiles = [...new Set([...[...starts.values()].flatMap((s) => s.files), ...deployFiles(deploys)])].sort(compareStrings);
   const reserved: ReservedSet = Object.freeze({ teamFile: teamFile.ok ? teamFile.path : "teamd.yaml", startFiles: Object.freeze(startFiles) });
   const ctx: ScopeContext = { vocabulary, declared, reserved, problems };
+  const trackers = readTaskTrackers(input.trackers, declared, problems);
 
   const roles: Record<string, CompiledRole> = {};
   for (const template of Object.keys(ROLE_TEMPLATES) as RoleTemplate[]) {
@@ -294,10 +298,11 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     ...canonicalDelegation(delegation),
     // Left out when absent, so a policy without deploy commands keeps the hash it had before them.
     ...(deploys !== undefined ? { deploy: canonicalDeployCommands(deploys) } : {}),
+    ...(trackers !== undefined ? { trackers: canonicalTaskTrackers(trackers) } : {}),
   });
   return {
     ok: true,
-    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), canonical }),
+    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), ...(trackers !== undefined ? { trackers } : {}), canonical }),
   };
 }
 

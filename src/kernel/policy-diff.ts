@@ -179,6 +179,7 @@ interface TeamSettings {
   readonly deny?: Policy["deny"];
   readonly twoGranter?: Policy["twoGranter"];
   readonly deploys?: Policy["deploys"];
+  readonly trackers?: Policy["trackers"];
 }
 
 /** No policy in force reads as nothing declared but the seat branches (always there), and every default. */
@@ -276,6 +277,15 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
     const now = deploysAfter[env];
     if (was !== undefined && now !== undefined && was.hash !== now.hash) out.push(`deploy command changed: ${env} (${was.hash} -> ${now.hash})`);
   }
+  // Which tracker serves a task resource decides where a seat's broker calls go (§11).
+  const trackersBefore = before.trackers ?? {};
+  const trackersAfter = after.trackers ?? {};
+  const DEFAULT_TRACKER = "the default file tracker";
+  for (const task of sorted(new Set([...Object.keys(trackersBefore), ...Object.keys(trackersAfter)]))) {
+    const was = Object.prototype.hasOwnProperty.call(trackersBefore, task) ? trackersBefore[task] : undefined;
+    const now = Object.prototype.hasOwnProperty.call(trackersAfter, task) ? trackersAfter[task] : undefined;
+    if (was !== now) out.push(`tracker of task ${task}: ${was ?? DEFAULT_TRACKER} -> ${now ?? DEFAULT_TRACKER}`);
+  }
   return out;
 }
 
@@ -296,7 +306,7 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
   const settings: TeamSettings =
     before === undefined
       ? NONE_IN_FORCE
-      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys };
+      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys, trackers: before.trackers };
   const team = teamLines(settings, beforeVocabulary, after);
   const unchanged = before !== undefined && before.hash === after.hash && seats.length === 0 && team.length === 0;
   return { first: before === undefined, seats, team, unchanged };

@@ -81,6 +81,8 @@ export interface PolicyInput {
   readonly twoGranter?: unknown;
   /** The deploy command of each declared environment (§3, §10): env → a start-shaped map, as written. */
   readonly deploy?: unknown;
+  /** Which owner-configured tracker serves each declared task resource (§11), as written. */
+  readonly trackers?: unknown;
   /**
    * Whether the seats are checked against the constraints at load (launch, §5) — the
    * default. A policy proposed by an authority change is not: `checkAuthorityChange`

@@ -40,6 +40,8 @@ export interface Policy {
   readonly twoGranter?: readonly OperationalCapability[];
   /** The owner's hash-pinned deploy command per declared environment (§3, §10). */
   readonly deploys?: Readonly<Record<string, DeployCommand>>;
+  /** The owner-configured tracker of each task resource the team file maps (§11); others use the default. */
+  readonly trackers?: Readonly<Record<string, string>>;
 }
 
 /** A deploy command and the hash of its whole context (argv, workdir, env bindings, each file's content). */
@@ -181,6 +183,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       ...(compiled.deny !== undefined ? { deny: compiled.deny } : {}),
       ...(compiled.twoGranter !== undefined ? { twoGranter: compiled.twoGranter } : {}),
       ...(deploys !== undefined ? { deploys } : {}),
+      ...(compiled.trackers !== undefined ? { trackers: compiled.trackers } : {}),
     }),
   };
 }

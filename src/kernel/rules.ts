@@ -147,6 +147,26 @@ export const RULES = {
     section: "§11",
     summary: "use-broker allows pull, claim and read of a task's non-secret fields, and nothing else",
   },
+  "broker.tracker": {
+    section: "§11",
+    summary: "the task resource's tracker is not configured, or its configuration is unsafe (readable by group or other, another user's) or invalid; nothing was asked of the tracker until the owner fixes it",
+  },
+  "broker.task": {
+    section: "§11",
+    summary: "there is no such task in the resource (or the id is malformed); nothing happened",
+  },
+  "broker.claimed": {
+    section: "§11",
+    summary: "the task is already claimed by another seat; nothing happened",
+  },
+  "broker.upstream": {
+    section: "§11",
+    summary: "the tracker answered with an error or did not answer; the outcome record says whether a claim may have happened",
+  },
+  "broker.replay": {
+    section: "§11",
+    summary: "what the broker serves is never recorded, so a retried pull or read is answered with nothing; ask again with a new request id",
+  },
   // The act-time stage (issue 5): constraints, separation of duties, the review mode,
   // independent verification, gate passes, the §9 table and §10 agreement.
   "act.effect-id": {
@@ -445,7 +465,7 @@ export const RULES = {
   },
   "act-as.no-broker": {
     section: "§3",
-    summary: "an act under the owner's external account needs the secret broker's credential store, which is not built; refused until it exists",
+    summary: "an act under the owner's external account (act-as: push, publish, comment) is not built — the broker serves tasks only (pull, read, claim); refused until act-as exists",
   },
   // Network egress (issue 11): decided by the daemon for each connection a seat's proxy forwards.
   "egress.host": {

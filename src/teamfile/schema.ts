@@ -19,7 +19,7 @@ import { NOT_SUPPORTED, type Level } from "./not-supported.js";
  * the nearest known one, never ignored.
  */
 const KEYS: Readonly<Record<Level, readonly string[]>> = {
-  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "deploy", "roles", "seats"],
+  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "deploy", "trackers", "roles", "seats"],
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
@@ -198,5 +198,5 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
       }
     }
   }
-  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, ...(deploy !== undefined ? { deploy } : {}), teamFilePath }, problems: r.problems, blocking };
+  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, ...(deploy !== undefined ? { deploy } : {}), ...(top.trackers !== undefined ? { trackers: top.trackers } : {}), teamFilePath }, problems: r.problems, blocking };
 }

@@ -42,7 +42,9 @@ describe("docs/team-file.md", () => {
     expect(decide("bob", "write", { paths: ["src/a.ts"] })).toBe("allow bob/role:executor/write/0");
     expect(loaded.policy.leads?.seat).toBe("carol");
     expect(loaded.policy.ceiling?.leaseTtlMs).toBe(8 * 3_600_000);
-    expect(decide("bob", "use-broker", { task: "linear:WEB" }, { brokerOperation: "claim" })).toBe("allow bob/direct/use-broker/0");
+    expect(decide("bob", "use-broker", { task: "gh:web" }, { brokerOperation: "claim" })).toBe("allow bob/direct/use-broker/0");
+    expect(decide("bob", "use-broker", { task: "notes" }, { brokerOperation: "pull" })).toBe("scope.task");
+    expect(loaded.policy.trackers).toEqual({ "gh:web": "web" });
     // review + constraints: carol gates in cross-lab mode; the example's constraints hold at launch.
     expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main" })).toBe("act.effect-id");
     expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main", effectId: "sha256:e" })).toBe("sod.authorship-unknown");

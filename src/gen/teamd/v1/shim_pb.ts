@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAki5wEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiJQoIUmVmRW50cnkSDAoEbmFtZRgBIAEoCRILCgNvaWQYAiABKAkiIwoPTGlzdFJlZnNSZXF1ZXN0EhAKCGZvcl9wdXNoGAEgASgIIkIKEExpc3RSZWZzUmVzcG9uc2USIAoEcmVmcxgBIAMoCzISLnRlYW1kLnYxLlJlZkVudHJ5EgwKBGhlYWQYAiABKAkiLAoMRmV0Y2hSZXF1ZXN0Eg0KBXdhbnRzGAEgAygJEg0KBWhhdmVzGAIgAygJIh0KDUZldGNoUmVzcG9uc2USDAoEZGF0YRgBIAEoDCJJCglSZWZVcGRhdGUSCwoDcmVmGAEgASgJEg8KB29sZF9vaWQYAiABKAkSDwoHbmV3X29pZBgDIAEoCRINCgVmb3JjZRgEIAEoCCJaCgpQdXNoSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSJAoHdXBkYXRlcxgCIAMoCzITLnRlYW1kLnYxLlJlZlVwZGF0ZRISCgpwYWNrX2J5dGVzGAMgASgEIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiMAoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCSJmChBGaWxlV3JpdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKAAgoKTGVhc2VFbnRyeRIQCghsZWFzZV9pZBgBIAEoCRIOCgZwYXJlbnQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIOCgZpc3N1ZXIYBCABKAkSDgoGaG9sZGVyGAUgASgJEhIKCmNhcGFiaWxpdHkYBiABKAkSDQoFc2NvcGUYByABKAkSEgoKc2NvcGVfanNvbhgIIAEoCRIWCg5pc3N1ZWRfdW5peF9tcxgJIAEoBBIXCg9leHBpcmVzX3VuaXhfbXMYCiABKAQSDAoEbGl2ZRgLIAEoCBIRCglkZWFkX3J1bGUYDCABKAkSEwoLZGVhZF9yZWFzb24YDSABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiRgoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiZgoORGVwbG95UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QSCwoDZW52GAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRITCgtvdXRwdXRfdGFpbBgEIAEoCTKXCAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkEKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZRJECglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVhbWQudjEuQ2hlY2twb2ludFJlc3BvbnNlEjsKBlJldmlldxIXLnRlYW1kLnYxLlJldmlld1JlcXVlc3QaGC50ZWFtZC52MS5SZXZpZXdSZXNwb25zZRI1CgRHYXRlEhUudGVhbWQudjEuR2F0ZVJlcXVlc3QaFi50ZWFtZC52MS5HYXRlUmVzcG9uc2USOAoFTWVyZ2USFi50ZWFtZC52MS5NZXJnZVJlcXVlc3QaFy50ZWFtZC52MS5NZXJnZVJlc3BvbnNlEkcKCkxlYXNlSXNzdWUSGy50ZWFtZC52MS5MZWFzZUlzc3VlUmVxdWVzdBocLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXNwb25zZRJKCgtMZWFzZVJldm9rZRIcLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVxdWVzdBodLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVzcG9uc2USRAoJTGVhc2VMaXN0EhoudGVhbWQudjEuTGVhc2VMaXN0UmVxdWVzdBobLnRlYW1kLnYxLkxlYXNlTGlzdFJlc3BvbnNlEjsKBkRlcGxveRIXLnRlYW1kLnYxLkRlcGxveVJlcXVlc3QaGC50ZWFtZC52MS5EZXBsb3lSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAki5wEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiJQoIUmVmRW50cnkSDAoEbmFtZRgBIAEoCRILCgNvaWQYAiABKAkiIwoPTGlzdFJlZnNSZXF1ZXN0EhAKCGZvcl9wdXNoGAEgASgIIkIKEExpc3RSZWZzUmVzcG9uc2USIAoEcmVmcxgBIAMoCzISLnRlYW1kLnYxLlJlZkVudHJ5EgwKBGhlYWQYAiABKAkiLAoMRmV0Y2hSZXF1ZXN0Eg0KBXdhbnRzGAEgAygJEg0KBWhhdmVzGAIgAygJIh0KDUZldGNoUmVzcG9uc2USDAoEZGF0YRgBIAEoDCJJCglSZWZVcGRhdGUSCwoDcmVmGAEgASgJEg8KB29sZF9vaWQYAiABKAkSDwoHbmV3X29pZBgDIAEoCRINCgVmb3JjZRgEIAEoCCJaCgpQdXNoSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSJAoHdXBkYXRlcxgCIAMoCzITLnRlYW1kLnYxLlJlZlVwZGF0ZRISCgpwYWNrX2J5dGVzGAMgASgEIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiMAoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCSJmChBGaWxlV3JpdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKAAgoKTGVhc2VFbnRyeRIQCghsZWFzZV9pZBgBIAEoCRIOCgZwYXJlbnQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIOCgZpc3N1ZXIYBCABKAkSDgoGaG9sZGVyGAUgASgJEhIKCmNhcGFiaWxpdHkYBiABKAkSDQoFc2NvcGUYByABKAkSEgoKc2NvcGVfanNvbhgIIAEoCRIWCg5pc3N1ZWRfdW5peF9tcxgJIAEoBBIXCg9leHBpcmVzX3VuaXhfbXMYCiABKAQSDAoEbGl2ZRgLIAEoCBIRCglkZWFkX3J1bGUYDCABKAkSEwoLZGVhZF9yZWFzb24YDSABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiRgoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiZgoORGVwbG95UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QSCwoDZW52GAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRITCgtvdXRwdXRfdGFpbBgEIAEoCSJkCg1Ccm9rZXJSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEgwKBHRhc2sYAyABKAkSCgoCaWQYBCABKAkSEgoKYXNfYWNjb3VudBgFIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLUCAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkEKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZRJECglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVhbWQudjEuQ2hlY2twb2ludFJlc3BvbnNlEjsKBlJldmlldxIXLnRlYW1kLnYxLlJldmlld1JlcXVlc3QaGC50ZWFtZC52MS5SZXZpZXdSZXNwb25zZRI1CgRHYXRlEhUudGVhbWQudjEuR2F0ZVJlcXVlc3QaFi50ZWFtZC52MS5HYXRlUmVzcG9uc2USOAoFTWVyZ2USFi50ZWFtZC52MS5NZXJnZVJlcXVlc3QaFy50ZWFtZC52MS5NZXJnZVJlc3BvbnNlEkcKCkxlYXNlSXNzdWUSGy50ZWFtZC52MS5MZWFzZUlzc3VlUmVxdWVzdBocLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXNwb25zZRJKCgtMZWFzZVJldm9rZRIcLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVxdWVzdBodLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVzcG9uc2USRAoJTGVhc2VMaXN0EhoudGVhbWQudjEuTGVhc2VMaXN0UmVxdWVzdBobLnRlYW1kLnYxLkxlYXNlTGlzdFJlc3BvbnNlEjsKBkRlcGxveRIXLnRlYW1kLnYxLkRlcGxveVJlcXVlc3QaGC50ZWFtZC52MS5EZXBsb3lSZXNwb25zZRI7CgZCcm9rZXISFy50ZWFtZC52MS5Ccm9rZXJSZXF1ZXN0GhgudGVhbWQudjEuQnJva2VyUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -1165,6 +1165,158 @@ export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 38);
 
 /**
+ * @generated from message teamd.v1.BrokerRequest
+ */
+export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * pull, read or claim; anything else is refused (broker.operation).
+   *
+   * @generated from field: string operation = 2;
+   */
+  operation: string;
+
+  /**
+   * A task resource declared in the team file (declare.tasks).
+   *
+   * @generated from field: string task = 3;
+   */
+  task: string;
+
+  /**
+   * The task within the resource, for read and claim (an issue number, a file's name).
+   *
+   * @generated from field: string id = 4;
+   */
+  id: string;
+
+  /**
+   * An owner's account to act under (act-as): refused, act-as is not built (act-as.no-broker).
+   *
+   * @generated from field: string as_account = 5;
+   */
+  asAccount: string;
+};
+
+/**
+ * Describes the message teamd.v1.BrokerRequest.
+ * Use `create(BrokerRequestSchema)` to create a new message.
+ */
+export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 39);
+
+/**
+ * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
+ * credential and of known key shapes (a scrubbed value is a marker naming why).
+ *
+ * @generated from message teamd.v1.BrokerTask
+ */
+export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string state = 3;
+   */
+  state: string;
+
+  /**
+   * @generated from field: repeated string labels = 4;
+   */
+  labels: string[];
+
+  /**
+   * The assignee's login ("" when none).
+   *
+   * @generated from field: string assignee = 5;
+   */
+  assignee: string;
+
+  /**
+   * @generated from field: string url = 6;
+   */
+  url: string;
+
+  /**
+   * Claimed by a seat through the broker.
+   *
+   * @generated from field: bool claimed = 7;
+   */
+  claimed: boolean;
+
+  /**
+   * read only.
+   *
+   * @generated from field: string body = 8;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message teamd.v1.BrokerTask.
+ * Use `create(BrokerTaskSchema)` to create a new message.
+ */
+export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 40);
+
+/**
+ * @generated from message teamd.v1.BrokerResponse
+ */
+export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
+  /**
+   * @generated from field: string operation = 1;
+   */
+  operation: string;
+
+  /**
+   * @generated from field: string task = 2;
+   */
+  task: string;
+
+  /**
+   * pull: the resource's open tasks; read and claim: the one task.
+   *
+   * @generated from field: repeated teamd.v1.BrokerTask tasks = 3;
+   */
+  tasks: BrokerTask[];
+
+  /**
+   * The tracker that served it, by the owner's name for it ("(default)": the file tracker).
+   *
+   * @generated from field: string tracker = 4;
+   */
+  tracker: string;
+
+  /**
+   * @generated from field: uint64 intent_seq = 5;
+   */
+  intentSeq: bigint;
+
+  /**
+   * @generated from field: uint64 outcome_seq = 6;
+   */
+  outcomeSeq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.BrokerResponse.
+ * Use `create(BrokerResponseSchema)` to create a new message.
+ */
+export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 41);
+
+/**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
  * the caller's identity is the socket the call arrived on, never a field of a message.
  *
@@ -1330,6 +1482,19 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof DeployRequestSchema;
     output: typeof DeployResponseSchema;
+  },
+  /**
+   * Broker (§11): pull the open tasks of a declared task resource, read one task's non-secret
+   * fields, or claim one — decided by the kernel as use-broker over that resource, recorded as
+   * intent and outcome (never the content). The daemon calls the tracker with the owner's
+   * credential; the seat never holds it, and every field served is scrubbed of it.
+   *
+   * @generated from rpc teamd.v1.ShimService.Broker
+   */
+  broker: {
+    methodKind: "unary";
+    input: typeof BrokerRequestSchema;
+    output: typeof BrokerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_shim, 0);
