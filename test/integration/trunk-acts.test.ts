@@ -217,5 +217,5 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     expect(again.act?.effectId).toBe(intent.effectId);
     expect(hubGit("rev-parse", "refs/heads/main")).toBe(mergedTo);
     expect((await teamd(["verify", "--json"])).code).toBe(0);
-  });
+  }, 90_000);
 });
