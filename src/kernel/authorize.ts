@@ -5,7 +5,7 @@ import { boundaryRefusal } from "./ceiling-deny.js";
 import { type CanonicalEffect, SCOPE_RULES, coverByOne } from "./coverage.js";
 import { type Decision, type Refusal, allow, refuse } from "./decision.js";
 import { isDeclared } from "./declared.js";
-import { type LivenessMemo, heldLeases } from "./lease-liveness.js";
+import { type LivenessMemo, deadLeases } from "./lease-liveness.js";
 import { canonicalPath } from "./paths.js";
 import type { Seat } from "./policy.js";
 import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
@@ -104,9 +104,9 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
  * When nothing live covers the effect: the refusal of a dead lease the seat holds that would
  * have covered it, so the seat is told which lease ended and why (§7).
  */
-function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse, memo: LivenessMemo): Refusal | undefined {
+function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse, _memo: LivenessMemo): Refusal | undefined {
   if (view.now === undefined || view.facts.leases === undefined) return undefined;
-  for (const d of heldLeases(view, seat.name, capability, view.now, memo).dead) {
+  for (const d of deadLeases(view, seat.name, capability, view.now)) {
     if (d.live || d.authority === undefined) continue;
     const one: Authority[] = [d.authority];
     if (!("decision" in coverByOne(capability, spec.dimensions, one, effect, universe))) return refuse(d.refusal.rule, `seat ${seat.name}'s lease would cover this ${capability}, and it is not live: ${d.refusal.reason}`);
