@@ -198,15 +198,19 @@ export function faulted(leaseId: string, error: unknown): Liveness {
   return dead(undefined, refuse("kernel.fault", `lease ${leaseId}'s liveness could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); not live (fail closed)`));
 }
 
-/** The reference `heldLeases`: every lease the seat holds for the capability, walked. */
-export function heldLeasesReference(view: KernelView, seat: string, capability: OperationalCapability, now: number, memo: LivenessMemo = new Map()): { readonly live: Authority[]; readonly dead: Liveness[] } {
+/**
+ * The reference `heldLeases`: every lease the seat holds for the capability, each walked
+ * afresh (a memo shared across leases would let a chain of more than 64 links answer by the
+ * depth it was first reached at, not its own).
+ */
+export function heldLeasesReference(view: KernelView, seat: string, capability: OperationalCapability, now: number): { readonly live: Authority[]; readonly dead: Liveness[] } {
   const live: Authority[] = [];
   const deadOnes: Liveness[] = [];
   const leases = view.facts.leases;
   if (leases === undefined) return { live, dead: deadOnes };
   for (const lease of leasesHeldBy(leases, seat)) {
     if (lease.capability !== capability) continue;
-    const l = walkLeaseReference(view, lease.id, now, memo);
+    const l = walkLeaseReference(view, lease.id, now);
     if (l.live) live.push(l.authority);
     else deadOnes.push(l);
   }
