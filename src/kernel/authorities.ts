@@ -19,5 +19,13 @@ export function candidateAuthorities(view: KernelView, seat: Seat, capability: O
   const standing = revoked === undefined || revoked.length === 0 ? all : all.filter((a) => !revoked.includes(a.id));
   if (view.now === undefined || view.facts.leases === undefined) return standing;
   const leased = liveLeases(view, seat.name, capability, view.now);
-  return leased.length === 0 ? standing : [...standing, ...leased];
+  if (leased.length === 0) return standing;
+  // The same frozen list while the live set and the standing list stand, so coverage's index of it is reused.
+  const known = combined.get(leased);
+  if (known !== undefined && known.standing === standing) return known.candidates;
+  const candidates = Object.freeze([...standing, ...leased]);
+  if (Object.isFrozen(leased) && Object.isFrozen(standing)) combined.set(leased, { standing, candidates });
+  return candidates;
 }
+
+const combined = new WeakMap<readonly Authority[], { readonly standing: readonly Authority[]; readonly candidates: readonly Authority[] }>();

@@ -35,7 +35,10 @@ interface Verdict {
 /** One holder's leases of one capability, in the ledger's order, and its live set over a span of time. */
 interface Held {
   readonly leases: LeaseFact[];
-  live?: { readonly from: number; readonly until: number; readonly authorities: readonly Authority[] };
+  /** The verdicts of `leases`, index for index, once read. */
+  verdicts?: readonly (Verdict | undefined)[];
+  /** The live set over [from, until): the live leases' authorities, and which leases are dead. */
+  live?: { readonly from: number; readonly until: number; readonly authorities: readonly Authority[]; readonly dead: readonly number[] };
 }
 
 interface Store {
@@ -158,6 +161,29 @@ function heldBy(store: Store, seat: string, capability: string): Held | undefine
   return store.held.get(seat)?.get(capability);
 }
 
+/** The seat's live set for the capability at `now`: kept with the span of time over which it holds. */
+function liveSet(store: Store, held: Held, now: number): NonNullable<Held["live"]> {
+  const cached = held.live;
+  if (cached !== undefined && now >= cached.from && now < cached.until) return cached;
+  const verdicts = (held.verdicts ??= held.leases.map((lease) => verdictOf(store, lease.id)));
+  let from = -Infinity;
+  let until = Infinity;
+  const authorities: Authority[] = [];
+  const dead: number[] = [];
+  verdicts.forEach((v, i) => {
+    // A chain dead without the clock, or irregular, is dead at every time.
+    if (v === undefined || !v.fixed.live) dead.push(i);
+    else if (!(now >= v.liveUntil)) {
+      authorities.push(v.fixed.authority);
+      if (v.liveUntil < until) until = v.liveUntil;
+    } else {
+      dead.push(i);
+      if (v.liveUntil > from) from = v.liveUntil;
+    }
+  });
+  return (held.live = { from, until, authorities: Object.freeze(authorities), dead });
+}
+
 /**
  * The authorities of the leases a seat holds for one capability that are live at `now`, in
  * the ledger's order. The set changes only when `now` passes a live chain's earliest expiry,
@@ -166,33 +192,18 @@ function heldBy(store: Store, seat: string, capability: string): Held | undefine
 export function liveLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): readonly Authority[] {
   const store = storeOf(view);
   const held = heldBy(store, seat, capability);
-  if (held === undefined) return [];
-  const cached = held.live;
-  if (cached !== undefined && now >= cached.from && now < cached.until) return cached.authorities;
-  let from = -Infinity;
-  let until = Infinity;
-  const authorities: Authority[] = [];
-  for (const lease of held.leases) {
-    const v = verdictOf(store, lease.id);
-    // A chain dead without the clock, or irregular, is dead at every time.
-    if (v === undefined || !v.fixed.live) continue;
-    if (!(now >= v.liveUntil)) {
-      authorities.push(v.fixed.authority);
-      if (v.liveUntil < until) until = v.liveUntil;
-    } else if (v.liveUntil > from) from = v.liveUntil;
-  }
-  Object.freeze(authorities);
-  held.live = { from, until, authorities };
-  return authorities;
+  return held === undefined ? [] : liveSet(store, held, now).authorities;
 }
 
 /** The leases a seat holds for one capability that are dead at `now`, with why, in the ledger's order. */
 export function deadLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): Liveness[] {
   const store = storeOf(view);
+  const held = heldBy(store, seat, capability);
+  if (held === undefined) return [];
   const out: Liveness[] = [];
-  for (const lease of heldBy(store, seat, capability)?.leases ?? []) {
-    const l = answer(store, lease.id, verdictOf(store, lease.id), now);
-    if (!l.live) out.push(l);
+  for (const i of liveSet(store, held, now).dead) {
+    const lease = held.leases[i] as LeaseFact;
+    out.push(answer(store, lease.id, held.verdicts?.[i], now));
   }
   return out;
 }
