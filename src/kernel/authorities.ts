@@ -1,5 +1,5 @@
 import type { Authority } from "./authority.js";
-import { type LivenessMemo, liveLeases } from "./lease-liveness.js";
+import { liveLeases } from "./lease-liveness.js";
 import type { Seat } from "./policy.js";
 import type { KernelView } from "./view.js";
 import type { OperationalCapability } from "./vocabulary.js";
@@ -12,7 +12,7 @@ import type { OperationalCapability } from "./vocabulary.js";
  * (`now`) sees no lease at all: liveness exists only at a time, so it fails closed. The deny
  * and the ceiling are applied per effect by `authorize` (ceiling-deny.ts), whatever covers it.
  */
-export function candidateAuthorities(view: KernelView, seat: Seat, capability: OperationalCapability, _memo?: LivenessMemo): readonly Authority[] {
+export function candidateAuthorities(view: KernelView, seat: Seat, capability: OperationalCapability): readonly Authority[] {
   const all = seat.byCapability[capability] ?? [];
   // A revoked authority is not a request: it ends at once (§5), and covers nothing after.
   const revoked = view.facts.revoked;

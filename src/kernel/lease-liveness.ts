@@ -1,12 +1,12 @@
 import type { Authority } from "./authority.js";
 import { refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
-import { type Expiry, type Liveness, type LivenessMemo, faulted, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
+import { type Expiry, type Liveness, faulted, leaseList, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
 import { ownValue } from "./records.js";
 import type { KernelView } from "./view.js";
 import type { OperationalCapability } from "./vocabulary.js";
 
-export { type Liveness, type LivenessMemo, ENVELOPE_PREFIX, chainSeats, heldSource, leaseAuthority, leasesHeldBy } from "./lease-walk.js";
+export { type Liveness, ENVELOPE_PREFIX, chainSeats, heldSource, leaseAuthority, leaseList, leasesHeldBy } from "./lease-walk.js";
 
 /**
  * Lease liveness at use time (§7), answered from memoized verdicts rather than a walk per
@@ -65,7 +65,7 @@ function frozenInputs(view: KernelView): boolean {
   if (revoked !== undefined && !Object.isFrozen(revoked)) return false;
   if (leases === undefined) return true;
   if (!Object.isFrozen(leases)) return false;
-  for (const lease of Object.values(leases)) if (!Object.isFrozen(lease) || !Object.isFrozen(lease.scope)) return false;
+  for (const lease of leaseList(leases)) if (!Object.isFrozen(lease) || !Object.isFrozen(lease.scope)) return false;
   return true;
 }
 
@@ -131,8 +131,8 @@ function answer(store: Store, id: string, verdict: Verdict | undefined, now: num
   return verdict.fixed;
 }
 
-/** The chain walk without the ceiling/deny shadow, at `now` (the memo argument is no longer needed). */
-export function walkLease(view: KernelView, id: string, now: number, _memo?: LivenessMemo): Liveness {
+/** The chain walk without the ceiling/deny shadow, at `now`. */
+export function walkLease(view: KernelView, id: string, now: number): Liveness {
   const store = storeOf(view);
   return answer(store, id, verdictOf(store, id), now);
 }
@@ -149,7 +149,7 @@ export function leaseLiveness(view: KernelView, leaseId: string, now: number): L
 function heldBy(store: Store, seat: string, capability: string): Held | undefined {
   if (store.held === undefined) {
     const held = new Map<string, Map<string, Held>>();
-    for (const lease of Object.values(store.view.facts.leases ?? {})) {
+    for (const lease of leaseList(store.view.facts.leases)) {
       let byCapability = held.get(lease.holder);
       if (byCapability === undefined) held.set(lease.holder, (byCapability = new Map()));
       const entry = byCapability.get(lease.capability);
@@ -209,6 +209,6 @@ export function deadLeases(view: KernelView, seat: string, capability: Operation
 }
 
 /** The leases a seat holds for one capability, split into live (as authorities) and dead (with why). */
-export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number, _memo?: LivenessMemo): { readonly live: Authority[]; readonly dead: Liveness[] } {
+export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): { readonly live: Authority[]; readonly dead: Liveness[] } {
   return { live: [...liveLeases(view, seat, capability, now)], dead: deadLeases(view, seat, capability, now) };
 }

@@ -224,6 +224,18 @@ export function heldLeasesReference(view: KernelView, seat: string, capability: 
  * request. Pure: an index is a function of its key, which never changes (facts are frozen),
  * and a WeakMap holds nothing alive — no clock, no I/O, the same answer for the same input.
  */
+const listIndex = new WeakMap<object, readonly LeaseFact[]>();
+
+/** The leases of a record in its order, read once per (frozen) record: a 10,000-key record is slow to enumerate. */
+export function leaseList(leases: Readonly<Record<string, LeaseFact>> | undefined): readonly LeaseFact[] {
+  if (leases === undefined) return [];
+  const known = listIndex.get(leases);
+  if (known !== undefined) return known;
+  const list = Object.freeze(Object.values(leases));
+  if (Object.isFrozen(leases)) listIndex.set(leases, list);
+  return list;
+}
+
 const byHolderIndex = new WeakMap<object, ReadonlyMap<string, readonly LeaseFact[]>>();
 const revokedIndex = new WeakMap<object, ReadonlySet<string>>();
 
@@ -231,7 +243,7 @@ export function leasesHeldBy(leases: Readonly<Record<string, LeaseFact>>, holder
   let index = byHolderIndex.get(leases);
   if (index === undefined || !Object.isFrozen(leases)) {
     const built = new Map<string, LeaseFact[]>();
-    for (const lease of Object.values(leases)) {
+    for (const lease of leaseList(leases)) {
       const list = built.get(lease.holder);
       if (list === undefined) built.set(lease.holder, [lease]);
       else list.push(lease);
