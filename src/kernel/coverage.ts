@@ -110,25 +110,24 @@ function pathIndexOf(candidates: readonly Authority[], dimensions: readonly Dime
   return index;
 }
 
-/** The candidates whose path dimension covers `path`, in the candidate list's order. */
-function coveringPath(index: PathIndex, path: string): number[] {
-  const out: number[] = [...index.unbounded];
-  const add = (prefix: string): void => {
-    const list = index.byPrefix.get(prefix);
-    if (list !== undefined) for (const i of list) out.push(i);
+/** The index lists of the candidates whose path dimension covers `path` (each in order; together possibly overlapping). */
+function coveringLists(index: PathIndex, path: string): (readonly number[])[] {
+  const lists: (readonly number[])[] = [];
+  const add = (list: readonly number[] | undefined): void => {
+    if (list !== undefined && list.length > 0) lists.push(list);
   };
-  if (path !== ROOT) add(ROOT);
-  for (let at = path.indexOf("/"); at >= 0; at = path.indexOf("/", at + 1)) add(path.slice(0, at));
-  add(path);
-  out.sort((a, b) => a - b);
-  return out.filter((i, k) => k === 0 || out[k - 1] !== i);
+  add(index.unbounded);
+  if (path !== ROOT) add(index.byPrefix.get(ROOT));
+  for (let at = path.indexOf("/"); at >= 0; at = path.indexOf("/", at + 1)) add(index.byPrefix.get(path.slice(0, at)));
+  add(index.byPrefix.get(path));
+  return lists;
 }
 
 /** `anyCovers` through the index where it applies: over all candidates, or only those that grant something. */
 function anyCoversIndexed(index: PathIndex | undefined, pool: readonly Authority[], onlyGranting: boolean, dimension: Dimension, value: string | undefined, universe: ScopeUniverse): boolean {
   if (index === undefined || dimension !== "path" || value === undefined) return anyCovers(pool, dimension, value, universe);
-  const covering = coveringPath(index, value);
-  return onlyGranting ? covering.some((i) => index.grants[i] === true) : covering.length > 0;
+  const lists = coveringLists(index, value);
+  return onlyGranting ? lists.some((list) => list.some((i) => index.grants[i] === true)) : lists.length > 0;
 }
 
 function show(dimension: Dimension, value: string): string {
@@ -164,11 +163,19 @@ export function coverByOne(
   const index = pathIndexOf(candidates, dimensions);
   const firstPath = effect.path?.[0];
   if (index !== undefined && firstPath !== undefined) {
-    // Only an authority covering the first path can cover the whole effect.
-    for (const i of coveringPath(index, firstPath)) {
-      const a = candidates[i] as Authority;
-      if (coversWhole(a, dimensions, effect, universe)) return a;
+    // Only an authority covering the first path can cover the whole effect; the first in the
+    // list's order is the least of each index list's first that does.
+    let best = -1;
+    for (const list of coveringLists(index, firstPath)) {
+      for (const i of list) {
+        if (best !== -1 && i >= best) break;
+        if (coversWhole(candidates[i] as Authority, dimensions, effect, universe)) {
+          best = i;
+          break;
+        }
+      }
     }
+    if (best !== -1) return candidates[best] as Authority;
   } else {
     for (const a of candidates) if (coversWhole(a, dimensions, effect, universe)) return a;
   }
