@@ -1,7 +1,7 @@
 import type { Authority } from "./authority.js";
 import { refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
-import { type Expiry, type Liveness, faulted, leaseList, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
+import { type Expiry, type Liveness, faulted, leaseList, revokedSet, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
 import { ownValue } from "./records.js";
 import type { KernelView } from "./view.js";
 import type { OperationalCapability } from "./vocabulary.js";
@@ -46,11 +46,15 @@ interface Store {
   /** undefined: an irregular chain (a cycle, more than 64 links), walked afresh at each use. */
   readonly verdicts: Map<string, Verdict | undefined>;
   held: Map<string, Map<string, Held>> | undefined;
+  /** The store made before this one for the same policy: its verdicts carry over where provably unchanged. */
+  previous: Store | undefined;
 }
 
 const ABSENT: object = Object.freeze({});
 type Level<T> = WeakMap<object, T>;
 const stores: Level<Level<Level<Level<Store>>>> = new WeakMap();
+/** By policy, the store made last for it (one per policy; the one before it is let go). */
+const latest: Level<Store> = new WeakMap();
 
 function level<T>(map: Level<T>, key: object, make: () => T): T {
   let hit = map.get(key);
@@ -71,7 +75,7 @@ function frozenInputs(view: KernelView): boolean {
 
 function storeOf(view: KernelView): Store {
   const { leases, revokedLeases, revoked } = view.facts;
-  const make = (): Store => ({ view: { policy: view.policy, facts: { leases, revokedLeases, revoked } }, verdicts: new Map(), held: undefined });
+  const make = (): Store => ({ view: { policy: view.policy, facts: { leases, revokedLeases, revoked } }, verdicts: new Map(), held: undefined, previous: undefined });
   const byLeases = stores.get(leases ?? ABSENT);
   const known = byLeases?.get(view.policy)?.get(revokedLeases ?? ABSENT)?.get(revoked ?? ABSENT);
   if (known !== undefined) return known;
@@ -80,7 +84,42 @@ function storeOf(view: KernelView): Store {
   const byPolicy = level(stores, leases ?? ABSENT, () => new WeakMap());
   const byRevokedLeases = level(byPolicy, view.policy, () => new WeakMap());
   const byRevoked = level(byRevokedLeases, revokedLeases ?? ABSENT, () => new WeakMap());
-  return level(byRevoked, revoked ?? ABSENT, make);
+  return level(byRevoked, revoked ?? ABSENT, () => {
+    const made = make();
+    const prior = latest.get(view.policy);
+    if (prior !== undefined && prior.view.facts.revoked === revoked) {
+      made.previous = prior;
+      prior.previous = undefined;
+    }
+    latest.set(view.policy, made);
+    return made;
+  });
+}
+
+function revokedIn(store: Store, id: string): boolean {
+  const revokedLeases = store.view.facts.revokedLeases;
+  return revokedLeases !== undefined && revokedSet(revokedLeases).has(id);
+}
+
+/**
+ * A verdict of the previous store (same policy, same revoked authorities) that holds here
+ * unchanged, or undefined: the walk reads of the facts only the chain's lease records and
+ * whether each is revoked, so a verdict carries over when this lease is the same record,
+ * revoked here exactly when it was there, and its parent's verdict carried over too. After a
+ * lease issues or is revoked, the team's other chains are not walked again.
+ */
+function carried(store: Store, id: string): Verdict | undefined {
+  const prior = store.previous;
+  const old = prior?.verdicts.get(id);
+  if (prior === undefined || old === undefined) return undefined;
+  const lease = ownValue(store.view.facts.leases ?? {}, id);
+  if (lease !== ownValue(prior.view.facts.leases ?? {}, id) || revokedIn(store, id) !== revokedIn(prior, id)) return undefined;
+  if (lease?.parent !== undefined) {
+    const before = prior.verdicts.get(lease.parent);
+    // A regular verdict's parent was read to make it; a chain here is regular where it was (the same records).
+    if (before === undefined || verdictOf(store, lease.parent) !== before) return undefined;
+  }
+  return old;
 }
 
 /** Whether the chain ends (at a root or a missing parent) within the walk's 65 links. */
@@ -97,8 +136,8 @@ function regular(store: Store, id: string): boolean {
 
 function verdictOf(store: Store, id: string): Verdict | undefined {
   if (store.verdicts.has(id)) return store.verdicts.get(id);
-  let verdict: Verdict | undefined;
-  if (regular(store, id)) {
+  let verdict = carried(store, id);
+  if (verdict === undefined && regular(store, id)) {
     // Every ancestor of a regular chain is regular, so the parent's verdict is always there.
     const walked = walkLink(store.view, id, undefined, 0, (parent) => {
       const v = verdictOf(store, parent) as Verdict;

@@ -130,7 +130,7 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
           for (const now of timesOf(list, timePicks)) expectSame(view, [...list.map((l) => l.id), "GONE"], now);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 
@@ -151,7 +151,41 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
         const edges = timesOf(list, timePicks);
         for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100]) for (const view of views) expectSame(view, list.map((l) => l.id), now);
       }),
-      { numRuns: 100 },
+      { numRuns: 60 },
+    );
+  });
+
+  it("after each change to the leases or revocations (verdicts carried over from the facts before), the same as the reference", () => {
+    const change = fc.record({ kind: fc.constantFrom("add", "add", "revoke", "replace", "drop", "back"), pick: fc.nat(40), raw: rawLease });
+    fc.assert(
+      fc.property(world, fc.array(rawLease, { minLength: 1, maxLength: 10 }), fc.array(change, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(100), { minLength: 1, maxLength: 3 }), (w, raws, changes, timePicks) => {
+        const policy = policyOf(w);
+        const first = buildLeases(raws);
+        const history: KernelFacts[] = [createKernelView(policy, { leases: Object.fromEntries(first.map((l) => [l.id, l])), revokedLeases: [] }).facts];
+        let next = first.length;
+        for (const c of changes) {
+          const at = history[history.length - 1] as KernelFacts;
+          const leases: Record<string, LeaseFact> = { ...at.leases };
+          const ids = Object.keys(leases);
+          let revokedLeases = [...(at.revokedLeases ?? [])];
+          const id = ids[c.pick % Math.max(ids.length, 1)] ?? "L0";
+          if (c.kind === "add") {
+            // A re-lease of an existing lease (its holder issuing) or a fresh root, as a new record.
+            const parent = leases[id];
+            const l = buildLeases([...raws, c.raw])[raws.length] as LeaseFact;
+            leases[`N${next}`] = { ...l, id: `N${next}`, ...(parent !== undefined && c.raw.parentMode !== "root" ? { parent: parent.id, issuer: parent.holder, rootGrant: parent.rootGrant, expiresAt: Math.min(l.expiresAt, parent.expiresAt) } : {}) };
+            next++;
+          } else if (c.kind === "revoke") revokedLeases = [...revokedLeases, id];
+          else if (c.kind === "replace" && leases[id] !== undefined) leases[id] = { ...(leases[id] as LeaseFact), holder: c.raw.holder, expiresAt: c.raw.expiry };
+          else if (c.kind === "drop") delete leases[id];
+          const facts = c.kind === "back" ? (history[c.pick % history.length] as KernelFacts) : createKernelView(policy, { leases, revokedLeases }).facts;
+          history.push(facts);
+          const view = createKernelView(policy, facts);
+          const edges = timesOf(Object.values(facts.leases ?? {}), timePicks);
+          for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100]) expectSame(view, [...Object.keys(facts.leases ?? {}), "GONE"], now);
+        }
+      }),
+      { numRuns: 120 },
     );
   });
 
