@@ -1,5 +1,5 @@
 import type { Authority } from "./authority.js";
-import { type LivenessMemo, heldLeases } from "./lease-liveness.js";
+import { liveLeases } from "./lease-liveness.js";
 import type { Seat } from "./policy.js";
 import type { KernelView } from "./view.js";
 import type { OperationalCapability } from "./vocabulary.js";
@@ -12,12 +12,20 @@ import type { OperationalCapability } from "./vocabulary.js";
  * (`now`) sees no lease at all: liveness exists only at a time, so it fails closed. The deny
  * and the ceiling are applied per effect by `authorize` (ceiling-deny.ts), whatever covers it.
  */
-export function candidateAuthorities(view: KernelView, seat: Seat, capability: OperationalCapability, memo?: LivenessMemo): readonly Authority[] {
+export function candidateAuthorities(view: KernelView, seat: Seat, capability: OperationalCapability): readonly Authority[] {
   const all = seat.byCapability[capability] ?? [];
   // A revoked authority is not a request: it ends at once (§5), and covers nothing after.
   const revoked = view.facts.revoked;
   const standing = revoked === undefined || revoked.length === 0 ? all : all.filter((a) => !revoked.includes(a.id));
   if (view.now === undefined || view.facts.leases === undefined) return standing;
-  const leased = heldLeases(view, seat.name, capability, view.now, memo).live;
-  return leased.length === 0 ? standing : [...standing, ...leased];
+  const leased = liveLeases(view, seat.name, capability, view.now);
+  if (leased.length === 0) return standing;
+  // The same frozen list while the live set and the standing list stand, so coverage's index of it is reused.
+  const known = combined.get(leased);
+  if (known !== undefined && known.standing === standing) return known.candidates;
+  const candidates = Object.freeze([...standing, ...leased]);
+  if (Object.isFrozen(leased) && Object.isFrozen(standing)) combined.set(leased, { standing, candidates });
+  return candidates;
 }
+
+const combined = new WeakMap<readonly Authority[], { readonly standing: readonly Authority[]; readonly candidates: readonly Authority[] }>();

@@ -5,7 +5,7 @@ import { boundaryRefusal } from "./ceiling-deny.js";
 import { type CanonicalEffect, SCOPE_RULES, coverByOne } from "./coverage.js";
 import { type Decision, type Refusal, allow, refuse } from "./decision.js";
 import { isDeclared } from "./declared.js";
-import { type LivenessMemo, heldLeases } from "./lease-liveness.js";
+import { deadLeases } from "./lease-liveness.js";
 import { canonicalPath } from "./paths.js";
 import type { Seat } from "./policy.js";
 import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
@@ -56,7 +56,6 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   const policy = view.policy;
   // Every later stage sees the decision time: leases are live only at a time.
   const at: KernelView = { policy, facts: view.facts, now };
-  const memo: LivenessMemo = new Map();
   const vocabulary = resolveVocabulary(policy.vocabulary.version);
   if (vocabulary === undefined) return refuse("vocab.version", `the policy pins capability vocabulary ${policy.vocabulary.version}, which this release does not resolve`);
   const spec = capabilitySpec(vocabulary, request.capability);
@@ -86,15 +85,15 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   if (broker !== undefined) return broker;
 
   const universe: ScopeUniverse = { declared: policy.declared };
-  const candidates = candidateAuthorities(at, seat, capability, memo);
-  if (candidates.length === 0) return deadLease(at, seat, capability, spec, effect, universe, memo) ?? refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
+  const candidates = candidateAuthorities(at, seat, capability);
+  if (candidates.length === 0) return deadLease(at, seat, capability, spec, effect, universe) ?? refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
   const undeclared = outsideDeclared(spec, effect, universe);
   if (undeclared !== undefined) return undeclared;
   const boundary = boundaryRefusal(policy, capability, spec.dimensions, effect, universe);
   if (boundary !== undefined) return boundary;
 
   const covering = coverByOne(capability, spec.dimensions, candidates, effect, universe);
-  if ("decision" in covering) return deadLease(at, seat, capability, spec, effect, universe, memo) ?? covering;
+  if ("decision" in covering) return deadLease(at, seat, capability, spec, effect, universe) ?? covering;
   const actAs = coverActAs(at, seat, capability, request.asAccount, universe);
   if (actAs !== undefined && "decision" in actAs) return actAs;
   return actTime(at, allow(capability, covering, actAs), { seat, effect, effectId: request.effectId });
@@ -104,9 +103,9 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
  * When nothing live covers the effect: the refusal of a dead lease the seat holds that would
  * have covered it, so the seat is told which lease ended and why (§7).
  */
-function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse, memo: LivenessMemo): Refusal | undefined {
+function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse): Refusal | undefined {
   if (view.now === undefined || view.facts.leases === undefined) return undefined;
-  for (const d of heldLeases(view, seat.name, capability, view.now, memo).dead) {
+  for (const d of deadLeases(view, seat.name, capability, view.now)) {
     if (d.live || d.authority === undefined) continue;
     const one: Authority[] = [d.authority];
     if (!("decision" in coverByOne(capability, spec.dimensions, one, effect, universe))) return refuse(d.refusal.rule, `seat ${seat.name}'s lease would cover this ${capability}, and it is not live: ${d.refusal.reason}`);

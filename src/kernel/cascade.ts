@@ -1,6 +1,6 @@
 import { type Refusal, refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
-import { ENVELOPE_PREFIX, heldSource } from "./lease-liveness.js";
+import { ENVELOPE_PREFIX, heldSource, leaseList } from "./lease-liveness.js";
 import type { Policy } from "./policy.js";
 import type { Principal } from "./authority-change.js";
 import { ownValue } from "./records.js";
@@ -31,7 +31,12 @@ export interface LeaseRevocation {
 
 function children(leases: readonly LeaseFact[]): Map<string, LeaseFact[]> {
   const out = new Map<string, LeaseFact[]>();
-  for (const l of leases) if (l.parent !== undefined) out.set(l.parent, [...(out.get(l.parent) ?? []), l]);
+  for (const l of leases) {
+    if (l.parent === undefined) continue;
+    const list = out.get(l.parent);
+    if (list === undefined) out.set(l.parent, [l]);
+    else list.push(l);
+  }
   return out;
 }
 
@@ -65,22 +70,43 @@ function namesIt(lease: LeaseFact, dimension: string, name: string): boolean {
 export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
   const before = view.policy;
   const revoked = new Set(view.facts.revokedLeases ?? []);
-  const all = Object.values(view.facts.leases ?? {}).filter((l) => !revoked.has(l.id));
+  const all = leaseList(view.facts.leases).filter((l) => !revoked.has(l.id));
   const out = new Map<string, string>();
   const mark = (lease: LeaseFact, reason: string): void => {
     if (!out.has(lease.id)) out.set(lease.id, reason);
   };
   const leadsGone = before.leads !== undefined && (after.leads === undefined || after.leads.seat !== before.leads.seat);
+  const leadsReason = leadsGone ? `leads ${before.leads?.seat ?? ""} ${after.leads === undefined ? "removed" : `reassigned to ${after.leads.seat}`}: every live lease in the team is revoked (§9)` : "";
   const names = removedNames(before, after);
+  // Per seat and per source, once: whether the change ended it, and why (a cascade reads 10,000 leases).
+  const seatEnded = new Map<string, string | undefined>();
+  const seatReason = (seat: string): string | undefined => {
+    if (seatEnded.has(seat)) return seatEnded.get(seat);
+    const was = ownValue(before.seats, seat);
+    const is = ownValue(after.seats, seat);
+    const why =
+      was !== undefined && is === undefined
+        ? `seat ${seat} removed: every lease it holds or issued is revoked (§9)`
+        : was !== undefined && is !== undefined && was.lab !== is.lab
+          ? `seat ${seat} rebound from lab ${was.lab ?? "(none)"} to ${is.lab ?? "(none)"}: every lease it holds or issued is revoked (§8)`
+          : undefined;
+    seatEnded.set(seat, why);
+    return why;
+  };
+  const lost = new Map<string, boolean>();
+  const sourceLostOnce = (lease: LeaseFact): boolean => {
+    const key = `${lease.issuer}\u0000${lease.rootGrant}`;
+    let hit = lost.get(key);
+    if (hit === undefined) lost.set(key, (hit = sourceLost(view, after, lease)));
+    return hit;
+  };
   for (const lease of all) {
-    if (leadsGone) mark(lease, `leads ${before.leads?.seat ?? ""} ${after.leads === undefined ? "removed" : `reassigned to ${after.leads.seat}`}: every live lease in the team is revoked (§9)`);
+    if (leadsGone) mark(lease, leadsReason);
     for (const seat of [lease.holder, lease.issuer]) {
-      const was = ownValue(before.seats, seat);
-      const is = ownValue(after.seats, seat);
-      if (was !== undefined && is === undefined) mark(lease, `seat ${seat} removed: every lease it holds or issued is revoked (§9)`);
-      else if (was !== undefined && is !== undefined && was.lab !== is.lab) mark(lease, `seat ${seat} rebound from lab ${was.lab ?? "(none)"} to ${is.lab ?? "(none)"}: every lease it holds or issued is revoked (§8)`);
+      const why = seatReason(seat);
+      if (why !== undefined) mark(lease, why);
     }
-    if (lease.parent === undefined && sourceLost(view, after, lease)) {
+    if (lease.parent === undefined && !out.has(lease.id) && sourceLostOnce(lease)) {
       mark(lease, `its source ${lease.rootGrant} was ${lease.rootGrant.startsWith(ENVELOPE_PREFIX) ? "narrowed or removed from the leads envelope" : `narrowed, removed or reassigned from ${lease.issuer}`} (§7)`);
     }
     for (const { dimension, name } of names) {
@@ -120,7 +146,7 @@ export function revokeLease(view: KernelView, principal: Principal, leaseId: str
     if (!above.has(principal.seat)) return refuse("lease.revoker", `${principal.seat} is not the owner, leads, or an issuer above lease ${leaseId}`);
   }
   const revoked = new Set(view.facts.revokedLeases ?? []);
-  const below = children(Object.values(leases));
+  const below = children(leaseList(leases));
   const out: LeaseRevocation[] = [];
   const queue = [leaseId];
   const seen = new Set<string>();

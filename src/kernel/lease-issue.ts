@@ -5,7 +5,7 @@ import { type HoldingSeat, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
 import { showDuration } from "./delegation-input.js";
 import type { LeaseFact } from "./facts.js";
-import { type LivenessMemo, chainSeats, heldLeases, heldSource, walkLease } from "./lease-liveness.js";
+import { chainSeats, heldSource, leaseList, liveLeases, walkLease } from "./lease-liveness.js";
 import { showPath } from "./paths.js";
 import type { PolicyProblem } from "./policy-input.js";
 import { isPlainObject, ownValue } from "./records.js";
@@ -102,13 +102,12 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   const first = problems[0];
   if (scope === undefined || first !== undefined) return refuse(first?.rule ?? "request.malformed", `the lease's scope: ${first?.message ?? "unreadable"}`);
   const universe: ScopeUniverse = { declared: policy.declared };
-  const memo: LivenessMemo = new Map();
   const shown = `${cap}${formatScope(scope, spec.dimensions)}`;
 
   let rootGrant: string;
   let chain: readonly LeaseFact[] = [];
   if (request.parent !== undefined) {
-    const parent = walkLease(view, request.parent, now, memo);
+    const parent = walkLease(view, request.parent, now);
     if (!parent.live) return refuse(parent.refusal.rule, `the parent lease ${request.parent} is not live: ${parent.refusal.reason}`);
     if (parent.lease.holder !== issuer) return refuse("lease.parent", `the parent ${request.parent} is held by ${parent.lease.holder}, not by ${issuer}; a re-lease attenuates a lease its issuer holds`);
     if (parent.authority.capability !== cap || scopeWithin(scope, parent.authority.scope, universe) !== true) {
@@ -119,7 +118,7 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
     chain = parent.chain;
   } else {
     const source = request.source;
-    const actingFromLease = source === undefined ? heldLeases(view, issuer, cap, now, memo).live.length > 0 : source.startsWith("lease:") || (view.facts.leases !== undefined && ownValue(view.facts.leases, source) !== undefined);
+    const actingFromLease = source === undefined ? liveLeases(view, issuer, cap, now).length > 0 : source.startsWith("lease:") || (view.facts.leases !== undefined && ownValue(view.facts.leases, source) !== undefined);
     if (actingFromLease) return refuse("lease.parent", `${issuer} acts from a lease, so the re-lease names that lease as its parent; a parentless lease from a lease is refused (§7)`);
     if (source === undefined) return refuse("request.malformed", "a root lease names its source: the standing grant it is drawn from, or the leads envelope");
     const held = heldSource(view, issuer, source);
@@ -164,7 +163,7 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
     ...(coSigner !== undefined ? { coSigner } : {}),
   });
   const leased: Authority = { id: `lease:${leaseId}`, seat: recipient, capability: cap, scope, source: { kind: "lease", lease: leaseId, rootGrant, issuer } };
-  const broken = constraintBreak(view, now, leased, memo);
+  const broken = constraintBreak(view, now, leased);
   if (broken !== undefined) return broken;
   return { decision: "issue", lease };
 }
@@ -179,11 +178,14 @@ function isGranter(view: KernelView, principal: string): boolean {
  * The seats as §5 counts them: standing authority plus every live lease (effective authority,
  * §10), optionally with one more lease counted.
  */
-export function effectiveSeats(view: KernelView, now: number, extra?: Authority, memo: LivenessMemo = new Map()): Record<string, HoldingSeat> {
+export function effectiveSeats(view: KernelView, now: number, extra?: Authority): Record<string, HoldingSeat> {
   const byHolder = new Map<string, Authority[]>();
-  for (const lease of Object.values(view.facts.leases ?? {})) {
-    const l = walkLease(view, lease.id, now, memo);
-    if (l.live) byHolder.set(lease.holder, [...(byHolder.get(lease.holder) ?? []), l.authority]);
+  for (const lease of leaseList(view.facts.leases)) {
+    const l = walkLease(view, lease.id, now);
+    if (!l.live) continue;
+    const list = byHolder.get(lease.holder);
+    if (list === undefined) byHolder.set(lease.holder, [l.authority]);
+    else list.push(l.authority);
   }
   if (extra !== undefined) byHolder.set(extra.seat, [...(byHolder.get(extra.seat) ?? []), extra]);
   const out: Record<string, HoldingSeat> = {};
@@ -202,11 +204,11 @@ export function effectiveSeats(view: KernelView, now: number, extra?: Authority,
 }
 
 /** §5 re-checked when a lease issues (§10): a maximum or exclusion the new lease would break. */
-function constraintBreak(view: KernelView, now: number, leased: Authority, memo: LivenessMemo): Refusal | undefined {
+function constraintBreak(view: KernelView, now: number, leased: Authority): Refusal | undefined {
   const program = view.policy.constraints;
   if (program.constraints.length === 0) return undefined;
   const key = (v: { rule: string; index: number; message: string }): string => (v.rule === "constraint.exclusion" ? v.message : `${v.rule}:${v.index}`);
-  const before = new Set(violations(program, effectiveSeats(view, now, undefined, memo), view.facts).map(key));
-  const fresh = violations(program, effectiveSeats(view, now, leased, memo), view.facts).find((v) => v.rule !== "constraint.minimum" && !before.has(key(v)));
+  const before = new Set(violations(program, effectiveSeats(view, now), view.facts).map(key));
+  const fresh = violations(program, effectiveSeats(view, now, leased), view.facts).find((v) => v.rule !== "constraint.minimum" && !before.has(key(v)));
   return fresh === undefined ? undefined : refuse(fresh.rule, `${fresh.message}, counting the lease; leases count toward §5 like standing grants, so the lease is refused`);
 }

@@ -1,218 +1,253 @@
 import type { Authority } from "./authority.js";
-import { leaseShadow } from "./ceiling-deny.js";
-import { type Refusal, refuse } from "./decision.js";
+import { refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
-import type { Policy } from "./policy.js";
-import type { PolicyProblem } from "./policy-input.js";
+import { type Expiry, type Liveness, faulted, leaseList, revokedSet, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
 import { ownValue } from "./records.js";
-import { type Scope, type ScopeUniverse, scopeWithin } from "./scope.js";
-import { readScope } from "./scope-input.js";
 import type { KernelView } from "./view.js";
-import { type OperationalCapability, capabilitySpec } from "./vocabulary.js";
+import type { OperationalCapability } from "./vocabulary.js";
+
+export { type Liveness, ENVELOPE_PREFIX, chainSeats, heldSource, leaseAuthority, leaseList, leasesHeldBy } from "./lease-walk.js";
 
 /**
- * Lease liveness (§7), derived at use time and never stored: a lease is live only while every
- * link of its chain is — walked up the mandatory parent pointers to the originating source.
- * For each link: it is in the ledger; the team has a present leads (§9); its holder is a
- * member seat and not leads; it is not expired; no revocation record names it; its scope still
- * reads against the declared sets in force; and
- * - a root lease: its named source (a standing grant the issuer holds, or the leads envelope
- *   when the issuer is leads) still exists, is still held by that issuer — reassigning it,
- *   even at the same scope, kills the lease — is not revoked, and still covers the lease;
- * - a re-lease: its parent is live, is held by this lease's issuer, and the lease is within
- *   it (capability, scope, expiry) and carries the same root grant.
- * The whole-chain ban is re-checked too (the holder is none of the chain's issuers or
- * holders). `leaseLiveness` adds the use-time shadow of the ceiling and the deny (a lease
- * wholly outside the one or inside the other); `authorize` applies both per effect instead.
+ * Lease liveness at use time (§7), answered from memoized verdicts rather than a walk per
+ * decision. The walk (lease-walk.ts) reads the clock at one kind of check only, each link's
+ * expiry; every other check is a function of the policy and the ledger's facts alone. So each
+ * lease's chain is walked once per (policy, facts) with the expiry checks left out and
+ * recorded in the order the walk makes them — the clock-independent verdict — and the answer
+ * at a time `now` is the first recorded expiry check `now` fails (the lease's own first, then
+ * its ancestors' up the chain), else that verdict. Same rule, same reason, as the walk.
+ *
+ * The memo is keyed on the frozen inputs themselves — the leases record, the policy, the
+ * revoked-lease ids and the revoked-authority ids — through WeakMaps: a memo is a function of
+ * its key, which never changes, and holds nothing alive; no clock, no I/O, the same answer
+ * for the same input. A view whose inputs are not frozen gets a memo for the one call.
+ * Chains the memo does not hold (a cycle, more than 64 links: never live) are walked afresh.
  */
-export type Liveness =
-  | { readonly live: true; readonly lease: LeaseFact; readonly authority: Authority; readonly chain: readonly LeaseFact[] }
-  | { readonly live: false; readonly lease?: LeaseFact; readonly authority?: Authority; readonly refusal: Refusal };
+interface Verdict {
+  /** The walk with the expiry checks left out. */
+  readonly fixed: Liveness;
+  /** The expiry checks the walk makes before `fixed`'s own failure: this lease's, then up the chain. */
+  readonly expiries: readonly Expiry[];
+  /** The earliest of them: before it, `fixed` is the answer. */
+  readonly liveUntil: number;
+}
 
-/** Walks already made within one decision: a chain shared by many leases is walked once. */
-export type LivenessMemo = Map<string, Liveness>;
+/** One holder's leases of one capability, in the ledger's order, and its live set over a span of time. */
+interface Held {
+  readonly leases: LeaseFact[];
+  /** The verdicts of `leases`, index for index, once read. */
+  verdicts?: readonly (Verdict | undefined)[];
+  /** The live set over [from, until): the live leases' authorities, and which leases are dead. */
+  live?: { readonly from: number; readonly until: number; readonly authorities: readonly Authority[]; readonly dead: readonly number[] };
+}
 
-export const ENVELOPE_PREFIX = "leads:envelope/";
+interface Store {
+  readonly view: KernelView;
+  /** undefined: an irregular chain (a cycle, more than 64 links), walked afresh at each use. */
+  readonly verdicts: Map<string, Verdict | undefined>;
+  held: Map<string, Map<string, Held>> | undefined;
+  /** The store made before this one for the same policy: its verdicts carry over where provably unchanged. */
+  previous: Store | undefined;
+}
 
-/** A lease's scope read against the policy in force, as the authority it confers. */
-export function leaseAuthority(policy: Policy, lease: LeaseFact): Authority | Refusal {
-  const spec = capabilitySpec(policy.vocabulary, lease.capability);
-  if (spec === undefined || spec.kind !== "operational") return refuse("lease.administrative", `lease ${lease.id} names ${lease.capability}, which is not an operational capability; only operational capabilities are leasable`);
-  const problems: PolicyProblem[] = [];
-  const scope = readScope(lease.capability, spec.dimensions, lease.scope, ["scope"], { vocabulary: policy.vocabulary, declared: policy.declared, reserved: policy.reserved, problems });
-  if (scope === undefined) {
-    return refuse("lease.source", `lease ${lease.id}'s scope no longer reads against the policy in force (${problems[0]?.message ?? "unreadable"}); a name never silently re-resolves under a live lease (§4, §8)`);
-  }
-  return Object.freeze({
-    id: `lease:${lease.id}`,
-    seat: lease.holder,
-    capability: lease.capability as OperationalCapability,
-    scope,
-    source: Object.freeze({ kind: "lease", lease: lease.id, rootGrant: lease.rootGrant, issuer: lease.issuer }),
+const ABSENT: object = Object.freeze({});
+type Level<T> = WeakMap<object, T>;
+const stores: Level<Level<Level<Level<Store>>>> = new WeakMap();
+/** By policy, the store made last for it (one per policy; the one before it is let go). */
+const latest: Level<Store> = new WeakMap();
+
+function level<T>(map: Level<T>, key: object, make: () => T): T {
+  let hit = map.get(key);
+  if (hit === undefined) map.set(key, (hit = make()));
+  return hit;
+}
+
+function frozenInputs(view: KernelView): boolean {
+  const { leases, revokedLeases, revoked } = view.facts;
+  if (!Object.isFrozen(view.policy)) return false;
+  if (revokedLeases !== undefined && !Object.isFrozen(revokedLeases)) return false;
+  if (revoked !== undefined && !Object.isFrozen(revoked)) return false;
+  if (leases === undefined) return true;
+  if (!Object.isFrozen(leases)) return false;
+  for (const lease of leaseList(leases)) if (!Object.isFrozen(lease) || !Object.isFrozen(lease.scope)) return false;
+  return true;
+}
+
+function storeOf(view: KernelView): Store {
+  const { leases, revokedLeases, revoked } = view.facts;
+  const make = (): Store => ({ view: { policy: view.policy, facts: { leases, revokedLeases, revoked } }, verdicts: new Map(), held: undefined, previous: undefined });
+  const byLeases = stores.get(leases ?? ABSENT);
+  const known = byLeases?.get(view.policy)?.get(revokedLeases ?? ABSENT)?.get(revoked ?? ABSENT);
+  if (known !== undefined) return known;
+  // Checked once per new key: the leases record and every lease in it frozen, so the memo cannot go stale.
+  if (!frozenInputs(view)) return make();
+  const byPolicy = level(stores, leases ?? ABSENT, () => new WeakMap());
+  const byRevokedLeases = level(byPolicy, view.policy, () => new WeakMap());
+  const byRevoked = level(byRevokedLeases, revokedLeases ?? ABSENT, () => new WeakMap());
+  return level(byRevoked, revoked ?? ABSENT, () => {
+    const made = make();
+    const prior = latest.get(view.policy);
+    if (prior !== undefined && prior.view.facts.revoked === revoked) {
+      made.previous = prior;
+      prior.previous = undefined;
+    }
+    latest.set(view.policy, made);
+    return made;
   });
 }
 
+function revokedIn(store: Store, id: string): boolean {
+  const revokedLeases = store.view.facts.revokedLeases;
+  return revokedLeases !== undefined && revokedSet(revokedLeases).has(id);
+}
+
 /**
- * The source a root lease names, if the issuer still holds it and it is not revoked: a
- * standing grant of the issuer, or the envelope when the issuer is the current leads.
+ * A verdict of the previous store (same policy, same revoked authorities) that holds here
+ * unchanged, or undefined: the walk reads of the facts only the chain's lease records and
+ * whether each is revoked, so a verdict carries over when this lease is the same record,
+ * revoked here exactly when it was there, and its parent's verdict carried over too. After a
+ * lease issues or is revoked, the team's other chains are not walked again.
  */
-export function heldSource(view: KernelView, issuer: string, sourceId: string): Authority | undefined {
-  const policy = view.policy;
-  if (sourceId.startsWith(ENVELOPE_PREFIX)) {
-    if (policy.leads === undefined || policy.leads.seat !== issuer) return undefined;
-    return policy.leads.envelope.find((a) => a.id === sourceId);
+function carried(store: Store, id: string): Verdict | undefined {
+  const prior = store.previous;
+  const old = prior?.verdicts.get(id);
+  if (prior === undefined || old === undefined) return undefined;
+  const lease = ownValue(store.view.facts.leases ?? {}, id);
+  if (lease !== ownValue(prior.view.facts.leases ?? {}, id) || revokedIn(store, id) !== revokedIn(prior, id)) return undefined;
+  if (lease?.parent !== undefined) {
+    const before = prior.verdicts.get(lease.parent);
+    // A regular verdict's parent was read to make it; a chain here is regular where it was (the same records).
+    if (before === undefined || verdictOf(store, lease.parent) !== before) return undefined;
   }
-  const seat = ownValue(policy.seats, issuer);
-  const found = seat?.authorities.find((a) => a.id === sourceId);
-  if (found === undefined || (view.facts.revoked ?? []).includes(found.id)) return undefined;
-  return found;
+  return old;
 }
 
-function within(a: Scope, b: Scope, universe: ScopeUniverse): boolean {
-  return scopeWithin(a, b, universe) === true;
+/** Whether the chain ends (at a root or a missing parent) within the walk's 65 links. */
+function regular(store: Store, id: string): boolean {
+  const leases = store.view.facts.leases;
+  if (leases === undefined) return true;
+  let link = ownValue(leases, id);
+  for (let links = 0; link !== undefined; links++) {
+    if (links >= 65) return false;
+    link = link.parent === undefined ? undefined : ownValue(leases, link.parent);
+  }
+  return true;
 }
 
-function dead(lease: LeaseFact | undefined, refusal: Refusal, authority?: Authority): Liveness {
-  return { live: false, ...(lease !== undefined ? { lease } : {}), ...(authority !== undefined ? { authority } : {}), refusal };
+function verdictOf(store: Store, id: string): Verdict | undefined {
+  if (store.verdicts.has(id)) return store.verdicts.get(id);
+  let verdict = carried(store, id);
+  if (verdict === undefined && regular(store, id)) {
+    // Every ancestor of a regular chain is regular, so the parent's verdict is always there.
+    const walked = walkLink(store.view, id, undefined, 0, (parent) => {
+      const v = verdictOf(store, parent) as Verdict;
+      return { liveness: v.fixed, expiries: v.expiries };
+    });
+    let liveUntil = Infinity;
+    for (const e of walked.expiries) if (e.expiresAt < liveUntil) liveUntil = e.expiresAt;
+    const fixed = walked.liveness;
+    if (fixed.live) Object.freeze(fixed.chain);
+    else Object.freeze(fixed.refusal);
+    verdict = Object.freeze({ fixed: Object.freeze(fixed), expiries: Object.freeze(walked.expiries), liveUntil });
+  }
+  store.verdicts.set(id, verdict);
+  return verdict;
 }
 
-/** The chain walk without the ceiling/deny shadow; memoized per decision. */
-export function walkLease(view: KernelView, id: string, now: number, memo: LivenessMemo = new Map(), depth = 0): Liveness {
-  const known = memo.get(id);
-  if (known !== undefined) return known;
-  const result = walk(view, id, now, memo, depth);
-  memo.set(id, result);
-  return result;
+/** The verdict at `now`: the first expiry check it fails, in the walk's order, else the fixed verdict. */
+function answer(store: Store, id: string, verdict: Verdict | undefined, now: number): Liveness {
+  if (verdict === undefined) return walkLeaseReference(store.view, id, now);
+  if (!(now >= verdict.liveUntil)) return verdict.fixed;
+  const { expiries } = verdict;
+  for (let j = 0; j < expiries.length; j++) {
+    const e = expiries[j] as Expiry;
+    if (!(now >= e.expiresAt)) continue;
+    let reason = `lease ${e.id} expired at ${e.expiresAt} (now ${now})`;
+    for (let i = j - 1; i >= 0; i--) reason = `lease ${(expiries[i] as Expiry).id}'s ancestor ${(expiries[i + 1] as Expiry).id} is not live: ${reason}`;
+    const { lease, authority } = verdict.fixed;
+    return { live: false, ...(lease !== undefined ? { lease } : {}), ...(authority !== undefined ? { authority } : {}), refusal: refuse("lease.expired", reason) };
+  }
+  return verdict.fixed;
 }
 
-function walk(view: KernelView, id: string, now: number, memo: LivenessMemo, depth: number): Liveness {
-  const policy = view.policy;
-  const lease = view.facts.leases === undefined ? undefined : ownValue(view.facts.leases, id);
-  if (lease === undefined) return dead(undefined, refuse("lease.unknown", `lease ${id} is not in the ledger; what cannot be walked is not live`));
-  // Read first, so a dead lease still says what it would have covered (authorize names it).
-  const authority = leaseAuthorityOnce(policy, lease);
-  const readable = "decision" in authority ? undefined : authority;
-  if (depth > 64) return dead(lease, refuse("lease.unknown", `lease ${id}'s chain does not end (a cycle or more than 64 links); not live`), readable);
-  if (policy.leads === undefined) return dead(lease, refuse("lease.no-leads", `the team has no leads, so no lease is live (§9); lease ${id} ended with it`), readable);
-  if (ownValue(policy.seats, lease.holder) === undefined) return dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable);
-  if (lease.holder === policy.leads.seat) return dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable);
-  if (now >= lease.expiresAt) return dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable);
-  if (view.facts.revokedLeases !== undefined && revokedSet(view.facts.revokedLeases).has(id)) return dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable);
-  if ("decision" in authority) return dead(lease, authority);
-  const universe: ScopeUniverse = { declared: policy.declared };
-
-  if (lease.parent === undefined) {
-    if (lease.holder === lease.issuer) return dead(lease, refuse("lease.ancestor", `lease ${id} is held by its own issuer ${lease.issuer}`), authority);
-    const source = heldSource(view, lease.issuer, lease.rootGrant);
-    if (source === undefined) {
-      return dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} is no longer held by its issuer ${lease.issuer} (removed, revoked or reassigned — even at the same scope, §7)`), authority);
-    }
-    if (source.capability !== authority.capability || !within(authority.scope, source.scope, universe)) {
-      return dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} no longer covers its ${authority.capability} scope (§7)`), authority);
-    }
-    return { live: true, lease, authority, chain: [lease] };
-  }
-
-  const parent = walkLease(view, lease.parent, now, memo, depth + 1);
-  if (!parent.live) {
-    const why = parent.refusal;
-    return dead(lease, refuse(why.rule, `lease ${id}'s ancestor ${lease.parent} is not live: ${why.reason}`), authority);
-  }
-  const p = parent.lease;
-  if (p.holder !== lease.issuer) return dead(lease, refuse("lease.source", `re-lease ${id}'s parent ${p.id} is held by ${p.holder}, not by its issuer ${lease.issuer}`), authority);
-  if (p.rootGrant !== lease.rootGrant) return dead(lease, refuse("lease.source", `re-lease ${id} names root grant ${lease.rootGrant}, and its parent ${p.id} descends from ${p.rootGrant}`), authority);
-  if (parent.authority.capability !== authority.capability || !within(authority.scope, parent.authority.scope, universe) || lease.expiresAt > p.expiresAt) {
-    return dead(lease, refuse("lease.wider", `re-lease ${id} is wider than its parent ${p.id} (capability, scope or expiry)`), authority);
-  }
-  const banned = chainSeats(parent.chain);
-  if (banned.has(lease.holder)) return dead(lease, refuse("lease.ancestor", `re-lease ${id} lands on ${lease.holder}, already an issuer or holder in its chain`), authority);
-  return { live: true, lease, authority, chain: [...parent.chain, lease] };
-}
-
-/** Every issuer and holder in a chain (root first): the seats the whole-chain ban excludes. */
-export function chainSeats(chain: readonly LeaseFact[]): Set<string> {
-  const out = new Set<string>();
-  for (const l of chain) {
-    out.add(l.issuer);
-    out.add(l.holder);
-  }
-  return out;
+/** The chain walk without the ceiling/deny shadow, at `now`. */
+export function walkLease(view: KernelView, id: string, now: number): Liveness {
+  const store = storeOf(view);
+  return answer(store, id, verdictOf(store, id), now);
 }
 
 /** Whether one lease is live now, with the ceiling and deny shadow (§7, §8). Pure and total. */
 export function leaseLiveness(view: KernelView, leaseId: string, now: number): Liveness {
   try {
-    const walked = walkLease(view, leaseId, now);
-    if (!walked.live) return walked;
-    const spec = capabilitySpec(view.policy.vocabulary, walked.authority.capability);
-    const shadow = leaseShadow(view.policy, walked.authority, spec?.dimensions ?? [], { declared: view.policy.declared });
-    return shadow === undefined ? walked : dead(walked.lease, shadow, walked.authority);
+    return withShadow(view, walkLease(view, leaseId, now));
   } catch (error) {
-    return dead(undefined, refuse("kernel.fault", `lease ${leaseId}'s liveness could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); not live (fail closed)`));
+    return faulted(leaseId, error);
   }
+}
+
+function heldBy(store: Store, seat: string, capability: string): Held | undefined {
+  if (store.held === undefined) {
+    const held = new Map<string, Map<string, Held>>();
+    for (const lease of leaseList(store.view.facts.leases)) {
+      let byCapability = held.get(lease.holder);
+      if (byCapability === undefined) held.set(lease.holder, (byCapability = new Map()));
+      const entry = byCapability.get(lease.capability);
+      if (entry === undefined) byCapability.set(lease.capability, { leases: [lease] });
+      else entry.leases.push(lease);
+    }
+    store.held = held;
+  }
+  return store.held.get(seat)?.get(capability);
+}
+
+/** The seat's live set for the capability at `now`: kept with the span of time over which it holds. */
+function liveSet(store: Store, held: Held, now: number): NonNullable<Held["live"]> {
+  const cached = held.live;
+  if (cached !== undefined && now >= cached.from && now < cached.until) return cached;
+  const verdicts = (held.verdicts ??= held.leases.map((lease) => verdictOf(store, lease.id)));
+  let from = -Infinity;
+  let until = Infinity;
+  const authorities: Authority[] = [];
+  const dead: number[] = [];
+  verdicts.forEach((v, i) => {
+    // A chain dead without the clock, or irregular, is dead at every time.
+    if (v === undefined || !v.fixed.live) dead.push(i);
+    else if (!(now >= v.liveUntil)) {
+      authorities.push(v.fixed.authority);
+      if (v.liveUntil < until) until = v.liveUntil;
+    } else {
+      dead.push(i);
+      if (v.liveUntil > from) from = v.liveUntil;
+    }
+  });
+  return (held.live = { from, until, authorities: Object.freeze(authorities), dead });
+}
+
+/**
+ * The authorities of the leases a seat holds for one capability that are live at `now`, in
+ * the ledger's order. The set changes only when `now` passes a live chain's earliest expiry,
+ * so it is kept with the span of time over which it holds.
+ */
+export function liveLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): readonly Authority[] {
+  const store = storeOf(view);
+  const held = heldBy(store, seat, capability);
+  return held === undefined ? [] : liveSet(store, held, now).authorities;
+}
+
+/** The leases a seat holds for one capability that are dead at `now`, with why, in the ledger's order. */
+export function deadLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): Liveness[] {
+  const store = storeOf(view);
+  const held = heldBy(store, seat, capability);
+  if (held === undefined) return [];
+  const out: Liveness[] = [];
+  for (const i of liveSet(store, held, now).dead) {
+    const lease = held.leases[i] as LeaseFact;
+    out.push(answer(store, lease.id, held.verdicts?.[i], now));
+  }
+  return out;
 }
 
 /** The leases a seat holds for one capability, split into live (as authorities) and dead (with why). */
-export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number, memo: LivenessMemo = new Map()): { readonly live: Authority[]; readonly dead: Liveness[] } {
-  const live: Authority[] = [];
-  const deadOnes: Liveness[] = [];
-  const leases = view.facts.leases;
-  if (leases === undefined) return { live, dead: deadOnes };
-  for (const lease of leasesHeldBy(leases, seat)) {
-    if (lease.capability !== capability) continue;
-    const l = walkLease(view, lease.id, now, memo);
-    if (l.live) live.push(l.authority);
-    else deadOnes.push(l);
-  }
-  return { live, dead: deadOnes };
-}
-
-/**
- * Indexes over the facts, memoized by the (frozen, immutable) facts object itself: the leases
- * by holder, and the revoked ids as a set. A decision reads only the requesting seat's leases
- * and walks their chains, so with 10,000 leases in the team it does not scan all of them per
- * request. Pure: an index is a function of its key, which never changes (facts are frozen),
- * and a WeakMap holds nothing alive — no clock, no I/O, the same answer for the same input.
- */
-const byHolderIndex = new WeakMap<object, ReadonlyMap<string, readonly LeaseFact[]>>();
-const revokedIndex = new WeakMap<object, ReadonlySet<string>>();
-
-export function leasesHeldBy(leases: Readonly<Record<string, LeaseFact>>, holder: string): readonly LeaseFact[] {
-  let index = byHolderIndex.get(leases);
-  if (index === undefined || !Object.isFrozen(leases)) {
-    const built = new Map<string, LeaseFact[]>();
-    for (const lease of Object.values(leases)) {
-      const list = built.get(lease.holder);
-      if (list === undefined) built.set(lease.holder, [lease]);
-      else list.push(lease);
-    }
-    index = built;
-    // Only a frozen record can be indexed once: an unfrozen one may change under the index.
-    if (Object.isFrozen(leases)) byHolderIndex.set(leases, index);
-  }
-  return index.get(holder) ?? [];
-}
-
-function revokedSet(revoked: readonly string[]): ReadonlySet<string> {
-  let set = revokedIndex.get(revoked);
-  if (set === undefined) {
-    set = new Set(revoked);
-    if (Object.isFrozen(revoked)) revokedIndex.set(revoked, set);
-  }
-  return set;
-}
-
-/**
- * `leaseAuthority` memoized per (lease, policy): reading a lease's scope against the declared
- * sets is a function of the two frozen values alone, and a decision walks every lease the
- * seat holds — reading each scope once per policy rather than once per request.
- */
-const authorityIndex = new WeakMap<object, { readonly policy: Policy; readonly read: Authority | Refusal }>();
-function leaseAuthorityOnce(policy: Policy, lease: LeaseFact): Authority | Refusal {
-  if (!Object.isFrozen(lease) || !Object.isFrozen(policy)) return leaseAuthority(policy, lease);
-  const hit = authorityIndex.get(lease);
-  if (hit !== undefined && hit.policy === policy) return hit.read;
-  const read = leaseAuthority(policy, lease);
-  authorityIndex.set(lease, { policy, read });
-  return read;
+export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): { readonly live: Authority[]; readonly dead: Liveness[] } {
+  return { live: [...liveLeases(view, seat, capability, now)], dead: deadLeases(view, seat, capability, now) };
 }

@@ -158,6 +158,39 @@ describe("lease liveness against a brute-force reference (§7)", () => {
     );
   });
 
+  it("the same with many leases per seat (the decision's lease index and coverage index in use)", () => {
+    let crowded = 0;
+    // Crowded on purpose: mostly root leases from the envelope (src) to a or b, under src, expiring late.
+    const crowd = rawLease.map((r) => ({ ...r, rootish: r.parentPick % 3 !== 0, fromEnvelope: r.parentPick % 7 !== 0, holder: r.holder === "lead" || r.holder === "c" ? "a" : r.holder, path: r.path.startsWith("docs") ? "src/x" : r.path, expiry: r.expiry + 300 }));
+    fc.assert(
+      fc.property(world.map((w) => ({ ...w, envelope: "src" })), fc.array(crowd, { minLength: 100, maxLength: 160 }), fc.integer({ min: NOW - 5, max: NOW + 400 }), (w, raws, now) => {
+        const list = buildLeases(raws);
+        const leases = new Map(list.map((l) => [l.id, l]));
+        const view = createKernelView(policyOf(w), { leases: Object.fromEntries(leases) });
+        for (const seat of SEATS) {
+          if (list.filter((l) => l.holder === seat && refLive(w, leases, new Set(), l.id, now)).length >= 16) crowded++;
+          for (const path of [...PATHS, "elsewhere"]) {
+            const file = `${path}/f.ts`;
+            const d = authorize(view, { seat, capability: "write", effect: { paths: [file] } } as KernelRequest, now);
+            const standing = w.grant !== undefined && w.grant.holder === seat && within(file, w.grant.path);
+            const leased = list.some((l) => l.holder === seat && within(file, (l.scope.path as string[])[0] as string) && refLive(w, leases, new Set(), l.id, now));
+            const bounded = (w.deny === undefined || !within(file, w.deny)) && (w.ceiling === undefined || w.ceiling.some((c) => within(file, c)));
+            expect(d.decision === "allow", `${seat} ${file} ${d.decision === "refuse" ? d.rule : d.authority.id}`).toBe((standing || leased) && bounded);
+            // An allow under a lease names a lease of this seat that is live by reference and covers the file.
+            if (d.decision === "allow" && d.authority.id.startsWith("lease:")) {
+              const used = leases.get(d.authority.id.slice("lease:".length));
+              expect(used?.holder).toBe(seat);
+              expect(used !== undefined && refLive(w, leases, new Set(), used.id, now) && within(file, pathOf(used))).toBe(true);
+            }
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+    // The crowded case is what this test is for: make sure it happened.
+    expect(crowded).toBeGreaterThan(0);
+  });
+
   it("revoked leases never return: a cascade's revocations survive restoring the grant", () => {
     fc.assert(
       fc.property(world, fc.array(rawLease, { minLength: 1, maxLength: 8 }), fc.constantFrom("narrow", "reassign", "remove"), (w, raws, how) => {
