@@ -78,6 +78,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   };
   const notices = createNoticeService({ hook: () => hook, log });
   const slot = {
+    serving: true,
     get: () => ledger,
     set: (l: Ledger) => {
       ledger = l;

@@ -24,6 +24,8 @@ import { stopRefusal } from "./stop-state.js";
 export interface LedgerSlot {
   get(): Ledger | undefined;
   set(ledger: Ledger): void;
+  /** The daemon's slot: a ledger it creates writes on a worker thread, like the one it opens (ledger-host.ts). */
+  readonly serving?: boolean;
 }
 
 export interface ActReceipt {
@@ -174,7 +176,7 @@ async function genesis(home: TeamdHome, slot: LedgerSlot, act: Uint8Array): Prom
     const checked = checkOwnerAct(act, publicKeyFromRaw(proposed));
     if (isRefusal(checked)) throw refusalError(checked);
     if (pinned === undefined) await writePinnedOwnerKey(layout, proposed);
-    const { ledger, created } = await initLedger({ dir: layout.dir, flagsDir: layout.flagsDir, daemonSigner, ownerPublicKey: proposed, genesisAct: act });
+    const { ledger, created } = await initLedger({ dir: layout.dir, flagsDir: layout.flagsDir, daemonSigner, ownerPublicKey: proposed, genesisAct: act, writeOnWorker: slot.serving === true });
     slot.set(ledger);
     return { seq: 0, created };
   } catch (error) {
