@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { OwnerActKind, type LeasesResponse } from "../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry } from "../src/gen/teamd/v1/shim_pb.js";
+import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 import { parseDuration, type LeaseFact } from "../src/kernel/index.js";
 import { createFlags, LedgerRefusal, leasePayload, publicKeyFromRaw, revocationDraft, signOwnerAct } from "../src/ledger/index.js";
 import { loadTeamFileData } from "../src/teamfile/index.js";
@@ -22,22 +23,7 @@ import { ownerKeyForAct } from "./owner-session.js";
  * appended marked late when it returns).
  */
 
-const showEntry = (l: LeaseEntry) =>
-  `${l.leaseId}  ${l.capability} ${l.scope}  ${l.issuer} -> ${l.holder}${l.parent ? ` (re-lease of ${l.parent})` : ` (from ${l.rootGrant})`}  ${l.live ? `live until ${new Date(Number(l.expiresUnixMs)).toISOString()}` : `not live: ${l.deadRule}`}`;
-
-const entryJson = (l: LeaseEntry) => ({
-  leaseId: l.leaseId,
-  parent: l.parent || null,
-  rootGrant: l.rootGrant,
-  issuer: l.issuer,
-  holder: l.holder,
-  capability: l.capability,
-  scope: l.scope,
-  issuedUnixMs: Number(l.issuedUnixMs),
-  expiresUnixMs: Number(l.expiresUnixMs),
-  live: l.live,
-  dead: l.live ? null : { rule: l.deadRule, reason: l.deadReason },
-});
+const showEntry = (l: LeaseEntry) => leaseLine(leaseJson(l));
 
 export async function leaseListCommand(options: { team: string; json?: boolean }): Promise<void> {
   const team = checkName("team", options.team);
@@ -48,7 +34,7 @@ export async function leaseListCommand(options: { team: string; json?: boolean }
   } finally {
     await channel.close();
   }
-  if (options.json) process.stdout.write(JSON.stringify({ team, leases: reply.leases.map(entryJson) }) + "\n");
+  if (options.json) process.stdout.write(JSON.stringify({ team, leases: reply.leases.map(leaseJson) }) + "\n");
   else process.stdout.write(reply.leases.length === 0 ? `no lease in team '${team}'\n` : `${reply.leases.map(showEntry).join("\n")}\n`);
 }
 

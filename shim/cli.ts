@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, EXIT, TEAMD_VERSION } from "../src/rpc/index.js";
+import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 
 /**
  * `teamd-shim`: the one program inside a seat that can reach the daemon. It holds no
@@ -39,7 +40,7 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
     daemonInstance: reply.daemonInstance,
     policySeq: Number(reply.policySeq),
     capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
-    leases: reply.leases.map(leaseValue),
+    leases: reply.leases.map(leaseJson),
     lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
   };
   const lines = [
@@ -73,39 +74,6 @@ async function checkpoint(note: string, opts: { json?: boolean }): Promise<void>
   print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
 }
 
-interface LeaseReply {
-  leaseId: string;
-  parent: string;
-  rootGrant: string;
-  issuer: string;
-  holder: string;
-  capability: string;
-  scope: string;
-  issuedUnixMs: bigint;
-  expiresUnixMs: bigint;
-  live: boolean;
-  deadRule: string;
-  deadReason: string;
-}
-
-function leaseValue(l: LeaseReply) {
-  return {
-    leaseId: l.leaseId,
-    parent: l.parent || null,
-    rootGrant: l.rootGrant,
-    issuer: l.issuer,
-    holder: l.holder,
-    capability: l.capability,
-    scope: l.scope,
-    issuedUnixMs: Number(l.issuedUnixMs),
-    expiresUnixMs: Number(l.expiresUnixMs),
-    live: l.live,
-    dead: l.live ? null : { rule: l.deadRule, reason: l.deadReason },
-  };
-}
-
-const showLease = (l: ReturnType<typeof leaseValue>) =>
-  `${l.leaseId}  ${l.capability} ${l.scope}  ${l.issuer} -> ${l.holder}${l.parent ? ` (re-lease of ${l.parent})` : ` (from ${l.rootGrant})`}  ${l.live ? `live until ${new Date(l.expiresUnixMs).toISOString()}` : `not live: ${l.dead?.rule}`}`;
 
 /** "90s", "30m", "2h", "1d" or plain milliseconds: syntax only (the daemon decides the ceiling). */
 function ttlMs(text: string): bigint {
@@ -118,8 +86,8 @@ function ttlMs(text: string): bigint {
 async function leaseIssue(recipient: string, capability: string, scope: string, opts: { ttl: string; parent?: string; source?: string; json?: boolean }): Promise<void> {
   const ttl = ttlMs(opts.ttl);
   const r = await withClient((c) => c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }));
-  const value = r.lease ? leaseValue(r.lease) : null;
-  print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? showLease(value) : ""}\n`);
+  const value = r.lease ? leaseJson(r.lease) : null;
+  print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? leaseLine(value) : ""}\n`);
 }
 
 async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<void> {
@@ -129,8 +97,8 @@ async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<v
 
 async function leaseList(opts: { json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.leaseList({}));
-  const leases = r.leases.map(leaseValue);
-  print(opts.json, { leases }, leases.length === 0 ? "no lease in this team\n" : `${leases.map(showLease).join("\n")}\n`);
+  const leases = r.leases.map(leaseJson);
+  print(opts.json, { leases }, leases.length === 0 ? "no lease in this team\n" : `${leases.map(leaseLine).join("\n")}\n`);
 }
 
 /** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
