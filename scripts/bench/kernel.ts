@@ -1,8 +1,8 @@
-import { authorize } from "../../src/kernel/authorize.js";
 import { createKernelView } from "../../src/kernel/view.js";
 import type { KernelRequest } from "../../src/kernel/request.js";
 import { loadTeamFileData } from "../../src/teamfile/load.js";
 import { percentile, type BenchRow } from "./report.js";
+import { timeAuthorize } from "./time-authorize.js";
 
 /**
  * `authorize` latency on a team of 100 seats with 20 roles (issue 4): the decision must never
@@ -94,17 +94,7 @@ export async function benchKernel(): Promise<BenchRow[]> {
   const requests = buildRequests(4096);
   const now = Date.UTC(2026, 9, 9);
 
-  let allowed = 0;
-  for (let i = 0; i < WARMUP; i++) authorize(view, requests[i % requests.length] as KernelRequest, now);
-  const samples = new Float64Array(CALLS);
-  for (let i = 0; i < CALLS; i++) {
-    const request = requests[i % requests.length] as KernelRequest;
-    const start = process.hrtime.bigint();
-    const decision = authorize(view, request, now);
-    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
-    if (decision.decision === "allow") allowed++;
-  }
-  const sorted = Array.from(samples).sort((a, b) => a - b);
+  const { sorted, allowed } = timeAuthorize(view, requests, now, WARMUP, CALLS);
   const authorities = Object.values(loaded.policy.seats).reduce((n, s) => n + s.authorities.length, 0);
   const team = `${SEATS} seats, ${ROLES} roles, ${authorities} authorities; ${((allowed / CALLS) * 100).toFixed(0)}% allowed`;
   return [

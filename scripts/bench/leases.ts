@@ -6,6 +6,7 @@ import type { KernelRequest } from "../../src/kernel/request.js";
 import { createKernelView } from "../../src/kernel/view.js";
 import { loadTeamFileData } from "../../src/teamfile/load.js";
 import { percentile, type BenchRow } from "./report.js";
+import { timeAuthorize } from "./time-authorize.js";
 
 /**
  * Leases at scale (issue 6): `authorize` with 10,000 live leases in chains of depth 8, the
@@ -88,17 +89,7 @@ export async function benchLeases(): Promise<BenchRow[]> {
     else if (kind === 2) requests.push({ seat: holder, capability: "write", effect: { paths: [`own-${own}/f${i}.ts`] } });
     else requests.push({ seat: holder, capability: "write", effect: { paths: [`elsewhere/f${i}.ts`] } });
   }
-  let allowed = 0;
-  for (let i = 0; i < WARMUP; i++) authorize(view, requests[i % requests.length] as KernelRequest, now);
-  const samples = new Float64Array(CALLS);
-  for (let i = 0; i < CALLS; i++) {
-    const request = requests[i % requests.length] as KernelRequest;
-    const start = process.hrtime.bigint();
-    const decision = authorize(view, request, now);
-    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
-    if (decision.decision === "allow") allowed++;
-  }
-  const sorted = Array.from(samples).sort((a, b) => a - b);
+  const { sorted, allowed } = timeAuthorize(view, requests, now, WARMUP, CALLS);
 
   // After a change to the facts (here: one more lease issued, the record made anew as the
   // ledger's projection hands it over) the memoized chain verdicts carry over where provably
