@@ -36,7 +36,7 @@ export function buildProgram(): Command {
 
   program
     .command("status")
-    .description("show the daemon and the seats it serves")
+    .description("show the daemon, the ledger's head, the stops in force, each team's policy against its file on disk, and the running seats (--json: docs/status.md)")
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
     .action((opts: { json?: boolean; socket?: string }) => status(opts));

@@ -8,6 +8,7 @@ import { describeLedger } from "./ledger-host.js";
 import type { SeatManager, SeatView } from "./seat-manager.js";
 import { checkName } from "./names.js";
 import { handleStopAll } from "./stop-all-handler.js";
+import { ledgerSummary, stopsInForce, teamsStatus } from "./status-report.js";
 
 export interface ControlState {
   readonly daemonInstance: string;
@@ -42,6 +43,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         mode: state.mode,
         home: state.home,
         seats: state.seats().map((s) => ({ ...s })),
+        ledger: ledgerSummary(state.ledger.get()),
+        stops: stopsInForce(state.ledger.get()),
+        teams: await teamsStatus(state.ledger.get(), Date.now()),
       };
     },
     async ownerAct(request) {

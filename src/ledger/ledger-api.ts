@@ -4,6 +4,7 @@ import type { PrincipalInit, RecordPayloadInit } from "./codec.js";
 import type { AppendResult } from "./commit.js";
 import type { Effect, SubmitReply, SubmitRequest } from "./dispatch.js";
 import type { LedgerEntry } from "./entry.js";
+import type { FlagRead } from "./flags.js";
 import type { DaemonSigner, PublicKey } from "./keys.js";
 import type { CapabilityUseInit, HeadObservation } from "./owner-act.js";
 import type { LedgerPaths } from "./paths.js";
@@ -87,6 +88,8 @@ export interface Ledger {
   appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[]): Promise<AppendedRecord>;
   /** The subjects ("<RevocationSubject>:<id>") of every revocation flag: in force before, and without, the store. */
   revocationFlags(): readonly string[];
+  /** Every flag present now (stops and revocations), and the files that do not verify: what status shows. */
+  readFlags(): FlagRead;
   submit(request: SubmitRequest, effect: Effect): Promise<SubmitReply>;
   stop(act: Uint8Array): Promise<FlagReply>;
   revoke(act: Uint8Array): Promise<FlagReply>;

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMirgEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIm4KDEV4ZWNSZXNwb25zZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSrrAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcynQYKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI1CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2USPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEItwBCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCSKuAQoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDSIuChBTdGFydFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI4ChFTdGFydFNlYXRSZXNwb25zZRIjCgVzZWF0cxgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiLQoPU3RvcFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI5ChBTdG9wU2VhdFJlc3BvbnNlEiUKB3N0b3BwZWQYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIl0KC0V4ZWNSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIPCgdjb21tYW5kGAMgAygJEhIKCnRpbWVvdXRfbXMYBCABKA0SDQoFc3RkaW4YBSABKAwibgoMRXhlY1Jlc3BvbnNlEhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAwSDgoGc3RkZXJyGAMgASgMEgsKA2hvdxgEIAEoCRIRCgl0cnVuY2F0ZWQYBSABKAgSCwoDc2VxGAYgASgEIhUKE0xlZGdlclN0YXR1c1JlcXVlc3QisgEKFExlZGdlclN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRITCgtvYnNlcnZhdGlvbhgGIAEoDBIYChBvd25lcl9wdWJsaWNfa2V5GAcgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAggASgMIh0KDlN0b3BBbGxSZXF1ZXN0EgsKA2FjdBgBIAEoDCJ4Cg9TdG9wQWxsUmVzcG9uc2USDwoHZmxhZ19pZBgBIAEoCRIQCghyZWNvcmRlZBgCIAEoCBILCgNzZXEYAyABKAQSDgoGcmVhc29uGAQgASgJEiUKB3N0b3BwZWQYBSADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIiQKFFBvbGljeUluRm9yY2VSZXF1ZXN0EgwKBHRlYW0YASABKAki6QEKFVBvbGljeUluRm9yY2VSZXNwb25zZRIPCgdhcHBsaWVkGAEgASgIEgsKA3NlcRgCIAEoBBIWCg50ZWFtX2ZpbGVfaGFzaBgDIAEoCRIRCgljYW5vbmljYWwYBCABKAkSTwoRc3RhcnRfZmlsZV9oYXNoZXMYBSADKAsyNC50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2UuU3RhcnRGaWxlSGFzaGVzRW50cnkaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIdCg1MZWFzZXNSZXF1ZXN0EgwKBHRlYW0YASABKAkiRwoOTGVhc2VzUmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeRIPCgdyZXZva2VkGAIgAygJKusBCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQSGQoVT1dORVJfQUNUX0tJTkRfUkVTVU1FEAUSGAoUT1dORVJfQUNUX0tJTkRfTEVBU0UQBhIZChVPV05FUl9BQ1RfS0lORF9SRVZPS0UQBzKdBgoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjUKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZRI+CgdTdG9wQWxsEhgudGVhbWQudjEuU3RvcEFsbFJlcXVlc3QaGS50ZWFtZC52MS5TdG9wQWxsUmVzcG9uc2USOwoGTGVhc2VzEhcudGVhbWQudjEuTGVhc2VzUmVxdWVzdBoYLnRlYW1kLnYxLkxlYXNlc1Jlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -187,6 +187,28 @@ export type StatusResponse = Message<"teamd.v1.StatusResponse"> & {
    * @generated from field: repeated teamd.v1.SeatStatus seats = 6;
    */
   seats: SeatStatus[];
+
+  /**
+   * The ledger as the daemon holds it now (the same fields LedgerStatus answers, minus the
+   * keys and the reconciliation observation).
+   *
+   * @generated from field: teamd.v1.LedgerSummary ledger = 7;
+   */
+  ledger?: LedgerSummary | undefined;
+
+  /**
+   * The owner's stops in force now, read from the local flags (they hold with the store down).
+   *
+   * @generated from field: repeated teamd.v1.StopInForce stops = 8;
+   */
+  stops: StopInForce[];
+
+  /**
+   * Every team registered on this machine, with its policy in force.
+   *
+   * @generated from field: repeated teamd.v1.TeamStatus teams = 9;
+   */
+  teams: TeamStatus[];
 };
 
 /**
@@ -195,6 +217,178 @@ export type StatusResponse = Message<"teamd.v1.StatusResponse"> & {
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 7);
+
+/**
+ * @generated from message teamd.v1.LedgerSummary
+ */
+export type LedgerSummary = Message<"teamd.v1.LedgerSummary"> & {
+  /**
+   * "ready", "blocked", "unavailable" or "absent".
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * For a blocked ledger: the rule and the reason; for an unavailable one: the reason.
+   *
+   * @generated from field: string rule = 2;
+   */
+  rule: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: uint64 head_seq = 4;
+   */
+  headSeq: bigint;
+
+  /**
+   * @generated from field: string head_hash = 5;
+   */
+  headHash: string;
+
+  /**
+   * True when the chain and the signed head were verified when the ledger was opened and
+   * nothing since has blocked it (state "ready").
+   *
+   * @generated from field: bool verified = 6;
+   */
+  verified: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.LedgerSummary.
+ * Use `create(LedgerSummarySchema)` to create a new message.
+ */
+export const LedgerSummarySchema: GenMessage<LedgerSummary> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 8);
+
+/**
+ * @generated from message teamd.v1.StopInForce
+ */
+export type StopInForce = Message<"teamd.v1.StopInForce"> & {
+  /**
+   * The flag's id (the owner-signed stop act's id).
+   *
+   * @generated from field: string flag_id = 1;
+   */
+  flagId: string;
+
+  /**
+   * "machine" or "team".
+   *
+   * @generated from field: string scope = 2;
+   */
+  scope: string;
+
+  /**
+   * For a team stop: the team.
+   *
+   * @generated from field: string team = 3;
+   */
+  team: string;
+
+  /**
+   * The ledger's seq of the stop record; 0 while it waits for the store (appended late).
+   *
+   * @generated from field: uint64 recorded_seq = 4;
+   */
+  recordedSeq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.StopInForce.
+ * Use `create(StopInForceSchema)` to create a new message.
+ */
+export const StopInForceSchema: GenMessage<StopInForce> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 9);
+
+/**
+ * @generated from message teamd.v1.TeamStatus
+ */
+export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * The owner's repository and the team's hub on this host.
+   *
+   * @generated from field: string repository = 2;
+   */
+  repository: string;
+
+  /**
+   * @generated from field: string hub = 3;
+   */
+  hub: string;
+
+  /**
+   * The applied policy: its record's seq and its hash ("" and 0 when none is applied).
+   *
+   * @generated from field: uint64 policy_seq = 4;
+   */
+  policySeq: bigint;
+
+  /**
+   * @generated from field: string policy_hash = 5;
+   */
+  policyHash: string;
+
+  /**
+   * The team file on disk against the policy in force: "in-force" (the same policy),
+   * "differs" (edited, not applied: never in force until teamd apply), "missing",
+   * "invalid" (does not load; team_file_detail says why), or "unapplied" (no policy yet).
+   *
+   * @generated from field: string team_file = 6;
+   */
+  teamFile: string;
+
+  /**
+   * @generated from field: string team_file_detail = 7;
+   */
+  teamFileDetail: string;
+
+  /**
+   * The seat holding leads (§9), "" when the policy names none.
+   *
+   * @generated from field: string leads = 8;
+   */
+  leads: string;
+
+  /**
+   * The seats the policy in force declares.
+   *
+   * @generated from field: repeated string seats = 9;
+   */
+  seats: string[];
+
+  /**
+   * The team's live leases now (§7).
+   *
+   * @generated from field: uint32 live_leases = 10;
+   */
+  liveLeases: number;
+
+  /**
+   * Why the policy in force cannot be read now ("" when it can): no seat of the team starts.
+   *
+   * @generated from field: string policy_problem = 11;
+   */
+  policyProblem: string;
+};
+
+/**
+ * Describes the message teamd.v1.TeamStatus.
+ * Use `create(TeamStatusSchema)` to create a new message.
+ */
+export const TeamStatusSchema: GenMessage<TeamStatus> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 10);
 
 /**
  * @generated from message teamd.v1.SeatStatus
@@ -272,7 +466,7 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  * Use `create(SeatStatusSchema)` to create a new message.
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 8);
+  messageDesc(file_teamd_v1_control, 11);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -296,7 +490,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 9);
+  messageDesc(file_teamd_v1_control, 12);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -313,7 +507,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 10);
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -337,7 +531,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 11);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -354,7 +548,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -397,7 +591,7 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.ExecResponse
@@ -447,7 +641,7 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
  * Use `create(ExecResponseSchema)` to create a new message.
  */
 export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -460,7 +654,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -520,7 +714,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -539,7 +733,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -587,7 +781,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -604,7 +798,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -647,7 +841,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -664,7 +858,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -690,7 +884,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
