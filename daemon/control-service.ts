@@ -19,6 +19,8 @@ export interface ControlState {
   readonly daemonPublicKey: Uint8Array;
   seats(): ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>;
   seatManager(): SeatManager;
+  /** The daemon acted on this stop flag in the owner's request: the flags watch leaves it. */
+  stopHandled?(flagId: string): void;
 }
 
 /** An optional name from a request: empty means "not named"; anything else must be a plain name. */
@@ -70,7 +72,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       return { stopped: stopped.map((s) => ({ ...s })) };
     },
     async stopAll(request) {
-      const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act);
+      const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
       return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map((s) => ({ ...s })) };
     },
     async exec(request) {

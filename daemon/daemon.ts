@@ -5,6 +5,9 @@ import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { createRpcServer, type RpcServer } from "../src/rpc/index.js";
 import { seatSocketPath, type TeamdHome } from "./home.js";
 import { createControlService } from "./control-service.js";
+import { handleStopAll } from "./stop-all-handler.js";
+import { openToOwnerGroup } from "./owner-group.js";
+import { watchStopFlags, type StopWatch } from "./stop-watch.js";
 import { createShimService, type SeatIdentity } from "./shim-service.js";
 import { createSeatLeases } from "./seat-leases.js";
 import { refuseAll } from "./refuse-all.js";
@@ -66,6 +69,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer; egress?: EgressServer }>();
   let control: RpcServer | undefined;
   let seats: SeatManager | undefined;
+  let stopWatch: StopWatch | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
@@ -83,6 +87,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     set: (l: Ledger) => {
       ledger = l;
       notices.attach(l);
+      // A ledger made now (teamd init through this daemon): open it to the owner group too.
+      openToOwnerGroup(home).catch((error: unknown) => log(`cannot open the new ledger to group teamd: ${String(error)}`));
     },
   };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
@@ -163,6 +169,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       await prepareDirs();
       const signer = await daemonKey(ledgerLayout(home));
       ledger = await openHostLedger(home, log, true);
+      await openToOwnerGroup(home);
       reloadHook();
       notices.attach(ledger);
       if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
@@ -191,6 +198,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
             if (seats === undefined) throw new Error("the daemon is not started");
             return seats;
           },
+          stopHandled: (flagId) => stopWatch?.handled(flagId),
         }),
       );
       server.addService(
@@ -221,6 +229,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
         for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
         if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
         for (const seat of options.seats ?? []) await openSeat(seat);
+        // A stop flag the owner wrote while this daemon did not answer (hung): act on it.
+        stopWatch = watchStopFlags({
+          flagsDir: ledgerLayout(home).flagsDir,
+          read: () => ledger?.readFlags(),
+          onStop: async (flag) => {
+            if (seats !== undefined) await handleStopAll(home, slot, seats, flag.bytes, (id) => stopWatch?.handled(id));
+          },
+          log,
+        });
       } catch (error) {
         await this.stop();
         throw error;
@@ -232,6 +249,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     reload: reloadHook,
     async stop() {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
+      stopWatch?.close();
+      stopWatch = undefined;
       await seats?.stopAll("the daemon is stopping");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {

@@ -1,6 +1,6 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 
 /** DESIGN.md "Modes": a daemon running as root is always in system mode. */
 export type Mode = "user" | "system";
@@ -44,9 +44,30 @@ export function lookupGroupId(name: string, groupFile = "/etc/group"): number | 
   return undefined;
 }
 
-export function resolveHome(env: NodeJS.ProcessEnv = process.env): TeamdHome {
-  const mode = detectMode();
-  const root = resolveHomeDir(env, mode);
+/** The system daemon's home: where a root daemon keeps its state when TEAMD_HOME is not set. */
+export const SYSTEM_HOME = "/var/lib/teamd";
+
+function ownerUid(path: string): number | undefined {
+  try {
+    return statSync(path).uid;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The home a command works on, and its mode. A process running as root is in system mode.
+ * An ordinary user's command speaks to a system daemon when the home it names belongs to
+ * root (an owner in group `teamd`: DESIGN.md "Modes"): TEAMD_HOME set to a root-owned
+ * directory, or — with TEAMD_HOME unset and no user daemon of its own
+ * (~/.local/state/teamd) — the system home, when it exists. `teamd serve` checks that its
+ * own uid fits the mode (a user cannot run a system home's daemon).
+ */
+export function resolveHome(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): TeamdHome {
+  const processMode = detectMode(uid);
+  let root = resolveHomeDir(env, processMode);
+  if (processMode === "user" && !env.TEAMD_HOME && ownerUid(root) === undefined && ownerUid(SYSTEM_HOME) === 0) root = SYSTEM_HOME;
+  const mode: Mode = processMode === "system" || ownerUid(root) === 0 ? "system" : "user";
   const runDir = join(root, "run");
   return {
     mode,

@@ -1,3 +1,4 @@
+import { readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TeamdHome } from "./home.js";
 import { isRecordedInit, registrations, type SeatRegistration } from "./seat-registry.js";
@@ -15,8 +16,20 @@ export interface SeatKill {
   readonly team: string;
   readonly seat: string;
   readonly initPid: number;
-  /** killed: it was running and is gone now; gone: it was not running; alive: it outlived the wait. */
-  readonly outcome: "killed" | "gone" | "alive";
+  /**
+   * killed: it was running and is gone now; gone: it was not running; alive: it outlived the
+   * wait; unseen: its process exists but this user may not inspect it (a seat of another uid,
+   * e.g. a system-mode seat seen by a non-root owner) — never taken for gone (fail closed).
+   */
+  readonly outcome: "killed" | "gone" | "alive" | "unseen";
+}
+
+/** Is the recorded pid still there, though its namespace cannot be read? (EACCES/EPERM: another uid's process.) */
+async function unseen(entry: SeatRegistration): Promise<boolean> {
+  return readlink(`/proc/${entry.initPid}/ns/pid`).then(
+    () => false,
+    (error: NodeJS.ErrnoException) => error.code === "EACCES" || error.code === "EPERM",
+  );
 }
 
 /** Kill every registered seat still running, then wait (at most waitMs) until each has left its namespace. */
@@ -47,7 +60,8 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
   const result: SeatKill[] = [];
   for (const t of targets) {
     const alive = await stillIn(t.entry);
-    result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome: alive ? "alive" : t.sent ? "killed" : "gone" });
+    const outcome = alive ? "alive" : (await unseen(t.entry)) ? "unseen" : t.sent ? "killed" : "gone";
+    result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome });
   }
   return result;
 }

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TeamdHome } from "./home.js";
 import { removeSocket } from "../src/rpc/unix-socket.js";
@@ -48,7 +48,11 @@ export async function register(home: TeamdHome, entry: SeatRegistration): Promis
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = seatLayout(home, entry.team, entry.seat).registryFile;
   const temp = `${file}.${process.pid}.tmp`;
-  await writeFile(temp, JSON.stringify(entry) + "\n", { mode: 0o600 });
+  // 0640: in system mode the directory is the owner group's (setgid, owner-group.ts), so the
+  // owner's CLI can read who to kill; in user mode the directory itself is 0700.
+  // chmod as well: the service's UMask (0077) would narrow the mode writeFile asks for.
+  await writeFile(temp, JSON.stringify(entry) + "\n", { mode: 0o640 });
+  await chmod(temp, 0o640);
   await rename(temp, file);
 }
 

@@ -13,6 +13,9 @@ export interface ServeOptions {
  */
 export async function serve(options: ServeOptions): Promise<void> {
   const home = resolveHome();
+  if (home.mode === "system" && process.getuid?.() !== 0) {
+    throw new Error(`${home.root} belongs to root: it is a system daemon's home (system mode), and a system daemon runs as root (systemctl start teamd); for a daemon of your own, set TEAMD_HOME to a folder of yours`);
+  }
   const seats = (options.seat ?? []).map(parseSeatSpec);
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;

@@ -30,13 +30,14 @@ function ownerKeyOf(home: TeamdHome, slot: LedgerSlot): PublicKey {
   return publicKeyFromRaw(pinned);
 }
 
-export async function handleStopAll(home: TeamdHome, slot: LedgerSlot, seats: SeatManager, act: Uint8Array): Promise<StopAllResult> {
+export async function handleStopAll(home: TeamdHome, slot: LedgerSlot, seats: SeatManager, act: Uint8Array, raised?: (flagId: string) => void): Promise<StopAllResult> {
   const flags = createFlags({ dir: ledgerLayout(home).flagsDir, ownerKey: ownerKeyOf(home, slot) });
   let flagId: string;
   try {
     const flag = await flags.raise(act);
     if (flag.kind !== "stop" || flag.scope !== "machine") throw new RefusalError("owner.act-invalid", "stop --all takes a machine-wide stop act (stopDraft without a team)");
     flagId = flag.id;
+    raised?.(flagId);
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);
     throw error;

@@ -1,6 +1,6 @@
 import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
 import { createFlags, LedgerRefusal, publicKeyFromRaw, signOwnerAct, stopDraft } from "../src/ledger/index.js";
-import { createRpcClient, RefusalError } from "../src/rpc/index.js";
+import { createRpcClient, EXIT, RefusalError } from "../src/rpc/index.js";
 import { resolveHome } from "./home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "./ledger-host.js";
 import { ownerKeyForAct } from "./owner-session.js";
@@ -46,11 +46,21 @@ export async function stopAllCommand(options: { json?: boolean }): Promise<void>
 
   const kills = await killRegisteredSeats(home, KILL_WAIT_MS);
   const byCli = kills.filter((k) => k.outcome === "killed");
-  const alive = kills.filter((k) => k.outcome === "alive");
+  // A seat the CLI could not inspect (another uid's) counts as still running: never a false "stopped".
+  const alive = kills.filter((k) => k.outcome === "alive" || k.outcome === "unseen");
   const path = daemon.answered && byCli.length === 0 ? "daemon" : "cli";
+  const list = (outcome: string) => alive.filter((k) => k.outcome === outcome).map((k) => `${k.seat}@${k.team} (init pid ${k.initPid})`);
+  const problems = [
+    ...(list("alive").length > 0 ? [`seat(s) still running after SIGKILL: ${list("alive").join(", ")}`] : []),
+    ...(list("unseen").length > 0 ? [`seat(s) this user may neither inspect nor signal (they run as the seat user): ${list("unseen").join(", ")} — run teamd stop --all as root; the daemon stops them as soon as it runs again`] : []),
+  ];
+  const problem = problems.length === 0 ? undefined : `${problems.join("; ")}; the stop flag holds (no start, no owner act but resume) — check with teamd status`;
 
   if (options.json) {
-    process.stdout.write(JSON.stringify({ stopped: alive.length === 0, flagId, path, daemon, killedByCli: byCli, alive }) + "\n");
+    process.stdout.write(JSON.stringify({ stopped: alive.length === 0, flagId, path, daemon, killedByCli: byCli, alive, ...(problem ? { problem } : {}) }) + "\n");
+    // One object for scripts: the exit code says it failed, the object says why.
+    if (problem) process.exitCode = EXIT.failure;
+    return;
   } else {
     const out: string[] = [`stop --all: in force (flag ${flagId.slice(0, 12)}); every start and owner act but teamd resume is refused`];
     if (daemon.answered) {
@@ -63,7 +73,5 @@ export async function stopAllCommand(options: { json?: boolean }): Promise<void>
     out.push(`path: ${path}`);
     process.stdout.write(out.join("\n") + "\n");
   }
-  if (alive.length > 0) {
-    throw new Error(`seat(s) still running after SIGKILL: ${alive.map((k) => `${k.seat}@${k.team} (init pid ${k.initPid})`).join(", ")}; the stop flag holds — kill them by pid and check with teamd status`);
-  }
+  if (problem) throw new Error(problem);
 }

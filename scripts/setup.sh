@@ -93,6 +93,18 @@ if [ "$os" = Linux ] && [ "$(id -u)" -eq 0 ]; then
   else
     fail "useradd is missing: create an unprivileged system user named teamd-seat, then re-run."
   fi
+  # The owners' group: in system mode the owner is an ordinary user in group teamd, who can
+  # reach the control socket, write the stop flags and kill seats without root
+  # (docs/service.md). Membership is root-equivalent on this machine; it is never granted
+  # here — the owner adds themselves.
+  if getent group teamd >/dev/null 2>&1; then
+    say "owner group: teamd exists"
+  elif command -v groupadd >/dev/null 2>&1; then
+    groupadd --system teamd || fail "groupadd teamd failed (see above); create the system group teamd yourself, then re-run."
+    say "owner group: created system group teamd (add the owner: usermod -aG teamd <user>)"
+  else
+    fail "groupadd is missing: create a system group named teamd, then re-run."
+  fi
 fi
 
 # --- Node packages ----------------------------------------------------------------------

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile, execFileSync } from "node:child_process";
+import { chmodSync, chownSync, mkdirSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { makeRepo } from "../support/repo.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { sleeperTeamFile } from "../support/team-file.js";
+
+/**
+ * System mode with an ordinary owner (issue 10, §11, §15; DESIGN.md "Modes"): the daemon runs
+ * as root, the seats as `teamd-seat`, and the owner is a non-root user in group `teamd`. That
+ * owner — never root — starts seats, reads status, and stops every seat of the machine with
+ * `teamd stop --all` (daemon up; daemon up with the ledger store gone; daemon hung), then
+ * resumes. After each stop no seat process is left, a start is refused `stop.active`, and
+ * the stop holds across a daemon restart until the owner's resume.
+ *
+ * Root only: it creates the group and a throwaway owner user, as setup.sh and an admin would.
+ * Set-up acts (init, apply) run as root here: a non-root owner's `teamd init` in system mode
+ * is not built (the CLI makes the hub itself, in a folder only root may write).
+ */
+const asRoot = process.getuid?.() === 0;
+const OWNER = "teamd-test-owner";
+
+function ensureOwner(): { uid: number; gid: number } {
+  try {
+    execFileSync("getent", ["group", "teamd"], { stdio: "pipe" });
+  } catch {
+    execFileSync("groupadd", ["--system", "teamd"], { stdio: "pipe" });
+  }
+  const id = (flag: string) => Number(execFileSync("id", [flag, OWNER], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim());
+  try {
+    id("-u");
+    execFileSync("usermod", ["-aG", "teamd", OWNER], { stdio: "pipe" });
+  } catch {
+    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "-G", "teamd", OWNER], { stdio: "pipe" });
+  }
+  return { uid: id("-u"), gid: id("-g") };
+}
+
+interface Json {
+  [key: string]: unknown;
+}
+
+describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root owner in group teamd stops and resumes the machine", () => {
+  let tmp: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess | undefined;
+  let repo: string;
+  let home: string;
+  let ownerHome: string;
+  let owner: { uid: number; gid: number };
+  let env: NodeJS.ProcessEnv;
+  let ledgerMoved = false;
+
+  /** The owner's CLI: the owner's uid and gid with the supplementary groups of /etc/group (teamd). */
+  const asOwner = (args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(
+        "setpriv",
+        [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups", process.execPath, TEAMD, ...args],
+        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, cwd: ownerHome, timeout: timeoutMs, encoding: "utf8" },
+        (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
+      );
+    });
+  const json = async (args: string[], code = 0, timeoutMs = 60_000) => {
+    const result = await asOwner([...args, "--json"], timeoutMs);
+    expect(result.code, `${args.join(" ")}: ${result.stderr}${result.stdout}`).toBe(code);
+    return JSON.parse(result.stdout) as Json;
+  };
+  const startTeam = async (): Promise<string[]> => {
+    const started = (await json(["start", "--team", "proj"])) as { started: Array<{ initPid: number }> };
+    expect(started.started).toHaveLength(2);
+    const namespaces = started.started.map((s) => readlinkSync(`/proc/${s.initPid}/ns/pid`));
+    for (const ns of namespaces) expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
+    return namespaces;
+  };
+  const noneLeft = async (namespaces: string[]) => {
+    for (const ns of namespaces) expect(await processesInNamespace(ns), ns).toEqual([]);
+  };
+  const asAdmin = async (args: string[]) => {
+    const r = await run(TEAMD, args, env, 60_000, { cwd: repo });
+    expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+  };
+
+  beforeAll(async () => {
+    ensureSeatUser();
+    owner = ensureOwner();
+    tmp = await makeTempHome("teamd-sysowner-");
+    chmodSync(tmp.dir, 0o711);
+    repo = makeRepo(tmp.dir, "proj");
+    home = join(tmp.dir, "home");
+    ownerHome = join(tmp.dir, "owner");
+    mkdirSync(join(ownerHome, "keys"), { recursive: true });
+    chownSync(ownerHome, owner.uid, owner.gid);
+    chmodSync(ownerHome, 0o700);
+    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(ownerHome, "keys/owner.key"), HOME: ownerHome };
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    await asAdmin(["init", "--yes", "--json"]);
+    // The owner's key is the owner's file (made by the admin's init above).
+    chownSync(join(ownerHome, "keys"), owner.uid, owner.gid);
+    chownSync(join(ownerHome, "keys/owner.key"), owner.uid, owner.gid);
+    writeFileSync(join(repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]));
+    await asAdmin(["apply", "--yes"]);
+  }, 90_000);
+
+  afterAll(async () => {
+    try {
+      if (ledgerMoved) renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
+    } finally {
+      if (daemon && daemon.child.pid !== undefined && daemon.child.exitCode === null) {
+        process.kill(daemon.child.pid, "SIGCONT");
+        await daemon.stop();
+      }
+      await tmp?.remove();
+    }
+  }, 30_000);
+
+  it("the home is the daemon's, opened to group teamd only where the owner needs it", () => {
+    const teamdGid = Number(execFileSync("getent", ["group", "teamd"], { encoding: "utf8" }).split(":")[2]);
+    const mode = (p: string) => statSync(join(home, p)).mode & 0o7777;
+    const gid = (p: string) => statSync(join(home, p)).gid;
+    expect(mode("flags")).toBe(0o3770);
+    expect(gid("flags")).toBe(teamdGid);
+    expect(mode("keys")).toBe(0o750);
+    expect(mode("keys/daemon.key") & 0o077).toBe(0);
+    expect(mode("ledger") & 0o7777).toBe(0o2750);
+    expect(gid("ledger/ledger.db")).toBe(teamdGid);
+    expect(mode("run/control.sock") & 0o777).toBe(0o660);
+  });
+
+  it("the owner's status reads the daemon, the teams and the unseen notices without root", async () => {
+    const s = await json(["status"]);
+    expect(s).toMatchObject({ mode: "system", daemon: { running: true }, ledger: { state: "ready", verified: true }, stopped: false });
+    expect((s.notices as { unseen: number | null }).unseen).not.toBeNull();
+  });
+
+  it("(a) daemon up: the owner stops every seat; starts are refused; the stop holds across a restart until the owner resumes", async () => {
+    const namespaces = await startTeam();
+    const stopped = await json(["stop", "--all"]);
+    expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: true }, alive: [] });
+    await noneLeft(namespaces);
+    expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
+    await daemon?.stop();
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
+    expect((await json(["status"])).stopped).toBe(true);
+    expect(await json(["resume"])).toMatchObject({ resumed: true });
+    expect((await json(["status"])).stopped).toBe(false);
+  }, 120_000);
+
+  it("(b) daemon up, ledger unavailable: the owner's flag holds, seats die, the stop is appended late", async () => {
+    const namespaces = await startTeam();
+    renameSync(join(home, "ledger/ledger.db"), join(home, "ledger/ledger.db.away"));
+    ledgerMoved = true;
+    const stopped = await json(["stop", "--all"]);
+    expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: false }, alive: [] });
+    await noneLeft(namespaces);
+    expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
+    renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
+    ledgerMoved = false;
+    expect(await json(["resume"])).toMatchObject({ resumed: true });
+  }, 120_000);
+
+  it("(c) daemon hung (SIGSTOP): the owner cannot signal the seat user's seats, says so (never a false 'stopped'), and the daemon stops them the moment it runs again", async () => {
+    const namespaces = await startTeam();
+    const pid = daemon?.child.pid as number;
+    process.kill(pid, "SIGSTOP");
+    let result: { code: number; stdout: string; stderr: string };
+    try {
+      result = await asOwner(["stop", "--all", "--json"], 30_000);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    expect(result.code, result.stderr).toBe(1);
+    const out = JSON.parse(result.stdout) as { stopped: boolean; alive: { outcome: string }[] };
+    expect(out.stopped).toBe(false);
+    expect(out.alive.map((a) => a.outcome)).toEqual(["unseen", "unseen"]);
+    expect((out as { problem?: string }).problem).toMatch(/may neither inspect nor signal.*the stop flag holds/);
+    // The daemon, running again, finds the flag it did not raise and stops every seat.
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && (await Promise.all(namespaces.map(processesInNamespace))).some((p) => p.length > 0)) await new Promise((r) => setTimeout(r, 100));
+    await noneLeft(namespaces);
+    expect(daemon?.stderr()).toMatch(/a machine-wide stop flag appeared .*: stopping every seat/);
+    expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
+    expect(await json(["resume"])).toMatchObject({ resumed: true });
+  }, 120_000);
+});
