@@ -51,6 +51,40 @@ export function noticeFor(entry: LedgerEntry): Notice | undefined {
   }
 }
 
+const UNTOLD_PAGE = 500;
+/** How far back the start-up look goes at most (records): a bound on the daemon's start. */
+const UNTOLD_MAX_SCAN = 100_000;
+
+/**
+ * The records after the last notice that call for one and have none, oldest first. The scan
+ * goes back from the newest record to the record the newest notice is about (a notice is
+ * appended after its record, and records may land between the two).
+ */
+export function untold(ledger: Pick<Ledger, "entries" | "view">): { entry: LedgerEntry; notice: Notice }[] {
+  const noticed = new Set<number>();
+  const candidates: { entry: LedgerEntry; notice: Notice }[] = [];
+  let stopAt = 0;
+  const last = ledger.view.lastSeq;
+  for (let hi = last; hi >= 1 && hi > stopAt && last - hi < UNTOLD_MAX_SCAN; hi -= UNTOLD_PAGE) {
+    const lo = Math.max(1, hi - UNTOLD_PAGE + 1);
+    const page = ledger.entries(lo, hi - lo + 1);
+    for (let i = page.length - 1; i >= 0; i--) {
+      const entry = page[i] as LedgerEntry;
+      if (entry.seq <= stopAt) break;
+      if (entry.type === "notice") {
+        const about = Number(FIELD(entry, "about"));
+        if (!Number.isSafeInteger(about) || about <= 0) continue;
+        noticed.add(about);
+        if (stopAt === 0) stopAt = about;
+        continue;
+      }
+      const notice = noticeFor(entry);
+      if (notice) candidates.push({ entry, notice });
+    }
+  }
+  return candidates.filter((c) => c.entry.seq > stopAt && !noticed.has(c.entry.seq)).reverse();
+}
+
 export interface NoticeService {
   /** Follow this ledger's appends (the daemon's ledger may be created or replaced while it runs). */
   attach(ledger: Ledger | undefined): void;
@@ -134,6 +168,21 @@ export function createNoticeService(deps: NoticeDeps): NoticeService {
       detach?.();
       detach = undefined;
       if (!ledger) return;
+      const record = (entry: LedgerEntry, notice: Notice) =>
+        enqueue(() =>
+          ledger
+            .append({
+              type: RecordType.NOTICE,
+              team: entry.team,
+              actor: daemonPrincipal(),
+              action: "notice",
+              payload: { fields: [{ key: "about", value: String(entry.seq) }], detail: { case: "notice", value: notice } },
+            })
+            .then(
+              () => undefined,
+              (error: unknown) => deps.log(`notice for record ${entry.seq} not recorded: ${describeError(error)}`),
+            ),
+        );
       detach = ledger.onAppend((entries) => {
         for (const entry of entries) {
           if (entry.type === "notice") {
@@ -141,23 +190,21 @@ export function createNoticeService(deps: NoticeDeps): NoticeService {
             continue;
           }
           const notice = noticeFor(entry);
-          if (!notice) continue;
-          enqueue(() =>
-            ledger
-              .append({
-                type: RecordType.NOTICE,
-                team: entry.team,
-                actor: daemonPrincipal(),
-                action: "notice",
-                payload: { fields: [{ key: "about", value: String(entry.seq) }], detail: { case: "notice", value: notice } },
-              })
-              .then(
-                () => undefined,
-                (error: unknown) => deps.log(`notice for record ${entry.seq} not recorded: ${describeError(error)}`),
-              ),
-          );
+          if (notice) record(entry, notice);
         }
       });
+      // What was recorded while no daemon told: acts made with the daemon down (the owner's
+      // CLI records them directly in user mode), and a notice the last daemon died before
+      // recording. Told now, saying it is late.
+      if (ledger.state.status === "ready") {
+        try {
+          const missed = untold(ledger);
+          if (missed.length > 0) deps.log(`telling ${missed.length} notice(s) recorded while no daemon told`);
+          for (const { entry, notice } of missed) record(entry, { subject: notice.subject, text: `${notice.text} (told late: no daemon was running to tell it when it was recorded)` });
+        } catch (error) {
+          deps.log(`could not look for untold notices: ${describeError(error)}`);
+        }
+      }
     },
     idle: async () => {
       while (queued > 0) await pending;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/ledger/index.js";
-import { noticeFor } from "../../daemon/notices.js";
+import { noticeFor, untold } from "../../daemon/notices.js";
 
 /** Which committed records call for a notice (§11: every change to what a team may do), as a table. */
 function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<string, string> } = {}): LedgerEntry {
@@ -32,5 +32,37 @@ describe("noticeFor", () => {
 
   it("names the record it is about and whether it was recorded late", () => {
     expect(noticeFor(entry("stop", { seq: 42, late: true }))?.text).toMatch(/record 42, recorded late/);
+  });
+});
+
+/** A ledger's records as `untold` reads them (entries by seq range, the last seq). */
+function chain(entries: LedgerEntry[]) {
+  const bySeq = entries.map((e, i) => ({ ...e, seq: i + 1 }));
+  return {
+    view: { lastSeq: bySeq.length } as never,
+    entries: (from: number, limit: number) => bySeq.slice(from - 1, from - 1 + limit),
+  };
+}
+const noticeAbout = (seq: number) => entry("notice", { fields: { about: String(seq) } });
+
+describe("untold: records that call for a notice and have none, found at the daemon's start", () => {
+  const seqs = (entries: LedgerEntry[]) => untold(chain(entries)).map((u) => u.entry.seq);
+
+  it("finds every notice-worthy record when none was ever told", () => {
+    expect(seqs([entry("genesis"), entry("policy"), entry("intent"), entry("stop", { team: "" })])).toEqual([2, 4]);
+  });
+  it("finds nothing when every one was told", () => {
+    expect(seqs([entry("policy"), noticeAbout(1), entry("intent")])).toEqual([]);
+  });
+  it("finds a record that landed between another record and its notice, the daemon dying before its own", () => {
+    expect(seqs([entry("policy"), entry("stop", { team: "" }), noticeAbout(1)])).toEqual([2]);
+  });
+  it("looks no further back than the record the newest notice is about", () => {
+    // Record 1 lost its notice long ago; the scan stops at what notice 3 is about (2).
+    expect(seqs([entry("policy"), entry("resume"), noticeAbout(2), entry("stop", { team: "" })])).toEqual([4]);
+  });
+  it("ignores records of type notice that are not notices (an owner's exec) and pages through long chains", () => {
+    const long = [entry("policy"), noticeAbout(1), ...Array.from({ length: 1200 }, () => entry("intent")), entry("notice", { action: "seat.exec" }), entry("revocation")];
+    expect(seqs(long)).toEqual([long.length]);
   });
 });
