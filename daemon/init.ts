@@ -6,7 +6,7 @@ import { OwnerActKind } from "../src/gen/teamd/v1/control_pb.js";
 import { genesisDraft, signOwnerAct } from "../src/ledger/index.js";
 import { RefusalError } from "../src/rpc/index.js";
 import { resolveHome } from "./home.js";
-import { ensureHub, repositoryRoot } from "./hub.js";
+import { createHub, ensureRemote, hubPath, repositoryRoot } from "./hub.js";
 import { checkName } from "./names.js";
 import { openOwnerChannel } from "./owner-channel.js";
 import { ensureOwnerKey, isEncrypted, ownerKeyPath } from "./owner-key.js";
@@ -91,9 +91,11 @@ export async function init(options: InitOptions): Promise<void> {
     lines.push(`ledger: ${genesis.created ? "created (genesis pins your key and the daemon's)" : "exists"} in ${join(home.root, "ledger")} (via ${channel.via === "daemon" ? "the daemon" : "this command; the daemon is not running"})`);
     report.ledger = { created: genesis.created, via: channel.via };
 
-    const hub = await ensureHub(home.root, team, repoRoot);
-    lines.push(`hub: ${hub.created ? "created" : "exists"} at ${hub.path}; remote 'teamd' ${hub.remote === "added" ? "added" : "present"}`);
-    report.hub = { path: hub.path, created: hub.created, remote: hub.remote };
+    // User mode: this command makes the hub (the daemon may be down). System mode: the
+    // daemon makes it when it records the team (an owner without root cannot write
+    // TEAMD_HOME), and this command only adds the remote.
+    const byDaemon = home.mode === "system";
+    const hub = byDaemon ? { path: hubPath(home.root, team), created: false } : await createHub(home.root, team, repoRoot);
 
     const teamAct = await signOwnerAct(
       {
@@ -109,6 +111,9 @@ export async function init(options: InitOptions): Promise<void> {
       key.seed,
     );
     const registered = await channel.submit(OwnerActKind.TEAM, teamAct);
+    const remote = await ensureRemote(repoRoot, hub.path, { foreignHub: byDaemon && process.getuid?.() !== 0 });
+    lines.push(`hub: ${byDaemon ? "made or found by the daemon" : hub.created ? "created" : "exists"} at ${hub.path}; remote 'teamd' ${remote === "added" ? "added" : "present"}`);
+    report.hub = { path: hub.path, ...(byDaemon ? { by: "daemon" } : { created: hub.created }), remote };
     lines.push(`team '${team}': ${registered.created ? "registered" : "already registered"} (record ${registered.seq})`);
     report.registered = { seq: registered.seq, created: registered.created };
   } finally {

@@ -13,6 +13,9 @@ import { applyCascade, checkOwnerLease, checkOwnerRevoke, ownerRevoke } from "./
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "./ledger-host.js";
 import type { TeamdHome } from "./home.js";
 import { stopRefusal } from "./stop-state.js";
+import { createHub, hubPath } from "./hub.js";
+import { realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute } from "node:path";
 
 /**
  * The daemon's side of every owner act, whoever carries it: the control socket (the daemon
@@ -84,9 +87,26 @@ function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusa
   return loaded.policy;
 }
 
-function checkTeam(ledger: Ledger, team: string, detail: { case: string | undefined; value?: unknown }): Refusal | undefined {
+/** Is `hub` this home's hub of `team` (the same folder, however the path was spelled)? */
+function isTeamHub(home: TeamdHome, team: string, hub: string): boolean {
+  if (hub === hubPath(home.root, team)) return true;
+  if (!isAbsolute(hub) || basename(hub) !== `${team}.git` || basename(dirname(hub)) !== "hubs") return false;
+  try {
+    return realpathSync(dirname(dirname(hub))) === realpathSync(home.root);
+  } catch {
+    return false;
+  }
+}
+
+function checkTeam(home: TeamdHome, ledger: Ledger, team: string, detail: { case: string | undefined; value?: unknown }): Refusal | undefined {
   if (detail.case !== "team") return { decision: "refuse", rule: "owner.act-invalid", reason: "a team act must carry the team's repository and hub" };
-  const { repository } = detail.value as { repository: string };
+  const { repository, hub } = detail.value as { repository: string; hub: string };
+  // The hub is always TEAMD_HOME/hubs/<team>.git: the daemon makes it there (system mode) and
+  // nowhere an act could name.
+  if (!isTeamHub(home, team, hub)) {
+    return { decision: "refuse", rule: "owner.act-invalid", reason: `a team's hub is ${hubPath(home.root, team)}, not ${hub}` };
+  }
+  if (!isAbsolute(repository)) return { decision: "refuse", rule: "owner.act-invalid", reason: `the repository must be an absolute path, not ${repository}` };
   const existing = ledger.view.team(team);
   if (existing && existing.repository !== repository) {
     return { decision: "refuse", rule: "team.conflict", reason: `team '${team}' is already registered for ${existing.repository}: choose another name with --team` };
@@ -129,12 +149,17 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     if ("decision" in policy) problem = policy;
     // The cascade (§7): the leases the change kills, revoked in the same transaction as the policy record.
     else if (before === undefined) companions = applyCascade(ledger, team, policy).map((r) => leaseRevocationDraft(team, r.lease, r.reason, daemonPrincipal()));
-  } else if (kind === OwnerActKind.TEAM) problem = checkTeam(ledger, team, checked.payload.detail);
+  } else if (kind === OwnerActKind.TEAM) problem = checkTeam(home, ledger, team, checked.payload.detail);
   else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, Date.now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
   if (problem) {
     await recordRefusal(ledger, team, checked.proposal.action, problem);
     throw refusalError(problem);
+  }
+  if (kind === OwnerActKind.TEAM && home.mode === "system" && checked.payload.detail.case === "team") {
+    // System mode: the daemon makes the hub (the owner's CLI cannot write TEAMD_HOME), before
+    // the team is recorded, so a team on record always has one.
+    await createHub(home.root, team, checked.payload.detail.value.repository, home.ownerGid === undefined ? {} : { sharedGid: home.ownerGid });
   }
   try {
     if (kind === OwnerActKind.REVOKE) {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { makeTempHome, run, SHIM, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { lookupGroupId } from "../../daemon/home.js";
 
 /**
  * First light, end to end with real processes: a real `teamd serve`, real `teamd-shim`
@@ -52,13 +53,18 @@ describe("daemon and shim over unix sockets", () => {
     expect(status.seats.map((s: { seat: string }) => s.seat).sort()).toEqual(["alice", "bob"]);
   });
 
-  it("keeps every socket owner-only", () => {
-    for (const path of [join(home.dir, "run/control.sock"), seatSocket("debug", "alice"), seatSocket("web", "bob")]) {
+  it("keeps every socket owner-only (the control socket and run/ also group teamd's in system mode, where the machine has the group)", () => {
+    const ownerGroup = process.getuid?.() === 0 && lookupGroupId("teamd") !== undefined;
+    for (const path of [seatSocket("debug", "alice"), seatSocket("web", "bob")]) {
       const stat = lstatSync(path);
       expect(stat.isSocket()).toBe(true);
       expect(stat.mode & 0o777).toBe(0o600);
     }
-    expect(lstatSync(join(home.dir, "run")).mode & 0o777).toBe(0o700);
+    const control = lstatSync(join(home.dir, "run/control.sock"));
+    expect(control.isSocket()).toBe(true);
+    expect(control.mode & 0o777).toBe(ownerGroup ? 0o660 : 0o600);
+    expect(lstatSync(join(home.dir, "run")).mode & 0o777).toBe(ownerGroup ? 0o750 : 0o700);
+    if (ownerGroup) expect(control.gid).toBe(lookupGroupId("teamd"));
   });
 });
 

@@ -58,7 +58,7 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     const result = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { cwd: repo });
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
-    expect(report).toMatchObject({ team: "proj", ownerKey: { created: true }, ledger: { created: true, via: "daemon" }, hub: { created: true, remote: "added" }, teamFile: { written: true, excluded: true } });
+    expect(report).toMatchObject({ team: "proj", ownerKey: { created: true }, ledger: { created: true, via: "daemon" }, hub: { by: "daemon", remote: "added" }, teamFile: { written: true, excluded: true } });
     expect(statSync(env.TEAMD_OWNER_KEY as string).mode & 0o777).toBe(0o600);
     expect(existsSync(join(repo, "teamd.yaml"))).toBe(true);
     expect(execFileSync("git", ["status", "--porcelain"], { cwd: repo, encoding: "utf8" })).toBe("");
@@ -214,14 +214,21 @@ describe("init and apply with the daemon down (user mode)", () => {
       expect(JSON.parse(again.stdout)).toMatchObject({ applied: true, via: "daemon" });
       const log = await logJson(env, owner);
       // The policy the daemon applied is told as a notice (appended just after it, polled);
-      // the one the CLI applied with the daemon down is not: the daemon was not there to see it.
+      // so is the one the CLI applied with the daemon down — told late, at the daemon's start.
       expect(log.filter((r) => r.type !== "notice").map((r) => r.type)).toEqual(["genesis", "team", "policy", "policy"]);
       let told = log;
-      for (let i = 0; i < 50 && !told.some((r) => r.type === "notice"); i++) {
+      for (let i = 0; i < 50 && told.filter((r) => r.type === "notice").length < 2; i++) {
         await new Promise((r) => setTimeout(r, 100));
         told = await logJson(env, owner);
       }
-      expect(told.filter((r) => r.type === "notice")).toHaveLength(1);
+      expect(told.filter((r) => r.type === "notice")).toHaveLength(2);
+      // The late one is told first, at the daemon's start, before the second apply.
+      const notices = await run(TEAMD, ["notices", "--all", "--json"], env, 15_000, owner);
+      const lines = notices.stdout.trim().split("\n").map((l) => JSON.parse(l) as { about: number; text: string });
+      const policies = told.filter((r) => r.type === "policy").map((r) => r.seq);
+      expect(lines.map((l) => l.about)).toEqual(policies);
+      expect(lines[0]?.text).toMatch(/told late/);
+      expect(lines[1]?.text).not.toMatch(/told late/);
     } finally {
       await daemon.stop();
     }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { makeTempHome, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
@@ -16,9 +16,10 @@ import { sleeperTeamFile } from "../support/team-file.js";
  * resumes. After each stop no seat process is left, a start is refused `stop.active`, and
  * the stop holds across a daemon restart until the owner's resume.
  *
+ * The owner also registers their own repository (`teamd init`: the daemon makes the hub,
+ * open to the group) and applies the team file, and fetches the trunk from the hub.
+ *
  * Root only: it creates the group and a throwaway owner user, as setup.sh and an admin would.
- * Set-up acts (init, apply) run as root here: a non-root owner's `teamd init` in system mode
- * is not built (the CLI makes the hub itself, in a folder only root may write).
  */
 const asRoot = process.getuid?.() === 0;
 const OWNER = "teamd-test-owner";
@@ -54,12 +55,12 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
   let ledgerMoved = false;
 
   /** The owner's CLI: the owner's uid and gid with the supplementary groups of /etc/group (teamd). */
-  const asOwner = (args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> =>
+  const asOwner = (args: string[], timeoutMs = 60_000, cwd = ownerHome): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
       execFile(
         "setpriv",
-        [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups", process.execPath, TEAMD, ...args],
-        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, cwd: ownerHome, timeout: timeoutMs, encoding: "utf8" },
+        [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups", ...(args[0] === "git" ? ["git"] : [process.execPath, TEAMD]), ...(args[0] === "git" ? args.slice(1) : args)],
+        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, cwd, timeout: timeoutMs, encoding: "utf8" },
         (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
       );
     });
@@ -78,9 +79,10 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
   const noneLeft = async (namespaces: string[]) => {
     for (const ns of namespaces) expect(await processesInNamespace(ns), ns).toEqual([]);
   };
-  const asAdmin = async (args: string[]) => {
-    const r = await run(TEAMD, args, env, 60_000, { cwd: repo });
-    expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+  const inRepo = async (args: string[]) => {
+    const r = await asOwner(args, 60_000, repo);
+    expect(r.code, `${args.join(" ")}: ${r.stderr}${r.stdout}`).toBe(0);
+    return r.stdout;
   };
 
   beforeAll(async () => {
@@ -93,16 +95,13 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     ownerHome = join(tmp.dir, "owner");
     mkdirSync(join(ownerHome, "keys"), { recursive: true });
     chownSync(ownerHome, owner.uid, owner.gid);
+    chownSync(join(ownerHome, "keys"), owner.uid, owner.gid);
     chmodSync(ownerHome, 0o700);
     env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(ownerHome, "keys/owner.key"), HOME: ownerHome };
+    // The owner's repository is the owner's.
+    execFileSync("chown", ["-R", `${owner.uid}:${owner.gid}`, repo]);
     daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    await asAdmin(["init", "--yes", "--json"]);
-    // The owner's key is the owner's file (made by the admin's init above).
-    chownSync(join(ownerHome, "keys"), owner.uid, owner.gid);
-    chownSync(join(ownerHome, "keys/owner.key"), owner.uid, owner.gid);
-    writeFileSync(join(repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]));
-    await asAdmin(["apply", "--yes"]);
-  }, 90_000);
+    }, 90_000);
 
   afterAll(async () => {
     try {
@@ -115,6 +114,18 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
       await tmp?.remove();
     }
   }, 30_000);
+
+  it("the owner registers their repository and applies the team file without root; the daemon makes the hub, open to the group", async () => {
+    const init = JSON.parse(await inRepo(["init", "--yes", "--json"])) as { mode: string; hub: { path: string; by?: string; remote: string } };
+    expect(init).toMatchObject({ mode: "system", hub: { path: join(home, "hubs/proj.git"), by: "daemon", remote: "added" } });
+    expect(statSync(join(home, "hubs/proj.git")).uid).toBe(0);
+    writeFileSync(join(repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]));
+    chownSync(join(repo, "teamd.yaml"), owner.uid, owner.gid);
+    await inRepo(["apply", "--yes"]);
+    // The owner reads the hub (the gated trunk comes back this way).
+    await inRepo(["git", "fetch", "-q", "teamd"]);
+    expect((await inRepo(["git", "rev-parse", "teamd/main"])).trim()).toMatch(/^[0-9a-f]{40}$/);
+  });
 
   it("the home is the daemon's, opened to group teamd only where the owner needs it", () => {
     const teamdGid = Number(execFileSync("getent", ["group", "teamd"], { encoding: "utf8" }).split(":")[2]);
