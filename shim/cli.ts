@@ -264,7 +264,7 @@ export function buildProgram(): Command {
   lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
   program
     .command("deploy")
-    .argument("<env>", "a declared environment with an owner-declared deploy command")
+    .argument("<env>", "a declared environment with an owner-declared deploy command or push")
     .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")
     .option("--as <account>", "the owner's account the environment pushes under (act-as; default: the one the team file declares for it); refused for an environment that runs a command")
     .option("--json", "print one JSON object")
