@@ -96,6 +96,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
     Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
+  // The broker reads the owner's tracker and account credentials from TEAMD_HOME/broker/ (or the
+  // files or variables the daemon's environment names); nothing of it reaches a seat. act-as
+  // (a push, a comment) uses the same store: the daemon acts, the seat never holds the secret.
+  const broker = createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) });
   const seatDeps = {
     daemonInstance: instance,
     pipeline,
@@ -103,10 +107,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     files: createSeatFiles({ home, pipeline }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases(pipeline),
-    deploy: createSeatDeploy({ pipeline, runs, home: home.root, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
-    // The broker reads the owner's tracker credentials from TEAMD_HOME/broker/ (or the file or
-    // variables the daemon's environment names); nothing of it reaches a seat.
-    broker: createSeatBroker({ pipeline, broker: createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) }) }),
+    deploy: createSeatDeploy({ pipeline, runs, home: home.root, broker, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    broker: createSeatBroker({ pipeline, broker }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = (error: unknown, method: string) =>

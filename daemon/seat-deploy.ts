@@ -3,13 +3,15 @@ import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
-import { refuse, startContextCanonical, type DeployCommand, type KernelRequest } from "../src/kernel/index.js";
+import { refuse, startContextCanonical, type DeployCommand, type DeployPush, type KernelRequest } from "../src/kernel/index.js";
 import { fromHex, principalKey, seatPrincipal } from "../src/ledger/index.js";
 import { git } from "../src/effects/git.js";
 import { effectIdOf } from "../src/effects/git-merge.js";
 import { NotAnArtifact, summarizeArtifact, type ArtifactSummary } from "../src/effects/git-artifact.js";
 import { exportTree, ExportRefused } from "../src/effects/git-export.js";
 import { runDeployCommand, type DeployExit } from "../src/effects/deploy-run.js";
+import { pushToRemote, type RemotePushResult } from "../src/effects/git-push-remote.js";
+import { AccountConfigError, scrubValue, type AccountCredential, type Broker, type SecretForms } from "../src/broker/index.js";
 import { sha256 } from "../src/teamfile/hashes.js";
 import { RefusalError } from "../src/rpc/index.js";
 import { requestBytes, type SeatContext, type SeatPipeline } from "./seat-pipeline.js";
@@ -20,7 +22,9 @@ import type { SeatIdentity } from "./shim-service.js";
  * commit of the trunk; everything else the daemon establishes itself, each step refusing with
  * its rule before anything is recorded as an intent:
  *
- * 1. act-as: a deploy under the owner's account needs the broker (`act-as.no-broker`);
+ * 1. act-as: an environment that pushes to the owner's remote runs under the account the team
+ *    file declares for it; a seat naming another is refused (`act-as.required`), and one naming
+ *    an account for an environment that runs a command too (`act-as.unmediated`);
  * 2. the artifact, from the hub: a commit the trunk holds, and the effect id of the change
  *    that made it (`deploy.artifact`);
  * 3. the kernel: the seat's deploy(env), the env declared, a still-valid pass for that
@@ -30,6 +34,13 @@ import type { SeatIdentity } from "./shim-service.js";
  *    `deploy.unpinned`);
  * 5. a fresh folder under TEAMD_HOME holding exactly the artifact's tree, the verified
  *    pinned files written over their paths (they are reserved: no seat changed them).
+ *
+ * An environment that pushes (§3 act-as) takes steps 3 and 4 differently: the kernel decides
+ * deploy(env) and act-as over the declared account together; then the account's credential is
+ * read from the owner's configuration (`act-as.credential`); the effect pushes the artifact
+ * commit from the hub to the declared remote branch (src/effects/git-push-remote.ts). A
+ * rejected or refused push is a refused outcome (`deploy.push`) and voids the pass as a failed
+ * command does; a push killed mid-way leaves the outcome unknown.
  *
  * Then the durable intent, and the effect: the command, outside the sandbox, with a minimal
  * explicit environment and a deadline. Exit 0 is done; any other exit is a refused outcome,
@@ -52,6 +63,8 @@ export interface SeatDeployDeps {
   runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
   /** The command's deadline; default 15 minutes. */
   readonly timeoutMs?: number;
+  /** The owner's account credentials (act-as): read at each push, never held by a seat. */
+  readonly broker: Pick<Broker, "account">;
   /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): called once the intent is durable, before the command runs. */
   readonly afterIntent?: () => void;
 }
@@ -221,13 +234,94 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     async deploy(identity, request) {
       const ctx = await deps.pipeline.context(identity, "deploy");
       const env = request.env;
-      if (request.asAccount !== "") {
-        throw await deps.pipeline.refuse(ctx, refuse("act-as.no-broker", `a deploy under the owner's account '${request.asAccount}' is not built (act-as: the broker serves tasks only, it acts under no owner's account); deploy without --as`), "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
-      }
       if (env === "") throw await deps.pipeline.refuse(ctx, refuse("request.malformed", "a deploy names its environment"), "deploy");
+      const target = { kind: TargetKind.ENVIRONMENT, name: env };
+      const push = pushOf(ctx, env);
+      if (request.asAccount !== "" && push === undefined) {
+        throw await deps.pipeline.refuse(ctx, refuse("act-as.unmediated", `a deploy to ${env} runs the owner's command, under no owner's account; drop --as '${request.asAccount}' (only an environment that pushes to the owner's remote runs under an account)`), "deploy", target);
+      }
+      if (push !== undefined && request.asAccount !== "" && request.asAccount !== push.account) {
+        throw await deps.pipeline.refuse(ctx, refuse("act-as.required", `a deploy to ${env} pushes under the account the owner declared for it, '${push.account}'; --as '${request.asAccount}' names another`), "deploy", target);
+      }
       return oneAtATime(`${identity.team}\0${env}`, () => deployOnce(identity, request));
     },
   };
+
+  function pushOf(ctx: SeatContext, env: string): DeployPush | undefined {
+    const pushes = ctx.policy.policy.pushes;
+    return pushes !== undefined && Object.prototype.hasOwnProperty.call(pushes, env) ? pushes[env] : undefined;
+  }
+
+  /** The account's credential from the owner's configuration, before any intent; refused naming the fix. */
+  async function credentialOf(ctx: SeatContext, push: DeployPush): Promise<{ credential: AccountCredential; forms: SecretForms }> {
+    try {
+      return await deps.broker.account(push.account, ctx.policy.policy.declared.accounts);
+    } catch (error) {
+      if (error instanceof AccountConfigError) throw await deps.pipeline.refuse(ctx, refuse("act-as.credential", error.message), "deploy", { kind: TargetKind.ENVIRONMENT, name: push.env });
+      throw error;
+    }
+  }
+
+  /** What git printed, each line scrubbed of every credential form and key shape: shown to the seat, never recorded. */
+  function scrubLines(text: string, forms: SecretForms): string {
+    return text
+      .split("\n")
+      .map((line) => scrubValue(line, forms))
+      .join("\n")
+      .slice(-TAIL_BYTES);
+  }
+
+  /** A publish: the artifact pushed to the owner's remote under the declared account (§3 act-as). */
+  async function publishOnce(ctx: SeatContext, identity: SeatIdentity, request: { requestId: string; env: string }, push: DeployPush, artifact: { summary: ArtifactSummary; trunk: string; effectId: string }, facts: ReturnType<SeatContext["ledger"]["view"]["trunkFacts"]>): Promise<DeployReply> {
+    const { summary, trunk, effectId } = artifact;
+    const env = push.env;
+    const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "deploy", effect: { env, branch: trunk, effectId }, asAccount: push.account };
+    await deps.pipeline.decide(ctx, kernelRequest, "deploy", facts);
+    const { credential, forms } = await credentialOf(ctx, push);
+    let pushed: RemotePushResult | undefined;
+    const result = await deps.pipeline.act(
+      ctx,
+      kernelRequest,
+      {
+        action: "deploy",
+        target: { kind: TargetKind.ENVIRONMENT, name: env },
+        requestId: request.requestId,
+        request: requestBytes(["deploy", env, effectId, summary.commit, push.account]),
+        // The remote, the branch and the account are the owner's (the team file's); no credential.
+        payload: (decision) => ({
+          effectId: fromHex(effectId),
+          fields: [
+            { key: "env", value: env },
+            { key: "ships", value: decision?.pass ?? "" },
+            { key: "artifact", value: summary.commit },
+            { key: "base", value: summary.base },
+            { key: "head", value: summary.head },
+            { key: "tree", value: summary.tree },
+            { key: "remote", value: push.url },
+            { key: "branch", value: push.branch },
+            { key: "account", value: push.account },
+          ],
+        }),
+        facts,
+      },
+      async () => {
+        deps.afterIntent?.();
+        pushed = await pushToRemote({ hub: ctx.team.hub, commit: summary.commit, url: push.url, branch: push.branch, username: credential.username, token: credential.token, timeoutMs });
+        // The notes are teamd's own words; a rejection's reason (the remote's, at most 200
+        // characters) is scrubbed of every credential form before it is recorded.
+        if (pushed.kind === "done") return { result: "done", note: `pushed to ${push.branch} (${pushed.status}) under ${push.account}` };
+        if (pushed.kind === "refused") return { result: "refused", note: `deploy.push: ${scrubValue(pushed.why, forms)}` };
+        throw new Error(pushed.why);
+      },
+    );
+    const tail = pushed === undefined ? "" : scrubLines(pushed.stderr, forms);
+    const shown = tail.trim() === "" ? "" : `\n--- git's output (scrubbed, not recorded) ---\n${tail}`;
+    if (result.status === "done") {
+      return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail, pushedTo: `${push.url} ${push.branch}`, account: push.account };
+    }
+    if (result.status === "unknown") throw new RefusalError("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner checks ${push.url} and resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`);
+    throw new RefusalError("deploy.push", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`);
+  }
 
   async function deployOnce(identity: SeatIdentity, request: { requestId: string; env: string; artifact: string }): Promise<DeployReply> {
     // Read again after waiting its turn: the policy in force may have changed meanwhile.
@@ -236,8 +330,11 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const again = await recorded(ctx, request.requestId, env, request.artifact);
     if (again !== undefined) return again;
 
-    const { summary, trunk, effectId } = await artifactOf(ctx, request.artifact);
+    const artifact = await artifactOf(ctx, request.artifact);
+    const { summary, trunk, effectId } = artifact;
     const facts = ctx.ledger.view.trunkFacts(identity.team, { effectId, commits: summary.commits, runs: deps.runs(identity.team) });
+    const push = pushOf(ctx, env);
+    if (push !== undefined) return publishOnce(ctx, identity, request, push, artifact, facts);
     // deploy's branch dimension is where the artifact comes from: the trunk.
     const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "deploy", effect: { env, branch: trunk, effectId } };
     await deps.pipeline.decide(ctx, kernelRequest, "deploy", facts);

@@ -139,11 +139,13 @@ async function deploy(env: string, opts: { artifact?: string; as?: string; json?
   const reply = await withClient((c) => c.deploy({ requestId: randomUUID(), env, artifact: opts.artifact ?? "", asAccount: opts.as ?? "" }), 16 * 60_000);
   const act = reply.act;
   if (opts.json) {
-    print(true, { env: reply.env, artifact: act?.commit ?? "", effectId: act?.effectId ?? "", intentSeq: Number(act?.intentSeq ?? 0), outcomeSeq: Number(act?.outcomeSeq ?? 0), tree: act?.tree ?? "", exitCode: reply.exitCode, outputTail: reply.outputTail }, "");
+    const pushed = reply.pushedTo !== "" ? { pushedTo: reply.pushedTo, account: reply.account } : {};
+    print(true, { env: reply.env, artifact: act?.commit ?? "", effectId: act?.effectId ?? "", intentSeq: Number(act?.intentSeq ?? 0), outcomeSeq: Number(act?.outcomeSeq ?? 0), tree: act?.tree ?? "", exitCode: reply.exitCode, outputTail: reply.outputTail, ...pushed }, "");
     return;
   }
   if (reply.outputTail !== "") process.stdout.write(reply.outputTail.endsWith("\n") ? reply.outputTail : `${reply.outputTail}\n`);
-  process.stdout.write(`deployed ${act?.commit} to ${reply.env} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
+  const where = reply.pushedTo !== "" ? ` (pushed to ${reply.pushedTo} as ${reply.account})` : "";
+  process.stdout.write(`deployed ${act?.commit} to ${reply.env}${where} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
 }
 
 interface BrokerTaskReply {
@@ -172,8 +174,8 @@ const showTask = (t: ReturnType<typeof taskValue>) =>
   `${t.id}  [${t.state}${t.claimed ? ", claimed" : ""}]  ${t.title}${t.labels.length > 0 ? `  (${t.labels.join(", ")})` : ""}${t.assignee ? `  @${t.assignee}` : ""}`;
 
 /** The broker (§11): the daemon calls the tracker with the owner's credential; the seat sees only scrubbed, allowlisted fields. */
-async function broker(operation: "pull" | "read" | "claim", task: string, id: string | undefined, opts: { json?: boolean; as?: string }): Promise<void> {
-  const r = await withClient((c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "" }), 60_000);
+async function broker(operation: "pull" | "read" | "claim" | "comment", task: string, id: string | undefined, opts: { json?: boolean; as?: string; body?: string }): Promise<void> {
+  const r = await withClient((c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "", body: opts.body ?? "" }), 60_000);
   const records = { tracker: r.tracker, intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) };
   if (operation === "pull") {
     const tasks = r.tasks.map((t) => taskValue(t, false));
@@ -182,6 +184,10 @@ async function broker(operation: "pull" | "read" | "claim", task: string, id: st
   }
   const one = r.tasks[0];
   const value = one ? taskValue(one, operation === "read") : null;
+  if (operation === "comment") {
+    print(opts.json, { task, commented: value, account: opts.as ?? "", ...records }, `commented on ${task} ${value?.id} as ${opts.as ?? ""} (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
+    return;
+  }
   if (operation === "claim") {
     print(opts.json, { task, claimed: value, ...records }, `claimed ${task} ${value?.id} (records ${r.intentSeq} and ${r.outcomeSeq})\n${value ? showTask(value) : ""}\n`);
     return;
@@ -258,14 +264,14 @@ export function buildProgram(): Command {
   lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
   program
     .command("deploy")
-    .argument("<env>", "a declared environment with an owner-declared deploy command")
+    .argument("<env>", "a declared environment with an owner-declared deploy command or push")
     .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")
-    .option("--as <account>", "run under the owner's account (act-as): refused until the secret broker exists")
+    .option("--as <account>", "the owner's account the environment pushes under (act-as; default: the one the team file declares for it); refused for an environment that runs a command")
     .option("--json", "print one JSON object")
-    .description("run the owner's hash-pinned deploy command for <env> on a gated artifact (outside the sandbox; a failure voids the pass)")
+    .description("run the owner's hash-pinned deploy command for <env>, or push to its declared remote under the owner's account, on a gated artifact (a failure voids the pass)")
     .action(deploy);
-  const brokerCmd = program.command("broker").description("tracker tasks through the secret broker (§11): needs use-broker over the task resource; the seat never holds the tracker's credential");
-  const brokerAs = ["--as <account>", "act under the owner's account (act-as): refused, not built"] as const;
+  const brokerCmd = program.command("broker").description("tracker tasks through the secret broker (§11): needs use-broker over the task resource; the seat never holds the tracker's or the owner's credential");
+  const brokerAs = ["--as <account>", "refused (act-as.unmediated): pull, read and claim run under the tracker's credential, not an owner's account"] as const;
   brokerCmd
     .command("pull")
     .argument("<task>", "a declared task resource (declare.tasks)")
@@ -289,6 +295,20 @@ export function buildProgram(): Command {
     .option(...brokerAs)
     .description("mark the task claimed by this seat (a label on GitHub, claimed-by in a task file), recorded")
     .action((task: string, id: string, opts: { json?: boolean; as?: string }) => broker("claim", task, id, opts));
+  brokerCmd
+    .command("comment")
+    .argument("<task>", "a declared task resource")
+    .argument("<id>", "the task to comment on")
+    .requiredOption("--as <account>", "the owner's account the comment is made under (needs act-as over it, besides use-broker)")
+    .option("-m, --message <text>", "the comment's text")
+    .option("--file <path>", "read the comment's text from this file")
+    .option("--json", "print one JSON object")
+    .description("comment on the task under the owner's account, posted by the daemon with the account's credential (at most 32 KiB; recorded by length and hash, never the text)")
+    .action(async (task: string, id: string, opts: { json?: boolean; as: string; message?: string; file?: string }) => {
+      if ((opts.message === undefined) === (opts.file === undefined)) usage("give the comment's text with -m TEXT or --file PATH (one of them)");
+      const body = opts.message ?? (await readFile(opts.file as string, "utf8"));
+      await broker("comment", task, id, { ...opts, body });
+    });
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);

@@ -1,3 +1,4 @@
+import { accountCredential, accountsPath, allAccountSecrets, readAccountsFile, type AccountCredential } from "./accounts.js";
 import { allSecrets, configSecrets, defaultFileTracker, readTrackersFile, trackerFromConfig, trackersPath, type TrackerConfig } from "./config.js";
 import { createFileTracker } from "./file-tracker.js";
 import { createGithubTracker, type GithubDeps } from "./github-tracker.js";
@@ -44,6 +45,14 @@ export interface Broker {
    */
   resolve(team: string, task: string, trackerName: string | undefined): Promise<ResolvedTracker>;
   run(resolved: ResolvedTracker, operation: BrokerOperation, id: string, claimant: string): Promise<BrokerAnswer>;
+  /**
+   * The owner's credential for a declared account (act-as, §3), and every secret form the
+   * owner's configuration holds (all accounts, all trackers, the Basic pair a push sends) for
+   * scrubbing whatever the act's far end answers. Throws AccountConfigError naming the fix.
+   */
+  account(account: string, declared: readonly string[]): Promise<{ readonly credential: AccountCredential; readonly forms: SecretForms }>;
+  /** Post a comment on a task under the account (the tracker's own credential is not used). */
+  comment(resolved: ResolvedTracker, id: string, credential: AccountCredential, body: string, seat: string): Promise<TaskSummary>;
 }
 
 export function createBroker(deps: BrokerDeps): Broker {
@@ -70,7 +79,8 @@ export function createBroker(deps: BrokerDeps): Broker {
       // The file is read even for the default tracker: its credentials are scrubbed from every reply.
       const data = await readTrackersFile(path, deps.uid);
       const config = trackerName === undefined ? defaultFileTracker(deps.teamdHome, team, task) : trackerFromConfig(data, trackerName, deps.env, path);
-      const forms = secretForms([...allSecrets(data, deps.env), ...configSecrets(config)]);
+      const accounts = await readAccountsFile(accountsPath(deps.teamdHome, deps.env), deps.uid).catch(() => undefined);
+      const forms = secretForms([...allSecrets(data, deps.env), ...configSecrets(config), ...allAccountSecrets(accounts, deps.env)]);
       const tracker = config.kind === "file" ? createFileTracker(config.dir) : createGithubTracker(config, deps);
       const where = config.kind === "file" ? config.dir : `${config.api}/${config.owner}/${config.repo}`;
       return { name: config.name, kind: config.kind, where, tracker, forms };
@@ -84,6 +94,18 @@ export function createBroker(deps: BrokerDeps): Broker {
         case "claim":
           return { operation, task: scrubSummary(await serialize(`${resolved.where}\0${id}`, () => resolved.tracker.claim(id, claimant)), resolved.forms) };
       }
+    },
+    async account(account, declared) {
+      const path = accountsPath(deps.teamdHome, deps.env);
+      const data = await readAccountsFile(path, deps.uid);
+      const credential = accountCredential(data, account, declared, deps.env, path);
+      const trackers = await readTrackersFile(trackersPath(deps.teamdHome, deps.env), deps.uid).catch(() => undefined);
+      const forms = secretForms([...allAccountSecrets(data, deps.env), ...allSecrets(trackers, deps.env), credential.token, `${credential.username}:${credential.token}`]);
+      return { credential, forms };
+    },
+    async comment(resolved, id, credential, body, seat) {
+      // Serialized with claims: a file tracker's task is rewritten whole.
+      return scrubSummary(await serialize(`${resolved.where}\0${id}`, () => resolved.tracker.comment(id, body, { account: credential.name, token: credential.token, seat })), resolved.forms);
     },
   };
 }

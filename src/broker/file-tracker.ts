@@ -27,11 +27,13 @@ const FRONT = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
 interface ParsedTask {
   readonly front: Record<string, unknown>;
   readonly body: string;
+  /** The file as the owner wrote it: a comment is appended to it, nothing else rewritten. */
+  readonly raw?: string;
 }
 
 function parseTask(text: string, id: string): ParsedTask {
   const m = FRONT.exec(text);
-  if (m === null) return { front: {}, body: text };
+  if (m === null) return { front: {}, body: text, raw: text };
   let front: unknown;
   try {
     front = parse(m[1] as string);
@@ -39,7 +41,7 @@ function parseTask(text: string, id: string): ParsedTask {
     throw new TrackerError("upstream", `task ${id}'s front matter is not valid YAML; the owner fixes the file`);
   }
   if (front !== null && (typeof front !== "object" || Array.isArray(front))) throw new TrackerError("upstream", `task ${id}'s front matter is not a map`);
-  return { front: (front ?? {}) as Record<string, unknown>, body: text.slice(m[0].length) };
+  return { front: (front ?? {}) as Record<string, unknown>, body: text.slice(m[0].length), raw: text };
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
@@ -84,6 +86,18 @@ export function createFileTracker(dir: string): Tracker {
     return task;
   }
 
+  /** Atomically: a fresh file renamed over the old, so a reader never sees half a task. */
+  async function rewrite(id: string, text: string, what: string): Promise<void> {
+    const temp = join(dir, `.${id}.${randomUUID()}.tmp`);
+    try {
+      await writeFile(temp, text, { flag: "wx", mode: 0o600 });
+      await rename(temp, join(dir, `${id}.md`));
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw new TrackerError("upstream", `the ${what} could not be written (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+
   return {
     async pull() {
       let names: string[];
@@ -121,16 +135,16 @@ export function createFileTracker(dir: string): Tracker {
       if (holder !== "" && holder !== claimant) throw new TrackerError("claimed", `task ${id} is already claimed by another seat`);
       if (holder === claimant) return summary(id, task);
       const front = { ...task.front, "claimed-by": claimant };
-      const text = `---\n${stringify(front).trimEnd()}\n---\n${task.body}`;
-      const temp = join(dir, `.${id}.${randomUUID()}.tmp`);
-      try {
-        await writeFile(temp, text, { flag: "wx", mode: 0o600 });
-        await rename(temp, join(dir, `${id}.md`));
-      } catch (error) {
-        await unlink(temp).catch(() => undefined);
-        throw new TrackerError("upstream", `the claim could not be written (${(error as NodeJS.ErrnoException).code ?? "error"})`);
-      }
+      await rewrite(id, `---\n${stringify(front).trimEnd()}\n---\n${task.body}`, "claim");
       return summary(id, { front, body: task.body });
+    },
+    async comment(id, body, as) {
+      const task = await must(id);
+      // Appended under a heading naming the account and the seat that asked; the rest of the file stays byte for byte.
+      const text = `${(task.raw ?? task.body).replace(/\s*$/, "")}\n\n### Comment as ${as.account} (from ${as.seat})\n\n${body.replace(/\s*$/, "")}\n`;
+      if (Buffer.byteLength(text) > MAX_TASK_BYTES) throw new TrackerError("upstream", `task ${id} would be larger than ${MAX_TASK_BYTES} bytes with the comment`);
+      await rewrite(id, text, "comment");
+      return summary(id, task);
     },
   };
 }

@@ -42,7 +42,7 @@ export function createGithubTracker(config: GithubTrackerConfig, deps: GithubDep
   const doFetch = deps.fetch ?? fetch;
   const base = `${config.api}/repos/${encodeURIComponent(config.owner)}/${encodeURIComponent(config.repo)}`;
 
-  async function call(method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> {
+  async function call(method: "GET" | "POST", path: string, body?: unknown, token: string = config.token): Promise<unknown> {
     let response: Response;
     try {
       response = await doFetch(`${base}${path}`, {
@@ -50,7 +50,7 @@ export function createGithubTracker(config: GithubTrackerConfig, deps: GithubDep
         redirect: "error",
         headers: {
           accept: "application/vnd.github+json",
-          authorization: `Bearer ${config.token}`,
+          authorization: `Bearer ${token}`,
           "x-github-api-version": "2022-11-28",
           "user-agent": "teamd-broker",
           ...(body !== undefined ? { "content-type": "application/json" } : {}),
@@ -143,6 +143,12 @@ export function createGithubTracker(config: GithubTrackerConfig, deps: GithubDep
       await call("POST", `/issues/${id}/labels`, { labels: [config.claimLabel, seatLabel] });
       if (config.assignee !== "") await call("POST", `/issues/${id}/assignees`, { assignees: [config.assignee] });
       return summary(await readIssue(id));
+    },
+    async comment(id, body, as) {
+      const issue = await readIssue(id);
+      // Posted with the account's token: the comment is the owner's speech under that account (§3).
+      await call("POST", `/issues/${issueNumber(id)}/comments`, { body }, as.token);
+      return summary(issue);
     },
   };
 }

@@ -26,6 +26,19 @@ export interface Tracker {
   read(id: string): Promise<TaskDetail>;
   /** Mark the task claimed by `claimant` (`team/seat`); claiming a task one already holds is a no-op. */
   claim(id: string, claimant: string): Promise<TaskSummary>;
+  /**
+   * Add a comment to the task under the owner's account (act-as, §3): a tracker with an API
+   * posts it with the account's token, never its own; the file tracker appends it to the task.
+   */
+  comment(id: string, body: string, as: CommentAuthor): Promise<TaskSummary>;
+}
+
+/** Who a comment is made as: the owner's account (and its credential), on behalf of a seat. */
+export interface CommentAuthor {
+  readonly account: string;
+  readonly token: string;
+  /** `team/seat`, for the file tracker's note of who asked. */
+  readonly seat: string;
 }
 
 /**
@@ -54,7 +67,7 @@ export function checkTaskId(id: string): void {
 }
 
 /** Bounds on what the broker hands back: a tracker that answers with megabytes is cut. */
-export const LIMITS = Object.freeze({ title: 512, body: 64 * 1024, label: 128, labels: 50, login: 128, url: 2048, tasks: 200 });
+export const LIMITS = Object.freeze({ comment: 32 * 1024, title: 512, body: 64 * 1024, label: 128, labels: 50, login: 128, url: 2048, tasks: 200 });
 
 export function clip(value: unknown, max: number): string {
   const text = typeof value === "string" ? value : "";

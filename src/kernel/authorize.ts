@@ -47,7 +47,9 @@ export function authorize(view: KernelView, request: KernelRequest, now: number)
   }
 }
 
-const BROKER_OPERATIONS: readonly string[] = ["pull", "claim", "read"];
+const BROKER_OPERATIONS: readonly string[] = ["pull", "claim", "read", "comment"];
+/** The broker operations that run under the owner's account (act-as, §3); the others run under the tracker's credential and take none. */
+const BROKER_AS_ACCOUNT: readonly string[] = ["comment"];
 
 function decide(view: KernelView, input: unknown, now: number): Decision {
   if (typeof now !== "number" || !Number.isFinite(now)) return refuse("request.malformed", "the decision time is not a finite number");
@@ -158,9 +160,19 @@ function checkBroker(capability: OperationalCapability, request: ReadRequest): R
   if (capability !== "use-broker") {
     return request.brokerOperation === undefined ? undefined : refuse("request.malformed", `brokerOperation belongs to use-broker, not ${capability}`);
   }
-  if (request.brokerOperation === undefined) return refuse("request.malformed", "a use-broker request must name its operation (pull, claim or read)");
+  if (request.brokerOperation === undefined) return refuse("request.malformed", "a use-broker request must name its operation (pull, claim, read or comment)");
   if (!BROKER_OPERATIONS.includes(request.brokerOperation)) {
-    return refuse("broker.operation", `'${request.brokerOperation}' is not a broker operation; a holder may pull a task, claim a task, or read its non-secret fields, and nothing else`);
+    return refuse("broker.operation", `'${request.brokerOperation}' is not a broker operation; a holder may pull a task, claim a task, read its non-secret fields, or comment on it under the owner's account, and nothing else`);
+  }
+  // A comment is the owner's speech (§3): it needs act-as in addition to use-broker. pull, read
+  // and claim run under the tracker's credential, so an account named there is refused rather
+  // than decided and then ignored.
+  const underAccount = BROKER_AS_ACCOUNT.includes(request.brokerOperation);
+  if (underAccount && request.asAccount === undefined) {
+    return refuse("act-as.required", `a broker ${request.brokerOperation} is made under the owner's account; name it (asAccount, \`--as ACCOUNT\`) and hold act-as over it`);
+  }
+  if (!underAccount && request.asAccount !== undefined) {
+    return refuse("act-as.unmediated", `a broker ${request.brokerOperation} runs under the tracker's credential, not under an owner's account; drop --as '${request.asAccount}'`);
   }
   return undefined;
 }

@@ -44,7 +44,7 @@ export { type PolicyDiff, type SeatChange, diffPolicies } from "./policy-diff.js
 export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
 export { type StartContext, startContextCanonical } from "./start-context.js";
-export { type DeployCommands } from "./deploy-commands.js";
+export { type DeployCommands, type DeployPush, type DeployPushes } from "./deploy-commands.js";
 export { type TaskTrackers, TRACKER_NAME } from "./task-trackers.js";
 export { type DeclaredSets, NO_DECLARED_SETS, isDeclared } from "./declared.js";
 export { type ReservedSet, effectReservedReason, reservedReason } from "./reserved.js";

@@ -5,7 +5,7 @@ import { readConstraintProgram } from "./constraints-input.js";
 import type { Ceiling } from "./ceiling-deny.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
 import { type TaskTrackers, canonicalTaskTrackers, readTaskTrackers } from "./task-trackers.js";
-import { type DeployCommands, canonicalDeployCommands, deployFiles, readDeployCommands } from "./deploy-commands.js";
+import { type DeployCommands, type DeployPushes, canonicalDeployCommands, deployFiles, readDeploys } from "./deploy-commands.js";
 import { type LeadsInput, readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
 import { canonicalPath, compareStrings, showPath } from "./paths.js";
@@ -61,6 +61,8 @@ export interface CompiledPolicy {
   readonly twoGranter?: readonly OperationalCapability[];
   /** The owner's deploy command per environment (§3, §10); absent when the file declares none. */
   readonly deploys?: DeployCommands;
+  /** The owner's remotes a deploy pushes to under a declared account (§3 act-as); absent when none. */
+  readonly pushes?: DeployPushes;
   /** The tracker of each task resource the file maps (§11); absent when it maps none. */
   readonly trackers?: TaskTrackers;
   /** The canonical form of the team file: independent of formatting and key order. */
@@ -205,7 +207,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     const start = readStart(seat.start, ["seats", name, "start"], problems, teamFile.ok ? teamFile.path : "teamd.yaml", seat.lab);
     if (start !== undefined) starts.set(name, start);
   }
-  const deploys = readDeployCommands(input.deploy, declared, problems, teamFile.ok ? teamFile.path : "teamd.yaml");
+  const { commands: deploys, pushes } = readDeploys(input.deploy, declared, problems, teamFile.ok ? teamFile.path : "teamd.yaml");
   // Pinned deploy files are reserved like start files: no seat changes what a deploy runs (§3).
   const startFiles = [...new Set([...[...starts.values()].flatMap((s) => s.files), ...deployFiles(deploys)])].sort(compareStrings);
   const reserved: ReservedSet = Object.freeze({ teamFile: teamFile.ok ? teamFile.path : "teamd.yaml", startFiles: Object.freeze(startFiles) });
@@ -297,12 +299,12 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     constraints: canonicalConstraints(program),
     ...canonicalDelegation(delegation),
     // Left out when absent, so a policy without deploy commands keeps the hash it had before them.
-    ...(deploys !== undefined ? { deploy: canonicalDeployCommands(deploys) } : {}),
+    ...(deploys !== undefined ? { deploy: canonicalDeployCommands(deploys, pushes) } : {}),
     ...(trackers !== undefined ? { trackers: canonicalTaskTrackers(trackers) } : {}),
   });
   return {
     ok: true,
-    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), ...(trackers !== undefined ? { trackers } : {}), canonical }),
+    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), ...(pushes !== undefined ? { pushes } : {}), ...(trackers !== undefined ? { trackers } : {}), canonical }),
   };
 }
 

@@ -179,6 +179,7 @@ interface TeamSettings {
   readonly deny?: Policy["deny"];
   readonly twoGranter?: Policy["twoGranter"];
   readonly deploys?: Policy["deploys"];
+  readonly pushes?: Policy["pushes"];
   readonly trackers?: Policy["trackers"];
 }
 
@@ -277,6 +278,17 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
     const now = deploysAfter[env];
     if (was !== undefined && now !== undefined && was.hash !== now.hash) out.push(`deploy command changed: ${env} (${was.hash} -> ${now.hash})`);
   }
+  // A push runs under the owner's account, to the owner's remote: where and as whom are the owner's to confirm.
+  const pushesBefore = before.pushes ?? {};
+  const pushesAfter = after.pushes ?? {};
+  const pushLine = (p: { url: string; branch: string; account: string }) => `${p.url} ${p.branch} as ${p.account}`;
+  for (const env of sorted(new Set([...Object.keys(pushesBefore), ...Object.keys(pushesAfter)]))) {
+    const was = Object.prototype.hasOwnProperty.call(pushesBefore, env) ? pushesBefore[env] : undefined;
+    const now = Object.prototype.hasOwnProperty.call(pushesAfter, env) ? pushesAfter[env] : undefined;
+    const a = was === undefined ? undefined : pushLine(was);
+    const b = now === undefined ? undefined : pushLine(now);
+    if (a !== b) out.push(b === undefined ? `deploy push removed: ${env}` : a === undefined ? `deploy push added: ${env} -> ${b}` : `deploy push changed: ${env}: ${a} -> ${b}`);
+  }
   // Which tracker serves a task resource decides where a seat's broker calls go (§11).
   const trackersBefore = before.trackers ?? {};
   const trackersAfter = after.trackers ?? {};
@@ -306,7 +318,7 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
   const settings: TeamSettings =
     before === undefined
       ? NONE_IN_FORCE
-      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys, trackers: before.trackers };
+      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys, pushes: before.pushes, trackers: before.trackers };
   const team = teamLines(settings, beforeVocabulary, after);
   const unchanged = before !== undefined && before.hash === after.hash && seats.length === 0 && team.length === 0;
   return { first: before === undefined, seats, team, unchanged };

@@ -2,6 +2,7 @@ import { type Authority, type AuthoritySource, type Grant, authorityId } from ".
 import type { Ceiling } from "./ceiling-deny.js";
 import type { ConstraintProgram } from "./constraints.js";
 import type { DeclaredSets } from "./declared.js";
+import type { DeployPushes } from "./deploy-commands.js";
 import { deepFreeze } from "./freeze.js";
 import type { CompiledPolicy } from "./policy-compile.js";
 import type { ReservedSet } from "./reserved.js";
@@ -40,6 +41,8 @@ export interface Policy {
   readonly twoGranter?: readonly OperationalCapability[];
   /** The owner's hash-pinned deploy command per declared environment (§3, §10). */
   readonly deploys?: Readonly<Record<string, DeployCommand>>;
+  /** The owner's remote per publishing environment: a deploy to it pushes under the declared account (§3 act-as). */
+  readonly pushes?: DeployPushes;
   /** The owner-configured tracker of each task resource the team file maps (§11); others use the default. */
   readonly trackers?: Readonly<Record<string, string>>;
 }
@@ -183,6 +186,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       ...(compiled.deny !== undefined ? { deny: compiled.deny } : {}),
       ...(compiled.twoGranter !== undefined ? { twoGranter: compiled.twoGranter } : {}),
       ...(deploys !== undefined ? { deploys } : {}),
+      ...(compiled.pushes !== undefined ? { pushes: compiled.pushes } : {}),
       ...(compiled.trackers !== undefined ? { trackers: compiled.trackers } : {}),
     }),
   };

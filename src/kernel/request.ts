@@ -19,7 +19,7 @@ export interface KernelRequest {
    * operational capability (§3).
    */
   readonly asAccount?: string;
-  /** For use-broker: pull, claim or read (§11). */
+  /** For use-broker: pull, claim, read (§11), or comment (under asAccount, §3). */
   readonly brokerOperation?: string;
 }
 

@@ -145,7 +145,7 @@ export const RULES = {
   },
   "broker.operation": {
     section: "§11",
-    summary: "use-broker allows pull, claim and read of a task's non-secret fields, and nothing else",
+    summary: "use-broker allows pull, claim and read of a task's non-secret fields, and a comment on a task under the owner's account (with act-as), and nothing else",
   },
   "broker.tracker": {
     section: "§11",
@@ -463,9 +463,22 @@ export const RULES = {
     section: "§15",
     summary: "the deploy command ran and failed (non-zero exit, killed, timed out); its refused outcome voids the artifact's pass in every environment",
   },
-  "act-as.no-broker": {
+  // act-as (§3, §11): the owner's external identity, used only through a command teamd mediates.
+  "act-as.unmediated": {
     section: "§3",
-    summary: "an act under the owner's external account (act-as: push, publish, comment) is not built — the broker serves tasks only (pull, read, claim); refused until act-as exists",
+    summary: "the request names an owner's account for an act teamd performs under no account (broker pull, read or claim; a deploy whose environment declares no account); drop --as",
+  },
+  "act-as.required": {
+    section: "§3",
+    summary: "the act runs under the owner's account (a broker comment; a push to the environment's remote) and the request names none, or names another than the one the owner declared for it",
+  },
+  "act-as.credential": {
+    section: "§11",
+    summary: "the account has no usable credential in the owner's configuration (missing, undeclared in the team file, or the file unsafe); the owner fixes the configuration, never the seat",
+  },
+  "deploy.push": {
+    section: "§15",
+    summary: "the push of the artifact to the environment's remote failed (rejected, refused credential, unreachable); its refused outcome voids the artifact's pass like a failed deploy command",
   },
   // Network egress (issue 11): decided by the daemon for each connection a seat's proxy forwards.
   "egress.host": {

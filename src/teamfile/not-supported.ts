@@ -52,7 +52,6 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
     mounts: "extra mounts are entries of the seat's mount plan, which the containment issue builds",
   },
   deploy: {
-    account: "a deploy under the owner's account (act-as, §3) needs the secret broker's credential store, which the egress/broker issue builds",
     timeout: "a deploy's timeout is fixed by teamd for now (15 minutes)",
   },
 };

@@ -24,7 +24,7 @@ const KEYS: Readonly<Record<Level, readonly string[]>> = {
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
   start: ["command", "workdir", "env", "files", "network"],
-  deploy: ["command", "workdir", "env", "files"],
+  deploy: ["command", "workdir", "env", "files", "push", "account"],
 };
 
 const DESCRIBE: Readonly<Record<Level, string>> = {
@@ -193,6 +193,12 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
     else {
       deploy = Object.create(null) as Record<string, StartInput>;
       for (const [env, value] of Object.entries(top.deploy)) {
+        // A push to the owner's remote (act-as, §3): its keys are checked here, its values by the kernel.
+        if (isPlainObject(value) && (value.push !== undefined || value.account !== undefined)) {
+          const map = r.map(value, ["deploy", env], "deploy");
+          if (map !== undefined) deploy[env] = map as unknown as StartInput;
+          continue;
+        }
         const read = readStart(r, value, ["deploy", env], "deploy");
         if (read !== undefined) deploy[env] = read;
       }

@@ -27,6 +27,8 @@ export interface FakeGithub {
   readonly seen: { method: string; path: string; authorized: boolean; body: string }[];
   /** Issues whose POSTs the server drops unanswered (the connection cut): a claim nobody answered. */
   readonly dropPosts: Set<number>;
+  /** Comments posted, with the Authorization header each came with (compared by the test to the account's token). */
+  readonly comments: { issue: number; body: string; authorization: string }[];
   close(): Promise<void>;
 }
 
@@ -71,10 +73,11 @@ async function body(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-export async function startFakeGithub(options: { token: string; owner: string; repo: string }): Promise<FakeGithub> {
+export async function startFakeGithub(options: { token: string; owner: string; repo: string; commentTokens?: readonly string[] }): Promise<FakeGithub> {
   const issues = new Map(plantedIssues(options.token, options.owner, options.repo).map((i) => [i.number, i]));
   const seen: FakeGithub["seen"] = [];
   const dropPosts = new Set<number>();
+  const comments: FakeGithub["comments"] = [];
   const prefix = `/repos/${options.owner}/${options.repo}`;
   const send = (res: ServerResponse, status: number, value: unknown) => {
     const text = JSON.stringify(value);
@@ -85,14 +88,16 @@ export async function startFakeGithub(options: { token: string; owner: string; r
     void (async () => {
       const text = await body(req);
       const path = req.url ?? "";
-      const authorized = req.headers.authorization === `Bearer ${options.token}`;
+      // A comment is accepted under the tracker's token or an account's (act-as): which one came is recorded.
+      const commenting = req.method === "POST" && path.endsWith("/comments");
+      const authorized = req.headers.authorization === `Bearer ${options.token}` || (commenting && (options.commentTokens ?? []).some((t) => req.headers.authorization === `Bearer ${t}`));
       seen.push({ method: req.method ?? "", path, authorized, body: text });
       if (!authorized) return send(res, 401, { message: "Bad credentials", got: req.headers.authorization ?? "", token: options.token });
       const u = new URL(path, "http://x");
       if (req.method === "GET" && u.pathname === `${prefix}/issues`) {
         return send(res, 200, [...issues.values()].filter((i) => i.state === u.searchParams.get("state")));
       }
-      const m = /^\/issues\/(\d+)(\/labels|\/assignees)?$/.exec(u.pathname.slice(prefix.length));
+      const m = /^\/issues\/(\d+)(\/labels|\/assignees|\/comments)?$/.exec(u.pathname.slice(prefix.length));
       if (!u.pathname.startsWith(prefix) || m === null) return send(res, 404, { message: "Not Found", token: options.token });
       const issue = issues.get(Number(m[1]));
       if (issue === undefined) return send(res, 404, { message: "Not Found", documentation_url: `https://docs.example/?t=${options.token}` });
@@ -102,6 +107,10 @@ export async function startFakeGithub(options: { token: string; owner: string; r
         const add = (JSON.parse(text) as { labels: string[] }).labels;
         for (const name of add) if (!issue.labels.some((l) => l.name === name)) issue.labels.push({ name });
         return send(res, 200, issue.labels.map((l) => ({ ...l, token: options.token })));
+      }
+      if (req.method === "POST" && m[2] === "/comments") {
+        comments.push({ issue: issue.number, body: (JSON.parse(text) as { body: string }).body, authorization: req.headers.authorization ?? "" });
+        return send(res, 201, { id: comments.length, body: "echo", user: { login: "acme-bot", token: options.token } });
       }
       if (req.method === "POST" && m[2] === "/assignees") {
         const [login] = (JSON.parse(text) as { assignees: string[] }).assignees;
@@ -124,6 +133,7 @@ export async function startFakeGithub(options: { token: string; owner: string; r
     issues,
     seen,
     dropPosts,
+    comments,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -45,6 +45,16 @@ describe("the file tracker: a folder of Markdown tasks with a small front matter
     expect((await tracker.read("login")).title).toBe("Fix the login redirect");
   });
 
+  it("appends a comment under a heading naming the account and the seat; the front matter and a bare task keep their shape", async () => {
+    const tracker = createFileTracker(dir);
+    const summary = await tracker.comment("login", "Found it.\n\n", { account: "gh:bot", token: "unused-by-a-file", seat: "proj/talk" });
+    expect(summary.id).toBe("login");
+    expect(readFileSync(join(dir, "login.md"), "utf8")).toBe(task("title: Fix the login redirect\nlabels: [bug, web]\nassignee: alice", "It loops.\nDone when it does not.\n\n### Comment as gh:bot (from proj/talk)\n\nFound it.\n"));
+    await tracker.comment("bare", "Me too.", { account: "gh:bot", token: "x", seat: "proj/a" });
+    expect(readFileSync(join(dir, "bare.md"), "utf8")).toBe("No front matter at all.\n\n### Comment as gh:bot (from proj/a)\n\nMe too.\n");
+    expect(await kind(tracker.comment("nope", "x", { account: "a", token: "x", seat: "s" }))).toBe("task");
+  });
+
   it("refuses ids that walk a path, unknown tasks, links, and a missing folder", async () => {
     const tracker = createFileTracker(dir);
     for (const id of ["../etc/passwd", "a/b", "..", ".hidden", ""]) expect(await kind(tracker.read(id))).toBe("task");

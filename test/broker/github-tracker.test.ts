@@ -33,6 +33,22 @@ describe("the GitHub Issues adapter against a fake GitHub on loopback, and the c
     expect(calls).toEqual([{ method: "GET", path: "/repos/acme/web/issues?state=open&per_page=100", authorized: true, body: "" }]);
   });
 
+  it("posts a comment with the account's token, never the tracker's; a token GitHub refuses is an upstream error that quotes nothing", async () => {
+    const account = "acct-comment-canary-55aa";
+    const own = await startFakeGithub({ token: TOKEN, owner: "acme", repo: "web", commentTokens: [account] });
+    try {
+      const tracker = createGithubTracker({ ...config, api: own.url });
+      const summary = await tracker.comment("2", "hello", { account: "gh:bot", token: account, seat: "proj/a" });
+      expect(summary.id).toBe("2");
+      expect(own.comments).toEqual([{ issue: 2, body: "hello", authorization: `Bearer ${account}` }]);
+      expect(own.seen.filter((s) => s.path.endsWith("/comments")).map((s) => s.authorized)).toEqual([true]);
+      expect(await kind(tracker.comment("2", "again", { account: "gh:bot", token: "not-the-account-token", seat: "proj/a" }))).toBe("upstream");
+      expect(own.comments).toHaveLength(1);
+    } finally {
+      await own.close();
+    }
+  });
+
   it("the broker's replies carry the canary in no form, wherever the fake planted it", async () => {
     const home = mkdtempSync(join(tmpdir(), "teamd-broker-gh-"));
     try {

@@ -161,17 +161,21 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     await refused("notesonly", "scope.task", "broker", "pull", "gh:web");
     await refused("notesonly", "scope.task", "broker", "read", "gh:web", "1");
     await refused("plan", "scope.task", "broker", "pull", "gh:nope");
-    await refused("plan", "act-as.no-broker", "broker", "claim", "gh:web", "1", "--as", "owner-github");
+    // A claim runs under the tracker's credential: an account named on it is refused, never ignored.
+    await refused("plan", "act-as.unmediated", "broker", "claim", "gh:web", "1", "--as", "owner-github");
     const client = createRpcClient(ShimService, socket("plan"), { deadlineMs: 30_000 });
     try {
-      const error = await client.broker({ requestId: "r-comment", operation: "comment", task: "gh:web", id: "1" }).then(() => undefined, (e: unknown) => e);
+      const error = await client.broker({ requestId: "r-update", operation: "update", task: "gh:web", id: "1" }).then(() => undefined, (e: unknown) => e);
       expect(String(error)).toContain("broker.operation");
+      // A comment is the owner's speech: without an account it is refused before anything.
+      const bare = await client.broker({ requestId: "r-comment", operation: "comment", task: "gh:web", id: "1", body: "hi" }).then(() => undefined, (e: unknown) => e);
+      expect(String(bare)).toContain("act-as.required");
     } finally {
       client.close();
     }
     const log = await records();
     const refusals = log.filter((r) => r.type === "refusal" && r.action.startsWith("broker"));
-    for (const rule of ["authority.none", "scope.task", "act-as.no-broker", "broker.operation", "broker.claimed", "broker.task"]) {
+    for (const rule of ["authority.none", "scope.task", "act-as.unmediated", "act-as.required", "broker.operation", "broker.claimed", "broker.task"]) {
       expect(refusals.some((r) => JSON.stringify(r).includes(rule)), rule).toBe(true);
     }
     // No call reached GitHub for a refused seat: the fake saw only the allowed seat's requests.

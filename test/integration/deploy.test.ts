@@ -182,12 +182,13 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).toBe("");
   }, 120_000);
 
-  it("refuses, each recorded: an undeclared env, an env without a command, a seat without deploy, act-as", async () => {
+  it("refuses, each recorded: an undeclared env, an env without a command, a seat without deploy, an account on a command", async () => {
     await refused(shim("dep", "deploy", "nowhere"), "scope.env");
     await refused(shim("dep", "deploy", "qa"), "deploy.command");
     await refused(shim("mrg", "deploy", "staging"), "authority.none");
-    await refused(shim("dep", "deploy", "staging", "--as", "owner-github"), "act-as.no-broker");
-    for (const rule of ["scope.env", "deploy.command", "authority.none", "act-as.no-broker"]) await refusalRecorded(rule);
+    // staging runs a command: no owner's account is used, so naming one is refused, not ignored.
+    await refused(shim("dep", "deploy", "staging", "--as", "owner-github"), "act-as.unmediated");
+    for (const rule of ["scope.env", "deploy.command", "authority.none", "act-as.unmediated"]) await refusalRecorded(rule);
   }, 120_000);
 
   it("refuses a deploy whose pinned script changed on disk since teamd apply (deploy.unpinned)", async () => {

@@ -6,6 +6,8 @@ import { diffPolicies, effectReservedReason } from "../../src/kernel/index.js";
 const HEAD = "version: 1\nteam: web\ndeclare:\n  envs: [staging, prod]\n";
 const DEPLOY = `${HEAD}deploy:\n  staging:\n    command: [sh, deploy/ship.sh]\n    files: [deploy/ship.sh]\n    env: { TARGET: staging.example.invalid }\n`;
 const bytes = (text: string) => () => new TextEncoder().encode(text);
+const PUSH_HEAD = "version: 1\nteam: web\ndeclare:\n  envs: [staging, prod]\n  accounts: [gh:bot]\n";
+const PUSH = `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:bot\n`;
 
 function loaded(result: LoadResult) {
   if (!result.ok) throw new Error(JSON.stringify(result.errors));
@@ -70,12 +72,37 @@ describe("deploy commands in the team file", () => {
     expect(repinned.team).toEqual([`deploy command changed: staging (${v1.policy.deploys?.staging?.hash} -> ${v2.policy.deploys?.staging?.hash})`]);
   });
 
+  it("reads a push to the owner's remote under a declared account, in the policy hash, shown on apply", () => {
+    const r = loaded(loadTeamFileText(PUSH));
+    expect(r.policy.pushes?.prod).toEqual({ env: "prod", url: "https://git.example/acme/web.git", branch: "main", account: "gh:bot" });
+    expect(r.policy.deploys?.prod).toBeUndefined();
+    expect(JSON.parse(r.canonical).deploy).toEqual({ prod: { push: { url: "https://git.example/acme/web.git", branch: "main" }, account: "gh:bot" } });
+    const other = loaded(loadTeamFileText(PUSH.replace("branch: main", "branch: release")));
+    expect(other.hashes.policy).not.toBe(r.hashes.policy);
+    const restored = loaded(loadTeamFileData(JSON.parse(r.canonical), { startFileHashes: r.startFiles, readStartFile: bytes("x") }));
+    expect(restored.canonical).toBe(r.canonical);
+    const none = loaded(loadTeamFileText(PUSH_HEAD));
+    expect(diffPolicies(none.policy, r.policy).team).toEqual(["deploy push added: prod -> https://git.example/acme/web.git main as gh:bot"]);
+    expect(diffPolicies(r.policy, other.policy).team).toEqual(["deploy push changed: prod: https://git.example/acme/web.git main as gh:bot -> https://git.example/acme/web.git release as gh:bot"]);
+  });
+
+  it("takes plain http to a loopback remote only (the tests' server)", () => {
+    const r = loaded(loadTeamFileText(PUSH.replace("https://git.example/", "http://127.0.0.1:8080/")));
+    expect(r.policy.pushes?.prod?.url).toBe("http://127.0.0.1:8080/acme/web.git");
+  });
+
   const refusals: { description: string; yaml: string; rule: string; line: number; fix: RegExp }[] = [
     { description: "an undeclared environment", yaml: `${HEAD}deploy:\n  qa:\n    command: [x]\n`, rule: "teamfile.schema", line: 6, fix: /declare\.envs/ },
     { description: "no command", yaml: `${HEAD}deploy:\n  staging:\n    files: [a.sh]\n`, rule: "teamfile.schema", line: 6, fix: /command: \[program/ },
     { description: "a shell string instead of an argv", yaml: `${HEAD}deploy:\n  staging:\n    command: "sh deploy.sh && rm -rf /"\n`, rule: "teamfile.schema", line: 7, fix: /one `- item` per line/ },
     { description: "an unknown key", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    fiels: [a.sh]\n`, rule: "teamfile.schema", line: 8, fix: /did you mean 'files'/ },
-    { description: "an account (act-as) is not supported yet", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    account: owner\n`, rule: "teamfile.unsupported", line: 8, fix: /refuses what it does not enforce/ },
+    { description: "an account beside a command (a command gets no credential)", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    account: owner\n`, rule: "teamfile.schema", line: 8, fix: /make the environment a push/ },
+    { description: "a push without an account", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n`, rule: "teamfile.schema", line: 7, fix: /account: <a name of declare.accounts>/ },
+    { description: "a push under an undeclared account", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:other\n`, rule: "teamfile.schema", line: 9, fix: /declare\.accounts/ },
+    { description: "a push over plain http to a remote host", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "http://git.example/acme/web.git", branch: main }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /https URL/ },
+    { description: "a credential in the remote's URL", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://bot:hunter22@git.example/acme/web.git", branch: main }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /no credential/ },
+    { description: "a push with a command beside it", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:bot\n    command: [x]\n`, rule: "teamfile.unsupported", line: 10, fix: /second environment/ },
+    { description: "a push to a branch pattern", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: "release/*" }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /branch: main/ },
     { description: "a pinned file inside .git", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    files: [.git/hooks/x]\n`, rule: "reserved.object", line: 8, fix: /working tree/ },
     { description: "a deploy map that is not a map", yaml: `${HEAD}deploy: [staging]\n`, rule: "teamfile.schema", line: 5, fix: /command/ },
   ];

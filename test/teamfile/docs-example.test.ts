@@ -45,6 +45,7 @@ describe("docs/team-file.md", () => {
     expect(decide("bob", "use-broker", { task: "gh:web" }, { brokerOperation: "claim" })).toBe("allow bob/direct/use-broker/0");
     expect(decide("bob", "use-broker", { task: "notes" }, { brokerOperation: "pull" })).toBe("scope.task");
     expect(loaded.policy.trackers).toEqual({ "gh:web": "web" });
+    expect(loaded.policy.pushes?.prod).toEqual({ env: "prod", url: "https://github.com/acme/web.git", branch: "main", account: "github:acme-bot" });
     // review + constraints: carol gates in cross-lab mode; the example's constraints hold at launch.
     expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main" })).toBe("act.effect-id");
     expect(decide("carol", "gate", { paths: ["src/api/x.ts"], branch: "main", effectId: "sha256:e" })).toBe("sod.authorship-unknown");
