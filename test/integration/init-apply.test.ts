@@ -5,6 +5,11 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs } from "../support/programs.js";
 import { makeRepo } from "../support/repo.js";
+import { ensureOwnerKey } from "../../daemon/owner-key.js";
+import { signOwnerAct } from "../../src/ledger/index.js";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { ControlService, OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
+import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 
 /**
  * teamd init, apply, log and verify end to end: real processes, a real git repository, a
@@ -141,6 +146,29 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
     const log = await logJson(env);
     expect(log.at(-1)).toMatchObject({ type: "refusal", result: "owner.signature" });
+  });
+
+  it("refuses a team act naming a hub anywhere but TEAMD_HOME/hubs/<team>.git (the daemon writes only its own hubs)", async () => {
+    const { key } = await ensureOwnerKey(env.TEAMD_OWNER_KEY as string);
+    const elsewhere = join(tmp.dir, "elsewhere.git");
+    const act = await signOwnerAct(
+      {
+        type: RecordType.TEAM,
+        team: "evil",
+        action: "team.register",
+        payload: { domain: { team: "evil", repositoryRoot: repo }, target: { kind: TargetKind.TEAM, name: "evil" }, detail: { case: "team", value: { repository: repo, hub: elsewhere } } },
+      },
+      key.seed,
+    );
+    const client = createRpcClient(ControlService, join(tmp.dir, "home/run/control.sock"), { deadlineMs: 15_000 });
+    try {
+      await expect(client.ownerAct({ kind: OwnerActKind.TEAM, act })).rejects.toMatchObject({ rule: "owner.act-invalid" });
+    } finally {
+      client.close();
+    }
+    expect(existsSync(elsewhere)).toBe(false);
+    expect(existsSync(join(tmp.dir, "home/hubs/evil.git"))).toBe(false);
+    expect((await logJson(env)).at(-1)).toMatchObject({ type: "refusal", result: "owner.act-invalid" });
   });
 
   it("refuses a team file tracked by git", async () => {
