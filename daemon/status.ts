@@ -19,7 +19,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
           mode: reply.mode,
           home: reply.home,
           notices: { unseen: unseen ?? null },
-          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid })),
+          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, containment: s.containment })),
         }) + "\n",
       );
       return;
@@ -32,7 +32,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
       ...reply.seats.map((s) =>
         s.state === "socket" || s.state === ""
           ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
-          : `  ${s.seat}@${s.team}  ${s.state}  init pid ${s.initPid}  uid ${s.uid}  since ${s.startedAt || "-"}  limits: ${s.limits}`,
+          : `  ${s.seat}@${s.team}  ${s.state}  init pid ${s.initPid}  uid ${s.uid}  since ${s.startedAt || "-"}  limits: ${s.limits}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A)"}`,
       ),
     ];
     process.stdout.write(lines.join("\n") + "\n");

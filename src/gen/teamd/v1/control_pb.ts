@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMirgEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIm4KDEV4ZWNSZXNwb25zZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSrrAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcynQYKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI1CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2USPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QiogEKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiwwEKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0SEwoLY29udGFpbm1lbnQYCyABKAkidgoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudGVhbWQudjEuQXR0YWNoT3BlbkgAEg4KBGtleXMYAiABKAxIABImCgZyZXNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplSABCBwoFaW5wdXQiTAoKQXR0YWNoT3BlbhIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSIgoEc2l6ZRgDIAEoCzIULnRlYW1kLnYxLkF0dGFjaFNpemUiKAoKQXR0YWNoU2l6ZRIMCgRjb2xzGAEgASgNEgwKBHJvd3MYAiABKA0idwoOQXR0YWNoUmVzcG9uc2USJgoFcmVhZHkYASABKAsyFS50ZWFtZC52MS5BdHRhY2hSZWFkeUgAEg4KBGRhdGEYAiABKAxIABIPCgVlbmRlZBgDIAEoCUgAEhIKCGRldGFjaGVkGAQgASgJSABCCAoGb3V0cHV0Il8KC0F0dGFjaFJlYWR5EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRITCgtjb250YWlubWVudBgDIAEoCRILCgNzZXEYBCABKAQSEgoKc2Nyb2xsYmFjaxgFIAEoDSIuChBTdGFydFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI4ChFTdGFydFNlYXRSZXNwb25zZRIjCgVzZWF0cxgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiLQoPU3RvcFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI5ChBTdG9wU2VhdFJlc3BvbnNlEiUKB3N0b3BwZWQYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIl0KC0V4ZWNSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIPCgdjb21tYW5kGAMgAygJEhIKCnRpbWVvdXRfbXMYBCABKA0SDQoFc3RkaW4YBSABKAwiXwoMRXhlY1Jlc3BvbnNlEhAKBnN0ZG91dBgBIAEoDEgAEhAKBnN0ZGVychgCIAEoDEgAEiIKBGRvbmUYAyABKAsyEi50ZWFtZC52MS5FeGVjRG9uZUgAQgcKBWV2ZW50ImoKCEV4ZWNEb25lEhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAwSDgoGc3RkZXJyGAMgASgMEgsKA2hvdxgEIAEoCRIRCgl0cnVuY2F0ZWQYBSABKAgSCwoDc2VxGAYgASgEIhUKE0xlZGdlclN0YXR1c1JlcXVlc3QisgEKFExlZGdlclN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRITCgtvYnNlcnZhdGlvbhgGIAEoDBIYChBvd25lcl9wdWJsaWNfa2V5GAcgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAggASgMIh0KDlN0b3BBbGxSZXF1ZXN0EgsKA2FjdBgBIAEoDCJ4Cg9TdG9wQWxsUmVzcG9uc2USDwoHZmxhZ19pZBgBIAEoCRIQCghyZWNvcmRlZBgCIAEoCBILCgNzZXEYAyABKAQSDgoGcmVhc29uGAQgASgJEiUKB3N0b3BwZWQYBSADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIiQKFFBvbGljeUluRm9yY2VSZXF1ZXN0EgwKBHRlYW0YASABKAki6QEKFVBvbGljeUluRm9yY2VSZXNwb25zZRIPCgdhcHBsaWVkGAEgASgIEgsKA3NlcRgCIAEoBBIWCg50ZWFtX2ZpbGVfaGFzaBgDIAEoCRIRCgljYW5vbmljYWwYBCABKAkSTwoRc3RhcnRfZmlsZV9oYXNoZXMYBSADKAsyNC50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2UuU3RhcnRGaWxlSGFzaGVzRW50cnkaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIdCg1MZWFzZXNSZXF1ZXN0EgwKBHRlYW0YASABKAkiRwoOTGVhc2VzUmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeRIPCgdyZXZva2VkGAIgAygJKusBCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQSGQoVT1dORVJfQUNUX0tJTkRfUkVTVU1FEAUSGAoUT1dORVJfQUNUX0tJTkRfTEVBU0UQBhIZChVPV05FUl9BQ1RfS0lORF9SRVZPS0UQBzLgBgoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjcKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZTABEj8KBkF0dGFjaBIXLnRlYW1kLnYxLkF0dGFjaFJlcXVlc3QaGC50ZWFtZC52MS5BdHRhY2hSZXNwb25zZSgBMAESPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -265,6 +265,14 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
    * @generated from field: uint32 uid = 10;
    */
   uid: number;
+
+  /**
+   * "bwrap" (contained: holds against an attempt where docs/enforcement.md says A) or
+   * "none" (`containment: none` in the team file: holds against a mistake only).
+   *
+   * @generated from field: string containment = 11;
+   */
+  containment: string;
 };
 
 /**
@@ -273,6 +281,184 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 8);
+
+/**
+ * @generated from message teamd.v1.AttachRequest
+ */
+export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
+  /**
+   * @generated from oneof teamd.v1.AttachRequest.input
+   */
+  input: {
+    /**
+     * The first message, and only the first.
+     *
+     * @generated from field: teamd.v1.AttachOpen open = 1;
+     */
+    value: AttachOpen;
+    case: "open";
+  } | {
+    /**
+     * Keystrokes for the seat's pty, as typed.
+     *
+     * @generated from field: bytes keys = 2;
+     */
+    value: Uint8Array;
+    case: "keys";
+  } | {
+    /**
+     * The owner's terminal changed size (SIGWINCH).
+     *
+     * @generated from field: teamd.v1.AttachSize resize = 3;
+     */
+    value: AttachSize;
+    case: "resize";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.AttachRequest.
+ * Use `create(AttachRequestSchema)` to create a new message.
+ */
+export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 9);
+
+/**
+ * @generated from message teamd.v1.AttachOpen
+ */
+export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: teamd.v1.AttachSize size = 3;
+   */
+  size?: AttachSize | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.AttachOpen.
+ * Use `create(AttachOpenSchema)` to create a new message.
+ */
+export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 10);
+
+/**
+ * @generated from message teamd.v1.AttachSize
+ */
+export type AttachSize = Message<"teamd.v1.AttachSize"> & {
+  /**
+   * @generated from field: uint32 cols = 1;
+   */
+  cols: number;
+
+  /**
+   * @generated from field: uint32 rows = 2;
+   */
+  rows: number;
+};
+
+/**
+ * Describes the message teamd.v1.AttachSize.
+ * Use `create(AttachSizeSchema)` to create a new message.
+ */
+export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 11);
+
+/**
+ * @generated from message teamd.v1.AttachResponse
+ */
+export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
+  /**
+   * @generated from oneof teamd.v1.AttachResponse.output
+   */
+  output: {
+    /**
+     * Sent once, first: the seat, its containment and the ledger record of the attach.
+     *
+     * @generated from field: teamd.v1.AttachReady ready = 1;
+     */
+    value: AttachReady;
+    case: "ready";
+  } | {
+    /**
+     * The scrollback (first), then the seat's output as it comes.
+     *
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | {
+    /**
+     * The seat's command ended (its exit in words); the stream ends after it.
+     *
+     * @generated from field: string ended = 3;
+     */
+    value: string;
+    case: "ended";
+  } | {
+    /**
+     * The detach was recorded (how, in words); the stream ends after it.
+     *
+     * @generated from field: string detached = 4;
+     */
+    value: string;
+    case: "detached";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.AttachResponse.
+ * Use `create(AttachResponseSchema)` to create a new message.
+ */
+export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 12);
+
+/**
+ * @generated from message teamd.v1.AttachReady
+ */
+export type AttachReady = Message<"teamd.v1.AttachReady"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string containment = 3;
+   */
+  containment: string;
+
+  /**
+   * @generated from field: uint64 seq = 4;
+   */
+  seq: bigint;
+
+  /**
+   * How many bytes of scrollback follow (the ring keeps the last 64 KiB).
+   *
+   * @generated from field: uint32 scrollback = 5;
+   */
+  scrollback: number;
+};
+
+/**
+ * Describes the message teamd.v1.AttachReady.
+ * Use `create(AttachReadySchema)` to create a new message.
+ */
+export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -296,7 +482,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 9);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -313,7 +499,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 10);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -337,7 +523,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 11);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -354,7 +540,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -397,12 +583,51 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
+ * One message of an Exec stream: output as it comes, then the end.
+ *
  * @generated from message teamd.v1.ExecResponse
  */
 export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
+  /**
+   * @generated from oneof teamd.v1.ExecResponse.event
+   */
+  event: {
+    /**
+     * @generated from field: bytes stdout = 1;
+     */
+    value: Uint8Array;
+    case: "stdout";
+  } | {
+    /**
+     * @generated from field: bytes stderr = 2;
+     */
+    value: Uint8Array;
+    case: "stderr";
+  } | {
+    /**
+     * @generated from field: teamd.v1.ExecDone done = 3;
+     */
+    value: ExecDone;
+    case: "done";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.ExecResponse.
+ * Use `create(ExecResponseSchema)` to create a new message.
+ */
+export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 19);
+
+/**
+ * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
+ *
+ * @generated from message teamd.v1.ExecDone
+ */
+export type ExecDone = Message<"teamd.v1.ExecDone"> & {
   /**
    * The command's exit code; a signal death is 128+N.
    *
@@ -443,11 +668,11 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
 };
 
 /**
- * Describes the message teamd.v1.ExecResponse.
- * Use `create(ExecResponseSchema)` to create a new message.
+ * Describes the message teamd.v1.ExecDone.
+ * Use `create(ExecDoneSchema)` to create a new message.
  */
-export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -460,7 +685,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -520,7 +745,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -539,7 +764,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -587,7 +812,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -604,7 +829,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -647,7 +872,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -664,7 +889,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -690,7 +915,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
@@ -855,14 +1080,28 @@ export const ControlService: GenService<{
   },
   /**
    * Exec runs one command inside a running seat's exact containment (same plan, env, uid,
-   * limits) and returns its output and exit code. An owner act, recorded.
+   * limits), streaming its output as it runs (ExecResponse.stdout/stderr), then one ExecDone with its exit
+   * code. An owner act, recorded (the command, never its output).
    *
    * @generated from rpc teamd.v1.ControlService.Exec
    */
   exec: {
-    methodKind: "unary";
+    methodKind: "server_streaming";
     input: typeof ExecRequestSchema;
     output: typeof ExecResponseSchema;
+  },
+  /**
+   * Attach is the owner at a running seat's pty: the first message names the seat, the
+   * daemon answers with the scrollback, then relays keystrokes and window sizes one way and
+   * the seat's output the other, until the owner detaches (ends the call) or the seat ends.
+   * One attacher at a time; recorded (attach and detach, who and when, never the content).
+   *
+   * @generated from rpc teamd.v1.ControlService.Attach
+   */
+  attach: {
+    methodKind: "bidi_streaming";
+    input: typeof AttachRequestSchema;
+    output: typeof AttachResponseSchema;
   },
   /**
    * StopAll is the machine-wide stop (spec §11, §15): given the owner-signed stop act, the
