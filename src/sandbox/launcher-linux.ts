@@ -8,6 +8,7 @@ import { classifyBwrapFailure } from "./bwrap-failure.js";
 import type { Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
 import { LINUX_BASE } from "./linux-base.js";
 import { launchInPty, PTY_STATUS_FD } from "./launcher-pty.js";
+import { BASH, closeFdsScript } from "./close-fds.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";
 
@@ -118,6 +119,9 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
       return refused("containment.limit", `the seat asks for limits and ${prlimit} (util-linux) is missing`, "install util-linux, or set `limits: none` in the team file");
     }
+    if (!(await isExecutable(BASH))) {
+      return refused("containment.unavailable", `${BASH} is missing; teamd needs it to close the fds it inherited before a seat starts (src/sandbox/close-fds.ts)`, "install bash");
+    }
     if (pty) {
       // In a pty the user switch is setpriv's (see launcher-pty.ts), never node-pty's.
       const setpriv = options.setpriv ?? "/usr/bin/setpriv";
@@ -128,7 +132,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       const argv = [...asUser, ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
       return launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes: prefix.notes } });
     }
-    const [file, ...rest] = [...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    const [file, ...rest] = [BASH, "-c", closeFdsScript(STATUS_FD), "teamd-launch", ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
       child = spawn(file, rest, { stdio: ["pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });

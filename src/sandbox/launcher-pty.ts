@@ -3,6 +3,7 @@ import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
+import { BASH, closeFdsScript } from "./close-fds.js";
 import type { LaunchResult, SeatExit, SeatProcess } from "./launcher.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import type * as NodePtyModule from "node-pty";
@@ -11,8 +12,9 @@ import type * as NodePtyModule from "node-pty";
  * A seat in a pty (node-pty): the daemon holds the master; the seat's stdin, stdout and
  * stderr are the slave. What node-pty cannot do is hand bwrap an extra fd for its JSON
  * status (node's own fds are close-on-exec and forkpty passes only the slave), so a
- * two-line shell opens the status fd onto a file in a private folder of the daemon's
- * (mode 0700) and execs the rest: `sh -c 'exec 3>>"$0" && exec "$@"' FILE [setpriv] [prlimit] bwrap …`.
+ * short bash script closes every inherited fd above 2 (close-fds.ts), opens the status fd
+ * onto a file in a private folder of the daemon's (mode 0700) and execs the rest:
+ * `bash -c '…; exec 3>>"$0" && exec "$@"' FILE [setpriv] [prlimit] bwrap …`.
  * The daemon reads that file for the init pid (start) and the command's exit code (end).
  *
  * forkpty's setuid keeps the caller's supplementary groups (root's gid 0 among them), so
@@ -32,7 +34,8 @@ export interface PtyLaunch {
 export const PTY_STATUS_FD = 3;
 const SNIFF_BYTES = 8192;
 const POLL_MS = 10;
-const WRAPPER = `exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`;
+// Inherited fds are closed first (close-fds.ts), then fd 3 is opened on the status file.
+const WRAPPER = closeFdsScript(2, `exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
 
 type NodePty = typeof NodePtyModule;
 let loaded: Promise<NodePty | Error> | undefined;
@@ -54,7 +57,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   await writeFile(statusFile, "", { mode: 0o600 });
   let term: NodePtyModule.IPty;
   try {
-    term = nodePty.spawn("/bin/sh", ["-c", WRAPPER, statusFile, ...request.argv], {
+    term = nodePty.spawn(BASH, ["-c", WRAPPER, statusFile, ...request.argv], {
       name: "xterm-256color",
       cols: request.cols,
       rows: request.rows,
