@@ -192,6 +192,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         uid: String(user.uid),
         init_pid: String(proc.initPid),
         limits,
+        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so); a
+        // `containment: none` seat (not built yet) would say "none" here and hold against a mistake only.
+        containment: slot.view.containment,
       });
       slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo };
       void proc.exit.then((how) => {
@@ -295,7 +298,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       }
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command) });
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment });
       const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" } });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const result = await streamRun(launched.seat, execOptions, sink);
