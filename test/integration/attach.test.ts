@@ -30,6 +30,11 @@ seats:
     roles: [observer]
     start:
       command: [sh, -c, 'echo BANNER-START; while read line; do if [ "$line" = size ]; then stty size; else echo "got:$line"; fi; done']
+  brief:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sh, -c, 'echo ready-to-end; read x; echo bye; exit 3']
 `;
 
 interface Terminal {
@@ -186,6 +191,28 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     await third.waitFor("detach with Ctrl-]");
     third.write("\x1d");
     expect(await third.exit).toBe(0);
+  });
+
+  it("ends the attachment when the seat's command ends, saying how, and the seat is torn down", async () => {
+    const started = await teamd(["start", "brief@proj"]);
+    expect(started.code, started.stderr).toBe(0);
+    const t = terminal(["attach", "brief@proj"]);
+    await t.waitFor("ready-to-end");
+    t.write("x\r");
+    expect(await t.exit).toBe(0);
+    expect(t.output()).toContain("bye");
+    expect(t.output()).toMatch(/the seat's command ended \(exited 3\)/);
+    const status = JSON.parse((await teamd(["status", "--json"])).stdout) as { seats: Array<{ seat: string }> };
+    expect(status.seats.map((s) => s.seat)).not.toContain("brief");
+    const log = await teamd(["log", "--json"]);
+    const detach = log.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { action?: string; target?: string })
+      .filter((r) => r.action === "seat.detach")
+      .at(-1);
+    // `teamd log` shows the act, not its fields (the fields say how: "the seat's command ended").
+    expect(detach?.target).toBe("seat:brief");
   });
 
   it("refuses attach without a terminal, naming teamd exec", async () => {
