@@ -35,7 +35,11 @@ export const PTY_STATUS_FD = 3;
 const SNIFF_BYTES = 8192;
 const POLL_MS = 10;
 // Inherited fds are closed first (close-fds.ts), then fd 3 is opened on the status file.
-const WRAPPER = closeFdsScript(2, `exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
+// `stty -isig`: the seat runs in a session of its own (bwrap --new-session), so the pty's
+// foreground group is bwrap's own process: with ISIG on, an owner's Ctrl-C at `teamd attach`
+// killed the whole seat (measured: exit 130). Off, Ctrl-C reaches the seat's program as a
+// byte, as in raw mode; a program that turns ISIG back on has chosen that for itself.
+const WRAPPER = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
 
 type NodePty = typeof NodePtyModule;
 let loaded: Promise<NodePty | Error> | undefined;

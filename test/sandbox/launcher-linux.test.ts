@@ -216,6 +216,24 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
     if (process.getuid?.() === 0) expect(groups).not.toContain("0");
   });
 
+  it("delivers Ctrl-C to a pty seat's program as a byte instead of signalling bwrap (which ended the seat)", async () => {
+    const result = await createLinuxLauncher().launch({
+      plan: await seat.plan(),
+      command: ["/bin/sh", "-c", "echo up; read x; echo got-$(printf %s \"$x\" | od -An -tx1 | tr -d ' '); exit 4"],
+      io: { kind: "pty", cols: 80, rows: 24 },
+    });
+    expect(result.ok).toBe(true);
+    if (!result.ok || result.seat.io.kind !== "pty") return;
+    const pty = result.seat.io;
+    let out = "";
+    pty.onData((chunk) => (out += chunk.toString("utf8")));
+    for (let i = 0; i < 100 && !out.includes("up"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    pty.write(Buffer.from("\x03\r"));
+    // The program read the byte and ended as it chose; with ISIG on, bwrap died of SIGINT (130).
+    expect(await result.seat.exit).toEqual({ kind: "exited", code: 4 });
+    expect(out).toContain("got-03");
+  });
+
   it("kills a pty seat by its init: everything in its namespace ends, the launch leaves no file behind", async () => {
     const launcher = createLinuxLauncher();
     const launchDirs = async () => new Set((await readdir(tmpdir())).filter((n) => n.startsWith("teamd-launch-")));
