@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -59,6 +59,15 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const dir = await mkdtemp(join(tmpdir(), "teamd-launch-"));
   const statusFile = join(dir, "status");
   await writeFile(statusFile, "", { mode: 0o600 });
+  // Read through a handle of our own: once the wrapper holds its fd 3 (it has when bwrap
+  // reports the init), the folder is removed, so a daemon killed later leaves nothing in tmp.
+  const handle = await open(statusFile, "r");
+  const readStatus = async () => {
+    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(16384), position: 0 }).catch(() => ({ buffer: Buffer.alloc(0), bytesRead: 0 }));
+    return buffer.subarray(0, bytesRead).toString("utf8");
+  };
+  let removed: Promise<void> | undefined;
+  const removeDir = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
   let term: NodePtyModule.IPty;
   try {
     term = nodePty.spawn(BASH, ["-c", WRAPPER, statusFile, ...request.argv], {
@@ -72,7 +81,8 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
       encoding: null,
     });
   } catch (error) {
-    await rm(dir, { recursive: true, force: true });
+    await handle.close();
+    await removeDir();
     return refused("containment.unavailable", `a pty cannot be opened: ${(error as Error).message}`, "check that /dev/ptmx exists and the host has free ptys (sysctl kernel.pty.max)");
   }
 
@@ -103,9 +113,10 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     term.onExit((how) => resolve(how));
   }).then(async (how) => {
     exited = true;
-    const status = parse(await readFile(statusFile, "utf8").catch(() => ""));
+    const status = parse(await readStatus());
     initPid ??= status.child;
-    await rm(dir, { recursive: true, force: true });
+    await handle.close().catch(() => undefined);
+    await removeDir();
     const code = how.signal ? 128 + how.signal : how.exitCode;
     if (killed) return { kind: "killed", code };
     if (status.code !== undefined) return { kind: "exited", code: status.code };
@@ -148,10 +159,12 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     const check = async () => {
       if (settled || reading) return;
       reading = true;
-      const { child } = parse(await readFile(statusFile, "utf8").catch(() => ""));
+      const { child } = parse(await readStatus());
       reading = false;
       if (child === undefined || settled) return;
       initPid = child;
+      await removeDir();
+      if (settled) return;
       settle({ ok: true, seat: seatOf(child) });
     };
     const seatOf = (pid: number): SeatProcess => {
