@@ -9,7 +9,7 @@ import { log } from "./log.js";
 import { noticeHookCommand, noticesCommand } from "./notices-command.js";
 import { verify } from "./verify.js";
 import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
-import { execCommand, startCommand, stopCommand } from "./seat-commands.js";
+import { attachCommand, execCommand, startCommand, stopCommand } from "./seat-commands.js";
 import { doctor } from "./doctor.js";
 import { stopAllCommand } from "./stop-all.js";
 import { resumeCommand } from "./resume.js";
@@ -70,12 +70,19 @@ export function buildProgram(): Command {
 
   program
     .command("exec")
-    .description("run one command inside a running seat's exact containment (recorded); its output is printed, its exit code is ours")
+    .description("run one command inside a running seat's exact containment (recorded, never its output); its output streams as it runs, its exit code is ours")
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .argument("<CMD...>", "the command and its arguments, after --")
     .option("--timeout <SECONDS>", "kill the command after this long (default 60)")
     .passThroughOptions()
     .action((seat: string, command: string[], opts: { timeout?: string }) => execCommand(seat, command, opts));
+
+  program
+    .command("attach")
+    .description("the owner's terminal at a running seat's pty: the last 64 KiB of its output, then live; detach with Ctrl-] (recorded: who and when, never what is shown or typed; one attacher at a time; needs a terminal)")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team")
+    .action((seat: string, opts: { team?: string }) => attachCommand(seat, opts));
 
   program
     .command("doctor")

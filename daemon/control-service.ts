@@ -9,6 +9,8 @@ import type { SeatManager, SeatView } from "./seat-manager.js";
 import { checkName } from "./names.js";
 import { handleStopAll } from "./stop-all-handler.js";
 import { ledgerSummary, stopsInForce, teamsStatus } from "./status-report.js";
+import { AsyncQueue } from "./async-queue.js";
+import { attachSession } from "./attach-session.js";
 
 export interface ControlState {
   readonly daemonInstance: string;
@@ -75,12 +77,27 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
       return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map((s) => ({ ...s })) };
     },
-    async exec(request) {
+    async *exec(request) {
       const seat = named("seat", request.seat);
       if (seat === undefined) throw new Error("exec needs a seat: teamd exec SEAT -- CMD...");
-      const result = await state.seatManager().exec(named("team", request.team), seat, request.command, { timeoutMs: request.timeoutMs, stdin: request.stdin });
-      const stderr = result.reason === undefined ? result.stderr : Buffer.concat([Buffer.from(result.stderr), Buffer.from(`teamd: the seat could not be set up: ${result.reason}\n`)]);
-      return { exitCode: result.exitCode, stdout: result.stdout, stderr, how: result.how, truncated: result.truncated, seq: BigInt(result.seq) };
+      // Output is streamed as it comes; what waits for a slow owner is bounded by exec's cap.
+      type Out = { event: { case: "stdout" | "stderr"; value: Uint8Array } };
+      const queue = new AsyncQueue<Out>();
+      const run = state
+        .seatManager()
+        .exec(named("team", request.team), seat, request.command, { timeoutMs: request.timeoutMs, stdin: request.stdin }, (stream, chunk) =>
+          queue.push({ event: { case: stream, value: chunk } }),
+        )
+        .finally(() => queue.close());
+      // A refusal before the run (not running, not recorded) must reach the caller as itself.
+      run.catch(() => undefined);
+      yield* queue.drain();
+      const result = await run;
+      if (result.reason !== undefined) yield { event: { case: "stderr", value: Buffer.from(`teamd: the seat could not be set up: ${result.reason}\n`) } };
+      yield { event: { case: "done", value: { exitCode: result.exitCode, how: result.how, truncated: result.truncated, seq: BigInt(result.seq) } } };
+    },
+    attach(requests, context) {
+      return attachSession(state.seatManager(), requests, context.signal);
     },
   };
 }

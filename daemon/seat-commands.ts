@@ -2,6 +2,7 @@ import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../src/rpc/index.js";
 import { resolveHome } from "./home.js";
 import { checkName } from "./names.js";
+import { AsyncQueue } from "./async-queue.js";
 
 /**
  * `teamd start`, `teamd stop`, `teamd exec`: thin clients of the control socket. The daemon
@@ -77,15 +78,79 @@ export async function execCommand(spec: string, command: readonly string[], opti
   if (argv.length === 0) throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
   const seconds = options.timeout === undefined ? 60 : Number(options.timeout);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) throw new Error(`--timeout takes seconds between 1 and 86400, not '${options.timeout}'`);
-  const c = client(seconds * 1000 + 30_000);
+  const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: seconds * 1000 + 30_000 });
   try {
-    const reply = await c.exec({ team: target.team, seat: target.seat, command: [...argv], timeoutMs: Math.round(seconds * 1000), stdin: new Uint8Array(0) });
-    process.stdout.write(reply.stdout);
-    process.stderr.write(reply.stderr);
-    if (reply.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
-    if (reply.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
-    process.exitCode = reply.exitCode;
+    // Output is written as it arrives (streamed by the daemon), in order per stream.
+    for await (const reply of c.exec({ team: target.team, seat: target.seat, command: [...argv], timeoutMs: Math.round(seconds * 1000), stdin: new Uint8Array(0) })) {
+      const event = reply.event;
+      if (event.case === "stdout") await write(process.stdout, event.value);
+      else if (event.case === "stderr") await write(process.stderr, event.value);
+      else if (event.case === "done") {
+        if (event.value.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
+        if (event.value.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
+        process.exitCode = event.value.exitCode;
+      }
+    }
   } finally {
     c.close();
   }
+}
+
+function write(stream: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.write(chunk)) resolve();
+    else stream.once("drain", () => resolve());
+  });
+}
+
+/** The detach key: Ctrl-] (0x1d), as telnet's escape; the seat never sees it. */
+export const DETACH_KEY = 0x1d;
+
+/**
+ * `teamd attach SEAT`: the owner's terminal at the seat's pty, raw, until Ctrl-] or the seat
+ * ends. Needs a terminal: a seat's pty is for a person; `teamd exec` is for scripts.
+ */
+export async function attachCommand(spec: string, options: { team?: string }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const stdin = process.stdin;
+  const stdout = process.stdout;
+  if (!stdin.isTTY || !stdout.isTTY) {
+    throw new Error("teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD...");
+  }
+  const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: 365 * 24 * 3600 * 1000 });
+  type In = Parameters<typeof c.attach>[0] extends AsyncIterable<infer I> ? I : never;
+  const queue = new AsyncQueue<In>();
+  const size = () => ({ cols: stdout.columns, rows: stdout.rows });
+  queue.push({ input: { case: "open", value: { team: target.team, seat: target.seat, size: size() } } });
+  const onResize = () => queue.push({ input: { case: "resize", value: size() } });
+  const onKeys = (chunk: Buffer) => {
+    const at = chunk.indexOf(DETACH_KEY);
+    if (at < 0) return queue.push({ input: { case: "keys", value: chunk } });
+    if (at > 0) queue.push({ input: { case: "keys", value: chunk.subarray(0, at) } });
+    queue.close();
+  };
+  let raw = false;
+  let ended: string | undefined;
+  try {
+    for await (const reply of c.attach(queue.drain())) {
+      const output = reply.output;
+      if (output.case === "ready") {
+        process.stderr.write(`teamd: attached to ${output.value.seat}@${output.value.team} (containment: ${output.value.containment}); detach with Ctrl-]\r\n`);
+        stdin.setRawMode(true);
+        raw = true;
+        stdin.on("data", onKeys);
+        stdout.on("resize", onResize);
+        stdin.resume();
+      } else if (output.case === "data") await write(stdout, output.value);
+      else if (output.case === "ended") ended = output.value;
+      else if (output.case === "detached") break;
+    }
+  } finally {
+    stdin.off("data", onKeys);
+    stdout.off("resize", onResize);
+    if (raw) stdin.setRawMode(false);
+    stdin.pause();
+    c.close();
+  }
+  process.stderr.write(ended === undefined ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n` : `\r\nteamd: the seat's command ended (${ended})\n`);
 }

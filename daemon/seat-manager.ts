@@ -5,7 +5,8 @@ import { RefusalError } from "../src/rpc/index.js";
 import type { Launcher, SeatExit, SeatProcess } from "../src/sandbox/launcher.js";
 import type { SandboxPlan } from "../src/sandbox/plan-types.js";
 import type { TeamdHome } from "./home.js";
-import { collectRun, type ExecResult } from "./seat-exec.js";
+import { streamRun, type ExecResult, type ExecSink } from "./seat-exec.js";
+import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./seat-prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "./seat-policy.js";
 import { pidNamespaceOf, register, sweep, unregister } from "./seat-registry.js";
@@ -30,13 +31,35 @@ export interface SeatView {
   readonly limits: string;
   readonly repository: string;
   readonly uid: number;
+  /** "bwrap", or "none" (`containment: none`: every record says it holds against a mistake only). */
+  readonly containment: string;
 }
+
+/** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
+export interface Attachment {
+  readonly view: SeatView;
+  readonly seq: number;
+  readonly scrollback: Buffer;
+  /** The seat's output from now on (after the scrollback). */
+  onData(listener: (chunk: Buffer) => void): void;
+  write(keys: Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  /** Settles with the seat's exit in words when its command ends. */
+  readonly ended: Promise<string>;
+  /** Idempotent: frees the seat for the next attacher and records the detach. */
+  detach(how: string): Promise<void>;
+}
+
+/** The size a seat's pty starts with, before anyone attaches. */
+const PTY_COLS = 120;
+const PTY_ROWS = 40;
 
 export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
   start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
-  exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }): Promise<ExecResult & { seq: number }>;
+  exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
+  attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   list(): SeatView[];
   /** The daemon is stopping, or the owner's machine-wide stop: stop every seat of every team (records written while the ledger is open). */
   stopAll(why: string): Promise<SeatView[]>;
@@ -62,6 +85,9 @@ interface Slot {
   plan?: SandboxPlan;
   user?: SeatUser;
   teardown?: Promise<void>;
+  scrollback?: Scrollback;
+  /** The one attacher's output listener, while someone is attached. */
+  attached?: (chunk: Buffer) => void;
 }
 
 const STOP_WAIT_MS = 10_000;
@@ -119,7 +145,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const user = resolveSeatUser(home.mode);
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
-      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid },
+      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: "bwrap" },
       user,
     };
     slots.set(k, slot);
@@ -134,13 +160,24 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         closeSocket: () => options.closeSocket(target.team, target.seat),
         ...(failAt !== undefined ? { failAt } : {}),
       });
-      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pipes" } });
+      // The seat runs in a pty whose master the daemon holds (issue 7): its output goes to a
+      // bounded scrollback and to the one attached owner, never to the ledger.
+      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS } });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const proc = launched.seat;
       slot.process = proc;
-      // The seat's own output is drained (a full pipe would stall it); attach comes later.
-      proc.io.stdout.resume();
-      proc.io.stderr.resume();
+      const scrollback = new Scrollback(SCROLLBACK_BYTES);
+      slot.scrollback = scrollback;
+      if (proc.io.kind === "pty") {
+        proc.io.onData((chunk) => {
+          scrollback.push(chunk);
+          slot.attached?.(chunk);
+        });
+      } else {
+        // A launcher without a pty (another platform's, later): drain, so a full pipe cannot stall the seat.
+        proc.io.stdout.on("data", (chunk: Buffer) => scrollback.push(chunk));
+        proc.io.stderr.on("data", (chunk: Buffer) => scrollback.push(chunk));
+      }
       if (failAt === "publish") throw new Error("injected failure at publish (test)");
       const limits = proc.limits.partial ? `partial: ${proc.limits.notes.join("; ")}` : prepared.plan.limits === "none" ? "none" : "applied";
       const startedAt = new Date().toISOString();
@@ -155,6 +192,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         uid: String(user.uid),
         init_pid: String(proc.initPid),
         limits,
+        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so); a
+        // `containment: none` seat (not built yet) would say "none" here and hold against a mistake only.
+        containment: slot.view.containment,
       });
       slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo };
       void proc.exit.then((how) => {
@@ -250,7 +290,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)")));
       return matching.map((s) => s.view);
     },
-    async exec(team, seat, command, execOptions) {
+    async exec(team, seat, command, execOptions, sink) {
       const t = team ?? teamOf(seat, true);
       const slot = slots.get(key(t, seat));
       if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
@@ -258,11 +298,61 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       }
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command) });
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment });
       const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" } });
       if (!launched.ok) throw fromRefusal(launched.refusal);
-      const result = await collectRun(launched.seat, execOptions);
+      const result = await streamRun(launched.seat, execOptions, sink);
       return { ...result, seq: recorded.seq };
+    },
+    async attach(team, seat, size) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      const proc = slot?.process;
+      if (slot === undefined || proc === undefined || slot.view.state !== "running" || slot.scrollback === undefined) {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; start it first: teamd start ${seat}@${t}`);
+      }
+      if (proc.io.kind !== "pty") throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' has no pty to attach to`);
+      // One attacher at a time: two owners' keystrokes interleaved in one agent's input would
+      // be acts neither of them meant. The second is refused, naming how to free the seat.
+      if (slot.attached !== undefined) {
+        throw new RefusalError("seat.attached", `seat '${seat}' of team '${t}' already has an owner attached; detach there first (Ctrl-] in that terminal)`);
+      }
+      const pty = proc.io;
+      const listeners: Array<(chunk: Buffer) => void> = [];
+      const relay = (chunk: Buffer) => {
+        for (const listener of listeners) listener(chunk);
+      };
+      slot.attached = relay;
+      let recorded: { seq: number };
+      try {
+        // Recorded before the owner sees anything: who and when, never what the pty shows.
+        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, { by: "owner", containment: slot.view.containment });
+      } catch (error) {
+        slot.attached = undefined;
+        throw error;
+      }
+      if (size.cols > 0 && size.rows > 0) pty.resize(size.cols, size.rows);
+      let detached: Promise<void> | undefined;
+      return {
+        view: slot.view,
+        seq: recorded.seq,
+        scrollback: slot.scrollback.snapshot(),
+        onData: (listener) => listeners.push(listener),
+        write: (keys) => pty.write(keys),
+        resize: (cols, rows) => {
+          if (cols > 0 && rows > 0 && cols <= 1000 && rows <= 1000) pty.resize(cols, rows);
+        },
+        ended: proc.exit.then((how) => `${how.kind} ${how.code}`),
+        detach(how) {
+          detached ??= (async () => {
+            if (slot.attached === relay) slot.attached = undefined;
+            await record(RecordType.NOTICE, slot.view, "seat.detach", slot.view.runId, { by: "owner", how, attach_seq: String(recorded.seq) }).catch((error: unknown) =>
+              log(`seat ${slot.view.team}/${slot.view.seat}: detach not recorded: ${String(error)}`),
+            );
+          })();
+          return detached;
+        },
+      };
     },
     list: () => [...slots.values()].map((s) => s.view),
     async stopAll(why) {

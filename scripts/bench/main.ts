@@ -4,6 +4,7 @@ import { benchLedger } from "./ledger.js";
 import { benchSeat } from "./seat.js";
 import { benchLeases } from "./leases.js";
 import { benchEgress } from "./egress.js";
+import { benchLaunch } from "./launch.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -18,6 +19,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   ledger: benchLedger,
   seat: benchSeat,
   egress: benchEgress,
+  launch: benchLaunch,
 };
 
 /**

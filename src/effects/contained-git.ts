@@ -6,6 +6,7 @@ import type { Readable, Writable } from "node:stream";
 import { ISOLATION, missingFeatures } from "../sandbox/bwrap-args.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
 import { GitError, HARDENING, gitEnv } from "./git.js";
+import { BASH, closeFdsScript } from "../sandbox/close-fds.js";
 
 /**
  * git run on content a seat wrote (a pushed pack, the objects quarantined from it) runs in
@@ -158,7 +159,9 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     "--",
     ...gitArgs,
   ];
-  const child = spawn(file, argv, {
+  // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
+  // daemon inherited without close-on-exec.
+  const child = spawn(BASH, ["-c", closeFdsScript(STATUS_FD), "teamd-git", file, ...argv], {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",

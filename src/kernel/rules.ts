@@ -332,6 +332,10 @@ export const RULES = {
     section: "§10",
     summary: "the act needs a running seat (exec runs inside its exact containment); start the seat first",
   },
+  "seat.attached": {
+    section: "§10",
+    summary: "an owner is already attached to the seat's pty; one attacher at a time, so two people's keystrokes never mix in one agent's input",
+  },
   "policy.unapplied": {
     section: "§10",
     summary: "the team has no applied policy; seats start only from the policy in force, never from the file on disk",

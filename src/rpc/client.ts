@@ -74,6 +74,33 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
         });
       continue;
     }
+    if (method.methodKind === "bidi_streaming") {
+      // The caller's messages are sent as its iterable yields them (with backpressure), while
+      // the replies are read; leaving the loop (or a failing source) cancels the call.
+      methods[method.localName] = async function* (inits: AsyncIterable<unknown>) {
+        const stream = client.makeBidiStreamRequest(path, serialize, deserialize, metadata(), { deadline: Date.now() + streamDeadlineMs });
+        let sendError: unknown;
+        const send = async () => {
+          for await (const init of inits) {
+            if (!stream.write(create(method.input, init as never))) await once(stream, "drain");
+          }
+          stream.end();
+        };
+        send().catch((error: unknown) => {
+          sendError = error;
+          stream.cancel();
+        });
+        try {
+          for await (const reply of stream as AsyncIterable<unknown>) yield reply;
+        } catch (error) {
+          if (sendError !== undefined) throw sendError instanceof Error ? sendError : new Error(String(sendError));
+          throw fromServiceError(error as grpc.ServiceError, socketPath);
+        } finally {
+          stream.cancel();
+        }
+      };
+      continue;
+    }
     if (method.methodKind !== "unary") continue;
     methods[method.localName] = (init?: unknown) =>
       new Promise((resolve, reject) => {

@@ -129,10 +129,40 @@ function clientStreamHandler(method: DescMethod, handler: AnyHandler, channel: s
   };
 }
 
+/**
+ * Bidirectional streaming: the handler reads the caller's messages (frozen as they arrive)
+ * while what it yields is written with backpressure; either side ending ends the call.
+ */
+function bidiStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleBidiStreamingCall<unknown, unknown> {
+  return (call) => {
+    const context = callContext(channel, call);
+    // Not `for await (… of call)`: a readable's default iterator destroys the stream when
+    // the caller half-closes, and on a duplex call that takes the reply side with it.
+    async function* messages(): AsyncIterable<unknown> {
+      for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<unknown>) yield Object.freeze(message);
+    }
+    const respond = async () => {
+      checkProtocol(call.metadata);
+      for await (const init of handler(messages() as never, context) as AsyncIterable<unknown>) {
+        if (context.signal.aborted) return;
+        if (!call.write(create(method.output, init as never))) await once(call, "drain", { signal: context.signal });
+      }
+    };
+    respond().then(
+      () => call.end(),
+      (error: unknown) => {
+        if (context.signal.aborted) return;
+        call.emit("error", reportFailure(error, method, onInternalError));
+      },
+    );
+  };
+}
+
 const HANDLERS = {
   unary: unaryHandler,
   server_streaming: serverStreamHandler,
   client_streaming: clientStreamHandler,
+  bidi_streaming: bidiStreamHandler,
 } as const;
 
 /**
@@ -153,15 +183,12 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
       const handlers: grpc.UntypedServiceImplementation = {};
       for (const method of service.methods) {
-        if (method.methodKind === "bidi_streaming") {
-          throw new Error(`${service.typeName}.${method.name}: bidirectional streaming is not served`);
-        }
         const handler = (impl as Record<string, AnyHandler>)[method.localName];
         if (!handler) throw new Error(`${service.typeName}.${method.name} has no handler`);
         definition[method.name] = {
           path: `/${service.typeName}/${method.name}`,
-          requestStream: method.methodKind === "client_streaming",
-          responseStream: method.methodKind === "server_streaming",
+          requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
+          responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
           requestSerialize: serializerFor(method.input),
           requestDeserialize: deserializerFor(method.input),
           responseSerialize: serializerFor(method.output),

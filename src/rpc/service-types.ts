@@ -23,9 +23,12 @@ type OutInit<M> = MessageInitShape<OutputOf<M>>;
 
 /**
  * A handler per method, typed from its descriptor and its kind: unary answers one message;
- * server streaming yields messages; client streaming reads messages and answers one.
+ * server streaming yields messages; client streaming reads messages and answers one;
+ * bidirectional streaming reads messages and yields messages, each at its own pace.
  */
-type Handler<M> = KindOf<M> extends "server_streaming"
+type Handler<M> = KindOf<M> extends "bidi_streaming"
+  ? (requests: AsyncIterable<In<M>>, context: CallContext) => AsyncIterable<OutInit<M>>
+  : KindOf<M> extends "server_streaming"
   ? (request: In<M>, context: CallContext) => AsyncIterable<OutInit<M>>
   : KindOf<M> extends "client_streaming"
     ? (requests: AsyncIterable<In<M>>, context: CallContext) => Promise<OutInit<M>>
@@ -34,7 +37,9 @@ type Handler<M> = KindOf<M> extends "server_streaming"
 /** Handlers for every method of a service, typed from its descriptor. */
 export type ServiceImpl<S> = { [K in keyof MethodsOf<S>]: Handler<MethodsOf<S>[K]> };
 
-type Call<M> = KindOf<M> extends "server_streaming"
+type Call<M> = KindOf<M> extends "bidi_streaming"
+  ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => AsyncIterable<MessageShape<OutputOf<M>>>
+  : KindOf<M> extends "server_streaming"
   ? (request?: MessageInitShape<InputOf<M>>) => AsyncIterable<MessageShape<OutputOf<M>>>
   : KindOf<M> extends "client_streaming"
     ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => Promise<MessageShape<OutputOf<M>>>

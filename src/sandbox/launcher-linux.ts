@@ -7,6 +7,8 @@ import { bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
 import type { Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
 import { LINUX_BASE } from "./linux-base.js";
+import { launchInPty, PTY_STATUS_FD } from "./launcher-pty.js";
+import { BASH, closeFdsScript } from "./close-fds.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";
 
@@ -27,6 +29,8 @@ export interface LinuxLauncherOptions {
   readonly bwrap?: string;
   /** prlimit(1), for the rlimit fallback of limits; default /usr/bin/prlimit. */
   readonly prlimit?: string;
+  /** setpriv(1), the user switch of a pty launch as root (it clears supplementary groups); default /usr/bin/setpriv. */
+  readonly setpriv?: string;
 }
 
 const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
@@ -94,9 +98,6 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
 
   async function launch(request: LaunchRequest): Promise<LaunchResult> {
     const { plan } = request;
-    if (request.io !== undefined && request.io.kind !== "pipes") {
-      return refused("containment.unavailable", "a pty for seats is not built yet (node-pty comes with `teamd attach`)", "launch with pipes");
-    }
     const bwrap = await checkBwrap();
     if (!bwrap.ok) return bwrap;
     const ids = switchIds(plan);
@@ -110,14 +111,28 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
         return refused("containment.failed", `the seat socket ${source} is not a unix socket`, "open the seat's socket before launching it");
       }
     }
-    const args = bwrapArgs(plan, request.command, { statusFd: STATUS_FD });
+    const pty = request.io?.kind === "pty" ? request.io : undefined;
+    const args = bwrapArgs(plan, request.command, { statusFd: pty ? PTY_STATUS_FD : STATUS_FD });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
     const prlimit = options.prlimit ?? "/usr/bin/prlimit";
     const prefix = rlimitPrefix(plan.limits, prlimit);
     if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
       return refused("containment.limit", `the seat asks for limits and ${prlimit} (util-linux) is missing`, "install util-linux, or set `limits: none` in the team file");
     }
-    const [file, ...rest] = [...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    if (!(await isExecutable(BASH))) {
+      return refused("containment.unavailable", `${BASH} is missing; teamd needs it to close the fds it inherited before a seat starts (src/sandbox/close-fds.ts)`, "install bash");
+    }
+    if (pty) {
+      // In a pty the user switch is setpriv's (see launcher-pty.ts), never node-pty's.
+      const setpriv = options.setpriv ?? "/usr/bin/setpriv";
+      const asUser = ids.spawn.uid === undefined ? [] : [setpriv, `--reuid=${ids.spawn.uid}`, `--regid=${ids.spawn.gid}`, "--clear-groups", "--"];
+      if (asUser.length > 0 && !(await isExecutable(setpriv))) {
+        return refused("containment.unavailable", `a seat in a pty as uid ${ids.spawn.uid} needs ${setpriv} (util-linux) to drop root's groups, and it is missing`, "install util-linux");
+      }
+      const argv = [...asUser, ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
+      return launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes: prefix.notes } });
+    }
+    const [file, ...rest] = [BASH, "-c", closeFdsScript(STATUS_FD), "teamd-launch", ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
       child = spawn(file, rest, { stdio: ["pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });

@@ -11,7 +11,7 @@ import { createWindowsLauncher } from "./launcher-windows.js";
  * watch and kill. Only launchers touch the OS; what they run is decided before, as data.
  */
 
-/** How the seat's standard streams are wired. A pty (node-pty) is the next step; "pty" is refused until then. */
+/** How the seat's standard streams are wired: pipes (exec, tests) or a pty (node-pty) the daemon holds the master of (a started seat; `teamd attach`). */
 export type SeatIo = { readonly kind: "pipes" } | { readonly kind: "pty"; readonly cols: number; readonly rows: number };
 
 export interface LaunchRequest {
@@ -28,6 +28,18 @@ export interface PipeStreams {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
+}
+
+/**
+ * The master side of a seat's pty. stdout and stderr are one stream here, as on any
+ * terminal. Data arrives from the moment the launch resolves; a listener added later
+ * misses what came before (the seat manager keeps the scrollback).
+ */
+export interface PtyStreams {
+  readonly kind: "pty";
+  onData(listener: (chunk: Buffer) => void): void;
+  write(data: Uint8Array): void;
+  resize(cols: number, rows: number): void;
 }
 
 /**
@@ -49,7 +61,7 @@ export interface SeatProcess {
    * group (setsid escapes it) or by name.
    */
   readonly initPid: number;
-  readonly io: PipeStreams;
+  readonly io: PipeStreams | PtyStreams;
   /** What the launcher could apply of the plan's limits, in words (rlimits are partial). */
   readonly limits: { readonly partial: boolean; readonly notes: readonly string[] };
   readonly exit: Promise<SeatExit>;

@@ -28,6 +28,8 @@ if (asRoot) ensureSeatUser();
 
 const TEAM_FILE = sleeperTeamFile(["alpha", "beta"]);
 const SECRET = "beta-secret-7f3a";
+/** Planted in the daemon's environment: a seat must never see it. */
+const DAEMON_CANARY = "daemon-env-canary-52c9";
 
 /** Every file under `dir` (not following symlinks). */
 function walk(dir: string, skip: (path: string) => boolean): string[] {
@@ -79,7 +81,7 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
     home = join(tmp.dir, "home");
     env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir, TEAMD_TEST_DAEMON_CANARY: DAEMON_CANARY });
     const init = await teamd(["init", "--yes", "--json"]);
     expect(init.code, init.stderr).toBe(0);
     writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
@@ -111,6 +113,20 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     expect(a.stdout.split("\n")[0]).not.toBe("0");
     // pwd is the seat's own repository at its host path: beta's sits beside it on the host.
     expect(a.stdout.split("\n")[1]).toBe(join(alphaDir, "repo"));
+  });
+
+  it("alpha cannot read the daemon's environment: not inherited, not through /proc, not from its seat's init", async () => {
+    const pid = daemon?.child.pid as number;
+    // Control: the canary is in the running daemon's environment, readable on the host.
+    expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toContain(DAEMON_CANARY);
+    const attack = await alpha(
+      `env; cat /proc/${pid}/environ; cat /proc/${pid}/cmdline; ls /proc/${pid}; ` +
+        `for e in /proc/[0-9]*/environ; do cat "$e"; echo; done; ` +
+        `cat /proc/1/environ; grep -rs ${DAEMON_CANARY} /run /tmp 2>/dev/null | head -3; echo done`,
+    );
+    expect(attack.stdout).toMatch(/done\n$/);
+    expect(attack.stdout + attack.stderr).not.toContain(DAEMON_CANARY);
+    expect(attack.stderr).toMatch(new RegExp(`/proc/${pid}/environ: No such file`));
   });
 
   it("alpha cannot read beta's repository or home, by host path or relative path", async () => {

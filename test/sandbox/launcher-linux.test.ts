@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdir, readFile, readlink, rm, chmod, chown, writeFile, mkdtemp, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, readlink, rm, chmod, chown, writeFile, mkdtemp, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { createRealSeat, processesInNamespace, SEAT_REPLY, type RealSeat } from "./fixture/real-seat.js";
@@ -197,10 +197,67 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
     if (!result.ok) expect(result.refusal.fix).toMatch(/install bubblewrap/);
   });
 
-  it("refuses a pty until node-pty is wired", async () => {
+  it("runs a seat in a pty: a terminal inside, the exit code and the init pid out, no host group kept", async () => {
     const launcher = createLinuxLauncher();
-    const result = await launcher.launch({ plan: await seat.plan(), command: ["/bin/true"], io: { kind: "pty", cols: 80, rows: 24 } });
-    expect(result).toMatchObject({ ok: false, refusal: { rule: "containment.unavailable" } });
+    const result = await launcher.launch({ plan: await seat.plan(), command: ["/bin/sh", "-c", "test -t 0 && test -t 1 && echo TTY-YES; echo groups=$(id -G); stty size; exit 7"], io: { kind: "pty", cols: 91, rows: 33 } });
+    expect(result.ok).toBe(true);
+    if (!result.ok || result.seat.io.kind !== "pty") return;
+    let out = "";
+    result.seat.io.onData((chunk) => (out += chunk.toString("utf8")));
+    expect(result.seat.initPid).toBeGreaterThan(0);
+    expect(result.seat.initPid).not.toBe(result.seat.pid);
+    const exit = await result.seat.exit;
+    expect(exit).toEqual({ kind: "exited", code: 7 });
+    expect(out).toContain("TTY-YES");
+    expect(out).toContain("33 91");
+    // As root the switch to the seat user clears root's supplementary groups (setpriv).
+    const groups = /groups=([\d ]+)/.exec(out)?.[1]?.trim().split(" ") ?? [];
+    expect(groups.length).toBeGreaterThan(0);
+    if (process.getuid?.() === 0) expect(groups).not.toContain("0");
+  });
+
+  it("delivers Ctrl-C to a pty seat's program as a byte instead of signalling bwrap (which ended the seat)", async () => {
+    const result = await createLinuxLauncher().launch({
+      plan: await seat.plan(),
+      command: ["/bin/sh", "-c", "echo up; read x; echo got-$(printf %s \"$x\" | od -An -tx1 | tr -d ' '); exit 4"],
+      io: { kind: "pty", cols: 80, rows: 24 },
+    });
+    expect(result.ok).toBe(true);
+    if (!result.ok || result.seat.io.kind !== "pty") return;
+    const pty = result.seat.io;
+    let out = "";
+    pty.onData((chunk) => (out += chunk.toString("utf8")));
+    for (let i = 0; i < 100 && !out.includes("up"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    pty.write(Buffer.from("\x03\r"));
+    // The program read the byte and ended as it chose; with ISIG on, bwrap died of SIGINT (130).
+    expect(await result.seat.exit).toEqual({ kind: "exited", code: 4 });
+    expect(out).toContain("got-03");
+  });
+
+  it("kills a pty seat by its init: everything in its namespace ends, and no launch file is left from the moment it runs", async () => {
+    const launcher = createLinuxLauncher();
+    const launchDirs = async () => new Set((await readdir(tmpdir())).filter((n) => n.startsWith("teamd-launch-")));
+    const before = await launchDirs();
+    const result = await launcher.launch({ plan: await seat.plan(), command: ["/bin/sh", "-c", "sleep 300 & setsid sleep 300 & echo started; wait"], io: { kind: "pty", cols: 80, rows: 24 } });
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    // The status folder is gone once the init is known (the launcher reads through its own
+    // handle), so a daemon killed while the seat runs leaves nothing in tmp.
+    const during = [...(await launchDirs())].filter((n) => !before.has(n));
+    expect(during).toEqual([]);
+    expect(() => process.kill(result.seat.initPid, 0)).not.toThrow();
+    result.seat.kill();
+    expect(await result.seat.exit).toMatchObject({ kind: "killed" });
+    expect(() => process.kill(result.seat.initPid, 0)).toThrow();
+    expect([...(await launchDirs())].filter((n) => !before.has(n))).toEqual([]);
+  });
+
+  it("reports a pty seat whose command is missing as a setup failure with its cause", async () => {
+    const result = await createLinuxLauncher().launch({ plan: await seat.plan(), command: ["/nonexistent/agent"], io: { kind: "pty", cols: 80, rows: 24 } });
+    if (result.ok) {
+      const exit = await result.seat.exit;
+      expect(exit).toMatchObject({ kind: "setup-failed" });
+    } else expect(result.refusal.reason).toContain("/nonexistent/agent");
   });
 
   it("refuses to run a seat as host root", async () => {

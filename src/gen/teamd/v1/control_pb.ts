@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEItwBCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCSKuAQoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDSIuChBTdGFydFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI4ChFTdGFydFNlYXRSZXNwb25zZRIjCgVzZWF0cxgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiLQoPU3RvcFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI5ChBTdG9wU2VhdFJlc3BvbnNlEiUKB3N0b3BwZWQYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIl0KC0V4ZWNSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIPCgdjb21tYW5kGAMgAygJEhIKCnRpbWVvdXRfbXMYBCABKA0SDQoFc3RkaW4YBSABKAwibgoMRXhlY1Jlc3BvbnNlEhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAwSDgoGc3RkZXJyGAMgASgMEgsKA2hvdxgEIAEoCRIRCgl0cnVuY2F0ZWQYBSABKAgSCwoDc2VxGAYgASgEIhUKE0xlZGdlclN0YXR1c1JlcXVlc3QisgEKFExlZGdlclN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRITCgtvYnNlcnZhdGlvbhgGIAEoDBIYChBvd25lcl9wdWJsaWNfa2V5GAcgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAggASgMIh0KDlN0b3BBbGxSZXF1ZXN0EgsKA2FjdBgBIAEoDCJ4Cg9TdG9wQWxsUmVzcG9uc2USDwoHZmxhZ19pZBgBIAEoCRIQCghyZWNvcmRlZBgCIAEoCBILCgNzZXEYAyABKAQSDgoGcmVhc29uGAQgASgJEiUKB3N0b3BwZWQYBSADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIiQKFFBvbGljeUluRm9yY2VSZXF1ZXN0EgwKBHRlYW0YASABKAki6QEKFVBvbGljeUluRm9yY2VSZXNwb25zZRIPCgdhcHBsaWVkGAEgASgIEgsKA3NlcRgCIAEoBBIWCg50ZWFtX2ZpbGVfaGFzaBgDIAEoCRIRCgljYW5vbmljYWwYBCABKAkSTwoRc3RhcnRfZmlsZV9oYXNoZXMYBSADKAsyNC50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2UuU3RhcnRGaWxlSGFzaGVzRW50cnkaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIdCg1MZWFzZXNSZXF1ZXN0EgwKBHRlYW0YASABKAkiRwoOTGVhc2VzUmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeRIPCgdyZXZva2VkGAIgAygJKusBCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQSGQoVT1dORVJfQUNUX0tJTkRfUkVTVU1FEAUSGAoUT1dORVJfQUNUX0tJTkRfTEVBU0UQBhIZChVPV05FUl9BQ1RfS0lORF9SRVZPS0UQBzKdBgoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjUKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZRI+CgdTdG9wQWxsEhgudGVhbWQudjEuU3RvcEFsbFJlcXVlc3QaGS50ZWFtZC52MS5TdG9wQWxsUmVzcG9uc2USOwoGTGVhc2VzEhcudGVhbWQudjEuTGVhc2VzUmVxdWVzdBoYLnRlYW1kLnYxLkxlYXNlc1Jlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEItwBCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCSLDAQoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDRITCgtjb250YWlubWVudBgLIAEoCSJ2Cg1BdHRhY2hSZXF1ZXN0EiQKBG9wZW4YASABKAsyFC50ZWFtZC52MS5BdHRhY2hPcGVuSAASDgoEa2V5cxgCIAEoDEgAEiYKBnJlc2l6ZRgDIAEoCzIULnRlYW1kLnYxLkF0dGFjaFNpemVIAEIHCgVpbnB1dCJMCgpBdHRhY2hPcGVuEgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIiCgRzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZSIoCgpBdHRhY2hTaXplEgwKBGNvbHMYASABKA0SDAoEcm93cxgCIAEoDSJ3Cg5BdHRhY2hSZXNwb25zZRImCgVyZWFkeRgBIAEoCzIVLnRlYW1kLnYxLkF0dGFjaFJlYWR5SAASDgoEZGF0YRgCIAEoDEgAEg8KBWVuZGVkGAMgASgJSAASEgoIZGV0YWNoZWQYBCABKAlIAEIICgZvdXRwdXQiXwoLQXR0YWNoUmVhZHkSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEhMKC2NvbnRhaW5tZW50GAMgASgJEgsKA3NlcRgEIAEoBBISCgpzY3JvbGxiYWNrGAUgASgNIi4KEFN0YXJ0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjgKEVN0YXJ0U2VhdFJlc3BvbnNlEiMKBXNlYXRzGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyItCg9TdG9wU2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjkKEFN0b3BTZWF0UmVzcG9uc2USJQoHc3RvcHBlZBgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiXQoLRXhlY1JlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg8KB2NvbW1hbmQYAyADKAkSEgoKdGltZW91dF9tcxgEIAEoDRINCgVzdGRpbhgFIAEoDCJfCgxFeGVjUmVzcG9uc2USEAoGc3Rkb3V0GAEgASgMSAASEAoGc3RkZXJyGAIgASgMSAASIgoEZG9uZRgDIAEoCzISLnRlYW1kLnYxLkV4ZWNEb25lSABCBwoFZXZlbnQiagoIRXhlY0RvbmUSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoDBIOCgZzdGRlcnIYAyABKAwSCwoDaG93GAQgASgJEhEKCXRydW5jYXRlZBgFIAEoCBILCgNzZXEYBiABKAQiFQoTTGVkZ2VyU3RhdHVzUmVxdWVzdCKyAQoUTGVkZ2VyU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSDAoEcnVsZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSEAoIaGVhZF9zZXEYBCABKAQSEQoJaGVhZF9oYXNoGAUgASgJEhMKC29ic2VydmF0aW9uGAYgASgMEhgKEG93bmVyX3B1YmxpY19rZXkYByABKAwSGQoRZGFlbW9uX3B1YmxpY19rZXkYCCABKAwiHQoOU3RvcEFsbFJlcXVlc3QSCwoDYWN0GAEgASgMIngKD1N0b3BBbGxSZXNwb25zZRIPCgdmbGFnX2lkGAEgASgJEhAKCHJlY29yZGVkGAIgASgIEgsKA3NlcRgDIAEoBBIOCgZyZWFzb24YBCABKAkSJQoHc3RvcHBlZBgFIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiJAoUUG9saWN5SW5Gb3JjZVJlcXVlc3QSDAoEdGVhbRgBIAEoCSLpAQoVUG9saWN5SW5Gb3JjZVJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSCwoDc2VxGAIgASgEEhYKDnRlYW1fZmlsZV9oYXNoGAMgASgJEhEKCWNhbm9uaWNhbBgEIAEoCRJPChFzdGFydF9maWxlX2hhc2hlcxgFIAMoCzI0LnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZS5TdGFydEZpbGVIYXNoZXNFbnRyeRo2ChRTdGFydEZpbGVIYXNoZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KDUxlYXNlc1JlcXVlc3QSDAoEdGVhbRgBIAEoCSJHCg5MZWFzZXNSZXNwb25zZRIkCgZsZWFzZXMYASADKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5Eg8KB3Jldm9rZWQYAiADKAkq6wEKDE93bmVyQWN0S2luZBIeChpPV05FUl9BQ1RfS0lORF9VTlNQRUNJRklFRBAAEhoKFk9XTkVSX0FDVF9LSU5EX0dFTkVTSVMQARIXChNPV05FUl9BQ1RfS0lORF9URUFNEAISGAoUT1dORVJfQUNUX0tJTkRfQVBQTFkQAxIcChhPV05FUl9BQ1RfS0lORF9SRUNPTkNJTEUQBBIZChVPV05FUl9BQ1RfS0lORF9SRVNVTUUQBRIYChRPV05FUl9BQ1RfS0lORF9MRUFTRRAGEhkKFU9XTkVSX0FDVF9LSU5EX1JFVk9LRRAHMuAGCg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlEkEKCE93bmVyQWN0EhkudGVhbWQudjEuT3duZXJBY3RSZXF1ZXN0GhoudGVhbWQudjEuT3duZXJBY3RSZXNwb25zZRJNCgxMZWRnZXJTdGF0dXMSHS50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXF1ZXN0Gh4udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVzcG9uc2USUAoNUG9saWN5SW5Gb3JjZRIeLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXF1ZXN0Gh8udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlEkQKCVN0YXJ0U2VhdBIaLnRlYW1kLnYxLlN0YXJ0U2VhdFJlcXVlc3QaGy50ZWFtZC52MS5TdGFydFNlYXRSZXNwb25zZRJBCghTdG9wU2VhdBIZLnRlYW1kLnYxLlN0b3BTZWF0UmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BTZWF0UmVzcG9uc2USNwoERXhlYxIVLnRlYW1kLnYxLkV4ZWNSZXF1ZXN0GhYudGVhbWQudjEuRXhlY1Jlc3BvbnNlMAESPwoGQXR0YWNoEhcudGVhbWQudjEuQXR0YWNoUmVxdWVzdBoYLnRlYW1kLnYxLkF0dGFjaFJlc3BvbnNlKAEwARI+CgdTdG9wQWxsEhgudGVhbWQudjEuU3RvcEFsbFJlcXVlc3QaGS50ZWFtZC52MS5TdG9wQWxsUmVzcG9uc2USOwoGTGVhc2VzEhcudGVhbWQudjEuTGVhc2VzUmVxdWVzdBoYLnRlYW1kLnYxLkxlYXNlc1Jlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -459,6 +459,14 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
    * @generated from field: uint32 uid = 10;
    */
   uid: number;
+
+  /**
+   * "bwrap" (contained: holds against an attempt where docs/enforcement.md says A) or
+   * "none" (`containment: none` in the team file: holds against a mistake only).
+   *
+   * @generated from field: string containment = 11;
+   */
+  containment: string;
 };
 
 /**
@@ -467,6 +475,184 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 11);
+
+/**
+ * @generated from message teamd.v1.AttachRequest
+ */
+export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
+  /**
+   * @generated from oneof teamd.v1.AttachRequest.input
+   */
+  input: {
+    /**
+     * The first message, and only the first.
+     *
+     * @generated from field: teamd.v1.AttachOpen open = 1;
+     */
+    value: AttachOpen;
+    case: "open";
+  } | {
+    /**
+     * Keystrokes for the seat's pty, as typed.
+     *
+     * @generated from field: bytes keys = 2;
+     */
+    value: Uint8Array;
+    case: "keys";
+  } | {
+    /**
+     * The owner's terminal changed size (SIGWINCH).
+     *
+     * @generated from field: teamd.v1.AttachSize resize = 3;
+     */
+    value: AttachSize;
+    case: "resize";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.AttachRequest.
+ * Use `create(AttachRequestSchema)` to create a new message.
+ */
+export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 12);
+
+/**
+ * @generated from message teamd.v1.AttachOpen
+ */
+export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: teamd.v1.AttachSize size = 3;
+   */
+  size?: AttachSize | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.AttachOpen.
+ * Use `create(AttachOpenSchema)` to create a new message.
+ */
+export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 13);
+
+/**
+ * @generated from message teamd.v1.AttachSize
+ */
+export type AttachSize = Message<"teamd.v1.AttachSize"> & {
+  /**
+   * @generated from field: uint32 cols = 1;
+   */
+  cols: number;
+
+  /**
+   * @generated from field: uint32 rows = 2;
+   */
+  rows: number;
+};
+
+/**
+ * Describes the message teamd.v1.AttachSize.
+ * Use `create(AttachSizeSchema)` to create a new message.
+ */
+export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 14);
+
+/**
+ * @generated from message teamd.v1.AttachResponse
+ */
+export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
+  /**
+   * @generated from oneof teamd.v1.AttachResponse.output
+   */
+  output: {
+    /**
+     * Sent once, first: the seat, its containment and the ledger record of the attach.
+     *
+     * @generated from field: teamd.v1.AttachReady ready = 1;
+     */
+    value: AttachReady;
+    case: "ready";
+  } | {
+    /**
+     * The scrollback (first), then the seat's output as it comes.
+     *
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | {
+    /**
+     * The seat's command ended (its exit in words); the stream ends after it.
+     *
+     * @generated from field: string ended = 3;
+     */
+    value: string;
+    case: "ended";
+  } | {
+    /**
+     * The detach was recorded (how, in words); the stream ends after it.
+     *
+     * @generated from field: string detached = 4;
+     */
+    value: string;
+    case: "detached";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.AttachResponse.
+ * Use `create(AttachResponseSchema)` to create a new message.
+ */
+export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 15);
+
+/**
+ * @generated from message teamd.v1.AttachReady
+ */
+export type AttachReady = Message<"teamd.v1.AttachReady"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string containment = 3;
+   */
+  containment: string;
+
+  /**
+   * @generated from field: uint64 seq = 4;
+   */
+  seq: bigint;
+
+  /**
+   * How many bytes of scrollback follow (the ring keeps the last 64 KiB).
+   *
+   * @generated from field: uint32 scrollback = 5;
+   */
+  scrollback: number;
+};
+
+/**
+ * Describes the message teamd.v1.AttachReady.
+ * Use `create(AttachReadySchema)` to create a new message.
+ */
+export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -490,7 +676,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -507,7 +693,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -531,7 +717,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -548,7 +734,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -591,12 +777,51 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
+ * One message of an Exec stream: output as it comes, then the end.
+ *
  * @generated from message teamd.v1.ExecResponse
  */
 export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
+  /**
+   * @generated from oneof teamd.v1.ExecResponse.event
+   */
+  event: {
+    /**
+     * @generated from field: bytes stdout = 1;
+     */
+    value: Uint8Array;
+    case: "stdout";
+  } | {
+    /**
+     * @generated from field: bytes stderr = 2;
+     */
+    value: Uint8Array;
+    case: "stderr";
+  } | {
+    /**
+     * @generated from field: teamd.v1.ExecDone done = 3;
+     */
+    value: ExecDone;
+    case: "done";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.ExecResponse.
+ * Use `create(ExecResponseSchema)` to create a new message.
+ */
+export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 22);
+
+/**
+ * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
+ *
+ * @generated from message teamd.v1.ExecDone
+ */
+export type ExecDone = Message<"teamd.v1.ExecDone"> & {
   /**
    * The command's exit code; a signal death is 128+N.
    *
@@ -637,11 +862,11 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
 };
 
 /**
- * Describes the message teamd.v1.ExecResponse.
- * Use `create(ExecResponseSchema)` to create a new message.
+ * Describes the message teamd.v1.ExecDone.
+ * Use `create(ExecDoneSchema)` to create a new message.
  */
-export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -654,7 +879,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -714,7 +939,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -733,7 +958,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -781,7 +1006,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -798,7 +1023,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -841,7 +1066,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 23);
+  messageDesc(file_teamd_v1_control, 29);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -858,7 +1083,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 24);
+  messageDesc(file_teamd_v1_control, 30);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -884,7 +1109,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 25);
+  messageDesc(file_teamd_v1_control, 31);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
@@ -1049,14 +1274,28 @@ export const ControlService: GenService<{
   },
   /**
    * Exec runs one command inside a running seat's exact containment (same plan, env, uid,
-   * limits) and returns its output and exit code. An owner act, recorded.
+   * limits), streaming its output as it runs (ExecResponse.stdout/stderr), then one ExecDone with its exit
+   * code. An owner act, recorded (the command, never its output).
    *
    * @generated from rpc teamd.v1.ControlService.Exec
    */
   exec: {
-    methodKind: "unary";
+    methodKind: "server_streaming";
     input: typeof ExecRequestSchema;
     output: typeof ExecResponseSchema;
+  },
+  /**
+   * Attach is the owner at a running seat's pty: the first message names the seat, the
+   * daemon answers with the scrollback, then relays keystrokes and window sizes one way and
+   * the seat's output the other, until the owner detaches (ends the call) or the seat ends.
+   * One attacher at a time; recorded (attach and detach, who and when, never the content).
+   *
+   * @generated from rpc teamd.v1.ControlService.Attach
+   */
+  attach: {
+    methodKind: "bidi_streaming";
+    input: typeof AttachRequestSchema;
+    output: typeof AttachResponseSchema;
   },
   /**
    * StopAll is the machine-wide stop (spec §11, §15): given the owner-signed stop act, the

@@ -1,0 +1,219 @@
+import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { watch, type FSWatcher } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { classifyBwrapFailure } from "./bwrap-failure.js";
+import { BASH, closeFdsScript } from "./close-fds.js";
+import type { LaunchResult, SeatExit, SeatProcess } from "./launcher.js";
+import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
+import type * as NodePtyModule from "node-pty";
+
+/**
+ * A seat in a pty (node-pty): the daemon holds the master; the seat's stdin, stdout and
+ * stderr are the slave. What node-pty cannot do is hand bwrap an extra fd for its JSON
+ * status (node's own fds are close-on-exec and forkpty passes only the slave), so a
+ * short bash script closes every inherited fd above 2 (close-fds.ts), opens the status fd
+ * onto a file in a private folder of the daemon's (mode 0700) and execs the rest:
+ * `bash -c '…; exec 3>>"$0" && exec "$@"' FILE [setpriv] [prlimit] bwrap …`.
+ * The daemon reads that file for the init pid (start) and the command's exit code (end).
+ *
+ * forkpty's setuid keeps the caller's supplementary groups (root's gid 0 among them), so
+ * in system mode the switch to the seat's user is `setpriv --clear-groups`, never
+ * node-pty's own uid/gid options.
+ */
+export interface PtyLaunch {
+  /** argv after the status wrapper: [setpriv …] [prlimit …] bwrap args (bwrap told --json-status-fd 3). */
+  readonly argv: readonly [string, ...string[]];
+  readonly cols: number;
+  readonly rows: number;
+  readonly startTimeoutMs: number;
+  readonly limits: SeatProcess["limits"];
+}
+
+/** The fd the wrapper opens the status file on; bwrap's --json-status-fd must name it. */
+export const PTY_STATUS_FD = 3;
+const SNIFF_BYTES = 8192;
+const POLL_MS = 10;
+// Inherited fds are closed first (close-fds.ts), then fd 3 is opened on the status file.
+// `stty -isig`: the seat runs in a session of its own (bwrap --new-session), so the pty's
+// foreground group is bwrap's own process: with ISIG on, an owner's Ctrl-C at `teamd attach`
+// killed the whole seat (measured: exit 130). Off, Ctrl-C reaches the seat's program as a
+// byte, as in raw mode; a program that turns ISIG back on has chosen that for itself.
+const WRAPPER = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
+
+type NodePty = typeof NodePtyModule;
+let loaded: Promise<NodePty | Error> | undefined;
+
+function loadNodePty(): Promise<NodePty | Error> {
+  return (loaded ??= import("node-pty").then(
+    (module) => module,
+    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+  ));
+}
+
+export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
+  const nodePty = await loadNodePty();
+  if (nodePty instanceof Error) {
+    return refused("containment.unavailable", `a pty cannot be opened: node-pty did not load (${nodePty.message})`, "reinstall teamd's dependencies (npm ci builds node-pty with node-gyp: python3, make and a C++ compiler)");
+  }
+  const dir = await mkdtemp(join(tmpdir(), "teamd-launch-"));
+  const statusFile = join(dir, "status");
+  await writeFile(statusFile, "", { mode: 0o600 });
+  // Read through a handle of our own: once the wrapper holds its fd 3 (it has when bwrap
+  // reports the init), the folder is removed, so a daemon killed later leaves nothing in tmp.
+  const handle = await open(statusFile, "r");
+  const readStatus = async () => {
+    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(16384), position: 0 }).catch(() => ({ buffer: Buffer.alloc(0), bytesRead: 0 }));
+    return buffer.subarray(0, bytesRead).toString("utf8");
+  };
+  let removed: Promise<void> | undefined;
+  const removeDir = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
+  let term: NodePtyModule.IPty;
+  try {
+    term = nodePty.spawn(BASH, ["-c", WRAPPER, statusFile, ...request.argv], {
+      name: "xterm-256color",
+      cols: request.cols,
+      rows: request.rows,
+      cwd: "/",
+      // Nothing of the daemon's environment: bwrap --clearenv sets the seat's own; this is
+      // only what the wrapper, setpriv and prlimit see.
+      env: {},
+      encoding: null,
+    });
+  } catch (error) {
+    await handle.close();
+    await removeDir();
+    return refused("containment.unavailable", `a pty cannot be opened: ${(error as Error).message}`, "check that /dev/ptmx exists and the host has free ptys (sysctl kernel.pty.max)");
+  }
+
+  const listeners: Array<(chunk: Buffer) => void> = [];
+  let sniffed = "";
+  let initPid: number | undefined;
+  let exited = false;
+  let killed = false;
+  term.onData((data) => {
+    const chunk = typeof data === "string" ? Buffer.from(data, "utf8") : (data as Buffer);
+    if (sniffed.length < SNIFF_BYTES) sniffed += chunk.toString("utf8").slice(0, SNIFF_BYTES - sniffed.length);
+    for (const listener of listeners) listener(chunk);
+  });
+
+  const parse = (text: string) => {
+    let child: number | undefined;
+    let code: number | undefined;
+    for (const doc of text.split("\n")) {
+      const c = /"child-pid"\s*:\s*(\d+)/.exec(doc);
+      if (c && child === undefined) child = Number(c[1]);
+      const e = /"exit-code"\s*:\s*(\d+)/.exec(doc);
+      if (e) code = Number(e[1]);
+    }
+    return { child, code };
+  };
+
+  const exit: Promise<SeatExit> = new Promise<{ exitCode: number; signal?: number }>((resolve) => {
+    term.onExit((how) => resolve(how));
+  }).then(async (how) => {
+    exited = true;
+    const status = parse(await readStatus());
+    initPid ??= status.child;
+    await handle.close().catch(() => undefined);
+    await removeDir();
+    const code = how.signal ? 128 + how.signal : how.exitCode;
+    if (killed) return { kind: "killed", code };
+    if (status.code !== undefined) return { kind: "exited", code: status.code };
+    if (how.signal) return { kind: "exited", code };
+    const refusal: ContainmentRefusal =
+      code === 125
+        ? refuseContainment("containment.failed", "the launch wrapper could not open bubblewrap's status file", "check that the daemon's temporary folder is writable")
+        : classifyBwrapFailure(sniffed).refusal;
+    return { kind: "setup-failed", code, refusal };
+  });
+
+  return new Promise<LaunchResult>((resolve) => {
+    let settled = false;
+    let watcher: FSWatcher | undefined;
+    const stopWatching = () => {
+      watcher?.close();
+      clearInterval(poll);
+      clearTimeout(timer);
+    };
+    const settle = (result: LaunchResult) => {
+      if (settled) return;
+      settled = true;
+      stopWatching();
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      // bwrap said nothing in time: stop what we started (the wrapper's pid, which is
+      // bwrap's after exec) and refuse.
+      if (!exited) {
+        killed = true;
+        try {
+          process.kill(term.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      settle(refused("containment.failed", `bubblewrap did not report the seat's namespace within ${request.startTimeoutMs} ms`, "run `teamd doctor`; the host may be overloaded"));
+    }, request.startTimeoutMs);
+    let reading = false;
+    const check = async () => {
+      if (settled || reading) return;
+      reading = true;
+      const { child } = parse(await readStatus());
+      reading = false;
+      if (child === undefined || settled) return;
+      initPid = child;
+      await removeDir();
+      if (settled) return;
+      settle({ ok: true, seat: seatOf(child) });
+    };
+    const seatOf = (pid: number): SeatProcess => {
+      return {
+        pid: term.pid,
+        initPid: pid,
+        io: {
+          kind: "pty",
+          onData: (listener) => listeners.push(listener),
+          write: (data) => {
+            if (!exited) term.write(Buffer.from(data) as unknown as string);
+          },
+          resize: (cols, rows) => {
+            if (!exited) term.resize(cols, rows);
+          },
+        },
+        limits: request.limits,
+        exit,
+        // As with pipes: the init is signalled only while bwrap has not been reaped, and
+        // never by node-pty's kill (a pid, after the fact) or by process group.
+        kill() {
+          if (exited) return;
+          killed = true;
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
+          }
+        },
+      };
+    };
+    try {
+      watcher = watch(statusFile, () => void check());
+      watcher.on("error", () => undefined);
+    } catch {
+      // inotify unavailable: the poll below still finds it
+    }
+    const poll = setInterval(() => void check(), POLL_MS);
+    void check();
+    void exit.then((how) => {
+      if (settled) return;
+      // A command so quick that it ended before the status file was read still ran: hand
+      // back the seat (already exited) so the caller sees its exit code.
+      if (initPid !== undefined) settle({ ok: true, seat: seatOf(initPid) });
+      else settle({ ok: false, refusal: how.kind === "setup-failed" ? how.refusal : classifyBwrapFailure(sniffed).refusal });
+    });
+  });
+}
+
+function refused(rule: ContainmentRefusal["rule"], reason: string, fix: string): { ok: false; refusal: ContainmentRefusal } {
+  return { ok: false, refusal: refuseContainment(rule, reason, fix) };
+}

@@ -1,0 +1,238 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { chmodSync, readdirSync, readFileSync, writeFileSync, lstatSync } from "node:fs";
+import { join } from "node:path";
+import * as pty from "node-pty";
+import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { makeRepo } from "../support/repo.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+
+/**
+ * `teamd attach` and streaming `teamd exec` end to end (issue 7): a real daemon, a real seat
+ * in a pty under bubblewrap, and the owner's CLI itself run in a pty (node-pty) as a person's
+ * terminal would run it. Checks the scrollback, keystrokes both ways, the window size, the
+ * detach key, one attacher at a time, the records (attach and detach, never the content:
+ * canaries typed and printed are found nowhere under TEAMD_HOME), and a refusal without a tty.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const TYPED = "typed-canary-6f1e";
+const PRINTED = "printed-canary-93ab";
+
+const TEAM_FILE = `version: 1
+team: proj
+declare:
+  branches: [main]
+  labs: [anthropic]
+seats:
+  talker:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sh, -c, 'echo BANNER-START; while read line; do if [ "$line" = size ]; then stty size; else echo "got:$line"; fi; done']
+  brief:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sh, -c, 'echo ready-to-end; read x; echo bye; exit 3']
+`;
+
+interface Terminal {
+  output(): string;
+  write(data: string): void;
+  resize(cols: number, rows: number): void;
+  readonly exit: Promise<number>;
+  waitFor(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  kill(): void;
+}
+
+describe.runIf(process.platform === "linux")("attach and streaming exec through a real daemon", () => {
+  let tmp: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess;
+  let repo: string;
+  let home: string;
+  let env: NodeJS.ProcessEnv;
+  const terminals: Terminal[] = [];
+
+  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
+
+  /** The CLI in a pty of its own, as in a person's terminal. */
+  function terminal(args: string[]): Terminal {
+    const term = pty.spawn(process.execPath, [TEAMD, ...args], { cols: 100, rows: 30, cwd: repo, env: { ...process.env, ...env } as Record<string, string> });
+    let out = "";
+    let exited = false;
+    const waiters = new Set<() => void>();
+    term.onData((d) => {
+      out += d;
+      for (const w of waiters) w();
+    });
+    const exit = new Promise<number>((resolve) =>
+      term.onExit(({ exitCode }) => {
+        exited = true;
+        resolve(exitCode);
+      }),
+    );
+    const t: Terminal = {
+      output: () => out,
+      write: (data) => term.write(data),
+      resize: (cols, rows) => term.resize(cols, rows),
+      exit,
+      waitFor(text, timeoutMs = 10_000) {
+        const seen = () => (typeof text === "string" ? out.includes(text) : text.test(out));
+        if (seen()) return Promise.resolve();
+        return new Promise((resolve, reject) => {
+          const timer = setTimeout(() => {
+            waiters.delete(check);
+            reject(new Error(`not seen in ${timeoutMs} ms: ${String(text)}; output so far: ${JSON.stringify(out)}`));
+          }, timeoutMs);
+          const check = () => {
+            if (!seen()) return;
+            clearTimeout(timer);
+            waiters.delete(check);
+            resolve();
+          };
+          waiters.add(check);
+        });
+      },
+      // Our own client process, by its pid, only while it has not exited.
+      kill: () => {
+        if (!exited) process.kill(term.pid, "SIGKILL");
+      },
+    };
+    terminals.push(t);
+    return t;
+  }
+
+  beforeAll(async () => {
+    tmp = await makeTempHome("teamd-attach-");
+    if (asRoot) chmodSync(tmp.dir, 0o711);
+    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
+    home = join(tmp.dir, "home");
+    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
+    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    expect((await teamd(["init", "--yes", "--json"])).code).toBe(0);
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
+    const applied = await teamd(["apply", "--yes"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const started = await teamd(["start", "talker@proj"]);
+    expect(started.code, started.stderr).toBe(0);
+  }, 90_000);
+  afterEach(async () => {
+    for (const t of terminals.splice(0)) {
+      t.kill();
+      await t.exit;
+    }
+  });
+  afterAll(async () => {
+    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
+    await daemon?.stop();
+    await tmp?.remove();
+  });
+
+  it("replays the scrollback, relays keys and the window size both ways, and detaches on Ctrl-]", async () => {
+    const t = terminal(["attach", "talker@proj"]);
+    await t.waitFor("detach with Ctrl-]");
+    await t.waitFor("BANNER-START"); // the scrollback: printed before anyone attached
+    t.write(`${TYPED}\r`);
+    await t.waitFor(`got:${TYPED}`);
+    t.write(`echo-${PRINTED}\r`);
+    await t.waitFor(`got:echo-${PRINTED}`);
+    t.resize(77, 21);
+    // SIGWINCH reaches the client; the new size reaches the seat's pty.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    t.write("size\r");
+    await t.waitFor("21 77");
+    t.write("\x1d");
+    expect(await t.exit).toBe(0);
+    expect(t.output()).toMatch(/detached from talker@proj/);
+    // The seat is still running after the detach, and its input still works next time.
+    const again = terminal(["attach", "talker@proj"]);
+    await again.waitFor("detach with Ctrl-]");
+    await again.waitFor(`got:${TYPED}`); // the scrollback now holds the first session
+    again.write("\x1d");
+    expect(await again.exit).toBe(0);
+  });
+
+  it("records each attach and detach as owner acts, and none of the content anywhere under TEAMD_HOME", async () => {
+    const log = await teamd(["log", "--json"]);
+    const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as { action?: string });
+    const attaches = records.filter((r) => r.action === "seat.attach").length;
+    const detaches = records.filter((r) => r.action === "seat.detach").length;
+    expect(attaches).toBeGreaterThanOrEqual(2);
+    expect(detaches).toBe(attaches);
+    expect(log.stdout).not.toContain(TYPED);
+    // Control: the canaries are real bytes the daemon handled (shown to the attacher above);
+    // now no file under TEAMD_HOME (ledger, its WAL, logs) holds them.
+    const holders: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        const stat = lstatSync(path);
+        if (stat.isDirectory()) walk(path);
+        else if (stat.isFile()) {
+          const bytes = readFileSync(path);
+          if (bytes.includes(TYPED) || bytes.includes(PRINTED)) holders.push(path);
+        }
+      }
+    };
+    walk(home);
+    expect(holders).toEqual([]);
+  });
+
+  it("lets one owner attach at a time: a second is refused seat.attached, and may attach after the first detaches", async () => {
+    const first = terminal(["attach", "talker@proj"]);
+    await first.waitFor("detach with Ctrl-]");
+    const second = terminal(["attach", "talker@proj"]);
+    expect(await second.exit).toBe(3);
+    expect(second.output()).toMatch(/seat\.attached/);
+    first.write("\x1d");
+    expect(await first.exit).toBe(0);
+    const third = terminal(["attach", "talker@proj"]);
+    await third.waitFor("detach with Ctrl-]");
+    third.write("\x1d");
+    expect(await third.exit).toBe(0);
+  });
+
+  it("ends the attachment when the seat's command ends, saying how, and the seat is torn down", async () => {
+    const started = await teamd(["start", "brief@proj"]);
+    expect(started.code, started.stderr).toBe(0);
+    const t = terminal(["attach", "brief@proj"]);
+    await t.waitFor("ready-to-end");
+    t.write("x\r");
+    expect(await t.exit).toBe(0);
+    expect(t.output()).toContain("bye");
+    expect(t.output()).toMatch(/the seat's command ended \(exited 3\)/);
+    const status = JSON.parse((await teamd(["status", "--json"])).stdout) as { seats: Array<{ seat: string }> };
+    expect(status.seats.map((s) => s.seat)).not.toContain("brief");
+    const log = await teamd(["log", "--json"]);
+    const detach = log.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { action?: string; target?: string })
+      .filter((r) => r.action === "seat.detach")
+      .at(-1);
+    // `teamd log` shows the act, not its fields (the fields say how: "the seat's command ended").
+    expect(detach?.target).toBe("seat:brief");
+  });
+
+  it("refuses attach without a terminal, naming teamd exec", async () => {
+    const result = await teamd(["attach", "talker@proj"]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/needs a terminal/);
+    expect(result.stderr).toMatch(/teamd exec/);
+  });
+
+  it("streams exec output as it runs: the first line arrives while the command still runs", async () => {
+    const t = terminal(["exec", "talker@proj", "--", "sh", "-c", "echo first-line; sleep 3; echo second-line; exit 5"]);
+    await t.waitFor("first-line", 15_000);
+    // Control for the streaming claim: at the moment the first line is shown, the second is not.
+    expect(t.output()).not.toContain("second-line");
+    expect(await t.exit).toBe(5);
+    expect(t.output()).toContain("second-line");
+  });
+
+  it("keeps exec's stdout and stderr apart and its exit code", async () => {
+    const result = await teamd(["exec", "talker@proj", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
+    expect(result).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
+  });
+});
