@@ -1,9 +1,10 @@
 /**
  * The wire protocol generation. A daemon answers only clients that send exactly this
  * value in the `teamd-protocol` metadata of every call (fail closed, §11): a mismatch
- * is refused with rule `rpc.version`, naming both versions.
+ * is refused with rule `rpc.version`, naming both versions. 2: Exec streams its output
+ * (it answered once before) and Attach exists.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const PROTOCOL_METADATA_KEY = "teamd-protocol";
 
