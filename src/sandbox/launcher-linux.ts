@@ -3,9 +3,9 @@ import { access, lstat, readlink } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { PassThrough, type Readable } from "node:stream";
-import { bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
+import { BLOCK_FD, bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
-import type { Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
+import type { CgroupPlacement, Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
 import { LINUX_BASE } from "./linux-base.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";
@@ -88,7 +88,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const result = await run(bwrap.bwrap, args, 10_000, ids.spawn);
     if (result.code !== 0) return { ok: false, refusal: classifyBwrapFailure(result.stderr).refusal };
     const details = [`bubblewrap: ${bwrap.bwrap}`, `user namespaces: available${user ? ` to uid ${user.uid}` : ""}`];
-    details.push((await isExecutable(options.prlimit ?? "/usr/bin/prlimit")) ? "limits: partial (rlimits; no per-seat cgroup yet)" : "limits: unavailable (prlimit missing)");
+    details.push((await isExecutable(options.prlimit ?? "/usr/bin/prlimit")) ? "rlimits: prlimit present (open files; memory and processes where the seat has no cgroup)" : "rlimits: prlimit missing");
     return { ok: true, details };
   }
 
@@ -110,21 +110,32 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
         return refused("containment.failed", `the seat socket ${source} is not a unix socket`, "open the seat's socket before launching it");
       }
     }
-    const args = bwrapArgs(plan, request.command, { statusFd: STATUS_FD });
+    const { cgroup } = request;
+    const args = bwrapArgs(plan, request.command, { statusFd: STATUS_FD, ...(cgroup !== undefined ? { blockFd: BLOCK_FD } : {}) });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
     const prlimit = options.prlimit ?? "/usr/bin/prlimit";
-    const prefix = rlimitPrefix(plan.limits, prlimit);
+    // What the seat's cgroup applies gets no rlimit; what neither can apply stops the seat.
+    const prefix = rlimitPrefix(plan.limits, prlimit, cgroup?.byCgroup);
+    if (prefix.unapplicable.length > 0) {
+      return refused(
+        "containment.limit",
+        `the seat asks for ${prefix.unapplicable.join("; ")}, and ${cgroup === undefined ? "it has no cgroup of its own here (teamd is not root and has no delegated cgroup subtree)" : "its cgroup cannot carry it (that controller is missing)"}`,
+        "run teamd as root (system mode) or give it a delegated cgroup subtree (systemd: Delegate=yes), or drop that limit from start.limits in the team file (or write `limits: none`)",
+      );
+    }
     if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
       return refused("containment.limit", `the seat asks for limits and ${prlimit} (util-linux) is missing`, "install util-linux, or set `limits: none` in the team file");
     }
     const [file, ...rest] = [...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
-      child = spawn(file, rest, { stdio: ["pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });
+      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on.
+      child = spawn(file, rest, { stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });
     } catch (error) {
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
     }
-    return started(child, request, { partial: prefix.partial, notes: prefix.notes });
+    const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
+    return started(child, request, { partial: prefix.partial, notes }, cgroup);
   }
 
   return { platform: "linux", probe, launch };
@@ -135,7 +146,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
  * read the status fd for the init pid and the command's exit code, and resolve once the
  * namespace exists — or refuse when bwrap fails or stays silent before that.
  */
-function started(child: ChildProcess, request: LaunchRequest, limits: SeatProcess["limits"]): Promise<LaunchResult> {
+function started(child: ChildProcess, request: LaunchRequest, limits: SeatProcess["limits"], cgroup: CgroupPlacement | undefined): Promise<LaunchResult> {
   const status = child.stdio[STATUS_FD] as Readable;
   const stdout = child.stdout as Readable;
   const stderrIn = child.stderr as Readable;
@@ -199,6 +210,25 @@ function started(child: ChildProcess, request: LaunchRequest, limits: SeatProces
       clearTimeout(timer);
       onInit = undefined;
       const pid = initPid as number;
+      if (cgroup !== undefined) {
+        // The init waits on the block fd: move it into the seat's cgroups, then release it.
+        // It has not forked yet, so everything the seat ever runs is born inside them.
+        const block = child.stdio[BLOCK_FD] as NodeJS.WritableStream;
+        void cgroup.place(pid).then(
+          () => {
+            block.end("1");
+            publish(pid);
+          },
+          (error: unknown) => {
+            if (child.pid !== undefined && !exited) child.kill("SIGKILL");
+            resolve(refused("containment.limit", (error as Error).message, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
+          },
+        );
+        return;
+      }
+      publish(pid);
+    };
+    const publish = (pid: number) => {
       const seat: SeatProcess = {
         pid: child.pid as number,
         initPid: pid,
