@@ -16,7 +16,7 @@ export interface ControlState {
   readonly teamdHome: TeamdHome;
   readonly ledger: LedgerSlot;
   readonly daemonPublicKey: Uint8Array;
-  seats(): ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>;
+  seats(): Promise<ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>>;
   seatManager(): SeatManager;
 }
 
@@ -41,7 +41,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         pid: process.pid,
         mode: state.mode,
         home: state.home,
-        seats: state.seats().map((s) => ({ ...s })),
+        seats: (await state.seats()).map(seatStatus),
       };
     },
     async ownerAct(request) {
@@ -59,15 +59,15 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     },
     async startSeat(request) {
       const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));
-      return { seats: seats.map((s) => ({ ...s })) };
+      return { seats: seats.map(seatStatus) };
     },
     async stopSeat(request) {
       const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
-      return { stopped: stopped.map((s) => ({ ...s })) };
+      return { stopped: stopped.map(seatStatus) };
     },
     async stopAll(request) {
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act);
-      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map((s) => ({ ...s })) };
+      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };
     },
     async exec(request) {
       const seat = named("seat", request.seat);
@@ -77,4 +77,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       return { exitCode: result.exitCode, stdout: result.stdout, stderr, how: result.how, truncated: result.truncated, seq: BigInt(result.seq) };
     },
   };
+}
+
+/** A seat view as the proto's SeatStatus (the meters are uint64). */
+function seatStatus<T extends { cpuMs?: number; memoryBytes?: number }>({ cpuMs, memoryBytes, ...s }: T) {
+  return { ...s, cpuMs: BigInt(cpuMs ?? 0), memoryBytes: BigInt(memoryBytes ?? 0) };
 }

@@ -19,7 +19,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
           mode: reply.mode,
           home: reply.home,
           notices: { unseen: unseen ?? null },
-          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid })),
+          seats: reply.seats.map((s) => ({ team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, cgroup: s.cgroup, cpuMs: Number(s.cpuMs), memoryBytes: Number(s.memoryBytes), meteredBy: s.meteredBy })),
         }) + "\n",
       );
       return;
@@ -32,7 +32,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
       ...reply.seats.map((s) =>
         s.state === "socket" || s.state === ""
           ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
-          : `  ${s.seat}@${s.team}  ${s.state}  init pid ${s.initPid}  uid ${s.uid}  since ${s.startedAt || "-"}  limits: ${s.limits}`,
+          : `  ${s.seat}@${s.team}  ${s.state}  init pid ${s.initPid}  uid ${s.uid}  since ${s.startedAt || "-"}  limits: ${s.limits}  cpu ${s.cpuMs} ms  memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"}; cgroup ${s.cgroup})`,
       ),
     ];
     process.stdout.write(lines.join("\n") + "\n");

@@ -53,8 +53,11 @@ export function readLimits(value: unknown, at: InputPath, problems: PolicyProble
       else if (bytes < MIN_MEMORY) problems.push(problem("teamfile.schema", where, `memory: ${String(v)} is below ${MIN_MEMORY / 1024 ** 2}M, too little to start a seat`, "write at least `memory: 16M` (a plain number is bytes)"));
       else out.memoryBytes = bytes;
     } else if (key === "cpus") {
-      if (typeof v !== "number" || !Number.isFinite(v) || v < 0.01 || v > MAX_CPUS) problems.push(problem("teamfile.schema", where, `cpus: '${String(v)}' is not a number of CPUs`, `write a number from 0.01 to ${MAX_CPUS}, e.g. \`cpus: 1.5\``));
-      else out.cpus = Math.round(v * 100) / 100;
+      // A number, or its text: the policy's canonical form (re-read when a signed apply is
+      // checked) holds integers only, so it writes CPUs as text (canonicalLimits).
+      const n = typeof v === "number" ? v : typeof v === "string" && /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+      if (!Number.isFinite(n) || n < 0.01 || n > MAX_CPUS) problems.push(problem("teamfile.schema", where, `cpus: '${String(v)}' is not a number of CPUs`, `write a number from 0.01 to ${MAX_CPUS}, e.g. \`cpus: 1.5\``));
+      else out.cpus = Math.round(n * 100) / 100;
     } else {
       const n = typeof v === "number" ? v : NaN;
       const max = key === "processes" ? MAX_PROCESSES : 1_048_576;

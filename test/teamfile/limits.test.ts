@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type LoadResult, loadTeamFileText } from "../../src/teamfile/index.js";
+import { type LoadResult, loadTeamFileData, loadTeamFileText } from "../../src/teamfile/index.js";
 import { parseBytes } from "../../src/kernel/start-limits.js";
 import { diffPolicies } from "../../src/kernel/policy-diff.js";
 
@@ -32,6 +32,12 @@ describe("start.limits in the team file", () => {
     const result = loaded(loadTeamFileText(file(`limits:\n  memory: 512M\n  processes: 256\n  cpus: 1.5\n  open-files: 1024`)));
     expect(result.policy.seats.a?.start?.limits).toEqual({ memoryBytes: 512 * 1024 ** 2, processes: 256, cpus: 1.5, openFiles: 1024 });
     expect(loaded(loadTeamFileText(file(`limits: none`))).policy.seats.a?.start?.limits).toBe("none");
+    // The canonical form (what a signed apply carries) loads back to the same limits.
+    const canonical = JSON.parse(result.canonical) as { seats: { a: { start: { limits: unknown } } } };
+    expect(canonical.seats.a.start.limits).toEqual({ memory: 512 * 1024 ** 2, processes: 256, cpus: "1.5", "open-files": 1024 });
+    const reloaded = loaded(loadTeamFileData(canonical, { startFileHashes: {} }));
+    expect(reloaded.policy.seats.a?.start?.limits).toEqual(result.policy.seats.a?.start?.limits);
+    expect(reloaded.hashes.seats.a?.context).toBe(result.hashes.seats.a?.context);
     expect(loaded(loadTeamFileText(file(""))).policy.seats.a?.start?.limits).toBeUndefined();
   });
 
