@@ -135,7 +135,17 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
     }
     const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
-    return started(child, request, { partial: prefix.partial, notes }, cgroup);
+    const result = await started(child, request, { partial: prefix.partial, notes }, cgroup);
+    // RLIMIT_NPROC counts every process and thread the uid runs on the host: below that count,
+    // bwrap's own clone fails (EAGAIN) and the error reads like a namespace problem. Say which.
+    if (!result.ok && plan.limits !== "none" && plan.limits.processes !== undefined && !cgroup?.byCgroup.has("processes") && /Resource temporarily unavailable/.test(result.refusal.reason)) {
+      return refused(
+        "containment.limit",
+        `the seat could not be started under its processes limit (${plan.limits.processes}): without a cgroup it is RLIMIT_NPROC, which counts every process and thread uid ${plan.uid} already runs on the host (${result.refusal.reason})`,
+        "raise start.limits.processes above what that user runs, or run teamd as root (system mode) so the limit is the seat's own pids cgroup",
+      );
+    }
+    return result;
   }
 
   return { platform: "linux", probe, launch };

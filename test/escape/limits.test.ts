@@ -21,7 +21,7 @@ import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
  * may write here): as anyone else the suite is skipped, and says why.
  */
 const root = process.getuid?.() === 0;
-const skipReason = root ? "" : "limits.test.ts skipped: needs root to create the seat's cgroups (as an ordinary user seats fall back to rlimits, tested in test/sandbox/launcher-linux.test.ts)";
+const skipReason = root ? "" : "limits.test.ts skipped: needs root to create the seat's cgroups (as an ordinary user seats fall back to rlimits: test/integration/seat-limits.test.ts, test/sandbox/launcher-linux.test.ts)";
 if (!root && process.platform === "linux") console.log(skipReason);
 
 let seat: RealSeat;

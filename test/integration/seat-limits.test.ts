@@ -41,7 +41,14 @@ seats:
       command: [sleep, "3600"]
       limits:
         memory: 256M
-        processes: 64
+        processes: 4096
+  tight:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+      limits:
+        processes: 2
   plain:
     lab: anthropic
     roles: [observer]
@@ -94,6 +101,14 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
   }, 60_000);
 
   describe.runIf(asRoot)("as root: the seat's own cgroups", () => {
+    it("a low processes limit is the seat's own: two processes are enough to start it", async () => {
+      const started = await teamd(["start", "tight@proj", "--json"]);
+      expect(started.code, started.stdout + started.stderr).toBe(0);
+      const exec = await teamd(["exec", "tight@proj", "--", "sh", "-c", "sleep 1 & sleep 1 & wait; echo done"]);
+      expect(exec.stdout + exec.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i); // the seat's budget is 2, the exec's shell forks past it
+      expect((await teamd(["stop", "tight@proj"])).code).toBe(0);
+    }, 120_000);
+
     it("starts the seat in its cgroups with the limits in force; status meters a busy seat; stop removes them", async () => {
       const started = await teamd(["start", "busy@proj", "--json"]);
       expect(started.code, started.stderr).toBe(0);
@@ -170,6 +185,10 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       const busy = await teamd(["start", "busy@proj", "--json"]);
       expect(busy.code).toBe(3);
       expect(JSON.parse(busy.stdout)).toMatchObject({ rule: "containment.limit", reason: expect.stringMatching(/cpus/) });
+      // RLIMIT_NPROC counts the whole uid: a low processes limit cannot even start the seat, and says why.
+      const tight = await teamd(["start", "tight@proj", "--json"]);
+      expect(tight.code).toBe(3);
+      expect(JSON.parse(tight.stdout)).toMatchObject({ rule: "containment.limit", reason: expect.stringMatching(/RLIMIT_NPROC, which counts every process and thread/) });
     }, 120_000);
   });
 
