@@ -224,6 +224,8 @@ function started(child: ChildProcess, request: LaunchRequest, limits: SeatProces
         // The init waits on the block fd: move it into the seat's cgroups, then release it.
         // It has not forked yet, so everything the seat ever runs is born inside them.
         const block = child.stdio[BLOCK_FD] as NodeJS.WritableStream;
+        // bwrap may be gone before the byte arrives (EPIPE): its exit reports that, not this stream.
+        block.on("error", () => undefined);
         void cgroup.place(pid).then(
           () => {
             block.end("1");
