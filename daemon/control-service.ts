@@ -19,7 +19,7 @@ export interface ControlState {
   readonly teamdHome: TeamdHome;
   readonly ledger: LedgerSlot;
   readonly daemonPublicKey: Uint8Array;
-  seats(): ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>;
+  seats(): Promise<ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>>;
   seatManager(): SeatManager;
   /** The daemon acted on this stop flag in the owner's request: the flags watch leaves it. */
   stopHandled?(flagId: string): void;
@@ -46,7 +46,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         pid: process.pid,
         mode: state.mode,
         home: state.home,
-        seats: state.seats().map((s) => ({ ...s })),
+        seats: (await state.seats()).map(seatStatus),
         ledger: ledgerSummary(state.ledger.get()),
         stops: stopsInForce(state.ledger.get()),
         teams: await teamsStatus(state.ledger.get(), Date.now()),
@@ -67,15 +67,15 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
     },
     async startSeat(request) {
       const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));
-      return { seats: seats.map((s) => ({ ...s })) };
+      return { seats: seats.map(seatStatus) };
     },
     async stopSeat(request) {
       const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
-      return { stopped: stopped.map((s) => ({ ...s })) };
+      return { stopped: stopped.map(seatStatus) };
     },
     async stopAll(request) {
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
-      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map((s) => ({ ...s })) };
+      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };
     },
     async *exec(request) {
       const seat = named("seat", request.seat);
@@ -100,4 +100,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       return attachSession(state.seatManager(), requests, context.signal);
     },
   };
+}
+
+/** A seat view as the proto's SeatStatus (the meters are uint64). */
+function seatStatus<T extends { cpuMs?: number; memoryBytes?: number }>({ cpuMs, memoryBytes, ...s }: T) {
+  return { ...s, cpuMs: BigInt(cpuMs ?? 0), memoryBytes: BigInt(memoryBytes ?? 0) };
 }

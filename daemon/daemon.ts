@@ -189,8 +189,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
           teamdHome: home,
           ledger: slot,
           daemonPublicKey: signer.publicKey.raw,
-          seats: () => {
-            const running = seats?.list() ?? [];
+          seats: async () => {
+            const running = (await seats?.metered()) ?? [];
             const debug = [...seatServers.values()]
               .filter(({ identity }) => !running.some((r) => r.team === identity.team && r.seat === identity.seat))
               .map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath, state: "socket" }));

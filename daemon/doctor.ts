@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { constants } from "node:fs";
+import { createSeatCgroup, readCgroupFacts } from "../src/sandbox/cgroup-host.js";
+import { planCgroups } from "../src/sandbox/cgroup-plan.js";
 import { createLauncher } from "../src/sandbox/launcher.js";
 import { detectMode } from "./home.js";
 import { builtShimBundle } from "./seat-layout.js";
@@ -76,27 +78,53 @@ export async function runChecks(): Promise<Check[]> {
     );
   }
 
-  // The v2 hierarchy may be mounted beside v1 (e.g. /sys/fs/cgroup/unified): find it in /proc/mounts.
-  const v2Mount = (readKnob("/proc/mounts") ?? "").split("\n").map((line) => line.split(" ")).find((f) => f[2] === "cgroup2")?.[1];
-  const v2 = v2Mount !== undefined;
-  const controllers = v2Mount === undefined ? "" : (readKnob(`${v2Mount}/cgroup.controllers`) ?? "");
-  const v1 = ["memory", "pids", "cpu"].filter((c) => existsSync(`/sys/fs/cgroup/${c}`));
-  const writable = await access("/sys/fs/cgroup", constants.W_OK).then(() => true, () => false);
-  checks.push({
-    name: "cgroups",
-    verdict: "warn",
-    detail:
-      `${v2 ? `v2 at ${v2Mount} (controllers: ${controllers || "none"})` : "no v2 hierarchy"}${v1.length ? `; v1 controllers: ${v1.join(", ")}` : ""}` +
-      `${writable ? "; writable by teamd" : "; not writable by teamd"}. Per-seat cgroups are not used yet: limits are rlimits (partial), memory and CPU are not metered per tree`,
-    fix: "nothing to do now; per-seat cgroups come with the limits work of issue 7",
-  });
+  checks.push(await cgroupCheck());
 
   const prlimit = await access("/usr/bin/prlimit", constants.X_OK).then(() => true, () => false);
-  checks.push(prlimit ? { name: "prlimit", verdict: "ok", detail: "/usr/bin/prlimit (rlimits for seat limits)" } : { name: "prlimit", verdict: "warn", detail: "/usr/bin/prlimit missing: a seat that asks for limits does not start", fix: "install util-linux" });
+  checks.push(prlimit ? { name: "prlimit", verdict: "ok", detail: "/usr/bin/prlimit (open-files limits; memory and processes where a seat has no cgroup)" } : { name: "prlimit", verdict: "warn", detail: "/usr/bin/prlimit missing: a seat that asks for open-files (or, without a cgroup, memory or processes) does not start", fix: "install util-linux" });
 
   const shim = builtShimBundle();
   checks.push(existsSync(shim) ? { name: "shim bundle", verdict: "ok", detail: shim } : { name: "shim bundle", verdict: "fail", detail: `${shim} is missing`, fix: "npm run build" });
   return checks;
+}
+
+/**
+ * What a seat's cgroups will be here, probed for real: the same planner `teamd start` uses
+ * (src/sandbox/cgroup-plan.ts), then — where teamd may write — a probe cgroup made and removed
+ * under teamd's own, to see that cgroup.kill and the limit files exist.
+ */
+async function cgroupCheck(): Promise<Check> {
+  const facts = await readCgroupFacts();
+  const v2 = facts.mounts.find((m) => m.type === "cgroup2");
+  const v1 = facts.mounts.filter((m) => m.type === "cgroup" && m.controllers.some((c) => ["memory", "pids", "cpu", "cpuacct"].includes(c))).flatMap((m) => m.controllers);
+  const layout = `${v2 ? `v2 at ${v2.path} (controllers: ${facts.v2Controllers.join(" ") || "none"})` : "no v2 hierarchy"}${v1.length ? `; v1: ${v1.join(", ")}` : ""}`;
+  const decision = planCgroups(facts, { home: "doctor", team: "probe", seat: "probe", run: String(process.pid) }, { memoryBytes: 64 * 1024 ** 2, processes: 64, cpus: 1 });
+  if (decision.kind === "none") {
+    return {
+      name: "cgroups",
+      verdict: "warn",
+      detail: `${layout}. No per-seat cgroup: ${decision.reason}. Seats get rlimits instead — memory and processes partial (per process, and per uid), open files exact; a seat asking for cpus does not start; CPU and memory are metered by a /proc walk; a seat is killed through its namespace init only`,
+      fix: "run teamd as root (system mode), or give it a delegated cgroup v2 subtree (systemd: Delegate=yes)",
+    };
+  }
+  const { plan } = decision;
+  let probe = "";
+  try {
+    const cg = await createSeatCgroup(plan);
+    const hasKill = plan.kill !== undefined && existsSync(plan.kill);
+    const left = await cg.remove(2_000);
+    probe = `; probe cgroup made and removed${left.length ? ` (left: ${left.join(", ")})` : ""}; cgroup.kill ${hasKill ? "present" : "absent (kill through the namespace init only)"}`;
+  } catch (error) {
+    return { name: "cgroups", verdict: "fail", detail: `${layout}. A probe seat cgroup could not be made: ${(error as Error).message}; a seat that asks for limits does not start`, fix: "check the cgroup mounts and teamd's permissions on its own cgroup, or set `limits: none` for the seats" };
+  }
+  const all = ["memoryBytes", "processes", "cpus"] as const;
+  const missing = all.filter((l) => !plan.byCgroup.includes(l));
+  return {
+    name: "cgroups",
+    verdict: missing.length === 0 ? "ok" : "warn",
+    detail: `${layout}. Each seat gets its own cgroups: ${plan.summary.replace(/memory 64M|pids 64|cpus 1\b/g, (m) => m.split(" ")[0] as string)}${probe}; CPU and memory metered from the cgroup counters${missing.length ? `; no controller here for ${missing.join(", ")} (memory and processes fall back to rlimits, cpus stops the seat)` : ""}`,
+    ...(missing.length ? { fix: "mount the missing controller (v1) or enable it in the v2 subtree" } : {}),
+  };
 }
 
 export async function doctor(options: { json?: boolean }): Promise<void> {

@@ -1,6 +1,7 @@
 import { readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TeamdHome } from "./home.js";
+import { killRecordedCgroups } from "./seat-cgroup.js";
 import { isRecordedInit, registrations, type SeatRegistration } from "./seat-registry.js";
 
 /**
@@ -8,7 +9,8 @@ import { isRecordedInit, registrations, type SeatRegistration } from "./seat-reg
  * machine-wide stop works with the daemon hung or dead). It reads the registry the daemon
  * keeps under TEAMD_HOME/run/seats.d and sends SIGKILL to each seat's recorded pid-namespace
  * init — only while that pid is still the init of the recorded namespace (isRecordedInit: a
- * reused pid is never hit); killing the init ends every process in the namespace. Never by process group or
+ * reused pid is never hit); killing the init ends every process in the namespace — and
+ * writes each seat's recorded cgroup.kill, which ends the rest (`teamd exec` runs). Never by process group or
  * by name. It only reads the registry: the daemon (or the next one's sweep) removes the
  * files, sockets and tmp, so nothing it keeps is changed behind its back.
  */
@@ -49,6 +51,9 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
     }
     targets.push({ entry, sent });
   }
+  // And each seat's cgroup.kill (v2): it also ends what `teamd exec` ran in the seat, in pid
+  // namespaces of its own. Only folders shaped as this home's seat cgroups are written.
+  await killRecordedCgroups(home, targets.map((t) => t.entry));
   const deadline = Date.now() + waitMs;
   const stillIn = (e: SeatRegistration) => isRecordedInit(e.initPid, e.pidNamespace);
   for (;;) {

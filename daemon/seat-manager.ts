@@ -3,13 +3,15 @@ import { RecordType, TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
 import { daemonPrincipal, type Ledger } from "../src/ledger/index.js";
 import { RefusalError } from "../src/rpc/index.js";
 import type { Launcher, SeatExit, SeatProcess } from "../src/sandbox/launcher.js";
-import type { SandboxPlan } from "../src/sandbox/plan-types.js";
+import type { SeatCgroup } from "../src/sandbox/cgroup-host.js";
+import type { Limits, SandboxPlan } from "../src/sandbox/plan-types.js";
 import type { TeamdHome } from "./home.js";
 import { streamRun, type ExecResult, type ExecSink } from "./seat-exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./seat-prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "./seat-policy.js";
-import { pidNamespaceOf, register, sweep, unregister } from "./seat-registry.js";
+import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage } from "./seat-cgroup.js";
+import { pidNamespaceOf, register, registrations, sweep, unregister } from "./seat-registry.js";
 import { resolveSeatUser, type SeatUser } from "./seat-user.js";
 import { stopRefusal } from "./stop-state.js";
 
@@ -33,6 +35,13 @@ export interface SeatView {
   readonly uid: number;
   /** "bwrap", or "none" (`containment: none`: every record says it holds against a mistake only). */
   readonly containment: string;
+  /** The seat's cgroups in words ("v2 (kill), v1 (memory 512M)"), or why it has none ("none: ..."). */
+  readonly cgroup: string;
+  /** Metered over the seat's whole tree (its cgroup's counters, else a /proc walk of its pid namespace); absent before it runs. */
+  readonly cpuMs?: number;
+  readonly memoryBytes?: number;
+  /** "cgroup" or "proc walk": where cpuMs and memoryBytes come from. */
+  readonly meteredBy?: string;
 }
 
 /** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
@@ -61,6 +70,8 @@ export interface SeatManager {
   exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   list(): SeatView[];
+  /** list(), with each running seat's CPU and memory read now. */
+  metered(): Promise<SeatView[]>;
   /** The daemon is stopping, or the owner's machine-wide stop: stop every seat of every team (records written while the ledger is open). */
   stopAll(why: string): Promise<SeatView[]>;
   /** At daemon start: what a crashed daemon left. */
@@ -84,6 +95,8 @@ interface Slot {
   process?: SeatProcess;
   plan?: SandboxPlan;
   user?: SeatUser;
+  cgroup?: SeatCgroup;
+  pidNamespace?: string;
   teardown?: Promise<void>;
   scrollback?: Scrollback;
   /** The one attacher's output listener, while someone is attached. */
@@ -119,15 +132,21 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       slot.view = { ...slot.view, state: "stopping" };
       const proc = slot.process;
       let exit: SeatExit | undefined;
+      // The init first (the run's exit then reads "killed"), then cgroup.kill: it also ends what
+      // `teamd exec` runs in the seat, in pid namespaces of its own.
+      proc?.kill();
+      await slot.cgroup?.kill();
       if (proc) {
-        proc.kill();
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
       }
       await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch((error: unknown) =>
         log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
       );
-      await unregister(home, slot.view.team, slot.view.seat);
+      const left = (await slot.cgroup?.remove()) ?? [];
+      for (const leaf of left) log(`seat ${slot.view.team}/${slot.view.seat}: its cgroup ${leaf} could not be removed (still busy); the next start sweeps it`);
+      // The registry entry stays while a cgroup is left, so the next daemon's sweep finds it.
+      if (left.length === 0) await unregister(home, slot.view.team, slot.view.seat);
       await slot.prepared?.release();
       slots.delete(key(slot.view.team, slot.view.seat));
       log(`seat ${slot.view.team}/${slot.view.seat} stopped (${why})`);
@@ -145,7 +164,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const user = resolveSeatUser(home.mode);
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
-      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: "bwrap" },
+      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: "bwrap", cgroup: "" },
       user,
     };
     slots.set(k, slot);
@@ -160,9 +179,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         closeSocket: () => options.closeSocket(target.team, target.seat),
         ...(failAt !== undefined ? { failAt } : {}),
       });
+      // The seat's cgroups, before launch: the launcher moves the init in before the command runs.
+      const opened = await openSeatCgroup(home, target.team, target.seat, runId, prepared.plan.limits);
+      slot.cgroup = opened.cgroup;
       // The seat runs in a pty whose master the daemon holds (issue 7): its output goes to a
       // bounded scrollback and to the one attached owner, never to the ledger.
-      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS } });
+      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS }, ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}) });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const proc = launched.seat;
       slot.process = proc;
@@ -179,10 +201,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         proc.io.stderr.on("data", (chunk: Buffer) => scrollback.push(chunk));
       }
       if (failAt === "publish") throw new Error("injected failure at publish (test)");
-      const limits = proc.limits.partial ? `partial: ${proc.limits.notes.join("; ")}` : prepared.plan.limits === "none" ? "none" : "applied";
+      const limits = describeLimits(prepared.plan.limits, proc.limits);
+      const cgroup = opened.cgroup !== undefined ? opened.cgroup.summary : `none: ${opened.missing ?? "not made"}`;
       const startedAt = new Date().toISOString();
       const pidNamespace = (await pidNamespaceOf(proc.initPid)) ?? "";
-      await register(home, { team: target.team, seat: target.seat, runId, initPid: proc.initPid, pidNamespace, daemonPid: process.pid, startedAt });
+      slot.pidNamespace = pidNamespace;
+      await register(home, { team: target.team, seat: target.seat, runId, initPid: proc.initPid, pidNamespace, daemonPid: process.pid, startedAt, ...(opened.cgroup !== undefined ? { cgroups: opened.cgroup.plan.leaves } : {}) });
       slot.prepared = prepared;
       slot.plan = prepared.plan;
       await record(RecordType.SEAT_START, target, "seat.start", runId, {
@@ -195,8 +219,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so); a
         // `containment: none` seat (not built yet) would say "none" here and hold against a mistake only.
         containment: slot.view.containment,
+        cgroup,
       });
-      slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo };
+      slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo, cgroup };
       void proc.exit.then((how) => {
         if (slot.teardown === undefined) void teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
       });
@@ -208,6 +233,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         slot.process.kill();
         await slot.process.exit;
       }
+      await slot.cgroup?.remove().catch(() => undefined);
       await unregister(home, target.team, target.seat).catch(() => undefined);
       await prepared?.unwind();
       slots.delete(k);
@@ -299,7 +325,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
       const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment });
-      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" } });
+      // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
+      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" }, ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}) });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const result = await streamRun(launched.seat, execOptions, sink);
       return { ...result, seq: recorded.seq };
@@ -355,14 +382,34 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       };
     },
     list: () => [...slots.values()].map((s) => s.view),
+    async metered() {
+      return Promise.all(
+        [...slots.values()].map(async (s) => {
+          if (s.view.state !== "running") return s.view;
+          const usage = s.cgroup !== undefined ? await s.cgroup.usage() : s.pidNamespace ? await walkNamespaceUsage(s.pidNamespace) : {};
+          const by = s.cgroup !== undefined ? "cgroup" : "proc walk";
+          return { ...s.view, ...(usage.cpuMs !== undefined ? { cpuMs: usage.cpuMs } : {}), ...(usage.memoryBytes !== undefined ? { memoryBytes: usage.memoryBytes } : {}), meteredBy: by };
+        }),
+      );
+    },
     async stopAll(why) {
       const all = [...slots.values()];
       await Promise.all(all.map((s) => teardown(s, why)));
       return all.map((s) => s.view);
     },
     async sweep() {
+      // Read before the registry sweep removes the files: the cgroups each crashed seat had.
+      const recorded = await registrations(home);
       const swept = await sweep(home, log);
+      await sweepSeatCgroups(home, recorded, log);
       return swept;
     },
   };
+}
+
+/** What of the seat's limits holds, in words: "none", "applied: ...", or "partial: ..." (rlimits stand in). */
+function describeLimits(asked: Limits, applied: SeatProcess["limits"]): string {
+  if (asked === "none") return "none (the team file says limits: none)";
+  if (Object.keys(asked).length === 0) return "none";
+  return `${applied.partial ? "partial" : "applied"}: ${applied.notes.join("; ")}`;
 }

@@ -216,8 +216,8 @@ async function planSeat(target: StartableSeat, layout: SeatLayout, socket: strin
     reserved: reservedFacts(set.set),
     host: facts.value,
     env: { allowlist: ENV_ALLOWLIST, source: { ...process.env }, declared: { ...target.start.env } },
-    // The team file cannot ask for limits yet; status says "limits: none".
-    limits: "none",
+    // start.limits from the hashed context; absent: none asked for (the seat still gets its cgroup where the host allows).
+    limits: target.start.limits ?? {},
     ...(egress !== undefined ? { egress } : {}),
   });
   if (result.decision !== "plan") throw fromRefusal(result);

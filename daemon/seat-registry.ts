@@ -20,6 +20,8 @@ export interface SeatRegistration {
   readonly pidNamespace: string;
   readonly daemonPid: number;
   readonly startedAt: string;
+  /** The seat's cgroup folders (daemon/seat-cgroup.ts): cgroup.kill'ed and removed by the stop and the sweep. */
+  readonly cgroups?: readonly string[];
 }
 
 export async function pidNamespaceOf(pid: number): Promise<string | undefined> {

@@ -16,6 +16,7 @@ import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, 
 import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
+import { canonicalLimits } from "./start-limits.js";
 import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, type Vocabulary, resolveVocabulary } from "./vocabulary.js";
 
 /**
@@ -277,6 +278,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
               env: start.env,
               files: start.files,
               ...(start.network !== undefined ? { network: { allow: start.network.allow, private: start.network.private } } : {}),
+              ...(start.limits !== undefined ? { limits: canonicalLimits(start.limits) } : {}),
             },
     };
   }

@@ -9,6 +9,7 @@ import type { Policy, Seat } from "./policy.js";
 import { SEAT_BRANCHES } from "./policy-compile.js";
 import { type Scope, canonicalDimension, dimensionOf, formatScope } from "./scope.js";
 import type { StartContext } from "./start-context.js";
+import { showLimits } from "./start-limits.js";
 import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
 
 /**
@@ -101,7 +102,8 @@ function same(a: readonly string[], b: readonly string[]): boolean {
 function showStart(start: StartContext): string {
   const env = Object.entries(start.env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
   const network = start.network === undefined ? "" : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
-  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}`;
+  const limits = start.limits === undefined ? "" : `, limits ${showLimits(start.limits)}`;
+  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}`;
 }
 
 /** Egress is the owner's to see widen (§10, §12): every host:port and range added or removed. */
@@ -134,6 +136,9 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
   }
   if (!same(before.files, after.files)) out.push(`start files: ${list(before.files.map(showPath))} -> ${list(after.files.map(showPath))}`);
   out.push(...egressLines(before, after));
+  const limitsWas = showLimits(before.limits);
+  const limitsNow = showLimits(after.limits);
+  if (limitsWas !== limitsNow) out.push(`start limits: ${limitsWas} -> ${limitsNow}`);
   return out;
 }
 

@@ -42,6 +42,8 @@ export interface StartInput {
   readonly files?: readonly string[];
   /** Allowed egress (§12), checked by the kernel's readEgress (src/kernel/egress-context.ts). */
   readonly network?: unknown;
+  /** Resource limits, or `none` (src/kernel/start-limits.ts). */
+  readonly limits?: unknown;
 }
 
 export interface SeatInput {

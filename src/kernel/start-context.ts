@@ -2,6 +2,7 @@ import { canonicalJson } from "./canonical.js";
 import { canonicalPath, compareStrings, pathCovers, showPath } from "./paths.js";
 import { type EgressContext, readEgress } from "./egress-context.js";
 import { type InputPath, type PolicyProblem, type StartInput, problem } from "./policy-input.js";
+import { canonicalLimits, readLimits, type StartLimits } from "./start-limits.js";
 
 /**
  * A seat's start: the hash-pinned command and execution context (§9 start, §10). The kernel
@@ -20,6 +21,8 @@ export interface StartContext {
   readonly files: readonly string[];
   /** Allowed egress; absent: none (no proxy, nothing reachable). */
   readonly network?: EgressContext;
+  /** Resource limits; absent: none asked for. */
+  readonly limits?: StartLimits;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -56,6 +59,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
     } else files.add(canonical.path);
   });
   const network = input.network === undefined ? undefined : readEgress(input.network, lab, [...at, "network"], problems);
+  const limits = input.limits === undefined ? undefined : readLimits(input.limits, [...at, "limits"], problems);
   if (problems.length > before) return undefined;
   const sortedEnv = Object.create(null) as Record<string, string>;
   for (const name of Object.keys(env).sort(compareStrings)) sortedEnv[name] = env[name] as string;
@@ -65,6 +69,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
     env: Object.freeze(sortedEnv),
     files: Object.freeze([...files].sort(compareStrings)),
     ...(network !== undefined ? { network } : {}),
+    ...(limits !== undefined ? { limits } : {}),
   });
 }
 
@@ -82,5 +87,7 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
   }
   // The network key appears only when declared, so a seat without egress keeps its hash.
   const network = start.network === undefined ? {} : { network: { allow: start.network.allow, private: start.network.private } };
-  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network });
+  // So do the limits: a seat that declares none keeps the hash it had before limits existed.
+  const limits = start.limits === undefined ? {} : { limits: canonicalLimits(start.limits) };
+  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network, ...limits });
 }

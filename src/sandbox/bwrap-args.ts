@@ -14,6 +14,8 @@ import { refuseContainment, type Checked } from "./refusal.js";
  * weaker fallback (see `requiredFeatures`).
  */
 export const STATUS_FD = 3;
+/** The fd bwrap's sandbox waits on before it runs anything of the seat (--block-fd, bubblewrap 0.1). */
+export const BLOCK_FD = 4;
 
 /** The bwrap options teamd's argv needs beyond the 0.4-era basics, each with the version that added it. */
 export const REQUIRED_FEATURES = Object.freeze([
@@ -35,6 +37,12 @@ export function missingFeatures(helpText: string): string[] {
 export interface BwrapArgsOptions {
   /** The fd bwrap writes its JSON status to (child-pid at start, exit-code at the end). */
   readonly statusFd?: number;
+  /**
+   * bwrap's --block-fd: the namespace init (whose pid the status fd reports) waits until a
+   * byte arrives here before it forks or runs the command — the window in which the launcher
+   * moves it into the seat's cgroups, so the whole tree is born inside them.
+   */
+  readonly blockFd?: number;
 }
 
 /**
@@ -66,7 +74,9 @@ export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options
   for (const op of plan.mounts) args.push(...mountArgs(op));
   // A seat with egress runs every command under its egress launcher (src/sandbox/plan-egress.ts).
   const argv = plan.egress === undefined ? command : [...plan.egress.argv, ...command];
-  args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD), "--", ...argv);
+  args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD));
+  if (options.blockFd !== undefined) args.push("--block-fd", String(options.blockFd));
+  args.push("--", ...argv);
   return { ok: true, value: args };
 }
 

@@ -3,11 +3,11 @@ import { access, lstat, readlink } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { PassThrough, type Readable } from "node:stream";
-import { bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
+import { BLOCK_FD, bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
-import type { Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
+import type { CgroupPlacement, Launcher, LaunchRequest, LaunchResult, ProbeResult, SeatExit, SeatProcess } from "./launcher.js";
 import { LINUX_BASE } from "./linux-base.js";
-import { launchInPty, PTY_STATUS_FD } from "./launcher-pty.js";
+import { launchInPty, PTY_BLOCK_FD, PTY_STATUS_FD } from "./launcher-pty.js";
 import { BASH, closeFdsScript } from "./close-fds.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";
@@ -92,7 +92,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const result = await run(bwrap.bwrap, args, 10_000, ids.spawn);
     if (result.code !== 0) return { ok: false, refusal: classifyBwrapFailure(result.stderr).refusal };
     const details = [`bubblewrap: ${bwrap.bwrap}`, `user namespaces: available${user ? ` to uid ${user.uid}` : ""}`];
-    details.push((await isExecutable(options.prlimit ?? "/usr/bin/prlimit")) ? "limits: partial (rlimits; no per-seat cgroup yet)" : "limits: unavailable (prlimit missing)");
+    details.push((await isExecutable(options.prlimit ?? "/usr/bin/prlimit")) ? "rlimits: prlimit present (open files; memory and processes where the seat has no cgroup)" : "rlimits: prlimit missing");
     return { ok: true, details };
   }
 
@@ -112,10 +112,20 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       }
     }
     const pty = request.io?.kind === "pty" ? request.io : undefined;
-    const args = bwrapArgs(plan, request.command, { statusFd: pty ? PTY_STATUS_FD : STATUS_FD });
+    const { cgroup } = request;
+    // With a cgroup, bwrap waits on a block fd after it reports the init, until the init is placed.
+    const args = bwrapArgs(plan, request.command, { statusFd: pty ? PTY_STATUS_FD : STATUS_FD, ...(cgroup !== undefined ? { blockFd: pty ? PTY_BLOCK_FD : BLOCK_FD } : {}) });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
     const prlimit = options.prlimit ?? "/usr/bin/prlimit";
-    const prefix = rlimitPrefix(plan.limits, prlimit);
+    // What the seat's cgroup applies gets no rlimit; what neither can apply stops the seat.
+    const prefix = rlimitPrefix(plan.limits, prlimit, cgroup?.byCgroup);
+    if (prefix.unapplicable.length > 0) {
+      return refused(
+        "containment.limit",
+        `the seat asks for ${prefix.unapplicable.join("; ")}, and ${cgroup === undefined ? "it has no cgroup of its own here (teamd is not root and has no delegated cgroup subtree)" : "its cgroup cannot carry it (that controller is missing)"}`,
+        "run teamd as root (system mode) or give it a delegated cgroup subtree (systemd: Delegate=yes), or drop that limit from start.limits in the team file (or write `limits: none`)",
+      );
+    }
     if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
       return refused("containment.limit", `the seat asks for limits and ${prlimit} (util-linux) is missing`, "install util-linux, or set `limits: none` in the team file");
     }
@@ -130,16 +140,30 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
         return refused("containment.unavailable", `a seat in a pty as uid ${ids.spawn.uid} needs ${setpriv} (util-linux) to drop root's groups, and it is missing`, "install util-linux");
       }
       const argv = [...asUser, ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
-      return launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes: prefix.notes } });
+      const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
+      return launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes }, ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}) });
     }
-    const [file, ...rest] = [BASH, "-c", closeFdsScript(STATUS_FD), "teamd-launch", ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    // The closer keeps the status fd and, with a cgroup, the block fd after it.
+    const [file, ...rest] = [BASH, "-c", closeFdsScript(cgroup === undefined ? STATUS_FD : BLOCK_FD), "teamd-launch", ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
-      child = spawn(file, rest, { stdio: ["pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });
+      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on.
+      child = spawn(file, rest, { stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });
     } catch (error) {
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
     }
-    return started(child, request, { partial: prefix.partial, notes: prefix.notes });
+    const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
+    const result = await started(child, request, { partial: prefix.partial, notes }, cgroup);
+    // RLIMIT_NPROC counts every process and thread the uid runs on the host: below that count,
+    // bwrap's own clone fails (EAGAIN) and the error reads like a namespace problem. Say which.
+    if (!result.ok && plan.limits !== "none" && plan.limits.processes !== undefined && !cgroup?.byCgroup.has("processes") && /Resource temporarily unavailable/.test(result.refusal.reason)) {
+      return refused(
+        "containment.limit",
+        `the seat could not be started under its processes limit (${plan.limits.processes}): without a cgroup it is RLIMIT_NPROC, which counts every process and thread uid ${plan.uid} already runs on the host (${result.refusal.reason})`,
+        "raise start.limits.processes above what that user runs, or run teamd as root (system mode) so the limit is the seat's own pids cgroup",
+      );
+    }
+    return result;
   }
 
   return { platform: "linux", probe, launch };
@@ -150,7 +174,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
  * read the status fd for the init pid and the command's exit code, and resolve once the
  * namespace exists — or refuse when bwrap fails or stays silent before that.
  */
-function started(child: ChildProcess, request: LaunchRequest, limits: SeatProcess["limits"]): Promise<LaunchResult> {
+function started(child: ChildProcess, request: LaunchRequest, limits: SeatProcess["limits"], cgroup: CgroupPlacement | undefined): Promise<LaunchResult> {
   const status = child.stdio[STATUS_FD] as Readable;
   const stdout = child.stdout as Readable;
   const stderrIn = child.stderr as Readable;
@@ -214,6 +238,27 @@ function started(child: ChildProcess, request: LaunchRequest, limits: SeatProces
       clearTimeout(timer);
       onInit = undefined;
       const pid = initPid as number;
+      if (cgroup !== undefined) {
+        // The init waits on the block fd: move it into the seat's cgroups, then release it.
+        // It has not forked yet, so everything the seat ever runs is born inside them.
+        const block = child.stdio[BLOCK_FD] as NodeJS.WritableStream;
+        // bwrap may be gone before the byte arrives (EPIPE): its exit reports that, not this stream.
+        block.on("error", () => undefined);
+        void cgroup.place(pid).then(
+          () => {
+            block.end("1");
+            publish(pid);
+          },
+          (error: unknown) => {
+            if (child.pid !== undefined && !exited) child.kill("SIGKILL");
+            resolve(refused("containment.limit", (error as Error).message, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
+          },
+        );
+        return;
+      }
+      publish(pid);
+    };
+    const publish = (pid: number) => {
       const seat: SeatProcess = {
         pid: child.pid as number,
         initPid: pid,

@@ -1,4 +1,7 @@
-import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rm, writeFile, type FileHandle } from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,10 +31,18 @@ export interface PtyLaunch {
   readonly rows: number;
   readonly startTimeoutMs: number;
   readonly limits: SeatProcess["limits"];
+  /**
+   * With a cgroup: bwrap is told --block-fd PTY_BLOCK_FD and waits there after reporting the
+   * init; `place` moves the init into the seat's cgroups, and only then is it released. A
+   * failed placement kills it before the seat's command ever runs.
+   */
+  readonly place?: (initPid: number) => Promise<void>;
 }
 
 /** The fd the wrapper opens the status file on; bwrap's --json-status-fd must name it. */
 export const PTY_STATUS_FD = 3;
+/** The fd the wrapper opens the block FIFO on (with a cgroup); bwrap's --block-fd must name it. */
+export const PTY_BLOCK_FD = 4;
 const SNIFF_BYTES = 8192;
 const POLL_MS = 10;
 // Inherited fds are closed first (close-fds.ts), then fd 3 is opened on the status file.
@@ -40,6 +51,11 @@ const POLL_MS = 10;
 // killed the whole seat (measured: exit 130). Off, Ctrl-C reaches the seat's program as a
 // byte, as in raw mode; a program that turns ISIG back on has chosen that for itself.
 const WRAPPER = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
+// With a cgroup, also fd 4: the read end of a FIFO the daemon holds open (read-write, so
+// neither side's open blocks); bwrap reads one byte from it before it runs the command.
+const WRAPPER_BLOCKED = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec ${PTY_BLOCK_FD}<"$0.block" || exit 125; exec "$@"`);
+
+const execFileAsync = promisify(execFile);
 
 type NodePty = typeof NodePtyModule;
 let loaded: Promise<NodePty | Error> | undefined;
@@ -62,6 +78,18 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   // Read through a handle of our own: once the wrapper holds its fd 3 (it has when bwrap
   // reports the init), the folder is removed, so a daemon killed later leaves nothing in tmp.
   const handle = await open(statusFile, "r");
+  let block: FileHandle | undefined;
+  if (request.place !== undefined) {
+    const fifo = `${statusFile}.block`;
+    try {
+      await execFileAsync("mkfifo", ["-m", "600", fifo]);
+      block = await open(fifo, fsConstants.O_RDWR);
+    } catch (error) {
+      await handle.close();
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      return refused("containment.limit", `the seat's cgroup placement needs a FIFO and none could be made: ${(error as Error).message}`, "check that the daemon's temporary folder is writable and mkfifo (coreutils) is installed");
+    }
+  }
   const readStatus = async () => {
     const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(16384), position: 0 }).catch(() => ({ buffer: Buffer.alloc(0), bytesRead: 0 }));
     return buffer.subarray(0, bytesRead).toString("utf8");
@@ -70,7 +98,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const removeDir = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
   let term: NodePtyModule.IPty;
   try {
-    term = nodePty.spawn(BASH, ["-c", WRAPPER, statusFile, ...request.argv], {
+    term = nodePty.spawn(BASH, ["-c", block === undefined ? WRAPPER : WRAPPER_BLOCKED, statusFile, ...request.argv], {
       name: "xterm-256color",
       cols: request.cols,
       rows: request.rows,
@@ -82,6 +110,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     });
   } catch (error) {
     await handle.close();
+    await block?.close();
     await removeDir();
     return refused("containment.unavailable", `a pty cannot be opened: ${(error as Error).message}`, "check that /dev/ptmx exists and the host has free ptys (sysctl kernel.pty.max)");
   }
@@ -116,6 +145,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     const status = parse(await readStatus());
     initPid ??= status.child;
     await handle.close().catch(() => undefined);
+    await block?.close().catch(() => undefined);
     await removeDir();
     const code = how.signal ? 128 + how.signal : how.exitCode;
     if (killed) return { kind: "killed", code };
@@ -163,6 +193,25 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
       reading = false;
       if (child === undefined || settled) return;
       initPid = child;
+      if (block !== undefined && request.place !== undefined) {
+        // The init waits on the block fd: into the seat's cgroups first, then released.
+        stopWatching();
+        try {
+          await request.place(child);
+          await block.write(Buffer.from("x"));
+        } catch (error) {
+          killed = true;
+          try {
+            process.kill(child, "SIGKILL");
+          } catch {
+            // already gone
+          }
+          settle(refused("containment.limit", `the seat could not be placed in its cgroups: ${(error as Error).message}`, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
+          return;
+        } finally {
+          await block.close().catch(() => undefined);
+        }
+      }
       await removeDir();
       if (settled) return;
       settle({ ok: true, seat: seatOf(child) });

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import type { SandboxPlan } from "./plan-types.js";
+import type { CgroupLimit } from "./rlimit-args.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { createLinuxLauncher, type LinuxLauncherOptions } from "./launcher-linux.js";
 import { createMacosLauncher } from "./launcher-macos.js";
@@ -21,6 +22,20 @@ export interface LaunchRequest {
   readonly io?: SeatIo;
   /** How long the sandbox may take to report its namespace init (default 10 s). */
   readonly startTimeoutMs?: number;
+  /**
+   * The seat's cgroups (src/sandbox/cgroup-host.ts), made by the caller: the launcher moves
+   * the namespace init into them before the command runs, and applies by rlimit only what
+   * they do not carry. Absent: rlimits only (partial), and a limit no rlimit expresses is refused.
+   */
+  readonly cgroup?: CgroupPlacement;
+}
+
+export interface CgroupPlacement {
+  /** The limits the cgroups apply. */
+  readonly byCgroup: ReadonlySet<CgroupLimit>;
+  /** In words, e.g. "v2 (kill), v1 (memory 536870912, pids 256)". */
+  readonly summary: string;
+  place(pid: number): Promise<void>;
 }
 
 export interface PipeStreams {

@@ -2,12 +2,12 @@ import type { Refusal } from "../kernel/decision.js";
 import type { Limits } from "./plan-types.js";
 import { refuseContainment, type Checked } from "./refusal.js";
 
-const KNOWN = ["memoryBytes", "processes", "cpuSeconds", "openFiles"] as const;
+const KNOWN = ["memoryBytes", "processes", "cpus", "openFiles"] as const;
 
 /**
  * Validate a seat's limits (pure). An unknown limit is refused rather than ignored (a limit
  * the owner wrote and nobody applies would be a promise nobody keeps); each value is a
- * positive whole number. Whether the host can apply them is the launcher's question.
+ * positive whole number, but cpus (a positive number of CPUs, fractions allowed). Whether the host can apply them is the launcher's question.
  */
 export function checkLimits(limits: Limits): Checked<Limits> {
   if (limits === "none") return { ok: true, value: "none" };
@@ -16,7 +16,9 @@ export function checkLimits(limits: Limits): Checked<Limits> {
   for (const [name, value] of Object.entries(limits)) {
     if (!(KNOWN as readonly string[]).includes(name)) return refuse(`the limit '${name}' is not one teamd knows (${KNOWN.join(", ")})`);
     if (value === undefined) continue;
-    if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) return refuse(`the limit ${name} = ${String(value)} is not a positive whole number`);
+    if (name === "cpus") {
+      if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return refuse(`the limit cpus = ${String(value)} is not a positive number`);
+    } else if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) return refuse(`the limit ${name} = ${String(value)} is not a positive whole number`);
     out[name] = value;
   }
   return { ok: true, value: Object.freeze(out) as Limits };

@@ -79,16 +79,21 @@ export interface EnvInput {
 }
 
 /**
- * Resource limits a seat asks for. Applying them is the launcher's job; the plan carries
- * them so that `teamd exec` runs under the same ones. "none" is the team file's explicit
- * `limits: none`.
+ * Resource limits a seat asks for (the team file's `start.limits`, src/kernel/start-limits.ts).
+ * Applying them is the launcher's job (the seat's cgroup, src/sandbox/cgroup-plan.ts, else
+ * rlimits); the plan carries them so that `teamd exec` runs under the same ones. "none" is
+ * the team file's explicit `limits: none`.
  */
 export type Limits =
   | "none"
   | {
+      /** The whole tree's memory (cgroup), or RLIMIT_DATA per process as the partial fallback. */
       readonly memoryBytes?: number;
+      /** Processes and threads at once (cgroup pids), or RLIMIT_NPROC per uid as the fallback. */
       readonly processes?: number;
-      readonly cpuSeconds?: number;
+      /** CPU quota in CPUs (cgroup cpu); no rlimit expresses it. */
+      readonly cpus?: number;
+      /** RLIMIT_NOFILE, per process (exactly what it says, with or without a cgroup). */
       readonly openFiles?: number;
     };
 

@@ -23,7 +23,7 @@ const KEYS: Readonly<Record<Level, readonly string[]>> = {
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
-  start: ["command", "workdir", "env", "files", "network"],
+  start: ["command", "workdir", "env", "files", "network", "limits"],
   deploy: ["command", "workdir", "env", "files", "push", "account"],
 };
 
@@ -128,7 +128,9 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   if (command === undefined) return undefined;
   // network is checked by the kernel (src/kernel/egress-context.ts), where the hash is made.
   const network = map.network !== undefined ? { network: map.network } : {};
-  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network };
+  // So are the limits (src/kernel/start-limits.ts), also part of the hashed context.
+  const limits = map.limits !== undefined ? { limits: map.limits } : {};
+  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network, ...limits };
 }
 
 function readSeat(r: Reader, value: unknown, at: InputPath): SeatInput {

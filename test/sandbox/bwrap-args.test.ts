@@ -90,10 +90,21 @@ describe("classifyBwrapFailure (messages captured from bubblewrap 0.8.0)", () =>
 
 describe("rlimitPrefix (pure)", () => {
   it("maps each limit to prlimit and says the result is partial", () => {
-    const out = rlimitPrefix({ memoryBytes: 1000, cpuSeconds: 60, processes: 100, openFiles: 256 }, "/usr/bin/prlimit");
-    expect(out.argv).toEqual(["/usr/bin/prlimit", "--data=1000:1000", "--cpu=60:60", "--nproc=100:100", "--nofile=256:256", "--"]);
+    const out = rlimitPrefix({ memoryBytes: 1000, processes: 100, openFiles: 256 }, "/usr/bin/prlimit");
+    expect(out.argv).toEqual(["/usr/bin/prlimit", "--data=1000:1000", "--nproc=100:100", "--nofile=256:256", "--"]);
     expect(out.partial).toBe(true);
     expect(out.notes.join(" ")).toMatch(/per process/);
+    expect(out.unapplicable).toEqual([]);
+  });
+
+  it("leaves to the cgroup what it applies, and names a cpu quota no rlimit can express", () => {
+    const all = { memoryBytes: 1000, processes: 100, cpus: 1.5, openFiles: 256 };
+    const cgroup = rlimitPrefix(all, "/usr/bin/prlimit", new Set(["memoryBytes", "processes", "cpus"] as const));
+    expect(cgroup.argv).toEqual(["/usr/bin/prlimit", "--nofile=256:256", "--"]);
+    expect(cgroup.partial).toBe(false);
+    expect(cgroup.unapplicable).toEqual([]);
+    const fallback = rlimitPrefix(all, "/usr/bin/prlimit");
+    expect(fallback.unapplicable.join(" ")).toMatch(/cpus/);
   });
 
   it("adds nothing for `limits: none` or no limits", () => {

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdir, readdir, readFile, readlink, rm, chmod, chown, writeFile, mkdtemp, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -189,6 +190,31 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
     expect(result.refusal.rule).toBe("containment.failed");
     expect(result.refusal.reason).toContain(seat.shared);
     expect(result.refusal.fix).toMatch(/plan the seat again/);
+  });
+
+  it("refuses a CPU quota without the seat's own cgroup (no rlimit expresses it), naming cause and fix", async () => {
+    const plan = await seat.plan((input) => ({ ...input, limits: { cpus: 1 } }));
+    const result = await seat.launch(plan, ["/bin/true"]);
+    expect(result).toMatchObject({ ok: false, refusal: { rule: "containment.limit" } });
+    if (result.ok) return;
+    expect(result.refusal.reason).toMatch(/cpus .*no cgroup of its own/);
+    expect(result.refusal.fix).toMatch(/root|Delegate=yes|limits: none/);
+  });
+
+  it("refuses the seat when its init cannot be placed in its cgroup (the command never runs)", async () => {
+    const plan = await seat.plan((input) => ({ ...input, limits: { processes: 100 } }));
+    const marker = `${seat.tmp}/ran`;
+    const cgroup = { byCgroup: new Set(["processes"] as const), summary: "test", place: async () => Promise.reject(new Error("cannot move the seat's init into /nonexistent/cgroup.procs: ENOENT")) };
+    const result = await seat.launch(plan, ["/bin/sh", "-c", `touch ${marker}`], undefined, cgroup);
+    expect(result).toMatchObject({ ok: false, refusal: { rule: "containment.limit", reason: expect.stringMatching(/cannot move the seat's init/) } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(marker)).toBe(false);
+    // Control: a placer that succeeds releases the init, and the command runs.
+    const ok = { ...cgroup, place: async () => undefined };
+    const launched = await seat.launch(plan, ["/bin/sh", "-c", `touch ${marker}`], undefined, ok);
+    expect(launched.ok).toBe(true);
+    if (launched.ok) await launched.seat.exit;
+    expect(existsSync(marker)).toBe(true);
   });
 
   it("refuses when bubblewrap is missing, saying how to install it", async () => {
