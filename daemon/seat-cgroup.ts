@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdir, readFile, readlink } from "node:fs/promises";
+import { chmod, chown, readdir, readFile, readlink } from "node:fs/promises";
 import { RefusalError } from "../src/rpc/index.js";
 import { createSeatCgroup, handle, readCgroupFacts, removeLeaves, sweepHomeCgroups, type SeatCgroup, type SeatCgroupUsage } from "../src/sandbox/cgroup-host.js";
 import { homeCgroupRoots, planCgroups } from "../src/sandbox/cgroup-plan.js";
@@ -35,7 +35,9 @@ export async function openSeatCgroup(home: TeamdHome, team: string, seat: string
   // No cgroup teamd may write: the launcher falls back to rlimits (partial) or refuses what none expresses.
   if (decision.kind === "none") return { missing: decision.reason };
   try {
-    return { cgroup: await createSeatCgroup(decision.plan) };
+    const cgroup = await createSeatCgroup(decision.plan);
+    await openKillToOwnerGroup(home, cgroup);
+    return { cgroup };
   } catch (error) {
     const cause = (error as Error).message;
     if (asksForCgroupLimit(limits)) {
@@ -57,6 +59,35 @@ export async function isSeatCgroup(path: string, home: TeamdHome, team: string, 
   const tail = `/teamd/${homeKey(home)}/${team}/${seat}-`;
   const at = path.lastIndexOf(tail);
   return at >= 0 && /^[0-9a-f]+$/.test(path.slice(at + tail.length)) && mounts.some((m) => path.startsWith(`${m.path}/`));
+}
+
+/**
+ * System mode: the owner (group teamd, not root) may write the seat's `cgroup.kill`, so the
+ * machine-wide stop ends a seat of the seat user's while the daemon is hung (issue 10); the
+ * owner can neither signal nor inspect that user's processes. Only that one file: the
+ * limits stay root's. A failure here fails the start (the stop must work).
+ */
+async function openKillToOwnerGroup(home: TeamdHome, cgroup: SeatCgroup): Promise<void> {
+  if (home.mode !== "system" || home.ownerGid === undefined || cgroup.plan.kill === undefined) return;
+  try {
+    await chown(cgroup.plan.kill, 0, home.ownerGid);
+    await chmod(cgroup.plan.kill, 0o660);
+  } catch (error) {
+    await cgroup.remove(1_000).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Whether a seat cgroup holds no process now (its cgroup.procs is empty, or it is gone): how
+ * the owner's CLI knows a seat of another uid is down without being able to inspect it.
+ */
+export async function cgroupEmpty(leaf: string): Promise<boolean> {
+  try {
+    return (await readFile(`${leaf}/cgroup.procs`, "utf8")).trim() === "";
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
 }
 
 /** cgroup.kill each recorded seat cgroup that passes isSeatCgroup (v2 only has the file). */

@@ -1,7 +1,7 @@
 import { readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TeamdHome } from "./home.js";
-import { killRecordedCgroups } from "./seat-cgroup.js";
+import { cgroupEmpty, killRecordedCgroups } from "./seat-cgroup.js";
 import { isRecordedInit, registrations, type SeatRegistration } from "./seat-registry.js";
 
 /**
@@ -36,9 +36,11 @@ async function unseen(entry: SeatRegistration): Promise<boolean> {
 
 /** Kill every registered seat still running, then wait (at most waitMs) until each has left its namespace. */
 export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Promise<SeatKill[]> {
-  const targets: { entry: SeatRegistration; sent: boolean }[] = [];
+  const targets: { entry: SeatRegistration; sent: boolean; hidden: boolean }[] = [];
   for (const entry of await registrations(home, { prune: false })) {
     let sent = false;
+    // Running, but not this user's to inspect or signal (system mode, a non-root owner): its cgroup.kill below is the way.
+    const hidden = await unseen(entry);
     if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
@@ -49,13 +51,22 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
         if (code !== "ESRCH") throw error;
       }
     }
-    targets.push({ entry, sent });
+    targets.push({ entry, sent, hidden });
   }
   // And each seat's cgroup.kill (v2): it also ends what `teamd exec` ran in the seat, in pid
   // namespaces of its own. Only folders shaped as this home's seat cgroups are written.
-  await killRecordedCgroups(home, targets.map((t) => t.entry));
+  const killed = new Set(await killRecordedCgroups(home, targets.map((t) => t.entry)));
+  // A seat whose processes this user may not inspect (system mode, a non-root owner) is known
+  // down only by its cgroups: every recorded one of them empty (or gone) after the kill.
+  const leavesOf = (e: SeatRegistration) => (e.cgroups ?? []).filter((leaf) => killed.has(leaf));
+  const downByCgroup = async (e: SeatRegistration) => {
+    const leaves = leavesOf(e);
+    if (leaves.length === 0) return false;
+    for (const leaf of leaves) if (!(await cgroupEmpty(leaf))) return false;
+    return true;
+  };
+  const stillIn = async (e: SeatRegistration) => (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
   const deadline = Date.now() + waitMs;
-  const stillIn = (e: SeatRegistration) => isRecordedInit(e.initPid, e.pidNamespace);
   for (;;) {
     const alive = [];
     for (const t of targets) if (await stillIn(t.entry)) alive.push(t);
@@ -64,8 +75,10 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
   }
   const result: SeatKill[] = [];
   for (const t of targets) {
-    const alive = await stillIn(t.entry);
-    const outcome = alive ? "alive" : (await unseen(t.entry)) ? "unseen" : t.sent ? "killed" : "gone";
+    const alive = await isRecordedInit(t.entry.initPid, t.entry.pidNamespace);
+    const hidden = !alive && (await unseen(t.entry));
+    const byCgroup = hidden && (await downByCgroup(t.entry));
+    const outcome = alive ? "alive" : hidden && !byCgroup ? "unseen" : t.sent || byCgroup || (t.hidden && leavesOf(t.entry).length > 0) ? "killed" : "gone";
     result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome });
   }
   return result;

@@ -95,7 +95,8 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
         : `  ${s.seat}@${s.team}  ${s.state}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A)"}`,
     );
     if (s.state !== "socket" && s.state !== "") {
-      lines.push(`      limits: ${s.limits}; cgroup: ${s.cgroup || "-"}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`);
+      const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";
+      lines.push(`      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`);
     }
   }
   return lines.join("\n") + "\n";

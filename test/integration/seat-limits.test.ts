@@ -150,7 +150,7 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       console.log(`seat-limits: busy seat under cpus 0.5 used ${first.cpuMs - c0} ms CPU in ${Date.now() - t0} ms wall; memory ${first.memoryBytes} bytes`);
       expect(first.memoryBytes).toBeGreaterThan(0);
       const text = await teamd(["status"]);
-      expect(text.stdout).toMatch(/busy@proj +running .* cpu \d+ ms +memory [\d.]+ MiB \(cgroup; cgroup v2/);
+      expect(text.stdout).toMatch(/busy@proj +running .*\n +limits: .*cgroup v2.*; cpu \d+ ms, memory [\d.]+ MiB \(cgroup\)/);
 
       // teamd exec joins the same cgroups (one budget): its process is counted there.
       const exec = await teamd(["exec", "busy@proj", "--", "sh", "-c", "cat /proc/self/cgroup | grep -c teamd"]);
