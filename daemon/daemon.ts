@@ -12,7 +12,8 @@ import { createShimService, type SeatIdentity } from "./shim-service.js";
 import { createSeatLeases } from "./seat-leases.js";
 import { refuseAll } from "./refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "./ledger-host.js";
-import type { Ledger } from "../src/ledger/index.js";
+import { daemonPrincipal, seatPrincipal, type Ledger } from "../src/ledger/index.js";
+import { RecordType, TargetKind } from "../src/gen/teamd/v1/ledger_pb.js";
 import { createNoticeService } from "./notices.js";
 import { loadNotifyHook, type NotifyHook } from "./notify-config.js";
 import { createLauncher, type Launcher } from "../src/sandbox/launcher.js";
@@ -138,7 +139,23 @@ export function createDaemon(options: DaemonOptions): Daemon {
     server.addService(ShimService, createShimService(identity, seatDeps));
     server.addService(
       ControlService,
-      refuseAll(ControlService, "channel.control-on-seat", (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`),
+      refuseAll(
+        ControlService,
+        "channel.control-on-seat",
+        (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`,
+        // An owner act arriving on a seat's socket is that seat's attempt: on record (§11).
+        async (method, refusal) => {
+          if (ledger?.state.status !== "ready") return;
+          await ledger.append({
+            type: RecordType.REFUSAL,
+            team: identity.team,
+            actor: seatPrincipal(identity.team, identity.seat),
+            signer: daemonPrincipal(),
+            action: `control.${method}`,
+            payload: { target: { kind: TargetKind.SEAT, name: identity.seat }, detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
+          });
+        },
+      ),
     );
     const entry: { identity: SeatIdentity; server: RpcServer; egress?: EgressServer } = { identity, server };
     seatServers.set(key, entry);

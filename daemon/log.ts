@@ -13,16 +13,29 @@ function typeNames(): string {
     .join(", ");
 }
 
+/**
+ * Assent has provenance (§11): an owner act is on record only with the signature of the owner
+ * key pinned at genesis, checked when it was appended and again by every verify — the tool
+ * witnessed the key holder's assent. teamd records no told assent: an act reported by anyone
+ * else (a seat's call on the control channel, another key, a replay) is refused and recorded
+ * as a refusal, never as the owner's.
+ */
+function assent(e: LedgerEntry): "witnessed" | undefined {
+  return e.signer === "owner" ? "witnessed" : undefined;
+}
+
 function line(e: LedgerEntry): string {
   const time = new Date(e.timeUnixMs).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
-  const who = e.claimedName && e.actor !== e.claimedName ? `${e.actor} (claims ${e.claimedName})` : e.actor;
+  const actor = assent(e) === "witnessed" ? `${e.actor} (witnessed)` : e.actor;
+  const who = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
   const cols = [String(e.seq).padStart(6), time, e.type.padEnd(10), (e.team || "-").padEnd(12), who.padEnd(14), e.action.padEnd(16), e.target || "-", e.result, e.late ? "(late)" : "", e.error ? `!! ${e.error}` : ""];
   return cols.filter((c) => c !== "").join("  ");
 }
 
 function json(e: LedgerEntry): string {
   const { header: _h, payload: _p, ...rest } = e;
-  return JSON.stringify(rest);
+  const witnessed = assent(e);
+  return JSON.stringify(witnessed === undefined ? rest : { ...rest, assent: witnessed });
 }
 
 /**

@@ -102,7 +102,7 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
       const applied = await run(TEAMD, ["apply", "--yes"], env, 30_000, { cwd: repo });
       expect(applied.code, applied.stderr).toBe(0);
       await waitFor(() => out.split("\n").filter(Boolean).length === 2);
-      expect(out).toMatch(/policy\s+proj\s+owner\s+policy\.apply/);
+      expect(out).toMatch(/policy\s+proj\s+owner \(witnessed\)\s+policy\.apply/);
     } finally {
       child.kill("SIGINT");
     }
@@ -146,6 +146,8 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
     const log = await logJson(env);
     expect(log.at(-1)).toMatchObject({ type: "refusal", result: "owner.signature" });
+    // The refusal is the daemon's record: no assent of the owner's is on record for that act.
+    expect((log.at(-1) as { assent?: string }).assent).toBeUndefined();
   });
 
   it("refuses a team act naming a hub anywhere but TEAMD_HOME/hubs/<team>.git (the daemon writes only its own hubs)", async () => {
@@ -228,6 +230,8 @@ describe("init and apply with the daemon down (user mode)", () => {
 
     const log = await logJson(env, owner);
     expect(log.map((r) => r.type)).toEqual(["genesis", "team", "policy"]);
+    // Assent has provenance (§11): every owner act is on record as witnessed (the pinned key signed it).
+    expect(log.map((r) => (r as { assent?: string }).assent)).toEqual(["witnessed", "witnessed", "witnessed"]);
     const verified = await run(TEAMD, ["verify"], env, 15_000, owner);
     expect(verified.code, verified.stderr).toBe(0);
     expect(verified.stdout).toMatch(/^ok: 3 records/);

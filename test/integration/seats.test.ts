@@ -126,6 +126,16 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(env.stdout).toBe(`/run/teamd/shim.sock scouting ${seatUser.uid}\nbin\nshim\nshim.sock\n`);
   });
 
+  it("refuses and records an owner act arriving on the seat's socket, as that seat's attempt", async () => {
+    const socket = (await status()).seats.find((x) => x.seat === "scout")?.socket as string;
+    const result = await teamd(["status", "--json", "--socket", socket]);
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({ rule: "channel.control-on-seat" });
+    const log = await teamd(["log", "--json", "--type", "refusal"]);
+    const last = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json).at(-1);
+    expect(last).toMatchObject({ type: "refusal", actor: "seat:proj/scout", action: "control.Status", result: "channel.control-on-seat" });
+  });
+
   it("gives the seat a clone of trunk only, with its branch under seat/<name>/ and only the teamd remote", async () => {
     const refs = await teamd(["exec", "scout", "--", "git", "for-each-ref", "--format=%(refname)"]);
     expect(refs.code, refs.stderr).toBe(0);
