@@ -3,6 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LedgerSummarySchema, StopInForceSchema, TeamStatusSchema } from "../src/gen/teamd/v1/control_pb.js";
 import type { Ledger } from "../src/ledger/index.js";
 import { loadTeamFile } from "../src/teamfile/index.js";
+import { describeLedger } from "./ledger-host.js";
 import { describeLeases } from "./owner-leases.js";
 import { policyInForce } from "./seat-policy.js";
 import { TEAM_FILE_NAME } from "./team-file-placement.js";
@@ -16,17 +17,9 @@ import { TEAM_FILE_NAME } from "./team-file-placement.js";
  */
 
 export function ledgerSummary(ledger: Ledger | undefined): MessageInitShape<typeof LedgerSummarySchema> {
-  if (ledger === undefined) return { state: "absent", reason: "no ledger yet: run teamd init" };
-  const s = ledger.state;
-  const head = ledger.head;
-  return {
-    state: s.status,
-    rule: s.status === "blocked" ? s.rule : "",
-    reason: s.status === "ready" ? "" : s.reason,
-    headSeq: BigInt(head?.seq ?? 0),
-    headHash: head ? Buffer.from(head.hash).toString("hex") : "",
-    verified: s.status === "ready",
-  };
+  // The same reading LedgerStatus gives (keys and the reconciliation observation left out).
+  const { state, rule, reason, headSeq, headHash } = describeLedger(ledger, new Uint8Array(0));
+  return { state, rule, reason, headSeq, headHash, verified: state === "ready" };
 }
 
 /**
