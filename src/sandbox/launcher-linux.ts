@@ -141,7 +141,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       }
       const argv = [...asUser, ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
       const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
-      return launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes }, ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}) });
+      return explainNproc(await launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: { partial: prefix.partial, notes }, ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}) }));
     }
     // The closer keeps the status fd and, with a cgroup, the block fd after it.
     const [file, ...rest] = [BASH, "-c", closeFdsScript(cgroup === undefined ? STATUS_FD : BLOCK_FD), "teamd-launch", ...prefix.argv, bwrap.bwrap, ...args.value] as [string, ...string[]];
@@ -153,17 +153,21 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
     }
     const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
-    const result = await started(child, request, { partial: prefix.partial, notes }, cgroup);
+    return explainNproc(await started(child, request, { partial: prefix.partial, notes }, cgroup));
+
     // RLIMIT_NPROC counts every process and thread the uid runs on the host: below that count,
-    // bwrap's own clone fails (EAGAIN) and the error reads like a namespace problem. Say which.
-    if (!result.ok && plan.limits !== "none" && plan.limits.processes !== undefined && !cgroup?.byCgroup.has("processes") && /Resource temporarily unavailable/.test(result.refusal.reason)) {
-      return refused(
-        "containment.limit",
-        `the seat could not be started under its processes limit (${plan.limits.processes}): without a cgroup it is RLIMIT_NPROC, which counts every process and thread uid ${plan.uid} already runs on the host (${result.refusal.reason})`,
-        "raise start.limits.processes above what that user runs, or run teamd as root (system mode) so the limit is the seat's own pids cgroup",
-      );
+    // bwrap's own clone fails (EAGAIN) and the error reads like a namespace problem. Say which
+    // (in a pty and with pipes alike).
+    function explainNproc(result: LaunchResult): LaunchResult {
+      if (!result.ok && plan.limits !== "none" && plan.limits.processes !== undefined && !cgroup?.byCgroup.has("processes") && /Resource temporarily unavailable/.test(result.refusal.reason)) {
+        return refused(
+          "containment.limit",
+          `the seat could not be started under its processes limit (${plan.limits.processes}): without a cgroup it is RLIMIT_NPROC, which counts every process and thread uid ${plan.uid} already runs on the host (${result.refusal.reason})`,
+          "raise start.limits.processes above what that user runs, or run teamd as root (system mode) so the limit is the seat's own pids cgroup",
+        );
+      }
+      return result;
     }
-    return result;
   }
 
   return { platform: "linux", probe, launch };
