@@ -291,12 +291,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         payload: (decision) => ({
           effectId: fromHex(effectId),
           fields: [
-            { key: "env", value: env },
-            { key: "ships", value: decision?.pass ?? "" },
-            { key: "artifact", value: summary.commit },
-            { key: "base", value: summary.base },
-            { key: "head", value: summary.head },
-            { key: "tree", value: summary.tree },
+            ...artifactFields(env, decision?.pass, summary),
             { key: "remote", value: push.url },
             { key: "branch", value: push.branch },
             { key: "account", value: push.account },
@@ -360,12 +355,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
           payload: (decision) => ({
             effectId: fromHex(effectId),
             fields: [
-              { key: "env", value: env },
-              { key: "ships", value: decision?.pass ?? "" },
-              { key: "artifact", value: summary.commit },
-              { key: "base", value: summary.base },
-              { key: "head", value: summary.head },
-              { key: "tree", value: summary.tree },
+              ...artifactFields(env, decision?.pass, summary),
               { key: "command", value: command.hash },
             ],
           }),
@@ -393,4 +383,16 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       await rm(dir, { recursive: true, force: true });
     }
   }
+}
+
+/** What every deploy intent records of the artifact it ships (a command's run and a publish alike). */
+function artifactFields(env: string, pass: string | undefined, summary: ArtifactSummary): { key: string; value: string }[] {
+  return [
+    { key: "env", value: env },
+    { key: "ships", value: pass ?? "" },
+    { key: "artifact", value: summary.commit },
+    { key: "base", value: summary.base },
+    { key: "head", value: summary.head },
+    { key: "tree", value: summary.tree },
+  ];
 }
