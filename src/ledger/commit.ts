@@ -38,7 +38,7 @@ export interface CommitContext {
   view(): ViewProjector;
   /** The last committed record, which the head signed last names. */
   tip(): { readonly seq: number; readonly hash: Uint8Array } | undefined;
-  committed(tip: { seq: number; hash: Uint8Array }, head: Head, records: readonly WalkedRecord[], rows: readonly StoredRecord[]): void;
+  committed(tip: { seq: number; hash: Uint8Array }, head: Head, records: readonly WalkedRecord[]): void;
   fail(status: "unavailable" | "blocked", refusal: Refusal): void;
   /** Make this head durable soon; callers wait for it before they are answered. */
   writeHead(head: Head): void;
@@ -136,7 +136,7 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     }
     // Durable from here: every caller of this batch is answered with its record.
     const head: Head = { seq: last.row.seq, hash: last.walked.hash, timeUnixMs: time };
-    ctx.committed({ seq: last.row.seq, hash: last.walked.hash }, head, built.map((b) => b.walked), built.map((b) => b.row));
+    ctx.committed({ seq: last.row.seq, hash: last.walked.hash }, head, built.map((b) => b.walked));
     for (const b of built) if (b.index >= 0) results[b.index] = { seq: b.row.seq, hash: b.walked.hash, timeUnixMs: time, replayed: false };
     // The head file is written beside the next batches (head-writer.ts); each caller is
     // answered only once a head naming its record is durable (ledger.ts `commit`).

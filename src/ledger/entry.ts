@@ -76,7 +76,7 @@ function resultOf(payload: RecordPayload): string {
 }
 
 export function describeStored(row: StoredRecord): LedgerEntry {
-  const hash = toHex(headerHash(row.header));
+  const hash = headerHash(row.header);
   let header: RecordHeader | undefined;
   let payload: RecordPayload | undefined;
   try {
@@ -84,14 +84,22 @@ export function describeStored(row: StoredRecord): LedgerEntry {
     payload = row.payload ? decodePayload(row.payload) : undefined;
   } catch (error) {
     return {
-      seq: row.seq, hash, timeUnixMs: 0, type: "undecodable", team: "", actor: "", signer: "", claimedName: "",
+      seq: row.seq, hash: toHex(hash), timeUnixMs: 0, type: "undecodable", team: "", actor: "", signer: "", claimedName: "",
       action: "", target: "", result: "", late: false, effectId: "", intentSeq: 0, header, payload, error: describeError(error),
     };
   }
+  return describeRecord(row.seq, hash, header, payload);
+}
+
+/**
+ * A record already decoded (the daemon's own commit holds every record it just built): the
+ * same entry as `describeStored` gives for its stored bytes, without decoding or hashing again.
+ */
+export function describeRecord(seq: number, hash: Uint8Array, header: RecordHeader, payload: RecordPayload | undefined): LedgerEntry {
   const target = payload?.target;
   return {
-    seq: row.seq,
-    hash,
+    seq,
+    hash: toHex(hash),
     timeUnixMs: toSafeNumber(header.timeUnixMs, "time"),
     type: recordTypeName(header.type),
     team: header.team,

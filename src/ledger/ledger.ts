@@ -4,7 +4,7 @@ import { refuse, type Refusal } from "../kernel/decision.js";
 import { bytesEqual, headerHash } from "./codec.js";
 import { commitBatch, type AppendResult, type CommitContext } from "./commit.js";
 import { createDispatcher } from "./dispatch.js";
-import { describeStored, type LedgerEntry } from "./entry.js";
+import { describeRecord, describeStored, type LedgerEntry } from "./entry.js";
 import { describeError, LedgerRefusal } from "./errors.js";
 import { createFlags, type Flag, type Flags } from "./flags.js";
 import { createGroupCommit } from "./group-commit.js";
@@ -78,12 +78,13 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     state: () => state,
     view: () => view,
     tip: () => tip,
-    committed(newTip, head, records, rows) {
+    committed(newTip, head, records) {
       tip = newTip;
       signedHead = head;
       for (const r of records) view.apply(r);
       if (listeners.size > 0) {
-        const entries = rows.map(describeStored);
+        // Described from the records just built (decoded already), not from their bytes again.
+        const entries = records.map((r) => describeRecord(r.seq, r.hash, r.header, r.payload));
         for (const l of listeners) l(entries);
       }
     },

@@ -176,4 +176,19 @@ describe("ledger: init, append, head, log", () => {
     await l.append({ type: RecordType.CHECKPOINT, actor: daemonPrincipal(), action: "checkpoint", payload: {} });
     expect(seen).toEqual([1, 2, 3]);
   });
+
+  it("onAppend's entries are the stored records' entries, field for field (described from the commit, not re-read)", async () => {
+    const { ledger: l } = await fresh("follow-same");
+    const told: unknown[] = [];
+    const off = l.onAppend((entries) => told.push(...entries));
+    await l.append({ type: RecordType.SEAT_START, team: "alpha", actor: seatPrincipal("alpha", "dev"), action: "seat.start", claimedName: "I am the owner", payload: { detail: { case: "seat", value: { seat: "dev", runId: "r1" } } } });
+    await l.submit(request("dev", "r1"), async () => ({ result: "done", note: "merged" }));
+    await l.submit(request("dev", "r2"), async () => ({ result: "refused", note: "no" }));
+    await l.append({ type: RecordType.REFUSAL, team: "alpha", actor: seatPrincipal("alpha", "dev"), action: "git.push", payload: { target: { kind: TargetKind.SEAT, name: "dev" }, effectId: new Uint8Array([1, 2, 3]), detail: { case: "refusal", value: { rule: "scope.path", reason: "r" } } } });
+    off();
+    const stored = l.entries(1, 100);
+    expect(told).toHaveLength(stored.length);
+    expect(stored.map((e) => e.type)).toEqual(["seat_start", "intent", "outcome", "intent", "outcome", "refusal"]);
+    expect(told).toEqual(stored);
+  });
 });
