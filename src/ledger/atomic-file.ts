@@ -28,9 +28,14 @@ export interface AtomicWriteOptions {
   readonly exclusive?: boolean;
 }
 
+/** A fresh temp name beside `path`, of the shape removeStaleTemps recognizes. */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
+}
+
 export async function writeFileAtomic(path: string, bytes: Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
+  const temp = tempPathFor(path);
   const handle = await open(temp, "wx", options.mode ?? 0o600);
   try {
     try {

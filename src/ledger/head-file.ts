@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { removeStaleTemps, writeFileAtomic } from "./atomic-file.js";
 import { describeError } from "./errors.js";
+import type { HeadFileWriter } from "./head-file-writer.js";
 import type { DaemonSigner, PublicKey } from "./keys.js";
 import { makeSignedHead, readSignedHead, type Head } from "./seal.js";
 
@@ -32,8 +33,11 @@ export async function readHeadFile(path: string, daemonKey: PublicKey): Promise<
   }
 }
 
-export async function writeHeadFile(path: string, signer: DaemonSigner, head: Head): Promise<void> {
-  await writeFileAtomic(path, makeSignedHead(signer, head), { mode: 0o600 });
+/** Sign and write the head atomically; through `writer` (a worker thread) when given. */
+export async function writeHeadFile(path: string, signer: DaemonSigner, head: Head, writer?: HeadFileWriter): Promise<void> {
+  const bytes = makeSignedHead(signer, head);
+  if (writer) await writer.write(path, bytes);
+  else await writeFileAtomic(path, bytes, { mode: 0o600 });
 }
 
 /** Remove temp files an interrupted head write left (only the daemon writes the head). */

@@ -36,7 +36,7 @@ export interface LedgerOptions {
   /** How long a write waits on another connection's lock (blocks the event loop). Default 250. */
   readonly busyTimeoutMs?: number;
   /**
-   * Write batches on a worker thread (store-writer.ts), so an fsync never blocks the event
+   * Write batches and head files on worker threads (store-writer.ts, head-file-writer.ts), so an fsync never blocks the event
    * loop: the daemon, which serves every seat and the owner's stop from one loop. A one-shot
    * command has no loop to protect and skips the worker's start-up (~50–150 ms). Default false.
    */

@@ -9,6 +9,7 @@ import { describeError, LedgerRefusal } from "./errors.js";
 import { createFlags, type Flag, type Flags } from "./flags.js";
 import { createGroupCommit } from "./group-commit.js";
 import { cleanHeadTemps, readHeadFile, writeHeadFile, type HeadRead } from "./head-file.js";
+import { createHeadFileWriter } from "./head-file-writer.js";
 import { createHeadWriter } from "./head-writer.js";
 import { publicKeyFromRaw } from "./keys.js";
 import type { AppendedRecord, Ledger, LedgerOptions } from "./ledger-api.js";
@@ -93,10 +94,12 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     },
     writeHead: (head) => heads.request(head),
   };
+  // The daemon writes its head files on a worker thread too (head-file-writer.ts).
+  const headFiles = options.writeOnWorker ? createHeadFileWriter() : undefined;
   let heads = newHeadWriter(-1);
   function newHeadWriter(writtenSeq: number) {
     return createHeadWriter(
-      (head) => writeHeadFile(paths.head, options.daemonSigner, head),
+      (head) => writeHeadFile(paths.head, options.daemonSigner, head, headFiles),
       (error) => ctx.fail("unavailable", refuse("ledger.unavailable", `the signed head could not be written: ${describeError(error)}`)),
       writtenSeq,
     );
@@ -161,7 +164,10 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await mkdir(paths.dir, { recursive: true, mode: 0o700 });
       lock = acquireWriterLock(paths.lock);
       store = openStore(paths.db, { busyTimeoutMs: options.busyTimeoutMs });
-      if (options.writeOnWorker) writer = await openStoreWriter(paths.db, { identity: store.identity, busyTimeoutMs: options.busyTimeoutMs });
+      if (options.writeOnWorker) {
+        const opened = store;
+        [writer] = await Promise.all([openStoreWriter(paths.db, { identity: opened.identity, busyTimeoutMs: options.busyTimeoutMs }), headFiles?.start()]);
+      }
     } catch (error) {
       closeStore();
       setState({ status: "unavailable", reason: `cannot open the ledger store: ${describeError(error)}` });
@@ -371,6 +377,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await recordingFlags?.catch(() => undefined);
       await commits.drain();
       await heads.drain();
+      await headFiles?.close();
       // The writer's connection closes first, so the checkpoint folds the whole WAL back.
       const closing = writer?.close();
       writer = undefined;

@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
 import type { StoredRecord, StoredSeal } from "./store.js";
+import { startWorkerCalls } from "./worker-calls.js";
 
 /**
  * The ledger store's writes, on a worker thread with its own SQLite connection.
@@ -33,8 +33,6 @@ export interface StoreWriterOptions {
   /** The identity (dev:inode) of the file the caller's own connection opened. */
   readonly identity: string;
 }
-
-type Reply = { readonly id: number; readonly error?: string; readonly identity?: string };
 
 // CommonJS, evaluated in the worker (a source string, so it runs the same from the compiled
 // daemon and from the test runner's TypeScript). better-sqlite3 is resolved by the main
@@ -78,76 +76,18 @@ parentPort.on("message", (m) => {
 
 const sqlitePath = createRequire(import.meta.url).resolve("better-sqlite3");
 
-export function openStoreWriter(path: string, options: StoreWriterOptions): Promise<StoreWriter> {
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { sqlite: sqlitePath, path, busyTimeoutMs: Math.max(0, Math.floor(options.busyTimeoutMs ?? 250)) },
-  });
-  const pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
-  let nextId = 1;
-  let dead: Error | undefined;
-  let exited = false;
-  const exit = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
-
-  // An idle writer never keeps the process alive; one with a write in flight does, so a
-  // short-lived command awaiting its append is not cut off.
-  const refresh = () => (pending.size > 0 ? worker.ref() : worker.unref());
-  const failAll = (error: Error) => {
-    dead ??= error;
-    for (const p of pending.values()) p.reject(error);
-    pending.clear();
-    refresh();
+export async function openStoreWriter(path: string, options: StoreWriterOptions): Promise<StoreWriter> {
+  const { calls, hello } = await startWorkerCalls(WORKER_SOURCE, { sqlite: sqlitePath, path, busyTimeoutMs: Math.max(0, Math.floor(options.busyTimeoutMs ?? 250)) }, "ledger writer");
+  if (hello.error !== undefined) {
+    await calls.close();
+    throw new Error(`the ledger writer cannot open the store: ${hello.error}`);
+  }
+  if (hello.identity !== options.identity) {
+    await calls.close();
+    throw new Error(`the ledger database ${path} was replaced while it was being opened`);
+  }
+  return {
+    append: (records, seal) => calls.call({ records, seal }),
+    close: () => calls.close(),
   };
-
-  return new Promise<StoreWriter>((resolveOpen, rejectOpen) => {
-    let opened = false;
-    worker.on("message", (reply: Reply) => {
-      if (reply.id === 0) {
-        opened = true;
-        if (reply.error !== undefined) return rejectOpen(new Error(`the ledger writer cannot open the store: ${reply.error}`));
-        if (reply.identity !== options.identity) {
-          void worker.terminate();
-          return rejectOpen(new Error(`the ledger database ${path} was replaced while it was being opened`));
-        }
-        worker.unref();
-        return resolveOpen(writer);
-      }
-      const p = pending.get(reply.id);
-      if (!p) return;
-      pending.delete(reply.id);
-      refresh();
-      if (reply.error !== undefined) p.reject(new Error(reply.error));
-      else p.resolve();
-    });
-    worker.on("error", (error) => {
-      failAll(error);
-      if (!opened) rejectOpen(error);
-    });
-    worker.once("exit", (code) => {
-      exited = true;
-      failAll(new Error(`the ledger writer stopped (exit ${code})`));
-      if (!opened) rejectOpen(new Error(`the ledger writer stopped before it opened the store (exit ${code})`));
-    });
-
-    const writer: StoreWriter = {
-      append(records, seal) {
-        if (dead) return Promise.reject(dead);
-        const id = nextId++;
-        return new Promise<void>((resolve, reject) => {
-          pending.set(id, { resolve, reject });
-          refresh();
-          worker.postMessage({ id, records, seal });
-        });
-      },
-      async close() {
-        if (exited) return;
-        dead ??= new Error("the ledger writer is closed");
-        worker.ref();
-        worker.postMessage({ close: true });
-        const timer = setTimeout(() => void worker.terminate(), 5000);
-        await exit;
-        clearTimeout(timer);
-      },
-    };
-  });
 }
