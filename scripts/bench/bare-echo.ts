@@ -1,16 +1,18 @@
 import * as grpc from "@grpc/grpc-js";
+import { CLIENT_CHANNEL_OPTIONS, SERVER_CHANNEL_OPTIONS } from "../../src/rpc/channel-options.js";
 import { percentile } from "./report.js";
 
 /**
  * The baseline every RPC figure is compared with: grpc-js alone, a unary echo of raw
- * bytes over a unix socket, no protobuf, no metadata check, no teamd code. It imports
+ * bytes over a unix socket, no protobuf, no metadata check, no teamd code — with teamd's
+ * grpc-js channel options, so the comparison is of the same grpc-js. It imports
  * grpc-js directly on purpose (the one exception to "only src/rpc/ imports grpc-js").
  */
 const PATH = "/bench.Echo/Echo";
 const identity = (b: Buffer) => b;
 
 export function serveBareEcho(socketPath: string): Promise<grpc.Server> {
-  const server = new grpc.Server();
+  const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
   server.addService(
     { Echo: { path: PATH, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } },
     { Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) },
@@ -21,7 +23,7 @@ export function serveBareEcho(socketPath: string): Promise<grpc.Server> {
 }
 
 export function bareEchoCaller(socketPath: string): { call(): Promise<void>; close(): void } {
-  const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+  const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure(), CLIENT_CHANNEL_OPTIONS);
   const payload = Buffer.alloc(48, 7);
   return {
     call: () =>

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { CLIENT_CHANNEL_OPTIONS } from "./channel-options.js";
 import { once } from "node:events";
 import { create, type DescMethod } from "@bufbuild/protobuf";
 import type { AnyService, ServiceClient } from "./service-types.js";
@@ -22,9 +23,7 @@ export type RpcClient<S> = ServiceClient<S> & { close(): void };
  */
 export function createRpcClient<S extends AnyService>(service: S, socketPath: string, options: RpcClientOptions = {}): RpcClient<S> {
   checkSocketPath(socketPath);
-  const client = new grpc.Client(unixAddress(socketPath), grpc.credentials.createInsecure(), {
-    "grpc.max_receive_message_length": 16 * 1024 * 1024,
-  });
+  const client = new grpc.Client(unixAddress(socketPath), grpc.credentials.createInsecure(), CLIENT_CHANNEL_OPTIONS);
   const deadlineMs = options.deadlineMs ?? 10_000;
   const streamDeadlineMs = options.streamDeadlineMs ?? 600_000;
   const methods: Record<string, unknown> = {};

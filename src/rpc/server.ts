@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { SERVER_CHANNEL_OPTIONS } from "./channel-options.js";
 import { once } from "node:events";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
@@ -171,7 +172,7 @@ const HANDLERS = {
  * arrived on and nothing the caller can write.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+  const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
   const onInternalError = options.onInternalError ?? (() => undefined);
   let listening = false;
 
