@@ -15,7 +15,8 @@ import { Worker } from "node:worker_threads";
  * every call in flight and every later one: the caller learns it, nothing hangs.
  */
 export interface WorkerCalls {
-  call(message: Record<string, unknown>): Promise<void>;
+  /** `transfer`: buffers moved to the worker instead of copied (unusable here afterwards). */
+  call(message: Record<string, unknown>, transfer?: readonly ArrayBuffer[]): Promise<void>;
   /** The worker died or was closed (calls now reject with this). */
   readonly dead: Error | undefined;
   close(): Promise<void>;
@@ -42,13 +43,13 @@ export function startWorkerCalls(source: string, workerData: unknown, name: stri
   };
 
   const calls: WorkerCalls = {
-    call(message) {
+    call(message, transfer) {
       if (dead) return Promise.reject(dead);
       const id = nextId++;
       return new Promise<void>((resolve, reject) => {
         pending.set(id, { resolve, reject });
         refresh();
-        worker.postMessage({ ...message, id });
+        worker.postMessage({ ...message, id }, transfer ? [...transfer] : undefined);
       });
     },
     get dead() {
