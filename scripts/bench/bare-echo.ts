@@ -35,30 +35,50 @@ export function bareEchoCaller(socketPath: string): { call(): Promise<void>; clo
 }
 
 export interface LatencyFigures {
+  /** Latency with one call in flight (microseconds). */
   readonly p50: number;
   readonly p99: number;
+  /** Calls per second with one call in flight. */
+  readonly sequentialPerSecond: number;
+  /** Calls per second with `inFlight` calls in flight. */
   readonly callsPerSecond: number;
+  /** Latency of each call with `inFlight` in flight (microseconds). */
+  readonly concurrentP50: number;
+  readonly concurrentP99: number;
 }
 
-/** Sequential latency (p50/p99 in microseconds) and throughput with `inFlight` concurrent calls. */
+/** Latency and throughput with one call in flight, then with `inFlight` concurrent calls. */
 export async function measureCalls(call: () => Promise<unknown>, sequential: number, concurrentTotal: number, inFlight = 64): Promise<LatencyFigures> {
   for (let i = 0; i < 200; i++) await call(); // warm-up: connection, JIT
   const samples: number[] = [];
+  const s0 = process.hrtime.bigint();
   for (let i = 0; i < sequential; i++) {
     const t0 = process.hrtime.bigint();
     await call();
     samples.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
+  const sequentialSeconds = Number(process.hrtime.bigint() - s0) / 1e9;
   samples.sort((a, b) => a - b);
   let started = 0;
+  const concurrent: number[] = [];
   const t0 = process.hrtime.bigint();
   const worker = async () => {
     while (started < concurrentTotal) {
       started++;
+      const c0 = process.hrtime.bigint();
       await call();
+      concurrent.push(Number(process.hrtime.bigint() - c0) / 1000);
     }
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99), callsPerSecond: concurrentTotal / seconds };
+  concurrent.sort((a, b) => a - b);
+  return {
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+    sequentialPerSecond: sequential / sequentialSeconds,
+    callsPerSecond: concurrentTotal / seconds,
+    concurrentP50: percentile(concurrent, 50),
+    concurrentP99: percentile(concurrent, 99),
+  };
 }

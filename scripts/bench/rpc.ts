@@ -18,6 +18,9 @@ function rows(prefix: string, f: LatencyFigures, note: string): BenchRow[] {
   return [
     { name: `${prefix}.p50`, value: f.p50, unit: "us", note },
     { name: `${prefix}.p99`, value: f.p99, unit: "us", note },
+    { name: `${prefix}.calls-per-s-1`, value: f.sequentialPerSecond, unit: "calls/s", note: "1 in flight" },
+    { name: `${prefix}.p50-64`, value: f.concurrentP50, unit: "us", note: "64 in flight" },
+    { name: `${prefix}.p99-64`, value: f.concurrentP99, unit: "us", note: "64 in flight" },
     { name: `${prefix}.calls-per-s`, value: f.callsPerSecond, unit: "calls/s", note: "64 in flight" },
   ];
 }

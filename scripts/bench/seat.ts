@@ -92,6 +92,9 @@ export async function benchSeat(): Promise<BenchRow[]> {
     return [
       { name: "seat.gated.p50", value: gated.p50, unit: "us", note: "Checkpoint: guards, decide, durable intent and outcome, 1 in flight" },
       { name: "seat.gated.p99", value: gated.p99, unit: "us", note: "1 in flight" },
+      { name: "seat.gated.calls-per-s-1", value: gated.sequentialPerSecond, unit: "calls/s", note: "1 in flight" },
+      { name: "seat.gated.p50-64", value: gated.concurrentP50, unit: "us", note: "64 in flight" },
+      { name: "seat.gated.p99-64", value: gated.concurrentP99, unit: "us", note: "64 in flight" },
       { name: "seat.gated.calls-per-s", value: gated.callsPerSecond, unit: "calls/s", note: "64 in flight" },
       { name: "seat.git-loop.inside-s", value: inside, unit: "s", note: `${GIT_LOOP}× git status + commit inside the seat's containment` },
       { name: "seat.git-loop.outside-s", value: outside, unit: "s", note: "the same loop on a host clone" },
