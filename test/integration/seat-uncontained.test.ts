@@ -324,4 +324,29 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     expect(read.code).not.toBe(0);
     expect((await teamd(["stop", "--team", "proj"])).code).toBe(0);
   }, 60_000);
+
+  it("teamd stop --all with the daemon hung: the CLI kills the uncontained seat itself from the registry", async () => {
+    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(NONE));
+    expect((await teamd(["apply", "--yes"])).code).toBe(0);
+    expect((await teamd(["start", "loose"])).code).toBe(0);
+    const init = (await seatOf("loose"))?.initPid as number;
+    let tree: string[] = [];
+    await waitFor(() => (tree = treeOf(init)).length >= 2, 5000);
+    expect(tree.length).toBeGreaterThanOrEqual(2);
+    const pid = daemon?.child.pid as number;
+    process.kill(pid, "SIGSTOP");
+    let stopped: { stopped: boolean; path: string; killedByCli: Array<{ seat: string }> };
+    try {
+      const result = await teamd(["stop", "--all", "--json"], 30_000);
+      expect(result.code, result.stderr).toBe(0);
+      stopped = JSON.parse(result.stdout) as typeof stopped;
+      // Before the daemon runs again: nothing of the seat is left, by the CLI's hand alone.
+      expect(await waitFor(() => live(tree).length === 0, 5000)).toBe(true);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    expect(stopped).toMatchObject({ stopped: true, path: "cli", killedByCli: [{ seat: "loose" }] });
+    const resumed = await teamd(["resume", "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+  }, 60_000);
 });
