@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { TeamdHome } from "./home.js";
 import { removeSocket } from "../src/rpc/unix-socket.js";
 import { seatLayout, seatRegistryDir } from "./seat-layout.js";
-import { killProcessTree, processStartTime } from "../src/sandbox/process-tree.js";
+import { killProcessTree, processRunning } from "../src/sandbox/process-tree.js";
 
 /**
  * The registry of running seats: TEAMD_HOME/run/seats.d/<team>.<seat>.json, one file per
@@ -33,9 +33,9 @@ export interface SeatRegistration {
   readonly initStart?: string;
 }
 
-/** Whether `entry` is an uncontained seat whose recorded init is still that very process (pid and start time). */
+/** Whether `entry` is an uncontained seat whose recorded init still runs as that very process (pid and start time; a zombie does not). */
 export function isRecordedUncontained(entry: SeatRegistration): boolean {
-  return entry.containment === "none" && entry.initStart !== undefined && entry.initPid > 1 && processStartTime(entry.initPid) === entry.initStart;
+  return entry.containment === "none" && entry.initStart !== undefined && entry.initPid > 1 && processRunning(entry.initPid, entry.initStart);
 }
 
 export async function pidNamespaceOf(pid: number): Promise<string | undefined> {

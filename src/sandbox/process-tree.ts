@@ -20,7 +20,17 @@ export function processStartTime(pid: number): string | undefined {
   return stat?.start;
 }
 
+/**
+ * Whether the process `pid` started at `start` still runs: a zombie (exited, not yet reaped
+ * by its parent — e.g. the seat's init while a hung daemon cannot reap it) does not.
+ */
+export function processRunning(pid: number, start: string): boolean {
+  const stat = readStat(pid);
+  return stat !== undefined && stat.start === start && stat.state !== "Z" && stat.state !== "X";
+}
+
 interface Stat {
+  readonly state: string;
   readonly ppid: number;
   readonly start: string;
 }
@@ -38,7 +48,7 @@ function readStat(pid: number): Stat | undefined {
   const ppid = Number(fields[1]);
   const start = fields[19];
   if (!Number.isInteger(ppid) || start === undefined) return undefined;
-  return { ppid, start };
+  return { state: fields[0] ?? "", ppid, start };
 }
 
 function table(): Map<number, Stat> {
