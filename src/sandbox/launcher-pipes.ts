@@ -96,6 +96,9 @@ export function startedOnPipes(child: ChildProcess, request: LaunchRequest, limi
             publish(pid);
           },
           (error: unknown) => {
+            // The init first: killing only the spawned process left bwrap's init waiting on
+            // the block fd, reparented, for as long as this process held the pipe (found here).
+            if (!exited) protocol.kill(pid);
             if (child.pid !== undefined && !exited) child.kill("SIGKILL");
             resolve(refused("containment.limit", (error as Error).message, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
           },
