@@ -21,7 +21,10 @@ import { stopRefusal } from "./stop-state.js";
  * (the seat's slot, so two starts cannot race) → prepare → launch under containment →
  * publish (registry file, seat_start record, status shows it) → stop (SIGKILL to the
  * pid-namespace init, wait, seat_stop record, socket and tmp removed). Every failure
- * unwinds what was prepared; a seat that exits by itself is torn down the same way.
+ * unwinds what was prepared; a seat that exits by itself is torn down the same way. A seat
+ * whose applied team file says `containment: none` is launched uncontained
+ * (src/sandbox/launcher-none.ts): no namespace, its stop kills its process tree and its
+ * cgroup, and every record of it says `containment: none`, strength M.
  */
 export interface SeatView {
   readonly team: string;

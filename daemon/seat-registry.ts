@@ -10,7 +10,9 @@ import { killProcessTree, processRunning } from "../src/sandbox/process-tree.js"
  * running seat naming its pid-namespace init (and that namespace's identity). It is what a
  * machine-wide stop reads, and what the next daemon sweeps after a crash: a recorded init
  * still alive in the recorded namespace is killed (SIGKILL to the init ends the namespace);
- * then the file, the stale socket and the run's tmp go. Never kill by name or by group.
+ * then the file, the stale socket and the run's tmp go. An uncontained seat has no
+ * namespace: its init is recorded by pid and start time and its process tree is killed
+ * (its cgroups, swept after, end what left the tree). Never kill by name or by group.
  */
 export interface SeatRegistration {
   readonly team: string;

@@ -79,14 +79,15 @@ export interface SeatProcess {
   /**
    * The host pid of the seat's pid-namespace init. SIGKILL to it ends every process in the
    * seat's namespace — none can leave it, `setsid` or not. Never kill a seat by process
-   * group (setsid escapes it) or by name.
+   * group (setsid escapes it) or by name. Uncontained (`containment: none`), there is no
+   * namespace: it is the command's own pid, and kill() ends the process tree under it.
    */
   readonly initPid: number;
   readonly io: PipeStreams | PtyStreams;
   /** What the launcher could apply of the plan's limits, in words (rlimits are partial). */
   readonly limits: { readonly partial: boolean; readonly notes: readonly string[] };
   readonly exit: Promise<SeatExit>;
-  /** SIGKILL the namespace init; a no-op once the seat has exited. */
+  /** SIGKILL the namespace init (uncontained: the process tree under the init); a no-op once the seat has exited. */
   kill(): void;
 }
 

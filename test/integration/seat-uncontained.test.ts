@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import * as pty from "node-pty";
 import { describeStored, openStore } from "../../src/ledger/index.js";
 import { processStartTime, processTree } from "../../src/sandbox/process-tree.js";
 
@@ -188,6 +189,26 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     expect(start.length).toBe(1);
     expect(fieldsOf(start[0] as Json)).toMatchObject({ containment: "none", strength: "M" });
     expect(fieldsOf(recordsOf("seat.start", "tight")[0] as Json)).toMatchObject({ containment: "bwrap", strength: "A" });
+  });
+
+  it("an owner who attaches is told, and the seat.attach record says none and M", async () => {
+    const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], { cols: 100, rows: 30, cwd: repo, env: { ...process.env, ...env } as Record<string, string> });
+    let out = "";
+    term.onData((d) => (out += d));
+    const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+    try {
+      expect(await waitFor(() => out.includes("detach with Ctrl-]"), 15_000), out).toBe(true);
+      expect(out).toContain("attached to loose@proj (containment: none)");
+      term.write("\x1d");
+      expect(await exited).toBe(0);
+    } finally {
+      try {
+        process.kill(term.pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    expect(fieldsOf(recordsOf("seat.attach", "loose").at(-1) as Json)).toMatchObject({ containment: "none", strength: "M" });
   });
 
   it("really is uncontained: it reads a canary outside every plan that a bwrap seat of the same team cannot", async () => {
