@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { lstat, mkdir, readlink, rename, rm, symlink } from "node:fs/promises";
+import { chmod, lstat, mkdir, readlink, rename, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { BASH } from "./close-fds.js";
 import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher.js";
@@ -101,6 +101,9 @@ async function linkShimNames(run: UncontainedRun): Promise<void> {
   const temp = `${bin.dir}.${process.pid}.${Date.now()}.tmp`;
   await mkdir(temp, { mode: 0o755 });
   try {
+    // chmod as well: a service's UMask (0077) would narrow the mode, and in system mode the
+    // seat's user must reach these names (as it reaches the bundle beside them).
+    await chmod(temp, 0o755);
     for (const name of bin.names) await symlink(bin.bundle, join(temp, name));
     await rm(bin.dir, { recursive: true, force: true });
     await rename(temp, bin.dir).catch(async (error: NodeJS.ErrnoException) => {
