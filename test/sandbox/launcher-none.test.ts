@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { createLauncher } from "../../src/sandbox/launcher.js";
 import { createUncontainedLauncher } from "../../src/sandbox/launcher-none.js";
 import type { LaunchResult, SeatProcess } from "../../src/sandbox/launcher.js";
@@ -90,6 +91,30 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
     }
     const reached = await collect(await launcher.launch({ plan: await seat.plan(), command: connectCommand(seat.socketPath) }));
     expect(reached.stdout).toContain(SEAT_REPLY);
+  });
+
+  it("puts teamd-shim and git-remote-teamd first on PATH, reachable by the seat's user whatever the daemon's umask", async () => {
+    const dir = join(seat.base, "shim");
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o755);
+    const bundle = join(dir, "teamd-shim-test.mjs");
+    copyFileSync(join(process.cwd(), "dist/shim-bundle/teamd-shim.mjs"), bundle);
+    chmodSync(bundle, 0o755);
+    const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: bundle, shimCommand: "teamd-shim" } }));
+    // A system service runs with UMask=0077: the folder of names must still be the seat user's to reach.
+    const old = process.umask(0o077);
+    let launched: LaunchResult;
+    try {
+      launched = await launcher.launch({ plan, command: ["sh", "-c", "command -v teamd-shim; command -v git-remote-teamd; teamd-shim --version"] });
+    } finally {
+      process.umask(old);
+    }
+    const out = await collect(launched);
+    expect(out.code, out.stderr).toBe(0);
+    const bin = join(dir, "bin-teamd-shim-test");
+    expect(out.stdout).toBe(`${bin}/teamd-shim\n${bin}/git-remote-teamd\n0.1.0\n`);
+    expect(statSync(bin).mode & 0o777).toBe(0o755);
+    expect(readlinkSync(join(bin, "git-remote-teamd"))).toBe(bundle);
   });
 
   it("hands back the command's own exit code", async () => {
