@@ -191,6 +191,14 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     expect(fieldsOf(recordsOf("seat.start", "tight")[0] as Json)).toMatchObject({ containment: "bwrap", strength: "A" });
   });
 
+  it("teamd doctor notes the seat running uncontained (a warning, not a failure)", async () => {
+    const doctor = await teamd(["doctor", "--json"]);
+    const report = JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> };
+    expect(report.checks.find((c) => c.name === "uncontained seats")).toMatchObject({ verdict: "warn", detail: expect.stringContaining("loose@proj") });
+    // The contained seat is not named.
+    expect(JSON.stringify(report.checks.find((c) => c.name === "uncontained seats"))).not.toContain("tight@proj");
+  });
+
   it("an owner who attaches is told, and the seat.attach record says none and M", async () => {
     const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], { cols: 100, rows: 30, cwd: repo, env: { ...process.env, ...env } as Record<string, string> });
     let out = "";
