@@ -14,8 +14,9 @@ import { killProcessTree } from "../src/sandbox/process-tree.js";
  * writes each seat's recorded cgroup.kill, which ends the rest (`teamd exec` runs). An
  * uncontained seat (`containment: none`) has no namespace: the process tree under its recorded
  * init (pid and start time) is killed instead, and its cgroup.kill ends what left that tree
- * where it has a cgroup. Never by process group or by name. It only reads the registry: the daemon (or the next one's sweep) removes the
- * files, sockets and tmp, so nothing it keeps is changed behind its back.
+ * where it has a cgroup. Never by process group or by name. It only reads the registry: the
+ * daemon (or the next one's sweep) removes the files, sockets and tmp, so nothing it keeps is
+ * changed behind its back.
  */
 export interface SeatKill {
   readonly team: string;

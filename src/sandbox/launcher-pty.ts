@@ -21,6 +21,9 @@ import type * as NodePtyModule from "node-pty";
  * `bash -c '…; exec 3>>"$0" && exec "$@"' FILE [setpriv] [prlimit] bwrap …`.
  * The daemon reads that file for the init pid (start) and the command's exit code (end).
  *
+ * An uncontained seat (launcher-none.ts) has no bwrap to report it: its wrapper writes its
+ * own pid to that file and execs `[setpriv] [prlimit] COMMAND` in place (uncontained-args.ts).
+ *
  * forkpty's setuid keeps the caller's supplementary groups (root's gid 0 among them), so
  * in system mode the switch to the seat's user is `setpriv --clear-groups`, never
  * node-pty's own uid/gid options.
