@@ -4,7 +4,8 @@ import { constants } from "node:fs";
 import { createSeatCgroup, readCgroupFacts } from "../src/sandbox/cgroup-host.js";
 import { planCgroups } from "../src/sandbox/cgroup-plan.js";
 import { createLauncher } from "../src/sandbox/launcher.js";
-import { detectMode } from "./home.js";
+import { detectMode, resolveHome } from "./home.js";
+import { registrations } from "./seat-registry.js";
 import { builtShimBundle } from "./seat-layout.js";
 import { lookupUser, SEAT_SYSTEM_USER } from "./seat-user.js";
 
@@ -85,6 +86,8 @@ export async function runChecks(): Promise<Check[]> {
 
   const shim = builtShimBundle();
   checks.push(existsSync(shim) ? { name: "shim bundle", verdict: "ok", detail: shim } : { name: "shim bundle", verdict: "fail", detail: `${shim} is missing`, fix: "npm run build" });
+  const loose = await uncontainedCheck();
+  if (loose !== undefined) checks.push(loose);
   return checks;
 }
 
@@ -124,6 +127,27 @@ async function cgroupCheck(): Promise<Check> {
     verdict: missing.length === 0 ? "ok" : "warn",
     detail: `${layout}. Each seat gets its own cgroups: ${plan.summary.replace(/memory 64M|pids 64|cpus 1\b/g, (m) => m.split(" ")[0] as string)}${probe}; CPU and memory metered from the cgroup counters${missing.length ? `; no controller here for ${missing.join(", ")} (memory and processes fall back to rlimits, cpus stops the seat)` : ""}`,
     ...(missing.length ? { fix: "mount the missing controller (v1) or enable it in the v2 subtree" } : {}),
+  };
+}
+
+/**
+ * Seats running uncontained now (`containment: none`), from the seat registry the machine-wide
+ * stop reads: a warning, never a failure — the owner asked for it — so that it is not forgotten.
+ * Only what runs is seen here (an applied policy that says `none` shows at `teamd apply` and start).
+ */
+async function uncontainedCheck(): Promise<Check | undefined> {
+  let running: { team: string; seat: string }[];
+  try {
+    running = (await registrations(resolveHome(), { prune: false })).filter((r) => r.containment === "none");
+  } catch {
+    return undefined;
+  }
+  if (running.length === 0) return undefined;
+  return {
+    name: "uncontained seats",
+    verdict: "warn",
+    detail: `running with containment: none (teamd's refusals hold against a mistake only for them): ${running.map((r) => `${r.seat}@${r.team}`).join(", ")}`,
+    fix: "remove `containment: none` from their start in teamd.yaml, teamd apply, and start them again",
   };
 }
 

@@ -5,6 +5,7 @@ import { createSeatCgroup, handle, readCgroupFacts, removeLeaves, sweepHomeCgrou
 import { homeCgroupRoots, planCgroups } from "../src/sandbox/cgroup-plan.js";
 import type { Limits } from "../src/sandbox/plan-types.js";
 import type { TeamdHome } from "./home.js";
+import { processTree } from "../src/sandbox/process-tree.js";
 
 /**
  * The seat's cgroups in the daemon's lifecycle: made after prepare and before launch (the
@@ -116,14 +117,26 @@ export async function sweepSeatCgroups(home: TeamdHome, recorded: readonly { tea
  * through its parent's cutime.
  */
 export async function walkNamespaceUsage(pidNamespace: string): Promise<SeatCgroupUsage> {
+  const inNamespace: number[] = [];
+  for (const entry of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    if ((await readlink(`/proc/${entry}/ns/pid`).catch(() => undefined)) === pidNamespace) inNamespace.push(Number(entry));
+  }
+  return sumUsage(inNamespace);
+}
+
+/** The same for an uncontained seat without a cgroup: the process tree under its init (what its stop kills). */
+export async function walkTreeUsage(initPid: number): Promise<SeatCgroupUsage> {
+  return sumUsage(processTree(initPid));
+}
+
+async function sumUsage(pids: readonly number[]): Promise<SeatCgroupUsage> {
   let ticks = 0;
   let pages = 0;
   let processes = 0;
-  for (const entry of await readdir("/proc").catch(() => [] as string[])) {
-    if (!/^\d+$/.test(entry)) continue;
-    if ((await readlink(`/proc/${entry}/ns/pid`).catch(() => undefined)) !== pidNamespace) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => undefined);
-    const statm = await readFile(`/proc/${entry}/statm`, "utf8").catch(() => undefined);
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+    const statm = await readFile(`/proc/${pid}/statm`, "utf8").catch(() => undefined);
     if (stat === undefined) continue;
     // Fields after the command name (which may hold spaces): state is field 3, utime 14 … cstime 17.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { ControlService } from "../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../src/rpc/index.js";
 import { resolveHome } from "./home.js";
@@ -38,10 +39,11 @@ interface Shown {
   runId: string;
   limits: string;
   repository: string;
+  containment: string;
 }
 
 function show(s: Shown): Record<string, unknown> {
-  return { team: s.team, seat: s.seat, state: s.state, initPid: s.initPid, runId: s.runId, limits: s.limits, repository: s.repository };
+  return { team: s.team, seat: s.seat, state: s.state, initPid: s.initPid, runId: s.runId, limits: s.limits, repository: s.repository, containment: s.containment };
 }
 
 export async function startCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
@@ -52,9 +54,29 @@ export async function startCommand(spec: string | undefined, options: { team?: s
     if (options.json) process.stdout.write(JSON.stringify({ started: reply.seats.map(show) }) + "\n");
     else if (reply.seats.length === 0) process.stdout.write("started: none (every seat with a start is already running)\n");
     else for (const s of reply.seats) process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
+    // Loudly, and on stderr even with --json: the owner asked for it, and must not forget it.
+    for (const s of reply.seats) if (s.containment === "none") process.stderr.write(`${uncontainedWarning(s.seat, userName(s.uid))}\n`);
   } finally {
     c.close();
   }
+}
+
+/** What `teamd start` says of a seat that runs uncontained (`containment: none`). */
+export function uncontainedWarning(seat: string, user: string): string {
+  return `warning: seat ${seat} runs UNCONTAINED (containment: none in teamd.yaml): it can read and write everything ${user} can; refusals hold against a mistake only`;
+}
+
+/** The host user's name for a uid (from /etc/passwd), else "uid N". */
+function userName(uid: number): string {
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (name && Number(id) === uid) return `${name} (uid ${uid})`;
+    }
+  } catch {
+    // no passwd to read: the number says it
+  }
+  return `uid ${uid}`;
 }
 
 export async function stopCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {

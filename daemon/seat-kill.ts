@@ -2,7 +2,8 @@ import { readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TeamdHome } from "./home.js";
 import { cgroupEmpty, killRecordedCgroups } from "./seat-cgroup.js";
-import { isRecordedInit, registrations, type SeatRegistration } from "./seat-registry.js";
+import { isRecordedInit, isRecordedUncontained, registrations, type SeatRegistration } from "./seat-registry.js";
+import { killProcessTree } from "../src/sandbox/process-tree.js";
 
 /**
  * The owner's own hand on the seats, for when the daemon cannot be asked (§11: the
@@ -10,9 +11,12 @@ import { isRecordedInit, registrations, type SeatRegistration } from "./seat-reg
  * keeps under TEAMD_HOME/run/seats.d and sends SIGKILL to each seat's recorded pid-namespace
  * init — only while that pid is still the init of the recorded namespace (isRecordedInit: a
  * reused pid is never hit); killing the init ends every process in the namespace — and
- * writes each seat's recorded cgroup.kill, which ends the rest (`teamd exec` runs). Never by process group or
- * by name. It only reads the registry: the daemon (or the next one's sweep) removes the
- * files, sockets and tmp, so nothing it keeps is changed behind its back.
+ * writes each seat's recorded cgroup.kill, which ends the rest (`teamd exec` runs). An
+ * uncontained seat (`containment: none`) has no namespace: the process tree under its recorded
+ * init (pid and start time) is killed instead, and its cgroup.kill ends what left that tree
+ * where it has a cgroup. Never by process group or by name. It only reads the registry: the
+ * daemon (or the next one's sweep) removes the files, sockets and tmp, so nothing it keeps is
+ * changed behind its back.
  */
 export interface SeatKill {
   readonly team: string;
@@ -28,6 +32,8 @@ export interface SeatKill {
 
 /** Is the recorded pid still there, though its namespace cannot be read? (EACCES/EPERM: another uid's process.) */
 async function unseen(entry: SeatRegistration): Promise<boolean> {
+  // Uncontained: the init's start time is world-readable; "unseen" is a tree this user may not signal.
+  if (entry.containment === "none") return false;
   return readlink(`/proc/${entry.initPid}/ns/pid`).then(
     () => false,
     (error: NodeJS.ErrnoException) => error.code === "EACCES" || error.code === "EPERM",
@@ -40,8 +46,16 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
   for (const entry of await registrations(home, { prune: false })) {
     let sent = false;
     // Running, but not this user's to inspect or signal (system mode, a non-root owner): its cgroup.kill below is the way.
-    const hidden = await unseen(entry);
-    if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
+    let hidden = await unseen(entry);
+    if (isRecordedUncontained(entry)) {
+      try {
+        sent = killProcessTree(entry.initPid, entry.initStart).length > 0;
+      } catch (error) {
+        // Another uid's tree (system mode, a non-root owner): its cgroup.kill below is the way.
+        if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error;
+        hidden = true;
+      }
+    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
         sent = true;
@@ -65,7 +79,10 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
     for (const leaf of leaves) if (!(await cgroupEmpty(leaf))) return false;
     return true;
   };
-  const stillIn = async (e: SeatRegistration) => (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
+  // Uncontained: up while its recorded init lives, unless every recorded cgroup of it is empty
+  // (an init of another uid, stopped by this CLI, is killed by its cgroup alone).
+  const stillIn = async (e: SeatRegistration) =>
+    e.containment === "none" ? isRecordedUncontained(e) && !(await downByCgroup(e)) : (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
   const deadline = Date.now() + waitMs;
   for (;;) {
     const alive = [];
@@ -75,6 +92,12 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
   }
   const result: SeatKill[] = [];
   for (const t of targets) {
+    if (t.entry.containment === "none") {
+      const up = await stillIn(t.entry);
+      const outcome = up ? (t.hidden ? "unseen" : "alive") : t.sent || (t.hidden && leavesOf(t.entry).length > 0) ? "killed" : "gone";
+      result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome });
+      continue;
+    }
     const alive = await isRecordedInit(t.entry.initPid, t.entry.pidNamespace);
     const hidden = !alive && (await unseen(t.entry));
     const byCgroup = hidden && (await downByCgroup(t.entry));

@@ -10,7 +10,8 @@ import { streamRun, type ExecResult, type ExecSink } from "./seat-exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./seat-prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "./seat-policy.js";
-import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage } from "./seat-cgroup.js";
+import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./seat-cgroup.js";
+import { processStartTime } from "../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./seat-registry.js";
 import { resolveSeatUser, type SeatUser } from "./seat-user.js";
 import { stopRefusal } from "./stop-state.js";
@@ -20,7 +21,10 @@ import { stopRefusal } from "./stop-state.js";
  * (the seat's slot, so two starts cannot race) → prepare → launch under containment →
  * publish (registry file, seat_start record, status shows it) → stop (SIGKILL to the
  * pid-namespace init, wait, seat_stop record, socket and tmp removed). Every failure
- * unwinds what was prepared; a seat that exits by itself is torn down the same way.
+ * unwinds what was prepared; a seat that exits by itself is torn down the same way. A seat
+ * whose applied team file says `containment: none` is launched uncontained
+ * (src/sandbox/launcher-none.ts): no namespace, its stop kills its process tree and its
+ * cgroup, and every record of it says `containment: none`, strength M.
  */
 export interface SeatView {
   readonly team: string;
@@ -164,7 +168,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const user = resolveSeatUser(home.mode);
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
-      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: "bwrap", cgroup: "" },
+      // The applied team file's word, never a fallback: a host without bubblewrap refuses a
+      // bwrap seat (fail closed); only `containment: none` runs one uncontained.
+      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: target.start.containment ?? "bwrap", cgroup: "" },
       user,
     };
     slots.set(k, slot);
@@ -184,7 +190,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       slot.cgroup = opened.cgroup;
       // The seat runs in a pty whose master the daemon holds (issue 7): its output goes to a
       // bounded scrollback and to the one attached owner, never to the ledger.
-      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS }, ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}) });
+      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS }, containment: uncontained(slot) ? "none" : "bwrap", ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}) });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const proc = launched.seat;
       slot.process = proc;
@@ -204,9 +210,23 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const limits = describeLimits(prepared.plan.limits, proc.limits);
       const cgroup = opened.cgroup !== undefined ? opened.cgroup.summary : `none: ${opened.missing ?? "not made"}`;
       const startedAt = new Date().toISOString();
-      const pidNamespace = (await pidNamespaceOf(proc.initPid)) ?? "";
-      slot.pidNamespace = pidNamespace;
-      await register(home, { team: target.team, seat: target.seat, runId, initPid: proc.initPid, pidNamespace, daemonPid: process.pid, startedAt, ...(opened.cgroup !== undefined ? { cgroups: opened.cgroup.plan.leaves } : {}) });
+      // Uncontained there is no namespace: the registry names the init by pid and start time
+      // (its process tree is what a stop without a cgroup kills), never the host's namespace.
+      const none = uncontained(slot);
+      const pidNamespace = none ? "" : ((await pidNamespaceOf(proc.initPid)) ?? "");
+      if (!none) slot.pidNamespace = pidNamespace;
+      const initStart = none ? processStartTime(proc.initPid) : undefined;
+      await register(home, {
+        team: target.team,
+        seat: target.seat,
+        runId,
+        initPid: proc.initPid,
+        pidNamespace,
+        daemonPid: process.pid,
+        startedAt,
+        ...(opened.cgroup !== undefined ? { cgroups: opened.cgroup.plan.leaves } : {}),
+        ...(none ? { containment: "none" as const, ...(initStart !== undefined ? { initStart } : {}) } : {}),
+      });
       slot.prepared = prepared;
       slot.plan = prepared.plan;
       await record(RecordType.SEAT_START, target, "seat.start", runId, {
@@ -216,9 +236,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         uid: String(user.uid),
         init_pid: String(proc.initPid),
         limits,
-        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so); a
-        // `containment: none` seat (not built yet) would say "none" here and hold against a mistake only.
+        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so), or
+        // "none" (`containment: none`): every refusal holds against a mistake only.
         containment: slot.view.containment,
+        strength: strength(slot),
         cgroup,
       });
       slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo, cgroup };
@@ -324,9 +345,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       }
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment });
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment, strength: strength(slot) });
       // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
-      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" }, ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}) });
+      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" }, containment: uncontained(slot) ? "none" : "bwrap", ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}) });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const result = await streamRun(launched.seat, execOptions, sink);
       return { ...result, seq: recorded.seq };
@@ -353,7 +374,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       let recorded: { seq: number };
       try {
         // Recorded before the owner sees anything: who and when, never what the pty shows.
-        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, { by: "owner", containment: slot.view.containment });
+        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
       } catch (error) {
         slot.attached = undefined;
         throw error;
@@ -386,7 +407,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return Promise.all(
         [...slots.values()].map(async (s) => {
           if (s.view.state !== "running") return s.view;
-          const usage = s.cgroup !== undefined ? await s.cgroup.usage() : s.pidNamespace ? await walkNamespaceUsage(s.pidNamespace) : {};
+          const usage = s.cgroup !== undefined ? await s.cgroup.usage() : s.pidNamespace ? await walkNamespaceUsage(s.pidNamespace) : uncontained(s) ? await walkTreeUsage(s.view.initPid) : {};
           const by = s.cgroup !== undefined ? "cgroup" : "proc walk";
           return { ...s.view, ...(usage.cpuMs !== undefined ? { cpuMs: usage.cpuMs } : {}), ...(usage.memoryBytes !== undefined ? { memoryBytes: usage.memoryBytes } : {}), meteredBy: by };
         }),
@@ -405,6 +426,16 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return swept;
     },
   };
+}
+
+/** `containment: none` in the applied team file: the seat runs uncontained (launcher-none.ts). */
+function uncontained(slot: Slot): boolean {
+  return slot.view.containment === "none";
+}
+
+/** What the seat's records may claim: M (against a mistake only) uncontained; A where docs/enforcement.md says so under bwrap. */
+function strength(slot: Slot): string {
+  return uncontained(slot) ? "M" : "A";
 }
 
 /** What of the seat's limits holds, in words: "none", "applied: ...", or "partial: ..." (rlimits stand in). */

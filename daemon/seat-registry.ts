@@ -3,13 +3,16 @@ import { join } from "node:path";
 import type { TeamdHome } from "./home.js";
 import { removeSocket } from "../src/rpc/unix-socket.js";
 import { seatLayout, seatRegistryDir } from "./seat-layout.js";
+import { killProcessTree, processRunning } from "../src/sandbox/process-tree.js";
 
 /**
  * The registry of running seats: TEAMD_HOME/run/seats.d/<team>.<seat>.json, one file per
  * running seat naming its pid-namespace init (and that namespace's identity). It is what a
  * machine-wide stop reads, and what the next daemon sweeps after a crash: a recorded init
  * still alive in the recorded namespace is killed (SIGKILL to the init ends the namespace);
- * then the file, the stale socket and the run's tmp go. Never kill by name or by group.
+ * then the file, the stale socket and the run's tmp go. An uncontained seat has no
+ * namespace: its init is recorded by pid and start time and its process tree is killed
+ * (its cgroups, swept after, end what left the tree). Never kill by name or by group.
  */
 export interface SeatRegistration {
   readonly team: string;
@@ -22,6 +25,19 @@ export interface SeatRegistration {
   readonly startedAt: string;
   /** The seat's cgroup folders (daemon/seat-cgroup.ts): cgroup.kill'ed and removed by the stop and the sweep. */
   readonly cgroups?: readonly string[];
+  /**
+   * "none": an uncontained seat (`containment: none`). It has no pid namespace (pidNamespace
+   * is empty): its init is named by pid and `initStart` (its start time, /proc/<pid>/stat),
+   * and the stop and the sweep kill the process tree under it (src/sandbox/process-tree.ts)
+   * as well as its cgroups. Absent: bwrap.
+   */
+  readonly containment?: "none";
+  readonly initStart?: string;
+}
+
+/** Whether `entry` is an uncontained seat whose recorded init still runs as that very process (pid and start time; a zombie does not). */
+export function isRecordedUncontained(entry: SeatRegistration): boolean {
+  return entry.containment === "none" && entry.initStart !== undefined && entry.initPid > 1 && processRunning(entry.initPid, entry.initStart);
 }
 
 export async function pidNamespaceOf(pid: number): Promise<string | undefined> {
@@ -85,7 +101,11 @@ export async function sweep(home: TeamdHome, log: (line: string) => void): Promi
   const swept: string[] = [];
   for (const entry of await registrations(home)) {
     const layout = seatLayout(home, entry.team, entry.seat);
-    if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
+    if (isRecordedUncontained(entry)) {
+      // No namespace to end: the tree under the recorded init (what left it escapes; its cgroups, swept after, hold that).
+      const killed = killProcessTree(entry.initPid, entry.initStart);
+      if (killed.length > 0) log(`sweep: killed the leftover uncontained seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}, ${killed.length} process(es) in its tree)`);
+    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
         log(`sweep: killed the leftover seat ${entry.team}/${entry.seat} (init pid ${entry.initPid})`);

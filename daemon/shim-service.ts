@@ -57,7 +57,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
         })),
       );
       const leases = await deps.leases.held(identity).catch(() => []);
-      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq) };
+      // Said to the seat itself too: an uncontained seat's refusals hold against a mistake only.
+      const containment = ctx.policy.policy.seats[identity.seat]?.start?.containment ?? "bwrap";
+      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq), containment };
     },
     async listRefs(request) {
       return deps.git.listRefs(identity, request.forPush);

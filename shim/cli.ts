@@ -42,9 +42,11 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
     capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
     leases: reply.leases.map(leaseJson),
     lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
+    containment: reply.containment || null,
   };
   const lines = [
     `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
+    ...(reply.containment === "none" ? ["containment: none (UNCONTAINED: this seat can reach everything its host user can; teamd's refusals hold against a mistake only)"] : reply.containment ? [`containment: ${reply.containment}`] : []),
     ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
     ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
     value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",

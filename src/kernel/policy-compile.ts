@@ -279,6 +279,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
               files: start.files,
               ...(start.network !== undefined ? { network: { allow: start.network.allow, private: start.network.private } } : {}),
               ...(start.limits !== undefined ? { limits: canonicalLimits(start.limits) } : {}),
+              ...(start.containment !== undefined ? { containment: start.containment } : {}),
             },
     };
   }

@@ -10,6 +10,7 @@ import { SEAT_BRANCHES } from "./policy-compile.js";
 import { type Scope, canonicalDimension, dimensionOf, formatScope } from "./scope.js";
 import type { StartContext } from "./start-context.js";
 import { showLimits } from "./start-limits.js";
+import { showContainment } from "./start-containment.js";
 import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
 
 /**
@@ -103,7 +104,8 @@ function showStart(start: StartContext): string {
   const env = Object.entries(start.env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
   const network = start.network === undefined ? "" : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
   const limits = start.limits === undefined ? "" : `, limits ${showLimits(start.limits)}`;
-  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}`;
+  const containment = start.containment === undefined ? "" : `, containment ${start.containment} (UNCONTAINED: against a mistake only)`;
+  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}${containment}`;
 }
 
 /** Egress is the owner's to see widen (§10, §12): every host:port and range added or removed. */
@@ -139,6 +141,10 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
   const limitsWas = showLimits(before.limits);
   const limitsNow = showLimits(after.limits);
   if (limitsWas !== limitsNow) out.push(`start limits: ${limitsWas} -> ${limitsNow}`);
+  // Dropping containment is the widest change a seat can get: the owner sees it in words.
+  const containmentWas = showContainment(before.containment);
+  const containmentNow = showContainment(after.containment);
+  if (containmentWas !== containmentNow) out.push(`start containment: ${containmentWas} -> ${containmentNow}${containmentNow === "none" ? " (the seat runs UNCONTAINED: it can read and write everything its host user can; refusals hold against a mistake only)" : ""}`);
   return out;
 }
 

@@ -44,6 +44,8 @@ export interface StartInput {
   readonly network?: unknown;
   /** Resource limits, or `none` (src/kernel/start-limits.ts). */
   readonly limits?: unknown;
+  /** `bwrap` (the default) or `none`: uncontained (src/kernel/start-containment.ts). */
+  readonly containment?: unknown;
 }
 
 export interface SeatInput {

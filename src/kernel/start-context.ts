@@ -3,6 +3,7 @@ import { canonicalPath, compareStrings, pathCovers, showPath } from "./paths.js"
 import { type EgressContext, readEgress } from "./egress-context.js";
 import { type InputPath, type PolicyProblem, type StartInput, problem } from "./policy-input.js";
 import { canonicalLimits, readLimits, type StartLimits } from "./start-limits.js";
+import { readContainment } from "./start-containment.js";
 
 /**
  * A seat's start: the hash-pinned command and execution context (§9 start, §10). The kernel
@@ -23,6 +24,8 @@ export interface StartContext {
   readonly network?: EgressContext;
   /** Resource limits; absent: none asked for. */
   readonly limits?: StartLimits;
+  /** `none`: the seat runs uncontained (M only). Absent: the platform's containment (bwrap on Linux). */
+  readonly containment?: "none";
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -60,6 +63,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
   });
   const network = input.network === undefined ? undefined : readEgress(input.network, lab, [...at, "network"], problems);
   const limits = input.limits === undefined ? undefined : readLimits(input.limits, [...at, "limits"], problems);
+  const containment = input.containment === undefined ? undefined : readContainment(input.containment, [...at, "containment"], problems);
   if (problems.length > before) return undefined;
   const sortedEnv = Object.create(null) as Record<string, string>;
   for (const name of Object.keys(env).sort(compareStrings)) sortedEnv[name] = env[name] as string;
@@ -70,6 +74,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
     files: Object.freeze([...files].sort(compareStrings)),
     ...(network !== undefined ? { network } : {}),
     ...(limits !== undefined ? { limits } : {}),
+    ...(containment !== undefined ? { containment } : {}),
   });
 }
 
@@ -89,5 +94,7 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
   const network = start.network === undefined ? {} : { network: { allow: start.network.allow, private: start.network.private } };
   // So do the limits: a seat that declares none keeps the hash it had before limits existed.
   const limits = start.limits === undefined ? {} : { limits: canonicalLimits(start.limits) };
-  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network, ...limits });
+  // And containment: only `none` is hashed, so the default keeps every existing seat's hash.
+  const containment = start.containment === undefined ? {} : { containment: start.containment };
+  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network, ...limits, ...containment });
 }

@@ -11,7 +11,7 @@ export function createMacosLauncher(): Launcher {
   const refusal = refuseContainment(
     "containment.unavailable",
     "containment on macOS (sandbox-exec with a Seatbelt profile) is not supported yet",
-    "run seats on Linux (bubblewrap), or set `containment: none` in the team file to run uncontained (every record then says: against a mistake only)",
+    "run seats on Linux (bubblewrap); running them uncontained (`containment: none` in the team file) is not supported here yet either",
   );
   return {
     platform: "darwin",

@@ -5,8 +5,9 @@ import { promisify } from "node:util";
 import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { classifyBwrapFailure } from "./bwrap-failure.js";
 import { BASH, closeFdsScript } from "./close-fds.js";
+import { BWRAP_PROTOCOL, type LaunchProtocol } from "./launch-protocol.js";
+import { selfReportingWrapper } from "./uncontained-args.js";
 import type { LaunchResult, SeatExit, SeatProcess } from "./launcher.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import type * as NodePtyModule from "node-pty";
@@ -19,6 +20,9 @@ import type * as NodePtyModule from "node-pty";
  * onto a file in a private folder of the daemon's (mode 0700) and execs the rest:
  * `bash -c '…; exec 3>>"$0" && exec "$@"' FILE [setpriv] [prlimit] bwrap …`.
  * The daemon reads that file for the init pid (start) and the command's exit code (end).
+ *
+ * An uncontained seat (launcher-none.ts) has no bwrap to report it: its wrapper writes its
+ * own pid to that file and execs `[setpriv] [prlimit] COMMAND` in place (uncontained-args.ts).
  *
  * forkpty's setuid keeps the caller's supplementary groups (root's gid 0 among them), so
  * in system mode the switch to the seat's user is `setpriv --clear-groups`, never
@@ -37,6 +41,11 @@ export interface PtyLaunch {
    * failed placement kills it before the seat's command ever runs.
    */
   readonly place?: (initPid: number) => Promise<void>;
+  /** The wrapper's environment and working folder (uncontained: the seat's; default none and /). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Who reports the seat (launch-protocol.ts); default bubblewrap. Uncontained, the wrapper reports itself and execs the chain in place. */
+  readonly protocol?: LaunchProtocol;
 }
 
 /** The fd the wrapper opens the status file on; bwrap's --json-status-fd must name it. */
@@ -68,6 +77,9 @@ function loadNodePty(): Promise<NodePty | Error> {
 }
 
 export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
+  const protocol = request.protocol ?? BWRAP_PROTOCOL;
+  const self = protocol.exitFrom === "process";
+  const wrapper = self ? selfReportingWrapper("file", request.place !== undefined) : request.place === undefined ? WRAPPER : WRAPPER_BLOCKED;
   const nodePty = await loadNodePty();
   if (nodePty instanceof Error) {
     return refused("containment.unavailable", `a pty cannot be opened: node-pty did not load (${nodePty.message})`, "reinstall teamd's dependencies (npm ci builds node-pty with node-gyp: python3, make and a C++ compiler)");
@@ -98,14 +110,15 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const removeDir = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
   let term: NodePtyModule.IPty;
   try {
-    term = nodePty.spawn(BASH, ["-c", block === undefined ? WRAPPER : WRAPPER_BLOCKED, statusFile, ...request.argv], {
+    term = nodePty.spawn(BASH, ["-c", wrapper, statusFile, ...request.argv], {
       name: "xterm-256color",
       cols: request.cols,
       rows: request.rows,
-      cwd: "/",
+      cwd: request.cwd ?? "/",
       // Nothing of the daemon's environment: bwrap --clearenv sets the seat's own; this is
-      // only what the wrapper, setpriv and prlimit see.
-      env: {},
+      // only what the wrapper, setpriv and prlimit see. Uncontained, it is the seat's own
+      // (the plan's, built from an allowlist) and its working folder.
+      env: { ...(request.env ?? {}) },
       encoding: null,
     });
   } catch (error) {
@@ -151,10 +164,12 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     if (killed) return { kind: "killed", code };
     if (status.code !== undefined) return { kind: "exited", code: status.code };
     if (how.signal) return { kind: "exited", code };
+    // Uncontained: once the wrapper reported itself, it has exec'd the command; its exit is the command's.
+    if (self && status.child !== undefined) return { kind: "exited", code };
     const refusal: ContainmentRefusal =
       code === 125
-        ? refuseContainment("containment.failed", "the launch wrapper could not open bubblewrap's status file", "check that the daemon's temporary folder is writable")
-        : classifyBwrapFailure(sniffed).refusal;
+        ? refuseContainment("containment.failed", `the launch wrapper could not open ${protocol.reporter === "bubblewrap" ? "bubblewrap's" : "its"} status file`, "check that the daemon's temporary folder is writable")
+        : protocol.failure(sniffed);
     return { kind: "setup-failed", code, refusal };
   });
 
@@ -183,7 +198,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
           // already gone
         }
       }
-      settle(refused("containment.failed", `bubblewrap did not report the seat's namespace within ${request.startTimeoutMs} ms`, "run `teamd doctor`; the host may be overloaded"));
+      settle(refused("containment.failed", `${protocol.reporter} did not report the seat's init within ${request.startTimeoutMs} ms`, "run `teamd doctor`; the host may be overloaded"));
     }, request.startTimeoutMs);
     let reading = false;
     const check = async () => {
@@ -232,16 +247,12 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
         },
         limits: request.limits,
         exit,
-        // As with pipes: the init is signalled only while bwrap has not been reaped, and
-        // never by node-pty's kill (a pid, after the fact) or by process group.
+        // As with pipes: the init is signalled only while bwrap (uncontained: the command) has
+        // not been reaped, and never by node-pty's kill (a pid, after the fact) or by process group.
         kill() {
           if (exited) return;
           killed = true;
-          try {
-            process.kill(pid, "SIGKILL");
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
-          }
+          protocol.kill(pid);
         },
       };
     };
@@ -258,7 +269,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
       // A command so quick that it ended before the status file was read still ran: hand
       // back the seat (already exited) so the caller sees its exit code.
       if (initPid !== undefined) settle({ ok: true, seat: seatOf(initPid) });
-      else settle({ ok: false, refusal: how.kind === "setup-failed" ? how.refusal : classifyBwrapFailure(sniffed).refusal });
+      else settle({ ok: false, refusal: how.kind === "setup-failed" ? how.refusal : protocol.failure(sniffed) });
     });
   });
 }

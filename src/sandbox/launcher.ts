@@ -5,6 +5,7 @@ import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { createLinuxLauncher, type LinuxLauncherOptions } from "./launcher-linux.js";
 import { createMacosLauncher } from "./launcher-macos.js";
 import { createWindowsLauncher } from "./launcher-windows.js";
+import { createUncontainedLauncher } from "./launcher-none.js";
 
 /**
  * One interface over the platforms' containment (DESIGN.md "src/sandbox/"): the seat
@@ -28,6 +29,11 @@ export interface LaunchRequest {
    * they do not carry. Absent: rlimits only (partial), and a limit no rlimit expresses is refused.
    */
   readonly cgroup?: CgroupPlacement;
+  /**
+   * The seat's `start.containment`: absent or "bwrap", the platform's containment; "none", the
+   * uncontained launcher (launcher-none.ts) — only ever because the applied team file says so.
+   */
+  readonly containment?: "bwrap" | "none";
 }
 
 export interface CgroupPlacement {
@@ -73,14 +79,15 @@ export interface SeatProcess {
   /**
    * The host pid of the seat's pid-namespace init. SIGKILL to it ends every process in the
    * seat's namespace — none can leave it, `setsid` or not. Never kill a seat by process
-   * group (setsid escapes it) or by name.
+   * group (setsid escapes it) or by name. Uncontained (`containment: none`), there is no
+   * namespace: it is the command's own pid, and kill() ends the process tree under it.
    */
   readonly initPid: number;
   readonly io: PipeStreams | PtyStreams;
   /** What the launcher could apply of the plan's limits, in words (rlimits are partial). */
   readonly limits: { readonly partial: boolean; readonly notes: readonly string[] };
   readonly exit: Promise<SeatExit>;
-  /** SIGKILL the namespace init; a no-op once the seat has exited. */
+  /** SIGKILL the namespace init (uncontained: the process tree under the init); a no-op once the seat has exited. */
   kill(): void;
 }
 
@@ -99,18 +106,40 @@ export interface LauncherOptions {
   readonly linux?: LinuxLauncherOptions;
 }
 
-/** The launcher for a platform (default: this one). */
+/** The launcher for a platform (default: this one): its containment, and `containment: none` where that is built. */
 export function createLauncher(platform: NodeJS.Platform = process.platform, options: LauncherOptions = {}): Launcher {
   switch (platform) {
     case "linux":
-      return createLinuxLauncher(options.linux);
+      return byContainment(createLinuxLauncher(options.linux), createUncontainedLauncher(options.linux));
     case "darwin":
-      return createMacosLauncher();
+      return byContainment(createMacosLauncher(), uncontainedNotSupported("darwin", "macOS"));
     case "win32":
-      return createWindowsLauncher();
+      return byContainment(createWindowsLauncher(), uncontainedNotSupported("win32", "Windows"));
     default:
       return createUnsupportedLauncher(platform);
   }
+}
+
+/**
+ * One launcher over two: each launch goes to the one its request's containment names. The
+ * probe (`teamd doctor`) is the contained one's: whether seats can be contained here.
+ */
+function byContainment(contained: Launcher, uncontained: Launcher): Launcher {
+  return {
+    platform: contained.platform,
+    probe: (user) => contained.probe(user),
+    launch: (request) => (request.containment === "none" ? uncontained : contained).launch(request),
+  };
+}
+
+/** The uncontained launcher is Linux's (its wrapper, tree walk and tools are): elsewhere `containment: none` refuses too. */
+function uncontainedNotSupported(platform: NodeJS.Platform, name: string): Launcher {
+  const refusal = refuseContainment("containment.unavailable", `running a seat uncontained (\`containment: none\`) on ${name} is not supported yet`, "run the seat on Linux");
+  return {
+    platform,
+    probe: async (): Promise<ProbeResult> => ({ ok: false, refusal }),
+    launch: async (): Promise<LaunchResult> => ({ ok: false, refusal }),
+  };
 }
 
 /** Any other platform: no containment is known there, so no seat starts. */
@@ -118,7 +147,7 @@ function createUnsupportedLauncher(platform: NodeJS.Platform): Launcher {
   const refusal = refuseContainment(
     "containment.unavailable",
     `containment on ${platform} is not supported`,
-    "run seats on Linux (bubblewrap), or set `containment: none` in the team file to run uncontained (every record then says: against a mistake only)",
+    "run seats on Linux (bubblewrap; or uncontained there, with `containment: none` in the team file: every record then says against a mistake only)",
   );
   return {
     platform,

@@ -66,3 +66,6 @@ export function matchesName(pattern: string, name: string): boolean {
   }
   return true;
 }
+
+/** Where the shim's command names live inside a bwrap seat (on the tmpfs /run; PATH ends with it). */
+export const SHIM_BIN = "/run/teamd/bin";

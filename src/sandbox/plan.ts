@@ -2,7 +2,7 @@ import type { Refusal } from "../kernel/decision.js";
 import { objectKey } from "../objects/object-id.js";
 import { comparePaths, isAtOrUnder, isCanonicalAbsolute, isStrictlyUnder } from "../objects/paths.js";
 import { etcMounts } from "./etc-filter.js";
-import { LINUX_BASE } from "./linux-base.js";
+import { LINUX_BASE, SHIM_BIN } from "./linux-base.js";
 import { buildEnv } from "./plan-env.js";
 import { collectMasks } from "./plan-masks.js";
 import { egressEnv, egressMounts } from "./plan-egress.js";
@@ -31,8 +31,6 @@ export type LinuxBase = typeof LINUX_BASE;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** /run holds only teamd's mount points; a small tmpfs keeps it from being a memory sink. */
 const RUN_TMPFS_BYTES = 1024 * 1024;
-/** Where the shim's command name lives inside (on the tmpfs /run; PATH ends with it). */
-const SHIM_BIN = "/run/teamd/bin";
 /**
  * The bundle's second name: git runs `git-remote-teamd` for a `teamd::` remote, and the
  * shim, seeing that name, speaks git's remote-helper protocol (shim/git-remote.ts).

@@ -23,7 +23,7 @@ const KEYS: Readonly<Record<Level, readonly string[]>> = {
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
-  start: ["command", "workdir", "env", "files", "network", "limits"],
+  start: ["command", "workdir", "env", "files", "network", "limits", "containment"],
   deploy: ["command", "workdir", "env", "files", "push", "account"],
 };
 
@@ -130,7 +130,9 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   const network = map.network !== undefined ? { network: map.network } : {};
   // So are the limits (src/kernel/start-limits.ts), also part of the hashed context.
   const limits = map.limits !== undefined ? { limits: map.limits } : {};
-  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network, ...limits };
+  // And containment (src/kernel/start-containment.ts): a deploy command has none of its own.
+  const containment = level === "start" && map.containment !== undefined ? { containment: map.containment } : {};
+  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network, ...limits, ...containment };
 }
 
 function readSeat(r: Reader, value: unknown, at: InputPath): SeatInput {
