@@ -1,6 +1,6 @@
 import { RecordType } from "../src/gen/teamd/v1/ledger_pb.js";
 import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../src/kernel/index.js";
-import { fromHex, LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect, type RecordDraft, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
+import { LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect, type RecordDraft, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../src/ledger/index.js";
 import { RefusalError } from "../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "./lease-facts.js";
 import { policyInForce, type PolicyInForce } from "./seat-policy.js";
@@ -189,7 +189,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
               ...(typeof gated.payload === "function" ? gated.payload(decision) : gated.payload),
               domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
               rootGrant: decision?.authority.id ?? "",
-              inputState: { teamFileHash: fromHex(ctx.policy.teamFileHash) },
+              inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
             },
             // The intent holds its place in the chain: the next decision may go now, and
             // concurrent intents share one durable commit (the effect still waits for it).

@@ -1,4 +1,4 @@
-import type { Ledger } from "../src/ledger/index.js";
+import { fromHex, type Ledger } from "../src/ledger/index.js";
 import type { Policy, Seat, StartContext } from "../src/kernel/index.js";
 import { loadTeamFileData } from "../src/teamfile/index.js";
 import { RefusalError } from "../src/rpc/index.js";
@@ -37,6 +37,8 @@ export interface PolicyInForce {
   readonly policy: Policy;
   readonly seq: number;
   readonly teamFileHash: string;
+  /** The same hash as bytes, as every gated act's intent records it (its input state, §15). */
+  readonly teamFileHashBytes: Uint8Array;
 }
 
 // The policy record is immutable, so its load is cached by (ledger, seq): a seat request
@@ -67,7 +69,7 @@ export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   if (!loaded.ok) {
     throw new RefusalError("policy.unapplied", `the policy in force (record ${inForce.seq}) no longer loads: ${loaded.errors[0]?.message ?? "invalid"}; apply the team file again`);
   }
-  const result: PolicyInForce = { policy: loaded.policy, seq: inForce.seq, teamFileHash: inForce.teamFileHash };
+  const result: PolicyInForce = { policy: loaded.policy, seq: inForce.seq, teamFileHash: inForce.teamFileHash, teamFileHashBytes: fromHex(inForce.teamFileHash) };
   cache.set(key, result);
   return result;
 }

@@ -129,7 +129,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
     throw LedgerRefusal.of(refusal);
   }
 
-  async function run(req: SubmitRequest, effect: Effect): Promise<SubmitReply> {
+  async function run(req: SubmitRequest, effect: Effect, requestDigest: Uint8Array): Promise<SubmitReply> {
     const appending = deps.append({
       type: RecordType.INTENT,
       team: req.team,
@@ -138,7 +138,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       claimedName: req.claimedName,
       action: req.action,
       capability: req.capability,
-      payload: { ...req.payload, target: req.target, requestId: req.requestId, requestDigest: sha256(req.request) },
+      payload: { ...req.payload, target: req.target, requestId: req.requestId, requestDigest },
     });
     req.onQueued?.();
     const intent = await appending;
@@ -180,7 +180,8 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       if (!req.requestId) return refuseAndRecord(req, refuse("rpc.malformed", "a request id is required"));
       const principal = principalKey(req.actor);
       const key = requestKey(principal, req.requestId);
-      const digest = toHex(sha256(req.request));
+      const requestDigest = sha256(req.request);
+      const digest = toHex(requestDigest);
       // Flags, stop and store state first: they are read before any record.
       const guarded = deps.guard(req.team);
       if (guarded) return refuseAndRecord(req, guarded);
@@ -205,7 +206,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
         const seqs = unknown.map((s) => s.intentSeq).join(", ");
         return refuseAndRecord(req, refuse("ledger.unknown-outcome", `the target has an unknown outcome (intent ${seqs}); it waits for a recorded reconciliation`));
       }
-      const promise = run(req, effect);
+      const promise = run(req, effect, requestDigest);
       inFlight.set(key, { digest, promise });
       const clear = () => void inFlight.delete(key);
       promise.then(clear, clear);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { OutcomeResult, ReconcileDecision, RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
@@ -44,6 +45,16 @@ describe("intent / outcome and request ids", () => {
     expect(await ledger.submit(request("dev", "req-1"), effect)).toEqual(replies[0]);
     expect(dispatched).toBe(1);
     expect(count(ledger, "intent")).toBe(1);
+  });
+
+  it("the intent records the digest of the canonical request bytes, and the caller's payload beside it", async () => {
+    const { l } = await setup("digest");
+    const req = request("dev", "d1", "exactly these bytes");
+    await l.submit({ ...req, payload: { inputState: { teamFileHash: new Uint8Array([7, 7, 7]) } } }, async () => ({ result: "done" }));
+    const intent = l.entries(1, 10).find((e) => e.type === "intent");
+    expect(Buffer.from(intent?.payload?.requestDigest ?? []).toString("hex")).toBe(createHash("sha256").update("exactly these bytes").digest("hex"));
+    expect([...(intent?.payload?.inputState?.teamFileHash ?? [])]).toEqual([7, 7, 7]);
+    expect(intent?.payload?.requestId).toBe("d1");
   });
 
   it("the same id with another payload is refused, in flight and after; the same id from another seat is another request", async () => {
