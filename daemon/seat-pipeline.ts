@@ -232,8 +232,9 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   };
 }
 
+const encoder = new TextEncoder();
+
 /** The digest a request id is bound to: a retry must send byte-identical content (§15). */
 export function requestBytes(parts: readonly (string | Uint8Array)[]): Uint8Array {
-  const encoder = new TextEncoder();
   return sha256(...parts.map((p) => (typeof p === "string" ? encoder.encode(`${p}\0`) : p)));
 }
