@@ -7,6 +7,7 @@ import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * A daemon that crashes (SIGKILL) while a seat runs (DESIGN.md "Seat lifecycle": a crash
@@ -33,14 +34,6 @@ const ppidOf = (pid: number): number | undefined => {
   }
 };
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
 
 describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothing a later start trips over", () => {
   let tmp: { dir: string; remove(): Promise<void> };

@@ -8,6 +8,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import * as pty from "node-pty";
 import { describeStored, openStore } from "../../src/ledger/index.js";
 import { processStartTime, processTree } from "../../src/sandbox/process-tree.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * `containment: none` end to end (issue 7, "Fail closed"): a team file that asks for an
@@ -77,14 +78,6 @@ const sessionOf = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
 };
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
 
 describe.runIf(process.platform === "linux")("seats: containment: none runs a seat uncontained, and says so everywhere", () => {
   let tmp: { dir: string; remove(): Promise<void> };

@@ -6,6 +6,7 @@ import { createUncontainedLauncher } from "../../src/sandbox/launcher-none.js";
 import type { LaunchResult, SeatProcess } from "../../src/sandbox/launcher.js";
 import { processStartTime, processTree } from "../../src/sandbox/process-tree.js";
 import { connectCommand, createRealSeat, SEAT_REPLY, type RealSeat } from "./fixture/real-seat.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The uncontained launcher (`containment: none`) on a real host: the command runs on the
@@ -39,14 +40,6 @@ const alive = (p: string) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] ?? "");
 };
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
-}
 
 describe.runIf(process.platform === "linux")("the uncontained launcher (containment: none)", () => {
   let seat: RealSeat;

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { killProcessTree, processStartTime, processTree } from "../../src/sandbox/process-tree.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The stop of an uncontained seat without a cgroup (process-tree.ts), on real processes: the
@@ -22,14 +23,6 @@ const sessionOf = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
 };
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
-}
 /** A shell running `script`, its stdout lines collected. */
 function shell(script: string): { child: ChildProcess; lines: string[] } {
   const child = spawn("/bin/sh", ["-c", script], { stdio: ["ignore", "pipe", "ignore"] });
