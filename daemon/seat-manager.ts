@@ -433,9 +433,13 @@ function uncontained(slot: Slot): boolean {
   return slot.view.containment === "none";
 }
 
-/** What the seat's records may claim: M (against a mistake only) uncontained; A where docs/enforcement.md says so under bwrap. */
+/**
+ * What the seat's records may claim: M (against a mistake only) uncontained; under bwrap, A
+ * for what the escape suite attacks and no more (docs/enforcement.md says row by row), so the
+ * record says so rather than a bare "A".
+ */
 function strength(slot: Slot): string {
-  return uncontained(slot) ? "M" : "A";
+  return uncontained(slot) ? "M" : "A (escape suite)";
 }
 
 /** What of the seat's limits holds, in words: "none", "applied: ...", or "partial: ..." (rlimits stand in). */

@@ -92,7 +92,7 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
     lines.push(
       s.state === "socket" || s.state === ""
         ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
-        : `  ${s.seat}@${s.team}  ${s.state}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A)"}`,
+        : `  ${s.seat}@${s.team}  ${s.state}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
     );
     if (s.state !== "socket" && s.state !== "") {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";

@@ -176,12 +176,12 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     expect((await seatOf("tight"))?.containment).toBe("bwrap");
     const text = await teamd(["status"]);
     expect(text.stdout).toMatch(/loose@proj .*containment: none \(M\)/);
-    expect(text.stdout).toMatch(/tight@proj .*containment: bwrap \(A\)/);
+    expect(text.stdout).toMatch(/tight@proj .*containment: bwrap \(A: escape suite\)/);
 
     const start = recordsOf("seat.start", "loose");
     expect(start.length).toBe(1);
     expect(fieldsOf(start[0] as Json)).toMatchObject({ containment: "none", strength: "M" });
-    expect(fieldsOf(recordsOf("seat.start", "tight")[0] as Json)).toMatchObject({ containment: "bwrap", strength: "A" });
+    expect(fieldsOf(recordsOf("seat.start", "tight")[0] as Json)).toMatchObject({ containment: "bwrap", strength: "A (escape suite)" });
   });
 
   it("teamd doctor notes the seat running uncontained (a warning, not a failure)", async () => {
