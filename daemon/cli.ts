@@ -9,7 +9,7 @@ import { log } from "./log.js";
 import { noticeHookCommand, noticesCommand } from "./notices-command.js";
 import { verify } from "./verify.js";
 import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
-import { attachCommand, execCommand, startCommand, stopCommand } from "./seat-commands.js";
+import { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./seat-commands.js";
 import { doctor } from "./doctor.js";
 import { stopAllCommand } from "./stop-all.js";
 import { resumeCommand } from "./resume.js";
@@ -61,6 +61,22 @@ export function buildProgram(): Command {
       if (seat !== undefined || opts.team !== undefined) throw new Error("--all stops every seat of every team: name no seat and no --team");
       return stopAllCommand(opts);
     });
+
+  program
+    .command("freeze")
+    .description("freeze a running seat: every process of it stops where it stands until teamd thaw (recorded; needs the seat's own v2 cgroup)")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the seat's team")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string, opts: { team?: string; json?: boolean }) => freezeCommand(seat, { ...opts, thaw: false }));
+
+  program
+    .command("thaw")
+    .description("let a frozen seat run on where it stopped (recorded)")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the seat's team")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seat: string, opts: { team?: string; json?: boolean }) => freezeCommand(seat, { ...opts, thaw: true }));
 
   program
     .command("resume")

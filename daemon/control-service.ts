@@ -73,6 +73,12 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
       return { stopped: stopped.map(seatStatus) };
     },
+    async freezeSeat(request) {
+      const seat = named("seat", request.seat);
+      if (seat === undefined) throw new Error(`${request.thaw ? "thaw" : "freeze"} needs a seat: teamd ${request.thaw ? "thaw" : "freeze"} SEAT`);
+      const { view, seq } = await state.seatManager().freeze(named("team", request.team), seat, !request.thaw);
+      return { seat: seatStatus(view), seq: BigInt(seq) };
+    },
     async stopAll(request) {
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
       return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };

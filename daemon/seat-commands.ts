@@ -92,6 +92,23 @@ export async function stopCommand(spec: string | undefined, options: { team?: st
   }
 }
 
+/** `teamd freeze SEAT` / `teamd thaw SEAT`: every process of the seat stops where it stands, or runs on. */
+export async function freezeCommand(spec: string, options: { team?: string; json?: boolean; thaw: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(30_000);
+  try {
+    const reply = await c.freezeSeat({ ...target, thaw: options.thaw });
+    const s = reply.seat;
+    if (s === undefined) throw new Error("the daemon answered without the seat");
+    const seq = Number(reply.seq);
+    if (options.json) process.stdout.write(JSON.stringify({ seat: show(s), frozen: s.frozen, seq: seq === 0 ? null : seq }) + "\n");
+    else if (seq === 0) process.stdout.write(`${s.seat}@${s.team}: already ${s.frozen ? "frozen" : "running (not frozen)"}\n`);
+    else process.stdout.write(`${s.seat}@${s.team}: ${s.frozen ? `frozen (record ${seq}); teamd thaw ${s.seat}@${s.team} lets it run on` : `thawed (record ${seq})`}\n`);
+  } finally {
+    c.close();
+  }
+}
+
 /** The command's output goes to ours byte for byte; our exit code is its exit code. */
 export async function execCommand(spec: string, command: readonly string[], options: { timeout?: string }): Promise<void> {
   const target = seatTarget(spec, undefined);

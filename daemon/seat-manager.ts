@@ -46,6 +46,8 @@ export interface SeatView {
   readonly memoryBytes?: number;
   /** "cgroup" or "proc walk": where cpuMs and memoryBytes come from. */
   readonly meteredBy?: string;
+  /** Every process of the seat is frozen where it stands (teamd freeze), until teamd thaw. */
+  readonly frozen?: boolean;
 }
 
 /** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
@@ -73,6 +75,8 @@ export interface SeatManager {
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
+  /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
+  freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;
   list(): SeatView[];
   /** list(), with each running seat's CPU and memory read now. */
   metered(): Promise<SeatView[]>;
@@ -343,6 +347,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
         throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`);
       }
+      // A command joining a frozen seat's cgroup would freeze with it, and the owner would wait on nothing.
+      if (slot.view.frozen === true) throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
       const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment, strength: strength(slot) });
@@ -401,6 +407,29 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
           return detached;
         },
       };
+    },
+    async freeze(team, seat, frozen) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      if (slot === undefined || slot.view.state !== "running") {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; there is nothing to ${frozen ? "freeze" : "thaw"}`);
+      }
+      const cgroup = slot.cgroup;
+      if (cgroup?.plan.freeze === undefined) {
+        const why = cgroup === undefined ? `it has no cgroup of its own (${slot.view.cgroup})` : "its cgroups are v1 only";
+        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}' cannot be frozen: ${why}; fix: run the daemon as root (system mode) on a host with cgroup v2, or stop the seat instead (teamd stop ${seat}@${t})`);
+      }
+      if ((slot.view.frozen === true) === frozen) return { view: slot.view, seq: 0 };
+      // Recorded before it happens: an owner act that cannot be recorded does not happen.
+      const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
+      try {
+        await cgroup.setFrozen(frozen);
+      } catch (error) {
+        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}': ${(error as Error).message}; its state is unchanged (record ${recorded.seq} says it was asked)`);
+      }
+      slot.view = { ...slot.view, frozen };
+      log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by the owner (record ${recorded.seq})`);
+      return { view: slot.view, seq: recorded.seq };
     },
     list: () => [...slots.values()].map((s) => s.view),
     async metered() {

@@ -47,7 +47,7 @@ function teamJson(t: Team): Record<string, unknown> {
 }
 
 function seatJson(s: Seat): Record<string, unknown> {
-  return { team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, containment: s.containment, cgroup: s.cgroup, cpuMs: Number(s.cpuMs), memoryBytes: Number(s.memoryBytes), meteredBy: s.meteredBy };
+  return { team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, containment: s.containment, cgroup: s.cgroup, cpuMs: Number(s.cpuMs), memoryBytes: Number(s.memoryBytes), meteredBy: s.meteredBy, frozen: s.frozen };
 }
 
 function uptime(startedAt: string, now: number): string {
@@ -92,7 +92,7 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
     lines.push(
       s.state === "socket" || s.state === ""
         ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
-        : `  ${s.seat}@${s.team}  ${s.state}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
+        : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
     );
     if (s.state !== "socket" && s.state !== "") {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";

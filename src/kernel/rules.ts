@@ -332,6 +332,14 @@ export const RULES = {
     section: "§10",
     summary: "the act needs a running seat (exec runs inside its exact containment); start the seat first",
   },
+  "seat.frozen": {
+    section: "§10",
+    summary: "the seat is frozen (teamd freeze): nothing runs inside it until the owner thaws it (teamd thaw)",
+  },
+  "containment.freeze": {
+    section: "§11",
+    summary: "the seat cannot be frozen here: freezing needs the seat's own v2 cgroup (the daemon as root on a host with cgroup v2)",
+  },
   "seat.attached": {
     section: "§10",
     summary: "an owner is already attached to the seat's pty; one attacher at a time, so two people's keystrokes never mix in one agent's input",

@@ -43,6 +43,13 @@ export interface SeatCgroup {
   usage(): Promise<SeatCgroupUsage>;
   /** cgroup.kill (v2): every process in the seat's cgroup, `teamd exec`'s included. False without v2. */
   kill(): Promise<boolean>;
+  /**
+   * cgroup.freeze (v2): stop every process of the seat where it stands (`frozen`), or let it
+   * run on. Resolves once cgroup.events says the state took hold (at most waitMs; a process in
+   * uninterruptible sleep can delay a freeze). Throws without a v2 cgroup or when it did not
+   * take hold in time (a freeze is then undone: the seat is never left half frozen).
+   */
+  setFrozen(frozen: boolean, waitMs?: number): Promise<void>;
   /** Kill, wait until empty (at most waitMs), remove the folders. Returns the folders left behind. */
   remove(waitMs?: number): Promise<string[]>;
 }
@@ -110,6 +117,22 @@ export function handle(plan: CgroupPlan): SeatCgroup {
       return out;
     },
     kill,
+    async setFrozen(frozen, waitMs = 5_000) {
+      if (plan.freeze === undefined) throw new Error("the seat has no v2 cgroup to freeze");
+      const { file, events } = plan.freeze;
+      await writeFile(file, frozen ? "1" : "0");
+      const want = frozen ? "1" : "0";
+      const deadline = Date.now() + waitMs;
+      for (;;) {
+        const state = /^frozen (\d)$/m.exec(await readFile(events, "utf8"))?.[1];
+        if (state === want) return;
+        if (Date.now() > deadline) {
+          if (frozen) await writeFile(file, "0").catch(() => undefined);
+          throw new Error(`the seat's cgroup did not ${frozen ? "freeze" : "thaw"} within ${waitMs} ms (cgroup.events: frozen ${state ?? "?"})`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
     async remove(waitMs = 5_000) {
       await kill();
       return removeLeaves(plan.leaves, waitMs);

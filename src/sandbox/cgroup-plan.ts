@@ -60,6 +60,8 @@ export interface CgroupPlan {
   readonly procs: readonly string[];
   /** v2 cgroup.kill of the seat, when the seat has a v2 cgroup. */
   readonly kill?: string;
+  /** v2 cgroup.freeze of the seat and the cgroup.events that says when it took hold (with kill). */
+  readonly freeze?: { readonly file: string; readonly events: string };
   readonly meter: {
     readonly cpu?: { readonly file: string; readonly kind: "v2-cpu.stat" | "v1-cpuacct.usage" };
     readonly memory?: { readonly file: string; readonly kind: "bytes" };
@@ -152,6 +154,7 @@ export function planCgroups(facts: CgroupFacts, name: SeatCgroupName, limits: Li
   const summary: string[] = [];
   const meter: { cpu?: CgroupPlan["meter"]["cpu"]; memory?: CgroupPlan["meter"]["memory"]; processes?: CgroupPlan["meter"]["processes"] } = {};
   let kill: string | undefined;
+  let freeze: CgroupPlan["freeze"];
 
   const v2 = facts.mounts.find((m) => m.type === "cgroup2");
   const v2Own = v2 === undefined ? undefined : facts.self["0"];
@@ -169,6 +172,8 @@ export function planCgroups(facts: CgroupFacts, name: SeatCgroupName, limits: Li
     if (enable !== "") for (const dir of [base, ...dirs.parents]) writes.push({ file: join(dir, "cgroup.subtree_control"), value: enable });
     procs.push(join(dirs.leaf, "cgroup.procs"));
     kill = join(dirs.leaf, "cgroup.kill");
+    // Like cgroup.kill, cgroup.freeze is core v2: it works on a hierarchy with no controllers.
+    freeze = { file: join(dirs.leaf, "cgroup.freeze"), events: join(dirs.leaf, "cgroup.events") };
     meter.cpu = { file: join(dirs.leaf, "cpu.stat"), kind: "v2-cpu.stat" };
     const v2Limits: string[] = [];
     if (v2Serves.has("memory")) {
@@ -241,7 +246,7 @@ export function planCgroups(facts: CgroupFacts, name: SeatCgroupName, limits: Li
   else if (!v2Usable) summary.push("v1 (metering only)");
   return {
     kind: "cgroup",
-    plan: { mkdir: [...new Set(mkdir)], leaves, writes, procs, ...(kill !== undefined ? { kill } : {}), meter, byCgroup: [...new Set(byCgroup)], summary: summary.join(", ") },
+    plan: { mkdir: [...new Set(mkdir)], leaves, writes, procs, ...(kill !== undefined ? { kill } : {}), ...(freeze !== undefined ? { freeze } : {}), meter, byCgroup: [...new Set(byCgroup)], summary: summary.join(", ") },
   };
 }
 

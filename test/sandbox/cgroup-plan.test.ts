@@ -61,6 +61,7 @@ describe("planCgroups (pure)", () => {
     ]);
     expect(plan.procs).toEqual(plan.leaves.map((l) => `${l}/cgroup.procs`));
     expect(plan.kill).toBe("/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.kill");
+    expect(plan.freeze).toEqual({ file: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.freeze", events: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.events" });
     expect(plan.meter).toEqual({
       cpu: { file: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cpu.stat", kind: "v2-cpu.stat" },
       memory: { file: "/sys/fs/cgroup/memory/process_api/abc/teamd/h1/web/a-r1/memory.usage_in_bytes", kind: "bytes" },

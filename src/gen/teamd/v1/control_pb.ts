@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEItwBCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCSKNAgoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDRITCgtjb250YWlubWVudBgLIAEoCRIOCgZjZ3JvdXAYDCABKAkSDgoGY3B1X21zGA0gASgEEhQKDG1lbW9yeV9ieXRlcxgOIAEoBBISCgptZXRlcmVkX2J5GA8gASgJInYKDUF0dGFjaFJlcXVlc3QSJAoEb3BlbhgBIAEoCzIULnRlYW1kLnYxLkF0dGFjaE9wZW5IABIOCgRrZXlzGAIgASgMSAASJgoGcmVzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZUgAQgcKBWlucHV0IkwKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplIigKCkF0dGFjaFNpemUSDAoEY29scxgBIAEoDRIMCgRyb3dzGAIgASgNIncKDkF0dGFjaFJlc3BvbnNlEiYKBXJlYWR5GAEgASgLMhUudGVhbWQudjEuQXR0YWNoUmVhZHlIABIOCgRkYXRhGAIgASgMSAASDwoFZW5kZWQYAyABKAlIABISCghkZXRhY2hlZBgEIAEoCUgAQggKBm91dHB1dCJfCgtBdHRhY2hSZWFkeRIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSEwoLY29udGFpbm1lbnQYAyABKAkSCwoDc2VxGAQgASgEEhIKCnNjcm9sbGJhY2sYBSABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSrrAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcy4AYKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI3CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2UwARI/CgZBdHRhY2gSFy50ZWFtZC52MS5BdHRhY2hSZXF1ZXN0GhgudGVhbWQudjEuQXR0YWNoUmVzcG9uc2UoATABEj4KB1N0b3BBbGwSGC50ZWFtZC52MS5TdG9wQWxsUmVxdWVzdBoZLnRlYW1kLnYxLlN0b3BBbGxSZXNwb25zZRI7CgZMZWFzZXMSFy50ZWFtZC52MS5MZWFzZXNSZXF1ZXN0GhgudGVhbWQudjEuTGVhc2VzUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEItwBCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCSKdAgoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDRITCgtjb250YWlubWVudBgLIAEoCRIOCgZjZ3JvdXAYDCABKAkSDgoGY3B1X21zGA0gASgEEhQKDG1lbW9yeV9ieXRlcxgOIAEoBBISCgptZXRlcmVkX2J5GA8gASgJEg4KBmZyb3plbhgQIAEoCCI9ChFGcmVlemVTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDAoEdGhhdxgDIAEoCCJFChJGcmVlemVTZWF0UmVzcG9uc2USIgoEc2VhdBgBIAEoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSCwoDc2VxGAIgASgEInYKDUF0dGFjaFJlcXVlc3QSJAoEb3BlbhgBIAEoCzIULnRlYW1kLnYxLkF0dGFjaE9wZW5IABIOCgRrZXlzGAIgASgMSAASJgoGcmVzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZUgAQgcKBWlucHV0IkwKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplIigKCkF0dGFjaFNpemUSDAoEY29scxgBIAEoDRIMCgRyb3dzGAIgASgNIncKDkF0dGFjaFJlc3BvbnNlEiYKBXJlYWR5GAEgASgLMhUudGVhbWQudjEuQXR0YWNoUmVhZHlIABIOCgRkYXRhGAIgASgMSAASDwoFZW5kZWQYAyABKAlIABISCghkZXRhY2hlZBgEIAEoCUgAQggKBm91dHB1dCJfCgtBdHRhY2hSZWFkeRIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSEwoLY29udGFpbm1lbnQYAyABKAkSCwoDc2VxGAQgASgEEhIKCnNjcm9sbGJhY2sYBSABKA0iLgoQU3RhcnRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOAoRU3RhcnRTZWF0UmVzcG9uc2USIwoFc2VhdHMYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzIi0KD1N0b3BTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkiOQoQU3RvcFNlYXRSZXNwb25zZRIlCgdzdG9wcGVkGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyJdCgtFeGVjUmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDwoHY29tbWFuZBgDIAMoCRISCgp0aW1lb3V0X21zGAQgASgNEg0KBXN0ZGluGAUgASgMIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSrrAQoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcyqQcKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI3CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2UwARI/CgZBdHRhY2gSFy50ZWFtZC52MS5BdHRhY2hSZXF1ZXN0GhgudGVhbWQudjEuQXR0YWNoUmVzcG9uc2UoATABEj4KB1N0b3BBbGwSGC50ZWFtZC52MS5TdG9wQWxsUmVxdWVzdBoZLnRlYW1kLnYxLlN0b3BBbGxSZXNwb25zZRI7CgZMZWFzZXMSFy50ZWFtZC52MS5MZWFzZXNSZXF1ZXN0GhgudGVhbWQudjEuTGVhc2VzUmVzcG9uc2USRwoKRnJlZXplU2VhdBIbLnRlYW1kLnYxLkZyZWV6ZVNlYXRSZXF1ZXN0GhwudGVhbWQudjEuRnJlZXplU2VhdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -495,6 +495,13 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
    * @generated from field: string metered_by = 15;
    */
   meteredBy: string;
+
+  /**
+   * Every process of the seat is frozen where it stands (teamd freeze) until teamd thaw.
+   *
+   * @generated from field: bool frozen = 16;
+   */
+  frozen: boolean;
 };
 
 /**
@@ -503,6 +510,59 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 11);
+
+/**
+ * @generated from message teamd.v1.FreezeSeatRequest
+ */
+export type FreezeSeatRequest = Message<"teamd.v1.FreezeSeatRequest"> & {
+  /**
+   * @generated from field: string team = 1;
+   */
+  team: string;
+
+  /**
+   * @generated from field: string seat = 2;
+   */
+  seat: string;
+
+  /**
+   * False: freeze; true: thaw.
+   *
+   * @generated from field: bool thaw = 3;
+   */
+  thaw: boolean;
+};
+
+/**
+ * Describes the message teamd.v1.FreezeSeatRequest.
+ * Use `create(FreezeSeatRequestSchema)` to create a new message.
+ */
+export const FreezeSeatRequestSchema: GenMessage<FreezeSeatRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 12);
+
+/**
+ * @generated from message teamd.v1.FreezeSeatResponse
+ */
+export type FreezeSeatResponse = Message<"teamd.v1.FreezeSeatResponse"> & {
+  /**
+   * @generated from field: teamd.v1.SeatStatus seat = 1;
+   */
+  seat?: SeatStatus | undefined;
+
+  /**
+   * The seat.freeze or seat.thaw record.
+   *
+   * @generated from field: uint64 seq = 2;
+   */
+  seq: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.FreezeSeatResponse.
+ * Use `create(FreezeSeatResponseSchema)` to create a new message.
+ */
+export const FreezeSeatResponseSchema: GenMessage<FreezeSeatResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * @generated from message teamd.v1.AttachRequest
@@ -543,7 +603,7 @@ export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
  * Use `create(AttachRequestSchema)` to create a new message.
  */
 export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.AttachOpen
@@ -570,7 +630,7 @@ export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
  * Use `create(AttachOpenSchema)` to create a new message.
  */
 export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.AttachSize
@@ -592,7 +652,7 @@ export type AttachSize = Message<"teamd.v1.AttachSize"> & {
  * Use `create(AttachSizeSchema)` to create a new message.
  */
 export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.AttachResponse
@@ -641,7 +701,7 @@ export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.AttachReady
@@ -680,7 +740,7 @@ export type AttachReady = Message<"teamd.v1.AttachReady"> & {
  * Use `create(AttachReadySchema)` to create a new message.
  */
 export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -704,7 +764,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -721,7 +781,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -745,7 +805,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -762,7 +822,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -805,7 +865,7 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * One message of an Exec stream: output as it comes, then the end.
@@ -842,7 +902,7 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
  * Use `create(ExecResponseSchema)` to create a new message.
  */
 export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
@@ -894,7 +954,7 @@ export type ExecDone = Message<"teamd.v1.ExecDone"> & {
  * Use `create(ExecDoneSchema)` to create a new message.
  */
 export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 23);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -907,7 +967,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 24);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -967,7 +1027,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 25);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -986,7 +1046,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 26);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -1034,7 +1094,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 27);
+  messageDesc(file_teamd_v1_control, 29);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -1051,7 +1111,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 28);
+  messageDesc(file_teamd_v1_control, 30);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -1094,7 +1154,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 29);
+  messageDesc(file_teamd_v1_control, 31);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -1111,7 +1171,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 30);
+  messageDesc(file_teamd_v1_control, 32);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -1137,7 +1197,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 31);
+  messageDesc(file_teamd_v1_control, 33);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
@@ -1347,6 +1407,17 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof LeasesRequestSchema;
     output: typeof LeasesResponseSchema;
+  },
+  /**
+   * FreezeSeat stops every process of a running seat where it stands (v2 cgroup.freeze), or
+   * thaws it. An owner act, recorded before it happens; needs the seat's own v2 cgroup.
+   *
+   * @generated from rpc teamd.v1.ControlService.FreezeSeat
+   */
+  freezeSeat: {
+    methodKind: "unary";
+    input: typeof FreezeSeatRequestSchema;
+    output: typeof FreezeSeatResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_teamd_v1_control, 0);
