@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, readdirSync, readFileSync, writeFileSync, lstatSync } from "node:fs";
+import { readdirSync, readFileSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import * as pty from "node-pty";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { run, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { appliedTeam } from "../support/applied-team.js";
 
 /**
  * `teamd attach` and streaming `teamd exec` end to end (issue 7): a real daemon, a real seat
@@ -104,16 +104,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   }
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-attach-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    expect((await teamd(["init", "--yes", "--json"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
+    ({ tmp, repo, home, env, daemon } = await appliedTeam("teamd-attach-", TEAM_FILE));
     const started = await teamd(["start", "talker@proj"]);
     expect(started.code, started.stderr).toBe(0);
   }, 90_000);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { run, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { waitFor } from "../support/wait.js";
+import { appliedTeam } from "../support/applied-team.js";
 
 /**
  * `teamd freeze` / `teamd thaw` through a real daemon and a real contained seat (issue 7: the
@@ -43,7 +43,6 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
   let tmp: { dir: string; remove(): Promise<void> };
   let daemon: DaemonProcess | undefined;
   let repo: string;
-  let home: string;
   let env: NodeJS.ProcessEnv;
 
   const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
@@ -71,16 +70,7 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
   };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-freeze-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj");
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    expect((await teamd(["init", "--yes", "--json"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
+    ({ tmp, repo, env, daemon } = await appliedTeam("teamd-freeze-", TEAM_FILE));
     const started = await teamd(["start", "counter@proj"]);
     expect(started.code, started.stderr).toBe(0);
   }, 90_000);

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { appliedTeam } from "../support/applied-team.js";
 
 /**
  * Per-seat limits and metering through a real daemon (issue 7, "Linux launcher"): a seat whose
@@ -98,16 +98,7 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
   const registered = (seat: string) => JSON.parse(readFileSync(join(home, "run/seats.d", `proj.${seat}.json`), "utf8")) as { cgroups?: string[] };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-limits-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj");
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    expect((await teamd(["init", "--yes", "--json"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
+    ({ tmp, repo, home, env, daemon } = await appliedTeam("teamd-limits-", TEAM_FILE));
   }, 60_000);
 
   afterAll(async () => {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, readlinkSync, renameSync, chmodSync, writeFileSync } from "node:fs";
+import { existsSync, readlinkSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
+import { appliedTeam } from "../support/applied-team.js";
 
 /**
  * The machine-wide stop (issue 10, §11 and §15) end to end: a real daemon, real bubblewrap
@@ -55,16 +55,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
   };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-stopall-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj");
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    expect((await teamd(["init", "--yes", "--json"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
+    ({ tmp, repo, home, env, daemon } = await appliedTeam("teamd-stopall-", TEAM_FILE));
   }, 60_000);
 
   afterAll(async () => {
