@@ -7,17 +7,17 @@ import { sameObservation } from "./open-check.js";
 import { buildRecord, type PendingRecord } from "./record.js";
 import { makeSeal, type Head } from "./seal.js";
 import type { LedgerStore, StoredRecord } from "./store.js";
-import type { StoreWriter } from "./store-writer.js";
+import { StoreTipMismatch, type StoreWriter } from "./store-writer.js";
 import type { ViewProjector } from "./view.js";
 import type { LedgerState } from "./state.js";
 
 /**
  * One commit batch (the group commit's commit function): place every pending record after
  * the tip, seal the batch, insert records and seal in one durable transaction, then apply
- * the records to the view and hand the signed head to its writer. Before anything is written the store is
- * checked against the head the daemon last signed — the file is the one it opened and its
- * tip is the daemon's tip — so a store swapped or written behind the daemon's back fails
- * closed instead of being extended.
+ * the records to the view and hand the signed head to its writer. The store is checked
+ * against the head the daemon last signed — the file is the one it opened, and its tip is the
+ * daemon's tip (with a writer, inside the write transaction itself) — so a store swapped or
+ * written behind the daemon's back fails closed instead of being extended.
  *
  * The seal is one per batch (the daemon's signature over every header hash of the batch,
  * stored in the same transaction): with 64 concurrent writers that is one signature and one
@@ -66,22 +66,34 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
   if (!store) return failAll("unavailable", refuse("ledger.unavailable", "the ledger store is not open"));
   const gone = store.checkFile();
   if (gone) return failAll("unavailable", refuse("ledger.unavailable", gone));
-  let stored: StoredRecord | undefined;
-  try {
-    stored = store.tip();
-  } catch (error) {
-    return failAll("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
-  }
+  const writer = ctx.writer?.();
   let base: { seq: number; hash: Uint8Array };
   if (state.status === "ready") {
     const tip = ctx.tip();
-    if (!tip || !stored || stored.seq !== tip.seq || !bytesEqual(headerHash(stored.header), tip.hash)) {
-      const found = stored ? `record ${stored.seq}` : "no record";
-      return failAll("blocked", refuse("ledger.head-mismatch", `the store's tip (${found}) is not the record ${tip?.seq} the daemon last signed`));
+    if (!tip) return failAll("blocked", refuse("ledger.head-mismatch", "the daemon has no signed record to extend"));
+    // With a writer, the store's tip is checked by the worker inside the write transaction
+    // itself (store-writer.ts); without one, here, before the synchronous write below.
+    if (!writer) {
+      let stored: StoredRecord | undefined;
+      try {
+        stored = store.tip();
+      } catch (error) {
+        return failAll("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
+      }
+      if (!stored || stored.seq !== tip.seq || !bytesEqual(headerHash(stored.header), tip.hash)) {
+        const found = stored ? `record ${stored.seq}` : "no record";
+        return failAll("blocked", refuse("ledger.head-mismatch", `the store's tip (${found}) is not the record ${tip.seq} the daemon last signed`));
+      }
     }
     base = tip;
   } else {
     // The owner's head reconciliation: the store must still be exactly what the owner saw.
+    let stored: StoredRecord | undefined;
+    try {
+      stored = store.tip();
+    } catch (error) {
+      return failAll("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
+    }
     if (!stored) return failAll("unavailable", refuse("ledger.unavailable", "the store has no records"));
     const obs = items[live[0] as number]?.reconcilesHead;
     const seen = state.status === "blocked" ? state.observation : undefined;
@@ -128,10 +140,10 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     const rows = built.map((b) => b.row);
     const sealRow = { seq: last.row.seq, body: seal };
     try {
-      const writer = ctx.writer?.();
-      if (writer) await writer.append(rows, sealRow);
+      if (writer) await writer.append(rows, sealRow, base);
       else store.appendBatch(rows, sealRow);
     } catch (error) {
+      if (error instanceof StoreTipMismatch) return failAll("blocked", refuse("ledger.head-mismatch", error.message));
       return failAll("unavailable", refuse("ledger.unavailable", `the store refused the write: ${describeError(error)}`));
     }
     // Durable from here: every caller of this batch is answered with its record.

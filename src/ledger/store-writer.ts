@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import type { StoredRecord, StoredSeal } from "./store.js";
-import { startWorkerCalls } from "./worker-calls.js";
+import { startWorkerCalls, WorkerCallError } from "./worker-calls.js";
 
 /**
  * The ledger store's writes, on a worker thread with its own SQLite connection.
@@ -13,19 +13,41 @@ import { startWorkerCalls } from "./worker-calls.js";
  *
  * The worker knows bytes, not meaning, like the store: the chain is built and sealed on the
  * main thread, which alone decides what is appended; the worker only makes it durable, in
- * one IMMEDIATE transaction, with synchronous=FULL on its own connection. Batches are sent
- * one at a time (the group commit never overlaps them), so the order on disk is the chain's.
+ * one IMMEDIATE transaction, with synchronous=FULL on its own connection — after checking,
+ * in that transaction, that the store still ends with the record the batch extends. Batches
+ * are sent one at a time (the group commit never overlaps them), so the order on disk is the
+ * chain's.
  *
  * The worker opens the same file the main connection opened: it reports the file's identity
  * (dev:inode) after opening, and a different one (the path replaced in between) fails the
  * writer instead of extending another file.
  */
 export interface StoreWriter {
-  /** Insert one commit batch and its seal in one durable transaction; rejects if it did not commit. */
-  append(records: readonly StoredRecord[], seal: StoredSeal): Promise<void>;
+  /**
+   * Insert one commit batch and its seal in one durable transaction; rejects if it did not
+   * commit. `after` is the record the batch extends (null: the store must be empty). Inside
+   * the same transaction, under SQLite's write lock, the store's last record must be exactly
+   * it — the same seq, and a header whose hash is `hash` — or nothing is written and the
+   * call rejects with a StoreTipMismatch: a store written behind the daemon's back is never
+   * extended, and no write can come between the check and the insert.
+   */
+  append(records: readonly StoredRecord[], seal: StoredSeal, after: StoreTip | null): Promise<void>;
   /** Finish and close the worker's connection (after the last append settled). */
   close(): Promise<void>;
 }
+
+export interface StoreTip {
+  readonly seq: number;
+  /** headerHash of the record's header: SHA-256 of its bytes (codec.ts). */
+  readonly hash: Uint8Array;
+}
+
+/** The store's last record was not the one the batch extends; nothing was written. */
+export class StoreTipMismatch extends Error {
+  override readonly name = "StoreTipMismatch";
+}
+
+const TIP_MISMATCH = "tip-mismatch";
 
 export interface StoreWriterOptions {
   /** How long the worker's write waits on another connection's lock. */
@@ -40,6 +62,7 @@ export interface StoreWriterOptions {
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { statSync } = require("node:fs");
+const { createHash } = require("node:crypto");
 const Database = require(workerData.sqlite);
 let db;
 try {
@@ -55,9 +78,22 @@ try {
 }
 const insertRecord = db.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)");
 const insertSeal = db.prepare("INSERT INTO seals (seq, body) VALUES (?, ?)");
+const lastRecord = db.prepare("SELECT seq, header FROM records ORDER BY seq DESC LIMIT 1");
+// The batch extends exactly the record the daemon last committed (after: { seq, hash }, the
+// hash being SHA-256 of its header as codec.ts headerHash), or an empty store (after: null).
+function checkTip(after) {
+  const last = lastRecord.get();
+  const ok = after === null ? last === undefined : last !== undefined && last.seq === after.seq && createHash("sha256").update(last.header).digest().equals(Buffer.from(after.hash));
+  if (ok) return;
+  const found = last === undefined ? "no record" : "record " + last.seq;
+  const error = new Error("the store's tip (" + found + ") is not " + (after === null ? "empty" : "the record " + after.seq + " the daemon last signed"));
+  error.code = "${TIP_MISMATCH}";
+  throw error;
+}
 // A batch arrives packed (packBatch below): one transferred buffer and an index of
 // [seq, type, header length, payload length or -1] per record, then the seal's seq and length.
-const batch = db.transaction((bytes, index) => {
+const batch = db.transaction((bytes, index, after) => {
+  checkTip(after);
   let at = 0;
   let i = 0;
   for (; i < index.length - 2; i += 4) {
@@ -79,10 +115,10 @@ parentPort.on("message", (m) => {
     return;
   }
   try {
-    batch.immediate(new Uint8Array(m.bytes), m.index);
+    batch.immediate(new Uint8Array(m.bytes), m.index, m.after);
     parentPort.postMessage({ id: m.id });
   } catch (error) {
-    parentPort.postMessage({ id: m.id, error: String(error && error.message || error) });
+    parentPort.postMessage({ id: m.id, error: String(error && error.message || error), code: error && error.code === "${TIP_MISMATCH}" ? error.code : undefined });
   }
 });
 `;
@@ -100,9 +136,14 @@ export async function openStoreWriter(path: string, options: StoreWriterOptions)
     throw new Error(`the ledger database ${path} was replaced while it was being opened`);
   }
   return {
-    append: (records, seal) => {
+    append: async (records, seal, after) => {
       const { bytes, index } = packBatch(records, seal);
-      return calls.call({ bytes: bytes.buffer, index }, [bytes.buffer]);
+      try {
+        await calls.call({ bytes: bytes.buffer, index, after }, [bytes.buffer]);
+      } catch (error) {
+        if (error instanceof WorkerCallError && error.code === TIP_MISMATCH) throw new StoreTipMismatch(error.message);
+        throw error;
+      }
     },
     close: () => calls.close(),
   };

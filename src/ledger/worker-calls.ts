@@ -8,7 +8,7 @@ import { Worker } from "node:worker_threads";
  * The worker is CommonJS source (it runs the same from the compiled daemon and from the test
  * runner's TypeScript). Its protocol: it first posts `{ id: 0, ... }` (its hello, or
  * `{ id: 0, error }` when it could not start), then answers each message `{ id, ...call }`
- * with `{ id }` or `{ id, error }`, and closes its port on `{ close: true }`.
+ * with `{ id }` or `{ id, error, code? }`, and closes its port on `{ close: true }`.
  *
  * An idle worker never keeps the process alive; one with a call in flight does, so a
  * short-lived command awaiting its write is not cut off. A worker that errors or exits fails
@@ -24,7 +24,18 @@ export interface WorkerCalls {
 
 export type WorkerHello = { readonly error?: string } & Record<string, unknown>;
 
-type Reply = { readonly id: number; readonly error?: string } & Record<string, unknown>;
+type Reply = { readonly id: number; readonly error?: string; readonly code?: string } & Record<string, unknown>;
+
+/** A call the worker answered with an error; `code` names a failure the caller handles apart. */
+export class WorkerCallError extends Error {
+  override readonly name = "WorkerCallError";
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
 
 /** Start a worker; resolves with its hello once it posted it (rejects if it could not start). */
 export function startWorkerCalls(source: string, workerData: unknown, name: string): Promise<{ calls: WorkerCalls; hello: WorkerHello }> {
@@ -78,7 +89,7 @@ export function startWorkerCalls(source: string, workerData: unknown, name: stri
       if (!p) return;
       pending.delete(reply.id);
       refresh();
-      if (reply.error !== undefined) p.reject(new Error(reply.error));
+      if (reply.error !== undefined) p.reject(new WorkerCallError(reply.error, reply.code));
       else p.resolve();
     });
     worker.on("error", (error) => {
