@@ -44,7 +44,11 @@ export interface Flags {
   readonly dir: string;
   /** Verify an owner-signed stop or revocation and write it as a flag (idempotent). */
   raise(actBytes: Uint8Array): Promise<Flag>;
-  /** Every flag present now. Synchronous and cheap: it runs before every gated act. */
+  /**
+   * Every flag present. Synchronous and cheap: it runs before every gated act. The directory
+   * is read at most once per turn of the event loop — a flag another process writes is seen
+   * from the next turn on (within a millisecond or so); one raised or removed here, at once.
+   */
   read(): FlagRead;
   /** Remove flags (a stop after its resume is recorded). */
   remove(ids: readonly string[]): Promise<void>;
@@ -83,7 +87,19 @@ export function createFlags(options: { readonly dir: string; readonly ownerKey: 
   // Verified flags by file name + size + mtime: a verify is ~0.15 ms and read() runs per act.
   const cache = new Map<string, { stamp: string; flag: Flag }>();
 
+  // One read serves every act decided in the same turn: a burst of 64 requests would
+  // otherwise list the directory 64 times to learn the same thing (a twentieth of a gated
+  // request's CPU). A flag written by another process in the middle of a turn is ordered
+  // against the turn's acts by nothing but chance anyway; the next turn sees it.
+  let memo: FlagRead | undefined;
   function read(): FlagRead {
+    if (memo) return memo;
+    memo = readNow();
+    setImmediate(() => (memo = undefined));
+    return memo;
+  }
+
+  function readNow(): FlagRead {
     let names: string[];
     try {
       names = readdirSync(dir);
@@ -134,16 +150,22 @@ export function createFlags(options: { readonly dir: string; readonly ownerKey: 
       } catch (error) {
         // The same act already raised: the name is its content's id, so it is this flag.
         if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      } finally {
+        memo = undefined;
       }
       return flag;
     },
     async remove(ids) {
       const wanted = new Set(ids);
-      for (const flag of read().flags) {
-        if (!wanted.has(flag.id)) continue;
-        await unlink(join(dir, flagFileName(flag.kind, flag.id))).catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== "ENOENT") throw error;
-        });
+      try {
+        for (const flag of readNow().flags) {
+          if (!wanted.has(flag.id)) continue;
+          await unlink(join(dir, flagFileName(flag.kind, flag.id))).catch((error: NodeJS.ErrnoException) => {
+            if (error.code !== "ENOENT") throw error;
+          });
+        }
+      } finally {
+        memo = undefined;
       }
       await fsyncDir(dir).catch(() => undefined);
     },

@@ -83,6 +83,34 @@ describe("flags: stop and revocation without the store", () => {
     expect(await l.submit(request("dev", "r1"), async () => ({ result: "done" }))).toMatchObject({ status: "done" });
   });
 
+  it("the directory is read once per event-loop turn: another writer's flag counts from the next turn, one raised here at once", async () => {
+    const { e, l } = await setup("turn");
+    const other = createFlags({ dir: e.flagsDir, ownerKey: publicKeyFromRaw(e.ownerPublic) });
+    const mine = createFlags({ dir: e.flagsDir, ownerKey: publicKeyFromRaw(e.ownerPublic) });
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const betaStop = await stopAct(e, "beta");
+    const alphaStop = await stopAct(e, "alpha");
+    await nextTurn();
+    expect(mine.read().flags).toEqual([]);
+    await other.raise(betaStop); // another writer, as another process would be for `mine`
+    const first = mine.read();
+    writeFileSync(join(e.flagsDir, "stop-deadbeef.flag"), "junk");
+    expect(mine.read()).toBe(first); // the same turn: the same read
+    await nextTurn();
+    expect(mine.read().invalid.map((i) => i.file)).toEqual(["stop-deadbeef.flag"]);
+    rmSync(join(e.flagsDir, "stop-deadbeef.flag"));
+    await nextTurn();
+    expect(mine.read().flags.map((f) => f.team)).toEqual(["beta"]);
+    // Raised through this instance: counted at once, in the same turn.
+    const before = mine.read();
+    const raised = await mine.raise(alphaStop);
+    expect(mine.read()).not.toBe(before);
+    expect(mine.read().flags.map((f) => f.id)).toContain(raised.id);
+    await mine.remove([raised.id]);
+    expect(mine.read().flags.map((f) => f.team)).toEqual(["beta"]);
+    expect(l.guard("beta")).toMatchObject({ rule: "stop.active" });
+  });
+
   it("several stops and revocations coexist as separate files; a machine stop holds every team; bad flags fail closed", async () => {
     const { e, l } = await setup("many");
     const flags = createFlags({ dir: e.flagsDir, ownerKey: publicKeyFromRaw(e.ownerPublic) });
