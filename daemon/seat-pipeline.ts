@@ -4,6 +4,7 @@ import { LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect,
 import { RefusalError } from "../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "./lease-facts.js";
 import { policyInForce, type PolicyInForce } from "./seat-policy.js";
+import { createDecisionLock } from "./decision-lock.js";
 import type { SeatIdentity } from "./shim-service.js";
 
 /**
@@ -82,25 +83,15 @@ export interface PipelineDeps {
   ledger(): Ledger | undefined;
   /** The decision clock (epoch ms). */
   readonly clock?: () => number;
-}
-
-/** One lock, in arrival order: a revocation or a decision is never raced (§15). */
-function createSerializer(): () => Promise<() => void> {
-  let tail: Promise<void> = Promise.resolve();
-  return () => {
-    let release!: () => void;
-    const next = new Promise<void>((resolve) => (release = resolve));
-    const acquired = tail.then(() => release);
-    tail = tail.then(() => next);
-    return acquired;
-  };
+  /** Decisions taken per event-loop turn (decision-lock.ts). */
+  readonly decisionsPerTurn?: number;
 }
 
 const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
 
 export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const clock = deps.clock ?? Date.now;
-  const lock = createSerializer();
+  const lock = createDecisionLock(deps.decisionsPerTurn);
   const last = new Map<string, Refusal>();
 
   async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError> {
