@@ -91,3 +91,38 @@ export async function measureCalls(call: () => Promise<unknown>, sequential: num
     concurrentP99: percentile(concurrent, 99),
   };
 }
+
+/** Calls per second with `inFlight` in flight, over `total` calls (the caller warmed the path up). */
+export async function measureRate(call: () => Promise<unknown>, total: number, inFlight = 64): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await inParallel(call, total, inFlight);
+  return total / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+export interface RateComparison {
+  /** Median calls/s of each side over the rounds. */
+  readonly subject: number;
+  readonly baseline: number;
+  /** subject / baseline of the medians. */
+  readonly ratio: number;
+  readonly rounds: number;
+}
+
+/**
+ * Throughput of `subject` next to `baseline`, in alternating rounds (baseline, subject,
+ * baseline, ...) with `inFlight` in flight, compared by their medians. A shared 2-core machine
+ * drifts by tens of percent over a minute; measured minutes apart, the two figures would
+ * compare the machine's moods as much as the code. Both are warmed up at that concurrency first.
+ */
+export async function compareRates(subject: () => Promise<unknown>, baseline: () => Promise<unknown>, total: number, rounds = 3, inFlight = 64): Promise<RateComparison> {
+  await inParallel(baseline, inFlight * 16, inFlight);
+  await inParallel(subject, inFlight * 16, inFlight);
+  const s: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    b.push(await measureRate(baseline, total, inFlight));
+    s.push(await measureRate(subject, total, inFlight));
+  }
+  const median = (xs: number[]) => percentile([...xs].sort((x, y) => x - y), 50);
+  return { subject: median(s), baseline: median(b), ratio: median(s) / median(b), rounds };
+}

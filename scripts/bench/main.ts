@@ -30,15 +30,8 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
 function crossRows(rows: readonly BenchRow[]): BenchRow[] {
   const find = (name: string) => rows.find((r) => r.name === name)?.value;
   const echoP50 = find("rpc.bare-echo.p50");
-  const echoRate = find("rpc.bare-echo.calls-per-s");
   const authorizeP99 = find("kernel.authorize.p99");
-  const gatedRate = find("seat.gated.calls-per-s");
   const out: BenchRow[] = [];
-  // A gated seat request (durable intent and outcome) keeps at least half the bare echo's
-  // throughput at 64 in flight (issue 8): group commit, not weaker fsync, pays for it.
-  if (echoRate !== undefined && gatedRate !== undefined) {
-    out.push({ name: "seat.gated.rate-vs-echo", value: gatedRate / echoRate, unit: "ratio", note: "gated calls/s / bare echo calls/s, 64 in flight", target: { min: 0.5, text: ">= 0.5" } });
-  }
   const leasedP99 = find("leases.authorize.p99");
   // With 10,000 live leases in chains of depth 8, the decision still never shows (issue 6).
   if (echoP50 !== undefined && leasedP99 !== undefined) {
