@@ -14,7 +14,7 @@
  */
 export type DecisionLock = () => Promise<() => void>;
 
-/** Holders per turn: measured with 64 requests in flight (docs/development.md, "gated requests"). */
+/** Holders per turn: measured with 64 requests in flight (docs/development.md, the `seat` bench). */
 export const DECISIONS_PER_TURN = 16;
 
 export function createDecisionLock(perTurn = DECISIONS_PER_TURN): DecisionLock {

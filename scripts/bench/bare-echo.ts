@@ -93,7 +93,7 @@ export async function measureCalls(call: () => Promise<unknown>, sequential: num
 }
 
 /** Calls per second with `inFlight` in flight, over `total` calls (the caller warmed the path up). */
-export async function measureRate(call: () => Promise<unknown>, total: number, inFlight = 64): Promise<number> {
+async function measureRate(call: () => Promise<unknown>, total: number, inFlight = 64): Promise<number> {
   const t0 = process.hrtime.bigint();
   await inParallel(call, total, inFlight);
   return total / (Number(process.hrtime.bigint() - t0) / 1e9);

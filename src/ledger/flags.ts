@@ -50,6 +50,8 @@ export interface Flags {
    * from the next turn on (within a millisecond or so); one raised or removed here, at once.
    */
   read(): FlagRead;
+  /** Every flag present, the directory read now: for a caller acting on a change it saw itself (the stop watch). */
+  readFresh(): FlagRead;
   /** Remove flags (a stop after its resume is recorded). */
   remove(ids: readonly string[]): Promise<void>;
 }
@@ -141,6 +143,7 @@ export function createFlags(options: { readonly dir: string; readonly ownerKey: 
   return {
     dir,
     read,
+    readFresh: readNow,
     async raise(actBytes) {
       const flag = checkFlagAct(actBytes, ownerKey);
       if (isRefusal(flag)) throw LedgerRefusal.of(flag);

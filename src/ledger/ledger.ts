@@ -339,7 +339,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return enqueue({ ...daemonRecord(first), companions: rest.map(daemonRecord) });
     },
     appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
-    readFlags: () => flags.read(),
+    readFlags: () => flags.readFresh(),
     revocationFlags: () => flags.read().flags.flatMap((f) => (f.kind === "revocation" && f.subject !== undefined ? [f.subject] : [])),
     async submit(request, effect) {
       if (state.status === "unavailable") await maybeReopen();

@@ -96,6 +96,9 @@ describe("flags: stop and revocation without the store", () => {
     const first = mine.read();
     writeFileSync(join(e.flagsDir, "stop-deadbeef.flag"), "junk");
     expect(mine.read()).toBe(first); // the same turn: the same read
+    // What the stop watch and status use reads now (the watch acts on a change it saw itself).
+    expect(mine.readFresh().invalid.map((i) => i.file)).toEqual(["stop-deadbeef.flag"]);
+    expect(l.readFlags().invalid.map((i) => i.file)).toEqual(["stop-deadbeef.flag"]);
     await nextTurn();
     expect(mine.read().invalid.map((i) => i.file)).toEqual(["stop-deadbeef.flag"]);
     rmSync(join(e.flagsDir, "stop-deadbeef.flag"));
