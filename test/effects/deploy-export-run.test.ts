@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,7 @@ import { runDeployCommand } from "../../src/effects/deploy-run.js";
 import { NotAnArtifact, summarizeArtifact } from "../../src/effects/git-artifact.js";
 import { exportTree, ExportRefused } from "../../src/effects/git-export.js";
 import { sh } from "../support/git-cli.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The two host-side pieces of a deploy, on real git and real processes: the export of exactly
@@ -38,6 +39,16 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
+
+
+/** The process exists and is not a zombie (it may vanish between the two reads). */
+function running(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ");
+  } catch {
+    return false;
+  }
+}
 
 describe("exportTree", () => {
   it("writes each blob as stored, with its mode and links, and nothing else", async () => {
@@ -103,7 +114,9 @@ describe("runDeployCommand", () => {
     const exit = await runDeployCommand({ ...base, timeoutMs: 500, argv: ["/bin/sh", "-c", `sleep 60 & echo $! > ${pidFile}; wait`], env: {} });
     expect(exit).toMatchObject({ kind: "killed", timedOut: true });
     const child = Number(readFileSync(pidFile, "utf8").trim());
-    expect(existsSync(`/proc/${child}`) && !readFileSync(`/proc/${child}/stat`, "utf8").includes(") Z ")).toBe(false);
+    // SIGKILL is delivered at once, but the kernel tears the process down a moment later:
+    // gone (or a zombie) within 2 s, where it would otherwise sleep for 60.
+    expect(await waitFor(() => !running(child), 2000)).toBe(true);
   });
 
   it("kills what a finished command left running", async () => {
@@ -111,8 +124,7 @@ describe("runDeployCommand", () => {
     const exit = await runDeployCommand({ ...base, argv: ["/bin/sh", "-c", `sleep 60 >/dev/null 2>&1 & echo $! > ${pidFile}`], env: {} });
     expect(exit).toMatchObject({ kind: "exited", code: 0 });
     const orphan = Number(readFileSync(pidFile, "utf8").trim());
-    await new Promise((r) => setTimeout(r, 200));
-    expect(existsSync(`/proc/${orphan}`) && !readFileSync(`/proc/${orphan}/stat`, "utf8").includes(") Z ")).toBe(false);
+    expect(await waitFor(() => !running(orphan), 2000)).toBe(true);
   });
 
   it("reports a program that cannot start: nothing ran", async () => {

@@ -33,7 +33,14 @@ const ppidOf = (pid: number): number | undefined => {
     return undefined;
   }
 };
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+/** Exists and is not a zombie; a process that vanishes between the two reads is not alive. */
+const alive = (pid: number) => {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
 
 describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothing a later start trips over", () => {
   let tmp: { dir: string; remove(): Promise<void> };
