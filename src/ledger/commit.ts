@@ -67,33 +67,27 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
   const gone = store.checkFile();
   if (gone) return failAll("unavailable", refuse("ledger.unavailable", gone));
   const writer = ctx.writer?.();
-  let base: { seq: number; hash: Uint8Array };
-  if (state.status === "ready") {
-    const tip = ctx.tip();
-    if (!tip) return failAll("blocked", refuse("ledger.head-mismatch", "the daemon has no signed record to extend"));
-    // With a writer, the store's tip is checked by the worker inside the write transaction
-    // itself (store-writer.ts); without one, here, before the synchronous write below.
-    if (!writer) {
-      let stored: StoredRecord | undefined;
-      try {
-        stored = store.tip();
-      } catch (error) {
-        return failAll("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
-      }
-      if (!stored || stored.seq !== tip.seq || !bytesEqual(headerHash(stored.header), tip.hash)) {
-        const found = stored ? `record ${stored.seq}` : "no record";
-        return failAll("blocked", refuse("ledger.head-mismatch", `the store's tip (${found}) is not the record ${tip.seq} the daemon last signed`));
-      }
-    }
-    base = tip;
-  } else {
-    // The owner's head reconciliation: the store must still be exactly what the owner saw.
-    let stored: StoredRecord | undefined;
+  // With a writer on a ready ledger, the store's tip is checked by the worker inside the write
+  // transaction itself (store-writer.ts); otherwise it is read here, before anything is written.
+  let stored: StoredRecord | undefined;
+  if (!writer || state.status !== "ready") {
     try {
       stored = store.tip();
     } catch (error) {
       return failAll("unavailable", refuse("ledger.unavailable", `the store cannot be read: ${describeError(error)}`));
     }
+  }
+  let base: { seq: number; hash: Uint8Array };
+  if (state.status === "ready") {
+    const tip = ctx.tip();
+    if (!tip) return failAll("blocked", refuse("ledger.head-mismatch", "the daemon has no signed record to extend"));
+    if (!writer && (!stored || stored.seq !== tip.seq || !bytesEqual(headerHash(stored.header), tip.hash))) {
+      const found = stored ? `record ${stored.seq}` : "no record";
+      return failAll("blocked", refuse("ledger.head-mismatch", `the store's tip (${found}) is not the record ${tip.seq} the daemon last signed`));
+    }
+    base = tip;
+  } else {
+    // The owner's head reconciliation: the store must still be exactly what the owner saw.
     if (!stored) return failAll("unavailable", refuse("ledger.unavailable", "the store has no records"));
     const obs = items[live[0] as number]?.reconcilesHead;
     const seen = state.status === "blocked" ? state.observation : undefined;
