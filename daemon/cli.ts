@@ -1,19 +1,19 @@
 import { Command } from "commander";
 import { TEAMD_VERSION } from "../src/rpc/index.js";
-import { serve } from "./serve.js";
-import { status } from "./status.js";
-import { kernelEval } from "./kernel-eval.js";
-import { init } from "./init.js";
-import { apply } from "./apply.js";
-import { log } from "./log.js";
-import { noticeHookCommand, noticesCommand } from "./notices-command.js";
-import { verify } from "./verify.js";
-import { reconcileHead, resolveUnknown } from "./ledger-reconcile.js";
-import { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./seat-commands.js";
-import { doctor } from "./doctor.js";
-import { stopAllCommand } from "./stop-all.js";
-import { resumeCommand } from "./resume.js";
-import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./lease-commands.js";
+import { serve } from "./server/serve.js";
+import { status } from "./commands/status.js";
+import { kernelEval } from "./commands/kernel-eval.js";
+import { init } from "./commands/init.js";
+import { apply } from "./commands/apply.js";
+import { log } from "./commands/log.js";
+import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
+import { verify } from "./commands/verify.js";
+import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
+import { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./commands/seat.js";
+import { doctor } from "./commands/doctor.js";
+import { stopAllCommand } from "./commands/stop-all.js";
+import { resumeCommand } from "./commands/resume.js";
+import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./commands/lease.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one

@@ -10,7 +10,7 @@ import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/
 import { createLinuxLauncher } from "../../src/sandbox/launcher-linux.js";
 import { compilePlan } from "../../src/sandbox/plan.js";
 import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
-import { resolveSeatUser } from "../../daemon/seat-user.js";
+import { resolveSeatUser } from "../../daemon/lifecycle/user.js";
 import type { BenchRow } from "./report.js";
 
 const LAUNCHES = 15;

@@ -8,7 +8,7 @@ import type { TaskDetail, TaskSummary, Tracker } from "./tracker.js";
 /**
  * The secret broker (§11): a seat holding use-broker over a declared task resource may pull
  * the resource's open tasks, read one task's non-secret fields, or claim one — and nothing
- * else. The kernel decides whether it may (daemon/seat-broker.ts); this module finds the
+ * else. The kernel decides whether it may (daemon/seat/broker.ts); this module finds the
  * resource's tracker, performs the call with the owner's credential, and hands back only the
  * allowlisted fields, each scrubbed of every credential the configuration holds.
  */

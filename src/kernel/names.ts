@@ -2,7 +2,7 @@
  * Team, seat and role names become parts of paths, record fields and authority ids, so they
  * keep to an alphabet that cannot traverse, hide or collide: lower-case letters, digits and
  * inner dashes, starting with a letter, at most 32 characters (the daemon's rule for teams
- * and seats, daemon/names.ts, restated here because the kernel imports nothing outside it).
+ * and seats, daemon/host/names.ts, restated here because the kernel imports nothing outside it).
  */
 const NAME = /^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 

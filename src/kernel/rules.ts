@@ -417,7 +417,7 @@ export const RULES = {
     section: "§9",
     summary: "a team has zero or one leads; two are refused",
   },
-  // Seat git and files (issue 8, daemon/seat-git.ts, daemon/seat-files.ts).
+  // Seat git and files (issue 8, daemon/seat/git.ts, daemon/seat/files.ts).
   "push.ref": {
     section: "§3",
     summary: "a seat pushes only to its own seat/<name>/ branches; the trunk and other seats' branches change only through trunk acts",

@@ -11,7 +11,7 @@ import { refuseContainment } from "./refusal.js";
  * binds the proxy's port and then spawns the seat's command at once as its child, so every
  * command run in this plan (`teamd start` and `teamd exec` alike, each its own namespace)
  * finds the proxy listening. Each proxied connection goes to the daemon over the seat's
- * egress socket (/run/teamd/egress.sock), where it is decided (daemon/seat-egress.ts).
+ * egress socket (/run/teamd/egress.sock), where it is decided (daemon/seat/egress.ts).
  */
 export interface EgressInput {
   /** The seat's egress socket on the host (canonical). */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { makeTempHome, run, SHIM, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { lookupGroupId } from "../../daemon/home.js";
+import { lookupGroupId } from "../../daemon/host/home.js";
 
 /**
  * First light, end to end with real processes: a real `teamd serve`, real `teamd-shim`

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs } from "../support/programs.js";
 import { makeRepo } from "../support/repo.js";
-import { ensureOwnerKey } from "../../daemon/owner-key.js";
+import { ensureOwnerKey } from "../../daemon/host/owner-key.js";
 import { signOwnerAct } from "../../src/ledger/index.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ControlService, OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
@@ -87,7 +87,7 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ applied: true, team: "proj", seats: 1 });
     const log = await logJson(env);
-    // The daemon tells of it (daemon/notices.ts): a notice may already follow the policy record.
+    // The daemon tells of it (daemon/server/notices.ts): a notice may already follow the policy record.
     const policy = log.filter((r) => r.type !== "notice").at(-1);
     expect(policy).toMatchObject({ type: "policy", action: "policy.apply", team: "proj" });
   });

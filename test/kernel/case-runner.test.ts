@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { kernelEval } from "../../daemon/kernel-eval.js";
+import { kernelEval } from "../../daemon/commands/kernel-eval.js";
 import { parseCaseFile } from "../../src/teamfile/case-format.js";
 import { runCaseText } from "../../src/teamfile/case-runner.js";
 

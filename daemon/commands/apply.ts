@@ -1,0 +1,77 @@
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
+import { signOwnerAct } from "../../src/ledger/index.js";
+import { formatTeamFileErrors, loadTeamFile } from "../../src/teamfile/index.js";
+import { EXIT, RefusalError } from "../../src/rpc/index.js";
+import { resolveHome } from "../host/home.js";
+import { repositoryRoot } from "../host/hub.js";
+import { openOwnerChannel } from "../owner/channel.js";
+import { ownerKeyForAct } from "./owner-session.js";
+import { askYesNo } from "./prompt.js";
+import { formatPolicyDiff, leaseCascade, policyDiff } from "./apply-diff.js";
+import { isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
+
+function hashBytes(prefixed: string): Uint8Array {
+  return Uint8Array.from(Buffer.from(prefixed.replace(/^sha256:/, ""), "hex"));
+}
+
+/**
+ * `teamd apply [FILE]`: the owner signs the team file's canonical form and submits it; the
+ * daemon checks the signature against the key pinned at genesis, loads the signed canonical
+ * form again (the launch-time checks), and records the policy. The policy in force is the
+ * last applied one — a file edited on disk but not applied is never in force. An invalid
+ * file prints every error with its line and fix, and nothing is signed or sent.
+ */
+export async function apply(file: string | undefined, options: { yes?: boolean; json?: boolean }): Promise<void> {
+  const path = resolve(file ?? join(await repositoryRoot(process.cwd()), TEAM_FILE_NAME));
+  const repoRoot = dirname(path);
+  if (!existsSync(path)) throw new Error(`no team file at ${path}: run teamd init (it writes one), or name the file`);
+  if (await isTracked(repoRoot, basename(path)).catch(() => false)) {
+    throw new RefusalError("teamfile.tracked", `${path} is tracked by git: run 'git rm --cached ${basename(path)}' and commit; the team file never travels with the repository`);
+  }
+  const loaded = await loadTeamFile(path);
+  if (!loaded.ok) {
+    if (options.json) process.stdout.write(JSON.stringify({ error: "invalid", file: path, errors: loaded.errors }) + "\n");
+    else process.stderr.write(formatTeamFileErrors(loaded.errors, path) + "\nteamd apply: nothing was applied\n");
+    process.exitCode = EXIT.failure;
+    return;
+  }
+  const team = loaded.policy.team;
+  const home = resolveHome();
+  const key = await ownerKeyForAct();
+  const channel = await openOwnerChannel(home);
+  try {
+    const { diff, against, before } = policyDiff(await channel.policyInForce(team), loaded.policy);
+    const revocations = leaseCascade(before, loaded.policy, await channel.leases(team));
+    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against, revocations));
+    if (!options.yes && !(await askYesNo(`Apply ${path} as the policy of team '${team}' (${loaded.hashes.policy})?`))) {
+      throw new Error("cancelled; nothing was applied");
+    }
+    const act = await signOwnerAct(
+      {
+        type: RecordType.POLICY,
+        team,
+        action: "policy.apply",
+        payload: {
+          domain: { team, repositoryRoot: repoRoot },
+          target: { kind: TargetKind.TEAM, name: team },
+          after: { identity: { case: "contentSha256", value: hashBytes(loaded.hashes.policy) } },
+          // A fresh request id: applying the same file again later is a new act, so the
+          // policy in force is always the last one applied.
+          requestId: randomUUID(),
+          detail: { case: "policy", value: { teamFileHash: hashBytes(loaded.hashes.policy), canonical: loaded.canonical, startFileHashes: { ...loaded.startFiles } } },
+        },
+      },
+      key.seed,
+    );
+    const receipt = await channel.submit(OwnerActKind.APPLY, act);
+    const seats = Object.keys(loaded.policy.seats).length;
+    if (options.json) process.stdout.write(JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff, revokedLeases: revocations }) + "\n");
+    else process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
+  } finally {
+    await channel.close();
+  }
+}

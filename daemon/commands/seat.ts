@@ -1,0 +1,195 @@
+import { readFileSync } from "node:fs";
+import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { resolveHome } from "../host/home.js";
+import { checkName } from "../host/names.js";
+import { AsyncQueue } from "../../src/rpc/async-queue.js";
+
+/**
+ * `teamd start`, `teamd stop`, `teamd exec`: thin clients of the control socket. The daemon
+ * holds the lifecycle (daemon/lifecycle/manager.ts); these name the seat and print what it did.
+ */
+export interface SeatTarget {
+  readonly team: string;
+  readonly seat: string;
+}
+
+/** `SEAT`, `SEAT@TEAM`, or `--team TEAM` alone (every seat of the team). */
+export function seatTarget(spec: string | undefined, team: string | undefined): SeatTarget {
+  if (spec === undefined) {
+    if (team === undefined) throw new Error("name a seat (SEAT or SEAT@TEAM) or a team (--team TEAM)");
+    return { team: checkName("team", team), seat: "" };
+  }
+  const [seat = "", inSpec, extra] = spec.split("@");
+  if (extra !== undefined) throw new Error(`invalid seat '${spec}': expected SEAT or SEAT@TEAM`);
+  if (inSpec !== undefined && team !== undefined && inSpec !== team) throw new Error(`'${spec}' names team '${inSpec}' but --team says '${team}'`);
+  const t = inSpec ?? team;
+  return { seat: checkName("seat", seat), team: t === undefined ? "" : checkName("team", t) };
+}
+
+function client(deadlineMs: number) {
+  return createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs });
+}
+
+interface Shown {
+  team: string;
+  seat: string;
+  state: string;
+  initPid: number;
+  runId: string;
+  limits: string;
+  repository: string;
+  containment: string;
+}
+
+function show(s: Shown): Record<string, unknown> {
+  return { team: s.team, seat: s.seat, state: s.state, initPid: s.initPid, runId: s.runId, limits: s.limits, repository: s.repository, containment: s.containment };
+}
+
+export async function startCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(180_000);
+  try {
+    const reply = await c.startSeat(target);
+    if (options.json) process.stdout.write(JSON.stringify({ started: reply.seats.map(show) }) + "\n");
+    else if (reply.seats.length === 0) process.stdout.write("started: none (every seat with a start is already running)\n");
+    else for (const s of reply.seats) process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
+    // Loudly, and on stderr even with --json: the owner asked for it, and must not forget it.
+    for (const s of reply.seats) if (s.containment === "none") process.stderr.write(`${uncontainedWarning(s.seat, userName(s.uid))}\n`);
+  } finally {
+    c.close();
+  }
+}
+
+/** What `teamd start` says of a seat that runs uncontained (`containment: none`). */
+export function uncontainedWarning(seat: string, user: string): string {
+  return `warning: seat ${seat} runs UNCONTAINED (containment: none in teamd.yaml): it can read and write everything ${user} can; refusals hold against a mistake only`;
+}
+
+/** The host user's name for a uid (from /etc/passwd), else "uid N". */
+function userName(uid: number): string {
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (name && Number(id) === uid) return `${name} (uid ${uid})`;
+    }
+  } catch {
+    // no passwd to read: the number says it
+  }
+  return `uid ${uid}`;
+}
+
+export async function stopCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(60_000);
+  try {
+    const reply = await c.stopSeat(target);
+    if (options.json) process.stdout.write(JSON.stringify({ stopped: reply.stopped.map(show) }) + "\n");
+    else if (reply.stopped.length === 0) process.stdout.write("stopped: none (not running)\n");
+    else for (const s of reply.stopped) process.stdout.write(`stopped: ${s.seat}@${s.team}\n`);
+  } finally {
+    c.close();
+  }
+}
+
+/** `teamd freeze SEAT` / `teamd thaw SEAT`: every process of the seat stops where it stands, or runs on. */
+export async function freezeCommand(spec: string, options: { team?: string; json?: boolean; thaw: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const c = client(30_000);
+  try {
+    const reply = await c.freezeSeat({ ...target, thaw: options.thaw });
+    const s = reply.seat;
+    if (s === undefined) throw new Error("the daemon answered without the seat");
+    const seq = Number(reply.seq);
+    if (options.json) process.stdout.write(JSON.stringify({ seat: show(s), frozen: s.frozen, seq: seq === 0 ? null : seq }) + "\n");
+    else if (seq === 0) process.stdout.write(`${s.seat}@${s.team}: already ${s.frozen ? "frozen" : "running (not frozen)"}\n`);
+    else process.stdout.write(`${s.seat}@${s.team}: ${s.frozen ? `frozen (record ${seq}); teamd thaw ${s.seat}@${s.team} lets it run on` : `thawed (record ${seq})`}\n`);
+  } finally {
+    c.close();
+  }
+}
+
+/** The command's output goes to ours byte for byte; our exit code is its exit code. */
+export async function execCommand(spec: string, command: readonly string[], options: { timeout?: string }): Promise<void> {
+  const target = seatTarget(spec, undefined);
+  // commander keeps the `--` that separates teamd's options from the command's.
+  const argv = command[0] === "--" ? command.slice(1) : command;
+  if (argv.length === 0) throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+  const seconds = options.timeout === undefined ? 60 : Number(options.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) throw new Error(`--timeout takes seconds between 1 and 86400, not '${options.timeout}'`);
+  const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: seconds * 1000 + 30_000 });
+  try {
+    // Output is written as it arrives (streamed by the daemon), in order per stream.
+    for await (const reply of c.exec({ team: target.team, seat: target.seat, command: [...argv], timeoutMs: Math.round(seconds * 1000), stdin: new Uint8Array(0) })) {
+      const event = reply.event;
+      if (event.case === "stdout") await write(process.stdout, event.value);
+      else if (event.case === "stderr") await write(process.stderr, event.value);
+      else if (event.case === "done") {
+        if (event.value.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
+        if (event.value.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
+        process.exitCode = event.value.exitCode;
+      }
+    }
+  } finally {
+    c.close();
+  }
+}
+
+function write(stream: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.write(chunk)) resolve();
+    else stream.once("drain", () => resolve());
+  });
+}
+
+/** The detach key: Ctrl-] (0x1d), as telnet's escape; the seat never sees it. */
+export const DETACH_KEY = 0x1d;
+
+/**
+ * `teamd attach SEAT`: the owner's terminal at the seat's pty, raw, until Ctrl-] or the seat
+ * ends. Needs a terminal: a seat's pty is for a person; `teamd exec` is for scripts.
+ */
+export async function attachCommand(spec: string, options: { team?: string }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  const stdin = process.stdin;
+  const stdout = process.stdout;
+  if (!stdin.isTTY || !stdout.isTTY) {
+    throw new Error("teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD...");
+  }
+  const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: 365 * 24 * 3600 * 1000 });
+  type In = Parameters<typeof c.attach>[0] extends AsyncIterable<infer I> ? I : never;
+  const queue = new AsyncQueue<In>();
+  const size = () => ({ cols: stdout.columns, rows: stdout.rows });
+  queue.push({ input: { case: "open", value: { team: target.team, seat: target.seat, size: size() } } });
+  const onResize = () => queue.push({ input: { case: "resize", value: size() } });
+  const onKeys = (chunk: Buffer) => {
+    const at = chunk.indexOf(DETACH_KEY);
+    if (at < 0) return queue.push({ input: { case: "keys", value: chunk } });
+    if (at > 0) queue.push({ input: { case: "keys", value: chunk.subarray(0, at) } });
+    queue.close();
+  };
+  let raw = false;
+  let ended: string | undefined;
+  try {
+    for await (const reply of c.attach(queue.drain())) {
+      const output = reply.output;
+      if (output.case === "ready") {
+        process.stderr.write(`teamd: attached to ${output.value.seat}@${output.value.team} (containment: ${output.value.containment}); detach with Ctrl-]\r\n`);
+        stdin.setRawMode(true);
+        raw = true;
+        stdin.on("data", onKeys);
+        stdout.on("resize", onResize);
+        stdin.resume();
+      } else if (output.case === "data") await write(stdout, output.value);
+      else if (output.case === "ended") ended = output.value;
+      else if (output.case === "detached") break;
+    }
+  } finally {
+    stdin.off("data", onKeys);
+    stdout.off("resize", onResize);
+    if (raw) stdin.setRawMode(false);
+    stdin.pause();
+    c.close();
+  }
+  process.stderr.write(ended === undefined ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n` : `\r\nteamd: the seat's command ended (${ended})\n`);
+}

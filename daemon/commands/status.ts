@@ -1,0 +1,128 @@
+import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/index.js";
+import { resolveHome } from "../host/home.js";
+import { unseenNotices } from "./notices.js";
+
+/**
+ * `teamd status`: what the daemon serves, from the control socket — the daemon, the ledger's
+ * head, the owner's stops in force, each team (its policy in force against the file on disk,
+ * leads, live leases) and each seat. `--json` prints one object whose shape is documented in
+ * docs/status.md and versioned by its `schema` field: fields are only ever added.
+ */
+
+export const STATUS_SCHEMA = "teamd.status/1";
+
+type Seat = StatusResponse["seats"][number];
+type Team = StatusResponse["teams"][number];
+
+/** The stable JSON shape (docs/status.md). */
+export function statusJson(reply: StatusResponse, unseen: number | undefined): Record<string, unknown> {
+  const ledger = reply.ledger;
+  return {
+    schema: STATUS_SCHEMA,
+    daemon: { running: true, protocol: reply.daemon?.protocol, version: reply.daemon?.program, instance: reply.daemonInstance, pid: reply.pid },
+    mode: reply.mode,
+    home: reply.home,
+    ledger: ledger === undefined ? null : { state: ledger.state, rule: ledger.rule, reason: ledger.reason, headSeq: Number(ledger.headSeq), headHash: ledger.headHash, verified: ledger.verified },
+    stopped: reply.stops.length > 0,
+    stops: reply.stops.map((s) => ({ flagId: s.flagId, scope: s.scope, team: s.team, recordedSeq: Number(s.recordedSeq) })),
+    notices: { unseen: unseen ?? null },
+    teams: reply.teams.map(teamJson),
+    seats: reply.seats.map(seatJson),
+  };
+}
+
+function teamJson(t: Team): Record<string, unknown> {
+  return {
+    team: t.team,
+    repository: t.repository,
+    hub: t.hub,
+    policy: t.policySeq === 0n ? null : { seq: Number(t.policySeq), hash: t.policyHash },
+    teamFile: { state: t.teamFile, detail: t.teamFileDetail },
+    policyProblem: t.policyProblem,
+    leads: t.leads === "" ? null : t.leads,
+    seats: [...t.seats],
+    liveLeases: t.liveLeases,
+  };
+}
+
+function seatJson(s: Seat): Record<string, unknown> {
+  return { team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, containment: s.containment, cgroup: s.cgroup, cpuMs: Number(s.cpuMs), memoryBytes: Number(s.memoryBytes), meteredBy: s.meteredBy, frozen: s.frozen };
+}
+
+function uptime(startedAt: string, now: number): string {
+  const started = Date.parse(startedAt);
+  if (Number.isNaN(started)) return "-";
+  const seconds = Math.max(0, Math.round((now - started) / 1000));
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
+  return `${Math.round(seconds / 3600)}h`;
+}
+
+const TEAM_FILE_WORDS: Record<string, string> = {
+  "in-force": "the file on disk is in force",
+  differs: "the file on disk differs from the policy in force",
+  missing: "no team file on disk",
+  invalid: "the file on disk does not load",
+  unapplied: "no policy applied yet",
+};
+
+/** The table for a terminal. */
+export function statusText(reply: StatusResponse, unseen: number | undefined, now: number): string {
+  const ledger = reply.ledger;
+  const lines = [`teamd ${reply.daemon?.program} (protocol ${reply.daemon?.protocol}), pid ${reply.pid}, ${reply.mode} mode`, `home: ${reply.home}`];
+  if (ledger === undefined || ledger.state === "absent") lines.push("ledger: none yet (teamd init)");
+  else if (ledger.state === "ready") lines.push(`ledger: ready, head ${ledger.headSeq} verified`);
+  else lines.push(`ledger: ${ledger.state}${ledger.rule ? ` (${ledger.rule})` : ""}, head ${ledger.headSeq}: ${ledger.reason}`);
+  if (reply.stops.length === 0) lines.push("stop: none");
+  for (const s of reply.stops) {
+    const what = s.scope === "machine" ? "STOPPED: every team on this machine" : s.scope === "team" ? `STOPPED: team ${s.team}` : `STOPPED: a flag that does not verify (${s.flagId})`;
+    lines.push(`${what}${s.recordedSeq === 0n ? " (not yet recorded)" : ` (record ${s.recordedSeq})`}; teamd resume lifts it`);
+  }
+  lines.push(unseen === undefined ? "notices: no ledger" : unseen === 0 ? "notices: none new" : `notices: ${unseen} not yet seen (teamd notices)`);
+  lines.push(reply.teams.length === 0 ? "teams: none (teamd init in a repository)" : "teams:");
+  for (const t of reply.teams) {
+    lines.push(`  ${t.team}  ${t.repository}`);
+    lines.push(`    policy: ${t.policySeq === 0n ? "none applied" : `record ${t.policySeq} ${t.policyHash.slice(0, 19)}…`}; ${TEAM_FILE_WORDS[t.teamFile] ?? t.teamFile}${t.teamFileDetail && t.teamFile !== "differs" ? ` (${t.teamFileDetail})` : ""}`);
+    if (t.policyProblem) lines.push(`    policy cannot be read: ${t.policyProblem}`);
+    if (t.policySeq !== 0n) lines.push(`    seats: ${t.seats.join(", ") || "none"}; leads: ${t.leads || "none"}; live leases: ${t.liveLeases}`);
+  }
+  lines.push(reply.seats.length === 0 ? "seats running: none" : "seats running:");
+  for (const s of reply.seats) {
+    lines.push(
+      s.state === "socket" || s.state === ""
+        ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
+        : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
+    );
+    if (s.state !== "socket" && s.state !== "") {
+      const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";
+      lines.push(`      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`);
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+export async function status(options: { json?: boolean; socket?: string }): Promise<void> {
+  const home = resolveHome();
+  const socket = options.socket ?? home.controlSocket;
+  const client = createRpcClient(ControlService, socket, { deadlineMs: 5000 });
+  try {
+    let reply: StatusResponse;
+    try {
+      reply = await client.status();
+    } catch (error) {
+      if (!(error instanceof DaemonUnavailableError)) throw error;
+      // Not an error of status: the daemon is simply not running. Say so, with the fix,
+      // and exit "unavailable" so scripts can tell.
+      if (options.json) process.stdout.write(JSON.stringify({ schema: STATUS_SCHEMA, daemon: { running: false, socket, reason: error.message } }) + "\n");
+      else process.stdout.write(`teamd: the daemon is not running (${socket}): start it with teamd serve, or systemctl start teamd\n`);
+      process.exitCode = EXIT.unavailable;
+      return;
+    }
+    // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
+    const unseen = unseenNotices(home);
+    process.stdout.write(options.json ? JSON.stringify(statusJson(reply, unseen)) + "\n" : statusText(reply, unseen, Date.now()));
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,60 @@
+import type { Readable } from "node:stream";
+import type { SeatProcess } from "../../src/sandbox/launcher.js";
+
+/**
+ * One `teamd exec` run, streamed: the command's output goes to `sink` as it comes (each
+ * stream capped, so a chatty command cannot make the daemon hold more than the cap for a
+ * slow owner), then its exit code; a deadline after which the run's own pid-namespace
+ * init is killed (never anything by name or group). The output is never recorded.
+ */
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly how: "exited" | "killed" | "setup-failed";
+  readonly truncated: boolean;
+  /** For setup-failed: the refusal, with its fix. */
+  readonly reason?: string;
+}
+
+export type ExecSink = (stream: "stdout" | "stderr", chunk: Buffer) => void;
+
+export const EXEC_OUTPUT_CAP = 4 * 1024 * 1024;
+export const EXEC_DEFAULT_TIMEOUT_MS = 60_000;
+
+export async function streamRun(proc: SeatProcess, options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult> {
+  const io = proc.io;
+  if (io.kind !== "pipes") throw new Error("exec runs with pipes");
+  let truncated = false;
+  const relay = (name: "stdout" | "stderr", stream: Readable) => {
+    let size = 0;
+    stream.on("data", (chunk: Buffer) => {
+      if (size >= EXEC_OUTPUT_CAP) {
+        truncated = true;
+        return;
+      }
+      const room = EXEC_OUTPUT_CAP - size;
+      if (chunk.length > room) truncated = true;
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      size += kept.length;
+      sink(name, kept);
+    });
+    return new Promise<void>((resolve) => {
+      stream.once("end", resolve);
+      stream.once("close", resolve);
+      stream.once("error", () => resolve());
+    });
+  };
+  const stdout = relay("stdout", io.stdout);
+  const stderr = relay("stderr", io.stderr);
+  io.stdin.on("error", () => undefined);
+  io.stdin.end(Buffer.from(options.stdin));
+  const timer = setTimeout(() => proc.kill(), options.timeoutMs > 0 ? options.timeoutMs : EXEC_DEFAULT_TIMEOUT_MS);
+  const exit = await proc.exit;
+  clearTimeout(timer);
+  await Promise.all([stdout, stderr]);
+  return {
+    exitCode: exit.code,
+    how: exit.kind,
+    truncated,
+    ...(exit.kind === "setup-failed" ? { reason: `${exit.refusal.rule}: ${exit.refusal.reason} (fix: ${exit.refusal.fix})` } : {}),
+  };
+}

@@ -1,0 +1,479 @@
+import { randomUUID } from "node:crypto";
+import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher.js";
+import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
+import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
+import type { TeamdHome } from "../host/home.js";
+import { streamRun, type ExecResult, type ExecSink } from "./exec.js";
+import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
+import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
+import { policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
+import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
+import { processStartTime } from "../../src/sandbox/process-tree.js";
+import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
+import { resolveSeatUser, type SeatUser } from "./user.js";
+import { stopRefusal } from "../../src/ledger/stop-state.js";
+
+/**
+ * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
+ * (the seat's slot, so two starts cannot race) → prepare → launch under containment →
+ * publish (registry file, seat_start record, status shows it) → stop (SIGKILL to the
+ * pid-namespace init, wait, seat_stop record, socket and tmp removed). Every failure
+ * unwinds what was prepared; a seat that exits by itself is torn down the same way. A seat
+ * whose applied team file says `containment: none` is launched uncontained
+ * (src/sandbox/launcher-none.ts): no namespace, its stop kills its process tree and its
+ * cgroup, and every record of it says `containment: none`, strength M.
+ */
+export interface SeatView {
+  readonly team: string;
+  readonly seat: string;
+  readonly state: "starting" | "running" | "stopping";
+  readonly socket: string;
+  readonly initPid: number;
+  readonly runId: string;
+  readonly startedAt: string;
+  readonly limits: string;
+  readonly repository: string;
+  readonly uid: number;
+  /** "bwrap", or "none" (`containment: none`: every record says it holds against a mistake only). */
+  readonly containment: string;
+  /** The seat's cgroups in words ("v2 (kill), v1 (memory 512M)"), or why it has none ("none: ..."). */
+  readonly cgroup: string;
+  /** Metered over the seat's whole tree (its cgroup's counters, else a /proc walk of its pid namespace); absent before it runs. */
+  readonly cpuMs?: number;
+  readonly memoryBytes?: number;
+  /** "cgroup" or "proc walk": where cpuMs and memoryBytes come from. */
+  readonly meteredBy?: string;
+  /** Every process of the seat is frozen where it stands (teamd freeze), until teamd thaw. */
+  readonly frozen?: boolean;
+}
+
+/** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
+export interface Attachment {
+  readonly view: SeatView;
+  readonly seq: number;
+  readonly scrollback: Buffer;
+  /** The seat's output from now on (after the scrollback). */
+  onData(listener: (chunk: Buffer) => void): void;
+  write(keys: Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  /** Settles with the seat's exit in words when its command ends. */
+  readonly ended: Promise<string>;
+  /** Idempotent: frees the seat for the next attacher and records the detach. */
+  detach(how: string): Promise<void>;
+}
+
+/** The size a seat's pty starts with, before anyone attaches. */
+const PTY_COLS = 120;
+const PTY_ROWS = 40;
+
+export interface SeatManager {
+  /** One seat, or (seat undefined) every seat of the team that has a start. */
+  start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
+  attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
+  /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
+  freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;
+  list(): SeatView[];
+  /** list(), with each running seat's CPU and memory read now. */
+  metered(): Promise<SeatView[]>;
+  /** The daemon is stopping, or the owner's machine-wide stop: stop every seat of every team (records written while the ledger is open). */
+  stopAll(why: string): Promise<SeatView[]>;
+  /** At daemon start: what a crashed daemon left. */
+  sweep(): Promise<string[]>;
+}
+
+export interface SeatManagerOptions {
+  readonly home: TeamdHome;
+  readonly ledger: () => Ledger | undefined;
+  readonly launcher: Launcher;
+  openSocket(team: string, seat: string, at: string, egress: boolean): Promise<string>;
+  closeSocket(team: string, seat: string): Promise<void>;
+  readonly log: (line: string) => void;
+  /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
+  readonly failAt?: string;
+}
+
+interface Slot {
+  view: SeatView;
+  prepared?: PreparedSeat;
+  process?: SeatProcess;
+  plan?: SandboxPlan;
+  user?: SeatUser;
+  cgroup?: SeatCgroup;
+  pidNamespace?: string;
+  teardown?: Promise<void>;
+  scrollback?: Scrollback;
+  /** The one attacher's output listener, while someone is attached. */
+  attached?: (chunk: Buffer) => void;
+}
+
+const STOP_WAIT_MS = 10_000;
+
+export function createSeatManager(options: SeatManagerOptions): SeatManager {
+  const { home, log } = options;
+  const slots = new Map<string, Slot>();
+  const key = (team: string, seat: string) => `${team}/${seat}`;
+
+  async function record(type: RecordType, target: StartableSeat | { team: string; seat: string }, action: string, runId: string, fields: Record<string, string>) {
+    const ledger = readyLedger(options.ledger());
+    return ledger.append({
+      type,
+      team: target.team,
+      actor: daemonPrincipal(),
+      signer: daemonPrincipal(),
+      action,
+      payload: {
+        target: { kind: TargetKind.SEAT, name: target.seat },
+        fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
+        detail: { case: "seat", value: { seat: target.seat, runId } },
+      },
+    });
+  }
+
+  /** Stop a slot: kill the init, wait, record, unwind. Idempotent (one teardown per run). */
+  function teardown(slot: Slot, why: string): Promise<void> {
+    slot.teardown ??= (async () => {
+      slot.view = { ...slot.view, state: "stopping" };
+      const proc = slot.process;
+      let exit: SeatExit | undefined;
+      // The init first (the run's exit then reads "killed"), then cgroup.kill: it also ends what
+      // `teamd exec` runs in the seat, in pid namespaces of its own.
+      proc?.kill();
+      await slot.cgroup?.kill();
+      if (proc) {
+        exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
+        if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
+      }
+      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch((error: unknown) =>
+        log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
+      );
+      const left = (await slot.cgroup?.remove()) ?? [];
+      for (const leaf of left) log(`seat ${slot.view.team}/${slot.view.seat}: its cgroup ${leaf} could not be removed (still busy); the next start sweeps it`);
+      // The registry entry stays while a cgroup is left, so the next daemon's sweep finds it.
+      if (left.length === 0) await unregister(home, slot.view.team, slot.view.seat);
+      await slot.prepared?.release();
+      slots.delete(key(slot.view.team, slot.view.seat));
+      log(`seat ${slot.view.team}/${slot.view.seat} stopped (${why})`);
+    })();
+    return slot.teardown;
+  }
+
+  async function startOne(target: StartableSeat): Promise<SeatView> {
+    const k = key(target.team, target.seat);
+    // An owner's stop refuses every start (§11), read from the flags before anything else.
+    const stopped = stopRefusal(options.ledger(), target.team);
+    if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
+    if (slots.has(k)) throw new RefusalError("seat.running", `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`);
+    const runId = randomUUID();
+    const user = resolveSeatUser(home.mode);
+    // Reserve: the slot exists before anything is prepared, so a second start is refused.
+    const slot: Slot = {
+      // The applied team file's word, never a fallback: a host without bubblewrap refuses a
+      // bwrap seat (fail closed); only `containment: none` runs one uncontained.
+      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: target.start.containment ?? "bwrap", cgroup: "" },
+      user,
+    };
+    slots.set(k, slot);
+    let prepared: PreparedSeat | undefined;
+    const [failStep, failSeat] = (options.failAt ?? "").split(":");
+    const failAt = failSeat === target.seat ? failStep : undefined;
+    try {
+      prepared = await prepareSeat(target, {
+        home,
+        user,
+        openSocket: (at, egress) => options.openSocket(target.team, target.seat, at, egress),
+        closeSocket: () => options.closeSocket(target.team, target.seat),
+        ...(failAt !== undefined ? { failAt } : {}),
+      });
+      // The seat's cgroups, before launch: the launcher moves the init in before the command runs.
+      const opened = await openSeatCgroup(home, target.team, target.seat, runId, prepared.plan.limits);
+      slot.cgroup = opened.cgroup;
+      // The seat runs in a pty whose master the daemon holds (issue 7): its output goes to a
+      // bounded scrollback and to the one attached owner, never to the ledger.
+      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS }, containment: uncontained(slot) ? "none" : "bwrap", ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}) });
+      if (!launched.ok) throw fromRefusal(launched.refusal);
+      const proc = launched.seat;
+      slot.process = proc;
+      const scrollback = new Scrollback(SCROLLBACK_BYTES);
+      slot.scrollback = scrollback;
+      if (proc.io.kind === "pty") {
+        proc.io.onData((chunk) => {
+          scrollback.push(chunk);
+          slot.attached?.(chunk);
+        });
+      } else {
+        // A launcher without a pty (another platform's, later): drain, so a full pipe cannot stall the seat.
+        proc.io.stdout.on("data", (chunk: Buffer) => scrollback.push(chunk));
+        proc.io.stderr.on("data", (chunk: Buffer) => scrollback.push(chunk));
+      }
+      if (failAt === "publish") throw new Error("injected failure at publish (test)");
+      const limits = describeLimits(prepared.plan.limits, proc.limits);
+      const cgroup = opened.cgroup !== undefined ? opened.cgroup.summary : `none: ${opened.missing ?? "not made"}`;
+      const startedAt = new Date().toISOString();
+      // Uncontained there is no namespace: the registry names the init by pid and start time
+      // (its process tree is what a stop without a cgroup kills), never the host's namespace.
+      const none = uncontained(slot);
+      const pidNamespace = none ? "" : ((await pidNamespaceOf(proc.initPid)) ?? "");
+      if (!none) slot.pidNamespace = pidNamespace;
+      const initStart = none ? processStartTime(proc.initPid) : undefined;
+      await register(home, {
+        team: target.team,
+        seat: target.seat,
+        runId,
+        initPid: proc.initPid,
+        pidNamespace,
+        daemonPid: process.pid,
+        startedAt,
+        ...(opened.cgroup !== undefined ? { cgroups: opened.cgroup.plan.leaves } : {}),
+        ...(none ? { containment: "none" as const, ...(initStart !== undefined ? { initStart } : {}) } : {}),
+      });
+      slot.prepared = prepared;
+      slot.plan = prepared.plan;
+      await record(RecordType.SEAT_START, target, "seat.start", runId, {
+        policy_seq: String(target.policySeq),
+        context: target.contextHash,
+        command: JSON.stringify(target.start.command),
+        uid: String(user.uid),
+        init_pid: String(proc.initPid),
+        limits,
+        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so), or
+        // "none" (`containment: none`): every refusal holds against a mistake only.
+        containment: slot.view.containment,
+        strength: strength(slot),
+        cgroup,
+      });
+      slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo, cgroup };
+      void proc.exit.then((how) => {
+        if (slot.teardown === undefined) void teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
+      });
+      log(`seat ${target.team}/${target.seat} running (init pid ${proc.initPid}, uid ${user.uid}, run ${runId})`);
+      return slot.view;
+    } catch (error) {
+      // Unwind in reverse: the process (if launched), the registry file, what prepare made.
+      if (slot.process) {
+        slot.process.kill();
+        await slot.process.exit;
+      }
+      await slot.cgroup?.remove().catch(() => undefined);
+      await unregister(home, target.team, target.seat).catch(() => undefined);
+      await prepared?.unwind();
+      slots.delete(k);
+      throw error;
+    }
+  }
+
+  /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
+  async function startChecked(target: StartableSeat): Promise<SeatView> {
+    const view = await startOne(target);
+    const late = stopRefusal(options.ledger(), target.team);
+    if (late) {
+      const slot = slots.get(key(target.team, target.seat));
+      if (slot) await teardown(slot, "the owner's stop arrived during the start");
+      throw new RefusalError(late.rule, `${late.reason}; run teamd resume to clear it`);
+    }
+    return view;
+  }
+
+  /** The team of a seat named without one: the one registered team whose policy (or running seats) has it. */
+  function teamOf(seat: string, running: boolean): string {
+    const teams = new Set<string>();
+    if (running) {
+      for (const slot of slots.values()) if (slot.view.seat === seat) teams.add(slot.view.team);
+    } else {
+      const ledger = readyLedger(options.ledger());
+      for (const team of ledger.view.teams()) {
+        if (ledger.view.policy(team.team) === undefined) continue;
+        if (Object.prototype.hasOwnProperty.call(policySeats(ledger, team.team), seat)) teams.add(team.team);
+      }
+    }
+    if (teams.size === 1) return [...teams][0] as string;
+    if (teams.size === 0) {
+      throw running
+        ? new RefusalError("seat.not-running", `no running seat is named '${seat}' (teamd status lists them)`)
+        : new RefusalError("seat.unknown", `no applied policy on this machine has a seat '${seat}'; add it to teamd.yaml and run teamd apply`);
+    }
+    throw new Error(`seat '${seat}' is in several teams (${[...teams].join(", ")}); name one: ${seat}@TEAM`);
+  }
+
+  return {
+    async start(team, seat) {
+      // The stop first: it holds by its flag even when the store cannot record a start (§15).
+      const stopped = stopRefusal(options.ledger(), team ?? "");
+      if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
+      const ledger = readyLedger(options.ledger());
+      if (seat !== undefined) {
+        const t = team ?? teamOf(seat, false);
+        return [await startChecked(startableSeat(ledger, t, seat))];
+      }
+      if (team === undefined) throw new Error("name a seat or a team (teamd start SEAT | --team TEAM)");
+      // The whole team or nothing: every seat with a start is checked against the policy
+      // first, and a launch that fails stops the seats this call already started.
+      const targets = Object.entries(policySeats(ledger, team))
+        .filter(([name, s]) => s.start !== undefined && !slots.has(key(team, name)))
+        .map(([name]) => startableSeat(ledger, team, name));
+      const started: SeatView[] = [];
+      try {
+        for (const target of targets) started.push(await startChecked(target));
+      } catch (error) {
+        for (const view of started.reverse()) {
+          const slot = slots.get(key(view.team, view.seat));
+          if (slot) await teardown(slot, "the team's start failed");
+        }
+        throw error;
+      }
+      return started;
+    },
+    async stop(team, seat) {
+      if (seat !== undefined) {
+        const t = team ?? teamOf(seat, true);
+        const slot = slots.get(key(t, seat));
+        if (slot === undefined) return [];
+        const view = slot.view;
+        await teardown(slot, "stopped by the owner");
+        return [view];
+      }
+      if (team === undefined) throw new Error("name a seat or a team (teamd stop SEAT | --team TEAM)");
+      const matching = [...slots.values()].filter((s) => s.view.team === team);
+      await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)")));
+      return matching.map((s) => s.view);
+    },
+    async exec(team, seat, command, execOptions, sink) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`);
+      }
+      // A command joining a frozen seat's cgroup would freeze with it, and the owner would wait on nothing.
+      if (slot.view.frozen === true) throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
+      if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+      // Recorded before it runs: an owner act that cannot be recorded does not happen.
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment, strength: strength(slot) });
+      // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
+      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" }, containment: uncontained(slot) ? "none" : "bwrap", ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}) });
+      if (!launched.ok) throw fromRefusal(launched.refusal);
+      const result = await streamRun(launched.seat, execOptions, sink);
+      return { ...result, seq: recorded.seq };
+    },
+    async attach(team, seat, size) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      const proc = slot?.process;
+      if (slot === undefined || proc === undefined || slot.view.state !== "running" || slot.scrollback === undefined) {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; start it first: teamd start ${seat}@${t}`);
+      }
+      if (proc.io.kind !== "pty") throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' has no pty to attach to`);
+      // One attacher at a time: two owners' keystrokes interleaved in one agent's input would
+      // be acts neither of them meant. The second is refused, naming how to free the seat.
+      if (slot.attached !== undefined) {
+        throw new RefusalError("seat.attached", `seat '${seat}' of team '${t}' already has an owner attached; detach there first (Ctrl-] in that terminal)`);
+      }
+      const pty = proc.io;
+      const listeners: Array<(chunk: Buffer) => void> = [];
+      const relay = (chunk: Buffer) => {
+        for (const listener of listeners) listener(chunk);
+      };
+      slot.attached = relay;
+      let recorded: { seq: number };
+      try {
+        // Recorded before the owner sees anything: who and when, never what the pty shows.
+        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
+      } catch (error) {
+        slot.attached = undefined;
+        throw error;
+      }
+      if (size.cols > 0 && size.rows > 0) pty.resize(size.cols, size.rows);
+      let detached: Promise<void> | undefined;
+      return {
+        view: slot.view,
+        seq: recorded.seq,
+        scrollback: slot.scrollback.snapshot(),
+        onData: (listener) => listeners.push(listener),
+        write: (keys) => pty.write(keys),
+        resize: (cols, rows) => {
+          if (cols > 0 && rows > 0 && cols <= 1000 && rows <= 1000) pty.resize(cols, rows);
+        },
+        ended: proc.exit.then((how) => `${how.kind} ${how.code}`),
+        detach(how) {
+          detached ??= (async () => {
+            if (slot.attached === relay) slot.attached = undefined;
+            await record(RecordType.NOTICE, slot.view, "seat.detach", slot.view.runId, { by: "owner", how, attach_seq: String(recorded.seq) }).catch((error: unknown) =>
+              log(`seat ${slot.view.team}/${slot.view.seat}: detach not recorded: ${String(error)}`),
+            );
+          })();
+          return detached;
+        },
+      };
+    },
+    async freeze(team, seat, frozen) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      if (slot === undefined || slot.view.state !== "running") {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; there is nothing to ${frozen ? "freeze" : "thaw"}`);
+      }
+      const cgroup = slot.cgroup;
+      if (cgroup?.plan.freeze === undefined) {
+        const why = cgroup === undefined ? `it has no cgroup of its own (${slot.view.cgroup})` : "its cgroups are v1 only";
+        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}' cannot be frozen: ${why}; fix: run the daemon as root (system mode) on a host with cgroup v2, or stop the seat instead (teamd stop ${seat}@${t})`);
+      }
+      if ((slot.view.frozen === true) === frozen) return { view: slot.view, seq: 0 };
+      // Recorded before it happens: an owner act that cannot be recorded does not happen.
+      const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
+      try {
+        await cgroup.setFrozen(frozen);
+      } catch (error) {
+        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}': ${(error as Error).message}; its state is unchanged (record ${recorded.seq} says it was asked)`);
+      }
+      slot.view = { ...slot.view, frozen };
+      log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by the owner (record ${recorded.seq})`);
+      return { view: slot.view, seq: recorded.seq };
+    },
+    list: () => [...slots.values()].map((s) => s.view),
+    async metered() {
+      return Promise.all(
+        [...slots.values()].map(async (s) => {
+          if (s.view.state !== "running") return s.view;
+          const usage = s.cgroup !== undefined ? await s.cgroup.usage() : s.pidNamespace ? await walkNamespaceUsage(s.pidNamespace) : uncontained(s) ? await walkTreeUsage(s.view.initPid) : {};
+          const by = s.cgroup !== undefined ? "cgroup" : "proc walk";
+          return { ...s.view, ...(usage.cpuMs !== undefined ? { cpuMs: usage.cpuMs } : {}), ...(usage.memoryBytes !== undefined ? { memoryBytes: usage.memoryBytes } : {}), meteredBy: by };
+        }),
+      );
+    },
+    async stopAll(why) {
+      const all = [...slots.values()];
+      await Promise.all(all.map((s) => teardown(s, why)));
+      return all.map((s) => s.view);
+    },
+    async sweep() {
+      // Read before the registry sweep removes the files: the cgroups each crashed seat had.
+      const recorded = await registrations(home);
+      const swept = await sweep(home, log);
+      await sweepSeatCgroups(home, recorded, log);
+      return swept;
+    },
+  };
+}
+
+/** `containment: none` in the applied team file: the seat runs uncontained (launcher-none.ts). */
+function uncontained(slot: Slot): boolean {
+  return slot.view.containment === "none";
+}
+
+/**
+ * What the seat's records may claim: M (against a mistake only) uncontained; under bwrap, A
+ * for what the escape suite attacks and no more (docs/enforcement.md says row by row), so the
+ * record says so rather than a bare "A".
+ */
+function strength(slot: Slot): string {
+  return uncontained(slot) ? "M" : "A (escape suite)";
+}
+
+/** What of the seat's limits holds, in words: "none", "applied: ...", or "partial: ..." (rlimits stand in). */
+function describeLimits(asked: Limits, applied: SeatProcess["limits"]): string {
+  if (asked === "none") return "none (the team file says limits: none)";
+  if (Object.keys(asked).length === 0) return "none";
+  return `${applied.partial ? "partial" : "applied"}: ${applied.notes.join("; ")}`;
+}

@@ -1,0 +1,230 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, chown, copyFile, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { git } from "../../src/effects/git.js";
+import { buildReservedSet } from "../../src/objects/reserved-set.js";
+import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/host-facts.js";
+import { compilePlan } from "../../src/sandbox/plan.js";
+import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
+import type { EgressInput } from "../../src/sandbox/plan-egress.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import type { Refusal } from "../../src/kernel/index.js";
+import type { TeamdHome } from "../host/home.js";
+import { ledgerLayout } from "../host/ledger-host.js";
+import { openFilteredMirror } from "../../src/effects/git-filter.js";
+import { egressSocketPath } from "../host/seat-layout.js";
+import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "../host/seat-layout.js";
+import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
+import type { SeatUser } from "./user.js";
+
+/**
+ * Prepare (DESIGN.md "Seat lifecycle"): everything a seat needs before it launches — its
+ * repository (a clone of the hub's trunk only, `--single-branch --no-hardlinks`, its one
+ * branch renamed under seat/<name>/ and no remote), its persistent home, a fresh tmp, its
+ * socket, the shim bundle's copy, and the plan compiled against the reserved set. Each step
+ * registers its undo; a failure runs the undos in reverse and rethrows, so a seat that does
+ * not start leaves nothing behind (what persisted before — repository, home — persists).
+ */
+export interface PreparedSeat {
+  readonly layout: SeatLayout;
+  readonly plan: SandboxPlan;
+  /** Undo this preparation in reverse order (idempotent): a start that failed. */
+  unwind(): Promise<void>;
+  /** End of a run: close the socket, remove tmp; the repository and home persist. */
+  release(): Promise<void>;
+}
+
+export interface PrepareDeps {
+  readonly home: TeamdHome;
+  readonly user: SeatUser;
+  /** Open the seat's socket at this path (the daemon's openSeat), and its egress socket when `egress`; returns its host path. */
+  openSocket(at: string, egress: boolean): Promise<string>;
+  closeSocket(): Promise<void>;
+  /** Test seam: fail at a named step, to prove the unwind. */
+  readonly failAt?: string;
+}
+
+/** Seat env names passed through from the daemon's environment when set (nothing else is). */
+const ENV_ALLOWLIST = ["LANG", "LC_ALL", "TERM", "TZ"];
+export const SHIM_COMMAND = "teamd-shim";
+
+export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Promise<PreparedSeat> {
+  const { home, user } = deps;
+  const layout = seatLayout(home, target.team, target.seat);
+  const undo: Array<() => Promise<void>> = [];
+  let unwound = false;
+  const unwind = async () => {
+    if (unwound) return;
+    unwound = true;
+    for (const step of undo.reverse()) await step().catch(() => undefined);
+  };
+  const system = home.mode === "system";
+  const own = async (path: string) => {
+    if (system) await chown(path, user.uid, user.gid);
+  };
+  const step = (name: string) => {
+    if (deps.failAt === name) throw new Error(`injected failure at ${name} (test)`);
+  };
+  try {
+    // Folders: seats/<team> is teamd's (traverse-only for the seat user in system mode);
+    // seats/<team>/<seat> and what is in it belong to the seat's user.
+    await mkdir(seatsRoot(home), { recursive: true, mode: 0o700 });
+    await mkdir(join(seatsRoot(home), target.team), { recursive: true, mode: 0o700 });
+    for (const dir of [seatsRoot(home), join(seatsRoot(home), target.team)]) await chmod(dir, system ? 0o711 : 0o700);
+    if (!existsSync(layout.dir)) {
+      await mkdir(layout.dir, { mode: 0o700 });
+      undo.push(() => rm(layout.dir, { recursive: true, force: true }));
+    }
+    await own(layout.dir);
+    step("dirs");
+
+    if (!existsSync(layout.repo)) {
+      undo.push(() => rm(layout.repo, { recursive: true, force: true }));
+      await cloneTrunk(target, layout.repo, home);
+      await ownTree(layout.repo, user, system);
+    }
+    step("repo");
+    if (!existsSync(layout.home)) {
+      undo.push(() => rm(layout.home, { recursive: true, force: true }));
+      await mkdir(layout.home, { mode: 0o700 });
+    }
+    await own(layout.home);
+    // tmp is per run: fresh now, removed at stop.
+    await rm(layout.tmp, { recursive: true, force: true });
+    undo.push(() => rm(layout.tmp, { recursive: true, force: true }));
+    await mkdir(layout.tmp, { mode: 0o700 });
+    await own(layout.tmp);
+    step("home");
+
+    if (system) {
+      // Traverse-only for the seat user, who must reach the socket when bwrap binds it.
+      await mkdir(dirname(layout.socket), { recursive: true, mode: 0o711 });
+      await chmod(dirname(layout.socket), 0o711);
+    }
+    undo.push(() => deps.closeSocket());
+    const socket = await deps.openSocket(layout.socket, target.start.network !== undefined);
+    if (system) await chown(socket, user.uid, user.gid);
+    // The egress byte stream (opened with the socket) is bound in only where egress is declared.
+    const egress = target.start.network === undefined ? undefined : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
+    if (egress !== undefined && system) await chown(egress.socket, user.uid, user.gid);
+    step("socket");
+
+    const shim = await installShim(home);
+    const plan = await planSeat(target, layout, socket, shim, user, home, egress);
+    step("plan");
+    const release = async () => {
+      await deps.closeSocket();
+      await rm(layout.tmp, { recursive: true, force: true });
+    };
+    return { layout, plan, unwind, release };
+  } catch (error) {
+    await unwind();
+    throw error;
+  }
+}
+
+/**
+ * The hub's trunk only — or, for a seat whose read is bounded, the trunk's filtered image
+ * from its mirror (src/effects/git-filter.ts). `--no-local` makes git copy only what the
+ * trunk reaches (a local clone copies every object file, other seats' branches included);
+ * the branch lands under seat/<name>/; the only remote is `teamd`, served by
+ * git-remote-teamd over the seat's socket. Configured here, once, on a fresh repository:
+ * teamd never edits a repository the seat has had in its hands.
+ */
+async function cloneTrunk(target: StartableSeat, repo: string, home: TeamdHome): Promise<void> {
+  const head = await git(["symbolic-ref", "HEAD"], { gitDir: target.hub });
+  const trunkRef = head.stdout.trim();
+  const trunk = trunkRef.replace(/^refs\/heads\//, "");
+  let from = target.hub;
+  if (target.readFilter !== undefined) {
+    from = gitWorkDir(home).filteredMirror(target.team, target.seat);
+    const mirror = await openFilteredMirror(from, target.hub, target.readFilter);
+    const tip = (await git(["rev-parse", "--verify", trunkRef], { gitDir: target.hub })).stdout.trim();
+    await mirror.syncRef(trunkRef, tip);
+  }
+  await git(["clone", "--quiet", "--no-local", "--single-branch", "--branch", trunk, from, repo]);
+  await git(["branch", "--quiet", "-m", trunk, `seat/${target.seat}/${trunk}`], { cwd: repo });
+  await git(["remote", "remove", "origin"], { cwd: repo });
+  await git(["config", "remote.teamd.url", "teamd::seat"], { cwd: repo });
+  await git(["config", "remote.teamd.fetch", "+refs/heads/*:refs/remotes/teamd/*"], { cwd: repo });
+}
+
+async function ownTree(path: string, user: SeatUser, system: boolean): Promise<void> {
+  if (!system) return;
+  const stats = await lstat(path);
+  await chown(path, user.uid, user.gid).catch(async (error: NodeJS.ErrnoException) => {
+    if (!stats.isSymbolicLink()) throw error;
+  });
+  if (stats.isDirectory()) for (const entry of await readdir(path)) await ownTree(join(path, entry), user, system);
+}
+
+/**
+ * Copy the built bundle to TEAMD_HOME/shim (root-owned, world-readable): the seat binds the
+ * copy, so teamd's installed code stays reserved and unbound, and a seat user in system
+ * mode can reach it wherever teamd is installed.
+ */
+async function installShim(home: TeamdHome, built = builtShimBundle(), name = "teamd-shim"): Promise<string> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(built);
+  } catch {
+    throw new RefusalError("containment.failed", `the shim bundle ${built} is not built; fix: run npm run build (scripts/build-shim.ts)`);
+  }
+  const digest = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+  const dir = shimCopyDir(home);
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  await chmod(dir, 0o755);
+  const copy = join(dir, `${name}-${digest}.mjs`);
+  if (!existsSync(copy)) {
+    const temp = `${copy}.${process.pid}.tmp`;
+    await copyFile(built, temp);
+    await chmod(temp, 0o755);
+    await rename(temp, copy);
+  }
+  return copy;
+}
+
+/** The reserved set (§3), the roots, the host facts — then the pure compiler. */
+async function planSeat(target: StartableSeat, layout: SeatLayout, socket: string, shim: string, user: SeatUser, home: TeamdHome, egress?: EgressInput): Promise<SandboxPlan> {
+  const ledger = ledgerLayout(home);
+  const reservedPaths = [
+    join(target.repository, "teamd.yaml"),
+    join(target.repository, ".git"),
+    target.hub,
+    ledger.dir,
+    ledger.keysDir,
+    ledger.flagsDir,
+    home.controlSocket,
+    teamdCodeRoot(),
+  ];
+  const set = await buildReservedSet(reservedPaths);
+  if (!set.ok) throw new RefusalError(set.rule, `${set.reason}; fix: make the reserved paths readable by teamd`);
+  if (!set.set.complete) throw new RefusalError("reserved.link-set", "a reserved folder could not be walked completely, so another name of a reserved file cannot be ruled out; fix: make it readable and smaller");
+  const root = async (path: string) => {
+    const described = await describeRoot(path, set.set);
+    if (!described.ok) throw fromRefusal(described.refusal);
+    return described.value;
+  };
+  const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatSocket: socket });
+  if (!facts.ok) throw fromRefusal(facts.refusal);
+  const result = compilePlan({
+    seat: { team: target.team, seat: target.seat },
+    user: { uid: user.uid, gid: user.gid },
+    writable: { repository: await root(layout.repo), home: await root(layout.home), tmp: await root(layout.tmp) },
+    readOnly: [],
+    reserved: reservedFacts(set.set),
+    host: facts.value,
+    env: { allowlist: ENV_ALLOWLIST, source: { ...process.env }, declared: { ...target.start.env } },
+    // start.limits from the hashed context; absent: none asked for (the seat still gets its cgroup where the host allows).
+    limits: target.start.limits ?? {},
+    ...(egress !== undefined ? { egress } : {}),
+  });
+  if (result.decision !== "plan") throw fromRefusal(result);
+  if (target.start.workdir === "") return result.plan;
+  return { ...result.plan, cwd: join(result.plan.cwd, target.start.workdir) };
+}
+
+export function fromRefusal(refusal: Refusal & { fix?: string }): RefusalError {
+  return new RefusalError(refusal.rule, refusal.fix ? `${refusal.reason}; fix: ${refusal.fix}` : refusal.reason);
+}

@@ -1,0 +1,147 @@
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { BrokerRequest, BrokerResponseSchema, BrokerTaskSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import { AccountConfigError, checkTaskId, LIMITS, scrubValue, TrackerConfigError, type AccountCredential, TrackerError, type Broker, type BrokerAnswer, type BrokerOperation, type ResolvedTracker, type TaskDetail, type TaskSummary } from "../../src/broker/index.js";
+import { refuse, type KernelRequest, type RuleId } from "../../src/kernel/index.js";
+import { credentialShape } from "../../src/teamfile/credentials.js";
+import { sha256 } from "../../src/teamfile/hashes.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import { requestBytes, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+
+/**
+ * `teamd-shim broker pull | read | claim | comment` through the pipeline (§11). The order:
+ *
+ * 1. the request's shape: a task id for read, claim and comment; a comment's text, non-empty,
+ *    at most 32 KiB, without a known key shape (it is published under the owner's name);
+ * 2. the kernel decides use-broker over the task resource with the operation (`authority.none`,
+ *    `scope.task`, `broker.operation`), and for a comment act-as over the account it is made
+ *    under, in addition (§3: `act-as.required` without one; pull, read and claim run under the
+ *    tracker's credential and refuse an account, `act-as.unmediated`), recorded when refused;
+ * 3. the resource's tracker is resolved — the team file's `trackers:` entry in the owner's
+ *    configuration, or the embedded default folder — before any intent (`broker.tracker`);
+ * 3b. a comment: the account's credential, from the owner's accounts configuration
+ *    (`act-as.credential`), before any intent;
+ * 4. intent, the tracker call, outcome. The records name the operation, the resource, the task
+ *    id and the tracker (and a comment's account, its length and sha-256) — never a task's
+ *    content, never a comment's text, never a credential. A tracker's refusal
+ *    (`broker.task`, `broker.claimed`, `broker.upstream`) is the outcome `refused` with its rule
+ *    in the note; a claim the tracker did not answer is `unknown` (it may have happened).
+ */
+export interface SeatBroker {
+  call(identity: SeatIdentity, request: BrokerRequest): Promise<MessageInitShape<typeof BrokerResponseSchema>>;
+}
+
+const OPERATIONS: readonly string[] = ["pull", "read", "claim", "comment"];
+
+const RULE_OF: Readonly<Record<TrackerError["kind"], RuleId>> = { task: "broker.task", claimed: "broker.claimed", upstream: "broker.upstream", unreachable: "broker.upstream" };
+
+function wire(task: TaskSummary | TaskDetail): MessageInitShape<typeof BrokerTaskSchema> {
+  return { id: task.id, title: task.title, state: task.state, labels: [...task.labels], assignee: task.assignee, url: task.url, claimed: task.claimed, body: "body" in task ? task.body : "" };
+}
+
+export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readonly broker: Broker }): SeatBroker {
+  const { pipeline, broker } = deps;
+  return {
+    async call(identity, request) {
+      const operation = request.operation;
+      const action = OPERATIONS.includes(operation) ? `broker.${operation}` : "broker";
+      const ctx = await pipeline.context(identity, action, { guardInAct: true });
+      const task = request.task;
+      const id = operation === "pull" ? "" : request.id;
+      const target = { kind: TargetKind.TASK, name: id === "" ? task : `${task}#${id}` };
+      const fail = async (rule: RuleId, reason: string) => pipeline.refuse(ctx, refuse(rule, reason), action, task === "" ? undefined : target);
+
+      if (task === "") throw await fail("request.malformed", "a broker request names its task resource (one of declare.tasks)");
+      if (operation !== "pull" && OPERATIONS.includes(operation)) {
+        if (id === "") throw await fail("request.malformed", `broker ${operation} names the task: teamd-shim broker ${operation} ${task} <id>`);
+        try {
+          checkTaskId(id);
+        } catch (error) {
+          throw await fail("broker.task", (error as Error).message);
+        }
+        // A recorded id is read by people: one with a key's shape is refused unread.
+        const shape = credentialShape(id, () => false);
+        if (shape !== undefined) throw await fail("secret.shape", `the task id looks like a ${shape.name} (${shape.looksLike}); a record never holds a secret`);
+      }
+      const body = operation === "comment" ? request.body : "";
+      if (operation === "comment") {
+        if (body.trim() === "") throw await fail("request.malformed", "a comment has text: teamd-shim broker comment TASK ID --as ACCOUNT -m TEXT (or --file PATH)");
+        if (Buffer.byteLength(body) > LIMITS.comment) throw await fail("request.malformed", `the comment is ${Buffer.byteLength(body)} bytes; at most ${LIMITS.comment} are posted under the owner's name`);
+        // Published under the owner's name: a text with a key's shape is refused unposted.
+        const shape = credentialShape(body, () => false);
+        if (shape !== undefined) throw await fail("secret.shape", `the comment holds what looks like a ${shape.name} (${shape.looksLike}); teamd posts no secret under the owner's name`);
+      }
+      const asAccount = request.asAccount;
+      const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "use-broker", effect: { task }, brokerOperation: operation, ...(asAccount !== "" ? { asAccount } : {}) };
+      await pipeline.decide(ctx, kernelRequest, action);
+
+      const trackers = ctx.policy.policy.trackers;
+      const trackerName = trackers !== undefined && Object.prototype.hasOwnProperty.call(trackers, task) ? trackers[task] : undefined;
+      let resolved: ResolvedTracker;
+      try {
+        resolved = await broker.resolve(identity.team, task, trackerName);
+      } catch (error) {
+        if (error instanceof TrackerConfigError) throw await fail("broker.tracker", error.message);
+        throw error;
+      }
+
+      // The kernel allowed a comment only under an account it named; its credential, before any intent.
+      let credential: AccountCredential | undefined;
+      if (operation === "comment") {
+        try {
+          credential = (await broker.account(asAccount, ctx.policy.policy.declared.accounts)).credential;
+        } catch (error) {
+          if (error instanceof AccountConfigError) throw await fail("act-as.credential", error.message);
+          throw error;
+        }
+      }
+      const bodyFields = operation === "comment" ? [{ key: "account", value: asAccount }, { key: "bytes", value: String(Buffer.byteLength(body)) }, { key: "sha256", value: sha256(body) }] : [];
+
+      let answer: BrokerAnswer | undefined;
+      let commented: TaskSummary | undefined;
+      let failure: { rule: RuleId; reason: string } | undefined;
+      const reply = await pipeline.act(
+        ctx,
+        kernelRequest,
+        {
+          action,
+          target,
+          requestId: request.requestId,
+          request: requestBytes([operation, task, id, asAccount, operation === "comment" ? sha256(body) : ""]),
+          payload: { fields: [{ key: "operation", value: operation }, { key: "tracker", value: resolved.name }, ...(id !== "" ? [{ key: "id", value: id }] : []), ...bodyFields] },
+        },
+        async () => {
+          // A claim or a comment changes the tracker: unanswered, it may have happened (unknown).
+          const changes = operation === "claim" || operation === "comment";
+          try {
+            if (credential !== undefined) commented = await broker.comment(resolved, id, credential, body, `${identity.team}/${identity.seat}`);
+            else answer = await broker.run(resolved, operation as BrokerOperation, id, `${identity.team}/${identity.seat}`);
+          } catch (error) {
+            if (!(error instanceof TrackerError)) {
+              // A pull or read changes nothing: it is refused. A claim may have happened: unknown.
+              if (changes) throw new Error("the tracker call failed");
+              failure = { rule: "broker.upstream", reason: "the tracker call failed" };
+              return { result: "refused", note: `${failure.rule}: ${failure.reason}` };
+            }
+            // Scrubbed again: a note is a record, and a record never holds a credential.
+            const reason = scrubValue(error.message, resolved.forms);
+            // A claim nobody answered may have happened: the outcome is unknown, never refused.
+            if (error.kind === "unreachable" && changes) throw new Error(reason);
+            failure = { rule: RULE_OF[error.kind], reason };
+            return { result: "refused", note: `${failure.rule}: ${reason}` };
+          }
+          if (answer === undefined) return { result: "done", note: `comment posted as ${asAccount}` };
+          const note = answer.operation === "pull" ? `${answer.tasks.length} open tasks served` : answer.operation === "read" ? "task served" : "task claimed";
+          return { result: "done", note };
+        },
+      );
+      if (reply.status === "unknown") throw new RefusalError("broker.upstream", `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`);
+      // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
+      if (reply.status === "refused") throw failure !== undefined ? await pipeline.refuse(ctx, refuse(failure.rule, failure.reason), action, target) : new RefusalError("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`);
+      if (commented !== undefined) return { operation, task, tasks: [wire(commented)], tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
+      if (answer === undefined) throw new RefusalError("broker.replay", `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`);
+      const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
+      return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
+    },
+  };
+}

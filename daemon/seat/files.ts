@@ -1,0 +1,133 @@
+import { randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import { canonicalPath, refuse } from "../../src/kernel/index.js";
+import { git, gitInput } from "../../src/effects/git.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import type { TeamdHome } from "../host/home.js";
+import { gitWorkDir } from "../host/seat-layout.js";
+import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+
+/**
+ * `teamd-shim file stat|read|write`: one file of the team's repository through the daemon,
+ * for a seat that must not (or need not) hold a clone of it — a write the seat may make
+ * without reading, a read of one file. The repository is the team's one declared root.
+ *
+ * Reads and stats come from the trunk in the hub and are decided as read over that path
+ * (every disclosure of file contents is a read, §3). A write is a commit on the seat's own
+ * branch in the hub, decided as write over that path, recorded as intent and outcome like a
+ * push; it never touches the trunk or the owner's tree.
+ */
+export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+
+export interface SeatFiles {
+  stat(identity: SeatIdentity, path: string): Promise<MessageInitShape<typeof FileStatResponseSchema>>;
+  read(identity: SeatIdentity, path: string): Promise<MessageInitShape<typeof FileReadResponseSchema>>;
+  write(identity: SeatIdentity, request: FileWriteRequest): Promise<MessageInitShape<typeof FileWriteResponseSchema>>;
+}
+
+const KINDS: Readonly<Record<string, string>> = { "100644": "file", "100755": "executable", "120000": "symlink", "040000": "directory", "160000": "submodule" };
+
+interface Entry {
+  readonly mode: string;
+  readonly oid: string;
+  readonly size: number;
+}
+
+export function createSeatFiles(deps: { readonly home: TeamdHome; readonly pipeline: SeatPipeline }): SeatFiles {
+  async function canonical(ctx: SeatContext, path: string, action: string): Promise<string> {
+    const result = canonicalPath(path);
+    if (!result.ok) throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `'${path}' is not a repository path: ${result.reason}`), action);
+    return result.path;
+  }
+
+  async function entry(ref: string, path: string, hub: string): Promise<Entry | undefined> {
+    const listed = await git(["ls-tree", "-l", "--full-tree", "-z", ref, "--", path], { gitDir: hub });
+    const line = listed.stdout.split("\0").find((l) => l.endsWith(`\t${path}`));
+    if (line === undefined) return undefined;
+    const [meta = ""] = line.split("\t");
+    const [mode = "", , oid = "", size = "0"] = meta.split(/\s+/);
+    return { mode, oid, size: size === "-" ? 0 : Number(size) };
+  }
+
+  async function readable(identity: SeatIdentity, path: string, action: string): Promise<{ ctx: SeatContext; path: string; found: Entry | undefined }> {
+    const ctx = await deps.pipeline.context(identity, action);
+    const clean = await canonical(ctx, path, action);
+    await deps.pipeline.decide(ctx, { capability: "read", effect: { paths: [clean] } }, action);
+    return { ctx, path: clean, found: await entry("HEAD", clean, ctx.team.hub) };
+  }
+
+  return {
+    async stat(identity, path) {
+      const { found } = await readable(identity, path, "file.stat");
+      if (found === undefined) return { exists: false };
+      return { exists: true, kind: KINDS[found.mode] ?? found.mode, size: BigInt(found.size), oid: found.oid };
+    },
+
+    async read(identity, path) {
+      const { ctx, path: clean, found } = await readable(identity, path, "file.read");
+      if (found === undefined) throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} does not exist on the trunk`), "file.read");
+      if (found.mode !== "100644" && found.mode !== "100755") {
+        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[found.mode] ?? found.mode}, not a regular file`), "file.read");
+      }
+      if (found.size > MAX_FILE_BYTES) {
+        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is ${found.size} bytes; file read returns at most ${MAX_FILE_BYTES} (read it through git fetch teamd)`), "file.read");
+      }
+      const blob = await gitInput(["cat-file", "blob", found.oid], ctx.team.hub, "");
+      return { content: blob, oid: found.oid };
+    },
+
+    async write(identity, request) {
+      const ctx = await deps.pipeline.context(identity, "file.write");
+      const clean = await canonical(ctx, request.path, "file.write");
+      if (request.content.byteLength > MAX_FILE_BYTES) {
+        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is ${request.content.byteLength} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+      }
+      const hub = ctx.team.hub;
+      const trunk = (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim();
+      const branch = request.branch || trunk;
+      if (branch.startsWith("seat/")) throw await deps.pipeline.refuse(ctx, refuse("push.ref", `name the branch without its seat/ prefix ('${branch}'): file write commits to seat/${identity.seat}/<branch>`), "file.write");
+      const ref = `refs/heads/seat/${identity.seat}/${branch}`;
+      const existing = await entry(ref, clean, hub).catch(() => undefined);
+      if (existing !== undefined && existing.mode !== "100644" && existing.mode !== "100755") {
+        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`), "file.write");
+      }
+      const target = { kind: TargetKind.REF, name: ref } as const;
+      const reply = await deps.pipeline.act(
+        ctx,
+        { capability: "write", effect: { paths: [clean] } },
+        { action: "file.write", target, requestId: request.requestId, request: requestBytes([ref, clean, request.message, request.content]) },
+        async () => {
+          const commit = await commitFile(hub, ref, trunk, clean, request, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine);
+          return { result: "done", reply: new TextEncoder().encode(commit) };
+        },
+      );
+      if (reply.status !== "done") throw new RefusalError(reply.status === "unknown" ? "ledger.unknown-outcome" : "push.stale", reply.note || `the write's outcome is ${reply.status}`);
+      return { hubRef: ref, commit: new TextDecoder().decode(reply.reply) };
+    },
+  };
+}
+
+/** One commit on the seat's branch (from the trunk when it has none), compare-and-swapped onto it. */
+async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteRequest, identity: SeatIdentity, mode: string, scratch: string): Promise<string> {
+  const base = (await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { gitDir: hub }).catch(() => undefined))?.stdout.trim() || undefined;
+  const parent = base ?? (await git(["rev-parse", "--verify", `refs/heads/${trunk}^{commit}`], { gitDir: hub })).stdout.trim();
+  const index = join(scratch, `index-${randomUUID()}`);
+  const env = { GIT_INDEX_FILE: index };
+  const author = { GIT_AUTHOR_NAME: `seat ${identity.seat}`, GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`, GIT_COMMITTER_NAME: "teamd", GIT_COMMITTER_EMAIL: "teamd@localhost" };
+  try {
+    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, request.content)).toString("utf8").trim();
+    await git(["read-tree", parent], { gitDir: hub, env });
+    await git(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`], { gitDir: hub, env });
+    const tree = (await git(["write-tree"], { gitDir: hub, env })).stdout.trim();
+    const message = request.message || `teamd-shim file write ${path}`;
+    const commit = (await git(["commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
+    await git(["update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
+    return commit;
+  } finally {
+    await rm(index, { force: true });
+  }
+}

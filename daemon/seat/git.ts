@@ -1,0 +1,309 @@
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
+import { dimensionCovers, refuse, type Refusal } from "../../src/kernel/index.js";
+import { git, gitSucceeds } from "../../src/effects/git.js";
+import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+import { listRefs, servePack } from "../../src/effects/git-serve.js";
+import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import type { TeamdHome } from "../host/home.js";
+import { gitWorkDir } from "../host/seat-layout.js";
+import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
+
+/**
+ * Seat git (DESIGN.md "Repositories"): what `git fetch teamd` and `git push teamd` do on
+ * the daemon's side of the seat socket.
+ *
+ * - Fetch is a read (§3): the trunk, the seat's own seat/<name>/ branches, and another
+ *   seat's branch when it holds review or gate over it — every object served filtered to
+ *   its read scope (a bounded seat fetches from its filtered mirror, never the hub).
+ * - Push is the seat's write (§3): the pack lands in a quarantine, is checked there in
+ *   containment, and every path every new commit changes is decided by the kernel before
+ *   one ref in the seat's own namespace moves (compare-and-swap). Intent and outcome are
+ *   recorded around the move, with the seat as author of what it brought.
+ */
+export const MAX_PACK_BYTES = 256 * 1024 * 1024;
+
+type RefResultInit = MessageInitShape<typeof RefResultSchema>;
+
+export interface SeatGit {
+  listRefs(identity: SeatIdentity, forPush: boolean): Promise<{ refs: { name: string; oid: string }[]; head: string }>;
+  fetch(identity: SeatIdentity, wants: readonly string[], haves: readonly string[]): AsyncIterable<Uint8Array>;
+  push(identity: SeatIdentity, parts: AsyncIterable<PushRequest>): Promise<MessageInitShape<typeof PushResponseSchema>>;
+}
+
+export interface SeatGitDeps {
+  readonly home: TeamdHome;
+  readonly pipeline: SeatPipeline;
+  /** The live run and home of each running seat: a push records the pusher's (authorship facts, O). */
+  runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
+  readonly clock?: () => number;
+}
+
+/** Where a seat reads from: the hub itself, or its filtered mirror. */
+interface Source {
+  readonly repo: string;
+  readonly mirror: FilteredMirror | undefined;
+}
+
+export function createSeatGit(deps: SeatGitDeps): SeatGit {
+  const clock = deps.clock ?? Date.now;
+  const work = gitWorkDir(deps.home);
+
+  async function trunkOf(hub: string): Promise<string> {
+    const head = await git(["symbolic-ref", "HEAD"], { gitDir: hub });
+    return head.stdout.trim();
+  }
+
+  /** May this seat fetch this hub ref? */
+  function mayFetch(ctx: SeatContext, ref: string, trunk: string): boolean {
+    if (ref === trunk) return true;
+    const own = `refs/heads/seat/${ctx.identity.seat}/`;
+    if (ref.startsWith(own)) return true;
+    if (!ref.startsWith("refs/heads/seat/")) return false;
+    const branch = ref.slice("refs/heads/".length);
+    const universe = { declared: ctx.policy.policy.declared };
+    for (const capability of ["review", "gate"] as const) {
+      for (const authority of ctx.seat.byCapability[capability] ?? []) {
+        if (dimensionCovers("branch", authority.scope.branch ?? { state: "unconstrained" }, branch, universe)) return true;
+      }
+    }
+    return false;
+  }
+
+  async function source(ctx: SeatContext): Promise<Source> {
+    if (readIsUnbounded(ctx.policy.policy, ctx.seat)) return { repo: ctx.team.hub, mirror: undefined };
+    const dir = work.filteredMirror(ctx.identity.team, ctx.identity.seat);
+    const mirror = await openFilteredMirror(dir, ctx.team.hub, readFilter(ctx.policy.policy, ctx.seat, clock()));
+    return { repo: dir, mirror };
+  }
+
+  /** The refs the seat may read, as it sees them (filtered images for a bounded seat). */
+  async function visibleRefs(ctx: SeatContext, src: Source): Promise<{ refs: { name: string; oid: string }[]; head: string }> {
+    const trunk = await trunkOf(ctx.team.hub);
+    const hubRefs = (await listRefs(ctx.team.hub, ["refs/heads/"])).filter((r) => mayFetch(ctx, r.name, trunk));
+    if (src.mirror === undefined) return { refs: hubRefs, head: trunk };
+    const refs: { name: string; oid: string }[] = [];
+    for (const r of hubRefs) {
+      const oid = await src.mirror.syncRef(r.name, r.oid);
+      if (oid !== undefined) refs.push({ name: r.name, oid });
+    }
+    return { refs, head: trunk };
+  }
+
+  /** Where a pushed destination lands in the hub, or why it may not. */
+  function destination(ctx: SeatContext, ref: string, trunk: string): { hubRef: string } | Refusal {
+    const own = `seat/${ctx.identity.seat}/`;
+    if (!ref.startsWith("refs/heads/")) return refuse("push.ref", `${ref} is not a branch; a seat pushes branches only (git push teamd <branch>)`);
+    const branch = ref.slice("refs/heads/".length);
+    if (ref === trunk) return refuse("push.ref", `${branch} is the trunk; it changes only through a gated merge (push to a branch of your own: git push teamd HEAD:${own}<name>)`);
+    if (branch.startsWith(own)) return { hubRef: ref };
+    if (branch.startsWith("seat/")) return refuse("push.ref", `${branch} belongs to another seat; your branches are ${own}*`);
+    return { hubRef: `refs/heads/${own}${branch}` };
+  }
+
+  return {
+    async listRefs(identity) {
+      const ctx = await deps.pipeline.context(identity, "git.list");
+      return visibleRefs(ctx, await source(ctx));
+    },
+
+    async *fetch(identity, wants, haves) {
+      const ctx = await deps.pipeline.context(identity, "git.fetch");
+      const src = await source(ctx);
+      const { refs } = await visibleRefs(ctx, src);
+      const tips = new Set(refs.map((r) => r.oid));
+      for (const want of wants) {
+        if (!tips.has(want)) {
+          throw await deps.pipeline.refuse(ctx, refuse("fetch.ref", `${want} is not the tip of a ref you may fetch (it moved, or it is not yours to read); run git fetch teamd again`), "git.fetch");
+        }
+      }
+      yield* servePack(src.repo, wants, haves);
+    },
+
+    async push(identity, parts) {
+      const iterator = parts[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      if (first.done || first.value.part.case !== "header") {
+        throw new RefusalError("rpc.malformed", "a push starts with its header (request id and ref updates)");
+      }
+      const header = first.value.part.value;
+      const ctx = await deps.pipeline.context(identity, "git.push");
+      const src = await source(ctx);
+      const trunk = await trunkOf(ctx.team.hub);
+      const results: RefResultInit[] = [];
+      const accepted: { update: RefUpdate; hubRef: string }[] = [];
+      for (const update of header.updates) {
+        const dest = destination(ctx, update.ref, trunk);
+        if ("decision" in dest) {
+          await deps.pipeline.refuse(ctx, dest, "git.push", { kind: TargetKind.REF, name: update.ref });
+          results.push({ ref: update.ref, ok: false, rule: dest.rule, reason: dest.reason });
+        } else accepted.push({ update, hubRef: dest.hubRef });
+      }
+      if (header.packBytes > BigInt(MAX_PACK_BYTES)) {
+        throw await deps.pipeline.refuse(ctx, refuse("push.pack", `the pack is ${header.packBytes} bytes; a push may carry at most ${MAX_PACK_BYTES / 1024 / 1024} MiB (push in smaller steps)`), "git.push");
+      }
+      const digest = createHash("sha256");
+      async function* pack(): AsyncIterable<Uint8Array> {
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+          if (next.value.part.case !== "data") throw new RefusalError("rpc.malformed", "a push carries one header, then pack data only");
+          digest.update(next.value.part.value);
+          yield next.value.part.value;
+        }
+      }
+      let quarantine: Quarantine | undefined;
+      try {
+        if (header.packBytes > 0n && accepted.some((a) => a.update.newOid !== "")) {
+          await mkdir(work.quarantine, { recursive: true, mode: 0o700 });
+          try {
+            quarantine = await receivePack(src.repo, pack(), { quarantineRoot: work.quarantine, maxBytes: MAX_PACK_BYTES });
+          } catch (error) {
+            if (!(error instanceof PackRejected)) throw error;
+            throw await deps.pipeline.refuse(ctx, refuse("push.pack", `${error.reason}; nothing reached the hub`), "git.push");
+          }
+        } else {
+          // Drain what was sent so the call completes; a push with nothing to receive ignores it.
+          for await (const chunk of pack()) void chunk;
+        }
+        const packDigest = digest.digest("hex");
+        // What the seat was (or could have been) served: any object beyond these must travel
+        // in its pack — naming an unread blob by id never lands it on a branch (git-receive.ts).
+        const readable = (await visibleRefs(ctx, src)).refs.map((r) => r.oid);
+        for (const { update, hubRef } of accepted) {
+          results.push(await pushOne(ctx, src, header.requestId, packDigest, update, hubRef, quarantine, readable));
+        }
+      } finally {
+        await quarantine?.dispose();
+      }
+      const ordered = header.updates.map((u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" });
+      return { results: ordered };
+    },
+  };
+
+  async function pushOne(
+    ctx: SeatContext,
+    src: Source,
+    requestId: string,
+    packDigest: string,
+    update: RefUpdate,
+    hubRef: string,
+    q: Quarantine | undefined,
+    readable: readonly string[],
+  ): Promise<RefResultInit> {
+    const target = { kind: TargetKind.REF, name: hubRef } as const;
+    const fail = async (refusal: Refusal): Promise<RefResultInit> => {
+      await deps.pipeline.refuse(ctx, refusal, "git.push", target);
+      return { ref: update.ref, hubRef, ok: false, rule: refusal.rule, reason: refusal.reason };
+    };
+    // What the seat's side of the ref is now: in a bounded seat's terms, the filtered image.
+    const currentHub = await readRef(ctx.team.hub, hubRef);
+    const currentSeen = src.mirror === undefined || currentHub === undefined ? currentHub : await src.mirror.syncRef(hubRef, currentHub);
+    if (!update.force && (update.oldOid || undefined) !== currentSeen) {
+      return fail(refuse("push.stale", `${hubRef} is at ${currentSeen ?? "nothing"}, not ${update.oldOid || "nothing"} as you believed; git fetch teamd, then push again (or --force: allowed in your own namespace)`));
+    }
+    const request = requestBytes([hubRef, update.oldOid, update.newOid, update.force ? "force" : "", packDigest]);
+    if (update.newOid === "") {
+      if (currentHub === undefined) return { ref: update.ref, hubRef, ok: true };
+      const reply = await deps.pipeline.act(ctx, undefined, { action: "git.delete", target, requestId: `${requestId}:${hubRef}`, request, payload: { before: { identity: { case: "gitCommit", value: currentHub } } } }, async () => {
+        await migrateAndUpdate(ctx.team.hub, undefined, hubRef, "", currentHub);
+        await src.mirror?.syncRef(hubRef, undefined);
+        return { result: "done" };
+      });
+      return replyResult(update, hubRef, reply.status, reply.note, "");
+    }
+    if (!/^[0-9a-f]{40}$/.test(update.newOid)) return fail(refuse("rpc.malformed", `${update.newOid} is not an object name`));
+    let commits: string[];
+    let paths: readonly string[];
+    try {
+      if (q === undefined) {
+        // Nothing sent: the new tip must be a commit the seat may already read (one it was
+        // served), never one it merely knows the name of.
+        if (!(await servedCommit(src.repo, update.newOid, readable))) {
+          return fail(refuse("push.pack", `${update.newOid} was not sent and is not a commit you were served; push again with its objects`));
+        }
+        commits = [];
+        paths = [];
+      } else {
+        commits = await newCommits(src.repo, q, update.newOid, { readable });
+        paths = (await changedPaths(src.repo, q, commits)).paths;
+      }
+    } catch (error) {
+      if (error instanceof PackRejected) return fail(refuse("push.pack", error.reason));
+      throw error;
+    }
+    if (!update.force && currentSeen !== undefined && !(await isAncestor(src.repo, q, currentSeen, update.newOid))) {
+      return fail(refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`));
+    }
+    // No changed path (a branch made at a commit the hub has): no content is written.
+    const kernel = paths.length === 0 ? undefined : { capability: "write", effect: { paths } };
+    const reply = await deps.pipeline.act(
+      ctx,
+      kernel,
+      {
+        action: "git.push",
+        target,
+        requestId: `${requestId}:${hubRef}`,
+        request,
+        payload: {
+          ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
+          fields: [
+            ...commits.map((c) => ({ key: "commit", value: c })),
+            { key: "paths", value: String(paths.length) },
+            ...runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]),
+          ],
+        },
+      },
+      async () => {
+        if (src.mirror === undefined) {
+          await migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? "");
+          return { result: "done", reply: new TextEncoder().encode(update.newOid) };
+        }
+        // A bounded seat: its commits are replayed onto the real base as new hub commits.
+        const out = join(work.quarantine, `replay-${randomUUID()}`);
+        await mkdir(join(out, "pack"), { recursive: true, mode: 0o700 });
+        try {
+          const tip = commits.length === 0 ? await src.mirror.hubCommitOf(update.newOid) : (await src.mirror.replay(commits, q?.env ?? {}, out)).tip;
+          if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
+          await migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? "");
+          const seen = await src.mirror.syncRef(hubRef, tip);
+          return { result: "done", reply: new TextEncoder().encode(seen ?? "") };
+        } finally {
+          await rm(out, { recursive: true, force: true });
+        }
+      },
+    ).catch(async (error: unknown) => {
+      if (error instanceof ReplayRefused) return fail(refuse("push.bounded-merge", error.reason));
+      if (error instanceof RefMoved) return fail(refuse("push.stale", `${hubRef} moved while this push ran; fetch and push again`));
+      if (error instanceof RefusalError) return { ref: update.ref, hubRef, ok: false, rule: error.rule, reason: error.reason } satisfies RefResultInit;
+      throw error;
+    });
+    if (!("status" in reply)) return reply;
+    return replyResult(update, hubRef, reply.status, reply.note, new TextDecoder().decode(reply.reply));
+  }
+}
+
+/** A push from a seat with no live run (its socket opened for debugging) records no run: its commits then have no known author. */
+function runFields(run: { readonly run: string; readonly home: string } | undefined): { key: string; value: string }[] {
+  return run === undefined ? [] : [{ key: "run", value: run.run }, { key: "home", value: run.home }];
+}
+
+function replyResult(update: RefUpdate, hubRef: string, status: "done" | "refused" | "unknown", note: string, oid: string): RefResultInit {
+  if (status === "done") return { ref: update.ref, hubRef, ok: true, oid };
+  return { ref: update.ref, hubRef, ok: false, rule: status === "unknown" ? "ledger.unknown-outcome" : "push.pack", reason: note || `the push's outcome is ${status}` };
+}
+
+/** Is `oid` a commit reachable from what the seat was served? */
+async function servedCommit(repo: string, oid: string, readable: readonly string[]): Promise<boolean> {
+  if (!(await gitSucceeds(["cat-file", "-e", `${oid}^{commit}`], { gitDir: repo }))) return false;
+  for (const tip of readable) if (tip === oid || (await gitSucceeds(["merge-base", "--is-ancestor", oid, tip], { gitDir: repo }))) return true;
+  return false;
+}
+
+async function isAncestor(repo: string, q: Quarantine | undefined, ancestor: string, tip: string): Promise<boolean> {
+  return gitSucceeds(["merge-base", "--is-ancestor", ancestor, tip], { gitDir: repo, env: q?.env ?? {} });
+}

@@ -1,0 +1,113 @@
+import { randomUUID } from "node:crypto";
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { LeaseEntry, LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
+import { issueLease, refuse, revokeLease, type KernelView, type LeaseDecision, type LeaseFact, type LeaseRequest, type Refusal } from "../../src/kernel/index.js";
+import { leaseDraft, leaseRevocationDraft, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";
+import { leaseEntry } from "../../src/rpc/lease-entry.js";
+import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
+import type { SeatPipeline, SeatIdentity } from "./pipeline.js";
+
+/**
+ * A seat's leases through the pipeline (§7, §9): `teamd-shim lease issue | revoke | list`.
+ * Issue and revoke are decided by the kernel (`issueLease`, `revokeLease`) under the machine's
+ * one lock and recorded — the lease record, or the revocation of the lease and of every lease
+ * below it in one transaction — and a refusal is recorded with its rule. The seat is the
+ * socket the call came on: it is always the issuer or the revoker, never a field.
+ */
+export interface SeatLeases {
+  issue(identity: SeatIdentity, request: LeaseIssueRequest): Promise<{ lease: LeaseEntry; seq: number }>;
+  revoke(identity: SeatIdentity, request: LeaseRevokeRequest): Promise<string[]>;
+  /** The team's leases with their liveness now (issuer and holder are seats of the same team). */
+  list(identity: SeatIdentity): Promise<LeaseEntry[]>;
+  /** The live leases the seat holds (whoami). */
+  held(identity: SeatIdentity): Promise<LeaseEntry[]>;
+}
+
+/**
+ * Decide a lease with the source named, or — for a root lease whose source is not named —
+ * with each source the issuer holds for the capability (its standing grants; the envelope
+ * when it is leads) until one issues. What is refused is the first source's refusal.
+ */
+export function decideLease(view: KernelView, request: Omit<LeaseRequest, "source"> & { readonly source?: string }, now: number): LeaseDecision {
+  if (request.parent !== undefined || request.source !== undefined) return issueLease(view, request, now);
+  const policy = view.policy;
+  const own = Object.prototype.hasOwnProperty.call(policy.seats, request.issuer) ? policy.seats[request.issuer]?.authorities ?? [] : [];
+  const envelope = policy.leads?.seat === request.issuer ? policy.leads.envelope : [];
+  const sources = [...own, ...envelope].filter((a) => a.capability === request.capability).map((a) => a.id);
+  if (sources.length === 0) return issueLease(view, request, now);
+  let first: Refusal | undefined;
+  for (const source of sources) {
+    const decided = issueLease(view, { ...request, source }, now);
+    if (decided.decision === "issue") return decided;
+    first ??= decided;
+  }
+  return first as Refusal;
+}
+
+export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
+  function toMs(ttl: bigint): number {
+    return ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
+  }
+
+  async function entries(identity: SeatIdentity, action: string, keep: (lease: LeaseFact) => boolean): Promise<LeaseEntry[]> {
+    const ctx = await pipeline.context(identity, action, { quiet: true });
+    const view = pipeline.view(ctx);
+    const now = pipeline.clock();
+    return Object.values(view.facts.leases ?? {})
+      .filter(keep)
+      .sort((a, b) => a.issuedAt - b.issuedAt || (a.id < b.id ? -1 : 1))
+      .map((l) => leaseEntry(view, l, now));
+  }
+
+  return {
+    async issue(identity, request) {
+      const action = "lease.issue";
+      const ctx = await pipeline.context(identity, action, { guardInAct: true });
+      const parsed = parseLeaseScope(request.scope);
+      if (!("ok" in parsed)) throw await pipeline.refuse(ctx, parsed, action);
+      const scope = parsed.scope;
+      const leaseId = randomUUID();
+      let issued: LeaseFact | undefined;
+      const target = { kind: TargetKind.LEASE, name: leaseId };
+      const record = await pipeline.record(ctx, action, target, (view, now) => {
+        const decided = decideLease(
+          view,
+          {
+            leaseId,
+            issuer: identity.seat,
+            recipient: request.recipient,
+            capability: request.capability,
+            scope,
+            expiresAt: now + toMs(request.ttlMs),
+            ...(request.parent ? { parent: request.parent } : {}),
+            ...(request.source ? { source: request.source } : {}),
+          },
+          now,
+        );
+        if (decided.decision === "refuse") return decided;
+        issued = decided.lease;
+        return [leaseDraft(identity.team, decided.lease, seatPrincipal(identity.team, identity.seat), request.requestId)];
+      });
+      const lease = issued as LeaseFact;
+      return { lease: leaseEntry(pipeline.view(ctx), lease, pipeline.clock()), seq: record.seq };
+    },
+
+    async revoke(identity, request) {
+      const action = "lease.revoke";
+      const ctx = await pipeline.context(identity, action, { guardInAct: true });
+      let revoked: string[] = [];
+      await pipeline.record(ctx, action, { kind: TargetKind.LEASE, name: request.leaseId }, (view) => {
+        const decided = revokeLease(view, { kind: "seat", seat: identity.seat }, request.leaseId);
+        if (decided.decision === "refuse") return decided;
+        if (decided.revocations.length === 0) return refuse("lease.revoked", `lease ${request.leaseId} and every lease below it are already revoked`);
+        revoked = decided.revocations.map((r) => r.lease);
+        const actor = seatPrincipal(identity.team, identity.seat);
+        return decided.revocations.map((r): RecordDraft => leaseRevocationDraft(identity.team, r.lease, r.reason, actor));
+      });
+      return revoked;
+    },
+
+    list: (identity) => entries(identity, "lease.list", () => true),
+    held: async (identity) => (await entries(identity, "seat.whoami", (l) => l.holder === identity.seat)).filter((e) => e.live),
+  };
+}

@@ -1,0 +1,236 @@
+import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../../src/kernel/index.js";
+import { LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect, type RecordDraft, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../../src/ledger/index.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
+import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
+import { createDecisionLock } from "./decision-lock.js";
+
+/** Who is calling: the socket a call arrived on, closed over at bind — never a field of the request (§11). */
+export interface SeatIdentity {
+  readonly team: string;
+  readonly seat: string;
+}
+
+/**
+ * The request pipeline for seat calls (DESIGN.md "One request, end to end"):
+ *
+ * 1. accept once — the RPC edge froze the message; the seat is the socket it came on;
+ * 2. guards that need no store and can only deny — the owner's stop, revocation flags, the
+ *    head (`ledger.guard`), read before any record;
+ * 3. decide — `authorize` over the policy in force, under one serialization per machine;
+ * 4. intent (durable) → 5. effect → 6. outcome — `ledger.submit`, with per-seat request ids;
+ * 7. tell — what the seat is told is the refusal's rule and a reason it can act on.
+ *
+ * Every refusal is recorded where the store is up, and remembered as the seat's last one
+ * (whoami shows it). The serialization covers the decision and the intent's place in the
+ * chain only: the fsync that makes the intent durable is shared with every concurrent one
+ * (group commit), and the effect (a push, a merge) runs after, so one slow effect or disk
+ * never stalls the machine's decisions.
+ */
+export interface SeatContext {
+  readonly identity: SeatIdentity;
+  readonly ledger: Ledger;
+  readonly team: TeamState;
+  readonly policy: PolicyInForce;
+  readonly seat: Seat;
+}
+
+export interface GatedAct {
+  /** The ledger's action name, e.g. `git.push`. */
+  readonly action: string;
+  readonly target: TargetInit;
+  readonly requestId: string;
+  /** The canonical request bytes: a retry must present exactly these (§15). */
+  readonly request: Uint8Array;
+  /** The intent's payload; a function when it names what the decision chose (the pass a merge consumes). */
+  readonly payload?: SubmitRequest["payload"] | ((decision: Allow | undefined) => SubmitRequest["payload"]);
+  /** The ledger's facts the decision reads (trunk acts: authors, gates, reviews, runs...). */
+  readonly facts?: KernelFacts;
+}
+
+export interface SeatPipeline {
+  /**
+   * Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: thrown
+   * only). `guardInAct`: the call's only work is one act, whose submit runs the same guards
+   * under the lock before the intent — so they are not read twice.
+   */
+  context(identity: SeatIdentity, action: string, options?: ContextOptions): Promise<SeatContext>;
+  /** Step 3 without an intent (a read, or a check before an effect is prepared): allow, or a recorded refusal thrown. */
+  decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string, facts?: KernelFacts): Promise<Allow>;
+  /**
+   * Steps 3–6 for one gated act: decide and append the intent under the machine's one lock,
+   * then run the effect. `request` undefined: an act no capability governs (moving a ref in
+   * the seat's own namespace to a commit the hub already has) — recorded all the same.
+   */
+  act(ctx: SeatContext, request: Omit<KernelRequest, "seat"> | undefined, act: GatedAct, effect: Effect): Promise<SubmitReply>;
+  /**
+   * A decision whose effect is records (a lease issued, leases revoked, §7): under the
+   * machine's one lock, the guards, then `decide` over the view with the team's leases, then
+   * its records in one transaction — or its refusal, recorded.
+   */
+  record(ctx: SeatContext, action: string, target: TargetInit, decide: (view: KernelView, now: number) => Refusal | readonly RecordDraft[]): Promise<AppendedRecord>;
+  /** The view a decision for this seat reads now (the policy in force, the team's leases). */
+  view(ctx: SeatContext): KernelView;
+  readonly clock: () => number;
+  /** Record a refusal the daemon reached outside the kernel (a corrupt pack, a ref outside the namespace) and return it to throw. */
+  refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
+  /** The seat's last refusal in this daemon run. */
+  lastRefusal(identity: SeatIdentity): Refusal | undefined;
+}
+
+export interface ContextOptions {
+  readonly quiet?: boolean;
+  readonly guardInAct?: boolean;
+}
+
+export interface PipelineDeps {
+  ledger(): Ledger | undefined;
+  /** The decision clock (epoch ms). */
+  readonly clock?: () => number;
+  /** Decisions taken per event-loop turn (decision-lock.ts). */
+  readonly decisionsPerTurn?: number;
+}
+
+const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
+
+export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
+  const clock = deps.clock ?? Date.now;
+  const lock = createDecisionLock(deps.decisionsPerTurn);
+  const last = new Map<string, Refusal>();
+
+  async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError> {
+    last.set(seatKey(identity), refusal);
+    // §15 records refused attempts too; where the store is what refused, it cannot.
+    if (ledger !== undefined && ledger.state.status === "ready") {
+      await ledger
+        .append({
+          type: RecordType.REFUSAL,
+          team: identity.team,
+          actor: seatPrincipal(identity.team, identity.seat),
+          action,
+          payload: { ...(target ? { target } : {}), detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
+        })
+        .catch(() => undefined);
+    }
+    return RefusalError.from(refusal);
+  }
+
+  function asRefusal(error: unknown): Refusal | undefined {
+    if (error instanceof RefusalError) return refuse(error.rule, error.reason);
+    if (error instanceof LedgerRefusal) return error.refusal;
+    return undefined;
+  }
+
+  async function context(identity: SeatIdentity, action: string, options: ContextOptions = {}): Promise<SeatContext> {
+    const ledger = deps.ledger();
+    const fail = (refusal: Refusal) => (options.quiet ? Promise.resolve(RefusalError.from(refusal)) : record(identity, ledger, refusal, action));
+    if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
+    const guarded = options.guardInAct ? undefined : ledger.guard(identity.team);
+    if (guarded !== undefined) throw await fail(guarded);
+    try {
+      const team = ledger.view.team(identity.team);
+      const policy = policyInForce(ledger, identity.team);
+      const seat = Object.prototype.hasOwnProperty.call(policy.policy.seats, identity.seat) ? policy.policy.seats[identity.seat] : undefined;
+      if (team === undefined) throw new RefusalError("team.unknown", `team '${identity.team}' is not registered on this machine`);
+      if (seat === undefined) throw new RefusalError("seat.unknown", `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`);
+      return { identity, ledger, team, policy, seat };
+    } catch (error) {
+      const refusal = asRefusal(error);
+      if (refusal === undefined) throw error;
+      throw await fail(refusal);
+    }
+  }
+
+  function viewFor(ctx: SeatContext, facts?: KernelFacts): KernelView {
+    // The trunk acts bring their facts; every decision reads the team's leases (a capability may rest on one, §7).
+    return decisionView(ctx.policy.policy, facts, leaseFactsFor(ctx.ledger, ctx.identity.team));
+  }
+
+  function authorizeFor(ctx: SeatContext, request: Omit<KernelRequest, "seat">, facts?: KernelFacts): ReturnType<typeof authorize> {
+    return authorize(viewFor(ctx, facts), { ...request, seat: ctx.identity.seat }, clock());
+  }
+
+  return {
+    context,
+    async decide(ctx, request, action, facts) {
+      const decision = authorizeFor(ctx, request, facts);
+      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action);
+      return decision;
+    },
+    async act(ctx, request, gated, effect) {
+      const release = await lock();
+      let released = false;
+      const free = () => {
+        if (released) return;
+        released = true;
+        release();
+      };
+      try {
+        // The guards run again inside submit, under this lock and before the intent takes its
+        // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
+        const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
+        if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target);
+        const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
+        return await ctx.ledger.submit(
+          {
+            actor,
+            team: ctx.identity.team,
+            requestId: gated.requestId,
+            request: gated.request,
+            action: gated.action,
+            target: gated.target,
+            ...(decision ? { capability: { capability: decision.capability } } : {}),
+            payload: {
+              ...(typeof gated.payload === "function" ? gated.payload(decision) : gated.payload),
+              domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
+              rootGrant: decision?.authority.id ?? "",
+              inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
+            },
+            // The intent holds its place in the chain: the next decision may go now, and
+            // concurrent intents share one durable commit (the effect still waits for it).
+            onQueued: free,
+          },
+          effect,
+        );
+      } catch (error) {
+        if (error instanceof LedgerRefusal) {
+          last.set(seatKey(ctx.identity), error.refusal);
+          throw RefusalError.from(error.refusal);
+        }
+        throw error;
+      } finally {
+        free();
+      }
+    },
+    async record(ctx, action, target, decide) {
+      const release = await lock();
+      try {
+        const guarded = ctx.ledger.guard(ctx.identity.team);
+        if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
+        const decided = decide(viewFor(ctx), clock());
+        if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
+        return await ctx.ledger.appendBatch(decided);
+      } catch (error) {
+        if (error instanceof LedgerRefusal) {
+          last.set(seatKey(ctx.identity), error.refusal);
+          throw RefusalError.from(error.refusal);
+        }
+        throw error;
+      } finally {
+        release();
+      }
+    },
+    view: (ctx) => viewFor(ctx),
+    clock,
+    refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
+    lastRefusal: (identity) => last.get(seatKey(identity)),
+  };
+}
+
+const encoder = new TextEncoder();
+
+/** The digest a request id is bound to: a retry must send byte-identical content (§15). */
+export function requestBytes(parts: readonly (string | Uint8Array)[]): Uint8Array {
+  return sha256(...parts.map((p) => (typeof p === "string" ? encoder.encode(`${p}\0`) : p)));
+}

@@ -1,0 +1,168 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { TrunkActSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import { normalizeBranch, refuse, type KernelFacts } from "../../src/kernel/index.js";
+import { fromHex, principalKey, seatPrincipal } from "../../src/ledger/index.js";
+import { git } from "../../src/effects/git.js";
+import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
+import { readRef, RefMoved } from "../../src/effects/git-receive.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+
+/**
+ * Trunk acts through the shim (§3, §5, §15): review, gate and merge of a seat's branch into
+ * the trunk. The change is computed from the hub itself — the branch's commits the trunk
+ * lacks, the tree the merge would give, every path it changes — and bound by its effect id
+ * (changed paths, destination tree, destination ref, base, policy hash), never by labels the
+ * seat supplies. The kernel decides each act against the ledger's facts for that effect id
+ * (the author set of the change, gate and review records, outcomes, consumed passes) and the
+ * live runs; a merge consumes exactly one pass and is performed by the daemon in the hub.
+ */
+export type TrunkActInit = MessageInitShape<typeof TrunkActSchema>;
+
+export interface SeatTrunk {
+  review(identity: SeatIdentity, request: { requestId: string; branch: string; into: string; approve: boolean }): Promise<TrunkActInit>;
+  gate(identity: SeatIdentity, request: { requestId: string; branch: string; into: string; pass: boolean }): Promise<TrunkActInit>;
+  merge(identity: SeatIdentity, request: { requestId: string; branch: string; into: string }): Promise<TrunkActInit>;
+}
+
+export interface SeatTrunkDeps {
+  readonly pipeline: SeatPipeline;
+  /** The live run and home of each running seat of a team (the independence facts, O). */
+  runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
+  /** Test seam: called after a merge moved the trunk, before its outcome is recorded. */
+  readonly afterMerge?: () => void;
+}
+
+interface Change {
+  readonly summary: ChangeSummary;
+  readonly effectId: string;
+  readonly branch: string;
+  readonly trunk: string;
+  readonly facts: KernelFacts;
+}
+
+export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
+  /**
+   * A retry (§15): a request id this seat already used answers with what was recorded, before
+   * the change is computed again — after a merge the branch is in the trunk, and recomputing
+   * would answer "nothing to merge" instead of the merge that happened.
+   */
+  async function recorded(ctx: SeatContext, requestId: string, action: string): Promise<TrunkActInit | undefined> {
+    const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
+    if (state === undefined) return undefined;
+    const [intent] = ctx.ledger.entries(state.intentSeq, 1);
+    if (intent?.action !== action) {
+      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action);
+    }
+    settled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
+    const field = (key: string) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "";
+    return { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), commit: new TextDecoder().decode(state.reply) };
+  }
+
+  async function change(ctx: SeatContext, branchName: string, into: string, action: string): Promise<Change> {
+    const hub = ctx.team.hub;
+    const fail = async (rule: "trunk.ref" | "trunk.conflict" | "trunk.nothing", reason: string) => deps.pipeline.refuse(ctx, refuse(rule, reason), action);
+    const branch = normalizeBranch(branchName, { pattern: false });
+    if (!branch.ok) throw await fail("trunk.ref", `'${branchName}' is not a branch name: ${branch.reason}`);
+    const trunk = into ? normalizeBranch(into, { pattern: false }) : { ok: true as const, name: (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim() };
+    if (!trunk.ok) throw await fail("trunk.ref", `'${into}' is not a branch name: ${trunk.reason}`);
+    const branchRef = `refs/heads/${branch.name}`;
+    const trunkRef = `refs/heads/${trunk.name}`;
+    for (const ref of [branchRef, trunkRef]) {
+      if ((await readRef(hub, ref)) === undefined) throw await fail("trunk.ref", `${ref.slice("refs/heads/".length)} does not exist in the hub (git ls-remote teamd lists what you may see)`);
+    }
+    let summary: ChangeSummary;
+    try {
+      summary = await summarizeChange(hub, trunkRef, branchRef);
+    } catch (error) {
+      if (error instanceof MergeConflict) throw await fail("trunk.conflict", `${branch.name} conflicts with ${trunk.name} in ${error.paths.slice(0, 5).join(", ")}; the author rebases it first`);
+      if (error instanceof NothingToMerge) throw await fail("trunk.nothing", `${branch.name} holds nothing ${trunk.name} lacks`);
+      throw error;
+    }
+    const effectId = effectIdOf(summary, trunkRef, ctx.policy.policy.hash);
+    const facts = ctx.ledger.view.trunkFacts(ctx.identity.team, { effectId, commits: summary.commits, runs: deps.runs(ctx.identity.team) });
+    return { summary, effectId, branch: branch.name, trunk: trunk.name, facts };
+  }
+
+  function reply(c: Change, intentSeq: number, outcomeSeq: number | undefined, commit = ""): TrunkActInit {
+    return { effectId: c.effectId, intentSeq: BigInt(intentSeq), outcomeSeq: BigInt(outcomeSeq ?? 0), base: c.summary.base, head: c.summary.head, tree: c.summary.tree, commit };
+  }
+
+  /** A recorded state: done, or an unknown the daemon or the owner since resolved as done. */
+  function settled(status: "done" | "refused" | "unknown", note: string, resolution?: { readonly decision: string }): void {
+    if (status === "done") return;
+    if (status === "unknown" && (resolution?.decision === "resolved-done" || resolution?.decision === "accept-done")) return;
+    throw new RefusalError(status === "unknown" ? "ledger.unknown-outcome" : "trunk.moved", note || `the act's outcome is ${status}`);
+  }
+
+  /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
+  async function verdict(identity: SeatIdentity, capability: "review" | "gate", request: { requestId: string; branch: string; into: string }, field: { key: string; value: string }): Promise<TrunkActInit> {
+    const ctx = await deps.pipeline.context(identity, capability);
+    const again = await recorded(ctx, request.requestId, capability);
+    if (again !== undefined) return again;
+    const c = await change(ctx, request.branch, request.into, capability);
+    const result = await deps.pipeline.act(
+      ctx,
+      // Their branch dimension names the branch under review (DESIGN.md, issue 8).
+      { capability, effect: { paths: [...c.summary.paths], branch: c.branch, effectId: c.effectId } },
+      {
+        action: capability,
+        target: { kind: TargetKind.REF, name: `refs/heads/${c.branch}` },
+        requestId: request.requestId,
+        request: requestBytes([capability, c.effectId, field.value]),
+        payload: { effectId: fromHex(c.effectId), fields: [field, { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }] },
+        facts: c.facts,
+      },
+      async () => ({ result: "done" }),
+    );
+    settled(result.status, result.note, result.resolution);
+    return reply(c, result.intentSeq, result.outcomeSeq);
+  }
+
+  return {
+    review: (identity, request) => verdict(identity, "review", request, { key: "verdict", value: request.approve ? "approve" : "reject" }),
+    gate: (identity, request) => verdict(identity, "gate", request, { key: "result", value: request.pass ? "pass" : "refuse" }),
+
+    async merge(identity, request) {
+      const ctx = await deps.pipeline.context(identity, "merge");
+      const again = await recorded(ctx, request.requestId, "merge");
+      if (again !== undefined) return again;
+      const c = await change(ctx, request.branch, request.into, "merge");
+      const result = await deps.pipeline.act(
+        ctx,
+        // A merge's branch dimension is its destination: the trunk it changes.
+        { capability: "merge", effect: { paths: [...c.summary.paths], branch: c.trunk, effectId: c.effectId } },
+        {
+          action: "merge",
+          target: { kind: TargetKind.REF, name: `refs/heads/${c.trunk}` },
+          requestId: request.requestId,
+          request: requestBytes(["merge", c.effectId]),
+          // The pass the kernel chose is consumed by this intent (never twice, §15).
+          payload: (decision) => ({
+            effectId: fromHex(c.effectId),
+            fields: [
+              { key: "consumes", value: decision?.pass ?? "" },
+              { key: "base", value: c.summary.base },
+              { key: "head", value: c.summary.head },
+            ],
+          }),
+          facts: c.facts,
+        },
+        async () => {
+          try {
+            const commit = await mergeInto(ctx.team.hub, c.summary, { name: `seat ${identity.seat}`, email: `${identity.seat}@${identity.team}.teamd` }, `Merge ${c.branch} into ${c.trunk}\n\nteamd effect ${c.effectId}`);
+            deps.afterMerge?.();
+            return { result: "done", reply: new TextEncoder().encode(commit) };
+          } catch (error) {
+            // The trunk or the branch moved after the decision: nothing changed, the pass stays.
+            if (error instanceof RefMoved) return { result: "refused", note: `${error.message}; the change is no longer the one decided on: review it again` };
+            throw error;
+          }
+        },
+      );
+      settled(result.status, result.note, result.resolution);
+      return reply(c, result.intentSeq, result.outcomeSeq, new TextDecoder().decode(result.reply));
+    },
+  };
+}

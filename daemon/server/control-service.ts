@@ -1,0 +1,114 @@
+import type { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
+import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc/index.js";
+import type { Mode, TeamdHome } from "../host/home.js";
+import { handleOwnerAct, type LedgerSlot } from "../owner/acts.js";
+import { describePolicyInForce } from "../owner/channel.js";
+import { describeLeases } from "../owner/leases.js";
+import { describeLedger } from "../host/ledger-host.js";
+import type { SeatManager, SeatView } from "../lifecycle/manager.js";
+import { checkName } from "../host/names.js";
+import { handleStopAll } from "./stop-all-handler.js";
+import { ledgerSummary, stopsInForce, teamsStatus } from "./status-report.js";
+import { AsyncQueue } from "../../src/rpc/async-queue.js";
+import { attachSession } from "./attach-session.js";
+
+export interface ControlState {
+  readonly daemonInstance: string;
+  readonly mode: Mode;
+  readonly home: string;
+  readonly teamdHome: TeamdHome;
+  readonly ledger: LedgerSlot;
+  readonly daemonPublicKey: Uint8Array;
+  seats(): Promise<ReadonlyArray<{ seat: string; team: string; socket: string } & Partial<Omit<SeatView, "state">> & { state?: string }>>;
+  seatManager(): SeatManager;
+  /** The daemon acted on this stop flag in the owner's request: the flags watch leaves it. */
+  stopHandled?(flagId: string): void;
+}
+
+/** An optional name from a request: empty means "not named"; anything else must be a plain name. */
+function named(kind: "team" | "seat", value: string): string | undefined {
+  return value === "" ? undefined : checkName(kind, value);
+}
+
+/** The owner-facing service, served only on the control socket. */
+export function createControlService(state: ControlState): ServiceImpl<typeof ControlService> {
+  return {
+    async hello() {
+      return { daemon: { protocol: PROTOCOL_VERSION, program: TEAMD_VERSION } };
+    },
+    async whoAmI() {
+      return { principal: "owner", daemonInstance: state.daemonInstance };
+    },
+    async status() {
+      return {
+        daemon: { protocol: PROTOCOL_VERSION, program: TEAMD_VERSION },
+        daemonInstance: state.daemonInstance,
+        pid: process.pid,
+        mode: state.mode,
+        home: state.home,
+        seats: (await state.seats()).map(seatStatus),
+        ledger: ledgerSummary(state.ledger.get()),
+        stops: stopsInForce(state.ledger.get()),
+        teams: await teamsStatus(state.ledger.get(), Date.now()),
+      };
+    },
+    async ownerAct(request) {
+      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act);
+      return { seq: BigInt(receipt.seq), created: receipt.created };
+    },
+    async ledgerStatus() {
+      return describeLedger(state.ledger.get(), state.daemonPublicKey);
+    },
+    async policyInForce(request) {
+      return describePolicyInForce(state.ledger.get(), request.team);
+    },
+    async leases(request) {
+      return describeLeases(state.ledger.get(), request.team, Date.now());
+    },
+    async startSeat(request) {
+      const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));
+      return { seats: seats.map(seatStatus) };
+    },
+    async stopSeat(request) {
+      const stopped = await state.seatManager().stop(named("team", request.team), named("seat", request.seat));
+      return { stopped: stopped.map(seatStatus) };
+    },
+    async freezeSeat(request) {
+      const seat = named("seat", request.seat);
+      if (seat === undefined) throw new Error(`${request.thaw ? "thaw" : "freeze"} needs a seat: teamd ${request.thaw ? "thaw" : "freeze"} SEAT`);
+      const { view, seq } = await state.seatManager().freeze(named("team", request.team), seat, !request.thaw);
+      return { seat: seatStatus(view), seq: BigInt(seq) };
+    },
+    async stopAll(request) {
+      const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
+      return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };
+    },
+    async *exec(request) {
+      const seat = named("seat", request.seat);
+      if (seat === undefined) throw new Error("exec needs a seat: teamd exec SEAT -- CMD...");
+      // Output is streamed as it comes; what waits for a slow owner is bounded by exec's cap.
+      type Out = { event: { case: "stdout" | "stderr"; value: Uint8Array } };
+      const queue = new AsyncQueue<Out>();
+      const run = state
+        .seatManager()
+        .exec(named("team", request.team), seat, request.command, { timeoutMs: request.timeoutMs, stdin: request.stdin }, (stream, chunk) =>
+          queue.push({ event: { case: stream, value: chunk } }),
+        )
+        .finally(() => queue.close());
+      // A refusal before the run (not running, not recorded) must reach the caller as itself.
+      run.catch(() => undefined);
+      yield* queue.drain();
+      const result = await run;
+      if (result.reason !== undefined) yield { event: { case: "stderr", value: Buffer.from(`teamd: the seat could not be set up: ${result.reason}\n`) } };
+      yield { event: { case: "done", value: { exitCode: result.exitCode, how: result.how, truncated: result.truncated, seq: BigInt(result.seq) } } };
+    },
+    attach(requests, context) {
+      return attachSession(state.seatManager(), requests, context.signal);
+    },
+  };
+}
+
+/** A seat view as the proto's SeatStatus (the meters are uint64). */
+function seatStatus<T extends { cpuMs?: number; memoryBytes?: number }>({ cpuMs, memoryBytes, ...s }: T) {
+  return { ...s, cpuMs: BigInt(cpuMs ?? 0), memoryBytes: BigInt(memoryBytes ?? 0) };
+}

@@ -1,0 +1,290 @@
+import { mkdir, chmod, chown } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcServer, type RpcServer } from "../../src/rpc/index.js";
+import { seatSocketPath, type TeamdHome } from "../host/home.js";
+import { createControlService } from "./control-service.js";
+import { handleStopAll } from "./stop-all-handler.js";
+import { openToOwnerGroup } from "./owner-group.js";
+import { watchStopFlags, type StopWatch } from "./stop-watch.js";
+import { createShimService, type SeatIdentity } from "../seat/shim-service.js";
+import { createSeatLeases } from "../seat/leases.js";
+import { refuseAll } from "../../src/rpc/refuse-all.js";
+import { daemonKey, ledgerLayout, openHostLedger } from "../host/ledger-host.js";
+import { daemonPrincipal, seatPrincipal, type Ledger } from "../../src/ledger/index.js";
+import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { createNoticeService } from "./notices.js";
+import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
+import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
+import { createSeatManager, type SeatManager } from "../lifecycle/manager.js";
+import { stopRefusal } from "../../src/ledger/stop-state.js";
+import { createSeatPipeline } from "../seat/pipeline.js";
+import { createSeatGit } from "../seat/git.js";
+import { createSeatFiles } from "../seat/files.js";
+import { createSeatTrunk } from "../seat/trunk.js";
+import { createSeatDeploy } from "../seat/deploy.js";
+import { createSeatBroker } from "../seat/broker.js";
+import { createBroker } from "../../src/broker/index.js";
+import { resolveMergeOutcomes } from "./merge-recovery.js";
+import { seatLayout } from "../host/seat-layout.js";
+import { openEgressServer, type EgressServer } from "../seat/egress.js";
+import { egressSocketPath } from "../host/seat-layout.js";
+import { createEgressResolver, hostAddresses } from "../../src/effects/egress-resolve.js";
+
+export interface DaemonOptions {
+  readonly home: TeamdHome;
+  /** Seats to open sockets for at start (the containment issue opens them per launch). */
+  readonly seats?: readonly SeatIdentity[];
+  readonly log?: (line: string) => void;
+  /** The containment launcher (default: this platform's). */
+  readonly launcher?: Launcher;
+  /** Test seam: fail a seat's prepare at a named step (TEAMD_TEST_FAIL_AT), to prove the unwind. */
+  readonly failPrepareAt?: string;
+  /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
+  readonly crashAfterMerge?: boolean;
+  /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): SIGKILL the daemon once a deploy's intent is durable, before its command runs. */
+  readonly crashInDeploy?: boolean;
+}
+
+export interface Daemon {
+  readonly instance: string;
+  start(): Promise<void>;
+  /** Open a socket for a seat (at `at`, default run/seats/); its identity is that socket. `egress`: its egress socket beside it. */
+  openSeat(identity: SeatIdentity, at?: string, options?: { egress?: boolean }): Promise<string>;
+  /** Close a seat's socket (and remove it); a no-op when it has none. */
+  closeSeat(identity: SeatIdentity): Promise<void>;
+  stop(): Promise<void>;
+  /** SIGHUP: reload the daemon's own configuration (the notice hook) — never a team file. */
+  reload(): void;
+}
+
+/**
+ * The daemon's composition root: one control socket for the owner and one socket per
+ * seat. Start composes privately and publishes the sockets last; stop tears down in
+ * reverse (seats first, the control socket last) and removes every socket it made.
+ */
+export function createDaemon(options: DaemonOptions): Daemon {
+  const { home } = options;
+  const log = options.log ?? (() => undefined);
+  const instance = randomUUID();
+  const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer; egress?: EgressServer }>();
+  let control: RpcServer | undefined;
+  let seats: SeatManager | undefined;
+  let stopWatch: StopWatch | undefined;
+  // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
+  // daemon down, by the owner's CLI), then opened once and kept.
+  let ledger: Ledger | undefined;
+  // The owner's notice hook, loaded at start and on SIGHUP; notices follow whichever ledger is open.
+  let hook: NotifyHook | undefined;
+  const reloadHook = () => {
+    const loaded = loadNotifyHook(home);
+    hook = loaded.ok ? loaded.hook : undefined;
+    log(loaded.ok ? (loaded.hook ? `notice hook: ${JSON.stringify(loaded.hook.command)}` : "no notice hook") : `notice hook refused: ${loaded.reason}`);
+  };
+  const notices = createNoticeService({ hook: () => hook, log });
+  const slot = {
+    serving: true,
+    get: () => ledger,
+    set: (l: Ledger) => {
+      ledger = l;
+      notices.attach(l);
+      // A ledger made now (teamd init through this daemon): open it to the owner group too.
+      openToOwnerGroup(home).catch((error: unknown) => log(`cannot open the new ledger to group teamd: ${String(error)}`));
+    },
+  };
+  const pipeline = createSeatPipeline({ ledger: () => ledger });
+  const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log };
+  // The live run and home of each running seat: independence facts (O) and push authorship.
+  const runs = (team: string) =>
+    Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
+  // The broker reads the owner's tracker and account credentials from TEAMD_HOME/broker/ (or the
+  // files or variables the daemon's environment names); nothing of it reaches a seat. act-as
+  // (a push, a comment) uses the same store: the daemon acts, the seat never holds the secret.
+  const broker = createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) });
+  const seatDeps = {
+    daemonInstance: instance,
+    pipeline,
+    git: createSeatGit({ home, pipeline, runs }),
+    files: createSeatFiles({ home, pipeline }),
+    trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    leases: createSeatLeases(pipeline),
+    deploy: createSeatDeploy({ pipeline, runs, home: home.root, broker, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    broker: createSeatBroker({ pipeline, broker }),
+  };
+  const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
+  const onInternalError = (error: unknown, method: string) =>
+    log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+
+  async function prepareDirs(): Promise<void> {
+    await mkdir(home.root, { recursive: true, mode: 0o700 });
+    await mkdir(home.seatSocketDir, { recursive: true, mode: 0o700 });
+    // Narrow whatever was there before: only the daemon (and in system mode group teamd)
+    // may enter the directories the sockets live in.
+    const dirMode = access.gid !== undefined ? 0o750 : 0o700;
+    for (const dir of [home.root, home.runDir, home.seatSocketDir]) {
+      if (access.gid !== undefined) await chown(dir, 0, access.gid);
+      await chmod(dir, dirMode);
+    }
+    // In system mode the seat user (teamd-seat) must traverse TEAMD_HOME — never list it —
+    // to reach its own folders and socket when bwrap binds them (seat-layout.ts); run/ and
+    // everything else in it stay the daemon's.
+    if (home.mode === "system") await chmod(home.root, dirMode | 0o001);
+  }
+
+  async function openSeat(identity: SeatIdentity, at?: string, options: { egress?: boolean } = {}): Promise<string> {
+    const key = `${identity.team}.${identity.seat}`;
+    if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
+    const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
+    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: `seat:${key}`, onInternalError });
+    server.addService(ShimService, createShimService(identity, seatDeps));
+    server.addService(
+      ControlService,
+      refuseAll(
+        ControlService,
+        "channel.control-on-seat",
+        (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`,
+        // An owner act arriving on a seat's socket is that seat's attempt: on record (§11).
+        async (method, refusal) => {
+          if (ledger?.state.status !== "ready") return;
+          await ledger.append({
+            type: RecordType.REFUSAL,
+            team: identity.team,
+            actor: seatPrincipal(identity.team, identity.seat),
+            signer: daemonPrincipal(),
+            action: `control.${method}`,
+            payload: { target: { kind: TargetKind.SEAT, name: identity.seat }, detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
+          });
+        },
+      ),
+    );
+    const entry: { identity: SeatIdentity; server: RpcServer; egress?: EgressServer } = { identity, server };
+    seatServers.set(key, entry);
+    try {
+      await server.listen();
+      // Beside it, for a seat that declares egress, its byte stream (daemon/seat/egress.ts): same identity, same access.
+      if (options.egress) entry.egress = await openEgressServer(identity, egressSocketPath(socketPath), { mode: 0o600 }, egressDeps);
+    } catch (error) {
+      seatServers.delete(key);
+      await entry.egress?.close();
+      await server.close(0);
+      throw error;
+    }
+    log(`seat ${identity.seat} (team ${identity.team}) listening on ${socketPath}`);
+    return socketPath;
+  }
+
+  async function closeSeat(identity: SeatIdentity): Promise<void> {
+    const key = `${identity.team}.${identity.seat}`;
+    const entry = seatServers.get(key);
+    if (entry === undefined) return;
+    seatServers.delete(key);
+    await entry.egress?.close();
+    await entry.server.close();
+  }
+
+  return {
+    instance,
+    async start() {
+      await prepareDirs();
+      const signer = await daemonKey(ledgerLayout(home));
+      ledger = await openHostLedger(home, log, true);
+      await openToOwnerGroup(home);
+      reloadHook();
+      notices.attach(ledger);
+      if (ledger) log(`ledger ${ledger.state.status}${ledger.state.status === "ready" ? "" : `: ${ledger.state.reason}`}`);
+      else log("no ledger yet (teamd init creates it)");
+      // The owner's stop is read before anything is served (§11): the ledger opened on the flags.
+      const stopped = stopRefusal(ledger, "");
+      if (stopped) log(`${stopped.reason}: every start and owner act but teamd resume is refused`);
+      const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError });
+      server.addService(
+        ControlService,
+        createControlService({
+          daemonInstance: instance,
+          mode: home.mode,
+          home: home.root,
+          teamdHome: home,
+          ledger: slot,
+          daemonPublicKey: signer.publicKey.raw,
+          seats: async () => {
+            const running = (await seats?.metered()) ?? [];
+            const debug = [...seatServers.values()]
+              .filter(({ identity }) => !running.some((r) => r.team === identity.team && r.seat === identity.seat))
+              .map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath, state: "socket" }));
+            return [...running.map((r) => ({ ...r })), ...debug];
+          },
+          seatManager: () => {
+            if (seats === undefined) throw new Error("the daemon is not started");
+            return seats;
+          },
+          stopHandled: (flagId) => stopWatch?.handled(flagId),
+        }),
+      );
+      server.addService(
+        ShimService,
+        refuseAll(ShimService, "channel.seat-on-control", (m) => `${m} is a seat call; a seat speaks only on its own socket`),
+      );
+      try {
+        await server.listen();
+      } catch (error) {
+        await ledger?.close();
+        ledger = undefined;
+        throw error;
+      }
+      control = server;
+      seats = createSeatManager({
+        home,
+        ledger: () => ledger,
+        launcher: options.launcher ?? createLauncher(),
+        openSocket: (team, seat, at, egress) => openSeat({ team, seat }, at, { egress }),
+        closeSocket: (team, seat) => closeSeat({ team, seat }),
+        log,
+        ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
+      });
+      try {
+        for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
+        // Merges a crash left unknown: ask the hub, and record what it says (§15).
+        // A deploy a crash interrupted left its folder; its outcome is the ledger's business (unknown).
+        for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
+        if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
+        for (const seat of options.seats ?? []) await openSeat(seat);
+        // A stop flag the owner wrote while this daemon did not answer (hung): act on it.
+        stopWatch = watchStopFlags({
+          flagsDir: ledgerLayout(home).flagsDir,
+          read: () => ledger?.readFlags(),
+          onStop: async (flag) => {
+            if (seats !== undefined) await handleStopAll(home, slot, seats, flag.bytes, (id) => stopWatch?.handled(id));
+          },
+          log,
+        });
+      } catch (error) {
+        await this.stop();
+        throw error;
+      }
+      log(`control socket ${home.controlSocket} (${home.mode} mode)`);
+    },
+    openSeat,
+    closeSeat,
+    reload: reloadHook,
+    async stop() {
+      // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
+      stopWatch?.close();
+      stopWatch = undefined;
+      await seats?.stopAll("the daemon is stopping");
+      seats = undefined;
+      for (const { server, egress } of [...seatServers.values()].reverse()) {
+        await egress?.close();
+        await server.close();
+      }
+      seatServers.clear();
+      await control?.close();
+      control = undefined;
+      // Notices of the last records (the seats' stops) are recorded before the ledger closes.
+      await notices.idle();
+      notices.close();
+      await ledger?.close();
+      ledger = undefined;
+    },
+  };
+}

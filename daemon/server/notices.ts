@@ -1,0 +1,217 @@
+import { spawn } from "node:child_process";
+import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { daemonPrincipal, type Ledger, type LedgerEntry } from "../../src/ledger/index.js";
+import { describeError } from "../../src/ledger/errors.js";
+import type { NotifyHook } from "../host/notify-config.js";
+
+/**
+ * Being told (§11): every change to what a team may do becomes a notice record, delivered
+ * unasked — `teamd notices` shows the ones the owner has not seen, and the owner's hook
+ * command (notify-config.ts) runs once for each.
+ *
+ * What counts: a policy applied, a lease or grant revoked, a stop and a resume, a head or
+ * outcome reconciled, an outcome left unknown, a refusal of an owner act, and a seat's run
+ * that ended by itself. A notice names the record it is about (field `about`), so it can be
+ * checked against the chain; a notice is never about a notice.
+ */
+export interface Notice {
+  readonly subject: string;
+  readonly text: string;
+}
+
+const FIELD = (entry: LedgerEntry, key: string): string => entry.payload?.fields.find((f) => f.key === key)?.value ?? "";
+
+/** The notice a committed record calls for, if any (pure: the record decides). */
+export function noticeFor(entry: LedgerEntry): Notice | undefined {
+  const team = entry.team ? `team ${entry.team}` : "this machine";
+  switch (entry.type) {
+    case "policy":
+      return { subject: `policy applied (${team})`, text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}` };
+    case "revocation":
+      return { subject: `revoked (${team})`, text: `${entry.target || "an authority"} was revoked (record ${entry.seq}${entry.late ? ", recorded late: it held by its flag first" : ""})` };
+    case "stop":
+      return { subject: `stop (${team})`, text: `the owner stopped ${entry.team ? team : "every team on this machine"} (record ${entry.seq}${entry.late ? ", recorded late" : ""}); every start and gated act is refused until teamd resume` };
+    case "resume":
+      return { subject: `resumed (${team})`, text: `the owner resumed (record ${entry.seq})` };
+    case "reconcile":
+      return { subject: `reconciled (${team})`, text: `a recovery decision was recorded: ${entry.result || "reconcile"} (record ${entry.seq})` };
+    case "outcome":
+      if (entry.result !== "unknown") return undefined;
+      return { subject: `unknown outcome (${team})`, text: `intent ${entry.intentSeq} (${entry.action} ${entry.target}) has an unknown outcome; its target is blocked until teamd ledger resolve` };
+    case "refusal":
+      if (entry.actor !== "owner") return undefined;
+      return { subject: "owner act refused", text: `an owner act (${entry.action}) was refused: ${entry.result} (record ${entry.seq})` };
+    case "seat_stop": {
+      const reason = FIELD(entry, "reason");
+      if (!reason.startsWith("the seat's command ended")) return undefined;
+      return { subject: `seat halted (${team})`, text: `seat ${entry.target.replace(/^seat:/, "")} stopped by itself: ${reason} (record ${entry.seq})` };
+    }
+    default:
+      return undefined;
+  }
+}
+
+const UNTOLD_PAGE = 500;
+/** How far back the start-up look goes at most (records): a bound on the daemon's start. */
+const UNTOLD_MAX_SCAN = 100_000;
+
+/**
+ * The records after the last notice that call for one and have none, oldest first. The scan
+ * goes back from the newest record to the record the newest notice is about (a notice is
+ * appended after its record, and records may land between the two).
+ */
+export function untold(ledger: Pick<Ledger, "entries" | "view">): { entry: LedgerEntry; notice: Notice }[] {
+  const noticed = new Set<number>();
+  const candidates: { entry: LedgerEntry; notice: Notice }[] = [];
+  let stopAt = 0;
+  const last = ledger.view.lastSeq;
+  for (let hi = last; hi >= 1 && hi > stopAt && last - hi < UNTOLD_MAX_SCAN; hi -= UNTOLD_PAGE) {
+    const lo = Math.max(1, hi - UNTOLD_PAGE + 1);
+    const page = ledger.entries(lo, hi - lo + 1);
+    for (let i = page.length - 1; i >= 0; i--) {
+      const entry = page[i] as LedgerEntry;
+      if (entry.seq <= stopAt) break;
+      if (entry.type === "notice") {
+        const about = Number(FIELD(entry, "about"));
+        if (!Number.isSafeInteger(about) || about <= 0) continue;
+        noticed.add(about);
+        if (stopAt === 0) stopAt = about;
+        continue;
+      }
+      const notice = noticeFor(entry);
+      if (notice) candidates.push({ entry, notice });
+    }
+  }
+  return candidates.filter((c) => c.entry.seq > stopAt && !noticed.has(c.entry.seq)).reverse();
+}
+
+export interface NoticeService {
+  /** Follow this ledger's appends (the daemon's ledger may be created or replaced while it runs). */
+  attach(ledger: Ledger | undefined): void;
+  /** Settles once every notice record and hook run started so far has finished. */
+  idle(): Promise<void>;
+  close(): void;
+}
+
+export interface NoticeDeps {
+  /** The owner's hook as last loaded (undefined: none). */
+  hook(): NotifyHook | undefined;
+  log(line: string): void;
+}
+
+const HOOK_TIMEOUT_MS = 10_000;
+const HOOK_QUEUE_MAX = 1000;
+
+export function createNoticeService(deps: NoticeDeps): NoticeService {
+  let detach: (() => void) | undefined;
+  let pending: Promise<void> = Promise.resolve();
+  let queued = 0;
+
+  function runHook(entry: LedgerEntry): Promise<void> {
+    const hook = deps.hook();
+    if (hook === undefined) return Promise.resolve();
+    const notice = entry.payload?.detail.case === "notice" ? entry.payload.detail.value : undefined;
+    if (!notice) return Promise.resolve();
+    const json = JSON.stringify({ seq: entry.seq, team: entry.team, about: Number(FIELD(entry, "about")) || undefined, subject: notice.subject, text: notice.text, time: new Date(entry.timeUnixMs).toISOString() });
+    return new Promise<void>((resolve) => {
+      // argv only, never a shell; the notice on stdin and in three variables; none of the
+      // daemon's own environment beyond PATH, HOME and the display a desktop notifier needs.
+      const env: NodeJS.ProcessEnv = { TEAMD_NOTICE_SEQ: String(entry.seq), TEAMD_NOTICE_SUBJECT: notice.subject, TEAMD_NOTICE_TEXT: notice.text };
+      for (const name of ["PATH", "HOME", "LANG", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"]) if (process.env[name] !== undefined) env[name] = process.env[name];
+      let child;
+      try {
+        child = spawn(hook.command[0] as string, hook.command.slice(1), { env, stdio: ["pipe", "ignore", "pipe"], detached: true });
+      } catch (error) {
+        deps.log(`notice hook could not start: ${describeError(error)}`);
+        return resolve();
+      }
+      let err = "";
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => (err = (err + d).slice(-500)));
+      const timer = setTimeout(() => {
+        // The hook's whole process group, by the pid we started: never by name.
+        if (child.pid !== undefined) {
+          try {
+            process.kill(-child.pid, "SIGKILL");
+          } catch {
+            // Already gone.
+          }
+        }
+      }, HOOK_TIMEOUT_MS);
+      child.stdin?.on("error", () => undefined);
+      child.stdin?.end(json + "\n");
+      child.once("error", (error) => {
+        clearTimeout(timer);
+        deps.log(`notice hook ${hook.command[0]} failed: ${describeError(error)}`);
+        resolve();
+      });
+      child.once("close", (code, signal) => {
+        clearTimeout(timer);
+        if (code !== 0) deps.log(`notice hook ${hook.command[0]} exited ${signal ?? code} for notice ${entry.seq}${err ? `: ${err.trim()}` : ""}`);
+        resolve();
+      });
+    });
+  }
+
+  function enqueue(work: () => Promise<void>): void {
+    // Notices are told in order, one hook at a time; a flood beyond the queue is logged, not
+    // held in memory (the records are in the ledger either way: `teamd notices` shows them).
+    if (queued >= HOOK_QUEUE_MAX) {
+      deps.log("notice queue full: a notice was recorded but its hook not run");
+      return;
+    }
+    queued++;
+    pending = pending.then(work).finally(() => void queued--);
+  }
+
+  return {
+    attach(ledger) {
+      detach?.();
+      detach = undefined;
+      if (!ledger) return;
+      const record = (entry: LedgerEntry, notice: Notice) =>
+        enqueue(() =>
+          ledger
+            .append({
+              type: RecordType.NOTICE,
+              team: entry.team,
+              actor: daemonPrincipal(),
+              action: "notice",
+              payload: { fields: [{ key: "about", value: String(entry.seq) }], detail: { case: "notice", value: notice } },
+            })
+            .then(
+              () => undefined,
+              (error: unknown) => deps.log(`notice for record ${entry.seq} not recorded: ${describeError(error)}`),
+            ),
+        );
+      detach = ledger.onAppend((entries) => {
+        for (const entry of entries) {
+          if (entry.type === "notice") {
+            if (FIELD(entry, "about") !== "") enqueue(() => runHook(entry));
+            continue;
+          }
+          const notice = noticeFor(entry);
+          if (notice) record(entry, notice);
+        }
+      });
+      // What was recorded while no daemon told: acts made with the daemon down (the owner's
+      // CLI records them directly in user mode), and a notice the last daemon died before
+      // recording. Told now, saying it is late.
+      if (ledger.state.status === "ready") {
+        try {
+          const missed = untold(ledger);
+          if (missed.length > 0) deps.log(`telling ${missed.length} notice(s) recorded while no daemon told`);
+          for (const { entry, notice } of missed) record(entry, { subject: notice.subject, text: `${notice.text} (told late: no daemon was running to tell it when it was recorded)` });
+        } catch (error) {
+          deps.log(`could not look for untold notices: ${describeError(error)}`);
+        }
+      }
+    },
+    idle: async () => {
+      while (queued > 0) await pending;
+    },
+    close() {
+      detach?.();
+      detach = undefined;
+    },
+  };
+}

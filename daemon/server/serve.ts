@@ -1,0 +1,52 @@
+import { createDaemon } from "./daemon.js";
+import { resolveHome } from "../host/home.js";
+import { parseSeatSpec } from "../host/names.js";
+
+export interface ServeOptions {
+  readonly seat?: string[];
+}
+
+/**
+ * `teamd serve`: run the daemon in the foreground until SIGTERM or SIGINT, then remove
+ * its sockets and exit 0. Prints one `ready` line on stdout once every socket listens,
+ * so scripts and tests can wait for it instead of sleeping.
+ */
+export async function serve(options: ServeOptions): Promise<void> {
+  const home = resolveHome();
+  if (home.mode === "system" && process.getuid?.() !== 0) {
+    throw new Error(`${home.root} belongs to root: it is a system daemon's home (system mode), and a system daemon runs as root (systemctl start teamd); for a daemon of your own, set TEAMD_HOME to a folder of yours`);
+  }
+  const seats = (options.seat ?? []).map(parseSeatSpec);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
+  const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
+  const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
+  const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
+  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}) });
+  await daemon.start();
+
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    daemon.stop().then(
+      () => {
+        log("stopped; sockets removed");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log(`stop failed: ${String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+  // SIGHUP reloads the daemon's own configuration (the notice hook); a team file is only
+  // ever put in force by teamd apply.
+  process.on("SIGHUP", () => {
+    log("SIGHUP: reloading the daemon's configuration");
+    daemon.reload();
+  });
+  process.stdout.write(`teamd: ready pid=${process.pid} control=${home.controlSocket} instance=${daemon.instance}\n`);
+}

@@ -1,0 +1,99 @@
+import { join } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { LedgerSummarySchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type { Ledger } from "../../src/ledger/index.js";
+import { loadTeamFile } from "../../src/teamfile/index.js";
+import { describeLedger } from "../host/ledger-host.js";
+import { describeLeases } from "../owner/leases.js";
+import { policyInForce } from "../../src/ledger/policy-in-force.js";
+import { TEAM_FILE_NAME } from "../host/team-file-placement.js";
+
+/**
+ * What `teamd status` shows beyond the seats: the ledger's head, the owner's stops in force,
+ * and each team with its policy in force against the file on disk. Everything here is read
+ * (the ledger's view, the local flags, the owner's team file); nothing is recorded. Each
+ * part answers on its own: a team whose policy no longer loads, or a ledger that is down,
+ * is reported as such, never an error for the whole status.
+ */
+
+export function ledgerSummary(ledger: Ledger | undefined): MessageInitShape<typeof LedgerSummarySchema> {
+  // The same reading LedgerStatus gives (keys and the reconciliation observation left out).
+  const { state, rule, reason, headSeq, headHash } = describeLedger(ledger, new Uint8Array(0));
+  return { state, rule, reason, headSeq, headHash, verified: state === "ready" };
+}
+
+/**
+ * The stops in force, from the flags (which hold with the store down). A flag that cannot be
+ * verified is in force too — the ledger's guard treats it as a stop (fail closed) — and is
+ * shown with scope "unverifiable" so the owner sees why every act is refused.
+ */
+export function stopsInForce(ledger: Ledger | undefined): MessageInitShape<typeof StopInForceSchema>[] {
+  if (ledger === undefined) return [];
+  const read = ledger.readFlags();
+  const recorded = (id: string): bigint => {
+    if (ledger.state.status !== "ready") return 0n;
+    return BigInt(ledger.view.flagRecorded(id) ?? 0);
+  };
+  const stops = read.flags
+    .filter((f) => f.kind === "stop" && !(ledger.state.status === "ready" && ledger.view.stopCleared(f.id)))
+    .map((f) => ({ flagId: f.id, scope: f.scope ?? "", team: f.team, recordedSeq: recorded(f.id) }));
+  const unverifiable = read.invalid.map((i) => ({ flagId: i.file, scope: "unverifiable", team: "", recordedSeq: 0n }));
+  return [...stops, ...unverifiable];
+}
+
+/** The team file on disk against the policy in force (§10: only an applied policy is ever in force). */
+async function teamFileAgainstPolicy(repository: string, policyHash: string | undefined): Promise<{ teamFile: string; teamFileDetail: string }> {
+  const path = join(repository, TEAM_FILE_NAME);
+  let loaded;
+  try {
+    loaded = await loadTeamFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { teamFile: "missing", teamFileDetail: `${path} does not exist` };
+    return { teamFile: "invalid", teamFileDetail: `${path} cannot be read: ${code ?? String(error)}` };
+  }
+  if (!loaded.ok) {
+    const first = loaded.errors[0];
+    return { teamFile: "invalid", teamFileDetail: `${loaded.errors.length} error(s); first: ${first?.line !== undefined ? `line ${first.line}: ` : ""}${first?.message ?? "invalid"}` };
+  }
+  if (policyHash === undefined) return { teamFile: "unapplied", teamFileDetail: `${loaded.hashes.policy} is not applied: run teamd apply` };
+  if (loaded.hashes.policy === policyHash) return { teamFile: "in-force", teamFileDetail: "" };
+  return { teamFile: "differs", teamFileDetail: `${loaded.hashes.policy} on disk is not in force (${policyHash} is): run teamd apply to show the diff and apply it` };
+}
+
+export async function teamsStatus(ledger: Ledger | undefined, now: number): Promise<MessageInitShape<typeof TeamStatusSchema>[]> {
+  if (ledger === undefined || ledger.state.status !== "ready") return [];
+  const teams: MessageInitShape<typeof TeamStatusSchema>[] = [];
+  for (const team of ledger.view.teams()) {
+    const inForce = ledger.view.policy(team.team);
+    const policyHash = inForce === undefined ? undefined : `sha256:${inForce.teamFileHash}`;
+    let leads = "";
+    let seats: string[] = [];
+    let liveLeases = 0;
+    let policyProblem: string | undefined;
+    if (inForce !== undefined) {
+      try {
+        const { policy } = policyInForce(ledger, team.team);
+        leads = policy.leads?.seat ?? "";
+        seats = Object.keys(policy.seats).sort();
+        liveLeases = describeLeases(ledger, team.team, now).leases.filter((l) => l.live).length;
+      } catch (error) {
+        policyProblem = error instanceof Error ? error.message : String(error);
+      }
+    }
+    const file = await teamFileAgainstPolicy(team.repository, policyHash);
+    teams.push({
+      team: team.team,
+      repository: team.repository,
+      hub: team.hub,
+      policySeq: BigInt(inForce?.seq ?? 0),
+      policyHash: policyHash ?? "",
+      ...file,
+      policyProblem: policyProblem ?? "",
+      leads,
+      seats,
+      liveLeases,
+    });
+  }
+  return teams;
+}
