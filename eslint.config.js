@@ -2,6 +2,7 @@
 // but its own, no ambient world), and keep @grpc/grpc-js behind src/rpc/.
 import tseslint from "typescript-eslint";
 import kernelPurity from "./eslint-rules/kernel-purity.js";
+import walls from "./eslint-rules/walls.js";
 
 /** Globals through which code touches the clock, randomness, the process, the network or timers. */
 const AMBIENT = [
@@ -31,12 +32,48 @@ export const kernelRules = {
   "no-new-func": "error",
 };
 
+/** A seat's socket reaches these three; every other file in daemon/seat/ is a handler. */
+const SEAT_CORE = ["daemon/seat/shim-service.ts", "daemon/seat/pipeline.ts", "daemon/seat/decision-lock.ts"];
+const PROGRAMS = ["daemon/main.ts", "daemon/cli.ts"];
+
+/**
+ * The walls of docs/development.md ("Rooms and walls"), one entry each, kept by
+ * eslint-rules/walls.js and proven to fire by test/lint/walls.test.ts.
+ */
+export const WALLS = [
+  { name: "1", files: ["src/"], forbid: ["daemon/", "shim/"], message: "src/ is the library; the programs (daemon/, shim/) import it, never the reverse." },
+  { name: "rooms", files: ["daemon/"], except: PROGRAMS, forbid: PROGRAMS, message: "main.ts and cli.ts are the program's entry; no room imports them." },
+  { name: "2", files: ["daemon/host/"], forbid: ["daemon/"], allow: ["daemon/host/"], message: "daemon/host/ is the ground floor (TEAMD_HOME layout, names, hub, keys): it imports no other room." },
+  {
+    name: "3",
+    files: ["daemon/commands/"],
+    forbid: ["daemon/server/", "daemon/seat/", "daemon/lifecycle/"],
+    allow: ["daemon/lifecycle/registry.ts", "daemon/lifecycle/kill.ts"],
+    message: "the owner's CLI is not the daemon: it talks to it over the control socket, and of lifecycle/ uses only the registry and the kill (the owner's stop works with the daemon down).",
+  },
+  { name: "4", files: ["daemon/owner/"], forbid: ["daemon/"], allow: ["daemon/owner/", "daemon/host/"], message: "owner acts run in the daemon and, with it down, in the CLI: they use only host/ and src/." },
+  { name: "5", files: ["daemon/lifecycle/"], forbid: ["daemon/seat/", "daemon/server/", "daemon/commands/"], message: "a seat's lifecycle never reaches what its socket serves, the daemon process or the owner's CLI." },
+  { name: "6", files: ["daemon/seat/"], forbid: ["daemon/"], allow: ["daemon/seat/", "daemon/host/"], message: "what a seat's socket reaches imports no other room but host/ (paths)." },
+  { name: "6 (handlers)", files: ["daemon/seat/"], except: SEAT_CORE, forbid: ["daemon/seat/"], allow: ["daemon/seat/pipeline.ts"], message: "a handler imports only the pipeline: it refuses, records and decides through it." },
+  {
+    name: "6 (who imports handlers)",
+    files: ["daemon/", "src/", "shim/", "scripts/"],
+    except: ["daemon/seat/shim-service.ts", "daemon/server/daemon.ts"],
+    forbid: ["daemon/seat/"],
+    allow: SEAT_CORE,
+    message: "only the shim service and the composition root (daemon/server/daemon.ts) import a handler.",
+  },
+  { name: "7", files: ["daemon/seat/"], modules: ["node:fs", "node:fs/promises", "node:child_process"], message: "daemon/seat/ touches no file or process itself: that is src/effects/'s." },
+  { name: "7 (net)", files: ["daemon/seat/"], except: ["daemon/seat/egress.ts"], modules: ["node:net"], message: "only the egress handler opens connections." },
+];
+
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/gen/**", "test/fixtures/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { teamd: { rules: { "kernel-purity": kernelPurity } } },
+    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls } } },
     rules: {
+      "teamd/walls": ["error", WALLS],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
     },
