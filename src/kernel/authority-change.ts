@@ -4,6 +4,7 @@ import { canonicalJson } from "./canonical.js";
 import { type ConstraintProgram, type Violation, showSelector, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
+import type { Principal } from "./principal.js";
 import { ownValue } from "./records.js";
 import type { KernelView } from "./view.js";
 import type { AdministrativeCapability } from "./vocabulary.js";
@@ -24,8 +25,6 @@ import type { AdministrativeCapability } from "./vocabulary.js";
  * naming it; the owner's commits, and each minimum it leaves unmet is returned as `paused`
  * (the acts it gates pause, and the owner is told).
  */
-export type Principal = { readonly kind: "owner" } | { readonly kind: "seat"; readonly seat: string };
-
 export interface AuthorityChange {
   readonly kind: "add-seat" | "remove-seat" | "edit";
   readonly principal: Principal;

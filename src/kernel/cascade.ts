@@ -2,7 +2,7 @@ import { type Refusal, refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
 import { ENVELOPE_PREFIX, heldSource, leaseList } from "./lease-liveness.js";
 import type { Policy } from "./policy.js";
-import type { Principal } from "./authority-change.js";
+import type { Principal } from "./principal.js";
 import { ownValue } from "./records.js";
 import { scopeWithin } from "./scope.js";
 import type { KernelView } from "./view.js";

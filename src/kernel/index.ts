@@ -37,7 +37,8 @@ export { type Liveness, leaseAuthority, leaseLiveness } from "./lease-liveness.j
 export { type LeaseDecision, type LeaseRequest, effectiveSeats, issueLease } from "./lease-issue.js";
 export { type LeaseRevocation, cascade, revokeLease } from "./cascade.js";
 export { parseDuration, showDuration } from "./delegation-input.js";
-export { type AuthorityChange, type ChangeDecision, type Principal, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
+export { type AuthorityChange, type ChangeDecision, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
+export { type Principal } from "./principal.js";
 export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
 export { type DeployCommand, type Leads, type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
 export { type PolicyDiff, type SeatChange, diffPolicies } from "./policy-diff.js";
