@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, chown, copyFile, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { git } from "../../src/effects/git.js";
 import { buildReservedSet } from "../../src/objects/reserved-set.js";
@@ -150,12 +150,17 @@ async function cloneTrunk(target: StartableSeat, repo: string, home: TeamdHome):
   await git(["config", "remote.teamd.fetch", "+refs/heads/*:refs/remotes/teamd/*"], { cwd: repo });
 }
 
+/**
+ * Hand a fresh clone to the seat user (system mode). Its symlinks are data a seat wrote (a
+ * link pushed and merged is a blob on the trunk), so the walk changes the owner of each entry
+ * itself — `lchown`, never `chown`, which follows a link and would hand its target, any host
+ * path, to the seat user (issue 20, test/escape/daemon-links.test.ts) — and descends only into
+ * real folders (`lstat`). No seat runs yet on this clone: nothing can swap an entry mid-walk.
+ */
 async function ownTree(path: string, user: SeatUser, system: boolean): Promise<void> {
   if (!system) return;
   const stats = await lstat(path);
-  await chown(path, user.uid, user.gid).catch(async (error: NodeJS.ErrnoException) => {
-    if (!stats.isSymbolicLink()) throw error;
-  });
+  await lchown(path, user.uid, user.gid);
   if (stats.isDirectory()) for (const entry of await readdir(path)) await ownTree(join(path, entry), user, system);
 }
 
