@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * `teamd status` (§10, §11, §15) with a real daemon, ledger and repository, read as a script
@@ -42,35 +41,20 @@ interface StatusJson {
 }
 
 describe("teamd status: the daemon, the ledger, the stops, the teams", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
-  const teamd = async (args: string[]) => {
-    const r = await run(TEAMD, args, env, 30_000, { cwd: repo });
-    expect(r.code, `teamd ${args.join(" ")}: ${r.stderr}`).toBe(0);
-    return r.stdout;
-  };
-  const status = async () => JSON.parse(await teamd(["status", "--json"])) as StatusJson;
+  let h: TeamdHarness;
+  const status = () => h.json<StatusJson>(["status", "--json"]);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-status-");
-    repo = makeRepo(tmp.dir);
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key") };
-    daemon = await startDaemon(home);
-    await teamd(["init", "--yes"]);
+    h = await initTeam("teamd-status-", { timeoutMs: 30_000 });
   }, 60_000);
   afterAll(async () => {
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("shows the verified head and a registered team with no policy applied", async () => {
     const s = await status();
     expect(s.schema).toBe("teamd.status/1");
-    expect(s.daemon).toMatchObject({ running: true, pid: daemon?.child.pid });
+    expect(s.daemon).toMatchObject({ running: true, pid: h.daemon?.child.pid });
     expect(s.ledger.state).toBe("ready");
     expect(s.ledger.verified).toBe(true);
     expect(s.ledger.headSeq).toBeGreaterThan(0);
@@ -82,59 +66,58 @@ describe("teamd status: the daemon, the ledger, the stops, the teams", () => {
   });
 
   it("after apply: the policy in force, its seats and leads; an edit not applied shows as differs; a broken file as invalid", async () => {
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE());
-    await teamd(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE());
+    await h.ok(["apply", "--yes"]);
     let team = (await status()).teams.find((t) => t.team === "proj");
     expect(team).toMatchObject({ teamFile: { state: "in-force" }, leads: "lead", seats: ["dev", "lead"], liveLeases: 0, policyProblem: "" });
     expect(team?.policy?.seq).toBeGreaterThan(0);
     expect(team?.policy?.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     const applied = team?.policy;
 
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE("  extra:\n    lab: anthropic\n    capabilities:\n      read: ~\n"));
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE("  extra:\n    lab: anthropic\n    capabilities:\n      read: ~\n"));
     team = (await status()).teams.find((t) => t.team === "proj");
     // The policy in force is unchanged: the edit is shown, never in force until applied.
     expect(team).toMatchObject({ teamFile: { state: "differs" }, seats: ["dev", "lead"], policy: applied });
     expect(team?.teamFile.detail).toMatch(/teamd apply/);
 
-    writeFileSync(join(repo, "teamd.yaml"), "version: 1\nteam: proj\nseats: [not, a, map]\n");
+    writeFileSync(join(h.repo, "teamd.yaml"), "version: 1\nteam: proj\nseats: [not, a, map]\n");
     team = (await status()).teams.find((t) => t.team === "proj");
     expect(team).toMatchObject({ teamFile: { state: "invalid" }, policy: applied });
-    const text = await teamd(["status"]);
+    const text = await h.ok(["status"]);
     expect(text).toMatch(/ledger: ready, head \d+ verified/);
     expect(text).toMatch(/the file on disk does not load/);
     expect(text).toMatch(/seats: dev, lead; leads: lead; live leases: 0/);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE());
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE());
   });
 
   it("shows the machine-wide stop, recorded, across a daemon restart, until resume", async () => {
-    await teamd(["stop", "--all"]);
+    await h.ok(["stop", "--all"]);
     let s = await status();
     expect(s.stopped).toBe(true);
     expect(s.stops).toHaveLength(1);
     expect(s.stops[0]).toMatchObject({ scope: "machine", team: "" });
     expect(s.stops[0]?.recordedSeq).toBeGreaterThan(0);
-    expect(await teamd(["status"])).toMatch(/STOPPED: every team on this machine \(record \d+\); teamd resume lifts it/);
+    expect(await h.ok(["status"])).toMatch(/STOPPED: every team on this machine \(record \d+\); teamd resume lifts it/);
 
-    await daemon?.stop();
-    daemon = await startDaemon(home);
+    await h.stopDaemon();
+    await h.startDaemon();
     s = await status();
     expect(s.stopped).toBe(true);
     expect(s.stops[0]?.scope).toBe("machine");
 
-    await teamd(["resume"]);
+    await h.ok(["resume"]);
     s = await status();
     expect(s.stopped).toBe(false);
     expect(s.stops).toEqual([]);
-    expect(await teamd(["status"])).toMatch(/^stop: none$/m);
+    expect(await h.ok(["status"])).toMatch(/^stop: none$/m);
   }, 60_000);
 
   it("says the daemon is not running, with exit 4 and running: false", async () => {
-    await daemon?.stop();
-    daemon = undefined;
-    const r = await run(TEAMD, ["status", "--json"], env, 30_000, { cwd: repo });
+    await h.stopDaemon();
+    const r = await h.run(["status", "--json"]);
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout)).toMatchObject({ schema: "teamd.status/1", daemon: { running: false } });
-    const text = await run(TEAMD, ["status"], env, 30_000, { cwd: repo });
+    const text = await h.run(["status"]);
     expect(text.code).toBe(4);
     expect(text.stdout).toMatch(/the daemon is not running .*teamd serve/);
   });

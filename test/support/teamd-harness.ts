@@ -1,0 +1,211 @@
+import { execFile, execFileSync } from "node:child_process";
+import { chmodSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+import { makeTempHome, startDaemon, TEAMD, type DaemonProcess, type RunAs, type RunResult } from "./programs.js";
+import { makeRepo } from "./repo.js";
+
+/**
+ * One `teamd` for integration tests: a runner bound to a temporary folder, a repository in it,
+ * a `TEAMD_HOME` and an owner key, and the daemons it started (every one stopped, by its pid,
+ * at cleanup, whatever a failed assertion left). Tests name only what is special to them
+ * (extra environment, a timeout, the exit code they expect) through the options.
+ */
+export interface TeamdRunOptions {
+  /** Default: the harness's (60 s unless created with another). */
+  readonly timeoutMs?: number;
+  /** Merged over the harness's environment. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Default: the repository. */
+  readonly cwd?: string;
+  /** Run as this user (tests running as root use it to be an ordinary owner). */
+  readonly uid?: number;
+  readonly gid?: number;
+  /** Written to the program's stdin (then closed). */
+  readonly input?: string;
+  /** The exit code `ok` and `json` expect (default 0). */
+  readonly code?: number;
+}
+
+export interface DaemonOptions {
+  /** Merged over the harness's daemon environment (HOME = the temporary folder, then `daemonEnv`). */
+  readonly env?: NodeJS.ProcessEnv;
+  readonly args?: readonly string[];
+  readonly timeoutMs?: number;
+  readonly as?: RunAs;
+}
+
+/** A ledger record as `teamd log --json` prints it. */
+export interface LogRecord {
+  type: string;
+  action: string;
+  seq: number;
+  [key: string]: unknown;
+}
+
+export interface TeamdHarness {
+  readonly tmp: { dir: string; remove(): Promise<void> };
+  /** The temporary folder (also HOME for the CLI and the daemon). */
+  readonly dir: string;
+  readonly repo: string;
+  readonly home: string;
+  readonly ownerKey: string;
+  /** The team's hub, `TEAMD_HOME/hubs/<team>.git`. */
+  readonly hub: string;
+  /** The environment every run gets: TEAMD_HOME, TEAMD_OWNER_KEY, HOME. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The daemon started last (undefined before the first start and after `stopDaemon`). */
+  readonly daemon: DaemonProcess | undefined;
+  /** `teamd ARGS` to completion: its exit code and output. */
+  run(args: readonly string[], options?: TeamdRunOptions): Promise<RunResult>;
+  /** `teamd ARGS`, expecting its exit code (0 unless `options.code`): its stdout. */
+  ok(args: readonly string[], options?: TeamdRunOptions): Promise<string>;
+  /** `ok`, its stdout parsed as JSON (the caller adds `--json` where the command needs it). */
+  json<T = unknown>(args: readonly string[], options?: TeamdRunOptions): Promise<T>;
+  /** `teamd log --json EXTRA`, expecting exit 0: the records. */
+  records<T = LogRecord>(...extra: string[]): Promise<T[]>;
+  /** `teamd exec SEAT@TEAM -- ARGV`. */
+  exec(seat: string, argv: readonly string[], options?: TeamdRunOptions): Promise<RunResult>;
+  /** `teamd-shim ARGS` inside a seat. */
+  shim(seat: string, ...args: string[]): Promise<RunResult>;
+  /** A shell script inside a seat, in its repository, with a commit identity (`SEAT`, `SEAT@seat.invalid`). */
+  inSeat(seat: string, script: string): Promise<RunResult>;
+  /** git on the team's hub: trimmed stdout, or a thrown error. */
+  hubGit(...args: string[]): string;
+  /** A seat's socket: under `seat-sockets/` in system mode (as root), `run/seats/` otherwise. */
+  seatSocket(seat: string): string;
+  /** Start `teamd serve` on the harness's home and wait for its ready line. */
+  startDaemon(options?: DaemonOptions): Promise<DaemonProcess>;
+  /** Stop the current daemon (if any); its exit code. */
+  stopDaemon(): Promise<number | null | undefined>;
+  /** Stop every daemon this harness started that still runs (SIGCONT first: a test may have frozen it), then remove the folder. */
+  cleanup(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  /** The repository's files (default: a README). */
+  readonly files?: Record<string, string>;
+  /** Default 60 s. */
+  readonly timeoutMs?: number;
+  /** Added to every daemon's environment. */
+  readonly daemonEnv?: NodeJS.ProcessEnv;
+  /** Told of every run's result (tests that search everything the run produced). */
+  readonly onResult?: (result: RunResult) => void;
+}
+
+const TEAM = "proj";
+
+function runTeamd(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number, as: RunAs, input: string | undefined): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [TEAMD, ...args], { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...as }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+/**
+ * A temporary folder (opened to traversal, 0711, as root: in system mode the seat user must
+ * reach its folders under it) with a repository `proj`; no daemon yet. Files a test wants in
+ * TEAMD_HOME before the daemon starts are written between this and `startDaemon`.
+ */
+export async function createHarness(prefix: string, options: HarnessOptions = {}): Promise<TeamdHarness> {
+  const tmp = await makeTempHome(prefix);
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) chmodSync(tmp.dir, 0o711);
+  const repo = makeRepo(tmp.dir, TEAM, options.files);
+  const home = join(tmp.dir, "home");
+  const ownerKey = join(tmp.dir, "keys/owner.key");
+  const hub = join(home, `hubs/${TEAM}.git`);
+  const env: NodeJS.ProcessEnv = { TEAMD_HOME: home, TEAMD_OWNER_KEY: ownerKey, HOME: tmp.dir };
+  const defaultTimeout = options.timeoutMs ?? 60_000;
+  const started: DaemonProcess[] = [];
+  let current: DaemonProcess | undefined;
+
+  const run = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
+    const as: RunAs = { cwd: o.cwd ?? repo, ...(o.uid !== undefined ? { uid: o.uid } : {}), ...(o.gid !== undefined ? { gid: o.gid } : {}) };
+    const result = await runTeamd(args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as, o.input);
+    options.onResult?.(result);
+    return result;
+  };
+  const ok = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<string> => {
+    const r = await run(args, o);
+    expect(r.code, `teamd ${args.join(" ")}: ${r.stderr}${r.stdout}`).toBe(o.code ?? 0);
+    return r.stdout;
+  };
+  const running = (d: DaemonProcess) => d.child.exitCode === null && d.child.signalCode === null;
+
+  const harness: TeamdHarness = {
+    tmp,
+    dir: tmp.dir,
+    repo,
+    home,
+    ownerKey,
+    hub,
+    env,
+    get daemon() {
+      return current;
+    },
+    run,
+    ok,
+    json: async <T>(args: readonly string[], o?: TeamdRunOptions) => JSON.parse(await ok(args, o)) as T,
+    records: async <T>(...extra: string[]) => {
+      const out = (await ok(["log", "--json", ...extra])).trim();
+      return out === "" ? [] : out.split("\n").map((l) => JSON.parse(l) as T);
+    },
+    exec: (seat, argv, o) => run(["exec", `${seat}@${TEAM}`, "--", ...argv], o),
+    shim: (seat, ...args) => run(["exec", `${seat}@${TEAM}`, "--", "teamd-shim", ...args]),
+    inSeat: (seat, script) => run(["exec", `${seat}@${TEAM}`, "--", "sh", "-c", `git config user.name ${seat} && git config user.email ${seat}@seat.invalid && ${script}`]),
+    hubGit: (...args) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim(),
+    seatSocket: (seat) => join(home, asRoot ? `seat-sockets/${TEAM}.${seat}.sock` : `run/seats/${TEAM}.${seat}.sock`),
+    async startDaemon(o: DaemonOptions = {}) {
+      current = await startDaemon(home, o.args ?? [], o.timeoutMs ?? 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, o.as);
+      started.push(current);
+      return current;
+    },
+    async stopDaemon() {
+      const d = current;
+      current = undefined;
+      return d?.stop();
+    },
+    async cleanup() {
+      try {
+        for (const d of started) {
+          if (!running(d)) continue;
+          if (d.child.pid !== undefined) process.kill(d.child.pid, "SIGCONT");
+          await d.stop();
+        }
+      } finally {
+        current = undefined;
+        await tmp.remove();
+      }
+    },
+  };
+  return harness;
+}
+
+/**
+ * `createHarness`, a daemon started and `teamd init --yes --json` run (expected to succeed):
+ * a registered team with no policy applied. On a failure the daemon is stopped and the folder
+ * removed before the error is thrown.
+ */
+export async function initTeam(prefix: string, options: HarnessOptions & { readonly daemon?: DaemonOptions } = {}): Promise<TeamdHarness> {
+  const h = await createHarness(prefix, options);
+  try {
+    await h.startDaemon(options.daemon);
+    await h.ok(["init", "--yes", "--json"]);
+  } catch (error) {
+    await h.cleanup();
+    throw error;
+  }
+  return h;
+}
+
+/** The harness's `teamd` exited 3 with `refused by RULE` on stderr; the result, for more checks. */
+export async function expectRefused(result: RunResult | Promise<RunResult>, rule: string): Promise<RunResult> {
+  const r = await result;
+  expect(r.code, r.stdout + r.stderr).toBe(3);
+  expect(r.stderr).toContain(`refused by ${rule}`);
+  return r;
+}
