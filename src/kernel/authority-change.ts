@@ -1,7 +1,8 @@
 import { type GranterSignature, checkTwoGranter, copyHoldsAdmin, sameCopy } from "./agreement.js";
 import { type LeaseRevocation, cascade } from "./cascade.js";
 import { canonicalJson } from "./canonical.js";
-import { type ConstraintProgram, type Violation, showSelector, violations } from "./constraints.js";
+import type { ConstraintProgram } from "./constraint-program.js";
+import { type Violation, showSelector, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
 import type { Principal } from "./principal.js";

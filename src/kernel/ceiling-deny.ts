@@ -17,17 +17,6 @@ import type { Dimension, OperationalCapability } from "./vocabulary.js";
  * branch) is inside a ceiling entry only where that entry is unconstrained on it, and denied
  * by a deny entry that is not empty on it — what is unsaid is read fail closed both ways.
  */
-export interface Ceiling {
-  /** Per capability, the alternative scopes it may reach; absent = no capability bound (only the lease-ttl). */
-  readonly capabilities?: Readonly<Partial<Record<OperationalCapability, readonly Scope[]>>>;
-  /** The hard maximum lifetime of any lease (§7), at most the tool maximum. */
-  readonly leaseTtlMs: number;
-}
-
-/** The tool maximum no lease may exceed, whatever the ceiling says (§7): 30 days. */
-export const TOOL_MAX_LEASE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
-/** The lease-ttl when the owner writes none: one day. */
-export const DEFAULT_LEASE_TTL_MS = 24 * 60 * 60 * 1000;
 
 type Point = Readonly<Partial<Record<Dimension, string | undefined>>>;
 

@@ -1,4 +1,4 @@
-import { type CardinalityConstraint, type ConstraintProgram, DEFAULT_REVIEW, type ReviewMode, type Selector } from "./constraints.js";
+import { type CardinalityConstraint, type ConstraintProgram, DEFAULT_REVIEW, type ReviewMode, type Selector } from "./constraint-program.js";
 import { isPlainObject } from "./records.js";
 import { type InputPath, type PolicyProblem, problem } from "./policy-input.js";
 import { OPERATIONAL_CAPABILITIES, type OperationalCapability } from "./vocabulary.js";

@@ -1,3 +1,4 @@
+import type { CardinalityConstraint, ConstraintProgram, ReviewMode, Selector } from "./constraint-program.js";
 import type { KernelFacts } from "./facts.js";
 import type { Seat } from "./policy.js";
 
@@ -6,65 +7,13 @@ export type HoldingSeat = Pick<Seat, "name" | "roles" | "authorities" | "byCapab
 import type { OperationalCapability } from "./vocabulary.js";
 
 /**
- * The owner-written constraint program of §5: minimum and maximum cardinality of the seats
- * holding a capability or a role, and mutual exclusion on one seat. It is owner-sovereign
- * (§8): only an owner act changes it, loosening or tightening (authority-change.ts).
- *
- * Checked at three times. At launch: the loader refuses a team file that breaks any of them
- * (static). On every authority change (add, remove, grant): `checkAuthorityChange` re-checks
- * all three over the resulting authority, atomically with the change. And where expiry,
+ * The constraint program (constraint-program.ts) checked over a set of seats, at three
+ * times. At launch: the loader refuses a team file that breaks any of them (static). On
+ * every authority change (add, remove, grant): `checkAuthorityChange` re-checks all three
+ * over the resulting authority, atomically with the change. And where expiry,
  * revocation or stop — which are not requests and always apply — leave a minimum unmet, the
  * acts it gates pause: `authorize` refuses them with `constraint.paused` until it is restored.
  */
-
-/** Which seats a constraint counts: holders of a capability, or of a role. */
-export type Selector =
-  | { readonly kind: "capability"; readonly capability: OperationalCapability }
-  | { readonly kind: "role"; readonly role: string };
-
-export interface MinimumConstraint {
-  readonly kind: "minimum";
-  readonly of: Selector;
-  readonly count: number;
-  /** The acts that pause while it is unmet: by default the gate and the merge (§5). */
-  readonly pauses: readonly OperationalCapability[];
-}
-
-export interface MaximumConstraint {
-  readonly kind: "maximum";
-  readonly of: Selector;
-  readonly count: number;
-}
-
-export interface ExclusionConstraint {
-  readonly kind: "exclusion";
-  /** No one seat may hold two of these. */
-  readonly of: readonly Selector[];
-}
-
-export type CardinalityConstraint = MinimumConstraint | MaximumConstraint | ExclusionConstraint;
-
-/**
- * The review mode (§5), per team. cross-lab: the lab of every author differs from the
- * gater's and the merger's, and a review floor counts reviewers of distinct labs; distinct-
- * seat: only distinct seats, and every decision names it so — it is never called cross-lab.
- */
-export interface ReviewMode {
-  readonly mode: "cross-lab" | "distinct-seat";
-  /** Reviewer seats (approving, independent) a gate and a merge need; 0 = no floor. */
-  readonly floor: number;
-}
-
-export interface ConstraintProgram {
-  readonly constraints: readonly CardinalityConstraint[];
-  readonly review: ReviewMode;
-  /** The owner bound deploy to the author-inequality of separation of duties (§5, §9). */
-  readonly deployAuthorInequality: boolean;
-}
-
-export const DEFAULT_REVIEW: ReviewMode = Object.freeze({ mode: "distinct-seat", floor: 0 });
-
-export const NO_CONSTRAINTS: ConstraintProgram = Object.freeze({ constraints: Object.freeze([]), review: DEFAULT_REVIEW, deployAuthorInequality: false });
 
 export function showSelector(s: Selector): string {
   return s.kind === "capability" ? s.capability : `role:${s.role}`;

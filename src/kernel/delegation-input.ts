@@ -1,5 +1,5 @@
 import type { Grant } from "./authority.js";
-import { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling-deny.js";
+import { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { problem } from "./policy-input.js";
 import { isPlainObject } from "./records.js";
 import type { Scope } from "./scope.js";

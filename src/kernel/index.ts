@@ -21,17 +21,10 @@ export {
   NO_FACTS,
   readFacts,
 } from "./facts.js";
-export {
-  type CardinalityConstraint,
-  type ConstraintProgram,
-  type ReviewMode,
-  type Selector,
-  type Violation,
-  NO_CONSTRAINTS,
-  lostMinimums,
-  violations,
-} from "./constraints.js";
-export { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS, boundaryRefusal, leaseBoundaryRefusal, leaseShadow } from "./ceiling-deny.js";
+export { type CardinalityConstraint, type ConstraintProgram, type ReviewMode, type Selector, NO_CONSTRAINTS } from "./constraint-program.js";
+export { type Violation, lostMinimums, violations } from "./constraints.js";
+export { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
+export { boundaryRefusal, leaseBoundaryRefusal, leaseShadow } from "./ceiling-deny.js";
 export { type LeaseFact } from "./facts.js";
 export { type Liveness, leaseAuthority, leaseLiveness } from "./lease-liveness.js";
 export { type LeaseDecision, type LeaseRequest, effectiveSeats, issueLease } from "./lease-issue.js";
@@ -42,7 +35,8 @@ export { type Principal } from "./principal.js";
 export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
 export { type DeployCommand, type Leads, type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
 export { type PolicyDiff, type SeatChange, diffPolicies } from "./policy-diff.js";
-export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult, compilePolicy } from "./policy-compile.js";
+export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult } from "./compiled-policy.js";
+export { compilePolicy } from "./policy-compile.js";
 export type { CapabilityInput, DeclareInput, InputPath, PolicyInput, PolicyProblem, RoleInput, ScopeInput, SeatInput, StartInput } from "./policy-input.js";
 export { type StartContext, startContextCanonical } from "./start-context.js";
 export { type DeployCommands, type DeployPush, type DeployPushes } from "./deploy-commands.js";

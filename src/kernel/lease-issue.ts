@@ -1,6 +1,7 @@
 import { type GranterSignature, checkTwoGranter } from "./agreement.js";
 import type { Authority } from "./authority.js";
-import { DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS, leaseBoundaryRefusal } from "./ceiling-deny.js";
+import { DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
+import { leaseBoundaryRefusal } from "./ceiling-deny.js";
 import { type HoldingSeat, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
 import { showDuration } from "./delegation-input.js";

@@ -1,12 +1,13 @@
 import type { Grant } from "./authority.js";
 import { type CanonicalValue, canonicalJson } from "./canonical.js";
-import { type ConstraintProgram, type HoldingSeat, type Selector, violations } from "./constraints.js";
+import type { ConstraintProgram, Selector } from "./constraint-program.js";
+import { type HoldingSeat, violations } from "./constraints.js";
 import { readConstraintProgram } from "./constraints-input.js";
-import type { Ceiling } from "./ceiling-deny.js";
+import type { CompiledRole, CompiledSeat, CompileResult } from "./compiled-policy.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
-import { type TaskTrackers, canonicalTaskTrackers, readTaskTrackers } from "./task-trackers.js";
-import { type DeployCommands, type DeployPushes, canonicalDeployCommands, deployFiles, readDeploys } from "./deploy-commands.js";
-import { type LeadsInput, readDelegation, showDuration } from "./delegation-input.js";
+import { canonicalTaskTrackers, readTaskTrackers } from "./task-trackers.js";
+import { canonicalDeployCommands, deployFiles, readDeploys } from "./deploy-commands.js";
+import { readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
 import { canonicalPath, compareStrings, showPath } from "./paths.js";
 import { type InputPath, type PolicyInput, type PolicyProblem, problem } from "./policy-input.js";
@@ -17,7 +18,7 @@ import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
 import { canonicalLimits } from "./start-limits.js";
-import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, type Vocabulary, resolveVocabulary } from "./vocabulary.js";
+import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, resolveVocabulary } from "./vocabulary.js";
 
 /**
  * Compiling the team file's data into what the kernel decides with (§3, §4, §6): the pinned
@@ -27,50 +28,6 @@ import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, 
  * seat's resolved capability set. Hashing happens outside (the kernel computes no hash);
  * sealPolicy (policy.ts) takes the hashes back in as data.
  */
-export interface CompiledRole {
-  readonly name: string;
-  readonly builtIn: boolean;
-  readonly template?: RoleTemplate;
-  readonly grants: readonly Grant[];
-  /** Canonical text of the resolved content; its hash identifies the role (§4, §10). */
-  readonly content: string;
-}
-
-export interface CompiledSeat {
-  readonly name: string;
-  readonly lab?: string;
-  readonly roles: readonly string[];
-  readonly direct: readonly Grant[];
-  /** Canonical text of the seat's resolved capability set (§10 same-copy, issue 5). */
-  readonly capabilities: string;
-  readonly start?: StartContext;
-}
-
-export interface CompiledPolicy {
-  readonly vocabulary: Vocabulary;
-  readonly team: string;
-  readonly declared: DeclaredSets;
-  readonly reserved: ReservedSet;
-  readonly roles: Readonly<Record<string, CompiledRole>>;
-  readonly seats: Readonly<Record<string, CompiledSeat>>;
-  /** The owner-written constraint program and review mode (§5). */
-  readonly constraints: ConstraintProgram;
-  /** The delegation settings (§7–§10); each absent when the file does not write it. */
-  readonly leads?: LeadsInput;
-  readonly ceiling?: Ceiling;
-  readonly deny?: readonly Grant[];
-  readonly twoGranter?: readonly OperationalCapability[];
-  /** The owner's deploy command per environment (§3, §10); absent when the file declares none. */
-  readonly deploys?: DeployCommands;
-  /** The owner's remotes a deploy pushes to under a declared account (§3 act-as); absent when none. */
-  readonly pushes?: DeployPushes;
-  /** The tracker of each task resource the file maps (§11); absent when it maps none. */
-  readonly trackers?: TaskTrackers;
-  /** The canonical form of the team file: independent of formatting and key order. */
-  readonly canonical: string;
-}
-
-export type CompileResult = { readonly ok: true; readonly policy: CompiledPolicy } | { readonly ok: false; readonly problems: readonly PolicyProblem[] };
 
 /** A scope in canonical data form; the root prefix is written `.`, so the form loads again. */
 function canonicalScope(scope: Scope): CanonicalValue {

@@ -1,8 +1,9 @@
 import type { AuthoritySource, Grant } from "./authority.js";
 import { canonicalJson } from "./canonical.js";
-import { type CardinalityConstraint, type ConstraintProgram, type Selector, showSelector } from "./constraints.js";
+import type { CardinalityConstraint, ConstraintProgram, Selector } from "./constraint-program.js";
+import { showSelector } from "./constraints.js";
 import { type DeclaredSets, NO_DECLARED_SETS } from "./declared.js";
-import { DEFAULT_LEASE_TTL_MS } from "./ceiling-deny.js";
+import { DEFAULT_LEASE_TTL_MS } from "./ceiling.js";
 import { showDuration } from "./delegation-input.js";
 import { compareStrings, showPath } from "./paths.js";
 import type { Policy, Seat } from "./policy.js";

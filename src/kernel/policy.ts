@@ -1,10 +1,10 @@
 import { type Authority, type AuthoritySource, type Grant, authorityId } from "./authority.js";
-import type { Ceiling } from "./ceiling-deny.js";
-import type { ConstraintProgram } from "./constraints.js";
+import type { Ceiling } from "./ceiling.js";
+import type { ConstraintProgram } from "./constraint-program.js";
 import type { DeclaredSets } from "./declared.js";
 import type { DeployPushes } from "./deploy-commands.js";
 import { deepFreeze } from "./freeze.js";
-import type { CompiledPolicy } from "./policy-compile.js";
+import type { CompiledPolicy } from "./compiled-policy.js";
 import type { ReservedSet } from "./reserved.js";
 import type { RoleTemplate } from "./roles.js";
 import type { StartContext } from "./start-context.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { CompiledPolicy } from "../kernel/policy-compile.js";
+import type { CompiledPolicy } from "../kernel/compiled-policy.js";
 import type { PolicyHashes } from "../kernel/policy.js";
 import { startContextCanonical } from "../kernel/start-context.js";
 
