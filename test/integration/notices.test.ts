@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Being told (§11), end to end with a real daemon, ledger and repository: a policy applied
@@ -33,36 +32,22 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 15_00
 type NoticeLine = { seq: number; team: string; about?: number; subject: string; text: string };
 
 describe("notices: recorded, told through the owner's hook, seen", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
   let told: string;
-  const teamd = async (args: string[], timeoutMs = 30_000) => {
-    const r = await run(TEAMD, args, env, timeoutMs, { cwd: repo });
-    expect(r.code, `teamd ${args.join(" ")}: ${r.stderr}`).toBe(0);
-    return r.stdout;
-  };
   const notices = async (...extra: string[]) =>
-    (await teamd(["notices", "--json", ...extra])).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as NoticeLine);
+    (await h.ok(["notices", "--json", ...extra])).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as NoticeLine);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-notices-");
-    repo = makeRepo(tmp.dir);
-    const home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key") };
-    told = join(tmp.dir, "told.jsonl");
-    daemon = await startDaemon(home);
-    await teamd(["init", "--yes"]);
+    h = await initTeam("teamd-notices-", { timeoutMs: 30_000 });
+    told = join(h.dir, "told.jsonl");
   }, 60_000);
   afterAll(async () => {
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("a policy applied becomes a notice naming its record; notices shows it once, then nothing new", async () => {
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    await teamd(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes"]);
     // The notice is appended just after the policy it is about: poll for it, bounded.
     let first: NoticeLine[] = [];
     const deadline = Date.now() + 15_000;
@@ -72,40 +57,40 @@ describe("notices: recorded, told through the owner's hook, seen", () => {
     }
     const policy = first.find((n) => n.subject === "policy applied (team proj)");
     expect(policy, JSON.stringify(first)).toBeDefined();
-    const log = (await teamd(["log", "--json"])).trim().split("\n").map((l) => JSON.parse(l) as { seq: number; type: string });
+    const log = (await h.ok(["log", "--json"])).trim().split("\n").map((l) => JSON.parse(l) as { seq: number; type: string });
     expect(log.find((r) => r.seq === policy?.about)?.type).toBe("policy");
     // The first plain `teamd notices` shows it and marks it seen; the next shows nothing new.
     expect((await notices()).map((n) => n.seq)).toContain(policy?.seq);
     expect(await notices()).toEqual([]);
-    const status = JSON.parse(await teamd(["status", "--json"])) as { notices: { unseen: number } };
+    const status = JSON.parse(await h.ok(["status", "--json"])) as { notices: { unseen: number } };
     expect(status.notices.unseen).toBe(0);
   });
 
   it("the owner's hook, loaded on SIGHUP, runs for each new notice with it on stdin; status counts the unseen", async () => {
     // argv, no shell of teamd's own: the hook appends what it is given to a file.
-    await teamd(["notices", "hook", "--", "sh", "-c", `cat >> '${told}'`]);
-    expect(JSON.parse(await teamd(["notices", "hook", "--json"])).hook).toEqual(["sh", "-c", `cat >> '${told}'`]);
-    daemon?.child.kill("SIGHUP");
-    await waitFor(() => (daemon?.stderr() ?? "").includes("notice hook: ["), "hook reloaded");
-    await teamd(["stop", "--all"]);
+    await h.ok(["notices", "hook", "--", "sh", "-c", `cat >> '${told}'`]);
+    expect(JSON.parse(await h.ok(["notices", "hook", "--json"])).hook).toEqual(["sh", "-c", `cat >> '${told}'`]);
+    h.daemon?.child.kill("SIGHUP");
+    await waitFor(() => (h.daemon?.stderr() ?? "").includes("notice hook: ["), "hook reloaded");
+    await h.ok(["stop", "--all"]);
     await waitFor(() => existsSync(told) && readFileSync(told, "utf8").includes("stop (this machine)"), "hook told of the stop");
     const lines = readFileSync(told, "utf8").trim().split("\n").map((l) => JSON.parse(l) as NoticeLine);
     expect(lines.every((l) => typeof l.seq === "number" && typeof l.about === "number")).toBe(true);
     expect(lines.filter((l) => l.subject === "policy applied (team proj)")).toHaveLength(0);
-    const status = JSON.parse(await teamd(["status", "--json"])) as { notices: { unseen: number } };
+    const status = JSON.parse(await h.ok(["status", "--json"])) as { notices: { unseen: number } };
     expect(status.notices.unseen).toBeGreaterThanOrEqual(1);
     const fresh = await notices();
     expect(fresh.some((n) => n.subject === "stop (this machine)")).toBe(true);
-    await teamd(["resume"]);
+    await h.ok(["resume"]);
   });
 
   it("refuses a hook file others may write, and says how to fix it", async () => {
-    const path = join(env.TEAMD_HOME as string, "notify.json");
+    const path = join(h.home, "notify.json");
     chmodSync(path, 0o666);
-    const r = await run(TEAMD, ["notices", "hook"], env, 15_000, { cwd: repo });
+    const r = await h.run(["notices", "hook"], { timeoutMs: 15_000 });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/writable by group or others: chmod 600/);
-    await teamd(["notices", "hook", "--clear"]);
+    await h.ok(["notices", "hook", "--clear"]);
     expect(existsSync(path)).toBe(false);
   });
 });
