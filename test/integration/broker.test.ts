@@ -3,8 +3,8 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, lstatSync, writeFileSy
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import type { DaemonProcess } from "../support/programs.js";
+import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { holdsCanary, startFakeGithub, type FakeGithub } from "../broker/fake-github.js";
 
@@ -40,77 +40,46 @@ ${seat(`      read: ~\n      use-broker: { task: ["gh:web", notes] }\n`)}  notes
 ${seat(`      read: ~\n      use-broker: { task: [notes] }\n`)}  nobroker:
 ${seat("      read: ~\n")}`;
 
-interface LogRecord {
-  type: string;
-  action: string;
-  seq: number;
-  [key: string]: unknown;
-}
-
 describe.runIf(process.platform === "linux")("the secret broker through real seats", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
+  let h: TeamdHarness;
   let daemon: DaemonProcess;
   let gh: FakeGithub;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
   let daemonOut = "";
   /** Everything the seats were answered, for the final grep. */
   const produced: string[] = [];
 
-  const teamd = async (args: string[], timeoutMs = 60_000) => {
-    const r = await run(TEAMD, args, env, timeoutMs, { cwd: repo });
-    produced.push(r.stdout, r.stderr);
-    return r;
-  };
-  const shim = (who: string, ...args: string[]) => teamd(["exec", `${who}@proj`, "--", "teamd-shim", ...args]);
   const ok = async (who: string, ...args: string[]) => {
-    const r = await shim(who, ...args);
+    const r = await h.shim(who, ...args);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
-  const refused = async (who: string, rule: string, ...args: string[]) => {
-    const r = await shim(who, ...args);
-    expect(r.code, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain(`refused by ${rule}`);
-  };
-  const records = async (): Promise<LogRecord[]> => {
-    const log = await teamd(["log", "--json"]);
-    return log.stdout.trim().split("\n").map((l) => JSON.parse(l) as LogRecord);
-  };
-  const socket = (who: string) => join(home, asRoot ? `seat-sockets/proj.${who}.sock` : `run/seats/proj.${who}.sock`);
+  const refused = (who: string, rule: string, ...args: string[]) => expectRefused(h.shim(who, ...args), rule);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-broker-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
+    h = await createHarness("teamd-broker-", { onResult: (r) => produced.push(r.stdout, r.stderr) });
     gh = await startFakeGithub({ token: TOKEN, owner: "acme", repo: "web" });
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
-    home = join(tmp.dir, "home");
     // The owner's tracker configuration: a 0600 file under TEAMD_HOME, outside every seat.
-    mkdirSync(join(home, "broker", "tasks", "proj", "notes"), { recursive: true, mode: 0o700 });
-    const config = join(home, "broker", "trackers.json");
+    mkdirSync(join(h.home, "broker", "tasks", "proj", "notes"), { recursive: true, mode: 0o700 });
+    const config = join(h.home, "broker", "trackers.json");
     writeFileSync(config, JSON.stringify({ trackers: { web: { kind: "github", repo: "acme/web", api: gh.url, token: TOKEN, assignee: "acme-bot" }, ops: { kind: "github", repo: "acme/ops", tokenEnv: "TEAMD_TEST_OPS_TOKEN" } } }), { mode: 0o600 });
     chmodSync(config, 0o600);
     // The embedded default tracker of `notes`: a folder of Markdown tasks; one of them carries the token.
-    const notes = join(home, "broker", "tasks", "proj", "notes");
+    const notes = join(h.home, "broker", "tasks", "proj", "notes");
     writeFileSync(join(notes, "login.md"), "---\ntitle: Fix the login redirect\nlabels: [bug]\n---\nIt loops.\n");
     writeFileSync(join(notes, "leak.md"), `---\ntitle: Leaky ${Buffer.from(TOKEN).toString("hex")}\n---\nfirst line\ntoken=${TOKEN}\nlast line\n`);
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir, TEAMD_TEST_OPS_TOKEN: ENV_TOKEN });
+    daemon = await h.startDaemon({ env: { TEAMD_TEST_OPS_TOKEN: ENV_TOKEN } });
     daemon.child.stdout?.on("data", (d: Buffer | string) => (daemonOut += String(d)));
-    expect((await teamd(["init", "--yes"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    await h.ok(["init", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "--team", "proj"]);
   }, 120_000);
 
   afterAll(async () => {
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.stopDaemon();
     await gh?.close();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("pulls the open tasks of a GitHub resource, pull requests left out, the planted token scrubbed", async () => {
@@ -132,7 +101,7 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     const claimed = await ok("plan", "broker", "claim", "gh:web", "2", "--json");
     expect(claimed.claimed).toMatchObject({ id: "2", claimed: true, assignee: "acme-bot" });
     expect(gh.issues.get(2)?.labels.map((l) => l.name)).toContain("teamd-claimed:proj/plan");
-    const log = await records();
+    const log = await h.records();
     for (const [action, target] of [["broker.pull", "gh:web"], ["broker.read", "gh:web#1"], ["broker.claim", "gh:web#2"]] as const) {
       const intent = log.find((r) => r.type === "intent" && r.action === action && JSON.stringify(r).includes(target));
       expect(intent, action).toBeDefined();
@@ -151,7 +120,7 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     expect(leak.title).toBe("[scrubbed by teamd: carries the tracker's credential]");
     expect(leak.body).toBe("first line\n[scrubbed by teamd: carries the tracker's credential]\nlast line\n");
     await ok("notesonly", "broker", "claim", "notes", "login", "--json");
-    expect(readFileSync(join(home, "broker/tasks/proj/notes/login.md"), "utf8")).toContain("claimed-by: proj/notesonly");
+    expect(readFileSync(join(h.home, "broker/tasks/proj/notes/login.md"), "utf8")).toContain("claimed-by: proj/notesonly");
     await refused("plan", "broker.claimed", "broker", "claim", "notes", "login");
     await refused("plan", "broker.task", "broker", "read", "notes", "nope");
   });
@@ -163,7 +132,7 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     await refused("plan", "scope.task", "broker", "pull", "gh:nope");
     // A claim runs under the tracker's credential: an account named on it is refused, never ignored.
     await refused("plan", "act-as.unmediated", "broker", "claim", "gh:web", "1", "--as", "owner-github");
-    const client = createRpcClient(ShimService, socket("plan"), { deadlineMs: 30_000 });
+    const client = createRpcClient(ShimService, h.seatSocket("plan"), { deadlineMs: 30_000 });
     try {
       const error = await client.broker({ requestId: "r-update", operation: "update", task: "gh:web", id: "1" }).then(() => undefined, (e: unknown) => e);
       expect(String(error)).toContain("broker.operation");
@@ -173,7 +142,7 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     } finally {
       client.close();
     }
-    const log = await records();
+    const log = await h.records();
     const refusals = log.filter((r) => r.type === "refusal" && r.action.startsWith("broker"));
     for (const rule of ["authority.none", "scope.task", "act-as.unmediated", "act-as.required", "broker.operation", "broker.claimed", "broker.task"]) {
       expect(refusals.some((r) => JSON.stringify(r).includes(rule)), rule).toBe(true);
@@ -183,10 +152,10 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
   });
 
   it("refuses with broker.tracker, naming chmod 600, while the owner's configuration is readable by others; a retried pull is answered with nothing (broker.replay)", async () => {
-    const config = join(home, "broker", "trackers.json");
+    const config = join(h.home, "broker", "trackers.json");
     chmodSync(config, 0o644);
     try {
-      const r = await shim("plan", "broker", "pull", "gh:web");
+      const r = await h.shim("plan", "broker", "pull", "gh:web");
       expect(r.code, r.stderr).toBe(3);
       expect(r.stderr).toContain("refused by broker.tracker");
       expect(r.stderr).toContain(`chmod 600 ${config}`);
@@ -194,9 +163,9 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     } finally {
       chmodSync(config, 0o600);
     }
-    const log = await records();
+    const log = await h.records();
     expect(log.some((r) => r.type === "refusal" && r.action === "broker.pull" && JSON.stringify(r).includes("broker.tracker"))).toBe(true);
-    const client = createRpcClient(ShimService, socket("plan"), { deadlineMs: 30_000 });
+    const client = createRpcClient(ShimService, h.seatSocket("plan"), { deadlineMs: 30_000 });
     try {
       const first = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" });
       expect(first.tasks.length).toBe(2);
@@ -209,32 +178,32 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
 
   it("a claim the tracker did not answer is recorded unknown, and that task stays blocked until the owner resolves it", async () => {
     gh.dropPosts.add(4);
-    const r = await shim("plan", "broker", "claim", "gh:web", "4");
+    const r = await h.shim("plan", "broker", "claim", "gh:web", "4");
     expect(r.code, r.stdout + r.stderr).toBe(3);
     expect(r.stderr).toContain("refused by broker.upstream");
     expect(r.stderr).toContain("may or may not have happened");
-    const log = await records();
+    const log = await h.records();
     const intent = log.find((x) => x.type === "intent" && x.action === "broker.claim" && JSON.stringify(x).includes("gh:web#4"));
     expect(log.find((x) => x.type === "outcome" && x.intentSeq === intent?.seq)).toMatchObject({ result: "unknown" });
     gh.dropPosts.delete(4);
-    const again = await shim("plan", "broker", "claim", "gh:web", "4");
+    const again = await h.shim("plan", "broker", "claim", "gh:web", "4");
     expect(again.code).toBe(3);
     expect(again.stderr).toContain("refused by ledger.unknown-outcome");
   });
 
   it("a seat cannot read the owner's configuration, and its environment holds no credential", async () => {
-    const cat = await teamd(["exec", "plan@proj", "--", "cat", join(home, "broker/trackers.json")]);
+    const cat = await h.run(["exec", "plan@proj", "--", "cat", join(h.home, "broker/trackers.json")]);
     expect(cat.code).not.toBe(0);
-    const seen = await teamd(["exec", "plan@proj", "--", "env"]);
+    const seen = await h.run(["exec", "plan@proj", "--", "env"]);
     expect(seen.code).toBe(0);
     expect(holdsCanary(seen.stdout, TOKEN)).toBeUndefined();
     expect(seen.stdout).not.toContain(ENV_TOKEN);
   });
 
   it("canaries: the token is in no reply, no ledger byte, no daemon log — everything the run produced is searched", async () => {
-    const verify = await teamd(["verify", "--json"]);
+    const verify = await h.run(["verify", "--json"]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
-    await records();
+    await h.records();
     // Every file under TEAMD_HOME but the owner's configuration itself: the ledger's SQLite
     // files (database, WAL), its head, flags, seat homes and repositories, the task folder.
     const files: string[] = [];
@@ -243,16 +212,16 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
         const p = join(dir, name);
         const st = lstatSync(p);
         if (st.isDirectory()) walk(p);
-        else if (st.isFile() && p !== join(home, "broker/trackers.json")) files.push(p);
+        else if (st.isFile() && p !== join(h.home, "broker/trackers.json")) files.push(p);
       }
     };
-    walk(home);
+    walk(h.home);
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
     expect(ledgerFiles.some((f) => f.endsWith(".db") || f.endsWith(".sqlite") || f.includes("sqlite")), ledgerFiles.join(", ")).toBe(true);
     // The search reads real record bytes: the ledger's files hold the broker's records (target names in clear).
     expect(Buffer.concat(ledgerFiles.map((f) => readFileSync(f))).includes("gh:web#2")).toBe(true);
     // The task file the owner wrote carries the token on purpose; every other byte must not.
-    const planted = join(home, "broker/tasks/proj/notes/leak.md");
+    const planted = join(h.home, "broker/tasks/proj/notes/leak.md");
     for (const f of files.filter((x) => x !== planted)) {
       const data = readFileSync(f);
       expect(holdsCanary(data, TOKEN), f).toBeUndefined();
