@@ -2,9 +2,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readdirSync, readFileSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import * as pty from "node-pty";
-import { run, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { appliedTeam } from "../support/applied-team.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * `teamd attach` and streaming `teamd exec` end to end (issue 7): a real daemon, a real seat
@@ -47,18 +48,12 @@ interface Terminal {
 }
 
 describe.runIf(process.platform === "linux")("attach and streaming exec through a real daemon", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
   const terminals: Terminal[] = [];
-
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
 
   /** The CLI in a pty of its own, as in a person's terminal. */
   function terminal(args: string[]): Terminal {
-    const term = pty.spawn(process.execPath, [TEAMD, ...args], { cols: 100, rows: 30, cwd: repo, env: { ...process.env, ...env } as Record<string, string> });
+    const term = pty.spawn(process.execPath, [TEAMD, ...args], { cols: 100, rows: 30, cwd: h.repo, env: { ...process.env, ...h.env } as Record<string, string> });
     let out = "";
     let exited = false;
     const waiters = new Set<() => void>();
@@ -104,9 +99,8 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   }
 
   beforeAll(async () => {
-    ({ tmp, repo, home, env, daemon } = await appliedTeam("teamd-attach-", TEAM_FILE));
-    const started = await teamd(["start", "talker@proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    h = await appliedTeam("teamd-attach-", TEAM_FILE);
+    await h.ok(["start", "talker@proj"]);
   }, 90_000);
   afterEach(async () => {
     for (const t of terminals.splice(0)) {
@@ -115,9 +109,8 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     }
   });
   afterAll(async () => {
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.cleanup();
   });
 
   it("replays the scrollback, relays keys and the window size both ways, and detaches on Ctrl-]", async () => {
@@ -145,7 +138,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   });
 
   it("records each attach and detach as owner acts, and none of the content anywhere under TEAMD_HOME", async () => {
-    const log = await teamd(["log", "--json"]);
+    const log = await h.run(["log", "--json"]);
     const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as { action?: string });
     const attaches = records.filter((r) => r.action === "seat.attach").length;
     const detaches = records.filter((r) => r.action === "seat.detach").length;
@@ -166,7 +159,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
         }
       }
     };
-    walk(home);
+    walk(h.home);
     expect(holders).toEqual([]);
   });
 
@@ -185,7 +178,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   });
 
   it("ends the attachment when the seat's command ends, saying how, and the seat is torn down", async () => {
-    const started = await teamd(["start", "brief@proj"]);
+    const started = await h.run(["start", "brief@proj"]);
     expect(started.code, started.stderr).toBe(0);
     const t = terminal(["attach", "brief@proj"]);
     await t.waitFor("ready-to-end");
@@ -193,9 +186,9 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     expect(await t.exit).toBe(0);
     expect(t.output()).toContain("bye");
     expect(t.output()).toMatch(/the seat's command ended \(exited 3\)/);
-    const status = JSON.parse((await teamd(["status", "--json"])).stdout) as { seats: Array<{ seat: string }> };
+    const status = JSON.parse((await h.run(["status", "--json"])).stdout) as { seats: Array<{ seat: string }> };
     expect(status.seats.map((s) => s.seat)).not.toContain("brief");
-    const log = await teamd(["log", "--json"]);
+    const log = await h.run(["log", "--json"]);
     const detach = log.stdout
       .trim()
       .split("\n")
@@ -207,7 +200,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   });
 
   it("refuses attach without a terminal, naming teamd exec", async () => {
-    const result = await teamd(["attach", "talker@proj"]);
+    const result = await h.run(["attach", "talker@proj"]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/needs a terminal/);
     expect(result.stderr).toMatch(/teamd exec/);
@@ -223,7 +216,7 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
   });
 
   it("keeps exec's stdout and stderr apart and its exit code", async () => {
-    const result = await teamd(["exec", "talker@proj", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
+    const result = await h.run(["exec", "talker@proj", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
     expect(result).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
   });
 });

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import type { DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { appliedTeam } from "../support/applied-team.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Per-seat limits and metering through a real daemon (issue 7, "Linux launcher"): a seat whose
@@ -83,40 +84,34 @@ interface SeatJson {
 }
 
 describe.runIf(process.platform === "linux")("seat limits and metering through a real daemon", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
   const status = async (): Promise<SeatJson[]> => {
-    const result = await teamd(["status", "--json"]);
+    const result = await h.run(["status", "--json"]);
     expect(result.code, result.stderr).toBe(0);
     return (JSON.parse(result.stdout) as { seats: SeatJson[] }).seats;
   };
-  const registered = (seat: string) => JSON.parse(readFileSync(join(home, "run/seats.d", `proj.${seat}.json`), "utf8")) as { cgroups?: string[] };
+  const registered = (seat: string) => JSON.parse(readFileSync(join(h.home, "run/seats.d", `proj.${seat}.json`), "utf8")) as { cgroups?: string[] };
 
   beforeAll(async () => {
-    ({ tmp, repo, home, env, daemon } = await appliedTeam("teamd-limits-", TEAM_FILE));
+    h = await appliedTeam("teamd-limits-", TEAM_FILE);
   }, 60_000);
 
   afterAll(async () => {
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.cleanup();
   }, 60_000);
 
   describe.runIf(asRoot)("as root: the seat's own cgroups", () => {
     it("a low processes limit is the seat's own: two processes are enough to start it", async () => {
-      const started = await teamd(["start", "tight@proj", "--json"]);
+      const started = await h.run(["start", "tight@proj", "--json"]);
       expect(started.code, started.stdout + started.stderr).toBe(0);
-      const exec = await teamd(["exec", "tight@proj", "--", "sh", "-c", "sleep 1 & sleep 1 & wait; echo done"]);
+      const exec = await h.run(["exec", "tight@proj", "--", "sh", "-c", "sleep 1 & sleep 1 & wait; echo done"]);
       expect(exec.stdout + exec.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i); // the seat's budget is 2, the exec's shell forks past it
-      expect((await teamd(["stop", "tight@proj"])).code).toBe(0);
+      expect((await h.run(["stop", "tight@proj"])).code).toBe(0);
     }, 120_000);
 
     it("starts the seat in its cgroups with the limits in force; status meters a busy seat; stop removes them", async () => {
-      const started = await teamd(["start", "busy@proj", "--json"]);
+      const started = await h.run(["start", "busy@proj", "--json"]);
       expect(started.code, started.stderr).toBe(0);
       const leaves = registered("busy").cgroups ?? [];
       const leaf = (h: string) => leaves.find((l) => l.startsWith(`/sys/fs/cgroup/${h}/`)) as string;
@@ -140,26 +135,26 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       // Reported, not asserted (no timing asserts): the busy loop's CPU per wall second under cpus: 0.5.
       console.log(`seat-limits: busy seat under cpus 0.5 used ${first.cpuMs - c0} ms CPU in ${Date.now() - t0} ms wall; memory ${first.memoryBytes} bytes`);
       expect(first.memoryBytes).toBeGreaterThan(0);
-      const text = await teamd(["status"]);
+      const text = await h.run(["status"]);
       expect(text.stdout).toMatch(/busy@proj +running .*\n +limits: .*cgroup v2.*; cpu \d+ ms, memory [\d.]+ MiB \(cgroup\)/);
 
       // teamd exec joins the same cgroups (one budget): its process is counted there.
-      const exec = await teamd(["exec", "busy@proj", "--", "sh", "-c", "cat /proc/self/cgroup | grep -c teamd"]);
+      const exec = await h.run(["exec", "busy@proj", "--", "sh", "-c", "cat /proc/self/cgroup | grep -c teamd"]);
       expect(exec.code, exec.stderr).toBe(0);
       expect(Number(exec.stdout.trim())).toBe(leaves.length);
 
-      const stopped = await teamd(["stop", "busy@proj"]);
+      const stopped = await h.run(["stop", "busy@proj"]);
       expect(stopped.code, stopped.stderr).toBe(0);
       for (const l of leaves) expect(existsSync(l), l).toBe(false);
     }, 120_000);
 
     it("after kill -9 of the daemon, the next start kills and sweeps the seat's cgroups (a `teamd exec` left in them too)", async () => {
-      const started = await teamd(["start", "soft@proj", "--json"]);
+      const started = await h.run(["start", "soft@proj", "--json"]);
       expect(started.code, started.stderr).toBe(0);
       const leaves = registered("soft").cgroups ?? [];
       expect(leaves.length).toBeGreaterThan(0);
       // An exec that outlives its caller: its own pid namespace, in the seat's cgroups.
-      const lingering = teamd(["exec", "soft@proj", "--", "sleep", "3600"], 120_000);
+      const lingering = h.run(["exec", "soft@proj", "--", "sleep", "3600"], { timeoutMs: 120_000 });
       const pidsLeaf = leaves.find((l) => l.startsWith("/sys/fs/cgroup/pids/")) as string;
       for (let i = 0; i < 100 && readFileSync(join(pidsLeaf, "cgroup.procs"), "utf8").trim().split("\n").length < 4; i++) await sleep(50);
       const inside = readFileSync(join(pidsLeaf, "cgroup.procs"), "utf8").trim().split("\n").map(Number);
@@ -167,14 +162,14 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       const before = inside.map(identity).filter((w): w is string => w !== undefined);
       expect(before.length).toBe(inside.length);
 
-      const old = daemon as DaemonProcess;
+      const old = h.daemon as DaemonProcess;
       process.kill(old.child.pid as number, "SIGKILL");
       await new Promise<void>((resolve) => (old.child.exitCode !== null || old.child.signalCode !== null ? resolve() : old.child.once("exit", () => resolve())));
       // The crash left the folders (bwrap's --die-with-parent may already have ended the
       // processes with the daemon; the folders stay until someone removes them).
       for (const l of leaves) expect(existsSync(l), l).toBe(true);
 
-      daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+      await h.startDaemon();
       for (const l of leaves) expect(existsSync(l), l).toBe(false);
       // None of the seat's processes runs any more (gone, or a zombie waiting to be reaped).
       for (const who of before) expect(identity(Number(who.split("@")[0])), who).not.toBe(who);
@@ -185,30 +180,30 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
   describe.runIf(!asRoot)("as an ordinary user: rlimits, partial", () => {
     it("starts a seat asking for memory and processes with rlimits, and says partial; refuses a CPU quota", async () => {
       console.log("seat-limits: not root — no cgroup to write here; testing the rlimit fallback (the cgroup tests need root)");
-      const started = await teamd(["start", "soft@proj", "--json"]);
+      const started = await h.run(["start", "soft@proj", "--json"]);
       expect(started.code, started.stderr).toBe(0);
       const [seat] = await status();
       expect(seat?.limits).toMatch(/^partial: memory: RLIMIT_DATA/);
       expect(seat?.cgroup).toMatch(/^none: /);
       expect(seat?.meteredBy).toBe("proc walk");
       expect(seat?.memoryBytes).toBeGreaterThan(0);
-      expect((await teamd(["stop", "soft@proj"])).code).toBe(0);
-      const busy = await teamd(["start", "busy@proj", "--json"]);
+      expect((await h.run(["stop", "soft@proj"])).code).toBe(0);
+      const busy = await h.run(["start", "busy@proj", "--json"]);
       expect(busy.code).toBe(3);
       expect(JSON.parse(busy.stdout)).toMatchObject({ rule: "containment.limit", reason: expect.stringMatching(/cpus/) });
       // RLIMIT_NPROC counts the whole uid: a low processes limit cannot even start the seat, and says why.
-      const tight = await teamd(["start", "tight@proj", "--json"]);
+      const tight = await h.run(["start", "tight@proj", "--json"]);
       expect(tight.code).toBe(3);
       expect(JSON.parse(tight.stdout)).toMatchObject({ rule: "containment.limit", reason: expect.stringMatching(/RLIMIT_NPROC, which counts every process and thread/) });
     }, 120_000);
   });
 
   it("a seat that asks for no limits runs without any, and is metered", async () => {
-    const started = await teamd(["start", "plain@proj", "--json"]);
+    const started = await h.run(["start", "plain@proj", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     const seat = (await status()).find((s) => s.seat === "plain");
     expect(seat?.limits).toBe("none");
     expect(seat?.meteredBy).toBe(asRoot ? "cgroup" : "proc walk");
-    expect((await teamd(["stop", "plain@proj"])).code).toBe(0);
+    expect((await h.run(["stop", "plain@proj"])).code).toBe(0);
   }, 120_000);
 });
