@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { run, TEAMD, type DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { waitFor } from "../support/wait.js";
 import { appliedTeam } from "../support/applied-team.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * `teamd freeze` / `teamd thaw` through a real daemon and a real contained seat (issue 7: the
@@ -40,14 +40,10 @@ interface SeatJson {
 }
 
 describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops where it stands, and runs on", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
   const seatStatus = async (): Promise<SeatJson | undefined> => {
-    const result = await teamd(["status", "--json"]);
+    const result = await h.run(["status", "--json"]);
     expect(result.code, result.stderr).toBe(0);
     return (JSON.parse(result.stdout) as { seats: SeatJson[] }).seats.find((s) => s.seat === "counter");
   };
@@ -64,21 +60,16 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
     await sleep(ms);
     return count(seat) !== before;
   };
-  const records = async (action: string) => {
-    const log = await teamd(["log", "--json"]);
-    return log.stdout.trim().split("\n").map((l) => JSON.parse(l) as { action: string; actor: string; type: string }).filter((r) => r.action === action);
-  };
+  const records = async (action: string) => (await h.records<{ action: string; actor: string; type: string }>()).filter((r) => r.action === action);
 
   beforeAll(async () => {
-    ({ tmp, repo, env, daemon } = await appliedTeam("teamd-freeze-", TEAM_FILE));
-    const started = await teamd(["start", "counter@proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    h = await appliedTeam("teamd-freeze-", TEAM_FILE);
+    await h.ok(["start", "counter@proj"]);
   }, 90_000);
 
   afterAll(async () => {
-    await teamd(["stop", "counter@proj"]).catch(() => undefined);
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.run(["stop", "counter@proj"]).catch(() => undefined);
+    await h?.cleanup();
   }, 60_000);
 
   describe.runIf(asRoot)("as root: the seat's own v2 cgroup", () => {
@@ -89,25 +80,25 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
       // The control: running, the count moves.
       expect(await moved(seat)).toBe(true);
 
-      const frozen = await teamd(["freeze", "counter@proj", "--json"]);
+      const frozen = await h.run(["freeze", "counter@proj", "--json"]);
       expect(frozen.code, frozen.stderr).toBe(0);
       expect(JSON.parse(frozen.stdout)).toMatchObject({ frozen: true, seq: expect.any(Number) });
       expect(await moved(seat, 600)).toBe(false);
       expect(await seatStatus()).toMatchObject({ state: "running", frozen: true });
-      expect((await teamd(["status"])).stdout).toMatch(/counter@proj {2}running \(FROZEN: teamd thaw\)/);
+      expect((await h.run(["status"])).stdout).toMatch(/counter@proj {2}running \(FROZEN: teamd thaw\)/);
       // Freezing twice is no second act.
-      expect(JSON.parse((await teamd(["freeze", "counter@proj", "--json"])).stdout)).toMatchObject({ frozen: true, seq: null });
+      expect(JSON.parse((await h.run(["freeze", "counter@proj", "--json"])).stdout)).toMatchObject({ frozen: true, seq: null });
 
-      const exec = await teamd(["exec", "counter@proj", "--", "true"]);
+      const exec = await h.run(["exec", "counter@proj", "--", "true"]);
       expect(exec.code).toBe(3);
       expect(exec.stderr).toContain("refused by seat.frozen");
 
-      const thawed = await teamd(["thaw", "counter@proj"]);
+      const thawed = await h.run(["thaw", "counter@proj"]);
       expect(thawed.code, thawed.stderr).toBe(0);
       expect(thawed.stdout).toMatch(/thawed \(record \d+\)/);
       expect(await moved(seat)).toBe(true);
       expect((await seatStatus())?.frozen).toBe(false);
-      expect((await teamd(["exec", "counter@proj", "--", "true"])).code).toBe(0);
+      expect((await h.run(["exec", "counter@proj", "--", "true"])).code).toBe(0);
 
       // Each act was recorded, by the owner, before it happened.
       expect(await records("seat.freeze")).toHaveLength(1);
@@ -116,14 +107,14 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
 
     it("a frozen seat still stops: no process of it is left", async () => {
       const seat = (await seatStatus()) as SeatJson;
-      expect((await teamd(["freeze", "counter@proj"])).code).toBe(0);
+      expect((await h.run(["freeze", "counter@proj"])).code).toBe(0);
       expect(existsSync(`/proc/${seat.initPid}`)).toBe(true);
-      const stopped = await teamd(["stop", "counter@proj"]);
+      const stopped = await h.run(["stop", "counter@proj"]);
       expect(stopped.code, stopped.stderr).toBe(0);
       expect(await waitFor(() => !existsSync(`/proc/${seat.initPid}`), 10_000)).toBe(true);
       expect(await seatStatus()).toBeUndefined();
       // Started again, it runs (a new run is never born frozen).
-      expect((await teamd(["start", "counter@proj"])).code).toBe(0);
+      expect((await h.run(["start", "counter@proj"])).code).toBe(0);
       const again = (await seatStatus()) as SeatJson;
       expect(again.frozen).toBe(false);
       expect(await waitFor(() => count(again) > 0, 10_000)).toBe(true);
@@ -134,7 +125,7 @@ describe.runIf(process.platform === "linux")("teamd freeze / thaw: a seat stops 
   describe.runIf(!asRoot)("as an ordinary user: no cgroup of its own", () => {
     it("the freeze is refused, naming why and the fix; the seat runs on", async () => {
       const seat = (await seatStatus()) as SeatJson;
-      const frozen = await teamd(["freeze", "counter@proj"]);
+      const frozen = await h.run(["freeze", "counter@proj"]);
       expect(frozen.code).toBe(3);
       expect(frozen.stderr).toContain("refused by containment.freeze");
       expect(frozen.stderr).toContain("run the daemon as root");
