@@ -2,7 +2,7 @@ import { PrincipalKind, RecordType, RevocationSubject, TargetKind, type RecordHe
 import type { LeaseFact } from "../kernel/facts.js";
 import type { WalkedRecord } from "./chain-walk.js";
 import { toSafeNumber, type PrincipalInit } from "./codec.js";
-import type { RecordDraft } from "./ledger-api.js";
+import type { RecordDraft } from "./record-draft.js";
 
 /**
  * Lease records and their revocations (§7, §15), both ways: the draft a lease or a

@@ -1,13 +1,13 @@
 import type { RecordType, RevocationSubject } from "../gen/teamd/v1/ledger_pb.js";
 import type { Refusal } from "../kernel/decision.js";
-import type { PrincipalInit, RecordPayloadInit } from "./codec.js";
 import type { AppendResult } from "./commit.js";
 import type { Effect, SubmitReply, SubmitRequest } from "./dispatch.js";
 import type { LedgerEntry } from "./entry.js";
 import type { FlagRead } from "./flags.js";
 import type { DaemonSigner, PublicKey } from "./keys.js";
-import type { CapabilityUseInit, HeadObservation } from "./owner-act.js";
+import type { HeadObservation } from "./owner-act.js";
 import type { LedgerPaths } from "./paths.js";
+import type { RecordDraft } from "./record-draft.js";
 import type { Head } from "./seal.js";
 import type { LedgerState } from "./state.js";
 import type { VerifyProgress, VerifyResult } from "./verify.js";
@@ -44,18 +44,6 @@ export interface LedgerOptions {
   /** Least time between two attempts to reopen an unavailable store. Default 1000. */
   readonly reopenIntervalMs?: number;
   readonly log?: (line: string) => void;
-}
-
-/** A record the daemon (or a seat through it) appends: never an owner act, never intent/outcome. */
-export interface RecordDraft {
-  readonly type: RecordType;
-  readonly team?: string;
-  readonly actor: PrincipalInit;
-  readonly signer?: PrincipalInit;
-  readonly claimedName?: string;
-  readonly action: string;
-  readonly capability?: CapabilityUseInit;
-  readonly payload: RecordPayloadInit;
 }
 
 /** A stop or revocation: in force as a flag at once; recorded now if the store allows. */

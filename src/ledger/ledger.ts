@@ -27,7 +27,8 @@ import { verifyStore } from "./verify.js";
 import { createView, type ViewProjector } from "./view.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
 
-export type { AppendedRecord, FlagReply, Ledger, LedgerOptions, RecordDraft } from "./ledger-api.js";
+export type { AppendedRecord, FlagReply, Ledger, LedgerOptions } from "./ledger-api.js";
+export type { RecordDraft } from "./record-draft.js";
 
 const OWNER_ONLY_TYPES = new Set([RecordType.GENESIS, RecordType.STOP, RecordType.RESUME, RecordType.RECONCILE, RecordType.INTENT, RecordType.OUTCOME]);
 

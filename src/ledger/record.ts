@@ -13,7 +13,7 @@ import type { WalkedRecord } from "./chain-walk.js";
 import type { Flag } from "./flags.js";
 import type { CapabilityUseInit, CheckedOwnerAct, HeadObservation } from "./owner-act.js";
 import type { StoredRecord } from "./store.js";
-import type { RecordDraft } from "./ledger-api.js";
+import type { RecordDraft } from "./record-draft.js";
 import type { LedgerView } from "./view.js";
 
 /**
