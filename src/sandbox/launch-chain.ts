@@ -1,5 +1,5 @@
 import { BASH } from "./close-fds.js";
-import type { CgroupPlacement, LaunchResult, SeatIo, SeatProcess } from "./launcher.js";
+import type { CgroupPlacement, LaunchResult, SeatIo, SeatProcess } from "./launcher-types.js";
 import type { SandboxPlan } from "./plan-types.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";

@@ -2,7 +2,7 @@ import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { lstat, readlink } from "node:fs/promises";
 import { BLOCK_FD, bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
-import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher.js";
+import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher-types.js";
 import { BWRAP_PROTOCOL } from "./launch-protocol.js";
 import { startedOnPipes } from "./launcher-pipes.js";
 import { LINUX_BASE } from "./linux-base.js";

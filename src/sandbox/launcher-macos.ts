@@ -1,4 +1,4 @@
-import type { Launcher, LaunchResult, ProbeResult } from "./launcher.js";
+import type { Launcher, LaunchResult, ProbeResult } from "./launcher-types.js";
 import { refuseContainment } from "./refusal.js";
 
 /**

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmod, lstat, mkdir, readlink, rename, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { BASH } from "./close-fds.js";
-import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher.js";
+import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher-types.js";
 import { explainNproc, launchChain, type ChainOptions } from "./launch-chain.js";
 import { UNCONTAINED_PROTOCOL } from "./launch-protocol.js";
 import { startedOnPipes } from "./launcher-pipes.js";

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import { PassThrough, type Readable } from "node:stream";
-import type { CgroupPlacement, LaunchRequest, LaunchResult, SeatExit, SeatProcess } from "./launcher.js";
+import type { CgroupPlacement, LaunchRequest, LaunchResult, SeatExit, SeatProcess } from "./launcher-types.js";
 import type { LaunchProtocol } from "./launch-protocol.js";
 import { BLOCK_FD, STATUS_FD } from "./bwrap-args.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";

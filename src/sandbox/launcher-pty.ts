@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { BASH, closeFdsScript } from "./close-fds.js";
 import { BWRAP_PROTOCOL, type LaunchProtocol } from "./launch-protocol.js";
 import { selfReportingWrapper } from "./uncontained-args.js";
-import type { LaunchResult, SeatExit, SeatProcess } from "./launcher.js";
+import type { LaunchResult, SeatExit, SeatProcess } from "./launcher-types.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import type * as NodePtyModule from "node-pty";
 
