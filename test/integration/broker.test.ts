@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import type { DaemonProcess } from "../support/programs.js";
-import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
+import { createHarness, expectRefused, type TeamdHarness } from "../support/teamd-harness.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { holdsCanary, startFakeGithub, type FakeGithub } from "../broker/fake-github.js";
 
