@@ -1,6 +1,6 @@
 import type { Refusal } from "../kernel/decision.js";
 import { isAtOrUnder, isCanonicalAbsolute } from "../objects/paths.js";
-import type { MountOp, ReservedFact } from "./plan-types.js";
+import type { EgressInput, MountOp, PlanEgress, ReservedFact } from "./plan-types.js";
 import { refuseContainment } from "./refusal.js";
 
 /**
@@ -12,20 +12,8 @@ import { refuseContainment } from "./refusal.js";
  * command run in this plan (`teamd start` and `teamd exec` alike, each its own namespace)
  * finds the proxy listening. Each proxied connection goes to the daemon over the seat's
  * egress socket (/run/teamd/egress.sock), where it is decided (daemon/seat/egress.ts).
+ * What it takes and gives (EgressInput, PlanEgress) is plan data, in plan-types.ts.
  */
-export interface EgressInput {
-  /** The seat's egress socket on the host (canonical). */
-  readonly socket: string;
-  /** The egress launcher bundle on the host (canonical). */
-  readonly launcher: string;
-}
-
-export interface PlanEgress {
-  readonly socket: { readonly host: string; readonly inside: string };
-  /** Prepended to every command run in the plan: node, the launcher, "--". */
-  readonly argv: readonly string[];
-  readonly proxy: string;
-}
 
 export const EGRESS_INSIDE = Object.freeze({ socket: "/run/teamd/egress.sock", launcher: "/run/teamd/egress.mjs" });
 export const EGRESS_PROXY = "127.0.0.1:3128";

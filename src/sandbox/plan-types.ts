@@ -1,4 +1,3 @@
-import type { EgressInput, PlanEgress } from "./plan-egress.js";
 /**
  * The data the plan compiler takes and the data it returns (src/sandbox/plan.ts). Both are
  * plain data: the compiler is pure, the launcher and the host-facts reader are the only
@@ -96,6 +95,26 @@ export type Limits =
       /** RLIMIT_NOFILE, per process (exactly what it says, with or without a cgroup). */
       readonly openFiles?: number;
     };
+
+/**
+ * A seat's egress (§12), as the plan takes it and as it returns it; plan-egress.ts builds the
+ * one from the other. Here, with the rest of the plan's data, because PlanInput and
+ * SandboxPlan carry them and plan-egress.ts needs MountOp and ReservedFact: beside the
+ * builder, the two files imported each other.
+ */
+export interface EgressInput {
+  /** The seat's egress socket on the host (canonical). */
+  readonly socket: string;
+  /** The egress launcher bundle on the host (canonical). */
+  readonly launcher: string;
+}
+
+export interface PlanEgress {
+  readonly socket: { readonly host: string; readonly inside: string };
+  /** Prepended to every command run in the plan: node, the launcher, "--". */
+  readonly argv: readonly string[];
+  readonly proxy: string;
+}
 
 export interface PlanInput {
   readonly seat: SeatName;
