@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Leases end to end (issue 6), through a real hub, real contained seats and the real ledger:
@@ -43,45 +41,21 @@ ${seat("anthropic", "      read: ~\n      write: { path: src/ }\n      gate: ~\n
 ${seat("openai", "      read: ~\n")}  mrg:
 ${seat("openai", "      read: ~\n")}`;
 
-interface LogRecord {
-  type: string;
-  action: string;
-  [key: string]: unknown;
-}
-
 describe.runIf(process.platform === "linux")("leases through real seats", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess;
-  let repo: string;
-  let hub: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
   let ledgerMoved = false;
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const shim = (who: string, ...args: string[]) => teamd(["exec", `${who}@proj`, "--", "teamd-shim", ...args]);
   const shimJson = async <T>(who: string, ...args: string[]): Promise<T> => {
-    const r = await shim(who, ...args, "--json");
+    const r = await h.shim(who, ...args, "--json");
     expect(r.code, r.stdout + r.stderr).toBe(0);
     return JSON.parse(r.stdout) as T;
   };
-  const inSeat = (who: string, script: string) => teamd(["exec", `${who}@proj`, "--", "sh", "-c", `git config user.name ${who} && git config user.email ${who}@seat.invalid && ${script}`]);
-  const hubGit = (...args: string[]) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim();
-  const refused = async (result: Promise<{ code: number | null; stdout: string; stderr: string }>, rule: string) => {
-    const r = await result;
-    expect(r.code, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain(`refused by ${rule}`);
-  };
-  const records = async (): Promise<LogRecord[]> => {
-    const log = await teamd(["log", "--json"]);
-    return log.stdout.trim().split("\n").map((l) => JSON.parse(l) as LogRecord);
-  };
   /** A fresh change on seat/exec/NAME, reviewed and gated by rev (another lab): ready to merge. */
   const gatedChange = async (name: string) => {
-    const pushed = await inSeat("exec", `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`);
+    const pushed = await h.inSeat("exec", `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
-    expect((await shim("rev", "review", `seat/exec/${name}`, "--approve")).code).toBe(0);
-    const gate = await shim("rev", "gate", `seat/exec/${name}`, "--pass");
+    expect((await h.shim("rev", "review", `seat/exec/${name}`, "--approve")).code).toBe(0);
+    const gate = await h.shim("rev", "gate", `seat/exec/${name}`, "--pass");
     expect(gate.code, gate.stderr).toBe(0);
   };
 
@@ -89,7 +63,7 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
 
   /** A seat's call on its own socket runs the guards, which reopen a store that came back; wait for that. */
   const storeBack = async () => {
-    const socket = join(home, asRoot ? "seat-sockets/proj.mrg.sock" : "run/seats/proj.mrg.sock");
+    const socket = h.seatSocket("mrg");
     for (let i = 0; i < 40; i++) {
       const client = createRpcClient(ShimService, socket, { deadlineMs: 5_000 });
       const who = await client.whoAmI({}).finally(() => client.close());
@@ -100,30 +74,20 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-leases-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "src/a.txt": "a\n" });
-    home = join(tmp.dir, "home");
-    hub = join(home, "hubs/proj.git");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
-    expect((await teamd(["init", "--yes"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE("main"));
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    h = await initTeam("teamd-leases-", { files: { "README.md": "hello\n", "src/a.txt": "a\n" } });
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE("main"));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
-    if (ledgerMoved) renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
-    await tmp?.remove();
+    if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.cleanup();
   });
 
   it("a seat without merge is refused; leads leases it merge(main); whoami and lease list show it; it merges", async () => {
     await gatedChange("one");
-    await refused(shim("mrg", "merge", "seat/exec/one"), "authority.none");
+    await expectRefused(h.shim("mrg", "merge", "seat/exec/one"), "authority.none");
     const issued = await shimJson<{ leaseId: string; live: boolean; rootGrant: string; issuer: string; holder: string }>("lead", "lease", "issue", "mrg", "merge", "branch=main", "--ttl", "1h");
     expect(issued).toMatchObject({ live: true, issuer: "lead", holder: "mrg", rootGrant: "leads:envelope/merge/0" });
     leaseId = issued.leaseId;
@@ -131,28 +95,28 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     expect(who.leases).toEqual([expect.objectContaining({ leaseId, capability: "merge" })]);
     const listed = await shimJson<{ leases: { leaseId: string; live: boolean }[] }>("exec", "lease", "list");
     expect(listed.leases).toEqual([expect.objectContaining({ leaseId, live: true })]);
-    const trunk = hubGit("rev-parse", "refs/heads/main");
+    const trunk = h.hubGit("rev-parse", "refs/heads/main");
     const merged = await shimJson<{ commit: string }>("mrg", "merge", "seat/exec/one");
-    expect(hubGit("rev-parse", "refs/heads/main")).toBe(merged.commit);
+    expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(merged.commit);
     expect(merged.commit).not.toBe(trunk);
   }, 120_000);
 
   it("a re-lease wider than its parent, or back up to leads, is refused with its rule, and recorded", async () => {
-    await refused(shim("mrg", "lease", "issue", "rev", "merge", "*", "--ttl", "30m", "--parent", leaseId), "lease.wider");
-    await refused(shim("mrg", "lease", "issue", "lead", "merge", "branch=main", "--ttl", "30m", "--parent", leaseId), "lease.ancestor");
-    await refused(shim("mrg", "lease", "issue", "rev", "merge", "branch=main", "--ttl", "30m"), "lease.parent");
-    const log = await records();
+    await expectRefused(h.shim("mrg", "lease", "issue", "rev", "merge", "*", "--ttl", "30m", "--parent", leaseId), "lease.wider");
+    await expectRefused(h.shim("mrg", "lease", "issue", "lead", "merge", "branch=main", "--ttl", "30m", "--parent", leaseId), "lease.ancestor");
+    await expectRefused(h.shim("mrg", "lease", "issue", "rev", "merge", "branch=main", "--ttl", "30m"), "lease.parent");
+    const log = await h.records();
     expect(log.some((r) => r.type === "refusal" && r.action === "lease.issue" && JSON.stringify(r).includes("lease.wider"))).toBe(true);
   }, 120_000);
 
   it("the owner narrows the envelope with teamd apply: the cascade is shown and recorded with the policy; the same merge is refused with the lease rule", async () => {
     await gatedChange("two");
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE("release"));
-    const applied = await teamd(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE("release"));
+    const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stderr).toContain("leases: 1 would be revoked");
     expect(applied.stderr).toContain(leaseId);
-    const log = await records();
+    const log = await h.records();
     const policy = log.filter((r) => r.type === "policy").at(-1) as LogRecord;
     const revocation = log.find((r) => r.type === "revocation" && JSON.stringify(r).includes(leaseId)) as LogRecord;
     expect(revocation).toBeDefined();
@@ -160,26 +124,26 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     expect(revocation.seq).toBe((policy.seq as number) + 1);
 
     // Review and gate again under the policy now in force (the policy hash is in the effect id).
-    expect((await shim("rev", "review", "seat/exec/two", "--approve")).code).toBe(0);
-    expect((await shim("rev", "gate", "seat/exec/two", "--pass")).code).toBe(0);
-    const trunk = hubGit("rev-parse", "refs/heads/main");
-    await refused(shim("mrg", "merge", "seat/exec/two"), "lease.revoked");
-    expect(hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
+    expect((await h.shim("rev", "review", "seat/exec/two", "--approve")).code).toBe(0);
+    expect((await h.shim("rev", "gate", "seat/exec/two", "--pass")).code).toBe(0);
+    const trunk = h.hubGit("rev-parse", "refs/heads/main");
+    await expectRefused(h.shim("mrg", "merge", "seat/exec/two"), "lease.revoked");
+    expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
     expect((await shimJson<{ leases: unknown[] }>("mrg", "whoami")).leases).toEqual([]);
 
     // Restoring the envelope revives nothing: a restored grant is a fresh grant (§7).
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE("main"));
-    expect((await teamd(["apply", "--yes"])).code).toBe(0);
-    expect((await shim("rev", "review", "seat/exec/two", "--approve")).code).toBe(0);
-    expect((await shim("rev", "gate", "seat/exec/two", "--pass")).code).toBe(0);
-    await refused(shim("mrg", "merge", "seat/exec/two"), "lease.revoked");
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE("main"));
+    expect((await h.run(["apply", "--yes"])).code).toBe(0);
+    expect((await h.shim("rev", "review", "seat/exec/two", "--approve")).code).toBe(0);
+    expect((await h.shim("rev", "gate", "seat/exec/two", "--pass")).code).toBe(0);
+    await expectRefused(h.shim("mrg", "merge", "seat/exec/two"), "lease.revoked");
   }, 120_000);
 
   it("a seat revokes a lease it issued, with every lease below it; a stranger may not", async () => {
     const root = await shimJson<{ leaseId: string }>("lead", "lease", "issue", "mrg", "merge", "branch=main", "--ttl", "1h");
     const child = await shimJson<{ leaseId: string; parent: string }>("mrg", "lease", "issue", "rev", "merge", "branch=main", "--ttl", "30m", "--parent", root.leaseId);
     expect(child.parent).toBe(root.leaseId);
-    await refused(shim("exec", "lease", "revoke", root.leaseId), "lease.revoker");
+    await expectRefused(h.shim("exec", "lease", "revoke", root.leaseId), "lease.revoker");
     const revoked = await shimJson<{ revoked: string[] }>("lead", "lease", "revoke", root.leaseId);
     expect(revoked.revoked.sort()).toEqual([root.leaseId, child.leaseId].sort());
     const listed = await shimJson<{ leases: { leaseId: string; live: boolean; dead: { rule: string } | null }[] }>("mrg", "lease", "list");
@@ -187,29 +151,29 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   }, 120_000);
 
   it("teamd revoke holds with the ledger's store down (by its flag) and is appended late when the store returns", async () => {
-    const issued = await teamd(["lease", "issue", "mrg@proj", "merge", "branch=main", "--ttl", "1h", "--json"]);
+    const issued = await h.run(["lease", "issue", "mrg@proj", "merge", "branch=main", "--ttl", "1h", "--json"]);
     expect(issued.code, issued.stdout + issued.stderr).toBe(0);
     const id = (JSON.parse(issued.stdout) as { leaseId: string }).leaseId;
     expect((await shimJson<{ leases: { leaseId: string }[] }>("mrg", "whoami")).leases.map((l) => l.leaseId)).toEqual([id]);
 
-    renameSync(join(home, "ledger/ledger.db"), join(home, "ledger/ledger.db.away"));
+    renameSync(join(h.home, "ledger/ledger.db"), join(h.home, "ledger/ledger.db.away"));
     ledgerMoved = true;
-    const revoked = await teamd(["revoke", id, "--team", "proj", "--json"]);
+    const revoked = await h.run(["revoke", id, "--team", "proj", "--json"]);
     expect(revoked.code, revoked.stdout + revoked.stderr).toBe(0);
     expect(JSON.parse(revoked.stdout)).toMatchObject({ leaseId: id, recorded: false });
-    expect(existsSync(join(home, "flags"))).toBe(true);
-    renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
+    expect(existsSync(join(h.home, "flags"))).toBe(true);
+    renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
     ledgerMoved = false;
     await storeBack();
 
     // In force by the flag before any record of it: the lease is dead at use time.
     await gatedChange("three");
-    await refused(shim("mrg", "merge", "seat/exec/three"), "lease.revoked");
+    await expectRefused(h.shim("mrg", "merge", "seat/exec/three"), "lease.revoked");
     // And appended, marked late, once the store is back (a guard saw the unrecorded flag).
-    const log = await records();
+    const log = await h.records();
     const late = log.find((r) => r.type === "revocation" && JSON.stringify(r).includes(id));
     expect(late, JSON.stringify(log.filter((r) => r.type === "revocation"))).toBeDefined();
     expect(late?.late).toBe(true);
-    expect((await teamd(["verify", "--json"])).code).toBe(0);
+    expect((await h.run(["verify", "--json"])).code).toBe(0);
   }, 120_000);
 });
