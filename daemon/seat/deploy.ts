@@ -4,6 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, startContextCanonical, type DeployCommand, type DeployPush, type KernelRequest } from "../../src/kernel/index.js";
+import { actAsAccount } from "../../src/kernel/act-as.js";
 import { fromHex, principalKey, seatPrincipal } from "../../src/ledger/index.js";
 import { git } from "../../src/effects/git.js";
 import { effectIdOf } from "../../src/effects/git-merge.js";
@@ -234,14 +235,9 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       const ctx = await deps.pipeline.context(identity, "deploy");
       const env = request.env;
       if (env === "") throw await deps.pipeline.refuse(ctx, refuse("request.malformed", "a deploy names its environment"), "deploy");
-      const target = { kind: TargetKind.ENVIRONMENT, name: env };
-      const push = pushOf(ctx, env);
-      if (request.asAccount !== "" && push === undefined) {
-        throw await deps.pipeline.refuse(ctx, refuse("act-as.unmediated", `a deploy to ${env} runs the owner's command, under no owner's account; drop --as '${request.asAccount}' (only an environment that pushes to the owner's remote runs under an account)`), "deploy", target);
-      }
-      if (push !== undefined && request.asAccount !== "" && request.asAccount !== push.account) {
-        throw await deps.pipeline.refuse(ctx, refuse("act-as.required", `a deploy to ${env} pushes under the account the owner declared for it, '${push.account}'; --as '${request.asAccount}' names another`), "deploy", target);
-      }
+      // Under which account (the kernel's act-as.ts, as for the broker): the one the team file declares, or none.
+      const account = actAsAccount(ctx.policy.policy, { act: "deploy", env }, request.asAccount === "" ? undefined : request.asAccount);
+      if ("decision" in account) throw await deps.pipeline.refuse(ctx, account, "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
       return oneAtATime(`${identity.team}\0${env}`, () => deployOnce(identity, request));
     },
   };

@@ -1,3 +1,4 @@
+import { actAsAccount } from "./act-as.js";
 import { actTime } from "./act-time.js";
 import { candidateAuthorities } from "./authorities.js";
 import type { Authority } from "./authority.js";
@@ -7,7 +8,7 @@ import { type Decision, type Refusal, allow, refuse } from "./decision.js";
 import { isDeclared } from "./declared.js";
 import { deadLeases } from "./lease-liveness.js";
 import { canonicalPath } from "./paths.js";
-import type { Seat } from "./policy.js";
+import type { Policy, Seat } from "./policy.js";
 import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
 import { normalizeBranch } from "./refs.js";
 import { effectReservedReason } from "./reserved.js";
@@ -47,9 +48,8 @@ export function authorize(view: KernelView, request: KernelRequest, now: number)
   }
 }
 
-const BROKER_OPERATIONS: readonly string[] = ["pull", "claim", "read", "comment"];
-/** The broker operations that run under the owner's account (act-as, §3); the others run under the tracker's credential and take none. */
-const BROKER_AS_ACCOUNT: readonly string[] = ["comment"];
+/** The broker operations use-broker decides (§11): the one list, the broker handler reads it too. */
+export const BROKER_OPERATIONS: readonly string[] = Object.freeze(["pull", "claim", "read", "comment"]);
 
 function decide(view: KernelView, input: unknown, now: number): Decision {
   if (typeof now !== "number" || !Number.isFinite(now)) return refuse("request.malformed", "the decision time is not a finite number");
@@ -83,7 +83,7 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
     const why = effectReservedReason(policy.reserved, path);
     if (why !== undefined) return refuse("reserved.object", `${why}; no scope opens a reserved object to a seat's ${capability}`);
   }
-  const broker = checkBroker(capability, request);
+  const broker = checkBroker(policy, capability, request);
   if (broker !== undefined) return broker;
 
   const universe: ScopeUniverse = { declared: policy.declared };
@@ -156,7 +156,7 @@ function outsideDeclared(spec: OperationalSpec, effect: CanonicalEffect, univers
   return undefined;
 }
 
-function checkBroker(capability: OperationalCapability, request: ReadRequest): Refusal | undefined {
+function checkBroker(policy: Policy, capability: OperationalCapability, request: ReadRequest): Refusal | undefined {
   if (capability !== "use-broker") {
     return request.brokerOperation === undefined ? undefined : refuse("request.malformed", `brokerOperation belongs to use-broker, not ${capability}`);
   }
@@ -166,15 +166,9 @@ function checkBroker(capability: OperationalCapability, request: ReadRequest): R
   }
   // A comment is the owner's speech (§3): it needs act-as in addition to use-broker. pull, read
   // and claim run under the tracker's credential, so an account named there is refused rather
-  // than decided and then ignored.
-  const underAccount = BROKER_AS_ACCOUNT.includes(request.brokerOperation);
-  if (underAccount && request.asAccount === undefined) {
-    return refuse("act-as.required", `a broker ${request.brokerOperation} is made under the owner's account; name it (asAccount, \`--as ACCOUNT\`) and hold act-as over it`);
-  }
-  if (!underAccount && request.asAccount !== undefined) {
-    return refuse("act-as.unmediated", `a broker ${request.brokerOperation} runs under the tracker's credential, not under an owner's account; drop --as '${request.asAccount}'`);
-  }
-  return undefined;
+  // than decided and then ignored (act-as.ts decides which, for the broker and deploy alike).
+  const underAccount = actAsAccount(policy, { act: "broker", operation: request.brokerOperation }, request.asAccount);
+  return "decision" in underAccount ? underAccount : undefined;
 }
 
 /** act-as over the owner's account, required in addition to the operational capability (§3). */
