@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
-import { dimensionCovers, refuse, type Refusal } from "../../src/kernel/index.js";
+import { refuse, type Refusal } from "../../src/kernel/index.js";
+import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitSucceeds } from "../../src/effects/git.js";
 import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
@@ -60,22 +61,6 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     return head.stdout.trim();
   }
 
-  /** May this seat fetch this hub ref? */
-  function mayFetch(ctx: SeatContext, ref: string, trunk: string): boolean {
-    if (ref === trunk) return true;
-    const own = `refs/heads/seat/${ctx.identity.seat}/`;
-    if (ref.startsWith(own)) return true;
-    if (!ref.startsWith("refs/heads/seat/")) return false;
-    const branch = ref.slice("refs/heads/".length);
-    const universe = { declared: ctx.policy.policy.declared };
-    for (const capability of ["review", "gate"] as const) {
-      for (const authority of ctx.seat.byCapability[capability] ?? []) {
-        if (dimensionCovers("branch", authority.scope.branch ?? { state: "unconstrained" }, branch, universe)) return true;
-      }
-    }
-    return false;
-  }
-
   async function source(ctx: SeatContext): Promise<Source> {
     if (readIsUnbounded(ctx.policy.policy, ctx.seat)) return { repo: ctx.team.hub, mirror: undefined };
     const dir = work.filteredMirror(ctx.identity.team, ctx.identity.seat);
@@ -86,7 +71,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   /** The refs the seat may read, as it sees them (filtered images for a bounded seat). */
   async function visibleRefs(ctx: SeatContext, src: Source): Promise<{ refs: { name: string; oid: string }[]; head: string }> {
     const trunk = await trunkOf(ctx.team.hub);
-    const hubRefs = (await listRefs(ctx.team.hub, ["refs/heads/"])).filter((r) => mayFetch(ctx, r.name, trunk));
+    const hubRefs = (await listRefs(ctx.team.hub, ["refs/heads/"])).filter((r) => mayFetch(ctx.policy.policy, ctx.seat, r.name, trunk));
     if (src.mirror === undefined) return { refs: hubRefs, head: trunk };
     const refs: { name: string; oid: string }[] = [];
     for (const r of hubRefs) {
@@ -94,17 +79,6 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       if (oid !== undefined) refs.push({ name: r.name, oid });
     }
     return { refs, head: trunk };
-  }
-
-  /** Where a pushed destination lands in the hub, or why it may not. */
-  function destination(ctx: SeatContext, ref: string, trunk: string): { hubRef: string } | Refusal {
-    const own = `seat/${ctx.identity.seat}/`;
-    if (!ref.startsWith("refs/heads/")) return refuse("push.ref", `${ref} is not a branch; a seat pushes branches only (git push teamd <branch>)`);
-    const branch = ref.slice("refs/heads/".length);
-    if (ref === trunk) return refuse("push.ref", `${branch} is the trunk; it changes only through a gated merge (push to a branch of your own: git push teamd HEAD:${own}<name>)`);
-    if (branch.startsWith(own)) return { hubRef: ref };
-    if (branch.startsWith("seat/")) return refuse("push.ref", `${branch} belongs to another seat; your branches are ${own}*`);
-    return { hubRef: `refs/heads/${own}${branch}` };
   }
 
   return {
@@ -139,7 +113,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       const results: RefResultInit[] = [];
       const accepted: { update: RefUpdate; hubRef: string }[] = [];
       for (const update of header.updates) {
-        const dest = destination(ctx, update.ref, trunk);
+        const dest = destination(ctx.identity.seat, update.ref, trunk);
         if ("decision" in dest) {
           await deps.pipeline.refuse(ctx, dest, "git.push", { kind: TargetKind.REF, name: update.ref });
           results.push({ ref: update.ref, ok: false, rule: dest.rule, reason: dest.reason });

@@ -1,0 +1,51 @@
+import { type Refusal, refuse } from "./decision.js";
+import type { Policy, Seat } from "./policy.js";
+import { dimensionCovers } from "./scope.js";
+
+/**
+ * The hub refs a seat reaches through `git fetch teamd` and `git push teamd` (DESIGN.md
+ * "Repositories"): which refs it may read, and where a ref it pushes lands. Both are pure
+ * decisions over the seat, the policy in force and the trunk's name (the hub's HEAD, read by
+ * the caller); the daemon's git handler asks them before it serves or receives anything.
+ *
+ * They are moved here as the handler had them: what review and gate scopes open to a fetch is
+ * to change in a later issue, and this file is where it will.
+ */
+
+const HEADS = "refs/heads/";
+const SEATS = "refs/heads/seat/";
+
+/**
+ * May this seat fetch this hub ref? The trunk, its own `seat/<name>/` branches, and another
+ * seat's branch that one of its review or gate authorities covers (it must read what it
+ * reviews or gates); nothing else — no tag, no other branch.
+ */
+export function mayFetch(policy: Policy, seat: Seat, ref: string, trunk: string): boolean {
+  if (ref === trunk) return true;
+  const own = `${SEATS}${seat.name}/`;
+  if (ref.startsWith(own)) return true;
+  if (!ref.startsWith(SEATS)) return false;
+  const branch = ref.slice(HEADS.length);
+  const universe = { declared: policy.declared };
+  for (const capability of ["review", "gate"] as const) {
+    for (const authority of seat.byCapability[capability] ?? []) {
+      if (dimensionCovers("branch", authority.scope.branch ?? { state: "unconstrained" }, branch, universe)) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Where a pushed destination lands in the hub, or why it may not (`push.ref`): a seat pushes
+ * branches only, never the trunk (it changes through a gated merge) nor another seat's
+ * branch; its own `seat/<name>/…` lands as named, and any other branch name lands under it.
+ */
+export function destination(seat: string, ref: string, trunk: string): { readonly hubRef: string } | Refusal {
+  const own = `seat/${seat}/`;
+  if (!ref.startsWith(HEADS)) return refuse("push.ref", `${ref} is not a branch; a seat pushes branches only (git push teamd <branch>)`);
+  const branch = ref.slice(HEADS.length);
+  if (ref === trunk) return refuse("push.ref", `${branch} is the trunk; it changes only through a gated merge (push to a branch of your own: git push teamd HEAD:${own}<name>)`);
+  if (branch.startsWith(own)) return { hubRef: ref };
+  if (branch.startsWith("seat/")) return refuse("push.ref", `${branch} belongs to another seat; your branches are ${own}*`);
+  return { hubRef: `${HEADS}${own}${branch}` };
+}
