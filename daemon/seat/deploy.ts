@@ -1,4 +1,3 @@
-import { lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
@@ -9,7 +8,8 @@ import { fromHex, principalKey, seatPrincipal } from "../../src/ledger/index.js"
 import { git } from "../../src/effects/git.js";
 import { effectIdOf } from "../../src/effects/git-merge.js";
 import { NotAnArtifact, summarizeArtifact, type ArtifactSummary } from "../../src/effects/git-artifact.js";
-import { exportTree, ExportRefused } from "../../src/effects/git-export.js";
+import { ExportRefused } from "../../src/effects/git-export.js";
+import { prepareDeployFolder, readPinnedFile, removeDeployFolder, sweepDeployFolders, type DeployFolder, type PinnedFile } from "../../src/effects/deploy-folder.js";
 import { runDeployCommand, type DeployExit } from "../../src/effects/deploy-run.js";
 import { pushToRemote, type RemotePushResult } from "../../src/effects/git-push-remote.js";
 import { AccountConfigError, scrubValue, type AccountCredential, type Broker, type SecretForms } from "../../src/broker/index.js";
@@ -153,22 +153,20 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
    * recorded pins (the whole context hash, so argv, workdir and bindings are covered too).
    * The bytes checked are the bytes written into the deploy folder: no second read to race.
    */
-  async function pinnedFiles(ctx: SeatContext, command: DeployCommand): Promise<Map<string, { bytes: Buffer; mode: number }>> {
+  async function pinnedFiles(ctx: SeatContext, command: DeployCommand): Promise<Map<string, PinnedFile>> {
     const recordedHashes = ctx.ledger.view.policy(ctx.identity.team)?.startFileHashes ?? {};
-    const files = new Map<string, { bytes: Buffer; mode: number }>();
+    const files = new Map<string, PinnedFile>();
     const observed: Record<string, string> = Object.create(null) as Record<string, string>;
     const changed: string[] = [];
     for (const path of command.context.files) {
-      const at = join(ctx.team.repository, ...path.split("/"));
-      const info = await lstat(at).catch(() => undefined);
-      const bytes = info?.isFile() ? await readFile(at).catch(() => undefined) : undefined;
-      if (info === undefined || bytes === undefined) {
+      const file = await readPinnedFile(ctx.team.repository, path);
+      if (file === undefined) {
         changed.push(`${path} is missing or not a regular file`);
         continue;
       }
-      observed[path] = sha256(bytes);
+      observed[path] = sha256(file.bytes);
       if (observed[path] !== recordedHashes[path]) changed.push(`${path} changed since it was pinned`);
-      files.set(path, { bytes, mode: info.mode & 0o111 ? 0o755 : 0o644 });
+      files.set(path, file);
     }
     const canonical = changed.length === 0 ? startContextCanonical(undefined, command.context, observed) : undefined;
     if (canonical === undefined || sha256(canonical) !== command.hash) {
@@ -178,43 +176,22 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     return files;
   }
 
-  /** A fresh folder under TEAMD_HOME: `tree/` exactly the artifact's tree with the pinned files over it, `home/` an empty HOME. */
-  async function prepare(ctx: SeatContext, summary: ArtifactSummary, files: Map<string, { bytes: Buffer; mode: number }>): Promise<string> {
-    const root = join(deps.home, "deploys");
-    await mkdir(root, { recursive: true, mode: 0o700 });
-    const dir = await mkdtemp(join(root, "run-"));
+  /** A fresh folder under TEAMD_HOME (src/effects/deploy-folder.ts); an artifact in the pinned files' way is a recorded refusal. */
+  async function prepare(ctx: SeatContext, summary: ArtifactSummary, files: ReadonlyMap<string, PinnedFile>): Promise<DeployFolder> {
     try {
-      const tree = join(dir, "tree");
-      await mkdir(tree, { mode: 0o700 });
-      await mkdir(join(dir, "home"), { mode: 0o700 });
-      await exportTree(ctx.team.hub, summary.commit, tree, { maxBytes: MAX_EXPORT_BYTES });
-      for (const [path, file] of files) {
-        const parts = path.split("/");
-        // No pinned file is written through a link or over a folder the artifact put in its way.
-        for (let i = 1; i <= parts.length; i++) {
-          const at = join(tree, ...parts.slice(0, i));
-          const info = await lstat(at).catch(() => undefined);
-          const last = i === parts.length;
-          if (info === undefined) break;
-          if (info.isSymbolicLink() || (last ? !info.isFile() : !info.isDirectory())) throw new ExportRefused(`the artifact has ${info.isSymbolicLink() ? "a symbolic link" : "another kind of entry"} at ${parts.slice(0, i).join("/")}, where the pinned ${path} goes`);
-        }
-        await mkdir(join(tree, ...parts.slice(0, -1)), { recursive: true });
-        await writeFile(join(tree, ...parts), file.bytes, { mode: file.mode });
-      }
-      return dir;
+      return await prepareDeployFolder(deps.home, { hub: ctx.team.hub, commit: summary.commit, maxBytes: MAX_EXPORT_BYTES }, files);
     } catch (error) {
-      await rm(dir, { recursive: true, force: true });
       if (error instanceof ExportRefused) throw await deps.pipeline.refuse(ctx, refuse("deploy.artifact", error.message), "deploy");
       throw error;
     }
   }
 
-  function environment(command: DeployCommand, dir: string, summary: ArtifactSummary, effectId: string): Record<string, string> {
+  function environment(command: DeployCommand, folder: DeployFolder, summary: ArtifactSummary, effectId: string): Record<string, string> {
     // Nothing inherited: the daemon's environment may hold anything. The owner's bindings may
     // set PATH or HOME; teamd's own names come last so no binding can misstate the artifact.
     return {
       PATH: DEPLOY_PATH,
-      HOME: join(dir, "home"),
+      HOME: folder.home,
       LANG: "C.UTF-8",
       ...command.context.env,
       TEAMD_DEPLOY_ENV: command.env,
@@ -225,11 +202,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   }
 
   return {
-    async sweep() {
-      const root = join(deps.home, "deploys");
-      const left = await readdir(root).catch(() => [] as string[]);
-      for (const name of left) await rm(join(root, name), { recursive: true, force: true });
-      return left;
+    sweep() {
+      return sweepDeployFolders(deps.home);
     },
     async deploy(identity, request) {
       const ctx = await deps.pipeline.context(identity, "deploy");
@@ -335,7 +309,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       throw await deps.pipeline.refuse(ctx, refuse("deploy.command", `the team file declares no deploy command for ${env}; the owner adds \`deploy: { ${env}: { command: [...], files: [...] } }\` and runs teamd apply`), "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
     }
     const files = await pinnedFiles(ctx, command);
-    const dir = await prepare(ctx, summary, files);
+    const folder = await prepare(ctx, summary, files);
     let exit: DeployExit | undefined;
     try {
       const result = await deps.pipeline.act(
@@ -358,8 +332,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         },
         async () => {
           deps.afterIntent?.();
-          const cwd = join(dir, "tree", ...(command.context.workdir === "" ? [] : command.context.workdir.split("/")));
-          exit = await runDeployCommand({ argv: command.context.command, cwd, env: environment(command, dir, summary, effectId), timeoutMs, tailBytes: TAIL_BYTES });
+          const cwd = join(folder.tree, ...(command.context.workdir === "" ? [] : command.context.workdir.split("/")));
+          exit = await runDeployCommand({ argv: command.context.command, cwd, env: environment(command, folder, summary, effectId), timeoutMs, tailBytes: TAIL_BYTES });
           // The note is recorded: the exit status only, never the output.
           if (exit.kind === "exited") return exit.code === 0 ? { result: "done" } : { result: "refused", note: `the deploy command exited with status ${exit.code}` };
           if (exit.kind === "not-started") return { result: "refused", note: `the deploy command could not be started (${exit.reason}); nothing ran` };
@@ -375,7 +349,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       if (result.status === "unknown") throw new RefusalError("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`);
       throw new RefusalError("deploy.failed", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await removeDeployFolder(folder);
     }
   }
 }

@@ -1,0 +1,190 @@
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prepareDeployFolder, readPinnedFile, removeDeployFolder, sweepDeployFolders, type PinnedFile } from "../../src/effects/deploy-folder.js";
+import { ExportRefused } from "../../src/effects/git-export.js";
+import { sh } from "../support/git-cli.js";
+
+/**
+ * The deploy folder (src/effects/deploy-folder.ts) on real folders and a real hub: the owner's
+ * pinned files read without following a link, the folder made fresh and owner-only under
+ * TEAMD_HOME with the artifact's tree and the pinned files over it, never written through a
+ * link or over another kind of entry the artifact planted, removed on failure, swept at start.
+ */
+let root: string;
+let hub: string;
+
+/** A commit of the hub whose tree the `build` callback writes. */
+function artifact(name: string, build: (work: string) => void): string {
+  const work = join(root, `work-${name}`);
+  sh(root, ["init", "-q", "-b", "main", work]);
+  build(work);
+  sh(work, ["add", "-A"]);
+  sh(work, ["commit", "-qm", name]);
+  sh(work, ["push", "-q", hub, `HEAD:refs/heads/${name}`]);
+  return sh(work, ["rev-parse", "HEAD"]);
+}
+
+let plain: string;
+let linkAtFile: string;
+let linkAtFolder: string;
+let fileAtFolder: string;
+let folderAtFile: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "teamd-deploy-folder-"));
+  hub = join(root, "hub.git");
+  sh(root, ["init", "-q", "--bare", hub]);
+  plain = artifact("plain", (w) => {
+    mkdirSync(join(w, "deploy"));
+    writeFileSync(join(w, "app.txt"), "app\n");
+    writeFileSync(join(w, "deploy/run.sh"), "artifact's own\n");
+  });
+  // Each plants something where the pinned deploy/run.sh goes.
+  linkAtFile = artifact("link-at-file", (w) => {
+    mkdirSync(join(w, "deploy"));
+    symlinkSync("/etc/passwd", join(w, "deploy/run.sh"));
+  });
+  linkAtFolder = artifact("link-at-folder", (w) => {
+    mkdirSync(join(w, "elsewhere"));
+    writeFileSync(join(w, "elsewhere/keep"), "x\n");
+    symlinkSync("elsewhere", join(w, "deploy"));
+  });
+  fileAtFolder = artifact("file-at-folder", (w) => writeFileSync(join(w, "deploy"), "a file\n"));
+  folderAtFile = artifact("folder-at-file", (w) => {
+    mkdirSync(join(w, "deploy/run.sh"), { recursive: true });
+    writeFileSync(join(w, "deploy/run.sh/inner"), "x\n");
+  });
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const mode = (path: string): number => lstatSync(path).mode & 0o777;
+const pinned = (bytes: string, fileMode = 0o755): ReadonlyMap<string, PinnedFile> => new Map([["deploy/run.sh", { bytes: Buffer.from(bytes), mode: fileMode }]]);
+
+describe("readPinnedFile", () => {
+  let repo: string;
+  beforeAll(async () => {
+    repo = await mkdtemp(join(root, "repo-"));
+    mkdirSync(join(repo, "deploy"));
+    writeFileSync(join(repo, "deploy/run.sh"), "#!/bin/sh\necho run\n", { mode: 0o755 });
+    writeFileSync(join(repo, "deploy/vars"), "A=1\n", { mode: 0o600 });
+    writeFileSync(join(repo, "outside"), "not pinned\n");
+    symlinkSync("../outside", join(repo, "deploy/link"));
+    symlinkSync(join(repo, "deploy"), join(repo, "linked-dir"));
+  });
+
+  it("reads a regular file's bytes, executable as 0755", async () => {
+    const file = await readPinnedFile(repo, "deploy/run.sh");
+    expect(file?.bytes.toString()).toBe("#!/bin/sh\necho run\n");
+    expect(file?.mode).toBe(0o755);
+  });
+
+  it("writes a file without any execute bit as 0644, whatever its other bits", async () => {
+    expect((await readPinnedFile(repo, "deploy/vars"))?.mode).toBe(0o644);
+  });
+
+  it.each([
+    ["a missing file", "deploy/missing"],
+    ["a folder", "deploy"],
+    ["a symbolic link planted where the pinned file is expected (not followed)", "deploy/link"],
+  ])("reads nothing from %s", async (_what, path) => {
+    expect(await readPinnedFile(repo, path)).toBeUndefined();
+  });
+
+  it("follows a link in a parent folder: only the last component is checked (lstat of the path)", async () => {
+    // Current behaviour: lstat resolves the parents, so a pinned file under a linked folder is read.
+    expect((await readPinnedFile(repo, "linked-dir/run.sh"))?.bytes.toString()).toBe("#!/bin/sh\necho run\n");
+  });
+});
+
+describe("prepareDeployFolder", () => {
+  it("makes tree/ (the artifact with the pinned files over it) and an empty home/, owner only, under TEAMD_HOME/deploys/", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    const folder = await prepareDeployFolder(home, { hub, commit: plain, maxBytes: 1 << 20 }, pinned("#!/bin/sh\npinned\n"));
+    expect(folder.dir.startsWith(join(home, "deploys", "run-"))).toBe(true);
+    expect(folder.tree).toBe(join(folder.dir, "tree"));
+    expect(folder.home).toBe(join(folder.dir, "home"));
+    expect([mode(join(home, "deploys")), mode(folder.dir), mode(folder.tree), mode(folder.home)]).toEqual([0o700, 0o700, 0o700, 0o700]);
+    expect(readdirSync(folder.home)).toEqual([]);
+    expect(readFileSync(join(folder.tree, "app.txt"), "utf8")).toBe("app\n");
+    // The pinned bytes replace the artifact's own file at that path. Current behaviour: the
+    // write keeps the mode of the file it replaces (the artifact's 0644), not the pinned 0755 —
+    // writeFile's mode applies only to a file it creates.
+    expect(readFileSync(join(folder.tree, "deploy/run.sh"), "utf8")).toBe("#!/bin/sh\npinned\n");
+    expect(mode(join(folder.tree, "deploy/run.sh"))).toBe(0o644);
+    await removeDeployFolder(folder);
+    expect(existsSync(folder.dir)).toBe(false);
+    expect(readdirSync(join(home, "deploys"))).toEqual([]);
+  });
+
+  it("makes the folders a pinned file's path needs when the artifact has none", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    const files = new Map([
+      ["ops/new/vars", { bytes: Buffer.from("A=1\n"), mode: 0o644 }],
+      ["ops/new/run", { bytes: Buffer.from("#!/bin/sh\n"), mode: 0o755 }],
+    ]);
+    const folder = await prepareDeployFolder(home, { hub, commit: plain, maxBytes: 1 << 20 }, files);
+    expect(readFileSync(join(folder.tree, "ops/new/vars"), "utf8")).toBe("A=1\n");
+    // A file the write creates takes the pinned mode.
+    expect(mode(join(folder.tree, "ops/new/vars"))).toBe(0o644);
+    expect(mode(join(folder.tree, "ops/new/run"))).toBe(0o755);
+    await removeDeployFolder(folder);
+  });
+
+  it.each([
+    ["a symbolic link where the pinned file goes", () => linkAtFile, /the artifact has a symbolic link at deploy\/run.sh, where the pinned deploy\/run.sh goes/],
+    ["a symbolic link where a folder of its path goes", () => linkAtFolder, /the artifact has a symbolic link at deploy, where the pinned deploy\/run.sh goes/],
+    ["a file where a folder of its path goes", () => fileAtFolder, /the artifact has another kind of entry at deploy, where the pinned deploy\/run.sh goes/],
+    ["a folder where the pinned file goes", () => folderAtFile, /the artifact has another kind of entry at deploy\/run.sh, where the pinned deploy\/run.sh goes/],
+  ])("refuses an artifact with %s, writes nothing through it, and leaves no folder", async (_what, commit, message) => {
+    const home = await mkdtemp(join(root, "home-"));
+    const attempt = prepareDeployFolder(home, { hub, commit: commit(), maxBytes: 1 << 20 }, pinned("pinned\n"));
+    await expect(attempt).rejects.toBeInstanceOf(ExportRefused);
+    await expect(attempt).rejects.toThrow(message);
+    expect(readdirSync(join(home, "deploys"))).toEqual([]);
+    // Nothing reached the link's target.
+    expect(readFileSync(join(root, "work-link-at-folder", "elsewhere/keep"), "utf8")).toBe("x\n");
+  });
+
+  it("refuses a tree larger than its limit, and leaves no folder", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    await expect(prepareDeployFolder(home, { hub, commit: plain, maxBytes: 3 }, new Map())).rejects.toBeInstanceOf(ExportRefused);
+    expect(readdirSync(join(home, "deploys"))).toEqual([]);
+  });
+
+  it("removes the folder on any other failure too, and rethrows it as it was", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    const attempt = prepareDeployFolder(home, { hub, commit: "0123456789abcdef0123456789abcdef01234567", maxBytes: 1 << 20 }, new Map());
+    await expect(attempt).rejects.toThrow();
+    await expect(attempt).rejects.not.toBeInstanceOf(ExportRefused);
+    expect(readdirSync(join(home, "deploys"))).toEqual([]);
+  });
+
+  it("gives each deploy a folder of its own", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    const [a, b] = await Promise.all([1, 2].map(() => prepareDeployFolder(home, { hub, commit: plain, maxBytes: 1 << 20 }, new Map())));
+    expect(a?.dir).not.toBe(b?.dir);
+    expect(readdirSync(join(home, "deploys")).length).toBe(2);
+  });
+});
+
+describe("sweepDeployFolders", () => {
+  it("removes every folder a dead daemon left and names them", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    const left = await prepareDeployFolder(home, { hub, commit: plain, maxBytes: 1 << 20 }, new Map());
+    mkdirSync(join(home, "deploys", "run-other", "tree"), { recursive: true });
+    const swept = await sweepDeployFolders(home);
+    expect(swept.sort()).toEqual([left.dir.slice(join(home, "deploys").length + 1), "run-other"].sort());
+    expect(readdirSync(join(home, "deploys"))).toEqual([]);
+  });
+
+  it("answers nothing when no deploy ever ran (no deploys/ folder)", async () => {
+    const home = await mkdtemp(join(root, "home-"));
+    expect(await sweepDeployFolders(home)).toEqual([]);
+    expect(existsSync(join(home, "deploys"))).toBe(false);
+  });
+});
