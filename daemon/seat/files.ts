@@ -1,11 +1,9 @@
-import { randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { git, gitInput } from "../../src/effects/git.js";
+import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
@@ -37,7 +35,14 @@ interface Entry {
   readonly size: number;
 }
 
-export function createSeatFiles(deps: { readonly home: TeamdHome; readonly pipeline: SeatPipeline }): SeatFiles {
+export interface SeatFilesDeps {
+  readonly home: TeamdHome;
+  readonly pipeline: SeatPipeline;
+  /** A fresh unique id (the composition root's): names a write's scratch index. */
+  readonly newId: () => string;
+}
+
+export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
   async function canonical(ctx: SeatContext, path: string, action: string): Promise<string> {
     const result = canonicalPath(path);
     if (!result.ok) throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `'${path}' is not a repository path: ${result.reason}`), action);
@@ -101,7 +106,7 @@ export function createSeatFiles(deps: { readonly home: TeamdHome; readonly pipel
         { capability: "write", effect: { paths: [clean] } },
         { action: "file.write", target, requestId: request.requestId, request: requestBytes([ref, clean, request.message, request.content]) },
         async () => {
-          const commit = await commitFile(hub, ref, trunk, clean, request, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine);
+          const commit = await commitFile(hub, ref, trunk, clean, request, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
           return { result: "done", reply: new TextEncoder().encode(commit) };
         },
       );
@@ -112,13 +117,12 @@ export function createSeatFiles(deps: { readonly home: TeamdHome; readonly pipel
 }
 
 /** One commit on the seat's branch (from the trunk when it has none), compare-and-swapped onto it. */
-async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteRequest, identity: SeatIdentity, mode: string, scratch: string): Promise<string> {
+async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteRequest, identity: SeatIdentity, mode: string, scratch: string, id: string): Promise<string> {
   const base = (await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { gitDir: hub }).catch(() => undefined))?.stdout.trim() || undefined;
   const parent = base ?? (await git(["rev-parse", "--verify", `refs/heads/${trunk}^{commit}`], { gitDir: hub })).stdout.trim();
-  const index = join(scratch, `index-${randomUUID()}`);
-  const env = { GIT_INDEX_FILE: index };
   const author = { GIT_AUTHOR_NAME: `seat ${identity.seat}`, GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`, GIT_COMMITTER_NAME: "teamd", GIT_COMMITTER_EMAIL: "teamd@localhost" };
-  try {
+  return withScratchIndex(scratch, id, async (index) => {
+    const env = { GIT_INDEX_FILE: index };
     const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, request.content)).toString("utf8").trim();
     await git(["read-tree", parent], { gitDir: hub, env });
     await git(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`], { gitDir: hub, env });
@@ -127,7 +131,5 @@ async function commitFile(hub: string, ref: string, trunk: string, path: string,
     const commit = (await git(["commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
     await git(["update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
     return commit;
-  } finally {
-    await rm(index, { force: true });
-  }
+  });
 }

@@ -1,6 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -10,6 +8,7 @@ import { git, gitSucceeds } from "../../src/effects/git.js";
 import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
+import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
@@ -43,7 +42,8 @@ export interface SeatGitDeps {
   readonly pipeline: SeatPipeline;
   /** The live run and home of each running seat: a push records the pusher's (authorship facts, O). */
   runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
-  readonly clock?: () => number;
+  /** A fresh unique id (the composition root's): names a bounded push's replay folder. */
+  readonly newId: () => string;
 }
 
 /** Where a seat reads from: the hub itself, or its filtered mirror. */
@@ -53,7 +53,6 @@ interface Source {
 }
 
 export function createSeatGit(deps: SeatGitDeps): SeatGit {
-  const clock = deps.clock ?? Date.now;
   const work = gitWorkDir(deps.home);
 
   async function trunkOf(hub: string): Promise<string> {
@@ -64,7 +63,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   async function source(ctx: SeatContext): Promise<Source> {
     if (readIsUnbounded(ctx.policy.policy, ctx.seat)) return { repo: ctx.team.hub, mirror: undefined };
     const dir = work.filteredMirror(ctx.identity.team, ctx.identity.seat);
-    const mirror = await openFilteredMirror(dir, ctx.team.hub, readFilter(ctx.policy.policy, ctx.seat, clock()));
+    const mirror = await openFilteredMirror(dir, ctx.team.hub, readFilter(ctx.policy.policy, ctx.seat, deps.pipeline.clock()));
     return { repo: dir, mirror };
   }
 
@@ -133,7 +132,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       let quarantine: Quarantine | undefined;
       try {
         if (header.packBytes > 0n && accepted.some((a) => a.update.newOid !== "")) {
-          await mkdir(work.quarantine, { recursive: true, mode: 0o700 });
+          await prepareQuarantineRoot(work.quarantine);
           try {
             quarantine = await receivePack(src.repo, pack(), { quarantineRoot: work.quarantine, maxBytes: MAX_PACK_BYTES });
           } catch (error) {
@@ -238,17 +237,14 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           return { result: "done", reply: new TextEncoder().encode(update.newOid) };
         }
         // A bounded seat: its commits are replayed onto the real base as new hub commits.
-        const out = join(work.quarantine, `replay-${randomUUID()}`);
-        await mkdir(join(out, "pack"), { recursive: true, mode: 0o700 });
-        try {
-          const tip = commits.length === 0 ? await src.mirror.hubCommitOf(update.newOid) : (await src.mirror.replay(commits, q?.env ?? {}, out)).tip;
+        const mirror = src.mirror;
+        return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
+          const tip = commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out)).tip;
           if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
           await migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? "");
-          const seen = await src.mirror.syncRef(hubRef, tip);
+          const seen = await mirror.syncRef(hubRef, tip);
           return { result: "done", reply: new TextEncoder().encode(seen ?? "") };
-        } finally {
-          await rm(out, { recursive: true, force: true });
-        }
+        });
       },
     ).catch(async (error: unknown) => {
       if (error instanceof ReplayRefused) return fail(refuse("push.bounded-merge", error.reason));

@@ -94,6 +94,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
   };
   const pipeline = createSeatPipeline({ ledger: () => ledger });
+  // The handlers' id source (scratch index and replay folder names): injected, so a test can fix it.
+  const newId = (): string => randomUUID();
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
@@ -105,8 +107,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const seatDeps = {
     daemonInstance: instance,
     pipeline,
-    git: createSeatGit({ home, pipeline, runs }),
-    files: createSeatFiles({ home, pipeline }),
+    git: createSeatGit({ home, pipeline, runs, newId }),
+    files: createSeatFiles({ home, pipeline, newId }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases(pipeline),
     deploy: createSeatDeploy({ pipeline, runs, home: home.root, broker, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
