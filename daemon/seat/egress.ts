@@ -3,7 +3,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../../src/kernel/index.js";
 import { addressAllowed } from "../../src/effects/egress-address.js";
-import { checkEgressHost, parseEgressTarget, type EgressTarget } from "../../src/effects/egress-allowlist.js";
+import { checkEgressHost, parseEgressTarget, type EgressTarget } from "../../src/kernel/egress-allowlist.js";
 import { relay } from "../../src/effects/egress-relay.js";
 import { bigReads, type BigReads } from "../../src/rpc/big-reads.js";
 import type { EgressResolver } from "../../src/effects/egress-resolve.js";

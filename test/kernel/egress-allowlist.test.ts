@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkEgressHost, matchEgress, parseEgressTarget, type EgressTarget } from "../../src/effects/egress-allowlist.js";
+import { checkEgressHost, matchEgress, parseEgressTarget, type EgressTarget } from "../../src/kernel/egress-allowlist.js";
 import { canonicalCidr, canonicalEndpointPattern } from "../../src/kernel/egress-context.js";
 
 /** The allowlist decision (§12): which host:port a seat's declared egress lets through. */

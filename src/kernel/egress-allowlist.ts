@@ -1,5 +1,5 @@
-import { canonicalEndpointPattern, canonicalIp, type EgressContext } from "../kernel/egress-context.js";
-import { refuse, type Refusal } from "../kernel/index.js";
+import { type Refusal, refuse } from "./decision.js";
+import { canonicalEndpointPattern, canonicalIp, type EgressContext } from "./egress-context.js";
 
 /**
  * Does a seat's declared egress allow this target? The target is what the connection asked
@@ -7,6 +7,9 @@ import { refuse, type Refusal } from "../kernel/index.js";
  * stream's header — never a Host header. A pattern `*.example.com:443` matches any name
  * under example.com (not the apex); a name matches case-insensitively, without its trailing
  * dot; an IP literal matches only the same address written in any form.
+ *
+ * Pure policy over the seat's declared egress (egress-context.ts), so it lives in the kernel;
+ * resolving a name and relaying the bytes are src/effects/'s (egress-resolve.ts, egress-relay.ts).
  */
 export interface EgressTarget {
   /** Canonical: a lower-case name, or a canonical IP literal (v6 without brackets). */
