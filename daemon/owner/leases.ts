@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { LeasesResponseSchema, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { cascade, issueLease, refuse, revokeLease, type LeaseRevocation, type Policy, type Refusal } from "../../src/kernel/index.js";
+import { cascade, revokeLease, type LeaseRevocation, type Policy, type Refusal } from "../../src/kernel/index.js";
+import { checkOwnerLease as decideOwnerLease, checkOwnerRevoke as decideOwnerRevoke } from "../../src/kernel/owner-lease.js";
 import { daemonPrincipal, leaseFactOf, leaseRevocationDraft, LedgerRefusal, type CheckedOwnerAct, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
@@ -28,21 +29,13 @@ export function applyCascade(ledger: Ledger, team: string, next: Policy): LeaseR
 }
 
 /**
- * An owner-issued lease is a root lease from the leads envelope, issued as leads (the
- * envelope is leads', §9): the owner signs it, the kernel decides it exactly as it decides
- * leads' own — a present leads, the envelope entry covering it, the whole-chain ban, the
- * deny and the ceiling, the lease-ttl, §5.
+ * An owner-issued lease: the kernel decides it (src/kernel/owner-lease.ts) over the lease the
+ * act carries and the team's policy in force with its leases.
  */
 export function checkOwnerLease(ledger: Ledger, team: string, act: CheckedOwnerAct, now: number): Refusal | undefined {
   const fact = leaseFactOf({ header: { type: RecordType.LEASE, capability: act.proposal.capability, timeUnixMs: 0n }, payload: act.payload });
-  if (fact === undefined) return refuse("owner.act-invalid", "a lease act carries a lease: id, holder, expiry, and the issuer, capability and scope fields");
-  if (fact.parent !== undefined) return refuse("owner.act-invalid", "the owner issues root leases from the leads envelope; a re-lease is issued by the seat holding its parent");
-  const view = currentView(ledger, team);
-  if (view === undefined) return refuse("policy.unapplied", `team '${team}' has no applied policy: run teamd apply first`);
-  if (view.policy.leads === undefined) return refuse("lease.no-leads", "the team has no leads; no lease of any origin issues without a present leads (§9)");
-  if (fact.issuer !== view.policy.leads.seat) return refuse("lease.source", `the owner issues as leads (${view.policy.leads.seat}) from its envelope, not as ${fact.issuer}`);
-  const decided = issueLease(view, { leaseId: fact.id, issuer: fact.issuer, recipient: fact.holder, capability: fact.capability, scope: fact.scope, expiresAt: fact.expiresAt, source: fact.rootGrant }, now);
-  return decided.decision === "refuse" ? decided : undefined;
+  // The view is read only for a lease the act carries (the kernel refuses one without first).
+  return decideOwnerLease(fact === undefined || fact.parent !== undefined ? undefined : currentView(ledger, team), team, fact, now);
 }
 
 function revokedLeaseId(act: CheckedOwnerAct): string | undefined {
@@ -50,13 +43,9 @@ function revokedLeaseId(act: CheckedOwnerAct): string | undefined {
   return d.case === "revocation" && d.value.subject === RevocationSubject.LEASE ? d.value.subjectId : undefined;
 }
 
+/** The owner's revocation, decided by the kernel; with the store down the team's leases are not read (the flag holds, §15). */
 export function checkOwnerRevoke(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusal | undefined {
-  const id = revokedLeaseId(act);
-  if (id === undefined) return refuse("owner.act-invalid", "teamd revoke names a lease");
-  // With the store down the lease may not be readable: the flag is what holds (§15), so only a known lease of another team is refused.
-  const owner = ledger.view.leaseFacts(team).leases;
-  if (ledger.state.status === "ready" && !Object.prototype.hasOwnProperty.call(owner, id)) return refuse("lease.unknown", `lease ${id} is not a lease of team '${team}'`);
-  return undefined;
+  return decideOwnerRevoke(team, revokedLeaseId(act), ledger.state.status === "ready" ? ledger.view.leaseFacts(team).leases : undefined);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { BrokerRequest, BrokerResponseSchema, BrokerTaskSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { AccountConfigError, checkTaskId, LIMITS, scrubValue, TrackerConfigError, type AccountCredential, TrackerError, type Broker, type BrokerAnswer, type BrokerOperation, type ResolvedTracker, type TaskDetail, type TaskSummary } from "../../src/broker/index.js";
 import { refuse, type KernelRequest, type RuleId } from "../../src/kernel/index.js";
+import { BROKER_OPERATIONS } from "../../src/kernel/authorize.js";
 import { credentialShape } from "../../src/teamfile/credentials.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -31,8 +32,6 @@ export interface SeatBroker {
   call(identity: SeatIdentity, request: BrokerRequest): Promise<MessageInitShape<typeof BrokerResponseSchema>>;
 }
 
-const OPERATIONS: readonly string[] = ["pull", "read", "claim", "comment"];
-
 const RULE_OF: Readonly<Record<TrackerError["kind"], RuleId>> = { task: "broker.task", claimed: "broker.claimed", upstream: "broker.upstream", unreachable: "broker.upstream" };
 
 function wire(task: TaskSummary | TaskDetail): MessageInitShape<typeof BrokerTaskSchema> {
@@ -44,7 +43,7 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
   return {
     async call(identity, request) {
       const operation = request.operation;
-      const action = OPERATIONS.includes(operation) ? `broker.${operation}` : "broker";
+      const action = BROKER_OPERATIONS.includes(operation) ? `broker.${operation}` : "broker";
       const ctx = await pipeline.context(identity, action, { guardInAct: true });
       const task = request.task;
       const id = operation === "pull" ? "" : request.id;
@@ -52,7 +51,7 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
       const fail = async (rule: RuleId, reason: string) => pipeline.refuse(ctx, refuse(rule, reason), action, task === "" ? undefined : target);
 
       if (task === "") throw await fail("request.malformed", "a broker request names its task resource (one of declare.tasks)");
-      if (operation !== "pull" && OPERATIONS.includes(operation)) {
+      if (operation !== "pull" && BROKER_OPERATIONS.includes(operation)) {
         if (id === "") throw await fail("request.malformed", `broker ${operation} names the task: teamd-shim broker ${operation} ${task} <id>`);
         try {
           checkTaskId(id);

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry, LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
-import { issueLease, refuse, revokeLease, type KernelView, type LeaseDecision, type LeaseFact, type LeaseRequest, type Refusal } from "../../src/kernel/index.js";
+import { refuse, revokeLease, type LeaseFact } from "../../src/kernel/index.js";
+import { decideLease } from "../../src/kernel/lease-choice.js";
 import { leaseDraft, leaseRevocationDraft, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
@@ -21,27 +22,6 @@ export interface SeatLeases {
   list(identity: SeatIdentity): Promise<LeaseEntry[]>;
   /** The live leases the seat holds (whoami). */
   held(identity: SeatIdentity): Promise<LeaseEntry[]>;
-}
-
-/**
- * Decide a lease with the source named, or — for a root lease whose source is not named —
- * with each source the issuer holds for the capability (its standing grants; the envelope
- * when it is leads) until one issues. What is refused is the first source's refusal.
- */
-export function decideLease(view: KernelView, request: Omit<LeaseRequest, "source"> & { readonly source?: string }, now: number): LeaseDecision {
-  if (request.parent !== undefined || request.source !== undefined) return issueLease(view, request, now);
-  const policy = view.policy;
-  const own = Object.prototype.hasOwnProperty.call(policy.seats, request.issuer) ? policy.seats[request.issuer]?.authorities ?? [] : [];
-  const envelope = policy.leads?.seat === request.issuer ? policy.leads.envelope : [];
-  const sources = [...own, ...envelope].filter((a) => a.capability === request.capability).map((a) => a.id);
-  if (sources.length === 0) return issueLease(view, request, now);
-  let first: Refusal | undefined;
-  for (const source of sources) {
-    const decided = issueLease(view, { ...request, source }, now);
-    if (decided.decision === "issue") return decided;
-    first ??= decided;
-  }
-  return first as Refusal;
 }
 
 export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {

@@ -34,6 +34,20 @@ export interface ContainedGitOptions {
   readonly input?: Buffer | NodeJS.ReadableStream;
   /** Default 120 s for containedGit; containedGitStream has none unless given. */
   readonly timeoutMs?: number;
+  /**
+   * The checked bubblewrap and system binds to reuse (createGitSandbox): the git runs of one
+   * operation (a push, a merge, a fetch) share one, made where the operation builds its
+   * context. Without one, the run checks for itself.
+   */
+  readonly sandbox?: GitSandbox;
+}
+
+/** What every contained run needs of the host, checked once per holder (an operation's context), not once per process. */
+export interface GitSandbox {
+  /** The bwrap that passed the check. */
+  bwrap(): Promise<string>;
+  /** /usr and friends read-only; /bin -> usr/bin and the like recreated as the symlinks they are. */
+  systemMounts(): Promise<string[]>;
 }
 
 export interface ContainedGitResult {
@@ -63,49 +77,55 @@ const STDERR_BYTES = 64 * 1024;
 const ALTERNATES_DEPTH = 5;
 const NOT_BOUND = ["/", "/proc", "/dev"];
 
-let checked: Promise<string> | undefined;
-let systemArgs: Promise<string[]> | undefined;
-let available: Promise<boolean> | undefined;
-
-/** The bwrap that passed the check. A failed check is not kept: bubblewrap may be installed meanwhile. */
-function bwrap(): Promise<string> {
-  const pending = (checked ??= (async () => {
-    let found: string | undefined;
-    for (const candidate of BWRAP_CANDIDATES) {
-      if (await access(candidate, fsConstants.X_OK).then(() => true, () => false)) {
-        found = candidate;
-        break;
-      }
-    }
-    if (found === undefined) {
-      throw new ContainmentError(`bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`);
-    }
-    const help = await new Promise<string>((resolve) => {
-      execFile(found, ["--help"], { env: {}, timeout: 5_000, encoding: "utf8" }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
-    });
-    const missing = missingFeatures(help);
-    if (missing.length > 0) {
-      throw new ContainmentError(`${found} lacks ${missing.join(", ")}, so git on seat content cannot be contained — scripts/setup.sh installs bubblewrap 0.8.0 or later`);
-    }
-    return found;
-  })());
-  pending.catch(() => {
-    if (checked === pending) checked = undefined;
-  });
-  return pending;
+/**
+ * A holder of the host checks contained git needs, each made at most once by it: the bwrap
+ * that passed the check (a failed check is not kept: bubblewrap may be installed meanwhile)
+ * and the system binds.
+ */
+export function createGitSandbox(): GitSandbox {
+  let checked: Promise<string> | undefined;
+  let systemArgs: Promise<string[]> | undefined;
+  return {
+    bwrap() {
+      const pending = (checked ??= findBwrap());
+      pending.catch(() => {
+        if (checked === pending) checked = undefined;
+      });
+      return pending;
+    },
+    systemMounts: () => (systemArgs ??= systemMounts()),
+  };
 }
 
-/** /usr and friends read-only; /bin -> usr/bin and the like recreated as the symlinks they are. */
-function systemMounts(): Promise<string[]> {
-  return (systemArgs ??= (async () => {
-    const args: string[] = [];
-    for (const path of LINUX_BASE.system) {
-      const stats = await lstat(path).catch(() => undefined);
-      if (stats?.isSymbolicLink()) args.push("--symlink", await readlink(path), path);
-      else if (stats?.isDirectory()) args.push("--ro-bind", path, path);
+async function findBwrap(): Promise<string> {
+  let found: string | undefined;
+  for (const candidate of BWRAP_CANDIDATES) {
+    if (await access(candidate, fsConstants.X_OK).then(() => true, () => false)) {
+      found = candidate;
+      break;
     }
-    return args;
-  })());
+  }
+  if (found === undefined) {
+    throw new ContainmentError(`bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`);
+  }
+  const help = await new Promise<string>((resolve) => {
+    execFile(found, ["--help"], { env: {}, timeout: 5_000, encoding: "utf8" }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
+  });
+  const missing = missingFeatures(help);
+  if (missing.length > 0) {
+    throw new ContainmentError(`${found} lacks ${missing.join(", ")}, so git on seat content cannot be contained — scripts/setup.sh installs bubblewrap 0.8.0 or later`);
+  }
+  return found;
+}
+
+async function systemMounts(): Promise<string[]> {
+  const args: string[] = [];
+  for (const path of LINUX_BASE.system) {
+    const stats = await lstat(path).catch(() => undefined);
+    if (stats?.isSymbolicLink()) args.push("--symlink", await readlink(path), path);
+    else if (stats?.isDirectory()) args.push("--ro-bind", path, path);
+  }
+  return args;
 }
 
 async function bindArgs(readOnly: readonly string[], writable: readonly string[]): Promise<string[]> {
@@ -141,7 +161,8 @@ interface Spawned {
 }
 
 async function spawnContained(args: readonly string[], options: ContainedGitOptions): Promise<Spawned> {
-  const file = await bwrap();
+  const sandbox = options.sandbox ?? createGitSandbox();
+  const file = await sandbox.bwrap();
   const env = gitEnv({ PATH: LINUX_BASE.path.join(":"), ...(options.env ?? {}) });
   const gitArgs = ["git", ...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
   if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
@@ -149,7 +170,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     ...ISOLATION,
     "--clearenv",
     ...Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : ["--setenv", name, value])),
-    ...(await systemMounts()),
+    ...(await sandbox.systemMounts()),
     "--proc", "/proc",
     "--dev", "/dev",
     "--tmpfs", "/tmp",
@@ -233,16 +254,12 @@ export async function containedGitStream(args: readonly string[], options: Conta
   return { stdout: spawned.stdout, done: spawned.done, kill: spawned.kill };
 }
 
-/** Whether contained git runs here (bubblewrap present, new enough, and allowed to make its namespaces). */
+/** Whether contained git runs here (bubblewrap present, new enough, and allowed to make its namespaces), asked now. */
 export function containmentAvailable(): Promise<boolean> {
-  const pending = (available ??= containedGit(["--version"], { readOnly: [], writable: [], timeoutMs: 10_000 }).then(
+  return containedGit(["--version"], { readOnly: [], writable: [], timeoutMs: 10_000 }).then(
     () => true,
     () => false,
-  ));
-  void pending.then((ok) => {
-    if (!ok && available === pending) available = undefined;
-  });
-  return pending;
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { realpath } from "node:fs/promises";
-import { containedGit, objectStores, type ContainedGitOptions } from "./contained-git.js";
+import { containedGit, createGitSandbox, objectStores, type ContainedGitOptions } from "./contained-git.js";
 import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
 
@@ -65,7 +65,7 @@ export async function summarizeChange(hub: string, trunkRef: string, branchRef: 
   const hubDir = await realpath(hub);
   const base = await tipOf(hubDir, trunkRef);
   const head = await tipOf(hubDir, branchRef);
-  const context: ContainedGitOptions = { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir))], writable: [] };
+  const context: ContainedGitOptions = { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir))], writable: [], sandbox: createGitSandbox() };
 
   // First, while nothing has been written: a branch the trunk already holds is no change.
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", head, "--not", base, "--"], context);

@@ -1,7 +1,7 @@
 import { createReadStream, existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { containedGit, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
+import { containedGit, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
 
 /**
@@ -325,10 +325,10 @@ async function syncFile(path: string): Promise<void> {
   }
 }
 
-/** Contained git over the hub, read-only, seeing the quarantined objects in front of the hub's. */
+/** Contained git over the hub, read-only, seeing the quarantined objects in front of the hub's; its runs share one host check. */
 async function quarantineContext(hub: string, q: Quarantine): Promise<ContainedGitOptions & { readonly env: Record<string, string> }> {
   const hubDir = await realpath(hub);
-  return { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir], writable: [], env: q.env };
+  return { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir], writable: [], env: q.env, sandbox: createGitSandbox() };
 }
 
 async function writeBounded(pack: Uint8Array | AsyncIterable<Uint8Array>, path: string, maxBytes: number): Promise<number> {

@@ -1,5 +1,5 @@
 import { realpath } from "node:fs/promises";
-import { containedGitStream, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
+import { containedGitStream, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
 import { git } from "./git.js";
 
 /**
@@ -26,7 +26,7 @@ const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 export async function* servePack(repo: string, wants: readonly string[], haves: readonly string[], options: { readonly timeoutMs?: number } = {}): AsyncIterable<Uint8Array> {
   for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
   const dir = await realpath(repo);
-  const context: ContainedGitOptions = { gitDir: dir, readOnly: [dir, ...(await objectStores(dir))], writable: [] };
+  const context: ContainedGitOptions = { gitDir: dir, readOnly: [dir, ...(await objectStores(dir))], writable: [], sandbox: createGitSandbox() };
   const wellFormedHaves = haves.filter((oid) => OID.test(oid));
   const types = await objectTypes(context, [...wants, ...wellFormedHaves]);
   for (const want of wants) if (types.get(want) !== "commit") throw new WantRefused(want);
