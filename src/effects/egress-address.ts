@@ -33,11 +33,17 @@ const RANGES: ReadonlyArray<readonly [string, number, "ipv4" | "ipv6", Exclude<A
   ["100::", 64, "ipv6", "reserved"],
 ];
 
-const LISTS = new Map<Exclude<AddressClass, "public" | "host">, BlockList>();
-for (const [network, prefix, family, kind] of RANGES) {
-  let list = LISTS.get(kind);
-  if (list === undefined) LISTS.set(kind, (list = new BlockList()));
-  list.addSubnet(network, prefix, family);
+/** One block list per class, in the order the table first names it; built once, never written after. */
+const LISTS: ReadonlyMap<Exclude<AddressClass, "public" | "host">, BlockList> = blockLists(RANGES);
+
+function blockLists(ranges: typeof RANGES): ReadonlyMap<Exclude<AddressClass, "public" | "host">, BlockList> {
+  const lists = new Map<Exclude<AddressClass, "public" | "host">, BlockList>();
+  for (const [network, prefix, family, kind] of ranges) {
+    let list = lists.get(kind);
+    if (list === undefined) lists.set(kind, (list = new BlockList()));
+    list.addSubnet(network, prefix, family);
+  }
+  return lists;
 }
 
 /** The address's class; an IPv4-mapped IPv6 address is classed as its IPv4 address. */

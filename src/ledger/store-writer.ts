@@ -64,63 +64,82 @@ const { parentPort, workerData } = require("node:worker_threads");
 const { statSync } = require("node:fs");
 const { createHash } = require("node:crypto");
 const Database = require(workerData.sqlite);
-let db;
-try {
-  db = new Database(workerData.path, { fileMustExist: true });
+
+// This thread's one connection: opened here, used only by serve() below, closed on { close }.
+// It lives and dies with the worker (a worker is made per writer by openStoreWriter), so it is
+// the writer's, never shared across writers.
+function openConnection() {
+  const db = new Database(workerData.path, { fileMustExist: true });
   db.pragma("busy_timeout = " + workerData.busyTimeoutMs);
   db.pragma("synchronous = FULL");
   if (String(db.pragma("journal_mode", { simple: true })) !== "wal") throw new Error("the ledger store is not in WAL mode");
-  const st = statSync(workerData.path);
-  parentPort.postMessage({ id: 0, identity: st.dev + ":" + st.ino });
-} catch (error) {
-  parentPort.postMessage({ id: 0, error: String(error && error.message || error) });
-  process.exit(0);
+  return db;
 }
-const insertRecord = db.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)");
-const insertSeal = db.prepare("INSERT INTO seals (seq, body) VALUES (?, ?)");
-const lastRecord = db.prepare("SELECT seq, header FROM records ORDER BY seq DESC LIMIT 1");
-// The batch extends exactly the record the daemon last committed (after: { seq, hash }, the
-// hash being SHA-256 of its header as codec.ts headerHash), or an empty store (after: null).
-function checkTip(after) {
-  const last = lastRecord.get();
-  const ok = after === null ? last === undefined : last !== undefined && last.seq === after.seq && createHash("sha256").update(last.header).digest().equals(Buffer.from(after.hash));
-  if (ok) return;
-  const found = last === undefined ? "no record" : "record " + last.seq;
-  const error = new Error("the store's tip (" + found + ") is not " + (after === null ? "empty" : "the record " + after.seq + " the daemon last signed"));
-  error.code = "${TIP_MISMATCH}";
-  throw error;
-}
-// A batch arrives packed (packBatch below): one transferred buffer and an index of
-// [seq, type, header length, payload length or -1] per record, then the seal's seq and length.
-const batch = db.transaction((bytes, index, after) => {
-  checkTip(after);
-  let at = 0;
-  let i = 0;
-  for (; i < index.length - 2; i += 4) {
-    const header = bytes.subarray(at, at + index[i + 2]);
-    at += index[i + 2];
-    let payload = null;
-    if (index[i + 3] >= 0) {
-      payload = bytes.subarray(at, at + index[i + 3]);
-      at += index[i + 3];
+
+function serve(db) {
+  const insertRecord = db.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)");
+  const insertSeal = db.prepare("INSERT INTO seals (seq, body) VALUES (?, ?)");
+  const lastRecord = db.prepare("SELECT seq, header FROM records ORDER BY seq DESC LIMIT 1");
+  // The batch extends exactly the record the daemon last committed (after: { seq, hash }, the
+  // hash being SHA-256 of its header as codec.ts headerHash), or an empty store (after: null).
+  function checkTip(after) {
+    const last = lastRecord.get();
+    const ok = after === null ? last === undefined : last !== undefined && last.seq === after.seq && createHash("sha256").update(last.header).digest().equals(Buffer.from(after.hash));
+    if (ok) return;
+    const found = last === undefined ? "no record" : "record " + last.seq;
+    const error = new Error("the store's tip (" + found + ") is not " + (after === null ? "empty" : "the record " + after.seq + " the daemon last signed"));
+    error.code = "${TIP_MISMATCH}";
+    throw error;
+  }
+  // A batch arrives packed (packBatch below): one transferred buffer and an index of
+  // [seq, type, header length, payload length or -1] per record, then the seal's seq and length.
+  const batch = db.transaction((bytes, index, after) => {
+    checkTip(after);
+    let at = 0;
+    let i = 0;
+    for (; i < index.length - 2; i += 4) {
+      const header = bytes.subarray(at, at + index[i + 2]);
+      at += index[i + 2];
+      let payload = null;
+      if (index[i + 3] >= 0) {
+        payload = bytes.subarray(at, at + index[i + 3]);
+        at += index[i + 3];
+      }
+      insertRecord.run(index[i], index[i + 1], header, payload);
     }
-    insertRecord.run(index[i], index[i + 1], header, payload);
-  }
-  insertSeal.run(index[i], bytes.subarray(at, at + index[i + 1]));
-});
-parentPort.on("message", (m) => {
-  if (m.close) {
-    db.close();
-    parentPort.close();
-    return;
-  }
+    insertSeal.run(index[i], bytes.subarray(at, at + index[i + 1]));
+  });
+  parentPort.on("message", (m) => {
+    if (m.close) {
+      db.close();
+      parentPort.close();
+      return;
+    }
+    try {
+      batch.immediate(new Uint8Array(m.bytes), m.index, m.after);
+      parentPort.postMessage({ id: m.id });
+    } catch (error) {
+      parentPort.postMessage({ id: m.id, error: String(error && error.message || error), code: error && error.code === "${TIP_MISMATCH}" ? error.code : undefined });
+    }
+  });
+}
+
+// The first message says which file was opened, or why none was (and the worker ends).
+function openOrReport() {
   try {
-    batch.immediate(new Uint8Array(m.bytes), m.index, m.after);
-    parentPort.postMessage({ id: m.id });
+    const db = openConnection();
+    const st = statSync(workerData.path);
+    parentPort.postMessage({ id: 0, identity: st.dev + ":" + st.ino });
+    return db;
   } catch (error) {
-    parentPort.postMessage({ id: m.id, error: String(error && error.message || error), code: error && error.code === "${TIP_MISMATCH}" ? error.code : undefined });
+    parentPort.postMessage({ id: 0, error: String(error && error.message || error) });
+    process.exit(0);
+    return undefined;
   }
-});
+}
+
+const connection = openOrReport();
+if (connection !== undefined) serve(connection);
 `;
 
 const sqlitePath = createRequire(import.meta.url).resolve("better-sqlite3");

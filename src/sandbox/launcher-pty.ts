@@ -67,13 +67,13 @@ const WRAPPER_BLOCKED = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_ST
 const execFileAsync = promisify(execFile);
 
 type NodePty = typeof NodePtyModule;
-let loaded: Promise<NodePty | Error> | undefined;
 
+/** node-pty, or why it did not load. The module loader keeps what it loaded: a later launch pays nothing. */
 function loadNodePty(): Promise<NodePty | Error> {
-  return (loaded ??= import("node-pty").then(
+  return import("node-pty").then(
     (module) => module,
     (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-  ));
+  );
 }
 
 export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
