@@ -22,20 +22,13 @@ export function leaseFactsFor(ledger: Ledger, team: string): Pick<KernelFacts, "
 }
 
 /**
- * The kernel's view for one decision: the policy in force (frozen when loaded) and the facts,
- * with the team's leases always among them — every capability a seat uses may rest on a lease.
- * Frozen at the top only: its parts are frozen where they are made (deepFreeze over 10,000
- * leases per request would cost more than the decision).
+ * The kernel's view for one decision: the policy in force and the facts, with the team's
+ * leases always among them — every capability a seat uses may rest on a lease. The policy
+ * comes deep-frozen from policyInForce (once per applied policy, in the ledger's decision
+ * cache); one not frozen at all is frozen here. Frozen at the top only: its parts are frozen
+ * where they are made (deepFreeze over 10,000 leases per request would cost more than the
+ * decision).
  */
 export function decisionView(policy: Policy, facts: KernelFacts | undefined, leases: Pick<KernelFacts, "leases" | "revokedLeases">): KernelView {
-  return Object.freeze({ policy: deepFreezeOnce(policy), facts: Object.freeze({ ...(facts ?? {}), ...leases }) });
-}
-
-const frozenPolicies = new WeakSet<object>();
-function deepFreezeOnce(policy: Policy): Policy {
-  if (!frozenPolicies.has(policy)) {
-    deepFreeze(policy);
-    frozenPolicies.add(policy);
-  }
-  return policy;
+  return Object.freeze({ policy: Object.isFrozen(policy) ? policy : deepFreeze(policy), facts: Object.freeze({ ...(facts ?? {}), ...leases }) });
 }

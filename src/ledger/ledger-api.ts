@@ -1,6 +1,7 @@
 import type { RecordType, RevocationSubject } from "../gen/teamd/v1/ledger_pb.js";
 import type { Refusal } from "../kernel/decision.js";
 import type { AppendResult } from "./commit.js";
+import type { DecisionCache } from "./decision-cache.js";
 import type { Effect, SubmitReply, SubmitRequest } from "./dispatch.js";
 import type { LedgerEntry } from "./entry.js";
 import type { FlagRead } from "./flags.js";
@@ -62,6 +63,8 @@ export interface Ledger {
   readonly head: Head | undefined;
   readonly ownerKey: PublicKey;
   readonly daemonKey: PublicKey;
+  /** What the decision view keeps between requests (the loaded policy in force): this ledger's own, never a module's. */
+  readonly decisionCache: DecisionCache;
   /** The gate's store-free checks, before any record: flags, stops, the store's state. */
   guard(team: string): Refusal | undefined;
   isRevoked(subject: RevocationSubject, subjectId: string): boolean;

@@ -3,6 +3,7 @@ import { PrincipalKind, RecordType } from "../gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../kernel/decision.js";
 import { bytesEqual, headerHash } from "./codec.js";
 import { commitBatch, type AppendResult, type CommitContext } from "./commit.js";
+import { createDecisionCache } from "./decision-cache.js";
 import { createDispatcher } from "./dispatch.js";
 import { describeRecord, describeStored, type LedgerEntry } from "./entry.js";
 import { describeError, LedgerRefusal } from "./errors.js";
@@ -320,6 +321,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     },
     ownerKey,
     daemonKey,
+    decisionCache: createDecisionCache(),
     guard,
     isRevoked(subject, subjectId) {
       const key = `${subject}:${subjectId}`;

@@ -1,9 +1,12 @@
 import { fromHex, type Ledger } from "./index.js";
-import type { Policy, Seat, StartContext } from "../kernel/index.js";
+import { deepFreeze, type Seat, type StartContext } from "../kernel/index.js";
 import { loadTeamFileData } from "../teamfile/index.js";
 import { RefusalError } from "../rpc/index.js";
 import type { ReadFilter } from "../effects/git-filter.js";
 import { readFilter, readIsUnbounded } from "../effects/read-filter.js";
+import type { PolicyInForce } from "./decision-cache.js";
+
+export type { PolicyInForce } from "./decision-cache.js";
 
 /**
  * What a seat may start with, read from the policy in force — the last applied policy
@@ -33,19 +36,12 @@ export function readyLedger(ledger: Ledger | undefined): Ledger {
   return ledger;
 }
 
-export interface PolicyInForce {
-  readonly policy: Policy;
-  readonly seq: number;
-  readonly teamFileHash: string;
-  /** The same hash as bytes, as every gated act's intent records it (its input state, §15). */
-  readonly teamFileHashBytes: Uint8Array;
-}
-
-// The policy record is immutable, so its load is cached by (ledger, seq): a seat request
-// pays for the canonical parse once per applied policy, not once per call.
-const loadedPolicies = new WeakMap<Ledger, Map<string, PolicyInForce>>();
-
-/** The team's policy in force, rebuilt from its record (never the file on disk, §10). */
+/**
+ * The team's policy in force, rebuilt from its record (never the file on disk, §10), deep
+ * frozen. The record is immutable, so its load is kept by the ledger's own decision cache
+ * (decision-cache.ts), by (team, seq): a seat request pays for the canonical parse once per
+ * applied policy, not once per call.
+ */
 export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   if (ledger.view.team(team) === undefined) {
     throw new RefusalError("team.unknown", `team '${team}' is not registered on this machine: run teamd init in its repository first`);
@@ -54,11 +50,10 @@ export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   if (inForce === undefined) {
     throw new RefusalError("policy.unapplied", `team '${team}' has no applied policy: run teamd apply in its repository (the file on disk is never in force by itself)`);
   }
-  const cache = loadedPolicies.get(ledger) ?? new Map<string, PolicyInForce>();
-  loadedPolicies.set(ledger, cache);
-  const key = `${team}\0${inForce.seq}`;
-  const cached = cache.get(key);
-  if (cached !== undefined) return cached;
+  return ledger.decisionCache.policy(team, inForce.seq, () => loadPolicy(team, inForce));
+}
+
+function loadPolicy(team: string, inForce: NonNullable<ReturnType<Ledger["view"]["policy"]>>): PolicyInForce {
   let data: unknown;
   try {
     data = JSON.parse(inForce.canonical);
@@ -69,9 +64,8 @@ export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   if (!loaded.ok) {
     throw new RefusalError("policy.unapplied", `the policy in force (record ${inForce.seq}) no longer loads: ${loaded.errors[0]?.message ?? "invalid"}; apply the team file again`);
   }
-  const result: PolicyInForce = { policy: loaded.policy, seq: inForce.seq, teamFileHash: inForce.teamFileHash, teamFileHashBytes: fromHex(inForce.teamFileHash) };
-  cache.set(key, result);
-  return result;
+  // Frozen throughout once, here: the kernel's memos are keyed by it (decision-view.ts).
+  return { policy: deepFreeze(loaded.policy), seq: inForce.seq, teamFileHash: inForce.teamFileHash, teamFileHashBytes: fromHex(inForce.teamFileHash) };
 }
 
 /** The seats a team's applied policy declares, by name (all of them, startable or not). */
