@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Deploy end to end (issue 9): a real hub, real contained seats of two labs, and a real deploy
@@ -59,47 +58,21 @@ ${seat("anthropic", "      read: ~\n      write: { path: src/ }\n")}  rev:
 ${seat("openai", "      read: ~\n      merge: ~\n")}  dep:
 ${seat("openai", "      read: ~\n      deploy: { env: [staging, prod, qa] }\n")}`;
 
-interface LogRecord {
-  type: string;
-  action: string;
-  seq: number;
-  [key: string]: unknown;
-}
-
 describe.runIf(process.platform === "linux")("deploy: the owner's pinned command on a gated artifact", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess;
-  let repo: string;
-  let hub: string;
+  let h: TeamdHarness;
   let out: string;
-  let env: NodeJS.ProcessEnv;
   /** A variable of the daemon's own environment: a deploy command must never see it. */
   const CANARY = "DEPLOY_CANARY_SECRET";
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const shim = (who: string, ...args: string[]) => teamd(["exec", `${who}@proj`, "--", "teamd-shim", ...args]);
-  const inSeat = (who: string, script: string) => teamd(["exec", `${who}@proj`, "--", "sh", "-c", `git config user.name ${who} && git config user.email ${who}@seat.invalid && ${script}`]);
-  const hubGit = (...args: string[]) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim();
-  const refused = async (result: Promise<{ code: number | null; stdout: string; stderr: string }>, rule: string) => {
-    const r = await result;
-    expect(r.code, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain(`refused by ${rule}`);
-    return r;
-  };
-  const records = async (): Promise<LogRecord[]> => {
-    const log = await teamd(["log", "--json"]);
-    return log.stdout.trim().split("\n").map((l) => JSON.parse(l) as LogRecord);
-  };
-  const refusalRecorded = async (rule: string) => expect((await records()).some((r) => r.type === "refusal" && r.action === "deploy" && JSON.stringify(r).includes(rule)), rule).toBe(true);
-  const daemonEnv = () => ({ HOME: tmp.dir, [CANARY]: "canary-value-never-shown" });
+  const refusalRecorded = async (rule: string) => expect((await h.records()).some((r) => r.type === "refusal" && r.action === "deploy" && JSON.stringify(r).includes(rule)), rule).toBe(true);
   /** Push a change on a new branch from the trunk (never carrying an earlier src/FAIL), have it reviewed and gated by the other lab, and merged. */
   const gatedMerge = async (branch: string, file: string, content: string): Promise<{ commit: string; effectId: string }> => {
-    const pushed = await inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && rm -f src/FAIL && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
+    const pushed = await h.inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && rm -f src/FAIL && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
-    expect((await shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
-    const gate = await shim("rev", "gate", `seat/exec/${branch}`, "--pass", "--json");
+    expect((await h.shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
+    const gate = await h.shim("rev", "gate", `seat/exec/${branch}`, "--pass", "--json");
     expect(gate.code, gate.stderr).toBe(0);
-    const merged = await shim("mrg", "merge", `seat/exec/${branch}`, "--json");
+    const merged = await h.shim("mrg", "merge", `seat/exec/${branch}`, "--json");
     expect(merged.code, merged.stderr).toBe(0);
     const m = JSON.parse(merged.stdout) as { commit: string; effectId: string };
     expect(m.effectId).toBe((JSON.parse(gate.stdout) as { effectId: string }).effectId);
@@ -107,13 +80,12 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   };
   /** What the script must have seen: the sha-256 of every file of the commit's tree, as `find` names them. */
   const expectedFiles = (commit: string): string => {
-    const paths = hubGit("ls-tree", "-r", "--name-only", commit).split("\n").sort();
-    const lines = paths.map((p) => `${createHash("sha256").update(execFileSync("git", ["--git-dir", hub, "cat-file", "blob", `${commit}:${p}`])).digest("hex")}  ./${p}`);
+    const paths = h.hubGit("ls-tree", "-r", "--name-only", commit).split("\n").sort();
+    const lines = paths.map((p) => `${createHash("sha256").update(execFileSync("git", ["--git-dir", h.hub, "cat-file", "blob", `${commit}:${p}`])).digest("hex")}  ./${p}`);
     return lines.sort((a, b) => (a.slice(66) < b.slice(66) ? -1 : 1)).join("\n") + "\n";
   };
-  const socket = (who: string) => join(tmp.dir, "home", asRoot ? `seat-sockets/proj.${who}.sock` : `run/seats/proj.${who}.sock`);
   const rpcDeploy = async (requestId: string, environment: string) => {
-    const client = createRpcClient(ShimService, socket("dep"), { deadlineMs: 60_000 });
+    const client = createRpcClient(ShimService, h.seatSocket("dep"), { deadlineMs: 60_000 });
     try {
       return await client.deploy({ requestId, env: environment });
     } finally {
@@ -122,45 +94,36 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-deploy-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    out = join(tmp.dir, "out");
+    h = await initTeam("teamd-deploy-", { files: { "README.md": "hello\n", "src/a.txt": "a\n", "deploy/ship.sh": SHIP }, daemonEnv: { [CANARY]: "canary-value-never-shown" } });
+    out = join(h.dir, "out");
     execFileSync("mkdir", ["-p", out]);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "src/a.txt": "a\n", "deploy/ship.sh": SHIP });
-    hub = join(tmp.dir, "home/hubs/proj.git");
-    env = { TEAMD_HOME: join(tmp.dir, "home"), TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, daemonEnv());
-    expect((await teamd(["init", "--yes"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(out));
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(out));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.cleanup();
   });
 
   it("refuses an artifact no pass covers: the root commit (deploy.artifact), an owner's commit on the trunk (pass.missing)", async () => {
-    await refused(shim("dep", "deploy", "staging"), "deploy.artifact");
-    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: repo, encoding: "utf8" });
-    writeFileSync(join(repo, "README.md"), "hello again\n");
+    await expectRefused(h.shim("dep", "deploy", "staging"), "deploy.artifact");
+    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: h.repo, encoding: "utf8" });
+    writeFileSync(join(h.repo, "README.md"), "hello again\n");
     git("commit", "-qam", "owner edit");
     git("push", "-q", "teamd", "main");
-    await refused(shim("dep", "deploy", "staging"), "pass.missing");
+    await expectRefused(h.shim("dep", "deploy", "staging"), "pass.missing");
     await refusalRecorded("pass.missing");
     expect(existsSync(join(out, "staging.artifact"))).toBe(false);
   });
 
   it("deploys the gated trunk head to a declared env: the command ran on exactly the gated tree, with a minimal environment", async () => {
     const merged = await gatedMerge("fix", "src/x.txt", "x\\n");
-    const deployed = await shim("dep", "deploy", "staging", "--json");
+    const deployed = await h.shim("dep", "deploy", "staging", "--json");
     expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
     const reply = JSON.parse(deployed.stdout) as { effectId: string; artifact: string; tree: string; exitCode: number; outputTail: string; intentSeq: number; outcomeSeq: number };
     expect(reply).toMatchObject({ effectId: merged.effectId, artifact: merged.commit, exitCode: 0 });
-    expect(reply.tree).toBe(hubGit("rev-parse", `${merged.commit}^{tree}`));
+    expect(reply.tree).toBe(h.hubGit("rev-parse", `${merged.commit}^{tree}`));
     expect(reply.outputTail).toContain(`shipped ${merged.commit} to staging`);
     expect(readFileSync(join(out, "staging.artifact"), "utf8").trim()).toBe(merged.commit);
     expect(readFileSync(join(out, "staging.files"), "utf8")).toBe(expectedFiles(merged.commit));
@@ -171,31 +134,31 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     expect(seen).toContain(`TEAMD_DEPLOY_EFFECT_ID=${merged.effectId}`);
     expect(seen).toMatch(/^PATH=\/usr\/local\/bin:\/usr\/bin:\/bin$/m);
     // Intent and outcome carry the artifact's effect id; the output is in neither.
-    const log = await records();
+    const log = await h.records();
     const intent = log.find((r) => r.type === "intent" && r.action === "deploy" && r.seq === reply.intentSeq) as LogRecord;
     expect(intent.effectId).toBe(merged.effectId);
     expect(log.find((r) => r.type === "outcome" && r.intentSeq === intent.seq)).toMatchObject({ effectId: merged.effectId, result: "done" });
     expect(JSON.stringify(log)).not.toContain("shipped ");
-    const verify = await teamd(["verify", "--json"]);
+    const verify = await h.run(["verify", "--json"]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     // The deploy folder under TEAMD_HOME is gone with the outcome.
-    expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).toBe("");
+    expect(execFileSync("ls", ["-A", join(h.home, "deploys")], { encoding: "utf8" }).trim()).toBe("");
   }, 120_000);
 
   it("refuses, each recorded: an undeclared env, an env without a command, a seat without deploy, an account on a command", async () => {
-    await refused(shim("dep", "deploy", "nowhere"), "scope.env");
-    await refused(shim("dep", "deploy", "qa"), "deploy.command");
-    await refused(shim("mrg", "deploy", "staging"), "authority.none");
+    await expectRefused(h.shim("dep", "deploy", "nowhere"), "scope.env");
+    await expectRefused(h.shim("dep", "deploy", "qa"), "deploy.command");
+    await expectRefused(h.shim("mrg", "deploy", "staging"), "authority.none");
     // staging runs a command: no owner's account is used, so naming one is refused, not ignored.
-    await refused(shim("dep", "deploy", "staging", "--as", "owner-github"), "act-as.unmediated");
+    await expectRefused(h.shim("dep", "deploy", "staging", "--as", "owner-github"), "act-as.unmediated");
     for (const rule of ["scope.env", "deploy.command", "authority.none", "act-as.unmediated"]) await refusalRecorded(rule);
   }, 120_000);
 
   it("refuses a deploy whose pinned script changed on disk since teamd apply (deploy.unpinned)", async () => {
-    const script = join(repo, "deploy/ship.sh");
+    const script = join(h.repo, "deploy/ship.sh");
     writeFileSync(script, SHIP.replace("set -e", "set -e\ntouch \"$DEPLOY_OUT/tampered\""));
     try {
-      await refused(shim("dep", "deploy", "prod"), "deploy.unpinned");
+      await expectRefused(h.shim("dep", "deploy", "prod"), "deploy.unpinned");
       await refusalRecorded("deploy.unpinned");
       expect(existsSync(join(out, "tampered"))).toBe(false);
       expect(existsSync(join(out, "prod.artifact"))).toBe(false);
@@ -205,73 +168,73 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   });
 
   it("refuses a merge touching the pinned deploy script (reserved.object), even one the owner put on a seat branch", async () => {
-    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: repo, encoding: "utf8" });
+    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: h.repo, encoding: "utf8" });
     git("checkout", "-q", "-b", "evil", "main");
     git("pull", "-q", "--ff-only", "teamd", "main");
-    writeFileSync(join(repo, "deploy/ship.sh"), `${SHIP}touch "$DEPLOY_OUT/evil"\n`);
+    writeFileSync(join(h.repo, "deploy/ship.sh"), `${SHIP}touch "$DEPLOY_OUT/evil"\n`);
     git("commit", "-qam", "ship more");
     git("push", "-q", "teamd", "evil:seat/exec/evil");
     git("checkout", "-q", "main");
-    writeFileSync(join(repo, "deploy/ship.sh"), SHIP);
-    const trunk = hubGit("rev-parse", "refs/heads/main");
-    await refused(shim("mrg", "merge", "seat/exec/evil"), "reserved.object");
-    expect(hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
+    writeFileSync(join(h.repo, "deploy/ship.sh"), SHIP);
+    const trunk = h.hubGit("rev-parse", "refs/heads/main");
+    await expectRefused(h.shim("mrg", "merge", "seat/exec/evil"), "reserved.object");
+    expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(trunk);
   }, 120_000);
 
   it("a failed deploy (non-zero exit) is a refused outcome that voids the pass: a second env is refused (pass.voided)", async () => {
     const merged = await gatedMerge("failing", "src/FAIL", "fail\\n");
-    const failed = await refused(shim("dep", "deploy", "staging"), "deploy.failed");
+    const failed = await expectRefused(h.shim("dep", "deploy", "staging"), "deploy.failed");
     // The seat sees the end of the output; the ledger records the exit status only.
     expect(failed.stderr).toContain("deploy failing as the tree asks");
-    const log = await records();
+    const log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
     expect(intent.effectId).toBe(merged.effectId);
     const outcome = log.find((r) => r.type === "outcome" && r.intentSeq === intent.seq) as LogRecord;
     expect(outcome).toMatchObject({ effectId: merged.effectId, result: "refused" });
     expect(JSON.stringify(log)).not.toContain("deploy failing as the tree asks");
-    await refused(shim("dep", "deploy", "prod"), "pass.voided");
+    await expectRefused(h.shim("dep", "deploy", "prod"), "pass.voided");
     await refusalRecorded("pass.voided");
     expect(existsSync(join(out, "prod.artifact"))).toBe(false);
   }, 120_000);
 
   it("a daemon killed after the intent leaves the outcome unknown: the env is blocked, a retry returns that, and only the owner's resolution unblocks it", async () => {
     const crashed = await gatedMerge("crash", "src/c.txt", "c\\n");
-    await daemon.stop();
-    daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, { ...daemonEnv(), TEAMD_TEST_CRASH_IN_DEPLOY: "1" });
-    expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
+    await h.stopDaemon();
+    await h.startDaemon({ env: { TEAMD_TEST_CRASH_IN_DEPLOY: "1" } });
+    expect((await h.run(["start", "--team", "proj"])).code).toBe(0);
     await expect(rpcDeploy("deploy-crash-1", "prod")).rejects.toThrow();
     expect(existsSync(join(out, "prod.artifact"))).toBe(false);
 
     // The killed daemon left its prepared deploy folder; the next one removes it at start.
-    expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).not.toBe("");
-    daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, daemonEnv());
-    expect(execFileSync("ls", ["-A", join(tmp.dir, "home/deploys")], { encoding: "utf8" }).trim()).toBe("");
-    expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
-    let log = await records();
+    expect(execFileSync("ls", ["-A", join(h.home, "deploys")], { encoding: "utf8" }).trim()).not.toBe("");
+    await h.startDaemon();
+    expect(execFileSync("ls", ["-A", join(h.home, "deploys")], { encoding: "utf8" }).trim()).toBe("");
+    expect((await h.run(["start", "--team", "proj"])).code).toBe(0);
+    let log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
     expect(intent.effectId).toBe(crashed.effectId);
     expect(log.some((r) => r.type === "outcome" && r.intentSeq === intent.seq && r.result === "unknown")).toBe(true);
     // The retry is never re-dispatched: it answers with the recorded state.
     await expect(rpcDeploy("deploy-crash-1", "prod")).rejects.toThrow(/ledger\.unknown-outcome/);
     // The unknown voids the artifact's pass everywhere, and blocks prod for any artifact.
-    await refused(shim("dep", "deploy", "staging"), "pass.voided");
+    await expectRefused(h.shim("dep", "deploy", "staging"), "pass.voided");
     const next = await gatedMerge("next", "src/n.txt", "n\\n");
-    await refused(shim("dep", "deploy", "prod"), "ledger.unknown-outcome");
+    await expectRefused(h.shim("dep", "deploy", "prod"), "ledger.unknown-outcome");
     expect(existsSync(join(out, "prod.artifact"))).toBe(false);
-    expect((await shim("dep", "deploy", "staging")).code).toBe(0);
+    expect((await h.shim("dep", "deploy", "staging")).code).toBe(0);
 
     // The owner, who can look at prod, says what happened: accepted as done.
-    const resolved = await teamd(["ledger", "resolve", String(intent.seq), "--team", "proj", "--done"]);
+    const resolved = await h.run(["ledger", "resolve", String(intent.seq), "--team", "proj", "--done"]);
     expect(resolved.code, resolved.stdout + resolved.stderr).toBe(0);
     const again = await rpcDeploy("deploy-crash-1", "prod");
     expect(again.act?.effectId).toBe(crashed.effectId);
     expect(again.outputTail).toBe("");
     expect(existsSync(join(out, "prod.artifact"))).toBe(false);
-    const shipped = await shim("dep", "deploy", "prod", "--json");
+    const shipped = await h.shim("dep", "deploy", "prod", "--json");
     expect(shipped.code, shipped.stdout + shipped.stderr).toBe(0);
     expect(readFileSync(join(out, "prod.artifact"), "utf8").trim()).toBe(next.commit);
-    log = await records();
+    log = await h.records();
     expect(log.some((r) => r.type === "reconcile" && String(r.action).includes("accept-done"))).toBe(true);
-    expect((await teamd(["verify", "--json"])).code).toBe(0);
+    expect((await h.run(["verify", "--json"])).code).toBe(0);
   }, 240_000);
 });
