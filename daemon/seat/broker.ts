@@ -6,7 +6,6 @@ import { refuse, type KernelRequest, type RuleId } from "../../src/kernel/index.
 import { BROKER_OPERATIONS } from "../../src/kernel/authorize.js";
 import { credentialShape } from "../../src/teamfile/credentials.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import { requestBytes, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
 /**
@@ -134,11 +133,13 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
           return { result: "done", note };
         },
       );
-      if (reply.status === "unknown") throw new RefusalError("broker.upstream", `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`);
+      // The outcome `unknown` is this attempt's record: not recorded twice.
+      if (reply.status === "unknown") throw pipeline.outcomeRefusal(ctx, refuse("broker.upstream", `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`));
       // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
-      if (reply.status === "refused") throw failure !== undefined ? await pipeline.refuse(ctx, refuse(failure.rule, failure.reason), action, target) : new RefusalError("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`);
+      // A retry (no tracker call ran: the reply is the record's) is refused on record too.
+      if (reply.status === "refused") throw await pipeline.refuse(ctx, failure !== undefined ? refuse(failure.rule, failure.reason) : refuse("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`), action, target);
       if (commented !== undefined) return { operation, task, tasks: [wire(commented)], tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
-      if (answer === undefined) throw new RefusalError("broker.replay", `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`);
+      if (answer === undefined) throw await pipeline.refuse(ctx, refuse("broker.replay", `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`), action, target);
       const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
       return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
     },

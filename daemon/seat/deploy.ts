@@ -4,7 +4,7 @@ import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, startContextCanonical, type DeployCommand, type DeployPush, type KernelRequest } from "../../src/kernel/index.js";
 import { actAsAccount } from "../../src/kernel/act-as.js";
-import { fromHex, principalKey, seatPrincipal } from "../../src/ledger/index.js";
+import { fromHex } from "../../src/ledger/index.js";
 import { git } from "../../src/effects/git.js";
 import { effectIdOf } from "../../src/effects/git-merge.js";
 import { NotAnArtifact, summarizeArtifact, type ArtifactSummary } from "../../src/effects/git-artifact.js";
@@ -105,27 +105,28 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
 
   /** A request id this seat used before answers with what was recorded, and never runs the command again (§15). */
   async function recorded(ctx: SeatContext, requestId: string, env: string, artifact: string): Promise<DeployReply | undefined> {
-    const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
-    if (state === undefined) return undefined;
-    const [intent] = ctx.ledger.entries(state.intentSeq, 1);
-    if (intent?.action !== "deploy") {
-      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), "deploy");
-    }
-    const field = (key: string) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "";
+    const again = await deps.pipeline.replay(ctx, requestId, "deploy");
+    if (again === undefined) return undefined;
+    const { state, field } = again;
+    // A retry refused is an attempt of its own: each refusal below is on record.
     // The first request named its env and perhaps an artifact (else the trunk's head then): a retry names the same.
     if (field("env") !== env || (artifact !== "" && !field("artifact").startsWith(artifact))) {
       throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} deployed ${field("artifact")} to ${field("env")} (intent ${state.intentSeq}); a retry must be byte-identical`), "deploy");
     }
     const resolvedDone = state.resolution?.decision === "resolved-done" || state.resolution?.decision === "accept-done";
     if ((state.status === "pending" || state.status === "unknown") && state.resolution === undefined) {
-      throw new RefusalError(
-        "ledger.unknown-outcome",
-        `deploy intent ${state.intentSeq} to ${env} has an unknown outcome (${state.note || "the daemon stopped while it ran"}); ${env} is blocked until the owner runs \`teamd ledger resolve ${state.intentSeq} --team ${ctx.identity.team} --done\` or \`--repeat NEW_ID\``,
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse(
+          "ledger.unknown-outcome",
+          `deploy intent ${state.intentSeq} to ${env} has an unknown outcome (${state.note || "the daemon stopped while it ran"}); ${env} is blocked until the owner runs \`teamd ledger resolve ${state.intentSeq} --team ${ctx.identity.team} --done\` or \`--repeat NEW_ID\``,
+        ),
+        "deploy",
       );
     }
     if (state.status !== "done" && !resolvedDone) {
       const how = state.resolution !== undefined ? `the owner resolved its unknown outcome as ${state.resolution.decision}` : state.note;
-      throw new RefusalError("deploy.failed", `deploy intent ${state.intentSeq} to ${env} did not complete: ${how}`);
+      throw await deps.pipeline.refuse(ctx, refuse("deploy.failed", `deploy intent ${state.intentSeq} to ${env} did not complete: ${how}`), "deploy");
     }
     return {
       act: { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), tree: field("tree"), commit: field("artifact") },

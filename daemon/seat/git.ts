@@ -102,11 +102,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     async push(identity, parts) {
       const iterator = parts[Symbol.asyncIterator]();
       const first = await iterator.next();
+      // The context first: a malformed push is a refused attempt, on record like any other (§15).
+      const ctx = await deps.pipeline.context(identity, "git.push");
       if (first.done || first.value.part.case !== "header") {
-        throw new RefusalError("rpc.malformed", "a push starts with its header (request id and ref updates)");
+        throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push starts with its header (request id and ref updates)"), "git.push");
       }
       const header = first.value.part.value;
-      const ctx = await deps.pipeline.context(identity, "git.push");
       const src = await source(ctx);
       const trunk = await trunkOf(ctx.team.hub);
       const results: RefResultInit[] = [];
@@ -124,7 +125,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       const digest = createHash("sha256");
       async function* pack(): AsyncIterable<Uint8Array> {
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-          if (next.value.part.case !== "data") throw new RefusalError("rpc.malformed", "a push carries one header, then pack data only");
+          if (next.value.part.case !== "data") throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push carries one header, then pack data only"), "git.push");
           digest.update(next.value.part.value);
           yield next.value.part.value;
         }

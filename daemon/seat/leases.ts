@@ -6,7 +6,7 @@ import { decideLease } from "../../src/kernel/lease-choice.js";
 import { leaseDraft, leaseRevocationDraft, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
-import type { SeatPipeline, SeatIdentity } from "./pipeline.js";
+import type { SeatContext, SeatPipeline, SeatIdentity } from "./pipeline.js";
 
 /**
  * A seat's leases through the pipeline (§7, §9): `teamd-shim lease issue | revoke | list`.
@@ -20,8 +20,8 @@ export interface SeatLeases {
   revoke(identity: SeatIdentity, request: LeaseRevokeRequest): Promise<string[]>;
   /** The team's leases with their liveness now (issuer and holder are seats of the same team). */
   list(identity: SeatIdentity): Promise<LeaseEntry[]>;
-  /** The live leases the seat holds (whoami). */
-  held(identity: SeatIdentity): Promise<LeaseEntry[]>;
+  /** The live leases the seat holds (whoami, in the context it already read). */
+  held(ctx: SeatContext): LeaseEntry[];
 }
 
 export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
@@ -29,8 +29,7 @@ export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
     return ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
   }
 
-  async function entries(identity: SeatIdentity, action: string, keep: (lease: LeaseFact) => boolean): Promise<LeaseEntry[]> {
-    const ctx = await pipeline.context(identity, action, { quiet: true });
+  function entries(ctx: SeatContext, keep: (lease: LeaseFact) => boolean): LeaseEntry[] {
     const view = pipeline.view(ctx);
     const now = pipeline.clock();
     return Object.values(view.facts.leases ?? {})
@@ -87,7 +86,7 @@ export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
       return revoked;
     },
 
-    list: (identity) => entries(identity, "lease.list", () => true),
-    held: async (identity) => (await entries(identity, "seat.whoami", (l) => l.holder === identity.seat)).filter((e) => e.live),
+    list: async (identity) => entries(await pipeline.context(identity, "lease.list", { quiet: true }), () => true),
+    held: (ctx) => entries(ctx, (l) => l.holder === ctx.identity.seat).filter((e) => e.live),
   };
 }

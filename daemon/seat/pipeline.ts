@@ -1,6 +1,6 @@
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../../src/kernel/index.js";
-import { LedgerRefusal, seatPrincipal, sha256, type AppendedRecord, type Effect, type RecordDraft, type Ledger, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../../src/ledger/index.js";
+import { LedgerRefusal, principalKey, seatPrincipal, sha256, type AppendedRecord, type Effect, type LedgerEntry, type RecordDraft, type Ledger, type RequestState, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
@@ -22,8 +22,11 @@ export interface SeatIdentity {
  * 4. intent (durable) → 5. effect → 6. outcome — `ledger.submit`, with per-seat request ids;
  * 7. tell — what the seat is told is the refusal's rule and a reason it can act on.
  *
- * Every refusal is recorded where the store is up, and remembered as the seat's last one
- * (whoami shows it). The serialization covers the decision and the intent's place in the
+ * Every refusal a seat meets is recorded, once, where the store is up — this file holds the
+ * one builder of a seat's REFUSAL records, and the only `RefusalError`s of daemon/seat/ (a
+ * lint wall) — and remembered as the seat's last one (whoami shows it). A refusal whose
+ * attempt is already on record (an outcome `refused` or `unknown`, or a refusal the ledger
+ * recorded itself) is not recorded twice. The serialization covers the decision and the intent's place in the
  * chain only: the fsync that makes the intent durable is shared with every concurrent one
  * (group commit), and the effect (a push, a merge) runs after, so one slow effect or disk
  * never stalls the machine's decisions.
@@ -51,9 +54,10 @@ export interface GatedAct {
 
 export interface SeatPipeline {
   /**
-   * Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: thrown
-   * only). `guardInAct`: the call's only work is one act, whose submit runs the same guards
-   * under the lock before the intent — so they are not read twice.
+   * Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: recorded,
+   * but not remembered as the seat's last refusal). `guardInAct`: the call's only work is one
+   * act, whose submit runs the same guards under the lock before the intent — so they are
+   * not read twice.
    */
   context(identity: SeatIdentity, action: string, options?: ContextOptions): Promise<SeatContext>;
   /** Step 3 without an intent (a read, or a check before an effect is prepared): allow, or a recorded refusal thrown. */
@@ -75,8 +79,31 @@ export interface SeatPipeline {
   readonly clock: () => number;
   /** Record a refusal the daemon reached outside the kernel (a corrupt pack, a ref outside the namespace) and return it to throw. */
   refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
+  /**
+   * Record a refusal met at the edge before any context (a wrong protocol version, an owner
+   * act on a seat's socket) against the ledger open now, and return it to throw.
+   */
+  refuseCall(identity: SeatIdentity, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
+  /**
+   * The refusal an act's own outcome already records (`refused`, `unknown`): remembered as the
+   * seat's last, never recorded a second time.
+   */
+  outcomeRefusal(ctx: Pick<SeatContext, "identity">, refusal: Refusal): RefusalError;
+  /**
+   * The shared replay check (§15): a request id this seat used before, for this action, is a
+   * retry answered from the record — never dispatched again. Undefined for a new request id;
+   * one used for another act is refused (`request.replay-mismatch`, recorded).
+   */
+  replay(ctx: SeatContext, requestId: string, action: string): Promise<Replay | undefined>;
   /** The seat's last refusal in this daemon run. */
   lastRefusal(identity: SeatIdentity): Refusal | undefined;
+}
+
+/** A retry's recorded state: the request's status and its intent, with the intent's fields by key. */
+export interface Replay {
+  readonly state: RequestState;
+  readonly intent: LedgerEntry;
+  field(key: string): string;
 }
 
 export interface ContextOptions {
@@ -99,9 +126,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const lock = createDecisionLock(deps.decisionsPerTurn);
   const last = new Map<string, Refusal>();
 
-  async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError> {
-    last.set(seatKey(identity), refusal);
-    // §15 records refused attempts too; where the store is what refused, it cannot.
+  /** The one builder of a seat's REFUSAL records (§15: every refused attempt is recorded). */
+  async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit, remember = true): Promise<RefusalError> {
+    if (remember) last.set(seatKey(identity), refusal);
+    // §15 records refused attempts too; where the store is what refused, it cannot: the
+    // refusal still happens (fail closed) — the caller is refused whether or not this lands.
     if (ledger !== undefined && ledger.state.status === "ready") {
       await ledger
         .append({
@@ -124,22 +153,23 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
   async function context(identity: SeatIdentity, action: string, options: ContextOptions = {}): Promise<SeatContext> {
     const ledger = deps.ledger();
-    const fail = (refusal: Refusal) => (options.quiet ? Promise.resolve(RefusalError.from(refusal)) : record(identity, ledger, refusal, action));
+    const fail = (refusal: Refusal) => record(identity, ledger, refusal, action, undefined, !options.quiet);
     if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
     const guarded = options.guardInAct ? undefined : ledger.guard(identity.team);
     if (guarded !== undefined) throw await fail(guarded);
+    let read: { team: TeamState | undefined; policy: PolicyInForce };
     try {
-      const team = ledger.view.team(identity.team);
-      const policy = policyInForce(ledger, identity.team);
-      const seat = Object.prototype.hasOwnProperty.call(policy.policy.seats, identity.seat) ? policy.policy.seats[identity.seat] : undefined;
-      if (team === undefined) throw new RefusalError("team.unknown", `team '${identity.team}' is not registered on this machine`);
-      if (seat === undefined) throw new RefusalError("seat.unknown", `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`);
-      return { identity, ledger, team, policy, seat };
+      read = { team: ledger.view.team(identity.team), policy: policyInForce(ledger, identity.team) };
     } catch (error) {
       const refusal = asRefusal(error);
       if (refusal === undefined) throw error;
       throw await fail(refusal);
     }
+    const { team, policy } = read;
+    const seat = Object.prototype.hasOwnProperty.call(policy.policy.seats, identity.seat) ? policy.policy.seats[identity.seat] : undefined;
+    if (team === undefined) throw await fail(refuse("team.unknown", `team '${identity.team}' is not registered on this machine`));
+    if (seat === undefined) throw await fail(refuse("seat.unknown", `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`));
+    return { identity, ledger, team, policy, seat };
   }
 
   function viewFor(ctx: SeatContext, facts?: KernelFacts): KernelView {
@@ -194,6 +224,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
           effect,
         );
       } catch (error) {
+        // The ledger records the refusals of a submit itself (src/ledger/dispatch.ts): not twice.
         if (error instanceof LedgerRefusal) {
           last.set(seatKey(ctx.identity), error.refusal);
           throw RefusalError.from(error.refusal);
@@ -212,10 +243,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
         return await ctx.ledger.appendBatch(decided);
       } catch (error) {
-        if (error instanceof LedgerRefusal) {
-          last.set(seatKey(ctx.identity), error.refusal);
-          throw RefusalError.from(error.refusal);
-        }
+        // A batch the store refused: on record where the store can still take one (else refused unrecorded, §15).
+        if (error instanceof LedgerRefusal) throw await record(ctx.identity, ctx.ledger, error.refusal, action, target);
         throw error;
       } finally {
         release();
@@ -224,6 +253,20 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     view: (ctx) => viewFor(ctx),
     clock,
     refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
+    refuseCall: (identity, refusal, action, target) => record(identity, deps.ledger(), refusal, action, target),
+    outcomeRefusal(ctx, refusal) {
+      last.set(seatKey(ctx.identity), refusal);
+      return RefusalError.from(refusal);
+    },
+    async replay(ctx, requestId, action) {
+      const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
+      if (state === undefined) return undefined;
+      const [intent] = ctx.ledger.entries(state.intentSeq, 1);
+      if (intent === undefined || intent.action !== action) {
+        throw await record(ctx.identity, ctx.ledger, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action);
+      }
+      return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
+    },
     lastRefusal: (identity) => last.get(seatKey(identity)),
   };
 }

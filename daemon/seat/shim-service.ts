@@ -43,7 +43,7 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       // of any other seat, no record of the ledger.
       const last = deps.pipeline.lastRefusal(identity);
       const base = { seat: identity.seat, team: identity.team, daemonInstance: deps.daemonInstance, lastRefusalRule: last?.rule ?? "", lastRefusalReason: last?.reason ?? "" };
-      // Asking who one is never counts as a refusal of its own.
+      // Asking who one is answers even when refused: the refusal is recorded, never shown as the last one.
       const ctx = await deps.pipeline.context(identity, "seat.whoami", { quiet: true }).catch(() => undefined);
       if (ctx === undefined) return base;
       const { vocabulary } = ctx.policy.policy;
@@ -54,7 +54,7 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
           source: authority.id,
         })),
       );
-      const leases = await deps.leases.held(identity).catch(() => []);
+      const leases = deps.leases.held(ctx);
       // Said to the seat itself too: an uncontained seat's refusals hold against a mistake only.
       const containment = ctx.policy.policy.seats[identity.seat]?.start?.containment ?? "bwrap";
       return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq), containment };

@@ -1,12 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { TrunkActSchema } from "../../src/gen/teamd/v1/shim_pb.js";
-import { normalizeBranch, refuse, type KernelFacts } from "../../src/kernel/index.js";
-import { fromHex, principalKey, seatPrincipal } from "../../src/ledger/index.js";
+import { normalizeBranch, refuse, type KernelFacts, type Refusal } from "../../src/kernel/index.js";
+import { fromHex } from "../../src/ledger/index.js";
 import { git } from "../../src/effects/git.js";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
 /**
@@ -49,14 +48,12 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
    * would answer "nothing to merge" instead of the merge that happened.
    */
   async function recorded(ctx: SeatContext, requestId: string, action: string): Promise<TrunkActInit | undefined> {
-    const state = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), requestId);
-    if (state === undefined) return undefined;
-    const [intent] = ctx.ledger.entries(state.intentSeq, 1);
-    if (intent?.action !== action) {
-      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action);
-    }
-    settled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
-    const field = (key: string) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "";
+    const again = await deps.pipeline.replay(ctx, requestId, action);
+    if (again === undefined) return undefined;
+    const { state, field } = again;
+    // A retry refused is an attempt of its own: on record.
+    const refusal = unsettled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
+    if (refusal !== undefined) throw await deps.pipeline.refuse(ctx, refusal, action);
     return { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), commit: new TextDecoder().decode(state.reply) };
   }
 
@@ -89,11 +86,17 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     return { effectId: c.effectId, intentSeq: BigInt(intentSeq), outcomeSeq: BigInt(outcomeSeq ?? 0), base: c.summary.base, head: c.summary.head, tree: c.summary.tree, commit };
   }
 
-  /** A recorded state: done, or an unknown the daemon or the owner since resolved as done. */
-  function settled(status: "done" | "refused" | "unknown", note: string, resolution?: { readonly decision: string }): void {
-    if (status === "done") return;
-    if (status === "unknown" && (resolution?.decision === "resolved-done" || resolution?.decision === "accept-done")) return;
-    throw new RefusalError(status === "unknown" ? "ledger.unknown-outcome" : "trunk.moved", note || `the act's outcome is ${status}`);
+  /** A recorded state is settled when done, or an unknown the daemon or the owner since resolved as done; else its refusal. */
+  function unsettled(status: "done" | "refused" | "unknown", note: string, resolution?: { readonly decision: string }): Refusal | undefined {
+    if (status === "done") return undefined;
+    if (status === "unknown" && (resolution?.decision === "resolved-done" || resolution?.decision === "accept-done")) return undefined;
+    return refuse(status === "unknown" ? "ledger.unknown-outcome" : "trunk.moved", note || `the act's outcome is ${status}`);
+  }
+
+  /** The act's own outcome: a refusal it records already (refused, unknown) is not recorded twice. */
+  function settled(ctx: SeatContext, result: { readonly status: "done" | "refused" | "unknown"; readonly note: string; readonly resolution?: { readonly decision: string } | undefined }): void {
+    const refusal = unsettled(result.status, result.note, result.resolution);
+    if (refusal !== undefined) throw deps.pipeline.outcomeRefusal(ctx, refusal);
   }
 
   /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
@@ -116,7 +119,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
       },
       async () => ({ result: "done" }),
     );
-    settled(result.status, result.note, result.resolution);
+    settled(ctx, result);
     return reply(c, result.intentSeq, result.outcomeSeq);
   }
 
@@ -161,7 +164,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
           }
         },
       );
-      settled(result.status, result.note, result.resolution);
+      settled(ctx, result);
       return reply(c, result.intentSeq, result.outcomeSeq, new TextDecoder().decode(result.reply));
     },
   };

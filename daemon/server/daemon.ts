@@ -12,8 +12,9 @@ import { createShimService, type SeatIdentity } from "../seat/shim-service.js";
 import { createSeatLeases } from "../seat/leases.js";
 import { refuseAll } from "../../src/rpc/refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "../host/ledger-host.js";
-import { daemonPrincipal, seatPrincipal, type Ledger } from "../../src/ledger/index.js";
-import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { Ledger } from "../../src/ledger/index.js";
+import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
@@ -138,7 +139,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const key = `${identity.team}.${identity.seat}`;
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
     const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
-    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: `seat:${key}`, onInternalError });
+    const server = createRpcServer({
+      socketPath,
+      access: { mode: 0o600 },
+      channel: `seat:${key}`,
+      onInternalError,
+      // A call the rpc layer refuses before any handler (a wrong protocol version) is this seat's attempt: on record (§15).
+      onRefusal: async (refusal, method) => {
+        await pipeline.refuseCall(identity, refuse(refusal.rule, refusal.reason), `rpc.${method}`, { kind: TargetKind.SEAT, name: identity.seat });
+      },
+    });
     server.addService(ShimService, createShimService(identity, seatDeps));
     server.addService(
       ControlService,
@@ -146,17 +156,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
         ControlService,
         "channel.control-on-seat",
         (m) => `${m} is an owner act; it is served only on the control socket, never on a seat's`,
-        // An owner act arriving on a seat's socket is that seat's attempt: on record (§11).
+        // An owner act arriving on a seat's socket is that seat's attempt: on record (§11), by the pipeline's one builder.
         async (method, refusal) => {
-          if (ledger?.state.status !== "ready") return;
-          await ledger.append({
-            type: RecordType.REFUSAL,
-            team: identity.team,
-            actor: seatPrincipal(identity.team, identity.seat),
-            signer: daemonPrincipal(),
-            action: `control.${method}`,
-            payload: { target: { kind: TargetKind.SEAT, name: identity.seat }, detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
-          });
+          await pipeline.refuseCall(identity, refuse(refusal.rule, refusal.reason), `control.${method}`, { kind: TargetKind.SEAT, name: identity.seat });
         },
       ),
     );

@@ -16,6 +16,13 @@ export interface RpcServerOptions {
   readonly channel: string;
   /** Where unexpected handler failures are reported (never sent to the caller). */
   readonly onInternalError?: (error: unknown, method: string) => void;
+  /**
+   * Called with a refusal this layer reaches itself, before any handler (a wrong protocol
+   * version, `rpc.version`), before the caller is answered: the socket's owner records it
+   * (§15, every refused attempt is recorded). The refusal stands whatever this does — if it
+   * fails (the store cannot take the record), the call is refused all the same (fail closed).
+   */
+  readonly onRefusal?: (refusal: RefusalError, method: string) => Promise<void>;
 }
 
 export interface RpcServer {
@@ -28,18 +35,32 @@ export interface RpcServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Checks every call's protocol metadata before its handler runs (fail closed, §11). */
-function checkProtocol(metadata: grpc.Metadata): void {
+/** Checks every call's protocol metadata before its handler runs (fail closed, §11): the refusal, or undefined. */
+function protocolRefusal(metadata: grpc.Metadata): RefusalError | undefined {
   const sent = metadata.get(PROTOCOL_METADATA_KEY)[0];
   if (sent === undefined) {
-    throw new RefusalError("rpc.version", `the call carries no ${PROTOCOL_METADATA_KEY} metadata; this daemon speaks protocol ${PROTOCOL_VERSION}`);
+    return new RefusalError("rpc.version", `the call carries no ${PROTOCOL_METADATA_KEY} metadata; this daemon speaks protocol ${PROTOCOL_VERSION}`);
   }
   if (String(sent) !== String(PROTOCOL_VERSION)) {
-    throw new RefusalError(
+    return new RefusalError(
       "rpc.version",
       `the client speaks protocol ${String(sent)}, this daemon speaks ${PROTOCOL_VERSION}; use a teamd-shim and teamd of the same release`,
     );
   }
+  return undefined;
+}
+
+/** What a handler wrapper needs besides its method and handler: the socket's channel and its hooks. */
+interface HandlerContext {
+  readonly channel: string;
+  readonly onInternalError: (error: unknown, method: string) => void;
+  readonly onRefusal: ((refusal: RefusalError, method: string) => Promise<void>) | undefined;
+}
+
+/** A refusal of this layer's own: handed to `onRefusal` first, then thrown whatever that did (fail closed). */
+async function refuseCall(refusal: RefusalError, method: DescMethod, hooks: HandlerContext): Promise<never> {
+  await hooks.onRefusal?.(refusal, method.name).catch(() => undefined);
+  throw refusal;
 }
 
 type AnyHandler = (input: never, context: CallContext) => unknown;
@@ -73,28 +94,30 @@ function reportFailure(error: unknown, method: DescMethod, onInternalError: (err
   return toServiceError(error) as grpc.ServiceError;
 }
 
-function unaryHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleUnaryCall<unknown, unknown> {
+function unaryHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
     const respond = async () => {
-      checkProtocol(call.metadata);
+      const refused = protocolRefusal(call.metadata);
+      if (refused !== undefined) await refuseCall(refused, method, hooks);
       // Accept once: the decoded request is frozen before any code looks at it.
       const request = Object.freeze(call.request) as never;
-      const reply = await (handler(request, callContext(channel, call)) as Promise<unknown>);
+      const reply = await (handler(request, callContext(hooks.channel, call)) as Promise<unknown>);
       return create(method.output, reply as never);
     };
     respond().then(
       (reply) => callback(null, reply),
-      (error: unknown) => callback(reportFailure(error, method, onInternalError)),
+      (error: unknown) => callback(reportFailure(error, method, hooks.onInternalError)),
     );
   };
 }
 
 /** Server streaming: every message the handler yields is written with backpressure; a caller that leaves stops it. */
-function serverStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleServerStreamingCall<unknown, unknown> {
+function serverStreamHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleServerStreamingCall<unknown, unknown> {
   return (call) => {
-    const context = callContext(channel, call);
+    const context = callContext(hooks.channel, call);
     const respond = async () => {
-      checkProtocol(call.metadata);
+      const refused = protocolRefusal(call.metadata);
+      if (refused !== undefined) await refuseCall(refused, method, hooks);
       const request = Object.freeze(call.request) as never;
       for await (const init of handler(request, context) as AsyncIterable<unknown>) {
         if (context.signal.aborted) return;
@@ -105,27 +128,28 @@ function serverStreamHandler(method: DescMethod, handler: AnyHandler, channel: s
       () => call.end(),
       (error: unknown) => {
         if (context.signal.aborted) return;
-        call.emit("error", reportFailure(error, method, onInternalError));
+        call.emit("error", reportFailure(error, method, hooks.onInternalError));
       },
     );
   };
 }
 
 /** Client streaming: the handler reads the caller's messages (each frozen as it arrives) and answers once. */
-function clientStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleClientStreamingCall<unknown, unknown> {
+function clientStreamHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleClientStreamingCall<unknown, unknown> {
   return (call, callback) => {
-    const context = callContext(channel, call);
+    const context = callContext(hooks.channel, call);
     async function* messages(): AsyncIterable<unknown> {
       for await (const message of call as AsyncIterable<unknown>) yield Object.freeze(message);
     }
     const respond = async () => {
-      checkProtocol(call.metadata);
+      const refused = protocolRefusal(call.metadata);
+      if (refused !== undefined) await refuseCall(refused, method, hooks);
       const reply = await (handler(messages() as never, context) as Promise<unknown>);
       return create(method.output, reply as never);
     };
     respond().then(
       (reply) => callback(null, reply),
-      (error: unknown) => callback(reportFailure(error, method, onInternalError)),
+      (error: unknown) => callback(reportFailure(error, method, hooks.onInternalError)),
     );
   };
 }
@@ -134,16 +158,17 @@ function clientStreamHandler(method: DescMethod, handler: AnyHandler, channel: s
  * Bidirectional streaming: the handler reads the caller's messages (frozen as they arrive)
  * while what it yields is written with backpressure; either side ending ends the call.
  */
-function bidiStreamHandler(method: DescMethod, handler: AnyHandler, channel: string, onInternalError: (error: unknown, method: string) => void): grpc.handleBidiStreamingCall<unknown, unknown> {
+function bidiStreamHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleBidiStreamingCall<unknown, unknown> {
   return (call) => {
-    const context = callContext(channel, call);
+    const context = callContext(hooks.channel, call);
     // Not `for await (… of call)`: a readable's default iterator destroys the stream when
     // the caller half-closes, and on a duplex call that takes the reply side with it.
     async function* messages(): AsyncIterable<unknown> {
       for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<unknown>) yield Object.freeze(message);
     }
     const respond = async () => {
-      checkProtocol(call.metadata);
+      const refused = protocolRefusal(call.metadata);
+      if (refused !== undefined) await refuseCall(refused, method, hooks);
       for await (const init of handler(messages() as never, context) as AsyncIterable<unknown>) {
         if (context.signal.aborted) return;
         if (!call.write(create(method.output, init as never))) await once(call, "drain", { signal: context.signal });
@@ -153,7 +178,7 @@ function bidiStreamHandler(method: DescMethod, handler: AnyHandler, channel: str
       () => call.end(),
       (error: unknown) => {
         if (context.signal.aborted) return;
-        call.emit("error", reportFailure(error, method, onInternalError));
+        call.emit("error", reportFailure(error, method, hooks.onInternalError));
       },
     );
   };
@@ -173,7 +198,7 @@ const HANDLERS = {
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
-  const onInternalError = options.onInternalError ?? (() => undefined);
+  const hooks: HandlerContext = { channel: options.channel, onInternalError: options.onInternalError ?? (() => undefined), onRefusal: options.onRefusal };
   let listening = false;
 
   return {
@@ -195,7 +220,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
           responseSerialize: serializerFor(method.output),
           responseDeserialize: deserializerFor(method.output),
         };
-        handlers[method.name] = HANDLERS[method.methodKind](method, handler, options.channel, onInternalError) as grpc.UntypedHandleCall;
+        handlers[method.name] = HANDLERS[method.methodKind](method, handler, hooks) as grpc.UntypedHandleCall;
       }
       server.addService(definition, handlers);
     },

@@ -8,6 +8,7 @@ import { createRpcClient, createRpcServer, RefusalError, RpcError, type RpcServe
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
+import { whoAmIWithProtocol } from "./raw-call.js";
 
 /** The rpc layer in one process: a real grpc-js server on a real unix socket, a real client. */
 const cleanups: Array<() => Promise<void>> = [];
@@ -95,6 +96,40 @@ describe("rpc server and client", () => {
     });
     expect(error.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(error.metadata.get(RULE_METADATA_KEY)).toEqual(["rpc.version"]);
+  });
+
+  it("hands a protocol refusal to onRefusal before answering, and refuses even when that fails (fail closed)", async () => {
+    for (const failing of [false, true]) {
+      const home = await makeTempHome();
+      const socketPath = join(home.dir, "s.sock");
+      const seen: string[] = [];
+      let answered = false;
+      const server = createRpcServer({
+        socketPath,
+        access: { mode: 0o600 },
+        channel: "seat:test",
+        onRefusal: async (refusal, method) => {
+          // Recorded before the caller hears of it.
+          seen.push(`${method} ${refusal.rule} answered=${String(answered)}`);
+          if (failing) throw new Error("the store cannot take the record");
+        },
+      });
+      server.addService(ShimService, withUnused({ hello: async () => ({}), whoAmI: async () => ({ seat: "x" }) }) as never);
+      await server.listen();
+      cleanups.push(async () => {
+        await server.close(0);
+        await home.remove();
+      });
+      const reply = await whoAmIWithProtocol(socketPath, "999");
+      answered = true;
+      expect(reply).toMatchObject({ code: grpc.status.PERMISSION_DENIED, rule: "rpc.version" });
+      expect(seen).toEqual(["WhoAmI rpc.version answered=false"]);
+      // A call with the right version never reaches the hook.
+      const client = createRpcClient(ShimService, socketPath);
+      cleanups.push(async () => client.close());
+      expect((await client.whoAmI({})).seat).toBe("x");
+      expect(seen.length).toBe(1);
+    }
   });
 
   it("refuses to bind over a file that is not a socket", async () => {
