@@ -3,6 +3,7 @@
 import tseslint from "typescript-eslint";
 import kernelPurity from "./eslint-rules/kernel-purity.js";
 import walls from "./eslint-rules/walls.js";
+import moduleState from "./eslint-rules/module-state.js";
 
 /** Globals through which code touches the clock, randomness, the process, the network or timers. */
 const AMBIENT = [
@@ -71,7 +72,7 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/gen/**", "test/fixtures/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls } } },
+    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState } } },
     rules: {
       "teamd/walls": ["error", WALLS],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
@@ -91,4 +92,6 @@ export default tseslint.config(
     },
   },
   { files: ["src/kernel/**/*.ts"], rules: kernelRules },
+  // Wall 9: no mutable module-level state (eslint-rules/module-state.js; src/gen/ is ignored above).
+  { files: ["src/**/*.ts", "daemon/**/*.ts"], rules: { "teamd/module-state": "error" } },
 );

@@ -28,4 +28,5 @@ export function candidateAuthorities(view: KernelView, seat: Seat, capability: O
   return candidates;
 }
 
+// eslint-disable-next-line teamd/module-state -- a memo keyed by the frozen live-lease list (set only when both lists are frozen): its entry follows from its key alone, so no caller sees another's; hot on every leased decision
 const combined = new WeakMap<readonly Authority[], { readonly standing: readonly Authority[]; readonly candidates: readonly Authority[] }>();

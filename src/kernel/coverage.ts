@@ -84,6 +84,7 @@ interface PathIndex {
 }
 
 const INDEXED_FROM = 16;
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen candidate list (checked above): the index is a function of that list alone; hot on every decision with many authorities
 const pathIndexes = new WeakMap<readonly Authority[], PathIndex>();
 
 function pathIndexOf(candidates: readonly Authority[], dimensions: readonly Dimension[]): PathIndex | undefined {

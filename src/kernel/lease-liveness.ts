@@ -52,8 +52,10 @@ interface Store {
 
 const ABSENT: object = Object.freeze({});
 type Level<T> = WeakMap<object, T>;
+// eslint-disable-next-line teamd/module-state -- a memo keyed by the frozen leases, policy and revocations (frozenInputs checks them before a store is kept): verdicts follow from those keys alone; hot on every leased decision
 const stores: Level<Level<Level<Level<Store>>>> = new WeakMap();
 /** By policy, the store made last for it (one per policy; the one before it is let go). */
+// eslint-disable-next-line teamd/module-state -- by frozen policy, the store made last for it: lets verdicts carry over where provably unchanged, never across policies; hot as above
 const latest: Level<Store> = new WeakMap();
 
 function level<T>(map: Level<T>, key: object, make: () => T): T {

@@ -224,6 +224,7 @@ export function heldLeasesReference(view: KernelView, seat: string, capability: 
  * request. Pure: an index is a function of its key, which never changes (facts are frozen),
  * and a WeakMap holds nothing alive — no clock, no I/O, the same answer for the same input.
  */
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen leases record (set only when frozen): see above
 const listIndex = new WeakMap<object, readonly LeaseFact[]>();
 
 /** The leases of a record in its order, read once per (frozen) record: a 10,000-key record is slow to enumerate. */
@@ -236,7 +237,9 @@ export function leaseList(leases: Readonly<Record<string, LeaseFact>> | undefine
   return list;
 }
 
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen leases record (set only when frozen): see above
 const byHolderIndex = new WeakMap<object, ReadonlyMap<string, readonly LeaseFact[]>>();
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen revoked list (set only when frozen): see above
 const revokedIndex = new WeakMap<object, ReadonlySet<string>>();
 
 export function leasesHeldBy(leases: Readonly<Record<string, LeaseFact>>, holder: string): readonly LeaseFact[] {
@@ -269,6 +272,7 @@ export function revokedSet(revoked: readonly string[]): ReadonlySet<string> {
  * sets is a function of the two frozen values alone, and a decision walks every lease the
  * seat holds — reading each scope once per policy rather than once per request.
  */
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen lease and checked against its frozen policy: see above
 const authorityIndex = new WeakMap<object, { readonly policy: Policy; readonly read: Authority | Refusal }>();
 export function leaseAuthorityOnce(policy: Policy, lease: LeaseFact): Authority | Refusal {
   if (!Object.isFrozen(lease) || !Object.isFrozen(policy)) return leaseAuthority(policy, lease);
