@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../../src/kernel/index.js";
@@ -33,6 +32,8 @@ export interface EgressDeps {
   /** The host's own addresses, read when a connection is decided (interfaces change). */
   readonly hostAddresses: () => readonly string[];
   readonly log: (line: string) => void;
+  /** A fresh unique id (the composition root's): each connection's intent target and request id. */
+  readonly newId: () => string;
   readonly limits?: Partial<EgressLimits>;
 }
 
@@ -114,7 +115,7 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
   }
 
   async function connectAndRelay(ctx: SeatContext, socket: Socket, rest: Buffer, target: EgressTarget, address: string, allowedBy: string): Promise<void> {
-    const id = randomUUID();
+    const id = deps.newId();
     const fields = [
       { key: "host", value: target.host },
       { key: "port", value: String(target.port) },

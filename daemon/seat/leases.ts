@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry, LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, revokeLease, type LeaseFact } from "../../src/kernel/index.js";
@@ -24,7 +23,14 @@ export interface SeatLeases {
   held(ctx: SeatContext): LeaseEntry[];
 }
 
-export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
+export interface SeatLeasesDeps {
+  readonly pipeline: SeatPipeline;
+  /** A fresh unique id (the composition root's): a new lease's id. */
+  readonly newId: () => string;
+}
+
+export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
+  const { pipeline } = deps;
   function toMs(ttl: bigint): number {
     return ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
   }
@@ -45,7 +51,7 @@ export function createSeatLeases(pipeline: SeatPipeline): SeatLeases {
       const parsed = parseLeaseScope(request.scope);
       if (!("ok" in parsed)) throw await pipeline.refuse(ctx, parsed, action);
       const scope = parsed.scope;
-      const leaseId = randomUUID();
+      const leaseId = deps.newId();
       let issued: LeaseFact | undefined;
       const target = { kind: TargetKind.LEASE, name: leaseId };
       const record = await pipeline.record(ctx, action, target, (view, now) => {

@@ -113,8 +113,8 @@ export interface ContextOptions {
 
 export interface PipelineDeps {
   ledger(): Ledger | undefined;
-  /** The decision clock (epoch ms). */
-  readonly clock?: () => number;
+  /** The decision clock (epoch ms): the composition root's, so a test can fix it. */
+  readonly clock: () => number;
   /** Decisions taken per event-loop turn (decision-lock.ts). */
   readonly decisionsPerTurn?: number;
 }
@@ -122,7 +122,7 @@ export interface PipelineDeps {
 const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
 
 export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
-  const clock = deps.clock ?? Date.now;
+  const { clock } = deps;
   const lock = createDecisionLock(deps.decisionsPerTurn);
   const last = new Map<string, Refusal>();
 

@@ -94,10 +94,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
       openToOwnerGroup(home).catch((error: unknown) => log(`cannot open the new ledger to group teamd: ${String(error)}`));
     },
   };
-  const pipeline = createSeatPipeline({ ledger: () => ledger });
-  // The handlers' id source (scratch index and replay folder names): injected, so a test can fix it.
+  // The handlers' id source (scratch index and replay folder names, lease ids, egress connections) and the decision clock: injected, so a test can fix them.
   const newId = (): string => randomUUID();
-  const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log };
+  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: () => Date.now() });
+  const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
     Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
@@ -111,7 +111,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     git: createSeatGit({ home, pipeline, runs, newId }),
     files: createSeatFiles({ home, pipeline, newId }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
-    leases: createSeatLeases(pipeline),
+    leases: createSeatLeases({ pipeline, newId }),
     deploy: createSeatDeploy({ pipeline, runs, home: home.root, broker, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     broker: createSeatBroker({ pipeline, broker }),
   };
