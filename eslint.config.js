@@ -4,6 +4,7 @@ import tseslint from "typescript-eslint";
 import kernelPurity from "./eslint-rules/kernel-purity.js";
 import walls from "./eslint-rules/walls.js";
 import moduleState from "./eslint-rules/module-state.js";
+import seatRefusals from "./eslint-rules/seat-refusals.js";
 
 /** Globals through which code touches the clock, randomness, the process, the network or timers. */
 const AMBIENT = [
@@ -72,7 +73,7 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/gen/**", "test/fixtures/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState } } },
+    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState, "seat-refusals": seatRefusals } } },
     rules: {
       "teamd/walls": ["error", WALLS],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
@@ -92,6 +93,9 @@ export default tseslint.config(
     },
   },
   { files: ["src/kernel/**/*.ts"], rules: kernelRules },
+  // Wall 8: inside daemon/seat/, only the pipeline constructs a RefusalError (eslint-rules/seat-refusals.js):
+  // its own rule, so it never replaces (nor is replaced by) another block's no-restricted-syntax.
+  { files: ["daemon/seat/**/*.ts"], ignores: ["daemon/seat/pipeline.ts"], rules: { "teamd/seat-refusals": "error" } },
   // Wall 9: no mutable module-level state (eslint-rules/module-state.js; src/gen/ is ignored above).
   { files: ["src/**/*.ts", "daemon/**/*.ts"], rules: { "teamd/module-state": "error" } },
 );
