@@ -5,9 +5,9 @@ import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSy
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import type { DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { holdsCanary, startFakeGithub, type FakeGithub } from "../broker/fake-github.js";
 
@@ -74,35 +74,16 @@ ${seat("openai", `      read: ~\n      deploy: { env: [github] }\n      act-as: 
 ${seat("anthropic", `      read: ~\n      use-broker: { task: ["gh:web", notes] }\n      act-as: { account: "gh:bot" }\n`)}  talknoas:
 ${seat("anthropic", `      read: ~\n      use-broker: { task: ["gh:web", notes] }\n`)}`;
 
-interface LogRecord {
-  type: string;
-  action: string;
-  seq: number;
-  [key: string]: unknown;
-}
-
 describe.runIf(process.platform === "linux")("act-as: the owner's account, used only through a command the daemon performs", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
+  let h: TeamdHarness;
   let daemon: DaemonProcess;
   let server: GitHttpServer;
   let gh: FakeGithub;
-  let repo: string;
-  let home: string;
-  let hub: string;
   let remote: string;
   let accounts: string;
-  let env: NodeJS.ProcessEnv;
   let daemonOut = "";
   const produced: string[] = [];
 
-  const teamd = async (args: string[], timeoutMs = 60_000) => {
-    const r = await run(TEAMD, args, env, timeoutMs, { cwd: repo });
-    produced.push(r.stdout, r.stderr);
-    return r;
-  };
-  const shim = (who: string, ...args: string[]) => teamd(["exec", `${who}@proj`, "--", "teamd-shim", ...args]);
-  const inSeat = (who: string, script: string) => teamd(["exec", `${who}@proj`, "--", "sh", "-c", `git config user.name ${who} && git config user.email ${who}@seat.invalid && ${script}`]);
-  const hubGit = (...args: string[]) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim();
   const remoteRef = (branch: string) => {
     try {
       return execFileSync("git", ["--git-dir", remote, "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { encoding: "utf8" }).trim();
@@ -110,30 +91,18 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
       return "";
     }
   };
-  const refused = async (result: Promise<{ code: number | null; stdout: string; stderr: string }>, rule: string) => {
-    const r = await result;
-    expect(r.code, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain(`refused by ${rule}`);
-    return r;
-  };
-  const records = async (): Promise<LogRecord[]> => {
-    const log = await teamd(["log", "--json"]);
-    return log.stdout.trim().split("\n").map((l) => JSON.parse(l) as LogRecord);
-  };
-  const refusalRecorded = async (action: string, rule: string) => expect((await records()).some((r) => r.type === "refusal" && r.action === action && JSON.stringify(r).includes(rule)), rule).toBe(true);
-  const daemonEnv = () => ({ HOME: tmp.dir, TEAMD_TEST_GH_BOT: GH_TOKEN });
+  const refusalRecorded = async (action: string, rule: string) => expect((await h.records()).some((r) => r.type === "refusal" && r.action === action && JSON.stringify(r).includes(rule)), rule).toBe(true);
   const writeAccounts = (gitToken: string) => {
     writeFileSync(accounts, JSON.stringify({ accounts: { "git:release": { token: gitToken }, "gh:bot": { tokenEnv: "TEAMD_TEST_GH_BOT" } } }), { mode: 0o600 });
     chmodSync(accounts, 0o600);
   };
-  const socket = (who: string) => join(home, asRoot ? `seat-sockets/proj.${who}.sock` : `run/seats/proj.${who}.sock`);
   /** A change on a new branch, reviewed and gated by the other lab, merged: the trunk's new head. */
   const gatedMerge = async (branch: string, file: string, content: string): Promise<{ commit: string; effectId: string }> => {
-    const pushed = await inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
+    const pushed = await h.inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
-    expect((await shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
-    expect((await shim("rev", "gate", `seat/exec/${branch}`, "--pass")).code).toBe(0);
-    const merged = await shim("mrg", "merge", `seat/exec/${branch}`, "--json");
+    expect((await h.shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
+    expect((await h.shim("rev", "gate", `seat/exec/${branch}`, "--pass")).code).toBe(0);
+    const merged = await h.shim("mrg", "merge", `seat/exec/${branch}`, "--json");
     expect(merged.code, merged.stderr).toBe(0);
     return JSON.parse(merged.stdout) as { commit: string; effectId: string };
   };
@@ -148,60 +117,53 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
         else if (st.isFile() && p.includes("ledger")) out.push(readFileSync(p));
       }
     };
-    walk(home);
+    walk(h.home);
     return Buffer.concat(out);
   };
   const lastDeploy = async () => {
-    const log = await records();
+    const log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
     return { intent, outcome: log.find((r) => r.type === "outcome" && r.intentSeq === intent.seq) };
   };
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-actas-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    home = join(tmp.dir, "home");
-    hub = join(home, "hubs/proj.git");
-    const remotes = join(tmp.dir, "remotes");
+    h = await createHarness("teamd-actas-", { files: { "README.md": "hello\n", "src/a.txt": "a\n" }, daemonEnv: { TEAMD_TEST_GH_BOT: GH_TOKEN }, onResult: (r) => produced.push(r.stdout, r.stderr) });
+    const remotes = join(h.dir, "remotes");
     mkdirSync(remotes);
     remote = join(remotes, "web.git");
     execFileSync("git", ["init", "-q", "--bare", "-b", "main", remote]);
     server = await startGitHttpServer({ root: remotes, token: GIT_TOKEN });
     gh = await startFakeGithub({ token: TRACKER_TOKEN, owner: "acme", repo: "web", commentTokens: [GH_TOKEN] });
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "src/a.txt": "a\n" });
     // The owner's configuration: trackers and accounts, 0600 files under TEAMD_HOME, outside every seat.
-    mkdirSync(join(home, "broker", "tasks", "proj", "notes"), { recursive: true, mode: 0o700 });
-    const trackers = join(home, "broker", "trackers.json");
+    mkdirSync(join(h.home, "broker", "tasks", "proj", "notes"), { recursive: true, mode: 0o700 });
+    const trackers = join(h.home, "broker", "trackers.json");
     writeFileSync(trackers, JSON.stringify({ trackers: { web: { kind: "github", repo: "acme/web", api: gh.url, token: TRACKER_TOKEN } } }), { mode: 0o600 });
     chmodSync(trackers, 0o600);
-    writeFileSync(join(home, "broker/tasks/proj/notes/login.md"), "---\ntitle: Fix the login redirect\n---\nIt loops.\n");
-    accounts = join(home, "broker", "accounts.json");
+    writeFileSync(join(h.home, "broker/tasks/proj/notes/login.md"), "---\ntitle: Fix the login redirect\n---\nIt loops.\n");
+    accounts = join(h.home, "broker", "accounts.json");
     writeAccounts(GIT_TOKEN);
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, daemonEnv());
+    daemon = await h.startDaemon();
     daemon.child.stdout?.on("data", (d: Buffer | string) => (daemonOut += String(d)));
-    expect((await teamd(["init", "--yes"])).code).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(server.url));
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stdout + applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj"]);
-    expect(started.code, started.stderr).toBe(0);
+    await h.ok(["init", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(server.url));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "--team", "proj"]);
   }, 120_000);
 
   afterAll(async () => {
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.stopDaemon();
     await server?.close();
     await gh?.close();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("refuses an artifact no gate pass covers (the owner's own commit on the trunk): nothing reaches the remote", async () => {
-    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: repo, encoding: "utf8" });
-    writeFileSync(join(repo, "README.md"), "hello again\n");
+    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=o", "-c", "user.email=o@x", ...args], { cwd: h.repo, encoding: "utf8" });
+    writeFileSync(join(h.repo, "README.md"), "hello again\n");
     git("commit", "-qam", "owner edit");
     git("push", "-q", "teamd", "main");
-    await refused(shim("pub", "deploy", "github"), "pass.missing");
+    await expectRefused(h.shim("pub", "deploy", "github"), "pass.missing");
     await refusalRecorded("deploy", "pass.missing");
     expect(remoteRef("main")).toBe("");
     expect(server.seen.length).toBe(0);
@@ -209,12 +171,12 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
 
   it("pushes the gated trunk to the owner's remote branch under the declared account; recorded, the credential only in the header", async () => {
     const merged = await gatedMerge("feature", "src/f.txt", "f\\n");
-    const r = await shim("pub", "deploy", "github", "--as", "git:release", "--json");
+    const r = await h.shim("pub", "deploy", "github", "--as", "git:release", "--json");
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const reply = JSON.parse(r.stdout) as { artifact: string; effectId: string; pushedTo: string; account: string };
     expect(reply).toMatchObject({ artifact: merged.commit, effectId: merged.effectId, pushedTo: `${server.url}/web.git main`, account: "git:release" });
     expect(remoteRef("main")).toBe(merged.commit);
-    expect(hubGit("rev-parse", "refs/heads/main")).toBe(merged.commit);
+    expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(merged.commit);
     // The daemon pushed with the account's token, as HTTP Basic; no process held it on its command line.
     expect(server.seen.some((s) => s.authorized && s.method === "POST" && s.path.endsWith("/git-receive-pack"))).toBe(true);
     expect(server.seen.filter((s) => s.authorized).every((s) => s.user === "x-access-token")).toBe(true);
@@ -226,17 +188,17 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     for (const field of [`${server.url}/web.git`, "git:release"]) expect(recorded.includes(field), field).toBe(true);
     expect(outcome).toMatchObject({ result: "done" });
     // Without --as, the environment's own account is used (the owner's declaration decides it).
-    expect((await shim("pub", "deploy", "github")).code).toBe(0);
+    expect((await h.shim("pub", "deploy", "github")).code).toBe(0);
   }, 180_000);
 
   it("refuses, each recorded: a seat without act-as, act-as over another account, --as naming another account, an account with no credential", async () => {
     const before = remoteRef("main");
     const seen = server.seen.length;
-    await refused(shim("noas", "deploy", "github"), "authority.none");
-    await refused(shim("otheras", "deploy", "github"), "scope.account");
-    await refused(shim("pub", "deploy", "github", "--as", "git:other"), "act-as.required");
+    await expectRefused(h.shim("noas", "deploy", "github"), "authority.none");
+    await expectRefused(h.shim("otheras", "deploy", "github"), "scope.account");
+    await expectRefused(h.shim("pub", "deploy", "github", "--as", "git:other"), "act-as.required");
     // mirror pushes under git:other: declared, act-as held, and no credential configured.
-    const missing = await refused(shim("pub", "deploy", "mirror"), "act-as.credential");
+    const missing = await expectRefused(h.shim("pub", "deploy", "mirror"), "act-as.credential");
     expect(missing.stderr).toContain("account 'git:other' has no credential");
     for (const rule of ["authority.none", "scope.account", "act-as.required", "act-as.credential"]) await refusalRecorded("deploy", rule);
     expect(remoteRef("main")).toBe(before);
@@ -247,7 +209,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
   it("refuses with act-as.credential, naming chmod 600, while the accounts file is readable by others", async () => {
     chmodSync(accounts, 0o644);
     try {
-      const r = await refused(shim("pub", "deploy", "github"), "act-as.credential");
+      const r = await expectRefused(h.shim("pub", "deploy", "github"), "act-as.credential");
       expect(r.stderr).toContain(`chmod 600 ${accounts}`);
     } finally {
       chmodSync(accounts, 0o600);
@@ -259,7 +221,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     const before = remoteRef("main");
     writeAccounts("wrong-token-for-the-remote-000");
     try {
-      const r = await refused(shim("pub", "deploy", "github"), "deploy.push");
+      const r = await expectRefused(h.shim("pub", "deploy", "github"), "deploy.push");
       expect(r.stderr).toContain("credential refused");
     } finally {
       writeAccounts(GIT_TOKEN);
@@ -269,30 +231,30 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     expect(intent.effectId).toBe(merged.effectId);
     expect(outcome).toMatchObject({ result: "refused" });
     // The failed publish voided the pass, as a failed deploy command does (§15).
-    await refused(shim("pub", "deploy", "github"), "pass.voided");
+    await expectRefused(h.shim("pub", "deploy", "github"), "pass.voided");
   }, 180_000);
 
   it("a daemon killed after the intent leaves the push's outcome unknown; the environment is blocked", async () => {
     await gatedMerge("third", "src/t.txt", "t\\n");
     const before = remoteRef("main");
-    await daemon.stop();
-    daemon = await startDaemon(home, [], 15_000, { ...daemonEnv(), TEAMD_TEST_CRASH_IN_DEPLOY: "1" });
-    expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
-    const client = createRpcClient(ShimService, socket("pub"), { deadlineMs: 60_000 });
+    await h.stopDaemon();
+    daemon = await h.startDaemon({ env: { TEAMD_TEST_CRASH_IN_DEPLOY: "1" } });
+    expect((await h.run(["start", "--team", "proj"])).code).toBe(0);
+    const client = createRpcClient(ShimService, h.seatSocket("pub"), { deadlineMs: 60_000 });
     try {
       await expect(client.deploy({ requestId: "push-crash-1", env: "github" })).rejects.toThrow();
     } finally {
       client.close();
     }
-    daemon = await startDaemon(home, [], 15_000, daemonEnv());
+    daemon = await h.startDaemon();
     daemon.child.stdout?.on("data", (d: Buffer | string) => (daemonOut += String(d)));
-    expect((await teamd(["start", "--team", "proj"])).code).toBe(0);
+    expect((await h.run(["start", "--team", "proj"])).code).toBe(0);
     const { outcome } = await lastDeploy();
     expect(outcome).toMatchObject({ result: "unknown" });
     // The unknown voids the artifact's pass, and blocks the environment for any other artifact.
-    await refused(shim("pub", "deploy", "github"), "pass.voided");
+    await expectRefused(h.shim("pub", "deploy", "github"), "pass.voided");
     await gatedMerge("fourth", "src/u.txt", "u\\n");
-    await refused(shim("pub", "deploy", "github"), "ledger.unknown-outcome");
+    await expectRefused(h.shim("pub", "deploy", "github"), "ledger.unknown-outcome");
     expect(remoteRef("main")).toBe(before);
   }, 240_000);
 
@@ -300,7 +262,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     const text = "Picked this up: the redirect loops on /login. -- a seat";
     // Straight on the seat's socket, as teamd-shim sends it: `teamd exec` (the owner's tool) records
     // its own command line in a notice, so a text given there as -m would be in the ledger by the owner's act.
-    const client = createRpcClient(ShimService, socket("talk"), { deadlineMs: 60_000 });
+    const client = createRpcClient(ShimService, h.seatSocket("talk"), { deadlineMs: 60_000 });
     let reply;
     try {
       reply = await client.broker({ requestId: "comment-gh-1", operation: "comment", task: "gh:web", id: "2", asAccount: "gh:bot", body: text });
@@ -311,7 +273,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     expect(reply.tasks.map((t) => t.id)).toEqual(["2"]);
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]).toMatchObject({ issue: 2, body: text, authorization: `Bearer ${GH_TOKEN}` });
-    const log = await records();
+    const log = await h.records();
     const intent = log.find((x) => x.type === "intent" && x.action === "broker.comment") as LogRecord;
     expect(log.find((x) => x.type === "outcome" && x.intentSeq === intent.seq)).toMatchObject({ result: "done" });
     // The record holds the account and the text's hash — and not the text.
@@ -323,26 +285,26 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
   }, 60_000);
 
   it("comments on a file tracker's task: appended under a heading naming the account and the seat", async () => {
-    const r = await teamd(["exec", "talk@proj", "--", "sh", "-c", "printf 'Found it: a missing trailing slash.\\n' > /tmp/comment.txt && teamd-shim broker comment notes login --as gh:bot --file /tmp/comment.txt"]);
+    const r = await h.run(["exec", "talk@proj", "--", "sh", "-c", "printf 'Found it: a missing trailing slash.\\n' > /tmp/comment.txt && teamd-shim broker comment notes login --as gh:bot --file /tmp/comment.txt"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    const task = readFileSync(join(home, "broker/tasks/proj/notes/login.md"), "utf8");
+    const task = readFileSync(join(h.home, "broker/tasks/proj/notes/login.md"), "utf8");
     expect(task).toBe("---\ntitle: Fix the login redirect\n---\nIt loops.\n\n### Comment as gh:bot (from proj/talk)\n\nFound it: a missing trailing slash.\n");
   }, 60_000);
 
   it("refuses a comment, each recorded: no act-as, act-as over another account, a key-shaped text, an empty text", async () => {
     const posted = gh.comments.length;
-    await refused(shim("talknoas", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", "hi"), "authority.none");
-    await refused(shim("talk", "broker", "comment", "gh:web", "1", "--as", "git:release", "-m", "hi"), "scope.account");
-    await refused(shim("talk", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", `key: ghp_${"B".repeat(36)}`), "secret.shape");
-    await refused(shim("talk", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", "  "), "request.malformed");
+    await expectRefused(h.shim("talknoas", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", "hi"), "authority.none");
+    await expectRefused(h.shim("talk", "broker", "comment", "gh:web", "1", "--as", "git:release", "-m", "hi"), "scope.account");
+    await expectRefused(h.shim("talk", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", `key: ghp_${"B".repeat(36)}`), "secret.shape");
+    await expectRefused(h.shim("talk", "broker", "comment", "gh:web", "1", "--as", "gh:bot", "-m", "  "), "request.malformed");
     for (const rule of ["authority.none", "scope.account", "secret.shape"]) await refusalRecorded("broker.comment", rule);
     expect(gh.comments.length).toBe(posted);
   }, 120_000);
 
   it("canaries: no token in any reply, ledger byte, daemon log, seat home or repository — everything the run produced is searched", async () => {
-    const verify = await teamd(["verify", "--json"]);
+    const verify = await h.run(["verify", "--json"]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
-    const seatEnv = await teamd(["exec", "pub@proj", "--", "env"]);
+    const seatEnv = await h.run(["exec", "pub@proj", "--", "env"]);
     expect(seatEnv.code).toBe(0);
     const files: string[] = [];
     const walk = (dir: string) => {
@@ -350,10 +312,10 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
         const p = join(dir, name);
         const st = lstatSync(p);
         if (st.isDirectory()) walk(p);
-        else if (st.isFile() && p !== accounts && p !== join(home, "broker/trackers.json")) files.push(p);
+        else if (st.isFile() && p !== accounts && p !== join(h.home, "broker/trackers.json")) files.push(p);
       }
     };
-    walk(home);
+    walk(h.home);
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
     // The search reads real record bytes: the ledger's files hold the publish and comment records.
     expect(Buffer.concat(ledgerFiles.map((f) => readFileSync(f))).includes("git:release")).toBe(true);
