@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, ROOT, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { ROOT } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 
 /**
@@ -60,41 +60,22 @@ interface Json {
 }
 
 describe.runIf(process.platform === "linux")("seats: start, exec, stop through a real daemon", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
   let socketDir: string;
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const refusal = async (args: string[]) => {
-    const result = await teamd([...args, "--json"]);
-    expect(result.code, result.stderr).toBe(3);
-    return JSON.parse(result.stdout) as Json;
-  };
-  const status = async () => {
-    const result = await teamd(["status", "--json"]);
-    expect(result.code, result.stderr).toBe(0);
-    return JSON.parse(result.stdout) as { mode: string; seats: Array<Json & { seat: string; state: string; initPid: number; uid: number }> };
-  };
+  const refusal = (args: string[]) => h.json<Json>([...args, "--json"], { code: 3 });
+  const status = () => h.json<{ mode: string; seats: Array<Json & { seat: string; state: string; initPid: number; uid: number }> }>(["status", "--json"]);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-seats-");
-    // The seat user reaches its folders under TEAMD_HOME through this folder: traverse only.
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "GUIDE.md": "guide\n" });
-    execFileSync("git", ["branch", "other"], { cwd: repo });
-    home = join(tmp.dir, "home");
-    socketDir = asRoot ? join(home, "seat-sockets") : join(home, "run/seats");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir, TEAMD_TEST_FAIL_AT: "plan:broken" });
-    const init = await teamd(["init", "--yes", "--json"]);
-    expect(init.code, init.stderr).toBe(0);
+    // As root the seat user reaches its folders under TEAMD_HOME through the harness's folder: traverse only.
+    h = await createHarness("teamd-seats-", { files: { "README.md": "hello\n", "GUIDE.md": "guide\n" } });
+    execFileSync("git", ["branch", "other"], { cwd: h.repo });
+    socketDir = asRoot ? join(h.home, "seat-sockets") : join(h.home, "run/seats");
+    await h.startDaemon({ env: { TEAMD_TEST_FAIL_AT: "plan:broken" } });
+    await h.ok(["init", "--yes", "--json"]);
   }, 60_000);
   afterAll(async () => {
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("refuses to start a seat before any policy is applied", async () => {
@@ -102,10 +83,10 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
   });
 
   it("starts a seat from the applied policy; status shows it running as the seat user", async () => {
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "scout", "--json"]);
+    const started = await h.run(["start", "scout", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     expect(JSON.parse(started.stdout)).toMatchObject({ started: [{ team: "proj", seat: "scout", state: "running" }] });
     const s = await status();
@@ -118,70 +99,70 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
   });
 
   it("answers the seat's identity to teamd-shim inside it, on /run/teamd/shim.sock", async () => {
-    const who = await teamd(["exec", "scout@proj", "--", "teamd-shim", "whoami", "--json"]);
+    const who = await h.run(["exec", "scout@proj", "--", "teamd-shim", "whoami", "--json"]);
     expect(who.code, who.stderr).toBe(0);
     expect(JSON.parse(who.stdout)).toMatchObject({ seat: "scout", team: "proj" });
-    const env = await teamd(["exec", "scout", "--", "sh", "-c", "echo $TEAMD_SOCKET $SEAT_NOTE $(id -u); ls /run/teamd"]);
+    const env = await h.run(["exec", "scout", "--", "sh", "-c", "echo $TEAMD_SOCKET $SEAT_NOTE $(id -u); ls /run/teamd"]);
     expect(env.code, env.stderr).toBe(0);
     expect(env.stdout).toBe(`/run/teamd/shim.sock scouting ${seatUser.uid}\nbin\nshim\nshim.sock\n`);
   });
 
   it("refuses and records an owner act arriving on the seat's socket, as that seat's attempt", async () => {
     const socket = (await status()).seats.find((x) => x.seat === "scout")?.socket as string;
-    const result = await teamd(["status", "--json", "--socket", socket]);
+    const result = await h.run(["status", "--json", "--socket", socket]);
     expect(result.code).toBe(3);
     expect(JSON.parse(result.stdout)).toMatchObject({ rule: "channel.control-on-seat" });
-    const log = await teamd(["log", "--json", "--type", "refusal"]);
+    const log = await h.run(["log", "--json", "--type", "refusal"]);
     const last = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json).at(-1);
     expect(last).toMatchObject({ type: "refusal", actor: "seat:proj/scout", action: "control.Status", result: "channel.control-on-seat" });
   });
 
   it("gives the seat a clone of trunk only, with its branch under seat/<name>/ and only the teamd remote", async () => {
-    const refs = await teamd(["exec", "scout", "--", "git", "for-each-ref", "--format=%(refname)"]);
+    const refs = await h.run(["exec", "scout", "--", "git", "for-each-ref", "--format=%(refname)"]);
     expect(refs.code, refs.stderr).toBe(0);
     expect(refs.stdout).toBe("refs/heads/seat/scout/main\n");
-    const remotes = await teamd(["exec", "scout", "--", "git", "remote"]);
+    const remotes = await h.run(["exec", "scout", "--", "git", "remote"]);
     expect(remotes.stdout).toBe("teamd\n");
-    const files = await teamd(["exec", "scout", "--", "ls"]);
+    const files = await h.run(["exec", "scout", "--", "ls"]);
     expect(files.stdout).toBe("GUIDE.md\nREADME.md\n");
   });
 
   it("binds none of teamd's own code, the hub, the ledger or the owner's repository into the seat", async () => {
-    const hub = join(home, "hubs/proj.git");
-    for (const path of [join(ROOT, "dist/daemon/main.js"), join(ROOT, "node_modules"), hub, join(home, "ledger"), join(home, "keys"), join(repo, ".git"), join(repo, "teamd.yaml")]) {
+    const hub = join(h.home, "hubs/proj.git");
+    for (const path of [join(ROOT, "dist/daemon/main.js"), join(ROOT, "node_modules"), hub, join(h.home, "ledger"), join(h.home, "keys"), join(h.repo, ".git"), join(h.repo, "teamd.yaml")]) {
       expect(existsSync(path)).toBe(true); // control: it is there on the host
-      const probe = await teamd(["exec", "scout", "--", "sh", "-c", `test -e '${path}' && echo VISIBLE || echo absent`]);
+      const probe = await h.run(["exec", "scout", "--", "sh", "-c", `test -e '${path}' && echo VISIBLE || echo absent`]);
       expect(probe.stdout, path).toBe("absent\n");
     }
   });
 
   it("returns the command's exit code and records the exec as an owner act", async () => {
-    const failed = await teamd(["exec", "scout", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
+    const failed = await h.run(["exec", "scout", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
     expect(failed).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
-    const log = await teamd(["log", "--json"]);
+    const log = await h.run(["log", "--json"]);
     const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json);
     expect(records.filter((r) => r.action === "seat.exec").length).toBeGreaterThanOrEqual(5);
     expect(records.filter((r) => r.type === "seat_start").length).toBe(1);
   });
 
   it("starts a seat whose read scope is bounded on a filtered history; refuses one without a start and one not in the applied policy", async () => {
-    const started = await teamd(["start", "narrow@proj"]);
+    const started = await h.run(["start", "narrow@proj"]);
     expect(started.code, started.stderr).toBe(0);
     // It may read docs/ only, and trunk has no docs/: its repository holds no file at all.
-    const files = await teamd(["exec", "narrow", "--", "git", "ls-tree", "-r", "HEAD"]);
+    const files = await h.run(["exec", "narrow", "--", "git", "ls-tree", "-r", "HEAD"]);
     expect(files).toMatchObject({ code: 0, stdout: "" });
-    expect((await teamd(["stop", "narrow@proj"])).code).toBe(0);
+    expect((await h.run(["stop", "narrow@proj"])).code).toBe(0);
     expect(await refusal(["start", "idle@proj"])).toMatchObject({ rule: "seat.no-start" });
     // On disk but not applied: never in force.
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE + LATE_SEAT);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE + LATE_SEAT);
     expect(await refusal(["start", "late@proj"])).toMatchObject({ rule: "seat.unknown" });
   });
 
   it("unwinds a start that fails after its socket and folders were made", async () => {
-    const result = await teamd(["start", "broken@proj"]);
+    const result = await h.run(["start", "broken@proj"]);
     expect(result.code).not.toBe(0);
-    expect(daemon.stderr()).toMatch(/injected failure at plan/);
-    expect(existsSync(join(home, "seats/proj/broken"))).toBe(false);
+    expect(h.daemon?.stderr()).toMatch(/injected failure at plan/);
+    expect(existsSync(join(h.home, "seats/proj/broken"))).toBe(false);
     expect(existsSync(join(socketDir, "proj.broken.sock"))).toBe(false);
     expect(readdirSync(socketDir).sort()).toEqual(["proj.scout.sock"]);
     expect((await status()).seats.map((s) => s.seat)).toEqual(["scout"]);
@@ -191,35 +172,35 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     const before = (await status()).seats.find((s) => s.seat === "scout");
     const ns = readFileSync(`/proc/${before?.initPid}/stat`, "utf8") && execFileSync("readlink", [`/proc/${before?.initPid}/ns/pid`], { encoding: "utf8" }).trim();
     expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
-    const stopped = await teamd(["stop", "scout", "--json"]);
+    const stopped = await h.run(["stop", "scout", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(JSON.parse(stopped.stdout)).toMatchObject({ stopped: [{ seat: "scout" }] });
     expect(await processesInNamespace(ns)).toEqual([]);
     expect((await status()).seats).toEqual([]);
     expect(readdirSync(socketDir)).toEqual([]);
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual([]);
-    expect(existsSync(join(home, "seats/proj/scout/tmp"))).toBe(false);
-    expect(existsSync(join(home, "seats/proj/scout/repo/README.md"))).toBe(true);
-    expect(existsSync(join(home, "seats/proj/scout/home"))).toBe(true);
-    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(tmp.dir);
-    const log = await teamd(["log", "--json", "--type", "seat_stop"]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual([]);
+    expect(existsSync(join(h.home, "seats/proj/scout/tmp"))).toBe(false);
+    expect(existsSync(join(h.home, "seats/proj/scout/repo/README.md"))).toBe(true);
+    expect(existsSync(join(h.home, "seats/proj/scout/home"))).toBe(true);
+    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(h.dir);
+    const log = await h.run(["log", "--json", "--type", "seat_stop"]);
     expect(log.stdout).toMatch(/seat\.stop/);
-    const again = await teamd(["stop", "scout@proj"]);
+    const again = await h.run(["stop", "scout@proj"]);
     expect(again.stdout).toMatch(/stopped: none/);
   });
 
   it("starts a whole team or none of it, again on the persisted repository, and stops a whole team", async () => {
     // broken's prepare fails (the injected failure): the seats started before it are stopped.
-    const none = await teamd(["start", "--team", "proj"]);
+    const none = await h.run(["start", "--team", "proj"]);
     expect(none.code).not.toBe(0);
     expect((await status()).seats).toEqual([]);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE.replace(/  broken:[\s\S]*$/, "  idle:\n    lab: anthropic\n    roles: [observer]\n"));
-    const applied = await teamd(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace(/  broken:[\s\S]*$/, "  idle:\n    lab: anthropic\n    roles: [observer]\n"));
+    const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj", "--json"]);
+    const started = await h.run(["start", "--team", "proj", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     expect((JSON.parse(started.stdout) as { started: Json[] }).started.map((s) => s.seat)).toEqual(["scout"]);
-    const stopped = await teamd(["stop", "--team", "proj", "--json"]);
+    const stopped = await h.run(["stop", "--team", "proj", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect((JSON.parse(stopped.stdout) as { stopped: Json[] }).stopped.map((s) => s.seat)).toEqual(["scout"]);
     expect(readdirSync(socketDir)).toEqual([]);
