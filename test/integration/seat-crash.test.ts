@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import type { DaemonProcess } from "../support/programs.js";
+import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 import { waitFor } from "../support/wait.js";
@@ -43,42 +44,24 @@ const alive = (pid: number) => {
 };
 
 describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothing a later start trips over", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
+  let h: TeamdHarness;
   let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
   let socketDir: string;
   const strays: ChildProcess[] = [];
   const leftoverNamespaces: string[] = [];
 
-  const teamd = (args: string[], timeoutMs = 30_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const startTheDaemon = () => startDaemon(home, [], 15_000, { HOME: tmp.dir });
-  const status = async () => {
-    const result = await teamd(["status", "--json"]);
-    expect(result.code, result.stderr).toBe(0);
-    return JSON.parse(result.stdout) as { seats: Array<{ seat: string; state: string; initPid: number }> };
-  };
+  const status = () => h.json<{ seats: Array<{ seat: string; state: string; initPid: number }> }>(["status", "--json"]);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-seatcrash-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
-    home = join(tmp.dir, "home");
-    socketDir = asRoot ? join(home, "seat-sockets") : join(home, "run/seats");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startTheDaemon();
-    const init = await teamd(["init", "--yes", "--json"]);
-    expect(init.code, init.stderr).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
+    h = await appliedTeam("teamd-seatcrash-", TEAM_FILE, undefined, { timeoutMs: 30_000 });
+    daemon = h.daemon;
+    socketDir = asRoot ? join(h.home, "seat-sockets") : join(h.home, "run/seats");
   }, 60_000);
   afterAll(async () => {
     try {
       await cleanup();
     } finally {
-      await tmp?.remove();
+      await h?.cleanup();
     }
   }, 30_000);
   async function cleanup() {
@@ -97,7 +80,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
   }
 
   it("kill -9 of the daemon ends the seat: its pid-namespace init and every process in it die", async () => {
-    const started = await teamd(["start", "scout", "--json"]);
+    const started = await h.run(["start", "scout", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     const scout = (await status()).seats.find((s) => s.seat === "scout");
     expect(scout?.state).toBe("running");
@@ -113,9 +96,9 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     const outer = ppidOf(init) as number;
     expect(readFileSync(`/proc/${outer}/cmdline`, "utf8")).toMatch(/bwrap/);
     // Registry, socket and tmp exist while it runs.
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual(["proj.scout.json"]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual(["proj.scout.json"]);
     expect(existsSync(join(socketDir, "proj.scout.sock"))).toBe(true);
-    expect(existsSync(join(home, "seats/proj/scout/tmp"))).toBe(true);
+    expect(existsSync(join(h.home, "seats/proj/scout/tmp"))).toBe(true);
 
     const d = daemon as DaemonProcess;
     d.child.kill("SIGKILL");
@@ -130,29 +113,29 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
 
   it("leaves litter a crash cannot avoid, which the next daemon sweeps; status shows the seat stopped; it starts again", async () => {
     // The crash left the registry entry, the socket file and tmp (a SIGKILLed daemon cleans nothing).
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual(["proj.scout.json"]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual(["proj.scout.json"]);
     expect(existsSync(join(socketDir, "proj.scout.sock"))).toBe(true);
-    expect(existsSync(join(home, "seats/proj/scout/tmp"))).toBe(true);
+    expect(existsSync(join(h.home, "seats/proj/scout/tmp"))).toBe(true);
 
-    daemon = await startTheDaemon();
+    daemon = await h.startDaemon();
     expect(daemon.stderr() + "").toMatch(/swept what a previous run left of seat proj\/scout/);
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual([]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual([]);
     expect(existsSync(join(socketDir, "proj.scout.sock"))).toBe(false);
-    expect(existsSync(join(home, "seats/proj/scout/tmp"))).toBe(false);
-    expect(existsSync(join(home, "seats/proj/scout/repo/README.md"))).toBe(true); // the seat's work persists
+    expect(existsSync(join(h.home, "seats/proj/scout/tmp"))).toBe(false);
+    expect(existsSync(join(h.home, "seats/proj/scout/repo/README.md"))).toBe(true); // the seat's work persists
     expect((await status()).seats).toEqual([]);
 
-    const again = await teamd(["start", "scout", "--json"]);
+    const again = await h.run(["start", "scout", "--json"]);
     expect(again.code, again.stderr).toBe(0);
     const scout = (await status()).seats.find((s) => s.seat === "scout");
     expect(scout?.state).toBe("running");
     leftoverNamespaces.push(readlinkSync(`/proc/${scout?.initPid}/ns/pid`));
-    const who = await teamd(["exec", "scout", "--", "teamd-shim", "whoami", "--json"]);
+    const who = await h.run(["exec", "scout", "--", "teamd-shim", "whoami", "--json"]);
     expect(who.code, who.stderr).toBe(0);
     expect(JSON.parse(who.stdout)).toMatchObject({ seat: "scout", team: "proj" });
-    const stopped = await teamd(["stop", "scout", "--json"]);
+    const stopped = await h.run(["stop", "scout", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual([]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual([]);
     expect(readdirSync(socketDir)).toEqual([]);
   }, 40_000);
 
@@ -182,7 +165,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     expect(otherNs).not.toBe(hostNs);
     expect(readlinkSync(`/proc/${otherSleep}/ns/pid`)).toBe(otherNs);
 
-    const registry = join(home, "run/seats.d");
+    const registry = join(h.home, "run/seats.d");
     const entry = (seat: string, initPid: number, pidNamespace: string) =>
       writeFileSync(
         join(registry, `proj.${seat}.json`),
@@ -198,7 +181,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     entry("blank", pid, "");
     // The recorded namespace is alive, but the pid is not its init (pid 2 in it).
     entry("notinit", otherSleep, otherNs);
-    daemon = await startTheDaemon();
+    daemon = await h.startDaemon();
     const log = daemon.stderr();
     for (const seat of ["recycled", "hostns", "blank", "notinit"]) expect(log).toMatch(new RegExp(`swept what a previous run left of seat proj/${seat}`));
     expect(log).not.toMatch(/killed the leftover seat/);
@@ -211,7 +194,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     await daemon.stop();
     daemon = undefined;
     entry("leftover", otherInit, otherNs);
-    daemon = await startTheDaemon();
+    daemon = await h.startDaemon();
     expect(daemon.stderr()).toMatch(new RegExp(`sweep: killed the leftover seat proj/leftover \\(init pid ${otherInit}\\)`));
     expect(await waitFor(async () => (await processesInNamespace(otherNs)).length === 0, 5000)).toBe(true);
     expect(alive(pid)).toBe(true);
