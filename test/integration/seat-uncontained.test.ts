@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { TEAMD, type DaemonProcess } from "../support/programs.js";
+import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
 import * as pty from "node-pty";
 import { describeStored, openStore } from "../../src/ledger/index.js";
 import { processStartTime, processTree } from "../../src/sandbox/process-tree.js";
@@ -80,22 +81,13 @@ const sessionOf = (pid: number) => {
 };
 
 describe.runIf(process.platform === "linux")("seats: containment: none runs a seat uncontained, and says so everywhere", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
+  let h: TeamdHarness;
   let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
   let canary: string;
   /** Every process of the uncontained seat this test saw, to kill (by pid and start time) whatever a failed assertion leaves. */
   const seen = new Set<string>();
 
-  const teamd = (args: string[], timeoutMs = 60_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const startTheDaemon = () => startDaemon(home, [], 15_000, { HOME: tmp.dir });
-  const status = async () => {
-    const result = await teamd(["status", "--json"]);
-    expect(result.code, result.stderr).toBe(0);
-    return JSON.parse(result.stdout) as { seats: SeatJson[] };
-  };
+  const status = () => h.json<{ seats: SeatJson[] }>(["status", "--json"]);
   const seatOf = async (name: string) => (await status()).seats.find((s) => s.seat === name);
   /** The seat's tree now (init first), named; remembered for the cleanup. */
   const treeOf = (init: number) => {
@@ -104,7 +96,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     return procs;
   };
   const payloads = (): Json[] => {
-    const store = openStore(join(home, "ledger", "ledger.db"), { readonly: true });
+    const store = openStore(join(h.home, "ledger", "ledger.db"), { readonly: true });
     try {
       return store.records(0, 100_000).map((row) => JSON.parse(JSON.stringify(describeStored(row), (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v))) as Json);
     } finally {
@@ -128,22 +120,12 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   const recordsOf = (action: string, seat: string) => payloads().filter((r) => JSON.stringify(r).includes(`"${action}"`) && JSON.stringify(r).includes(`"seat":"${seat}"`));
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-uncontained-");
-    // The seat user reaches its folders under TEAMD_HOME through this folder: traverse only.
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n", "src/a.txt": "a\n" });
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
+    h = await appliedTeam("teamd-uncontained-", TEAM_FILE(NONE), { "README.md": "hello\n", "src/a.txt": "a\n" });
+    daemon = h.daemon;
     // A file outside every seat's plan, readable by the seat's host user.
-    canary = join(tmp.dir, "canary.txt");
+    canary = join(h.dir, "canary.txt");
     writeFileSync(canary, `${CANARY}\n`, { mode: 0o644 });
     chmodSync(canary, 0o644);
-    daemon = await startTheDaemon();
-    const init = await teamd(["init", "--yes", "--json"]);
-    expect(init.code, init.stderr).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(NONE));
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
   }, 60_000);
   afterAll(async () => {
     try {
@@ -156,16 +138,16 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
         }
       }
     } finally {
-      await tmp?.remove();
+      await h?.cleanup();
     }
   }, 30_000);
 
   it("starts the seat with a loud warning; status says none (M), its records say none and M", async () => {
-    const started = await teamd(["start", "loose", "--json"]);
+    const started = await h.run(["start", "loose", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     expect(JSON.parse(started.stdout)).toMatchObject({ started: [{ seat: "loose", state: "running", containment: "none" }] });
     expect(started.stderr).toMatch(/^warning: seat loose runs UNCONTAINED \(containment: none in teamd\.yaml\): it can read and write everything .+ can; refusals hold against a mistake only$/m);
-    const tight = await teamd(["start", "tight"]);
+    const tight = await h.run(["start", "tight"]);
     expect(tight.code, tight.stderr).toBe(0);
     // The control: a contained seat gets no warning.
     expect(tight.stderr).not.toMatch(/UNCONTAINED/);
@@ -174,7 +156,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     expect(loose).toMatchObject({ state: "running", containment: "none", uid: seatUser.uid });
     expect(loose?.uid).not.toBe(0);
     expect((await seatOf("tight"))?.containment).toBe("bwrap");
-    const text = await teamd(["status"]);
+    const text = await h.run(["status"]);
     expect(text.stdout).toMatch(/loose@proj .*containment: none \(M\)/);
     expect(text.stdout).toMatch(/tight@proj .*containment: bwrap \(A: escape suite\)/);
 
@@ -185,7 +167,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   });
 
   it("teamd doctor notes the seat running uncontained (a warning, not a failure)", async () => {
-    const doctor = await teamd(["doctor", "--json"]);
+    const doctor = await h.run(["doctor", "--json"]);
     const report = JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> };
     expect(report.checks.find((c) => c.name === "uncontained seats")).toMatchObject({ verdict: "warn", detail: expect.stringContaining("loose@proj") });
     // The contained seat is not named.
@@ -193,7 +175,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   });
 
   it("an owner who attaches is told, and the seat.attach record says none and M", async () => {
-    const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], { cols: 100, rows: 30, cwd: repo, env: { ...process.env, ...env } as Record<string, string> });
+    const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], { cols: 100, rows: 30, cwd: h.repo, env: { ...process.env, ...h.env } as Record<string, string> });
     let out = "";
     term.onData((d) => (out += d));
     const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
@@ -213,19 +195,19 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   });
 
   it("really is uncontained: it reads a canary outside every plan that a bwrap seat of the same team cannot", async () => {
-    const loose = await teamd(["exec", "loose", "--", "cat", canary]);
+    const loose = await h.run(["exec", "loose", "--", "cat", canary]);
     expect(loose, loose.stderr).toMatchObject({ code: 0, stdout: `${CANARY}\n` });
     // The control: the same file, the same team, contained.
-    const tight = await teamd(["exec", "tight", "--", "cat", canary]);
+    const tight = await h.run(["exec", "tight", "--", "cat", canary]);
     expect(tight.code).not.toBe(0);
     expect(tight.stdout).not.toContain(CANARY);
     // It runs as the seat's user on the host, in its repository, with the plan's environment only.
-    const who = await teamd(["exec", "loose", "--", "sh", "-c", "id -u; pwd; echo $HOME; env | sort | cut -d= -f1 | tr '\\n' ' '"]);
+    const who = await h.run(["exec", "loose", "--", "sh", "-c", "id -u; pwd; echo $HOME; env | sort | cut -d= -f1 | tr '\\n' ' '"]);
     expect(who.code, who.stderr).toBe(0);
     const [uid, cwd, seatHome, names] = who.stdout.split("\n");
     expect(Number(uid)).toBe(seatUser.uid);
-    expect(cwd).toBe(join(home, "seats/proj/loose/repo"));
-    expect(seatHome).toBe(join(home, "seats/proj/loose/home"));
+    expect(cwd).toBe(join(h.home, "seats/proj/loose/repo"));
+    expect(seatHome).toBe(join(h.home, "seats/proj/loose/home"));
     expect(names).not.toMatch(/TEAMD_HOME|TEAMD_OWNER_KEY/);
     // The exec was recorded as an owner act, saying none/M.
     expect(fieldsOf(recordsOf("seat.exec", "loose").at(-1) as Json)).toMatchObject({ containment: "none", strength: "M" });
@@ -233,37 +215,37 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
 
   it("answers teamd-shim whoami over the socket's host path, and still refuses (and records) a push outside the write scope", async () => {
     const socket = (await seatOf("loose"))?.socket as string;
-    const where = await teamd(["exec", "loose", "--", "sh", "-c", "echo $TEAMD_SOCKET; command -v teamd-shim; command -v git-remote-teamd"]);
+    const where = await h.run(["exec", "loose", "--", "sh", "-c", "echo $TEAMD_SOCKET; command -v teamd-shim; command -v git-remote-teamd"]);
     expect(where.code, where.stderr).toBe(0);
     const [envSocket, shimPath, helperPath] = where.stdout.split("\n");
     expect(envSocket).toBe(socket);
     expect(envSocket).not.toBe("/run/teamd/shim.sock");
     expect(shimPath).toMatch(/\/teamd-shim$/);
     expect(helperPath).toMatch(/\/git-remote-teamd$/);
-    const who = await teamd(["exec", "loose", "--", "teamd-shim", "whoami", "--json"]);
+    const who = await h.run(["exec", "loose", "--", "teamd-shim", "whoami", "--json"]);
     expect(who.code, who.stderr).toBe(0);
     expect(JSON.parse(who.stdout)).toMatchObject({ seat: "loose", team: "proj", containment: "none" });
-    const whoText = await teamd(["exec", "loose", "--", "teamd-shim", "whoami"]);
+    const whoText = await h.run(["exec", "loose", "--", "teamd-shim", "whoami"]);
     expect(whoText.stdout).toMatch(/containment: none \(UNCONTAINED/);
 
     // Outside its write scope (src/): refused by the kernel, recorded as the seat's refusal.
     const refusalsBefore = payloads().filter((r) => r.type === "refusal" || JSON.stringify(r).includes('"refusal"')).length;
-    const outside = await teamd(["exec", "loose", "--", "sh", "-c", "echo changed > README.md && git -c user.name=s -c user.email=s@x commit -qam readme && git push -q teamd HEAD 2>&1; echo exit=$?"]);
+    const outside = await h.run(["exec", "loose", "--", "sh", "-c", "echo changed > README.md && git -c user.name=s -c user.email=s@x commit -qam readme && git push -q teamd HEAD 2>&1; echo exit=$?"]);
     expect(outside.stdout).toMatch(/exit=[1-9]/);
     expect(outside.stdout).toMatch(/refused|write/i);
-    const log = (await teamd(["log", "--json", "--type", "refusal"])).stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Json);
+    const log = (await h.run(["log", "--json", "--type", "refusal"])).stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Json);
     expect(log.some((r) => r.actor === "seat:proj/loose")).toBe(true);
     expect(payloads().filter((r) => r.type === "refusal" || JSON.stringify(r).includes('"refusal"')).length).toBeGreaterThan(refusalsBefore);
   });
 
   it("pushes through the teamd remote: the branch lands on seat/loose/… in the hub", async () => {
-    const hub = join(home, "hubs/proj.git");
-    const pushed = await teamd(["exec", "loose", "--", "sh", "-c", "git reset -q --hard HEAD~1 && echo b > src/b.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm b && git push -q teamd HEAD:refs/heads/seat/loose/feature && git rev-parse HEAD"]);
+    const hub = join(h.home, "hubs/proj.git");
+    const pushed = await h.run(["exec", "loose", "--", "sh", "-c", "git reset -q --hard HEAD~1 && echo b > src/b.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm b && git push -q teamd HEAD:refs/heads/seat/loose/feature && git rev-parse HEAD"]);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     const head = pushed.stdout.trim().split("\n").at(-1);
     expect(execFileSync("git", ["--git-dir", hub, "rev-parse", "refs/heads/seat/loose/feature"], { encoding: "utf8" }).trim()).toBe(head);
     // And fetch works the other way.
-    const fetched = await teamd(["exec", "loose", "--", "git", "fetch", "-q", "teamd"]);
+    const fetched = await h.run(["exec", "loose", "--", "git", "fetch", "-q", "teamd"]);
     expect(fetched.code, fetched.stderr).toBe(0);
   });
 
@@ -280,17 +262,17 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     const pids = tree.map((p) => Number(p.split("@")[0]));
     expect(pids.some((pid) => sessionOf(pid) !== sessionOf(init))).toBe(true);
     if (asRoot) expect(loose?.cgroup).not.toMatch(/^none/);
-    const stopped = await teamd(["stop", "loose", "--json"]);
+    const stopped = await h.run(["stop", "loose", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(await waitFor(() => live(tree).length === 0, 5000)).toBe(true);
     expect((await seatOf("loose"))).toBeUndefined();
-    expect(existsSync(join(home, "run/seats.d/proj.loose.json"))).toBe(false);
+    expect(existsSync(join(h.home, "run/seats.d/proj.loose.json"))).toBe(false);
     const stop = recordsOf("seat.stop", "loose");
     expect(stop.length).toBe(1);
   });
 
   it("after kill -9 of the daemon, the next start sweeps what is left of the uncontained seat", async () => {
-    const started = await teamd(["start", "loose"]);
+    const started = await h.run(["start", "loose"]);
     expect(started.code, started.stderr).toBe(0);
     const seat = await seatOf("loose");
     const init = seat?.initPid as number;
@@ -298,7 +280,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     let tree: string[] = [];
     await waitFor(() => (tree = treeOf(init)).length >= 2, 5000);
     expect(tree.length).toBeGreaterThanOrEqual(2);
-    const registry = JSON.parse(readFileSync(join(home, "run/seats.d/proj.loose.json"), "utf8")) as Json;
+    const registry = JSON.parse(readFileSync(join(h.home, "run/seats.d/proj.loose.json"), "utf8")) as Json;
     expect(registry).toMatchObject({ containment: "none", initPid: init, initStart: processStartTime(init), pidNamespace: "" });
 
     const d = daemon as DaemonProcess;
@@ -311,8 +293,8 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     // The control: the crash alone does not end the seat.
     expect(survivors.length).toBeGreaterThan(0);
 
-    daemon = await startTheDaemon();
-    expect(existsSync(join(home, "run/seats.d/proj.loose.json"))).toBe(false);
+    daemon = await h.startDaemon();
+    expect(existsSync(join(h.home, "run/seats.d/proj.loose.json"))).toBe(false);
     if (hasCgroup) {
       // Its cgroup holds every process it ever made: the sweep's cgroup.kill ends them all.
       expect(await waitFor(() => live(tree).length === 0, 10_000)).toBe(true);
@@ -322,35 +304,35 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
       await new Promise((r) => setTimeout(r, 1000));
       expect(live(tree).length).toBeGreaterThan(0);
     }
-    expect(readdirSync(join(home, "run/seats.d"))).toEqual([]);
+    expect(readdirSync(join(h.home, "run/seats.d"))).toEqual([]);
   }, 60_000);
 
   it("changing containment is a policy change: on disk it is not in force; applied, it shows in the diff and the seat runs contained", async () => {
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(""));
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(""));
     // Not applied: the seat still starts as the policy in force says (uncontained).
-    const before = await teamd(["start", "loose"]);
+    const before = await h.run(["start", "loose"]);
     expect(before.code, before.stderr).toBe(0);
     expect(before.stderr).toMatch(/UNCONTAINED/);
     expect((await seatOf("loose"))?.containment).toBe("none");
     for (const p of treeOf((await seatOf("loose"))?.initPid as number)) seen.add(p);
-    expect((await teamd(["stop", "loose"])).code).toBe(0);
+    expect((await h.run(["stop", "loose"])).code).toBe(0);
 
-    const applied = await teamd(["apply", "--yes", "--json"]);
+    const applied = await h.run(["apply", "--yes", "--json"]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stdout).toContain("start containment: none -> bwrap");
-    const after = await teamd(["start", "loose"]);
+    const after = await h.run(["start", "loose"]);
     expect(after.code, after.stderr).toBe(0);
     expect(after.stderr).not.toMatch(/UNCONTAINED/);
     expect((await seatOf("loose"))?.containment).toBe("bwrap");
-    const read = await teamd(["exec", "loose", "--", "cat", canary]);
+    const read = await h.run(["exec", "loose", "--", "cat", canary]);
     expect(read.code).not.toBe(0);
-    expect((await teamd(["stop", "--team", "proj"])).code).toBe(0);
+    expect((await h.run(["stop", "--team", "proj"])).code).toBe(0);
   }, 60_000);
 
   it("teamd stop --all with the daemon hung: the CLI kills the uncontained seat itself from the registry", async () => {
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE(NONE));
-    expect((await teamd(["apply", "--yes"])).code).toBe(0);
-    expect((await teamd(["start", "loose"])).code).toBe(0);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(NONE));
+    expect((await h.run(["apply", "--yes"])).code).toBe(0);
+    expect((await h.run(["start", "loose"])).code).toBe(0);
     const init = (await seatOf("loose"))?.initPid as number;
     let tree: string[] = [];
     await waitFor(() => (tree = treeOf(init)).length >= 2, 5000);
@@ -359,7 +341,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     process.kill(pid, "SIGSTOP");
     let stopped: { stopped: boolean; path: string; killedByCli: Array<{ seat: string }> };
     try {
-      const result = await teamd(["stop", "--all", "--json"], 30_000);
+      const result = await h.run(["stop", "--all", "--json"], { timeoutMs: 30_000 });
       expect(result.code, result.stderr).toBe(0);
       stopped = JSON.parse(result.stdout) as typeof stopped;
       // Before the daemon runs again: nothing of the seat is left, by the CLI's hand alone.
@@ -368,7 +350,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
       process.kill(pid, "SIGCONT");
     }
     expect(stopped).toMatchObject({ stopped: true, path: "cli", killedByCli: [{ seat: "loose" }] });
-    const resumed = await teamd(["resume", "--json"]);
+    const resumed = await h.run(["resume", "--json"]);
     expect(resumed.code, resumed.stderr).toBe(0);
   }, 60_000);
 });
