@@ -4,6 +4,7 @@ import tseslint from "typescript-eslint";
 import kernelPurity from "./eslint-rules/kernel-purity.js";
 import walls from "./eslint-rules/walls.js";
 import moduleState from "./eslint-rules/module-state.js";
+import injectedAmbient from "./eslint-rules/injected-ambient.js";
 import seatRefusals from "./eslint-rules/seat-refusals.js";
 
 /** Globals through which code touches the clock, randomness, the process, the network or timers. */
@@ -73,7 +74,7 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/gen/**", "test/fixtures/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState, "seat-refusals": seatRefusals } } },
+    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState, "injected-ambient": injectedAmbient, "seat-refusals": seatRefusals } } },
     rules: {
       "teamd/walls": ["error", WALLS],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
@@ -98,4 +99,7 @@ export default tseslint.config(
   { files: ["daemon/seat/**/*.ts"], ignores: ["daemon/seat/pipeline.ts"], rules: { "teamd/seat-refusals": "error" } },
   // Wall 9: no mutable module-level state (eslint-rules/module-state.js; src/gen/ is ignored above).
   { files: ["src/**/*.ts", "daemon/**/*.ts"], rules: { "teamd/module-state": "error" } },
+  // Wall 10: in daemon/ the clock and ids come in through the composition root or the CLI's entry;
+  // daemon/host/ambient.ts alone makes the real ones (eslint-rules/injected-ambient.js).
+  { files: ["daemon/**/*.ts"], ignores: ["daemon/host/ambient.ts"], rules: { "teamd/injected-ambient": "error" } },
 );

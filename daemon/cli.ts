@@ -14,12 +14,14 @@ import { doctor } from "./commands/doctor.js";
 import { stopAllCommand } from "./commands/stop-all.js";
 import { resumeCommand } from "./commands/resume.js";
 import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./commands/lease.js";
+import { REAL_AMBIENT, type Ambient } from "./host/ambient.js";
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
- * function; policy lives in src/.
+ * function; policy lives in src/. The clock and the id source come in here, once (the real
+ * ones by default: host/ambient.ts), and go to every subcommand that reads them.
  */
-export function buildProgram(): Command {
+export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
   const program = new Command("teamd")
     .description("Supervise a team of AI coding agents, each in an OS-contained seat, deciding every gated act.")
     .version(TEAMD_VERSION, "-V, --version")
@@ -32,14 +34,14 @@ export function buildProgram(): Command {
     .command("serve")
     .description("run the daemon in the foreground (state in TEAMD_HOME); SIGTERM or SIGINT stops it and removes its sockets")
     .option("--seat <SEAT[@TEAM]>", "debug: open a socket for this seat (repeatable; team defaults to 'debug')", (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .action((opts: { seat: string[] }) => serve(opts));
+    .action((opts: { seat: string[] }) => serve(opts, ambient));
 
   program
     .command("status")
     .description("show the daemon, the ledger's head, the stops in force, each team's policy against its file on disk, and the running seats (--json: docs/status.md)")
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
-    .action((opts: { json?: boolean; socket?: string }) => status(opts));
+    .action((opts: { json?: boolean; socket?: string }) => status(opts, ambient));
 
   program
     .command("start")
@@ -59,7 +61,7 @@ export function buildProgram(): Command {
     .action((seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
       if (!opts.all) return stopCommand(seat, opts);
       if (seat !== undefined || opts.team !== undefined) throw new Error("--all stops every seat of every team: name no seat and no --team");
-      return stopAllCommand(opts);
+      return stopAllCommand(opts, ambient);
     });
 
   program
@@ -82,7 +84,7 @@ export function buildProgram(): Command {
     .command("resume")
     .description("clear the owner's stop (teamd stop --all): an owner act, signed; only it clears a stop")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { json?: boolean }) => resumeCommand(opts));
+    .action((opts: { json?: boolean }) => resumeCommand(opts, ambient));
 
   program
     .command("exec")
@@ -114,7 +116,7 @@ export function buildProgram(): Command {
     .option("--passphrase", "protect a new owner key with a passphrase (asked on the terminal)")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts) => init(opts));
+    .action((opts) => init(opts, ambient));
 
   program
     .command("apply")
@@ -122,7 +124,7 @@ export function buildProgram(): Command {
     .argument("[FILE]", "the team file (default: teamd.yaml at the repository root)")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts));
+    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts, ambient));
 
   program
     .command("log")
@@ -164,20 +166,20 @@ export function buildProgram(): Command {
     .option("--team <TEAM>", "the team")
     .option("--source <ENTRY>", "the envelope entry it is drawn from (default: the first holding the capability)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) => leaseIssueCommand(seat, capability, scope, opts));
+    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) => leaseIssueCommand(seat, capability, scope, opts, ambient));
   lease
     .command("list")
     .description("the team's leases, each with its liveness walked now")
     .requiredOption("--team <TEAM>", "the team")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { team: string; json?: boolean }) => leaseListCommand(opts));
+    .action((opts: { team: string; json?: boolean }) => leaseListCommand(opts, ambient));
   const revokeOptions = (c: Command) =>
     c
       .argument("<LEASE>", "the lease id (teamd lease list)")
       .requiredOption("--team <TEAM>", "the lease's team")
       .option("--reason <TEXT>", "why, for the record")
       .option("--json", "print one JSON object (for scripts)")
-      .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts));
+      .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts, ambient));
   revokeOptions(lease.command("revoke").description("revoke a lease and everything below it: in force at once by its flag, even with the ledger down; recorded when the store allows"));
   revokeOptions(program.command("revoke").description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"));
 
@@ -187,7 +189,7 @@ export function buildProgram(): Command {
     .description("accept a blocked ledger's observed state (rollback, fork, broken chain), signed by you")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { yes?: boolean; json?: boolean }) => reconcileHead(opts));
+    .action((opts: { yes?: boolean; json?: boolean }) => reconcileHead(opts, ambient));
   ledger
     .command("resolve")
     .description("resolve an unknown outcome: accept the intent at SEQ as done, or repeat it under a new request id")
@@ -196,7 +198,7 @@ export function buildProgram(): Command {
     .option("--done", "the effect happened: accept it as done")
     .option("--repeat <REQUEST_ID>", "the effect did not happen: allow it again under this new request id")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts));
+    .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts, ambient));
 
   const kernel = program.command("kernel").description("the decision kernel, offline");
   kernel

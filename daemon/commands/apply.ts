@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
@@ -13,6 +12,7 @@ import { ownerKeyForAct } from "./owner-session.js";
 import { askYesNo } from "./prompt.js";
 import { formatPolicyDiff, leaseCascade, policyDiff } from "./apply-diff.js";
 import { isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
+import type { Ambient } from "../host/ambient.js";
 
 function hashBytes(prefixed: string): Uint8Array {
   return Uint8Array.from(Buffer.from(prefixed.replace(/^sha256:/, ""), "hex"));
@@ -25,7 +25,7 @@ function hashBytes(prefixed: string): Uint8Array {
  * last applied one — a file edited on disk but not applied is never in force. An invalid
  * file prints every error with its line and fix, and nothing is signed or sent.
  */
-export async function apply(file: string | undefined, options: { yes?: boolean; json?: boolean }): Promise<void> {
+export async function apply(file: string | undefined, options: { yes?: boolean; json?: boolean }, ambient: Ambient): Promise<void> {
   const path = resolve(file ?? join(await repositoryRoot(process.cwd()), TEAM_FILE_NAME));
   const repoRoot = dirname(path);
   if (!existsSync(path)) throw new Error(`no team file at ${path}: run teamd init (it writes one), or name the file`);
@@ -42,7 +42,7 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
   const team = loaded.policy.team;
   const home = resolveHome();
   const key = await ownerKeyForAct();
-  const channel = await openOwnerChannel(home);
+  const channel = await openOwnerChannel(home, ambient.now);
   try {
     const { diff, against, before } = policyDiff(await channel.policyInForce(team), loaded.policy);
     const revocations = leaseCascade(before, loaded.policy, await channel.leases(team));
@@ -61,7 +61,7 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           after: { identity: { case: "contentSha256", value: hashBytes(loaded.hashes.policy) } },
           // A fresh request id: applying the same file again later is a new act, so the
           // policy in force is always the last one applied.
-          requestId: randomUUID(),
+          requestId: ambient.newId(),
           detail: { case: "policy", value: { teamFileHash: hashBytes(loaded.hashes.policy), canonical: loaded.canonical, startFileHashes: { ...loaded.startFiles } } },
         },
       },

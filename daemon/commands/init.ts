@@ -13,6 +13,7 @@ import { ensureOwnerKey, isEncrypted, ownerKeyPath } from "../host/owner-key.js"
 import { askSecret, askYesNo, ownerPassphrase } from "./prompt.js";
 import { excludeTeamFile, isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
 import { defaultTeamName, teamFileTemplate } from "./team-file-template.js";
+import type { Ambient } from "../host/ambient.js";
 
 export interface InitOptions {
   readonly repo?: string;
@@ -48,7 +49,7 @@ async function writeNew(path: string, text: string): Promise<boolean> {
  * repository registered as a team (hub, remote `teamd`, an untracked commented teamd.yaml).
  * Every step checks what exists first, so re-running it is safe and says what it found.
  */
-export async function init(options: InitOptions): Promise<void> {
+export async function init(options: InitOptions, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const repoRoot = await repositoryRoot(options.repo ?? process.cwd());
   if (await isTracked(repoRoot)) {
@@ -83,7 +84,7 @@ export async function init(options: InitOptions): Promise<void> {
   lines.push(`owner key: ${keyCreated ? "created" : "exists"} at ${keyPath}${passphrase !== undefined ? " (passphrase-protected)" : ""}`);
   report.ownerKey = { path: keyPath, created: keyCreated, publicKey: Buffer.from(key.publicKey).toString("hex") };
 
-  const channel = await openOwnerChannel(home);
+  const channel = await openOwnerChannel(home, ambient.now);
   try {
     const status = await channel.ledgerStatus();
     const genesisAct = await signOwnerAct(genesisDraft({ ownerPublicKey: key.publicKey, daemonPublicKey: status.daemonPublicKey }), key.seed);

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { OwnerActKind, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -13,6 +12,7 @@ import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
 import { checkName, parseSeatSpec } from "../host/names.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
+import type { Ambient } from "../host/ambient.js";
 
 /**
  * The owner's lease commands (§7, §9): `teamd lease issue | list | revoke` and `teamd revoke`.
@@ -25,9 +25,9 @@ import { ownerKeyForAct } from "./owner-session.js";
 
 const showEntry = (l: LeaseEntry) => leaseLine(leaseJson(l));
 
-export async function leaseListCommand(options: { team: string; json?: boolean }): Promise<void> {
+export async function leaseListCommand(options: { team: string; json?: boolean }, ambient: Ambient): Promise<void> {
   const team = checkName("team", options.team);
-  const channel = await openOwnerChannel(resolveHome());
+  const channel = await openOwnerChannel(resolveHome(), ambient.now);
   let reply: LeasesResponse;
   try {
     reply = await channel.leases(team);
@@ -38,7 +38,7 @@ export async function leaseListCommand(options: { team: string; json?: boolean }
   else process.stdout.write(reply.leases.length === 0 ? `no lease in team '${team}'\n` : `${reply.leases.map(showEntry).join("\n")}\n`);
 }
 
-export async function leaseIssueCommand(recipientSpec: string, capability: string, scopeText: string, options: { ttl: string; team?: string; source?: string; json?: boolean }): Promise<void> {
+export async function leaseIssueCommand(recipientSpec: string, capability: string, scopeText: string, options: { ttl: string; team?: string; source?: string; json?: boolean }, ambient: Ambient): Promise<void> {
   const spec = recipientSpec.includes("@") ? parseSeatSpec(recipientSpec) : { seat: checkName("seat", recipientSpec), team: options.team ? checkName("team", options.team) : "" };
   if (!spec.team) throw new Error("name the team: SEAT@TEAM or --team TEAM");
   const ttl = parseDuration(options.ttl);
@@ -47,7 +47,7 @@ export async function leaseIssueCommand(recipientSpec: string, capability: strin
   if (!("ok" in parsed)) throw new RefusalError(parsed.rule, parsed.reason);
   const scope = parsed.scope;
   const key = await ownerKeyForAct();
-  const channel = await openOwnerChannel(resolveHome());
+  const channel = await openOwnerChannel(resolveHome(), ambient.now);
   try {
     const inForce = await channel.policyInForce(spec.team);
     if (!inForce.applied) throw new RefusalError("policy.unapplied", `team '${spec.team}' has no applied policy: run teamd apply first`);
@@ -57,9 +57,9 @@ export async function leaseIssueCommand(recipientSpec: string, capability: strin
     if (leads === undefined) throw new RefusalError("lease.no-leads", `team '${spec.team}' has no leads; no lease of any origin issues without one (§9): name one in the team file`);
     const source = options.source ?? leads.envelope.find((a) => a.capability === capability)?.id;
     if (source === undefined) throw new RefusalError("lease.source", `the leads envelope of team '${spec.team}' holds no ${capability}; the owner's leases are drawn from it (write it under leads.envelope and apply)`);
-    const now = Date.now();
-    const lease: LeaseFact = { id: randomUUID(), rootGrant: source, issuer: leads.seat, holder: spec.seat, capability, scope, issuedAt: now, expiresAt: now + ttl };
-    const act = await signOwnerAct({ type: RecordType.LEASE, team: spec.team, action: "lease.issue", capability: { capability }, payload: leasePayload(spec.team, lease, randomUUID()) }, key.seed);
+    const now = ambient.now();
+    const lease: LeaseFact = { id: ambient.newId(), rootGrant: source, issuer: leads.seat, holder: spec.seat, capability, scope, issuedAt: now, expiresAt: now + ttl };
+    const act = await signOwnerAct({ type: RecordType.LEASE, team: spec.team, action: "lease.issue", capability: { capability }, payload: leasePayload(spec.team, lease, ambient.newId()) }, key.seed);
     const receipt = await channel.submit(OwnerActKind.LEASE, act);
     const value = { leaseId: lease.id, team: spec.team, issuer: leads.seat, holder: spec.seat, capability, rootGrant: source, expiresUnixMs: lease.expiresAt, seq: receipt.seq };
     if (options.json) process.stdout.write(JSON.stringify(value) + "\n");
@@ -70,7 +70,7 @@ export async function leaseIssueCommand(recipientSpec: string, capability: strin
 }
 
 /** `teamd revoke LEASE` / `teamd lease revoke LEASE`: the flag at once, the record when the store allows. */
-export async function revokeCommand(leaseId: string, options: { team: string; reason?: string; json?: boolean }): Promise<void> {
+export async function revokeCommand(leaseId: string, options: { team: string; reason?: string; json?: boolean }, ambient: Ambient): Promise<void> {
   const team = checkName("team", options.team);
   const home = resolveHome();
   const layout = ledgerLayout(home);
@@ -88,7 +88,7 @@ export async function revokeCommand(leaseId: string, options: { team: string; re
   let recorded: { seq: number } | undefined;
   let why = "";
   try {
-    const channel = await openOwnerChannel(home);
+    const channel = await openOwnerChannel(home, ambient.now);
     try {
       const receipt = await channel.submit(OwnerActKind.REVOKE, act);
       if (receipt.seq > 0) recorded = { seq: receipt.seq };

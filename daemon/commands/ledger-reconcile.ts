@@ -6,6 +6,7 @@ import { resolveHome } from "../host/home.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import { askYesNo } from "./prompt.js";
+import type { Ambient } from "../host/ambient.js";
 
 /**
  * `teamd ledger reconcile`: a blocked ledger (rollback, fork, broken chain, a head naming a
@@ -14,9 +15,9 @@ import { askYesNo } from "./prompt.js";
  * that changes again after the look stays blocked. Reconciliation never clears a stop and
  * never drops a revocation (§15).
  */
-export async function reconcileHead(options: { yes?: boolean; json?: boolean }): Promise<void> {
+export async function reconcileHead(options: { yes?: boolean; json?: boolean }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
-  const channel = await openOwnerChannel(home);
+  const channel = await openOwnerChannel(home, ambient.now);
   try {
     const status = await channel.ledgerStatus();
     if (status.state !== "blocked") {
@@ -40,12 +41,12 @@ export async function reconcileHead(options: { yes?: boolean; json?: boolean }):
 }
 
 /** `teamd ledger resolve SEQ --team T (--done | --repeat NEW_ID)`: resolve an unknown outcome. */
-export async function resolveUnknown(intentSeq: string, options: { team: string; done?: boolean; repeat?: string; json?: boolean }): Promise<void> {
+export async function resolveUnknown(intentSeq: string, options: { team: string; done?: boolean; repeat?: string; json?: boolean }, ambient: Ambient): Promise<void> {
   if (!/^\d+$/.test(intentSeq)) throw new Error(`'${intentSeq}' is not a record seq`);
   if (Boolean(options.done) === (options.repeat !== undefined)) throw new Error("say what happened: --done (accept as done) or --repeat NEW_REQUEST_ID");
   const home = resolveHome();
   const key = await ownerKeyForAct();
-  const channel = await openOwnerChannel(home);
+  const channel = await openOwnerChannel(home, ambient.now);
   try {
     const draft = outcomeReconcileDraft({
       team: options.team,

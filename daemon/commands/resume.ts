@@ -4,6 +4,7 @@ import { resolveHome } from "../host/home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "../host/ledger-host.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
+import type { Ambient } from "../host/ambient.js";
 
 /**
  * `teamd resume`: the owner act that clears a stop — the only one (§11, §15). It names every
@@ -11,7 +12,7 @@ import { ownerKeyForAct } from "./owner-session.js";
  * mode with the daemon down, the ledger directly): a stop held only by its flag is recorded
  * first, marked late, then cleared; the resume needs the store, so a stop outlives an outage.
  */
-export async function resumeCommand(options: { json?: boolean }): Promise<void> {
+export async function resumeCommand(options: { json?: boolean }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const layout = ledgerLayout(home);
   const pinned = readPinnedOwnerKey(layout);
@@ -27,7 +28,7 @@ export async function resumeCommand(options: { json?: boolean }): Promise<void> 
   }
   const key = await ownerKeyForAct();
   const act = await signOwnerAct(resumeDraft({ flagIds }), key.seed);
-  const channel = await openOwnerChannel(home);
+  const channel = await openOwnerChannel(home, ambient.now);
   try {
     const receipt = await channel.submit(OwnerActKind.RESUME, act);
     if (options.json) process.stdout.write(JSON.stringify({ resumed: true, seq: receipt.seq, flagIds, via: channel.via }) + "\n");

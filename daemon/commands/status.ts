@@ -2,6 +2,7 @@ import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/cont
 import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
 import { unseenNotices } from "./notices.js";
+import type { Ambient } from "../host/ambient.js";
 
 /**
  * `teamd status`: what the daemon serves, from the control socket — the daemon, the ledger's
@@ -102,7 +103,7 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
   return lines.join("\n") + "\n";
 }
 
-export async function status(options: { json?: boolean; socket?: string }): Promise<void> {
+export async function status(options: { json?: boolean; socket?: string }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const socket = options.socket ?? home.controlSocket;
   const client = createRpcClient(ControlService, socket, { deadlineMs: 5000 });
@@ -121,7 +122,7 @@ export async function status(options: { json?: boolean; socket?: string }): Prom
     }
     // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
     const unseen = unseenNotices(home);
-    process.stdout.write(options.json ? JSON.stringify(statusJson(reply, unseen)) + "\n" : statusText(reply, unseen, Date.now()));
+    process.stdout.write(options.json ? JSON.stringify(statusJson(reply, unseen)) + "\n" : statusText(reply, unseen, ambient.now()));
   } finally {
     client.close();
   }

@@ -5,6 +5,7 @@ import { resolveHome } from "../host/home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "../host/ledger-host.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import { killRegisteredSeats } from "../lifecycle/kill.js";
+import type { Ambient } from "../host/ambient.js";
 
 /**
  * `teamd stop --all`: the machine-wide stop (§11), built so that it holds when nothing else
@@ -18,7 +19,7 @@ import { killRegisteredSeats } from "../lifecycle/kill.js";
 const DAEMON_DEADLINE_MS = 2_000;
 const KILL_WAIT_MS = 5_000;
 
-export async function stopAllCommand(options: { json?: boolean }): Promise<void> {
+export async function stopAllCommand(options: { json?: boolean }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const layout = ledgerLayout(home);
   const pinned = readPinnedOwnerKey(layout);
@@ -44,7 +45,7 @@ export async function stopAllCommand(options: { json?: boolean }): Promise<void>
     client.close();
   }
 
-  const kills = await killRegisteredSeats(home, KILL_WAIT_MS);
+  const kills = await killRegisteredSeats(home, KILL_WAIT_MS, ambient.now);
   const byCli = kills.filter((k) => k.outcome === "killed");
   // A seat the CLI could not inspect (another uid's) counts as still running: never a false "stopped".
   const alive = kills.filter((k) => k.outcome === "alive" || k.outcome === "unseen");

@@ -40,8 +40,8 @@ async function unseen(entry: SeatRegistration): Promise<boolean> {
   );
 }
 
-/** Kill every registered seat still running, then wait (at most waitMs) until each has left its namespace. */
-export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Promise<SeatKill[]> {
+/** Kill every registered seat still running, then wait (at most waitMs on the caller's clock `now`) until each has left its namespace. */
+export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: () => number): Promise<SeatKill[]> {
   const targets: { entry: SeatRegistration; sent: boolean; hidden: boolean }[] = [];
   for (const entry of await registrations(home, { prune: false })) {
     let sent = false;
@@ -83,11 +83,11 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number): Prom
   // (an init of another uid, stopped by this CLI, is killed by its cgroup alone).
   const stillIn = async (e: SeatRegistration) =>
     e.containment === "none" ? isRecordedUncontained(e) && !(await downByCgroup(e)) : (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
-  const deadline = Date.now() + waitMs;
+  const deadline = now() + waitMs;
   for (;;) {
     const alive = [];
     for (const t of targets) if (await stillIn(t.entry)) alive.push(t);
-    if (alive.length === 0 || Date.now() >= deadline) break;
+    if (alive.length === 0 || now() >= deadline) break;
     await sleep(50);
   }
   const result: SeatKill[] = [];

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -93,6 +92,9 @@ export interface SeatManagerOptions {
   openSocket(team: string, seat: string, at: string, egress: boolean): Promise<string>;
   closeSocket(team: string, seat: string): Promise<void>;
   readonly log: (line: string) => void;
+  /** The daemon's clock (unix ms) and id source, from the composition root: a seat's start time and run id. */
+  readonly now: () => number;
+  readonly newId: () => string;
   /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
   readonly failAt?: string;
 }
@@ -168,7 +170,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const stopped = stopRefusal(options.ledger(), target.team);
     if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
     if (slots.has(k)) throw new RefusalError("seat.running", `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`);
-    const runId = randomUUID();
+    const runId = options.newId();
     const user = resolveSeatUser(home.mode);
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
@@ -213,7 +215,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if (failAt === "publish") throw new Error("injected failure at publish (test)");
       const limits = describeLimits(prepared.plan.limits, proc.limits);
       const cgroup = opened.cgroup !== undefined ? opened.cgroup.summary : `none: ${opened.missing ?? "not made"}`;
-      const startedAt = new Date().toISOString();
+      const startedAt = new Date(options.now()).toISOString();
       // Uncontained there is no namespace: the registry names the init by pid and start time
       // (its process tree is what a stop without a cgroup kills), never the host's namespace.
       const none = uncontained(slot);

@@ -114,7 +114,8 @@ function checkTeam(home: TeamdHome, ledger: Ledger, team: string, detail: { case
   return undefined;
 }
 
-export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: OwnerActKind, act: Uint8Array): Promise<ActReceipt> {
+/** An owner act, checked and recorded; `now` is the clock it is decided on (a lease is checked for its lifetime at it). */
+export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: OwnerActKind, act: Uint8Array, now: () => number): Promise<ActReceipt> {
   if (kind === OwnerActKind.GENESIS) return genesis(home, slot, act);
   const ledger = slot.get();
   if (ledger === undefined) throw new RefusalError("ledger.unavailable", "this machine has no ledger yet: run teamd init");
@@ -150,7 +151,7 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     // The cascade (§7): the leases the change kills, revoked in the same transaction as the policy record.
     else if (before === undefined) companions = applyCascade(ledger, team, policy).map((r) => leaseRevocationDraft(team, r.lease, r.reason, daemonPrincipal()));
   } else if (kind === OwnerActKind.TEAM) problem = checkTeam(home, ledger, team, checked.payload.detail);
-  else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, Date.now());
+  else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
   if (problem) {
     await recordRefusal(ledger, team, checked.proposal.action, problem);

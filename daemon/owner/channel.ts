@@ -69,16 +69,16 @@ async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined>
   };
 }
 
-async function directChannel(home: TeamdHome): Promise<OwnerChannel> {
+async function directChannel(home: TeamdHome, now: () => number): Promise<OwnerChannel> {
   const signer = await daemonKey(ledgerLayout(home));
   let ledger: Ledger | undefined = await openHostLedger(home);
   const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
   return {
     via: "direct",
-    submit: (kind, act) => handleOwnerAct(home, slot, kind, act),
+    submit: (kind, act) => handleOwnerAct(home, slot, kind, act, now),
     ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
     policyInForce: async (team) => describePolicyInForce(ledger, team),
-    leases: async (team) => describeLeases(ledger, team, Date.now()),
+    leases: async (team) => describeLeases(ledger, team, now()),
     async close() {
       await ledger?.close();
       ledger = undefined;
@@ -86,11 +86,12 @@ async function directChannel(home: TeamdHome): Promise<OwnerChannel> {
   };
 }
 
-export async function openOwnerChannel(home: TeamdHome): Promise<OwnerChannel> {
+/** `now`: the CLI's clock, for the acts it decides itself when the daemon is down (from the program's entry). */
+export async function openOwnerChannel(home: TeamdHome, now: () => number): Promise<OwnerChannel> {
   const viaDaemon = await daemonChannel(home);
   if (viaDaemon) return viaDaemon;
   if (home.mode === "system") {
     throw new DaemonUnavailableError(home.controlSocket, "in system mode every owner act goes through the daemon; start it (systemctl start teamd, or teamd serve)");
   }
-  return directChannel(home);
+  return directChannel(home, now);
 }

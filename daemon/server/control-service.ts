@@ -23,6 +23,8 @@ export interface ControlState {
   seatManager(): SeatManager;
   /** The daemon acted on this stop flag in the owner's request: the flags watch leaves it. */
   stopHandled?(flagId: string): void;
+  /** The daemon's clock, unix ms (from the composition root). */
+  readonly now: () => number;
 }
 
 /** An optional name from a request: empty means "not named"; anything else must be a plain name. */
@@ -49,11 +51,11 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         seats: (await state.seats()).map(seatStatus),
         ledger: ledgerSummary(state.ledger.get()),
         stops: stopsInForce(state.ledger.get()),
-        teams: await teamsStatus(state.ledger.get(), Date.now()),
+        teams: await teamsStatus(state.ledger.get(), state.now()),
       };
     },
     async ownerAct(request) {
-      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act);
+      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act, state.now);
       return { seq: BigInt(receipt.seq), created: receipt.created };
     },
     async ledgerStatus() {
@@ -63,7 +65,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       return describePolicyInForce(state.ledger.get(), request.team);
     },
     async leases(request) {
-      return describeLeases(state.ledger.get(), request.team, Date.now());
+      return describeLeases(state.ledger.get(), request.team, state.now());
     },
     async startSeat(request) {
       const seats = await state.seatManager().start(named("team", request.team), named("seat", request.seat));

@@ -1,9 +1,9 @@
 import { mkdir, chmod, chown } from "node:fs/promises";
-import { randomUUID } from "node:crypto";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcServer, type RpcServer } from "../../src/rpc/index.js";
 import { seatSocketPath, type TeamdHome } from "../host/home.js";
+import { REAL_AMBIENT, type Ambient } from "../host/ambient.js";
 import { createControlService } from "./control-service.js";
 import { handleStopAll } from "./stop-all-handler.js";
 import { openToOwnerGroup } from "./owner-group.js";
@@ -40,6 +40,8 @@ export interface DaemonOptions {
   readonly log?: (line: string) => void;
   /** The containment launcher (default: this platform's). */
   readonly launcher?: Launcher;
+  /** The clock and the id source every part of the daemon uses (default: the real ones, host/ambient.ts). */
+  readonly ambient?: Ambient;
   /** Test seam: fail a seat's prepare at a named step (TEAMD_TEST_FAIL_AT), to prove the unwind. */
   readonly failPrepareAt?: string;
   /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
@@ -68,7 +70,10 @@ export interface Daemon {
 export function createDaemon(options: DaemonOptions): Daemon {
   const { home } = options;
   const log = options.log ?? (() => undefined);
-  const instance = randomUUID();
+  // The handlers' id source (scratch index and replay folder names, lease ids, egress
+  // connections, seat runs) and the decision clock: injected, so a test can fix them.
+  const { now, newId } = options.ambient ?? REAL_AMBIENT;
+  const instance = newId();
   const seatServers = new Map<string, { identity: SeatIdentity; server: RpcServer; egress?: EgressServer }>();
   let control: RpcServer | undefined;
   let seats: SeatManager | undefined;
@@ -94,9 +99,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       openToOwnerGroup(home).catch((error: unknown) => log(`cannot open the new ledger to group teamd: ${String(error)}`));
     },
   };
-  // The handlers' id source (scratch index and replay folder names, lease ids, egress connections) and the decision clock: injected, so a test can fix them.
-  const newId = (): string => randomUUID();
-  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: () => Date.now() });
+  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: now });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
@@ -223,6 +226,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
             return seats;
           },
           stopHandled: (flagId) => stopWatch?.handled(flagId),
+          now,
         }),
       );
       server.addService(
@@ -244,6 +248,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
         openSocket: (team, seat, at, egress) => openSeat({ team, seat }, at, { egress }),
         closeSocket: (team, seat) => closeSeat({ team, seat }),
         log,
+        now,
+        newId,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
       });
       try {
@@ -257,6 +263,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         stopWatch = watchStopFlags({
           flagsDir: ledgerLayout(home).flagsDir,
           read: () => ledger?.readFlags(),
+          now,
           onStop: async (flag) => {
             if (seats !== undefined) await handleStopAll(home, slot, seats, flag.bytes, (id) => stopWatch?.handled(id));
           },

@@ -1,6 +1,7 @@
 import { createDaemon } from "./daemon.js";
 import { resolveHome } from "../host/home.js";
 import { parseSeatSpec } from "../host/names.js";
+import type { Ambient } from "../host/ambient.js";
 
 export interface ServeOptions {
   readonly seat?: string[];
@@ -11,17 +12,17 @@ export interface ServeOptions {
  * its sockets and exit 0. Prints one `ready` line on stdout once every socket listens,
  * so scripts and tests can wait for it instead of sleeping.
  */
-export async function serve(options: ServeOptions): Promise<void> {
+export async function serve(options: ServeOptions, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   if (home.mode === "system" && process.getuid?.() !== 0) {
     throw new Error(`${home.root} belongs to root: it is a system daemon's home (system mode), and a system daemon runs as root (systemctl start teamd); for a daemon of your own, set TEAMD_HOME to a folder of yours`);
   }
   const seats = (options.seat ?? []).map(parseSeatSpec);
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} teamd: ${line}\n`);
+  const log = (line: string) => process.stderr.write(`${new Date(ambient.now()).toISOString()} teamd: ${line}\n`);
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
-  const daemon = createDaemon({ home, seats, log, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}) });
+  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}) });
   await daemon.start();
 
   let stopping = false;

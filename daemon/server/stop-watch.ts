@@ -32,6 +32,8 @@ export function watchStopFlags(options: {
   readonly read: () => FlagRead | undefined;
   readonly onStop: (flag: Flag) => Promise<void>;
   readonly log: (line: string) => void;
+  /** The daemon's clock, unix ms: a new flag's grace is counted on it. */
+  readonly now: () => number;
   readonly intervalMs?: number;
   readonly graceMs?: number;
 }): StopWatch {
@@ -53,9 +55,9 @@ export function watchStopFlags(options: {
     const now = names();
     if (now !== seen || waiting.size > 0) {
       seen = now;
-      for (const f of machineStops()) if (!handled.has(f.id) && !waiting.has(f.id)) waiting.set(f.id, Date.now());
+      for (const f of machineStops()) if (!handled.has(f.id) && !waiting.has(f.id)) waiting.set(f.id, options.now());
     }
-    const due = [...waiting].filter(([id, since]) => !handled.has(id) && Date.now() - since >= (options.graceMs ?? GRACE_MS)).map(([id]) => id);
+    const due = [...waiting].filter(([id, since]) => !handled.has(id) && options.now() - since >= (options.graceMs ?? GRACE_MS)).map(([id]) => id);
     for (const id of waiting.keys()) if (handled.has(id)) waiting.delete(id);
     if (due.length === 0) return;
     const fresh = machineStops().filter((f) => due.includes(f.id));

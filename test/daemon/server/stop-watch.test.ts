@@ -41,6 +41,7 @@ describe("the flags watch", () => {
       read: (): FlagRead => ({ flags: [...flags], invalid: [] }),
       onStop: async (f) => void acted.push(f.id),
       log: (line) => logged.push(line),
+      now: () => Date.now(),
       intervalMs: 5,
       graceMs: 30,
     });
