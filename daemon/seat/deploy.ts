@@ -14,7 +14,6 @@ import { runDeployCommand, type DeployExit } from "../../src/effects/deploy-run.
 import { pushToRemote, type RemotePushResult } from "../../src/effects/git-push-remote.js";
 import { AccountConfigError, scrubValue, type AccountCredential, type Broker, type SecretForms } from "../../src/broker/index.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
 /**
@@ -284,8 +283,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     if (result.status === "done") {
       return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail, pushedTo: `${push.url} ${push.branch}`, account: push.account };
     }
-    if (result.status === "unknown") throw new RefusalError("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner checks ${push.url} and resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`);
-    throw new RefusalError("deploy.push", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`);
+    if (result.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner checks ${push.url} and resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`));
+    throw deps.pipeline.outcomeRefusal(ctx, refuse("deploy.push", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`));
   }
 
   async function deployOnce(identity: SeatIdentity, request: { requestId: string; env: string; artifact: string }): Promise<DeployReply> {
@@ -347,8 +346,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail };
       }
       const shown = tail === "" ? "" : `\n--- the command's last output (not recorded) ---\n${tail}`;
-      if (result.status === "unknown") throw new RefusalError("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`);
-      throw new RefusalError("deploy.failed", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`);
+      if (result.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`));
+      throw deps.pipeline.outcomeRefusal(ctx, refuse("deploy.failed", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`));
     } finally {
       await removeDeployFolder(folder);
     }

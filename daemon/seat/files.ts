@@ -4,7 +4,6 @@ import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteRequest, 
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { git, gitInput } from "../../src/effects/git.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
@@ -110,7 +109,7 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           return { result: "done", reply: new TextEncoder().encode(commit) };
         },
       );
-      if (reply.status !== "done") throw new RefusalError(reply.status === "unknown" ? "ledger.unknown-outcome" : "push.stale", reply.note || `the write's outcome is ${reply.status}`);
+      if (reply.status !== "done") throw deps.pipeline.outcomeRefusal(ctx, refuse(reply.status === "unknown" ? "ledger.unknown-outcome" : "push.stale", reply.note || `the write's outcome is ${reply.status}`));
       return { hubRef: ref, commit: new TextDecoder().decode(reply.reply) };
     },
   };
