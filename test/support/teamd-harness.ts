@@ -68,7 +68,9 @@ export interface TeamdHarness {
   exec(seat: string, argv: readonly string[], options?: TeamdRunOptions): Promise<RunResult>;
   /** `teamd-shim ARGS` inside a seat. */
   shim(seat: string, ...args: string[]): Promise<RunResult>;
-  /** A shell script inside a seat, in its repository, with a commit identity (`SEAT`, `SEAT@seat.invalid`). */
+  /** A shell script inside a seat, in its repository. */
+  sh(seat: string, script: string): Promise<RunResult>;
+  /** `sh`, with a commit identity first (`SEAT`, `SEAT@seat.invalid`). */
   inSeat(seat: string, script: string): Promise<RunResult>;
   /** git on the team's hub: trimmed stdout, or a thrown error. */
   hubGit(...args: string[]): string;
@@ -155,8 +157,9 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
       return out === "" ? [] : out.split("\n").map((l) => JSON.parse(l) as T);
     },
     exec: (seat, argv, o) => run(["exec", `${seat}@${TEAM}`, "--", ...argv], o),
-    shim: (seat, ...args) => run(["exec", `${seat}@${TEAM}`, "--", "teamd-shim", ...args]),
-    inSeat: (seat, script) => run(["exec", `${seat}@${TEAM}`, "--", "sh", "-c", `git config user.name ${seat} && git config user.email ${seat}@seat.invalid && ${script}`]),
+    shim: (seat, ...args) => harness.exec(seat, ["teamd-shim", ...args]),
+    sh: (seat, script) => harness.exec(seat, ["sh", "-c", script]),
+    inSeat: (seat, script) => harness.sh(seat, `git config user.name ${seat} && git config user.email ${seat}@seat.invalid && ${script}`),
     hubGit: (...args) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim(),
     seatSocket: (seat) => join(home, asRoot ? `seat-sockets/${TEAM}.${seat}.sock` : `run/seats/${TEAM}.${seat}.sock`),
     async startDaemon(o: DaemonOptions = {}) {
