@@ -140,7 +140,7 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   });
 
   it("refuses, and records, an apply signed by another key", async () => {
-    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(tmp.dir, "intruder.key"))}))`]);
+    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(tmp.dir, "intruder.key"))}))`]);
     const signed = await run(TEAMD, ["apply", join(repo, "teamd.yaml"), "--yes", "--json"], { ...env, TEAMD_OWNER_KEY: join(tmp.dir, "intruder.key") }, 30_000);
     expect(signed.code).toBe(3);
     expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
