@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
 import { connectCommand } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 
@@ -60,38 +60,18 @@ function hostConnect(path: string): Promise<string> {
 }
 
 describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed seat, at another seat and at teamd's own objects", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
   let beta: { dir: string; repo: string; home: string; socket: string };
   let alphaDir: string;
 
-  const teamd = (args: string[], timeoutMs = 30_000) => run(TEAMD, args, env, timeoutMs, { cwd: repo });
-  const inSeat = async (seat: string, script: string) => {
-    const result = await teamd(["exec", `${seat}@proj`, "--", "sh", "-c", script]);
-    return result;
-  };
-  const alpha = (script: string) => inSeat("alpha", script);
+  const alpha = (script: string) => h.sh("alpha", script);
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-esc-");
-    if (asRoot) chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj", { "README.md": "hello\n" });
-    home = join(tmp.dir, "home");
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir, TEAMD_TEST_DAEMON_CANARY: DAEMON_CANARY });
-    const init = await teamd(["init", "--yes", "--json"]);
-    expect(init.code, init.stderr).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
-    const applied = await teamd(["apply", "--yes"]);
-    expect(applied.code, applied.stderr).toBe(0);
-    const started = await teamd(["start", "--team", "proj", "--json"]);
-    expect(started.code, started.stderr).toBe(0);
-    const dir = join(home, "seats/proj/beta");
-    beta = { dir, repo: join(dir, "repo"), home: join(dir, "home"), socket: join(asRoot ? join(home, "seat-sockets") : join(home, "run/seats"), "proj.beta.sock") };
-    alphaDir = join(home, "seats/proj/alpha");
+    h = await appliedTeam("teamd-esc-", TEAM_FILE, undefined, { timeoutMs: 30_000, daemonEnv: { TEAMD_TEST_DAEMON_CANARY: DAEMON_CANARY } });
+    await h.ok(["start", "--team", "proj", "--json"]);
+    const dir = join(h.home, "seats/proj/beta");
+    beta = { dir, repo: join(dir, "repo"), home: join(dir, "home"), socket: h.seatSocket("beta") };
+    alphaDir = join(h.home, "seats/proj/alpha");
     // A secret in beta's home, as beta's user would have it.
     const secret = join(beta.home, "secret.txt");
     writeFileSync(secret, `${SECRET}\n`, { mode: 0o600 });
@@ -99,14 +79,13 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     chownSync(secret, owner.uid, owner.gid);
   }, 60_000);
   afterAll(async () => {
-    await teamd(["stop", "--team", "proj"]).catch(() => undefined);
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
+    await h?.cleanup();
   });
 
   it("runs both seats as the same contained user (the isolation between them is the mount plan alone)", async () => {
     const a = await alpha("id -u; pwd");
-    const b = await inSeat("beta", "id -u; pwd");
+    const b = await h.sh("beta", "id -u; pwd");
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
     expect(a.stdout.split("\n")[0]).toBe(b.stdout.split("\n")[0]);
@@ -116,7 +95,7 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
   });
 
   it("alpha cannot read the daemon's environment: not inherited, not through /proc, not from its seat's init", async () => {
-    const pid = daemon?.child.pid as number;
+    const pid = h.daemon?.child.pid as number;
     // Control: the canary is in the running daemon's environment, readable on the host.
     expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toContain(DAEMON_CANARY);
     const attack = await alpha(
@@ -132,12 +111,12 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
   it("alpha cannot read beta's repository or home, by host path or relative path", async () => {
     // Control: beta reads both; they exist on the host.
     expect(readFileSync(join(beta.repo, "README.md"), "utf8")).toBe("hello\n");
-    const own = await inSeat("beta", `cat ${beta.repo}/README.md; cat ${beta.home}/secret.txt`);
+    const own = await h.sh("beta", `cat ${beta.repo}/README.md; cat ${beta.home}/secret.txt`);
     expect(own.stdout).toBe(`hello\n${SECRET}\n`);
     const attack = await alpha(
       `cat ${beta.home}/secret.txt; cat ${beta.repo}/README.md; ls -a ${beta.dir} ${beta.home}; ` +
         `cat ../../beta/home/secret.txt; cat $HOME/../../beta/home/secret.txt; ls -a ../..; ` +
-        `find / -xdev -name secret.txt 2>/dev/null; grep -rs ${SECRET} /tmp /run /home /root /mnt /var ${home} 2>/dev/null | head -3; ` +
+        `find / -xdev -name secret.txt 2>/dev/null; grep -rs ${SECRET} /tmp /run /home /root /mnt /var ${h.home} 2>/dev/null | head -3; ` +
         `cat /proc/1/root${beta.home}/secret.txt; echo done`,
     );
     expect(attack.stdout).toMatch(/done\n$/);
@@ -148,7 +127,7 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
 
   it("alpha cannot write beta's repository or home (checked from the host)", async () => {
     // Control: beta writes its own repository and home, and the host sees it.
-    const own = await inSeat("beta", `echo own > ${beta.repo}/own.txt && echo own > ${beta.home}/own.txt && echo ok`);
+    const own = await h.sh("beta", `echo own > ${beta.repo}/own.txt && echo own > ${beta.home}/own.txt && echo ok`);
     expect(own.stdout).toBe("ok\n");
     expect(readFileSync(join(beta.repo, "own.txt"), "utf8")).toBe("own\n");
     rmSync(join(beta.repo, "own.txt"));
@@ -167,15 +146,15 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
   }, 30_000);
 
   it("alpha cannot connect to beta's socket or the control socket, and cannot speak as beta", async () => {
-    const control = join(home, "run/control.sock");
+    const control = join(h.home, "run/control.sock");
     // Control: both sockets exist and accept from the host; beta's shim answers as beta.
     expect(await hostConnect(beta.socket)).toBe("connected");
     expect(await hostConnect(control)).toBe("connected");
-    const asBeta = await inSeat("beta", "teamd-shim whoami --json");
+    const asBeta = await h.sh("beta", "teamd-shim whoami --json");
     expect(JSON.parse(asBeta.stdout)).toMatchObject({ seat: "beta", team: "proj" });
-    for (const target of [beta.socket, control, join(home, "run"), "/run/teamd/../../" + beta.socket]) {
+    for (const target of [beta.socket, control, join(h.home, "run"), "/run/teamd/../../" + beta.socket]) {
       const [program, ...args] = connectCommand(target);
-      const attack = await teamd(["exec", "alpha@proj", "--", program as string, ...args]);
+      const attack = await h.run(["exec", "alpha@proj", "--", program as string, ...args]);
       expect(attack.stdout, target).toMatch(/^error (ENOENT|ENOTDIR|EACCES|ECONNREFUSED)/);
     }
     const shim = await alpha(
@@ -184,57 +163,57 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     );
     expect(shim.stdout + shim.stderr).not.toMatch(/"seat"\s*:\s*"beta"/);
     expect(shim.stdout).toMatch(/"seat"\s*:\s*"alpha"/); // the one answer it gets is as itself
-    const listing = await alpha(`ls -a /run/teamd ${join(home, "seat-sockets")} ${join(home, "run")} 2>/dev/null; echo done`);
+    const listing = await alpha(`ls -a /run/teamd ${join(h.home, "seat-sockets")} ${join(h.home, "run")} 2>/dev/null; echo done`);
     expect(listing.stdout).not.toMatch(/proj\.beta\.sock|control\.sock/);
     expect(listing.stdout).toMatch(/shim\.sock\ndone\n$/); // its own socket, and only that
   }, 30_000);
 
   it("alpha cannot read or write the ledger, the keys, or anything else under TEAMD_HOME", async () => {
     // Control: the host has them (the ledger db, the owner key, the hub, run/ …).
-    const mine = (path: string) => path.startsWith(alphaDir) || path.startsWith(join(home, "shim"));
-    const files = walk(home, (p) => p === beta.dir || mine(p)).concat(walk(join(tmp.dir, "keys"), () => false));
+    const mine = (path: string) => path.startsWith(alphaDir) || path.startsWith(join(h.home, "shim"));
+    const files = walk(h.home, (p) => p === beta.dir || mine(p)).concat(walk(join(h.dir, "keys"), () => false));
     expect(files.some((f) => f.includes("/ledger"))).toBe(true);
     expect(files.some((f) => f.endsWith("owner.key"))).toBe(true);
     expect(files.length).toBeGreaterThan(5);
-    const attack = await alpha(`for f in ${files.map((f) => `'${f}'`).join(" ")}; do test -e "$f" && echo "VISIBLE $f"; c=$(head -c 64 "$f" 2>/dev/null) && [ -n "$c" ] && echo "READ $f"; done; ls -a ${home} ${join(tmp.dir, "keys")} 2>&1; echo done`);
+    const attack = await alpha(`for f in ${files.map((f) => `'${f}'`).join(" ")}; do test -e "$f" && echo "VISIBLE $f"; c=$(head -c 64 "$f" 2>/dev/null) && [ -n "$c" ] && echo "READ $f"; done; ls -a ${h.home} ${join(h.dir, "keys")} 2>&1; echo done`);
     expect(attack.stdout).toMatch(/done\n$/);
     expect(attack.stdout).not.toMatch(/VISIBLE|READ/);
     // Writes: a marker appended to each (the daemon itself appends to the ledger as it records
     // the exec, so the check is that no host file holds the marker, not that none changed; the
     // marker is assembled in the seat, so the recorded command line does not hold it either).
     const MARK = "pwned-by-alpha-91c2";
-    const write = await alpha(`m=$(printf 'pwned-by-%s' alpha-91c2); for f in ${files.map((f) => `'${f}'`).join(" ")}; do echo "$m" >> "$f"; done; mkdir -p ${home}/ledger && echo x > ${home}/ledger/INJECTED; echo done`);
+    const write = await alpha(`m=$(printf 'pwned-by-%s' alpha-91c2); for f in ${files.map((f) => `'${f}'`).join(" ")}; do echo "$m" >> "$f"; done; mkdir -p ${h.home}/ledger && echo x > ${h.home}/ledger/INJECTED; echo done`);
     expect(write.stdout).toBe("done\n");
     expect(files.filter((f) => readFileSync(f).includes(MARK))).toEqual([]);
     // Control for the marker check: the same loop in alpha's own home does land.
     const own = await alpha(`m=$(printf 'pwned-by-%s' alpha-91c2); echo "$m" >> ${join(alphaDir, "home")}/mark; echo done`);
     expect(own.stdout).toBe("done\n");
     expect(readFileSync(join(alphaDir, "home/mark"), "utf8")).toBe(`${MARK}\n`);
-    expect(existsSync(join(home, "ledger/INJECTED"))).toBe(false);
+    expect(existsSync(join(h.home, "ledger/INJECTED"))).toBe(false);
   }, 30_000);
 
   it("alpha cannot read or write the hub, the owner's .git or teamd.yaml", async () => {
-    const hub = join(home, "hubs/proj.git");
-    const teamFile = join(repo, "teamd.yaml");
+    const hub = join(h.home, "hubs/proj.git");
+    const teamFile = join(h.repo, "teamd.yaml");
     // Control: they exist on the host, and what alpha reads of its own clone is a clone.
     expect(readFileSync(join(hub, "HEAD"), "utf8")).toMatch(/ref: refs\/heads\//);
-    expect(readFileSync(join(repo, ".git/HEAD"), "utf8")).toMatch(/ref: refs\/heads\/main/);
+    expect(readFileSync(join(h.repo, ".git/HEAD"), "utf8")).toMatch(/ref: refs\/heads\/main/);
     expect(readFileSync(teamFile, "utf8")).toBe(TEAM_FILE);
     const ownClone = await alpha("git log --oneline | wc -l");
     expect(ownClone.stdout.trim()).toBe("1");
     const attack = await alpha(
-      `cat ${hub}/HEAD ${hub}/config ${repo}/.git/HEAD ${repo}/.git/config ${teamFile}; git -C ${hub} log; git -C ${repo} log; ` +
-        `git ls-remote ${hub}; git fetch ${hub}; git fetch ${repo}; ls -a ${repo} ${join(home, "hubs")}; echo done`,
+      `cat ${hub}/HEAD ${hub}/config ${h.repo}/.git/HEAD ${h.repo}/.git/config ${teamFile}; git -C ${hub} log; git -C ${h.repo} log; ` +
+        `git ls-remote ${hub}; git fetch ${hub}; git fetch ${h.repo}; ls -a ${h.repo} ${join(h.home, "hubs")}; echo done`,
     );
     expect(attack.stdout).toMatch(/done\n$/);
     expect(attack.stdout).not.toMatch(/ref: refs|\[core\]|team: proj|first/);
     const write = await alpha(
-      `echo pwned > ${teamFile}; mkdir -p ${hub}/refs/heads && echo 0 > ${hub}/refs/heads/pwned; echo pwned > ${repo}/.git/hooks/pre-commit; ` +
+      `echo pwned > ${teamFile}; mkdir -p ${hub}/refs/heads && echo 0 > ${hub}/refs/heads/pwned; echo pwned > ${h.repo}/.git/hooks/pre-commit; ` +
         `git push ${hub} HEAD:refs/heads/pwned; echo done`,
     );
     expect(write.stdout).toMatch(/done\n$/);
     expect(readFileSync(teamFile, "utf8")).toBe(TEAM_FILE);
     expect(existsSync(join(hub, "refs/heads/pwned"))).toBe(false);
-    expect(existsSync(join(repo, ".git/hooks/pre-commit"))).toBe(false);
+    expect(existsSync(join(h.repo, ".git/hooks/pre-commit"))).toBe(false);
   }, 30_000);
 });
