@@ -7,6 +7,7 @@
 // Ambient globals (Date, timers, process, crypto, ...) are refused by
 // no-restricted-globals in eslint.config.js; this rule is only about modules.
 import path from "node:path";
+import { moduleSourceVisitors } from "./module-sources.js";
 
 /** @param {string} filename @returns {string | undefined} the kernel root, if inside it */
 function kernelRootOf(filename) {
@@ -54,20 +55,7 @@ const rule = {
       }
     }
 
-    return {
-      ImportDeclaration: (node) => check(node, node.source),
-      ExportAllDeclaration: (node) => check(node, node.source),
-      ExportNamedDeclaration: (node) => { if (node.source) check(node, node.source); },
-      ImportExpression: (node) => check(node, node.source),
-      TSImportEqualsDeclaration: (node) => {
-        const ref = node.moduleReference;
-        if (ref && ref.type === "TSExternalModuleReference") check(node, ref.expression);
-      },
-      TSImportType: (node) => check(node, node.argument && node.argument.literal ? node.argument.literal : node.argument),
-      CallExpression: (node) => {
-        if (node.callee.type === "Identifier" && node.callee.name === "require") check(node, node.arguments[0]);
-      },
-    };
+    return moduleSourceVisitors(check);
   },
 };
 

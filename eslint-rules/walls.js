@@ -7,6 +7,7 @@
 // computed specifier in a walled file cannot be checked and is refused.
 import { builtinModules } from "node:module";
 import path from "node:path";
+import { moduleSourceVisitors } from "./module-sources.js";
 
 /** @param {string} file @param {readonly string[]} entries */
 function matches(file, entries) {
@@ -74,22 +75,7 @@ const rule = {
       }
     }
 
-    return {
-      ImportDeclaration: (node) => check(node, node.source),
-      ExportAllDeclaration: (node) => check(node, node.source),
-      ExportNamedDeclaration: (node) => {
-        if (node.source) check(node, node.source);
-      },
-      ImportExpression: (node) => check(node, node.source),
-      TSImportEqualsDeclaration: (node) => {
-        const ref = node.moduleReference;
-        if (ref && ref.type === "TSExternalModuleReference") check(node, ref.expression);
-      },
-      TSImportType: (node) => check(node, node.argument && node.argument.literal ? node.argument.literal : node.argument),
-      CallExpression: (node) => {
-        if (node.callee.type === "Identifier" && node.callee.name === "require") check(node, node.arguments[0]);
-      },
-    };
+    return moduleSourceVisitors(check);
   },
 };
 
