@@ -3,7 +3,8 @@ import { chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSy
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs } from "../support/programs.js";
+import { TEAMD, type RunAs } from "../support/programs.js";
+import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
 import { makeRepo } from "../support/repo.js";
 import { ensureOwnerKey } from "../../daemon/host/owner-key.js";
 import { signOwnerAct } from "../../src/ledger/index.js";
@@ -36,70 +37,60 @@ async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<vo
   }
 }
 
-async function logJson(env: NodeJS.ProcessEnv, as: RunAs = {}) {
-  const result = await run(TEAMD, ["log", "--json"], env, 15_000, as);
-  expect(result.code, result.stderr).toBe(0);
-  return result.stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { seq: number; type: string; result: string; action: string; team: string });
-}
+type LogLine = { seq: number; type: string; result: string; action: string; team: string };
 
 describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess;
-  let repo: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-init-");
-    repo = makeRepo(tmp.dir);
-    env = { TEAMD_HOME: join(tmp.dir, "home"), TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key") };
-    daemon = await startDaemon(join(tmp.dir, "home"));
+    h = await createHarness("teamd-init-", { timeoutMs: 30_000 });
+    await h.startDaemon();
   });
   afterAll(async () => {
-    await daemon?.stop();
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("creates the owner key, the ledger, the hub and an untracked team file", async () => {
-    const result = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { cwd: repo });
+    const result = await h.run(["init", "--yes", "--json"]);
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report).toMatchObject({ team: "proj", ownerKey: { created: true }, ledger: { created: true, via: "daemon" }, hub: { by: "daemon", remote: "added" }, teamFile: { written: true, excluded: true } });
-    expect(statSync(env.TEAMD_OWNER_KEY as string).mode & 0o777).toBe(0o600);
-    expect(existsSync(join(repo, "teamd.yaml"))).toBe(true);
-    expect(execFileSync("git", ["status", "--porcelain"], { cwd: repo, encoding: "utf8" })).toBe("");
-    expect(execFileSync("git", ["remote", "get-url", "teamd"], { cwd: repo, encoding: "utf8" }).trim()).toBe(report.hub.path);
+    expect(statSync(h.ownerKey).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(h.repo, "teamd.yaml"))).toBe(true);
+    expect(execFileSync("git", ["status", "--porcelain"], { cwd: h.repo, encoding: "utf8" })).toBe("");
+    expect(execFileSync("git", ["remote", "get-url", "teamd"], { cwd: h.repo, encoding: "utf8" }).trim()).toBe(report.hub.path);
     expect(execFileSync("git", ["--git-dir", report.hub.path, "rev-parse", "--is-bare-repository"], { encoding: "utf8" }).trim()).toBe("true");
   });
 
   it("is safe to run again and says what exists", async () => {
-    const result = await run(TEAMD, ["init", "--yes"], env, 30_000, { cwd: repo });
+    const result = await h.run(["init", "--yes"]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/owner key: exists/);
     expect(result.stdout).toMatch(/ledger: exists/);
     expect(result.stdout).toMatch(/already registered/);
     expect(result.stdout).toMatch(/teamd.yaml: exists/);
-    const log = await logJson(env);
+    const log = await h.records<LogLine>();
     expect(log.map((r) => r.type)).toEqual(["genesis", "team"]);
   });
 
   it("applies a valid team file as a signed policy record", async () => {
-    const result = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+    const result = await h.run(["apply", "--yes", "--json"]);
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ applied: true, team: "proj", seats: 1 });
-    const log = await logJson(env);
+    const log = await h.records<LogLine>();
     // The daemon tells of it (daemon/server/notices.ts): a notice may already follow the policy record.
     const policy = log.filter((r) => r.type !== "notice").at(-1);
     expect(policy).toMatchObject({ type: "policy", action: "policy.apply", team: "proj" });
   });
 
   it("follows the log as records are appended, and stops on SIGINT", async () => {
-    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], { env: { ...process.env, ...h.env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     try {
       await waitFor(() => out.split("\n").filter(Boolean).length === 1);
-      const applied = await run(TEAMD, ["apply", "--yes"], env, 30_000, { cwd: repo });
+      const applied = await h.run(["apply", "--yes"]);
       expect(applied.code, applied.stderr).toBe(0);
       await waitFor(() => out.split("\n").filter(Boolean).length === 2);
       expect(out).toMatch(/policy\s+proj\s+owner \(witnessed\)\s+policy\.apply/);
@@ -110,83 +101,83 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   });
 
   it("shows what a new file changes against the policy in force before it signs", async () => {
-    const path = join(repo, "teamd.yaml");
+    const path = join(h.repo, "teamd.yaml");
     const original = readFileSync(path, "utf8");
     try {
       writeFileSync(path, original.replace("roles: [observer]", "roles: [executor]"));
-      const result = await run(TEAMD, ["apply", "--yes"], env, 30_000, { cwd: repo });
+      const result = await h.run(["apply", "--yes"]);
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).toMatch(/Changes against the policy in force \(record \d+/);
       expect(result.stderr).toMatch(/seat scout:\n(.*\n)*\s+\+ write \{path: \*\}/);
       expect(result.stderr).toMatch(/~ roles: \[observer\] -> \[executor\]/);
-      const again = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+      const again = await h.run(["apply", "--yes", "--json"]);
       expect(JSON.parse(again.stdout)).toMatchObject({ applied: true, diff: { unchanged: true, seats: [] } });
     } finally {
       writeFileSync(path, original);
-      const back = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { cwd: repo });
+      const back = await h.run(["apply", "--yes", "--json"]);
       expect(JSON.parse(back.stdout).diff.seats[0]).toMatchObject({ seat: "scout", losses: [expect.stringMatching(/^write \{path: \*\}/)] });
     }
   });
 
   it("refuses an invalid team file with its line and fix, and records nothing", async () => {
-    const bad = join(tmp.dir, "bad.yaml");
-    writeFileSync(bad, readFileSync(join(repo, "teamd.yaml"), "utf8") + "surprise: true\n");
-    const before = await logJson(env);
-    const result = await run(TEAMD, ["apply", bad, "--yes"], env, 30_000);
+    const bad = join(h.dir, "bad.yaml");
+    writeFileSync(bad, readFileSync(join(h.repo, "teamd.yaml"), "utf8") + "surprise: true\n");
+    const before = await h.records<LogLine>();
+    const result = await h.run(["apply", bad, "--yes"], { cwd: process.cwd() });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/bad\.yaml:\d+:1: unknown key 'surprise'/);
     expect(result.stderr).toMatch(/fix: /);
-    expect(await logJson(env)).toEqual(before);
+    expect(await h.records<LogLine>()).toEqual(before);
   });
 
   it("refuses, and records, an apply signed by another key", async () => {
-    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(tmp.dir, "intruder.key"))}))`]);
-    const signed = await run(TEAMD, ["apply", join(repo, "teamd.yaml"), "--yes", "--json"], { ...env, TEAMD_OWNER_KEY: join(tmp.dir, "intruder.key") }, 30_000);
+    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(h.dir, "intruder.key"))}))`]);
+    const signed = await h.run(["apply", join(h.repo, "teamd.yaml"), "--yes", "--json"], { env: { TEAMD_OWNER_KEY: join(h.dir, "intruder.key") }, cwd: process.cwd() });
     expect(signed.code).toBe(3);
     expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
-    const log = await logJson(env);
+    const log = await h.records<LogLine>();
     expect(log.at(-1)).toMatchObject({ type: "refusal", result: "owner.signature" });
     // The refusal is the daemon's record: no assent of the owner's is on record for that act.
     expect((log.at(-1) as { assent?: string }).assent).toBeUndefined();
   });
 
   it("refuses a team act naming a hub anywhere but TEAMD_HOME/hubs/<team>.git (the daemon writes only its own hubs)", async () => {
-    const { key } = await ensureOwnerKey(env.TEAMD_OWNER_KEY as string);
-    const elsewhere = join(tmp.dir, "elsewhere.git");
+    const { key } = await ensureOwnerKey(h.ownerKey);
+    const elsewhere = join(h.dir, "elsewhere.git");
     const act = await signOwnerAct(
       {
         type: RecordType.TEAM,
         team: "evil",
         action: "team.register",
-        payload: { domain: { team: "evil", repositoryRoot: repo }, target: { kind: TargetKind.TEAM, name: "evil" }, detail: { case: "team", value: { repository: repo, hub: elsewhere } } },
+        payload: { domain: { team: "evil", repositoryRoot: h.repo }, target: { kind: TargetKind.TEAM, name: "evil" }, detail: { case: "team", value: { repository: h.repo, hub: elsewhere } } },
       },
       key.seed,
     );
-    const client = createRpcClient(ControlService, join(tmp.dir, "home/run/control.sock"), { deadlineMs: 15_000 });
+    const client = createRpcClient(ControlService, join(h.home, "run/control.sock"), { deadlineMs: 15_000 });
     try {
       await expect(client.ownerAct({ kind: OwnerActKind.TEAM, act })).rejects.toMatchObject({ rule: "owner.act-invalid" });
     } finally {
       client.close();
     }
     expect(existsSync(elsewhere)).toBe(false);
-    expect(existsSync(join(tmp.dir, "home/hubs/evil.git"))).toBe(false);
-    expect((await logJson(env)).at(-1)).toMatchObject({ type: "refusal", result: "owner.act-invalid" });
+    expect(existsSync(join(h.home, "hubs/evil.git"))).toBe(false);
+    expect((await h.records<LogLine>()).at(-1)).toMatchObject({ type: "refusal", result: "owner.act-invalid" });
   });
 
   it("refuses a team file tracked by git", async () => {
-    const tracked = makeRepo(tmp.dir, "tracked", { "teamd.yaml": "version: 1\nteam: tracked\n" });
-    const result = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { cwd: tracked });
+    const tracked = makeRepo(h.dir, "tracked", { "teamd.yaml": "version: 1\nteam: tracked\n" });
+    const result = await h.run(["init", "--yes", "--json"], { cwd: tracked });
     expect(result.code).toBe(3);
     expect(JSON.parse(result.stdout)).toMatchObject({ rule: "teamfile.tracked" });
   });
 
   it("verifies the chain, and names the first bad seq after tampering", async () => {
-    const ok = await run(TEAMD, ["verify", "--json"], env);
+    const ok = await h.run(["verify", "--json"], { timeoutMs: 15_000, cwd: process.cwd() });
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
 
-    const db = join(tmp.dir, "home/ledger/ledger.db");
-    await daemon.stop();
+    const db = join(h.home, "ledger/ledger.db");
+    await h.stopDaemon();
     // An attacker with the file: drop the append-only triggers and rewrite record 1's payload.
     const sql = new Database(db);
     for (const { name } of sql.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as Array<{ name: string }>) sql.exec(`DROP TRIGGER "${name}"`);
@@ -198,64 +189,60 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     sql.prepare(`UPDATE records SET ${payloadColumn} = ? WHERE seq = 1`).run(flipped);
     sql.close();
 
-    const bad = await run(TEAMD, ["verify"], env);
+    const bad = await h.run(["verify"], { timeoutMs: 15_000, cwd: process.cwd() });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/verify failed at seq 1/);
   });
 });
 
 describe("init and apply with the daemon down (user mode)", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let repo: string;
-  let env: NodeJS.ProcessEnv;
+  let h: TeamdHarness;
 
   beforeAll(async () => {
-    tmp = await makeTempHome("teamd-user-");
-    repo = makeRepo(tmp.dir);
-    chownTree(tmp.dir);
-    env = { TEAMD_HOME: join(tmp.dir, "home"), TEAMD_OWNER_KEY: join(tmp.dir, "keys/owner.key"), HOME: tmp.dir };
+    h = await createHarness("teamd-user-", { timeoutMs: 30_000, owner });
+    chownTree(h.dir);
   });
   afterAll(async () => {
-    await tmp?.remove();
+    await h?.cleanup();
   });
 
   it("writes the ledger itself, applies, logs and verifies", async () => {
-    const first = await run(TEAMD, ["init", "--yes", "--json"], env, 30_000, { ...owner, cwd: repo });
+    const first = await h.run(["init", "--yes", "--json"]);
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({ mode: "user", ledger: { created: true, via: "direct" } });
 
-    const applied = await run(TEAMD, ["apply", "--yes"], env, 30_000, { ...owner, cwd: repo });
+    const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stdout).toMatch(/^applied: team 'proj' policy sha256:[0-9a-f]{64} \(1 seat\), record 2/);
 
-    const log = await logJson(env, owner);
+    const log = await h.records<LogLine>();
     expect(log.map((r) => r.type)).toEqual(["genesis", "team", "policy"]);
     // Assent has provenance (§11): every owner act is on record as witnessed (the pinned key signed it).
     expect(log.map((r) => (r as { assent?: string }).assent)).toEqual(["witnessed", "witnessed", "witnessed"]);
-    const verified = await run(TEAMD, ["verify"], env, 15_000, owner);
+    const verified = await h.run(["verify"], { timeoutMs: 15_000, cwd: process.cwd() });
     expect(verified.code, verified.stderr).toBe(0);
     expect(verified.stdout).toMatch(/^ok: 3 records/);
   });
 
   it("a later daemon opens the ledger the CLI wrote, and owner acts then go through it", async () => {
     // The owner's own daemon (user mode): as the same ordinary user.
-    const daemon = await startDaemon(join(tmp.dir, "home"), [], 15_000, { HOME: tmp.dir }, owner);
+    const daemon = await h.startDaemon();
     try {
-      const again = await run(TEAMD, ["apply", "--yes", "--json"], env, 30_000, { ...owner, cwd: repo });
+      const again = await h.run(["apply", "--yes", "--json"]);
       expect(again.code, again.stderr).toBe(0);
       expect(JSON.parse(again.stdout)).toMatchObject({ applied: true, via: "daemon" });
-      const log = await logJson(env, owner);
+      const log = await h.records<LogLine>();
       // The policy the daemon applied is told as a notice (appended just after it, polled);
       // so is the one the CLI applied with the daemon down — told late, at the daemon's start.
       expect(log.filter((r) => r.type !== "notice").map((r) => r.type)).toEqual(["genesis", "team", "policy", "policy"]);
       let told = log;
       for (let i = 0; i < 50 && told.filter((r) => r.type === "notice").length < 2; i++) {
         await new Promise((r) => setTimeout(r, 100));
-        told = await logJson(env, owner);
+        told = await h.records<LogLine>();
       }
       expect(told.filter((r) => r.type === "notice")).toHaveLength(2);
       // The late one is told first, at the daemon's start, before the second apply.
-      const notices = await run(TEAMD, ["notices", "--all", "--json"], env, 15_000, owner);
+      const notices = await h.run(["notices", "--all", "--json"], { timeoutMs: 15_000, cwd: process.cwd() });
       const lines = notices.stdout.trim().split("\n").map((l) => JSON.parse(l) as { about: number; text: string });
       const policies = told.filter((r) => r.type === "policy").map((r) => r.seq);
       expect(lines.map((l) => l.about)).toEqual(policies);

@@ -93,6 +93,8 @@ export interface HarnessOptions {
   readonly daemonEnv?: NodeJS.ProcessEnv;
   /** Told of every run's result (tests that search everything the run produced). */
   readonly onResult?: (result: RunResult) => void;
+  /** The owner's uid and gid for every run and daemon (tests running as root use it to be an ordinary owner). */
+  readonly owner?: Pick<RunAs, "uid" | "gid">;
 }
 
 const TEAM = "proj";
@@ -126,7 +128,9 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
   let current: DaemonProcess | undefined;
 
   const run = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
-    const as: RunAs = { cwd: o.cwd ?? repo, ...(o.uid !== undefined ? { uid: o.uid } : {}), ...(o.gid !== undefined ? { gid: o.gid } : {}) };
+    const uid = o.uid ?? options.owner?.uid;
+    const gid = o.gid ?? options.owner?.gid;
+    const as: RunAs = { cwd: o.cwd ?? repo, ...(uid !== undefined ? { uid } : {}), ...(gid !== undefined ? { gid } : {}) };
     const result = await runTeamd(args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as, o.input);
     options.onResult?.(result);
     return result;
@@ -163,7 +167,7 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     hubGit: (...args) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim(),
     seatSocket: (seat) => join(home, asRoot ? `seat-sockets/${TEAM}.${seat}.sock` : `run/seats/${TEAM}.${seat}.sock`),
     async startDaemon(o: DaemonOptions = {}) {
-      current = await startDaemon(home, o.args ?? [], o.timeoutMs ?? 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, o.as);
+      current = await startDaemon(home, o.args ?? [], o.timeoutMs ?? 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, o.as ?? options.owner ?? {});
       started.push(current);
       return current;
     },
