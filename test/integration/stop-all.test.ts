@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, readlinkSync, renameSync } from "node:fs";
+import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { expectNoneLeft, startedNamespaces } from "../support/seat-namespaces.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
@@ -29,16 +29,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
   let ledgerMoved = false;
 
   /** Start every seat; return each seat's pid namespace (the proof of what must die). */
-  const startTeam = async (): Promise<string[]> => {
-    const started = (await h.json<Json>(["start", "--team", "proj", "--json"])) as { started: Array<{ initPid: number }> };
-    expect(started.started).toHaveLength(2);
-    const namespaces = started.started.map((s) => readlinkSync(`/proc/${s.initPid}/ns/pid`));
-    for (const ns of namespaces) expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
-    return namespaces;
-  };
-  const noneLeft = async (namespaces: string[]) => {
-    for (const ns of namespaces) expect(await processesInNamespace(ns), ns).toEqual([]);
-  };
+  const startTeam = () => startedNamespaces(h.json(["start", "--team", "proj", "--json"]), 2);
   const stopRecords = () => h.records<Json>("--type", "stop");
 
   beforeAll(async () => {
@@ -58,7 +49,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     const stopped = await h.json<Json>(["stop", "--all", "--json"]);
     expect(stopped).toMatchObject({ stopped: true, path: "daemon", daemon: { answered: true, recorded: true }, killedByCli: [], alive: [] });
     expect((stopped.daemon as { stopped: unknown[] }).stopped).toHaveLength(2);
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
     expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.active" });
     expect(await h.json<Json>(["apply", "--yes", "--json"], { code: 3 })).toMatchObject({ rule: "stop.active" });
     expect((await h.json<Json>(["status", "--json"])).seats).toEqual([]);
@@ -77,7 +68,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     ledgerMoved = true;
     const stopped = await h.json<Json>(["stop", "--all", "--json"]);
     expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: false }, alive: [] });
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
     expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.active" });
 
     renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
@@ -105,7 +96,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(stopped).toMatchObject({ stopped: true, path: "cli", daemon: { answered: false }, alive: [] });
     expect((stopped.killedByCli as unknown[]).length).toBe(2);
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
 
     // The daemon, running again, sees its seats gone and still honours the stop.
     for (let i = 0; i < 100 && ((await h.json<Json>(["status", "--json"])).seats as unknown[]).length > 0; i++) await sleep(100);
@@ -124,7 +115,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     await new Promise<void>((resolve) => (old.child.exitCode !== null || old.child.signalCode !== null ? resolve() : old.child.once("exit", () => resolve())));
     const stopped = await h.json<Json>(["stop", "--all", "--json"], { timeoutMs: 20_000 });
     expect(stopped).toMatchObject({ stopped: true, path: "cli", daemon: { answered: false }, alive: [] });
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
 
     // A daemon started after the stop reads the flag before it serves anything.
     await h.startDaemon();

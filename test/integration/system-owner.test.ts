@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeTempHome, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
-import { makeRepo } from "../support/repo.js";
+import { TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
+import { expectNoneLeft, startedNamespaces } from "../support/seat-namespaces.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 
@@ -45,16 +46,17 @@ interface Json {
 }
 
 describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root owner in group teamd stops and resumes the machine", () => {
-  let tmp: { dir: string; remove(): Promise<void> };
-  let daemon: DaemonProcess | undefined;
-  let repo: string;
-  let home: string;
+  let h: TeamdHarness;
   let ownerHome: string;
   let owner: { uid: number; gid: number };
   let env: NodeJS.ProcessEnv;
   let ledgerMoved = false;
 
-  /** The owner's CLI: the owner's uid and gid with the supplementary groups of /etc/group (teamd). */
+  /**
+   * The owner's CLI: the owner's uid and gid with the supplementary groups of /etc/group (teamd),
+   * which the harness's uid and gid cannot give (node's spawn drops supplementary groups); only
+   * PATH and the owner's environment, run from the owner's home.
+   */
   const asOwner = (args: string[], timeoutMs = 60_000, cwd = ownerHome): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
       execFile(
@@ -69,18 +71,9 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     expect(result.code, `${args.join(" ")}: ${result.stderr}${result.stdout}`).toBe(code);
     return JSON.parse(result.stdout) as Json;
   };
-  const startTeam = async (): Promise<string[]> => {
-    const started = (await json(["start", "--team", "proj"])) as { started: Array<{ initPid: number }> };
-    expect(started.started).toHaveLength(2);
-    const namespaces = started.started.map((s) => readlinkSync(`/proc/${s.initPid}/ns/pid`));
-    for (const ns of namespaces) expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
-    return namespaces;
-  };
-  const noneLeft = async (namespaces: string[]) => {
-    for (const ns of namespaces) expect(await processesInNamespace(ns), ns).toEqual([]);
-  };
+  const startTeam = () => startedNamespaces(json(["start", "--team", "proj"]), 2);
   const inRepo = async (args: string[]) => {
-    const r = await asOwner(args, 60_000, repo);
+    const r = await asOwner(args, 60_000, h.repo);
     expect(r.code, `${args.join(" ")}: ${r.stderr}${r.stdout}`).toBe(0);
     return r.stdout;
   };
@@ -88,39 +81,33 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
   beforeAll(async () => {
     ensureSeatUser();
     owner = ensureOwner();
-    tmp = await makeTempHome("teamd-sysowner-");
-    chmodSync(tmp.dir, 0o711);
-    repo = makeRepo(tmp.dir, "proj");
-    home = join(tmp.dir, "home");
-    ownerHome = join(tmp.dir, "owner");
+    // As root the harness opens its folder to traversal (0711): the owner reaches its own under it.
+    h = await createHarness("teamd-sysowner-");
+    ownerHome = join(h.dir, "owner");
     mkdirSync(join(ownerHome, "keys"), { recursive: true });
     chownSync(ownerHome, owner.uid, owner.gid);
     chownSync(join(ownerHome, "keys"), owner.uid, owner.gid);
     chmodSync(ownerHome, 0o700);
-    env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(ownerHome, "keys/owner.key"), HOME: ownerHome };
+    env = { TEAMD_HOME: h.home, TEAMD_OWNER_KEY: join(ownerHome, "keys/owner.key"), HOME: ownerHome };
     // The owner's repository is the owner's.
-    execFileSync("chown", ["-R", `${owner.uid}:${owner.gid}`, repo]);
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    execFileSync("chown", ["-R", `${owner.uid}:${owner.gid}`, h.repo]);
+    await h.startDaemon();
     }, 90_000);
 
   afterAll(async () => {
     try {
-      if (ledgerMoved) renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
+      if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
     } finally {
-      if (daemon && daemon.child.pid !== undefined && daemon.child.exitCode === null) {
-        process.kill(daemon.child.pid, "SIGCONT");
-        await daemon.stop();
-      }
-      await tmp?.remove();
+      await h?.cleanup();
     }
   }, 30_000);
 
   it("the owner registers their repository and applies the team file without root; the daemon makes the hub, open to the group", async () => {
     const init = JSON.parse(await inRepo(["init", "--yes", "--json"])) as { mode: string; hub: { path: string; by?: string; remote: string } };
-    expect(init).toMatchObject({ mode: "system", hub: { path: join(home, "hubs/proj.git"), by: "daemon", remote: "added" } });
-    expect(statSync(join(home, "hubs/proj.git")).uid).toBe(0);
-    writeFileSync(join(repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]));
-    chownSync(join(repo, "teamd.yaml"), owner.uid, owner.gid);
+    expect(init).toMatchObject({ mode: "system", hub: { path: join(h.home, "hubs/proj.git"), by: "daemon", remote: "added" } });
+    expect(statSync(join(h.home, "hubs/proj.git")).uid).toBe(0);
+    writeFileSync(join(h.repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]));
+    chownSync(join(h.repo, "teamd.yaml"), owner.uid, owner.gid);
     await inRepo(["apply", "--yes"]);
     // The owner reads the hub (the gated trunk comes back this way).
     await inRepo(["git", "fetch", "-q", "teamd"]);
@@ -129,8 +116,8 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
 
   it("the home is the daemon's, opened to group teamd only where the owner needs it", () => {
     const teamdGid = Number(execFileSync("getent", ["group", "teamd"], { encoding: "utf8" }).split(":")[2]);
-    const mode = (p: string) => statSync(join(home, p)).mode & 0o7777;
-    const gid = (p: string) => statSync(join(home, p)).gid;
+    const mode = (p: string) => statSync(join(h.home, p)).mode & 0o7777;
+    const gid = (p: string) => statSync(join(h.home, p)).gid;
     expect(mode("flags")).toBe(0o3770);
     expect(gid("flags")).toBe(teamdGid);
     expect(mode("keys")).toBe(0o750);
@@ -150,10 +137,10 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     const namespaces = await startTeam();
     const stopped = await json(["stop", "--all"]);
     expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: true }, alive: [] });
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
-    await daemon?.stop();
-    daemon = await startDaemon(home, [], 15_000, { HOME: tmp.dir });
+    await h.stopDaemon();
+    await h.startDaemon();
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
     expect((await json(["status"])).stopped).toBe(true);
     expect(await json(["resume"])).toMatchObject({ resumed: true });
@@ -162,26 +149,26 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
 
   it("(b) daemon up, ledger unavailable: the owner's flag holds, seats die, the stop is appended late", async () => {
     const namespaces = await startTeam();
-    renameSync(join(home, "ledger/ledger.db"), join(home, "ledger/ledger.db.away"));
+    renameSync(join(h.home, "ledger/ledger.db"), join(h.home, "ledger/ledger.db.away"));
     ledgerMoved = true;
     const stopped = await json(["stop", "--all"]);
     expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: false }, alive: [] });
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
-    renameSync(join(home, "ledger/ledger.db.away"), join(home, "ledger/ledger.db"));
+    renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
     ledgerMoved = false;
     expect(await json(["resume"])).toMatchObject({ resumed: true });
   }, 120_000);
 
   it("(c) daemon hung (SIGSTOP): the owner's CLI ends every seat without root, through each seat's group-writable cgroup.kill", async () => {
     const namespaces = await startTeam();
-    const pid = daemon?.child.pid as number;
+    const pid = h.daemon?.child.pid as number;
     process.kill(pid, "SIGSTOP");
     let result: { code: number; stdout: string; stderr: string };
     try {
       result = await asOwner(["stop", "--all", "--json"], 30_000);
       // Checked while the daemon is still stopped: the owner's CLI did it, not the daemon.
-      await noneLeft(namespaces);
+      await expectNoneLeft(namespaces);
     } finally {
       process.kill(pid, "SIGCONT");
     }
@@ -196,14 +183,14 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
   it("(c') without a cgroup.kill it may write, the owner's CLI says so (never a false 'stopped'), and the daemon stops the seats the moment it runs again", async () => {
     const namespaces = await startTeam();
     // Take the owner's write on each seat's cgroup.kill away, as on a host without v2 cgroups.
-    const registry = join(home, "run/seats.d");
+    const registry = join(h.home, "run/seats.d");
     const leaves = readdirSync(registry)
       .filter((n) => n.endsWith(".json"))
       .flatMap((n) => (JSON.parse(readFileSync(join(registry, n), "utf8")) as { cgroups?: string[] }).cgroups ?? []);
     const kills = leaves.map((l) => join(l, "cgroup.kill")).filter((f) => existsSync(f));
     expect(kills.length).toBe(2); // control: each seat has one, and the owner could write it
     for (const f of kills) chmodSync(f, 0o600);
-    const pid = daemon?.child.pid as number;
+    const pid = h.daemon?.child.pid as number;
     process.kill(pid, "SIGSTOP");
     let result: { code: number; stdout: string; stderr: string };
     try {
@@ -218,7 +205,7 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     expect(out.problem).toMatch(/may neither inspect nor signal.*the stop flag holds/);
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && (await Promise.all(namespaces.map(processesInNamespace))).some((p) => p.length > 0)) await new Promise((r) => setTimeout(r, 100));
-    await noneLeft(namespaces);
+    await expectNoneLeft(namespaces);
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
     expect(await json(["resume"])).toMatchObject({ resumed: true });
   }, 120_000);
