@@ -1,8 +1,8 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { makeTempHome, startDaemon, TEAMD, type DaemonProcess, type RunAs, type RunResult } from "./programs.js";
+import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs, type RunResult } from "./programs.js";
 import { makeRepo } from "./repo.js";
 
 /**
@@ -21,8 +21,6 @@ export interface TeamdRunOptions {
   /** Run as this user (tests running as root use it to be an ordinary owner). */
   readonly uid?: number;
   readonly gid?: number;
-  /** Written to the program's stdin (then closed). */
-  readonly input?: string;
   /** The exit code `ok` and `json` expect (default 0). */
   readonly code?: number;
 }
@@ -99,16 +97,6 @@ export interface HarnessOptions {
 
 const TEAM = "proj";
 
-function runTeamd(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number, as: RunAs, input: string | undefined): Promise<RunResult> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [TEAMD, ...args], { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...as }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
-}
-
 /**
  * A temporary folder (opened to traversal, 0711, as root: in system mode the seat user must
  * reach its folders under it) with a repository `proj`; no daemon yet. Files a test wants in
@@ -127,16 +115,16 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
   const started: DaemonProcess[] = [];
   let current: DaemonProcess | undefined;
 
-  const run = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
+  const runTeamd = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
     const uid = o.uid ?? options.owner?.uid;
     const gid = o.gid ?? options.owner?.gid;
     const as: RunAs = { cwd: o.cwd ?? repo, ...(uid !== undefined ? { uid } : {}), ...(gid !== undefined ? { gid } : {}) };
-    const result = await runTeamd(args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as, o.input);
+    const result = await run(TEAMD, args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as);
     options.onResult?.(result);
     return result;
   };
   const ok = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<string> => {
-    const r = await run(args, o);
+    const r = await runTeamd(args, o);
     expect(r.code, `teamd ${args.join(" ")}: ${r.stderr}${r.stdout}`).toBe(o.code ?? 0);
     return r.stdout;
   };
@@ -153,14 +141,14 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     get daemon() {
       return current;
     },
-    run,
+    run: runTeamd,
     ok,
     json: async <T>(args: readonly string[], o?: TeamdRunOptions) => JSON.parse(await ok(args, o)) as T,
     records: async <T>(...extra: string[]) => {
       const out = (await ok(["log", "--json", ...extra])).trim();
       return out === "" ? [] : out.split("\n").map((l) => JSON.parse(l) as T);
     },
-    exec: (seat, argv, o) => run(["exec", `${seat}@${TEAM}`, "--", ...argv], o),
+    exec: (seat, argv, o) => runTeamd(["exec", `${seat}@${TEAM}`, "--", ...argv], o),
     shim: (seat, ...args) => harness.exec(seat, ["teamd-shim", ...args]),
     sh: (seat, script) => harness.exec(seat, ["sh", "-c", script]),
     inSeat: (seat, script) => harness.sh(seat, `git config user.name ${seat} && git config user.email ${seat}@seat.invalid && ${script}`),
