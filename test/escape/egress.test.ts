@@ -142,11 +142,9 @@ seats:
     await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
-    await h?.stopDaemon();
+    await h?.cleanup();
     await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
     await new Promise<void>((resolve) => (https ? https.close(() => resolve()) : resolve()));
-    await h?.cleanup();
   });
 
   it("gives a seat with egress the proxy env, and a seat without it none", async () => {

@@ -82,7 +82,6 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     startTrunk = hubRef("refs/heads/main");
   }, 120_000);
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 

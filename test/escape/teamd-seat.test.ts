@@ -79,7 +79,6 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     chownSync(secret, owner.uid, owner.gid);
   }, 60_000);
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 

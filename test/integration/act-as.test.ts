@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import type { DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
+import { filesUnder } from "../support/files-under.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { holdsCanary, startFakeGithub, type FakeGithub } from "../broker/fake-github.js";
 
@@ -107,19 +108,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     return JSON.parse(merged.stdout) as { commit: string; effectId: string };
   };
   /** The ledger's files, raw (database and WAL): a record's payload fields are there in clear, `teamd log` shows none. */
-  const ledgerBytes = (): Buffer => {
-    const out: Buffer[] = [];
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        const p = join(dir, name);
-        const st = lstatSync(p);
-        if (st.isDirectory()) walk(p);
-        else if (st.isFile() && p.includes("ledger")) out.push(readFileSync(p));
-      }
-    };
-    walk(h.home);
-    return Buffer.concat(out);
-  };
+  const ledgerBytes = (): Buffer => Buffer.concat(filesUnder(h.home).filter((p) => p.includes("ledger")).map((p) => readFileSync(p)));
   const lastDeploy = async () => {
     const log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
@@ -151,11 +140,9 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
   }, 120_000);
 
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
-    await h?.stopDaemon();
+    await h?.cleanup();
     await server?.close();
     await gh?.close();
-    await h?.cleanup();
   });
 
   it("refuses an artifact no gate pass covers (the owner's own commit on the trunk): nothing reaches the remote", async () => {
@@ -306,16 +293,7 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     const seatEnv = await h.run(["exec", "pub@proj", "--", "env"]);
     expect(seatEnv.code).toBe(0);
-    const files: string[] = [];
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        const p = join(dir, name);
-        const st = lstatSync(p);
-        if (st.isDirectory()) walk(p);
-        else if (st.isFile() && p !== accounts && p !== join(h.home, "broker/trackers.json")) files.push(p);
-      }
-    };
-    walk(h.home);
+    const files = filesUnder(h.home).filter((p) => p !== accounts && p !== join(h.home, "broker/trackers.json"));
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
     // The search reads real record bytes: the ledger's files hold the publish and comment records.
     expect(Buffer.concat(ledgerFiles.map((f) => readFileSync(f))).includes("git:release")).toBe(true);

@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readdirSync, readFileSync, lstatSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import * as pty from "node-pty";
 import { TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
+import { filesUnder } from "../support/files-under.js";
 
 /**
  * `teamd attach` and streaming `teamd exec` end to end (issue 7): a real daemon, a real seat
@@ -109,7 +109,6 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     }
   });
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 
@@ -147,19 +146,10 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     expect(log.stdout).not.toContain(TYPED);
     // Control: the canaries are real bytes the daemon handled (shown to the attacher above);
     // now no file under TEAMD_HOME (ledger, its WAL, logs) holds them.
-    const holders: string[] = [];
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        const path = join(dir, name);
-        const stat = lstatSync(path);
-        if (stat.isDirectory()) walk(path);
-        else if (stat.isFile()) {
-          const bytes = readFileSync(path);
-          if (bytes.includes(TYPED) || bytes.includes(PRINTED)) holders.push(path);
-        }
-      }
-    };
-    walk(h.home);
+    const holders = filesUnder(h.home).filter((path) => {
+      const bytes = readFileSync(path);
+      return bytes.includes(TYPED) || bytes.includes(PRINTED);
+    });
     expect(holders).toEqual([]);
   });
 

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, mkdirSync, readdirSync, readFileSync, lstatSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import type { DaemonProcess } from "../support/programs.js";
 import { createHarness, expectRefused, type TeamdHarness } from "../support/teamd-harness.js";
+import { filesUnder } from "../support/files-under.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { holdsCanary, startFakeGithub, type FakeGithub } from "../broker/fake-github.js";
 
@@ -76,10 +77,8 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
   }, 120_000);
 
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
-    await h?.stopDaemon();
-    await gh?.close();
     await h?.cleanup();
+    await gh?.close();
   });
 
   it("pulls the open tasks of a GitHub resource, pull requests left out, the planted token scrubbed", async () => {
@@ -206,16 +205,7 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     await h.records();
     // Every file under TEAMD_HOME but the owner's configuration itself: the ledger's SQLite
     // files (database, WAL), its head, flags, seat homes and repositories, the task folder.
-    const files: string[] = [];
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        const p = join(dir, name);
-        const st = lstatSync(p);
-        if (st.isDirectory()) walk(p);
-        else if (st.isFile() && p !== join(h.home, "broker/trackers.json")) files.push(p);
-      }
-    };
-    walk(h.home);
+    const files = filesUnder(h.home).filter((p) => p !== join(h.home, "broker/trackers.json"));
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
     expect(ledgerFiles.some((f) => f.endsWith(".db") || f.endsWith(".sqlite") || f.includes("sqlite")), ledgerFiles.join(", ")).toBe(true);
     // The search reads real record bytes: the ledger's files hold the broker's records (target names in clear).

@@ -102,7 +102,6 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 

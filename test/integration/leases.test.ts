@@ -81,7 +81,6 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   }, 120_000);
   afterAll(async () => {
     if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 

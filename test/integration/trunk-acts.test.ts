@@ -54,7 +54,6 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
   }, 120_000);
   afterAll(async () => {
-    await h?.run(["stop", "--team", "proj"]).catch(() => undefined);
     await h?.cleanup();
   });
 

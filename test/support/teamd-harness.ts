@@ -78,7 +78,10 @@ export interface TeamdHarness {
   startDaemon(options?: DaemonOptions): Promise<DaemonProcess>;
   /** Stop the current daemon (if any); its exit code. */
   stopDaemon(): Promise<number | null | undefined>;
-  /** Stop every daemon this harness started that still runs (SIGCONT first: a test may have frozen it), then remove the folder. */
+  /**
+   * `teamd stop --team proj` if the current daemon runs, then stop every daemon this harness
+   * started that still runs (SIGCONT first: a test may have frozen it), then remove the folder.
+   */
   cleanup(): Promise<void>;
 }
 
@@ -166,11 +169,10 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     },
     async cleanup() {
       try {
-        for (const d of started) {
-          if (!running(d)) continue;
-          if (d.child.pid !== undefined) process.kill(d.child.pid, "SIGCONT");
-          await d.stop();
-        }
+        for (const d of started) if (running(d) && d.child.pid !== undefined) process.kill(d.child.pid, "SIGCONT");
+        // The team's seats first, while the daemon that started them runs; what it answers is not the test's.
+        if (current && running(current)) await runTeamd(["stop", "--team", TEAM], { timeoutMs: 20_000 });
+        for (const d of started) if (running(d)) await d.stop();
       } finally {
         current = undefined;
         await tmp.remove();
