@@ -6,6 +6,7 @@ import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -26,13 +27,7 @@ if (asRoot) ensureSeatUser();
 
 const CANARY = "TOPSECRET-CANARY-7f3a";
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  w1:
+const TEAM_FILE = teamFile(`  w1:
     lab: anthropic
     capabilities:
       read: ~
@@ -54,7 +49,7 @@ seats:
       write: { path: src/ }
     start:
       command: [sleep, "3600"]
-`;
+`);
 
 interface LogRecord {
   type: string;

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import * as pty from "node-pty";
 import { TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 import { filesUnder } from "../support/files-under.js";
@@ -20,13 +21,7 @@ if (asRoot) ensureSeatUser();
 const TYPED = "typed-canary-6f1e";
 const PRINTED = "printed-canary-93ab";
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  talker:
+const TEAM_FILE = teamFile(`  talker:
     lab: anthropic
     roles: [observer]
     start:
@@ -36,7 +31,7 @@ seats:
     roles: [observer]
     start:
       command: [sh, -c, 'echo ready-to-end; read x; echo bye; exit 3']
-`;
+`);
 
 interface Terminal {
   output(): string;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
+import { teamFile } from "../support/team-file.js";
 
 /**
  * Being told (§11), end to end with a real daemon, ledger and repository: a policy applied
@@ -9,17 +10,11 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
  * `teamd notices hook`, loaded on SIGHUP) runs once per notice with it on stdin;
  * `teamd notices` shows what is new and marks it seen; `teamd status` counts the unseen.
  */
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  dev:
+const TEAM_FILE = teamFile(`  dev:
     lab: anthropic
     capabilities:
       read: ~
-`;
+`);
 
 async function waitFor(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

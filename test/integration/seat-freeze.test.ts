@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
 import { waitFor } from "../support/wait.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
@@ -18,18 +19,12 @@ import type { TeamdHarness } from "../support/teamd-harness.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  counter:
+const TEAM_FILE = teamFile(`  counter:
     lab: anthropic
     roles: [observer]
     start:
       command: [sh, -c, "i=0; while :; do i=$((i+1)); echo $i > count.txt; sleep 0.02; done"]
-`;
+`);
 
 interface SeatJson {
   seat: string;

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DaemonProcess } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 
@@ -19,13 +20,7 @@ import type { TeamdHarness } from "../support/teamd-harness.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  busy:
+const TEAM_FILE = teamFile(`  busy:
     lab: anthropic
     roles: [observer]
     start:
@@ -54,7 +49,7 @@ seats:
     roles: [observer]
     start:
       command: [sleep, "3600"]
-`;
+`);
 
 /**
  * A process's identity: pid and start time (field 22 of /proc/PID/stat). pid_max is small on

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
 import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 
@@ -18,13 +19,7 @@ import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
 const asRoot = process.getuid?.() === 0;
 const seatUser = asRoot ? ensureSeatUser() : { uid: process.getuid?.() ?? -1 };
 
-const TEAM_FILE = `version: 1
-team: proj
-declare:
-  branches: [main]
-  labs: [anthropic]
-seats:
-  scout:
+const TEAM_FILE = teamFile(`  scout:
     lab: anthropic
     roles: [observer]
     start:
@@ -45,7 +40,7 @@ seats:
   idle:
     lab: anthropic
     roles: [observer]
-`;
+`);
 
 /** A seat written to the file on disk after the apply: never in force. */
 const LATE_SEAT = `  late:

@@ -4,5 +4,10 @@
  */
 export function sleeperTeamFile(seats: readonly string[]): string {
   const entries = seats.map((seat) => `  ${seat}:\n    lab: anthropic\n    roles: [observer]\n    start:\n      command: [sleep, "3600"]\n`);
-  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${entries.join("")}`;
+  return teamFile(entries.join(""));
+}
+
+/** A team file for team `proj` (branch main, lab anthropic) with these seats: YAML, each seat indented two spaces. */
+export function teamFile(seats: string): string {
+  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${seats}`;
 }
