@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
@@ -43,7 +43,6 @@ ${seat("openai", "      read: ~\n")}`;
 
 describe.runIf(process.platform === "linux")("leases through real seats", () => {
   let h: TeamdHarness;
-  let ledgerMoved = false;
 
   const shimJson = async <T>(who: string, ...args: string[]): Promise<T> => {
     const r = await h.shim(who, ...args, "--json");
@@ -80,7 +79,6 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
-    if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
     await h?.cleanup();
   });
 
@@ -155,14 +153,12 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     const id = (JSON.parse(issued.stdout) as { leaseId: string }).leaseId;
     expect((await shimJson<{ leases: { leaseId: string }[] }>("mrg", "whoami")).leases.map((l) => l.leaseId)).toEqual([id]);
 
-    renameSync(join(h.home, "ledger/ledger.db"), join(h.home, "ledger/ledger.db.away"));
-    ledgerMoved = true;
+    h.ledgerAway();
     const revoked = await h.run(["revoke", id, "--team", "proj", "--json"]);
     expect(revoked.code, revoked.stdout + revoked.stderr).toBe(0);
     expect(JSON.parse(revoked.stdout)).toMatchObject({ leaseId: id, recorded: false });
     expect(existsSync(join(h.home, "flags"))).toBe(true);
-    renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    ledgerMoved = false;
+    h.ledgerBack();
     await storeBack();
 
     // In force by the flag before any record of it: the lease is dead at use time.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, renameSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DaemonProcess } from "../support/programs.js";
@@ -26,7 +26,6 @@ interface Json {
 
 describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume", () => {
   let h: TeamdHarness;
-  let ledgerMoved = false;
 
   /** Start every seat; return each seat's pid namespace (the proof of what must die). */
   const startTeam = () => startedNamespaces(h.json(["start", "--team", "proj", "--json"]), 2);
@@ -37,11 +36,7 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
   }, 60_000);
 
   afterAll(async () => {
-    try {
-      if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    } finally {
-      await h?.cleanup();
-    }
+    await h?.cleanup();
   }, 30_000);
 
   it("(a) daemon up: stops every seat, refuses starts and owner acts with stop.active, until resume", async () => {
@@ -64,15 +59,13 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
 
   it("(b) daemon up, ledger unavailable: the stop holds by its flag, seats die, the stop is appended late", async () => {
     const namespaces = await startTeam();
-    renameSync(join(h.home, "ledger/ledger.db"), join(h.home, "ledger/ledger.db.away"));
-    ledgerMoved = true;
+    h.ledgerAway();
     const stopped = await h.json<Json>(["stop", "--all", "--json"]);
     expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: false }, alive: [] });
     await expectNoneLeft(namespaces);
     expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.active" });
 
-    renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    ledgerMoved = false;
+    h.ledgerBack();
     // Resume needs the store back; it records the stop (late) first, then clears it.
     expect(await h.json<Json>(["resume", "--json"])).toMatchObject({ resumed: true });
     const records = await stopRecords();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -50,7 +50,6 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
   let ownerHome: string;
   let owner: { uid: number; gid: number };
   let env: NodeJS.ProcessEnv;
-  let ledgerMoved = false;
 
   /**
    * The owner's CLI: the owner's uid and gid with the supplementary groups of /etc/group (teamd),
@@ -95,11 +94,7 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     }, 90_000);
 
   afterAll(async () => {
-    try {
-      if (ledgerMoved) renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    } finally {
-      await h?.cleanup();
-    }
+    await h?.cleanup();
   }, 30_000);
 
   it("the owner registers their repository and applies the team file without root; the daemon makes the hub, open to the group", async () => {
@@ -149,14 +144,12 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
 
   it("(b) daemon up, ledger unavailable: the owner's flag holds, seats die, the stop is appended late", async () => {
     const namespaces = await startTeam();
-    renameSync(join(h.home, "ledger/ledger.db"), join(h.home, "ledger/ledger.db.away"));
-    ledgerMoved = true;
+    h.ledgerAway();
     const stopped = await json(["stop", "--all"]);
     expect(stopped).toMatchObject({ stopped: true, daemon: { answered: true, recorded: false }, alive: [] });
     await expectNoneLeft(namespaces);
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
-    renameSync(join(h.home, "ledger/ledger.db.away"), join(h.home, "ledger/ledger.db"));
-    ledgerMoved = false;
+    h.ledgerBack();
     expect(await json(["resume"])).toMatchObject({ resumed: true });
   }, 120_000);
 

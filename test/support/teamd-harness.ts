@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync } from "node:fs";
+import { chmodSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { makeTempHome, run, startDaemon, TEAMD, type DaemonProcess, type RunAs, type RunResult } from "./programs.js";
@@ -76,10 +76,13 @@ export interface TeamdHarness {
   seatSocket(seat: string): string;
   /** Start `teamd serve` on the harness's home and wait for its ready line. */
   startDaemon(options?: DaemonOptions): Promise<DaemonProcess>;
+  /** Rename the ledger's database away (a store that is gone), until `ledgerBack` (or cleanup) puts it back. */
+  ledgerAway(): void;
+  ledgerBack(): void;
   /** Stop the current daemon (if any); its exit code. */
   stopDaemon(): Promise<number | null | undefined>;
   /**
-   * `teamd stop --team proj` if the current daemon runs, then stop every daemon this harness
+   * The ledger back if it is away, `teamd stop --team proj` if the current daemon runs, then stop every daemon this harness
    * started that still runs (SIGCONT first: a test may have frozen it), then remove the folder.
    */
   cleanup(): Promise<void>;
@@ -116,6 +119,8 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
   const env: NodeJS.ProcessEnv = { TEAMD_HOME: home, TEAMD_OWNER_KEY: ownerKey, HOME: tmp.dir };
   const defaultTimeout = options.timeoutMs ?? 60_000;
   const started: DaemonProcess[] = [];
+  const ledgerDb = join(home, "ledger/ledger.db");
+  let ledgerIsAway = false;
   let current: DaemonProcess | undefined;
 
   const runTeamd = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
@@ -162,6 +167,14 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
       started.push(current);
       return current;
     },
+    ledgerAway() {
+      renameSync(ledgerDb, `${ledgerDb}.away`);
+      ledgerIsAway = true;
+    },
+    ledgerBack() {
+      renameSync(`${ledgerDb}.away`, ledgerDb);
+      ledgerIsAway = false;
+    },
     async stopDaemon() {
       const d = current;
       current = undefined;
@@ -169,6 +182,7 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     },
     async cleanup() {
       try {
+        if (ledgerIsAway) harness.ledgerBack();
         for (const d of started) if (running(d) && d.child.pid !== undefined) process.kill(d.child.pid, "SIGCONT");
         // The team's seats first, while the daemon that started them runs; what it answers is not the test's.
         if (current && running(current)) await runTeamd(["stop", "--team", TEAM], { timeoutMs: 20_000 });
