@@ -18,9 +18,6 @@ export interface TeamdRunOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Default: the repository. */
   readonly cwd?: string;
-  /** Run as this user (tests running as root use it to be an ordinary owner). */
-  readonly uid?: number;
-  readonly gid?: number;
   /** The exit code `ok` and `json` expect (default 0). */
   readonly code?: number;
 }
@@ -28,9 +25,6 @@ export interface TeamdRunOptions {
 export interface DaemonOptions {
   /** Merged over the harness's daemon environment (HOME = the temporary folder, then `daemonEnv`). */
   readonly env?: NodeJS.ProcessEnv;
-  readonly args?: readonly string[];
-  readonly timeoutMs?: number;
-  readonly as?: RunAs;
 }
 
 /** A ledger record as `teamd log --json` prints it. */
@@ -82,8 +76,9 @@ export interface TeamdHarness {
   /** Stop the current daemon (if any); its exit code. */
   stopDaemon(): Promise<number | null | undefined>;
   /**
-   * The ledger back if it is away, `teamd stop --team proj` if the current daemon runs, then stop every daemon this harness
-   * started that still runs (SIGCONT first: a test may have frozen it), then remove the folder.
+   * Put the ledger back if it is away, `teamd stop --team proj` while the current daemon runs,
+   * stop every daemon this harness started that still runs (SIGCONT first: a test may have
+   * frozen it), then remove the folder.
    */
   cleanup(): Promise<void>;
 }
@@ -124,9 +119,7 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
   let current: DaemonProcess | undefined;
 
   const runTeamd = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
-    const uid = o.uid ?? options.owner?.uid;
-    const gid = o.gid ?? options.owner?.gid;
-    const as: RunAs = { cwd: o.cwd ?? repo, ...(uid !== undefined ? { uid } : {}), ...(gid !== undefined ? { gid } : {}) };
+    const as: RunAs = { ...options.owner, cwd: o.cwd ?? repo };
     const result = await run(TEAMD, args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as);
     options.onResult?.(result);
     return result;
@@ -163,7 +156,7 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     hubGit: (...args) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim(),
     seatSocket: (seat) => join(home, asRoot ? `seat-sockets/${TEAM}.${seat}.sock` : `run/seats/${TEAM}.${seat}.sock`),
     async startDaemon(o: DaemonOptions = {}) {
-      current = await startDaemon(home, o.args ?? [], o.timeoutMs ?? 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, o.as ?? options.owner ?? {});
+      current = await startDaemon(home, [], 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, options.owner);
       started.push(current);
       return current;
     },
@@ -201,10 +194,10 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
  * a registered team with no policy applied. On a failure the daemon is stopped and the folder
  * removed before the error is thrown.
  */
-export async function initTeam(prefix: string, options: HarnessOptions & { readonly daemon?: DaemonOptions } = {}): Promise<TeamdHarness> {
+export async function initTeam(prefix: string, options: HarnessOptions = {}): Promise<TeamdHarness> {
   const h = await createHarness(prefix, options);
   try {
-    await h.startDaemon(options.daemon);
+    await h.startDaemon();
     await h.ok(["init", "--yes", "--json"]);
   } catch (error) {
     await h.cleanup();
