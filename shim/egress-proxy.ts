@@ -60,7 +60,7 @@ async function serve(client: Socket, options: EgressProxyOptions): Promise<void>
 
 /** One stream to the daemon: the header line (and, for a plain request, the request pipelined behind it), then its answer. */
 async function openStream(path: string, target: string, early: Buffer): Promise<{ socket: Socket; download: BigReads } | { refused: string }> {
-  // The daemon's answers come through big reads (src/effects/big-reads.ts): its line first, then the relayed bytes.
+  // The daemon's answers come through big reads (src/rpc/big-reads.ts): its line first, then the relayed bytes.
   const download = bigReads();
   const socket = connect({ path, allowHalfOpen: true, onread: download.onread });
   socket.on("error", () => undefined);

@@ -20,7 +20,7 @@ export interface RelayResult {
 export interface RelayOptions {
   readonly idleMs: number;
   readonly now?: () => number;
-  /** The upstream socket was connected with these reads (src/effects/big-reads.ts): its bytes go to the seat through them. */
+  /** The upstream socket was connected with these reads (src/rpc/big-reads.ts): its bytes go to the seat through them. */
   readonly download?: BigReads;
 }
 
