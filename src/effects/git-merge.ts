@@ -4,6 +4,7 @@ import { realpath } from "node:fs/promises";
 import { containedGit, createGitSandbox, objectStores, type ContainedGitOptions } from "./contained-git.js";
 import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
+import { retryRefLock } from "./ref-lock.js";
 
 /**
  * The daemon's merge of a seat's branch into the trunk. What a merge would change is read
@@ -135,15 +136,22 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
   // Without start/commit, update-ref --stdin runs every line as one transaction: all refs
   // locked and checked, then all changed, or none. The ref names passed check-ref-format,
   // which allows no whitespace, so no name can break a line.
+  // A lock another update holds (a push to the branch, the owner's push to the trunk) fails the
+  // transaction with both refs where they were: it is tried again, then refused (RefBusy) —
+  // never an unknown outcome (ref-lock.ts).
   const transaction = `verify ${branchRef} ${head}\nupdate ${trunkRef} ${commit} ${base}\n`;
-  const result = await runGit(["update-ref", "--stdin"], hubDir, transaction);
-  if (result.code !== 0) {
-    const trunkAfter = await readRef(hubDir, trunkRef);
-    if (trunkAfter !== base) throw new RefMoved(trunkRef, base, trunkAfter);
-    const branchAfter = await readRef(hubDir, branchRef);
-    if (branchAfter !== head) throw new RefMoved(branchRef, head, branchAfter);
-    throw new GitError(["update-ref", "--stdin"], result.code, result.stderr);
-  }
+  await retryRefLock(trunkRef, async () => {
+    const result = await runGit(["update-ref", "--stdin"], hubDir, transaction);
+    if (result.code !== 0) {
+      const trunkAfter = await readRef(hubDir, trunkRef);
+      // At the merge commit: the transaction landed though git said otherwise; the merge is made.
+      if (trunkAfter === commit) return;
+      if (trunkAfter !== base) throw new RefMoved(trunkRef, base, trunkAfter);
+      const branchAfter = await readRef(hubDir, branchRef);
+      if (branchAfter !== head) throw new RefMoved(branchRef, head, branchAfter);
+      throw new GitError(["update-ref", "--stdin"], result.code, result.stderr);
+    }
+  });
   return commit;
 }
 

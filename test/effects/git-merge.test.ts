@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
-import { GitError } from "../../src/effects/git.js";
 import { RefMoved } from "../../src/effects/git-receive.js";
+import { RefBusy } from "../../src/effects/ref-lock.js";
 import { sh } from "../support/git-cli.js";
 
 /**
@@ -330,11 +330,12 @@ describe("mergeInto is compare-and-swap", () => {
   it("moves the trunk only in the same transaction that verifies the branch", async () => {
     const { repos, summary } = await prepared();
     // A lock on the branch (as a concurrent push holds it) fails the verify line; the trunk's
-    // own compare-and-swap would have succeeded, and must not happen alone.
+    // own compare-and-swap would have succeeded, and must not happen alone. Held through every
+    // retry, the merge is refused (RefBusy: nothing moved), never a bare git error (issue 20).
     const lock = join(repos.hub, `${BRANCH}.lock`);
     writeFileSync(lock, "");
     try {
-      await expect(mergeInto(repos.hub, summary, WHO, "merge")).rejects.toBeInstanceOf(GitError);
+      await expect(mergeInto(repos.hub, summary, WHO, "merge")).rejects.toBeInstanceOf(RefBusy);
       expect(tipOf(repos, TRUNK)).toBe(summary.base);
     } finally {
       rmSync(lock);
