@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { chmod, chown, readdir, readFile, readlink } from "node:fs/promises";
 import { RefusalError } from "../../src/rpc/index.js";
 import { createSeatCgroup, handle, readCgroupFacts, removeLeaves, sweepHomeCgroups, type SeatCgroup, type SeatCgroupUsage } from "../../src/sandbox/cgroup-host.js";
-import { homeCgroupRoots, planCgroups } from "../../src/sandbox/cgroup-plan.js";
+import { homeCgroupRoots, parseSelfCgroup, planCgroups } from "../../src/sandbox/cgroup-plan.js";
 import type { Limits } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
 import { processTree } from "../../src/sandbox/process-tree.js";
@@ -60,6 +60,25 @@ export async function isSeatCgroup(path: string, home: TeamdHome, team: string, 
   const tail = `/teamd/${homeKey(home)}/${team}/${seat}-`;
   const at = path.lastIndexOf(tail);
   return at >= 0 && /^[0-9a-f]+$/.test(path.slice(at + tail.length)) && mounts.some((m) => path.startsWith(`${m.path}/`));
+}
+
+/**
+ * The `cgroup.procs` file of each seat cgroup (of this home and that seat, by isSeatCgroup)
+ * that `pid` — the seat's init — is in now: where the daemon's git work for the seat joins
+ * it, so that work counts against the seat's memory and pids (src/effects/contained-git.ts).
+ * Empty where the seat has no cgroup of its own, or the process is gone.
+ */
+export async function seatCgroupProcs(home: TeamdHome, team: string, seat: string, pid: number): Promise<string[]> {
+  if (!(Number.isSafeInteger(pid) && pid > 1)) return [];
+  const own = parseSelfCgroup(await readFile(`/proc/${pid}/cgroup`, "utf8").catch(() => ""));
+  const procs: string[] = [];
+  for (const mount of (await readCgroupFacts()).mounts) {
+    const path = own[mount.type === "cgroup2" ? "0" : [...mount.controllers].sort().join(",")];
+    if (path === undefined || path === "/") continue;
+    const leaf = `${mount.path}${path}`;
+    if (await isSeatCgroup(leaf, home, team, seat)) procs.push(`${leaf}/cgroup.procs`);
+  }
+  return [...new Set(procs)];
 }
 
 /**

@@ -40,7 +40,27 @@ export interface ContainedGitOptions {
    * context. Without one, the run checks for itself.
    */
   readonly sandbox?: GitSandbox;
+  /** Bounds of the seat the work is for (a push's index-pack, a fetch's pack-objects): its cgroups, or rlimits. */
+  readonly limits?: ContainedGitLimits;
 }
+
+/**
+ * What git run for a seat is held to (DESIGN.md "The daemon never works for a seat
+ * unbounded"). `cgroupProcs`: the seat's own cgroups — the launch chain writes its own pid
+ * into each `cgroup.procs` before bwrap starts, so git and every process it forks count
+ * against the seat's memory and pids (and die with the seat's cgroup.kill); a write that fails
+ * fails the run (git never starts unbounded). Without them, rlimits through prlimit(1):
+ * `memoryBytes` as RLIMIT_DATA per process and `processes` as RLIMIT_NPROC — per host uid,
+ * which root does not obey (see src/sandbox/rlimit-args.ts): as root without cgroups, the
+ * process bound is only the per-seat bound on concurrent runs (daemon/seat/git.ts).
+ */
+export interface ContainedGitLimits {
+  readonly cgroupProcs?: readonly string[];
+  readonly memoryBytes?: number;
+  readonly processes?: number;
+}
+
+const PRLIMIT = "/usr/bin/prlimit";
 
 /** What every contained run needs of the host, checked once per holder (an operation's context), not once per process. */
 export interface GitSandbox {
@@ -182,7 +202,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   ];
   // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
   // daemon inherited without close-on-exec.
-  const child = spawn(BASH, ["-c", closeFdsScript(STATUS_FD), "teamd-git", file, ...argv], {
+  const child = spawn(BASH, ["-c", closeFdsScript(STATUS_FD, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",
@@ -235,6 +255,22 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     });
   });
   return { stdout: child.stdout as Readable, done, kill: () => void child.kill("SIGKILL") };
+}
+
+/** The chain's last step: join each of the seat's cgroups (this shell's pid, before it execs the rest), then exec. */
+function joinCgroups(limits: ContainedGitLimits | undefined): string {
+  const procs = limits?.cgroupProcs ?? [];
+  for (const file of procs) if (!isAbsolute(file) || !file.endsWith("/cgroup.procs") || /['\u0000\n]/.test(file)) throw new ContainmentError(`cannot join the cgroup ${JSON.stringify(file)}`);
+  return [...procs.map((file) => `echo $$ > '${file}'`), 'exec "$@"'].join(" && ");
+}
+
+/** prlimit(1) before bwrap for what no cgroup of the seat's carries. */
+function rlimits(limits: ContainedGitLimits | undefined): string[] {
+  if (limits === undefined || (limits.cgroupProcs?.length ?? 0) > 0) return [];
+  const flags: string[] = [];
+  if (limits.memoryBytes !== undefined) flags.push(`--data=${limits.memoryBytes}:${limits.memoryBytes}`);
+  if (limits.processes !== undefined) flags.push(`--nproc=${limits.processes}:${limits.processes}`);
+  return flags.length === 0 ? [] : [PRLIMIT, ...flags, "--"];
 }
 
 /** Run git contained; stdout whole, as bytes (packs are binary). Rejects with GitError on a non-zero exit, ContainmentError when no sandbox could be made. */

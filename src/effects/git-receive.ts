@@ -3,6 +3,7 @@ import { copyFile, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink }
 import { join } from "node:path";
 import { containedGit, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
+import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 
 /**
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
@@ -17,6 +18,8 @@ export interface Quarantine {
   readonly objects: string;
   /** Makes git see the quarantined objects and, behind them, the hub's. */
   readonly env: Record<string, string>;
+  /** What the header scan read of the pack (absent for a push without a pack). */
+  readonly pack?: { readonly bytes: number; readonly objects: number };
   /** Remove the quarantine; safe to call more than once. */
   dispose(): Promise<void>;
 }
@@ -24,7 +27,11 @@ export interface Quarantine {
 /** The push is refused for what the seat sent; `reason` says what, in git's words where git found it. */
 export class PackRejected extends Error {
   override readonly name = "PackRejected";
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    /** The bound or check it failed: push.pack, or a bound of the header scan (pack-scan.ts). */
+    readonly rule: PackScanRule = "push.pack",
+  ) {
     super(`push refused: ${reason}`);
   }
 }
@@ -45,6 +52,10 @@ export interface ReceiveOptions {
   /** A daemon-private folder; each push gets a fresh folder inside it. */
   readonly quarantineRoot: string;
   readonly maxBytes: number;
+  /** What the pack may declare (objects, each object's and delta's size, the sum): checked before git reads it. Default DEFAULT_PACK_BOUNDS. */
+  readonly bounds?: PackBounds;
+  /** Bounds of the seat's for the contained index-pack (its cgroups, or rlimits of its own). */
+  readonly limits?: ContainedGitOptions["limits"];
   /** For index-pack; default 10 minutes. */
   readonly timeoutMs?: number;
 }
@@ -52,6 +63,14 @@ export interface ReceiveOptions {
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const KiB = 1024;
 const MiB = 1024 * KiB;
+
+/**
+ * What one pushed pack may declare. An object of 64 MiB is far above source code; a push
+ * expanding to 1 GiB in all is four times the largest pack a push may send (MAX_PACK_BYTES
+ * of daemon/seat/git.ts), which is what ordinary compression gives; 200,000 objects is a
+ * large import. A 17 KB delta bomb declaring a 1 GiB blob is refused here, before git.
+ */
+export const DEFAULT_PACK_BOUNDS: PackBounds = Object.freeze({ maxObjects: 200_000, maxObjectBytes: 64 * MiB, maxTotalBytes: 1024 * MiB });
 
 /**
  * Receive a pack into a fresh quarantine and have contained git index it with --strict
@@ -66,7 +85,11 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
   const stores = await objectStores(hubDir);
   const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
   const objects = join(dir, "objects");
+  let scanned: Quarantine["pack"];
   const quarantine: Quarantine = {
+    get pack() {
+      return scanned;
+    },
     dir,
     objects,
     env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: alternatePath(join(hubDir, "objects")) },
@@ -77,6 +100,10 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
     const incoming = join(dir, "incoming.pack");
     const size = await writeBounded(pack, incoming, options.maxBytes);
     if (size > 0) {
+      // The headers first: what git would build in memory is bounded before git sees a byte.
+      const scan = await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS);
+      if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
+      scanned = { bytes: size, objects: scan.objects };
       try {
         await containedGit(["index-pack", "--strict", "--stdin", `--max-input-size=${options.maxBytes}`], {
           gitDir: hubDir,
@@ -84,6 +111,7 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
           writable: [dir],
           env: quarantine.env,
           input: createReadStream(incoming),
+          ...(options.limits !== undefined ? { limits: options.limits } : {}),
           timeoutMs: options.timeoutMs ?? 600_000,
         });
       } catch (error) {
