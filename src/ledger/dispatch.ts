@@ -4,6 +4,7 @@ import { OutcomeResult, RecordType } from "../gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../kernel/decision.js";
 import { daemonPrincipal, principalKey, sha256, toHex, type PrincipalInit, type RecordPayloadInit } from "./codec.js";
 import { describeError, LedgerRefusal } from "./errors.js";
+import { boundEchoes, boundText, RECORD_NAME_BYTES, RECORD_TEXT_BYTES } from "./bounded-text.js";
 import type { CapabilityUseInit } from "./owner-act.js";
 import { requestKey, targetKey, type LedgerView, type RequestState, type Resolution } from "./view.js";
 
@@ -108,8 +109,10 @@ export function replyOf(state: RequestState, inFlight = false): SubmitReply {
 export function createDispatcher(deps: DispatchDeps): Dispatcher {
   const inFlight = new Map<string, { digest: string; promise: Promise<SubmitReply> }>();
 
-  async function refuseAndRecord(req: SubmitRequest, refusal: Refusal): Promise<never> {
+  async function refuseAndRecord(req: SubmitRequest, unbounded: Refusal): Promise<never> {
     // §15 records refused attempts too; when the store is what failed, it cannot (and says so).
+    // What the caller sent (a request id, a target) is bounded in the record (bounded-text.ts).
+    const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, [req.requestId, req.target.name ?? ""], RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
     await deps
       .append({
         type: RecordType.REFUSAL,
@@ -119,8 +122,8 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
         claimedName: req.claimedName,
         action: req.action,
         payload: {
-          target: req.target,
-          requestId: req.requestId,
+          target: { ...req.target, name: boundText(req.target.name ?? "", RECORD_NAME_BYTES) },
+          requestId: boundText(req.requestId, RECORD_NAME_BYTES),
           requestDigest: sha256(req.request),
           detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } },
         },
@@ -163,7 +166,8 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
           target: req.target,
           requestId: req.requestId,
           effectId: req.payload?.effectId,
-          detail: { case: "outcome", value: { intentSeq: BigInt(intent.seq), result: code, note: result.note ?? "", reply: result.reply } },
+          // A note may echo the seat's input (git's stderr on a ref name): bounded like a reason.
+          detail: { case: "outcome", value: { intentSeq: BigInt(intent.seq), result: code, note: boundText(result.note ?? "", RECORD_TEXT_BYTES), reply: result.reply } },
         },
       });
     } catch {
