@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +26,15 @@ describe("withScratchIndex", () => {
       return "abc";
     });
     expect(commit).toBe("abc");
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it("makes the scratch folder (0700) when it is missing: a seat's first file write may come before any push", async () => {
+    const scratch = join(await mkdtemp(join(root, "scratch-")), "quarantine");
+    await withScratchIndex(scratch, "first", async (index) => {
+      writeFileSync(index, "an index git wrote");
+    });
+    expect(statSync(scratch).mode & 0o777).toBe(0o700);
     expect(readdirSync(scratch)).toEqual([]);
   });
 
