@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, EXIT, TEAMD_VERSION } from "../src/rpc/index.js";
+import { createRpcClient, EXIT, SEAT_CHUNK_BYTES, TEAMD_VERSION } from "../src/rpc/index.js";
 import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 
 /**
@@ -60,14 +60,32 @@ async function fileStat(path: string, opts: { json?: boolean }): Promise<void> {
   print(opts.json, value, r.exists ? `${path}: ${r.kind}, ${r.size} bytes, ${r.oid}\n` : `${path}: does not exist on the trunk\n`);
 }
 
+/** The content arrives in chunks (protocol 3); it is printed only once whole, as when it came in one message. */
 async function fileRead(path: string): Promise<void> {
-  const r = await withClient((c) => c.fileRead({ path }));
-  process.stdout.write(r.content);
+  const content = await withClient(async (c) => {
+    const chunks: Uint8Array[] = [];
+    let size: bigint | undefined;
+    let bytes = 0n;
+    for await (const part of c.fileRead({ path })) {
+      size ??= part.size;
+      bytes += BigInt(part.content.byteLength);
+      if (bytes > size) throw new Error(`the daemon sent more than the ${size} bytes it declared for ${path}`);
+      chunks.push(part.content);
+    }
+    if (size === undefined || bytes !== size) throw new Error(`the daemon's answer for ${path} ended after ${bytes} of ${size ?? "?"} bytes`);
+    return Buffer.concat(chunks);
+  });
+  process.stdout.write(content);
 }
 
+/** A header, then the content in chunks under the seat socket's receive cap (protocol 3). */
 async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
   const content = opts.from ? await readFile(opts.from) : await readStdin();
-  const r = await withClient((c) => c.fileWrite({ requestId: randomUUID(), path, content, branch: opts.branch ?? "", message: opts.message ?? "" }));
+  async function* parts() {
+    yield { part: { case: "header" as const, value: { requestId: randomUUID(), path, branch: opts.branch ?? "", message: opts.message ?? "", size: BigInt(content.byteLength) } } };
+    for (let at = 0; at < content.byteLength; at += SEAT_CHUNK_BYTES) yield { part: { case: "data" as const, value: content.subarray(at, at + SEAT_CHUNK_BYTES) } };
+  }
+  const r = await withClient((c) => c.fileWrite(parts()));
   print(opts.json, { path, hubRef: r.hubRef, commit: r.commit }, `${path} written: ${r.hubRef} is now ${r.commit}\n`);
 }
 

@@ -5,7 +5,7 @@ import { open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, RefusalError } from "../src/rpc/index.js";
+import { createRpcClient, RefusalError, SEAT_CHUNK_BYTES } from "../src/rpc/index.js";
 
 /**
  * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so
@@ -20,7 +20,11 @@ import { createRpcClient, RefusalError } from "../src/rpc/index.js";
  *
  * It holds no policy: every decision is the daemon's.
  */
-const CHUNK = 1024 * 1024;
+/** A pack travels in chunks under the seat socket's receive cap (src/rpc/channel-options.ts). */
+const CHUNK = SEAT_CHUNK_BYTES;
+
+/** 4,096 object names of 40 hex digits are about 170 KiB of a FetchRequest, under the 256 KiB cap with room for the wants. */
+const MAX_HAVES = 4096;
 
 interface Listed {
   readonly oid: string;
@@ -100,7 +104,8 @@ async function fetchPack(client: Client, wants: string[], verbose: number): Prom
   });
   let bytes = 0;
   try {
-    for await (const chunk of client.fetch({ wants, haves: [...new Set(haves)] })) {
+    // Haves only make the pack smaller; at most MAX_HAVES keep the request under the seat socket's receive cap.
+    for await (const chunk of client.fetch({ wants, haves: [...new Set(haves)].slice(0, MAX_HAVES) })) {
       if (closed) break; // index-pack gave up: its exit code below says why
       bytes += chunk.data.byteLength;
       if (!child.stdin.write(chunk.data)) await Promise.race([new Promise((resolve) => child.stdin.once("drain", resolve)), exited]);

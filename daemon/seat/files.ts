@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteHeader, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { git, gitInput } from "../../src/effects/git.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
@@ -17,13 +17,53 @@ import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } 
  * (every disclosure of file contents is a read, §3). A write is a commit on the seat's own
  * branch in the hub, decided as write over that path, recorded as intent and outcome like a
  * push; it never touches the trunk or the owner's tree.
+ *
+ * The content travels in chunks (the seat socket's receive cap is 256 KiB, issue 20): a read
+ * streams it back in READ_CHUNK_BYTES messages; a write sends a header declaring the size,
+ * then the bytes, counted as they arrive — never more than the header declares, never more
+ * than MAX_FILE_BYTES. The daemon holds at most MAX_CONTENTS_PER_SEAT contents of one seat
+ * at once (each at most MAX_FILE_BYTES); a seat's further reads and writes wait their turn.
  */
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
+/** The messages a read's content is streamed in. */
+export const READ_CHUNK_BYTES = 256 * 1024;
+
+/** File contents of one seat the daemon holds at once (reads and writes together). */
+export const MAX_CONTENTS_PER_SEAT = 2;
+
 export interface SeatFiles {
   stat(identity: SeatIdentity, path: string): Promise<MessageInitShape<typeof FileStatResponseSchema>>;
-  read(identity: SeatIdentity, path: string): Promise<MessageInitShape<typeof FileReadResponseSchema>>;
-  write(identity: SeatIdentity, request: FileWriteRequest): Promise<MessageInitShape<typeof FileWriteResponseSchema>>;
+  /** The content in order, the first message naming the blob and the size; every refusal comes before the first. */
+  read(identity: SeatIdentity, path: string): AsyncIterable<MessageInitShape<typeof FileReadResponseSchema>>;
+  /** A header, then the content's bytes. */
+  write(identity: SeatIdentity, parts: AsyncIterable<FileWriteRequest>): Promise<MessageInitShape<typeof FileWriteResponseSchema>>;
+}
+
+/** One seat's turn to hold a file content in the daemon: resolves when it may, with its release. */
+type ContentTurn = (seat: string) => Promise<() => void>;
+
+function contentTurns(max: number): ContentTurn {
+  const seats = new Map<string, { held: number; waiting: (() => void)[] }>();
+  return async (seat) => {
+    let entry = seats.get(seat);
+    if (entry === undefined) {
+      entry = { held: 0, waiting: [] };
+      seats.set(seat, entry);
+    }
+    const mine = entry;
+    if (mine.held >= max) await new Promise<void>((resolve) => mine.waiting.push(resolve));
+    else mine.held += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = mine.waiting.shift();
+      if (next !== undefined) return next(); // the turn passes on; held stays
+      mine.held -= 1;
+      if (mine.held === 0) seats.delete(seat);
+    };
+  };
 }
 
 const KINDS: Readonly<Record<string, string>> = { "100644": "file", "100755": "executable", "120000": "symlink", "040000": "directory", "160000": "submodule" };
@@ -42,6 +82,9 @@ export interface SeatFilesDeps {
 }
 
 export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
+  const turn = contentTurns(MAX_CONTENTS_PER_SEAT);
+  const seatKey = (identity: SeatIdentity) => `${identity.team}.${identity.seat}`;
+
   async function canonical(ctx: SeatContext, path: string, action: string): Promise<string> {
     const result = canonicalPath(path);
     if (!result.ok) throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `'${path}' is not a repository path: ${result.reason}`), action);
@@ -71,7 +114,7 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       return { exists: true, kind: KINDS[found.mode] ?? found.mode, size: BigInt(found.size), oid: found.oid };
     },
 
-    async read(identity, path) {
+    async *read(identity, path) {
       const { ctx, path: clean, found } = await readable(identity, path, "file.read");
       if (found === undefined) throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} does not exist on the trunk`), "file.read");
       if (found.mode !== "100644" && found.mode !== "100755") {
@@ -80,19 +123,35 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       if (found.size > MAX_FILE_BYTES) {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is ${found.size} bytes; file read returns at most ${MAX_FILE_BYTES} (read it through git fetch teamd)`), "file.read");
       }
-      const blob = await gitInput(["cat-file", "blob", found.oid], ctx.team.hub, "");
-      return { content: blob, oid: found.oid };
+      const release = await turn(seatKey(identity));
+      try {
+        const blob = await gitInput(["cat-file", "blob", found.oid], ctx.team.hub, "");
+        const size = BigInt(blob.byteLength);
+        if (blob.byteLength === 0) yield { content: blob, oid: found.oid, size };
+        for (let at = 0; at < blob.byteLength; at += READ_CHUNK_BYTES) {
+          yield { content: blob.subarray(at, at + READ_CHUNK_BYTES), ...(at === 0 ? { oid: found.oid, size } : {}) };
+        }
+      } finally {
+        release();
+      }
     },
 
-    async write(identity, request) {
+    async write(identity, parts) {
+      const incoming = parts[Symbol.asyncIterator]();
+      const first = await incoming.next();
       const ctx = await deps.pipeline.context(identity, "file.write");
-      const clean = await canonical(ctx, request.path, "file.write");
-      if (request.content.byteLength > MAX_FILE_BYTES) {
-        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is ${request.content.byteLength} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+      if (first.done === true || first.value.part.case !== "header") {
+        throw await deps.pipeline.refuse(ctx, refuse("request.malformed", "a file write sends its header first, then the content"), "file.write");
       }
+      const header = first.value.part.value;
+      const clean = await canonical(ctx, header.path, "file.write");
+      if (header.size > BigInt(MAX_FILE_BYTES)) {
+        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is ${header.size} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+      }
+      const declared = Number(header.size);
       const hub = ctx.team.hub;
       const trunk = (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim();
-      const branch = request.branch || trunk;
+      const branch = header.branch || trunk;
       if (branch.startsWith("seat/")) throw await deps.pipeline.refuse(ctx, refuse("push.ref", `name the branch without its seat/ prefix ('${branch}'): file write commits to seat/${identity.seat}/<branch>`), "file.write");
       const ref = `refs/heads/seat/${identity.seat}/${branch}`;
       const existing = await entry(ref, clean, hub).catch(() => undefined);
@@ -100,15 +159,38 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`), "file.write");
       }
       const target = { kind: TargetKind.REF, name: ref } as const;
-      const reply = await deps.pipeline.act(
-        ctx,
-        { capability: "write", effect: { paths: [clean] } },
-        { action: "file.write", target, requestId: request.requestId, request: requestBytes([ref, clean, request.message, request.content]) },
-        async () => {
-          const commit = await commitFile(hub, ref, trunk, clean, request, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
-          return { result: "done", reply: new TextEncoder().encode(commit) };
-        },
-      );
+      const release = await turn(seatKey(identity));
+      const reply = await (async () => {
+        // The content, counted as it arrives: never past what the header declared (at most MAX_FILE_BYTES).
+        const chunks: Uint8Array[] = [];
+        let bytes = 0;
+        for (let next = await incoming.next(); next.done !== true; next = await incoming.next()) {
+          if (next.value.part.case !== "data") {
+            throw await deps.pipeline.refuse(ctx, refuse("request.malformed", "a file write sends one header, then only the content"), "file.write");
+          }
+          bytes += next.value.part.value.byteLength;
+          if (bytes > MAX_FILE_BYTES) {
+            throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is more than ${MAX_FILE_BYTES} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+          }
+          if (bytes > declared) {
+            throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `the content is more than the ${declared} bytes its header declares`), "file.write");
+          }
+          chunks.push(next.value.part.value);
+        }
+        if (bytes !== declared) {
+          throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `the content ended after ${bytes} of the ${declared} bytes its header declares`), "file.write");
+        }
+        const content = Buffer.concat(chunks);
+        return deps.pipeline.act(
+          ctx,
+          { capability: "write", effect: { paths: [clean] } },
+          { action: "file.write", target, requestId: header.requestId, request: requestBytes([ref, clean, header.message, content]) },
+          async () => {
+            const commit = await commitFile(hub, ref, trunk, clean, header, content, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
+            return { result: "done", reply: new TextEncoder().encode(commit) };
+          },
+        );
+      })().finally(release);
       if (reply.status !== "done") throw deps.pipeline.outcomeRefusal(ctx, refuse(reply.status === "unknown" ? "ledger.unknown-outcome" : "push.stale", reply.note || `the write's outcome is ${reply.status}`));
       return { hubRef: ref, commit: new TextDecoder().decode(reply.reply) };
     },
@@ -116,13 +198,13 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
 }
 
 /** One commit on the seat's branch (from the trunk when it has none), compare-and-swapped onto it. */
-async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteRequest, identity: SeatIdentity, mode: string, scratch: string, id: string): Promise<string> {
+async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteHeader, content: Uint8Array, identity: SeatIdentity, mode: string, scratch: string, id: string): Promise<string> {
   const base = (await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { gitDir: hub }).catch(() => undefined))?.stdout.trim() || undefined;
   const parent = base ?? (await git(["rev-parse", "--verify", `refs/heads/${trunk}^{commit}`], { gitDir: hub })).stdout.trim();
   const author = { GIT_AUTHOR_NAME: `seat ${identity.seat}`, GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`, GIT_COMMITTER_NAME: "teamd", GIT_COMMITTER_EMAIL: "teamd@localhost" };
   return withScratchIndex(scratch, id, async (index) => {
     const env = { GIT_INDEX_FILE: index };
-    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, request.content)).toString("utf8").trim();
+    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, content)).toString("utf8").trim();
     await git(["read-tree", parent], { gitDir: hub, env });
     await git(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`], { gitDir: hub, env });
     const tree = (await git(["write-tree"], { gitDir: hub, env })).stdout.trim();

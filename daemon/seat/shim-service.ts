@@ -71,11 +71,11 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async fileStat(request) {
       return deps.files.stat(identity, request.path);
     },
-    async fileRead(request) {
-      return deps.files.read(identity, request.path);
+    async *fileRead(request) {
+      yield* deps.files.read(identity, request.path);
     },
-    async fileWrite(request) {
-      return deps.files.write(identity, request);
+    async fileWrite(parts) {
+      return deps.files.write(identity, parts);
     },
     async review(request) {
       return { act: await deps.trunk.review(identity, request) };

@@ -147,6 +147,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       access: { mode: 0o600 },
       channel: `seat:${key}`,
       onInternalError,
+      // The socket's own bound (issue 20): the connection is closed on arrival; the owner sees it in the daemon's log.
+      onConnectionDropped: (bound, dropped) => log(`seat ${identity.seat} (team ${identity.team}): ${dropped} connection(s) past the socket's ${bound} closed on arrival (rpc.connections)`),
       // A call the rpc layer refuses before any handler (a wrong protocol version) is this seat's attempt: on record (§15).
       onRefusal: async (refusal, method) => {
         await pipeline.refuseCall(identity, refuse(refusal.rule, refusal.reason), `rpc.${method}`, { kind: TargetKind.SEAT, name: identity.seat });
@@ -204,7 +206,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // The owner's stop is read before anything is served (§11): the ledger opened on the flags.
       const stopped = stopRefusal(ledger, "");
       if (stopped) log(`${stopped.reason}: every start and owner act but teamd resume is refused`);
-      const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError });
+      const server = createRpcServer({ socketPath: home.controlSocket, access, channel: "control", onInternalError, limits: "control" });
       server.addService(
         ControlService,
         createControlService({

@@ -2,9 +2,10 @@
  * The wire protocol generation. A daemon answers only clients that send exactly this
  * value in the `teamd-protocol` metadata of every call (fail closed, §11): a mismatch
  * is refused with rule `rpc.version`, naming both versions. 2: Exec streams its output
- * (it answered once before) and Attach exists.
+ * (it answered once before) and Attach exists. 3: FileRead streams its content back and
+ * FileWrite streams it in (a header, then chunks), under the seat socket's 256 KiB receive cap.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 export const PROTOCOL_METADATA_KEY = "teamd-protocol";
 

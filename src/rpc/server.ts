@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
-import { SERVER_CHANNEL_OPTIONS } from "./channel-options.js";
+import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
 import { once } from "node:events";
+import { createServer, type Server as NetServer } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
@@ -23,6 +24,14 @@ export interface RpcServerOptions {
    * fails (the store cannot take the record), the call is refused all the same (fail closed).
    */
   readonly onRefusal?: (refusal: RefusalError, method: string) => Promise<void>;
+  /**
+   * Whose socket it is: "seat" (the default: a hostile caller, every bound of
+   * channel-options.ts's SEAT_SERVER_OPTIONS and at most SEAT_MAX_CONNECTIONS connections at
+   * once) or "control" (the owner's: CONTROL_SERVER_OPTIONS, no connection bound).
+   */
+  readonly limits?: "seat" | "control";
+  /** Told of connections closed on arrival because the socket already serves its maximum: the bound, and how many since last told (at most once per 10 s). */
+  readonly onConnectionDropped?: (bound: number, dropped: number) => void;
 }
 
 export interface RpcServer {
@@ -134,9 +143,23 @@ function serverStreamHandler(method: DescMethod, handler: AnyHandler, hooks: Han
   };
 }
 
+/**
+ * A caller's messages are read one at a time, when the handler asks for the next (issue 20).
+ * grpc-js hands them to an object-mode Readable that reads ahead up to its high-water mark,
+ * 16 messages: a handler that waits (a file write waiting its turn, a push on a lock) would
+ * hold 16 messages of the caller's on every stream, each up to the receive cap. grpc-js takes
+ * no option for it, so the stream's state is set here: one message ahead at most.
+ */
+function readOneAhead(call: object): void {
+  const state = (call as { _readableState?: { highWaterMark?: number } })._readableState;
+  if (state === undefined || typeof state.highWaterMark !== "number") throw new Error("grpc-js call has no readable state to bound (grpc-js changed?)");
+  state.highWaterMark = 1;
+}
+
 /** Client streaming: the handler reads the caller's messages (each frozen as it arrives) and answers once. */
 function clientStreamHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleClientStreamingCall<unknown, unknown> {
   return (call, callback) => {
+    readOneAhead(call);
     const context = callContext(hooks.channel, call);
     async function* messages(): AsyncIterable<unknown> {
       for await (const message of call as AsyncIterable<unknown>) yield Object.freeze(message);
@@ -160,6 +183,7 @@ function clientStreamHandler(method: DescMethod, handler: AnyHandler, hooks: Han
  */
 function bidiStreamHandler(method: DescMethod, handler: AnyHandler, hooks: HandlerContext): grpc.handleBidiStreamingCall<unknown, unknown> {
   return (call) => {
+    readOneAhead(call);
     const context = callContext(hooks.channel, call);
     // Not `for await (… of call)`: a readable's default iterator destroys the stream when
     // the caller half-closes, and on a duplex call that takes the reply side with it.
@@ -197,9 +221,13 @@ const HANDLERS = {
  * arrived on and nothing the caller can write.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
-  const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+  const seat = (options.limits ?? "seat") === "seat";
+  const server = new grpc.Server(seat ? SEAT_SERVER_OPTIONS : CONTROL_SERVER_OPTIONS);
   const hooks: HandlerContext = { channel: options.channel, onInternalError: options.onInternalError ?? (() => undefined), onRefusal: options.onRefusal };
   let listening = false;
+  // A seat's socket is served by a listener of ours handing each connection to grpc-js, so
+  // that the number of connections is bounded (grpc-js has no option for it).
+  let listener: NetServer | undefined;
 
   return {
     socketPath: options.socketPath,
@@ -227,16 +255,45 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 
     async listen() {
       await clearStaleSocket(options.socketPath);
-      await new Promise<void>((resolve, reject) => {
-        server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) =>
-          error ? reject(error) : resolve(),
-        );
-      });
+      if (seat) {
+        const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+        const net = createServer((connection) => injector.injectConnection(connection));
+        net.maxConnections = SEAT_MAX_CONNECTIONS;
+        // Told at most once per 10 s (a seat opening connections in a loop cannot flood the log), with the count since.
+        let dropped = 0;
+        let toldAt = 0;
+        net.on("drop", () => {
+          dropped += 1;
+          if (Date.now() - toldAt < 10_000) return;
+          toldAt = Date.now();
+          options.onConnectionDropped?.(SEAT_MAX_CONNECTIONS, dropped);
+          dropped = 0;
+        });
+        await new Promise<void>((resolve, reject) => {
+          net.once("error", reject);
+          net.listen(options.socketPath, () => {
+            net.off("error", reject);
+            resolve();
+          });
+        });
+        // After listening, a failed accept (EMFILE) is reported, never thrown at the daemon.
+        net.on("error", (error) => hooks.onInternalError(error, "accept"));
+        listener = net;
+      } else {
+        await new Promise<void>((resolve, reject) => {
+          server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) =>
+            error ? reject(error) : resolve(),
+          );
+        });
+      }
       listening = true;
       await restrictSocket(options.socketPath, options.access);
     },
 
     async close(graceMs = 2000) {
+      // Accept no more connections (those open are closed below).
+      listener?.close();
+      listener = undefined;
       if (listening) {
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAki/AEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkiJQoIUmVmRW50cnkSDAoEbmFtZRgBIAEoCRILCgNvaWQYAiABKAkiIwoPTGlzdFJlZnNSZXF1ZXN0EhAKCGZvcl9wdXNoGAEgASgIIkIKEExpc3RSZWZzUmVzcG9uc2USIAoEcmVmcxgBIAMoCzISLnRlYW1kLnYxLlJlZkVudHJ5EgwKBGhlYWQYAiABKAkiLAoMRmV0Y2hSZXF1ZXN0Eg0KBXdhbnRzGAEgAygJEg0KBWhhdmVzGAIgAygJIh0KDUZldGNoUmVzcG9uc2USDAoEZGF0YRgBIAEoDCJJCglSZWZVcGRhdGUSCwoDcmVmGAEgASgJEg8KB29sZF9vaWQYAiABKAkSDwoHbmV3X29pZBgDIAEoCRINCgVmb3JjZRgEIAEoCCJaCgpQdXNoSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSJAoHdXBkYXRlcxgCIAMoCzITLnRlYW1kLnYxLlJlZlVwZGF0ZRISCgpwYWNrX2J5dGVzGAMgASgEIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiMAoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCSJmChBGaWxlV3JpdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKAAgoKTGVhc2VFbnRyeRIQCghsZWFzZV9pZBgBIAEoCRIOCgZwYXJlbnQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIOCgZpc3N1ZXIYBCABKAkSDgoGaG9sZGVyGAUgASgJEhIKCmNhcGFiaWxpdHkYBiABKAkSDQoFc2NvcGUYByABKAkSEgoKc2NvcGVfanNvbhgIIAEoCRIWCg5pc3N1ZWRfdW5peF9tcxgJIAEoBBIXCg9leHBpcmVzX3VuaXhfbXMYCiABKAQSDAoEbGl2ZRgLIAEoCBIRCglkZWFkX3J1bGUYDCABKAkSEwoLZGVhZF9yZWFzb24YDSABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiRgoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLUCAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkEKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZRJECglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVhbWQudjEuQ2hlY2twb2ludFJlc3BvbnNlEjsKBlJldmlldxIXLnRlYW1kLnYxLlJldmlld1JlcXVlc3QaGC50ZWFtZC52MS5SZXZpZXdSZXNwb25zZRI1CgRHYXRlEhUudGVhbWQudjEuR2F0ZVJlcXVlc3QaFi50ZWFtZC52MS5HYXRlUmVzcG9uc2USOAoFTWVyZ2USFi50ZWFtZC52MS5NZXJnZVJlcXVlc3QaFy50ZWFtZC52MS5NZXJnZVJlc3BvbnNlEkcKCkxlYXNlSXNzdWUSGy50ZWFtZC52MS5MZWFzZUlzc3VlUmVxdWVzdBocLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXNwb25zZRJKCgtMZWFzZVJldm9rZRIcLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVxdWVzdBodLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVzcG9uc2USRAoJTGVhc2VMaXN0EhoudGVhbWQudjEuTGVhc2VMaXN0UmVxdWVzdBobLnRlYW1kLnYxLkxlYXNlTGlzdFJlc3BvbnNlEjsKBkRlcGxveRIXLnRlYW1kLnYxLkRlcGxveVJlcXVlc3QaGC50ZWFtZC52MS5EZXBsb3lSZXNwb25zZRI7CgZCcm9rZXISFy50ZWFtZC52MS5Ccm9rZXJSZXF1ZXN0GhgudGVhbWQudjEuQnJva2VyUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAki/AEKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkiJQoIUmVmRW50cnkSDAoEbmFtZRgBIAEoCRILCgNvaWQYAiABKAkiIwoPTGlzdFJlZnNSZXF1ZXN0EhAKCGZvcl9wdXNoGAEgASgIIkIKEExpc3RSZWZzUmVzcG9uc2USIAoEcmVmcxgBIAMoCzISLnRlYW1kLnYxLlJlZkVudHJ5EgwKBGhlYWQYAiABKAkiLAoMRmV0Y2hSZXF1ZXN0Eg0KBXdhbnRzGAEgAygJEg0KBWhhdmVzGAIgAygJIh0KDUZldGNoUmVzcG9uc2USDAoEZGF0YRgBIAEoDCJJCglSZWZVcGRhdGUSCwoDcmVmGAEgASgJEg8KB29sZF9vaWQYAiABKAkSDwoHbmV3X29pZBgDIAEoCRINCgVmb3JjZRgEIAEoCCJaCgpQdXNoSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSJAoHdXBkYXRlcxgCIAMoCzITLnRlYW1kLnYxLlJlZlVwZGF0ZRISCgpwYWNrX2J5dGVzGAMgASgEIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiPgoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCRIMCgRzaXplGAMgASgEImIKD0ZpbGVXcml0ZUhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDgoGYnJhbmNoGAQgASgJEg8KB21lc3NhZ2UYBSABKAkSDAoEc2l6ZRgGIAEoBCJXChBGaWxlV3JpdGVSZXF1ZXN0EisKBmhlYWRlchgBIAEoCzIZLnRlYW1kLnYxLkZpbGVXcml0ZUhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKAAgoKTGVhc2VFbnRyeRIQCghsZWFzZV9pZBgBIAEoCRIOCgZwYXJlbnQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIOCgZpc3N1ZXIYBCABKAkSDgoGaG9sZGVyGAUgASgJEhIKCmNhcGFiaWxpdHkYBiABKAkSDQoFc2NvcGUYByABKAkSEgoKc2NvcGVfanNvbhgIIAEoCRIWCg5pc3N1ZWRfdW5peF9tcxgJIAEoBBIXCg9leHBpcmVzX3VuaXhfbXMYCiABKAQSDAoEbGl2ZRgLIAEoCBIRCglkZWFkX3J1bGUYDCABKAkSEwoLZGVhZF9yZWFzb24YDSABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiRgoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLYCAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRI7CgZEZXBsb3kSFy50ZWFtZC52MS5EZXBsb3lSZXF1ZXN0GhgudGVhbWQudjEuRGVwbG95UmVzcG9uc2USOwoGQnJva2VyEhcudGVhbWQudjEuQnJva2VyUmVxdWVzdBoYLnRlYW1kLnYxLkJyb2tlclJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -523,6 +523,9 @@ export const FileReadRequestSchema: GenMessage<FileReadRequest> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 17);
 
 /**
+ * One chunk of the file, in order. The first names the blob and the content's size in
+ * bytes; the chunks together are exactly that many bytes.
+ *
  * @generated from message teamd.v1.FileReadResponse
  */
 export type FileReadResponse = Message<"teamd.v1.FileReadResponse"> & {
@@ -535,6 +538,11 @@ export type FileReadResponse = Message<"teamd.v1.FileReadResponse"> & {
    * @generated from field: string oid = 2;
    */
   oid: string;
+
+  /**
+   * @generated from field: uint64 size = 3;
+   */
+  size: bigint;
 };
 
 /**
@@ -545,9 +553,9 @@ export const FileReadResponseSchema: GenMessage<FileReadResponse> = /*@__PURE__*
   messageDesc(file_teamd_v1_shim, 18);
 
 /**
- * @generated from message teamd.v1.FileWriteRequest
+ * @generated from message teamd.v1.FileWriteHeader
  */
-export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
+export type FileWriteHeader = Message<"teamd.v1.FileWriteHeader"> & {
   /**
    * @generated from field: string request_id = 1;
    */
@@ -557,11 +565,6 @@ export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
    * @generated from field: string path = 2;
    */
   path: string;
-
-  /**
-   * @generated from field: bytes content = 3;
-   */
-  content: Uint8Array;
 
   /**
    * The seat branch the write commits to: seat/<name>/<branch> ("" means the trunk's name).
@@ -574,6 +577,42 @@ export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
    * @generated from field: string message = 5;
    */
   message: string;
+
+  /**
+   * The content's size in bytes: the data parts that follow are exactly that many.
+   *
+   * @generated from field: uint64 size = 6;
+   */
+  size: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.FileWriteHeader.
+ * Use `create(FileWriteHeaderSchema)` to create a new message.
+ */
+export const FileWriteHeaderSchema: GenMessage<FileWriteHeader> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 19);
+
+/**
+ * @generated from message teamd.v1.FileWriteRequest
+ */
+export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
+  /**
+   * @generated from oneof teamd.v1.FileWriteRequest.part
+   */
+  part: {
+    /**
+     * @generated from field: teamd.v1.FileWriteHeader header = 1;
+     */
+    value: FileWriteHeader;
+    case: "header";
+  } | {
+    /**
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -581,7 +620,7 @@ export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
  * Use `create(FileWriteRequestSchema)` to create a new message.
  */
 export const FileWriteRequestSchema: GenMessage<FileWriteRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 19);
+  messageDesc(file_teamd_v1_shim, 20);
 
 /**
  * @generated from message teamd.v1.FileWriteResponse
@@ -605,7 +644,7 @@ export type FileWriteResponse = Message<"teamd.v1.FileWriteResponse"> & {
  * Use `create(FileWriteResponseSchema)` to create a new message.
  */
 export const FileWriteResponseSchema: GenMessage<FileWriteResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 20);
+  messageDesc(file_teamd_v1_shim, 21);
 
 /**
  * @generated from message teamd.v1.CheckpointRequest
@@ -629,7 +668,7 @@ export type CheckpointRequest = Message<"teamd.v1.CheckpointRequest"> & {
  * Use `create(CheckpointRequestSchema)` to create a new message.
  */
 export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 21);
+  messageDesc(file_teamd_v1_shim, 22);
 
 /**
  * @generated from message teamd.v1.CheckpointResponse
@@ -653,7 +692,7 @@ export type CheckpointResponse = Message<"teamd.v1.CheckpointResponse"> & {
  * Use `create(CheckpointResponseSchema)` to create a new message.
  */
 export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 22);
+  messageDesc(file_teamd_v1_shim, 23);
 
 /**
  * @generated from message teamd.v1.ReviewRequest
@@ -689,7 +728,7 @@ export type ReviewRequest = Message<"teamd.v1.ReviewRequest"> & {
  * Use `create(ReviewRequestSchema)` to create a new message.
  */
 export const ReviewRequestSchema: GenMessage<ReviewRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 23);
+  messageDesc(file_teamd_v1_shim, 24);
 
 /**
  * @generated from message teamd.v1.GateRequest
@@ -721,7 +760,7 @@ export type GateRequest = Message<"teamd.v1.GateRequest"> & {
  * Use `create(GateRequestSchema)` to create a new message.
  */
 export const GateRequestSchema: GenMessage<GateRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 24);
+  messageDesc(file_teamd_v1_shim, 25);
 
 /**
  * @generated from message teamd.v1.MergeRequest
@@ -748,7 +787,7 @@ export type MergeRequest = Message<"teamd.v1.MergeRequest"> & {
  * Use `create(MergeRequestSchema)` to create a new message.
  */
 export const MergeRequestSchema: GenMessage<MergeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 25);
+  messageDesc(file_teamd_v1_shim, 26);
 
 /**
  * @generated from message teamd.v1.ReviewResponse
@@ -765,7 +804,7 @@ export type ReviewResponse = Message<"teamd.v1.ReviewResponse"> & {
  * Use `create(ReviewResponseSchema)` to create a new message.
  */
 export const ReviewResponseSchema: GenMessage<ReviewResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 26);
+  messageDesc(file_teamd_v1_shim, 27);
 
 /**
  * @generated from message teamd.v1.GateResponse
@@ -782,7 +821,7 @@ export type GateResponse = Message<"teamd.v1.GateResponse"> & {
  * Use `create(GateResponseSchema)` to create a new message.
  */
 export const GateResponseSchema: GenMessage<GateResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 27);
+  messageDesc(file_teamd_v1_shim, 28);
 
 /**
  * @generated from message teamd.v1.MergeResponse
@@ -799,7 +838,7 @@ export type MergeResponse = Message<"teamd.v1.MergeResponse"> & {
  * Use `create(MergeResponseSchema)` to create a new message.
  */
 export const MergeResponseSchema: GenMessage<MergeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 28);
+  messageDesc(file_teamd_v1_shim, 29);
 
 /**
  * What a trunk act was decided on and what it recorded.
@@ -854,7 +893,7 @@ export type TrunkAct = Message<"teamd.v1.TrunkAct"> & {
  * Use `create(TrunkActSchema)` to create a new message.
  */
 export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 29);
+  messageDesc(file_teamd_v1_shim, 30);
 
 /**
  * One lease record (§7) as the ledger holds it, with its liveness walked now.
@@ -943,7 +982,7 @@ export type LeaseEntry = Message<"teamd.v1.LeaseEntry"> & {
  * Use `create(LeaseEntrySchema)` to create a new message.
  */
 export const LeaseEntrySchema: GenMessage<LeaseEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 30);
+  messageDesc(file_teamd_v1_shim, 31);
 
 /**
  * @generated from message teamd.v1.LeaseIssueRequest
@@ -1000,7 +1039,7 @@ export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
  * Use `create(LeaseIssueRequestSchema)` to create a new message.
  */
 export const LeaseIssueRequestSchema: GenMessage<LeaseIssueRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 31);
+  messageDesc(file_teamd_v1_shim, 32);
 
 /**
  * @generated from message teamd.v1.LeaseIssueResponse
@@ -1022,7 +1061,7 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
  * Use `create(LeaseIssueResponseSchema)` to create a new message.
  */
 export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 32);
+  messageDesc(file_teamd_v1_shim, 33);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeRequest
@@ -1044,7 +1083,7 @@ export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
  * Use `create(LeaseRevokeRequestSchema)` to create a new message.
  */
 export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 33);
+  messageDesc(file_teamd_v1_shim, 34);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeResponse
@@ -1063,7 +1102,7 @@ export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
  * Use `create(LeaseRevokeResponseSchema)` to create a new message.
  */
 export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 34);
+  messageDesc(file_teamd_v1_shim, 35);
 
 /**
  * @generated from message teamd.v1.LeaseListRequest
@@ -1076,7 +1115,7 @@ export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
  * Use `create(LeaseListRequestSchema)` to create a new message.
  */
 export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 35);
+  messageDesc(file_teamd_v1_shim, 36);
 
 /**
  * @generated from message teamd.v1.LeaseListResponse
@@ -1093,7 +1132,7 @@ export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
  * Use `create(LeaseListResponseSchema)` to create a new message.
  */
 export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 36);
+  messageDesc(file_teamd_v1_shim, 37);
 
 /**
  * @generated from message teamd.v1.DeployRequest
@@ -1133,7 +1172,7 @@ export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 37);
+  messageDesc(file_teamd_v1_shim, 38);
 
 /**
  * @generated from message teamd.v1.DeployResponse
@@ -1185,7 +1224,7 @@ export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
  * Use `create(DeployResponseSchema)` to create a new message.
  */
 export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 38);
+  messageDesc(file_teamd_v1_shim, 39);
 
 /**
  * @generated from message teamd.v1.BrokerRequest
@@ -1238,7 +1277,7 @@ export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
  * Use `create(BrokerRequestSchema)` to create a new message.
  */
 export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 39);
+  messageDesc(file_teamd_v1_shim, 40);
 
 /**
  * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
@@ -1299,7 +1338,7 @@ export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
  * Use `create(BrokerTaskSchema)` to create a new message.
  */
 export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 40);
+  messageDesc(file_teamd_v1_shim, 41);
 
 /**
  * @generated from message teamd.v1.BrokerResponse
@@ -1345,7 +1384,7 @@ export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
  * Use `create(BrokerResponseSchema)` to create a new message.
  */
 export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 41);
+  messageDesc(file_teamd_v1_shim, 42);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
@@ -1410,7 +1449,9 @@ export const ShimService: GenService<{
   },
   /**
    * File reads, writes and stats on a team's repository tree through the daemon, each
-   * decided by the kernel (read or write over that path).
+   * decided by the kernel (read or write over that path). A file's content travels in
+   * chunks (the seat socket takes no message above 256 KiB): a read streams it back, a
+   * write sends a FileWriteHeader, then the content's bytes.
    *
    * @generated from rpc teamd.v1.ShimService.FileStat
    */
@@ -1423,7 +1464,7 @@ export const ShimService: GenService<{
    * @generated from rpc teamd.v1.ShimService.FileRead
    */
   fileRead: {
-    methodKind: "unary";
+    methodKind: "server_streaming";
     input: typeof FileReadRequestSchema;
     output: typeof FileReadResponseSchema;
   },
@@ -1431,7 +1472,7 @@ export const ShimService: GenService<{
    * @generated from rpc teamd.v1.ShimService.FileWrite
    */
   fileWrite: {
-    methodKind: "unary";
+    methodKind: "client_streaming";
     input: typeof FileWriteRequestSchema;
     output: typeof FileWriteResponseSchema;
   },
