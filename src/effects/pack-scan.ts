@@ -96,6 +96,13 @@ class Reader {
     this.start = position;
     return this.buffer.subarray(0, Math.min(want, read));
   }
+
+  /** What is buffered from `position` on, refilled when less than half a window is left before the end of the file. */
+  async window(position: number): Promise<Buffer> {
+    const end = this.start + this.buffer.length;
+    if (position >= this.start && position < end && (end - position >= WINDOW / 2 || end >= this.size)) return this.buffer.subarray(position - this.start);
+    return this.at(position, WINDOW);
+  }
 }
 
 async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
@@ -176,7 +183,8 @@ async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
 async function inflateObject(reader: Reader, position: number, declared: number, keep: number, index: number, count: number): Promise<{ consumed: number; first: Buffer }> {
   const wrong = (what: string) => new Refused("push.pack", `object ${index + 1} of ${count}: ${what}`);
   if (declared <= SMALL_OBJECT) {
-    const window = await reader.at(position, WINDOW);
+    // Most objects are small: inflated from the buffered window, without a read of their own.
+    const window = await reader.window(position);
     try {
       const { buffer, engine } = inflateSync(window, { info: true, maxOutputLength: Math.max(declared, 1) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
       if (buffer.length !== declared) throw wrong(`its data inflates to ${buffer.length} bytes, not the ${declared} it declares`);
@@ -185,8 +193,8 @@ async function inflateObject(reader: Reader, position: number, declared: number,
       if (error instanceof Refused) throw error;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ERR_BUFFER_TOO_LARGE") throw wrong(`its data inflates to more than the ${declared} bytes it declares`);
-      // The window ended inside the stream (a stream padded past the window): stream it instead.
-      if (!(code === "Z_BUF_ERROR" && window.length === WINDOW)) throw wrong(`its data is not a zlib stream (${(error as Error).message})`);
+      // The window ended inside the stream, before the end of the file (a stream longer than what is buffered): stream it instead.
+      if (!(code === "Z_BUF_ERROR" && position + window.length < reader.size)) throw wrong(`its data is not a zlib stream (${(error as Error).message})`);
     }
   }
   return streamObject(reader, position, declared, keep, wrong);

@@ -131,6 +131,26 @@ describe("scanPack", () => {
     }
   });
 
+  it("scans a pack of many small objects at git's pace (each read from the buffered window, not the file)", async () => {
+    const many = join(root, "many");
+    mkdirSync(many);
+    sh(many, ["init", "-q", "-b", "main"]);
+    const blobs = execFileSync("git", ["hash-object", "-w", "--stdin-paths"], {
+      cwd: many,
+      env: GIT_TEST_ENV,
+      input: Array.from({ length: 5000 }, (_, i) => {
+        const path = join(many, `f${i}`);
+        writeFileSync(path, `file ${i} ${"x".repeat(i % 300)}\n`);
+        return path;
+      }).join("\n"),
+    }).toString("utf8").trim().split("\n");
+    const pack = packFile("many.pack", execFileSync("git", ["pack-objects", "--stdout", "-q"], { cwd: many, env: GIT_TEST_ENV, input: blobs.join("\n") + "\n", maxBuffer: 64 * 1024 * 1024 }));
+    const started = Date.now();
+    const scan = await scanPack(pack, { ...BOUNDS, maxObjects: 10_000 });
+    expect(scan).toMatchObject({ ok: true, objects: 5000 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it("refuses a huge declared count without reading the objects", async () => {
     const good = gitBuffer(["pack-objects", "--revs", "--stdout", "-q"], "HEAD\n");
     const lying = Buffer.concat([good.subarray(0, 8), Buffer.from([0xff, 0xff, 0xff, 0xff]), good.subarray(12)]);
