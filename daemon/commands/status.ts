@@ -93,9 +93,11 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
     lines.push(
       s.state === "socket" || s.state === ""
         ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
-        : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
+        : s.state.startsWith("halted")
+          ? `  ${s.seat}@${s.team}  ${s.state}  (run ${s.runId} was stopped by teamd; teamd log shows why; teamd start ${s.seat}@${s.team} runs it again)`
+          : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
     );
-    if (s.state !== "socket" && s.state !== "") {
+    if (s.state !== "socket" && s.state !== "" && !s.state.startsWith("halted")) {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";
       lines.push(`      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`);
     }

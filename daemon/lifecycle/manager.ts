@@ -72,6 +72,8 @@ export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
   start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason): its run as it was, or undefined when it does not run. */
+  halt(team: string, seat: string, why: string): Promise<SeatView | undefined>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
@@ -342,6 +344,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const matching = [...slots.values()].filter((s) => s.view.team === team);
       await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)")));
       return matching.map((s) => s.view);
+    },
+    async halt(team, seat, why) {
+      const slot = slots.get(key(team, seat));
+      if (slot === undefined) return undefined;
+      const view = slot.view;
+      await teardown(slot, why);
+      return view;
     },
     async exec(team, seat, command, execOptions, sink) {
       const t = team ?? teamOf(seat, true);

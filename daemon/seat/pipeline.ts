@@ -4,6 +4,7 @@ import { LedgerRefusal, principalKey, seatPrincipal, sha256, type AppendedRecord
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
+import { boundEchoes, boundText, INTENT_TEXT_BYTES, RECORD_NAME_BYTES, RECORD_TEXT_BYTES, utf8Bytes } from "../../src/ledger/bounded-text.js";
 import { createDecisionLock } from "./decision-lock.js";
 
 /** Who is calling: the socket a call arrived on, closed over at bind — never a field of the request (§11). */
@@ -97,7 +98,24 @@ export interface SeatPipeline {
   replay(ctx: SeatContext, requestId: string, action: string): Promise<Replay | undefined>;
   /** The seat's last refusal in this daemon run. */
   lastRefusal(identity: SeatIdentity): Refusal | undefined;
+  /** A new run of the seat (its socket opened): its refusal budget starts full. */
+  openRun(identity: SeatIdentity): void;
 }
+
+/**
+ * A seat's refusal budget (issue 20): a token bucket of `burst` refusals that refills at
+ * `perMinute`. The refusal that finds it empty is recorded, then the seat is stopped and the
+ * owner told (`onRefusalBudget`). A working agent is refused now and then — agent CLIs'
+ * telemetry alone makes dozens of egress refusals in minutes — so the budget sits far above
+ * that: 300 at once, then 60 a minute sustained (one a second, every second, for as long as
+ * the seat runs). A seat past it is flooding the ledger (docs/enforcement.md, "Records are bounded").
+ */
+export interface RefusalBudget {
+  readonly burst: number;
+  readonly perMinute: number;
+}
+
+export const DEFAULT_REFUSAL_BUDGET: RefusalBudget = Object.freeze({ burst: 300, perMinute: 60 });
 
 /** A retry's recorded state: the request's status and its intent, with the intent's fields by key. */
 export interface Replay {
@@ -117,6 +135,21 @@ export interface PipelineDeps {
   readonly clock: () => number;
   /** Decisions taken per event-loop turn (decision-lock.ts). */
   readonly decisionsPerTurn?: number;
+  /** Default: DEFAULT_REFUSAL_BUDGET. */
+  readonly refusalBudget?: RefusalBudget;
+  /**
+   * A seat's refusal found its budget empty (that refusal is recorded): stop the seat, with
+   * `why` as the stop's reason. Called once per run; the composition root's (the pipeline may
+   * not reach lifecycle/).
+   */
+  readonly onRefusalBudget?: (identity: SeatIdentity, why: string) => void;
+}
+
+interface BudgetState {
+  tokens: number;
+  at: number;
+  refusals: number;
+  halted: boolean;
 }
 
 const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
@@ -125,9 +158,33 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const { clock } = deps;
   const lock = createDecisionLock(deps.decisionsPerTurn);
   const last = new Map<string, Refusal>();
+  const budget = deps.refusalBudget ?? DEFAULT_REFUSAL_BUDGET;
+  const budgets = new Map<string, BudgetState>();
 
-  /** The one builder of a seat's REFUSAL records (§15: every refused attempt is recorded). */
-  async function record(identity: SeatIdentity, ledger: Ledger | undefined, refusal: Refusal, action: string, target?: TargetInit, remember = true): Promise<RefusalError> {
+  /** One refusal against the seat's budget (after it is on record); the one that finds it empty stops the seat. */
+  function charge(identity: SeatIdentity): void {
+    const k = seatKey(identity);
+    const t = clock();
+    const state = budgets.get(k) ?? { tokens: budget.burst, at: t, refusals: 0, halted: false };
+    budgets.set(k, state);
+    state.tokens = Math.min(budget.burst, state.tokens + (Math.max(0, t - state.at) / 60_000) * budget.perMinute) - 1;
+    state.at = t;
+    state.refusals += 1;
+    if (state.tokens >= 0 || state.halted) return;
+    state.halted = true;
+    deps.onRefusalBudget?.(identity, `halted: refusal budget (${state.refusals} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`);
+  }
+
+  /**
+   * The one builder of a seat's REFUSAL records (§15: every refused attempt is recorded).
+   * A reason echoes what the seat sent (a path, a ref, an id): each long input the pipeline
+   * knows (`inputs`: the request's strings, the target) is cut where it is echoed, with its own
+   * length and hash; then the reason as a whole is bounded, with its length and hash (issue 20).
+   */
+  async function record(identity: SeatIdentity, ledger: Ledger | undefined, unbounded: Refusal, action: string, unboundedTarget?: TargetInit, remember = true, inputs: readonly string[] = []): Promise<RefusalError> {
+    const known = unboundedTarget?.name ? [...inputs, unboundedTarget.name] : inputs;
+    const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, known, RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
+    const target = unboundedTarget === undefined ? undefined : { ...unboundedTarget, name: boundText(unboundedTarget.name ?? "", RECORD_NAME_BYTES) };
     if (remember) last.set(seatKey(identity), refusal);
     // §15 records refused attempts too; where the store is what refused, it cannot: the
     // refusal still happens (fail closed) — the caller is refused whether or not this lands.
@@ -142,7 +199,18 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         })
         .catch(() => undefined);
     }
+    charge(identity);
     return RefusalError.from(refusal);
+  }
+
+  /** The first of an intent's seat-supplied strings over INTENT_TEXT_BYTES: never cut (a retry and a reconciliation look them up), refused. */
+  function overlong(target: TargetInit, requestId: string, payload: SubmitRequest["payload"]): string | undefined {
+    const named: [string, string][] = [["target", target.name ?? ""], ["request id", requestId], ...(payload?.fields ?? []).map((f): [string, string] => [`field ${f.key ?? ""}`, f.value ?? ""])];
+    for (const [what, value] of named) {
+      const bytes = utf8Bytes(value);
+      if (bytes > INTENT_TEXT_BYTES) return `the act's ${what} is ${bytes} bytes; an act's names are at most ${INTENT_TEXT_BYTES} bytes (shorten it)`;
+    }
+    return undefined;
   }
 
   function asRefusal(error: unknown): Refusal | undefined {
@@ -154,6 +222,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   async function context(identity: SeatIdentity, action: string, options: ContextOptions = {}): Promise<SeatContext> {
     const ledger = deps.ledger();
     const fail = (refusal: Refusal) => record(identity, ledger, refusal, action, undefined, !options.quiet);
+    const spent = budgets.get(seatKey(identity));
+    if (spent?.halted) throw await fail(refuse("seat.refusal-budget", `this seat made ${spent.refusals} refusals, past its budget (${budget.burst} at once, then ${budget.perMinute} a minute); it is being stopped, and runs again when the owner starts it`));
     if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
     const guarded = options.guardInAct ? undefined : ledger.guard(identity.team);
     if (guarded !== undefined) throw await fail(guarded);
@@ -172,6 +242,13 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     return { identity, ledger, team, policy, seat };
   }
 
+  /** The strings a kernel request carries (paths, names): what a reason about it may echo. */
+  function inputsOf(request: Omit<KernelRequest, "seat"> | undefined): string[] {
+    if (request === undefined) return [];
+    const effect = Object.values(request.effect as Record<string, unknown>).flatMap((v) => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []));
+    return [...effect, request.capability, request.asAccount ?? "", request.brokerOperation ?? ""];
+  }
+
   function viewFor(ctx: SeatContext, facts?: KernelFacts): KernelView {
     // The trunk acts bring their facts; every decision reads the team's leases (a capability may rest on one, §7).
     return decisionView(ctx.policy.policy, facts, leaseFactsFor(ctx.ledger, ctx.identity.team));
@@ -185,7 +262,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     context,
     async decide(ctx, request, action, facts) {
       const decision = authorizeFor(ctx, request, facts);
-      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action);
+      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action, undefined, true, inputsOf(request));
       return decision;
     },
     async act(ctx, request, gated, effect) {
@@ -200,7 +277,10 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         // The guards run again inside submit, under this lock and before the intent takes its
         // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
         const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
-        if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target);
+        if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target, true, [...inputsOf(request), gated.requestId]);
+        const payload = typeof gated.payload === "function" ? gated.payload(decision) : gated.payload;
+        const long = overlong(gated.target, gated.requestId, payload);
+        if (long !== undefined) throw await record(ctx.identity, ctx.ledger, refuse("request.malformed", long), gated.action, gated.target, true, [gated.requestId]);
         const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
         return await ctx.ledger.submit(
           {
@@ -212,7 +292,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
             target: gated.target,
             ...(decision ? { capability: { capability: decision.capability } } : {}),
             payload: {
-              ...(typeof gated.payload === "function" ? gated.payload(decision) : gated.payload),
+              ...payload,
               domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
               rootGrant: decision?.authority.id ?? "",
               inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
@@ -227,6 +307,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         // The ledger records the refusals of a submit itself (src/ledger/dispatch.ts): not twice.
         if (error instanceof LedgerRefusal) {
           last.set(seatKey(ctx.identity), error.refusal);
+          charge(ctx.identity);
           throw RefusalError.from(error.refusal);
         }
         throw error;
@@ -254,8 +335,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     clock,
     refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
     refuseCall: (identity, refusal, action, target) => record(identity, deps.ledger(), refusal, action, target),
-    outcomeRefusal(ctx, refusal) {
+    outcomeRefusal(ctx, unbounded) {
+      const refusal = refuse(unbounded.rule, boundText(unbounded.reason, RECORD_TEXT_BYTES));
       last.set(seatKey(ctx.identity), refusal);
+      // On record already (the act's outcome), and an attempt all the same: it counts.
+      charge(ctx.identity);
       return RefusalError.from(refusal);
     },
     async replay(ctx, requestId, action) {
@@ -263,11 +347,12 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       if (state === undefined) return undefined;
       const [intent] = ctx.ledger.entries(state.intentSeq, 1);
       if (intent === undefined || intent.action !== action) {
-        throw await record(ctx.identity, ctx.ledger, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action);
+        throw await record(ctx.identity, ctx.ledger, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action, undefined, true, [requestId]);
       }
       return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
     },
     lastRefusal: (identity) => last.get(seatKey(identity)),
+    openRun: (identity) => void budgets.delete(seatKey(identity)),
   };
 }
 

@@ -20,7 +20,7 @@ import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "../lifecycle/manager.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
-import { createSeatPipeline } from "../seat/pipeline.js";
+import { createSeatPipeline, type RefusalBudget } from "../seat/pipeline.js";
 import { createSeatGit } from "../seat/git.js";
 import { createSeatFiles } from "../seat/files.js";
 import { createSeatTrunk } from "../seat/trunk.js";
@@ -48,6 +48,8 @@ export interface DaemonOptions {
   readonly crashAfterMerge?: boolean;
   /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): SIGKILL the daemon once a deploy's intent is durable, before its command runs. */
   readonly crashInDeploy?: boolean;
+  /** Each seat's refusal budget (default DEFAULT_REFUSAL_BUDGET in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE). */
+  readonly refusalBudget?: RefusalBudget;
 }
 
 export interface Daemon {
@@ -99,7 +101,18 @@ export function createDaemon(options: DaemonOptions): Daemon {
       openToOwnerGroup(home).catch((error: unknown) => log(`cannot open the new ledger to group teamd: ${String(error)}`));
     },
   };
-  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: now });
+  // Seats stopped for their refusal budget, until their next run: `teamd status` shows them (a run state of their own).
+  const halted = new Map<string, { team: string; seat: string; state: string; runId: string; startedAt: string; uid: number; containment: string; socket: string; initPid: number; limits: string; repository: string; cgroup: string }>();
+  const haltForBudget = (identity: SeatIdentity, why: string) => {
+    const key = `${identity.team}.${identity.seat}`;
+    const view = seats?.list().find((v) => v.team === identity.team && v.seat === identity.seat);
+    log(`seat ${identity.seat} (team ${identity.team}): ${why}; stopping it`);
+    if (view === undefined) return;
+    halted.set(key, { ...view, state: "halted: refusal budget", socket: "", initPid: 0 });
+    // The seat_stop record carries `why`, and its notice tells the owner once (notices.ts).
+    seats?.halt(identity.team, identity.seat, why).catch((error: unknown) => log(`seat ${identity.seat} (team ${identity.team}): the halt failed: ${String(error)}`));
+  };
+  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: now, onRefusalBudget: haltForBudget, ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}) });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
@@ -142,6 +155,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const key = `${identity.team}.${identity.seat}`;
     if (seatServers.has(key)) throw new Error(`seat ${identity.seat} of team ${identity.team} already has a socket`);
     const socketPath = at ?? seatSocketPath(home, identity.team, identity.seat);
+    // A new run: its refusal budget starts full, and it is no longer shown halted.
+    pipeline.openRun(identity);
+    halted.delete(key);
     const server = createRpcServer({
       socketPath,
       access: { mode: 0o600 },
@@ -221,7 +237,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
             const debug = [...seatServers.values()]
               .filter(({ identity }) => !running.some((r) => r.team === identity.team && r.seat === identity.seat))
               .map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath, state: "socket" }));
-            return [...running.map((r) => ({ ...r })), ...debug];
+            const stopped = [...halted.values()].filter((v) => !running.some((r) => r.team === v.team && r.seat === v.seat));
+            return [...running.map((r) => ({ ...r })), ...stopped, ...debug];
           },
           seatManager: () => {
             if (seats === undefined) throw new Error("the daemon is not started");

@@ -43,6 +43,11 @@ export function noticeFor(entry: LedgerEntry): Notice | undefined {
       return { subject: "owner act refused", text: `an owner act (${entry.action}) was refused: ${entry.result} (record ${entry.seq})` };
     case "seat_stop": {
       const reason = FIELD(entry, "reason");
+      // Stopped by teamd for a bound it passed (the refusal budget, daemon/seat/pipeline.ts): once per run, like its stop.
+      if (reason.startsWith("halted: ")) {
+        const seat = entry.target.replace(/^seat:/, "");
+        return { subject: `seat halted (${team})`, text: `teamd stopped seat ${seat}: ${reason} (record ${entry.seq}); its refusals are in teamd log; it runs again when you start it (teamd start ${seat}@${entry.team})` };
+      }
       if (!reason.startsWith("the seat's command ended")) return undefined;
       return { subject: `seat halted (${team})`, text: `seat ${entry.target.replace(/^seat:/, "")} stopped by itself: ${reason} (record ${entry.seq})` };
     }

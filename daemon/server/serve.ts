@@ -22,7 +22,8 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
-  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}) });
+  const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
+  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}), ...(refusalBudget ? { refusalBudget } : {}) });
   await daemon.start();
 
   let stopping = false;
@@ -50,4 +51,12 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
     daemon.reload();
   });
   process.stdout.write(`teamd: ready pid=${process.pid} control=${home.controlSocket} instance=${daemon.instance}\n`);
+}
+
+/** TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE (e.g. 300/60): each seat's refusal budget; unset, the default. Anything else is refused at start, never guessed. */
+export function parseRefusalBudget(value: string | undefined): { burst: number; perMinute: number } | undefined {
+  if (value === undefined || value === "") return undefined;
+  const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
+  if (match === null || Number(match[1]) < 1) throw new Error(`TEAMD_REFUSAL_BUDGET is '${value}'; it is BURST/PER_MINUTE, e.g. 300/60 (BURST at least 1)`);
+  return { burst: Number(match[1]), perMinute: Number(match[2]) };
 }

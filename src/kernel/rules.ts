@@ -340,6 +340,10 @@ export const RULES = {
     section: "§11",
     summary: "the seat cannot be frozen here: freezing needs the seat's own v2 cgroup (the daemon as root on a host with cgroup v2)",
   },
+  "seat.refusal-budget": {
+    section: "§11",
+    summary: "the seat made more refusals than its budget allows (a sustained rate far above a working agent's); the seat is stopped and the owner told, and it runs again only when the owner starts it",
+  },
   "seat.attached": {
     section: "§10",
     summary: "an owner is already attached to the seat's pty; one attacher at a time, so two people's keystrokes never mix in one agent's input",

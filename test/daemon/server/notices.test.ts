@@ -21,6 +21,7 @@ const CASES: [string, LedgerEntry, string | undefined][] = [
   ["a seat's refusal (its own business, in the log)", entry("refusal", { actor: "seat:proj/dev", result: "scope.path" }), undefined],
   ["a seat that halted by itself", entry("seat_stop", { target: "seat:dev", fields: { reason: "the seat's command ended (exit 1)" } }), "seat halted (team proj)"],
   ["a seat the owner stopped", entry("seat_stop", { target: "seat:dev", fields: { reason: "stopped by the owner" } }), undefined],
+  ["a seat teamd stopped for its refusal budget", entry("seat_stop", { target: "seat:dev", fields: { reason: "halted: refusal budget (301 refusals this run; the budget is 300 at once, then 60 a minute)" } }), "seat halted (team proj)"],
   ["a notice (never a notice about a notice)", entry("notice"), undefined],
   ["an intent", entry("intent"), undefined],
 ];
