@@ -462,6 +462,23 @@ export const RULES = {
     section: "§6",
     summary: "the path names no regular file the act can read or write (a directory, a symlink or a submodule)",
   },
+  // Unknown means unknown (issue 20, src/kernel/git-names.ts): what git would refuse is refused before any intent.
+  "git.ref-name": {
+    section: "§15",
+    summary: "the ref name is not one git accepts (git check-ref-format), or cannot live beside a ref that exists (a ref and a folder of refs); refused before any intent",
+  },
+  "git.path": {
+    section: "§3",
+    summary: "the path is not one git accepts in a tree (an empty, . or .. component, .git or an HFS+ or NTFS alias of it, a name longer than a checkout can make); refused before any intent",
+  },
+  "git.message": {
+    section: "§15",
+    summary: "the commit message cannot be handed to git (a NUL byte, or longer than the daemon passes); refused before any intent",
+  },
+  "git.ref-busy": {
+    section: "§15",
+    summary: "the ref stayed locked by a concurrent update through every retry; nothing moved — act again",
+  },
   // Deploy (issue 9): the owner's hash-pinned command per environment, run outside the sandbox.
   "deploy.command": {
     section: "§10",
@@ -519,4 +536,15 @@ export type RuleId = keyof typeof RULES;
 
 export function isRuleId(value: string): value is RuleId {
   return Object.prototype.hasOwnProperty.call(RULES, value);
+}
+
+/**
+ * The rule a refused outcome's note names, as the daemon writes a deterministic refusal inside
+ * an effect (`<rule>: <reason>`), or undefined for a note that names none.
+ */
+export function noteRule(note: string): { readonly rule: RuleId; readonly reason: string } | undefined {
+  const at = note.indexOf(": ");
+  if (at <= 0) return undefined;
+  const rule = note.slice(0, at);
+  return isRuleId(rule) ? { rule, reason: note.slice(at + 2) } : undefined;
 }

@@ -1,5 +1,6 @@
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
+import { refNameProblem } from "./git-names.js";
 import { dimensionCovers } from "./scope.js";
 
 /**
@@ -39,8 +40,16 @@ export function mayFetch(policy: Policy, seat: Seat, ref: string, trunk: string)
  * Where a pushed destination lands in the hub, or why it may not (`push.ref`): a seat pushes
  * branches only, never the trunk (it changes through a gated merge) nor another seat's
  * branch; its own `seat/<name>/…` lands as named, and any other branch name lands under it.
+ * A name git would not take (`git.ref-name`) is refused first, so it never reaches an intent.
  */
 export function destination(seat: string, ref: string, trunk: string): { readonly hubRef: string } | Refusal {
+  const landing = landingOf(seat, ref, trunk);
+  if ("decision" in landing) return landing;
+  const problem = refNameProblem(landing.hubRef);
+  return problem === undefined ? landing : refuse("git.ref-name", `${JSON.stringify(ref)} lands on ${JSON.stringify(landing.hubRef)}: ${problem}`);
+}
+
+function landingOf(seat: string, ref: string, trunk: string): { readonly hubRef: string } | Refusal {
   const own = `seat/${seat}/`;
   if (!ref.startsWith(HEADS)) return refuse("push.ref", `${ref} is not a branch; a seat pushes branches only (git push teamd <branch>)`);
   const branch = ref.slice(HEADS.length);

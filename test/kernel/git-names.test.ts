@@ -1,0 +1,161 @@
+import { describe, expect, it } from "vitest";
+import { commitMessageProblem, gitPathProblem, isHfsDotGit, isNtfsDotGit, MAX_MESSAGE_BYTES, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
+import { noteRule } from "../../src/kernel/rules.js";
+import { destination } from "../../src/kernel/seat-refs.js";
+
+/**
+ * The names a seat hands the daemon for git (src/kernel/git-names.ts), as tables: each is
+ * judged by git's rules before any intent, so git never refuses it inside an effect (where a
+ * refusal would be recorded as an unknown outcome, issue 20). test/effects/git-names-agree.test.ts
+ * checks the same names against the git on this machine.
+ */
+const refCases: { ref: string; ok: boolean; why?: RegExp }[] = [
+  { ref: "refs/heads/main", ok: true },
+  { ref: "refs/heads/seat/w1/feature/x-1_2", ok: true },
+  { ref: "refs/heads/ünïcode", ok: true },
+  { ref: "refs/heads/a.b", ok: true },
+  { ref: "refs/heads/a@b", ok: true },
+  { ref: "refs/heads/a..b", ok: false, why: /'\.\.'/ },
+  { ref: "refs/heads/a b", ok: false, why: /' '/ },
+  { ref: "refs/heads/a\tb", ok: false, why: /control/ },
+  { ref: "refs/heads/a\u0001b", ok: false, why: /control/ },
+  { ref: "refs/heads/a\u007fb", ok: false, why: /control/ },
+  { ref: "refs/heads/a~1", ok: false, why: /'~'/ },
+  { ref: "refs/heads/a^", ok: false, why: /'\^'/ },
+  { ref: "refs/heads/a:b", ok: false, why: /':'/ },
+  { ref: "refs/heads/a?", ok: false, why: /'\?'/ },
+  { ref: "refs/heads/a*", ok: false, why: /'\*'/ },
+  { ref: "refs/heads/a[b", ok: false, why: /'\['/ },
+  { ref: "refs/heads/a\\b", ok: false, why: /'\\'/ },
+  { ref: "/refs/heads/a", ok: false, why: /begins or ends with '\/'/ },
+  { ref: "refs/heads/a/", ok: false, why: /begins or ends with '\/'/ },
+  { ref: "refs/heads//a", ok: false, why: /'\/\/'/ },
+  { ref: "refs/heads/a.", ok: false, why: /ends with '\.'/ },
+  { ref: "refs/heads/.a", ok: false, why: /begins with '\.'/ },
+  { ref: "refs/heads/a/.b/c", ok: false, why: /begins with '\.'/ },
+  { ref: "refs/heads/a.lock", ok: false, why: /'\.lock'/ },
+  { ref: "refs/heads/a.lock/b", ok: false, why: /'\.lock'/ },
+  { ref: "refs/heads/a@{1}", ok: false, why: /'@\{'/ },
+  { ref: "@", ok: false, why: /'@'/ },
+  { ref: "main", ok: false, why: /one component/ },
+  { ref: "", ok: false, why: /empty/ },
+  { ref: `refs/heads/${"x".repeat(251)}`, ok: false, why: /longer than 250 bytes/ },
+  { ref: `refs/heads/${"x/".repeat(600)}x`, ok: false, why: /longer than 1024 bytes/ },
+  { ref: "refs/heads/\ufffd", ok: false, why: /UTF-8/ },
+];
+
+describe("refNameProblem (git check-ref-format)", () => {
+  it.each(refCases)("$ref", ({ ref, ok, why }) => {
+    const problem = refNameProblem(ref);
+    if (ok) expect(problem).toBeUndefined();
+    else expect(problem).toMatch(why as RegExp);
+  });
+});
+
+describe("refConflict (a ref cannot also be a folder of refs)", () => {
+  const existing = ["refs/heads/main", "refs/heads/seat/w1/a/b", "refs/heads/seat/w1/c"];
+  it.each([
+    { ref: "refs/heads/seat/w1/a", conflict: true },
+    { ref: "refs/heads/seat/w1/c/d", conflict: true },
+    { ref: "refs/heads/seat/w1/c", conflict: false },
+    { ref: "refs/heads/seat/w1/ab", conflict: false },
+    { ref: "refs/heads/seat/w1/a/b2", conflict: false },
+    { ref: "refs/heads/main2", conflict: false },
+  ])("$ref", ({ ref, conflict }) => {
+    expect(refConflict(ref, existing) !== undefined).toBe(conflict);
+  });
+});
+
+/** `.git` as HFS+ sees it: git's ignorable code points anywhere inside, case folded. */
+const hfsAliases = [".git", ".GIT", ".Git", ".g\u200cit", ".gi\u200dt", "\u200e.git", ".git\u200f", ".g\u202ait", ".gi\u202et", ".\u206agit", ".git\u206f", "\ufeff.git", ".g\u200c\u200di\ufefft", ".gıt"];
+const notHfs = [".gitx", ".git~1", "git", ".g\u00e9t", ".g\u200bit" /* U+200B is not ignored */, ".gi\u2060t" /* U+2060 neither */, "x.git", ".gitmodules"];
+/** `.git` as NTFS sees it: the short name, trailing dots and spaces, a stream, any case. */
+const ntfsAliases = [".git", ".GIT", "git~1", "GIT~1", "Git~1", ".git.", ".git ", ".git. .", "git~1.", ".git:", ".git::$INDEX_ALLOCATION", "git~1::$INDEX_ALLOCATION", ".git:stream", ".gıt"];
+const notNtfs = ["git~2", ".git~1", ".gitx", "git~1x", ".git.x", "git", "~1", ".g it"];
+
+describe("the aliases of .git", () => {
+  it.each(hfsAliases)("HFS+: %j is .git", (name) => expect(isHfsDotGit(name)).toBe(true));
+  it.each(notHfs)("HFS+: %j is not .git", (name) => expect(isHfsDotGit(name)).toBe(false));
+  it.each(ntfsAliases)("NTFS: %j is .git", (name) => expect(isNtfsDotGit(name)).toBe(true));
+  it.each(notNtfs)("NTFS: %j is not .git", (name) => expect(isNtfsDotGit(name)).toBe(false));
+});
+
+const pathCases: { path: string; ok: boolean; why?: RegExp }[] = [
+  { path: "src/a.txt", ok: true },
+  { path: "src/.gitignore", ok: true },
+  { path: ".gitmodules", ok: true },
+  { path: "src/..a/b", ok: true },
+  { path: "src/.x", ok: true },
+  { path: "src/git~2/x", ok: true },
+  { path: "src/\u00e9t\u00e9.md", ok: true },
+  { path: "src/.g\u200cit/config", ok: false, why: /HFS\+/ },
+  { path: "\ufeff.git/hooks/pre-commit", ok: false, why: /HFS\+/ },
+  { path: "src/.GIT\u200d", ok: false, why: /HFS\+/ },
+  { path: "src/git~1/config", ok: false, why: /NTFS/ },
+  { path: "src/GIT~1/config", ok: false, why: /NTFS/ },
+  { path: "src/.git./config", ok: false, why: /NTFS/ },
+  { path: "src/.git /config", ok: false, why: /NTFS/ },
+  { path: "src/.git::$INDEX_ALLOCATION/config", ok: false, why: /NTFS/ },
+  { path: ".git/config", ok: false, why: /\.git/ },
+  { path: "a/.Git", ok: false, why: /\.git/ },
+  { path: "a//b", ok: false, why: /empty component/ },
+  { path: "/a", ok: false, why: /empty component/ },
+  { path: "a/", ok: false, why: /empty component/ },
+  { path: "a/./b", ok: false, why: /'\.' component/ },
+  { path: "a/../b", ok: false, why: /'\.\.' component/ },
+  { path: "..", ok: false, why: /'\.\.' component/ },
+  { path: "a\\b", ok: false, why: /backslash/ },
+  { path: "a\0b", ok: false, why: /NUL/ },
+  { path: "", ok: false, why: /empty/ },
+  { path: `src/${"x".repeat(256)}`, ok: false, why: /longer than 255 bytes/ },
+  { path: `src/${"\u00e9".repeat(128)}`, ok: false, why: /longer than 255 bytes/ },
+  { path: "x/".repeat(2100) + "x", ok: false, why: /longer than 4096 bytes/ },
+  { path: "src/\ufffd", ok: false, why: /UTF-8/ },
+];
+
+describe("gitPathProblem (git's verify_path, HFS+ and NTFS protections on)", () => {
+  it.each(pathCases)("$path", ({ path, ok, why }) => {
+    const problem = gitPathProblem(path);
+    if (ok) expect(problem).toBeUndefined();
+    else expect(problem).toMatch(why as RegExp);
+  });
+});
+
+describe("commitMessageProblem", () => {
+  it.each([
+    { message: "", ok: true },
+    { message: "fix: a thing\n\nwith a body", ok: true },
+    { message: "a\0b", ok: false },
+    { message: "x".repeat(MAX_MESSAGE_BYTES), ok: true },
+    { message: "x".repeat(MAX_MESSAGE_BYTES + 1), ok: false },
+  ])("%#", ({ message, ok }) => {
+    expect(commitMessageProblem(message) === undefined).toBe(ok);
+  });
+});
+
+describe("destination refuses a name git would not take, before any intent", () => {
+  it.each([
+    { ref: "refs/heads/a..b", rule: "git.ref-name" },
+    { ref: "refs/heads/x.lock", rule: "git.ref-name" },
+    { ref: "refs/heads/seat/alice/", rule: "git.ref-name" },
+    { ref: "refs/heads/seat/alice/a b", rule: "git.ref-name" },
+    { ref: "refs/heads/@{u}", rule: "git.ref-name" },
+    { ref: "refs/heads/ok", rule: undefined },
+  ])("$ref", ({ ref, rule }) => {
+    const got = destination("alice", ref, "refs/heads/main");
+    if (rule === undefined) expect(got).toEqual({ hubRef: "refs/heads/seat/alice/ok" });
+    else expect(got).toMatchObject({ decision: "refuse", rule });
+  });
+});
+
+describe("noteRule (a refused outcome's note names its rule)", () => {
+  it.each([
+    { note: "git.ref-busy: refs/heads/x stayed locked", rule: "git.ref-busy" },
+    { note: "push.stale: moved", rule: "push.stale" },
+    { note: "no.such-rule: x", rule: undefined },
+    { note: "the effect failed", rule: undefined },
+    { note: "", rule: undefined },
+  ])("$note", ({ note, rule }) => {
+    expect(noteRule(note)?.rule).toBe(rule);
+  });
+});
