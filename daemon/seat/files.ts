@@ -2,7 +2,11 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteHeader, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
+import { noteRule } from "../../src/kernel/rules.js";
+import { commitMessageProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
 import { git, gitInput } from "../../src/effects/git.js";
+import { readRef, RefMoved } from "../../src/effects/git-receive.js";
+import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
@@ -145,6 +149,14 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       }
       const header = first.value.part.value;
       const clean = await canonical(ctx, header.path, "file.write");
+      // What git would refuse inside the effect is refused here, before the intent (§15: unknown
+      // is only for an effect that may or may not have happened): a path git's verify_path
+      // refuses (an HFS+ or NTFS alias of .git among them), a message git cannot take, a branch
+      // name that is no ref name or cannot live beside the refs that exist.
+      const pathProblem = gitPathProblem(clean);
+      if (pathProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.path", `${JSON.stringify(clean)}: ${pathProblem}`), "file.write");
+      const messageProblem = commitMessageProblem(header.message);
+      if (messageProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.message", messageProblem), "file.write");
       if (header.size > BigInt(MAX_FILE_BYTES)) {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is ${header.size} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
       }
@@ -154,6 +166,11 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       const branch = header.branch || trunk;
       if (branch.startsWith("seat/")) throw await deps.pipeline.refuse(ctx, refuse("push.ref", `name the branch without its seat/ prefix ('${branch}'): file write commits to seat/${identity.seat}/<branch>`), "file.write");
       const ref = `refs/heads/seat/${identity.seat}/${branch}`;
+      const refProblem = refNameProblem(ref);
+      if (refProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", `${JSON.stringify(branch)} lands on ${JSON.stringify(ref)}: ${refProblem}`), "file.write");
+      const refs = (await git(["for-each-ref", "--format=%(refname)", "refs/"], { gitDir: hub })).stdout.split("\n").filter((line) => line !== "");
+      const conflict = refs.includes(ref) ? undefined : refConflict(ref, refs);
+      if (conflict !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", conflict), "file.write");
       const existing = await entry(ref, clean, hub).catch(() => undefined);
       if (existing !== undefined && existing.mode !== "100644" && existing.mode !== "100755") {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`), "file.write");
@@ -186,12 +203,24 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           { capability: "write", effect: { paths: [clean] } },
           { action: "file.write", target, requestId: header.requestId, request: requestBytes([ref, clean, header.message, content]) },
           async () => {
-            const commit = await commitFile(hub, ref, trunk, clean, header, content, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
-            return { result: "done", reply: new TextEncoder().encode(commit) };
+            try {
+              const commit = await commitFile(hub, ref, trunk, clean, header, content, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
+              return { result: "done", reply: new TextEncoder().encode(commit) };
+            } catch (error) {
+              // The branch moved or stayed locked: nothing moved, so refused with its rule — never unknown (§15).
+              if (error instanceof RefMoved) return { result: "refused", note: `push.stale: ${error.message}; write again` };
+              if (error instanceof RefBusy) return { result: "refused", note: `git.ref-busy: ${error.message}; write again` };
+              if (error instanceof RefConflict) return { result: "refused", note: `git.ref-name: ${error.message}` };
+              throw error;
+            }
           },
         );
       })().finally(release);
-      if (reply.status !== "done") throw deps.pipeline.outcomeRefusal(ctx, refuse(reply.status === "unknown" ? "ledger.unknown-outcome" : "push.stale", reply.note || `the write's outcome is ${reply.status}`));
+      if (reply.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", reply.note || "the write's outcome is unknown"));
+      if (reply.status !== "done") {
+        const named = noteRule(reply.note);
+        throw deps.pipeline.outcomeRefusal(ctx, named !== undefined ? refuse(named.rule, named.reason) : refuse("push.stale", reply.note || `the write's outcome is ${reply.status}`));
+      }
       return { hubRef: ref, commit: new TextDecoder().decode(reply.reply) };
     },
   };
@@ -210,7 +239,17 @@ async function commitFile(hub: string, ref: string, trunk: string, path: string,
     const tree = (await git(["write-tree"], { gitDir: hub, env })).stdout.trim();
     const message = request.message || `teamd-shim file write ${path}`;
     const commit = (await git(["commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
-    await git(["update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
+    // Compare-and-swap; a lock another update holds is tried again, then refused (ref-lock.ts).
+    await retryRefLock(ref, async () => {
+      try {
+        await git(["update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
+      } catch (error) {
+        const now = await readRef(hub, ref);
+        if (now === commit) return;
+        if (now !== base) throw new RefMoved(ref, base, now);
+        throw error;
+      }
+    });
     return commit;
   });
 }

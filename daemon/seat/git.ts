@@ -3,6 +3,10 @@ import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, type Refusal } from "../../src/kernel/index.js";
+import { noteRule } from "../../src/kernel/rules.js";
+import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
+import type { EffectResult } from "../../src/ledger/index.js";
+import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitSucceeds } from "../../src/effects/git.js";
 import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
@@ -183,11 +187,13 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     const request = requestBytes([hubRef, update.oldOid, update.newOid, update.force ? "force" : "", packDigest]);
     if (update.newOid === "") {
       if (currentHub === undefined) return { ref: update.ref, hubRef, ok: true };
-      const reply = await deps.pipeline.act(ctx, undefined, { action: "git.delete", target, requestId: `${requestId}:${hubRef}`, request, payload: { before: { identity: { case: "gitCommit", value: currentHub } } } }, async () => {
-        await migrateAndUpdate(ctx.team.hub, undefined, hubRef, "", currentHub);
-        await src.mirror?.syncRef(hubRef, undefined);
-        return { result: "done" };
-      });
+      const reply = await deps.pipeline.act(ctx, undefined, { action: "git.delete", target, requestId: `${requestId}:${hubRef}`, request, payload: { before: { identity: { case: "gitCommit", value: currentHub } } } }, async () =>
+        refusedOutcome(hubRef, async () => {
+          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, undefined, hubRef, "", currentHub));
+          await src.mirror?.syncRef(hubRef, undefined);
+          return { result: "done" };
+        }),
+      );
       return replyResult(update, hubRef, reply.status, reply.note, "");
     }
     if (!/^[0-9a-f]{40}$/.test(update.newOid)) return fail(refuse("rpc.malformed", `${update.newOid} is not an object name`));
@@ -213,6 +219,17 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     if (!update.force && currentSeen !== undefined && !(await isAncestor(src.repo, q, currentSeen, update.newOid))) {
       return fail(refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`));
     }
+    // What git would refuse inside the effect is refused here, before the intent (§15: unknown
+    // is only for an effect that may or may not have happened): a path git's verify_path
+    // refuses, a new ref that cannot live beside the refs that exist.
+    for (const path of paths) {
+      const problem = gitPathProblem(path);
+      if (problem !== undefined) return fail(refuse("git.path", `${JSON.stringify(path)}: ${problem}`));
+    }
+    if (currentHub === undefined) {
+      const conflict = refConflict(hubRef, (await listRefs(ctx.team.hub, ["refs/"])).map((r) => r.name));
+      if (conflict !== undefined) return fail(refuse("git.ref-name", conflict));
+    }
     // No changed path (a branch made at a commit the hub has): no content is written.
     const kernel = paths.length === 0 ? undefined : { capability: "write", effect: { paths } };
     const reply = await deps.pipeline.act(
@@ -232,9 +249,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           ],
         },
       },
-      async () => {
+      async () => refusedOutcome(hubRef, async () => {
         if (src.mirror === undefined) {
-          await migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? "");
+          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? ""));
           return { result: "done", reply: new TextEncoder().encode(update.newOid) };
         }
         // A bounded seat: its commits are replayed onto the real base as new hub commits.
@@ -242,11 +259,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
           const tip = commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out)).tip;
           if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
-          await migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? "");
+          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? ""));
           const seen = await mirror.syncRef(hubRef, tip);
           return { result: "done", reply: new TextEncoder().encode(seen ?? "") };
         });
-      },
+      }),
     ).catch(async (error: unknown) => {
       if (error instanceof ReplayRefused) return fail(refuse("push.bounded-merge", error.reason));
       if (error instanceof RefMoved) return fail(refuse("push.stale", `${hubRef} moved while this push ran; fetch and push again`));
@@ -263,9 +280,28 @@ function runFields(run: { readonly run: string; readonly home: string } | undefi
   return run === undefined ? [] : [{ key: "run", value: run.run }, { key: "home", value: run.home }];
 }
 
+/**
+ * An effect whose input git refuses deterministically, or whose ref lost a race, is a refused
+ * outcome naming its rule (`<rule>: <reason>`) — nothing moved, so it is never unknown (§15).
+ * Anything else the effect throws is left to the ledger: it may or may not have happened.
+ */
+async function refusedOutcome(hubRef: string, effect: () => Promise<EffectResult>): Promise<EffectResult> {
+  try {
+    return await effect();
+  } catch (error) {
+    if (error instanceof RefMoved) return { result: "refused", note: `push.stale: ${hubRef} moved while this push ran; fetch and push again` };
+    if (error instanceof RefBusy) return { result: "refused", note: `git.ref-busy: ${error.message}; push again` };
+    if (error instanceof RefConflict) return { result: "refused", note: `git.ref-name: ${error.message}` };
+    if (error instanceof ReplayRefused) return { result: "refused", note: `push.bounded-merge: ${error.reason}` };
+    throw error;
+  }
+}
+
 function replyResult(update: RefUpdate, hubRef: string, status: "done" | "refused" | "unknown", note: string, oid: string): RefResultInit {
   if (status === "done") return { ref: update.ref, hubRef, ok: true, oid };
-  return { ref: update.ref, hubRef, ok: false, rule: status === "unknown" ? "ledger.unknown-outcome" : "push.pack", reason: note || `the push's outcome is ${status}` };
+  if (status === "unknown") return { ref: update.ref, hubRef, ok: false, rule: "ledger.unknown-outcome", reason: note || "the push's outcome is unknown" };
+  const named = noteRule(note);
+  return { ref: update.ref, hubRef, ok: false, rule: named?.rule ?? "push.pack", reason: named?.reason ?? (note || `the push's outcome is ${status}`) };
 }
 
 /** Is `oid` a commit reachable from what the seat was served? */

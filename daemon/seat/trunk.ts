@@ -2,10 +2,12 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { TrunkActSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { normalizeBranch, refuse, type KernelFacts, type Refusal } from "../../src/kernel/index.js";
+import { noteRule } from "../../src/kernel/rules.js";
 import { fromHex } from "../../src/ledger/index.js";
 import { git } from "../../src/effects/git.js";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
+import { RefBusy } from "../../src/effects/ref-lock.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
 /**
@@ -90,7 +92,10 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
   function unsettled(status: "done" | "refused" | "unknown", note: string, resolution?: { readonly decision: string }): Refusal | undefined {
     if (status === "done") return undefined;
     if (status === "unknown" && (resolution?.decision === "resolved-done" || resolution?.decision === "accept-done")) return undefined;
-    return refuse(status === "unknown" ? "ledger.unknown-outcome" : "trunk.moved", note || `the act's outcome is ${status}`);
+    if (status === "unknown") return refuse("ledger.unknown-outcome", note || "the act's outcome is unknown");
+    // A refusal the effect met names its rule in the note (`git.ref-busy: …`); a moved ref is trunk.moved.
+    const named = noteRule(note);
+    return named !== undefined ? refuse(named.rule, named.reason) : refuse("trunk.moved", note || `the act's outcome is ${status}`);
   }
 
   /** The act's own outcome: a refusal it records already (refused, unknown) is not recorded twice. */
@@ -160,6 +165,8 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
           } catch (error) {
             // The trunk or the branch moved after the decision: nothing changed, the pass stays.
             if (error instanceof RefMoved) return { result: "refused", note: `${error.message}; the change is no longer the one decided on: review it again` };
+            // A lock another update held through every retry: nothing moved — refused, never unknown (§15).
+            if (error instanceof RefBusy) return { result: "refused", note: `git.ref-busy: ${error.message}; merge again` };
             throw error;
           }
         },

@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appliedTeam } from "../support/applied-team.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * Unknown means unknown (issue 20, findings 5 and 6), attacked from inside a real seat started
+ * by `teamd start` through a real daemon, hub and ledger. Row proved (docs/enforcement.md):
+ * "Unknown means unknown (§15; issue 20, findings 5 and 6's first and last items): a seat cannot
+ * forge an unknown outcome — which blocks its target and tells the owner — with input git would
+ * refuse". A push naming malformed refs and a file write of a path git refuses (an HFS+ or NTFS
+ * alias of `.git`) are refused before any intent, each refusal recorded with its rule, with no
+ * unknown outcome, no notice of one and no blocked branch. Before the fix the NTFS aliases and
+ * the malformed refs were each an intent, an unknown outcome and a notice, and the HFS+ aliases
+ * were written (§15, §3).
+ *
+ * Each attack has its control beside it: a well-formed push and a plain file write from the
+ * same seat land; the checks are on the hub and the ledger, never only on what the seat was told.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const TEAM_FILE = teamFile(`  w1:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+`);
+
+interface LogRecord {
+  seq: number;
+  type: string;
+  action: string;
+  actor?: string;
+  target?: string;
+  result?: string;
+  [key: string]: unknown;
+}
+
+/** Destinations git's check-ref-format refuses (each lands under seat/w1/, still refused), and two that collide with a ref that exists. */
+const MALFORMED = [
+  "refs/heads/a..b",
+  "refs/heads/sp ace",
+  "refs/heads/ti~lde",
+  "refs/heads/ca^ret",
+  "refs/heads/co:lon",
+  "refs/heads/q?mark",
+  "refs/heads/st*r",
+  "refs/heads/br[acket",
+  "refs/heads/back\\slash",
+  "refs/heads/ctl\u0001x",
+  "refs/heads/tab\tx",
+  "refs/heads/del\u007fx",
+  "refs/heads/end.",
+  "refs/heads/.dot",
+  "refs/heads/x.lock",
+  "refs/heads/a.lock/b",
+  "refs/heads/at@{1}",
+  "refs/heads/dbl//slash",
+  "refs/heads/seat/w1/",
+  "refs/heads/seat/w1/.hidden",
+  `refs/heads/${"x".repeat(300)}`,
+  // seat/w1/ok/leaf exists (the control below pushes it first): neither its folder nor a ref under it can be made.
+  "refs/heads/ok",
+  "refs/heads/ok/leaf/deeper",
+];
+
+describe.runIf(process.platform === "linux")("unknown means unknown: a seat cannot forge unknown outcomes with input git refuses", () => {
+  let h: TeamdHarness;
+
+  const hubRefs = () => h.hubGit("for-each-ref", "--format=%(refname)").split("\n").filter(Boolean);
+  const hubRef = (ref: string) => {
+    try {
+      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
+    } catch {
+      return undefined;
+    }
+  };
+  /** Records after `since`: the unknown outcomes, the notices, the refusals with each rule. */
+  async function since(seq: number) {
+    const log = (await h.records<LogRecord>()).filter((r) => r.seq > seq);
+    return {
+      log,
+      intents: log.filter((r) => r.type === "intent"),
+      unknown: log.filter((r) => r.type === "outcome" && r.result !== "done" && r.result !== "refused"),
+      // Every notice but the owner's own `teamd exec` (each attack runs through one).
+      notices: log.filter((r) => r.type === "notice" && r.action !== "seat.exec"),
+      refusals: (rule: string) => log.filter((r) => r.type === "refusal" && JSON.stringify(r).includes(rule)),
+    };
+  }
+  const lastSeq = async () => Math.max(0, ...(await h.records<LogRecord>()).map((r) => r.seq));
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-unknown-outcomes-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n" });
+    await h.ok(["start", "--team", "proj"]);
+  }, 120_000);
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  it("one push naming many malformed refs is refused ref by ref before any intent: no unknown outcome, no notice, no blocked branch", async () => {
+    // Control first: a well-formed push from the same seat lands (and makes seat/w1/ok/leaf, which two names below collide with).
+    const control = await h.inSeat("w1", "echo ok > src/ok.txt && git add -A && git commit -qm ok && git push teamd HEAD:ok/leaf 2>&1");
+    expect(control.code, control.stdout + control.stderr).toBe(0);
+    const tip = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
+    expect(hubRef("refs/heads/seat/w1/ok/leaf")).toBe(tip);
+
+    const before = hubRefs();
+    const seq = await lastSeq();
+    // The attack: git-remote-teamd spoken to by hand (git itself would not send these names), one push of every name.
+    const protocol = ["list for-push", ...MALFORMED.map((ref) => `push HEAD:${ref}`), "", ""].join("\n");
+    const attack = await h.inSeat("w1", `echo ${Buffer.from(protocol).toString("base64")} | base64 -d | git-remote-teamd teamd teamd::seat 2>&1`);
+    const answers = attack.stdout.split("\n").filter((line) => line.startsWith("ok ") || line.startsWith("error "));
+    expect(answers, attack.stdout + attack.stderr).toHaveLength(MALFORMED.length);
+    for (const answer of answers) expect(answer, attack.stdout).toMatch(/^error .* teamd: git\.ref-name: /);
+
+    expect(hubRefs()).toEqual(before);
+    const after = await since(seq);
+    expect(after.intents, JSON.stringify(after.intents)).toEqual([]);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+    expect(after.refusals("git.ref-name")).toHaveLength(MALFORMED.length);
+
+    // No branch is blocked: the seat's next push, to its existing branch and a new one, lands.
+    const next = await h.inSeat("w1", "echo next > src/next.txt && git add -A && git commit -qm next && git push teamd HEAD:ok/leaf 2>&1 && git push teamd HEAD:fresh 2>&1");
+    expect(next.code, next.stdout + next.stderr).toBe(0);
+    const nextTip = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
+    expect(hubRef("refs/heads/seat/w1/ok/leaf")).toBe(nextTip);
+    expect(hubRef("refs/heads/seat/w1/fresh")).toBe(nextTip);
+  });
+
+  it("two pushes of the seat racing to one new branch: one lands, the other is refused — never an unknown outcome", async () => {
+    const seq = await lastSeq();
+    const rounds = 4;
+    const script = Array.from({ length: rounds }, (_, i) =>
+      [
+        `git checkout -q -B ra${i} $base && echo a${i} > src/ra${i}.txt && git add -A && git commit -qm ra${i}`,
+        `git checkout -q -B rb${i} $base && echo b${i} > src/rb${i}.txt && git add -A && git commit -qm rb${i}`,
+        `(git push teamd ra${i}:race${i} >/tmp/ra${i}.out 2>&1 & git push teamd rb${i}:race${i} >/tmp/rb${i}.out 2>&1 & wait)`,
+      ].join(" && "),
+    ).join(" && ");
+    const raced = await h.inSeat("w1", `base=$(git rev-parse HEAD) && back=$(git symbolic-ref -q --short HEAD) && ${script}; git checkout -q "$back"; cat /tmp/r[ab]*.out`);
+    expect(raced.code, raced.stdout + raced.stderr).toBe(0);
+    for (let i = 0; i < rounds; i++) {
+      const landed = hubRef(`refs/heads/seat/w1/race${i}`);
+      expect(landed, raced.stdout).toBeDefined();
+    }
+    const after = await since(seq);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+  });
+
+  /** `.git` as HFS+ and NTFS see it, inside the seat's write scope; and other paths git's verify_path refuses. */
+  const ALIASES = ["src/.g\u200cit/config", "src/\ufeff.GIT/hooks/post-checkout", "src/git~1/config", "src/.git./config", "src/.git::$INDEX_ALLOCATION/config", "src/.gIt /config"];
+
+  it.each(ALIASES)("a file write of %j, an alias of .git, is refused before any intent", async (path) => {
+    const seq = await lastSeq();
+    const before = hubRefs();
+    const written = await h.sh("w1", `printf 'evil' | teamd-shim file write "$(printf '%s' ${JSON.stringify(Buffer.from(path).toString("base64"))} | base64 -d)" --branch aliases`);
+    expect(written.code, written.stdout + written.stderr).toBe(3);
+    expect(written.stdout + written.stderr).toMatch(/git\.path/);
+    expect(hubRefs()).toEqual(before);
+    expect(hubRef("refs/heads/seat/w1/aliases")).toBeUndefined();
+    const after = await since(seq);
+    expect(after.intents, JSON.stringify(after.intents)).toEqual([]);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+    expect(after.refusals("git.path")).toHaveLength(1);
+  });
+
+  it("a file write naming a branch git refuses, or a message git cannot take, is refused before any intent", async () => {
+    const seq = await lastSeq();
+    const badBranch = await h.sh("w1", "printf 'x' | teamd-shim file write src/b.txt --branch 'a..b'");
+    expect(badBranch.code, badBranch.stdout + badBranch.stderr).toBe(3);
+    expect(badBranch.stdout + badBranch.stderr).toMatch(/git\.ref-name/);
+    const collides = await h.sh("w1", "printf 'x' | teamd-shim file write src/b.txt --branch ok");
+    expect(collides.code, collides.stdout + collides.stderr).toBe(3);
+    expect(collides.stdout + collides.stderr).toMatch(/git\.ref-name/);
+    const after = await since(seq);
+    expect(after.intents, JSON.stringify(after.intents)).toEqual([]);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+  });
+
+  it("control: a plain path in the write scope is written, on the same branch the aliases aimed at", async () => {
+    const written = await h.sh("w1", "printf 'plain' | teamd-shim file write src/.gitx/plain.txt --branch aliases --json");
+    expect(written.code, written.stdout + written.stderr).toBe(0);
+    const commit = (JSON.parse(written.stdout) as { commit: string }).commit;
+    expect(hubRef("refs/heads/seat/w1/aliases")).toBe(commit);
+    expect(h.hubGit("show", `${commit}:src/.gitx/plain.txt`)).toBe("plain");
+  });
+});
