@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { PushHeader, PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, type Refusal } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
@@ -9,8 +9,11 @@ import type { EffectResult } from "../../src/ledger/index.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitSucceeds } from "../../src/effects/git.js";
-import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+import { changedPaths, DEFAULT_PACK_BOUNDS, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
+import { seatStorage } from "../../src/effects/git-storage.js";
+import type { ContainedGitLimits } from "../../src/effects/contained-git.js";
+import type { PackBounds } from "../../src/effects/pack-scan.js";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
 import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -33,6 +36,67 @@ import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
  */
 export const MAX_PACK_BYTES = 256 * 1024 * 1024;
 
+/**
+ * What the daemon's git work for one seat is held to (DESIGN.md "The daemon never works for a
+ * seat unbounded"); each crossing is refused with its own rule, recorded, before the work.
+ * - `concurrent`: fetches and pushes of the seat running at once (`git.concurrent`): each is a
+ *   few contained processes that live as long as the seat leaves its stream unread;
+ * - `refUpdates`: ref updates one push may name (`push.ref-updates`);
+ * - `refs`, `bytes`, `objects`: the seat's storage quota in the hub (`push.quota`) — the refs
+ *   of its namespace, and the objects only its branches reach (what it holds there now: a
+ *   merged or deleted branch frees its share) plus the pack being pushed;
+ * - `pack`: what one pack may declare, read before git sees it (pack-scan.ts).
+ */
+export interface SeatGitBounds {
+  readonly concurrent: number;
+  readonly refUpdates: number;
+  readonly refs: number;
+  readonly bytes: number;
+  readonly objects: number;
+  readonly pack: PackBounds;
+}
+
+export const SEAT_GIT_BOUNDS: SeatGitBounds = Object.freeze({
+  concurrent: 4,
+  refUpdates: 32,
+  refs: 512,
+  bytes: 2 * 1024 * 1024 * 1024,
+  objects: 1_000_000,
+  pack: DEFAULT_PACK_BOUNDS,
+});
+
+const BOUND_KEYS: Readonly<Record<string, (b: SeatGitBounds, n: number) => SeatGitBounds>> = Object.freeze({
+  concurrent: (b, n) => ({ ...b, concurrent: n }),
+  "ref-updates": (b, n) => ({ ...b, refUpdates: n }),
+  refs: (b, n) => ({ ...b, refs: n }),
+  bytes: (b, n) => ({ ...b, bytes: n }),
+  objects: (b, n) => ({ ...b, objects: n }),
+  "pack-objects": (b, n) => ({ ...b, pack: { ...b.pack, maxObjects: n } }),
+  "object-bytes": (b, n) => ({ ...b, pack: { ...b.pack, maxObjectBytes: n } }),
+  "pack-expand-bytes": (b, n) => ({ ...b, pack: { ...b.pack, maxTotalBytes: n } }),
+});
+
+/**
+ * The owner's setting of the bounds (`teamd serve` reads TEAMD_SEAT_GIT_BOUNDS):
+ * `key=N,key=N` over concurrent, ref-updates, refs, bytes, objects, pack-objects,
+ * object-bytes, pack-expand-bytes; unnamed keys keep their defaults. Anything else throws
+ * (the daemon does not start on a setting it cannot read).
+ */
+export function parseSeatGitBounds(text: string | undefined): SeatGitBounds {
+  let bounds = SEAT_GIT_BOUNDS;
+  if (text === undefined || text.trim() === "") return bounds;
+  for (const item of text.split(",")) {
+    const match = /^\s*([a-z-]+)=(\d+)\s*$/.exec(item);
+    const set = match === null ? undefined : Object.prototype.hasOwnProperty.call(BOUND_KEYS, match[1] as string) ? BOUND_KEYS[match[1] as string] : undefined;
+    const n = match === null ? NaN : Number(match[2]);
+    if (match === null || set === undefined || !Number.isSafeInteger(n) || n < 1) {
+      throw new Error(`TEAMD_SEAT_GIT_BOUNDS: '${item}' is not KEY=N (N at least 1) with KEY one of ${Object.keys(BOUND_KEYS).join(", ")}`);
+    }
+    bounds = set(bounds, n);
+  }
+  return Object.freeze(bounds);
+}
+
 type RefResultInit = MessageInitShape<typeof RefResultSchema>;
 
 export interface SeatGit {
@@ -48,6 +112,10 @@ export interface SeatGitDeps {
   runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
   /** A fresh unique id (the composition root's): names a bounded push's replay folder. */
   readonly newId: () => string;
+  /** Default SEAT_GIT_BOUNDS. */
+  readonly bounds?: SeatGitBounds;
+  /** The `cgroup.procs` files of the seat's own cgroups while it runs with them: contained git run for it joins them. */
+  seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
 }
 
 /** Where a seat reads from: the hub itself, or its filtered mirror. */
@@ -58,6 +126,41 @@ interface Source {
 
 export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const work = gitWorkDir(deps.home);
+  const bounds = deps.bounds ?? SEAT_GIT_BOUNDS;
+  /** Fetches and pushes running now, by seat. */
+  const running = new Map<string, number>();
+
+  /** Take one of the seat's concurrent git slots, or a recorded refusal thrown; the release is idempotent. */
+  async function slot(ctx: SeatContext, action: string): Promise<() => void> {
+    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const now = running.get(key) ?? 0;
+    if (now >= bounds.concurrent) {
+      throw await deps.pipeline.refuse(ctx, refuse("git.concurrent", `${now} fetches and pushes of yours are running (at most ${bounds.concurrent}); finish or close one first`), action);
+    }
+    running.set(key, now + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (running.get(key) ?? 1) - 1;
+      if (left <= 0) running.delete(key);
+      else running.set(key, left);
+    };
+  }
+
+  /**
+   * Contained git for the seat runs in the seat's own cgroups (its memory and pids count
+   * against the seat); without them, under the seat's memory limit as an rlimit per process.
+   * Not its process limit as RLIMIT_NPROC: that counts every process of the daemon's uid (and
+   * root ignores it), so the process bound is `concurrent` runs of a few processes each.
+   */
+  async function limitsFor(ctx: SeatContext): Promise<{ limits: ContainedGitLimits } | Record<string, never>> {
+    const cgroupProcs = (await deps.seatCgroups?.(ctx.identity)) ?? [];
+    if (cgroupProcs.length > 0) return { limits: { cgroupProcs } };
+    const limits = ctx.seat.start?.limits;
+    if (limits === undefined || limits === "none" || limits.memoryBytes === undefined) return {};
+    return { limits: { memoryBytes: limits.memoryBytes } };
+  }
 
   async function trunkOf(hub: string): Promise<string> {
     const head = await git(["symbolic-ref", "HEAD"], { gitDir: hub });
@@ -92,15 +195,21 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
 
     async *fetch(identity, wants, haves) {
       const ctx = await deps.pipeline.context(identity, "git.fetch");
-      const src = await source(ctx);
-      const { refs } = await visibleRefs(ctx, src);
-      const tips = new Set(refs.map((r) => r.oid));
-      for (const want of wants) {
-        if (!tips.has(want)) {
-          throw await deps.pipeline.refuse(ctx, refuse("fetch.ref", `${want} is not the tip of a ref you may fetch (it moved, or it is not yours to read); run git fetch teamd again`), "git.fetch");
+      // Held until the stream ends or the seat goes away (the RPC edge returns this generator).
+      const release = await slot(ctx, "git.fetch");
+      try {
+        const src = await source(ctx);
+        const { refs } = await visibleRefs(ctx, src);
+        const tips = new Set(refs.map((r) => r.oid));
+        for (const want of wants) {
+          if (!tips.has(want)) {
+            throw await deps.pipeline.refuse(ctx, refuse("fetch.ref", `${want} is not the tip of a ref you may fetch (it moved, or it is not yours to read); run git fetch teamd again`), "git.fetch");
+          }
         }
+        yield* servePack(src.repo, wants, haves, await limitsFor(ctx));
+      } finally {
+        release();
       }
-      yield* servePack(src.repo, wants, haves);
     },
 
     async push(identity, parts) {
@@ -112,6 +221,20 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push starts with its header (request id and ref updates)"), "git.push");
       }
       const header = first.value.part.value;
+      if (header.updates.length > bounds.refUpdates) {
+        throw await deps.pipeline.refuse(ctx, refuse("push.ref-updates", `the push names ${header.updates.length} ref updates; one push may make at most ${bounds.refUpdates} (push in smaller steps)`), "git.push");
+      }
+      const release = await slot(ctx, "git.push");
+      try {
+        return await pushWith(ctx, header, iterator);
+      } finally {
+        release();
+      }
+    },
+  };
+
+  async function pushWith(ctx: SeatContext, header: PushHeader, iterator: AsyncIterator<PushRequest>): Promise<MessageInitShape<typeof PushResponseSchema>> {
+    {
       const src = await source(ctx);
       const trunk = await trunkOf(ctx.team.hub);
       const results: RefResultInit[] = [];
@@ -126,6 +249,13 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       if (header.packBytes > BigInt(MAX_PACK_BYTES)) {
         throw await deps.pipeline.refuse(ctx, refuse("push.pack", `the pack is ${header.packBytes} bytes; a push may carry at most ${MAX_PACK_BYTES / 1024 / 1024} MiB (push in smaller steps)`), "git.push");
       }
+      // The seat's storage quota, before its pack is taken in: what only its branches hold now, and this pack.
+      const limits = await limitsFor(ctx);
+      const storage = await seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, limits);
+      const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
+      const quota = (what: string) => deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "git.push");
+      if (storage.refs + creates > bounds.refs) throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
+      if (storage.bytes + Number(header.packBytes) > bounds.bytes) throw await quota(`your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`);
       const digest = createHash("sha256");
       async function* pack(): AsyncIterable<Uint8Array> {
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
@@ -139,10 +269,14 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         if (header.packBytes > 0n && accepted.some((a) => a.update.newOid !== "")) {
           await prepareQuarantineRoot(work.quarantine);
           try {
-            quarantine = await receivePack(src.repo, pack(), { quarantineRoot: work.quarantine, maxBytes: MAX_PACK_BYTES });
+            // At most the size the header declared (and the quota counted): a pack longer than it is refused.
+            quarantine = await receivePack(src.repo, pack(), { quarantineRoot: work.quarantine, maxBytes: Number(header.packBytes), bounds: bounds.pack, ...limits });
           } catch (error) {
             if (!(error instanceof PackRejected)) throw error;
-            throw await deps.pipeline.refuse(ctx, refuse("push.pack", `${error.reason}; nothing reached the hub`), "git.push");
+            throw await deps.pipeline.refuse(ctx, refuse(error.rule, `${error.reason}; nothing reached the hub`), "git.push");
+          }
+          if (quarantine.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects) {
+            throw await quota(`your branches hold ${storage.objects} objects in the hub and this pack carries ${quarantine.pack.objects}; a seat may hold at most ${bounds.objects}`);
           }
         } else {
           // Drain what was sent so the call completes; a push with nothing to receive ignores it.
@@ -160,8 +294,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       }
       const ordered = header.updates.map((u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" });
       return { results: ordered };
-    },
-  };
+    }
+  }
 
   async function pushOne(
     ctx: SeatContext,

@@ -19,9 +19,10 @@ import { createNoticeService } from "./notices.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "../lifecycle/manager.js";
+import { seatCgroupProcs } from "../lifecycle/cgroup.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { createSeatPipeline, type RefusalBudget } from "../seat/pipeline.js";
-import { createSeatGit } from "../seat/git.js";
+import { createSeatGit, parseSeatGitBounds } from "../seat/git.js";
 import { createSeatFiles } from "../seat/files.js";
 import { createSeatTrunk } from "../seat/trunk.js";
 import { createSeatDeploy } from "../seat/deploy.js";
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   readonly crashInDeploy?: boolean;
   /** Each seat's refusal budget (default DEFAULT_REFUSAL_BUDGET in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE). */
   readonly refusalBudget?: RefusalBudget;
+  /** The owner's bounds on a seat's git work, as `teamd serve` reads them from TEAMD_SEAT_GIT_BOUNDS (parseSeatGitBounds in daemon/seat/git.ts); unset, the defaults. */
+  readonly seatGitBounds?: string;
 }
 
 export interface Daemon {
@@ -112,6 +115,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
     // The seat_stop record carries `why`, and its notice tells the owner once (notices.ts).
     seats?.halt(identity.team, identity.seat, why).catch((error: unknown) => log(`seat ${identity.seat} (team ${identity.team}): the halt failed: ${String(error)}`));
   };
+  // Read at creation: a setting the daemon cannot read stops it before it serves a seat.
+  const seatGitBounds = parseSeatGitBounds(options.seatGitBounds);
+  // The running seat's own cgroups (found from its init): contained git for the seat joins them.
+  const seatCgroups = async (identity: SeatIdentity) => {
+    const view = seats?.list().find((v) => v.team === identity.team && v.seat === identity.seat);
+    return view === undefined || view.initPid <= 0 ? undefined : seatCgroupProcs(home, identity.team, identity.seat, view.initPid);
+  };
   const pipeline = createSeatPipeline({ ledger: () => ledger, clock: now, onRefusalBudget: haltForBudget, ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}) });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.
@@ -124,7 +134,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const seatDeps = {
     daemonInstance: instance,
     pipeline,
-    git: createSeatGit({ home, pipeline, runs, newId }),
+    git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
     files: createSeatFiles({ home, pipeline, newId }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases({ pipeline, newId }),

@@ -23,7 +23,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
-  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}), ...(refusalBudget ? { refusalBudget } : {}) });
+  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}), ...(refusalBudget ? { refusalBudget } : {}), ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}) });
   await daemon.start();
 
   let stopping = false;

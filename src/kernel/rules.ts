@@ -442,6 +442,27 @@ export const RULES = {
     section: "§3",
     summary: "a seat fetches only the trunk, its own seat/<name>/ branches and the branches it holds review or gate over",
   },
+  // Bounds on the daemon's work for a seat (issue 20, DESIGN.md "The daemon never works for a seat unbounded").
+  "push.pack-objects": {
+    section: "§11",
+    summary: "the pushed pack declares more objects than one push may carry; it is refused before git reads it",
+  },
+  "push.object-size": {
+    section: "§11",
+    summary: "an object of the pushed pack (or a delta's result, or all of them together) declares more bytes than a push may expand to; refused before git reads it",
+  },
+  "push.ref-updates": {
+    section: "§11",
+    summary: "the push names more ref updates than one push may make; push in smaller steps",
+  },
+  "push.quota": {
+    section: "§11",
+    summary: "the seat's branches in the hub would hold more refs or more pushed bytes than its storage quota; delete branches it no longer needs",
+  },
+  "git.concurrent": {
+    section: "§11",
+    summary: "the seat has as many fetches and pushes running as it may; one finishes before the next starts",
+  },
   "trunk.ref": {
     section: "§3",
     summary: "the branch or trunk a trunk act names does not exist in the hub (name it as the hub does: seat/<name>/<branch>)",
