@@ -1,0 +1,312 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { appliedTeam } from "../support/applied-team.js";
+import { BOMB_SCRIPT } from "../support/pack-bomb.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * The daemon's git work for a seat is bounded (issue 20, finding 2 and the quota of finding
+ * 6), attacked from inside a real seat started by `teamd start` through a real daemon, hub and
+ * ledger. Rows proved (docs/enforcement.md): "Resource limits (§11): daemon-side git work a
+ * seat causes" — a delta bomb (a few KB declaring a 1 GiB blob) is refused before index-pack
+ * and never reaches the hub; unread fetch streams hold at most the seat's bound of host
+ * processes, run inside the seat's own cgroups where it has them (root); pushes past the seat's
+ * storage quota (refs, bytes) or naming more ref updates than a push may make are refused.
+ *
+ * Each attack has its control: the same crafted delta under the bound lands; one unread stream
+ * does hold host processes (the count is real); the push under the quota lands, and deleting a
+ * branch frees its share. Checks are on the hub, the ledger and /proc on the host.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const TEAM_FILE = teamFile(`  w1:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+      limits:
+        memory: 2G
+        processes: 1024
+`);
+
+/** The quota this daemon runs with (TEAMD_SEAT_GIT_BOUNDS): four refs, 3 MiB only the seat's branches hold. */
+const QUOTA_REFS = 4;
+const QUOTA_BYTES = 3 * 1024 * 1024;
+/** The default bound on a seat's concurrent fetches and pushes (SEAT_GIT_BOUNDS in daemon/seat/git.ts). */
+const CONCURRENT = 4;
+
+interface LogRecord {
+  type: string;
+  action: string;
+  [key: string]: unknown;
+}
+
+/** The host's processes: parent and command line, by pid. */
+function hostProcesses(): Map<number, { ppid: number; argv: string[] }> {
+  const out = new Map<number, { ppid: number; argv: string[] }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      out.set(Number(entry), { ppid, argv });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * The host processes serving fetches for the daemon `daemonPid`: each `git pack-objects` the
+ * daemon runs and every process on the way to it from the daemon (the launch chain, bwrap,
+ * its init), counted once by pid.
+ */
+function fetchProcesses(daemonPid: number): { packObjects: number; processes: number; cgroups: string[] } {
+  const procs = hostProcesses();
+  const counted = new Set<number>();
+  let packObjects = 0;
+  const cgroups: string[] = [];
+  for (const [pid, p] of procs) {
+    // git itself (not the launch chain or bwrap, whose arguments name it too).
+    if (p.argv[0]?.split("/").pop() !== "git" || !p.argv.includes("pack-objects")) continue;
+    const chain: number[] = [];
+    let at: number | undefined = pid;
+    while (at !== undefined && at > 1 && at !== daemonPid) {
+      chain.push(at);
+      at = procs.get(at)?.ppid;
+    }
+    if (at !== daemonPid) continue; // not the daemon's (the seat's own git runs under the seat's init, not this chain)
+    packObjects += 1;
+    for (const c of chain) counted.add(c);
+    cgroups.push(readFileSync(`/proc/${pid}/cgroup`, "utf8"));
+  }
+  return { packObjects, processes: counted.size, cgroups };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git work for a seat is bounded", () => {
+  let h: TeamdHarness;
+  let start: string;
+
+  const hubRef = (ref: string) => {
+    try {
+      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
+    } catch {
+      return undefined;
+    }
+  };
+  const hubHas = (oid: string) => {
+    try {
+      h.hubGit("cat-file", "-e", oid);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const refusals = async (rule: string) => (await h.records<LogRecord>()).filter((r) => r.type === "refusal" && JSON.stringify(r).includes(`"${rule}"`)).length;
+
+  beforeAll(async () => {
+    // A trunk file large enough that a fetch of it outlasts every buffer between git and the seat.
+    const big = randomBytes(9 * 1024 * 1024).toString("base64");
+    h = await appliedTeam("teamd-git-bounds-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n", "big.txt": big }, { daemonEnv: { TEAMD_SEAT_GIT_BOUNDS: `refs=${QUOTA_REFS},bytes=${QUOTA_BYTES}` } });
+    await h.ok(["start", "--team", "proj"]);
+    start = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
+    expect(start).toMatch(/^[0-9a-f]{40}$/);
+  }, 180_000);
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  /**
+   * A commit whose tree names the bomb's blob (by the id the bomb will produce, never held
+   * whole), and a `git` first on the helper's PATH whose pack-objects sends the crafted pack:
+   * the commit, its two trees, a 64 KiB zero blob and one delta against it declaring RESULT.
+   */
+  const bombPush = (result: number, branch: string) =>
+    [
+      "cat > /tmp/bomb.cjs <<'EOS'",
+      BOMB_SCRIPT,
+      "EOS",
+      `git checkout -q --detach ${start}`,
+      `blob=$(node /tmp/bomb.cjs id ${result})`,
+      "git update-index --add --cacheinfo 100644,$blob,src/bomb.bin",
+      "tree=$(git write-tree --missing-ok)",
+      `commit=$(git commit-tree $tree -p ${start} -m bomb)`,
+      "git reset -q",
+      `git update-ref refs/heads/${branch} $commit`,
+      "mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'",
+      "#!/bin/sh",
+      'if [ "$1" = pack-objects ]; then',
+      `  exec node /tmp/bomb.cjs pack ${result} $(/usr/bin/git rev-parse refs/heads/${branch} refs/heads/${branch}^{tree} refs/heads/${branch}:src)`,
+      "fi",
+      'exec /usr/bin/git "$@"',
+      "EOS",
+      "chmod +x /tmp/evil/git",
+      "echo blob=$blob",
+      `printf 'push refs/heads/${branch}:refs/heads/${branch}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+    ].join("\n");
+
+  it("refuses a few-KB delta bomb declaring a 1 GiB blob before index-pack; the hub never gets it", async () => {
+    const before = await refusals("push.object-size");
+    const attack = await h.inSeat("w1", bombPush(1 << 30, "bomb"));
+    const blob = /blob=([0-9a-f]{40})/.exec(attack.stdout)?.[1];
+    expect(blob, attack.stdout + attack.stderr).toBeDefined();
+    expect(attack.stdout).toMatch(/^error refs\/heads\/bomb teamd: push\.object-size/m);
+    expect(hubRef("refs/heads/seat/w1/bomb")).toBeUndefined();
+    expect(hubHas(blob as string)).toBe(false);
+    expect(await refusals("push.object-size")).toBeGreaterThan(before);
+  }, 120_000);
+
+  it("control: the same crafted delta under the bound (1 MiB) lands, blob and branch", async () => {
+    const control = await h.inSeat("w1", bombPush(1 << 20, "bomb-small"));
+    const blob = /blob=([0-9a-f]{40})/.exec(control.stdout)?.[1];
+    expect(control.stdout, control.stdout + control.stderr).toMatch(/^ok refs\/heads\/bomb-small/m);
+    expect(hubRef("refs/heads/seat/w1/bomb-small")).toBeDefined();
+    expect(hubHas(blob as string)).toBe(true);
+    expect(h.hubGit("cat-file", "-s", blob as string)).toBe(String(1 << 20));
+    // Free the ref for the quota below.
+    const deleted = await h.inSeat("w1", "git push -q teamd --delete refs/heads/seat/w1/bomb-small 2>&1");
+    expect(deleted.code, deleted.stdout).toBe(0);
+  }, 120_000);
+
+  /**
+   * N fetch streams the seat never reads: a `git` first on the helper's PATH that lists no
+   * refs (so the fetch sends no haves) and whose index-pack neither reads nor exits, so the helper stops reading the daemon's stream and the daemon's
+   * pack-objects blocks on it, alive. Every pid the seat started is recorded and killed by pid.
+   */
+  const holdFetches = (n: number, seconds: number) =>
+    [
+      "mkdir -p /tmp/evil-fetch && cat > /tmp/evil-fetch/git <<'EOS'",
+      "#!/bin/sh",
+      // No haves (the seat "has nothing"), so the daemon packs the whole trunk.
+      'if [ "$1" = for-each-ref ]; then exit 0; fi',
+      'if [ "$1" = index-pack ]; then echo $$ >> /tmp/held-pids; exec sleep 120; fi',
+      'exec /usr/bin/git "$@"',
+      "EOS",
+      "chmod +x /tmp/evil-fetch/git && rm -f /tmp/held-pids /tmp/held-*.log",
+      `tip=$(git ls-remote teamd refs/heads/main | cut -f1)`,
+      `for i in $(seq ${n}); do`,
+      "  (printf 'fetch %s refs/heads/main\\n\\n' $tip | PATH=/tmp/evil-fetch:$PATH git-remote-teamd teamd teamd::seat > /tmp/held-$i.log 2>&1) &",
+      "  echo $! >> /tmp/held-pids",
+      "done",
+      `sleep ${seconds}`,
+      "cat /tmp/held-*.log",
+      "for p in $(cat /tmp/held-pids); do kill -9 $p 2>/dev/null; done; true",
+    ].join("\n");
+
+  /** Run `holdFetches` and sample the daemon's fetch processes from the host while it holds them; the largest sample. */
+  async function heldFetches(n: number): Promise<{ packObjects: number; processes: number; cgroups: string[]; output: string }> {
+    const daemonPid = h.daemon?.child.pid;
+    expect(daemonPid).toBeDefined();
+    const running = h.inSeat("w1", holdFetches(n, 12));
+    let most: { packObjects: number; processes: number; cgroups: string[] } = { packObjects: 0, processes: 0, cgroups: [] };
+    let done = false;
+    void running.finally(() => (done = true));
+    const until = Date.now() + 20_000;
+    while (!done && Date.now() < until) {
+      const now = fetchProcesses(daemonPid as number);
+      if (now.processes > most.processes) most = now;
+      await sleep(250);
+    }
+    const result = await running;
+    // The streams end with the seat's helpers: nothing of them is left on the host.
+    for (let i = 0; i < 40 && fetchProcesses(daemonPid as number).packObjects > 0; i++) await sleep(250);
+    return { ...most, output: result.stdout + result.stderr };
+  }
+
+  it("control: one unread fetch stream holds host processes of the daemon's (the count is real)", async () => {
+    const one = await heldFetches(1);
+    expect(one.packObjects, one.output).toBe(1);
+    expect(one.processes).toBeGreaterThanOrEqual(2);
+    // As root the seat has cgroups of its own (its limits), and the daemon's git for it runs in them.
+    if (asRoot) {
+      const status = await h.ok(["status", "--json"]);
+      expect(status).toMatch(/"cgroup":\s*"v[12]/);
+      for (const cgroup of one.cgroups) expect(cgroup, cgroup).toMatch(/\/teamd\/[0-9a-f]+\/proj\/w1-/);
+    }
+  }, 60_000);
+
+  it("bounds twelve unread fetch streams at the seat's bound of concurrent fetches; the rest are refused, not run", async () => {
+    const before = await refusals("git.concurrent");
+    const many = await heldFetches(12);
+    expect(many.packObjects, `${many.processes} host processes\n${many.output}`).toBeLessThanOrEqual(CONCURRENT);
+    // A few processes per fetch (launch chain, bwrap, its init, git), never one set per stream.
+    expect(many.processes).toBeLessThanOrEqual(CONCURRENT * 4);
+    // Streams past the bound were refused with the bound's rule (while the bound's worth were
+    // held), each on record. (A helper may also fail to connect at all when twelve start at once.)
+    const refused = many.output.split("\n").filter((line) => /git\.concurrent/.test(line)).length;
+    expect(refused, many.output).toBeGreaterThanOrEqual(1);
+    expect(await refusals("git.concurrent")).toBeGreaterThanOrEqual(before + refused);
+    // And the slots come back: an ordinary fetch works once the streams are gone.
+    const after = await h.inSeat("w1", "git fetch -q teamd 2>&1 && echo FETCHED");
+    expect(after.stdout).toContain("FETCHED");
+  }, 90_000);
+
+  it("refuses a push past the seat's byte quota; deleting a branch frees its share (control)", async () => {
+    const landed = await h.inSeat("w1", `git checkout -q --detach ${start} && head -c 2097152 /dev/urandom > src/q1.bin && git add src/q1.bin && git commit -qm q1 && git push teamd HEAD:refs/heads/q1 2>&1`);
+    expect(landed.code, landed.stdout).toBe(0); // under the quota: lands
+    expect(hubRef("refs/heads/seat/w1/q1")).toBeDefined();
+    const over = await h.inSeat("w1", `git checkout -q --detach ${start} && head -c 1572864 /dev/urandom > src/q2.bin && git add src/q2.bin && git commit -qm q2 && git push teamd HEAD:refs/heads/q2 2>&1`);
+    expect(over.code).not.toBe(0);
+    expect(over.stdout).toMatch(/push\.quota/);
+    expect(hubRef("refs/heads/seat/w1/q2")).toBeUndefined();
+    expect(await refusals("push.quota")).toBeGreaterThan(0);
+    // Control: with q1 deleted, the same push lands.
+    const freed = await h.inSeat("w1", "git push -q teamd --delete refs/heads/seat/w1/q1 2>&1 && git push teamd HEAD:refs/heads/q2 2>&1");
+    expect(freed.code, freed.stdout).toBe(0);
+    expect(hubRef("refs/heads/seat/w1/q2")).toBeDefined();
+  }, 120_000);
+
+  it("refuses a pack longer than the size its header declared (the size the quota counted)", async () => {
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    const body = randomBytes(2 * 1024 * 1024);
+    async function* parts() {
+      yield { part: { case: "header" as const, value: { requestId: "understated-1", updates: [{ ref: "refs/heads/understated", newOid: "a".repeat(40) }], packBytes: 1024n } } };
+      for (let at = 0; at < body.length; at += 64 * 1024) yield { part: { case: "data" as const, value: body.subarray(at, at + 64 * 1024) } };
+    }
+    try {
+      await expect(client.push(parts())).rejects.toMatchObject({ rule: "push.pack", reason: expect.stringMatching(/exceeds 1 KiB/) });
+    } finally {
+      client.close();
+    }
+    expect(hubRef("refs/heads/seat/w1/understated")).toBeUndefined();
+  }, 60_000);
+
+  it("refuses a push that would give the seat more branches than its quota; those under it land", async () => {
+    // q2 is one; three more reach the quota of four.
+    const under = await h.inSeat("w1", `git checkout -q --detach ${start} && git push teamd HEAD:refs/heads/r2 HEAD:refs/heads/r3 HEAD:refs/heads/r4 2>&1`);
+    expect(under.code, under.stdout).toBe(0);
+    for (const r of ["r2", "r3", "r4"]) expect(hubRef(`refs/heads/seat/w1/${r}`)).toBeDefined();
+    const over = await h.inSeat("w1", "git push teamd HEAD:refs/heads/r5 2>&1");
+    expect(over.code).not.toBe(0);
+    expect(over.stdout).toMatch(/push\.quota/);
+    expect(hubRef("refs/heads/seat/w1/r5")).toBeUndefined();
+  }, 120_000);
+
+  it("refuses a push naming more ref updates than one push may make, before any of them", async () => {
+    const before = await refusals("push.ref-updates");
+    // Deletions of the four branches it holds plus 29 new ones: 33 updates, one past the bound of 32.
+    const specs = [...["q2", "r2", "r3", "r4"].map((r) => `:refs/heads/seat/w1/${r}`), ...Array.from({ length: 29 }, (_, i) => `HEAD:refs/heads/u${i}`)].join(" ");
+    const attack = await h.inSeat("w1", `git push teamd ${specs} 2>&1`);
+    expect(attack.code).not.toBe(0);
+    expect(attack.stdout).toMatch(/push\.ref-updates/);
+    for (const r of ["q2", "r2", "r3", "r4"]) expect(hubRef(`refs/heads/seat/w1/${r}`)).toBeDefined();
+    expect(hubRef("refs/heads/seat/w1/u0")).toBeUndefined();
+    expect(await refusals("push.ref-updates")).toBeGreaterThan(before);
+    // Control: the four deletions alone (well under the bound) go through.
+    const control = await h.inSeat("w1", `git push teamd ${specs.split(" ").slice(0, 4).join(" ")} 2>&1`);
+    expect(control.code, control.stdout).toBe(0);
+    for (const r of ["q2", "r2", "r3", "r4"]) expect(hubRef(`refs/heads/seat/w1/${r}`)).toBeUndefined();
+  }, 120_000);
+});
