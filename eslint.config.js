@@ -9,11 +9,35 @@ import seatRefusals from "./eslint-rules/seat-refusals.js";
 
 /** Globals through which code touches the clock, randomness, the process, the network or timers. */
 const AMBIENT = [
-  "Date", "crypto", "process", "fetch", "performance", "setTimeout", "setInterval",
-  "setImmediate", "clearTimeout", "clearInterval", "clearImmediate", "queueMicrotask",
-  "globalThis", "global", "require", "module", "Buffer", "__dirname", "__filename",
-  "XMLHttpRequest", "WebSocket", "navigator", "console", "Intl", "structuredClone",
-  "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry",
+  "Date",
+  "crypto",
+  "process",
+  "fetch",
+  "performance",
+  "setTimeout",
+  "setInterval",
+  "setImmediate",
+  "clearTimeout",
+  "clearInterval",
+  "clearImmediate",
+  "queueMicrotask",
+  "globalThis",
+  "global",
+  "require",
+  "module",
+  "Buffer",
+  "__dirname",
+  "__filename",
+  "XMLHttpRequest",
+  "WebSocket",
+  "navigator",
+  "console",
+  "Intl",
+  "structuredClone",
+  "SharedArrayBuffer",
+  "Atomics",
+  "WeakRef",
+  "FinalizationRegistry",
 ].map((name) => ({
   name,
   message: `src/kernel/ is pure: '${name}' reaches the world; time, ids, randomness and hashes come in as arguments.`,
@@ -22,14 +46,8 @@ const AMBIENT = [
 export const kernelRules = {
   "teamd/kernel-purity": "error",
   "no-restricted-globals": ["error", ...AMBIENT],
-  "no-restricted-properties": [
-    "error",
-    { object: "Math", property: "random", message: "src/kernel/ is pure: randomness comes in as an argument." },
-  ],
-  "no-restricted-syntax": [
-    "error",
-    { selector: "NewExpression[callee.name='Function']", message: "src/kernel/ is pure: no Function constructor." },
-  ],
+  "no-restricted-properties": ["error", { object: "Math", property: "random", message: "src/kernel/ is pure: randomness comes in as an argument." }],
+  "no-restricted-syntax": ["error", { selector: "NewExpression[callee.name='Function']", message: "src/kernel/ is pure: no Function constructor." }],
   "no-eval": "error",
   "no-implied-eval": "error",
   "no-new-func": "error",
@@ -46,18 +64,49 @@ const PROGRAMS = ["daemon/main.ts", "daemon/cli.ts"];
 export const WALLS = [
   { name: "1", files: ["src/"], forbid: ["daemon/", "shim/"], message: "src/ is the library; the programs (daemon/, shim/) import it, never the reverse." },
   { name: "rooms", files: ["daemon/"], except: PROGRAMS, forbid: PROGRAMS, message: "main.ts and cli.ts are the program's entry; no room imports them." },
-  { name: "2", files: ["daemon/host/"], forbid: ["daemon/"], allow: ["daemon/host/"], message: "daemon/host/ is the ground floor (TEAMD_HOME layout, names, hub, keys): it imports no other room." },
+  {
+    name: "2",
+    files: ["daemon/host/"],
+    forbid: ["daemon/"],
+    allow: ["daemon/host/"],
+    message: "daemon/host/ is the ground floor (TEAMD_HOME layout, names, hub, keys): it imports no other room.",
+  },
   {
     name: "3",
     files: ["daemon/commands/"],
     forbid: ["daemon/server/", "daemon/seat/", "daemon/lifecycle/"],
     allow: ["daemon/lifecycle/registry.ts", "daemon/lifecycle/kill.ts"],
-    message: "the owner's CLI is not the daemon: it talks to it over the control socket, and of lifecycle/ uses only the registry and the kill (the owner's stop works with the daemon down).",
+    message:
+      "the owner's CLI is not the daemon: it talks to it over the control socket, and of lifecycle/ uses only the registry and the kill (the owner's stop works with the daemon down).",
   },
-  { name: "4", files: ["daemon/owner/"], forbid: ["daemon/"], allow: ["daemon/owner/", "daemon/host/"], message: "owner acts run in the daemon and, with it down, in the CLI: they use only host/ and src/." },
-  { name: "5", files: ["daemon/lifecycle/"], forbid: ["daemon/seat/", "daemon/server/", "daemon/commands/"], message: "a seat's lifecycle never reaches what its socket serves, the daemon process or the owner's CLI." },
-  { name: "6", files: ["daemon/seat/"], forbid: ["daemon/"], allow: ["daemon/seat/", "daemon/host/"], message: "what a seat's socket reaches imports no other room but host/ (paths)." },
-  { name: "6 (handlers)", files: ["daemon/seat/"], except: SEAT_CORE, forbid: ["daemon/seat/"], allow: ["daemon/seat/pipeline.ts"], message: "a handler imports only the pipeline: it refuses, records and decides through it." },
+  {
+    name: "4",
+    files: ["daemon/owner/"],
+    forbid: ["daemon/"],
+    allow: ["daemon/owner/", "daemon/host/"],
+    message: "owner acts run in the daemon and, with it down, in the CLI: they use only host/ and src/.",
+  },
+  {
+    name: "5",
+    files: ["daemon/lifecycle/"],
+    forbid: ["daemon/seat/", "daemon/server/", "daemon/commands/"],
+    message: "a seat's lifecycle never reaches what its socket serves, the daemon process or the owner's CLI.",
+  },
+  {
+    name: "6",
+    files: ["daemon/seat/"],
+    forbid: ["daemon/"],
+    allow: ["daemon/seat/", "daemon/host/"],
+    message: "what a seat's socket reaches imports no other room but host/ (paths).",
+  },
+  {
+    name: "6 (handlers)",
+    files: ["daemon/seat/"],
+    except: SEAT_CORE,
+    forbid: ["daemon/seat/"],
+    allow: ["daemon/seat/pipeline.ts"],
+    message: "a handler imports only the pipeline: it refuses, records and decides through it.",
+  },
   {
     name: "6 (who imports handlers)",
     files: ["daemon/", "src/", "shim/", "scripts/"],
@@ -66,7 +115,12 @@ export const WALLS = [
     allow: SEAT_CORE,
     message: "only the shim service and the composition root (daemon/server/daemon.ts) import a handler.",
   },
-  { name: "7", files: ["daemon/seat/"], modules: ["node:fs", "node:fs/promises", "node:child_process"], message: "daemon/seat/ touches no file or process itself: that is src/effects/'s." },
+  {
+    name: "7",
+    files: ["daemon/seat/"],
+    modules: ["node:fs", "node:fs/promises", "node:child_process"],
+    message: "daemon/seat/ touches no file or process itself: that is src/effects/'s.",
+  },
   { name: "7 (net)", files: ["daemon/seat/"], except: ["daemon/seat/egress.ts"], modules: ["node:net"], message: "only the egress handler opens connections." },
 ];
 
@@ -74,7 +128,11 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/gen/**", "test/fixtures/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { teamd: { rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState, "injected-ambient": injectedAmbient, "seat-refusals": seatRefusals } } },
+    plugins: {
+      teamd: {
+        rules: { "kernel-purity": kernelPurity, walls, "module-state": moduleState, "injected-ambient": injectedAmbient, "seat-refusals": seatRefusals },
+      },
+    },
     rules: {
       "teamd/walls": ["error", WALLS],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
@@ -88,9 +146,12 @@ export default tseslint.config(
     files: ["**/*.ts"],
     ignores: ["src/rpc/**", "scripts/bench/bare-*.ts", "test/rpc/**"],
     rules: {
-      "no-restricted-imports": ["error", {
-        paths: [{ name: "@grpc/grpc-js", message: "Only src/rpc/ imports @grpc/grpc-js; use its typed servers and clients." }],
-      }],
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [{ name: "@grpc/grpc-js", message: "Only src/rpc/ imports @grpc/grpc-js; use its typed servers and clients." }],
+        },
+      ],
     },
   },
   { files: ["src/kernel/**/*.ts"], rules: kernelRules },

@@ -33,12 +33,19 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
   program
     .command("serve")
     .description("run the daemon in the foreground (state in TEAMD_HOME); SIGTERM or SIGINT stops it and removes its sockets")
-    .option("--seat <SEAT[@TEAM]>", "debug: open a socket for this seat (repeatable; team defaults to 'debug')", (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option(
+      "--seat <SEAT[@TEAM]>",
+      "debug: open a socket for this seat (repeatable; team defaults to 'debug')",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .action((opts: { seat: string[] }) => serve(opts, ambient));
 
   program
     .command("status")
-    .description("show the daemon, the ledger's head, the stops in force, each team's policy against its file on disk, and the running seats (--json: docs/status.md)")
+    .description(
+      "show the daemon, the ledger's head, the stops in force, each team's policy against its file on disk, and the running seats (--json: docs/status.md)",
+    )
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
     .action((opts: { json?: boolean; socket?: string }) => status(opts, ambient));
@@ -53,7 +60,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   program
     .command("stop")
-    .description("stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay. --all: the machine-wide stop, until teamd resume")
+    .description(
+      "stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay. --all: the machine-wide stop, until teamd resume",
+    )
     .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the team (alone: every running seat of it)")
     .option("--all", "stop every seat of every team and refuse every start until teamd resume (signed; works with the daemon hung or down)")
@@ -97,7 +106,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   program
     .command("attach")
-    .description("the owner's terminal at a running seat's pty: the last 64 KiB of its output, then live; detach with Ctrl-] (recorded: who and when, never what is shown or typed; one attacher at a time; needs a terminal)")
+    .description(
+      "the owner's terminal at a running seat's pty: the last 64 KiB of its output, then live; detach with Ctrl-] (recorded: who and when, never what is shown or typed; one attacher at a time; needs a terminal)",
+    )
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the team")
     .action((seat: string, opts: { team?: string }) => attachCommand(seat, opts));
@@ -136,7 +147,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   const notices = program
     .command("notices")
-    .description("the notices not yet seen — every change to what a team may do (a policy applied, a revocation, a stop, an unknown outcome, a refused owner act, a seat halted) — then marks them seen")
+    .description(
+      "the notices not yet seen — every change to what a team may do (a policy applied, a revocation, a stop, an unknown outcome, a refused owner act, a seat halted) — then marks them seen",
+    )
     .option("--all", "every notice, seen or not (the seen mark stays where it is)")
     .option("--follow", "keep printing notices as they are recorded (Ctrl-C to stop)")
     .option("--json", "one JSON object per notice (JSON lines)")
@@ -166,7 +179,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--team <TEAM>", "the team")
     .option("--source <ENTRY>", "the envelope entry it is drawn from (default: the first holding the capability)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) => leaseIssueCommand(seat, capability, scope, opts, ambient));
+    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) =>
+      leaseIssueCommand(seat, capability, scope, opts, ambient),
+    );
   lease
     .command("list")
     .description("the team's leases, each with its liveness walked now")
@@ -180,8 +195,16 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
       .option("--reason <TEXT>", "why, for the record")
       .option("--json", "print one JSON object (for scripts)")
       .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts, ambient));
-  revokeOptions(lease.command("revoke").description("revoke a lease and everything below it: in force at once by its flag, even with the ledger down; recorded when the store allows"));
-  revokeOptions(program.command("revoke").description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"));
+  revokeOptions(
+    lease
+      .command("revoke")
+      .description("revoke a lease and everything below it: in force at once by its flag, even with the ledger down; recorded when the store allows"),
+  );
+  revokeOptions(
+    program
+      .command("revoke")
+      .description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"),
+  );
 
   const ledger = program.command("ledger").description("owner acts on the ledger itself");
   ledger
@@ -212,4 +235,3 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   return program;
 }
-

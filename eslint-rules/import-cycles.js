@@ -100,16 +100,22 @@ function stronglyConnected(graph) {
     if (index.has(start)) continue;
     /** @type {Array<{ node: string, edge: number }>} */
     const work = [{ node: start, edge: 0 }];
-    index.set(start, next); low.set(start, next); next++;
-    stack.push(start); onStack.add(start);
+    index.set(start, next);
+    low.set(start, next);
+    next++;
+    stack.push(start);
+    onStack.add(start);
     while (work.length > 0) {
       const frame = /** @type {{ node: string, edge: number }} */ (work[work.length - 1]);
       const edges = graph.get(frame.node) ?? [];
       if (frame.edge < edges.length) {
         const to = /** @type {string} */ (edges[frame.edge++]);
         if (!index.has(to)) {
-          index.set(to, next); low.set(to, next); next++;
-          stack.push(to); onStack.add(to);
+          index.set(to, next);
+          low.set(to, next);
+          next++;
+          stack.push(to);
+          onStack.add(to);
           work.push({ node: to, edge: 0 });
         } else if (onStack.has(to)) {
           low.set(frame.node, Math.min(/** @type {number} */ (low.get(frame.node)), /** @type {number} */ (index.get(to))));
@@ -153,7 +159,10 @@ function shortestCircle(graph, members) {
         for (let back = at; back !== start; back = /** @type {string} */ (cameFrom.get(back))) way.unshift(back);
         return [start, ...way, start];
       }
-      if (!cameFrom.has(to)) { cameFrom.set(to, at); queue.push(to); }
+      if (!cameFrom.has(to)) {
+        cameFrom.set(to, at);
+        queue.push(to);
+      }
     }
   }
   return [start, start];

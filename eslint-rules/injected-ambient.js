@@ -16,7 +16,8 @@ const rule = {
     docs: { description: "daemon/ reads the clock and makes ids only through the injected now/newId (daemon/host/ambient.ts makes the real ones)" },
     schema: [],
     messages: {
-      clock: "the clock is injected in daemon/ (wall 10): take `now` from the composition root or the program's entry (daemon/host/ambient.ts makes the real one), not {{what}}.",
+      clock:
+        "the clock is injected in daemon/ (wall 10): take `now` from the composition root or the program's entry (daemon/host/ambient.ts makes the real one), not {{what}}.",
       id: "ids are injected in daemon/ (wall 10): take `newId` from the composition root or the program's entry (daemon/host/ambient.ts makes the real one), not {{what}}.",
     },
   },

@@ -46,7 +46,10 @@ const rule = {
       if (spec.startsWith("node:")) return context.report({ node, messageId: "builtin", data: { spec } });
       if (!spec.startsWith(".") && !spec.startsWith("/")) {
         // A bare specifier: either a built-in without the node: prefix or a package.
-        const isBuiltin = /^(fs|path|os|crypto|child_process|net|http|https|http2|dgram|dns|tls|worker_threads|cluster|process|timers|perf_hooks|vm|v8|util|stream|events|buffer|url|zlib|readline|module|async_hooks|inspector|tty)(\/|$)/.test(spec);
+        const isBuiltin =
+          /^(fs|path|os|crypto|child_process|net|http|https|http2|dgram|dns|tls|worker_threads|cluster|process|timers|perf_hooks|vm|v8|util|stream|events|buffer|url|zlib|readline|module|async_hooks|inspector|tty)(\/|$)/.test(
+            spec,
+          );
         return context.report({ node, messageId: isBuiltin ? "builtin" : "pkg", data: { spec } });
       }
       const target = path.posix.resolve(here, spec);

@@ -38,7 +38,13 @@ export default {
       },
       CallExpression(node) {
         const callee = node.callee;
-        if (callee.type === "MemberExpression" && !callee.computed && callee.property.type === "Identifier" && callee.property.name === "from" && isRefusalError(callee.object)) {
+        if (
+          callee.type === "MemberExpression" &&
+          !callee.computed &&
+          callee.property.type === "Identifier" &&
+          callee.property.name === "from" &&
+          isRefusalError(callee.object)
+        ) {
           context.report({ node, messageId: "construct" });
         }
       },

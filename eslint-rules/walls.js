@@ -50,8 +50,14 @@ const rule = {
   },
   create(context) {
     const walls = context.options[0] ?? [];
-    const root = path.resolve(context.cwd ?? context.getCwd()).split(path.sep).join("/");
-    const absolute = path.resolve(context.filename ?? context.getFilename()).split(path.sep).join("/");
+    const root = path
+      .resolve(context.cwd ?? context.getCwd())
+      .split(path.sep)
+      .join("/");
+    const absolute = path
+      .resolve(context.filename ?? context.getFilename())
+      .split(path.sep)
+      .join("/");
     if (!absolute.startsWith(root + "/")) return {};
     const file = absolute.slice(root.length + 1);
     const mine = walls.filter((w) => matches(file, w.files) && !matches(file, w.except ?? []));

@@ -66,29 +66,36 @@ async function child(root: string, seed: number): Promise<void> {
     for (;;) {
       const i = n++;
       if (rng() < 0.6) {
-        const r = await ledger.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "i", value: `${seed}.${i}` }] } });
+        const r = await ledger.append({
+          type: RecordType.NOTICE,
+          actor: daemonPrincipal(),
+          action: "notice",
+          payload: { fields: [{ key: "i", value: `${seed}.${i}` }] },
+        });
         out(`a ${r.seq} ${toHex(r.hash)}`);
       } else {
         const requestId = `s${seed}-${i}`;
         const delay = Math.floor(rng() * 4);
-        const reply = await ledger.submit(
-          {
-            actor: seatPrincipal("alpha", `w${w}`),
-            team: "alpha",
-            requestId,
-            request: new TextEncoder().encode(requestId),
-            action: "merge",
-            target: { kind: TargetKind.REF, name: `refs/heads/${seed}-${w}-${i}` },
-          },
-          async (intent) => {
-            out(`i ${intent.seq}`);
-            await new Promise((r) => setTimeout(r, delay));
-            return { result: "done" };
-          },
-        ).catch((error: unknown) => {
-          if (error instanceof LedgerRefusal) return undefined;
-          throw error;
-        });
+        const reply = await ledger
+          .submit(
+            {
+              actor: seatPrincipal("alpha", `w${w}`),
+              team: "alpha",
+              requestId,
+              request: new TextEncoder().encode(requestId),
+              action: "merge",
+              target: { kind: TargetKind.REF, name: `refs/heads/${seed}-${w}-${i}` },
+            },
+            async (intent) => {
+              out(`i ${intent.seq}`);
+              await new Promise((r) => setTimeout(r, delay));
+              return { result: "done" };
+            },
+          )
+          .catch((error: unknown) => {
+            if (error instanceof LedgerRefusal) return undefined;
+            throw error;
+          });
         if (reply) out(`r ${reply.intentSeq} ${reply.status}`);
       }
     }
@@ -106,7 +113,10 @@ export interface CrashRound {
 /** Create a ledger for crash rounds (genesis only). */
 export async function createCrashLedger(root: string): Promise<void> {
   const options = optionsFor(root);
-  const genesisAct = await signOwnerAct(genesisDraft({ ownerPublicKey: options.ownerPublicKey, daemonPublicKey: options.daemonSigner.publicKey.raw }), OWNER_SEED);
+  const genesisAct = await signOwnerAct(
+    genesisDraft({ ownerPublicKey: options.ownerPublicKey, daemonPublicKey: options.daemonSigner.publicKey.raw }),
+    OWNER_SEED,
+  );
   const { ledger } = await initLedger({ ...options, genesisAct });
   await ledger.close();
 }
@@ -116,7 +126,7 @@ function orphanIntents(root: string): number[] {
   const store = openStore(join(root, "ledger", "ledger.db"));
   try {
     const intents = new Set<number>();
-    for (let cursor = 0; ; ) {
+    for (let cursor = 0; ;) {
       const page = store.records(cursor, 1000);
       if (page.length === 0) break;
       for (const row of page) {
@@ -182,12 +192,16 @@ export async function runCrashRound(root: string, seed: number): Promise<CrashRo
       }
       for (const seq of orphans) {
         const state = ledger.view.intent(seq);
-        if (state?.status !== "unknown" || state.note !== UNKNOWN_NOTE) throw new Error(`intent ${seq} without outcome did not become unknown: ${JSON.stringify(state?.status)}`);
-        const outcomes = ledger.entries(seq, 100_000).filter((e) => e.payload?.detail.case === "outcome" && toSafeNumber(e.payload.detail.value.intentSeq, "i") === seq);
+        if (state?.status !== "unknown" || state.note !== UNKNOWN_NOTE)
+          throw new Error(`intent ${seq} without outcome did not become unknown: ${JSON.stringify(state?.status)}`);
+        const outcomes = ledger
+          .entries(seq, 100_000)
+          .filter((e) => e.payload?.detail.case === "outcome" && toSafeNumber(e.payload.detail.value.intentSeq, "i") === seq);
         if (outcomes.length !== 1 || outcomes[0]?.payload?.detail.case !== "outcome" || outcomes[0].payload.detail.value.result !== OutcomeResult.UNKNOWN) {
           throw new Error(`intent ${seq} has ${outcomes.length} outcomes after recovery`);
         }
-        if (decodeHeader(store.record(outcomes[0].seq)?.header ?? new Uint8Array()).actor?.kind !== daemonPrincipal().kind) throw new Error("recovery outcome not by the daemon");
+        if (decodeHeader(store.record(outcomes[0].seq)?.header ?? new Uint8Array()).actor?.kind !== daemonPrincipal().kind)
+          throw new Error("recovery outcome not by the daemon");
       }
     } finally {
       store.close();
@@ -247,7 +261,10 @@ async function main(argv: readonly string[]): Promise<void> {
             throw new Error(`round seed ${roundSeed} (ledger ${l}, round ${r}): ${(error as Error).message}`);
           }
           done++;
-          if (done % 50 === 0) console.log(`  ${done} rounds, ${acked} acknowledged records checked, ${orphans} orphan intents recovered, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+          if (done % 50 === 0)
+            console.log(
+              `  ${done} rounds, ${acked} acknowledged records checked, ${orphans} orphan intents recovered, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+            );
         }
       } finally {
         rmSync(root, { recursive: true, force: true });

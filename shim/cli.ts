@@ -46,7 +46,11 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
   };
   const lines = [
     `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
-    ...(reply.containment === "none" ? ["containment: none (UNCONTAINED: this seat can reach everything its host user can; teamd's refusals hold against a mistake only)"] : reply.containment ? [`containment: ${reply.containment}`] : []),
+    ...(reply.containment === "none"
+      ? ["containment: none (UNCONTAINED: this seat can reach everything its host user can; teamd's refusals hold against a mistake only)"]
+      : reply.containment
+        ? [`containment: ${reply.containment}`]
+        : []),
     ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
     ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
     value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
@@ -82,8 +86,14 @@ async function fileRead(path: string): Promise<void> {
 async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
   const content = opts.from ? await readFile(opts.from) : await readStdin();
   async function* parts() {
-    yield { part: { case: "header" as const, value: { requestId: randomUUID(), path, branch: opts.branch ?? "", message: opts.message ?? "", size: BigInt(content.byteLength) } } };
-    for (let at = 0; at < content.byteLength; at += SEAT_CHUNK_BYTES) yield { part: { case: "data" as const, value: content.subarray(at, at + SEAT_CHUNK_BYTES) } };
+    yield {
+      part: {
+        case: "header" as const,
+        value: { requestId: randomUUID(), path, branch: opts.branch ?? "", message: opts.message ?? "", size: BigInt(content.byteLength) },
+      },
+    };
+    for (let at = 0; at < content.byteLength; at += SEAT_CHUNK_BYTES)
+      yield { part: { case: "data" as const, value: content.subarray(at, at + SEAT_CHUNK_BYTES) } };
   }
   const r = await withClient((c) => c.fileWrite(parts()));
   print(opts.json, { path, hubRef: r.hubRef, commit: r.commit }, `${path} written: ${r.hubRef} is now ${r.commit}\n`);
@@ -94,7 +104,6 @@ async function checkpoint(note: string, opts: { json?: boolean }): Promise<void>
   print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
 }
 
-
 /** "90s", "30m", "2h", "1d" or plain milliseconds: syntax only (the daemon decides the ceiling). */
 function ttlMs(text: string): bigint {
   const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
@@ -103,9 +112,16 @@ function ttlMs(text: string): bigint {
   return BigInt(m[1] as string) * BigInt(unit);
 }
 
-async function leaseIssue(recipient: string, capability: string, scope: string, opts: { ttl: string; parent?: string; source?: string; json?: boolean }): Promise<void> {
+async function leaseIssue(
+  recipient: string,
+  capability: string,
+  scope: string,
+  opts: { ttl: string; parent?: string; source?: string; json?: boolean },
+): Promise<void> {
   const ttl = ttlMs(opts.ttl);
-  const r = await withClient((c) => c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }));
+  const r = await withClient((c) =>
+    c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }),
+  );
   const value = r.lease ? leaseJson(r.lease) : null;
   print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? leaseLine(value) : ""}\n`);
 }
@@ -133,8 +149,20 @@ interface TrunkReply {
 
 function printTrunk(what: string, reply: TrunkReply, json: boolean | undefined): void {
   const act = reply.act;
-  const value = act && { effectId: act.effectId, intentSeq: Number(act.intentSeq), outcomeSeq: Number(act.outcomeSeq), base: act.base, head: act.head, tree: act.tree, commit: act.commit || null };
-  print(json, value, `${what} recorded (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})${act?.commit ? `; trunk is now ${act.commit}` : ""}\n`);
+  const value = act && {
+    effectId: act.effectId,
+    intentSeq: Number(act.intentSeq),
+    outcomeSeq: Number(act.outcomeSeq),
+    base: act.base,
+    head: act.head,
+    tree: act.tree,
+    commit: act.commit || null,
+  };
+  print(
+    json,
+    value,
+    `${what} recorded (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})${act?.commit ? `; trunk is now ${act.commit}` : ""}\n`,
+  );
 }
 
 async function review(branch: string, opts: { approve?: boolean; reject?: boolean; into?: string; json?: boolean }): Promise<void> {
@@ -160,12 +188,28 @@ async function deploy(env: string, opts: { artifact?: string; as?: string; json?
   const act = reply.act;
   if (opts.json) {
     const pushed = reply.pushedTo !== "" ? { pushedTo: reply.pushedTo, account: reply.account } : {};
-    print(true, { env: reply.env, artifact: act?.commit ?? "", effectId: act?.effectId ?? "", intentSeq: Number(act?.intentSeq ?? 0), outcomeSeq: Number(act?.outcomeSeq ?? 0), tree: act?.tree ?? "", exitCode: reply.exitCode, outputTail: reply.outputTail, ...pushed }, "");
+    print(
+      true,
+      {
+        env: reply.env,
+        artifact: act?.commit ?? "",
+        effectId: act?.effectId ?? "",
+        intentSeq: Number(act?.intentSeq ?? 0),
+        outcomeSeq: Number(act?.outcomeSeq ?? 0),
+        tree: act?.tree ?? "",
+        exitCode: reply.exitCode,
+        outputTail: reply.outputTail,
+        ...pushed,
+      },
+      "",
+    );
     return;
   }
   if (reply.outputTail !== "") process.stdout.write(reply.outputTail.endsWith("\n") ? reply.outputTail : `${reply.outputTail}\n`);
   const where = reply.pushedTo !== "" ? ` (pushed to ${reply.pushedTo} as ${reply.account})` : "";
-  process.stdout.write(`deployed ${act?.commit} to ${reply.env}${where} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`);
+  process.stdout.write(
+    `deployed ${act?.commit} to ${reply.env}${where} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`,
+  );
 }
 
 interface BrokerTaskReply {
@@ -194,8 +238,16 @@ const showTask = (t: ReturnType<typeof taskValue>) =>
   `${t.id}  [${t.state}${t.claimed ? ", claimed" : ""}]  ${t.title}${t.labels.length > 0 ? `  (${t.labels.join(", ")})` : ""}${t.assignee ? `  @${t.assignee}` : ""}`;
 
 /** The broker (§11): the daemon calls the tracker with the owner's credential; the seat sees only scrubbed, allowlisted fields. */
-async function broker(operation: "pull" | "read" | "claim" | "comment", task: string, id: string | undefined, opts: { json?: boolean; as?: string; body?: string }): Promise<void> {
-  const r = await withClient((c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "", body: opts.body ?? "" }), 60_000);
+async function broker(
+  operation: "pull" | "read" | "claim" | "comment",
+  task: string,
+  id: string | undefined,
+  opts: { json?: boolean; as?: string; body?: string },
+): Promise<void> {
+  const r = await withClient(
+    (c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "", body: opts.body ?? "" }),
+    60_000,
+  );
   const records = { tracker: r.tracker, intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) };
   if (operation === "pull") {
     const tasks = r.tasks.map((t) => taskValue(t, false));
@@ -205,11 +257,19 @@ async function broker(operation: "pull" | "read" | "claim" | "comment", task: st
   const one = r.tasks[0];
   const value = one ? taskValue(one, operation === "read") : null;
   if (operation === "comment") {
-    print(opts.json, { task, commented: value, account: opts.as ?? "", ...records }, `commented on ${task} ${value?.id} as ${opts.as ?? ""} (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
+    print(
+      opts.json,
+      { task, commented: value, account: opts.as ?? "", ...records },
+      `commented on ${task} ${value?.id} as ${opts.as ?? ""} (records ${r.intentSeq} and ${r.outcomeSeq})\n`,
+    );
     return;
   }
   if (operation === "claim") {
-    print(opts.json, { task, claimed: value, ...records }, `claimed ${task} ${value?.id} (records ${r.intentSeq} and ${r.outcomeSeq})\n${value ? showTask(value) : ""}\n`);
+    print(
+      opts.json,
+      { task, claimed: value, ...records },
+      `claimed ${task} ${value?.id} (records ${r.intentSeq} and ${r.outcomeSeq})\n${value ? showTask(value) : ""}\n`,
+    );
     return;
   }
   const text = value ? `${showTask(value)}${value.url ? `\n${value.url}` : ""}\n\n${value.body ?? ""}${(value.body ?? "").endsWith("\n") ? "" : "\n"}` : "";
@@ -280,17 +340,31 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("issue a lease, decided by the kernel and recorded")
     .action(leaseIssue);
-  lease.command("revoke").argument("<lease>", "the lease id").option("--json", "print one JSON object").description("revoke a lease you issued or sit above, and every lease below it").action(leaseRevoke);
+  lease
+    .command("revoke")
+    .argument("<lease>", "the lease id")
+    .option("--json", "print one JSON object")
+    .description("revoke a lease you issued or sit above, and every lease below it")
+    .action(leaseRevoke);
   lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
   program
     .command("deploy")
     .argument("<env>", "a declared environment with an owner-declared deploy command or push")
     .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")
-    .option("--as <account>", "the owner's account the environment pushes under (act-as; default: the one the team file declares for it); refused for an environment that runs a command")
+    .option(
+      "--as <account>",
+      "the owner's account the environment pushes under (act-as; default: the one the team file declares for it); refused for an environment that runs a command",
+    )
     .option("--json", "print one JSON object")
-    .description("run the owner's hash-pinned deploy command for <env>, or push to its declared remote under the owner's account, on a gated artifact (a failure voids the pass)")
+    .description(
+      "run the owner's hash-pinned deploy command for <env>, or push to its declared remote under the owner's account, on a gated artifact (a failure voids the pass)",
+    )
     .action(deploy);
-  const brokerCmd = program.command("broker").description("tracker tasks through the secret broker (§11): needs use-broker over the task resource; the seat never holds the tracker's or the owner's credential");
+  const brokerCmd = program
+    .command("broker")
+    .description(
+      "tracker tasks through the secret broker (§11): needs use-broker over the task resource; the seat never holds the tracker's or the owner's credential",
+    );
   const brokerAs = ["--as <account>", "refused (act-as.unmediated): pull, read and claim run under the tracker's credential, not an owner's account"] as const;
   brokerCmd
     .command("pull")
@@ -323,14 +397,21 @@ export function buildProgram(): Command {
     .option("-m, --message <text>", "the comment's text")
     .option("--file <path>", "read the comment's text from this file")
     .option("--json", "print one JSON object")
-    .description("comment on the task under the owner's account, posted by the daemon with the account's credential (at most 32 KiB; recorded by length and hash, never the text)")
+    .description(
+      "comment on the task under the owner's account, posted by the daemon with the account's credential (at most 32 KiB; recorded by length and hash, never the text)",
+    )
     .action(async (task: string, id: string, opts: { json?: boolean; as: string; message?: string; file?: string }) => {
       if ((opts.message === undefined) === (opts.file === undefined)) usage("give the comment's text with -m TEXT or --file PATH (one of them)");
       const body = opts.message ?? (await readFile(opts.file as string, "utf8"));
       await broker("comment", task, id, { ...opts, body });
     });
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
-  file.command("stat").argument("<path>", "repository-relative path").option("--json", "print one JSON object").description("kind, size and object name of a file on the trunk").action(fileStat);
+  file
+    .command("stat")
+    .argument("<path>", "repository-relative path")
+    .option("--json", "print one JSON object")
+    .description("kind, size and object name of a file on the trunk")
+    .action(fileStat);
   file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);
   file
     .command("write")

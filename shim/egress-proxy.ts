@@ -48,7 +48,13 @@ async function serve(client: Socket, options: EgressProxyOptions): Promise<void>
   } catch {
     return answer(client, 400, "Bad Request", `teamd egress proxy: '${target.slice(0, 200)}' is not an absolute http:// URL (this is a proxy)`);
   }
-  if (url.protocol !== "http:") return answer(client, 400, "Bad Request", `teamd egress proxy: ${url.protocol} is not proxied as a plain request; use CONNECT (https:// through HTTPS_PROXY)`);
+  if (url.protocol !== "http:")
+    return answer(
+      client,
+      400,
+      "Bad Request",
+      `teamd egress proxy: ${url.protocol} is not proxied as a plain request; use CONNECT (https:// through HTTPS_PROXY)`,
+    );
   const authority = `${url.hostname}:${url.port || "80"}`;
   // Origin-form to the server; hop-by-hop proxy headers dropped; one request per connection.
   const kept = headerLines.filter((line) => line !== "" && !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(line));
@@ -136,7 +142,9 @@ function answerRefusal(client: Socket, refused: string): void {
 function answer(client: Socket, status: number, phrase: string, body: string, rule?: string): void {
   const bytes = Buffer.from(`${body}\n`, "utf8");
   const ruleHeader = rule ? `X-Teamd-Rule: ${rule}\r\n` : "";
-  client.end(`HTTP/1.1 ${status} ${phrase}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${bytes.length}\r\n${ruleHeader}Connection: close\r\n\r\n${bytes.toString("utf8")}`);
+  client.end(
+    `HTTP/1.1 ${status} ${phrase}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${bytes.length}\r\n${ruleHeader}Connection: close\r\n\r\n${bytes.toString("utf8")}`,
+  );
 }
 
 /** Bytes up to a delimiter (bounded, timed), and what came after it; the socket is left paused. */

@@ -24,7 +24,9 @@ const proxy = createEgressProxy({ egressSocket: process.env.TEAMD_EGRESS_SOCKET 
 proxy.on("error", (error: NodeJS.ErrnoException) => {
   // The command runs on: without the proxy nothing leaves the seat (no route out), so this
   // fails closed; the message says why its connections fail.
-  process.stderr.write(`teamd-egress: the egress proxy could not listen on 127.0.0.1:${PORT} (${error.code ?? error.message}); this seat has no egress in this run\n`);
+  process.stderr.write(
+    `teamd-egress: the egress proxy could not listen on 127.0.0.1:${PORT} (${error.code ?? error.message}); this seat has no egress in this run\n`,
+  );
 });
 proxy.listen(PORT, "127.0.0.1");
 proxy.unref();

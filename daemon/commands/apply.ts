@@ -30,7 +30,10 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
   const repoRoot = dirname(path);
   if (!existsSync(path)) throw new Error(`no team file at ${path}: run teamd init (it writes one), or name the file`);
   if (await isTracked(repoRoot, basename(path)).catch(() => false)) {
-    throw new RefusalError("teamfile.tracked", `${path} is tracked by git: run 'git rm --cached ${basename(path)}' and commit; the team file never travels with the repository`);
+    throw new RefusalError(
+      "teamfile.tracked",
+      `${path} is tracked by git: run 'git rm --cached ${basename(path)}' and commit; the team file never travels with the repository`,
+    );
   }
   const loaded = await loadTeamFile(path);
   if (!loaded.ok) {
@@ -62,14 +65,21 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           // A fresh request id: applying the same file again later is a new act, so the
           // policy in force is always the last one applied.
           requestId: ambient.newId(),
-          detail: { case: "policy", value: { teamFileHash: hashBytes(loaded.hashes.policy), canonical: loaded.canonical, startFileHashes: { ...loaded.startFiles } } },
+          detail: {
+            case: "policy",
+            value: { teamFileHash: hashBytes(loaded.hashes.policy), canonical: loaded.canonical, startFileHashes: { ...loaded.startFiles } },
+          },
         },
       },
       key.seed,
     );
     const receipt = await channel.submit(OwnerActKind.APPLY, act);
     const seats = Object.keys(loaded.policy.seats).length;
-    if (options.json) process.stdout.write(JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff, revokedLeases: revocations }) + "\n");
+    if (options.json)
+      process.stdout.write(
+        JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff, revokedLeases: revocations }) +
+          "\n",
+      );
     else process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
   } finally {
     await channel.close();

@@ -45,7 +45,12 @@ export async function runChecks(): Promise<Check[]> {
   if (mode === "system") {
     const found = lookupUser(SEAT_SYSTEM_USER);
     if (found === undefined) {
-      checks.push({ name: "seat user", verdict: "fail", detail: `system mode (root) and no '${SEAT_SYSTEM_USER}' user`, fix: `run scripts/setup.sh as root, or: useradd --system --user-group --no-create-home --shell /usr/sbin/nologin ${SEAT_SYSTEM_USER}` });
+      checks.push({
+        name: "seat user",
+        verdict: "fail",
+        detail: `system mode (root) and no '${SEAT_SYSTEM_USER}' user`,
+        fix: `run scripts/setup.sh as root, or: useradd --system --user-group --no-create-home --shell /usr/sbin/nologin ${SEAT_SYSTEM_USER}`,
+      });
     } else {
       user = found;
       checks.push({ name: "seat user", verdict: "ok", detail: `system mode: seats run as ${SEAT_SYSTEM_USER} (uid ${found.uid})` });
@@ -65,7 +70,12 @@ export async function runChecks(): Promise<Check[]> {
   checks.push(
     usernsProblems.length === 0
       ? { name: "user namespaces", verdict: "ok", detail: `enabled (max_user_namespaces ${maxUserNs ?? "?"})` }
-      : { name: "user namespaces", verdict: "fail", detail: usernsProblems.join("; "), fix: "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or allow bwrap in AppArmor (an apparmor profile for /usr/bin/bwrap with `userns`)" },
+      : {
+          name: "user namespaces",
+          verdict: "fail",
+          detail: usernsProblems.join("; "),
+          fix: "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or allow bwrap in AppArmor (an apparmor profile for /usr/bin/bwrap with `userns`)",
+        },
   );
 
   if (mode === "system" && user === undefined) {
@@ -75,17 +85,38 @@ export async function runChecks(): Promise<Check[]> {
     checks.push(
       probe.ok
         ? { name: "bubblewrap", verdict: "ok", detail: probe.details.join("; ") }
-        : { name: "bubblewrap", verdict: "fail", detail: `${probe.refusal.rule}: ${probe.refusal.reason}`, fix: (probe.refusal as { fix?: string }).fix ?? "run scripts/setup.sh" },
+        : {
+            name: "bubblewrap",
+            verdict: "fail",
+            detail: `${probe.refusal.rule}: ${probe.refusal.reason}`,
+            fix: (probe.refusal as { fix?: string }).fix ?? "run scripts/setup.sh",
+          },
     );
   }
 
   checks.push(await cgroupCheck());
 
-  const prlimit = await access("/usr/bin/prlimit", constants.X_OK).then(() => true, () => false);
-  checks.push(prlimit ? { name: "prlimit", verdict: "ok", detail: "/usr/bin/prlimit (open-files limits; memory and processes where a seat has no cgroup)" } : { name: "prlimit", verdict: "warn", detail: "/usr/bin/prlimit missing: a seat that asks for open-files (or, without a cgroup, memory or processes) does not start", fix: "install util-linux" });
+  const prlimit = await access("/usr/bin/prlimit", constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+  checks.push(
+    prlimit
+      ? { name: "prlimit", verdict: "ok", detail: "/usr/bin/prlimit (open-files limits; memory and processes where a seat has no cgroup)" }
+      : {
+          name: "prlimit",
+          verdict: "warn",
+          detail: "/usr/bin/prlimit missing: a seat that asks for open-files (or, without a cgroup, memory or processes) does not start",
+          fix: "install util-linux",
+        },
+  );
 
   const shim = builtShimBundle();
-  checks.push(existsSync(shim) ? { name: "shim bundle", verdict: "ok", detail: shim } : { name: "shim bundle", verdict: "fail", detail: `${shim} is missing`, fix: "npm run build" });
+  checks.push(
+    existsSync(shim)
+      ? { name: "shim bundle", verdict: "ok", detail: shim }
+      : { name: "shim bundle", verdict: "fail", detail: `${shim} is missing`, fix: "npm run build" },
+  );
   const loose = await uncontainedCheck();
   if (loose !== undefined) checks.push(loose);
   return checks;
@@ -99,9 +130,15 @@ export async function runChecks(): Promise<Check[]> {
 async function cgroupCheck(): Promise<Check> {
   const facts = await readCgroupFacts();
   const v2 = facts.mounts.find((m) => m.type === "cgroup2");
-  const v1 = facts.mounts.filter((m) => m.type === "cgroup" && m.controllers.some((c) => ["memory", "pids", "cpu", "cpuacct"].includes(c))).flatMap((m) => m.controllers);
+  const v1 = facts.mounts
+    .filter((m) => m.type === "cgroup" && m.controllers.some((c) => ["memory", "pids", "cpu", "cpuacct"].includes(c)))
+    .flatMap((m) => m.controllers);
   const layout = `${v2 ? `v2 at ${v2.path} (controllers: ${facts.v2Controllers.join(" ") || "none"})` : "no v2 hierarchy"}${v1.length ? `; v1: ${v1.join(", ")}` : ""}`;
-  const decision = planCgroups(facts, { home: "doctor", team: "probe", seat: "probe", run: String(process.pid) }, { memoryBytes: 64 * 1024 ** 2, processes: 64, cpus: 1 });
+  const decision = planCgroups(
+    facts,
+    { home: "doctor", team: "probe", seat: "probe", run: String(process.pid) },
+    { memoryBytes: 64 * 1024 ** 2, processes: 64, cpus: 1 },
+  );
   if (decision.kind === "none") {
     return {
       name: "cgroups",
@@ -118,7 +155,12 @@ async function cgroupCheck(): Promise<Check> {
     const left = await cg.remove(2_000);
     probe = `; probe cgroup made and removed${left.length ? ` (left: ${left.join(", ")})` : ""}; cgroup.kill ${hasKill ? "present" : "absent (kill through the namespace init only)"}`;
   } catch (error) {
-    return { name: "cgroups", verdict: "fail", detail: `${layout}. A probe seat cgroup could not be made: ${(error as Error).message}; a seat that asks for limits does not start`, fix: "check the cgroup mounts and teamd's permissions on its own cgroup, or set `limits: none` for the seats" };
+    return {
+      name: "cgroups",
+      verdict: "fail",
+      detail: `${layout}. A probe seat cgroup could not be made: ${(error as Error).message}; a seat that asks for limits does not start`,
+      fix: "check the cgroup mounts and teamd's permissions on its own cgroup, or set `limits: none` for the seats",
+    };
   }
   const all = ["memoryBytes", "processes", "cpus"] as const;
   const missing = all.filter((l) => !plan.byCgroup.includes(l));
@@ -156,7 +198,8 @@ export async function doctor(options: { json?: boolean }): Promise<void> {
   const ok = checks.every((c) => c.verdict !== "fail");
   if (options.json) process.stdout.write(JSON.stringify({ ok, checks }) + "\n");
   else {
-    for (const c of checks) process.stdout.write(`${c.verdict.padEnd(4)}  ${c.name}: ${c.detail}${c.fix && c.verdict !== "ok" ? `\n      fix: ${c.fix}` : ""}\n`);
+    for (const c of checks)
+      process.stdout.write(`${c.verdict.padEnd(4)}  ${c.name}: ${c.detail}${c.fix && c.verdict !== "ok" ? `\n      fix: ${c.fix}` : ""}\n`);
     process.stdout.write(ok ? "verdict: seats can start here\n" : "verdict: seats cannot start here (see fail above)\n");
   }
   if (!ok) process.exitCode = 1;

@@ -53,15 +53,22 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
   const home = resolveHome();
   const repoRoot = await repositoryRoot(options.repo ?? process.cwd());
   if (await isTracked(repoRoot)) {
-    throw new RefusalError("teamfile.tracked", `${TEAM_FILE_NAME} is tracked by git in ${repoRoot}: run 'git rm --cached ${TEAM_FILE_NAME}', commit, then run teamd init again`);
+    throw new RefusalError(
+      "teamfile.tracked",
+      `${TEAM_FILE_NAME} is tracked by git in ${repoRoot}: run 'git rm --cached ${TEAM_FILE_NAME}', commit, then run teamd init again`,
+    );
   }
   const derived = defaultTeamName(basename(repoRoot));
   if (options.team === undefined && derived === undefined) throw new Error(`cannot derive a team name from '${basename(repoRoot)}': pass --team NAME`);
   const team = checkName("team", options.team ?? (derived as string));
 
   const keyPath = ownerKeyPath();
-  for (const [what, dir] of [["TEAMD_HOME", home.root], ["the repository", repoRoot]] as const) {
-    if (inside(keyPath, dir)) throw new Error(`the owner key ${keyPath} would sit inside ${what} (${dir}), where a seat could reach it: set TEAMD_OWNER_KEY elsewhere`);
+  for (const [what, dir] of [
+    ["TEAMD_HOME", home.root],
+    ["the repository", repoRoot],
+  ] as const) {
+    if (inside(keyPath, dir))
+      throw new Error(`the owner key ${keyPath} would sit inside ${what} (${dir}), where a seat could reach it: set TEAMD_OWNER_KEY elsewhere`);
   }
 
   if (!options.yes) {
@@ -89,7 +96,9 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
     const status = await channel.ledgerStatus();
     const genesisAct = await signOwnerAct(genesisDraft({ ownerPublicKey: key.publicKey, daemonPublicKey: status.daemonPublicKey }), key.seed);
     const genesis = await channel.submit(OwnerActKind.GENESIS, genesisAct);
-    lines.push(`ledger: ${genesis.created ? "created (genesis pins your key and the daemon's)" : "exists"} in ${join(home.root, "ledger")} (via ${channel.via === "daemon" ? "the daemon" : "this command; the daemon is not running"})`);
+    lines.push(
+      `ledger: ${genesis.created ? "created (genesis pins your key and the daemon's)" : "exists"} in ${join(home.root, "ledger")} (via ${channel.via === "daemon" ? "the daemon" : "this command; the daemon is not running"})`,
+    );
     report.ledger = { created: genesis.created, via: channel.via };
 
     // User mode: this command makes the hub (the daemon may be down). System mode: the
@@ -113,7 +122,9 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
     );
     const registered = await channel.submit(OwnerActKind.TEAM, teamAct);
     const remote = await ensureRemote(repoRoot, hub.path, { foreignHub: byDaemon && process.getuid?.() !== 0 });
-    lines.push(`hub: ${byDaemon ? "made or found by the daemon" : hub.created ? "created" : "exists"} at ${hub.path}; remote 'teamd' ${remote === "added" ? "added" : "present"}`);
+    lines.push(
+      `hub: ${byDaemon ? "made or found by the daemon" : hub.created ? "created" : "exists"} at ${hub.path}; remote 'teamd' ${remote === "added" ? "added" : "present"}`,
+    );
     report.hub = { path: hub.path, ...(byDaemon ? { by: "daemon" } : { created: hub.created }), remote };
     lines.push(`team '${team}': ${registered.created ? "registered" : "already registered"} (record ${registered.seq})`);
     report.registered = { seq: registered.seq, created: registered.created };
@@ -123,7 +134,9 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
 
   const excluded = await excludeTeamFile(repoRoot);
   const written = await writeNew(join(repoRoot, TEAM_FILE_NAME), teamFileTemplate(team));
-  lines.push(`${TEAM_FILE_NAME}: ${written ? "written" : "exists"} at ${join(repoRoot, TEAM_FILE_NAME)}; ${excluded ? "excluded from git (.git/info/exclude)" : "already excluded from git"}`);
+  lines.push(
+    `${TEAM_FILE_NAME}: ${written ? "written" : "exists"} at ${join(repoRoot, TEAM_FILE_NAME)}; ${excluded ? "excluded from git (.git/info/exclude)" : "already excluded from git"}`,
+  );
   lines.push(`next: edit ${TEAM_FILE_NAME}, then run 'teamd apply'`);
   report.teamFile = { written, excluded };
 

@@ -24,7 +24,14 @@ export async function kernelEval(files: string[], options: { json?: boolean }): 
         cases,
         passed: cases - failed.length,
         failed: failed.length,
-        mismatches: failed.map(({ file, index, result }) => ({ file, case: index + 1, description: result.description, expected: result.expected, actual: result.actual, why: result.why })),
+        mismatches: failed.map(({ file, index, result }) => ({
+          file,
+          case: index + 1,
+          description: result.description,
+          expected: result.expected,
+          actual: result.actual,
+          why: result.why,
+        })),
         fileErrors: broken.map((r) => ({ file: r.file, errors: r.errors })),
       }) + "\n",
     );
@@ -36,7 +43,9 @@ export async function kernelEval(files: string[], options: { json?: boolean }): 
       lines.push(`  expected ${showExpected(result.expected)}; ${result.why ?? "mismatch"}`);
       if (result.actual !== undefined) lines.push(`  actual   ${showActual(result.actual)}`);
     }
-    lines.push(`kernel eval: ${cases} cases in ${reports.length} file(s): ${cases - failed.length} passed, ${failed.length} failed${broken.length > 0 ? `, ${broken.length} file(s) not readable as cases` : ""}`);
+    lines.push(
+      `kernel eval: ${cases} cases in ${reports.length} file(s): ${cases - failed.length} passed, ${failed.length} failed${broken.length > 0 ? `, ${broken.length} file(s) not readable as cases` : ""}`,
+    );
     (failed.length > 0 || broken.length > 0 ? process.stderr : process.stdout).write(lines.join("\n") + "\n");
   }
   return failed.length > 0 || broken.length > 0 ? EXIT.failure : EXIT.ok;
@@ -47,7 +56,9 @@ function describeBroken(report: CaseFileReport): string[] {
 }
 
 function showExpected(e: Expectation): string {
-  const detail = [e.rule, e.authority, e.actAs !== undefined ? `act-as ${e.actAs}` : undefined, e.line !== undefined ? `line ${e.line}` : undefined].filter((x) => x !== undefined);
+  const detail = [e.rule, e.authority, e.actAs !== undefined ? `act-as ${e.actAs}` : undefined, e.line !== undefined ? `line ${e.line}` : undefined].filter(
+    (x) => x !== undefined,
+  );
   return detail.length > 0 ? `${e.decision} (${detail.join(", ")})` : e.decision;
 }
 

@@ -38,8 +38,16 @@ export async function leaseListCommand(options: { team: string; json?: boolean }
   else process.stdout.write(reply.leases.length === 0 ? `no lease in team '${team}'\n` : `${reply.leases.map(showEntry).join("\n")}\n`);
 }
 
-export async function leaseIssueCommand(recipientSpec: string, capability: string, scopeText: string, options: { ttl: string; team?: string; source?: string; json?: boolean }, ambient: Ambient): Promise<void> {
-  const spec = recipientSpec.includes("@") ? parseSeatSpec(recipientSpec) : { seat: checkName("seat", recipientSpec), team: options.team ? checkName("team", options.team) : "" };
+export async function leaseIssueCommand(
+  recipientSpec: string,
+  capability: string,
+  scopeText: string,
+  options: { ttl: string; team?: string; source?: string; json?: boolean },
+  ambient: Ambient,
+): Promise<void> {
+  const spec = recipientSpec.includes("@")
+    ? parseSeatSpec(recipientSpec)
+    : { seat: checkName("seat", recipientSpec), team: options.team ? checkName("team", options.team) : "" };
   if (!spec.team) throw new Error("name the team: SEAT@TEAM or --team TEAM");
   const ttl = parseDuration(options.ttl);
   if (typeof ttl !== "number") throw new Error(`--ttl '${options.ttl}' is not a duration (e.g. 30m, 2h, 1d)`);
@@ -54,16 +62,45 @@ export async function leaseIssueCommand(recipientSpec: string, capability: strin
     const loaded = loadTeamFileData(JSON.parse(inForce.canonical), { startFileHashes: { ...inForce.startFileHashes } });
     if (!loaded.ok) throw new Error("the policy in force cannot be read by this release");
     const leads = loaded.policy.leads;
-    if (leads === undefined) throw new RefusalError("lease.no-leads", `team '${spec.team}' has no leads; no lease of any origin issues without one (§9): name one in the team file`);
+    if (leads === undefined)
+      throw new RefusalError("lease.no-leads", `team '${spec.team}' has no leads; no lease of any origin issues without one (§9): name one in the team file`);
     const source = options.source ?? leads.envelope.find((a) => a.capability === capability)?.id;
-    if (source === undefined) throw new RefusalError("lease.source", `the leads envelope of team '${spec.team}' holds no ${capability}; the owner's leases are drawn from it (write it under leads.envelope and apply)`);
+    if (source === undefined)
+      throw new RefusalError(
+        "lease.source",
+        `the leads envelope of team '${spec.team}' holds no ${capability}; the owner's leases are drawn from it (write it under leads.envelope and apply)`,
+      );
     const now = ambient.now();
-    const lease: LeaseFact = { id: ambient.newId(), rootGrant: source, issuer: leads.seat, holder: spec.seat, capability, scope, issuedAt: now, expiresAt: now + ttl };
-    const act = await signOwnerAct({ type: RecordType.LEASE, team: spec.team, action: "lease.issue", capability: { capability }, payload: leasePayload(spec.team, lease, ambient.newId()) }, key.seed);
+    const lease: LeaseFact = {
+      id: ambient.newId(),
+      rootGrant: source,
+      issuer: leads.seat,
+      holder: spec.seat,
+      capability,
+      scope,
+      issuedAt: now,
+      expiresAt: now + ttl,
+    };
+    const act = await signOwnerAct(
+      { type: RecordType.LEASE, team: spec.team, action: "lease.issue", capability: { capability }, payload: leasePayload(spec.team, lease, ambient.newId()) },
+      key.seed,
+    );
     const receipt = await channel.submit(OwnerActKind.LEASE, act);
-    const value = { leaseId: lease.id, team: spec.team, issuer: leads.seat, holder: spec.seat, capability, rootGrant: source, expiresUnixMs: lease.expiresAt, seq: receipt.seq };
+    const value = {
+      leaseId: lease.id,
+      team: spec.team,
+      issuer: leads.seat,
+      holder: spec.seat,
+      capability,
+      rootGrant: source,
+      expiresUnixMs: lease.expiresAt,
+      seq: receipt.seq,
+    };
     if (options.json) process.stdout.write(JSON.stringify(value) + "\n");
-    else process.stdout.write(`lease ${lease.id} issued as leads ${leads.seat} to ${spec.seat}: ${capability} from ${source}, until ${new Date(lease.expiresAt).toISOString()} (record ${receipt.seq})\n`);
+    else
+      process.stdout.write(
+        `lease ${lease.id} issued as leads ${leads.seat} to ${spec.seat}: ${capability} from ${source}, until ${new Date(lease.expiresAt).toISOString()} (record ${receipt.seq})\n`,
+      );
   } finally {
     await channel.close();
   }
@@ -77,7 +114,10 @@ export async function revokeCommand(leaseId: string, options: { team: string; re
   const pinned = readPinnedOwnerKey(layout);
   if (pinned === undefined) throw new Error(`no owner key is pinned under ${layout.keysDir}: this TEAMD_HOME was never initialised (teamd init)`);
   const key = await ownerKeyForAct();
-  const act = await signOwnerAct(revocationDraft({ team, subject: RevocationSubject.LEASE, subjectId: leaseId, reason: options.reason ?? "revoked by the owner" }), key.seed);
+  const act = await signOwnerAct(
+    revocationDraft({ team, subject: RevocationSubject.LEASE, subjectId: leaseId, reason: options.reason ?? "revoked by the owner" }),
+    key.seed,
+  );
   let flagId: string;
   try {
     flagId = (await createFlags({ dir: layout.flagsDir, ownerKey: publicKeyFromRaw(pinned) }).raise(act)).id;
@@ -100,8 +140,11 @@ export async function revokeCommand(leaseId: string, options: { team: string; re
     if (error instanceof RefusalError && error.rule === "lease.unknown") throw error;
     why = error instanceof Error ? error.message : String(error);
   }
-  if (options.json) process.stdout.write(JSON.stringify({ leaseId, team, flagId, recorded: recorded !== undefined, seq: recorded?.seq ?? null, reason: why || null }) + "\n");
+  if (options.json)
+    process.stdout.write(JSON.stringify({ leaseId, team, flagId, recorded: recorded !== undefined, seq: recorded?.seq ?? null, reason: why || null }) + "\n");
   else {
-    process.stdout.write(`lease ${leaseId} revoked: in force now (flag ${flagId.slice(0, 12)}); ${recorded ? `recorded: record ${recorded.seq}` : `not recorded yet (${why}); it is appended, marked late, when the store returns`}\n`);
+    process.stdout.write(
+      `lease ${leaseId} revoked: in force now (flag ${flagId.slice(0, 12)}); ${recorded ? `recorded: record ${recorded.seq}` : `not recorded yet (${why}); it is appended, marked late, when the store returns`}\n`,
+    );
   }
 }

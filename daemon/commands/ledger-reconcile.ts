@@ -26,10 +26,12 @@ export async function reconcileHead(options: { yes?: boolean; json?: boolean }, 
       else process.stdout.write(text + "\n");
       return;
     }
-    if (status.observation.byteLength === 0) throw new Error(`the ledger is blocked (${status.rule}: ${status.reason}) and no reconciliation can accept it: restore a copy of the ledger`);
+    if (status.observation.byteLength === 0)
+      throw new Error(`the ledger is blocked (${status.rule}: ${status.reason}) and no reconciliation can accept it: restore a copy of the ledger`);
     const observation = fromBinary(HeadReconciliationSchema, status.observation);
     process.stderr.write(`the ledger is blocked by ${status.rule}: ${status.reason}\n`);
-    if (!options.yes && !(await askYesNo("Accept the ledger as it is now observed (this is recorded, signed by you)?"))) throw new Error("cancelled; nothing was changed");
+    if (!options.yes && !(await askYesNo("Accept the ledger as it is now observed (this is recorded, signed by you)?")))
+      throw new Error("cancelled; nothing was changed");
     const key = await ownerKeyForAct();
     const act = await signOwnerAct(headReconcileDraft(observation), key.seed);
     const receipt = await channel.submit(OwnerActKind.RECONCILE, act);
@@ -41,7 +43,11 @@ export async function reconcileHead(options: { yes?: boolean; json?: boolean }, 
 }
 
 /** `teamd ledger resolve SEQ --team T (--done | --repeat NEW_ID)`: resolve an unknown outcome. */
-export async function resolveUnknown(intentSeq: string, options: { team: string; done?: boolean; repeat?: string; json?: boolean }, ambient: Ambient): Promise<void> {
+export async function resolveUnknown(
+  intentSeq: string,
+  options: { team: string; done?: boolean; repeat?: string; json?: boolean },
+  ambient: Ambient,
+): Promise<void> {
   if (!/^\d+$/.test(intentSeq)) throw new Error(`'${intentSeq}' is not a record seq`);
   if (Boolean(options.done) === (options.repeat !== undefined)) throw new Error("say what happened: --done (accept as done) or --repeat NEW_REQUEST_ID");
   const home = resolveHome();

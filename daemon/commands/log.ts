@@ -25,10 +25,24 @@ function assent(e: LedgerEntry): "witnessed" | undefined {
 }
 
 function line(e: LedgerEntry): string {
-  const time = new Date(e.timeUnixMs).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  const time = new Date(e.timeUnixMs)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
   const actor = assent(e) === "witnessed" ? `${e.actor} (witnessed)` : e.actor;
   const who = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
-  const cols = [String(e.seq).padStart(6), time, e.type.padEnd(10), (e.team || "-").padEnd(12), who.padEnd(14), e.action.padEnd(16), e.target || "-", e.result, e.late ? "(late)" : "", e.error ? `!! ${e.error}` : ""];
+  const cols = [
+    String(e.seq).padStart(6),
+    time,
+    e.type.padEnd(10),
+    (e.team || "-").padEnd(12),
+    who.padEnd(14),
+    e.action.padEnd(16),
+    e.target || "-",
+    e.result,
+    e.late ? "(late)" : "",
+    e.error ? `!! ${e.error}` : "",
+  ];
   return cols.filter((c) => c !== "").join("  ");
 }
 

@@ -36,7 +36,7 @@ export function unseenNotices(home: TeamdHome): number | undefined {
   try {
     store = openStore(layout.db, { readonly: true });
     let n = 0;
-    for (let from = lastSeenNotice(home) + 1; ; ) {
+    for (let from = lastSeenNotice(home) + 1; ;) {
       const rows = store.recordsOfType(RecordType.NOTICE, from, PAGE);
       n += rows.filter((row) => isTold(describeStored(row))).length;
       if (rows.length < PAGE) return n;
@@ -86,8 +86,24 @@ export async function noticesCommand(options: { all?: boolean; follow?: boolean;
           if (!isTold(entry)) continue;
           const n = noticeOf(entry);
           printed++;
-          if (options.json) process.stdout.write(JSON.stringify({ seq: entry.seq, time: new Date(entry.timeUnixMs).toISOString(), team: entry.team, about: n.about, subject: n.subject, text: n.text }) + "\n");
-          else process.stdout.write(`${String(entry.seq).padStart(6)}  ${new Date(entry.timeUnixMs).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z")}  ${n.subject}: ${n.text}\n`);
+          if (options.json)
+            process.stdout.write(
+              JSON.stringify({
+                seq: entry.seq,
+                time: new Date(entry.timeUnixMs).toISOString(),
+                team: entry.team,
+                about: n.about,
+                subject: n.subject,
+                text: n.text,
+              }) + "\n",
+            );
+          else
+            process.stdout.write(
+              `${String(entry.seq).padStart(6)}  ${new Date(entry.timeUnixMs)
+                .toISOString()
+                .replace("T", " ")
+                .replace(/\.\d+Z$/, "Z")}  ${n.subject}: ${n.text}\n`,
+            );
         }
         if (!options.all && next - 1 > lastSeenNotice(home)) await markSeen(next - 1);
       }
@@ -112,11 +128,17 @@ export async function noticeHookCommand(command: readonly string[], options: { c
     await saveNotifyHook(home, options.clear ? [] : command);
     const what = options.clear ? "cleared" : `set to ${JSON.stringify(command)}`;
     if (options.json) process.stdout.write(JSON.stringify({ hook: options.clear ? null : command, path: notifyConfigPath(home) }) + "\n");
-    else process.stdout.write(`notice hook ${what} (${notifyConfigPath(home)}); a running daemon picks it up on SIGHUP (kill -HUP <its pid>, shown by teamd status) or its next start\n`);
+    else
+      process.stdout.write(
+        `notice hook ${what} (${notifyConfigPath(home)}); a running daemon picks it up on SIGHUP (kill -HUP <its pid>, shown by teamd status) or its next start\n`,
+      );
     return;
   }
   const loaded = loadNotifyHook(home);
   if (!loaded.ok) throw new Error(`the notice hook is refused: ${loaded.reason}`);
   if (options.json) process.stdout.write(JSON.stringify({ hook: loaded.hook?.command ?? null, path: notifyConfigPath(home) }) + "\n");
-  else process.stdout.write(loaded.hook ? `notice hook: ${JSON.stringify(loaded.hook.command)}\n` : "no notice hook (set one with: teamd notices hook -- notify-send teamd)\n");
+  else
+    process.stdout.write(
+      loaded.hook ? `notice hook: ${JSON.stringify(loaded.hook.command)}\n` : "no notice hook (set one with: teamd notices hook -- notify-send teamd)\n",
+    );
 }

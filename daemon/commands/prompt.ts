@@ -12,7 +12,8 @@ export function isInteractive(): boolean {
 
 /** Read a secret without echo. */
 export function askSecret(question: string): Promise<string> {
-  if (!isInteractive()) return Promise.reject(new Error("a passphrase is needed and there is no terminal: set TEAMD_OWNER_PASSPHRASE_FILE to a file holding it"));
+  if (!isInteractive())
+    return Promise.reject(new Error("a passphrase is needed and there is no terminal: set TEAMD_OWNER_PASSPHRASE_FILE to a file holding it"));
   return new Promise((resolve) => {
     const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
     const mutable = rl as unknown as { _writeToOutput: (s: string) => void };

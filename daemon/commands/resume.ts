@@ -19,7 +19,10 @@ export async function resumeCommand(options: { json?: boolean }, ambient: Ambien
   if (pinned === undefined) throw new Error(`no owner key is pinned under ${layout.keysDir}: run teamd init first`);
   const read = createFlags({ dir: layout.flagsDir, ownerKey: publicKeyFromRaw(pinned) }).read();
   const bad = read.invalid[0];
-  if (bad) throw new Error(`flag ${bad.file} cannot be verified (${bad.reason}); a stop whose flag is unreadable cannot be cleared by naming it: move the file away only if you did not write it`);
+  if (bad)
+    throw new Error(
+      `flag ${bad.file} cannot be verified (${bad.reason}); a stop whose flag is unreadable cannot be cleared by naming it: move the file away only if you did not write it`,
+    );
   const flagIds = read.flags.filter((f) => f.kind === "stop").map((f) => f.id);
   if (flagIds.length === 0) {
     if (options.json) process.stdout.write(JSON.stringify({ resumed: false, flagIds: [], reason: "no stop is in force" }) + "\n");

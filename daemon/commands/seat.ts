@@ -43,7 +43,16 @@ interface Shown {
 }
 
 function show(s: Shown): Record<string, unknown> {
-  return { team: s.team, seat: s.seat, state: s.state, initPid: s.initPid, runId: s.runId, limits: s.limits, repository: s.repository, containment: s.containment };
+  return {
+    team: s.team,
+    seat: s.seat,
+    state: s.state,
+    initPid: s.initPid,
+    runId: s.runId,
+    limits: s.limits,
+    repository: s.repository,
+    containment: s.containment,
+  };
 }
 
 export async function startCommand(spec: string | undefined, options: { team?: string; json?: boolean }): Promise<void> {
@@ -53,7 +62,9 @@ export async function startCommand(spec: string | undefined, options: { team?: s
     const reply = await c.startSeat(target);
     if (options.json) process.stdout.write(JSON.stringify({ started: reply.seats.map(show) }) + "\n");
     else if (reply.seats.length === 0) process.stdout.write("started: none (every seat with a start is already running)\n");
-    else for (const s of reply.seats) process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
+    else
+      for (const s of reply.seats)
+        process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
     // Loudly, and on stderr even with --json: the owner asked for it, and must not forget it.
     for (const s of reply.seats) if (s.containment === "none") process.stderr.write(`${uncontainedWarning(s.seat, userName(s.uid))}\n`);
   } finally {
@@ -103,7 +114,10 @@ export async function freezeCommand(spec: string, options: { team?: string; json
     const seq = Number(reply.seq);
     if (options.json) process.stdout.write(JSON.stringify({ seat: show(s), frozen: s.frozen, seq: seq === 0 ? null : seq }) + "\n");
     else if (seq === 0) process.stdout.write(`${s.seat}@${s.team}: already ${s.frozen ? "frozen" : "running (not frozen)"}\n`);
-    else process.stdout.write(`${s.seat}@${s.team}: ${s.frozen ? `frozen (record ${seq}); teamd thaw ${s.seat}@${s.team} lets it run on` : `thawed (record ${seq})`}\n`);
+    else
+      process.stdout.write(
+        `${s.seat}@${s.team}: ${s.frozen ? `frozen (record ${seq}); teamd thaw ${s.seat}@${s.team} lets it run on` : `thawed (record ${seq})`}\n`,
+      );
   } finally {
     c.close();
   }
@@ -120,7 +134,13 @@ export async function execCommand(spec: string, command: readonly string[], opti
   const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: seconds * 1000 + 30_000 });
   try {
     // Output is written as it arrives (streamed by the daemon), in order per stream.
-    for await (const reply of c.exec({ team: target.team, seat: target.seat, command: [...argv], timeoutMs: Math.round(seconds * 1000), stdin: new Uint8Array(0) })) {
+    for await (const reply of c.exec({
+      team: target.team,
+      seat: target.seat,
+      command: [...argv],
+      timeoutMs: Math.round(seconds * 1000),
+      stdin: new Uint8Array(0),
+    })) {
       const event = reply.event;
       if (event.case === "stdout") await write(process.stdout, event.value);
       else if (event.case === "stderr") await write(process.stderr, event.value);
@@ -154,7 +174,9 @@ export async function attachCommand(spec: string, options: { team?: string }): P
   const stdin = process.stdin;
   const stdout = process.stdout;
   if (!stdin.isTTY || !stdout.isTTY) {
-    throw new Error("teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD...");
+    throw new Error(
+      "teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD...",
+    );
   }
   const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: 365 * 24 * 3600 * 1000 });
   type In = Parameters<typeof c.attach>[0] extends AsyncIterable<infer I> ? I : never;
@@ -191,5 +213,9 @@ export async function attachCommand(spec: string, options: { team?: string }): P
     stdin.pause();
     c.close();
   }
-  process.stderr.write(ended === undefined ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n` : `\r\nteamd: the seat's command ended (${ended})\n`);
+  process.stderr.write(
+    ended === undefined
+      ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n`
+      : `\r\nteamd: the seat's command ended (${ended})\n`,
+  );
 }

@@ -24,7 +24,17 @@ export function statusJson(reply: StatusResponse, unseen: number | undefined): R
     daemon: { running: true, protocol: reply.daemon?.protocol, version: reply.daemon?.program, instance: reply.daemonInstance, pid: reply.pid },
     mode: reply.mode,
     home: reply.home,
-    ledger: ledger === undefined ? null : { state: ledger.state, rule: ledger.rule, reason: ledger.reason, headSeq: Number(ledger.headSeq), headHash: ledger.headHash, verified: ledger.verified },
+    ledger:
+      ledger === undefined
+        ? null
+        : {
+            state: ledger.state,
+            rule: ledger.rule,
+            reason: ledger.reason,
+            headSeq: Number(ledger.headSeq),
+            headHash: ledger.headHash,
+            verified: ledger.verified,
+          },
     stopped: reply.stops.length > 0,
     stops: reply.stops.map((s) => ({ flagId: s.flagId, scope: s.scope, team: s.team, recordedSeq: Number(s.recordedSeq) })),
     notices: { unseen: unseen ?? null },
@@ -48,7 +58,24 @@ function teamJson(t: Team): Record<string, unknown> {
 }
 
 function seatJson(s: Seat): Record<string, unknown> {
-  return { team: s.team, seat: s.seat, socket: s.socket, state: s.state, initPid: s.initPid, runId: s.runId, startedAt: s.startedAt, limits: s.limits, repository: s.repository, uid: s.uid, containment: s.containment, cgroup: s.cgroup, cpuMs: Number(s.cpuMs), memoryBytes: Number(s.memoryBytes), meteredBy: s.meteredBy, frozen: s.frozen };
+  return {
+    team: s.team,
+    seat: s.seat,
+    socket: s.socket,
+    state: s.state,
+    initPid: s.initPid,
+    runId: s.runId,
+    startedAt: s.startedAt,
+    limits: s.limits,
+    repository: s.repository,
+    uid: s.uid,
+    containment: s.containment,
+    cgroup: s.cgroup,
+    cpuMs: Number(s.cpuMs),
+    memoryBytes: Number(s.memoryBytes),
+    meteredBy: s.meteredBy,
+    frozen: s.frozen,
+  };
 }
 
 function uptime(startedAt: string, now: number): string {
@@ -77,14 +104,21 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
   else lines.push(`ledger: ${ledger.state}${ledger.rule ? ` (${ledger.rule})` : ""}, head ${ledger.headSeq}: ${ledger.reason}`);
   if (reply.stops.length === 0) lines.push("stop: none");
   for (const s of reply.stops) {
-    const what = s.scope === "machine" ? "STOPPED: every team on this machine" : s.scope === "team" ? `STOPPED: team ${s.team}` : `STOPPED: a flag that does not verify (${s.flagId})`;
+    const what =
+      s.scope === "machine"
+        ? "STOPPED: every team on this machine"
+        : s.scope === "team"
+          ? `STOPPED: team ${s.team}`
+          : `STOPPED: a flag that does not verify (${s.flagId})`;
     lines.push(`${what}${s.recordedSeq === 0n ? " (not yet recorded)" : ` (record ${s.recordedSeq})`}; teamd resume lifts it`);
   }
   lines.push(unseen === undefined ? "notices: no ledger" : unseen === 0 ? "notices: none new" : `notices: ${unseen} not yet seen (teamd notices)`);
   lines.push(reply.teams.length === 0 ? "teams: none (teamd init in a repository)" : "teams:");
   for (const t of reply.teams) {
     lines.push(`  ${t.team}  ${t.repository}`);
-    lines.push(`    policy: ${t.policySeq === 0n ? "none applied" : `record ${t.policySeq} ${t.policyHash.slice(0, 19)}…`}; ${TEAM_FILE_WORDS[t.teamFile] ?? t.teamFile}${t.teamFileDetail && t.teamFile !== "differs" ? ` (${t.teamFileDetail})` : ""}`);
+    lines.push(
+      `    policy: ${t.policySeq === 0n ? "none applied" : `record ${t.policySeq} ${t.policyHash.slice(0, 19)}…`}; ${TEAM_FILE_WORDS[t.teamFile] ?? t.teamFile}${t.teamFileDetail && t.teamFile !== "differs" ? ` (${t.teamFileDetail})` : ""}`,
+    );
     if (t.policyProblem) lines.push(`    policy cannot be read: ${t.policyProblem}`);
     if (t.policySeq !== 0n) lines.push(`    seats: ${t.seats.join(", ") || "none"}; leads: ${t.leads || "none"}; live leases: ${t.liveLeases}`);
   }
@@ -99,7 +133,9 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
     );
     if (s.state !== "socket" && s.state !== "" && !s.state.startsWith("halted")) {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";
-      lines.push(`      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`);
+      lines.push(
+        `      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`,
+      );
     }
   }
   return lines.join("\n") + "\n";

@@ -23,7 +23,8 @@ export async function stopAllCommand(options: { json?: boolean }, ambient: Ambie
   const home = resolveHome();
   const layout = ledgerLayout(home);
   const pinned = readPinnedOwnerKey(layout);
-  if (pinned === undefined) throw new Error(`no owner key is pinned under ${layout.keysDir}: this TEAMD_HOME was never initialised (teamd init), so there is nothing to stop`);
+  if (pinned === undefined)
+    throw new Error(`no owner key is pinned under ${layout.keysDir}: this TEAMD_HOME was never initialised (teamd init), so there is nothing to stop`);
   const key = await ownerKeyForAct();
   const act = await signOwnerAct(stopDraft({ reason: "teamd stop --all" }), key.seed);
   let flagId: string;
@@ -35,10 +36,18 @@ export async function stopAllCommand(options: { json?: boolean }, ambient: Ambie
   }
 
   const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: DAEMON_DEADLINE_MS });
-  let daemon: { answered: true; recorded: boolean; seq: number; reason: string; stopped: { team: string; seat: string; initPid: number }[] } | { answered: false; error: string };
+  let daemon:
+    | { answered: true; recorded: boolean; seq: number; reason: string; stopped: { team: string; seat: string; initPid: number }[] }
+    | { answered: false; error: string };
   try {
     const reply = await client.stopAll({ act });
-    daemon = { answered: true, recorded: reply.recorded, seq: Number(reply.seq), reason: reply.reason, stopped: reply.stopped.map((s) => ({ team: s.team, seat: s.seat, initPid: s.initPid })) };
+    daemon = {
+      answered: true,
+      recorded: reply.recorded,
+      seq: Number(reply.seq),
+      reason: reply.reason,
+      stopped: reply.stopped.map((s) => ({ team: s.team, seat: s.seat, initPid: s.initPid })),
+    };
   } catch (error) {
     daemon = { answered: false, error: error instanceof Error ? error.message : String(error) };
   } finally {
@@ -53,12 +62,19 @@ export async function stopAllCommand(options: { json?: boolean }, ambient: Ambie
   const list = (outcome: string) => alive.filter((k) => k.outcome === outcome).map((k) => `${k.seat}@${k.team} (init pid ${k.initPid})`);
   const problems = [
     ...(list("alive").length > 0 ? [`seat(s) still running after SIGKILL: ${list("alive").join(", ")}`] : []),
-    ...(list("unseen").length > 0 ? [`seat(s) this user may neither inspect nor signal (they run as the seat user): ${list("unseen").join(", ")} — run teamd stop --all as root; the daemon stops them as soon as it runs again`] : []),
+    ...(list("unseen").length > 0
+      ? [
+          `seat(s) this user may neither inspect nor signal (they run as the seat user): ${list("unseen").join(", ")} — run teamd stop --all as root; the daemon stops them as soon as it runs again`,
+        ]
+      : []),
   ];
-  const problem = problems.length === 0 ? undefined : `${problems.join("; ")}; the stop flag holds (no start, no owner act but resume) — check with teamd status`;
+  const problem =
+    problems.length === 0 ? undefined : `${problems.join("; ")}; the stop flag holds (no start, no owner act but resume) — check with teamd status`;
 
   if (options.json) {
-    process.stdout.write(JSON.stringify({ stopped: alive.length === 0, flagId, path, daemon, killedByCli: byCli, alive, ...(problem ? { problem } : {}) }) + "\n");
+    process.stdout.write(
+      JSON.stringify({ stopped: alive.length === 0, flagId, path, daemon, killedByCli: byCli, alive, ...(problem ? { problem } : {}) }) + "\n",
+    );
     // One object for scripts: the exit code says it failed, the object says why.
     if (problem) process.exitCode = EXIT.failure;
     return;

@@ -33,9 +33,13 @@ export async function verify(options: { json?: boolean }): Promise<void> {
   else if (result.ok) {
     const lag = result.headLag > 0 ? `; head lags by ${result.headLag} sealed record(s) and rolls forward on the next open` : "";
     const acked = result.acknowledged.length > 0 ? `; ${result.acknowledged.length} damaged range(s) accepted by owner reconciliation` : "";
-    process.stdout.write(`ok: ${result.records} records, ${result.seals} seals, head at ${result.head.seq} (${result.head.hash.slice(0, 16)}…)${lag}${acked}\n`);
+    process.stdout.write(
+      `ok: ${result.records} records, ${result.seals} seals, head at ${result.head.seq} (${result.head.hash.slice(0, 16)}…)${lag}${acked}\n`,
+    );
   } else {
-    process.stderr.write(`verify failed${result.seq !== undefined ? ` at seq ${result.seq}` : ""}: ${result.rule} (${RULES[result.rule].section}): ${result.reason} (${result.records} records verified before it)\n`);
+    process.stderr.write(
+      `verify failed${result.seq !== undefined ? ` at seq ${result.seq}` : ""}: ${result.rule} (${RULES[result.rule].section}): ${result.reason} (${result.records} records verified before it)\n`,
+    );
   }
   if (!result.ok) process.exitCode = EXIT.failure;
 }

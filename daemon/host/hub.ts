@@ -38,7 +38,12 @@ function trusting(repoRoot: string): string[] {
  * (`sharedGid`): the owner fetches the gated trunk from it and pushes their own work to it;
  * the seat user is not in the group and never reaches it.
  */
-export async function createHub(teamdHome: string, team: string, repoRoot: string, options: { sharedGid?: number } = {}): Promise<{ path: string; created: boolean }> {
+export async function createHub(
+  teamdHome: string,
+  team: string,
+  repoRoot: string,
+  options: { sharedGid?: number } = {},
+): Promise<{ path: string; created: boolean }> {
   const path = hubPath(teamdHome, team);
   if (existsSync(path)) {
     if (!(await gitSucceeds(["rev-parse", "--is-bare-repository"], { gitDir: path }))) {
@@ -60,7 +65,18 @@ export async function createHub(teamdHome: string, team: string, repoRoot: strin
   // The clone reads the owner's repository through a separate upload-pack, which does not
   // take safe.directory from this command line: it gets its own (a fixed string, no path
   // interpolated into the shell command git runs it with).
-  await git([...trusting(repoRoot), ...trusting(`${repoRoot}/.git`), "clone", "--bare", "--no-hardlinks", "--quiet", "--upload-pack=git -c 'safe.directory=*' upload-pack", ...(shared ? ["--config", "core.sharedRepository=group"] : []), repoRoot, path]);
+  await git([
+    ...trusting(repoRoot),
+    ...trusting(`${repoRoot}/.git`),
+    "clone",
+    "--bare",
+    "--no-hardlinks",
+    "--quiet",
+    "--upload-pack=git -c 'safe.directory=*' upload-pack",
+    ...(shared ? ["--config", "core.sharedRepository=group"] : []),
+    repoRoot,
+    path,
+  ]);
   if (shared) await shareTree(path, options.sharedGid as number);
   return { path, created: true };
 }
@@ -92,7 +108,10 @@ function shellWord(value: string): string {
 export async function ensureRemote(repoRoot: string, path: string, options: { foreignHub?: boolean } = {}): Promise<"added" | "present"> {
   const trustHub = async () => {
     if (!options.foreignHub) return;
-    for (const [key, program] of [["remote.teamd.uploadpack", "upload-pack"], ["remote.teamd.receivepack", "receive-pack"]] as const) {
+    for (const [key, program] of [
+      ["remote.teamd.uploadpack", "upload-pack"],
+      ["remote.teamd.receivepack", "receive-pack"],
+    ] as const) {
       await git(["config", key, `git -c safe.directory=${shellWord(path)} ${program}`], { cwd: repoRoot });
     }
   };

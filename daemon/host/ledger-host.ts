@@ -99,7 +99,8 @@ export function describeLedger(ledger: Ledger | undefined, daemonPublicKey: Uint
     reason: s.status === "ready" ? "" : s.reason,
     headSeq: BigInt(head?.seq ?? 0),
     headHash: head ? Buffer.from(head.hash).toString("hex") : "",
-    observation: s.status === "blocked" && s.observation ? toBinary(HeadReconciliationSchema, create(HeadReconciliationSchema, s.observation)) : new Uint8Array(0),
+    observation:
+      s.status === "blocked" && s.observation ? toBinary(HeadReconciliationSchema, create(HeadReconciliationSchema, s.observation)) : new Uint8Array(0),
     ownerPublicKey: ledger.ownerKey.raw,
     daemonPublicKey,
   };

@@ -7,9 +7,7 @@ const NAME = /^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 
 export function checkName(kind: "team" | "seat", name: string): string {
   if (!NAME.test(name)) {
-    throw new Error(
-      `invalid ${kind} name '${name}': use 1-32 lower-case letters, digits and inner dashes, starting with a letter`,
-    );
+    throw new Error(`invalid ${kind} name '${name}': use 1-32 lower-case letters, digits and inner dashes, starting with a letter`);
   }
   return name;
 }

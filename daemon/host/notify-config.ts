@@ -30,7 +30,8 @@ export function loadNotifyHook(home: TeamdHome): NotifyLoad {
     return { ok: false, reason: `${path}: ${(error as Error).message}` };
   }
   if (!st.isFile()) return { ok: false, reason: `${path} is not a regular file` };
-  if (st.uid !== process.getuid?.()) return { ok: false, reason: `${path} belongs to uid ${st.uid}, not the daemon's user: remove it and set the hook again with teamd notices hook` };
+  if (st.uid !== process.getuid?.())
+    return { ok: false, reason: `${path} belongs to uid ${st.uid}, not the daemon's user: remove it and set the hook again with teamd notices hook` };
   if ((st.mode & 0o022) !== 0) return { ok: false, reason: `${path} is writable by group or others: chmod 600 ${path}` };
   let data: unknown;
   try {

@@ -1,7 +1,15 @@
 import { createHash } from "node:crypto";
 import { chmod, chown, readdir, readFile, readlink } from "node:fs/promises";
 import { RefusalError } from "../../src/rpc/index.js";
-import { createSeatCgroup, handle, readCgroupFacts, removeLeaves, sweepHomeCgroups, type SeatCgroup, type SeatCgroupUsage } from "../../src/sandbox/cgroup-host.js";
+import {
+  createSeatCgroup,
+  handle,
+  readCgroupFacts,
+  removeLeaves,
+  sweepHomeCgroups,
+  type SeatCgroup,
+  type SeatCgroupUsage,
+} from "../../src/sandbox/cgroup-host.js";
 import { homeCgroupRoots, parseSelfCgroup, planCgroups } from "../../src/sandbox/cgroup-plan.js";
 import type { Limits } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
@@ -42,7 +50,10 @@ export async function openSeatCgroup(home: TeamdHome, team: string, seat: string
   } catch (error) {
     const cause = (error as Error).message;
     if (asksForCgroupLimit(limits)) {
-      throw new RefusalError("containment.limit", `the seat's limits cannot be applied: ${cause}; fix: run \`teamd doctor\` (cgroups), free or fix the cgroup hierarchy, or drop start.limits from the team file (\`limits: none\`)`);
+      throw new RefusalError(
+        "containment.limit",
+        `the seat's limits cannot be applied: ${cause}; fix: run \`teamd doctor\` (cgroups), free or fix the cgroup hierarchy, or drop start.limits from the team file (\`limits: none\`)`,
+      );
     }
     return { missing: cause };
   }
@@ -114,12 +125,17 @@ export async function cgroupEmpty(leaf: string): Promise<boolean> {
 export async function killRecordedCgroups(home: TeamdHome, entries: readonly { team: string; seat: string; cgroups?: readonly string[] }[]): Promise<string[]> {
   const mine: string[] = [];
   for (const e of entries) for (const leaf of e.cgroups ?? []) if (await isSeatCgroup(leaf, home, e.team, e.seat)) mine.push(leaf);
-  for (const leaf of mine) await handle({ mkdir: [], leaves: [leaf], writes: [], procs: [], kill: `${leaf}/cgroup.kill`, meter: {}, byCgroup: [], summary: "" }).kill();
+  for (const leaf of mine)
+    await handle({ mkdir: [], leaves: [leaf], writes: [], procs: [], kill: `${leaf}/cgroup.kill`, meter: {}, byCgroup: [], summary: "" }).kill();
   return mine;
 }
 
 /** After a crash: the recorded seat cgroups (killed, removed), then anything else under this home's roots. */
-export async function sweepSeatCgroups(home: TeamdHome, recorded: readonly { team: string; seat: string; cgroups?: readonly string[] }[], log: (line: string) => void): Promise<void> {
+export async function sweepSeatCgroups(
+  home: TeamdHome,
+  recorded: readonly { team: string; seat: string; cgroups?: readonly string[] }[],
+  log: (line: string) => void,
+): Promise<void> {
   const roots = homeCgroupRoots(await readCgroupFacts(), homeKey(home));
   const mine = await killRecordedCgroups(home, recorded);
   const left = await removeLeaves(mine, 5_000);

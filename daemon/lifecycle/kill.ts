@@ -61,7 +61,10 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
         sent = true;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === "EPERM") throw new Error(`not allowed to kill seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}): run teamd stop --all as the daemon's user (or root)`);
+        if (code === "EPERM")
+          throw new Error(
+            `not allowed to kill seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}): run teamd stop --all as the daemon's user (or root)`,
+          );
         if (code !== "ESRCH") throw error;
       }
     }
@@ -69,7 +72,12 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
   }
   // And each seat's cgroup.kill (v2): it also ends what `teamd exec` ran in the seat, in pid
   // namespaces of its own. Only folders shaped as this home's seat cgroups are written.
-  const killed = new Set(await killRecordedCgroups(home, targets.map((t) => t.entry)));
+  const killed = new Set(
+    await killRecordedCgroups(
+      home,
+      targets.map((t) => t.entry),
+    ),
+  );
   // A seat whose processes this user may not inspect (system mode, a non-root owner) is known
   // down only by its cgroups: every recorded one of them empty (or gone) after the kill.
   const leavesOf = (e: SeatRegistration) => (e.cgroups ?? []).filter((leaf) => killed.has(leaf));
@@ -82,7 +90,9 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
   // Uncontained: up while its recorded init lives, unless every recorded cgroup of it is empty
   // (an init of another uid, stopped by this CLI, is killed by its cgroup alone).
   const stillIn = async (e: SeatRegistration) =>
-    e.containment === "none" ? isRecordedUncontained(e) && !(await downByCgroup(e)) : (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
+    e.containment === "none"
+      ? isRecordedUncontained(e) && !(await downByCgroup(e))
+      : (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
   const deadline = now() + waitMs;
   for (;;) {
     const alive = [];

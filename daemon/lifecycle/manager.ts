@@ -74,7 +74,13 @@ export interface SeatManager {
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason): its run as it was, or undefined when it does not run. */
   halt(team: string, seat: string, why: string): Promise<SeatView | undefined>;
-  exec(team: string | undefined, seat: string, command: readonly string[], options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult & { seq: number }>;
+  exec(
+    team: string | undefined,
+    seat: string,
+    command: readonly string[],
+    options: { timeoutMs: number; stdin: Uint8Array },
+    sink: ExecSink,
+  ): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
   freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;
@@ -122,7 +128,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   const slots = new Map<string, Slot>();
   const key = (team: string, seat: string) => `${team}/${seat}`;
 
-  async function record(type: RecordType, target: StartableSeat | { team: string; seat: string }, action: string, runId: string, fields: Record<string, string>) {
+  async function record(
+    type: RecordType,
+    target: StartableSeat | { team: string; seat: string },
+    action: string,
+    runId: string,
+    fields: Record<string, string>,
+  ) {
     const ledger = readyLedger(options.ledger());
     return ledger.append({
       type,
@@ -152,8 +164,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
       }
-      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch((error: unknown) =>
-        log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
+      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch(
+        (error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
       );
       const left = (await slot.cgroup?.remove()) ?? [];
       for (const leaf of left) log(`seat ${slot.view.team}/${slot.view.seat}: its cgroup ${leaf} could not be removed (still busy); the next start sweeps it`);
@@ -171,14 +183,31 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // An owner's stop refuses every start (§11), read from the flags before anything else.
     const stopped = stopRefusal(options.ledger(), target.team);
     if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
-    if (slots.has(k)) throw new RefusalError("seat.running", `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`);
+    if (slots.has(k))
+      throw new RefusalError(
+        "seat.running",
+        `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`,
+      );
     const runId = options.newId();
     const user = resolveSeatUser(home.mode);
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
       // The applied team file's word, never a fallback: a host without bubblewrap refuses a
       // bwrap seat (fail closed); only `containment: none` runs one uncontained.
-      view: { team: target.team, seat: target.seat, state: "starting", socket: "", initPid: 0, runId, startedAt: "", limits: "none", repository: "", uid: user.uid, containment: target.start.containment ?? "bwrap", cgroup: "" },
+      view: {
+        team: target.team,
+        seat: target.seat,
+        state: "starting",
+        socket: "",
+        initPid: 0,
+        runId,
+        startedAt: "",
+        limits: "none",
+        repository: "",
+        uid: user.uid,
+        containment: target.start.containment ?? "bwrap",
+        cgroup: "",
+      },
       user,
     };
     slots.set(k, slot);
@@ -198,7 +227,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       slot.cgroup = opened.cgroup;
       // The seat runs in a pty whose master the daemon holds (issue 7): its output goes to a
       // bounded scrollback and to the one attached owner, never to the ledger.
-      const launched = await options.launcher.launch({ plan: prepared.plan, command: target.start.command, io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS }, containment: uncontained(slot) ? "none" : "bwrap", ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}) });
+      const launched = await options.launcher.launch({
+        plan: prepared.plan,
+        command: target.start.command,
+        io: { kind: "pty", cols: PTY_COLS, rows: PTY_ROWS },
+        containment: uncontained(slot) ? "none" : "bwrap",
+        ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}),
+      });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const proc = launched.seat;
       slot.process = proc;
@@ -250,7 +285,16 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         strength: strength(slot),
         cgroup,
       });
-      slot.view = { ...slot.view, state: "running", socket: prepared.layout.socket, initPid: proc.initPid, startedAt, limits, repository: prepared.layout.repo, cgroup };
+      slot.view = {
+        ...slot.view,
+        state: "running",
+        socket: prepared.layout.socket,
+        initPid: proc.initPid,
+        startedAt,
+        limits,
+        repository: prepared.layout.repo,
+        cgroup,
+      };
       void proc.exit.then((how) => {
         if (slot.teardown === undefined) void teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
       });
@@ -356,15 +400,30 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const t = team ?? teamOf(seat, true);
       const slot = slots.get(key(t, seat));
       if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
-        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`);
+        throw new RefusalError(
+          "seat.not-running",
+          `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`,
+        );
       }
       // A command joining a frozen seat's cgroup would freeze with it, and the owner would wait on nothing.
-      if (slot.view.frozen === true) throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
+      if (slot.view.frozen === true)
+        throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
       if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, { by: "owner", command: JSON.stringify(command), containment: slot.view.containment, strength: strength(slot) });
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
+        by: "owner",
+        command: JSON.stringify(command),
+        containment: slot.view.containment,
+        strength: strength(slot),
+      });
       // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
-      const launched = await options.launcher.launch({ plan: slot.plan, command, io: { kind: "pipes" }, containment: uncontained(slot) ? "none" : "bwrap", ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}) });
+      const launched = await options.launcher.launch({
+        plan: slot.plan,
+        command,
+        io: { kind: "pipes" },
+        containment: uncontained(slot) ? "none" : "bwrap",
+        ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
+      });
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const result = await streamRun(launched.seat, execOptions, sink);
       return { ...result, seq: recorded.seq };
@@ -391,7 +450,11 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       let recorded: { seq: number };
       try {
         // Recorded before the owner sees anything: who and when, never what the pty shows.
-        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
+        recorded = await record(RecordType.NOTICE, slot.view, "seat.attach", slot.view.runId, {
+          by: "owner",
+          containment: slot.view.containment,
+          strength: strength(slot),
+        });
       } catch (error) {
         slot.attached = undefined;
         throw error;
@@ -411,8 +474,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         detach(how) {
           detached ??= (async () => {
             if (slot.attached === relay) slot.attached = undefined;
-            await record(RecordType.NOTICE, slot.view, "seat.detach", slot.view.runId, { by: "owner", how, attach_seq: String(recorded.seq) }).catch((error: unknown) =>
-              log(`seat ${slot.view.team}/${slot.view.seat}: detach not recorded: ${String(error)}`),
+            await record(RecordType.NOTICE, slot.view, "seat.detach", slot.view.runId, { by: "owner", how, attach_seq: String(recorded.seq) }).catch(
+              (error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: detach not recorded: ${String(error)}`),
             );
           })();
           return detached;
@@ -428,15 +491,25 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const cgroup = slot.cgroup;
       if (cgroup?.plan.freeze === undefined) {
         const why = cgroup === undefined ? `it has no cgroup of its own (${slot.view.cgroup})` : "its cgroups are v1 only";
-        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}' cannot be frozen: ${why}; fix: run the daemon as root (system mode) on a host with cgroup v2, or stop the seat instead (teamd stop ${seat}@${t})`);
+        throw new RefusalError(
+          "containment.freeze",
+          `seat '${seat}' of team '${t}' cannot be frozen: ${why}; fix: run the daemon as root (system mode) on a host with cgroup v2, or stop the seat instead (teamd stop ${seat}@${t})`,
+        );
       }
       if ((slot.view.frozen === true) === frozen) return { view: slot.view, seq: 0 };
       // Recorded before it happens: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, { by: "owner", containment: slot.view.containment, strength: strength(slot) });
+      const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, {
+        by: "owner",
+        containment: slot.view.containment,
+        strength: strength(slot),
+      });
       try {
         await cgroup.setFrozen(frozen);
       } catch (error) {
-        throw new RefusalError("containment.freeze", `seat '${seat}' of team '${t}': ${(error as Error).message}; its state is unchanged (record ${recorded.seq} says it was asked)`);
+        throw new RefusalError(
+          "containment.freeze",
+          `seat '${seat}' of team '${t}': ${(error as Error).message}; its state is unchanged (record ${recorded.seq} says it was asked)`,
+        );
       }
       slot.view = { ...slot.view, frozen };
       log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by the owner (record ${recorded.seq})`);
@@ -447,9 +520,21 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return Promise.all(
         [...slots.values()].map(async (s) => {
           if (s.view.state !== "running") return s.view;
-          const usage = s.cgroup !== undefined ? await s.cgroup.usage() : s.pidNamespace ? await walkNamespaceUsage(s.pidNamespace) : uncontained(s) ? await walkTreeUsage(s.view.initPid) : {};
+          const usage =
+            s.cgroup !== undefined
+              ? await s.cgroup.usage()
+              : s.pidNamespace
+                ? await walkNamespaceUsage(s.pidNamespace)
+                : uncontained(s)
+                  ? await walkTreeUsage(s.view.initPid)
+                  : {};
           const by = s.cgroup !== undefined ? "cgroup" : "proc walk";
-          return { ...s.view, ...(usage.cpuMs !== undefined ? { cpuMs: usage.cpuMs } : {}), ...(usage.memoryBytes !== undefined ? { memoryBytes: usage.memoryBytes } : {}), meteredBy: by };
+          return {
+            ...s.view,
+            ...(usage.cpuMs !== undefined ? { cpuMs: usage.cpuMs } : {}),
+            ...(usage.memoryBytes !== undefined ? { memoryBytes: usage.memoryBytes } : {}),
+            meteredBy: by,
+          };
         }),
       );
     },

@@ -105,7 +105,10 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
     const socket = await deps.openSocket(layout.socket, target.start.network !== undefined);
     if (system) await chown(socket, user.uid, user.gid);
     // The egress byte stream (opened with the socket) is bound in only where egress is declared.
-    const egress = target.start.network === undefined ? undefined : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
+    const egress =
+      target.start.network === undefined
+        ? undefined
+        : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
     if (egress !== undefined && system) await chown(egress.socket, user.uid, user.gid);
     step("socket");
 
@@ -190,7 +193,15 @@ async function installShim(home: TeamdHome, built = builtShimBundle(), name = "t
 }
 
 /** The reserved set (§3), the roots, the host facts — then the pure compiler. */
-async function planSeat(target: StartableSeat, layout: SeatLayout, socket: string, shim: string, user: SeatUser, home: TeamdHome, egress?: EgressInput): Promise<SandboxPlan> {
+async function planSeat(
+  target: StartableSeat,
+  layout: SeatLayout,
+  socket: string,
+  shim: string,
+  user: SeatUser,
+  home: TeamdHome,
+  egress?: EgressInput,
+): Promise<SandboxPlan> {
   const ledger = ledgerLayout(home);
   const reservedPaths = [
     join(target.repository, "teamd.yaml"),
@@ -204,7 +215,11 @@ async function planSeat(target: StartableSeat, layout: SeatLayout, socket: strin
   ];
   const set = await buildReservedSet(reservedPaths);
   if (!set.ok) throw new RefusalError(set.rule, `${set.reason}; fix: make the reserved paths readable by teamd`);
-  if (!set.set.complete) throw new RefusalError("reserved.link-set", "a reserved folder could not be walked completely, so another name of a reserved file cannot be ruled out; fix: make it readable and smaller");
+  if (!set.set.complete)
+    throw new RefusalError(
+      "reserved.link-set",
+      "a reserved folder could not be walked completely, so another name of a reserved file cannot be ruled out; fix: make it readable and smaller",
+    );
   const root = async (path: string) => {
     const described = await describeRoot(path, set.set);
     if (!described.ok) throw fromRefusal(described.refusal);

@@ -104,7 +104,8 @@ export async function sweep(home: TeamdHome, log: (line: string) => void): Promi
     if (isRecordedUncontained(entry)) {
       // No namespace to end: the tree under the recorded init (what left it escapes; its cgroups, swept after, hold that).
       const killed = killProcessTree(entry.initPid, entry.initStart);
-      if (killed.length > 0) log(`sweep: killed the leftover uncontained seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}, ${killed.length} process(es) in its tree)`);
+      if (killed.length > 0)
+        log(`sweep: killed the leftover uncontained seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}, ${killed.length} process(es) in its tree)`);
     } else if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
       try {
         process.kill(entry.initPid, "SIGKILL");

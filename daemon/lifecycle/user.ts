@@ -19,7 +19,10 @@ export function resolveSeatUser(mode: Mode): SeatUser {
     );
   }
   if (user.uid === 0 || user.gid === 0) {
-    throw new RefusalError("containment.host-root", `the seat user '${SEAT_SYSTEM_USER}' has uid ${user.uid}, gid ${user.gid}; fix: give it an unprivileged uid and gid`);
+    throw new RefusalError(
+      "containment.host-root",
+      `the seat user '${SEAT_SYSTEM_USER}' has uid ${user.uid}, gid ${user.gid}; fix: give it an unprivileged uid and gid`,
+    );
   }
   return user;
 }

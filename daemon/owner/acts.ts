@@ -2,7 +2,16 @@ import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { OwnerActSchema, RecordPayloadSchema } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { checkOwnerAct, daemonPrincipal, initLedger, LedgerRefusal, loadDaemonKey, publicKeyFromRaw, type CheckedOwnerAct, type Ledger } from "../../src/ledger/index.js";
+import {
+  checkOwnerAct,
+  daemonPrincipal,
+  initLedger,
+  LedgerRefusal,
+  loadDaemonKey,
+  publicKeyFromRaw,
+  type CheckedOwnerAct,
+  type Ledger,
+} from "../../src/ledger/index.js";
 import { isRefusal } from "../../src/ledger/owner-act.js";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -80,7 +89,8 @@ function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusa
     const first = loaded.errors[0];
     return { decision: "refuse", rule: first?.rule ?? "teamfile.schema", reason: `the signed policy does not load: ${first?.message ?? "invalid"}` };
   }
-  if (loaded.policy.team !== team) return { decision: "refuse", rule: "owner.act-invalid", reason: `the policy is for team '${loaded.policy.team}', the act for '${team}'` };
+  if (loaded.policy.team !== team)
+    return { decision: "refuse", rule: "owner.act-invalid", reason: `the policy is for team '${loaded.policy.team}', the act for '${team}'` };
   if (hexOfHash(loaded.hashes.policy) !== Buffer.from(detail.value.teamFileHash).toString("hex")) {
     return { decision: "refuse", rule: "owner.act-invalid", reason: "the policy hash in the act does not match its canonical form" };
   }
@@ -109,7 +119,11 @@ function checkTeam(home: TeamdHome, ledger: Ledger, team: string, detail: { case
   if (!isAbsolute(repository)) return { decision: "refuse", rule: "owner.act-invalid", reason: `the repository must be an absolute path, not ${repository}` };
   const existing = ledger.view.team(team);
   if (existing && existing.repository !== repository) {
-    return { decision: "refuse", rule: "team.conflict", reason: `team '${team}' is already registered for ${existing.repository}: choose another name with --team` };
+    return {
+      decision: "refuse",
+      rule: "team.conflict",
+      reason: `team '${team}' is already registered for ${existing.repository}: choose another name with --team`,
+    };
   }
   return undefined;
 }
@@ -170,7 +184,11 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     // A resume needs the store (§15: a team resumes only after the head is reconciled): look again now rather than wait for the next reopen.
     if (kind === OwnerActKind.RESUME && ledger.state.status === "unavailable") await ledger.reopen();
     const record =
-      kind === OwnerActKind.RECONCILE ? await ledger.reconcile(act) : kind === OwnerActKind.RESUME ? await ledger.resume(act) : await ledger.appendOwnerAct(act, companions);
+      kind === OwnerActKind.RECONCILE
+        ? await ledger.reconcile(act)
+        : kind === OwnerActKind.RESUME
+          ? await ledger.resume(act)
+          : await ledger.appendOwnerAct(act, companions);
     return { seq: record.seq, created: before === undefined };
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);
@@ -195,14 +213,24 @@ async function genesis(home: TeamdHome, slot: LedgerSlot, act: Uint8Array): Prom
   }
   const pinned = readPinnedOwnerKey(layout);
   if (pinned !== undefined && Buffer.compare(Buffer.from(pinned), Buffer.from(proposed)) !== 0) {
-    throw new RefusalError("ledger.key-mismatch", `this TEAMD_HOME is pinned to another owner key (${layout.ownerPublicKey}); use that key (TEAMD_OWNER_KEY) or another TEAMD_HOME`);
+    throw new RefusalError(
+      "ledger.key-mismatch",
+      `this TEAMD_HOME is pinned to another owner key (${layout.ownerPublicKey}); use that key (TEAMD_OWNER_KEY) or another TEAMD_HOME`,
+    );
   }
   try {
     const daemonSigner = await loadDaemonKey(layout.daemonKey);
     const checked = checkOwnerAct(act, publicKeyFromRaw(proposed));
     if (isRefusal(checked)) throw refusalError(checked);
     if (pinned === undefined) await writePinnedOwnerKey(layout, proposed);
-    const { ledger, created } = await initLedger({ dir: layout.dir, flagsDir: layout.flagsDir, daemonSigner, ownerPublicKey: proposed, genesisAct: act, writeOnWorker: slot.serving === true });
+    const { ledger, created } = await initLedger({
+      dir: layout.dir,
+      flagsDir: layout.flagsDir,
+      daemonSigner,
+      ownerPublicKey: proposed,
+      genesisAct: act,
+      writeOnWorker: slot.serving === true,
+    });
     slot.set(ledger);
     return { seq: 0, created };
   } catch (error) {

@@ -91,7 +91,10 @@ export async function openOwnerChannel(home: TeamdHome, now: () => number): Prom
   const viaDaemon = await daemonChannel(home);
   if (viaDaemon) return viaDaemon;
   if (home.mode === "system") {
-    throw new DaemonUnavailableError(home.controlSocket, "in system mode every owner act goes through the daemon; start it (systemctl start teamd, or teamd serve)");
+    throw new DaemonUnavailableError(
+      home.controlSocket,
+      "in system mode every owner act goes through the daemon; start it (systemctl start teamd, or teamd serve)",
+    );
   }
   return directChannel(home, now);
 }

@@ -53,7 +53,12 @@ export function checkOwnerRevoke(ledger: Ledger, team: string, act: CheckedOwner
  * record when the store allows (else late, §15), then the revocations of every lease below it
  * — already dead at use time by the chain walk; the records make that durable.
  */
-export async function ownerRevoke(ledger: Ledger, team: string, act: CheckedOwnerAct, bytes: Uint8Array): Promise<{ seq: number; created: boolean; recorded: boolean; reason: string }> {
+export async function ownerRevoke(
+  ledger: Ledger,
+  team: string,
+  act: CheckedOwnerAct,
+  bytes: Uint8Array,
+): Promise<{ seq: number; created: boolean; recorded: boolean; reason: string }> {
   const before = ledger.view.ownerAct(act.id);
   const flag = await ledger.revoke(bytes);
   if (flag.recorded === undefined) return { seq: 0, created: true, recorded: false, reason: flag.reason ?? "the store is not writable" };

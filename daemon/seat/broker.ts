@@ -1,7 +1,21 @@
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { BrokerRequest, BrokerResponseSchema, BrokerTaskSchema } from "../../src/gen/teamd/v1/shim_pb.js";
-import { AccountConfigError, checkTaskId, LIMITS, scrubValue, TrackerConfigError, type AccountCredential, TrackerError, type Broker, type BrokerAnswer, type BrokerOperation, type ResolvedTracker, type TaskDetail, type TaskSummary } from "../../src/broker/index.js";
+import {
+  AccountConfigError,
+  checkTaskId,
+  LIMITS,
+  scrubValue,
+  TrackerConfigError,
+  type AccountCredential,
+  TrackerError,
+  type Broker,
+  type BrokerAnswer,
+  type BrokerOperation,
+  type ResolvedTracker,
+  type TaskDetail,
+  type TaskSummary,
+} from "../../src/broker/index.js";
 import { refuse, type KernelRequest, type RuleId } from "../../src/kernel/index.js";
 import { BROKER_OPERATIONS } from "../../src/kernel/authorize.js";
 import { credentialShape } from "../../src/teamfile/credentials.js";
@@ -31,10 +45,24 @@ export interface SeatBroker {
   call(identity: SeatIdentity, request: BrokerRequest): Promise<MessageInitShape<typeof BrokerResponseSchema>>;
 }
 
-const RULE_OF: Readonly<Record<TrackerError["kind"], RuleId>> = { task: "broker.task", claimed: "broker.claimed", upstream: "broker.upstream", unreachable: "broker.upstream" };
+const RULE_OF: Readonly<Record<TrackerError["kind"], RuleId>> = {
+  task: "broker.task",
+  claimed: "broker.claimed",
+  upstream: "broker.upstream",
+  unreachable: "broker.upstream",
+};
 
 function wire(task: TaskSummary | TaskDetail): MessageInitShape<typeof BrokerTaskSchema> {
-  return { id: task.id, title: task.title, state: task.state, labels: [...task.labels], assignee: task.assignee, url: task.url, claimed: task.claimed, body: "body" in task ? task.body : "" };
+  return {
+    id: task.id,
+    title: task.title,
+    state: task.state,
+    labels: [...task.labels],
+    assignee: task.assignee,
+    url: task.url,
+    claimed: task.claimed,
+    body: "body" in task ? task.body : "",
+  };
 }
 
 export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readonly broker: Broker }): SeatBroker {
@@ -63,14 +91,25 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
       }
       const body = operation === "comment" ? request.body : "";
       if (operation === "comment") {
-        if (body.trim() === "") throw await fail("request.malformed", "a comment has text: teamd-shim broker comment TASK ID --as ACCOUNT -m TEXT (or --file PATH)");
-        if (Buffer.byteLength(body) > LIMITS.comment) throw await fail("request.malformed", `the comment is ${Buffer.byteLength(body)} bytes; at most ${LIMITS.comment} are posted under the owner's name`);
+        if (body.trim() === "")
+          throw await fail("request.malformed", "a comment has text: teamd-shim broker comment TASK ID --as ACCOUNT -m TEXT (or --file PATH)");
+        if (Buffer.byteLength(body) > LIMITS.comment)
+          throw await fail("request.malformed", `the comment is ${Buffer.byteLength(body)} bytes; at most ${LIMITS.comment} are posted under the owner's name`);
         // Published under the owner's name: a text with a key's shape is refused unposted.
         const shape = credentialShape(body, () => false);
-        if (shape !== undefined) throw await fail("secret.shape", `the comment holds what looks like a ${shape.name} (${shape.looksLike}); teamd posts no secret under the owner's name`);
+        if (shape !== undefined)
+          throw await fail(
+            "secret.shape",
+            `the comment holds what looks like a ${shape.name} (${shape.looksLike}); teamd posts no secret under the owner's name`,
+          );
       }
       const asAccount = request.asAccount;
-      const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "use-broker", effect: { task }, brokerOperation: operation, ...(asAccount !== "" ? { asAccount } : {}) };
+      const kernelRequest: Omit<KernelRequest, "seat"> = {
+        capability: "use-broker",
+        effect: { task },
+        brokerOperation: operation,
+        ...(asAccount !== "" ? { asAccount } : {}),
+      };
       await pipeline.decide(ctx, kernelRequest, action);
 
       const trackers = ctx.policy.policy.trackers;
@@ -93,7 +132,14 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
           throw error;
         }
       }
-      const bodyFields = operation === "comment" ? [{ key: "account", value: asAccount }, { key: "bytes", value: String(Buffer.byteLength(body)) }, { key: "sha256", value: sha256(body) }] : [];
+      const bodyFields =
+        operation === "comment"
+          ? [
+              { key: "account", value: asAccount },
+              { key: "bytes", value: String(Buffer.byteLength(body)) },
+              { key: "sha256", value: sha256(body) },
+            ]
+          : [];
 
       let answer: BrokerAnswer | undefined;
       let commented: TaskSummary | undefined;
@@ -106,7 +152,14 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
           target,
           requestId: request.requestId,
           request: requestBytes([operation, task, id, asAccount, operation === "comment" ? sha256(body) : ""]),
-          payload: { fields: [{ key: "operation", value: operation }, { key: "tracker", value: resolved.name }, ...(id !== "" ? [{ key: "id", value: id }] : []), ...bodyFields] },
+          payload: {
+            fields: [
+              { key: "operation", value: operation },
+              { key: "tracker", value: resolved.name },
+              ...(id !== "" ? [{ key: "id", value: id }] : []),
+              ...bodyFields,
+            ],
+          },
         },
         async () => {
           // A claim or a comment changes the tracker: unanswered, it may have happened (unknown).
@@ -134,12 +187,44 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
         },
       );
       // The outcome `unknown` is this attempt's record: not recorded twice.
-      if (reply.status === "unknown") throw pipeline.outcomeRefusal(ctx, refuse("broker.upstream", `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`));
+      if (reply.status === "unknown")
+        throw pipeline.outcomeRefusal(
+          ctx,
+          refuse(
+            "broker.upstream",
+            `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`,
+          ),
+        );
       // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
       // A retry (no tracker call ran: the reply is the record's) is refused on record too.
-      if (reply.status === "refused") throw await pipeline.refuse(ctx, failure !== undefined ? refuse(failure.rule, failure.reason) : refuse("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`), action, target);
-      if (commented !== undefined) return { operation, task, tasks: [wire(commented)], tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
-      if (answer === undefined) throw await pipeline.refuse(ctx, refuse("broker.replay", `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`), action, target);
+      if (reply.status === "refused")
+        throw await pipeline.refuse(
+          ctx,
+          failure !== undefined
+            ? refuse(failure.rule, failure.reason)
+            : refuse("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`),
+          action,
+          target,
+        );
+      if (commented !== undefined)
+        return {
+          operation,
+          task,
+          tasks: [wire(commented)],
+          tracker: resolved.name,
+          intentSeq: BigInt(reply.intentSeq),
+          outcomeSeq: BigInt(reply.outcomeSeq ?? 0),
+        };
+      if (answer === undefined)
+        throw await pipeline.refuse(
+          ctx,
+          refuse(
+            "broker.replay",
+            `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`,
+          ),
+          action,
+          target,
+        );
       const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
       return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
     },

@@ -9,7 +9,14 @@ import { git } from "../../src/effects/git.js";
 import { effectIdOf } from "../../src/effects/git-merge.js";
 import { NotAnArtifact, summarizeArtifact, type ArtifactSummary } from "../../src/effects/git-artifact.js";
 import { ExportRefused } from "../../src/effects/git-export.js";
-import { prepareDeployFolder, readPinnedFile, removeDeployFolder, sweepDeployFolders, type DeployFolder, type PinnedFile } from "../../src/effects/deploy-folder.js";
+import {
+  prepareDeployFolder,
+  readPinnedFile,
+  removeDeployFolder,
+  sweepDeployFolders,
+  type DeployFolder,
+  type PinnedFile,
+} from "../../src/effects/deploy-folder.js";
 import { runDeployCommand, type DeployExit } from "../../src/effects/deploy-run.js";
 import { pushToRemote, type RemotePushResult } from "../../src/effects/git-push-remote.js";
 import { AccountConfigError, scrubValue, type AccountCredential, type Broker, type SecretForms } from "../../src/broker/index.js";
@@ -98,8 +105,22 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     return mine;
   }
 
-  function actOf(a: ArtifactSummary | undefined, effectId: string, intentSeq: number, outcomeSeq: number | undefined, commit: string): NonNullable<DeployReply["act"]> {
-    return { effectId, intentSeq: BigInt(intentSeq), outcomeSeq: BigInt(outcomeSeq ?? 0), base: a?.base ?? "", head: a?.head ?? "", tree: a?.tree ?? "", commit };
+  function actOf(
+    a: ArtifactSummary | undefined,
+    effectId: string,
+    intentSeq: number,
+    outcomeSeq: number | undefined,
+    commit: string,
+  ): NonNullable<DeployReply["act"]> {
+    return {
+      effectId,
+      intentSeq: BigInt(intentSeq),
+      outcomeSeq: BigInt(outcomeSeq ?? 0),
+      base: a?.base ?? "",
+      head: a?.head ?? "",
+      tree: a?.tree ?? "",
+      commit,
+    };
   }
 
   /** A request id this seat used before answers with what was recorded, and never runs the command again (§15). */
@@ -110,7 +131,14 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     // A retry refused is an attempt of its own: each refusal below is on record.
     // The first request named its env and perhaps an artifact (else the trunk's head then): a retry names the same.
     if (field("env") !== env || (artifact !== "" && !field("artifact").startsWith(artifact))) {
-      throw await deps.pipeline.refuse(ctx, refuse("request.replay-mismatch", `request id ${requestId} deployed ${field("artifact")} to ${field("env")} (intent ${state.intentSeq}); a retry must be byte-identical`), "deploy");
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse(
+          "request.replay-mismatch",
+          `request id ${requestId} deployed ${field("artifact")} to ${field("env")} (intent ${state.intentSeq}); a retry must be byte-identical`,
+        ),
+        "deploy",
+      );
     }
     const resolvedDone = state.resolution?.decision === "resolved-done" || state.resolution?.decision === "accept-done";
     if ((state.status === "pending" || state.status === "unknown") && state.resolution === undefined) {
@@ -128,7 +156,15 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       throw await deps.pipeline.refuse(ctx, refuse("deploy.failed", `deploy intent ${state.intentSeq} to ${env} did not complete: ${how}`), "deploy");
     }
     return {
-      act: { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), tree: field("tree"), commit: field("artifact") },
+      act: {
+        effectId: state.effectId,
+        intentSeq: BigInt(state.intentSeq),
+        outcomeSeq: BigInt(state.outcomeSeq ?? 0),
+        base: field("base"),
+        head: field("head"),
+        tree: field("tree"),
+        commit: field("artifact"),
+      },
       env,
       exitCode: 0,
       outputTail: "",
@@ -143,7 +179,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       const summary = await summarizeArtifact(hub, `refs/heads/${trunk}`, named);
       return { summary, trunk, effectId: effectIdOf(summary, summary.trunkRef, ctx.policy.policy.hash) };
     } catch (error) {
-      if (error instanceof NotAnArtifact) throw await deps.pipeline.refuse(ctx, refuse("deploy.artifact", `${error.message}; name a commit of ${trunk} (the default is its head)`), "deploy");
+      if (error instanceof NotAnArtifact)
+        throw await deps.pipeline.refuse(ctx, refuse("deploy.artifact", `${error.message}; name a commit of ${trunk} (the default is its head)`), "deploy");
       throw error;
     }
   }
@@ -171,7 +208,15 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const canonical = changed.length === 0 ? startContextCanonical(undefined, command.context, observed) : undefined;
     if (canonical === undefined || sha256(canonical) !== command.hash) {
       const why = changed.length > 0 ? changed.join("; ") : "the command's context does not hash to its pin";
-      throw await deps.pipeline.refuse(ctx, refuse("deploy.unpinned", `the deploy command of ${command.env} no longer matches what the owner applied: ${why}; the owner reviews the change and runs teamd apply to pin it`), "deploy", { kind: TargetKind.ENVIRONMENT, name: command.env });
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse(
+          "deploy.unpinned",
+          `the deploy command of ${command.env} no longer matches what the owner applied: ${why}; the owner reviews the change and runs teamd apply to pin it`,
+        ),
+        "deploy",
+        { kind: TargetKind.ENVIRONMENT, name: command.env },
+      );
     }
     return files;
   }
@@ -226,7 +271,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     try {
       return await deps.broker.account(push.account, ctx.policy.policy.declared.accounts);
     } catch (error) {
-      if (error instanceof AccountConfigError) throw await deps.pipeline.refuse(ctx, refuse("act-as.credential", error.message), "deploy", { kind: TargetKind.ENVIRONMENT, name: push.env });
+      if (error instanceof AccountConfigError)
+        throw await deps.pipeline.refuse(ctx, refuse("act-as.credential", error.message), "deploy", { kind: TargetKind.ENVIRONMENT, name: push.env });
       throw error;
     }
   }
@@ -241,7 +287,14 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   }
 
   /** A publish: the artifact pushed to the owner's remote under the declared account (§3 act-as). */
-  async function publishOnce(ctx: SeatContext, identity: SeatIdentity, request: { requestId: string; env: string }, push: DeployPush, artifact: { summary: ArtifactSummary; trunk: string; effectId: string }, facts: ReturnType<SeatContext["ledger"]["view"]["trunkFacts"]>): Promise<DeployReply> {
+  async function publishOnce(
+    ctx: SeatContext,
+    identity: SeatIdentity,
+    request: { requestId: string; env: string },
+    push: DeployPush,
+    artifact: { summary: ArtifactSummary; trunk: string; effectId: string },
+    facts: ReturnType<SeatContext["ledger"]["view"]["trunkFacts"]>,
+  ): Promise<DeployReply> {
     const { summary, trunk, effectId } = artifact;
     const env = push.env;
     const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "deploy", effect: { env, branch: trunk, effectId }, asAccount: push.account };
@@ -270,7 +323,15 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       },
       async () => {
         deps.afterIntent?.();
-        pushed = await pushToRemote({ hub: ctx.team.hub, commit: summary.commit, url: push.url, branch: push.branch, username: credential.username, token: credential.token, timeoutMs });
+        pushed = await pushToRemote({
+          hub: ctx.team.hub,
+          commit: summary.commit,
+          url: push.url,
+          branch: push.branch,
+          username: credential.username,
+          token: credential.token,
+          timeoutMs,
+        });
         // The notes are teamd's own words; a rejection's reason (the remote's, at most 200
         // characters) is scrubbed of every credential form before it is recorded.
         if (pushed.kind === "done") return { result: "done", note: `pushed to ${push.branch} (${pushed.status}) under ${push.account}` };
@@ -281,10 +342,30 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const tail = pushed === undefined ? "" : scrubLines(pushed.stderr, forms);
     const shown = tail.trim() === "" ? "" : `\n--- git's output (scrubbed, not recorded) ---\n${tail}`;
     if (result.status === "done") {
-      return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail, pushedTo: `${push.url} ${push.branch}`, account: push.account };
+      return {
+        act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit),
+        env,
+        exitCode: 0,
+        outputTail: tail,
+        pushedTo: `${push.url} ${push.branch}`,
+        account: push.account,
+      };
     }
-    if (result.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner checks ${push.url} and resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`));
-    throw deps.pipeline.outcomeRefusal(ctx, refuse("deploy.push", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`));
+    if (result.status === "unknown")
+      throw deps.pipeline.outcomeRefusal(
+        ctx,
+        refuse(
+          "ledger.unknown-outcome",
+          `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner checks ${push.url} and resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`,
+        ),
+      );
+    throw deps.pipeline.outcomeRefusal(
+      ctx,
+      refuse(
+        "deploy.push",
+        `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`,
+      ),
+    );
   }
 
   async function deployOnce(identity: SeatIdentity, request: { requestId: string; env: string; artifact: string }): Promise<DeployReply> {
@@ -306,7 +387,15 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const deploys = ctx.policy.policy.deploys;
     const command = deploys !== undefined && Object.prototype.hasOwnProperty.call(deploys, env) ? deploys[env] : undefined;
     if (command === undefined) {
-      throw await deps.pipeline.refuse(ctx, refuse("deploy.command", `the team file declares no deploy command for ${env}; the owner adds \`deploy: { ${env}: { command: [...], files: [...] } }\` and runs teamd apply`), "deploy", { kind: TargetKind.ENVIRONMENT, name: env });
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse(
+          "deploy.command",
+          `the team file declares no deploy command for ${env}; the owner adds \`deploy: { ${env}: { command: [...], files: [...] } }\` and runs teamd apply`,
+        ),
+        "deploy",
+        { kind: TargetKind.ENVIRONMENT, name: env },
+      );
     }
     const files = await pinnedFiles(ctx, command);
     const folder = await prepare(ctx, summary, files);
@@ -323,22 +412,30 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
           // The pass it ships under; never consumed (a deploy shares it, §3).
           payload: (decision) => ({
             effectId: fromHex(effectId),
-            fields: [
-              ...artifactFields(env, decision?.pass, summary),
-              { key: "command", value: command.hash },
-            ],
+            fields: [...artifactFields(env, decision?.pass, summary), { key: "command", value: command.hash }],
           }),
           facts,
         },
         async () => {
           deps.afterIntent?.();
           const cwd = join(folder.tree, ...(command.context.workdir === "" ? [] : command.context.workdir.split("/")));
-          exit = await runDeployCommand({ argv: command.context.command, cwd, env: environment(command, folder, summary, effectId), timeoutMs, tailBytes: TAIL_BYTES });
+          exit = await runDeployCommand({
+            argv: command.context.command,
+            cwd,
+            env: environment(command, folder, summary, effectId),
+            timeoutMs,
+            tailBytes: TAIL_BYTES,
+          });
           // The note is recorded: the exit status only, never the output.
-          if (exit.kind === "exited") return exit.code === 0 ? { result: "done" } : { result: "refused", note: `the deploy command exited with status ${exit.code}` };
+          if (exit.kind === "exited")
+            return exit.code === 0 ? { result: "done" } : { result: "refused", note: `the deploy command exited with status ${exit.code}` };
           if (exit.kind === "not-started") return { result: "refused", note: `the deploy command could not be started (${exit.reason}); nothing ran` };
           // Killed mid-way: what it did to the environment cannot be known (§15).
-          throw new Error(exit.timedOut ? `the deploy command was killed at its ${Math.round(timeoutMs / 1000)} s deadline` : `the deploy command was killed by ${exit.signal}`);
+          throw new Error(
+            exit.timedOut
+              ? `the deploy command was killed at its ${Math.round(timeoutMs / 1000)} s deadline`
+              : `the deploy command was killed by ${exit.signal}`,
+          );
         },
       );
       const tail = exit !== undefined && exit.kind !== "not-started" ? exit.tail : "";
@@ -346,8 +443,21 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail };
       }
       const shown = tail === "" ? "" : `\n--- the command's last output (not recorded) ---\n${tail}`;
-      if (result.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`));
-      throw deps.pipeline.outcomeRefusal(ctx, refuse("deploy.failed", `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`));
+      if (result.status === "unknown")
+        throw deps.pipeline.outcomeRefusal(
+          ctx,
+          refuse(
+            "ledger.unknown-outcome",
+            `deploy intent ${result.intentSeq} to ${env}: ${result.note}; ${env} is blocked and the pass for effect ${effectId} void until the owner resolves it (teamd ledger resolve ${result.intentSeq} --team ${identity.team})${shown}`,
+          ),
+        );
+      throw deps.pipeline.outcomeRefusal(
+        ctx,
+        refuse(
+          "deploy.failed",
+          `deploy intent ${result.intentSeq} to ${env}: ${result.note}; the pass for effect ${effectId} is now void in every environment (re-gate the change)${shown}`,
+        ),
+      );
     } finally {
       await removeDeployFolder(folder);
     }

@@ -46,7 +46,12 @@ export interface EgressLimits {
   readonly idleMs: number;
 }
 
-export const DEFAULT_EGRESS_LIMITS: EgressLimits = Object.freeze({ maxConnections: 64, headerTimeoutMs: 10_000, connectTimeoutMs: 10_000, idleMs: 15 * 60_000 });
+export const DEFAULT_EGRESS_LIMITS: EgressLimits = Object.freeze({
+  maxConnections: 64,
+  headerTimeoutMs: 10_000,
+  connectTimeoutMs: 10_000,
+  idleMs: 15 * 60_000,
+});
 
 const MAX_HEADER = 512;
 const ACTION = "egress.connect";
@@ -81,7 +86,8 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
       const name = target ? `${identity.seat}/egress/${target.host}:${target.port}` : `${identity.seat}/egress`;
       answerRefusal(socket, await deps.pipeline.refuse(ctx, refusal, ACTION, { kind: TargetKind.SEAT, name }));
     };
-    if (header === undefined) return refused(refuse("request.malformed", `no egress header (one line host:port, at most ${MAX_HEADER} bytes, within ${limits.headerTimeoutMs} ms)`));
+    if (header === undefined)
+      return refused(refuse("request.malformed", `no egress header (one line host:port, at most ${MAX_HEADER} bytes, within ${limits.headerTimeoutMs} ms)`));
     const target = parseEgressTarget(header.line);
     if ("decision" in target) return refused(target);
     if (open.size > limits.maxConnections) {
@@ -105,7 +111,10 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
       const verdict = addressAllowed(address, declared, own);
       if (!verdict.ok) {
         return refused(
-          refuse("egress.address", `${target.host} resolves to ${address}, a ${verdict.class} address; the owner declares the range in start.network.private (e.g. ${address.includes(":") ? `${address}/128` : `${address}/32`}) only where the seat must reach it`),
+          refuse(
+            "egress.address",
+            `${target.host} resolves to ${address}, a ${verdict.class} address; the owner declares the range in start.network.private (e.g. ${address.includes(":") ? `${address}/128` : `${address}/32`}) only where the seat must reach it`,
+          ),
           target,
         );
       }
@@ -186,7 +195,8 @@ function readHeader(socket: Socket, timeoutMs: number): Promise<{ line: string; 
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       const newline = buffered.indexOf(10);
-      if (newline >= 0 && newline <= MAX_HEADER) finish({ line: buffered.subarray(0, newline).toString("latin1").replace(/\r$/, ""), rest: buffered.subarray(newline + 1) });
+      if (newline >= 0 && newline <= MAX_HEADER)
+        finish({ line: buffered.subarray(0, newline).toString("latin1").replace(/\r$/, ""), rest: buffered.subarray(newline + 1) });
       else if (buffered.length > MAX_HEADER) finish(undefined);
     };
     const onEnd = () => finish(undefined);

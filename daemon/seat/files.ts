@@ -1,6 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import type { FileReadResponseSchema, FileStatResponseSchema, FileWriteHeader, FileWriteRequest, FileWriteResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import type {
+  FileReadResponseSchema,
+  FileStatResponseSchema,
+  FileWriteHeader,
+  FileWriteRequest,
+  FileWriteResponseSchema,
+} from "../../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { commitMessageProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
@@ -125,7 +131,11 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[found.mode] ?? found.mode}, not a regular file`), "file.read");
       }
       if (found.size > MAX_FILE_BYTES) {
-        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is ${found.size} bytes; file read returns at most ${MAX_FILE_BYTES} (read it through git fetch teamd)`), "file.read");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("file.kind", `${clean} is ${found.size} bytes; file read returns at most ${MAX_FILE_BYTES} (read it through git fetch teamd)`),
+          "file.read",
+        );
       }
       const release = await turn(seatKey(identity));
       try {
@@ -158,22 +168,36 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       const messageProblem = commitMessageProblem(header.message);
       if (messageProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.message", messageProblem), "file.write");
       if (header.size > BigInt(MAX_FILE_BYTES)) {
-        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is ${header.size} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("file.kind", `the content is ${header.size} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`),
+          "file.write",
+        );
       }
       const declared = Number(header.size);
       const hub = ctx.team.hub;
       const trunk = (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim();
       const branch = header.branch || trunk;
-      if (branch.startsWith("seat/")) throw await deps.pipeline.refuse(ctx, refuse("push.ref", `name the branch without its seat/ prefix ('${branch}'): file write commits to seat/${identity.seat}/<branch>`), "file.write");
+      if (branch.startsWith("seat/"))
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("push.ref", `name the branch without its seat/ prefix ('${branch}'): file write commits to seat/${identity.seat}/<branch>`),
+          "file.write",
+        );
       const ref = `refs/heads/seat/${identity.seat}/${branch}`;
       const refProblem = refNameProblem(ref);
-      if (refProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", `${JSON.stringify(branch)} lands on ${JSON.stringify(ref)}: ${refProblem}`), "file.write");
+      if (refProblem !== undefined)
+        throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", `${JSON.stringify(branch)} lands on ${JSON.stringify(ref)}: ${refProblem}`), "file.write");
       const refs = (await git(["for-each-ref", "--format=%(refname)", "refs/"], { gitDir: hub })).stdout.split("\n").filter((line) => line !== "");
       const conflict = refs.includes(ref) ? undefined : refConflict(ref, refs);
       if (conflict !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", conflict), "file.write");
       const existing = await entry(ref, clean, hub).catch(() => undefined);
       if (existing !== undefined && existing.mode !== "100644" && existing.mode !== "100755") {
-        throw await deps.pipeline.refuse(ctx, refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`), "file.write");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`),
+          "file.write",
+        );
       }
       const target = { kind: TargetKind.REF, name: ref } as const;
       const release = await turn(seatKey(identity));
@@ -187,15 +211,27 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           }
           bytes += next.value.part.value.byteLength;
           if (bytes > MAX_FILE_BYTES) {
-            throw await deps.pipeline.refuse(ctx, refuse("file.kind", `the content is more than ${MAX_FILE_BYTES} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`), "file.write");
+            throw await deps.pipeline.refuse(
+              ctx,
+              refuse("file.kind", `the content is more than ${MAX_FILE_BYTES} bytes; file write takes at most ${MAX_FILE_BYTES} (push it instead)`),
+              "file.write",
+            );
           }
           if (bytes > declared) {
-            throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `the content is more than the ${declared} bytes its header declares`), "file.write");
+            throw await deps.pipeline.refuse(
+              ctx,
+              refuse("request.malformed", `the content is more than the ${declared} bytes its header declares`),
+              "file.write",
+            );
           }
           chunks.push(next.value.part.value);
         }
         if (bytes !== declared) {
-          throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `the content ended after ${bytes} of the ${declared} bytes its header declares`), "file.write");
+          throw await deps.pipeline.refuse(
+            ctx,
+            refuse("request.malformed", `the content ended after ${bytes} of the ${declared} bytes its header declares`),
+            "file.write",
+          );
         }
         const content = Buffer.concat(chunks);
         return deps.pipeline.act(
@@ -204,7 +240,18 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           { action: "file.write", target, requestId: header.requestId, request: requestBytes([ref, clean, header.message, content]) },
           async () => {
             try {
-              const commit = await commitFile(hub, ref, trunk, clean, header, content, identity, existing?.mode ?? "100644", gitWorkDir(deps.home).quarantine, deps.newId());
+              const commit = await commitFile(
+                hub,
+                ref,
+                trunk,
+                clean,
+                header,
+                content,
+                identity,
+                existing?.mode ?? "100644",
+                gitWorkDir(deps.home).quarantine,
+                deps.newId(),
+              );
               return { result: "done", reply: new TextEncoder().encode(commit) };
             } catch (error) {
               // The branch moved or stayed locked: nothing moved, so refused with its rule — never unknown (§15).
@@ -219,7 +266,10 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       if (reply.status === "unknown") throw deps.pipeline.outcomeRefusal(ctx, refuse("ledger.unknown-outcome", reply.note || "the write's outcome is unknown"));
       if (reply.status !== "done") {
         const named = noteRule(reply.note);
-        throw deps.pipeline.outcomeRefusal(ctx, named !== undefined ? refuse(named.rule, named.reason) : refuse("push.stale", reply.note || `the write's outcome is ${reply.status}`));
+        throw deps.pipeline.outcomeRefusal(
+          ctx,
+          named !== undefined ? refuse(named.rule, named.reason) : refuse("push.stale", reply.note || `the write's outcome is ${reply.status}`),
+        );
       }
       return { hubRef: ref, commit: new TextDecoder().decode(reply.reply) };
     },
@@ -227,10 +277,26 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
 }
 
 /** One commit on the seat's branch (from the trunk when it has none), compare-and-swapped onto it. */
-async function commitFile(hub: string, ref: string, trunk: string, path: string, request: FileWriteHeader, content: Uint8Array, identity: SeatIdentity, mode: string, scratch: string, id: string): Promise<string> {
+async function commitFile(
+  hub: string,
+  ref: string,
+  trunk: string,
+  path: string,
+  request: FileWriteHeader,
+  content: Uint8Array,
+  identity: SeatIdentity,
+  mode: string,
+  scratch: string,
+  id: string,
+): Promise<string> {
   const base = (await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { gitDir: hub }).catch(() => undefined))?.stdout.trim() || undefined;
   const parent = base ?? (await git(["rev-parse", "--verify", `refs/heads/${trunk}^{commit}`], { gitDir: hub })).stdout.trim();
-  const author = { GIT_AUTHOR_NAME: `seat ${identity.seat}`, GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`, GIT_COMMITTER_NAME: "teamd", GIT_COMMITTER_EMAIL: "teamd@localhost" };
+  const author = {
+    GIT_AUTHOR_NAME: `seat ${identity.seat}`,
+    GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`,
+    GIT_COMMITTER_NAME: "teamd",
+    GIT_COMMITTER_EMAIL: "teamd@localhost",
+  };
   return withScratchIndex(scratch, id, async (index) => {
     const env = { GIT_INDEX_FILE: index };
     const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, content)).toString("utf8").trim();

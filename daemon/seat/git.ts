@@ -9,7 +9,17 @@ import type { EffectResult } from "../../src/ledger/index.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitSucceeds } from "../../src/effects/git.js";
-import { changedPaths, DEFAULT_PACK_BOUNDS, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+import {
+  changedPaths,
+  DEFAULT_PACK_BOUNDS,
+  migrateAndUpdate,
+  newCommits,
+  PackRejected,
+  readRef,
+  receivePack,
+  RefMoved,
+  type Quarantine,
+} from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import type { ContainedGitLimits } from "../../src/effects/contained-git.js";
@@ -135,7 +145,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
     const now = running.get(key) ?? 0;
     if (now >= bounds.concurrent) {
-      throw await deps.pipeline.refuse(ctx, refuse("git.concurrent", `${now} fetches and pushes of yours are running (at most ${bounds.concurrent}); finish or close one first`), action);
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse("git.concurrent", `${now} fetches and pushes of yours are running (at most ${bounds.concurrent}); finish or close one first`),
+        action,
+      );
     }
     running.set(key, now + 1);
     let released = false;
@@ -203,7 +217,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         const tips = new Set(refs.map((r) => r.oid));
         for (const want of wants) {
           if (!tips.has(want)) {
-            throw await deps.pipeline.refuse(ctx, refuse("fetch.ref", `${want} is not the tip of a ref you may fetch (it moved, or it is not yours to read); run git fetch teamd again`), "git.fetch");
+            throw await deps.pipeline.refuse(
+              ctx,
+              refuse("fetch.ref", `${want} is not the tip of a ref you may fetch (it moved, or it is not yours to read); run git fetch teamd again`),
+              "git.fetch",
+            );
           }
         }
         yield* servePack(src.repo, wants, haves, await limitsFor(ctx));
@@ -222,7 +240,14 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       }
       const header = first.value.part.value;
       if (header.updates.length > bounds.refUpdates) {
-        throw await deps.pipeline.refuse(ctx, refuse("push.ref-updates", `the push names ${header.updates.length} ref updates; one push may make at most ${bounds.refUpdates} (push in smaller steps)`), "git.push");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse(
+            "push.ref-updates",
+            `the push names ${header.updates.length} ref updates; one push may make at most ${bounds.refUpdates} (push in smaller steps)`,
+          ),
+          "git.push",
+        );
       }
       const release = await slot(ctx, "git.push");
       try {
@@ -247,19 +272,27 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         } else accepted.push({ update, hubRef: dest.hubRef });
       }
       if (header.packBytes > BigInt(MAX_PACK_BYTES)) {
-        throw await deps.pipeline.refuse(ctx, refuse("push.pack", `the pack is ${header.packBytes} bytes; a push may carry at most ${MAX_PACK_BYTES / 1024 / 1024} MiB (push in smaller steps)`), "git.push");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("push.pack", `the pack is ${header.packBytes} bytes; a push may carry at most ${MAX_PACK_BYTES / 1024 / 1024} MiB (push in smaller steps)`),
+          "git.push",
+        );
       }
       // The seat's storage quota, before its pack is taken in: what only its branches hold now, and this pack.
       const limits = await limitsFor(ctx);
       const storage = await seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, limits);
       const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
-      const quota = (what: string) => deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "git.push");
-      if (storage.refs + creates > bounds.refs) throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
-      if (storage.bytes + Number(header.packBytes) > bounds.bytes) throw await quota(`your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`);
+      const quota = (what: string) =>
+        deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "git.push");
+      if (storage.refs + creates > bounds.refs)
+        throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
+      if (storage.bytes + Number(header.packBytes) > bounds.bytes)
+        throw await quota(`your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`);
       const digest = createHash("sha256");
       async function* pack(): AsyncIterable<Uint8Array> {
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-          if (next.value.part.case !== "data") throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push carries one header, then pack data only"), "git.push");
+          if (next.value.part.case !== "data")
+            throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push carries one header, then pack data only"), "git.push");
           digest.update(next.value.part.value);
           yield next.value.part.value;
         }
@@ -270,13 +303,20 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           await prepareQuarantineRoot(work.quarantine);
           try {
             // At most the size the header declared (and the quota counted): a pack longer than it is refused.
-            quarantine = await receivePack(src.repo, pack(), { quarantineRoot: work.quarantine, maxBytes: Number(header.packBytes), bounds: bounds.pack, ...limits });
+            quarantine = await receivePack(src.repo, pack(), {
+              quarantineRoot: work.quarantine,
+              maxBytes: Number(header.packBytes),
+              bounds: bounds.pack,
+              ...limits,
+            });
           } catch (error) {
             if (!(error instanceof PackRejected)) throw error;
             throw await deps.pipeline.refuse(ctx, refuse(error.rule, `${error.reason}; nothing reached the hub`), "git.push");
           }
           if (quarantine.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects) {
-            throw await quota(`your branches hold ${storage.objects} objects in the hub and this pack carries ${quarantine.pack.objects}; a seat may hold at most ${bounds.objects}`);
+            throw await quota(
+              `your branches hold ${storage.objects} objects in the hub and this pack carries ${quarantine.pack.objects}; a seat may hold at most ${bounds.objects}`,
+            );
           }
         } else {
           // Drain what was sent so the call completes; a push with nothing to receive ignores it.
@@ -292,7 +332,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       } finally {
         await quarantine?.dispose();
       }
-      const ordered = header.updates.map((u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" });
+      const ordered = header.updates.map(
+        (u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" },
+      );
       return { results: ordered };
     }
   }
@@ -316,17 +358,32 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     const currentHub = await readRef(ctx.team.hub, hubRef);
     const currentSeen = src.mirror === undefined || currentHub === undefined ? currentHub : await src.mirror.syncRef(hubRef, currentHub);
     if (!update.force && (update.oldOid || undefined) !== currentSeen) {
-      return fail(refuse("push.stale", `${hubRef} is at ${currentSeen ?? "nothing"}, not ${update.oldOid || "nothing"} as you believed; git fetch teamd, then push again (or --force: allowed in your own namespace)`));
+      return fail(
+        refuse(
+          "push.stale",
+          `${hubRef} is at ${currentSeen ?? "nothing"}, not ${update.oldOid || "nothing"} as you believed; git fetch teamd, then push again (or --force: allowed in your own namespace)`,
+        ),
+      );
     }
     const request = requestBytes([hubRef, update.oldOid, update.newOid, update.force ? "force" : "", packDigest]);
     if (update.newOid === "") {
       if (currentHub === undefined) return { ref: update.ref, hubRef, ok: true };
-      const reply = await deps.pipeline.act(ctx, undefined, { action: "git.delete", target, requestId: `${requestId}:${hubRef}`, request, payload: { before: { identity: { case: "gitCommit", value: currentHub } } } }, async () =>
-        refusedOutcome(hubRef, async () => {
-          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, undefined, hubRef, "", currentHub));
-          await src.mirror?.syncRef(hubRef, undefined);
-          return { result: "done" };
-        }),
+      const reply = await deps.pipeline.act(
+        ctx,
+        undefined,
+        {
+          action: "git.delete",
+          target,
+          requestId: `${requestId}:${hubRef}`,
+          request,
+          payload: { before: { identity: { case: "gitCommit", value: currentHub } } },
+        },
+        async () =>
+          refusedOutcome(hubRef, async () => {
+            await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, undefined, hubRef, "", currentHub));
+            await src.mirror?.syncRef(hubRef, undefined);
+            return { result: "done" };
+          }),
       );
       return replyResult(update, hubRef, reply.status, reply.note, "");
     }
@@ -351,7 +408,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       throw error;
     }
     if (!update.force && currentSeen !== undefined && !(await isAncestor(src.repo, q, currentSeen, update.newOid))) {
-      return fail(refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`));
+      return fail(
+        refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`),
+      );
     }
     // What git would refuse inside the effect is refused here, before the intent (§15: unknown
     // is only for an effect that may or may not have happened): a path git's verify_path
@@ -361,49 +420,57 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       if (problem !== undefined) return fail(refuse("git.path", `${JSON.stringify(path)}: ${problem}`));
     }
     if (currentHub === undefined) {
-      const conflict = refConflict(hubRef, (await listRefs(ctx.team.hub, ["refs/"])).map((r) => r.name));
+      const conflict = refConflict(
+        hubRef,
+        (await listRefs(ctx.team.hub, ["refs/"])).map((r) => r.name),
+      );
       if (conflict !== undefined) return fail(refuse("git.ref-name", conflict));
     }
     // No changed path (a branch made at a commit the hub has): no content is written.
     const kernel = paths.length === 0 ? undefined : { capability: "write", effect: { paths } };
-    const reply = await deps.pipeline.act(
-      ctx,
-      kernel,
-      {
-        action: "git.push",
-        target,
-        requestId: `${requestId}:${hubRef}`,
-        request,
-        payload: {
-          ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
-          fields: [
-            ...commits.map((c) => ({ key: "commit", value: c })),
-            { key: "paths", value: String(paths.length) },
-            ...runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]),
-          ],
+    const reply = await deps.pipeline
+      .act(
+        ctx,
+        kernel,
+        {
+          action: "git.push",
+          target,
+          requestId: `${requestId}:${hubRef}`,
+          request,
+          payload: {
+            ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
+            fields: [
+              ...commits.map((c) => ({ key: "commit", value: c })),
+              { key: "paths", value: String(paths.length) },
+              ...runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]),
+            ],
+          },
         },
-      },
-      async () => refusedOutcome(hubRef, async () => {
-        if (src.mirror === undefined) {
-          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? ""));
-          return { result: "done", reply: new TextEncoder().encode(update.newOid) };
-        }
-        // A bounded seat: its commits are replayed onto the real base as new hub commits.
-        const mirror = src.mirror;
-        return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
-          const tip = commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out)).tip;
-          if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
-          await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? ""));
-          const seen = await mirror.syncRef(hubRef, tip);
-          return { result: "done", reply: new TextEncoder().encode(seen ?? "") };
-        });
-      }),
-    ).catch(async (error: unknown) => {
-      if (error instanceof ReplayRefused) return fail(refuse("push.bounded-merge", error.reason));
-      if (error instanceof RefMoved) return fail(refuse("push.stale", `${hubRef} moved while this push ran; fetch and push again`));
-      if (error instanceof RefusalError) return { ref: update.ref, hubRef, ok: false, rule: error.rule, reason: error.reason } satisfies RefResultInit;
-      throw error;
-    });
+        async () =>
+          refusedOutcome(hubRef, async () => {
+            if (src.mirror === undefined) {
+              await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? ""));
+              return { result: "done", reply: new TextEncoder().encode(update.newOid) };
+            }
+            // A bounded seat: its commits are replayed onto the real base as new hub commits.
+            const mirror = src.mirror;
+            return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
+              const tip = commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out)).tip;
+              if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
+              await retryRefLock(hubRef, () =>
+                migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? ""),
+              );
+              const seen = await mirror.syncRef(hubRef, tip);
+              return { result: "done", reply: new TextEncoder().encode(seen ?? "") };
+            });
+          }),
+      )
+      .catch(async (error: unknown) => {
+        if (error instanceof ReplayRefused) return fail(refuse("push.bounded-merge", error.reason));
+        if (error instanceof RefMoved) return fail(refuse("push.stale", `${hubRef} moved while this push ran; fetch and push again`));
+        if (error instanceof RefusalError) return { ref: update.ref, hubRef, ok: false, rule: error.rule, reason: error.reason } satisfies RefResultInit;
+        throw error;
+      });
     if (!("status" in reply)) return reply;
     return replyResult(update, hubRef, reply.status, reply.note, new TextDecoder().decode(reply.reply));
   }
@@ -411,7 +478,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
 
 /** A push from a seat with no live run (its socket opened for debugging) records no run: its commits then have no known author. */
 function runFields(run: { readonly run: string; readonly home: string } | undefined): { key: string; value: string }[] {
-  return run === undefined ? [] : [{ key: "run", value: run.run }, { key: "home", value: run.home }];
+  return run === undefined
+    ? []
+    : [
+        { key: "run", value: run.run },
+        { key: "home", value: run.home },
+      ];
 }
 
 /**

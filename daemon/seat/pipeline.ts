@@ -1,6 +1,21 @@
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../../src/kernel/index.js";
-import { LedgerRefusal, principalKey, seatPrincipal, sha256, type AppendedRecord, type Effect, type LedgerEntry, type RecordDraft, type Ledger, type RequestState, type SubmitReply, type SubmitRequest, type TargetInit, type TeamState } from "../../src/ledger/index.js";
+import {
+  LedgerRefusal,
+  principalKey,
+  seatPrincipal,
+  sha256,
+  type AppendedRecord,
+  type Effect,
+  type LedgerEntry,
+  type RecordDraft,
+  type Ledger,
+  type RequestState,
+  type SubmitReply,
+  type SubmitRequest,
+  type TargetInit,
+  type TeamState,
+} from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
@@ -74,7 +89,12 @@ export interface SeatPipeline {
    * machine's one lock, the guards, then `decide` over the view with the team's leases, then
    * its records in one transaction — or its refusal, recorded.
    */
-  record(ctx: SeatContext, action: string, target: TargetInit, decide: (view: KernelView, now: number) => Refusal | readonly RecordDraft[]): Promise<AppendedRecord>;
+  record(
+    ctx: SeatContext,
+    action: string,
+    target: TargetInit,
+    decide: (view: KernelView, now: number) => Refusal | readonly RecordDraft[],
+  ): Promise<AppendedRecord>;
   /** The view a decision for this seat reads now (the policy in force, the team's leases). */
   view(ctx: SeatContext): KernelView;
   readonly clock: () => number;
@@ -172,7 +192,10 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     state.refusals += 1;
     if (state.tokens >= 0 || state.halted) return;
     state.halted = true;
-    deps.onRefusalBudget?.(identity, `halted: refusal budget (${state.refusals} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`);
+    deps.onRefusalBudget?.(
+      identity,
+      `halted: refusal budget (${state.refusals} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`,
+    );
   }
 
   /**
@@ -181,7 +204,15 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
    * knows (`inputs`: the request's strings, the target) is cut where it is echoed, with its own
    * length and hash; then the reason as a whole is bounded, with its length and hash (issue 20).
    */
-  async function record(identity: SeatIdentity, ledger: Ledger | undefined, unbounded: Refusal, action: string, unboundedTarget?: TargetInit, remember = true, inputs: readonly string[] = []): Promise<RefusalError> {
+  async function record(
+    identity: SeatIdentity,
+    ledger: Ledger | undefined,
+    unbounded: Refusal,
+    action: string,
+    unboundedTarget?: TargetInit,
+    remember = true,
+    inputs: readonly string[] = [],
+  ): Promise<RefusalError> {
     const known = unboundedTarget?.name ? [...inputs, unboundedTarget.name] : inputs;
     const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, known, RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
     const target = unboundedTarget === undefined ? undefined : { ...unboundedTarget, name: boundText(unboundedTarget.name ?? "", RECORD_NAME_BYTES) };
@@ -205,7 +236,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
   /** The first of an intent's seat-supplied strings over INTENT_TEXT_BYTES: never cut (a retry and a reconciliation look them up), refused. */
   function overlong(target: TargetInit, requestId: string, payload: SubmitRequest["payload"]): string | undefined {
-    const named: [string, string][] = [["target", target.name ?? ""], ["request id", requestId], ...(payload?.fields ?? []).map((f): [string, string] => [`field ${f.key ?? ""}`, f.value ?? ""])];
+    const named: [string, string][] = [
+      ["target", target.name ?? ""],
+      ["request id", requestId],
+      ...(payload?.fields ?? []).map((f): [string, string] => [`field ${f.key ?? ""}`, f.value ?? ""]),
+    ];
     for (const [what, value] of named) {
       const bytes = utf8Bytes(value);
       if (bytes > INTENT_TEXT_BYTES) return `the act's ${what} is ${bytes} bytes; an act's names are at most ${INTENT_TEXT_BYTES} bytes (shorten it)`;
@@ -223,7 +258,13 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     const ledger = deps.ledger();
     const fail = (refusal: Refusal) => record(identity, ledger, refusal, action, undefined, !options.quiet);
     const spent = budgets.get(seatKey(identity));
-    if (spent?.halted) throw await fail(refuse("seat.refusal-budget", `this seat made ${spent.refusals} refusals, past its budget (${budget.burst} at once, then ${budget.perMinute} a minute); it is being stopped, and runs again when the owner starts it`));
+    if (spent?.halted)
+      throw await fail(
+        refuse(
+          "seat.refusal-budget",
+          `this seat made ${spent.refusals} refusals, past its budget (${budget.burst} at once, then ${budget.perMinute} a minute); it is being stopped, and runs again when the owner starts it`,
+        ),
+      );
     if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
     const guarded = options.guardInAct ? undefined : ledger.guard(identity.team);
     if (guarded !== undefined) throw await fail(guarded);
@@ -238,14 +279,22 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     const { team, policy } = read;
     const seat = Object.prototype.hasOwnProperty.call(policy.policy.seats, identity.seat) ? policy.policy.seats[identity.seat] : undefined;
     if (team === undefined) throw await fail(refuse("team.unknown", `team '${identity.team}' is not registered on this machine`));
-    if (seat === undefined) throw await fail(refuse("seat.unknown", `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`));
+    if (seat === undefined)
+      throw await fail(
+        refuse(
+          "seat.unknown",
+          `seat '${identity.seat}' is not in team '${identity.team}''s policy in force (record ${policy.seq}); the owner applies a team file that declares it`,
+        ),
+      );
     return { identity, ledger, team, policy, seat };
   }
 
   /** The strings a kernel request carries (paths, names): what a reason about it may echo. */
   function inputsOf(request: Omit<KernelRequest, "seat"> | undefined): string[] {
     if (request === undefined) return [];
-    const effect = Object.values(request.effect as Record<string, unknown>).flatMap((v) => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []));
+    const effect = Object.values(request.effect as Record<string, unknown>).flatMap((v) =>
+      typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [],
+    );
     return [...effect, request.capability, request.asAccount ?? "", request.brokerOperation ?? ""];
   }
 
@@ -277,10 +326,12 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         // The guards run again inside submit, under this lock and before the intent takes its
         // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
         const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
-        if (decision?.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target, true, [...inputsOf(request), gated.requestId]);
+        if (decision?.decision === "refuse")
+          throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target, true, [...inputsOf(request), gated.requestId]);
         const payload = typeof gated.payload === "function" ? gated.payload(decision) : gated.payload;
         const long = overlong(gated.target, gated.requestId, payload);
-        if (long !== undefined) throw await record(ctx.identity, ctx.ledger, refuse("request.malformed", long), gated.action, gated.target, true, [gated.requestId]);
+        if (long !== undefined)
+          throw await record(ctx.identity, ctx.ledger, refuse("request.malformed", long), gated.action, gated.target, true, [gated.requestId]);
         const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
         return await ctx.ledger.submit(
           {
@@ -347,7 +398,15 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       if (state === undefined) return undefined;
       const [intent] = ctx.ledger.entries(state.intentSeq, 1);
       if (intent === undefined || intent.action !== action) {
-        throw await record(ctx.identity, ctx.ledger, refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`), action, undefined, true, [requestId]);
+        throw await record(
+          ctx.identity,
+          ctx.ledger,
+          refuse("request.replay-mismatch", `request id ${requestId} was used for another act (intent ${state.intentSeq})`),
+          action,
+          undefined,
+          true,
+          [requestId],
+        );
       }
       return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
     },

@@ -16,7 +16,6 @@ export type { SeatIdentity };
 /** A checkpoint note is a handoff, not a document. */
 export const MAX_CHECKPOINT_NOTE = 4096;
 
-
 export interface ShimServiceDeps {
   readonly daemonInstance: string;
   readonly pipeline: SeatPipeline;
@@ -42,7 +41,13 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       // The controlled record view of §3: identity, what it holds, its last refusal — nothing
       // of any other seat, no record of the ledger.
       const last = deps.pipeline.lastRefusal(identity);
-      const base = { seat: identity.seat, team: identity.team, daemonInstance: deps.daemonInstance, lastRefusalRule: last?.rule ?? "", lastRefusalReason: last?.reason ?? "" };
+      const base = {
+        seat: identity.seat,
+        team: identity.team,
+        daemonInstance: deps.daemonInstance,
+        lastRefusalRule: last?.rule ?? "",
+        lastRefusalReason: last?.reason ?? "",
+      };
       // Asking who one is answers even when refused: the refusal is recorded, never shown as the last one.
       const ctx = await deps.pipeline.context(identity, "seat.whoami", { quiet: true }).catch(() => undefined);
       if (ctx === undefined) return base;
@@ -106,12 +111,20 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       const ctx = await deps.pipeline.context(identity, "seat.checkpoint", { guardInAct: true });
       const note = request.note;
       if (Buffer.byteLength(note) > MAX_CHECKPOINT_NOTE) {
-        throw await deps.pipeline.refuse(ctx, refuse("request.malformed", `a checkpoint note is at most ${MAX_CHECKPOINT_NOTE} bytes; point at a file in your branch instead`), "seat.checkpoint");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("request.malformed", `a checkpoint note is at most ${MAX_CHECKPOINT_NOTE} bytes; point at a file in your branch instead`),
+          "seat.checkpoint",
+        );
       }
       // Recorded notes are read by people: one that carries a key's shape is refused unread.
       const shape = credentialShape(note, () => false);
       if (shape !== undefined) {
-        throw await deps.pipeline.refuse(ctx, refuse("secret.shape", `the note carries what looks like a ${shape.name} (${shape.looksLike}); a record never holds a secret`), "seat.checkpoint");
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("secret.shape", `the note carries what looks like a ${shape.name} (${shape.looksLike}); a record never holds a secret`),
+          "seat.checkpoint",
+        );
       }
       const reply = await deps.pipeline.act(
         ctx,

@@ -56,7 +56,14 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     // A retry refused is an attempt of its own: on record.
     const refusal = unsettled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
     if (refusal !== undefined) throw await deps.pipeline.refuse(ctx, refusal, action);
-    return { effectId: state.effectId, intentSeq: BigInt(state.intentSeq), outcomeSeq: BigInt(state.outcomeSeq ?? 0), base: field("base"), head: field("head"), commit: new TextDecoder().decode(state.reply) };
+    return {
+      effectId: state.effectId,
+      intentSeq: BigInt(state.intentSeq),
+      outcomeSeq: BigInt(state.outcomeSeq ?? 0),
+      base: field("base"),
+      head: field("head"),
+      commit: new TextDecoder().decode(state.reply),
+    };
   }
 
   async function change(ctx: SeatContext, branchName: string, into: string, action: string): Promise<Change> {
@@ -64,18 +71,22 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     const fail = async (rule: "trunk.ref" | "trunk.conflict" | "trunk.nothing", reason: string) => deps.pipeline.refuse(ctx, refuse(rule, reason), action);
     const branch = normalizeBranch(branchName, { pattern: false });
     if (!branch.ok) throw await fail("trunk.ref", `'${branchName}' is not a branch name: ${branch.reason}`);
-    const trunk = into ? normalizeBranch(into, { pattern: false }) : { ok: true as const, name: (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim() };
+    const trunk = into
+      ? normalizeBranch(into, { pattern: false })
+      : { ok: true as const, name: (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim() };
     if (!trunk.ok) throw await fail("trunk.ref", `'${into}' is not a branch name: ${trunk.reason}`);
     const branchRef = `refs/heads/${branch.name}`;
     const trunkRef = `refs/heads/${trunk.name}`;
     for (const ref of [branchRef, trunkRef]) {
-      if ((await readRef(hub, ref)) === undefined) throw await fail("trunk.ref", `${ref.slice("refs/heads/".length)} does not exist in the hub (git ls-remote teamd lists what you may see)`);
+      if ((await readRef(hub, ref)) === undefined)
+        throw await fail("trunk.ref", `${ref.slice("refs/heads/".length)} does not exist in the hub (git ls-remote teamd lists what you may see)`);
     }
     let summary: ChangeSummary;
     try {
       summary = await summarizeChange(hub, trunkRef, branchRef);
     } catch (error) {
-      if (error instanceof MergeConflict) throw await fail("trunk.conflict", `${branch.name} conflicts with ${trunk.name} in ${error.paths.slice(0, 5).join(", ")}; the author rebases it first`);
+      if (error instanceof MergeConflict)
+        throw await fail("trunk.conflict", `${branch.name} conflicts with ${trunk.name} in ${error.paths.slice(0, 5).join(", ")}; the author rebases it first`);
       if (error instanceof NothingToMerge) throw await fail("trunk.nothing", `${branch.name} holds nothing ${trunk.name} lacks`);
       throw error;
     }
@@ -85,7 +96,15 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
   }
 
   function reply(c: Change, intentSeq: number, outcomeSeq: number | undefined, commit = ""): TrunkActInit {
-    return { effectId: c.effectId, intentSeq: BigInt(intentSeq), outcomeSeq: BigInt(outcomeSeq ?? 0), base: c.summary.base, head: c.summary.head, tree: c.summary.tree, commit };
+    return {
+      effectId: c.effectId,
+      intentSeq: BigInt(intentSeq),
+      outcomeSeq: BigInt(outcomeSeq ?? 0),
+      base: c.summary.base,
+      head: c.summary.head,
+      tree: c.summary.tree,
+      commit,
+    };
   }
 
   /** A recorded state is settled when done, or an unknown the daemon or the owner since resolved as done; else its refusal. */
@@ -99,13 +118,21 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
   }
 
   /** The act's own outcome: a refusal it records already (refused, unknown) is not recorded twice. */
-  function settled(ctx: SeatContext, result: { readonly status: "done" | "refused" | "unknown"; readonly note: string; readonly resolution?: { readonly decision: string } | undefined }): void {
+  function settled(
+    ctx: SeatContext,
+    result: { readonly status: "done" | "refused" | "unknown"; readonly note: string; readonly resolution?: { readonly decision: string } | undefined },
+  ): void {
     const refusal = unsettled(result.status, result.note, result.resolution);
     if (refusal !== undefined) throw deps.pipeline.outcomeRefusal(ctx, refusal);
   }
 
   /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
-  async function verdict(identity: SeatIdentity, capability: "review" | "gate", request: { requestId: string; branch: string; into: string }, field: { key: string; value: string }): Promise<TrunkActInit> {
+  async function verdict(
+    identity: SeatIdentity,
+    capability: "review" | "gate",
+    request: { requestId: string; branch: string; into: string },
+    field: { key: string; value: string },
+  ): Promise<TrunkActInit> {
     const ctx = await deps.pipeline.context(identity, capability);
     const again = await recorded(ctx, request.requestId, capability);
     if (again !== undefined) return again;
@@ -159,7 +186,12 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
         },
         async () => {
           try {
-            const commit = await mergeInto(ctx.team.hub, c.summary, { name: `seat ${identity.seat}`, email: `${identity.seat}@${identity.team}.teamd` }, `Merge ${c.branch} into ${c.trunk}\n\nteamd effect ${c.effectId}`);
+            const commit = await mergeInto(
+              ctx.team.hub,
+              c.summary,
+              { name: `seat ${identity.seat}`, email: `${identity.seat}@${identity.team}.teamd` },
+              `Merge ${c.branch} into ${c.trunk}\n\nteamd effect ${c.effectId}`,
+            );
             deps.afterMerge?.();
             return { result: "done", reply: new TextEncoder().encode(commit) };
           } catch (error) {

@@ -51,7 +51,18 @@ export async function* attachSession(manager: SeatManager, requests: AsyncIterab
     .catch(() => undefined)
     .finally(() => queue.close());
   try {
-    yield { output: { case: "ready", value: { team: attachment.view.team, seat: attachment.view.seat, containment: attachment.view.containment, seq: BigInt(attachment.seq), scrollback: attachment.scrollback.length } } };
+    yield {
+      output: {
+        case: "ready",
+        value: {
+          team: attachment.view.team,
+          seat: attachment.view.seat,
+          containment: attachment.view.containment,
+          seq: BigInt(attachment.seq),
+          scrollback: attachment.scrollback.length,
+        },
+      },
+    };
     if (attachment.scrollback.length > 0) yield { output: { case: "data", value: attachment.scrollback } };
     yield* queue.drain(sizeOf);
     // Said explicitly, after the record: the owner's client leaves on it.

@@ -105,7 +105,23 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
   };
   // Seats stopped for their refusal budget, until their next run: `teamd status` shows them (a run state of their own).
-  const halted = new Map<string, { team: string; seat: string; state: string; runId: string; startedAt: string; uid: number; containment: string; socket: string; initPid: number; limits: string; repository: string; cgroup: string }>();
+  const halted = new Map<
+    string,
+    {
+      team: string;
+      seat: string;
+      state: string;
+      runId: string;
+      startedAt: string;
+      uid: number;
+      containment: string;
+      socket: string;
+      initPid: number;
+      limits: string;
+      repository: string;
+      cgroup: string;
+    }
+  >();
   const haltForBudget = (identity: SeatIdentity, why: string) => {
     const key = `${identity.team}.${identity.seat}`;
     const view = seats?.list().find((v) => v.team === identity.team && v.seat === identity.seat);
@@ -113,7 +129,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (view === undefined) return;
     halted.set(key, { ...view, state: "halted: refusal budget", socket: "", initPid: 0 });
     // The seat_stop record carries `why`, and its notice tells the owner once (notices.ts).
-    seats?.halt(identity.team, identity.seat, why).catch((error: unknown) => log(`seat ${identity.seat} (team ${identity.team}): the halt failed: ${String(error)}`));
+    seats
+      ?.halt(identity.team, identity.seat, why)
+      .catch((error: unknown) => log(`seat ${identity.seat} (team ${identity.team}): the halt failed: ${String(error)}`));
   };
   // Read at creation: a setting the daemon cannot read stops it before it serves a seat.
   const seatGitBounds = parseSeatGitBounds(options.seatGitBounds);
@@ -122,7 +140,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const view = seats?.list().find((v) => v.team === identity.team && v.seat === identity.seat);
     return view === undefined || view.initPid <= 0 ? undefined : seatCgroupProcs(home, identity.team, identity.seat, view.initPid);
   };
-  const pipeline = createSeatPipeline({ ledger: () => ledger, clock: now, onRefusalBudget: haltForBudget, ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}) });
+  const pipeline = createSeatPipeline({
+    ledger: () => ledger,
+    clock: now,
+    onRefusalBudget: haltForBudget,
+    ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}),
+  });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
@@ -138,7 +161,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
     files: createSeatFiles({ home, pipeline, newId }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases({ pipeline, newId }),
-    deploy: createSeatDeploy({ pipeline, runs, home: home.root, broker, ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}) }),
+    deploy: createSeatDeploy({
+      pipeline,
+      runs,
+      home: home.root,
+      broker,
+      ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}),
+    }),
     broker: createSeatBroker({ pipeline, broker }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
@@ -174,7 +203,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       channel: `seat:${key}`,
       onInternalError,
       // The socket's own bound (issue 20): the connection is closed on arrival; the owner sees it in the daemon's log.
-      onConnectionDropped: (bound, dropped) => log(`seat ${identity.seat} (team ${identity.team}): ${dropped} connection(s) past the socket's ${bound} closed on arrival (rpc.connections)`),
+      onConnectionDropped: (bound, dropped) =>
+        log(`seat ${identity.seat} (team ${identity.team}): ${dropped} connection(s) past the socket's ${bound} closed on arrival (rpc.connections)`),
       // A call the rpc layer refuses before any handler (a wrong protocol version) is this seat's attempt: on record (§15).
       onRefusal: async (refusal, method) => {
         await pipeline.refuseCall(identity, refuse(refusal.rule, refusal.reason), `rpc.${method}`, { kind: TargetKind.SEAT, name: identity.seat });
@@ -286,7 +316,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
         // Merges a crash left unknown: ask the hub, and record what it says (§15).
         // A deploy a crash interrupted left its folder; its outcome is the ledger's business (unknown).
         for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
-        if (ledger) await resolveMergeOutcomes(ledger, log).catch((error: unknown) => log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`));
+        if (ledger)
+          await resolveMergeOutcomes(ledger, log).catch((error: unknown) =>
+            log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`),
+          );
         for (const seat of options.seats ?? []) await openSeat(seat);
         // A stop flag the owner wrote while this daemon did not answer (hung): act on it.
         stopWatch = watchStopFlags({

@@ -28,16 +28,25 @@ export function noticeFor(entry: LedgerEntry): Notice | undefined {
     case "policy":
       return { subject: `policy applied (${team})`, text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}` };
     case "revocation":
-      return { subject: `revoked (${team})`, text: `${entry.target || "an authority"} was revoked (record ${entry.seq}${entry.late ? ", recorded late: it held by its flag first" : ""})` };
+      return {
+        subject: `revoked (${team})`,
+        text: `${entry.target || "an authority"} was revoked (record ${entry.seq}${entry.late ? ", recorded late: it held by its flag first" : ""})`,
+      };
     case "stop":
-      return { subject: `stop (${team})`, text: `the owner stopped ${entry.team ? team : "every team on this machine"} (record ${entry.seq}${entry.late ? ", recorded late" : ""}); every start and gated act is refused until teamd resume` };
+      return {
+        subject: `stop (${team})`,
+        text: `the owner stopped ${entry.team ? team : "every team on this machine"} (record ${entry.seq}${entry.late ? ", recorded late" : ""}); every start and gated act is refused until teamd resume`,
+      };
     case "resume":
       return { subject: `resumed (${team})`, text: `the owner resumed (record ${entry.seq})` };
     case "reconcile":
       return { subject: `reconciled (${team})`, text: `a recovery decision was recorded: ${entry.result || "reconcile"} (record ${entry.seq})` };
     case "outcome":
       if (entry.result !== "unknown") return undefined;
-      return { subject: `unknown outcome (${team})`, text: `intent ${entry.intentSeq} (${entry.action} ${entry.target}) has an unknown outcome; its target is blocked until teamd ledger resolve` };
+      return {
+        subject: `unknown outcome (${team})`,
+        text: `intent ${entry.intentSeq} (${entry.action} ${entry.target}) has an unknown outcome; its target is blocked until teamd ledger resolve`,
+      };
     case "refusal":
       if (entry.actor !== "owner") return undefined;
       return { subject: "owner act refused", text: `an owner act (${entry.action}) was refused: ${entry.result} (record ${entry.seq})` };
@@ -46,7 +55,10 @@ export function noticeFor(entry: LedgerEntry): Notice | undefined {
       // Stopped by teamd for a bound it passed (the refusal budget, daemon/seat/pipeline.ts): once per run, like its stop.
       if (reason.startsWith("halted: ")) {
         const seat = entry.target.replace(/^seat:/, "");
-        return { subject: `seat halted (${team})`, text: `teamd stopped seat ${seat}: ${reason} (record ${entry.seq}); its refusals are in teamd log; it runs again when you start it (teamd start ${seat}@${entry.team})` };
+        return {
+          subject: `seat halted (${team})`,
+          text: `teamd stopped seat ${seat}: ${reason} (record ${entry.seq}); its refusals are in teamd log; it runs again when you start it (teamd start ${seat}@${entry.team})`,
+        };
       }
       if (!reason.startsWith("the seat's command ended")) return undefined;
       return { subject: `seat halted (${team})`, text: `seat ${entry.target.replace(/^seat:/, "")} stopped by itself: ${reason} (record ${entry.seq})` };
@@ -117,12 +129,20 @@ export function createNoticeService(deps: NoticeDeps): NoticeService {
     if (hook === undefined) return Promise.resolve();
     const notice = entry.payload?.detail.case === "notice" ? entry.payload.detail.value : undefined;
     if (!notice) return Promise.resolve();
-    const json = JSON.stringify({ seq: entry.seq, team: entry.team, about: Number(FIELD(entry, "about")) || undefined, subject: notice.subject, text: notice.text, time: new Date(entry.timeUnixMs).toISOString() });
+    const json = JSON.stringify({
+      seq: entry.seq,
+      team: entry.team,
+      about: Number(FIELD(entry, "about")) || undefined,
+      subject: notice.subject,
+      text: notice.text,
+      time: new Date(entry.timeUnixMs).toISOString(),
+    });
     return new Promise<void>((resolve) => {
       // argv only, never a shell; the notice on stdin and in three variables; none of the
       // daemon's own environment beyond PATH, HOME and the display a desktop notifier needs.
       const env: NodeJS.ProcessEnv = { TEAMD_NOTICE_SEQ: String(entry.seq), TEAMD_NOTICE_SUBJECT: notice.subject, TEAMD_NOTICE_TEXT: notice.text };
-      for (const name of ["PATH", "HOME", "LANG", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"]) if (process.env[name] !== undefined) env[name] = process.env[name];
+      for (const name of ["PATH", "HOME", "LANG", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"])
+        if (process.env[name] !== undefined) env[name] = process.env[name];
       let child;
       try {
         child = spawn(hook.command[0] as string, hook.command.slice(1), { env, stdio: ["pipe", "ignore", "pipe"], detached: true });
@@ -205,7 +225,8 @@ export function createNoticeService(deps: NoticeDeps): NoticeService {
         try {
           const missed = untold(ledger);
           if (missed.length > 0) deps.log(`telling ${missed.length} notice(s) recorded while no daemon told`);
-          for (const { entry, notice } of missed) record(entry, { subject: notice.subject, text: `${notice.text} (told late: no daemon was running to tell it when it was recorded)` });
+          for (const { entry, notice } of missed)
+            record(entry, { subject: notice.subject, text: `${notice.text} (told late: no daemon was running to tell it when it was recorded)` });
         } catch (error) {
           deps.log(`could not look for untold notices: ${describeError(error)}`);
         }

@@ -15,7 +15,9 @@ export interface ServeOptions {
 export async function serve(options: ServeOptions, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   if (home.mode === "system" && process.getuid?.() !== 0) {
-    throw new Error(`${home.root} belongs to root: it is a system daemon's home (system mode), and a system daemon runs as root (systemctl start teamd); for a daemon of your own, set TEAMD_HOME to a folder of yours`);
+    throw new Error(
+      `${home.root} belongs to root: it is a system daemon's home (system mode), and a system daemon runs as root (systemctl start teamd); for a daemon of your own, set TEAMD_HOME to a folder of yours`,
+    );
   }
   const seats = (options.seat ?? []).map(parseSeatSpec);
   const log = (line: string) => process.stderr.write(`${new Date(ambient.now()).toISOString()} teamd: ${line}\n`);
@@ -23,7 +25,17 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
-  const daemon = createDaemon({ home, seats, log, ambient, ...(failPrepareAt ? { failPrepareAt } : {}), ...(crashAfterMerge ? { crashAfterMerge } : {}), ...(crashInDeploy ? { crashInDeploy } : {}), ...(refusalBudget ? { refusalBudget } : {}), ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}) });
+  const daemon = createDaemon({
+    home,
+    seats,
+    log,
+    ambient,
+    ...(failPrepareAt ? { failPrepareAt } : {}),
+    ...(crashAfterMerge ? { crashAfterMerge } : {}),
+    ...(crashInDeploy ? { crashInDeploy } : {}),
+    ...(refusalBudget ? { refusalBudget } : {}),
+    ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}),
+  });
   await daemon.start();
 
   let stopping = false;

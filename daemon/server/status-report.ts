@@ -54,11 +54,17 @@ async function teamFileAgainstPolicy(repository: string, policyHash: string | un
   }
   if (!loaded.ok) {
     const first = loaded.errors[0];
-    return { teamFile: "invalid", teamFileDetail: `${loaded.errors.length} error(s); first: ${first?.line !== undefined ? `line ${first.line}: ` : ""}${first?.message ?? "invalid"}` };
+    return {
+      teamFile: "invalid",
+      teamFileDetail: `${loaded.errors.length} error(s); first: ${first?.line !== undefined ? `line ${first.line}: ` : ""}${first?.message ?? "invalid"}`,
+    };
   }
   if (policyHash === undefined) return { teamFile: "unapplied", teamFileDetail: `${loaded.hashes.policy} is not applied: run teamd apply` };
   if (loaded.hashes.policy === policyHash) return { teamFile: "in-force", teamFileDetail: "" };
-  return { teamFile: "differs", teamFileDetail: `${loaded.hashes.policy} on disk is not in force (${policyHash} is): run teamd apply to show the diff and apply it` };
+  return {
+    teamFile: "differs",
+    teamFileDetail: `${loaded.hashes.policy} on disk is not in force (${policyHash} is): run teamd apply to show the diff and apply it`,
+  };
 }
 
 export async function teamsStatus(ledger: Ledger | undefined, now: number): Promise<MessageInitShape<typeof TeamStatusSchema>[]> {

@@ -26,16 +26,24 @@ function ownerKeyOf(home: TeamdHome, slot: LedgerSlot): PublicKey {
   const ledger = slot.get();
   if (ledger) return ledger.ownerKey;
   const pinned = readPinnedOwnerKey(ledgerLayout(home));
-  if (pinned === undefined) throw new RefusalError("owner.act-invalid", "this machine has no pinned owner key, so no stop can be checked: run teamd init first");
+  if (pinned === undefined)
+    throw new RefusalError("owner.act-invalid", "this machine has no pinned owner key, so no stop can be checked: run teamd init first");
   return publicKeyFromRaw(pinned);
 }
 
-export async function handleStopAll(home: TeamdHome, slot: LedgerSlot, seats: SeatManager, act: Uint8Array, raised?: (flagId: string) => void): Promise<StopAllResult> {
+export async function handleStopAll(
+  home: TeamdHome,
+  slot: LedgerSlot,
+  seats: SeatManager,
+  act: Uint8Array,
+  raised?: (flagId: string) => void,
+): Promise<StopAllResult> {
   const flags = createFlags({ dir: ledgerLayout(home).flagsDir, ownerKey: ownerKeyOf(home, slot) });
   let flagId: string;
   try {
     const flag = await flags.raise(act);
-    if (flag.kind !== "stop" || flag.scope !== "machine") throw new RefusalError("owner.act-invalid", "stop --all takes a machine-wide stop act (stopDraft without a team)");
+    if (flag.kind !== "stop" || flag.scope !== "machine")
+      throw new RefusalError("owner.act-invalid", "stop --all takes a machine-wide stop act (stopDraft without a team)");
     flagId = flag.id;
     raised?.(flagId);
   } catch (error) {
@@ -47,7 +55,9 @@ export async function handleStopAll(home: TeamdHome, slot: LedgerSlot, seats: Se
     if (ledger === undefined) return { recorded: false, seq: 0, reason: "this machine has no ledger yet" };
     try {
       const reply = await ledger.stop(act);
-      return reply.recorded ? { recorded: true, seq: reply.recorded.seq, reason: "" } : { recorded: false, seq: 0, reason: reply.reason ?? "the store is unavailable" };
+      return reply.recorded
+        ? { recorded: true, seq: reply.recorded.seq, reason: "" }
+        : { recorded: false, seq: 0, reason: reply.reason ?? "the store is unavailable" };
     } catch (error) {
       return { recorded: false, seq: 0, reason: describeError(error) };
     }

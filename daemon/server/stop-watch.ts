@@ -68,7 +68,11 @@ export function watchStopFlags(options: {
       for (const flag of fresh) {
         handled.add(flag.id);
         options.log(`a machine-wide stop flag appeared (${flag.id.slice(0, 12)}): stopping every seat`);
-        await options.onStop(flag).catch((error: unknown) => options.log(`acting on stop flag ${flag.id.slice(0, 12)} failed: ${error instanceof Error ? error.message : String(error)}`));
+        await options
+          .onStop(flag)
+          .catch((error: unknown) =>
+            options.log(`acting on stop flag ${flag.id.slice(0, 12)} failed: ${error instanceof Error ? error.message : String(error)}`),
+          );
       }
     })().finally(() => {
       busy = false;

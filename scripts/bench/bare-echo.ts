@@ -14,7 +14,17 @@ const identity = (b: Buffer) => b;
 export function serveBareEcho(socketPath: string): Promise<grpc.Server> {
   const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
   server.addService(
-    { Echo: { path: PATH, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } },
+    {
+      Echo: {
+        path: PATH,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
     { Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) },
   );
   return new Promise((resolve, reject) =>
@@ -26,10 +36,7 @@ export function bareEchoCaller(socketPath: string): { call(): Promise<void>; clo
   const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure(), CLIENT_CHANNEL_OPTIONS);
   const payload = Buffer.alloc(48, 7);
   return {
-    call: () =>
-      new Promise((resolve, reject) =>
-        client.makeUnaryRequest(PATH, identity, identity, payload, (e) => (e ? reject(e) : resolve())),
-      ),
+    call: () => new Promise((resolve, reject) => client.makeUnaryRequest(PATH, identity, identity, payload, (e) => (e ? reject(e) : resolve()))),
     close: () => client.close(),
   };
 }
@@ -114,7 +121,13 @@ export interface RateComparison {
  * drifts by tens of percent over a minute; measured minutes apart, the two figures would
  * compare the machine's moods as much as the code. Both are warmed up at that concurrency first.
  */
-export async function compareRates(subject: () => Promise<unknown>, baseline: () => Promise<unknown>, total: number, rounds = 3, inFlight = 64): Promise<RateComparison> {
+export async function compareRates(
+  subject: () => Promise<unknown>,
+  baseline: () => Promise<unknown>,
+  total: number,
+  rounds = 3,
+  inFlight = 64,
+): Promise<RateComparison> {
   await inParallel(baseline, inFlight * 16, inFlight);
   await inParallel(subject, inFlight * 16, inFlight);
   const s: number[] = [];
@@ -123,6 +136,10 @@ export async function compareRates(subject: () => Promise<unknown>, baseline: ()
     b.push(await measureRate(baseline, total, inFlight));
     s.push(await measureRate(subject, total, inFlight));
   }
-  const median = (xs: number[]) => percentile([...xs].sort((x, y) => x - y), 50);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((x, y) => x - y),
+      50,
+    );
   return { subject: median(s), baseline: median(b), ratio: median(s) / median(b), rounds };
 }

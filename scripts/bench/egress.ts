@@ -134,7 +134,11 @@ export async function benchEgress(): Promise<BenchRow[]> {
     return r.stdout;
   };
   mkdirSync(repo);
-  const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], { cwd: repo, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" } });
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], {
+      cwd: repo,
+      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
+    });
   git("init", "-q", "-b", "main");
   writeFileSync(join(repo, "README.md"), "bench\n");
   git("add", "-A");
@@ -142,7 +146,8 @@ export async function benchEgress(): Promise<BenchRow[]> {
   const daemon = await startChild([TEAMD, "serve"], { ...env, TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ "bench.test": "127.0.0.1" }) }, "teamd: ready");
   try {
     teamd("init", "--team", "bench", "--yes");
-    const seat = (name: string, network: string) => `  ${name}:\n    lab: anthropic\n    capabilities: { read: ~ }\n    start:\n      command: [sleep, "3600"]\n${network}`;
+    const seat = (name: string, network: string) =>
+      `  ${name}:\n    lab: anthropic\n    capabilities: { read: ~ }\n    start:\n      command: [sleep, "3600"]\n${network}`;
     writeFileSync(
       join(repo, "teamd.yaml"),
       `version: 1\nteam: bench\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${seat("net", `      network:\n        allow: ["bench.test:${port}"]\n        private: [127.0.0.1/32]\n`)}${seat("plain", "")}`,
@@ -188,13 +193,44 @@ export async function benchEgress(): Promise<BenchRow[]> {
     const without = launch("plain");
     teamd("stop", "--team", "bench");
     return [
-      { name: "egress.proxied.mib-per-s", value: proxied.mbps, unit: "MiB/s", note: `100 MiB download in the seat through its proxy, the daemon's decision and relay (median of ${ROUNDS})` },
-      { name: "egress.direct-tcp.mib-per-s", value: direct.mbps, unit: "MiB/s", note: `the same download, direct loopback TCP on the host (median of ${ROUNDS}, interleaved)` },
-      { name: "egress.bare-unix.mib-per-s", value: bare.mbps, unit: "MiB/s", note: `the same download, a bare unix-socket stream on the host (median of ${ROUNDS}, interleaved)` },
-      { name: "egress.one-node-hop.mib-per-s", value: oneHop.mbps, unit: "MiB/s", note: "the same download through one bare Node pipe relay (unix → TCP) on the host; the proxied path has two" },
-      { name: "egress.proxied-vs-bare-unix", value: proxied.mbps / bare.mbps, unit: "ratio", note: "proxied / bare unix stream", target: { min: 0.25, text: ">= 0.25" } },
+      {
+        name: "egress.proxied.mib-per-s",
+        value: proxied.mbps,
+        unit: "MiB/s",
+        note: `100 MiB download in the seat through its proxy, the daemon's decision and relay (median of ${ROUNDS})`,
+      },
+      {
+        name: "egress.direct-tcp.mib-per-s",
+        value: direct.mbps,
+        unit: "MiB/s",
+        note: `the same download, direct loopback TCP on the host (median of ${ROUNDS}, interleaved)`,
+      },
+      {
+        name: "egress.bare-unix.mib-per-s",
+        value: bare.mbps,
+        unit: "MiB/s",
+        note: `the same download, a bare unix-socket stream on the host (median of ${ROUNDS}, interleaved)`,
+      },
+      {
+        name: "egress.one-node-hop.mib-per-s",
+        value: oneHop.mbps,
+        unit: "MiB/s",
+        note: "the same download through one bare Node pipe relay (unix → TCP) on the host; the proxied path has two",
+      },
+      {
+        name: "egress.proxied-vs-bare-unix",
+        value: proxied.mbps / bare.mbps,
+        unit: "ratio",
+        note: "proxied / bare unix stream",
+        target: { min: 0.25, text: ">= 0.25" },
+      },
       { name: "egress.proxied-vs-direct-tcp", value: proxied.mbps / direct.mbps, unit: "ratio", note: "proxied / direct loopback TCP" },
-      { name: "egress.proxied.connect-p50", value: proxied.p50, unit: "us", note: `CONNECT through the proxy until 200 (decision, resolve, durable intent, upstream connect), ${CONNECTS} sequential` },
+      {
+        name: "egress.proxied.connect-p50",
+        value: proxied.p50,
+        unit: "us",
+        note: `CONNECT through the proxy until 200 (decision, resolve, durable intent, upstream connect), ${CONNECTS} sequential`,
+      },
       { name: "egress.direct-tcp.connect-p50", value: direct.p50, unit: "us", note: "loopback TCP connect on the host" },
       { name: "egress.bare-unix.connect-p50", value: bare.p50, unit: "us", note: "unix-socket connect on the host" },
       { name: "egress.exec-with-launcher.ms", value: withEgress, unit: "ms", note: `teamd exec -- true in a seat with egress (median of ${LAUNCHES})` },

@@ -73,12 +73,20 @@ function buildRequests(count: number): KernelRequest[] {
     // Agents mostly work inside their own scope: 70% of requests name the seat's own area
     // (its direct write), the rest any area — which refusals of every kind then come from.
     const area = next() < 0.7 ? (AREAS[(s + 5) % AREAS.length] as string) : pick(AREAS);
-    const paths = Array.from({ length: 1 + Math.floor(next() * 8) }, (_, k) => `${next() < 0.9 ? area : pick(AREAS)}/module-${k}/file-${Math.floor(next() * 50)}.ts`);
+    const paths = Array.from(
+      { length: 1 + Math.floor(next() * 8) },
+      (_, k) => `${next() < 0.9 ? area : pick(AREAS)}/module-${k}/file-${Math.floor(next() * 50)}.ts`,
+    );
     const kind = next();
     if (kind < 0.45) requests.push({ seat, capability: "write", effect: { paths } });
     else if (kind < 0.7) requests.push({ seat, capability: "read", effect: { paths } });
     else if (kind < 0.75) requests.push({ seat, capability: "write", effect: { paths: [...paths, "teamd.yaml"] } });
-    else if (kind < 0.9) requests.push({ seat, capability: pick(["merge", "gate", "review"]), effect: { paths, branch: pick(["main", "develop", "refs/heads/release/2.1", "feature/x", "hotfix"]) } });
+    else if (kind < 0.9)
+      requests.push({
+        seat,
+        capability: pick(["merge", "gate", "review"]),
+        effect: { paths, branch: pick(["main", "develop", "refs/heads/release/2.1", "feature/x", "hotfix"]) },
+      });
     else if (kind < 0.95) requests.push({ seat, capability: "deploy", effect: { env: pick(["staging", "prod"]), branch: "main" } });
     else requests.push({ seat, capability: "write", effect: { paths }, asAccount: "github:acme-bot" });
   }

@@ -65,8 +65,20 @@ export async function benchLaunch(): Promise<BenchRow[]> {
       { name: "launch.pty.p50", value: t, unit: "ms", note: `launcher call -> first byte of the seat's command, median of ${LAUNCHES}` },
       { name: "launch.bare-bwrap-pty.p50", value: b, unit: "ms", note: "same bwrap argv spawned bare in node-pty" },
       { name: "launch.pty-minus-bare", value: t - b, unit: "ms", target: { max: 20, text: "<= 20 ms" } },
-      { name: "seat.io.write-ratio", value: io.write, unit: "ratio", note: `${IO_MIB} MiB dd + fdatasync, host time / seat time, median of ${IO_ROUNDS}`, target: { min: 0.95, text: ">= 0.95" } },
-      { name: "seat.io.read-ratio", value: io.read, unit: "ratio", note: `${IO_MIB} MiB read back, host time / seat time, median of ${IO_ROUNDS}`, target: { min: 0.95, text: ">= 0.95" } },
+      {
+        name: "seat.io.write-ratio",
+        value: io.write,
+        unit: "ratio",
+        note: `${IO_MIB} MiB dd + fdatasync, host time / seat time, median of ${IO_ROUNDS}`,
+        target: { min: 0.95, text: ">= 0.95" },
+      },
+      {
+        name: "seat.io.read-ratio",
+        value: io.read,
+        unit: "ratio",
+        note: `${IO_MIB} MiB read back, host time / seat time, median of ${IO_ROUNDS}`,
+        target: { min: 0.95, text: ">= 0.95" },
+      },
     ];
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -116,7 +128,9 @@ function firstByteBare(plan: SandboxPlan, user: { uid: number; gid: number }, ro
   if (!args.ok) throw new Error(args.refusal.reason);
   // No status fd here: drop --json-status-fd N.
   const argv = args.value.filter((_, i, all) => all[i] !== "--json-status-fd" && all[i - 1] !== "--json-status-fd");
-  const chain = root ? ["/usr/bin/setpriv", `--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "--", "/usr/bin/bwrap", ...argv] : ["/usr/bin/bwrap", ...argv];
+  const chain = root
+    ? ["/usr/bin/setpriv", `--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "--", "/usr/bin/bwrap", ...argv]
+    : ["/usr/bin/bwrap", ...argv];
   return new Promise((resolve) => {
     const start = process.hrtime.bigint();
     const term = pty.spawn(chain[0] as string, chain.slice(1), { cols: 80, rows: 24, cwd: "/", env: {} });
@@ -127,7 +141,11 @@ function firstByteBare(plan: SandboxPlan, user: { uid: number; gid: number }, ro
 }
 
 /** The same dd script in a seat (on its tmp) and on the host (a folder beside it, same filesystem). */
-async function fileIo(launcher: ReturnType<typeof createLinuxLauncher>, plan: SandboxPlan, dirs: { tmp: string; host: string }): Promise<{ write: number; read: number }> {
+async function fileIo(
+  launcher: ReturnType<typeof createLinuxLauncher>,
+  plan: SandboxPlan,
+  dirs: { tmp: string; host: string },
+): Promise<{ write: number; read: number }> {
   const script = (dir: string) =>
     `f=${dir}/io.bin; t0=$(date +%s%N); dd if=/dev/zero of=$f bs=1M count=${IO_MIB} conv=fdatasync status=none; t1=$(date +%s%N); ` +
     `dd if=$f of=/dev/null bs=1M status=none; t2=$(date +%s%N); rm -f $f; echo $((t1-t0)) $((t2-t1))`;
@@ -142,6 +160,9 @@ async function fileIo(launcher: ReturnType<typeof createLinuxLauncher>, plan: Sa
   await launched.seat.exit;
   await new Promise((resolve) => setTimeout(resolve, 50));
   const [seatWrite, seatRead] = out.trim().split(" ").map(Number) as [number, number];
-  const host = spawnSync("/bin/sh", ["-c", script(dirs.host)], { encoding: "utf8" }).stdout.trim().split(" ").map(Number) as [number, number];
+  const host = spawnSync("/bin/sh", ["-c", script(dirs.host)], { encoding: "utf8" })
+    .stdout.trim()
+    .split(" ")
+    .map(Number) as [number, number];
   return { write: host[0] / seatWrite, read: host[1] / seatRead };
 }

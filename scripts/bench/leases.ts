@@ -25,7 +25,8 @@ const CASCADES = 20;
 
 function team(envelope: boolean): unknown {
   const seats: Record<string, unknown> = { lead: { lab: "anthropic", capabilities: { read: null } } };
-  for (let s = 0; s < SEATS; s++) seats[`seat-${s}`] = { lab: ["anthropic", "openai", "google"][s % 3], capabilities: { read: null, write: { path: `own-${s}/` } } };
+  for (let s = 0; s < SEATS; s++)
+    seats[`seat-${s}`] = { lab: ["anthropic", "openai", "google"][s % 3], capabilities: { read: null, write: { path: `own-${s}/` } } };
   return {
     version: 1,
     team: "bench",
@@ -94,7 +95,12 @@ export async function benchLeases(): Promise<BenchRow[]> {
   // After a change to the facts (here: one more lease issued, the record made anew as the
   // ledger's projection hands it over) the memoized chain verdicts carry over where provably
   // unchanged; every seat's first decision after it, summed.
-  const issued: LeaseFact = Object.freeze({ ...(leases["c0-d0"] as LeaseFact), id: "issued", holder: "seat-99", scope: Object.freeze({ path: Object.freeze(["src/new/"]) }) });
+  const issued: LeaseFact = Object.freeze({
+    ...(leases["c0-d0"] as LeaseFact),
+    id: "issued",
+    holder: "seat-99",
+    scope: Object.freeze({ path: Object.freeze(["src/new/"]) }),
+  });
   const changed = createKernelView(view.policy, { leases: { ...leases, issued }, revokedLeases: [] });
   const seatsSeen = new Set<string>();
   let rebuildMs = 0;
@@ -124,7 +130,17 @@ export async function benchLeases(): Promise<BenchRow[]> {
   return [
     { name: "leases.authorize.p50", value: percentile(sorted, 50), unit: "us", note },
     { name: "leases.authorize.p99", value: percentile(sorted, 99), unit: "us", note: "target: ≤ 10% of rpc.bare-echo.p50 (same run)" },
-    { name: "leases.rebuild-after-change.ms", value: rebuildMs, unit: "ms", note: `first decision of each of ${seatsSeen.size} seats after the facts change (verdicts carried over, leases re-indexed); slowest ${firstMax.toFixed(1)} ms` },
-    { name: "leases.cascade-10k.ms", value: percentile(times, 50), unit: "ms", note: `median of ${CASCADES}: cascade of removing the envelope entry all ${revoked} leases descend from` },
+    {
+      name: "leases.rebuild-after-change.ms",
+      value: rebuildMs,
+      unit: "ms",
+      note: `first decision of each of ${seatsSeen.size} seats after the facts change (verdicts carried over, leases re-indexed); slowest ${firstMax.toFixed(1)} ms`,
+    },
+    {
+      name: "leases.cascade-10k.ms",
+      value: percentile(times, 50),
+      unit: "ms",
+      note: `median of ${CASCADES}: cascade of removing the envelope entry all ${revoked} leases descend from`,
+    },
   ];
 }

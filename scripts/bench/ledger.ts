@@ -87,7 +87,11 @@ async function verifyOnce(ledger: Ledger): Promise<{ rate: number; records: numb
   return { rate: result.records / seconds, records: result.records };
 }
 
-const median = (values: number[]): number => percentile([...values].sort((a, b) => a - b), 50);
+const median = (values: number[]): number =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 /**
  * Verify and raw verify measured in alternation, seven pairs, the median of the per-pair

@@ -35,7 +35,13 @@ function crossRows(rows: readonly BenchRow[]): BenchRow[] {
   const leasedP99 = find("leases.authorize.p99");
   // With 10,000 live leases in chains of depth 8, the decision still never shows (issue 6).
   if (echoP50 !== undefined && leasedP99 !== undefined) {
-    out.push({ name: "leases.authorize.p99-vs-echo-p50", value: leasedP99 / echoP50, unit: "ratio", note: "authorize p99 with 10k leases / bare grpc echo p50, same run", target: { max: 0.1, text: "<= 0.1" } });
+    out.push({
+      name: "leases.authorize.p99-vs-echo-p50",
+      value: leasedP99 / echoP50,
+      unit: "ratio",
+      note: "authorize p99 with 10k leases / bare grpc echo p50, same run",
+      target: { max: 0.1, text: "<= 0.1" },
+    });
   }
   if (echoP50 === undefined || authorizeP99 === undefined) return out;
   return [
@@ -80,7 +86,9 @@ async function main(argv: string[]): Promise<number> {
     for (const row of rows) {
       const met = meetsTarget(row);
       const verdict = met === undefined ? "" : met ? `  ok (${row.target?.text})` : `  MISSED (${row.target?.text})`;
-      process.stdout.write(`${row.name.padEnd(width)}  ${format(row.value).padStart(12)} ${row.unit.padEnd(10)}${verdict}${row.note ? `  — ${row.note}` : ""}\n`);
+      process.stdout.write(
+        `${row.name.padEnd(width)}  ${format(row.value).padStart(12)} ${row.unit.padEnd(10)}${verdict}${row.note ? `  — ${row.note}` : ""}\n`,
+      );
     }
   }
   for (const row of rows) if (meetsTarget(row) === false) missed++;

@@ -54,7 +54,11 @@ export async function benchSeat(): Promise<BenchRow[]> {
   const repo = join(dir, "repo");
   const env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(dir, "keys/owner.key"), HOME: dir };
   const git = (cwd: string, ...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], { cwd, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" });
+    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], {
+      cwd,
+      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
+      encoding: "utf8",
+    });
   const teamd = (...args: string[]) => {
     const r = spawnSync(process.execPath, [TEAMD, ...args], { cwd: repo, env: { ...process.env, ...env }, encoding: "utf8", timeout: 120_000 });
     if (r.status !== 0) throw new Error(`teamd ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
@@ -98,7 +102,8 @@ export async function benchSeat(): Promise<BenchRow[]> {
     const inside = Number(teamd("exec", "bench@bench", "--", "sh", "-c", LOOP).trim()) / 1e9;
     const outsideRepo = join(dir, "outside");
     git(dir, "clone", "-q", "--no-local", repo, outsideRepo);
-    const outside = Number(execFileSync("sh", ["-c", LOOP], { cwd: outsideRepo, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" }).trim()) / 1e9;
+    const outside =
+      Number(execFileSync("sh", ["-c", LOOP], { cwd: outsideRepo, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" }).trim()) / 1e9;
 
     const pushScript = `git config user.name bench && git config user.email bench@bench.invalid && head -c 1048576 /dev/urandom > big.bin && git add big.bin && git commit -qm big && t0=$(date +%s%N) && git push -q teamd HEAD:big && t1=$(date +%s%N) && echo $((t1-t0))`;
     const push = Number(teamd("exec", "bench@bench", "--", "sh", "-c", pushScript).trim().split("\n").pop()) / 1e6;
@@ -110,9 +115,25 @@ export async function benchSeat(): Promise<BenchRow[]> {
       { name: "seat.gated.p50-64", value: gated.concurrentP50, unit: "us", note: "64 in flight" },
       { name: "seat.gated.p99-64", value: gated.concurrentP99, unit: "us", note: "64 in flight" },
       { name: "seat.gated.calls-per-s", value: gated.callsPerSecond, unit: "calls/s", note: "64 in flight" },
-      { name: "seat.gated.rate-calls-per-s", value: rate.subject, unit: "calls/s", note: `64 in flight, median of ${rate.rounds} rounds alternating with the echo` },
-      { name: "seat.echo.rate-calls-per-s", value: rate.baseline, unit: "calls/s", note: `bare grpc-js echo (separate process), 64 in flight, median of ${rate.rounds} alternating rounds` },
-      { name: "seat.gated.rate-vs-echo", value: rate.ratio, unit: "ratio", note: "gated calls/s / bare echo calls/s, 64 in flight, alternating rounds", target: { min: 0.5, text: ">= 0.5" } },
+      {
+        name: "seat.gated.rate-calls-per-s",
+        value: rate.subject,
+        unit: "calls/s",
+        note: `64 in flight, median of ${rate.rounds} rounds alternating with the echo`,
+      },
+      {
+        name: "seat.echo.rate-calls-per-s",
+        value: rate.baseline,
+        unit: "calls/s",
+        note: `bare grpc-js echo (separate process), 64 in flight, median of ${rate.rounds} alternating rounds`,
+      },
+      {
+        name: "seat.gated.rate-vs-echo",
+        value: rate.ratio,
+        unit: "ratio",
+        note: "gated calls/s / bare echo calls/s, 64 in flight, alternating rounds",
+        target: { min: 0.5, text: ">= 0.5" },
+      },
       { name: "seat.git-loop.inside-s", value: inside, unit: "s", note: `${GIT_LOOP}× git status + commit inside the seat's containment` },
       { name: "seat.git-loop.outside-s", value: outside, unit: "s", note: "the same loop on a host clone" },
       { name: "seat.git-loop.speed-vs-host", value: outside / inside, unit: "ratio", note: "host time / seat time", target: { min: 0.95, text: ">= 0.95" } },

@@ -7,7 +7,13 @@ import type { KernelView } from "../../src/kernel/view.js";
  * per-call microseconds and how many were allowed. Shared by the kernel and leases benches so
  * both measure the same way.
  */
-export function timeAuthorize(view: KernelView, requests: readonly KernelRequest[], now: number, warmup: number, calls: number): { sorted: number[]; allowed: number } {
+export function timeAuthorize(
+  view: KernelView,
+  requests: readonly KernelRequest[],
+  now: number,
+  warmup: number,
+  calls: number,
+): { sorted: number[]; allowed: number } {
   let allowed = 0;
   for (let i = 0; i < warmup; i++) authorize(view, requests[i % requests.length] as KernelRequest, now);
   const samples = new Float64Array(calls);

@@ -58,8 +58,14 @@ export async function readAccountsFile(path: string, uid?: number): Promise<unkn
  * file or the environment holds none, or when what it holds is not a usable token.
  */
 export function accountCredential(data: unknown, account: string, declared: readonly string[], env: NodeJS.ProcessEnv, path: string): AccountCredential {
-  if (!declared.includes(account)) throw new AccountConfigError(`account '${account}' is not in the team file's declare.accounts; teamd uses no credential for an undeclared account (the owner declares it and runs teamd apply)`);
-  if (data === undefined) throw new AccountConfigError(`there is no accounts configuration at ${path}; the owner creates it (mode 600) with "accounts": { "${account}": { "tokenEnv": "…" } }`);
+  if (!declared.includes(account))
+    throw new AccountConfigError(
+      `account '${account}' is not in the team file's declare.accounts; teamd uses no credential for an undeclared account (the owner declares it and runs teamd apply)`,
+    );
+  if (data === undefined)
+    throw new AccountConfigError(
+      `there is no accounts configuration at ${path}; the owner creates it (mode 600) with "accounts": { "${account}": { "tokenEnv": "…" } }`,
+    );
   if (!isMap(data) || !isMap(data.accounts)) throw new AccountConfigError(`${path} must hold { "accounts": { name: { token | tokenEnv, username? } } }`);
   const entry = Object.prototype.hasOwnProperty.call(data.accounts, account) ? data.accounts[account] : undefined;
   if (!isMap(entry)) throw new AccountConfigError(`account '${account}' has no credential in ${path}; the owner adds it under "accounts"`);
@@ -69,14 +75,17 @@ export function accountCredential(data: unknown, account: string, declared: read
   if (entry.tokenEnv !== undefined) {
     if (typeof entry.tokenEnv !== "string" || entry.tokenEnv === "") throw new AccountConfigError(`${where}: 'tokenEnv' must name a variable`);
     token = env[entry.tokenEnv];
-    if (token === undefined || token === "") throw new AccountConfigError(`${where}: the daemon's environment has no ${entry.tokenEnv}; start teamd with it set`);
+    if (token === undefined || token === "")
+      throw new AccountConfigError(`${where}: the daemon's environment has no ${entry.tokenEnv}; start teamd with it set`);
   } else token = entry.token;
   if (typeof token !== "string" || token === "") throw new AccountConfigError(`${where}: 'token' (or 'tokenEnv') must be given`);
-  if (Buffer.byteLength(token) < MIN_SECRET_BYTES) throw new AccountConfigError(`${where}: the token is shorter than ${MIN_SECRET_BYTES} bytes; that is not a credential teamd can keep out of replies`);
+  if (Buffer.byteLength(token) < MIN_SECRET_BYTES)
+    throw new AccountConfigError(`${where}: the token is shorter than ${MIN_SECRET_BYTES} bytes; that is not a credential teamd can keep out of replies`);
   // A header value: a line break would let the token end one header and write another.
   if (/[\0\r\n]/.test(token)) throw new AccountConfigError(`${where}: the token holds a line break or NUL`);
   const username = entry.username === undefined ? "x-access-token" : entry.username;
-  if (typeof username !== "string" || username === "" || /[:\0\r\n]/.test(username)) throw new AccountConfigError(`${where}: 'username' must be a non-empty name without ':' or line breaks`);
+  if (typeof username !== "string" || username === "" || /[:\0\r\n]/.test(username))
+    throw new AccountConfigError(`${where}: 'username' must be a non-empty name without ':' or line breaks`);
   return { name: account, username, token };
 }
 

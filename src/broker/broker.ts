@@ -100,12 +100,20 @@ export function createBroker(deps: BrokerDeps): Broker {
       const data = await readAccountsFile(path, deps.uid);
       const credential = accountCredential(data, account, declared, deps.env, path);
       const trackers = await readTrackersFile(trackersPath(deps.teamdHome, deps.env), deps.uid).catch(() => undefined);
-      const forms = secretForms([...allAccountSecrets(data, deps.env), ...allSecrets(trackers, deps.env), credential.token, `${credential.username}:${credential.token}`]);
+      const forms = secretForms([
+        ...allAccountSecrets(data, deps.env),
+        ...allSecrets(trackers, deps.env),
+        credential.token,
+        `${credential.username}:${credential.token}`,
+      ]);
       return { credential, forms };
     },
     async comment(resolved, id, credential, body, seat) {
       // Serialized with claims: a file tracker's task is rewritten whole.
-      return scrubSummary(await serialize(`${resolved.where}\0${id}`, () => resolved.tracker.comment(id, body, { account: credential.name, token: credential.token, seat })), resolved.forms);
+      return scrubSummary(
+        await serialize(`${resolved.where}\0${id}`, () => resolved.tracker.comment(id, body, { account: credential.name, token: credential.token, seat })),
+        resolved.forms,
+      );
     },
   };
 }

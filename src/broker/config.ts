@@ -80,9 +80,12 @@ export async function readTrackersFile(path: string, uid: number | undefined = p
     const stat = await handle.stat();
     if (!stat.isFile()) throw new TrackerConfigError(`${path} is not a regular file`);
     if ((stat.mode & 0o077) !== 0) {
-      throw new TrackerConfigError(`${path} is readable or writable by group or other (mode ${(stat.mode & 0o777).toString(8)}); it holds credentials: chmod 600 ${path}`);
+      throw new TrackerConfigError(
+        `${path} is readable or writable by group or other (mode ${(stat.mode & 0o777).toString(8)}); it holds credentials: chmod 600 ${path}`,
+      );
     }
-    if (uid !== undefined && stat.uid !== uid) throw new TrackerConfigError(`${path} belongs to uid ${stat.uid}, not to the daemon's user (${uid}); chown it to the daemon's user and chmod 600`);
+    if (uid !== undefined && stat.uid !== uid)
+      throw new TrackerConfigError(`${path} belongs to uid ${stat.uid}, not to the daemon's user (${uid}); chown it to the daemon's user and chmod 600`);
     if (stat.size > MAX_CONFIG_BYTES) throw new TrackerConfigError(`${path} is larger than ${MAX_CONFIG_BYTES} bytes`);
     const text = await handle.readFile("utf8");
     try {
@@ -116,14 +119,18 @@ function parseApi(raw: string, where: string): string {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new TrackerConfigError(`${where}: 'api' must be https (plain http only to a loopback host): the token would travel in clear`);
   }
-  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") throw new TrackerConfigError(`${where}: 'api' must carry no credentials, query or fragment`);
+  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "")
+    throw new TrackerConfigError(`${where}: 'api' must carry no credentials, query or fragment`);
   return url.href.replace(/\/+$/, "");
 }
 
 /** One named tracker from the parsed file; credentials from the file or the daemon's environment. */
 export function trackerFromConfig(data: unknown, name: string, env: NodeJS.ProcessEnv, path: string): TrackerConfig {
   if (!TRACKER_NAME.test(name)) throw new TrackerConfigError(`'${name}' is not a tracker name`);
-  if (data === undefined) throw new TrackerConfigError(`the team file maps a task resource to tracker '${name}', and there is no tracker configuration at ${path}; create it (mode 600) with "trackers": { "${name}": { … } }`);
+  if (data === undefined)
+    throw new TrackerConfigError(
+      `the team file maps a task resource to tracker '${name}', and there is no tracker configuration at ${path}; create it (mode 600) with "trackers": { "${name}": { … } }`,
+    );
   if (!isMap(data) || !isMap(data.trackers)) throw new TrackerConfigError(`${path} must hold { "trackers": { name: { kind, … } } }`);
   const entry = Object.prototype.hasOwnProperty.call(data.trackers, name) ? data.trackers[name] : undefined;
   if (!isMap(entry)) throw new TrackerConfigError(`tracker '${name}' is not configured in ${path}; add it under "trackers"`);
@@ -145,7 +152,8 @@ export function trackerFromConfig(data: unknown, name: string, env: NodeJS.Proce
     if (value === undefined || value === "") throw new TrackerConfigError(`${where}: the daemon's environment has no ${variable}; start teamd with it set`);
     token = value;
   } else token = text(entry, "token", where);
-  if (Buffer.byteLength(token) < MIN_SECRET_BYTES) throw new TrackerConfigError(`${where}: the token is shorter than ${MIN_SECRET_BYTES} bytes; that is not a credential teamd can keep out of replies`);
+  if (Buffer.byteLength(token) < MIN_SECRET_BYTES)
+    throw new TrackerConfigError(`${where}: the token is shorter than ${MIN_SECRET_BYTES} bytes; that is not a credential teamd can keep out of replies`);
   if (/[\r\n]/.test(token)) throw new TrackerConfigError(`${where}: the token holds a line break`);
   return {
     kind: "github",

@@ -52,7 +52,10 @@ function summary(id: string, task: ParsedTask): TaskSummary {
     id,
     title: clip(str(task.front.title), LIMITS.title),
     state: clip(str(task.front.state) || "open", 32),
-    labels: labels.slice(0, LIMITS.labels).map((l) => clip(str(l).trim(), LIMITS.label)).filter((l) => l !== ""),
+    labels: labels
+      .slice(0, LIMITS.labels)
+      .map((l) => clip(str(l).trim(), LIMITS.label))
+      .filter((l) => l !== ""),
     assignee: clip(str(task.front.assignee), LIMITS.login),
     url: "",
     claimed: str(task.front["claimed-by"]) !== "",
@@ -105,7 +108,12 @@ export function createFileTracker(dir: string): Tracker {
         names = await readdir(dir);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        throw new TrackerError("unreachable", code === "ENOENT" ? "the task resource's folder does not exist; the owner creates it (see docs/team-file.md, trackers)" : `the task folder cannot be read (${code ?? "error"})`);
+        throw new TrackerError(
+          "unreachable",
+          code === "ENOENT"
+            ? "the task resource's folder does not exist; the owner creates it (see docs/team-file.md, trackers)"
+            : `the task folder cannot be read (${code ?? "error"})`,
+        );
       }
       const out: TaskSummary[] = [];
       for (const name of names.sort()) {
@@ -142,7 +150,8 @@ export function createFileTracker(dir: string): Tracker {
       const task = await must(id);
       // Appended under a heading naming the account and the seat that asked; the rest of the file stays byte for byte.
       const text = `${(task.raw ?? task.body).replace(/\s*$/, "")}\n\n### Comment as ${as.account} (from ${as.seat})\n\n${body.replace(/\s*$/, "")}\n`;
-      if (Buffer.byteLength(text) > MAX_TASK_BYTES) throw new TrackerError("upstream", `task ${id} would be larger than ${MAX_TASK_BYTES} bytes with the comment`);
+      if (Buffer.byteLength(text) > MAX_TASK_BYTES)
+        throw new TrackerError("upstream", `task ${id} would be larger than ${MAX_TASK_BYTES} bytes with the comment`);
       await rewrite(id, text, "comment");
       return summary(id, task);
     },

@@ -60,11 +60,22 @@ export function createGithubTracker(config: GithubTrackerConfig, deps: GithubDep
       });
     } catch {
       // The cause may carry the URL or a header; it is not repeated.
-      throw new TrackerError("unreachable", `GitHub (${new URL(config.api).host}) did not answer within ${Math.round((deps.deadlineMs ?? DEADLINE_MS) / 1000)} s`);
+      throw new TrackerError(
+        "unreachable",
+        `GitHub (${new URL(config.api).host}) did not answer within ${Math.round((deps.deadlineMs ?? DEADLINE_MS) / 1000)} s`,
+      );
     }
     const text = await readBounded(response);
-    if (response.status === 404) throw new TrackerError("task", `GitHub answered 404 for ${method === "GET" ? "the request" : "the claim"}: no such issue in ${config.owner}/${config.repo}, or the token cannot see it`);
-    if (!response.ok) throw new TrackerError("upstream", `GitHub answered ${response.status}${response.status === 401 || response.status === 403 ? ": the owner checks the tracker's token and its permissions" : ""}`);
+    if (response.status === 404)
+      throw new TrackerError(
+        "task",
+        `GitHub answered 404 for ${method === "GET" ? "the request" : "the claim"}: no such issue in ${config.owner}/${config.repo}, or the token cannot see it`,
+      );
+    if (!response.ok)
+      throw new TrackerError(
+        "upstream",
+        `GitHub answered ${response.status}${response.status === 401 || response.status === 403 ? ": the owner checks the tracker's token and its permissions" : ""}`,
+      );
     try {
       return JSON.parse(text) as unknown;
     } catch {

@@ -63,7 +63,8 @@ export class TrackerError extends Error {
 export const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function checkTaskId(id: string): void {
-  if (!TASK_ID.test(id) || id.includes("..")) throw new TrackerError("task", `'${id.slice(0, 64)}' is not a task id (letters, digits, '.', '_' and '-', at most 128)`);
+  if (!TASK_ID.test(id) || id.includes(".."))
+    throw new TrackerError("task", `'${id.slice(0, 64)}' is not a task id (letters, digits, '.', '_' and '-', at most 128)`);
 }
 
 /** Bounds on what the broker hands back: a tracker that answers with megabytes is cut. */

@@ -120,20 +120,29 @@ export function createGitSandbox(): GitSandbox {
 async function findBwrap(): Promise<string> {
   let found: string | undefined;
   for (const candidate of BWRAP_CANDIDATES) {
-    if (await access(candidate, fsConstants.X_OK).then(() => true, () => false)) {
+    if (
+      await access(candidate, fsConstants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    ) {
       found = candidate;
       break;
     }
   }
   if (found === undefined) {
-    throw new ContainmentError(`bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`);
+    throw new ContainmentError(
+      `bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`,
+    );
   }
   const help = await new Promise<string>((resolve) => {
     execFile(found, ["--help"], { env: {}, timeout: 5_000, encoding: "utf8" }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
   const missing = missingFeatures(help);
   if (missing.length > 0) {
-    throw new ContainmentError(`${found} lacks ${missing.join(", ")}, so git on seat content cannot be contained — scripts/setup.sh installs bubblewrap 0.8.0 or later`);
+    throw new ContainmentError(
+      `${found} lacks ${missing.join(", ")}, so git on seat content cannot be contained — scripts/setup.sh installs bubblewrap 0.8.0 or later`,
+    );
   }
   return found;
 }
@@ -150,7 +159,10 @@ async function systemMounts(): Promise<string[]> {
 
 async function bindArgs(readOnly: readonly string[], writable: readonly string[]): Promise<string[]> {
   const binds: { src: string; dest: string; writable: boolean }[] = [];
-  for (const [paths, isWritable] of [[readOnly, false], [writable, true]] as const) {
+  for (const [paths, isWritable] of [
+    [readOnly, false],
+    [writable, true],
+  ] as const) {
     for (const path of paths) {
       if (!isAbsolute(path) || path.includes("\u0000")) throw new ContainmentError(`cannot bind ${JSON.stringify(path)}: not an absolute path`);
       const dest = normalize(path).replace(/(.)\/+$/, "$1");
@@ -191,12 +203,17 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     "--clearenv",
     ...Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : ["--setenv", name, value])),
     ...(await sandbox.systemMounts()),
-    "--proc", "/proc",
-    "--dev", "/dev",
-    "--tmpfs", "/tmp",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
     ...(await bindArgs(options.readOnly, options.writable)),
-    "--chdir", options.cwd ?? "/",
-    "--json-status-fd", String(STATUS_FD),
+    "--chdir",
+    options.cwd ?? "/",
+    "--json-status-fd",
+    String(STATUS_FD),
     "--",
     ...gitArgs,
   ];
@@ -232,10 +249,13 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   }
 
   let timedOut = false;
-  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
-    timedOut = true;
-    child.kill("SIGKILL");
-  }, options.timeoutMs);
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          child.kill("SIGKILL");
+        }, options.timeoutMs);
 
   const done = new Promise<{ stderr: string }>((resolve, reject) => {
     child.once("error", (error) => {
@@ -248,7 +268,8 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
       const started = /"child-pid"\s*:\s*\d+/.test(statusText);
       const exit = /"exit-code"\s*:\s*(\d+)/.exec(statusText);
       if (timedOut) reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
-      else if (!started) reject(new ContainmentError(`contained git could not start (bubblewrap exit ${code ?? signal}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`));
+      else if (!started)
+        reject(new ContainmentError(`contained git could not start (bubblewrap exit ${code ?? signal}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`));
       else if (exit === null) reject(new GitError(args, signal ?? code, stderr));
       else if (Number(exit[1]) !== 0) reject(new GitError(args, Number(exit[1]), stderr));
       else resolve({ stderr });
@@ -260,7 +281,9 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
 /** The chain's last step: join each of the seat's cgroups (this shell's pid, before it execs the rest), then exec. */
 function joinCgroups(limits: ContainedGitLimits | undefined): string {
   const procs = limits?.cgroupProcs ?? [];
-  for (const file of procs) if (!isAbsolute(file) || !file.endsWith("/cgroup.procs") || /['\u0000\n]/.test(file)) throw new ContainmentError(`cannot join the cgroup ${JSON.stringify(file)}`);
+  for (const file of procs)
+    if (!isAbsolute(file) || !file.endsWith("/cgroup.procs") || /['\u0000\n]/.test(file))
+      throw new ContainmentError(`cannot join the cgroup ${JSON.stringify(file)}`);
   return [...procs.map((file) => `echo $$ > '${file}'`), 'exec "$@"'].join(" && ");
 }
 

@@ -52,7 +52,11 @@ export async function readPinnedFile(repository: string, path: string): Promise<
  * failure the folder is removed before the error is rethrown; an artifact that holds a link or
  * another kind of entry where a pinned file goes is an `ExportRefused`, as a tree too large is.
  */
-export async function prepareDeployFolder(teamdHome: string, artifact: { readonly hub: string; readonly commit: string; readonly maxBytes: number }, files: ReadonlyMap<string, PinnedFile>): Promise<DeployFolder> {
+export async function prepareDeployFolder(
+  teamdHome: string,
+  artifact: { readonly hub: string; readonly commit: string; readonly maxBytes: number },
+  files: ReadonlyMap<string, PinnedFile>,
+): Promise<DeployFolder> {
   const root = deploysRoot(teamdHome);
   await mkdir(root, { recursive: true, mode: 0o700 });
   const dir = await mkdtemp(join(root, "run-"));
@@ -70,7 +74,10 @@ export async function prepareDeployFolder(teamdHome: string, artifact: { readonl
         const info = await lstat(at).catch(() => undefined);
         const last = i === parts.length;
         if (info === undefined) break;
-        if (info.isSymbolicLink() || (last ? !info.isFile() : !info.isDirectory())) throw new ExportRefused(`the artifact has ${info.isSymbolicLink() ? "a symbolic link" : "another kind of entry"} at ${parts.slice(0, i).join("/")}, where the pinned ${path} goes`);
+        if (info.isSymbolicLink() || (last ? !info.isFile() : !info.isDirectory()))
+          throw new ExportRefused(
+            `the artifact has ${info.isSymbolicLink() ? "a symbolic link" : "another kind of entry"} at ${parts.slice(0, i).join("/")}, where the pinned ${path} goes`,
+          );
       }
       await mkdir(join(tree, ...parts.slice(0, -1)), { recursive: true });
       await writeFile(join(tree, ...parts), file.bytes, { mode: file.mode });

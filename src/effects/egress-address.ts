@@ -77,7 +77,11 @@ export function declaredRange(address: string, declared: readonly string[]): str
 }
 
 /** May a connection go to this address? Public ones yes; any other only inside a declared range. */
-export function addressAllowed(address: string, declared: readonly string[], hostAddresses: readonly string[]): { ok: true; class: AddressClass; range?: string } | { ok: false; class: AddressClass } {
+export function addressAllowed(
+  address: string,
+  declared: readonly string[],
+  hostAddresses: readonly string[],
+): { ok: true; class: AddressClass; range?: string } | { ok: false; class: AddressClass } {
   const kind = classifyAddress(address, hostAddresses);
   if (kind === "public") return { ok: true, class: kind };
   const range = declaredRange(address, declared);

@@ -60,6 +60,9 @@ export async function summarizeArtifact(hub: string, trunkRef: string, named: st
   const context: ContainedGitOptions = { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir))], writable: [], sandbox: createGitSandbox() };
   const diff = await containedGit(["diff-tree", "-r", "-M", "-C", "--name-status", "-z", base, tree, "--"], context);
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", head, "--not", base, "--"], context);
-  const commits = listed.stdout.toString("utf8").split("\n").filter((line) => line.length > 0);
+  const commits = listed.stdout
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.length > 0);
   return { trunkRef, commit, base, head, tree, paths: parseNameStatus(diff.stdout), commits };
 }

@@ -29,7 +29,12 @@ interface Entry {
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-export async function exportTree(gitDir: string, commit: string, dest: string, limits: ExportLimits): Promise<{ readonly files: number; readonly bytes: number }> {
+export async function exportTree(
+  gitDir: string,
+  commit: string,
+  dest: string,
+  limits: ExportLimits,
+): Promise<{ readonly files: number; readonly bytes: number }> {
   const listed = await gitInput(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], gitDir, "");
   const entries: Entry[] = [];
   let bytes = 0;
@@ -44,7 +49,10 @@ export async function exportTree(gitDir: string, commit: string, dest: string, l
   }
   if (bytes > limits.maxBytes) throw new ExportRefused(`the artifact's tree holds ${bytes} bytes, more than the ${limits.maxBytes} a deploy exports`);
   const blobs = entries.filter((e) => e.mode !== "160000");
-  const contents = await readBlobs(gitDir, blobs.map((e) => e.oid));
+  const contents = await readBlobs(
+    gitDir,
+    blobs.map((e) => e.oid),
+  );
   const links: { target: Buffer; path: string }[] = [];
   for (const e of entries) {
     const at = join(dest, ...e.path.split("/"));

@@ -469,13 +469,7 @@ class Mirror implements FilteredMirror {
     return this.toFiltered.get(hubOid) as string;
   }
 
-  private async filterTree(
-    reader: ObjectReader,
-    oid: string,
-    prefix: string,
-    staged: Map<string, string | null>,
-    pending: Pending,
-  ): Promise<string | null> {
+  private async filterTree(reader: ObjectReader, oid: string, prefix: string, staged: Map<string, string | null>, pending: Pending): Promise<string | null> {
     const key = `${oid}\0${prefix}`;
     const memo = this.trees.has(key) ? this.trees.get(key) : staged.get(key);
     if (memo !== undefined) return memo;
@@ -717,8 +711,7 @@ class Mirror implements FilteredMirror {
       } else if (oldTree !== null) {
         const sub = await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs);
         if (sub !== null) result.push({ mode: "40000", name: Buffer.from(name, "latin1"), oid: sub });
-      }
-      else if (wasTree !== null) {
+      } else if (wasTree !== null) {
         // Cannot happen when `from` is the seat's view of `base`; never drop a directory on a guess.
         throw new ReplayRefused(`${path}: the repository has a directory there that you cannot read; fetch from teamd and rebase`);
       }
@@ -762,7 +755,11 @@ export async function openFilteredMirror(dir: string, hub: string, filter: ReadF
     });
     await syncDir(mirror);
     const refs = (await git(["for-each-ref", "--format=%(refname)"], { gitDir: mirror })).stdout;
-    const deletes = refs.split("\n").filter((r) => r !== "").map((r) => `delete ${r}\n`).join("");
+    const deletes = refs
+      .split("\n")
+      .filter((r) => r !== "")
+      .map((r) => `delete ${r}\n`)
+      .join("");
     if (deletes !== "") await runGit([...DURABLE, "update-ref", "--stdin"], mirror, deletes);
     await writeDurably(memoPath, "");
     await writeDurably(`${idPath}.tmp`, filter.id);

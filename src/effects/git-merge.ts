@@ -70,7 +70,10 @@ export async function summarizeChange(hub: string, trunkRef: string, branchRef: 
 
   // First, while nothing has been written: a branch the trunk already holds is no change.
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", head, "--not", base, "--"], context);
-  const commits = listed.stdout.toString("utf8").split("\n").filter((line) => line.length > 0);
+  const commits = listed.stdout
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.length > 0);
   if (commits.length === 0) throw new NothingToMerge(trunkRef, branchRef);
 
   const tree = await mergeTree(hubDir, trunkRef, branchRef, base, head);
@@ -88,7 +91,10 @@ export async function summarizeChange(hub: string, trunkRef: string, branchRef: 
  */
 export function effectIdOf(summary: Pick<ChangeSummary, "paths" | "tree" | "base">, destinationRef: string, policyHash: string): string {
   if (!destinationRef.startsWith(BRANCH_PREFIX)) throw new Error(`${JSON.stringify(destinationRef)} is not a full branch name (refs/heads/...)`);
-  for (const [what, oid] of [["tree", summary.tree], ["base", summary.base]] as const) {
+  for (const [what, oid] of [
+    ["tree", summary.tree],
+    ["base", summary.base],
+  ] as const) {
     if (!OID.test(oid)) throw new Error(`the ${what} ${JSON.stringify(oid)} is not an object id`);
   }
   if (policyHash.length === 0) throw new Error("an effect id binds a policy hash, and none was given");
@@ -107,7 +113,11 @@ export function effectIdOf(summary: Pick<ChangeSummary, "paths" | "tree" | "base
 export async function mergeInto(hub: string, summary: ChangeSummary, who: { readonly name: string; readonly email: string }, message: string): Promise<string> {
   const { trunkRef, branchRef, base, head, tree } = summary;
   await checkRefs(hub, trunkRef, branchRef);
-  for (const [what, oid] of [["base", base], ["head", head], ["tree", tree]] as const) {
+  for (const [what, oid] of [
+    ["base", base],
+    ["head", head],
+    ["tree", tree],
+  ] as const) {
     if (!OID.test(oid)) throw new Error(`the summary's ${what} ${JSON.stringify(oid)} is not an object id`);
   }
   checkIdent(who);
@@ -186,7 +196,7 @@ async function mergeTree(hubDir: string, trunkRef: string, branchRef: string, ba
 export function parseNameStatus(stdout: Buffer): string[] {
   const tokens = splitNul(stdout);
   const paths = new Set<string>();
-  for (let i = 0; i < tokens.length; ) {
+  for (let i = 0; i < tokens.length;) {
     const status = (tokens[i] as Buffer).toString("latin1");
     if (!/^[A-Z][0-9]*$/.test(status)) throw new Error(`git diff-tree printed an unexpected status ${JSON.stringify(status)}`);
     const count = status[0] === "R" || status[0] === "C" ? 2 : 1;
@@ -230,8 +240,12 @@ async function checkRefs(hub: string, trunkRef: string, branchRef: string): Prom
 
 /** git would silently drop or mangle these in an ident; a merge must carry exactly who the caller named. */
 function checkIdent(who: { readonly name: string; readonly email: string }): void {
-  for (const [what, value] of [["name", who.name], ["email", who.email]] as const) {
-    if (value.trim().length === 0 || /[<>\n\r\u0000]/.test(value)) throw new Error(`the merge's ${what} ${JSON.stringify(value)} is empty or has a character an ident cannot carry`);
+  for (const [what, value] of [
+    ["name", who.name],
+    ["email", who.email],
+  ] as const) {
+    if (value.trim().length === 0 || /[<>\n\r\u0000]/.test(value))
+      throw new Error(`the merge's ${what} ${JSON.stringify(value)} is empty or has a character an ident cannot carry`);
   }
 }
 
@@ -265,4 +279,3 @@ function runGit(args: readonly string[], gitDir: string, input?: string): Promis
     child.stdin?.end(input ?? "");
   });
 }
-

@@ -58,14 +58,26 @@ export function pushToRemote(push: RemotePush): Promise<RemotePushResult> {
   const loopbackHttp = push.url.startsWith("http://");
   const args = [
     ...HARDENING,
-    "-c", "protocol.allow=never",
-    "-c", "protocol.https.allow=always",
-    "-c", `protocol.http.allow=${loopbackHttp ? "always" : "never"}`,
-    "-c", "http.followRedirects=false",
-    "-c", "push.gpgSign=false",
-    "-c", "push.recurseSubmodules=no",
-    "--git-dir", push.hub,
-    "push", "--porcelain", "--no-verify", "--no-signed", push.url, `${push.commit}:refs/heads/${push.branch}`,
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "protocol.https.allow=always",
+    "-c",
+    `protocol.http.allow=${loopbackHttp ? "always" : "never"}`,
+    "-c",
+    "http.followRedirects=false",
+    "-c",
+    "push.gpgSign=false",
+    "-c",
+    "push.recurseSubmodules=no",
+    "--git-dir",
+    push.hub,
+    "push",
+    "--porcelain",
+    "--no-verify",
+    "--no-signed",
+    push.url,
+    `${push.commit}:refs/heads/${push.branch}`,
   ];
   return new Promise((resolve) => {
     const child = spawn("git", args, { env: gitEnv(credentialEnv(push.username, push.token)), stdio: ["ignore", "pipe", "pipe"] });
@@ -89,7 +101,11 @@ export function pushToRemote(push: RemotePush): Promise<RemotePushResult> {
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       if (code === null) {
-        resolve({ kind: "unknown", why: timedOut ? `the push was killed at its ${Math.round(push.timeoutMs / 1000)} s deadline` : `the push was killed by ${signal ?? "a signal"}`, stderr });
+        resolve({
+          kind: "unknown",
+          why: timedOut ? `the push was killed at its ${Math.round(push.timeoutMs / 1000)} s deadline` : `the push was killed by ${signal ?? "a signal"}`,
+          stderr,
+        });
         return;
       }
       // --porcelain: one line per ref, `<flag>\t<from>:<to>\t<summary>`.
@@ -101,7 +117,11 @@ export function pushToRemote(push: RemotePush): Promise<RemotePushResult> {
       } else if (flag === "!") {
         resolve({ kind: "refused", why: `the remote rejected the update of ${push.branch}: ${summary.replace(/\s+/g, " ").slice(0, 200)}`, stderr });
       } else if (code !== 0 && line === undefined && BEFORE_ANY_UPDATE.some((p) => p.test(stderr))) {
-        resolve({ kind: "refused", why: `the remote refused the push before any update (exit ${code}: the account's credential refused, or the remote unreachable)`, stderr });
+        resolve({
+          kind: "refused",
+          why: `the remote refused the push before any update (exit ${code}: the account's credential refused, or the remote unreachable)`,
+          stderr,
+        });
       } else {
         resolve({ kind: "unknown", why: `git push exited ${code} without saying whether ${push.branch} moved`, stderr });
       }

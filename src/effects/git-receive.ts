@@ -160,7 +160,10 @@ export async function newCommits(hub: string, q: Quarantine, tip: string, option
 }
 
 async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string, readable: readonly string[]): Promise<void> {
-  const types = await objectTypes(context, readable.filter((oid) => OID.test(oid)));
+  const types = await objectTypes(
+    context,
+    readable.filter((oid) => OID.test(oid)),
+  );
   const bases = [...types].filter(([, type]) => type === "commit").map(([oid]) => `^${oid}\n`);
   const reached = await containedGit(["rev-list", "--objects", "--no-object-names", "--stdin", tip], { ...context, input: Buffer.from(bases.join("")) });
   const oids = lines(reached.stdout);
@@ -193,15 +196,15 @@ export async function changedPaths(hub: string, q: Quarantine, commits: readonly
   if (commits.length === 0) return { paths: [], commits: [] };
   for (const oid of commits) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
   const context = await quarantineContext(hub, q);
-  const { stdout } = await containedGit(
-    ["diff-tree", "--stdin", "-r", "--root", "-M", "-C", "--cc", "--combined-all-paths", "--name-status", "-z"],
-    { ...context, input: Buffer.from(commits.map((oid) => `${oid}\n`).join("")) },
-  );
+  const { stdout } = await containedGit(["diff-tree", "--stdin", "-r", "--root", "-M", "-C", "--cc", "--combined-all-paths", "--name-status", "-z"], {
+    ...context,
+    input: Buffer.from(commits.map((oid) => `${oid}\n`).join("")),
+  });
   const perCommit = new Map<string, Set<string>>(commits.map((oid) => [oid, new Set<string>()]));
   const tokens = splitNul(stdout);
   let current: Set<string> | undefined;
   const decoder = new TextDecoder("utf-8", { fatal: true });
-  for (let i = 0; i < tokens.length; ) {
+  for (let i = 0; i < tokens.length;) {
     const token = (tokens[i] as Buffer).toString("latin1");
     const header = perCommit.get(token);
     if (header !== undefined) {
@@ -400,6 +403,8 @@ function gitMessage(stderr: string): string {
 }
 
 function lines(stdout: Buffer): string[] {
-  return stdout.toString("utf8").split("\n").filter((line) => line.length > 0);
+  return stdout
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.length > 0);
 }
-

@@ -23,10 +23,21 @@ const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  * are not commits, are dropped (a seat's own unpushed commits are normal haves). Breaking
  * off the iteration stops git.
  */
-export async function* servePack(repo: string, wants: readonly string[], haves: readonly string[], options: { readonly timeoutMs?: number; readonly limits?: ContainedGitOptions["limits"] } = {}): AsyncIterable<Uint8Array> {
+export async function* servePack(
+  repo: string,
+  wants: readonly string[],
+  haves: readonly string[],
+  options: { readonly timeoutMs?: number; readonly limits?: ContainedGitOptions["limits"] } = {},
+): AsyncIterable<Uint8Array> {
   for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
   const dir = await realpath(repo);
-  const context: ContainedGitOptions = { gitDir: dir, readOnly: [dir, ...(await objectStores(dir))], writable: [], sandbox: createGitSandbox(), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  const context: ContainedGitOptions = {
+    gitDir: dir,
+    readOnly: [dir, ...(await objectStores(dir))],
+    writable: [],
+    sandbox: createGitSandbox(),
+    ...(options.limits !== undefined ? { limits: options.limits } : {}),
+  };
   const wellFormedHaves = haves.filter((oid) => OID.test(oid));
   const types = await objectTypes(context, [...wants, ...wellFormedHaves]);
   for (const want of wants) if (types.get(want) !== "commit") throw new WantRefused(want);

@@ -21,8 +21,22 @@ export async function seatStorage(hub: string, prefix: string, options: { readon
   const dir = await realpath(hub);
   const refs = await listRefs(dir, [prefix]);
   if (refs.length === 0) return { refs: 0, refNames: new Set(), objects: 0, bytes: 0 };
-  const context: ContainedGitOptions = { gitDir: dir, readOnly: [dir, ...(await objectStores(dir))], writable: [], sandbox: createGitSandbox(), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  const context: ContainedGitOptions = {
+    gitDir: dir,
+    readOnly: [dir, ...(await objectStores(dir))],
+    writable: [],
+    sandbox: createGitSandbox(),
+    ...(options.limits !== undefined ? { limits: options.limits } : {}),
+  };
   const range = ["--objects", `--glob=${prefix}*`, "--not", `--exclude=${prefix}*`, "--glob=refs/*"];
-  const [count, usage] = await Promise.all([containedGit(["rev-list", "--count", ...range], context), containedGit(["rev-list", "--disk-usage", ...range], context)]);
-  return { refs: refs.length, refNames: new Set(refs.map((r) => r.name)), objects: Number(count.stdout.toString("utf8").trim()) || 0, bytes: Number(usage.stdout.toString("utf8").trim()) || 0 };
+  const [count, usage] = await Promise.all([
+    containedGit(["rev-list", "--count", ...range], context),
+    containedGit(["rev-list", "--disk-usage", ...range], context),
+  ]);
+  return {
+    refs: refs.length,
+    refNames: new Set(refs.map((r) => r.name)),
+    objects: Number(count.stdout.toString("utf8").trim()) || 0,
+    bytes: Number(usage.stdout.toString("utf8").trim()) || 0,
+  };
 }

@@ -7,15 +7,24 @@ import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child
  * a global file an agent could once reach, must never run code in the daemon.
  */
 export const HARDENING: readonly string[] = [
-  "-c", "core.hooksPath=/dev/null",
-  "-c", "core.fsmonitor=false",
-  "-c", "core.pager=cat",
-  "-c", "diff.external=",
-  "-c", "core.sshCommand=false",
-  "-c", "protocol.ext.allow=never",
-  "-c", "credential.helper=",
-  "-c", "core.askPass=",
-  "-c", "gc.auto=0",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.pager=cat",
+  "-c",
+  "diff.external=",
+  "-c",
+  "core.sshCommand=false",
+  "-c",
+  "protocol.ext.allow=never",
+  "-c",
+  "credential.helper=",
+  "-c",
+  "core.askPass=",
+  "-c",
+  "gc.auto=0",
 ];
 
 /** Environment for git: only what it needs, nothing inherited that could redirect it. */

@@ -144,7 +144,8 @@ async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
     }
     const name = TYPES[type];
     if (name === undefined) throw new Refused("push.pack", `object ${index + 1} at offset ${start} has type ${type}, which no pack holds`);
-    if (declared > bounds.maxObjectBytes) throw new Refused("push.object-size", `object ${index + 1} (a ${name}) declares ${declared} bytes; one object may be at most ${bounds.maxObjectBytes}`);
+    if (declared > bounds.maxObjectBytes)
+      throw new Refused("push.object-size", `object ${index + 1} (a ${name}) declares ${declared} bytes; one object may be at most ${bounds.maxObjectBytes}`);
     if (type === OBJ_OFS_DELTA) {
       c = byteAt(at++);
       let offset = c & 0x7f;
@@ -153,7 +154,8 @@ async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
         offset = (offset + 1) * 128 + (c & 0x7f);
         if (offset > start) break;
       }
-      if (offset <= 0 || offset > start || !starts.has(start - offset)) throw new Refused("push.pack", `object ${index + 1} is a delta against offset -${offset}, where no object of the pack starts`);
+      if (offset <= 0 || offset > start || !starts.has(start - offset))
+        throw new Refused("push.pack", `object ${index + 1} is a delta against offset -${offset}, where no object of the pack starts`);
     } else if (type === OBJ_REF_DELTA) {
       if (at + hashBytes > head.length) throw new Refused("push.pack", `the pack ends inside the base id of object ${index + 1}`);
       at += hashBytes;
@@ -168,25 +170,40 @@ async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
       const sizes = deltaSizes(first);
       if (sizes === undefined) throw new Refused("push.pack", `object ${index + 1} is a delta whose data does not start with its two sizes`);
       if (sizes.base > bounds.maxObjectBytes || sizes.result > bounds.maxObjectBytes) {
-        throw new Refused("push.object-size", `object ${index + 1} is a delta declaring a ${sizes.result}-byte result from a ${sizes.base}-byte base; one object may be at most ${bounds.maxObjectBytes}`);
+        throw new Refused(
+          "push.object-size",
+          `object ${index + 1} is a delta declaring a ${sizes.result}-byte result from a ${sizes.base}-byte base; one object may be at most ${bounds.maxObjectBytes}`,
+        );
       }
       result = sizes.result;
     }
     totalBytes += result;
-    if (totalBytes > bounds.maxTotalBytes) throw new Refused("push.object-size", `the pack's objects declare more than ${bounds.maxTotalBytes} bytes in all (by object ${index + 1} of ${count})`);
+    if (totalBytes > bounds.maxTotalBytes)
+      throw new Refused("push.object-size", `the pack's objects declare more than ${bounds.maxTotalBytes} bytes in all (by object ${index + 1} of ${count})`);
   }
-  if (size - position !== hashBytes) throw new Refused("push.pack", `the pack has ${size - position} bytes after its ${count} objects, not its ${hashBytes}-byte checksum`);
+  if (size - position !== hashBytes)
+    throw new Refused("push.pack", `the pack has ${size - position} bytes after its ${count} objects, not its ${hashBytes}-byte checksum`);
   return { ok: true, objects: count, deltas, totalBytes };
 }
 
 /** Inflate one object's data at `position`: the compressed length, and its first `keep` bytes. */
-async function inflateObject(reader: Reader, position: number, declared: number, keep: number, index: number, count: number): Promise<{ consumed: number; first: Buffer }> {
+async function inflateObject(
+  reader: Reader,
+  position: number,
+  declared: number,
+  keep: number,
+  index: number,
+  count: number,
+): Promise<{ consumed: number; first: Buffer }> {
   const wrong = (what: string) => new Refused("push.pack", `object ${index + 1} of ${count}: ${what}`);
   if (declared <= SMALL_OBJECT) {
     // Most objects are small: inflated from the buffered window, without a read of their own.
     const window = await reader.window(position);
     try {
-      const { buffer, engine } = inflateSync(window, { info: true, maxOutputLength: Math.max(declared, 1) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+      const { buffer, engine } = inflateSync(window, { info: true, maxOutputLength: Math.max(declared, 1) }) as unknown as {
+        buffer: Buffer;
+        engine: { bytesWritten: number };
+      };
       if (buffer.length !== declared) throw wrong(`its data inflates to ${buffer.length} bytes, not the ${declared} it declares`);
       return { consumed: engine.bytesWritten, first: buffer.subarray(0, keep) };
     } catch (error) {
@@ -200,7 +217,13 @@ async function inflateObject(reader: Reader, position: number, declared: number,
   return streamObject(reader, position, declared, keep, wrong);
 }
 
-function streamObject(reader: Reader, position: number, declared: number, keep: number, wrong: (what: string) => Refused): Promise<{ consumed: number; first: Buffer }> {
+function streamObject(
+  reader: Reader,
+  position: number,
+  declared: number,
+  keep: number,
+  wrong: (what: string) => Refused,
+): Promise<{ consumed: number; first: Buffer }> {
   return new Promise((resolve, reject) => {
     const inflate = createInflate();
     let out = 0;

@@ -26,7 +26,10 @@ export function actAsAccount(policy: Pick<Policy, "pushes">, act: UnderAccount, 
   if (act.act === "broker") {
     const underAccount = BROKER_AS_ACCOUNT.includes(act.operation);
     if (underAccount && named === undefined) {
-      return refuse("act-as.required", `a broker ${act.operation} is made under the owner's account; name it (asAccount, \`--as ACCOUNT\`) and hold act-as over it`);
+      return refuse(
+        "act-as.required",
+        `a broker ${act.operation} is made under the owner's account; name it (asAccount, \`--as ACCOUNT\`) and hold act-as over it`,
+      );
     }
     if (!underAccount && named !== undefined) {
       return refuse("act-as.unmediated", `a broker ${act.operation} runs under the tracker's credential, not under an owner's account; drop --as '${named}'`);
@@ -38,7 +41,10 @@ export function actAsAccount(policy: Pick<Policy, "pushes">, act: UnderAccount, 
   const push = pushes !== undefined && Object.prototype.hasOwnProperty.call(pushes, env) ? pushes[env] : undefined;
   if (push === undefined) {
     if (named !== undefined) {
-      return refuse("act-as.unmediated", `a deploy to ${env} runs the owner's command, under no owner's account; drop --as '${named}' (only an environment that pushes to the owner's remote runs under an account)`);
+      return refuse(
+        "act-as.unmediated",
+        `a deploy to ${env} runs the owner's command, under no owner's account; drop --as '${named}' (only an environment that pushes to the owner's remote runs under an account)`,
+      );
     }
     return { account: undefined };
   }

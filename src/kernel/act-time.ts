@@ -39,7 +39,10 @@ export function actTime(view: KernelView, covered: Allow, context: ActContext): 
   const trunk = capability === "review" || capability === "gate" || capability === "merge" || capability === "deploy";
   if (!trunk && effectId !== undefined) return refuse("request.malformed", `effect.effectId belongs to review, gate, merge and deploy, not ${capability}`);
   if (trunk && effectId === undefined) {
-    return refuse("act.effect-id", `a ${capability} names the effect id of the change it acts on (effect.effectId, §15); without it nothing binds the ${capability} to an artifact`);
+    return refuse(
+      "act.effect-id",
+      `a ${capability} names the effect id of the change it acts on (effect.effectId, §15); without it nothing binds the ${capability} to an artifact`,
+    );
   }
   const program = view.policy.constraints;
   if (program.constraints.length > 0) {

@@ -21,7 +21,8 @@ function roleHashes(policy: Policy, seat: Seat): string {
 /** Why `copy` (in `after`) differs from `source` (in `before`), or undefined when it is the same copy. */
 function difference(before: Policy, source: Seat, after: Policy, copy: Seat): string | undefined {
   if (source.contextHash === undefined || copy.contextHash === undefined) return "a seat without a pinned start has no execution context to compare";
-  if (copy.contextHash !== source.contextHash) return `its execution context differs from ${source.name}'s (lab, command, working root, environment bindings or a start file's content)`;
+  if (copy.contextHash !== source.contextHash)
+    return `its execution context differs from ${source.name}'s (lab, command, working root, environment bindings or a start file's content)`;
   if (copy.capabilitiesHash !== source.capabilitiesHash) return `its resolved capability set differs from ${source.name}'s`;
   if (roleHashes(after, copy) !== roleHashes(before, source)) return `its resolved role content differs from ${source.name}'s`;
   return undefined;
@@ -44,7 +45,10 @@ export function sameCopy(before: Policy, after: Policy, seatName: string): SameC
 export function copyHoldsAdmin(seat: Seat): Refusal | undefined {
   const held = seat.admin ?? [];
   if (held.length === 0) return undefined;
-  return refuse("agree.copy-holds-admin", `the copy ${seat.name} would hold ${held.join(", ")}; a same copy holds no agree, grant, create or leads, and those are never copied`);
+  return refuse(
+    "agree.copy-holds-admin",
+    `the copy ${seat.name} would hold ${held.join(", ")}; a same copy holds no agree, grant, create or leads, and those are never copied`,
+  );
 }
 
 /** One granter's signature over a canonical proposal, as the ledger keeps it. */
@@ -62,12 +66,16 @@ export interface GranterSignature {
  */
 export function checkTwoGranter(proposal: string, currentInputState: string, signatures: readonly GranterSignature[]): Refusal | undefined {
   const [a, b] = signatures;
-  if (signatures.length !== 2 || a === undefined || b === undefined) return refuse("twogranter.void", `a two-granter change needs exactly two signatures over one proposal, and has ${signatures.length}`);
+  if (signatures.length !== 2 || a === undefined || b === undefined)
+    return refuse("twogranter.void", `a two-granter change needs exactly two signatures over one proposal, and has ${signatures.length}`);
   if (a.signer === b.signer) return refuse("twogranter.void", `both signatures are by ${a.signer}; two granters are two principals`);
   for (const s of signatures) {
     if (s.proposal !== proposal) return refuse("twogranter.void", `${s.signer} signed another proposal (${s.proposal}), not ${proposal}`);
     if (s.inputState !== currentInputState) {
-      return refuse("twogranter.void", `${s.signer} signed over input state ${s.inputState}, and the state is now ${currentInputState}; a changed input state voids both approvals — re-propose`);
+      return refuse(
+        "twogranter.void",
+        `${s.signer} signed over input state ${s.inputState}, and the state is now ${currentInputState}; a changed input state voids both approvals — re-propose`,
+      );
     }
   }
   return undefined;

@@ -49,7 +49,11 @@ function programText(p: ConstraintProgram): string {
   return canonicalJson({
     review: { mode: p.review.mode, floor: p.review.floor },
     deploy: p.deployAuthorInequality,
-    constraints: p.constraints.map((c) => (c.kind === "exclusion" ? { x: c.of.map(showSelector) } : { k: c.kind, n: c.count, of: showSelector(c.of), ...(c.kind === "minimum" ? { p: [...c.pauses] } : {}) })),
+    constraints: p.constraints.map((c) =>
+      c.kind === "exclusion"
+        ? { x: c.of.map(showSelector) }
+        : { k: c.kind, n: c.count, of: showSelector(c.of), ...(c.kind === "minimum" ? { p: [...c.pauses] } : {}) },
+    ),
   });
 }
 
@@ -62,7 +66,8 @@ export function sovereignChanges(before: Policy, after: Policy): string[] {
     const was = ownValue(before.seats, seat.name);
     if (was !== undefined && was.lab !== seat.lab) out.push(`the lab binding of seat ${seat.name}`);
   }
-  const envelope = (p: Policy): string => canonicalJson({ seat: p.leads?.seat ?? null, envelope: (p.leads?.envelope ?? []).map((a) => canonicalJson({ c: a.capability, s: a.scope as never })) });
+  const envelope = (p: Policy): string =>
+    canonicalJson({ seat: p.leads?.seat ?? null, envelope: (p.leads?.envelope ?? []).map((a) => canonicalJson({ c: a.capability, s: a.scope as never })) });
   if (envelope(before) !== envelope(after)) out.push("leads or the delegation envelope");
   if (canonicalJson((before.ceiling ?? null) as never) !== canonicalJson((after.ceiling ?? null) as never)) out.push("the ceiling");
   if (canonicalJson((before.deny ?? []) as never) !== canonicalJson((after.deny ?? []) as never)) out.push("the deny");
@@ -83,7 +88,10 @@ export function checkAuthorityChange(view: KernelView, change: AuthorityChange):
   try {
     return decideChange(view, change);
   } catch (error) {
-    return refuse("kernel.fault", `the change could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); refused (fail closed)`);
+    return refuse(
+      "kernel.fault",
+      `the change could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); refused (fail closed)`,
+    );
   }
 }
 
@@ -92,18 +100,23 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
   const { after, principal } = change;
   const owner = principal.kind === "owner";
   const actor = principal.kind === "seat" ? ownValue(before.seats, principal.seat) : undefined;
-  if (principal.kind === "seat" && actor === undefined) return refuse("table.principal", `seat ${principal.seat} is not in the policy in force, so it authorizes nothing`);
+  if (principal.kind === "seat" && actor === undefined)
+    return refuse("table.principal", `seat ${principal.seat} is not in the policy in force, so it authorizes nothing`);
   const who = principal.kind === "owner" ? "the owner" : `seat ${principal.seat}`;
 
   const sovereign = sovereignChanges(before, after);
   if (sovereign.length > 0 && !owner) {
-    return refuse("table.owner-only", `the change touches ${sovereign.join(", ")}, which is owner-sovereign (§8): loosening or tightening, only the owner may change it — ${who} may not`);
+    return refuse(
+      "table.owner-only",
+      `the change touches ${sovereign.join(", ")}, which is owner-sovereign (§8): loosening or tightening, only the owner may change it — ${who} may not`,
+    );
   }
 
   let agreement = false;
   if (change.kind === "add-seat") {
     const name = change.seat ?? "";
-    if (ownValue(before.seats, name) !== undefined || ownValue(after.seats, name) === undefined) return refuse("request.malformed", `add-seat names seat '${name}', which must be new in the proposed policy`);
+    if (ownValue(before.seats, name) !== undefined || ownValue(after.seats, name) === undefined)
+      return refuse("request.malformed", `add-seat names seat '${name}', which must be new in the proposed policy`);
     const copy = sameCopy(before, after, name);
     if (!owner) {
       if (copy.same && holds(actor, "agree")) {
@@ -111,21 +124,32 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
         if (admin !== undefined) return admin;
         agreement = true;
       } else if (!holds(actor, "grant")) {
-        if (holds(actor, "agree")) return refuse("agree.not-same-copy", `seat ${name} is not a same copy: ${copy.same ? "" : copy.why}; adding it is a grant, and ${who} holds agree, not grant`);
-        return refuse("table.principal", `adding a seat is authorized by the owner, a grant holder, or — for a same copy — an agree holder; ${who} holds neither`);
+        if (holds(actor, "agree"))
+          return refuse(
+            "agree.not-same-copy",
+            `seat ${name} is not a same copy: ${copy.same ? "" : copy.why}; adding it is a grant, and ${who} holds agree, not grant`,
+          );
+        return refuse(
+          "table.principal",
+          `adding a seat is authorized by the owner, a grant holder, or — for a same copy — an agree holder; ${who} holds neither`,
+        );
       }
     }
   } else if (change.kind === "remove-seat") {
     const name = change.seat ?? "";
     const target = ownValue(before.seats, name);
-    if (target === undefined || ownValue(after.seats, name) !== undefined) return refuse("request.malformed", `remove-seat names seat '${name}', which must be in force and absent from the proposed policy`);
+    if (target === undefined || ownValue(after.seats, name) !== undefined)
+      return refuse("request.malformed", `remove-seat names seat '${name}', which must be in force and absent from the proposed policy`);
     if (!owner) {
       const admin = target.admin ?? [];
       if (admin.length > 0) return refuse("table.principal", `seat ${name} holds ${admin.join(", ")} and is removed by the owner only`);
       if (!holds(actor, "leads")) return refuse("table.principal", `removing a seat is authorized by the owner or leads; ${who} is neither`);
     }
   } else if (!owner && !holds(actor, "grant")) {
-    return refuse("table.principal", `a team-file change other than a same copy is a grant: the owner or a grant holder authorizes it, and ${who} holds no grant`);
+    return refuse(
+      "table.principal",
+      `a team-file change other than a same copy is a grant: the owner or a grant holder authorizes it, and ${who} holds no grant`,
+    );
   }
 
   if (change.coSigned !== undefined) {
@@ -139,7 +163,10 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
   const fresh = now.filter((v) => !was.has(key(v)));
   const breaking = fresh.find((v) => v.rule !== "constraint.minimum" || !owner);
   if (breaking !== undefined) {
-    return refuse(breaking.rule, `${breaking.message}; the change would break it, so ${who}'s change is refused${breaking.rule === "constraint.minimum" ? " (the owner's own narrowing would commit and pause instead)" : ""}`);
+    return refuse(
+      breaking.rule,
+      `${breaking.message}; the change would break it, so ${who}'s change is refused${breaking.rule === "constraint.minimum" ? " (the owner's own narrowing would commit and pause instead)" : ""}`,
+    );
   }
   return { decision: "commit", paused: now.filter((v) => v.rule === "constraint.minimum"), agreement, revocations: cascade(view, after) };
 }

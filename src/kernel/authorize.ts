@@ -59,7 +59,8 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   // Every later stage sees the decision time: leases are live only at a time.
   const at: KernelView = { policy, facts: view.facts, now };
   const vocabulary = resolveVocabulary(policy.vocabulary.version);
-  if (vocabulary === undefined) return refuse("vocab.version", `the policy pins capability vocabulary ${policy.vocabulary.version}, which this release does not resolve`);
+  if (vocabulary === undefined)
+    return refuse("vocab.version", `the policy pins capability vocabulary ${policy.vocabulary.version}, which this release does not resolve`);
   const spec = capabilitySpec(vocabulary, request.capability);
   if (spec === undefined) return refuse("vocab.unknown", `'${request.capability}' is not a capability in vocabulary version ${vocabulary.version}`);
   if (spec.kind === "administrative") {
@@ -72,7 +73,8 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
     }
   }
   for (const d of spec.required) {
-    if (request.values[d] === undefined) return refuse("request.malformed", `a ${capability} request must name its ${d === "path" ? "paths (effect.paths)" : `${d} (effect.${d})`}`);
+    if (request.values[d] === undefined)
+      return refuse("request.malformed", `a ${capability} request must name its ${d === "path" ? "paths (effect.paths)" : `${d} (effect.${d})`}`);
   }
   const seat = Object.prototype.hasOwnProperty.call(policy.seats, request.seat) ? policy.seats[request.seat] : undefined;
   if (seat === undefined) return refuse("seat.unknown", `seat '${request.seat}' is not in the policy in force (${policy.hash})`);
@@ -88,7 +90,8 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
 
   const universe: ScopeUniverse = { declared: policy.declared };
   const candidates = candidateAuthorities(at, seat, capability);
-  if (candidates.length === 0) return deadLease(at, seat, capability, spec, effect, universe) ?? refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
+  if (candidates.length === 0)
+    return deadLease(at, seat, capability, spec, effect, universe) ?? refuse("authority.none", `seat ${seat.name} holds no ${capability} capability`);
   const undeclared = outsideDeclared(spec, effect, universe);
   if (undeclared !== undefined) return undeclared;
   const boundary = boundaryRefusal(policy, capability, spec.dimensions, effect, universe);
@@ -105,12 +108,20 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
  * When nothing live covers the effect: the refusal of a dead lease the seat holds that would
  * have covered it, so the seat is told which lease ended and why (§7).
  */
-function deadLease(view: KernelView, seat: Seat, capability: OperationalCapability, spec: OperationalSpec, effect: CanonicalEffect, universe: ScopeUniverse): Refusal | undefined {
+function deadLease(
+  view: KernelView,
+  seat: Seat,
+  capability: OperationalCapability,
+  spec: OperationalSpec,
+  effect: CanonicalEffect,
+  universe: ScopeUniverse,
+): Refusal | undefined {
   if (view.now === undefined || view.facts.leases === undefined) return undefined;
   for (const d of deadLeases(view, seat.name, capability, view.now)) {
     if (d.live || d.authority === undefined) continue;
     const one: Authority[] = [d.authority];
-    if (!("decision" in coverByOne(capability, spec.dimensions, one, effect, universe))) return refuse(d.refusal.rule, `seat ${seat.name}'s lease would cover this ${capability}, and it is not live: ${d.refusal.reason}`);
+    if (!("decision" in coverByOne(capability, spec.dimensions, one, effect, universe)))
+      return refuse(d.refusal.rule, `seat ${seat.name}'s lease would cover this ${capability}, and it is not live: ${d.refusal.reason}`);
   }
   return undefined;
 }
@@ -162,7 +173,10 @@ function checkBroker(policy: Policy, capability: OperationalCapability, request:
   }
   if (request.brokerOperation === undefined) return refuse("request.malformed", "a use-broker request must name its operation (pull, claim, read or comment)");
   if (!BROKER_OPERATIONS.includes(request.brokerOperation)) {
-    return refuse("broker.operation", `'${request.brokerOperation}' is not a broker operation; a holder may pull a task, claim a task, read its non-secret fields, or comment on it under the owner's account, and nothing else`);
+    return refuse(
+      "broker.operation",
+      `'${request.brokerOperation}' is not a broker operation; a holder may pull a task, claim a task, read its non-secret fields, or comment on it under the owner's account, and nothing else`,
+    );
   }
   // A comment is the owner's speech (§3): it needs act-as in addition to use-broker. pull, read
   // and claim run under the tracker's credential, so an account named there is refused rather
@@ -172,7 +186,13 @@ function checkBroker(policy: Policy, capability: OperationalCapability, request:
 }
 
 /** act-as over the owner's account, required in addition to the operational capability (§3). */
-function coverActAs(view: KernelView, seat: Seat, capability: OperationalCapability, account: string | undefined, universe: ScopeUniverse): ReturnType<typeof coverByOne> | Refusal | undefined {
+function coverActAs(
+  view: KernelView,
+  seat: Seat,
+  capability: OperationalCapability,
+  account: string | undefined,
+  universe: ScopeUniverse,
+): ReturnType<typeof coverByOne> | Refusal | undefined {
   if (account === undefined) return undefined;
   if (capability === "act-as") return refuse("request.malformed", "an act-as request names its account in effect.account, not asAccount");
   if (!isDeclared(universe.declared, "account", account)) {
@@ -180,7 +200,10 @@ function coverActAs(view: KernelView, seat: Seat, capability: OperationalCapabil
   }
   const candidates = candidateAuthorities(view, seat, "act-as");
   if (candidates.length === 0) {
-    return refuse("authority.none", `the ${capability} runs under the owner's account '${account}', and seat ${seat.name} holds no act-as; act-as is required in addition to ${capability}`);
+    return refuse(
+      "authority.none",
+      `the ${capability} runs under the owner's account '${account}', and seat ${seat.name} holds no act-as; act-as is required in addition to ${capability}`,
+    );
   }
   const boundary = boundaryRefusal(view.policy, "act-as", ["account"], { account: [account] }, universe);
   if (boundary !== undefined) return boundary;

@@ -76,7 +76,9 @@ export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
     if (!out.has(lease.id)) out.set(lease.id, reason);
   };
   const leadsGone = before.leads !== undefined && (after.leads === undefined || after.leads.seat !== before.leads.seat);
-  const leadsReason = leadsGone ? `leads ${before.leads?.seat ?? ""} ${after.leads === undefined ? "removed" : `reassigned to ${after.leads.seat}`}: every live lease in the team is revoked (§9)` : "";
+  const leadsReason = leadsGone
+    ? `leads ${before.leads?.seat ?? ""} ${after.leads === undefined ? "removed" : `reassigned to ${after.leads.seat}`}: every live lease in the team is revoked (§9)`
+    : "";
   const names = removedNames(before, after);
   // Per seat and per source, once: whether the change ended it, and why (a cascade reads 10,000 leases).
   const seatEnded = new Map<string, string | undefined>();
@@ -107,10 +109,14 @@ export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
       if (why !== undefined) mark(lease, why);
     }
     if (lease.parent === undefined && !out.has(lease.id) && sourceLostOnce(lease)) {
-      mark(lease, `its source ${lease.rootGrant} was ${lease.rootGrant.startsWith(ENVELOPE_PREFIX) ? "narrowed or removed from the leads envelope" : `narrowed, removed or reassigned from ${lease.issuer}`} (§7)`);
+      mark(
+        lease,
+        `its source ${lease.rootGrant} was ${lease.rootGrant.startsWith(ENVELOPE_PREFIX) ? "narrowed or removed from the leads envelope" : `narrowed, removed or reassigned from ${lease.issuer}`} (§7)`,
+      );
     }
     for (const { dimension, name } of names) {
-      if ((DIMENSIONS as readonly string[]).includes(dimension) && namesIt(lease, dimension, name)) mark(lease, `its scope names ${dimension} '${name}', removed from the declared set; re-adding it restores nothing (§8)`);
+      if ((DIMENSIONS as readonly string[]).includes(dimension) && namesIt(lease, dimension, name))
+        mark(lease, `its scope names ${dimension} '${name}', removed from the declared set; re-adding it restores nothing (§8)`);
     }
   }
   // Everything below a revoked lease, by the parent pointer each carries.
@@ -132,7 +138,11 @@ export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
  * chain. The batch holds the lease and every lease below it (their walk already fails; the
  * records make it durable).
  */
-export function revokeLease(view: KernelView, principal: Principal, leaseId: string): { readonly decision: "revoke"; readonly revocations: readonly LeaseRevocation[] } | Refusal {
+export function revokeLease(
+  view: KernelView,
+  principal: Principal,
+  leaseId: string,
+): { readonly decision: "revoke"; readonly revocations: readonly LeaseRevocation[] } | Refusal {
   const leases = view.facts.leases ?? {};
   const lease = ownValue(leases, leaseId);
   if (lease === undefined) return refuse("lease.unknown", `lease ${leaseId} is not in the ledger`);
@@ -154,7 +164,11 @@ export function revokeLease(view: KernelView, principal: Principal, leaseId: str
     const id = queue.shift() as string;
     if (seen.has(id)) continue;
     seen.add(id);
-    if (!revoked.has(id)) out.push({ lease: id, reason: id === leaseId ? `revoked by ${principal.kind === "owner" ? "the owner" : principal.seat}` : `below revoked lease ${leaseId}` });
+    if (!revoked.has(id))
+      out.push({
+        lease: id,
+        reason: id === leaseId ? `revoked by ${principal.kind === "owner" ? "the owner" : principal.seat}` : `below revoked lease ${leaseId}`,
+      });
     for (const c of below.get(id) ?? []) queue.push(c.id);
   }
   return { decision: "revoke", revocations: out };

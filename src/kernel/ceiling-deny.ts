@@ -48,7 +48,13 @@ function denyEntries(policy: Policy, capability: OperationalCapability): readonl
 }
 
 /** The refusal the deny or the ceiling makes of this effect, or undefined when both let it through. */
-export function boundaryRefusal(policy: Policy, capability: OperationalCapability, dimensions: readonly Dimension[], effect: CanonicalEffect, universe: ScopeUniverse): Refusal | undefined {
+export function boundaryRefusal(
+  policy: Policy,
+  capability: OperationalCapability,
+  dimensions: readonly Dimension[],
+  effect: CanonicalEffect,
+  universe: ScopeUniverse,
+): Refusal | undefined {
   const denies = denyEntries(policy, capability);
   const bounds = policy.ceiling?.capabilities;
   if (denies.length === 0 && bounds === undefined) return undefined;
@@ -56,7 +62,10 @@ export function boundaryRefusal(policy: Policy, capability: OperationalCapabilit
   for (const g of denies) {
     for (const p of pts) {
       if (pointIn(g.scope, dimensions, p, universe, "not-empty")) {
-        return refuse("deny.match", `the owner's deny ${capability}${formatScope(g.scope, dimensions)} covers this effect; deny wins through every role, lease and envelope (§8)`);
+        return refuse(
+          "deny.match",
+          `the owner's deny ${capability}${formatScope(g.scope, dimensions)} covers this effect; deny wins through every role, lease and envelope (§8)`,
+        );
       }
     }
   }
@@ -66,7 +75,10 @@ export function boundaryRefusal(policy: Policy, capability: OperationalCapabilit
   for (const p of pts) {
     if (!entries.some((e) => pointIn(e, dimensions, p, universe, "unconstrained"))) {
       const shown = dimensions.map((d) => `${d}: ${p[d] ?? "(unnamed)"}`).join(", ");
-      return refuse("ceiling.outside", `{${shown}} is outside the owner's ceiling for ${capability} (${entries.map((e) => formatScope(e, dimensions)).join(", ")}); outside it is unreachable (§8)`);
+      return refuse(
+        "ceiling.outside",
+        `{${shown}} is outside the owner's ceiling for ${capability} (${entries.map((e) => formatScope(e, dimensions)).join(", ")}); outside it is unreachable (§8)`,
+      );
     }
   }
   return undefined;
@@ -77,18 +89,30 @@ export function boundaryRefusal(policy: Policy, capability: OperationalCapabilit
  * ceiling entry, and meeting no deny entry at all. A lease that reaches past either is
  * refused rather than issued partly shadowed.
  */
-export function leaseBoundaryRefusal(policy: Policy, capability: OperationalCapability, dimensions: readonly Dimension[], scope: Scope, universe: ScopeUniverse): Refusal | undefined {
+export function leaseBoundaryRefusal(
+  policy: Policy,
+  capability: OperationalCapability,
+  dimensions: readonly Dimension[],
+  scope: Scope,
+  universe: ScopeUniverse,
+): Refusal | undefined {
   for (const g of denyEntries(policy, capability)) {
     const meet = scopeIntersect(scope, g.scope);
     if (meet === "undecidable" || scopeVoid(meet, universe) !== true) {
-      return refuse("deny.match", `the lease's scope ${formatScope(scope, dimensions)} meets the owner's deny ${capability}${formatScope(g.scope, dimensions)}; deny wins (§8)`);
+      return refuse(
+        "deny.match",
+        `the lease's scope ${formatScope(scope, dimensions)} meets the owner's deny ${capability}${formatScope(g.scope, dimensions)}; deny wins (§8)`,
+      );
     }
   }
   const bounds = policy.ceiling?.capabilities;
   if (bounds === undefined) return undefined;
   const entries = bounds[capability] ?? [];
   if (!entries.some((e) => scopeWithin(scope, e, universe) === true)) {
-    return refuse("ceiling.outside", `the lease's ${capability}${formatScope(scope, dimensions)} is not within the owner's ceiling${entries.length === 0 ? ` (which names no ${capability})` : ` (${entries.map((e) => formatScope(e, dimensions)).join(", ")})`} (§8)`);
+    return refuse(
+      "ceiling.outside",
+      `the lease's ${capability}${formatScope(scope, dimensions)} is not within the owner's ceiling${entries.length === 0 ? ` (which names no ${capability})` : ` (${entries.map((e) => formatScope(e, dimensions)).join(", ")})`} (§8)`,
+    );
   }
   return undefined;
 }
@@ -99,7 +123,8 @@ export function leaseBoundaryRefusal(policy: Policy, capability: OperationalCapa
  */
 export function leaseShadow(policy: Policy, authority: Authority, dimensions: readonly Dimension[], universe: ScopeUniverse): Refusal | undefined {
   for (const g of denyEntries(policy, authority.capability)) {
-    if (scopeWithin(authority.scope, g.scope, universe) === true) return refuse("deny.match", `the owner's deny covers the whole of ${authority.id}; it is shadowed while the deny stands (§7, §8)`);
+    if (scopeWithin(authority.scope, g.scope, universe) === true)
+      return refuse("deny.match", `the owner's deny covers the whole of ${authority.id}; it is shadowed while the deny stands (§7, §8)`);
   }
   const bounds = policy.ceiling?.capabilities;
   if (bounds === undefined) return undefined;
@@ -108,5 +133,10 @@ export function leaseShadow(policy: Policy, authority: Authority, dimensions: re
     const meet = scopeIntersect(authority.scope, e);
     return meet === "undecidable" || scopeVoid(meet, universe) !== true;
   });
-  return reaches ? undefined : refuse("ceiling.outside", `${authority.id} lies wholly outside the owner's current ceiling for ${authority.capability} (${formatScope(authority.scope, dimensions)}); shadowed until the ceiling covers it again (§7, §8)`);
+  return reaches
+    ? undefined
+    : refuse(
+        "ceiling.outside",
+        `${authority.id} lies wholly outside the owner's current ceiling for ${authority.capability} (${formatScope(authority.scope, dimensions)}); shadowed until the ceiling covers it again (§7, §8)`,
+      );
 }

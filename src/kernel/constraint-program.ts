@@ -11,9 +11,7 @@ import type { OperationalCapability } from "./vocabulary.js";
  */
 
 /** Which seats a constraint counts: holders of a capability, or of a role. */
-export type Selector =
-  | { readonly kind: "capability"; readonly capability: OperationalCapability }
-  | { readonly kind: "role"; readonly role: string };
+export type Selector = { readonly kind: "capability"; readonly capability: OperationalCapability } | { readonly kind: "role"; readonly role: string };
 
 export interface MinimumConstraint {
   readonly kind: "minimum";

@@ -38,7 +38,9 @@ function readSelector(value: unknown, at: InputPath, problems: PolicyProblem[], 
     return Object.freeze({ kind: "role", role });
   }
   if (!isCapability(value)) {
-    problems.push(problem("vocab.unknown", at, `'${value}' is not an operational capability`, `use one of ${OPERATIONAL_CAPABILITIES.join(", ")}, or role:<name>`));
+    problems.push(
+      problem("vocab.unknown", at, `'${value}' is not an operational capability`, `use one of ${OPERATIONAL_CAPABILITIES.join(", ")}, or role:<name>`),
+    );
     return undefined;
   }
   return Object.freeze({ kind: "capability", capability: value });
@@ -58,20 +60,31 @@ function readOne(raw: unknown, at: InputPath, problems: PolicyProblem[], roleExi
   }
   const kinds = ["minimum", "maximum", "exclusive", "author-inequality"].filter((k) => raw[k] !== undefined);
   if (kinds.length !== 1) {
-    problems.push(problem("teamfile.schema", at, kinds.length === 0 ? "the constraint names no kind" : `the constraint names several kinds (${kinds.join(", ")})`, fix));
+    problems.push(
+      problem("teamfile.schema", at, kinds.length === 0 ? "the constraint names no kind" : `the constraint names several kinds (${kinds.join(", ")})`, fix),
+    );
     return undefined;
   }
   const kind = kinds[0] as string;
   const allowed = kind === "minimum" ? ["minimum", "of", "pauses"] : kind === "maximum" ? ["maximum", "of"] : [kind];
   for (const key of Object.keys(raw)) {
     if (!allowed.includes(key)) {
-      problems.push(problem("teamfile.schema", [...at, key], `'${key}' does not belong in a ${kind} constraint`, `a ${kind} constraint takes ${allowed.join(", ")}`, "key"));
+      problems.push(
+        problem("teamfile.schema", [...at, key], `'${key}' does not belong in a ${kind} constraint`, `a ${kind} constraint takes ${allowed.join(", ")}`, "key"),
+      );
       return undefined;
     }
   }
   if (kind === "author-inequality") {
     if (raw[kind] !== "deploy") {
-      problems.push(problem("teamfile.schema", [...at, kind], "author-inequality is extended by the owner to deploy only (gate and merge always carry it)", "write `author-inequality: deploy`"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          [...at, kind],
+          "author-inequality is extended by the owner to deploy only (gate and merge always carry it)",
+          "write `author-inequality: deploy`",
+        ),
+      );
       return undefined;
     }
     return "deploy";
@@ -87,7 +100,8 @@ function readOne(raw: unknown, at: InputPath, problems: PolicyProblem[], roleExi
     return Object.freeze({ kind: "exclusion", of: Object.freeze(of as Selector[]) });
   }
   const count = readCount(raw[kind], [...at, kind], problems);
-  if (raw.of === undefined) problems.push(problem("teamfile.schema", at, `the ${kind} constraint names no \`of\``, "add `of: <capability>` or `of: role:<name>`", "key"));
+  if (raw.of === undefined)
+    problems.push(problem("teamfile.schema", at, `the ${kind} constraint names no \`of\``, "add `of: <capability>` or `of: role:<name>`", "key"));
   const of = raw.of === undefined ? undefined : readSelector(raw.of, [...at, "of"], problems, roleExists);
   if (count === undefined || of === undefined) return undefined;
   if (kind === "maximum") return Object.freeze({ kind: "maximum", of, count });
@@ -95,7 +109,14 @@ function readOne(raw: unknown, at: InputPath, problems: PolicyProblem[], roleExi
   if (raw.pauses !== undefined) {
     const list = raw.pauses;
     if (!Array.isArray(list) || list.length === 0 || list.some((c) => typeof c !== "string" || !isCapability(c))) {
-      problems.push(problem("teamfile.schema", [...at, "pauses"], "pauses lists the operational capabilities this minimum gates", "write e.g. `pauses: [gate, merge, deploy]`"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          [...at, "pauses"],
+          "pauses lists the operational capabilities this minimum gates",
+          "write e.g. `pauses: [gate, merge, deploy]`",
+        ),
+      );
       return undefined;
     }
     pauses = Object.freeze([...new Set(list as OperationalCapability[])].sort());
@@ -110,7 +131,9 @@ function readReview(raw: unknown, problems: PolicyProblem[]): ReviewMode {
     problems.push(problem("teamfile.schema", ["review"], "review must be a map with a mode", fix));
     return DEFAULT_REVIEW;
   }
-  for (const key of Object.keys(raw)) if (key !== "mode" && key !== "floor") problems.push(problem("teamfile.schema", ["review", key], `unknown key '${key}' in review`, "review takes mode and floor", "key"));
+  for (const key of Object.keys(raw))
+    if (key !== "mode" && key !== "floor")
+      problems.push(problem("teamfile.schema", ["review", key], `unknown key '${key}' in review`, "review takes mode and floor", "key"));
   if (raw.mode !== "cross-lab" && raw.mode !== "distinct-seat") {
     problems.push(problem("teamfile.schema", ["review", "mode"], "the review mode is cross-lab or distinct-seat", fix));
     return DEFAULT_REVIEW;
@@ -121,11 +144,17 @@ function readReview(raw: unknown, problems: PolicyProblem[]): ReviewMode {
 }
 
 /** The constraint program as written → data; problems are reported at their key paths. */
-export function readConstraintProgram(constraints: unknown, review: unknown, problems: PolicyProblem[], roleExists: (name: string) => boolean): ConstraintProgram {
+export function readConstraintProgram(
+  constraints: unknown,
+  review: unknown,
+  problems: PolicyProblem[],
+  roleExists: (name: string) => boolean,
+): ConstraintProgram {
   const out: CardinalityConstraint[] = [];
   let deployAuthorInequality = false;
   if (constraints !== undefined && constraints !== null) {
-    if (!Array.isArray(constraints)) problems.push(problem("teamfile.schema", ["constraints"], "constraints must be a list", "write one `- { … }` per constraint"));
+    if (!Array.isArray(constraints))
+      problems.push(problem("teamfile.schema", ["constraints"], "constraints must be a list", "write one `- { … }` per constraint"));
     else {
       constraints.forEach((raw: unknown, index) => {
         const c = readOne(raw, ["constraints", index], problems, roleExists);

@@ -69,16 +69,32 @@ export function violations(program: ConstraintProgram, seats: Readonly<Record<st
       const revoked = facts.revoked ?? [];
       for (const seat of Object.values(seats)) {
         const held = c.of.filter((s) => seatHolds(seat, s, revoked));
-        if (held.length > 1) out.push({ rule: "constraint.exclusion", index, constraint: c, message: `seat ${seat.name} holds ${held.map(showSelector).join(" and ")}, which constraint ${index + 1} makes mutually exclusive` });
+        if (held.length > 1)
+          out.push({
+            rule: "constraint.exclusion",
+            index,
+            constraint: c,
+            message: `seat ${seat.name} holds ${held.map(showSelector).join(" and ")}, which constraint ${index + 1} makes mutually exclusive`,
+          });
       }
       return;
     }
     const who = holders(seats, c.of, facts);
     if (c.kind === "minimum" && who.length < c.count) {
-      out.push({ rule: "constraint.minimum", index, constraint: c, message: `constraint ${index + 1} needs at least ${c.count} seat(s) holding ${showSelector(c.of)}, and ${who.length} do${who.length === 0 ? "" : ` (${who.join(", ")})`}` });
+      out.push({
+        rule: "constraint.minimum",
+        index,
+        constraint: c,
+        message: `constraint ${index + 1} needs at least ${c.count} seat(s) holding ${showSelector(c.of)}, and ${who.length} do${who.length === 0 ? "" : ` (${who.join(", ")})`}`,
+      });
     }
     if (c.kind === "maximum" && who.length > c.count) {
-      out.push({ rule: "constraint.maximum", index, constraint: c, message: `constraint ${index + 1} allows at most ${c.count} seat(s) holding ${showSelector(c.of)}, and ${who.length} would (${who.join(", ")})` });
+      out.push({
+        rule: "constraint.maximum",
+        index,
+        constraint: c,
+        message: `constraint ${index + 1} allows at most ${c.count} seat(s) holding ${showSelector(c.of)}, and ${who.length} would (${who.join(", ")})`,
+      });
     }
   });
   return out;
@@ -93,13 +109,23 @@ export function lostMinimums(program: ConstraintProgram, seats: Readonly<Record<
 }
 
 /** The first unmet minimum that pauses this act, if any. */
-export function pausingMinimum(program: ConstraintProgram, seats: Readonly<Record<string, HoldingSeat>>, facts: KernelFacts, act: OperationalCapability): Violation | undefined {
+export function pausingMinimum(
+  program: ConstraintProgram,
+  seats: Readonly<Record<string, HoldingSeat>>,
+  facts: KernelFacts,
+  act: OperationalCapability,
+): Violation | undefined {
   for (let index = 0; index < program.constraints.length; index++) {
     const c = program.constraints[index];
     if (c === undefined || c.kind !== "minimum" || !c.pauses.includes(act)) continue;
     const who = holders(seats, c.of, facts);
     if (who.length < c.count) {
-      return { rule: "constraint.minimum", index, constraint: c, message: `constraint ${index + 1} needs at least ${c.count} seat(s) holding ${showSelector(c.of)}, and only ${who.length} do now (revoked, expired or stopped)` };
+      return {
+        rule: "constraint.minimum",
+        index,
+        constraint: c,
+        message: `constraint ${index + 1} needs at least ${c.count} seat(s) holding ${showSelector(c.of)}, and only ${who.length} do now (revoked, expired or stopped)`,
+      };
     }
   }
   return undefined;

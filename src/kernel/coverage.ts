@@ -125,7 +125,14 @@ function coveringLists(index: PathIndex, path: string): (readonly number[])[] {
 }
 
 /** `anyCovers` through the index where it applies: over all candidates, or only those that grant something. */
-function anyCoversIndexed(index: PathIndex | undefined, pool: readonly Authority[], onlyGranting: boolean, dimension: Dimension, value: string | undefined, universe: ScopeUniverse): boolean {
+function anyCoversIndexed(
+  index: PathIndex | undefined,
+  pool: readonly Authority[],
+  onlyGranting: boolean,
+  dimension: Dimension,
+  value: string | undefined,
+  universe: ScopeUniverse,
+): boolean {
   if (index === undefined || dimension !== "path" || value === undefined) return anyCovers(pool, dimension, value, universe);
   const lists = coveringLists(index, value);
   return onlyGranting ? lists.some((list) => list.some((i) => index.grants[i] === true)) : lists.length > 0;
@@ -190,14 +197,20 @@ export function coverByOne(
       const values = effect[d];
       if (values === undefined) {
         if (!anyCoversIndexed(index, pool, pool === live, d, undefined, universe)) {
-          return refuse(SCOPE_RULES[d], `the ${capability} names no ${d}, and every ${capability} authority of seat ${seat} is bounded on ${d} (${heldOnce(index, candidates, d)}); name the ${d}`);
+          return refuse(
+            SCOPE_RULES[d],
+            `the ${capability} names no ${d}, and every ${capability} authority of seat ${seat} is bounded on ${d} (${heldOnce(index, candidates, d)}); name the ${d}`,
+          );
         }
         continue;
       }
       for (const value of values) {
         if (!anyCoversIndexed(index, pool, pool === live, d, value, universe)) {
           const empties = pool === live && live.length < candidates.length ? "; an authority with an empty dimension grants nothing" : "";
-          return refuse(SCOPE_RULES[d], `${d} '${show(d, value)}' is outside every ${capability} scope of seat ${seat} (${d}: ${heldOnce(index, candidates, d)}${empties}); narrow the change or ask the owner for a grant that covers it`);
+          return refuse(
+            SCOPE_RULES[d],
+            `${d} '${show(d, value)}' is outside every ${capability} scope of seat ${seat} (${d}: ${heldOnce(index, candidates, d)}${empties}); narrow the change or ask the owner for a grant that covers it`,
+          );
         }
       }
     }

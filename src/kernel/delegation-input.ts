@@ -51,15 +51,27 @@ export function showDuration(ms: number): string {
 function readLeads(value: unknown, seats: readonly string[], ctx: ScopeContext): LeadsInput | undefined {
   const problems = ctx.problems;
   if (Array.isArray(value)) {
-    if (value.length > 1) problems.push(problem("leads.two", ["leads"], `the team file names ${value.length} leads (${value.map(String).join(", ")}); a team has zero or one`, "name one seat as leads; give a deputy the operational capabilities instead (§9)"));
-    else problems.push(problem("teamfile.schema", ["leads"], "leads is one seat, not a list", "write `leads: <seat>` or `leads: { seat: <seat>, envelope: {...} }`"));
+    if (value.length > 1)
+      problems.push(
+        problem(
+          "leads.two",
+          ["leads"],
+          `the team file names ${value.length} leads (${value.map(String).join(", ")}); a team has zero or one`,
+          "name one seat as leads; give a deputy the operational capabilities instead (§9)",
+        ),
+      );
+    else
+      problems.push(
+        problem("teamfile.schema", ["leads"], "leads is one seat, not a list", "write `leads: <seat>` or `leads: { seat: <seat>, envelope: {...} }`"),
+      );
     return undefined;
   }
   let seat: unknown = value;
   let envelope: Grant[] = [];
   if (isPlainObject(value)) {
     for (const key of Object.keys(value)) {
-      if (key !== "seat" && key !== "envelope") problems.push(problem("teamfile.schema", ["leads", key], `unknown key '${key}' in leads`, "leads takes: seat, envelope", "key"));
+      if (key !== "seat" && key !== "envelope")
+        problems.push(problem("teamfile.schema", ["leads", key], `unknown key '${key}' in leads`, "leads takes: seat, envelope", "key"));
     }
     seat = value.seat;
     const read = readCapabilities(value.envelope, ["leads", "envelope"], ctx);
@@ -71,7 +83,14 @@ function readLeads(value: unknown, seats: readonly string[], ctx: ScopeContext):
     return undefined;
   }
   if (!seats.includes(seat)) {
-    problems.push(problem("teamfile.schema", isPlainObject(value) ? ["leads", "seat"] : ["leads"], `leads names seat '${seat}', which is not a seat of this team`, "name a seat defined under seats"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        isPlainObject(value) ? ["leads", "seat"] : ["leads"],
+        `leads names seat '${seat}', which is not a seat of this team`,
+        "name a seat defined under seats",
+      ),
+    );
     return undefined;
   }
   return { seat, envelope };
@@ -86,7 +105,15 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   let bad = false;
   for (const key of Object.keys(value)) {
     if (CEILING_UNSUPPORTED.includes(key)) {
-      problems.push(problem("teamfile.unsupported", ["ceiling", key], `'${key}' is not supported yet: ${RESOURCE}`, "remove it; teamd refuses what it does not enforce rather than accept it silently", "key"));
+      problems.push(
+        problem(
+          "teamfile.unsupported",
+          ["ceiling", key],
+          `'${key}' is not supported yet: ${RESOURCE}`,
+          "remove it; teamd refuses what it does not enforce rather than accept it silently",
+          "key",
+        ),
+      );
       bad = true;
     } else if (!CEILING_KEYS.includes(key)) {
       problems.push(problem("teamfile.schema", ["ceiling", key], `unknown key '${key}' in ceiling`, `ceiling takes: ${CEILING_KEYS.join(", ")}`, "key"));
@@ -98,10 +125,19 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   if (ttl !== undefined) {
     const ms = typeof ttl === "string" ? parseDuration(ttl) : undefined;
     if (ms === undefined) {
-      problems.push(problem("teamfile.schema", ["ceiling", "lease-ttl"], `'${String(ttl)}' is not a duration`, "write a whole number and a unit: 90s, 30m, 8h, 7d"));
+      problems.push(
+        problem("teamfile.schema", ["ceiling", "lease-ttl"], `'${String(ttl)}' is not a duration`, "write a whole number and a unit: 90s, 30m, 8h, 7d"),
+      );
       bad = true;
     } else if (ms > TOOL_MAX_LEASE_TTL_MS) {
-      problems.push(problem("lease.ttl", ["ceiling", "lease-ttl"], `lease-ttl ${ttl} is past the tool maximum of ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`, `write at most ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`));
+      problems.push(
+        problem(
+          "lease.ttl",
+          ["ceiling", "lease-ttl"],
+          `lease-ttl ${ttl} is past the tool maximum of ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`,
+          `write at most ${showDuration(TOOL_MAX_LEASE_TTL_MS)}`,
+        ),
+      );
       bad = true;
     } else leaseTtlMs = ms;
   }
@@ -129,7 +165,14 @@ function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapabilit
     if (typeof name === "string" && isOperational(ctx.vocabulary, name)) {
       if (!out.includes(name)) out.push(name);
     } else {
-      ctx.problems.push(problem("vocab.unknown", ["two-granter", index], `'${String(name)}' is not an operational capability`, "name operational capabilities (write, read, review, gate, merge, deploy, use-broker, act-as)"));
+      ctx.problems.push(
+        problem(
+          "vocab.unknown",
+          ["two-granter", index],
+          `'${String(name)}' is not an operational capability`,
+          "name operational capabilities (write, read, review, gate, merge, deploy, use-broker, act-as)",
+        ),
+      );
       bad = true;
     }
   });
@@ -137,7 +180,11 @@ function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapabilit
 }
 
 /** Read every delegation setting the input writes; each problem is reported at its key path. */
-export function readDelegation(input: { readonly leads?: unknown; readonly ceiling?: unknown; readonly deny?: unknown; readonly twoGranter?: unknown }, seats: readonly string[], ctx: ScopeContext): Delegation {
+export function readDelegation(
+  input: { readonly leads?: unknown; readonly ceiling?: unknown; readonly deny?: unknown; readonly twoGranter?: unknown },
+  seats: readonly string[],
+  ctx: ScopeContext,
+): Delegation {
   const out: { leads?: LeadsInput; ceiling?: Ceiling; deny?: readonly Grant[]; twoGranter?: readonly OperationalCapability[] } = {};
   if (input.leads !== undefined && input.leads !== null) {
     const leads = readLeads(input.leads, seats, ctx);

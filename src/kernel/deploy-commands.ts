@@ -52,7 +52,8 @@ function checkRemoteUrl(raw: unknown): { url: string } | { problem: string } {
     return { problem: `push.url must be https (plain http only to a loopback host): the account's credential would travel in clear` };
   }
   // A credential in the URL would be in the team file, in the policy and in every record of it.
-  if (url.username !== "" || url.password !== "") return { problem: "push.url must carry no user or password: the credential is the owner's configuration's, never the team file's" };
+  if (url.username !== "" || url.password !== "")
+    return { problem: "push.url must carry no user or password: the credential is the owner's configuration's, never the team file's" };
   if (url.search !== "" || url.hash !== "") return { problem: "push.url must carry no query or fragment" };
   return { url: url.href };
 }
@@ -61,25 +62,48 @@ function readPush(env: string, value: Record<string, unknown>, declared: Declare
   const where: InputPath = ["deploy", env];
   const before = problems.length;
   for (const key of ["command", "workdir", "env", "files"]) {
-    if (value[key] !== undefined) problems.push(problem("teamfile.unsupported", [...where, key], `'${key}' is not supported yet beside push: an environment either pushes to the owner's remote or runs a command`, "declare a second environment for the command", "key"));
+    if (value[key] !== undefined)
+      problems.push(
+        problem(
+          "teamfile.unsupported",
+          [...where, key],
+          `'${key}' is not supported yet beside push: an environment either pushes to the owner's remote or runs a command`,
+          "declare a second environment for the command",
+          "key",
+        ),
+      );
   }
   const push = value.push;
   if (!isPlainObject(push)) {
-    problems.push(problem("teamfile.schema", [...where, "push"], "push must be a map (url, branch)", "write `push: { url: https://host/owner/repo.git, branch: main }`"));
+    problems.push(
+      problem("teamfile.schema", [...where, "push"], "push must be a map (url, branch)", "write `push: { url: https://host/owner/repo.git, branch: main }`"),
+    );
     return undefined;
   }
   for (const key of Object.keys(push)) {
-    if (key !== "url" && key !== "branch") problems.push(problem("teamfile.schema", [...where, "push", key], `unknown key '${key}' in push`, "push takes: url, branch", "key"));
+    if (key !== "url" && key !== "branch")
+      problems.push(problem("teamfile.schema", [...where, "push", key], `unknown key '${key}' in push`, "push takes: url, branch", "key"));
   }
   const url = checkRemoteUrl(push.url);
-  if ("problem" in url) problems.push(problem("teamfile.schema", [...where, "push", "url"], url.problem, "write the remote's https URL, with no credential in it"));
+  if ("problem" in url)
+    problems.push(problem("teamfile.schema", [...where, "push", "url"], url.problem, "write the remote's https URL, with no credential in it"));
   const branch = typeof push.branch === "string" ? normalizeBranch(push.branch, { pattern: false }) : undefined;
-  if (branch === undefined || !branch.ok) problems.push(problem("teamfile.schema", [...where, "push", "branch"], `push.branch must be one branch name${branch !== undefined && !branch.ok ? ` (${branch.reason})` : ""}`, "write e.g. `branch: main`"));
+  if (branch === undefined || !branch.ok)
+    problems.push(
+      problem(
+        "teamfile.schema",
+        [...where, "push", "branch"],
+        `push.branch must be one branch name${branch !== undefined && !branch.ok ? ` (${branch.reason})` : ""}`,
+        "write e.g. `branch: main`",
+      ),
+    );
   const account = value.account;
   if (typeof account !== "string" || account === "") {
     problems.push(problem("teamfile.schema", where, "a push runs under the owner's account: name it", "add `account: <a name of declare.accounts>`", "key"));
   } else if (!declared.accounts.includes(account)) {
-    problems.push(problem("teamfile.schema", [...where, "account"], `account '${account}' is not declared`, `add '${account}' to declare.accounts, or correct the name`));
+    problems.push(
+      problem("teamfile.schema", [...where, "account"], `account '${account}' is not declared`, `add '${account}' to declare.accounts, or correct the name`),
+    );
   }
   if (problems.length > before || "problem" in url || branch === undefined || !branch.ok || typeof account !== "string") return undefined;
   return Object.freeze({ env, url: url.url, branch: branch.name, account });
@@ -90,11 +114,23 @@ export function readDeployCommands(raw: unknown, declared: DeclaredSets, problem
 }
 
 /** Each declared environment's deploy: a pinned command, or a push to the owner's remote. */
-export function readDeploys(raw: unknown, declared: DeclaredSets, problems: PolicyProblem[], teamFile: string): { commands?: DeployCommands; pushes?: DeployPushes } {
+export function readDeploys(
+  raw: unknown,
+  declared: DeclaredSets,
+  problems: PolicyProblem[],
+  teamFile: string,
+): { commands?: DeployCommands; pushes?: DeployPushes } {
   if (raw === undefined || raw === null) return {};
   const at: InputPath = ["deploy"];
   if (!isPlainObject(raw)) {
-    problems.push(problem("teamfile.schema", at, "deploy must be a map of environment → its command", "write e.g. `deploy: { staging: { command: [sh, deploy/ship.sh], files: [deploy/ship.sh] } }`"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        at,
+        "deploy must be a map of environment → its command",
+        "write e.g. `deploy: { staging: { command: [sh, deploy/ship.sh], files: [deploy/ship.sh] } }`",
+      ),
+    );
     return {};
   }
   // Keyed by names from the file: no prototype, so `__proto__` is a name like any other.
@@ -107,7 +143,14 @@ export function readDeploys(raw: unknown, declared: DeclaredSets, problems: Poli
       continue;
     }
     if (!isPlainObject(value)) {
-      problems.push(problem("teamfile.schema", where, `the deploy command of '${env}' must be a map (command, workdir, env, files)`, "write `command: [program, arg, ...]` indented under it"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          where,
+          `the deploy command of '${env}' must be a map (command, workdir, env, files)`,
+          "write `command: [program, arg, ...]` indented under it",
+        ),
+      );
       continue;
     }
     if (value.push !== undefined) {
@@ -118,7 +161,15 @@ export function readDeploys(raw: unknown, declared: DeclaredSets, problems: Poli
     }
     // A command receives no credential: an account names whose identity an act runs under, and a command's is the daemon user's.
     if (value.account !== undefined) {
-      problems.push(problem("teamfile.schema", [...where, "account"], "an account belongs to a push (`push: { url, branch }`): a deploy command runs with no owner's credential", "remove `account`, or make the environment a push", "key"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          [...where, "account"],
+          "an account belongs to a push (`push: { url, branch }`): a deploy command runs with no owner's credential",
+          "remove `account`, or make the environment a push",
+          "key",
+        ),
+      );
     }
     const context = readStart(value as unknown as StartInput, where, problems, teamFile);
     if (context !== undefined) out[env] = context;

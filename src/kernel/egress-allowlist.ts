@@ -23,7 +23,10 @@ export interface EgressTarget {
 export function parseEgressTarget(text: string): EgressTarget | Refusal {
   const parsed = canonicalEndpointPattern(text);
   if (!parsed.ok || parsed.host.startsWith("*.")) {
-    return refuse("request.malformed", `the egress target '${text.slice(0, 300)}' is not host:port${parsed.ok ? " (a wildcard is a pattern, not a target)" : `: ${parsed.reason}`}`);
+    return refuse(
+      "request.malformed",
+      `the egress target '${text.slice(0, 300)}' is not host:port${parsed.ok ? " (a wildcard is a pattern, not a target)" : `: ${parsed.reason}`}`,
+    );
   }
   return { host: parsed.host, port: parsed.port, literal: canonicalIp(parsed.host) !== undefined };
 }
@@ -42,11 +45,17 @@ export function matchEgress(allow: readonly string[], target: EgressTarget): str
 export function checkEgressHost(network: EgressContext | undefined, target: EgressTarget): { allowedBy: string } | Refusal {
   const shown = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`;
   if (network === undefined) {
-    return refuse("egress.host", `this seat declares no egress, so ${shown} is not reachable; the owner adds start.network.allow: ["${shown}"] to the seat in teamd.yaml and runs teamd apply`);
+    return refuse(
+      "egress.host",
+      `this seat declares no egress, so ${shown} is not reachable; the owner adds start.network.allow: ["${shown}"] to the seat in teamd.yaml and runs teamd apply`,
+    );
   }
   const allowedBy = matchEgress(network.allow, target);
   if (allowedBy === undefined) {
-    return refuse("egress.host", `${shown} is not in this seat's egress allowlist; the owner adds it to start.network.allow in teamd.yaml and runs teamd apply`);
+    return refuse(
+      "egress.host",
+      `${shown} is not in this seat's egress allowlist; the owner adds it to start.network.allow in teamd.yaml and runs teamd apply`,
+    );
   }
   return { allowedBy };
 }

@@ -81,7 +81,7 @@ export function canonicalCidr(text: string): string | undefined {
 export function readEgress(input: unknown, lab: string | undefined, at: InputPath, problems: PolicyProblem[]): EgressContext | undefined {
   if (input === null) input = {};
   if (!isPlainObject(input)) {
-    problems.push(problem("teamfile.schema", at, "network must be a map (allow, private, lab)", "write `network: { allow: [\"api.example.com:443\"] }`"));
+    problems.push(problem("teamfile.schema", at, "network must be a map (allow, private, lab)", 'write `network: { allow: ["api.example.com:443"] }`'));
     return undefined;
   }
   const before = problems.length;
@@ -103,13 +103,19 @@ export function readEgress(input: unknown, lab: string | undefined, at: InputPat
   list("allow").forEach((text, index) => {
     const parsed = canonicalEndpointPattern(text);
     if (parsed.ok) allow.add(parsed.pattern);
-    else problems.push(problem("teamfile.schema", [...at, "allow", index], `egress ${parsed.reason}`, "write host:port, e.g. api.example.com:443 or *.npmjs.org:443"));
+    else
+      problems.push(
+        problem("teamfile.schema", [...at, "allow", index], `egress ${parsed.reason}`, "write host:port, e.g. api.example.com:443 or *.npmjs.org:443"),
+      );
   });
   const ranges = new Set<string>();
   list("private").forEach((text, index) => {
     const cidr = canonicalCidr(text);
     if (cidr !== undefined) ranges.add(cidr);
-    else problems.push(problem("teamfile.schema", [...at, "private", index], `'${text}' is not a CIDR range`, "write an address range, e.g. 10.0.0.0/8 or 127.0.0.1/32"));
+    else
+      problems.push(
+        problem("teamfile.schema", [...at, "private", index], `'${text}' is not a CIDR range`, "write an address range, e.g. 10.0.0.0/8 or 127.0.0.1/32"),
+      );
   });
   const withLab = input.lab;
   if (withLab !== undefined && typeof withLab !== "boolean") {
@@ -169,7 +175,7 @@ function formatV6(value: bigint): string {
   // The longest run of two or more zero groups becomes "::" (RFC 5952).
   let best = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== "0") {
       i++;
       continue;

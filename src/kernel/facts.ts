@@ -128,7 +128,10 @@ const ACTS: readonly string[] = ["review", "gate", "merge", "deploy"];
 type Check = (value: unknown, at: string) => string | undefined;
 
 const text: Check = (v, at) => (typeof v === "string" && v !== "" ? undefined : `${at} must be a non-empty string`);
-const oneOf = (values: readonly string[]): Check => (v, at) => (typeof v === "string" && values.includes(v) ? undefined : `${at} must be one of ${values.join(", ")}`);
+const oneOf =
+  (values: readonly string[]): Check =>
+  (v, at) =>
+    typeof v === "string" && values.includes(v) ? undefined : `${at} must be one of ${values.join(", ")}`;
 
 function record(fields: Readonly<Record<string, Check>>, optional: readonly string[] = []): Check {
   return (v, at) => {
@@ -182,7 +185,8 @@ const leaseFact = record(
 const leaseMap: Check = (v, at) => {
   const why = map(leaseFact)(v, at);
   if (why !== undefined || !isPlainObject(v)) return why;
-  for (const [key, l] of Object.entries(v)) if ((l as { id: string }).id !== key) return `${at}.${key} is keyed by another id than its own (${(l as { id: string }).id})`;
+  for (const [key, l] of Object.entries(v))
+    if ((l as { id: string }).id !== key) return `${at}.${key} is keyed by another id than its own (${(l as { id: string }).id})`;
   return undefined;
 };
 const FIELDS: Readonly<Record<keyof KernelFacts, Check>> = {

@@ -29,12 +29,18 @@ export interface PassChoice {
 }
 
 /** Why this gate record cannot serve now, or undefined when its gater is still good. */
-function gaterProblem(view: KernelView, record: GateRecordFact, authors: readonly AuthorFact[] | undefined, effect: CanonicalEffect | undefined): string | undefined {
+function gaterProblem(
+  view: KernelView,
+  record: GateRecordFact,
+  authors: readonly AuthorFact[] | undefined,
+  effect: CanonicalEffect | undefined,
+): string | undefined {
   const seat = ownValue(view.policy.seats, record.signer);
   if (seat === undefined) return `its gater ${record.signer} is not a seat of the policy in force`;
   const live = candidateAuthorities(view, seat, "gate");
   const used = live.find((a) => a.id === record.authority);
-  if (used === undefined) return `its gater ${record.signer} no longer holds the gate authority ${record.authority} it signed under (revoked, or the policy changed)`;
+  if (used === undefined)
+    return `its gater ${record.signer} no longer holds the gate authority ${record.authority} it signed under (revoked, or the policy changed)`;
   if (effect !== undefined && "decision" in coverByOne("gate", ["path", "branch"], [used], effect, { declared: view.policy.declared })) {
     return `the gate authority ${record.authority} of ${record.signer} no longer covers this effect`;
   }
@@ -50,7 +56,13 @@ function gaterProblem(view: KernelView, record: GateRecordFact, authors: readonl
  * qualifies. `effect` is the act's canonical effect when its paths and ref are known (merge),
  * and `authors` the change's author set when it is established.
  */
-export function choosePass(view: KernelView, effectId: string, act: "merge" | "deploy", authors: readonly AuthorFact[] | undefined, effect: CanonicalEffect | undefined): PassChoice | Refusal {
+export function choosePass(
+  view: KernelView,
+  effectId: string,
+  act: "merge" | "deploy",
+  authors: readonly AuthorFact[] | undefined,
+  effect: CanonicalEffect | undefined,
+): PassChoice | Refusal {
   const gates = view.facts.gates ?? [];
   const passes = gates.filter((g) => g.effectId === effectId && g.result === "pass");
   if (passes.length === 0) {
@@ -59,7 +71,10 @@ export function choosePass(view: KernelView, effectId: string, act: "merge" | "d
     if (obsolete > 0) notes.push(`${obsolete} pass(es) for other effect ids are obsolete: a pass blesses exactly the effect it gated`);
     if (gates.some((g) => g.effectId === effectId && g.result === "refuse")) notes.push("the gate record for this effect id is a refusal");
     if ((view.facts.intents ?? []).some((i) => i.effectId === effectId && i.act === "gate")) notes.push("an intent to gate is not a gate decision");
-    return refuse("pass.missing", `the ${act} needs a gate record of result pass for effect ${effectId}, and there is none${notes.length > 0 ? ` (${notes.join("; ")})` : ""}; gate this exact change first`);
+    return refuse(
+      "pass.missing",
+      `the ${act} needs a gate record of result pass for effect ${effectId}, and there is none${notes.length > 0 ? ` (${notes.join("; ")})` : ""}; gate this exact change first`,
+    );
   }
   const voiding = (view.facts.outcomes ?? []).find((o) => o.effectId === effectId && (o.result === "refused" || o.result === "unknown"));
   if (voiding !== undefined) {
@@ -77,6 +92,10 @@ export function choosePass(view: KernelView, effectId: string, act: "merge" | "d
   if (act === "deploy") return { pass: valid[0] as GateRecordFact };
   const consumed = view.facts.consumed ?? [];
   const free = valid.find((p) => !consumed.includes(p.id));
-  if (free === undefined) return refuse("pass.consumed", `every valid pass for effect ${effectId} (${valid.map((p) => p.id).join(", ")}) has already been consumed by a merge; a pass is consumed once`);
+  if (free === undefined)
+    return refuse(
+      "pass.consumed",
+      `every valid pass for effect ${effectId} (${valid.map((p) => p.id).join(", ")}) has already been consumed by a merge; a pass is consumed once`,
+    );
   return { pass: free };
 }

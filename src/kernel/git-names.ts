@@ -51,7 +51,8 @@ export function refNameProblem(ref: string): string | undefined {
   for (const component of components) {
     if (component.startsWith(".")) return `the ref name's component '${component}' begins with '.'`;
     if (component.endsWith(".lock")) return `the ref name's component '${component}' ends with '.lock'`;
-    if (bytes(component) > MAX_COMPONENT_BYTES - ".lock".length) return `a component of the ref name is longer than ${MAX_COMPONENT_BYTES - ".lock".length} bytes`;
+    if (bytes(component) > MAX_COMPONENT_BYTES - ".lock".length)
+      return `a component of the ref name is longer than ${MAX_COMPONENT_BYTES - ".lock".length} bytes`;
   }
   return undefined;
 }

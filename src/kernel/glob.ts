@@ -91,12 +91,7 @@ function accepts(a: Automaton, states: readonly number[]): boolean {
  * glob of `restrict` is matched by some glob of `right`:  (∪left ∩ ∪restrict) ⊆ ∪right.
  * `restrict` is how a branch set is evaluated against the declared branch set (§6).
  */
-export function globsIncluded(
-  left: readonly string[],
-  restrict: readonly string[] | undefined,
-  right: readonly string[],
-  budget: number = GLOB_BUDGET,
-): Tri {
+export function globsIncluded(left: readonly string[], restrict: readonly string[] | undefined, right: readonly string[], budget: number = GLOB_BUDGET): Tri {
   const rights = right.map(compile);
   let undecided = false;
   for (const l of left) {
@@ -182,5 +177,7 @@ export function globIntersection(a: string, b: string): readonly string[] | "und
  */
 export function simplifyGlobs(globs: readonly string[]): readonly string[] {
   const unique = [...new Set(globs)].sort();
-  return unique.filter((g) => !unique.some((h) => h !== g && globsIncluded([g], undefined, [h]) === true && !(globsIncluded([h], undefined, [g]) === true && h > g)));
+  return unique.filter(
+    (g) => !unique.some((h) => h !== g && globsIncluded([g], undefined, [h]) === true && !(globsIncluded([h], undefined, [g]) === true && h > g)),
+  );
 }

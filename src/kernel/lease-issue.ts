@@ -51,7 +51,10 @@ export function issueLease(view: KernelView, request: LeaseRequest, now: number)
   try {
     return decideLease(view, request as unknown, now);
   } catch (error) {
-    return refuse("kernel.fault", `the lease could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); refused (fail closed)`);
+    return refuse(
+      "kernel.fault",
+      `the lease could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); refused (fail closed)`,
+    );
   }
 }
 
@@ -60,10 +63,15 @@ const FIELDS = ["leaseId", "issuer", "recipient", "capability", "scope", "expire
 function readLeaseRequest(input: unknown): LeaseRequest | Refusal {
   if (!isPlainObject(input)) return refuse("request.malformed", "a lease request is an object");
   for (const k of Object.keys(input)) if (!FIELDS.includes(k)) return refuse("request.malformed", `a lease request has no field '${k}'`);
-  for (const k of ["leaseId", "issuer", "recipient", "capability"]) if (typeof input[k] !== "string" || input[k] === "") return refuse("request.malformed", `a lease request names its ${k}`);
-  for (const k of ["parent", "source"]) if (input[k] !== undefined && (typeof input[k] !== "string" || input[k] === "")) return refuse("request.malformed", `a lease request's ${k} is a non-empty id`);
-  if (typeof input.expiresAt !== "number" || !Number.isFinite(input.expiresAt)) return refuse("request.malformed", "a lease request names its hard expiry (epoch ms)");
-  if (input.parent !== undefined && input.source !== undefined) return refuse("request.malformed", "a lease has one source: a parent lease (re-lease) or a standing grant or the envelope (root lease), not both");
+  for (const k of ["leaseId", "issuer", "recipient", "capability"])
+    if (typeof input[k] !== "string" || input[k] === "") return refuse("request.malformed", `a lease request names its ${k}`);
+  for (const k of ["parent", "source"])
+    if (input[k] !== undefined && (typeof input[k] !== "string" || input[k] === ""))
+      return refuse("request.malformed", `a lease request's ${k} is a non-empty id`);
+  if (typeof input.expiresAt !== "number" || !Number.isFinite(input.expiresAt))
+    return refuse("request.malformed", "a lease request names its hard expiry (epoch ms)");
+  if (input.parent !== undefined && input.source !== undefined)
+    return refuse("request.malformed", "a lease has one source: a parent lease (re-lease) or a standing grant or the envelope (root lease), not both");
   return input as unknown as LeaseRequest;
 }
 
@@ -85,21 +93,33 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   if ("decision" in request) return request;
   const policy = view.policy;
   const { leaseId, issuer, recipient, capability } = request;
-  if (view.facts.leases !== undefined && ownValue(view.facts.leases, leaseId) !== undefined) return refuse("request.malformed", `lease id ${leaseId} is already used; ids are minted fresh`);
+  if (view.facts.leases !== undefined && ownValue(view.facts.leases, leaseId) !== undefined)
+    return refuse("request.malformed", `lease id ${leaseId} is already used; ids are minted fresh`);
   const spec = capabilitySpec(policy.vocabulary, capability);
   if (spec === undefined) return refuse("vocab.unknown", `'${capability}' is not a capability in vocabulary version ${policy.vocabulary.version}`);
-  if (spec.kind !== "operational") return refuse("lease.administrative", `${capability} is administrative; create, grant, agree and leads are never in a lease (§7)`);
+  if (spec.kind !== "operational")
+    return refuse("lease.administrative", `${capability} is administrative; create, grant, agree and leads are never in a lease (§7)`);
   const cap = capability as OperationalCapability;
   if (policy.leads === undefined) return refuse("lease.no-leads", "the team has no leads; no lease of any origin issues without a present leads (§9)");
   if (ownValue(policy.seats, issuer) === undefined) return refuse("seat.unknown", `seat '${issuer}' is not in the policy in force`);
-  if (ownValue(policy.seats, recipient) === undefined) return refuse("lease.recipient", `'${recipient}' is not a member seat; a lease binds to an existing seat's stable identity (§7)`);
+  if (ownValue(policy.seats, recipient) === undefined)
+    return refuse("lease.recipient", `'${recipient}' is not a member seat; a lease binds to an existing seat's stable identity (§7)`);
 
   const ttl = Math.min(policy.ceiling?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS);
   if (request.expiresAt <= now) return refuse("lease.ttl", `the lease's expiry ${request.expiresAt} is not after its issue time ${now}`);
-  if (request.expiresAt - now > ttl) return refuse("lease.ttl", `the lease asks for ${showDuration(request.expiresAt - now)}, past the ceiling's lease-ttl of ${showDuration(ttl)}; a lease asking for more is refused, not shortened`);
+  if (request.expiresAt - now > ttl)
+    return refuse(
+      "lease.ttl",
+      `the lease asks for ${showDuration(request.expiresAt - now)}, past the ceiling's lease-ttl of ${showDuration(ttl)}; a lease asking for more is refused, not shortened`,
+    );
 
   const problems: PolicyProblem[] = [];
-  const scope = readScope(cap, spec.dimensions, request.scope, ["scope"], { vocabulary: policy.vocabulary, declared: policy.declared, reserved: policy.reserved, problems });
+  const scope = readScope(cap, spec.dimensions, request.scope, ["scope"], {
+    vocabulary: policy.vocabulary,
+    declared: policy.declared,
+    reserved: policy.reserved,
+    problems,
+  });
   const first = problems[0];
   if (scope === undefined || first !== undefined) return refuse(first?.rule ?? "request.malformed", `the lease's scope: ${first?.message ?? "unreadable"}`);
   const universe: ScopeUniverse = { declared: policy.declared };
@@ -110,23 +130,44 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   if (request.parent !== undefined) {
     const parent = walkLease(view, request.parent, now);
     if (!parent.live) return refuse(parent.refusal.rule, `the parent lease ${request.parent} is not live: ${parent.refusal.reason}`);
-    if (parent.lease.holder !== issuer) return refuse("lease.parent", `the parent ${request.parent} is held by ${parent.lease.holder}, not by ${issuer}; a re-lease attenuates a lease its issuer holds`);
+    if (parent.lease.holder !== issuer)
+      return refuse(
+        "lease.parent",
+        `the parent ${request.parent} is held by ${parent.lease.holder}, not by ${issuer}; a re-lease attenuates a lease its issuer holds`,
+      );
     if (parent.authority.capability !== cap || scopeWithin(scope, parent.authority.scope, universe) !== true) {
-      return refuse("lease.wider", `${shown} is wider than its parent ${request.parent} (${parent.authority.capability}${formatScope(parent.authority.scope, spec.dimensions)}); a re-lease only attenuates`);
+      return refuse(
+        "lease.wider",
+        `${shown} is wider than its parent ${request.parent} (${parent.authority.capability}${formatScope(parent.authority.scope, spec.dimensions)}); a re-lease only attenuates`,
+      );
     }
-    if (request.expiresAt > parent.lease.expiresAt) return refuse("lease.wider", `the re-lease would outlive its parent ${request.parent} (expiry ${parent.lease.expiresAt})`);
+    if (request.expiresAt > parent.lease.expiresAt)
+      return refuse("lease.wider", `the re-lease would outlive its parent ${request.parent} (expiry ${parent.lease.expiresAt})`);
     rootGrant = parent.lease.rootGrant;
     chain = parent.chain;
   } else {
     const source = request.source;
-    const actingFromLease = source === undefined ? liveLeases(view, issuer, cap, now).length > 0 : source.startsWith("lease:") || (view.facts.leases !== undefined && ownValue(view.facts.leases, source) !== undefined);
-    if (actingFromLease) return refuse("lease.parent", `${issuer} acts from a lease, so the re-lease names that lease as its parent; a parentless lease from a lease is refused (§7)`);
+    const actingFromLease =
+      source === undefined
+        ? liveLeases(view, issuer, cap, now).length > 0
+        : source.startsWith("lease:") || (view.facts.leases !== undefined && ownValue(view.facts.leases, source) !== undefined);
+    if (actingFromLease)
+      return refuse(
+        "lease.parent",
+        `${issuer} acts from a lease, so the re-lease names that lease as its parent; a parentless lease from a lease is refused (§7)`,
+      );
     if (source === undefined) return refuse("request.malformed", "a root lease names its source: the standing grant it is drawn from, or the leads envelope");
     const held = heldSource(view, issuer, source);
     if (held === undefined) {
-      return refuse("lease.source", source.startsWith("leads:") ? `only leads (${policy.leads.seat}) issues from the envelope, and ${source} is not in it unless named there` : `${issuer} does not hold the standing grant ${source} (or it is revoked)`);
+      return refuse(
+        "lease.source",
+        source.startsWith("leads:")
+          ? `only leads (${policy.leads.seat}) issues from the envelope, and ${source} is not in it unless named there`
+          : `${issuer} does not hold the standing grant ${source} (or it is revoked)`,
+      );
     }
-    if (held.capability !== cap || scopeWithin(scope, held.scope, universe) !== true) return refuse("lease.wider", `${shown} is not within its source ${held.id}; a root lease confers only within the authority it is drawn from`);
+    if (held.capability !== cap || scopeWithin(scope, held.scope, universe) !== true)
+      return refuse("lease.wider", `${shown} is not within its source ${held.id}; a root lease confers only within the authority it is drawn from`);
     rootGrant = held.id;
   }
 
@@ -134,7 +175,8 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   const banned = chainSeats(chain);
   banned.add(issuer);
   if (recipient === policy.leads.seat) return refuse("lease.ancestor", `${recipient} is leads; no lease path of any length lands a capability on leads (§7)`);
-  if (banned.has(recipient)) return refuse("lease.ancestor", `${recipient} is already an issuer or holder in this lease's chain; a lease never returns authority upward (§7)`);
+  if (banned.has(recipient))
+    return refuse("lease.ancestor", `${recipient} is already an issuer or holder in this lease's chain; a lease never returns authority upward (§7)`);
 
   const boundary = leaseBoundaryRefusal(policy, cap, spec.dimensions, scope, universe);
   if (boundary !== undefined) return boundary;
@@ -142,12 +184,17 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   let coSigner: string | undefined;
   if ((policy.twoGranter ?? []).includes(cap)) {
     const signed = request.coSigned;
-    if (signed === undefined) return refuse("lease.two-granter", `${cap} is behind two-granter agreement; a single-issuer lease of it is refused — two granters co-sign the issuance (§10)`);
+    if (signed === undefined)
+      return refuse(
+        "lease.two-granter",
+        `${cap} is behind two-granter agreement; a single-issuer lease of it is refused — two granters co-sign the issuance (§10)`,
+      );
     const void_ = checkTwoGranter(signed.proposal, signed.inputState, signed.signatures);
     if (void_ !== undefined) return void_;
     if (!signed.signatures.some((s) => s.signer === issuer)) return refuse("lease.two-granter", `the issuer ${issuer} must itself be one of the two granters`);
     const other = signed.signatures.find((s) => s.signer !== issuer)?.signer ?? "";
-    if (!isGranter(view, other)) return refuse("lease.two-granter", `${other} is not a granter: the second signature is the owner's, leads', or a grant holder's`);
+    if (!isGranter(view, other))
+      return refuse("lease.two-granter", `${other} is not a granter: the second signature is the owner's, leads', or a grant holder's`);
     coSigner = other;
   }
 
@@ -211,5 +258,7 @@ function constraintBreak(view: KernelView, now: number, leased: Authority): Refu
   const key = (v: { rule: string; index: number; message: string }): string => (v.rule === "constraint.exclusion" ? v.message : `${v.rule}:${v.index}`);
   const before = new Set(violations(program, effectiveSeats(view, now), view.facts).map(key));
   const fresh = violations(program, effectiveSeats(view, now, leased), view.facts).find((v) => v.rule !== "constraint.minimum" && !before.has(key(v)));
-  return fresh === undefined ? undefined : refuse(fresh.rule, `${fresh.message}, counting the lease; leases count toward §5 like standing grants, so the lease is refused`);
+  return fresh === undefined
+    ? undefined
+    : refuse(fresh.rule, `${fresh.message}, counting the lease; leases count toward §5 like standing grants, so the lease is refused`);
 }

@@ -77,9 +77,17 @@ function frozenInputs(view: KernelView): boolean {
 
 function storeOf(view: KernelView): Store {
   const { leases, revokedLeases, revoked } = view.facts;
-  const make = (): Store => ({ view: { policy: view.policy, facts: { leases, revokedLeases, revoked } }, verdicts: new Map(), held: undefined, previous: undefined });
+  const make = (): Store => ({
+    view: { policy: view.policy, facts: { leases, revokedLeases, revoked } },
+    verdicts: new Map(),
+    held: undefined,
+    previous: undefined,
+  });
   const byLeases = stores.get(leases ?? ABSENT);
-  const known = byLeases?.get(view.policy)?.get(revokedLeases ?? ABSENT)?.get(revoked ?? ABSENT);
+  const known = byLeases
+    ?.get(view.policy)
+    ?.get(revokedLeases ?? ABSENT)
+    ?.get(revoked ?? ABSENT);
   if (known !== undefined) return known;
   // Checked once per new key: the leases record and every lease in it frozen, so the memo cannot go stale.
   if (!frozenInputs(view)) return make();
@@ -167,7 +175,12 @@ function answer(store: Store, id: string, verdict: Verdict | undefined, now: num
     let reason = `lease ${e.id} expired at ${e.expiresAt} (now ${now})`;
     for (let i = j - 1; i >= 0; i--) reason = `lease ${(expiries[i] as Expiry).id}'s ancestor ${(expiries[i + 1] as Expiry).id} is not live: ${reason}`;
     const { lease, authority } = verdict.fixed;
-    return { live: false, ...(lease !== undefined ? { lease } : {}), ...(authority !== undefined ? { authority } : {}), refusal: refuse("lease.expired", reason) };
+    return {
+      live: false,
+      ...(lease !== undefined ? { lease } : {}),
+      ...(authority !== undefined ? { authority } : {}),
+      refusal: refuse("lease.expired", reason),
+    };
   }
   return verdict.fixed;
 }
@@ -250,6 +263,11 @@ export function deadLeases(view: KernelView, seat: string, capability: Operation
 }
 
 /** The leases a seat holds for one capability, split into live (as authorities) and dead (with why). */
-export function heldLeases(view: KernelView, seat: string, capability: OperationalCapability, now: number): { readonly live: Authority[]; readonly dead: Liveness[] } {
+export function heldLeases(
+  view: KernelView,
+  seat: string,
+  capability: OperationalCapability,
+  now: number,
+): { readonly live: Authority[]; readonly dead: Liveness[] } {
   return { live: [...liveLeases(view, seat, capability, now)], dead: deadLeases(view, seat, capability, now) };
 }

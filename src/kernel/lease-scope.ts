@@ -17,7 +17,8 @@ export function parseLeaseScope(text: string): LeaseScopeText {
     const eq = part.indexOf("=");
     const dimension = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (eq <= 0 || value === "") return refuse("request.malformed", `scope part '${part}' is not dimension=value (e.g. branch=main,path=src/), or '*' for unconstrained`);
+    if (eq <= 0 || value === "")
+      return refuse("request.malformed", `scope part '${part}' is not dimension=value (e.g. branch=main,path=src/), or '*' for unconstrained`);
     (out[dimension] ??= []).push(value);
   }
   return { ok: true, scope: out };

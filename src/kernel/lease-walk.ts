@@ -40,11 +40,23 @@ export const ENVELOPE_PREFIX = "leads:envelope/";
 /** A lease's scope read against the policy in force, as the authority it confers. */
 export function leaseAuthority(policy: Policy, lease: LeaseFact): Authority | Refusal {
   const spec = capabilitySpec(policy.vocabulary, lease.capability);
-  if (spec === undefined || spec.kind !== "operational") return refuse("lease.administrative", `lease ${lease.id} names ${lease.capability}, which is not an operational capability; only operational capabilities are leasable`);
+  if (spec === undefined || spec.kind !== "operational")
+    return refuse(
+      "lease.administrative",
+      `lease ${lease.id} names ${lease.capability}, which is not an operational capability; only operational capabilities are leasable`,
+    );
   const problems: PolicyProblem[] = [];
-  const scope = readScope(lease.capability, spec.dimensions, lease.scope, ["scope"], { vocabulary: policy.vocabulary, declared: policy.declared, reserved: policy.reserved, problems });
+  const scope = readScope(lease.capability, spec.dimensions, lease.scope, ["scope"], {
+    vocabulary: policy.vocabulary,
+    declared: policy.declared,
+    reserved: policy.reserved,
+    problems,
+  });
   if (scope === undefined) {
-    return refuse("lease.source", `lease ${lease.id}'s scope no longer reads against the policy in force (${problems[0]?.message ?? "unreadable"}); a name never silently re-resolves under a live lease (§4, §8)`);
+    return refuse(
+      "lease.source",
+      `lease ${lease.id}'s scope no longer reads against the policy in force (${problems[0]?.message ?? "unreadable"}); a name never silently re-resolves under a live lease (§4, §8)`,
+    );
   }
   return Object.freeze({
     id: `lease:${lease.id}`,
@@ -123,13 +135,18 @@ export function walkLink(view: KernelView, id: string, now: number | undefined, 
   const authority = leaseAuthorityOnce(policy, lease);
   const readable = "decision" in authority ? undefined : authority;
   if (depth > 64) return only(dead(lease, refuse("lease.unknown", `lease ${id}'s chain does not end (a cycle or more than 64 links); not live`), readable));
-  if (policy.leads === undefined) return only(dead(lease, refuse("lease.no-leads", `the team has no leads, so no lease is live (§9); lease ${id} ended with it`), readable));
-  if (ownValue(policy.seats, lease.holder) === undefined) return only(dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable));
-  if (lease.holder === policy.leads.seat) return only(dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable));
-  if (now !== undefined && now >= lease.expiresAt) return only(dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable));
+  if (policy.leads === undefined)
+    return only(dead(lease, refuse("lease.no-leads", `the team has no leads, so no lease is live (§9); lease ${id} ended with it`), readable));
+  if (ownValue(policy.seats, lease.holder) === undefined)
+    return only(dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable));
+  if (lease.holder === policy.leads.seat)
+    return only(dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable));
+  if (now !== undefined && now >= lease.expiresAt)
+    return only(dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable));
   const own: readonly Expiry[] = now === undefined ? [{ id, expiresAt: lease.expiresAt }] : NO_EXPIRIES;
   const at = (liveness: Liveness, expiries: readonly Expiry[] = own): Walked => ({ liveness, expiries });
-  if (view.facts.revokedLeases !== undefined && revokedSet(view.facts.revokedLeases).has(id)) return at(dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable));
+  if (view.facts.revokedLeases !== undefined && revokedSet(view.facts.revokedLeases).has(id))
+    return at(dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable));
   if ("decision" in authority) return at(dead(lease, authority));
   const universe: ScopeUniverse = { declared: policy.declared };
 
@@ -137,10 +154,21 @@ export function walkLink(view: KernelView, id: string, now: number | undefined, 
     if (lease.holder === lease.issuer) return at(dead(lease, refuse("lease.ancestor", `lease ${id} is held by its own issuer ${lease.issuer}`), authority));
     const source = heldSource(view, lease.issuer, lease.rootGrant);
     if (source === undefined) {
-      return at(dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} is no longer held by its issuer ${lease.issuer} (removed, revoked or reassigned — even at the same scope, §7)`), authority));
+      return at(
+        dead(
+          lease,
+          refuse(
+            "lease.source",
+            `root lease ${id}'s source ${lease.rootGrant} is no longer held by its issuer ${lease.issuer} (removed, revoked or reassigned — even at the same scope, §7)`,
+          ),
+          authority,
+        ),
+      );
     }
     if (source.capability !== authority.capability || !within(authority.scope, source.scope, universe)) {
-      return at(dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} no longer covers its ${authority.capability} scope (§7)`), authority));
+      return at(
+        dead(lease, refuse("lease.source", `root lease ${id}'s source ${lease.rootGrant} no longer covers its ${authority.capability} scope (§7)`), authority),
+      );
     }
     return at({ live: true, lease, authority, chain: [lease] });
   }
@@ -153,13 +181,22 @@ export function walkLink(view: KernelView, id: string, now: number | undefined, 
     return at(dead(lease, refuse(why.rule, `lease ${id}'s ancestor ${lease.parent} is not live: ${why.reason}`), authority), chained);
   }
   const p = parent.lease;
-  if (p.holder !== lease.issuer) return at(dead(lease, refuse("lease.source", `re-lease ${id}'s parent ${p.id} is held by ${p.holder}, not by its issuer ${lease.issuer}`), authority), chained);
-  if (p.rootGrant !== lease.rootGrant) return at(dead(lease, refuse("lease.source", `re-lease ${id} names root grant ${lease.rootGrant}, and its parent ${p.id} descends from ${p.rootGrant}`), authority), chained);
+  if (p.holder !== lease.issuer)
+    return at(
+      dead(lease, refuse("lease.source", `re-lease ${id}'s parent ${p.id} is held by ${p.holder}, not by its issuer ${lease.issuer}`), authority),
+      chained,
+    );
+  if (p.rootGrant !== lease.rootGrant)
+    return at(
+      dead(lease, refuse("lease.source", `re-lease ${id} names root grant ${lease.rootGrant}, and its parent ${p.id} descends from ${p.rootGrant}`), authority),
+      chained,
+    );
   if (parent.authority.capability !== authority.capability || !within(authority.scope, parent.authority.scope, universe) || lease.expiresAt > p.expiresAt) {
     return at(dead(lease, refuse("lease.wider", `re-lease ${id} is wider than its parent ${p.id} (capability, scope or expiry)`), authority), chained);
   }
   const banned = chainSeats(parent.chain);
-  if (banned.has(lease.holder)) return at(dead(lease, refuse("lease.ancestor", `re-lease ${id} lands on ${lease.holder}, already an issuer or holder in its chain`), authority), chained);
+  if (banned.has(lease.holder))
+    return at(dead(lease, refuse("lease.ancestor", `re-lease ${id} lands on ${lease.holder}, already an issuer or holder in its chain`), authority), chained);
   return at({ live: true, lease, authority, chain: [...parent.chain, lease] }, chained);
 }
 
@@ -195,7 +232,13 @@ export function leaseLivenessReference(view: KernelView, leaseId: string, now: n
 }
 
 export function faulted(leaseId: string, error: unknown): Liveness {
-  return dead(undefined, refuse("kernel.fault", `lease ${leaseId}'s liveness could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); not live (fail closed)`));
+  return dead(
+    undefined,
+    refuse(
+      "kernel.fault",
+      `lease ${leaseId}'s liveness could not be evaluated (${error instanceof Error ? error.message : "a non-error value was thrown"}); not live (fail closed)`,
+    ),
+  );
 }
 
 /**
@@ -203,7 +246,12 @@ export function faulted(leaseId: string, error: unknown): Liveness {
  * afresh (a memo shared across leases would let a chain of more than 64 links answer by the
  * depth it was first reached at, not its own).
  */
-export function heldLeasesReference(view: KernelView, seat: string, capability: OperationalCapability, now: number): { readonly live: Authority[]; readonly dead: Liveness[] } {
+export function heldLeasesReference(
+  view: KernelView,
+  seat: string,
+  capability: OperationalCapability,
+  now: number,
+): { readonly live: Authority[]; readonly dead: Liveness[] } {
   const live: Authority[] = [];
   const deadOnes: Liveness[] = [];
   const leases = view.facts.leases;

@@ -13,11 +13,25 @@ import type { KernelView } from "./view.js";
  */
 export function checkOwnerLease(view: KernelView | undefined, team: string, fact: LeaseFact | undefined, now: number): Refusal | undefined {
   if (fact === undefined) return refuse("owner.act-invalid", "a lease act carries a lease: id, holder, expiry, and the issuer, capability and scope fields");
-  if (fact.parent !== undefined) return refuse("owner.act-invalid", "the owner issues root leases from the leads envelope; a re-lease is issued by the seat holding its parent");
+  if (fact.parent !== undefined)
+    return refuse("owner.act-invalid", "the owner issues root leases from the leads envelope; a re-lease is issued by the seat holding its parent");
   if (view === undefined) return refuse("policy.unapplied", `team '${team}' has no applied policy: run teamd apply first`);
   if (view.policy.leads === undefined) return refuse("lease.no-leads", "the team has no leads; no lease of any origin issues without a present leads (§9)");
-  if (fact.issuer !== view.policy.leads.seat) return refuse("lease.source", `the owner issues as leads (${view.policy.leads.seat}) from its envelope, not as ${fact.issuer}`);
-  const decided = issueLease(view, { leaseId: fact.id, issuer: fact.issuer, recipient: fact.holder, capability: fact.capability, scope: fact.scope, expiresAt: fact.expiresAt, source: fact.rootGrant }, now);
+  if (fact.issuer !== view.policy.leads.seat)
+    return refuse("lease.source", `the owner issues as leads (${view.policy.leads.seat}) from its envelope, not as ${fact.issuer}`);
+  const decided = issueLease(
+    view,
+    {
+      leaseId: fact.id,
+      issuer: fact.issuer,
+      recipient: fact.holder,
+      capability: fact.capability,
+      scope: fact.scope,
+      expiresAt: fact.expiresAt,
+      source: fact.rootGrant,
+    },
+    now,
+  );
   return decided.decision === "refuse" ? decided : undefined;
 }
 
@@ -29,6 +43,7 @@ export function checkOwnerLease(view: KernelView | undefined, team: string, fact
  */
 export function checkOwnerRevoke(team: string, leaseId: string | undefined, teamLeases: Readonly<Record<string, LeaseFact>> | undefined): Refusal | undefined {
   if (leaseId === undefined) return refuse("owner.act-invalid", "teamd revoke names a lease");
-  if (teamLeases !== undefined && !Object.prototype.hasOwnProperty.call(teamLeases, leaseId)) return refuse("lease.unknown", `lease ${leaseId} is not a lease of team '${team}'`);
+  if (teamLeases !== undefined && !Object.prototype.hasOwnProperty.call(teamLeases, leaseId))
+    return refuse("lease.unknown", `lease ${leaseId} is not a lease of team '${team}'`);
   return undefined;
 }

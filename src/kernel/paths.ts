@@ -10,9 +10,7 @@
 /** The root itself: the canonical form of `.`. A prefix of "" covers every path. */
 export const ROOT = "";
 
-export type CanonicalPath =
-  | { readonly ok: true; readonly path: string }
-  | { readonly ok: false; readonly reason: string; readonly undecidable: boolean };
+export type CanonicalPath = { readonly ok: true; readonly path: string } | { readonly ok: false; readonly reason: string; readonly undecidable: boolean };
 
 // Control characters (C0, DEL, C1): a name carrying one cannot be shown or compared reliably.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -74,7 +72,7 @@ function isAlreadyCanonical(input: string): boolean {
  */
 export function pathCovers(prefix: string, path: string): boolean {
   if (prefix === ROOT) return true;
-  return path === prefix || (path.length > prefix.length && path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47 /* "/" */);
+  return path === prefix || (path.length > prefix.length && path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47) /* "/" */;
 }
 
 /** The deeper of two related prefixes, or undefined when neither covers the other. */

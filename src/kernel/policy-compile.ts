@@ -82,7 +82,15 @@ function readDeclared(input: PolicyInput, problems: PolicyProblem[]): DeclaredSe
     const out = new Set<string>();
     (declare[key] ?? []).forEach((value, index) => {
       if (typeof value === "string" && isDeclaredName(value)) out.add(value);
-      else problems.push(problem("teamfile.schema", ["declare", key, index], `'${String(value)}' is not a valid name`, "use letters, digits and . _ : @ / + -, starting with a letter or digit"));
+      else
+        problems.push(
+          problem(
+            "teamfile.schema",
+            ["declare", key, index],
+            `'${String(value)}' is not a valid name`,
+            "use letters, digits and . _ : @ / + -, starting with a letter or digit",
+          ),
+        );
     });
     return Object.freeze([...out].sort(compareStrings));
   };
@@ -93,33 +101,69 @@ function readDeclared(input: PolicyInput, problems: PolicyProblem[]): DeclaredSe
     if (branch.ok) branches.add(branch.name);
     else problems.push(problem("scope.branch", ["declare", "branches", index], branch.reason, "write a branch name (`main`) or a glob (`release/*`)"));
   });
-  return Object.freeze({ branches: Object.freeze([...branches].sort(compareStrings)), envs: names("envs"), accounts: names("accounts"), tasks: names("tasks"), labs: names("labs") });
+  return Object.freeze({
+    branches: Object.freeze([...branches].sort(compareStrings)),
+    envs: names("envs"),
+    accounts: names("accounts"),
+    tasks: names("tasks"),
+    labs: names("labs"),
+  });
 }
 
-function compileRole(name: string, at: InputPath, input: NonNullable<PolicyInput["roles"]>[string], ctx: ScopeContext): { role: CompiledRole; canonical: CanonicalValue } | undefined {
+function compileRole(
+  name: string,
+  at: InputPath,
+  input: NonNullable<PolicyInput["roles"]>[string],
+  ctx: ScopeContext,
+): { role: CompiledRole; canonical: CanonicalValue } | undefined {
   const problems = ctx.problems;
   const before = problems.length;
   let template: RoleTemplate | undefined;
   if (input.template !== undefined) {
     if (isRoleTemplate(input.template)) template = input.template;
-    else problems.push(problem("teamfile.schema", [...at, "template"], `'${String(input.template)}' is not a built-in role template`, `use one of: ${Object.keys(ROLE_TEMPLATES).join(", ")}`));
+    else
+      problems.push(
+        problem(
+          "teamfile.schema",
+          [...at, "template"],
+          `'${String(input.template)}' is not a built-in role template`,
+          `use one of: ${Object.keys(ROLE_TEMPLATES).join(", ")}`,
+        ),
+      );
   }
   const own = readCapabilities(input.capabilities, [...at, "capabilities"], ctx) ?? [];
   let narrowing: Scope | undefined;
   const grants: Grant[] = [];
   if (input.scope !== undefined && input.template === undefined) {
-    problems.push(problem("teamfile.schema", [...at, "scope"], "`scope` narrows a template, and this role has none", "add `template: <name>`, or put the scope on each capability", "key"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        [...at, "scope"],
+        "`scope` narrows a template, and this role has none",
+        "add `template: <name>`, or put the scope on each capability",
+        "key",
+      ),
+    );
   } else if (template !== undefined) {
     const base = templateGrants(template, ctx.vocabulary);
     const dimensions = [...new Set(base.flatMap((g) => Object.keys(g.scope) as Dimension[]))];
     if (input.scope !== undefined) narrowing = readScope(`template ${template}`, dimensions, input.scope, [...at, "scope"], ctx);
     for (const g of base) {
       const narrowed = narrowing === undefined ? g.scope : scopeIntersect(g.scope, pick(narrowing, Object.keys(g.scope) as Dimension[]));
-      if (narrowed === "undecidable") problems.push(problem("scope.undecidable", [...at, "scope"], `cannot decide the narrowing of ${g.capability}`, "use simpler globs"));
+      if (narrowed === "undecidable")
+        problems.push(problem("scope.undecidable", [...at, "scope"], `cannot decide the narrowing of ${g.capability}`, "use simpler globs"));
       else grants.push(Object.freeze({ capability: g.capability, scope: narrowed }));
     }
     if ((NO_WRITE_TEMPLATES as readonly string[]).includes(template) && own.some((g) => g.capability === "write")) {
-      problems.push(problem("role.no-write", [...at, "capabilities", "write"], `${template === "observer" ? "an" : "a"} ${template} holds no write: one that can write is an actor (ownership protocol)`, "remove write, or base the role on another template (executor)", "key"));
+      problems.push(
+        problem(
+          "role.no-write",
+          [...at, "capabilities", "write"],
+          `${template === "observer" ? "an" : "a"} ${template} holds no write: one that can write is an actor (ownership protocol)`,
+          "remove write, or base the role on another template (executor)",
+          "key",
+        ),
+      );
     }
   }
   grants.push(...own);
@@ -129,7 +173,8 @@ function compileRole(name: string, at: InputPath, input: NonNullable<PolicyInput
   if (problems.length > before) return undefined;
   const resolved = canonicalGrants(grants);
   const content = canonicalJson({ vocabulary: ctx.vocabulary.version, grants: grantSet(resolved) });
-  const canonicalNarrowing = narrowing === undefined ? undefined : canonicalScope(Object.fromEntries(Object.entries(narrowing).filter(([, v]) => v.state !== "unconstrained")));
+  const canonicalNarrowing =
+    narrowing === undefined ? undefined : canonicalScope(Object.fromEntries(Object.entries(narrowing).filter(([, v]) => v.state !== "unconstrained")));
   return {
     role: Object.freeze({ name, builtIn: false, ...(template !== undefined ? { template } : {}), grants: Object.freeze(resolved), content }),
     canonical: { template, scope: canonicalNarrowing, capabilities: capabilityMap(own) },
@@ -150,13 +195,29 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   const problems: PolicyProblem[] = [];
   const vocabulary = resolveVocabulary(input.version);
   if (vocabulary === undefined) {
-    problems.push(problem("vocab.version", ["version"], `capability vocabulary version ${JSON.stringify(input.version) ?? "(none)"} does not resolve in this release`, `pin a version this teamd knows: ${KNOWN_VOCABULARY_VERSIONS.join(", ")}`));
+    problems.push(
+      problem(
+        "vocab.version",
+        ["version"],
+        `capability vocabulary version ${JSON.stringify(input.version) ?? "(none)"} does not resolve in this release`,
+        `pin a version this teamd knows: ${KNOWN_VOCABULARY_VERSIONS.join(", ")}`,
+      ),
+    );
     return { ok: false, problems };
   }
-  if (typeof input.team !== "string" || !isName(input.team)) problems.push(problem("teamfile.schema", ["team"], `'${String(input.team)}' is not a valid team name`, `use ${NAME_RULE}`));
+  if (typeof input.team !== "string" || !isName(input.team))
+    problems.push(problem("teamfile.schema", ["team"], `'${String(input.team)}' is not a valid team name`, `use ${NAME_RULE}`));
   const declared = readDeclared(input, problems);
   const teamFile = canonicalPath(input.teamFilePath);
-  if (!teamFile.ok || teamFile.path === "") problems.push(problem("teamfile.schema", [], `the team file's own path '${input.teamFilePath}' is not a repository path`, "keep the team file at the repository root as teamd.yaml"));
+  if (!teamFile.ok || teamFile.path === "")
+    problems.push(
+      problem(
+        "teamfile.schema",
+        [],
+        `the team file's own path '${input.teamFilePath}' is not a repository path`,
+        "keep the team file at the repository root as teamd.yaml",
+      ),
+    );
 
   const seatsInput = input.seats ?? {};
   const starts = new Map<string, StartContext>();
@@ -175,7 +236,13 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   const roles: Record<string, CompiledRole> = {};
   for (const template of Object.keys(ROLE_TEMPLATES) as RoleTemplate[]) {
     const grants = canonicalGrants(templateGrants(template, vocabulary));
-    roles[template] = Object.freeze({ name: template, builtIn: true, template, grants, content: canonicalJson({ vocabulary: vocabulary.version, grants: grantSet(grants) }) });
+    roles[template] = Object.freeze({
+      name: template,
+      builtIn: true,
+      template,
+      grants,
+      content: canonicalJson({ vocabulary: vocabulary.version, grants: grantSet(grants) }),
+    });
   }
   const canonicalRoles: Record<string, CanonicalValue> = {};
   for (const [name, role] of Object.entries(input.roles ?? {})) {
@@ -185,7 +252,15 @@ export function compilePolicy(input: PolicyInput): CompileResult {
       continue;
     }
     if (isRoleTemplate(name)) {
-      problems.push(problem("teamfile.schema", at, `'${name}' is a built-in role template and cannot be redefined`, `name the role differently and write \`template: ${name}\` in it`, "key"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          at,
+          `'${name}' is a built-in role template and cannot be redefined`,
+          `name the role differently and write \`template: ${name}\` in it`,
+          "key",
+        ),
+      );
       continue;
     }
     const compiled = compileRole(name, at, role, ctx);
@@ -207,7 +282,14 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     const roleNames = [...new Set(seat.roles ?? [])].sort(compareStrings);
     (seat.roles ?? []).forEach((role, index) => {
       if (!Object.prototype.hasOwnProperty.call(roles, role) && !Object.prototype.hasOwnProperty.call(input.roles ?? {}, role)) {
-        problems.push(problem("teamfile.schema", [...at, "roles", index], `role '${role}' is not defined`, `define it under roles, or use a template: ${Object.keys(ROLE_TEMPLATES).join(", ")}`));
+        problems.push(
+          problem(
+            "teamfile.schema",
+            [...at, "roles", index],
+            `role '${role}' is not defined`,
+            `define it under roles, or use a template: ${Object.keys(ROLE_TEMPLATES).join(", ")}`,
+          ),
+        );
       }
     });
     const direct = readCapabilities(seat.capabilities, [...at, "capabilities"], ctx);
@@ -245,7 +327,16 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   if (problems.length === 0 && input.proposal !== true) {
     // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
     for (const v of violations(program, holdingSeats(seats, roles))) {
-      problems.push(problem(v.rule, ["constraints", v.index], v.message, v.rule === "constraint.exclusion" ? "take one of them from the seat, or remove the exclusion" : "change the seats so the count fits, or change the constraint (an owner act)"));
+      problems.push(
+        problem(
+          v.rule,
+          ["constraints", v.index],
+          v.message,
+          v.rule === "constraint.exclusion"
+            ? "take one of them from the seat, or remove the exclusion"
+            : "change the seats so the count fits, or change the constraint (an owner act)",
+        ),
+      );
     }
   }
   if (problems.length > 0) return { ok: false, problems };
@@ -264,7 +355,20 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   });
   return {
     ok: true,
-    policy: Object.freeze({ vocabulary, team: input.team, declared, reserved, roles: Object.freeze(roles), seats: Object.freeze(seats), constraints: program, ...delegation, ...(deploys !== undefined ? { deploys } : {}), ...(pushes !== undefined ? { pushes } : {}), ...(trackers !== undefined ? { trackers } : {}), canonical }),
+    policy: Object.freeze({
+      vocabulary,
+      team: input.team,
+      declared,
+      reserved,
+      roles: Object.freeze(roles),
+      seats: Object.freeze(seats),
+      constraints: program,
+      ...delegation,
+      ...(deploys !== undefined ? { deploys } : {}),
+      ...(pushes !== undefined ? { pushes } : {}),
+      ...(trackers !== undefined ? { trackers } : {}),
+      canonical,
+    }),
   };
 }
 
@@ -279,7 +383,8 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
   if (d.ceiling !== undefined) {
     const bounds = d.ceiling.capabilities;
     const grants: Grant[] = [];
-    for (const [capability, scopes] of Object.entries(bounds ?? {})) for (const scope of scopes ?? []) grants.push({ capability: capability as OperationalCapability, scope });
+    for (const [capability, scopes] of Object.entries(bounds ?? {}))
+      for (const scope of scopes ?? []) grants.push({ capability: capability as OperationalCapability, scope });
     out.ceiling = { ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}), "lease-ttl": showDuration(d.ceiling.leaseTtlMs) };
   }
   if (d.deny !== undefined) out.deny = capabilityMap(d.deny);

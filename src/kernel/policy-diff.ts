@@ -103,7 +103,10 @@ function same(a: readonly string[], b: readonly string[]): boolean {
 
 function showStart(start: StartContext): string {
   const env = Object.entries(start.env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
-  const network = start.network === undefined ? "" : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
+  const network =
+    start.network === undefined
+      ? ""
+      : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
   const limits = start.limits === undefined ? "" : `, limits ${showLimits(start.limits)}`;
   const containment = start.containment === undefined ? "" : `, containment ${start.containment} (UNCONTAINED: against a mistake only)`;
   return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}${containment}`;
@@ -113,9 +116,15 @@ function showStart(start: StartContext): string {
 function egressLines(before: StartContext, after: StartContext): string[] {
   const out: string[] = [];
   if (before.network === undefined && after.network === undefined) return out;
-  if (before.network === undefined) return [`start egress: none -> ${list([...(after.network?.allow ?? [])])}${after.network?.private.length ? `, private ${list([...after.network.private])}` : ""}`];
+  if (before.network === undefined)
+    return [
+      `start egress: none -> ${list([...(after.network?.allow ?? [])])}${after.network?.private.length ? `, private ${list([...after.network.private])}` : ""}`,
+    ];
   if (after.network === undefined) return [`start egress: ${list([...before.network.allow])} -> none`];
-  for (const [what, was, now] of [["egress", before.network.allow, after.network.allow], ["egress private range", before.network.private, after.network.private]] as const) {
+  for (const [what, was, now] of [
+    ["egress", before.network.allow, after.network.allow],
+    ["egress private range", before.network.private, after.network.private],
+  ] as const) {
     for (const item of now) if (!was.includes(item)) out.push(`start ${what} added: ${item}`);
     for (const item of was) if (!now.includes(item)) out.push(`start ${what} removed: ${item}`);
   }
@@ -127,7 +136,8 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
   if (before === undefined) return [`start: (none) -> ${showStart(after as StartContext)}`];
   if (after === undefined) return [`start: ${showStart(before)} -> (none)`];
   const out: string[] = [];
-  if (!same(before.command, after.command)) out.push(`start command: ${list(before.command.map((a) => JSON.stringify(a)))} -> ${list(after.command.map((a) => JSON.stringify(a)))}`);
+  if (!same(before.command, after.command))
+    out.push(`start command: ${list(before.command.map((a) => JSON.stringify(a)))} -> ${list(after.command.map((a) => JSON.stringify(a)))}`);
   if (before.workdir !== after.workdir) out.push(`start workdir: ${showPath(before.workdir)} -> ${showPath(after.workdir)}`);
   for (const name of sorted(new Set([...Object.keys(before.env), ...Object.keys(after.env)]))) {
     const was = Object.prototype.hasOwnProperty.call(before.env, name) ? before.env[name] : undefined;
@@ -145,11 +155,20 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
   // Dropping containment is the widest change a seat can get: the owner sees it in words.
   const containmentWas = showContainment(before.containment);
   const containmentNow = showContainment(after.containment);
-  if (containmentWas !== containmentNow) out.push(`start containment: ${containmentWas} -> ${containmentNow}${containmentNow === "none" ? " (the seat runs UNCONTAINED: it can read and write everything its host user can; refusals hold against a mistake only)" : ""}`);
+  if (containmentWas !== containmentNow)
+    out.push(
+      `start containment: ${containmentWas} -> ${containmentNow}${containmentNow === "none" ? " (the seat runs UNCONTAINED: it can read and write everything its host user can; refusals hold against a mistake only)" : ""}`,
+    );
   return out;
 }
 
-function seatChange(name: string, before: Seat | undefined, beforeVocabulary: Vocabulary | undefined, after: Seat | undefined, afterVocabulary: Vocabulary): SeatChange | undefined {
+function seatChange(
+  name: string,
+  before: Seat | undefined,
+  beforeVocabulary: Vocabulary | undefined,
+  after: Seat | undefined,
+  afterVocabulary: Vocabulary,
+): SeatChange | undefined {
   const was = heldBy(before, beforeVocabulary ?? afterVocabulary);
   const now = heldBy(after, afterVocabulary);
   const gains: string[] = [];
@@ -168,7 +187,8 @@ function seatChange(name: string, before: Seat | undefined, beforeVocabulary: Vo
   if (before !== undefined && after !== undefined) {
     for (const [key, held] of now) {
       const prior = was.get(key);
-      if (prior !== undefined && !same(prior.sources, held.sources)) other.push(`source of ${held.text}: ${prior.sources.join(", ")} -> ${held.sources.join(", ")}`);
+      if (prior !== undefined && !same(prior.sources, held.sources))
+        other.push(`source of ${held.text}: ${prior.sources.join(", ")} -> ${held.sources.join(", ")}`);
     }
   }
   other.push(...startLines(before?.start, after?.start));
@@ -176,7 +196,13 @@ function seatChange(name: string, before: Seat | undefined, beforeVocabulary: Vo
   if (before?.contextHash !== after?.contextHash) other.push(`context hash: ${before?.contextHash ?? "(none)"} -> ${after?.contextHash ?? "(none)"}`);
 
   if (before !== undefined && after !== undefined && gains.length === 0 && losses.length === 0 && other.length === 0) return undefined;
-  return { seat: name, status: before === undefined ? "added" : after === undefined ? "removed" : "changed", gains: sorted(gains), losses: sorted(losses), other };
+  return {
+    seat: name,
+    status: before === undefined ? "added" : after === undefined ? "removed" : "changed",
+    gains: sorted(gains),
+    losses: sorted(losses),
+    other,
+  };
 }
 
 /** The team-wide part of a policy, so the first apply reads against the same shape as any other. */
@@ -207,7 +233,10 @@ const DECLARED_NAMES: readonly (readonly [keyof DeclaredSets, string])[] = [
 ];
 
 function setLines(before: readonly string[], after: readonly string[], what: string): string[] {
-  return [...after.filter((v) => !before.includes(v)).map((v) => `${what} added: ${v}`), ...before.filter((v) => !after.includes(v)).map((v) => `${what} removed: ${v}`)];
+  return [
+    ...after.filter((v) => !before.includes(v)).map((v) => `${what} added: ${v}`),
+    ...before.filter((v) => !after.includes(v)).map((v) => `${what} removed: ${v}`),
+  ];
 }
 
 function showConstraint(c: CardinalityConstraint): string {
@@ -230,7 +259,8 @@ function constraintTexts(program: ConstraintProgram | undefined): string[] {
 
 /** Grant lists compared as sets of (capability, canonical scope), shown one line per grant. */
 function grantLines(before: readonly Grant[], beforeVocabulary: Vocabulary, after: readonly Grant[], afterVocabulary: Vocabulary, what: string): string[] {
-  const index = (grants: readonly Grant[], vocabulary: Vocabulary): Map<string, string> => new Map(grants.map((g) => [grantKey(g, vocabulary), showGrant(g, vocabulary)]));
+  const index = (grants: readonly Grant[], vocabulary: Vocabulary): Map<string, string> =>
+    new Map(grants.map((g) => [grantKey(g, vocabulary), showGrant(g, vocabulary)]));
   const was = index(before, beforeVocabulary);
   const now = index(after, afterVocabulary);
   return [
@@ -250,7 +280,8 @@ function ceilingGrants(ceiling: Policy["ceiling"]): Grant[] {
 function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Policy): string[] {
   const out: string[] = [];
   if (before.team !== undefined && before.team !== after.team) out.push(`team: ${before.team} -> ${after.team}`);
-  if (before.vocabulary !== undefined && before.vocabulary !== after.vocabulary.version) out.push(`vocabulary version: ${before.vocabulary} -> ${after.vocabulary.version}`);
+  if (before.vocabulary !== undefined && before.vocabulary !== after.vocabulary.version)
+    out.push(`vocabulary version: ${before.vocabulary} -> ${after.vocabulary.version}`);
   for (const [key, what] of DECLARED_NAMES) out.push(...setLines(before.declared[key], after.declared[key], `declared ${what}`));
 
   // A role's definition changing shows here even when no seat holds it; the seats that do show their gains and losses.
@@ -258,7 +289,9 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
   const rolesBefore = own(before.roles);
   const rolesAfter = own(after.roles);
   out.push(...setLines(rolesBefore, rolesAfter, "role"));
-  for (const r of rolesAfter) if (rolesBefore.includes(r) && before.roles[r]?.hash !== after.roles[r]?.hash) out.push(`role changed: ${r} (${before.roles[r]?.hash ?? ""} -> ${after.roles[r]?.hash ?? ""})`);
+  for (const r of rolesAfter)
+    if (rolesBefore.includes(r) && before.roles[r]?.hash !== after.roles[r]?.hash)
+      out.push(`role changed: ${r} (${before.roles[r]?.hash ?? ""} -> ${after.roles[r]?.hash ?? ""})`);
 
   const reviewBefore = before.constraints?.review ?? { mode: "distinct-seat", floor: 0 };
   const reviewAfter = after.constraints.review;
@@ -275,7 +308,8 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
   // Absent capabilities bound nothing; present, a capability they do not name is unreachable.
   const boundBefore = before.ceiling?.capabilities !== undefined;
   const boundAfter = after.ceiling?.capabilities !== undefined;
-  if (boundBefore !== boundAfter) out.push(boundAfter ? "ceiling now bounds capabilities: what it does not name is unreachable" : "ceiling no longer bounds capabilities");
+  if (boundBefore !== boundAfter)
+    out.push(boundAfter ? "ceiling now bounds capabilities: what it does not name is unreachable" : "ceiling no longer bounds capabilities");
   out.push(...grantLines(ceilingGrants(before.ceiling), beforeVocabulary, ceilingGrants(after.ceiling), after.vocabulary, "ceiling"));
 
   out.push(...grantLines(before.deny ?? [], beforeVocabulary, after.deny ?? [], after.vocabulary, "deny"));
@@ -299,7 +333,10 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
     const now = Object.prototype.hasOwnProperty.call(pushesAfter, env) ? pushesAfter[env] : undefined;
     const a = was === undefined ? undefined : pushLine(was);
     const b = now === undefined ? undefined : pushLine(now);
-    if (a !== b) out.push(b === undefined ? `deploy push removed: ${env}` : a === undefined ? `deploy push added: ${env} -> ${b}` : `deploy push changed: ${env}: ${a} -> ${b}`);
+    if (a !== b)
+      out.push(
+        b === undefined ? `deploy push removed: ${env}` : a === undefined ? `deploy push added: ${env} -> ${b}` : `deploy push changed: ${env}: ${a} -> ${b}`,
+      );
   }
   // Which tracker serves a task resource decides where a seat's broker calls go (§11).
   const trackersBefore = before.trackers ?? {};
@@ -322,7 +359,8 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
   const beforeVocabulary = before?.vocabulary ?? after.vocabulary;
   const seats: SeatChange[] = [];
   const names = sorted(new Set([...Object.keys(before?.seats ?? {}), ...Object.keys(after.seats)]));
-  const seatOf = (policy: Policy | undefined, name: string): Seat | undefined => (policy !== undefined && Object.prototype.hasOwnProperty.call(policy.seats, name) ? policy.seats[name] : undefined);
+  const seatOf = (policy: Policy | undefined, name: string): Seat | undefined =>
+    policy !== undefined && Object.prototype.hasOwnProperty.call(policy.seats, name) ? policy.seats[name] : undefined;
   for (const name of names) {
     const change = seatChange(name, seatOf(before, name), before?.vocabulary, seatOf(after, name), after.vocabulary);
     if (change !== undefined) seats.push(change);
@@ -330,7 +368,20 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
   const settings: TeamSettings =
     before === undefined
       ? NONE_IN_FORCE
-      : { team: before.team, vocabulary: before.vocabulary.version, declared: before.declared, roles: before.roles, constraints: before.constraints, leads: before.leads, ceiling: before.ceiling, deny: before.deny, twoGranter: before.twoGranter, deploys: before.deploys, pushes: before.pushes, trackers: before.trackers };
+      : {
+          team: before.team,
+          vocabulary: before.vocabulary.version,
+          declared: before.declared,
+          roles: before.roles,
+          constraints: before.constraints,
+          leads: before.leads,
+          ceiling: before.ceiling,
+          deny: before.deny,
+          twoGranter: before.twoGranter,
+          deploys: before.deploys,
+          pushes: before.pushes,
+          trackers: before.trackers,
+        };
   const team = teamLines(settings, beforeVocabulary, after);
   const unchanged = before !== undefined && before.hash === after.hash && seats.length === 0 && team.length === 0;
   return { first: before === undefined, seats, team, unchanged };

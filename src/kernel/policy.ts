@@ -111,7 +111,13 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
   for (const role of Object.values(compiled.roles)) {
     const hash = own(hashes.roles, role.name);
     if (hash === undefined) missing.push(`role ${role.name}`);
-    roles[role.name] = { name: role.name, hash: hash ?? "", builtIn: role.builtIn, ...(role.template !== undefined ? { template: role.template } : {}), grants: role.grants };
+    roles[role.name] = {
+      name: role.name,
+      hash: hash ?? "",
+      builtIn: role.builtIn,
+      ...(role.template !== undefined ? { template: role.template } : {}),
+      grants: role.grants,
+    };
   }
   const seats: Record<string, Seat> = {};
   for (const seat of Object.values(compiled.seats)) {
@@ -125,7 +131,13 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       for (const grant of grants) {
         const index = seen.get(grant.capability) ?? 0;
         seen.set(grant.capability, index + 1);
-        authorities.push({ id: authorityId(seat.name, source, grant.capability, index), seat: seat.name, capability: grant.capability, scope: grant.scope, source });
+        authorities.push({
+          id: authorityId(seat.name, source, grant.capability, index),
+          seat: seat.name,
+          capability: grant.capability,
+          scope: grant.scope,
+          source,
+        });
       }
     };
     for (const name of seat.roles) {
@@ -156,7 +168,13 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       const index = seen.get(grant.capability) ?? 0;
       seen.set(grant.capability, index + 1);
       const source: AuthoritySource = { kind: "envelope" };
-      envelope.push({ id: authorityId(compiled.leads.seat, source, grant.capability, index), seat: compiled.leads.seat, capability: grant.capability, scope: grant.scope, source });
+      envelope.push({
+        id: authorityId(compiled.leads.seat, source, grant.capability, index),
+        seat: compiled.leads.seat,
+        capability: grant.capability,
+        scope: grant.scope,
+        source,
+      });
     }
     leads = { seat: compiled.leads.seat, envelope };
   }

@@ -8,9 +8,7 @@
 
 const HEADS = "refs/heads/";
 
-export type BranchName =
-  | { readonly ok: true; readonly name: string }
-  | { readonly ok: false; readonly reason: string };
+export type BranchName = { readonly ok: true; readonly name: string } | { readonly ok: false; readonly reason: string };
 
 /** With the `u` flag a surrogate class matches only a surrogate that is not half of a pair. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;

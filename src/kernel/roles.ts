@@ -38,8 +38,6 @@ export function unconstrainedScope(dimensions: readonly Dimension[]): Scope {
 /** A template's grants in a vocabulary, before any narrowing. */
 export function templateGrants(template: RoleTemplate, vocabulary: Vocabulary): readonly Grant[] {
   return Object.freeze(
-    ROLE_TEMPLATES[template].map((capability) =>
-      Object.freeze({ capability, scope: unconstrainedScope(vocabulary.capabilities[capability].dimensions) }),
-    ),
+    ROLE_TEMPLATES[template].map((capability) => Object.freeze({ capability, scope: unconstrainedScope(vocabulary.capabilities[capability].dimensions) })),
   );
 }

@@ -145,11 +145,13 @@ export const RULES = {
   },
   "broker.operation": {
     section: "§11",
-    summary: "use-broker allows pull, claim and read of a task's non-secret fields, and a comment on a task under the owner's account (with act-as), and nothing else",
+    summary:
+      "use-broker allows pull, claim and read of a task's non-secret fields, and a comment on a task under the owner's account (with act-as), and nothing else",
   },
   "broker.tracker": {
     section: "§11",
-    summary: "the task resource's tracker is not configured, or its configuration is unsafe (readable by group or other, another user's) or invalid; nothing was asked of the tracker until the owner fixes it",
+    summary:
+      "the task resource's tracker is not configured, or its configuration is unsafe (readable by group or other, another user's) or invalid; nothing was asked of the tracker until the owner fixes it",
   },
   "broker.task": {
     section: "§11",
@@ -342,7 +344,8 @@ export const RULES = {
   },
   "seat.refusal-budget": {
     section: "§11",
-    summary: "the seat made more refusals than its budget allows (a sustained rate far above a working agent's); the seat is stopped and the owner told, and it runs again only when the owner starts it",
+    summary:
+      "the seat made more refusals than its budget allows (a sustained rate far above a working agent's); the seat is stopped and the owner told, and it runs again only when the owner starts it",
   },
   "seat.attached": {
     section: "§10",
@@ -449,7 +452,8 @@ export const RULES = {
   },
   "push.object-size": {
     section: "§11",
-    summary: "an object of the pushed pack (or a delta's result, or all of them together) declares more bytes than a push may expand to; refused before git reads it",
+    summary:
+      "an object of the pushed pack (or a delta's result, or all of them together) declares more bytes than a push may expand to; refused before git reads it",
   },
   "push.ref-updates": {
     section: "§11",
@@ -486,11 +490,13 @@ export const RULES = {
   // Unknown means unknown (issue 20, src/kernel/git-names.ts): what git would refuse is refused before any intent.
   "git.ref-name": {
     section: "§15",
-    summary: "the ref name is not one git accepts (git check-ref-format), or cannot live beside a ref that exists (a ref and a folder of refs); refused before any intent",
+    summary:
+      "the ref name is not one git accepts (git check-ref-format), or cannot live beside a ref that exists (a ref and a folder of refs); refused before any intent",
   },
   "git.path": {
     section: "§3",
-    summary: "the path is not one git accepts in a tree (an empty, . or .. component, .git or an HFS+ or NTFS alias of it, a name longer than a checkout can make); refused before any intent",
+    summary:
+      "the path is not one git accepts in a tree (an empty, . or .. component, .git or an HFS+ or NTFS alias of it, a name longer than a checkout can make); refused before any intent",
   },
   "git.message": {
     section: "§15",
@@ -520,19 +526,23 @@ export const RULES = {
   // act-as (§3, §11): the owner's external identity, used only through a command teamd mediates.
   "act-as.unmediated": {
     section: "§3",
-    summary: "the request names an owner's account for an act teamd performs under no account (broker pull, read or claim; a deploy whose environment declares no account); drop --as",
+    summary:
+      "the request names an owner's account for an act teamd performs under no account (broker pull, read or claim; a deploy whose environment declares no account); drop --as",
   },
   "act-as.required": {
     section: "§3",
-    summary: "the act runs under the owner's account (a broker comment; a push to the environment's remote) and the request names none, or names another than the one the owner declared for it",
+    summary:
+      "the act runs under the owner's account (a broker comment; a push to the environment's remote) and the request names none, or names another than the one the owner declared for it",
   },
   "act-as.credential": {
     section: "§11",
-    summary: "the account has no usable credential in the owner's configuration (missing, undeclared in the team file, or the file unsafe); the owner fixes the configuration, never the seat",
+    summary:
+      "the account has no usable credential in the owner's configuration (missing, undeclared in the team file, or the file unsafe); the owner fixes the configuration, never the seat",
   },
   "deploy.push": {
     section: "§15",
-    summary: "the push of the artifact to the environment's remote failed (rejected, refused credential, unreachable); its refused outcome voids the artifact's pass like a failed deploy command",
+    summary:
+      "the push of the artifact to the environment's remote failed (rejected, refused credential, unreachable); its refused outcome voids the artifact's pass like a failed deploy command",
   },
   // Network egress (issue 11): decided by the daemon for each connection a seat's proxy forwards.
   "egress.host": {

@@ -8,7 +8,16 @@ import { normalizeBranch } from "./refs.js";
 import { type ReservedSet, reservedReason } from "./reserved.js";
 import type { RuleId } from "./rules.js";
 import { type DimensionScope, type Scope, EMPTY, UNCONSTRAINED, boundedScope } from "./scope.js";
-import { ADMINISTRATIVE_CAPABILITIES, ALL_WORD, DIMENSIONS, type Dimension, type OperationalCapability, type Vocabulary, capabilitySpec, isDimension } from "./vocabulary.js";
+import {
+  ADMINISTRATIVE_CAPABILITIES,
+  ALL_WORD,
+  DIMENSIONS,
+  type Dimension,
+  type OperationalCapability,
+  type Vocabulary,
+  capabilitySpec,
+  isDimension,
+} from "./vocabulary.js";
 
 /**
  * Reading scopes and capability lists as the team file writes them (§3, §6) into canonical
@@ -81,11 +90,22 @@ function readValue(dimension: Dimension, value: string, at: InputPath, ctx: Scop
     return undefined;
   };
   if (dimension === "path") {
-    if (value.includes("*")) return report(rule, `'${value}': paths are prefixes, not globs`, "name the directory instead (`docs/` covers everything under docs)");
+    if (value.includes("*"))
+      return report(rule, `'${value}': paths are prefixes, not globs`, "name the directory instead (`docs/` covers everything under docs)");
     const canonical = canonicalPath(value);
-    if (!canonical.ok) return report(canonical.undecidable ? "scope.undecidable" : rule, `'${value}': ${canonical.reason}`, "write a path relative to the repository root, with forward slashes");
+    if (!canonical.ok)
+      return report(
+        canonical.undecidable ? "scope.undecidable" : rule,
+        `'${value}': ${canonical.reason}`,
+        "write a path relative to the repository root, with forward slashes",
+      );
     const reserved = reservedReason(ctx.reserved, canonical.path);
-    if (reserved !== undefined) return report("reserved.object", `${reserved}; no scope opens a reserved object`, "remove this path: the team file, .git and the pinned start files are never in any scope");
+    if (reserved !== undefined)
+      return report(
+        "reserved.object",
+        `${reserved}; no scope opens a reserved object`,
+        "remove this path: the team file, .git and the pinned start files are never in any scope",
+      );
     return canonical.path;
   }
   if (dimension === "branch") {
@@ -97,8 +117,10 @@ function readValue(dimension: Dimension, value: string, at: InputPath, ctx: Scop
     return branch.name;
   }
   const set = DECLARED_SET_OF[dimension];
-  if (!isDeclaredName(value)) return report(rule, `'${value}' is not a valid ${dimension} name`, "use letters, digits and . _ : @ / + -, starting with a letter or digit");
-  if (!ctx.declared[set].includes(value)) return report(rule, `${dimension} '${value}' is not declared`, `add '${value}' to declare.${set} (an owner act), or correct the name`);
+  if (!isDeclaredName(value))
+    return report(rule, `'${value}' is not a valid ${dimension} name`, "use letters, digits and . _ : @ / + -, starting with a letter or digit");
+  if (!ctx.declared[set].includes(value))
+    return report(rule, `${dimension} '${value}' is not declared`, `add '${value}' to declare.${set} (an owner act), or correct the name`);
   return value;
 }
 
@@ -109,7 +131,14 @@ function readValue(dimension: Dimension, value: string, at: InputPath, ctx: Scop
 export function readScope(capability: string, dimensions: readonly Dimension[], input: unknown, at: InputPath, ctx: ScopeContext): Scope | undefined {
   if (input === null || input === undefined) input = {};
   if (typeof input !== "object" || Array.isArray(input)) {
-    ctx.problems.push(problem("teamfile.schema", at, `the scope of ${capability} must be a map of dimensions`, `write e.g. \`${capability}: { ${dimensions[0] ?? "path"}: [...] }\`, or \`${capability}: ~\` for unconstrained`));
+    ctx.problems.push(
+      problem(
+        "teamfile.schema",
+        at,
+        `the scope of ${capability} must be a map of dimensions`,
+        `write e.g. \`${capability}: { ${dimensions[0] ?? "path"}: [...] }\`, or \`${capability}: ~\` for unconstrained`,
+      ),
+    );
     return undefined;
   }
   const written = input as Record<string, unknown>;
@@ -118,10 +147,26 @@ export function readScope(capability: string, dimensions: readonly Dimension[], 
   for (const key of Object.keys(written)) {
     if (!isDimension(key)) {
       const guess = closest(key, DIMENSIONS);
-      ctx.problems.push(problem("vocab.dimension", [...at, key], `'${key}' is not a scope dimension`, guess !== undefined ? `did you mean '${guess}'? ${capability} takes ${dimensions.join(", ")}` : `${capability} takes ${dimensions.join(", ")}`, "key"));
+      ctx.problems.push(
+        problem(
+          "vocab.dimension",
+          [...at, key],
+          `'${key}' is not a scope dimension`,
+          guess !== undefined ? `did you mean '${guess}'? ${capability} takes ${dimensions.join(", ")}` : `${capability} takes ${dimensions.join(", ")}`,
+          "key",
+        ),
+      );
       bad = true;
     } else if (!dimensions.includes(key)) {
-      ctx.problems.push(problem("vocab.dimension", [...at, key], `${capability} does not take the ${key} dimension`, `remove ${key}; ${capability} takes ${dimensions.join(", ")}`, "key"));
+      ctx.problems.push(
+        problem(
+          "vocab.dimension",
+          [...at, key],
+          `${capability} does not take the ${key} dimension`,
+          `remove ${key}; ${capability} takes ${dimensions.join(", ")}`,
+          "key",
+        ),
+      );
       bad = true;
     }
   }
@@ -145,7 +190,9 @@ export function readScope(capability: string, dimensions: readonly Dimension[], 
 export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContext): Grant[] | undefined {
   if (input === undefined || input === null) return [];
   if (typeof input !== "object" || Array.isArray(input)) {
-    ctx.problems.push(problem("teamfile.schema", at, "capabilities must be a map of capability → scope", "write e.g. `capabilities: { read: ~, write: { path: [docs/] } }`"));
+    ctx.problems.push(
+      problem("teamfile.schema", at, "capabilities must be a map of capability → scope", "write e.g. `capabilities: { read: ~, write: { path: [docs/] } }`"),
+    );
     return undefined;
   }
   const grants: Grant[] = [];
@@ -154,20 +201,43 @@ export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContex
     const where = [...at, name];
     const spec = capabilitySpec(ctx.vocabulary, name);
     if (Object.prototype.hasOwnProperty.call(NOT_YET, name)) {
-      ctx.problems.push(problem("teamfile.unsupported", where, `not supported yet: ${NOT_YET[name]}`, "remove it; a policy that reads stronger than teamd enforces would fail open", "key"));
+      ctx.problems.push(
+        problem(
+          "teamfile.unsupported",
+          where,
+          `not supported yet: ${NOT_YET[name]}`,
+          "remove it; a policy that reads stronger than teamd enforces would fail open",
+          "key",
+        ),
+      );
       bad = true;
       continue;
     }
     if (spec === undefined || spec.kind !== "operational") {
       const known = Object.keys(ctx.vocabulary.capabilities).filter((c) => !(ADMINISTRATIVE_CAPABILITIES as readonly string[]).includes(c));
       const guess = closest(name, known);
-      ctx.problems.push(problem("vocab.unknown", where, `'${name}' is not a capability in vocabulary version ${ctx.vocabulary.version}`, guess !== undefined ? `did you mean '${guess}'?` : `use one of: ${known.join(", ")}`, "key"));
+      ctx.problems.push(
+        problem(
+          "vocab.unknown",
+          where,
+          `'${name}' is not a capability in vocabulary version ${ctx.vocabulary.version}`,
+          guess !== undefined ? `did you mean '${guess}'?` : `use one of: ${known.join(", ")}`,
+          "key",
+        ),
+      );
       bad = true;
       continue;
     }
     const scopes: readonly unknown[] = Array.isArray(value) ? value : [value];
     if (Array.isArray(value) && value.length === 0) {
-      ctx.problems.push(problem("teamfile.schema", where, `an empty list of scopes for ${name} grants nothing`, `remove ${name}, or write one scope (an empty dimension is written inside it: \`{ ${spec.dimensions[0] ?? "path"}: [] }\`)`));
+      ctx.problems.push(
+        problem(
+          "teamfile.schema",
+          where,
+          `an empty list of scopes for ${name} grants nothing`,
+          `remove ${name}, or write one scope (an empty dimension is written inside it: \`{ ${spec.dimensions[0] ?? "path"}: [] }\`)`,
+        ),
+      );
       bad = true;
       continue;
     }

@@ -11,9 +11,7 @@ import type { Dimension } from "./vocabulary.js";
  * and the ceiling) and intersection, all evaluated against the declared sets.
  */
 export type DimensionScope =
-  | { readonly state: "unconstrained" }
-  | { readonly state: "bounded"; readonly values: readonly string[] }
-  | { readonly state: "empty" };
+  { readonly state: "unconstrained" } | { readonly state: "bounded"; readonly values: readonly string[] } | { readonly state: "empty" };
 
 /** A scope over some dimensions; a dimension not listed is unconstrained. */
 export type Scope = { readonly [D in Dimension]?: DimensionScope };
@@ -31,7 +29,8 @@ export interface ScopeUniverse {
  * state (an intersection with nothing in common is empty, §6).
  */
 export function boundedScope(dimension: Dimension, values: readonly string[]): DimensionScope {
-  const canonical = dimension === "path" ? minimalPrefixes(values) : dimension === "branch" ? [...simplifyGlobs(values)] : [...new Set(values)].sort(compareStrings);
+  const canonical =
+    dimension === "path" ? minimalPrefixes(values) : dimension === "branch" ? [...simplifyGlobs(values)] : [...new Set(values)].sort(compareStrings);
   if (canonical.length === 0) return EMPTY;
   return Object.freeze({ state: "bounded", values: Object.freeze(canonical) });
 }
@@ -184,4 +183,3 @@ export function canonicalDimension(scope: DimensionScope): "*" | readonly string
   if (scope.state === "empty") return [];
   return scope.values;
 }
-

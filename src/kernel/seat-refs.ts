@@ -53,7 +53,8 @@ function landingOf(seat: string, ref: string, trunk: string): { readonly hubRef:
   const own = `seat/${seat}/`;
   if (!ref.startsWith(HEADS)) return refuse("push.ref", `${ref} is not a branch; a seat pushes branches only (git push teamd <branch>)`);
   const branch = ref.slice(HEADS.length);
-  if (ref === trunk) return refuse("push.ref", `${branch} is the trunk; it changes only through a gated merge (push to a branch of your own: git push teamd HEAD:${own}<name>)`);
+  if (ref === trunk)
+    return refuse("push.ref", `${branch} is the trunk; it changes only through a gated merge (push to a branch of your own: git push teamd HEAD:${own}<name>)`);
   if (branch.startsWith(own)) return { hubRef: ref };
   if (branch.startsWith("seat/")) return refuse("push.ref", `${branch} belongs to another seat; your branches are ${own}*`);
   return { hubRef: `${HEADS}${own}${branch}` };

@@ -28,7 +28,10 @@ import type { KernelView } from "./view.js";
 export function authorsOf(view: KernelView, effectId: string, act: string): readonly AuthorFact[] | Refusal {
   const authors = view.facts.authors === undefined ? undefined : ownValue(view.facts.authors, effectId);
   if (authors === undefined || authors.length === 0) {
-    return refuse("sod.authorship-unknown", `the author set of the change ${effectId} cannot be established from the ledger, so separation of duties cannot be checked; the ${act} is refused (fail closed)`);
+    return refuse(
+      "sod.authorship-unknown",
+      `the author set of the change ${effectId} cannot be established from the ledger, so separation of duties cannot be checked; the ${act} is refused (fail closed)`,
+    );
   }
   return authors;
 }
@@ -46,20 +49,32 @@ export function checkAuthorInequality(view: KernelView, authors: readonly Author
   for (const a of authors) {
     if (a.seat === actor.name) {
       const others = authors.length > 1 ? ` (one of ${authors.length} authors: ${[...new Set(authors.map((x) => x.seat))].join(", ")})` : "";
-      return refuse("sod.author", `seat ${actor.name} wrote this change${others}, and a seat that wrote a change may not ${act} it (${showMode(review)}); another seat must`);
+      return refuse(
+        "sod.author",
+        `seat ${actor.name} wrote this change${others}, and a seat that wrote a change may not ${act} it (${showMode(review)}); another seat must`,
+      );
     }
   }
   if (!labs || review.mode !== "cross-lab") return undefined;
   if (actor.lab === undefined) {
-    return refuse("lab.binding-missing", `cross-lab review mode: seat ${actor.name} has no owner-signed lab binding, so lab inequality cannot be established; refused, not downgraded`);
+    return refuse(
+      "lab.binding-missing",
+      `cross-lab review mode: seat ${actor.name} has no owner-signed lab binding, so lab inequality cannot be established; refused, not downgraded`,
+    );
   }
   for (const a of authors) {
     const lab = labOf(view, a.seat);
     if (lab === undefined) {
-      return refuse("lab.binding-missing", `cross-lab review mode: author ${a.seat} has no owner-signed lab binding in the policy in force, so lab inequality cannot be established; refused, not downgraded`);
+      return refuse(
+        "lab.binding-missing",
+        `cross-lab review mode: author ${a.seat} has no owner-signed lab binding in the policy in force, so lab inequality cannot be established; refused, not downgraded`,
+      );
     }
     if (lab === actor.lab) {
-      return refuse("lab.same", `cross-lab review mode: author ${a.seat} and seat ${actor.name}, which would ${act} the change, are both in lab ${lab}; a seat from another lab must ${act} it`);
+      return refuse(
+        "lab.same",
+        `cross-lab review mode: author ${a.seat} and seat ${actor.name}, which would ${act} the change, are both in lab ${lab}; a seat from another lab must ${act} it`,
+      );
     }
   }
   return undefined;
@@ -74,14 +89,23 @@ export function checkIndependence(view: KernelView, authors: readonly AuthorFact
   }
   const mine = view.facts.runs === undefined ? undefined : ownValue(view.facts.runs, verifier.name);
   if (mine === undefined) {
-    return refuse("verify.unknown", `the run and home of seat ${verifier.name} are not known, so its independence from the executing seats cannot be established; the ${act} is refused`);
+    return refuse(
+      "verify.unknown",
+      `the run and home of seat ${verifier.name} are not known, so its independence from the executing seats cannot be established; the ${act} is refused`,
+    );
   }
   for (const a of authors) {
     if (a.run === mine.run) {
-      return refuse("verify.independence", `seat ${verifier.name} runs in run ${mine.run}, the run in which seat ${a.seat} executed this change; two identities in one run are not independent`);
+      return refuse(
+        "verify.independence",
+        `seat ${verifier.name} runs in run ${mine.run}, the run in which seat ${a.seat} executed this change; two identities in one run are not independent`,
+      );
     }
     if (a.home === mine.home) {
-      return refuse("verify.independence", `seat ${verifier.name} shares its home ${mine.home} with seat ${a.seat}, which executed this change; a shared home is not independent`);
+      return refuse(
+        "verify.independence",
+        `seat ${verifier.name} shares its home ${mine.home} with seat ${a.seat}, which executed this change; a shared home is not independent`,
+      );
     }
   }
   return undefined;
@@ -92,7 +116,13 @@ export function checkIndependence(view: KernelView, authors: readonly AuthorFact
  * hold a review authority covering the effect, none an author; in cross-lab mode each
  * counted reviewer is lab-bound, in no author's lab, and the count is of distinct labs.
  */
-export function checkReviewFloor(view: KernelView, effectId: string, authors: readonly AuthorFact[], effect: CanonicalEffect, act: string): Refusal | undefined {
+export function checkReviewFloor(
+  view: KernelView,
+  effectId: string,
+  authors: readonly AuthorFact[],
+  effect: CanonicalEffect,
+  act: string,
+): Refusal | undefined {
   const review = view.policy.constraints.review;
   if (review.floor === 0) return undefined;
   const authorSeats = new Set(authors.map((a) => a.seat));
@@ -119,7 +149,9 @@ export function checkReviewFloor(view: KernelView, effectId: string, authors: re
     }
     if (review.mode === "cross-lab") {
       if (seat.lab === undefined || unboundAuthor || authorLabs.has(seat.lab)) {
-        skipped.push(`${r.seat} (${seat.lab === undefined ? "no lab binding" : authorLabs.has(seat.lab) ? `in an author's lab, ${seat.lab}` : "an author has no lab binding"})`);
+        skipped.push(
+          `${r.seat} (${seat.lab === undefined ? "no lab binding" : authorLabs.has(seat.lab) ? `in an author's lab, ${seat.lab}` : "an author has no lab binding"})`,
+        );
         continue;
       }
       counted.add(seat.lab);

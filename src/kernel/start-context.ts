@@ -34,18 +34,37 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
   const before = problems.length;
   const command = Array.isArray(input.command) ? input.command : [];
   if (command.length === 0 || command.some((arg) => typeof arg !== "string") || command[0] === "") {
-    problems.push(problem("teamfile.schema", [...at, "command"], "the start command must be a non-empty list of arguments", "write the argv as a list, e.g. `command: [claude, --model, opus]` (no shell)"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        [...at, "command"],
+        "the start command must be a non-empty list of arguments",
+        "write the argv as a list, e.g. `command: [claude, --model, opus]` (no shell)",
+      ),
+    );
   }
   let workdir = "";
   if (input.workdir !== undefined) {
     const canonical = canonicalPath(String(input.workdir));
     if (canonical.ok) workdir = canonical.path;
-    else problems.push(problem("teamfile.schema", [...at, "workdir"], `workdir: ${canonical.reason}`, "write a directory relative to the repository root (`.` for the root)"));
+    else
+      problems.push(
+        problem("teamfile.schema", [...at, "workdir"], `workdir: ${canonical.reason}`, "write a directory relative to the repository root (`.` for the root)"),
+      );
   }
   // Keyed by names from the file: no prototype, so `__proto__` is a name like any other.
   const env = Object.create(null) as Record<string, string>;
   for (const [name, value] of Object.entries(input.env ?? {})) {
-    if (!ENV_NAME.test(name)) problems.push(problem("teamfile.schema", [...at, "env", name], `'${name}' is not an environment variable name`, "use letters, digits and _, not starting with a digit", "key"));
+    if (!ENV_NAME.test(name))
+      problems.push(
+        problem(
+          "teamfile.schema",
+          [...at, "env", name],
+          `'${name}' is not an environment variable name`,
+          "use letters, digits and _, not starting with a digit",
+          "key",
+        ),
+      );
     else if (typeof value !== "string") problems.push(problem("teamfile.schema", [...at, "env", name], `the value of ${name} must be text`, "quote it"));
     else env[name] = value;
   }
@@ -54,11 +73,25 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
     const canonical = canonicalPath(String(file));
     const where = [...at, "files", index];
     if (!canonical.ok || canonical.path === "") {
-      problems.push(problem("teamfile.schema", where, `start file '${String(file)}': ${canonical.ok ? "the root is a directory" : canonical.reason}`, "name a file relative to the repository root"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          where,
+          `start file '${String(file)}': ${canonical.ok ? "the root is a directory" : canonical.reason}`,
+          "name a file relative to the repository root",
+        ),
+      );
     } else if (canonical.path.toLowerCase().split("/").includes(".git")) {
       problems.push(problem("reserved.object", where, `start file '${file}' is inside .git`, "keep start files in the working tree"));
     } else if (pathCovers(canonical.path, teamFile) || pathCovers(teamFile, canonical.path)) {
-      problems.push(problem("reserved.object", where, `start file '${file}' is the team file`, "the team file is never handed to a seat; name the seat's instruction file instead"));
+      problems.push(
+        problem(
+          "reserved.object",
+          where,
+          `start file '${file}' is the team file`,
+          "the team file is never handed to a seat; name the seat's instruction file instead",
+        ),
+      );
     } else files.add(canonical.path);
   });
   const network = input.network === undefined ? undefined : readEgress(input.network, lab, [...at, "network"], problems);
@@ -96,5 +129,14 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
   const limits = start.limits === undefined ? {} : { limits: canonicalLimits(start.limits) };
   // And containment: only `none` is hashed, so the default keeps every existing seat's hash.
   const containment = start.containment === undefined ? {} : { containment: start.containment };
-  return canonicalJson({ lab: lab ?? null, command: start.command, workdir: showPath(start.workdir), env: start.env, files, ...network, ...limits, ...containment });
+  return canonicalJson({
+    lab: lab ?? null,
+    command: start.command,
+    workdir: showPath(start.workdir),
+    env: start.env,
+    files,
+    ...network,
+    ...limits,
+    ...containment,
+  });
 }

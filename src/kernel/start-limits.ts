@@ -38,7 +38,14 @@ const MAX_CPUS = 1024;
 export function readLimits(value: unknown, at: InputPath, problems: PolicyProblem[]): StartLimits | undefined {
   if (value === "none") return "none";
   if (!isPlainObject(value)) {
-    problems.push(problem("teamfile.schema", at, "limits must be `none` or a map of limits", "write `limits: none`, or `memory:`, `processes:`, `cpus:`, `open-files:` indented under `limits:`"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        at,
+        "limits must be `none` or a map of limits",
+        "write `limits: none`, or `memory:`, `processes:`, `cpus:`, `open-files:` indented under `limits:`",
+      ),
+    );
     return undefined;
   }
   const before = problems.length;
@@ -49,19 +56,46 @@ export function readLimits(value: unknown, at: InputPath, problems: PolicyProble
       problems.push(problem("teamfile.schema", where, `unknown limit '${key}'`, `limits takes: ${KEYS.join(", ")}`, "key"));
     } else if (key === "memory") {
       const bytes = parseBytes(v);
-      if (bytes === undefined) problems.push(problem("teamfile.schema", where, `memory: '${String(v)}' is not a size`, "write a whole number with K, M, G or T (powers of 1024), e.g. `memory: 512M`"));
-      else if (bytes < MIN_MEMORY) problems.push(problem("teamfile.schema", where, `memory: ${String(v)} is below ${MIN_MEMORY / 1024 ** 2}M, too little to start a seat`, "write at least `memory: 16M` (a plain number is bytes)"));
+      if (bytes === undefined)
+        problems.push(
+          problem(
+            "teamfile.schema",
+            where,
+            `memory: '${String(v)}' is not a size`,
+            "write a whole number with K, M, G or T (powers of 1024), e.g. `memory: 512M`",
+          ),
+        );
+      else if (bytes < MIN_MEMORY)
+        problems.push(
+          problem(
+            "teamfile.schema",
+            where,
+            `memory: ${String(v)} is below ${MIN_MEMORY / 1024 ** 2}M, too little to start a seat`,
+            "write at least `memory: 16M` (a plain number is bytes)",
+          ),
+        );
       else out.memoryBytes = bytes;
     } else if (key === "cpus") {
       // A number, or its text: the policy's canonical form (re-read when a signed apply is
       // checked) holds integers only, so it writes CPUs as text (canonicalLimits).
       const n = typeof v === "number" ? v : typeof v === "string" && /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
-      if (!Number.isFinite(n) || n < 0.01 || n > MAX_CPUS) problems.push(problem("teamfile.schema", where, `cpus: '${String(v)}' is not a number of CPUs`, `write a number from 0.01 to ${MAX_CPUS}, e.g. \`cpus: 1.5\``));
+      if (!Number.isFinite(n) || n < 0.01 || n > MAX_CPUS)
+        problems.push(
+          problem("teamfile.schema", where, `cpus: '${String(v)}' is not a number of CPUs`, `write a number from 0.01 to ${MAX_CPUS}, e.g. \`cpus: 1.5\``),
+        );
       else out.cpus = Math.round(n * 100) / 100;
     } else {
       const n = typeof v === "number" ? v : NaN;
       const max = key === "processes" ? MAX_PROCESSES : 1_048_576;
-      if (!Number.isSafeInteger(n) || n < 1 || n > max) problems.push(problem("teamfile.schema", where, `${key}: '${String(v)}' is not a whole number from 1 to ${max}`, `write e.g. \`${key}: ${key === "processes" ? 256 : 1024}\` (no quotes)`));
+      if (!Number.isSafeInteger(n) || n < 1 || n > max)
+        problems.push(
+          problem(
+            "teamfile.schema",
+            where,
+            `${key}: '${String(v)}' is not a whole number from 1 to ${max}`,
+            `write e.g. \`${key}: ${key === "processes" ? 256 : 1024}\` (no quotes)`,
+          ),
+        );
       else if (key === "processes") out.processes = n;
       else out.openFiles = n;
     }
@@ -105,6 +139,12 @@ export function showLimits(limits: StartLimits | undefined): string {
 }
 
 export function showBytes(bytes: number): string {
-  for (const [unit, size] of [["T", 1024 ** 4], ["G", 1024 ** 3], ["M", 1024 ** 2], ["K", 1024]] as const) if (bytes % size === 0) return `${bytes / size}${unit}`;
+  for (const [unit, size] of [
+    ["T", 1024 ** 4],
+    ["G", 1024 ** 3],
+    ["M", 1024 ** 2],
+    ["K", 1024],
+  ] as const)
+    if (bytes % size === 0) return `${bytes / size}${unit}`;
   return String(bytes);
 }

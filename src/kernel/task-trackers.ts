@@ -18,7 +18,14 @@ export function readTaskTrackers(raw: unknown, declared: DeclaredSets, problems:
   if (raw === undefined || raw === null) return undefined;
   const at: InputPath = ["trackers"];
   if (!isPlainObject(raw)) {
-    problems.push(problem("teamfile.schema", at, "trackers must be a map of task resource → tracker name", "write e.g. `trackers: { \"gh:web\": web }`, the tracker configured by the owner in TEAMD_HOME/broker/trackers.json"));
+    problems.push(
+      problem(
+        "teamfile.schema",
+        at,
+        "trackers must be a map of task resource → tracker name",
+        'write e.g. `trackers: { "gh:web": web }`, the tracker configured by the owner in TEAMD_HOME/broker/trackers.json',
+      ),
+    );
     return undefined;
   }
   const out = Object.create(null) as Record<string, string>;
@@ -29,7 +36,14 @@ export function readTaskTrackers(raw: unknown, declared: DeclaredSets, problems:
       continue;
     }
     if (typeof value !== "string" || !TRACKER_NAME.test(value)) {
-      problems.push(problem("teamfile.schema", where, `the tracker of '${task}' must be a tracker name (lower-case letters, digits, '_' and '-', starting with a letter)`, "name a tracker of the owner's configuration; its credential stays there, never in the team file"));
+      problems.push(
+        problem(
+          "teamfile.schema",
+          where,
+          `the tracker of '${task}' must be a tracker name (lower-case letters, digits, '_' and '-', starting with a letter)`,
+          "name a tracker of the owner's configuration; its credential stays there, never in the team file",
+        ),
+      );
       continue;
     }
     out[task] = value;

@@ -50,7 +50,11 @@ function operational(dimensions: readonly Dimension[], required: readonly Dimens
   return Object.freeze({ kind: "operational", dimensions: Object.freeze([...dimensions]), required: Object.freeze([...required]) });
 }
 
-const ADMINISTRATIVE: AdministrativeSpec = Object.freeze({ kind: "administrative", dimensions: Object.freeze([]) as readonly [], required: Object.freeze([]) as readonly [] });
+const ADMINISTRATIVE: AdministrativeSpec = Object.freeze({
+  kind: "administrative",
+  dimensions: Object.freeze([]) as readonly [],
+  required: Object.freeze([]) as readonly [],
+});
 
 const VERSION_1: Vocabulary = Object.freeze({
   version: 1,
@@ -84,9 +88,7 @@ export function resolveVocabulary(version: unknown): Vocabulary | undefined {
 
 /** The spec of a capability name in a vocabulary, or undefined for a name it does not know. */
 export function capabilitySpec(vocabulary: Vocabulary, name: string): CapabilitySpec | undefined {
-  return Object.prototype.hasOwnProperty.call(vocabulary.capabilities, name)
-    ? vocabulary.capabilities[name as Capability]
-    : undefined;
+  return Object.prototype.hasOwnProperty.call(vocabulary.capabilities, name) ? vocabulary.capabilities[name as Capability] : undefined;
 }
 
 export function isOperational(vocabulary: Vocabulary, name: string): name is OperationalCapability {

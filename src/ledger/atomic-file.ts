@@ -73,7 +73,13 @@ export async function removeStaleTemps(dir: string, targetName?: string): Promis
   for (const name of names) {
     if (!name.startsWith(".") || !name.endsWith(TEMP_SUFFIX)) continue;
     if (targetName !== undefined && !name.startsWith(`.${targetName}.`)) continue;
-    if (await unlink(join(dir, name)).then(() => true, () => false)) removed++;
+    if (
+      await unlink(join(dir, name)).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed++;
   }
   return removed;
 }

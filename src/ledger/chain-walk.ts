@@ -30,17 +30,7 @@ import type { StoredRecord, StoredSeal, StoreReader } from "./store.js";
  */
 
 export type FailureCode =
-  | "missing"
-  | "unsealed"
-  | "seal"
-  | "header"
-  | "sealed-hash"
-  | "seq"
-  | "type-column"
-  | "prev-link"
-  | "payload"
-  | "genesis"
-  | "signature";
+  "missing" | "unsealed" | "seal" | "header" | "sealed-hash" | "seq" | "type-column" | "prev-link" | "payload" | "genesis" | "signature";
 
 export interface WalkFailure {
   readonly seq: number;
@@ -104,7 +94,7 @@ export function damageDigest(reader: StoreReader, fromSeq: number, toSeq: number
     hash.update(head);
     if (bytes) hash.update(bytes);
   };
-  for (let cursor = fromSeq; cursor <= toSeq; ) {
+  for (let cursor = fromSeq; cursor <= toSeq;) {
     const page = reader.records(cursor, 512, toSeq);
     if (page.length === 0) break;
     for (const r of page) {
@@ -113,7 +103,7 @@ export function damageDigest(reader: StoreReader, fromSeq: number, toSeq: number
     }
     cursor = (page[page.length - 1] as StoredRecord).seq + 1;
   }
-  for (let cursor = fromSeq; cursor <= toSeq; ) {
+  for (let cursor = fromSeq; cursor <= toSeq;) {
     const page = reader.seals(cursor, 512, toSeq);
     if (page.length === 0) break;
     for (const s of page) frame(s.seq, s.body);
@@ -198,7 +188,8 @@ export async function walkChain(options: WalkOptions): Promise<WalkResult> {
     if (header.type !== row.type) throw new Failure(row.seq, "type-column", `the type column says ${row.type}, the header ${header.type}`);
     if (!bytesEqual(header.prevHash, prevHash)) throw new Failure(row.seq, "prev-link", `record ${row.seq} does not link to record ${row.seq - 1}`);
     if (row.payload === null) throw new Failure(row.seq, "payload", `record ${row.seq} has no payload (archival is not supported yet)`);
-    if (!bytesEqual(sha256(row.payload), header.payloadDigest)) throw new Failure(row.seq, "payload", `the payload of record ${row.seq} does not match its digest`);
+    if (!bytesEqual(sha256(row.payload), header.payloadDigest))
+      throw new Failure(row.seq, "payload", `the payload of record ${row.seq} does not match its digest`);
     // The digest already proves these are the bytes sealed; decode only what is used.
     const needPayload = row.seq === 0 || options.onRecord !== undefined;
     try {

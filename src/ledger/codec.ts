@@ -1,7 +1,6 @@
 import { createHash, hash as oneShotHash, timingSafeEqual } from "node:crypto";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import type {
-  PrincipalSchema} from "../gen/teamd/v1/ledger_pb.js";
+import type { PrincipalSchema } from "../gen/teamd/v1/ledger_pb.js";
 import {
   PayloadType,
   PrincipalKind,

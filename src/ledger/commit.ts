@@ -53,7 +53,11 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     if (state.status === "ready" && !item.reconcilesHead) live.push(i);
     else if (state.status === "blocked" && item.reconcilesHead) live.push(i);
     else if (item.reconcilesHead) results[i] = new LedgerRefusal("ledger.reconcile-stale", "the ledger is not blocked; there is no head to reconcile");
-    else results[i] = state.status === "blocked" ? new LedgerRefusal(state.rule, state.reason) : new LedgerRefusal("ledger.unavailable", state.status === "unavailable" ? state.reason : "");
+    else
+      results[i] =
+        state.status === "blocked"
+          ? new LedgerRefusal(state.rule, state.reason)
+          : new LedgerRefusal("ledger.unavailable", state.status === "unavailable" ? state.reason : "");
   });
   if (live.length === 0) return results;
   const failAll = (status: "unavailable" | "blocked", refusal: Refusal) => {
@@ -130,7 +134,11 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
   if (built.length > 0) {
     const first = built[0] as (typeof built)[number];
     const last = built[built.length - 1] as (typeof built)[number];
-    const seal = makeSeal(ctx.signer, first.row.seq, built.map((b) => b.walked.hash));
+    const seal = makeSeal(
+      ctx.signer,
+      first.row.seq,
+      built.map((b) => b.walked.hash),
+    );
     const rows = built.map((b) => b.row);
     const sealRow = { seq: last.row.seq, body: seal };
     try {
@@ -142,7 +150,11 @@ export async function commitBatch(ctx: CommitContext, items: readonly PendingRec
     }
     // Durable from here: every caller of this batch is answered with its record.
     const head: Head = { seq: last.row.seq, hash: last.walked.hash, timeUnixMs: time };
-    ctx.committed({ seq: last.row.seq, hash: last.walked.hash }, head, built.map((b) => b.walked));
+    ctx.committed(
+      { seq: last.row.seq, hash: last.walked.hash },
+      head,
+      built.map((b) => b.walked),
+    );
     for (const b of built) if (b.index >= 0) results[b.index] = { seq: b.row.seq, hash: b.walked.hash, timeUnixMs: time, replayed: false };
     // The head file is written beside the next batches (head-writer.ts); each caller is
     // answered only once a head naming its record is durable (ledger.ts `commit`).

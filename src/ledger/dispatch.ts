@@ -103,7 +103,15 @@ export interface Dispatcher {
 export function replyOf(state: RequestState, inFlight = false): SubmitReply {
   const status = state.status === "pending" ? "unknown" : state.status;
   const note = state.status === "pending" && !inFlight ? state.note || "no outcome is recorded for this request" : state.note;
-  return { requestId: state.requestId, status, intentSeq: state.intentSeq, outcomeSeq: state.outcomeSeq, note, reply: state.reply, resolution: state.resolution };
+  return {
+    requestId: state.requestId,
+    status,
+    intentSeq: state.intentSeq,
+    outcomeSeq: state.outcomeSeq,
+    note,
+    reply: state.reply,
+    resolution: state.resolution,
+  };
 }
 
 export function createDispatcher(deps: DispatchDeps): Dispatcher {
@@ -112,7 +120,10 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
   async function refuseAndRecord(req: SubmitRequest, unbounded: Refusal): Promise<never> {
     // §15 records refused attempts too; when the store is what failed, it cannot (and says so).
     // What the caller sent (a request id, a target) is bounded in the record (bounded-text.ts).
-    const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, [req.requestId, req.target.name ?? ""], RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
+    const refusal = refuse(
+      unbounded.rule,
+      boundText(boundEchoes(unbounded.reason, [req.requestId, req.target.name ?? ""], RECORD_NAME_BYTES), RECORD_TEXT_BYTES),
+    );
     await deps
       .append({
         type: RecordType.REFUSAL,
@@ -167,7 +178,10 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
           requestId: req.requestId,
           effectId: req.payload?.effectId,
           // A note may echo the seat's input (git's stderr on a ref name): bounded like a reason.
-          detail: { case: "outcome", value: { intentSeq: BigInt(intent.seq), result: code, note: boundText(result.note ?? "", RECORD_TEXT_BYTES), reply: result.reply } },
+          detail: {
+            case: "outcome",
+            value: { intentSeq: BigInt(intent.seq), result: code, note: boundText(result.note ?? "", RECORD_TEXT_BYTES), reply: result.reply },
+          },
         },
       });
     } catch {
@@ -191,24 +205,35 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       if (guarded) return refuseAndRecord(req, guarded);
       const flight = inFlight.get(key);
       if (flight) {
-        if (flight.digest !== digest) return refuseAndRecord(req, refuse("request.replay-mismatch", `request id ${req.requestId} is in flight with another payload`));
+        if (flight.digest !== digest)
+          return refuseAndRecord(req, refuse("request.replay-mismatch", `request id ${req.requestId} is in flight with another payload`));
         return flight.promise;
       }
       const view = deps.view();
       const recorded = view.request(principal, req.requestId);
       if (recorded) {
-        if (recorded.digest !== digest) return refuseAndRecord(req, refuse("request.replay-mismatch", `request id ${req.requestId} was used with another payload (intent ${recorded.intentSeq})`));
+        if (recorded.digest !== digest)
+          return refuseAndRecord(
+            req,
+            refuse("request.replay-mismatch", `request id ${req.requestId} was used with another payload (intent ${recorded.intentSeq})`),
+          );
         return replyOf(recorded);
       }
       const target = targetKey(req.team, req.target);
       const orphan = view.pendingOn(target).find((s) => !inFlight.has(s.key));
       if (orphan) {
-        return refuseAndRecord(req, refuse("ledger.unknown-outcome", `intent ${orphan.intentSeq} on this target has no outcome yet; recovery records it as unknown first`));
+        return refuseAndRecord(
+          req,
+          refuse("ledger.unknown-outcome", `intent ${orphan.intentSeq} on this target has no outcome yet; recovery records it as unknown first`),
+        );
       }
       const unknown = view.unknownOn(target).filter((s) => !s.resolution);
       if (unknown.length > 0) {
         const seqs = unknown.map((s) => s.intentSeq).join(", ");
-        return refuseAndRecord(req, refuse("ledger.unknown-outcome", `the target has an unknown outcome (intent ${seqs}); it waits for a recorded reconciliation`));
+        return refuseAndRecord(
+          req,
+          refuse("ledger.unknown-outcome", `the target has an unknown outcome (intent ${seqs}); it waits for a recorded reconciliation`),
+        );
       }
       const promise = run(req, effect, requestDigest);
       inFlight.set(key, { digest, promise });

@@ -1,11 +1,4 @@
-import {
-  GateResult,
-  OutcomeResult,
-  ReconcileDecision,
-  TargetKind,
-  type RecordHeader,
-  type RecordPayload,
-} from "../gen/teamd/v1/ledger_pb.js";
+import { GateResult, OutcomeResult, ReconcileDecision, TargetKind, type RecordHeader, type RecordPayload } from "../gen/teamd/v1/ledger_pb.js";
 import { decodeHeader, decodePayload, headerHash, principalKey, recordTypeName, toHex, toSafeNumber } from "./codec.js";
 import { describeError } from "./errors.js";
 import type { StoredRecord } from "./store.js";
@@ -66,7 +59,12 @@ function resultOf(payload: RecordPayload): string {
       if (d.value.subject.case === "head") return `accepted ${d.value.subject.value.rule}`;
       if (d.value.subject.case === "outcome") {
         const o = d.value.subject.value;
-        const name = { [ReconcileDecision.ACCEPT_DONE]: "accept-done", [ReconcileDecision.REPEAT]: `repeat as ${o.newRequestId}`, [ReconcileDecision.RESOLVED_DONE]: "resolved-done", [ReconcileDecision.RESOLVED_NOT_DONE]: "resolved-not-done" }[o.decision as 1];
+        const name = {
+          [ReconcileDecision.ACCEPT_DONE]: "accept-done",
+          [ReconcileDecision.REPEAT]: `repeat as ${o.newRequestId}`,
+          [ReconcileDecision.RESOLVED_DONE]: "resolved-done",
+          [ReconcileDecision.RESOLVED_NOT_DONE]: "resolved-not-done",
+        }[o.decision as 1];
         return `${name ?? ""} (intent ${o.intentSeq})`;
       }
       return "";
@@ -84,8 +82,23 @@ export function describeStored(row: StoredRecord): LedgerEntry {
     payload = row.payload ? decodePayload(row.payload) : undefined;
   } catch (error) {
     return {
-      seq: row.seq, hash: toHex(hash), timeUnixMs: 0, type: "undecodable", team: "", actor: "", signer: "", claimedName: "",
-      action: "", target: "", result: "", late: false, effectId: "", intentSeq: 0, header, payload, error: describeError(error),
+      seq: row.seq,
+      hash: toHex(hash),
+      timeUnixMs: 0,
+      type: "undecodable",
+      team: "",
+      actor: "",
+      signer: "",
+      claimedName: "",
+      action: "",
+      target: "",
+      result: "",
+      late: false,
+      effectId: "",
+      intentSeq: 0,
+      header,
+      payload,
+      error: describeError(error),
     };
   }
   return describeRecord(row.seq, hash, header, payload);

@@ -73,7 +73,15 @@ function toFlag(act: CheckedOwnerAct, bytes: Uint8Array): Flag | Refusal {
     if (detail.value.subject === RevocationSubject.UNSPECIFIED || !detail.value.subjectId) {
       return refuse("owner.act-invalid", "a revocation names its subject");
     }
-    return { id: act.id, kind: "revocation", act, bytes, scope: undefined, team: act.proposal.team, subject: `${detail.value.subject}:${detail.value.subjectId}` };
+    return {
+      id: act.id,
+      kind: "revocation",
+      act,
+      bytes,
+      scope: undefined,
+      team: act.proposal.team,
+      subject: `${detail.value.subject}:${detail.value.subjectId}`,
+    };
   }
   return refuse("owner.act-invalid", "a flag is a stop or a revocation");
 }

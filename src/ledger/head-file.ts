@@ -14,9 +14,7 @@ import { makeSignedHead, readSignedHead, type Head } from "./seal.js";
  */
 
 export type HeadRead =
-  | { readonly status: "ok"; readonly head: Head }
-  | { readonly status: "missing" }
-  | { readonly status: "invalid"; readonly reason: string };
+  { readonly status: "ok"; readonly head: Head } | { readonly status: "missing" } | { readonly status: "invalid"; readonly reason: string };
 
 export async function readHeadFile(path: string, daemonKey: PublicKey): Promise<HeadRead> {
   let bytes: Uint8Array;

@@ -22,15 +22,7 @@ export {
   type HeadObservation,
 } from "./owner-act.js";
 export { ownerPublicKey, ownerSign, ownerVerify, generateOwnerSeed } from "./owner-signing.js";
-export {
-  createDaemonSigner,
-  loadDaemonKey,
-  loadOrCreateDaemonKey,
-  publicKeyFromRaw,
-  verifySignature,
-  type DaemonSigner,
-  type PublicKey,
-} from "./keys.js";
+export { createDaemonSigner, loadDaemonKey, loadOrCreateDaemonKey, publicKeyFromRaw, verifySignature, type DaemonSigner, type PublicKey } from "./keys.js";
 export { createFlags, type Flag, type Flags, type FlagRead } from "./flags.js";
 export { verifyLedgerFiles, verifyStore, type VerifyResult, type VerifyProgress } from "./verify.js";
 export { openStore, type StoreReader, type LedgerStore, type StoredRecord } from "./store.js";
@@ -38,7 +30,17 @@ export { ledgerPaths, type LedgerPaths } from "./paths.js";
 export { describeStored, type LedgerEntry } from "./entry.js";
 export type { SubmitRequest, SubmitReply, Effect, EffectResult, TargetInit } from "./dispatch.js";
 export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState, type TeamState } from "./view.js";
-export { createLeaseProjector, leaseDraft, leaseFactOf, leasePayload, leaseRevocationDraft, LEASE_ISSUE_ACTION, LEASE_REVOKE_ACTION, type LeaseFactsOfTeam, type LeaseProjector } from "./lease-records.js";
+export {
+  createLeaseProjector,
+  leaseDraft,
+  leaseFactOf,
+  leasePayload,
+  leaseRevocationDraft,
+  LEASE_ISSUE_ACTION,
+  LEASE_REVOKE_ACTION,
+  type LeaseFactsOfTeam,
+  type LeaseProjector,
+} from "./lease-records.js";
 export { createTrunkProjector, type CommitAuthor, type TrunkQuery, type TrunkFactsView, type TrunkProjector } from "./trunk-facts.js";
 export {
   recordTypeName,

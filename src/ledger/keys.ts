@@ -1,11 +1,4 @@
-import {
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  sign as nodeSign,
-  verify as nodeVerify,
-  type KeyObject,
-} from "node:crypto";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as nodeSign, verify as nodeVerify, type KeyObject } from "node:crypto";
 import { open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { sha256 } from "./codec.js";

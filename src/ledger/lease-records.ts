@@ -80,7 +80,10 @@ export function leaseRevocationDraft(team: string, leaseId: string, reason: stri
 }
 
 /** Read a LEASE record back as the kernel's fact; undefined for a record that does not carry one. */
-export function leaseFactOf(record: { readonly header: Pick<RecordHeader, "type" | "capability" | "timeUnixMs">; readonly payload: RecordPayload }): LeaseFact | undefined {
+export function leaseFactOf(record: {
+  readonly header: Pick<RecordHeader, "type" | "capability" | "timeUnixMs">;
+  readonly payload: RecordPayload;
+}): LeaseFact | undefined {
   const { header, payload } = record;
   if (header.type !== RecordType.LEASE || payload.detail.case !== "lease") return undefined;
   const l = payload.detail.value;

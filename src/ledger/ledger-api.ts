@@ -98,4 +98,3 @@ export interface Ledger {
   integrityCheck(): string[];
   close(): Promise<void>;
 }
-

@@ -92,7 +92,11 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       }
     },
     fail(status, refusal) {
-      setState(status === "blocked" ? { status, rule: refusal.rule, reason: refusal.reason, seq: undefined, observation: observeNow(refusal) } : { status, reason: refusal.reason });
+      setState(
+        status === "blocked"
+          ? { status, rule: refusal.rule, reason: refusal.reason, seq: undefined, observation: observeNow(refusal) }
+          : { status, reason: refusal.reason },
+      );
     },
     writeHead: (head) => heads.request(head),
   };
@@ -126,7 +130,13 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return undefined;
     }
     if (!row) return undefined;
-    return { rule: refusal.rule, tipSeq: BigInt(row.seq), tipHash: headerHash(row.header), headSeq: BigInt(signedHead?.seq ?? 0), headHash: signedHead?.hash ?? new Uint8Array(0) };
+    return {
+      rule: refusal.rule,
+      tipSeq: BigInt(row.seq),
+      tipHash: headerHash(row.header),
+      headSeq: BigInt(signedHead?.seq ?? 0),
+      headHash: signedHead?.hash ?? new Uint8Array(0),
+    };
   }
 
   /** Append as things stand: never reopens (recovery and late flags run inside a reopen). */
@@ -279,9 +289,14 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       if (flag.kind === "stop" && !view.stopCleared(flag.id) && (flag.scope === "machine" || flag.team === team)) stopped ??= flag;
     }
     if (unrecorded && state.status === "ready") void recordPendingFlags();
-    if (stopped) return refuse("stop.active", `the owner stopped ${stopped.scope === "machine" ? "this machine" : `team ${stopped.team}`} (flag ${stopped.id.slice(0, 12)})`);
+    if (stopped)
+      return refuse(
+        "stop.active",
+        `the owner stopped ${stopped.scope === "machine" ? "this machine" : `team ${stopped.team}`} (flag ${stopped.id.slice(0, 12)})`,
+      );
     const recorded = view.activeStops().find((s) => s.scope === "machine" || s.team === team);
-    if (recorded) return refuse("stop.active", `the owner stopped ${recorded.scope === "machine" ? "this machine" : `team ${recorded.team}`} (record ${recorded.seq})`);
+    if (recorded)
+      return refuse("stop.active", `the owner stopped ${recorded.scope === "machine" ? "this machine" : `team ${recorded.team}`} (record ${recorded.seq})`);
     checkStore();
     if (state.status === "unavailable") {
       void maybeReopen().catch(() => undefined);
@@ -329,7 +344,8 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     },
     async append(draft) {
       if (OWNER_ONLY_TYPES.has(draft.type)) throw new Error(`a ${RecordType[draft.type]} record has its own entry point`);
-      if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER) throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
+      if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER)
+        throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
       return enqueue(daemonRecord(draft));
     },
     async appendBatch(drafts) {
@@ -337,7 +353,8 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       if (first === undefined) throw new Error("an empty batch");
       for (const draft of drafts) {
         if (OWNER_ONLY_TYPES.has(draft.type)) throw new Error(`a ${RecordType[draft.type]} record has its own entry point`);
-        if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER) throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
+        if (draft.signer?.kind === PrincipalKind.OWNER || draft.actor.kind === PrincipalKind.OWNER)
+          throw LedgerRefusal.of(refuse("owner.signature", "an owner record needs the owner's signature (appendOwnerAct)"));
       }
       return enqueue({ ...daemonRecord(first), companions: rest.map(daemonRecord) });
     },
@@ -356,7 +373,8 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     observation: () => (state.status === "blocked" ? state.observation : undefined),
     reopen,
     async verify(progress) {
-      if (!store) return { ok: false, seq: undefined, rule: "ledger.unavailable", reason: state.status === "unavailable" ? state.reason : "no store", records: 0 };
+      if (!store)
+        return { ok: false, seq: undefined, rule: "ledger.unavailable", reason: state.status === "unavailable" ? state.reason : "no store", records: 0 };
       try {
         return await verifyStore({ reader: store, headPath: paths.head, daemonKey, ownerKey, progress });
       } catch (error) {

@@ -1,16 +1,6 @@
 import { PrincipalKind, RecordType } from "../gen/teamd/v1/ledger_pb.js";
 import type { RuleId } from "../kernel/rules.js";
-import {
-  bytesEqual,
-  decodeHeader,
-  decodePayload,
-  encodeProposal,
-  headerHash,
-  proposalOf,
-  sha256,
-  signingMessage,
-  toSafeNumber,
-} from "./codec.js";
+import { bytesEqual, decodeHeader, decodePayload, encodeProposal, headerHash, proposalOf, sha256, signingMessage, toSafeNumber } from "./codec.js";
 import { damageDigest, walkChain, type DamageAck, type WalkedRecord, type WalkResult } from "./chain-walk.js";
 import type { HeadRead } from "./head-file.js";
 import { verifySignature, type PublicKey } from "./keys.js";
@@ -69,7 +59,7 @@ export interface CheckOptions {
 /** Owner-signed acceptances of damaged ranges, by the seq each starts at. */
 export function loadDamageAcks(reader: StoreReader, ownerKey: PublicKey): Map<number, DamageAck[]> {
   const acks = new Map<number, DamageAck[]>();
-  for (let cursor = 0; ; ) {
+  for (let cursor = 0; ;) {
     const page = reader.recordsOfType(RecordType.RECONCILE, cursor, 256);
     if (page.length === 0) break;
     for (const row of page) {

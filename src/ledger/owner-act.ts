@@ -1,8 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import type {
-  CapabilityUseSchema,
-  HeadReconciliationSchema} from "../gen/teamd/v1/ledger_pb.js";
+import type { CapabilityUseSchema, HeadReconciliationSchema } from "../gen/teamd/v1/ledger_pb.js";
 import {
   OwnerActSchema,
   PayloadType,
@@ -123,7 +121,8 @@ export function checkOwnerAct(bytes: Uint8Array, ownerKey: PublicKey): CheckedOw
   if (!bytesEqual(sha256(act.payload), proposal.payloadDigest)) return refuse("owner.act-invalid", "the payload does not match the proposal's digest");
   const signature = act.signature;
   const message = signingMessage("proposal", act.proposal);
-  if (!signature || !bytesEqual(signature.keyId, ownerKey.keyId)) return refuse("owner.signature", "the act is not signed with the owner key pinned at genesis");
+  if (!signature || !bytesEqual(signature.keyId, ownerKey.keyId))
+    return refuse("owner.signature", "the act is not signed with the owner key pinned at genesis");
   if (!verifySignature(ownerKey, message, signature.signature)) return refuse("owner.signature", "the owner signature does not verify");
   if (act.coSignature && !verifyKeySignature(act.coSignature, message, ownerKey)) return refuse("owner.signature", "the co-signature does not verify");
   return Object.freeze({
@@ -169,14 +168,9 @@ export function resumeDraft(options: { flagIds: readonly string[]; team?: string
   };
 }
 
-export function revocationDraft(options: {
-  team: string;
-  subject: RevocationSubject;
-  subjectId: string;
-  reason: string;
-  nonce?: Uint8Array;
-}): OwnerActDraft {
-  const kind = options.subject === RevocationSubject.LEASE ? TargetKind.LEASE : options.subject === RevocationSubject.GRANT ? TargetKind.GRANT : TargetKind.SEAT;
+export function revocationDraft(options: { team: string; subject: RevocationSubject; subjectId: string; reason: string; nonce?: Uint8Array }): OwnerActDraft {
+  const kind =
+    options.subject === RevocationSubject.LEASE ? TargetKind.LEASE : options.subject === RevocationSubject.GRANT ? TargetKind.GRANT : TargetKind.SEAT;
   return {
     type: RecordType.REVOCATION,
     team: options.team,

@@ -56,7 +56,8 @@ export function createOwnerActs(deps: OwnerActDeps) {
   function check(bytes: Uint8Array, type: RecordType | undefined): CheckedOwnerAct {
     const act = checkOwnerAct(bytes, deps.ownerKey);
     if (isRefusal(act)) throw LedgerRefusal.of(act);
-    if (type !== undefined && act.proposal.type !== type) throw new LedgerRefusal("owner.act-invalid", `expected a ${RecordType[type]} act, got ${RecordType[act.proposal.type]}`);
+    if (type !== undefined && act.proposal.type !== type)
+      throw new LedgerRefusal("owner.act-invalid", `expected a ${RecordType[type]} act, got ${RecordType[act.proposal.type]}`);
     return act;
   }
 
@@ -91,7 +92,13 @@ export function createOwnerActs(deps: OwnerActDeps) {
       if (prior === undefined) {
         // A stop only a flag holds yet is recorded first; then it can be cleared.
         await deps.recordPendingFlags();
-        const unknown = ids.filter((id) => !deps.view().activeStops().some((s) => s.flagId === id));
+        const unknown = ids.filter(
+          (id) =>
+            !deps
+              .view()
+              .activeStops()
+              .some((s) => s.flagId === id),
+        );
         if (unknown.length > 0) throw new LedgerRefusal("owner.act-invalid", `no active recorded stop ${unknown[0]}`);
       }
       const record = await deps.enqueue(
@@ -115,9 +122,13 @@ export function createOwnerActs(deps: OwnerActDeps) {
       if (subject.case === "head") {
         const state = deps.state();
         if (state.status !== "blocked" || !state.observation) {
-          throw new LedgerRefusal("ledger.reconcile-stale", state.status === "blocked" ? "this block cannot be reconciled (restore a copy)" : "the ledger is not blocked; there is no head to reconcile");
+          throw new LedgerRefusal(
+            "ledger.reconcile-stale",
+            state.status === "blocked" ? "this block cannot be reconciled (restore a copy)" : "the ledger is not blocked; there is no head to reconcile",
+          );
         }
-        if (!sameObservation(subject.value, state.observation)) throw new LedgerRefusal("ledger.reconcile-stale", "the act names another state than the one observed");
+        if (!sameObservation(subject.value, state.observation))
+          throw new LedgerRefusal("ledger.reconcile-stale", "the act names another state than the one observed");
         const record = await deps.enqueue(ownerRecord(act, { reconcilesHead: subject.value }));
         await deps.reopen();
         return record;
@@ -143,7 +154,8 @@ export function createOwnerActs(deps: OwnerActDeps) {
 
     async resolveUnknown(intentSeq: number, done: boolean, note: string): Promise<AppendResult> {
       const state = deps.view().intent(intentSeq);
-      if (!state || state.status !== "unknown" || state.resolution) throw new LedgerRefusal("owner.act-invalid", `intent ${intentSeq} has no unresolved unknown outcome`);
+      if (!state || state.status !== "unknown" || state.resolution)
+        throw new LedgerRefusal("owner.act-invalid", `intent ${intentSeq} has no unresolved unknown outcome`);
       return deps.enqueue({
         ...daemonRecord({
           type: RecordType.RECONCILE,

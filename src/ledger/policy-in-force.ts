@@ -31,7 +31,10 @@ export interface StartableSeat {
 export function readyLedger(ledger: Ledger | undefined): Ledger {
   if (ledger === undefined) throw new RefusalError("ledger.unavailable", "this machine has no ledger yet: run teamd init");
   if (ledger.state.status !== "ready") {
-    throw new RefusalError("ledger.unavailable", `the ledger is ${ledger.state.status} (${ledger.state.reason}); a seat start that cannot be recorded does not happen: run teamd verify / teamd ledger reconcile`);
+    throw new RefusalError(
+      "ledger.unavailable",
+      `the ledger is ${ledger.state.status} (${ledger.state.reason}); a seat start that cannot be recorded does not happen: run teamd verify / teamd ledger reconcile`,
+    );
   }
   return ledger;
 }
@@ -48,7 +51,10 @@ export function policyInForce(ledger: Ledger, team: string): PolicyInForce {
   }
   const inForce = ledger.view.policy(team);
   if (inForce === undefined) {
-    throw new RefusalError("policy.unapplied", `team '${team}' has no applied policy: run teamd apply in its repository (the file on disk is never in force by itself)`);
+    throw new RefusalError(
+      "policy.unapplied",
+      `team '${team}' has no applied policy: run teamd apply in its repository (the file on disk is never in force by itself)`,
+    );
   }
   return ledger.decisionCache.policy(team, inForce.seq, () => loadPolicy(team, inForce));
 }
@@ -62,7 +68,10 @@ function loadPolicy(team: string, inForce: NonNullable<ReturnType<Ledger["view"]
   }
   const loaded = loadTeamFileData(data, { startFileHashes: inForce.startFileHashes });
   if (!loaded.ok) {
-    throw new RefusalError("policy.unapplied", `the policy in force (record ${inForce.seq}) no longer loads: ${loaded.errors[0]?.message ?? "invalid"}; apply the team file again`);
+    throw new RefusalError(
+      "policy.unapplied",
+      `the policy in force (record ${inForce.seq}) no longer loads: ${loaded.errors[0]?.message ?? "invalid"}; apply the team file again`,
+    );
   }
   // Frozen throughout once, here: the kernel's memos are keyed by it (decision-view.ts).
   return { policy: deepFreeze(loaded.policy), seq: inForce.seq, teamFileHash: inForce.teamFileHash, teamFileHashBytes: fromHex(inForce.teamFileHash) };
@@ -79,10 +88,16 @@ export function startableSeat(ledger: Ledger, team: string, seatName: string): S
   const seats = policy.seats;
   const seat = Object.prototype.hasOwnProperty.call(seats, seatName) ? seats[seatName] : undefined;
   if (seat === undefined) {
-    throw new RefusalError("seat.unknown", `seat '${seatName}' is not in team '${team}''s applied policy (seats: ${Object.keys(seats).join(", ") || "none"}); add it to teamd.yaml and run teamd apply`);
+    throw new RefusalError(
+      "seat.unknown",
+      `seat '${seatName}' is not in team '${team}''s applied policy (seats: ${Object.keys(seats).join(", ") || "none"}); add it to teamd.yaml and run teamd apply`,
+    );
   }
   if (seat.start === undefined || seat.contextHash === undefined) {
-    throw new RefusalError("seat.no-start", `seat '${seatName}' of team '${team}' has no start in the applied policy; add start.command to it in teamd.yaml and run teamd apply`);
+    throw new RefusalError(
+      "seat.no-start",
+      `seat '${seatName}' of team '${team}' has no start in the applied policy; add start.command to it in teamd.yaml and run teamd apply`,
+    );
   }
   const registered = ledger.view.team(team);
   const inForce = ledger.view.policy(team);

@@ -1,12 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import {
-  PayloadType,
-  RecordHeaderSchema,
-  RecordPayloadSchema,
-  type KeySignature,
-  type RecordPayload,
-  type RecordType,
-} from "../gen/teamd/v1/ledger_pb.js";
+import { PayloadType, RecordHeaderSchema, RecordPayloadSchema, type KeySignature, type RecordPayload, type RecordType } from "../gen/teamd/v1/ledger_pb.js";
 import type { Refusal } from "../kernel/decision.js";
 import { HEADER_FORMAT, headerHash, ownerPrincipal, sha256, type PrincipalInit } from "./codec.js";
 import type { WalkedRecord } from "./chain-walk.js";

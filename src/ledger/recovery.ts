@@ -26,7 +26,10 @@ export async function recoverIntents(deps: {
   readonly enqueue: (pending: PendingRecord) => Promise<AppendResult>;
   readonly log: (line: string) => void;
 }): Promise<void> {
-  const orphans = deps.view().pendingIntents().filter((s) => !deps.running(s.key));
+  const orphans = deps
+    .view()
+    .pendingIntents()
+    .filter((s) => !deps.running(s.key));
   if (orphans.length === 0) return;
   const items: PendingRecord[] = [];
   for (const state of orphans) {
@@ -60,6 +63,7 @@ export async function recoverIntents(deps: {
   }
   const results = await Promise.allSettled(items.map(deps.enqueue));
   const failed = results.filter((r) => r.status === "rejected");
-  if (failed.length > 0) deps.log(`recovery could not record ${failed.length} unknown outcome(s): ${describeError((failed[0] as PromiseRejectedResult).reason)}`);
+  if (failed.length > 0)
+    deps.log(`recovery could not record ${failed.length} unknown outcome(s): ${describeError((failed[0] as PromiseRejectedResult).reason)}`);
   else deps.log(`recovery recorded ${items.length} unknown outcome(s)`);
 }

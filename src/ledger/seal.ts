@@ -1,11 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import {
-  HeadStatementSchema,
-  SealSchema,
-  SealStatementSchema,
-  SignedHeadSchema,
-  type HeadStatement,
-} from "../gen/teamd/v1/ledger_pb.js";
+import { HeadStatementSchema, SealSchema, SealStatementSchema, SignedHeadSchema, type HeadStatement } from "../gen/teamd/v1/ledger_pb.js";
 import { bytesEqual, signingMessage, toSafeNumber } from "./codec.js";
 import { CodecError } from "./errors.js";
 import { verifySignature, type DaemonSigner, type PublicKey } from "./keys.js";

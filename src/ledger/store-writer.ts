@@ -145,7 +145,11 @@ if (connection !== undefined) serve(connection);
 const sqlitePath = createRequire(import.meta.url).resolve("better-sqlite3");
 
 export async function openStoreWriter(path: string, options: StoreWriterOptions): Promise<StoreWriter> {
-  const { calls, hello } = await startWorkerCalls(WORKER_SOURCE, { sqlite: sqlitePath, path, busyTimeoutMs: Math.max(0, Math.floor(options.busyTimeoutMs ?? 250)) }, "ledger writer");
+  const { calls, hello } = await startWorkerCalls(
+    WORKER_SOURCE,
+    { sqlite: sqlitePath, path, busyTimeoutMs: Math.max(0, Math.floor(options.busyTimeoutMs ?? 250)) },
+    "ledger writer",
+  );
   if (hello.error !== undefined) {
     await calls.close();
     throw new Error(`the ledger writer cannot open the store: ${hello.error}`);

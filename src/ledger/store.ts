@@ -151,15 +151,9 @@ export function openStore(path: string, options: StoreOptions = {}): LedgerStore
   const stmt = {
     tip: db.prepare<[], RecordRow>("SELECT seq, type, header, payload FROM records ORDER BY seq DESC LIMIT 1"),
     record: db.prepare<[number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE seq = ?"),
-    records: db.prepare<[number, number, number], RecordRow>(
-      "SELECT seq, type, header, payload FROM records WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
-    ),
-    ofType: db.prepare<[number, number, number], RecordRow>(
-      "SELECT seq, type, header, payload FROM records WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    ),
-    seals: db.prepare<[number, number, number], { seq: number; body: Buffer }>(
-      "SELECT seq, body FROM seals WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
-    ),
+    records: db.prepare<[number, number, number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"),
+    ofType: db.prepare<[number, number, number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?"),
+    seals: db.prepare<[number, number, number], { seq: number; body: Buffer }>("SELECT seq, body FROM seals WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"),
     count: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM records"),
   };
   const insertRecord = options.readonly ? undefined : db.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)");

@@ -162,12 +162,13 @@ export function createTrunkProjector(): TrunkProjector {
     if (act !== "push") {
       if (effectId !== "") effectOf(t, effectId).intents.set(seq, Object.freeze({ effectId, act, seat }));
       // Consumed from the intent on: a pass an in-flight merge took must not serve another.
-      if (act === "merge") for (const gate of fields.get("consumes") ?? []) {
-        if (gate === "") continue;
-        const holders = t.consumers.get(gate) ?? new Set<number>();
-        holders.add(seq);
-        t.consumers.set(gate, holders);
-      }
+      if (act === "merge")
+        for (const gate of fields.get("consumes") ?? []) {
+          if (gate === "") continue;
+          const holders = t.consumers.get(gate) ?? new Set<number>();
+          holders.add(seq);
+          t.consumers.set(gate, holders);
+        }
     }
     open.set(seq, { seq, team, act, effectId, seat, member, authority: payload.rootGrant, fields, unknown: false });
   }
@@ -200,7 +201,10 @@ export function createTrunkProjector(): TrunkProjector {
       case "gate": {
         const result = one(act.fields, "result");
         if (act.effectId === "" || act.authority === "" || (result !== "pass" && result !== "refuse")) return;
-        effectOf(t, act.effectId).gates.set(act.seq, Object.freeze({ id: String(act.seq), effectId: act.effectId, signer: act.seat, authority: act.authority, result }));
+        effectOf(t, act.effectId).gates.set(
+          act.seq,
+          Object.freeze({ id: String(act.seq), effectId: act.effectId, signer: act.seat, authority: act.authority, result }),
+        );
         return;
       }
       default:
@@ -299,7 +303,10 @@ export function createTrunkProjector(): TrunkProjector {
           {
             authors: byKey(t.authors),
             effects: byKey(
-              [...t.effects].map(([id, e]) => [id, { intents: bySeq(e.intents), outcomes: bySeq(e.outcomes), gates: bySeq(e.gates), reviews: bySeq(e.reviews) }] as [string, unknown]),
+              [...t.effects].map(
+                ([id, e]) =>
+                  [id, { intents: bySeq(e.intents), outcomes: bySeq(e.outcomes), gates: bySeq(e.gates), reviews: bySeq(e.reviews) }] as [string, unknown],
+              ),
             ),
             consumers: byKey([...t.consumers].map(([id, s]) => [id, [...s].sort((a, b) => a - b)] as [string, number[]])),
             open: [...open.values()]

@@ -1,12 +1,4 @@
-import {
-  GateResult,
-  OutcomeResult,
-  PrincipalKind,
-  ReconcileDecision,
-  RecordType,
-  StopScope,
-  type ArtifactIdentity,
-} from "../gen/teamd/v1/ledger_pb.js";
+import { GateResult, OutcomeResult, PrincipalKind, ReconcileDecision, RecordType, StopScope, type ArtifactIdentity } from "../gen/teamd/v1/ledger_pb.js";
 import { encodeProposal, principalKey, proposalOf, sha256, toHex, toSafeNumber } from "./codec.js";
 import type { WalkedRecord } from "./chain-walk.js";
 import { createTrunkProjector, type TrunkFactsView } from "./trunk-facts.js";
@@ -211,7 +203,10 @@ export function createView(): ViewProjector {
       case RecordType.POLICY:
         if (detail.case === "policy") {
           const p = detail.value;
-          policies.set(team, Object.freeze({ seq, teamFileHash: toHex(p.teamFileHash), canonical: p.canonical, startFileHashes: Object.freeze({ ...p.startFileHashes }) }));
+          policies.set(
+            team,
+            Object.freeze({ seq, teamFileHash: toHex(p.teamFileHash), canonical: p.canonical, startFileHashes: Object.freeze({ ...p.startFileHashes }) }),
+          );
         }
         break;
       case RecordType.TEAM:
@@ -220,10 +215,17 @@ export function createView(): ViewProjector {
       case RecordType.LEASE:
         if (detail.case === "lease") {
           const l = detail.value;
-          leases.set(l.leaseId, Object.freeze({
-            seq, leaseId: l.leaseId, parent: l.parentLeaseId, rootGrant: l.rootGrant,
-            expiresUnixMs: toSafeNumber(l.expiresUnixMs, "lease expiry"), holder: principalKey(l.holder),
-          }));
+          leases.set(
+            l.leaseId,
+            Object.freeze({
+              seq,
+              leaseId: l.leaseId,
+              parent: l.parentLeaseId,
+              rootGrant: l.rootGrant,
+              expiresUnixMs: toSafeNumber(l.expiresUnixMs, "lease expiry"),
+              holder: principalKey(l.holder),
+            }),
+          );
         }
         break;
       case RecordType.REVOCATION:
@@ -233,27 +235,47 @@ export function createView(): ViewProjector {
         if (detail.case === "stop") {
           const flagId = header.flag?.flagId || `seq:${seq}`;
           if (!clearedStops.has(flagId)) {
-            stops.set(flagId, Object.freeze({
-              seq, flagId, scope: detail.value.scope === StopScope.MACHINE ? "machine" : "team",
-              team: detail.value.team, late: header.flag?.late ?? false,
-            }));
+            stops.set(
+              flagId,
+              Object.freeze({
+                seq,
+                flagId,
+                scope: detail.value.scope === StopScope.MACHINE ? "machine" : "team",
+                team: detail.value.team,
+                late: header.flag?.late ?? false,
+              }),
+            );
           }
         }
         break;
       case RecordType.RESUME:
-        if (detail.case === "resume") for (const id of detail.value.flagIds) {
-          stops.delete(id);
-          clearedStops.add(id);
-        }
+        if (detail.case === "resume")
+          for (const id of detail.value.flagIds) {
+            stops.delete(id);
+            clearedStops.add(id);
+          }
         break;
       case RecordType.INTENT: {
         const principal = principalKey(header.actor);
         const key = requestKey(principal, payload.requestId);
-        requests.set(key, Object.freeze({
-          key, principal, requestId: payload.requestId, digest: toHex(payload.requestDigest), team,
-          target: targetKey(team, payload.target), intentSeq: seq, effectId: toHex(payload.effectId),
-          status: "pending", outcomeSeq: undefined, note: "", reply: new Uint8Array(0), resolution: undefined,
-        } satisfies RequestState));
+        requests.set(
+          key,
+          Object.freeze({
+            key,
+            principal,
+            requestId: payload.requestId,
+            digest: toHex(payload.requestDigest),
+            team,
+            target: targetKey(team, payload.target),
+            intentSeq: seq,
+            effectId: toHex(payload.effectId),
+            status: "pending",
+            outcomeSeq: undefined,
+            note: "",
+            reply: new Uint8Array(0),
+            resolution: undefined,
+          } satisfies RequestState),
+        );
         intents.set(seq, key);
         pending.add(seq);
         const onTarget = pendingByTarget.get(targetKey(team, payload.target)) ?? new Set<number>();

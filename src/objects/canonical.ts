@@ -9,8 +9,7 @@ import { isAbsolute } from "node:path";
  * here folds more broadly.
  */
 export type CanonicalResult =
-  | { readonly ok: true; readonly path: string; readonly exists: boolean }
-  | { readonly ok: false; readonly rule: "object.identity"; readonly reason: string };
+  { readonly ok: true; readonly path: string; readonly exists: boolean } | { readonly ok: false; readonly rule: "object.identity"; readonly reason: string };
 
 export interface CanonicalizeOptions {
   /**

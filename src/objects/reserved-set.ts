@@ -33,8 +33,7 @@ export interface ReservedSet {
 }
 
 export type ReservedSetResult =
-  | { readonly ok: true; readonly set: ReservedSet }
-  | { readonly ok: false; readonly rule: "object.identity"; readonly reason: string };
+  { readonly ok: true; readonly set: ReservedSet } | { readonly ok: false; readonly rule: "object.identity"; readonly reason: string };
 
 export interface BuildReservedSetOptions {
   /** Most entries walked inside reserved folders in all; beyond it the set is incomplete. */

@@ -63,4 +63,8 @@ export const CONTROL_SERVER_OPTIONS: ChannelOptions = Object.freeze({ ...COMMON,
 export const SERVER_CHANNEL_OPTIONS: ChannelOptions = SEAT_SERVER_OPTIONS;
 
 /** Clients read replies up to 16 MiB (a fetch streams its pack in chunks well below it). */
-export const CLIENT_CHANNEL_OPTIONS: ChannelOptions = Object.freeze({ ...COMMON, "grpc.max_receive_message_length": 16 * 1024 * 1024, "grpc.enable_retries": 0 });
+export const CLIENT_CHANNEL_OPTIONS: ChannelOptions = Object.freeze({
+  ...COMMON,
+  "grpc.max_receive_message_length": 16 * 1024 * 1024,
+  "grpc.enable_retries": 0,
+});

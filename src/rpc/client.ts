@@ -54,11 +54,18 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     if (method.methodKind === "client_streaming") {
       methods[method.localName] = (inits: AsyncIterable<unknown>) =>
         new Promise((resolve, reject) => {
-          const stream = client.makeClientStreamRequest(path, serialize, deserialize, metadata(), { deadline: Date.now() + streamDeadlineMs }, (error, reply) => {
-            if (error) reject(fromServiceError(error, socketPath));
-            else if (reply === undefined) reject(new DaemonUnavailableError(socketPath, "empty reply"));
-            else resolve(reply);
-          });
+          const stream = client.makeClientStreamRequest(
+            path,
+            serialize,
+            deserialize,
+            metadata(),
+            { deadline: Date.now() + streamDeadlineMs },
+            (error, reply) => {
+              if (error) reject(fromServiceError(error, socketPath));
+              else if (reply === undefined) reject(new DaemonUnavailableError(socketPath, "empty reply"));
+              else resolve(reply);
+            },
+          );
           const send = async () => {
             for await (const init of inits) {
               if (!stream.write(create(method.input, init as never))) await once(stream, "drain");

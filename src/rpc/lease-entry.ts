@@ -1,13 +1,23 @@
 import { create } from "@bufbuild/protobuf";
 import { LeaseEntrySchema, type LeaseEntry } from "../gen/teamd/v1/shim_pb.js";
-import { canonicalJson, deepFreeze, formatScope, leaseLiveness, type Capability, type CanonicalValue, type KernelView, type LeaseFact } from "../kernel/index.js";
+import {
+  canonicalJson,
+  deepFreeze,
+  formatScope,
+  leaseLiveness,
+  type Capability,
+  type CanonicalValue,
+  type KernelView,
+  type LeaseFact,
+} from "../kernel/index.js";
 
 /** One lease as a seat or the owner reads it, with its liveness walked at `now`. */
 export function leaseEntry(view: KernelView, lease: LeaseFact, now: number): LeaseEntry {
   const walked = leaseLiveness(view, lease.id, now);
   const caps = view.policy.vocabulary.capabilities;
   const spec = Object.prototype.hasOwnProperty.call(caps, lease.capability) ? caps[lease.capability as Capability] : undefined;
-  const scope = walked.authority !== undefined && spec?.kind === "operational" ? formatScope(walked.authority.scope, spec.dimensions) : JSON.stringify(lease.scope);
+  const scope =
+    walked.authority !== undefined && spec?.kind === "operational" ? formatScope(walked.authority.scope, spec.dimensions) : JSON.stringify(lease.scope);
   return create(LeaseEntrySchema, {
     leaseId: lease.id,
     parent: lease.parent ?? "",

@@ -4,7 +4,10 @@ import type { LeaseEntry } from "../gen/teamd/v1/shim_pb.js";
  * How a lease (§7) reads on the command line, the same for the owner (`teamd lease list`) and
  * a seat (`teamd-shim lease …`, `whoami`): one JSON shape for scripts and one line for people.
  */
-export type LeaseFields = Pick<LeaseEntry, "leaseId" | "parent" | "rootGrant" | "issuer" | "holder" | "capability" | "scope" | "issuedUnixMs" | "expiresUnixMs" | "live" | "deadRule" | "deadReason">;
+export type LeaseFields = Pick<
+  LeaseEntry,
+  "leaseId" | "parent" | "rootGrant" | "issuer" | "holder" | "capability" | "scope" | "issuedUnixMs" | "expiresUnixMs" | "live" | "deadRule" | "deadReason"
+>;
 
 export function leaseJson(l: LeaseFields) {
   return {

@@ -281,9 +281,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         listener = net;
       } else {
         await new Promise<void>((resolve, reject) => {
-          server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) =>
-            error ? reject(error) : resolve(),
-          );
+          server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
         });
       }
       listening = true;

@@ -26,24 +26,26 @@ type OutInit<M> = MessageInitShape<OutputOf<M>>;
  * server streaming yields messages; client streaming reads messages and answers one;
  * bidirectional streaming reads messages and yields messages, each at its own pace.
  */
-type Handler<M> = KindOf<M> extends "bidi_streaming"
-  ? (requests: AsyncIterable<In<M>>, context: CallContext) => AsyncIterable<OutInit<M>>
-  : KindOf<M> extends "server_streaming"
-  ? (request: In<M>, context: CallContext) => AsyncIterable<OutInit<M>>
-  : KindOf<M> extends "client_streaming"
-    ? (requests: AsyncIterable<In<M>>, context: CallContext) => Promise<OutInit<M>>
-    : (request: In<M>, context: CallContext) => Promise<OutInit<M>>;
+type Handler<M> =
+  KindOf<M> extends "bidi_streaming"
+    ? (requests: AsyncIterable<In<M>>, context: CallContext) => AsyncIterable<OutInit<M>>
+    : KindOf<M> extends "server_streaming"
+      ? (request: In<M>, context: CallContext) => AsyncIterable<OutInit<M>>
+      : KindOf<M> extends "client_streaming"
+        ? (requests: AsyncIterable<In<M>>, context: CallContext) => Promise<OutInit<M>>
+        : (request: In<M>, context: CallContext) => Promise<OutInit<M>>;
 
 /** Handlers for every method of a service, typed from its descriptor. */
 export type ServiceImpl<S> = { [K in keyof MethodsOf<S>]: Handler<MethodsOf<S>[K]> };
 
-type Call<M> = KindOf<M> extends "bidi_streaming"
-  ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => AsyncIterable<MessageShape<OutputOf<M>>>
-  : KindOf<M> extends "server_streaming"
-  ? (request?: MessageInitShape<InputOf<M>>) => AsyncIterable<MessageShape<OutputOf<M>>>
-  : KindOf<M> extends "client_streaming"
-    ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => Promise<MessageShape<OutputOf<M>>>
-    : (request?: MessageInitShape<InputOf<M>>) => Promise<MessageShape<OutputOf<M>>>;
+type Call<M> =
+  KindOf<M> extends "bidi_streaming"
+    ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => AsyncIterable<MessageShape<OutputOf<M>>>
+    : KindOf<M> extends "server_streaming"
+      ? (request?: MessageInitShape<InputOf<M>>) => AsyncIterable<MessageShape<OutputOf<M>>>
+      : KindOf<M> extends "client_streaming"
+        ? (requests: AsyncIterable<MessageInitShape<InputOf<M>>>) => Promise<MessageShape<OutputOf<M>>>
+        : (request?: MessageInitShape<InputOf<M>>) => Promise<MessageShape<OutputOf<M>>>;
 
 /** A client for every method of a service, typed from its descriptor. */
 export type ServiceClient<S> = { [K in keyof MethodsOf<S>]: Call<MethodsOf<S>[K]> };

@@ -29,9 +29,7 @@ export const REQUIRED_FEATURES = Object.freeze([
 
 /** Which required flags `bwrap --help` does not list (pure: the help text comes in as data). */
 export function missingFeatures(helpText: string): string[] {
-  return REQUIRED_FEATURES.filter(({ flag }) => !new RegExp(`^\\s*${flag}\\b`, "m").test(helpText)).map(
-    ({ flag, since }) => `${flag} (bubblewrap ${since})`,
-  );
+  return REQUIRED_FEATURES.filter(({ flag }) => !new RegExp(`^\\s*${flag}\\b`, "m").test(helpText)).map(({ flag, since }) => `${flag} (bubblewrap ${since})`);
 }
 
 export interface BwrapArgsOptions {
@@ -57,19 +55,14 @@ export const ISOLATION: readonly string[] = Object.freeze([
   "--assert-userns-disabled",
   "--die-with-parent",
   "--new-session",
-  "--cap-drop", "ALL",
+  "--cap-drop",
+  "ALL",
 ]);
 
 export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options: BwrapArgsOptions = {}): Checked<string[]> {
   if (command.length === 0 || (command[0] ?? "").length === 0) return refuse("no command to run in the seat");
   if (command.some((arg) => arg.includes("\u0000"))) return refuse("a command argument contains a NUL byte");
-  const args: string[] = [
-    ...ISOLATION,
-    "--hostname", plan.hostname,
-    "--uid", String(plan.uid),
-    "--gid", String(plan.gid),
-    "--clearenv",
-  ];
+  const args: string[] = [...ISOLATION, "--hostname", plan.hostname, "--uid", String(plan.uid), "--gid", String(plan.gid), "--clearenv"];
   for (const [name, value] of Object.entries(plan.env)) args.push("--setenv", name, value);
   for (const op of plan.mounts) args.push(...mountArgs(op));
   // A seat with egress runs every command under its egress launcher (src/sandbox/plan-egress.ts).

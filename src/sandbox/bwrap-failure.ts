@@ -19,7 +19,10 @@ const USERNS_FIX =
   "inside a container, run it with user namespaces allowed (e.g. docker --security-opt seccomp=unconfined, or podman)";
 
 export function classifyBwrapFailure(stderr: string): BwrapFailure {
-  const lines = stderr.split("\n").map((line) => line.trim()).filter((line) => line.startsWith("bwrap:"));
+  const lines = stderr
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith("bwrap:"));
   const line = lines[lines.length - 1] ?? stderr.trim().split("\n").slice(-1)[0] ?? "";
   const message = line.replace(/^bwrap:\s*/, "") || "no message";
   if (/namespace|uid map|gid map|setgroups|unshare/i.test(message) && !/execvp/.test(message)) {
@@ -53,7 +56,11 @@ export function classifyBwrapFailure(stderr: string): BwrapFailure {
   if (/^Can't |^Failed to |mount/i.test(message)) {
     return {
       kind: "mount",
-      refusal: refuseContainment("containment.failed", `bubblewrap could not build the seat's root: ${message}`, "check the path it names; `teamd doctor` probes the host"),
+      refusal: refuseContainment(
+        "containment.failed",
+        `bubblewrap could not build the seat's root: ${message}`,
+        "check the path it names; `teamd doctor` probes the host",
+      ),
     };
   }
   return {

@@ -16,14 +16,23 @@ export async function readCgroupFacts(): Promise<CgroupFacts> {
   const self = parseSelfCgroup(await readFile("/proc/self/cgroup", "utf8").catch(() => ""));
   const v2 = mounts.find((m) => m.type === "cgroup2");
   const v2Own = v2 === undefined ? undefined : self["0"];
-  const v2Controllers = v2 === undefined || v2Own === undefined ? [] : (await readFile(`${v2.path}${v2Own === "/" ? "" : v2Own}/cgroup.controllers`, "utf8").catch(() => "")).trim().split(/\s+/).filter(Boolean);
+  const v2Controllers =
+    v2 === undefined || v2Own === undefined
+      ? []
+      : (await readFile(`${v2.path}${v2Own === "/" ? "" : v2Own}/cgroup.controllers`, "utf8").catch(() => "")).trim().split(/\s+/).filter(Boolean);
   const writable: string[] = [];
   for (const mount of mounts) {
     const own = mount.type === "cgroup2" ? self["0"] : self[[...mount.controllers].sort().join(",")];
     if (own === undefined) continue;
     // Writable: teamd may make a child under its own cgroup here (root, or a delegated subtree).
     const dir = `${mount.path}${own === "/" ? "" : own}`;
-    if (await access(dir, fsConstants.W_OK).then(() => true, () => false)) writable.push(mount.path);
+    if (
+      await access(dir, fsConstants.W_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      writable.push(mount.path);
   }
   return { mounts, self, v2Controllers, writable };
 }
@@ -63,7 +72,8 @@ export async function createSeatCgroup(plan: CgroupPlan): Promise<SeatCgroup> {
         await mkdir(dir);
         made.push(dir);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || plan.leaves.includes(dir)) throw new Error(`cannot create the cgroup ${dir}: ${(error as Error).message}`);
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || plan.leaves.includes(dir))
+          throw new Error(`cannot create the cgroup ${dir}: ${(error as Error).message}`);
       }
     }
     for (const w of plan.writes) {

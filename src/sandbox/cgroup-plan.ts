@@ -87,7 +87,22 @@ export function parseCgroupMounts(text: string): CgroupMount[] {
     const decoded = path.replace(/\\(\d{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
     if (type === "cgroup2") out.push({ type, path: decoded, controllers: [] });
     else if (type === "cgroup") {
-      const known = ["memory", "pids", "cpu", "cpuacct", "cpuset", "freezer", "devices", "blkio", "net_cls", "net_prio", "perf_event", "hugetlb", "rdma", "misc"];
+      const known = [
+        "memory",
+        "pids",
+        "cpu",
+        "cpuacct",
+        "cpuset",
+        "freezer",
+        "devices",
+        "blkio",
+        "net_cls",
+        "net_prio",
+        "perf_event",
+        "hugetlb",
+        "rdma",
+        "misc",
+      ];
       out.push({ type, path: decoded, controllers: options.split(",").filter((o) => known.includes(o)) });
     }
   }
@@ -240,13 +255,26 @@ export function planCgroups(facts: CgroupFacts, name: SeatCgroupName, limits: Li
     if (useful.includes("cpuacct")) meter.cpu ??= { file: join(dirs.leaf, "cpuacct.usage"), kind: "v1-cpuacct.usage" };
   }
   if (leaves.length === 0) {
-    return { kind: "none", reason: facts.mounts.length === 0 ? "no cgroup hierarchy is mounted" : "teamd may not create cgroups here (not root, and no delegated cgroup subtree)" };
+    return {
+      kind: "none",
+      reason: facts.mounts.length === 0 ? "no cgroup hierarchy is mounted" : "teamd may not create cgroups here (not root, and no delegated cgroup subtree)",
+    };
   }
   if (v1Limits.length > 0) summary.push(`v1 (${v1Limits.join(", ")})`);
   else if (!v2Usable) summary.push("v1 (metering only)");
   return {
     kind: "cgroup",
-    plan: { mkdir: [...new Set(mkdir)], leaves, writes, procs, ...(kill !== undefined ? { kill } : {}), ...(freeze !== undefined ? { freeze } : {}), meter, byCgroup: [...new Set(byCgroup)], summary: summary.join(", ") },
+    plan: {
+      mkdir: [...new Set(mkdir)],
+      leaves,
+      writes,
+      procs,
+      ...(kill !== undefined ? { kill } : {}),
+      ...(freeze !== undefined ? { freeze } : {}),
+      meter,
+      byCgroup: [...new Set(byCgroup)],
+      summary: summary.join(", "),
+    },
   };
 }
 

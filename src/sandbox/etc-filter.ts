@@ -51,9 +51,7 @@ export function etcMounts(
     if (!listed.includes(entry.name)) {
       return undecidable(`${path} holds entries that must be left out (${patterns.join(", ")}) but its children were not listed`);
     }
-    const children = entries
-      .filter((child) => child.name.startsWith(`${entry.name}/`))
-      .sort((a, b) => cmp(a.name, b.name));
+    const children = entries.filter((child) => child.name.startsWith(`${entry.name}/`)).sort((a, b) => cmp(a.name, b.name));
     for (const child of children) {
       const name = child.name.slice(entry.name.length + 1);
       if (patterns.some((pattern) => matchesName(pattern, name))) continue;

@@ -55,7 +55,18 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
   if (!socketId.ok || socketId.info.kind !== "socket") {
     return fail(`the seat socket ${socket.path} is not a unix socket`, "open the seat's socket before planning its sandbox");
   }
-  return { ok: true, value: { system, etc, etcListed, node: node.path, shimBundle, ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}), seatSocket: { path: socket.path, id: socketId.info.id } } };
+  return {
+    ok: true,
+    value: {
+      system,
+      etc,
+      etcListed,
+      node: node.path,
+      shimBundle,
+      ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}),
+      seatSocket: { path: socket.path, id: socketId.info.id },
+    },
+  };
 }
 
 /**

@@ -25,7 +25,13 @@ export interface Chain {
   readonly limits: SeatProcess["limits"];
 }
 
-export async function launchChain(plan: SandboxPlan, io: SeatIo | undefined, cgroup: CgroupPlacement | undefined, spawnIds: { uid?: number; gid?: number }, options: ChainOptions): Promise<{ ok: true; chain: Chain } | { ok: false; refusal: ContainmentRefusal }> {
+export async function launchChain(
+  plan: SandboxPlan,
+  io: SeatIo | undefined,
+  cgroup: CgroupPlacement | undefined,
+  spawnIds: { uid?: number; gid?: number },
+  options: ChainOptions,
+): Promise<{ ok: true; chain: Chain } | { ok: false; refusal: ContainmentRefusal }> {
   const prlimit = options.prlimit ?? "/usr/bin/prlimit";
   // What the seat's cgroup applies gets no rlimit; what neither can apply stops the seat.
   const prefix = rlimitPrefix(plan.limits, prlimit, cgroup?.byCgroup);
@@ -37,17 +43,29 @@ export async function launchChain(plan: SandboxPlan, io: SeatIo | undefined, cgr
     );
   }
   if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
-    return refused("containment.limit", `the seat asks for limits and ${prlimit} (util-linux) is missing`, "install util-linux, or set `limits: none` in the team file");
+    return refused(
+      "containment.limit",
+      `the seat asks for limits and ${prlimit} (util-linux) is missing`,
+      "install util-linux, or set `limits: none` in the team file",
+    );
   }
   if (!(await isExecutable(BASH))) {
-    return refused("containment.unavailable", `${BASH} is missing; teamd needs it to close the fds it inherited before a seat starts (src/sandbox/close-fds.ts)`, "install bash");
+    return refused(
+      "containment.unavailable",
+      `${BASH} is missing; teamd needs it to close the fds it inherited before a seat starts (src/sandbox/close-fds.ts)`,
+      "install bash",
+    );
   }
   let asUser: string[] = [];
   if (io?.kind === "pty" && spawnIds.uid !== undefined) {
     const setpriv = options.setpriv ?? "/usr/bin/setpriv";
     asUser = [setpriv, `--reuid=${spawnIds.uid}`, `--regid=${spawnIds.gid}`, "--clear-groups", "--"];
     if (!(await isExecutable(setpriv))) {
-      return refused("containment.unavailable", `a seat in a pty as uid ${spawnIds.uid} needs ${setpriv} (util-linux) to drop root's groups, and it is missing`, "install util-linux");
+      return refused(
+        "containment.unavailable",
+        `a seat in a pty as uid ${spawnIds.uid} needs ${setpriv} (util-linux) to drop root's groups, and it is missing`,
+        "install util-linux",
+      );
     }
   }
   const notes = cgroup === undefined ? prefix.notes : [`cgroup ${cgroup.summary}`, ...prefix.notes];
@@ -60,7 +78,13 @@ export async function launchChain(plan: SandboxPlan, io: SeatIo | undefined, cgr
  * (in a pty and with pipes alike).
  */
 export function explainNproc(result: LaunchResult, plan: SandboxPlan, cgroup: CgroupPlacement | undefined): LaunchResult {
-  if (!result.ok && plan.limits !== "none" && plan.limits.processes !== undefined && !cgroup?.byCgroup.has("processes") && /Resource temporarily unavailable/.test(result.refusal.reason)) {
+  if (
+    !result.ok &&
+    plan.limits !== "none" &&
+    plan.limits.processes !== undefined &&
+    !cgroup?.byCgroup.has("processes") &&
+    /Resource temporarily unavailable/.test(result.refusal.reason)
+  ) {
     return refused(
       "containment.limit",
       `the seat could not be started under its processes limit (${plan.limits.processes}): without a cgroup it is RLIMIT_NPROC, which counts every process and thread uid ${plan.uid} already runs on the host (${result.refusal.reason})`,

@@ -44,7 +44,11 @@ export const UNCONTAINED_PROTOCOL: LaunchProtocol = {
   exitFrom: "process",
   failure: (sniffed) => {
     const line = sniffed.trim().split("\n").slice(-1)[0]?.trim() ?? "";
-    return refuseContainment("containment.failed", `the uncontained seat did not start${line ? `: ${line}` : ""}`, "check the seat's command, its user and the launch wrapper's tools (bash, setpriv, prlimit)");
+    return refuseContainment(
+      "containment.failed",
+      `the uncontained seat did not start${line ? `: ${line}` : ""}`,
+      "check the seat's command, its user and the launch wrapper's tools (bash, setpriv, prlimit)",
+    );
   },
   kill: (initPid) => void killProcessTree(initPid),
 };

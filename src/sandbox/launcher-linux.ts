@@ -90,7 +90,11 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const result = await run(bwrap.bwrap, args, 10_000, ids.spawn);
     if (result.code !== 0) return { ok: false, refusal: classifyBwrapFailure(result.stderr).refusal };
     const details = [`bubblewrap: ${bwrap.bwrap}`, `user namespaces: available${user ? ` to uid ${user.uid}` : ""}`];
-    details.push((await isExecutable(options.prlimit ?? "/usr/bin/prlimit")) ? "rlimits: prlimit present (open files; memory and processes where the seat has no cgroup)" : "rlimits: prlimit missing");
+    details.push(
+      (await isExecutable(options.prlimit ?? "/usr/bin/prlimit"))
+        ? "rlimits: prlimit present (open files; memory and processes where the seat has no cgroup)"
+        : "rlimits: prlimit missing",
+    );
     return { ok: true, details };
   }
 
@@ -103,7 +107,11 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     for (const source of plan.sources) {
       const stats = await lstat(source).catch(() => undefined);
       if (stats === undefined) {
-        return refused("containment.failed", `the bind source ${source} does not exist`, `create ${source}, or plan the seat again (the plan is older than the host)`);
+        return refused(
+          "containment.failed",
+          `the bind source ${source} does not exist`,
+          `create ${source}, or plan the seat again (the plan is older than the host)`,
+        );
       }
       if (source === plan.socket.host && !stats.isSocket()) {
         return refused("containment.failed", `the seat socket ${source} is not a unix socket`, "open the seat's socket before launching it");
@@ -112,21 +120,48 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const pty = request.io?.kind === "pty" ? request.io : undefined;
     const { cgroup } = request;
     // With a cgroup, bwrap waits on a block fd after it reports the init, until the init is placed.
-    const args = bwrapArgs(plan, request.command, { statusFd: pty ? PTY_STATUS_FD : STATUS_FD, ...(cgroup !== undefined ? { blockFd: pty ? PTY_BLOCK_FD : BLOCK_FD } : {}) });
+    const args = bwrapArgs(plan, request.command, {
+      statusFd: pty ? PTY_STATUS_FD : STATUS_FD,
+      ...(cgroup !== undefined ? { blockFd: pty ? PTY_BLOCK_FD : BLOCK_FD } : {}),
+    });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
     const chained = await launchChain(plan, request.io, cgroup, ids.spawn, options);
     if (!chained.ok) return chained;
     const { chain } = chained;
     if (pty) {
       const argv = [...chain.asUser, ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
-      return explainNproc(await launchInPty({ argv, cols: pty.cols, rows: pty.rows, startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, limits: chain.limits, ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}) }), plan, cgroup);
+      return explainNproc(
+        await launchInPty({
+          argv,
+          cols: pty.cols,
+          rows: pty.rows,
+          startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+          limits: chain.limits,
+          ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}),
+        }),
+        plan,
+        cgroup,
+      );
     }
     // The closer keeps the status fd and, with a cgroup, the block fd after it.
-    const [file, ...rest] = [BASH, "-c", closeFdsScript(cgroup === undefined ? STATUS_FD : BLOCK_FD), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    const [file, ...rest] = [
+      BASH,
+      "-c",
+      closeFdsScript(cgroup === undefined ? STATUS_FD : BLOCK_FD),
+      "teamd-launch",
+      ...chain.rlimits,
+      bwrap.bwrap,
+      ...args.value,
+    ] as [string, ...string[]];
     let child: ChildProcess;
     try {
       // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on.
-      child = spawn(file, rest, { stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/", ...ids.spawn });
+      child = spawn(file, rest, {
+        stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"],
+        env: {},
+        cwd: "/",
+        ...ids.spawn,
+      });
     } catch (error) {
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
     }
@@ -145,7 +180,12 @@ async function firstExecutable(paths: readonly string[]): Promise<string | undef
   return undefined;
 }
 
-function run(file: string, args: readonly string[], timeoutMs: number, ids: { uid?: number; gid?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  file: string,
+  args: readonly string[],
+  timeoutMs: number,
+  ids: { uid?: number; gid?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { env: {}, cwd: "/", timeout: timeoutMs, encoding: "utf8", killSignal: "SIGKILL", ...ids }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;

@@ -48,14 +48,20 @@ export function createUncontainedLauncher(options: ChainOptions = {}): Launcher 
       );
     }
     const socket = await lstat(plan.socket.host).catch(() => undefined);
-    if (socket === undefined || !socket.isSocket()) return refused("containment.failed", `the seat socket ${plan.socket.host} is not a unix socket`, "open the seat's socket before launching it");
+    if (socket === undefined || !socket.isSocket())
+      return refused("containment.failed", `the seat socket ${plan.socket.host} is not a unix socket`, "open the seat's socket before launching it");
     const cwd = await lstat(plan.cwd).catch(() => undefined);
-    if (cwd === undefined || !cwd.isDirectory()) return refused("containment.failed", `the seat's working folder ${plan.cwd} does not exist`, `create ${plan.cwd}, or plan the seat again`);
+    if (cwd === undefined || !cwd.isDirectory())
+      return refused("containment.failed", `the seat's working folder ${plan.cwd} does not exist`, `create ${plan.cwd}, or plan the seat again`);
     const run = uncontainedRun(plan);
     try {
       await linkShimNames(run);
     } catch (error) {
-      return refused("containment.failed", `the shim's command names could not be linked: ${(error as Error).message}`, "check that teamd may write beside its shim copy (TEAMD_HOME/shim)");
+      return refused(
+        "containment.failed",
+        `the shim's command names could not be linked: ${(error as Error).message}`,
+        "check that teamd may write beside its shim copy (TEAMD_HOME/shim)",
+      );
     }
     const chained = await launchChain(plan, request.io, cgroup, ids.spawn, options);
     if (!chained.ok) return chained;
@@ -64,7 +70,17 @@ export function createUncontainedLauncher(options: ChainOptions = {}): Launcher 
     const place = cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {};
     const startTimeoutMs = request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     if (request.io?.kind === "pty") {
-      const result = await launchInPty({ argv, cols: request.io.cols, rows: request.io.rows, startTimeoutMs, limits: chain.limits, env: run.env, cwd: run.cwd, protocol: UNCONTAINED_PROTOCOL, ...place });
+      const result = await launchInPty({
+        argv,
+        cols: request.io.cols,
+        rows: request.io.rows,
+        startTimeoutMs,
+        limits: chain.limits,
+        env: run.env,
+        cwd: run.cwd,
+        protocol: UNCONTAINED_PROTOCOL,
+        ...place,
+      });
       return explainNproc(result, plan, cgroup);
     }
     let child: ChildProcess;

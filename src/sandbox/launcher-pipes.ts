@@ -18,7 +18,13 @@ const DEFAULT_START_TIMEOUT_MS = 10_000;
 /** How much of stderr is kept to explain a setup failure. */
 const SNIFF_BYTES = 8192;
 
-export function startedOnPipes(child: ChildProcess, request: LaunchRequest, limits: SeatProcess["limits"], cgroup: CgroupPlacement | undefined, protocol: LaunchProtocol): Promise<LaunchResult> {
+export function startedOnPipes(
+  child: ChildProcess,
+  request: LaunchRequest,
+  limits: SeatProcess["limits"],
+  cgroup: CgroupPlacement | undefined,
+  protocol: LaunchProtocol,
+): Promise<LaunchResult> {
   const status = child.stdio[STATUS_FD] as Readable;
   const stdout = child.stdout as Readable;
   const stderrIn = child.stderr as Readable;
@@ -67,7 +73,11 @@ export function startedOnPipes(child: ChildProcess, request: LaunchRequest, limi
     // Uncontained: once the wrapper reported itself, it has exec'd the command; its exit is the command's.
     if (protocol.exitFrom === "process" && initPid !== undefined && done.error === undefined) return { kind: "exited", code };
     const refusal = done.error
-      ? refuseContainment("containment.unavailable", `cannot run ${protocol.reporter}: ${done.error.message}`, "check that it is installed and executable by the seat's user")
+      ? refuseContainment(
+          "containment.unavailable",
+          `cannot run ${protocol.reporter}: ${done.error.message}`,
+          "check that it is installed and executable by the seat's user",
+        )
       : protocol.failure(sniffed);
     return { kind: "setup-failed", code, refusal };
   });
@@ -78,7 +88,13 @@ export function startedOnPipes(child: ChildProcess, request: LaunchRequest, limi
       // Nothing reported in time: stop what we started (by its pid) and refuse.
       onInit = undefined;
       if (child.pid !== undefined && !exited) child.kill("SIGKILL");
-      resolve(refused("containment.failed", `${protocol.reporter} did not report the seat's init within ${timeoutMs} ms`, "run `teamd doctor`; the host may be overloaded"));
+      resolve(
+        refused(
+          "containment.failed",
+          `${protocol.reporter} did not report the seat's init within ${timeoutMs} ms`,
+          "run `teamd doctor`; the host may be overloaded",
+        ),
+      );
     }, timeoutMs);
     onInit = () => {
       clearTimeout(timer);
@@ -100,7 +116,9 @@ export function startedOnPipes(child: ChildProcess, request: LaunchRequest, limi
             // the block fd, reparented, for as long as this process held the pipe (found here).
             if (!exited) protocol.kill(pid);
             if (child.pid !== undefined && !exited) child.kill("SIGKILL");
-            resolve(refused("containment.limit", (error as Error).message, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
+            resolve(
+              refused("containment.limit", (error as Error).message, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"),
+            );
           },
         );
         return;

@@ -62,7 +62,10 @@ const POLL_MS = 10;
 const WRAPPER = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
 // With a cgroup, also fd 4: the read end of a FIFO the daemon holds open (read-write, so
 // neither side's open blocks); bwrap reads one byte from it before it runs the command.
-const WRAPPER_BLOCKED = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec ${PTY_BLOCK_FD}<"$0.block" || exit 125; exec "$@"`);
+const WRAPPER_BLOCKED = closeFdsScript(
+  2,
+  `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec ${PTY_BLOCK_FD}<"$0.block" || exit 125; exec "$@"`,
+);
 
 const execFileAsync = promisify(execFile);
 
@@ -82,7 +85,11 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const wrapper = self ? selfReportingWrapper("file", request.place !== undefined) : request.place === undefined ? WRAPPER : WRAPPER_BLOCKED;
   const nodePty = await loadNodePty();
   if (nodePty instanceof Error) {
-    return refused("containment.unavailable", `a pty cannot be opened: node-pty did not load (${nodePty.message})`, "reinstall teamd's dependencies (npm ci builds node-pty with node-gyp: python3, make and a C++ compiler)");
+    return refused(
+      "containment.unavailable",
+      `a pty cannot be opened: node-pty did not load (${nodePty.message})`,
+      "reinstall teamd's dependencies (npm ci builds node-pty with node-gyp: python3, make and a C++ compiler)",
+    );
   }
   const dir = await mkdtemp(join(tmpdir(), "teamd-launch-"));
   const statusFile = join(dir, "status");
@@ -99,7 +106,11 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     } catch (error) {
       await handle.close();
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-      return refused("containment.limit", `the seat's cgroup placement needs a FIFO and none could be made: ${(error as Error).message}`, "check that the daemon's temporary folder is writable and mkfifo (coreutils) is installed");
+      return refused(
+        "containment.limit",
+        `the seat's cgroup placement needs a FIFO and none could be made: ${(error as Error).message}`,
+        "check that the daemon's temporary folder is writable and mkfifo (coreutils) is installed",
+      );
     }
   }
   const readStatus = async () => {
@@ -125,7 +136,11 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     await handle.close();
     await block?.close();
     await removeDir();
-    return refused("containment.unavailable", `a pty cannot be opened: ${(error as Error).message}`, "check that /dev/ptmx exists and the host has free ptys (sysctl kernel.pty.max)");
+    return refused(
+      "containment.unavailable",
+      `a pty cannot be opened: ${(error as Error).message}`,
+      "check that /dev/ptmx exists and the host has free ptys (sysctl kernel.pty.max)",
+    );
   }
 
   const listeners: Array<(chunk: Buffer) => void> = [];
@@ -168,7 +183,11 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     if (self && status.child !== undefined) return { kind: "exited", code };
     const refusal: ContainmentRefusal =
       code === 125
-        ? refuseContainment("containment.failed", `the launch wrapper could not open ${protocol.reporter === "bubblewrap" ? "bubblewrap's" : "its"} status file`, "check that the daemon's temporary folder is writable")
+        ? refuseContainment(
+            "containment.failed",
+            `the launch wrapper could not open ${protocol.reporter === "bubblewrap" ? "bubblewrap's" : "its"} status file`,
+            "check that the daemon's temporary folder is writable",
+          )
         : protocol.failure(sniffed);
     return { kind: "setup-failed", code, refusal };
   });
@@ -198,7 +217,13 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
           // already gone
         }
       }
-      settle(refused("containment.failed", `${protocol.reporter} did not report the seat's init within ${request.startTimeoutMs} ms`, "run `teamd doctor`; the host may be overloaded"));
+      settle(
+        refused(
+          "containment.failed",
+          `${protocol.reporter} did not report the seat's init within ${request.startTimeoutMs} ms`,
+          "run `teamd doctor`; the host may be overloaded",
+        ),
+      );
     }, request.startTimeoutMs);
     let reading = false;
     const check = async () => {
@@ -221,7 +246,13 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
           } catch {
             // already gone
           }
-          settle(refused("containment.limit", `the seat could not be placed in its cgroups: ${(error as Error).message}`, "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)"));
+          settle(
+            refused(
+              "containment.limit",
+              `the seat could not be placed in its cgroups: ${(error as Error).message}`,
+              "run `teamd doctor` (cgroups); or drop start.limits from the team file (`limits: none`)",
+            ),
+          );
           return;
         } finally {
           await block.close().catch(() => undefined);

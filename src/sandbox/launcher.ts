@@ -13,7 +13,18 @@ import { createUncontainedLauncher } from "./launcher-none.js";
  * The interface itself is in launcher-types.ts, which every platform's launcher imports; this
  * file picks one of them, and passes the interface on to its callers.
  */
-export type { CgroupPlacement, Launcher, LaunchRequest, LaunchResult, PipeStreams, ProbeResult, PtyStreams, SeatExit, SeatIo, SeatProcess } from "./launcher-types.js";
+export type {
+  CgroupPlacement,
+  Launcher,
+  LaunchRequest,
+  LaunchResult,
+  PipeStreams,
+  ProbeResult,
+  PtyStreams,
+  SeatExit,
+  SeatIo,
+  SeatProcess,
+} from "./launcher-types.js";
 
 export interface LauncherOptions {
   readonly linux?: LinuxLauncherOptions;
@@ -47,7 +58,11 @@ function byContainment(contained: Launcher, uncontained: Launcher): Launcher {
 
 /** The uncontained launcher is Linux's (its wrapper, tree walk and tools are): elsewhere `containment: none` refuses too. */
 function uncontainedNotSupported(platform: NodeJS.Platform, name: string): Launcher {
-  const refusal = refuseContainment("containment.unavailable", `running a seat uncontained (\`containment: none\`) on ${name} is not supported yet`, "run the seat on Linux");
+  const refusal = refuseContainment(
+    "containment.unavailable",
+    `running a seat uncontained (\`containment: none\`) on ${name} is not supported yet`,
+    "run the seat on Linux",
+  );
   return {
     platform,
     probe: async (): Promise<ProbeResult> => ({ ok: false, refusal }),

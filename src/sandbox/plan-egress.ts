@@ -32,10 +32,19 @@ export function egressEnv(): Record<string, string> {
 }
 
 export function egressMounts(input: EgressInput, node: string, reserved: readonly ReservedFact[]): { mounts: MountOp[]; egress: PlanEgress } | Refusal {
-  for (const [what, path] of [["egress socket", input.socket], ["egress launcher", input.launcher]] as const) {
-    if (!isCanonicalAbsolute(path)) return refuseContainment("containment.undecidable", `the ${what} path '${path}' is not canonical`, "give the plan canonical paths");
+  for (const [what, path] of [
+    ["egress socket", input.socket],
+    ["egress launcher", input.launcher],
+  ] as const) {
+    if (!isCanonicalAbsolute(path))
+      return refuseContainment("containment.undecidable", `the ${what} path '${path}' is not canonical`, "give the plan canonical paths");
     const covering = reserved.find((o) => isAtOrUnder(o.path, path) || isAtOrUnder(path, o.path));
-    if (covering) return refuseContainment("reserved.object", `the ${what} ${path} overlaps the reserved ${covering.path}`, "keep the egress socket and launcher outside reserved folders");
+    if (covering)
+      return refuseContainment(
+        "reserved.object",
+        `the ${what} ${path} overlaps the reserved ${covering.path}`,
+        "keep the egress socket and launcher outside reserved folders",
+      );
   }
   return {
     mounts: [

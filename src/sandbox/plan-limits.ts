@@ -18,7 +18,8 @@ export function checkLimits(limits: Limits): Checked<Limits> {
     if (value === undefined) continue;
     if (name === "cpus") {
       if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return refuse(`the limit cpus = ${String(value)} is not a positive number`);
-    } else if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) return refuse(`the limit ${name} = ${String(value)} is not a positive whole number`);
+    } else if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
+      return refuse(`the limit ${name} = ${String(value)} is not a positive whole number`);
     out[name] = value;
   }
   return { ok: true, value: Object.freeze(out) as Limits };

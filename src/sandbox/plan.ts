@@ -48,7 +48,10 @@ export function compilePlan(input: PlanInput, base: LinuxBase = LINUX_BASE): Pla
 
 function compile(input: PlanInput, base: LinuxBase): PlanResult {
   const { seat, user, host } = input;
-  for (const [what, name] of [["team", seat.team], ["seat", seat.seat]] as const) {
+  for (const [what, name] of [
+    ["team", seat.team],
+    ["seat", seat.seat],
+  ] as const) {
     if (!NAME.test(name)) return undecidable(`the ${what} name '${name}' is not a plain name`);
   }
   if (![user.uid, user.gid].every((id) => Number.isSafeInteger(id) && id >= 0 && id < 2 ** 32 - 1)) {
@@ -133,9 +136,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   const rootOps: MountOp[] = boundRoots.map(({ writable, root }) =>
     writable ? { op: "bind", src: root.path, dest: root.path } : { op: "ro-bind", src: root.path, dest: root.path },
   );
-  const readOnlyBinds = [...system, ...etc, ...extra, ...rootOps, ...late].filter(
-    (op): op is Extract<MountOp, { op: "ro-bind" }> => op.op === "ro-bind",
-  );
+  const readOnlyBinds = [...system, ...etc, ...extra, ...rootOps, ...late].filter((op): op is Extract<MountOp, { op: "ro-bind" }> => op.op === "ro-bind");
   const masks = collectMasks(input.reserved, readOnlyBinds, boundRoots);
 
   const nodeDir = host.node.slice(0, host.node.lastIndexOf("/")) || "/";
@@ -246,7 +247,11 @@ function placeRoots(roots: readonly SeatRoot[], input: PlanInput, base: LinuxBas
   for (let i = 0; i < writable.length; i++) {
     for (const other of writable.slice(i + 1)) {
       if ((writable[i] as SeatRoot).root.path === other.root.path) {
-        return refuseContainment("containment.undecidable", `the ${(writable[i] as SeatRoot).role} and the ${other.role} are the same folder ${other.root.path}`, fix);
+        return refuseContainment(
+          "containment.undecidable",
+          `the ${(writable[i] as SeatRoot).role} and the ${other.role} are the same folder ${other.root.path}`,
+          fix,
+        );
       }
     }
   }
@@ -262,18 +267,25 @@ function checkRootAgainstReserved(
 ): Refusal | undefined {
   for (const object of reservedObjects) {
     if (isAtOrUnder(object.path, root.path)) {
-      return reserved(`the ${role} ${root.path} ${object.path === root.path ? "is" : "lies under"} the reserved ${object.path}`, "move the seat's folders out of reserved ones");
+      return reserved(
+        `the ${role} ${root.path} ${object.path === root.path ? "is" : "lies under"} the reserved ${object.path}`,
+        "move the seat's folders out of reserved ones",
+      );
     }
     if (writable && isStrictlyUnder(root.path, object.path)) {
       return reserved(`the writable ${role} ${root.path} contains the reserved ${object.path}`, "move the reserved object out of the seat's folders");
     }
   }
   const owner = reservedIds.get(objectKey(root.id));
-  if (owner !== undefined) return reserved(`the ${role} ${root.path} is the same object as the reserved ${owner}`, "remove the bind mount or link that aliases it");
+  if (owner !== undefined)
+    return reserved(`the ${role} ${root.path} is the same object as the reserved ${owner}`, "remove the bind mount or link that aliases it");
   if (writable) {
     const alias = root.scan.aliases[0];
     if (alias !== undefined) {
-      return reserved(`${alias.path} in the writable ${role} is another name of the reserved ${alias.of}`, `remove ${alias.path} (a hard link or mount of a reserved object)`);
+      return reserved(
+        `${alias.path} in the writable ${role} is another name of the reserved ${alias.of}`,
+        `remove ${alias.path} (a hard link or mount of a reserved object)`,
+      );
     }
   }
   return undefined;

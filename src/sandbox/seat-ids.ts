@@ -10,11 +10,24 @@ export function switchIds(user: { uid: number; gid: number } | undefined): { spa
   const uid = process.getuid?.();
   const gid = process.getgid?.();
   if (user === undefined) {
-    if (uid === 0) return { refusal: refuseContainment("containment.host-root", "teamd runs as root and no seat user was given; a seat never runs as root", "give the seat the dedicated unprivileged user (system mode)") };
+    if (uid === 0)
+      return {
+        refusal: refuseContainment(
+          "containment.host-root",
+          "teamd runs as root and no seat user was given; a seat never runs as root",
+          "give the seat the dedicated unprivileged user (system mode)",
+        ),
+      };
     return { spawn: {} };
   }
   if (user.uid === 0 || user.gid === 0) {
-    return { refusal: refuseContainment("containment.host-root", `the plan runs the seat as uid ${user.uid}, gid ${user.gid}; a seat never runs as root`, "plan the seat for an unprivileged user") };
+    return {
+      refusal: refuseContainment(
+        "containment.host-root",
+        `the plan runs the seat as uid ${user.uid}, gid ${user.gid}; a seat never runs as root`,
+        "plan the seat for an unprivileged user",
+      ),
+    };
   }
   if (uid === 0) return { spawn: { uid: user.uid, gid: user.gid } };
   if (uid !== user.uid || gid !== user.gid) {
@@ -35,4 +48,3 @@ export async function isExecutable(path: string): Promise<boolean> {
     () => false,
   );
 }
-

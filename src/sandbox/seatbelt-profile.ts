@@ -27,7 +27,14 @@ export interface SeatbeltInput {
 
 /** What programs need to read on macOS; the /etc secrets are denied by the template itself. */
 export const MACOS_SYSTEM_READ = Object.freeze([
-  "/usr", "/bin", "/sbin", "/System", "/Library/Apple", "/Library/Preferences/Logging", "/private/etc", "/private/var/db/timezone",
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/System",
+  "/Library/Apple",
+  "/Library/Preferences/Logging",
+  "/private/etc",
+  "/private/var/db/timezone",
 ]);
 
 const PLACEHOLDERS = ["HEADER", "SYSTEM_READ", "READ_ONLY", "WRITABLE", "SOCKET", "DENIED"] as const;
@@ -55,7 +62,11 @@ export function renderSeatbeltProfile(template: string, input: SeatbeltInput): C
   const rule = (head: string, filters: readonly string[]) => (filters.length === 0 ? [] : [`(${head}`, ...filters.map((f) => `  ${f}`), ")"]);
   const blocks: Record<Placeholder, string[]> = {
     HEADER: [`;; seat ${input.seat.seat} of team ${input.seat.team}`],
-    SYSTEM_READ: rule("allow file-read*", [...subpaths(MACOS_SYSTEM_READ), `(literal ${quote(input.node)})`, ...(input.shimBundle ? [`(subpath ${quote(input.shimBundle)})`] : [])]),
+    SYSTEM_READ: rule("allow file-read*", [
+      ...subpaths(MACOS_SYSTEM_READ),
+      `(literal ${quote(input.node)})`,
+      ...(input.shimBundle ? [`(subpath ${quote(input.shimBundle)})`] : []),
+    ]),
     READ_ONLY: rule("allow file-read*", subpaths(input.readOnly)),
     WRITABLE: rule("allow file-read* file-write*", subpaths(input.writable)),
     SOCKET: [`(allow network-outbound (remote unix-socket (path-literal ${quote(input.socket)})))`],

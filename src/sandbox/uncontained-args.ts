@@ -40,7 +40,9 @@ export function uncontainedRun(plan: SandboxPlan, base: LinuxBase = LINUX_BASE):
   const dir = bundle === undefined ? undefined : shimBinDir(bundle);
   const planPath = (plan.env.PATH ?? base.path.join(":")).split(":").filter((p: string) => p !== SHIM_BIN && p !== "");
   // The names the plan gives the bundle inside (teamd-shim, git-remote-teamd), as links there.
-  const names = plan.mounts.flatMap((op) => (op.op === "symlink" && op.target === base.inside.shim && dirname(op.dest) === SHIM_BIN ? [basename(op.dest)] : []));
+  const names = plan.mounts.flatMap((op) =>
+    op.op === "symlink" && op.target === base.inside.shim && dirname(op.dest) === SHIM_BIN ? [basename(op.dest)] : [],
+  );
   const env: Record<string, string> = { ...plan.env, TEAMD_SOCKET: plan.socket.host, PATH: [...(dir !== undefined ? [dir] : []), ...planPath].join(":") };
   if (bundle !== undefined) env.TEAMD_SHIM = bundle;
   else delete env.TEAMD_SHIM;

@@ -83,17 +83,20 @@ function readExpect(value: unknown, isLoadCase: boolean): Expectation | string {
   if (!isPlainObject(value)) return "expect must be an object";
   for (const key of Object.keys(value)) if (!EXPECT_KEYS.includes(key)) return `expect has an unknown key '${key}'`;
   const { decision, rule, authority, actAs, line, pass, reviewMode, paused, revokes } = value;
-  if (decision !== "allow" && decision !== "refuse") return "expect.decision must be \"allow\" or \"refuse\"";
+  if (decision !== "allow" && decision !== "refuse") return 'expect.decision must be "allow" or "refuse"';
   if (rule !== undefined && (typeof rule !== "string" || !isRuleId(rule))) return `expect.rule '${String(rule)}' is not a rule id (src/kernel/rules.ts)`;
   if (decision === "refuse" && rule === undefined) return "a refusal names its rule: add expect.rule";
   if (decision === "allow" && rule !== undefined) return "an allow names no rule";
   if (authority !== undefined && (decision !== "allow" || typeof authority !== "string")) return "expect.authority belongs to an allow and is an authority id";
   if (actAs !== undefined && (decision !== "allow" || typeof actAs !== "string")) return "expect.actAs belongs to an allow and is an authority id";
-  if (line !== undefined && (!isLoadCase || decision !== "refuse" || typeof line !== "number")) return "expect.line belongs to a refused load case and is a line number";
+  if (line !== undefined && (!isLoadCase || decision !== "refuse" || typeof line !== "number"))
+    return "expect.line belongs to a refused load case and is a line number";
   if (pass !== undefined && (decision !== "allow" || typeof pass !== "string")) return "expect.pass belongs to an allow and is a gate record id";
-  if (reviewMode !== undefined && (decision !== "allow" || (reviewMode !== "cross-lab" && reviewMode !== "distinct-seat"))) return "expect.reviewMode belongs to an allow and is cross-lab or distinct-seat";
+  if (reviewMode !== undefined && (decision !== "allow" || (reviewMode !== "cross-lab" && reviewMode !== "distinct-seat")))
+    return "expect.reviewMode belongs to an allow and is cross-lab or distinct-seat";
   if (paused !== undefined && (decision !== "allow" || typeof paused !== "number")) return "expect.paused belongs to a committed change and is a count";
-  if (revokes !== undefined && (decision !== "allow" || !Array.isArray(revokes) || revokes.some((r) => typeof r !== "string"))) return "expect.revokes belongs to a committed change or revocation and is a list of lease ids";
+  if (revokes !== undefined && (decision !== "allow" || !Array.isArray(revokes) || revokes.some((r) => typeof r !== "string")))
+    return "expect.revokes belongs to a committed change or revocation and is a list of lease ids";
   return {
     ...(revokes !== undefined ? { revokes: revokes as string[] } : {}),
     ...(pass !== undefined ? { pass: pass as string } : {}),
@@ -144,7 +147,18 @@ export function parseCaseFile(text: string): CaseFile | readonly string[] {
     if (typeof now === "string") return fail(now);
     const expect = readExpect(raw.expect, isLoadCase);
     if (typeof expect === "string") return fail(expect);
-    cases.push({ description: raw.description, policy, files, facts, now, ...(raw.request !== undefined ? { request: raw.request } : {}), ...(raw.change !== undefined ? { change: raw.change } : {}), ...(raw.lease !== undefined ? { lease: raw.lease } : {}), ...(raw.revoke !== undefined ? { revoke: raw.revoke } : {}), expect });
+    cases.push({
+      description: raw.description,
+      policy,
+      files,
+      facts,
+      now,
+      ...(raw.request !== undefined ? { request: raw.request } : {}),
+      ...(raw.change !== undefined ? { change: raw.change } : {}),
+      ...(raw.lease !== undefined ? { lease: raw.lease } : {}),
+      ...(raw.revoke !== undefined ? { revoke: raw.revoke } : {}),
+      expect,
+    });
   });
   if (errors.length > 0) return errors;
   return { topic: json.topic as string, cases };

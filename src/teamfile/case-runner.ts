@@ -65,11 +65,16 @@ function readChange(c: KernelCase, raw: unknown): AuthorityChange | string {
   for (const k of Object.keys(raw)) if (!["kind", "principal", "seat", "after"].includes(k)) return `change has an unknown key '${k}'`;
   const { kind, principal, seat, after } = raw;
   if (kind !== "add-seat" && kind !== "remove-seat" && kind !== "edit") return "change.kind is add-seat, remove-seat or edit";
-  if (typeof principal !== "string" || principal === "") return "change.principal is \"owner\" or a seat name";
+  if (typeof principal !== "string" || principal === "") return 'change.principal is "owner" or a seat name';
   if (seat !== undefined && typeof seat !== "string") return "change.seat is a seat name";
   const loaded = loadPolicy(c, after, true);
   if (!loaded.ok) return `change.after did not load: ${loaded.errors[0]?.rule}: ${loaded.errors[0]?.message}`;
-  return { kind, principal: principal === "owner" ? { kind: "owner" } : { kind: "seat", seat: principal }, ...(seat !== undefined ? { seat } : {}), after: loaded.policy };
+  return {
+    kind,
+    principal: principal === "owner" ? { kind: "owner" } : { kind: "seat", seat: principal },
+    ...(seat !== undefined ? { seat } : {}),
+    after: loaded.policy,
+  };
 }
 
 function compare(expected: Expectation, actual: CaseOutcome): string | undefined {
@@ -86,8 +91,10 @@ function compare(expected: Expectation, actual: CaseOutcome): string | undefined
   if (expected.authority !== undefined && actual.authority !== expected.authority) return `expected authority ${expected.authority}, got ${actual.authority}`;
   if (expected.actAs !== undefined && actual.actAs !== expected.actAs) return `expected act-as authority ${expected.actAs}, got ${actual.actAs ?? "none"}`;
   if (expected.pass !== undefined && actual.pass !== expected.pass) return `expected the pass ${expected.pass}, got ${actual.pass ?? "none"}`;
-  if (expected.reviewMode !== undefined && actual.reviewMode !== expected.reviewMode) return `expected review mode ${expected.reviewMode}, got ${actual.reviewMode ?? "none"}`;
-  if (expected.paused !== undefined && actual.paused !== expected.paused) return `expected ${expected.paused} paused minimum(s), got ${actual.paused ?? "none"}`;
+  if (expected.reviewMode !== undefined && actual.reviewMode !== expected.reviewMode)
+    return `expected review mode ${expected.reviewMode}, got ${actual.reviewMode ?? "none"}`;
+  if (expected.paused !== undefined && actual.paused !== expected.paused)
+    return `expected ${expected.paused} paused minimum(s), got ${actual.paused ?? "none"}`;
   if (expected.revokes !== undefined && JSON.stringify([...expected.revokes].sort()) !== JSON.stringify(actual.revokes ?? [])) {
     return `expected the cascade to revoke [${expected.revokes.join(", ")}], it revokes [${(actual.revokes ?? []).join(", ")}]`;
   }
@@ -124,17 +131,23 @@ export function runCase(c: KernelCase): CaseResult {
   if (c.lease !== undefined) {
     // The lease request is data from a file: issueLease reads anything it is given.
     const decided = issueLease(createKernelView(loaded.policy, facts), c.lease as LeaseRequest, c.now);
-    const actual: CaseOutcome = decided.decision === "issue" ? { stage: "decide", decision: "allow", lease: decided.lease } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
+    const actual: CaseOutcome =
+      decided.decision === "issue"
+        ? { stage: "decide", decision: "allow", lease: decided.lease }
+        : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
     const why = compare(c.expect, actual);
     return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
   }
   if (c.revoke !== undefined) {
     const raw = c.revoke;
-    if (!isPlainObject(raw) || typeof raw.principal !== "string" || typeof raw.lease !== "string") return { ...base, ok: false, why: "revoke is { principal: \"owner\" | seat, lease: id }" };
+    if (!isPlainObject(raw) || typeof raw.principal !== "string" || typeof raw.lease !== "string")
+      return { ...base, ok: false, why: 'revoke is { principal: "owner" | seat, lease: id }' };
     const principal = raw.principal === "owner" ? ({ kind: "owner" } as const) : ({ kind: "seat", seat: raw.principal } as const);
     const decided = revokeLease(createKernelView(loaded.policy, facts), principal, raw.lease);
     const actual: CaseOutcome =
-      decided.decision === "revoke" ? { stage: "decide", decision: "allow", revokes: decided.revocations.map((r) => r.lease).sort() } : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
+      decided.decision === "revoke"
+        ? { stage: "decide", decision: "allow", revokes: decided.revocations.map((r) => r.lease).sort() }
+        : { stage: "decide", decision: "refuse", rule: decided.rule, reason: decided.reason };
     const why = compare(c.expect, actual);
     return { ...base, ok: why === undefined, actual, ...(why !== undefined ? { why } : {}) };
   }

@@ -25,7 +25,9 @@ export function showInputPath(at: InputPath): string {
 
 /** Errors in file order (unplaced ones last), then by key path. */
 export function sortErrors(errors: readonly TeamFileError[]): TeamFileError[] {
-  return [...errors].sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity) || (a.column ?? 0) - (b.column ?? 0) || (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  return [...errors].sort(
+    (a, b) => (a.line ?? Infinity) - (b.line ?? Infinity) || (a.column ?? 0) - (b.column ?? 0) || (a.at < b.at ? -1 : a.at > b.at ? 1 : 0),
+  );
 }
 
 /** `teamd.yaml:12:7: message [rule §N] (at key.path)` then `  fix: …`, one error after another. */

@@ -15,7 +15,8 @@ export function sha256(data: string | Uint8Array): string {
 }
 
 /** A pinned file that could not be read: a seat's start file, or an environment's deploy file. */
-export type Unreadable = { readonly seat: string; readonly index: number; readonly path: string } | { readonly deploy: string; readonly index: number; readonly path: string };
+export type Unreadable =
+  { readonly seat: string; readonly index: number; readonly path: string } | { readonly deploy: string; readonly index: number; readonly path: string };
 
 export interface HashResult {
   readonly hashes: PolicyHashes;

@@ -85,12 +85,21 @@ function load(source: Source, options: LoadOptions): LoadResult {
     return { rule: p.rule, at: showInputPath(p.at), ...(at !== undefined ? { line: at.line, column: at.column } : {}), message: p.message, fix: p.fix };
   };
   for (const s of source.syntax) {
-    errors.push({ rule: "teamfile.syntax", at: "(yaml)", line: s.line, column: s.column, message: s.message, fix: "correct the YAML at this line (indentation, quoting, a missing `:` or a repeated key)" });
+    errors.push({
+      rule: "teamfile.syntax",
+      at: "(yaml)",
+      line: s.line,
+      column: s.column,
+      message: s.message,
+      fix: "correct the YAML at this line (indentation, quoting, a missing `:` or a repeated key)",
+    });
   }
   const isDirectory = options.isDirectory ?? (() => false);
   const secret = (value: string): string | undefined => {
     const shape = credentialShape(value, isDirectory);
-    return shape === undefined ? undefined : `a value has a known credential shape (${shape.name}: ${shape.looksLike}); teamd does not ask for, store or print the labs' keys`;
+    return shape === undefined
+      ? undefined
+      : `a value has a known credential shape (${shape.name}: ${shape.looksLike}); teamd does not ask for, store or print the labs' keys`;
   };
   const secretFix = "remove it: the agent's own program keeps its own login (§11); a path to a real directory is exempt";
   if (source.data === undefined) {
@@ -122,12 +131,30 @@ function load(source: Source, options: LoadOptions): LoadResult {
   for (const u of hashed.unreadable) {
     const at = "seat" in u ? ["seats", u.seat, "start", "files", u.index] : ["deploy", u.deploy, "files", u.index];
     const what = "seat" in u ? "start file" : "deploy file";
-    errors.push(place({ rule: "teamfile.schema", at, part: "value", message: `${what} '${u.path}' cannot be read, so it cannot be pinned`, fix: "create the file, or correct its repo-relative path" }));
+    errors.push(
+      place({
+        rule: "teamfile.schema",
+        at,
+        part: "value",
+        message: `${what} '${u.path}' cannot be read, so it cannot be pinned`,
+        fix: "create the file, or correct its repo-relative path",
+      }),
+    );
   }
   if (errors.length > 0) return { ok: false, errors: sortErrors(errors) };
   const sealed = sealPolicy(compiled.policy, hashed.hashes);
   if (!sealed.ok) {
-    return { ok: false, errors: [{ rule: "kernel.fault", at: "(policy)", message: `the policy could not be sealed: missing ${sealed.missing.join(", ")}`, fix: "report this as a teamd bug" }] };
+    return {
+      ok: false,
+      errors: [
+        {
+          rule: "kernel.fault",
+          at: "(policy)",
+          message: `the policy could not be sealed: missing ${sealed.missing.join(", ")}`,
+          fix: "report this as a teamd bug",
+        },
+      ],
+    };
   }
   return { ok: true, policy: sealed.policy, canonical: compiled.policy.canonical, hashes: hashed.hashes, startFiles: hashed.startFiles };
 }

@@ -11,7 +11,8 @@ const ENVELOPE = "the resource-envelope issue (after #6)";
 const CONSTRAINTS_AT_TOP = "constraints (§5) count the team's seats, so they are written once at the top of the file, not inside a role or a seat";
 
 /** The delegation settings are the owner's, written once at the top (§8, §9). */
-const AT_TOP = (what: string): string => `${what} is owner-sovereign and team-wide (§8, §9), so it is written once at the top of the file, not inside a role or a seat`;
+const AT_TOP = (what: string): string =>
+  `${what} is owner-sovereign and team-wide (§8, §9), so it is written once at the top of the file, not inside a role or a seat`;
 
 const SHARED: Readonly<Record<string, string>> = {
   leads: AT_TOP("leads and its delegation envelope"),
@@ -34,7 +35,8 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
     "create-bounds": "create-bounds (§10) are not built yet",
   },
   declare: {
-    roots: "declared repository roots (§6): the team file's repository is the one root, and a submodule or linked worktree stays outside every scope until declared roots are built",
+    roots:
+      "declared repository roots (§6): the team file's repository is the one root, and a submodule or linked worktree stays outside every scope until declared roots are built",
   },
   role: {
     ...SHARED,

@@ -1,13 +1,5 @@
 import { closest } from "../kernel/names.js";
-import {
-  type InputPath,
-  type PolicyInput,
-  type PolicyProblem,
-  type RoleInput,
-  type SeatInput,
-  type StartInput,
-  problem,
-} from "../kernel/policy-input.js";
+import { type InputPath, type PolicyInput, type PolicyProblem, type RoleInput, type SeatInput, type StartInput, problem } from "../kernel/policy-input.js";
 import { isPlainObject } from "../kernel/records.js";
 import { NOT_SUPPORTED, type Level } from "./not-supported.js";
 
@@ -56,10 +48,26 @@ class Reader {
     for (const [key, v] of Object.entries(value)) {
       const unsupported = NOT_SUPPORTED[level][key];
       if (unsupported !== undefined) {
-        this.problems.push(problem("teamfile.unsupported", [...at, key], `'${key}' is not supported yet: ${unsupported}`, "remove it; teamd refuses what it does not enforce rather than accept it silently", "key"));
+        this.problems.push(
+          problem(
+            "teamfile.unsupported",
+            [...at, key],
+            `'${key}' is not supported yet: ${unsupported}`,
+            "remove it; teamd refuses what it does not enforce rather than accept it silently",
+            "key",
+          ),
+        );
       } else if (!known.includes(key)) {
         const guess = closest(key, known);
-        this.problems.push(problem("teamfile.schema", [...at, key], `unknown key '${key}' in ${DESCRIBE[level]}`, guess !== undefined ? `did you mean '${guess}'?` : `${DESCRIBE[level]} takes: ${known.join(", ")}`, "key"));
+        this.problems.push(
+          problem(
+            "teamfile.schema",
+            [...at, key],
+            `unknown key '${key}' in ${DESCRIBE[level]}`,
+            guess !== undefined ? `did you mean '${guess}'?` : `${DESCRIBE[level]} takes: ${known.join(", ")}`,
+            "key",
+          ),
+        );
       } else out[key] = v;
     }
     return out;
@@ -67,7 +75,14 @@ class Reader {
 
   string(value: unknown, at: InputPath, what: string): string | undefined {
     if (typeof value === "string") return value;
-    this.problems.push(problem("teamfile.schema", at, `${what} must be text`, typeof value === "number" || typeof value === "boolean" ? `quote it: "${String(value)}"` : `write ${what} as a single value`));
+    this.problems.push(
+      problem(
+        "teamfile.schema",
+        at,
+        `${what} must be text`,
+        typeof value === "number" || typeof value === "boolean" ? `quote it: "${String(value)}"` : `write ${what} as a single value`,
+      ),
+    );
     return undefined;
   }
 
@@ -89,7 +104,14 @@ class Reader {
   names(value: unknown, at: InputPath, level: "role" | "seat"): Record<string, unknown> {
     if (value === undefined || value === null) return {};
     if (!isPlainObject(value)) {
-      this.problems.push(problem("teamfile.schema", at, `${level}s must be a map of ${level} name → ${level}`, `write each ${level} as \`name:\` with its keys indented under it`));
+      this.problems.push(
+        problem(
+          "teamfile.schema",
+          at,
+          `${level}s must be a map of ${level} name → ${level}`,
+          `write each ${level} as \`name:\` with its keys indented under it`,
+        ),
+      );
       return {};
     }
     return value;
@@ -111,11 +133,15 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   const map = r.map(value, at, level);
   if (map === undefined) return undefined;
   const command = map.command === undefined ? undefined : r.strings(map.command, [...at, "command"], "command");
-  if (map.command === undefined) r.problems.push(problem("teamfile.schema", at, `${level === "start" ? "start" : "the deploy command"} has no command`, "add `command: [program, arg, ...]`", "key"));
+  if (map.command === undefined)
+    r.problems.push(
+      problem("teamfile.schema", at, `${level === "start" ? "start" : "the deploy command"} has no command`, "add `command: [program, arg, ...]`", "key"),
+    );
   const workdir = map.workdir === undefined ? undefined : r.string(map.workdir, [...at, "workdir"], "workdir");
   let env: Record<string, string> | undefined;
   if (map.env !== undefined) {
-    if (!isPlainObject(map.env)) r.problems.push(problem("teamfile.schema", [...at, "env"], "env must be a map of NAME: value", "write one `NAME: value` per line"));
+    if (!isPlainObject(map.env))
+      r.problems.push(problem("teamfile.schema", [...at, "env"], "env must be a map of NAME: value", "write one `NAME: value` per line"));
     else {
       env = Object.create(null) as Record<string, string>;
       for (const [name, v] of Object.entries(map.env)) {
@@ -132,7 +158,15 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   const limits = map.limits !== undefined ? { limits: map.limits } : {};
   // And containment (src/kernel/start-containment.ts): a deploy command has none of its own.
   const containment = level === "start" && map.containment !== undefined ? { containment: map.containment } : {};
-  return { command, ...(workdir !== undefined ? { workdir } : {}), ...(env !== undefined ? { env } : {}), ...(files !== undefined ? { files } : {}), ...network, ...limits, ...containment };
+  return {
+    command,
+    ...(workdir !== undefined ? { workdir } : {}),
+    ...(env !== undefined ? { env } : {}),
+    ...(files !== undefined ? { files } : {}),
+    ...network,
+    ...limits,
+    ...containment,
+  };
 }
 
 function readSeat(r: Reader, value: unknown, at: InputPath): SeatInput {
@@ -193,7 +227,15 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
   // environment and every value checked by the kernel.
   let deploy: Record<string, StartInput> | undefined;
   if (top.deploy !== undefined && top.deploy !== null) {
-    if (!isPlainObject(top.deploy)) r.problems.push(problem("teamfile.schema", ["deploy"], "deploy must be a map of environment → its command", "write each environment as `name:` with `command:` (and `files:`) indented under it"));
+    if (!isPlainObject(top.deploy))
+      r.problems.push(
+        problem(
+          "teamfile.schema",
+          ["deploy"],
+          "deploy must be a map of environment → its command",
+          "write each environment as `name:` with `command:` (and `files:`) indented under it",
+        ),
+      );
     else {
       deploy = Object.create(null) as Record<string, StartInput>;
       for (const [env, value] of Object.entries(top.deploy)) {
@@ -208,5 +250,20 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
       }
     }
   }
-  return { input: { version: top.version, team, declare, roles, seats, ...program, ...delegation, ...(deploy !== undefined ? { deploy } : {}), ...(top.trackers !== undefined ? { trackers: top.trackers } : {}), teamFilePath }, problems: r.problems, blocking };
+  return {
+    input: {
+      version: top.version,
+      team,
+      declare,
+      roles,
+      seats,
+      ...program,
+      ...delegation,
+      ...(deploy !== undefined ? { deploy } : {}),
+      ...(top.trackers !== undefined ? { trackers: top.trackers } : {}),
+      teamFilePath,
+    },
+    problems: r.problems,
+    blocking,
+  };
 }

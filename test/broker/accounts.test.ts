@@ -26,7 +26,11 @@ describe("accounts: the owner's act-as credentials", () => {
   it("reads a token from the file or the daemon's environment, with HTTP Basic's username defaulted", () => {
     const data = { accounts: { "git:a": { token: TOKEN, username: "bot" }, "gh:b": { tokenEnv: "B_TOKEN" } } };
     expect(accountCredential(data, "git:a", ["git:a", "gh:b"], {}, PATH)).toEqual({ name: "git:a", username: "bot", token: TOKEN });
-    expect(accountCredential(data, "gh:b", ["git:a", "gh:b"], { B_TOKEN: `${TOKEN}-env` }, PATH)).toEqual({ name: "gh:b", username: "x-access-token", token: `${TOKEN}-env` });
+    expect(accountCredential(data, "gh:b", ["git:a", "gh:b"], { B_TOKEN: `${TOKEN}-env` }, PATH)).toEqual({
+      name: "gh:b",
+      username: "x-access-token",
+      token: `${TOKEN}-env`,
+    });
     expect(allAccountSecrets(data, { B_TOKEN: `${TOKEN}-env` })).toEqual([TOKEN, `${TOKEN}-env`]);
   });
 

@@ -15,7 +15,10 @@ describe("the owner's tracker configuration (§11): credentials outside every se
     chmodSync(file, mode);
   };
   const message = async (p: Promise<unknown>) => {
-    const error = await p.then(() => undefined, (e: unknown) => e);
+    const error = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TrackerConfigError);
     const text = (error as Error).message;
     expect(text).not.toContain(TOKEN);
@@ -55,7 +58,14 @@ describe("the owner's tracker configuration (§11): credentials outside every se
     expect(await readTrackersFile(file, uid)).toBeUndefined();
     write({ trackers: { web: { kind: "github", repo: "acme/web", token: TOKEN } } });
     const data = await readTrackersFile(file, uid);
-    expect(trackerFromConfig(data, "web", {}, file)).toMatchObject({ kind: "github", owner: "acme", repo: "web", api: "https://api.github.com", token: TOKEN, claimLabel: "teamd-claimed" });
+    expect(trackerFromConfig(data, "web", {}, file)).toMatchObject({
+      kind: "github",
+      owner: "acme",
+      repo: "web",
+      api: "https://api.github.com",
+      token: TOKEN,
+      claimLabel: "teamd-claimed",
+    });
   });
 
   it("takes the credential from the daemon's environment (tokenEnv), and names a missing variable", async () => {

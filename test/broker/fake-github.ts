@@ -41,7 +41,15 @@ export function plantedIssues(token: string, owner: string, repo: string): FakeI
     {
       number: 1,
       title: `Rotate ${token} before Friday`,
-      body: ["Steps:", `curl -H 'Authorization: Bearer ${token}' …`, `basic: ${b64}`, `hex dump: ${hex.toUpperCase()}`, `url: https://x.example/?t=${encodeURIComponent(token)}`, `url-safe: ${b64url}`, "The rest of the task is fine."].join("\n"),
+      body: [
+        "Steps:",
+        `curl -H 'Authorization: Bearer ${token}' …`,
+        `basic: ${b64}`,
+        `hex dump: ${hex.toUpperCase()}`,
+        `url: https://x.example/?t=${encodeURIComponent(token)}`,
+        `url-safe: ${b64url}`,
+        "The rest of the task is fine.",
+      ].join("\n"),
       state: "open",
       labels: [{ name: "bug" }, { name: `ci-${b64}` }],
       assignee: { login: "alice", token, nested: { deeper: { secret: token } } },
@@ -58,7 +66,15 @@ export function plantedIssues(token: string, owner: string, repo: string): FakeI
       html_url: url(2),
     },
     { number: 3, title: "A pull request, not a task", body: "", state: "open", labels: [], assignee: null, html_url: url(3), pull_request: { url: "x" } },
-    { number: 4, title: hex, body: Buffer.from(`prefix-${token}-suffix`).toString("base64"), state: "open", labels: [], assignee: { login: token }, html_url: `${url(4)}?access_token=${token}` },
+    {
+      number: 4,
+      title: hex,
+      body: Buffer.from(`prefix-${token}-suffix`).toString("base64"),
+      state: "open",
+      labels: [],
+      assignee: { login: token },
+      html_url: `${url(4)}?access_token=${token}`,
+    },
   ];
 }
 
@@ -90,12 +106,18 @@ export async function startFakeGithub(options: { token: string; owner: string; r
       const path = req.url ?? "";
       // A comment is accepted under the tracker's token or an account's (act-as): which one came is recorded.
       const commenting = req.method === "POST" && path.endsWith("/comments");
-      const authorized = req.headers.authorization === `Bearer ${options.token}` || (commenting && (options.commentTokens ?? []).some((t) => req.headers.authorization === `Bearer ${t}`));
+      const authorized =
+        req.headers.authorization === `Bearer ${options.token}` ||
+        (commenting && (options.commentTokens ?? []).some((t) => req.headers.authorization === `Bearer ${t}`));
       seen.push({ method: req.method ?? "", path, authorized, body: text });
       if (!authorized) return send(res, 401, { message: "Bad credentials", got: req.headers.authorization ?? "", token: options.token });
       const u = new URL(path, "http://x");
       if (req.method === "GET" && u.pathname === `${prefix}/issues`) {
-        return send(res, 200, [...issues.values()].filter((i) => i.state === u.searchParams.get("state")));
+        return send(
+          res,
+          200,
+          [...issues.values()].filter((i) => i.state === u.searchParams.get("state")),
+        );
       }
       const m = /^\/issues\/(\d+)(\/labels|\/assignees|\/comments)?$/.exec(u.pathname.slice(prefix.length));
       if (!u.pathname.startsWith(prefix) || m === null) return send(res, 404, { message: "Not Found", token: options.token });
@@ -106,7 +128,11 @@ export async function startFakeGithub(options: { token: string; owner: string; r
       if (req.method === "POST" && m[2] === "/labels") {
         const add = (JSON.parse(text) as { labels: string[] }).labels;
         for (const name of add) if (!issue.labels.some((l) => l.name === name)) issue.labels.push({ name });
-        return send(res, 200, issue.labels.map((l) => ({ ...l, token: options.token })));
+        return send(
+          res,
+          200,
+          issue.labels.map((l) => ({ ...l, token: options.token })),
+        );
       }
       if (req.method === "POST" && m[2] === "/comments") {
         comments.push({ issue: issue.number, body: (JSON.parse(text) as { body: string }).body, authorization: req.headers.authorization ?? "" });

@@ -9,7 +9,10 @@ const task = (front: string, body: string) => `---\n${front}\n---\n${body}`;
 describe("the file tracker: a folder of Markdown tasks with a small front matter (the embedded default)", () => {
   let dir: string;
   const kind = async (p: Promise<unknown>) => {
-    const error = await p.then(() => undefined, (e: unknown) => e);
+    const error = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TrackerError);
     return (error as TrackerError).kind;
   };
@@ -26,7 +29,15 @@ describe("the file tracker: a folder of Markdown tasks with a small front matter
   it("pulls the open tasks, sorted by id, with their allowlisted fields", async () => {
     const tasks = await createFileTracker(dir).pull();
     expect(tasks.map((t) => t.id)).toEqual(["bare", "docs", "login"]);
-    expect(tasks[2]).toEqual({ id: "login", title: "Fix the login redirect", state: "open", labels: ["bug", "web"], assignee: "alice", url: "", claimed: false });
+    expect(tasks[2]).toEqual({
+      id: "login",
+      title: "Fix the login redirect",
+      state: "open",
+      labels: ["bug", "web"],
+      assignee: "alice",
+      url: "",
+      claimed: false,
+    });
     expect(tasks[1]?.labels).toEqual(["docs", "later"]);
   });
 
@@ -49,7 +60,12 @@ describe("the file tracker: a folder of Markdown tasks with a small front matter
     const tracker = createFileTracker(dir);
     const summary = await tracker.comment("login", "Found it.\n\n", { account: "gh:bot", token: "unused-by-a-file", seat: "proj/talk" });
     expect(summary.id).toBe("login");
-    expect(readFileSync(join(dir, "login.md"), "utf8")).toBe(task("title: Fix the login redirect\nlabels: [bug, web]\nassignee: alice", "It loops.\nDone when it does not.\n\n### Comment as gh:bot (from proj/talk)\n\nFound it.\n"));
+    expect(readFileSync(join(dir, "login.md"), "utf8")).toBe(
+      task(
+        "title: Fix the login redirect\nlabels: [bug, web]\nassignee: alice",
+        "It loops.\nDone when it does not.\n\n### Comment as gh:bot (from proj/talk)\n\nFound it.\n",
+      ),
+    );
     await tracker.comment("bare", "Me too.", { account: "gh:bot", token: "x", seat: "proj/a" });
     expect(readFileSync(join(dir, "bare.md"), "utf8")).toBe("No front matter at all.\n\n### Comment as gh:bot (from proj/a)\n\nMe too.\n");
     expect(await kind(tracker.comment("nope", "x", { account: "a", token: "x", seat: "s" }))).toBe("task");

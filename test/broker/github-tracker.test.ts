@@ -20,7 +20,10 @@ describe("the GitHub Issues adapter against a fake GitHub on loopback, and the c
   afterAll(async () => gh?.close());
 
   const kind = async (p: Promise<unknown>) => {
-    const error = await p.then(() => undefined, (e: unknown) => e);
+    const error = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TrackerError);
     expect(holdsCanary((error as Error).message, TOKEN)).toBeUndefined();
     return (error as TrackerError).kind;
@@ -66,7 +69,8 @@ describe("the GitHub Issues adapter against a fake GitHub on loopback, and the c
       expect(holdsCanary(all, TOKEN), all).toBeUndefined();
       for (const form of canaryForms(TOKEN)) expect(all).not.toContain(form);
       // What is served: the allowlist, pull requests left out, scrubbed values marked.
-      if (pulled.operation !== "pull" || read1.operation !== "read" || read2.operation !== "read" || read4.operation !== "read") throw new Error("wrong answers");
+      if (pulled.operation !== "pull" || read1.operation !== "read" || read2.operation !== "read" || read4.operation !== "read")
+        throw new Error("wrong answers");
       expect(pulled.tasks.map((t) => t.id)).toEqual(["1", "2", "4"]);
       expect(Object.keys(read1.task).sort()).toEqual(["assignee", "body", "claimed", "id", "labels", "state", "title", "url"]);
       expect(read1.task.title).toBe(SCRUBBED_CREDENTIAL);

@@ -35,14 +35,31 @@ describe("the broker's scrub (§11): a value carrying the credential in any form
   });
 
   it("serves clean values untouched, and ignores secrets too short to scrub without eating text", () => {
-    for (const value of ["Fix the login redirect", "bug", "https://github.example/acme/web/issues/2", "", "7f3a"]) expect(scrubReason(value, forms)).toBeUndefined();
+    for (const value of ["Fix the login redirect", "bug", "https://github.example/acme/web/issues/2", "", "7f3a"])
+      expect(scrubReason(value, forms)).toBeUndefined();
     expect(secretForms(["short"]).folded).toEqual([]);
   });
 
   it("scrubs every field of a task, and a body line by line (the rest stays readable)", () => {
-    const task = { id: "7", title: `x ${TOKEN}`, state: "open", labels: ["ok", b64(TOKEN)], assignee: TOKEN, url: `u?${encodeURIComponent(TOKEN)}`, claimed: false };
+    const task = {
+      id: "7",
+      title: `x ${TOKEN}`,
+      state: "open",
+      labels: ["ok", b64(TOKEN)],
+      assignee: TOKEN,
+      url: `u?${encodeURIComponent(TOKEN)}`,
+      claimed: false,
+    };
     const s = scrubSummary(task, forms);
-    expect(s).toEqual({ id: "7", title: SCRUBBED_CREDENTIAL, state: "open", labels: ["ok", SCRUBBED_CREDENTIAL], assignee: SCRUBBED_CREDENTIAL, url: SCRUBBED_CREDENTIAL, claimed: false });
+    expect(s).toEqual({
+      id: "7",
+      title: SCRUBBED_CREDENTIAL,
+      state: "open",
+      labels: ["ok", SCRUBBED_CREDENTIAL],
+      assignee: SCRUBBED_CREDENTIAL,
+      url: SCRUBBED_CREDENTIAL,
+      claimed: false,
+    });
     const d = scrubDetail({ ...task, body: `line one\nkey ${hex(TOKEN)}\nline three` }, forms);
     expect(d.body).toBe(`line one\n${SCRUBBED_CREDENTIAL}\nline three`);
   });
@@ -50,13 +67,22 @@ describe("the broker's scrub (§11): a value carrying the credential in any form
   it("scrubs a base64 blob of the token wrapped across lines", () => {
     const blob = b64(`${"z".repeat(20)}${TOKEN}${"z".repeat(20)}`);
     const wrapped = blob.match(/.{1,16}/g)?.join("\n") ?? "";
-    expect(scrubDetail({ id: "1", title: "", state: "", labels: [], assignee: "", url: "", claimed: false, body: wrapped }, forms).body).toBe(SCRUBBED_CREDENTIAL);
+    expect(scrubDetail({ id: "1", title: "", state: "", labels: [], assignee: "", url: "", claimed: false, body: wrapped }, forms).body).toBe(
+      SCRUBBED_CREDENTIAL,
+    );
   });
 
   it("property: any text around any encoding of any token is scrubbed", () => {
     const token = fc.string({ minLength: 12, maxLength: 60, unit: "binary-ascii" });
     const around = fc.string({ maxLength: 20 });
-    const encode = fc.constantFrom<(s: string) => string>((s) => s, b64, b64url, hex, (s) => hex(s).toUpperCase(), encodeURIComponent);
+    const encode = fc.constantFrom<(s: string) => string>(
+      (s) => s,
+      b64,
+      b64url,
+      hex,
+      (s) => hex(s).toUpperCase(),
+      encodeURIComponent,
+    );
     fc.assert(
       fc.property(token, around, around, encode, fc.boolean(), (t, before, after, enc, inside) => {
         const f = secretForms([t]);

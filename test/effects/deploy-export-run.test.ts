@@ -40,7 +40,6 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-
 /** The process exists and is not a zombie (it may vanish between the two reads). */
 function running(pid: number): boolean {
   try {
@@ -89,7 +88,11 @@ describe("runDeployCommand", () => {
   const base = { cwd: tmpdir(), timeoutMs: 10_000, tailBytes: 64 };
 
   it("returns the exit status and only the last bytes of the output", async () => {
-    const exit = await runDeployCommand({ ...base, argv: ["/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done; echo failing >&2; exit 7"], env: {} });
+    const exit = await runDeployCommand({
+      ...base,
+      argv: ["/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done; echo failing >&2; exit 7"],
+      env: {},
+    });
     expect(exit.kind).toBe("exited");
     if (exit.kind !== "exited") return;
     expect(exit.code).toBe(7);

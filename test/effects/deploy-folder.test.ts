@@ -63,7 +63,8 @@ afterAll(async () => {
 });
 
 const mode = (path: string): number => lstatSync(path).mode & 0o777;
-const pinned = (bytes: string, fileMode = 0o755): ReadonlyMap<string, PinnedFile> => new Map([["deploy/run.sh", { bytes: Buffer.from(bytes), mode: fileMode }]]);
+const pinned = (bytes: string, fileMode = 0o755): ReadonlyMap<string, PinnedFile> =>
+  new Map([["deploy/run.sh", { bytes: Buffer.from(bytes), mode: fileMode }]]);
 
 describe("readPinnedFile", () => {
   let repo: string;
@@ -136,10 +137,18 @@ describe("prepareDeployFolder", () => {
   });
 
   it.each([
-    ["a symbolic link where the pinned file goes", () => linkAtFile, /the artifact has a symbolic link at deploy\/run.sh, where the pinned deploy\/run.sh goes/],
+    [
+      "a symbolic link where the pinned file goes",
+      () => linkAtFile,
+      /the artifact has a symbolic link at deploy\/run.sh, where the pinned deploy\/run.sh goes/,
+    ],
     ["a symbolic link where a folder of its path goes", () => linkAtFolder, /the artifact has a symbolic link at deploy, where the pinned deploy\/run.sh goes/],
     ["a file where a folder of its path goes", () => fileAtFolder, /the artifact has another kind of entry at deploy, where the pinned deploy\/run.sh goes/],
-    ["a folder where the pinned file goes", () => folderAtFile, /the artifact has another kind of entry at deploy\/run.sh, where the pinned deploy\/run.sh goes/],
+    [
+      "a folder where the pinned file goes",
+      () => folderAtFile,
+      /the artifact has another kind of entry at deploy\/run.sh, where the pinned deploy\/run.sh goes/,
+    ],
   ])("refuses an artifact with %s, writes nothing through it, and leaves no folder", async (_what, commit, message) => {
     const home = await mkdtemp(join(root, "home-"));
     const attempt = prepareDeployFolder(home, { hub, commit: commit(), maxBytes: 1 << 20 }, pinned("pinned\n"));

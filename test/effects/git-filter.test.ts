@@ -91,7 +91,10 @@ function lsTree(gitDir: string, commit: string, trees = false): Entry[] {
 const commitBody = (gitDir: string, oid: string): string => sh(["cat-file", "commit", oid], { gitDir });
 const messageOf = (text: string): string => text.slice(text.indexOf("\n\n"));
 const parentsOf = (text: string): string[] => [...text.matchAll(/^parent (\S+)$/gm)].map((m) => m[1] as string);
-const revList = (gitDir: string, ...args: string[]): string[] => sh(["rev-list", ...args], { gitDir }).split("\n").filter((l) => l !== "");
+const revList = (gitDir: string, ...args: string[]): string[] =>
+  sh(["rev-list", ...args], { gitDir })
+    .split("\n")
+    .filter((l) => l !== "");
 
 /**
  * The hub: main with a merge of a feature branch, a symlink in and one out of scope, an
@@ -127,8 +130,8 @@ function makeHub(): { work: string; hub: string } {
     "src/lib/deep/c.ts": "export const c = 3;\n",
     "secret/key.txt": "hunter2\n",
     "docs/guide.md": "guide\n",
-    "conf/public.json": "{\"public\":true}\n",
-    "conf/secret.json": "{\"token\":\"s3cr3t\"}\n",
+    "conf/public.json": '{"public":true}\n',
+    "conf/secret.json": '{"token":"s3cr3t"}\n',
   });
   commit("rotate the key", { "secret/key.txt": "hunter3\n" });
   g("checkout", "-q", "-b", "feature");
@@ -137,7 +140,7 @@ function makeHub(): { work: string; hub: string } {
   g("checkout", "-q", "main");
   commit("main work", { "README.md": "readme, edited\n", "secret/other.txt": "other secret\n" });
   g("merge", "-q", "--no-ff", "-m", "merge feature", "feature");
-  commit("more", { "docs/guide.md": null, "conf/secret.json": "{\"token\":\"rotated\"}\n", "src/lib/e.ts": "export const e = 5;\n" });
+  commit("more", { "docs/guide.md": null, "conf/secret.json": '{"token":"rotated"}\n', "src/lib/e.ts": "export const e = 5;\n" });
   const bare = join(root, "hub.git");
   sh(["clone", "-q", "--bare", work, bare]);
   return { work, hub: bare };
@@ -265,7 +268,10 @@ describe("filterCommit", () => {
     const third = await openFilteredMirror(dir, hub, readable);
     expect(await third.hubCommitOf(filteredFeature)).toBe(feature);
     expect(await third.hubCommitOf(filteredMain)).toBe(main);
-    for (const line of readFileSync(memo, "utf8").split("\n").filter((l) => l !== "")) expect(line).toMatch(/^[0-9a-f]{40} [0-9a-f]{40}$/);
+    for (const line of readFileSync(memo, "utf8")
+      .split("\n")
+      .filter((l) => l !== ""))
+      expect(line).toMatch(/^[0-9a-f]{40} [0-9a-f]{40}$/);
 
     const wider = scope("v2", [...SCOPE, "docs/**"]);
     const rebuilt = await openFilteredMirror(dir, hub, wider);
@@ -312,7 +318,9 @@ describe("replay", () => {
 
   /** What a push does up to the daemon's checks: the seat's pack, unpacked into a quarantine. */
   function push(base = "origin/main", mirrorOnly = false): { pushed: string[]; env: Record<string, string> } {
-    const pushed = g("rev-list", "--reverse", "--topo-order", "HEAD", `^${base}`).split("\n").filter((l) => l !== "");
+    const pushed = g("rev-list", "--reverse", "--topo-order", "HEAD", `^${base}`)
+      .split("\n")
+      .filter((l) => l !== "");
     const pack = execFileSync("git", ["pack-objects", "--revs", "--stdout", "-q"], {
       cwd: seat,
       input: `HEAD\n^${base}\n`,

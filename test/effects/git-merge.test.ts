@@ -29,7 +29,6 @@ interface Repos {
   readonly start: string;
 }
 
-
 function commit(work: string, message: string, files: Record<string, string | null>): string {
   for (const [path, text] of Object.entries(files)) {
     if (text === null) sh(work, ["rm", "-q", path]);
@@ -144,7 +143,9 @@ describe("a clean change", () => {
     expect(tipOf(repos, BRANCH)).toBe(branchBefore);
     expect(sh(repos.hub, ["rev-parse", `${merged}^@`]).split("\n")).toEqual([summary.base, summary.head]);
     expect(sh(repos.hub, ["rev-parse", `${merged}^{tree}`])).toBe(summary.tree);
-    expect(sh(repos.hub, ["log", "-1", "--format=%an <%ae>|%cn <%ce>|%B", merged])).toBe("teamd merge <merge@teamd.invalid>|teamd merge <merge@teamd.invalid>|Merge seat/w1/fix\n\nGated.");
+    expect(sh(repos.hub, ["log", "-1", "--format=%an <%ae>|%cn <%ce>|%B", merged])).toBe(
+      "teamd merge <merge@teamd.invalid>|teamd merge <merge@teamd.invalid>|Merge seat/w1/fix\n\nGated.",
+    );
     sh(repos.hub, ["fsck", "--strict", "--no-dangling"]);
     // The branch is in the trunk now: there is nothing left to merge.
     await expect(summarizeChange(repos.hub, TRUNK, BRANCH)).rejects.toBeInstanceOf(NothingToMerge);

@@ -14,7 +14,12 @@ import { makeRepo } from "../support/repo.js";
  * token, a non-fast-forward and an unreachable remote are each a refusal that changed nothing.
  */
 const TOKEN = "acct-canary-7f3a91c2d4e5b60718";
-const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@x", ...args], { cwd, encoding: "utf8", env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } }).trim();
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@x", ...args], {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+  }).trim();
 
 describe.runIf(process.platform === "linux")("pushToRemote: the owner's remote, under the account's credential", () => {
   let dir: string;
@@ -41,7 +46,8 @@ describe.runIf(process.platform === "linux")("pushToRemote: the owner's remote, 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const push = (commit: string, token: string, url = `${server.url}/web.git`) => pushToRemote({ hub, commit, url, branch: "main", username: "x-access-token", token, timeoutMs: 60_000 });
+  const push = (commit: string, token: string, url = `${server.url}/web.git`) =>
+    pushToRemote({ hub, commit, url, branch: "main", username: "x-access-token", token, timeoutMs: 60_000 });
 
   it("creates, then fast-forwards, the remote branch; the token travels only in the header", async () => {
     const created = await push(first, TOKEN);

@@ -21,8 +21,6 @@ let work: string;
 let quarantineRoot: string;
 let base: string;
 
-
-
 function shBuffer(cwd: string, args: readonly string[], input?: string): Buffer {
   return execFileSync("git", args, { cwd, env: GIT_TEST_ENV, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
 }
@@ -55,7 +53,9 @@ function hubHas(oid: string): boolean {
 }
 
 function hubSnapshot(): string {
-  return `${readdirSync(join(hub, "objects", "pack")).sort().join(",")}|${sh(hub, ["for-each-ref"])}`;
+  return `${readdirSync(join(hub, "objects", "pack"))
+    .sort()
+    .join(",")}|${sh(hub, ["for-each-ref"])}`;
 }
 
 async function receiveAll(pack: Buffer, tip: string): Promise<{ q: Quarantine; commits: string[] }> {

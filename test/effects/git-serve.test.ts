@@ -17,8 +17,6 @@ let second: string;
 let other: string;
 let bigBlob: string;
 
-
-
 function has(repo: string, oid: string): boolean {
   try {
     execFileSync("git", ["--git-dir", repo, "cat-file", "-e", oid], { env: GIT_TEST_ENV, stdio: "pipe" });

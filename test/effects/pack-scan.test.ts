@@ -34,7 +34,11 @@ function gitAccepts(path: string): boolean {
   const bare = join(root, `bare-${Math.random().toString(36).slice(2)}`);
   execFileSync("git", ["init", "-q", "--bare", bare], { env: GIT_TEST_ENV });
   try {
-    execFileSync("git", ["--git-dir", bare, "index-pack", "--strict", "--stdin"], { input: readFileSync(path), env: GIT_TEST_ENV, stdio: ["pipe", "pipe", "pipe"] });
+    execFileSync("git", ["--git-dir", bare, "index-pack", "--strict", "--stdin"], {
+      input: readFileSync(path),
+      env: GIT_TEST_ENV,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     return true;
   } catch {
     return false;
@@ -70,7 +74,8 @@ afterAll(async () => {
 describe("scanPack", () => {
   it("passes a normal pack made by git, with OFS deltas, counting its objects", async () => {
     const pack = packFile("normal.pack", gitBuffer(["pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"], "HEAD\n"));
-    const objects = Number(sh(work, ["rev-list", "--objects", "--count", "HEAD"]).trim()) || Number(sh(work, ["rev-list", "--objects", "HEAD"]).split("\n").length);
+    const objects =
+      Number(sh(work, ["rev-list", "--objects", "--count", "HEAD"]).trim()) || Number(sh(work, ["rev-list", "--objects", "HEAD"]).split("\n").length);
     const scan = await scanPack(pack, BOUNDS);
     expect(scan).toMatchObject({ ok: true });
     if (!scan.ok) return;
@@ -122,7 +127,7 @@ describe("scanPack", () => {
       ["truncated checksum", good.subarray(0, good.length - 5)],
       ["trailing bytes", Buffer.concat([good, Buffer.from("extra")])],
       ["count larger than the objects", Buffer.concat([good.subarray(0, 8), Buffer.from([0, 0, 0, 200]), good.subarray(12)])],
-      ["an object of type 5", Buffer.concat([good.subarray(0, 12), Buffer.from([(good[12] as number) & 0x8f | 0x50]), good.subarray(13)])],
+      ["an object of type 5", Buffer.concat([good.subarray(0, 12), Buffer.from([((good[12] as number) & 0x8f) | 0x50]), good.subarray(13)])],
       ["the corrupt pack of seat-git.test.ts", Buffer.concat([Buffer.from("PACK\0\0\0\x02\0\0\0\x01", "binary"), Buffer.alloc(64, 0xab)])],
     ];
     for (const [name, bytes] of cases) {
@@ -143,8 +148,14 @@ describe("scanPack", () => {
         writeFileSync(path, `file ${i} ${"x".repeat(i % 300)}\n`);
         return path;
       }).join("\n"),
-    }).toString("utf8").trim().split("\n");
-    const pack = packFile("many.pack", execFileSync("git", ["pack-objects", "--stdout", "-q"], { cwd: many, env: GIT_TEST_ENV, input: blobs.join("\n") + "\n", maxBuffer: 64 * 1024 * 1024 }));
+    })
+      .toString("utf8")
+      .trim()
+      .split("\n");
+    const pack = packFile(
+      "many.pack",
+      execFileSync("git", ["pack-objects", "--stdout", "-q"], { cwd: many, env: GIT_TEST_ENV, input: blobs.join("\n") + "\n", maxBuffer: 64 * 1024 * 1024 }),
+    );
     const started = Date.now();
     const scan = await scanPack(pack, { ...BOUNDS, maxObjects: 10_000 });
     expect(scan).toMatchObject({ ok: true, objects: 5000 });

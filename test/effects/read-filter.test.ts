@@ -41,7 +41,12 @@ function seat(policy: Policy, name: string) {
 /** The id as the filter has always made it: the hash of the canonical read scope. */
 function expectedId(policy: Policy, name: string): string {
   const prefixes = (seat(policy, name).byCapability.read ?? []).map((a) => a.scope.path ?? { state: "unconstrained" as const });
-  const text = canonicalJson({ prefixes: prefixes as never, deny: (policy.deny ?? []) as never, ceiling: (policy.ceiling?.capabilities?.read ?? null) as never, reserved: policy.reserved as never });
+  const text = canonicalJson({
+    prefixes: prefixes as never,
+    deny: (policy.deny ?? []) as never,
+    ceiling: (policy.ceiling?.capabilities?.read ?? null) as never,
+    reserved: policy.reserved as never,
+  });
   return createHash("sha256").update(text).digest("hex");
 }
 

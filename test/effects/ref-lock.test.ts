@@ -77,13 +77,17 @@ describe("a push's ref move against a held lock", () => {
 
   it("a ref that moved meanwhile is still RefMoved, not retried into place", async () => {
     const { hub, start, fix } = makeHub();
-    await expect(retryRefLock("refs/heads/seat/w1/fix", () => migrateAndUpdate(hub, undefined, "refs/heads/seat/w1/fix", fix, start), 3, 5)).rejects.toBeInstanceOf(RefMoved);
+    await expect(
+      retryRefLock("refs/heads/seat/w1/fix", () => migrateAndUpdate(hub, undefined, "refs/heads/seat/w1/fix", fix, start), 3, 5),
+    ).rejects.toBeInstanceOf(RefMoved);
     expect(await readRef(hub, "refs/heads/seat/w1/fix")).toBe(fix);
   });
 
   it("a new ref beside a folder of refs of its name is RefConflict at once", async () => {
     const { hub, start } = makeHub();
-    await expect(retryRefLock("refs/heads/seat/w1", () => migrateAndUpdate(hub, undefined, "refs/heads/seat/w1", start, ""), 3, 5)).rejects.toBeInstanceOf(RefConflict);
+    await expect(retryRefLock("refs/heads/seat/w1", () => migrateAndUpdate(hub, undefined, "refs/heads/seat/w1", start, ""), 3, 5)).rejects.toBeInstanceOf(
+      RefConflict,
+    );
     expect(await readRef(hub, "refs/heads/seat/w1")).toBeUndefined();
   });
 });

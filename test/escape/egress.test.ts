@@ -53,13 +53,21 @@ describe.runIf(process.platform === "linux")("egress: a seat's network goes thro
   const seen: Array<{ url: string; host: string }> = [];
 
   const refusalRecorded = async (rule: string, needle: string) =>
-    (await h.records<LogRecord>()).some((r) => r.type === "refusal" && r.action === "egress.connect" && JSON.stringify(r).includes(rule) && JSON.stringify(r).includes(needle));
+    (await h.records<LogRecord>()).some(
+      (r) => r.type === "refusal" && r.action === "egress.connect" && JSON.stringify(r).includes(rule) && JSON.stringify(r).includes(needle),
+    );
   const reached = (path: string) => seen.some((s) => s.url.startsWith(path));
   /** Every record's full payload as JSON text, read from the ledger's store (teamd log --json leaves payloads out). */
   const payloads = (): string[] => {
     const store = openStore(join(h.home, "ledger", "ledger.db"), { readonly: true });
     try {
-      return store.records(0, 100_000).map((row) => JSON.stringify(describeStored(row), (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v)));
+      return store
+        .records(0, 100_000)
+        .map((row) =>
+          JSON.stringify(describeStored(row), (_k, v: unknown) =>
+            typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v,
+          ),
+        );
     } finally {
       store.close();
     }
@@ -95,7 +103,27 @@ describe.runIf(process.platform === "linux")("egress: a seat's network goes thro
     if (hasOpenssl) {
       const key = join(h.dir, "tls.key");
       const cert = join(h.dir, "tls.crt");
-      execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=tls.test"], { stdio: "ignore" });
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-keyout",
+          key,
+          "-out",
+          cert,
+          "-days",
+          "1",
+          "-subj",
+          "/CN=tls.test",
+        ],
+        { stdio: "ignore" },
+      );
       https = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
         record(req);
         res.end("hello over tls\n");
@@ -267,7 +295,9 @@ seats:
 
   it("finds no route out for a connection that ignores the proxy", async () => {
     // The control: the server is there, on the host's loopback.
-    const host = await promisify(execFile)("curl", ["-sS", "--max-time", "5", "--noproxy", "*", `http://127.0.0.1:${httpPort}/host-control`], { encoding: "utf8" });
+    const host = await promisify(execFile)("curl", ["-sS", "--max-time", "5", "--noproxy", "*", `http://127.0.0.1:${httpPort}/host-control`], {
+      encoding: "utf8",
+    });
     expect(host.stdout).toContain("hello");
     const direct = await h.sh("net", `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${httpPort}/bypass 2>&1; echo exit=$?`);
     expect(direct.stdout).not.toContain("exit=0");

@@ -119,7 +119,12 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
   beforeAll(async () => {
     // A trunk file large enough that a fetch of it outlasts every buffer between git and the seat.
     const big = randomBytes(9 * 1024 * 1024).toString("base64");
-    h = await appliedTeam("teamd-git-bounds-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n", "big.txt": big }, { daemonEnv: { TEAMD_SEAT_GIT_BOUNDS: `refs=${QUOTA_REFS},bytes=${QUOTA_BYTES}` } });
+    h = await appliedTeam(
+      "teamd-git-bounds-",
+      TEAM_FILE,
+      { "README.md": "hello\n", "src/a.txt": "a\n", "big.txt": big },
+      { daemonEnv: { TEAMD_SEAT_GIT_BOUNDS: `refs=${QUOTA_REFS},bytes=${QUOTA_BYTES}` } },
+    );
     await h.ok(["start", "--team", "proj"]);
     start = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
     expect(start).toMatch(/^[0-9a-f]{40}$/);
@@ -254,10 +259,16 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
   }, 90_000);
 
   it("refuses a push past the seat's byte quota; deleting a branch frees its share (control)", async () => {
-    const landed = await h.inSeat("w1", `git checkout -q --detach ${start} && head -c 2097152 /dev/urandom > src/q1.bin && git add src/q1.bin && git commit -qm q1 && git push teamd HEAD:refs/heads/q1 2>&1`);
+    const landed = await h.inSeat(
+      "w1",
+      `git checkout -q --detach ${start} && head -c 2097152 /dev/urandom > src/q1.bin && git add src/q1.bin && git commit -qm q1 && git push teamd HEAD:refs/heads/q1 2>&1`,
+    );
     expect(landed.code, landed.stdout).toBe(0); // under the quota: lands
     expect(hubRef("refs/heads/seat/w1/q1")).toBeDefined();
-    const over = await h.inSeat("w1", `git checkout -q --detach ${start} && head -c 1572864 /dev/urandom > src/q2.bin && git add src/q2.bin && git commit -qm q2 && git push teamd HEAD:refs/heads/q2 2>&1`);
+    const over = await h.inSeat(
+      "w1",
+      `git checkout -q --detach ${start} && head -c 1572864 /dev/urandom > src/q2.bin && git add src/q2.bin && git commit -qm q2 && git push teamd HEAD:refs/heads/q2 2>&1`,
+    );
     expect(over.code).not.toBe(0);
     expect(over.stdout).toMatch(/push\.quota/);
     expect(hubRef("refs/heads/seat/w1/q2")).toBeUndefined();
@@ -272,7 +283,12 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     const client = createRpcClient(ShimService, h.seatSocket("w1"));
     const body = randomBytes(2 * 1024 * 1024);
     async function* parts() {
-      yield { part: { case: "header" as const, value: { requestId: "understated-1", updates: [{ ref: "refs/heads/understated", newOid: "a".repeat(40) }], packBytes: 1024n } } };
+      yield {
+        part: {
+          case: "header" as const,
+          value: { requestId: "understated-1", updates: [{ ref: "refs/heads/understated", newOid: "a".repeat(40) }], packBytes: 1024n },
+        },
+      };
       for (let at = 0; at < body.length; at += 64 * 1024) yield { part: { case: "data" as const, value: body.subarray(at, at + 64 * 1024) } };
     }
     try {
@@ -297,7 +313,9 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
   it("refuses a push naming more ref updates than one push may make, before any of them", async () => {
     const before = await refusals("push.ref-updates");
     // Deletions of the four branches it holds plus 29 new ones: 33 updates, one past the bound of 32.
-    const specs = [...["q2", "r2", "r3", "r4"].map((r) => `:refs/heads/seat/w1/${r}`), ...Array.from({ length: 29 }, (_, i) => `HEAD:refs/heads/u${i}`)].join(" ");
+    const specs = [...["q2", "r2", "r3", "r4"].map((r) => `:refs/heads/seat/w1/${r}`), ...Array.from({ length: 29 }, (_, i) => `HEAD:refs/heads/u${i}`)].join(
+      " ",
+    );
     const attack = await h.inSeat("w1", `git push teamd ${specs} 2>&1`);
     expect(attack.code).not.toBe(0);
     expect(attack.stdout).toMatch(/push\.ref-updates/);

@@ -29,7 +29,9 @@ describe.runIf(process.platform === "linux")("escape: host processes, namespaces
     victim = spawn("/bin/sleep", ["300"], { env: { TEAMD_VICTIM_SECRET: "victim-env-secret" }, stdio: "ignore" });
     const pid = victim.pid as number;
     const out = await seat.run(
-      sh(`kill -9 ${pid}; kill -9 ${process.pid}; cat /proc/${pid}/environ; cat /proc/${process.pid}/environ; ls /proc | grep -E '^[0-9]+$' | wc -l; echo done`),
+      sh(
+        `kill -9 ${pid}; kill -9 ${process.pid}; cat /proc/${pid}/environ; cat /proc/${process.pid}/environ; ls /proc | grep -E '^[0-9]+$' | wc -l; echo done`,
+      ),
     );
     expect(out.stdout).not.toContain("victim-env-secret");
     expect(out.stderr).toMatch(/No such process/);
@@ -41,7 +43,9 @@ describe.runIf(process.platform === "linux")("escape: host processes, namespaces
 
   it("cannot make a user namespace, a mount namespace or a mount", async () => {
     const out = await seat.run(
-      sh(`unshare -U true; echo userns=$?; unshare -m true; echo mntns=$?; unshare -r true; echo root=$?; mount -t tmpfs none ${seat.tmp}; echo mount=$?; umount /proc; echo umount=$?`),
+      sh(
+        `unshare -U true; echo userns=$?; unshare -m true; echo mntns=$?; unshare -r true; echo root=$?; mount -t tmpfs none ${seat.tmp}; echo mount=$?; umount /proc; echo umount=$?`,
+      ),
     );
     for (const attempt of ["userns", "mntns", "root", "mount", "umount"]) expect(out.stdout).toMatch(new RegExp(`^${attempt}=[1-9]`, "m"));
   });

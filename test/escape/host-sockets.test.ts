@@ -33,7 +33,10 @@ function hostConnect(options: { path: string } | { host: string; port: number })
   return new Promise((resolve) => {
     const socket = connect(options as never);
     let data = "";
-    socket.on("data", (d) => (data += String(d))).on("end", () => resolve(data)).on("error", (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
+    socket
+      .on("data", (d) => (data += String(d)))
+      .on("end", () => resolve(data))
+      .on("error", (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
   });
 }
 

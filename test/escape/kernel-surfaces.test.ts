@@ -37,10 +37,14 @@ const hasPython = existsSync("/usr/bin/python3");
 /** Run `argv` on the host as the seat's user (the control: what the same user can do outside). */
 function asSeatUserOnHost(argv: string[]): number {
   try {
-    execFileSync(argv[0] as string, argv.slice(1), { stdio: "ignore", timeout: 10_000, ...(process.getuid?.() === 0 ? { uid: seat.user.uid, gid: seat.user.gid } : {}) });
+    execFileSync(argv[0] as string, argv.slice(1), {
+      stdio: "ignore",
+      timeout: 10_000,
+      ...(process.getuid?.() === 0 ? { uid: seat.user.uid, gid: seat.user.gid } : {}),
+    });
     return 0;
   } catch (error) {
-    return typeof (error as { status?: number }).status === "number" ? ((error as { status: number }).status) : 1;
+    return typeof (error as { status?: number }).status === "number" ? (error as { status: number }).status : 1;
   }
 }
 
@@ -126,7 +130,11 @@ describe.runIf(process.platform === "linux")("escape: mount, unshare, nsenter, p
   it("has no /sys, and cannot mount one", async () => {
     // Control: the host has a sysfs with writable-by-root knobs.
     expect(existsSync("/sys/kernel")).toBe(true);
-    const out = await seat.run(sh(`ls /sys/kernel; echo a=$?; echo 1 > /sys/kernel/mm/ksm/run; echo b=$?; mkdir -p ${seat.tmp}/s; mount -t sysfs sysfs ${seat.tmp}/s; echo c=$?; ls ${seat.tmp}/s | wc -l`));
+    const out = await seat.run(
+      sh(
+        `ls /sys/kernel; echo a=$?; echo 1 > /sys/kernel/mm/ksm/run; echo b=$?; mkdir -p ${seat.tmp}/s; mount -t sysfs sysfs ${seat.tmp}/s; echo c=$?; ls ${seat.tmp}/s | wc -l`,
+      ),
+    );
     for (const step of ["a", "b", "c"]) expect(out.stdout).toMatch(new RegExp(`^${step}=[1-9]`, "m"));
     expect(out.stdout.trim().split("\n").at(-1)).toBe("0");
   });
@@ -153,7 +161,11 @@ describe.runIf(process.platform === "linux")("escape: mount, unshare, nsenter, p
     it(`cannot forge its exit through the launcher's status fd (${io})`, async () => {
       // The attacker writes bwrap's JSON status shape to every fd it might have inherited.
       const forge = `for fd in 3 4 5 6 7 8 9; do printf '{ "exit-code": 0 }\\n' >&$fd; done 2>/dev/null; ls /proc/self/fd; exit 9`;
-      const launched = await createLinuxLauncher().launch({ plan: await seat.plan(), command: sh(forge), ...(io === "pty" ? { io: { kind: "pty", cols: 80, rows: 24 } } : {}) });
+      const launched = await createLinuxLauncher().launch({
+        plan: await seat.plan(),
+        command: sh(forge),
+        ...(io === "pty" ? { io: { kind: "pty", cols: 80, rows: 24 } } : {}),
+      });
       expect(launched.ok).toBe(true);
       if (!launched.ok) return;
       if (launched.seat.io.kind === "pipes") {
@@ -173,7 +185,11 @@ describe.runIf(process.platform === "linux")("escape: the seat's inherited fds",
   it("control: an inherited fd crosses exec unless the launch chain's closer runs", () => {
     // Node gives a child's extra stdio slots without close-on-exec: the leak, made on purpose.
     const list = (script: string) =>
-      spawnSync(BASH, ["-c", script], { stdio: ["ignore", "pipe", "ignore", "pipe", "ignore", "ignore", "pipe"], encoding: "utf8" }).stdout.trim().split("\n").map(Number).sort((a, b) => a - b);
+      spawnSync(BASH, ["-c", script], { stdio: ["ignore", "pipe", "ignore", "pipe", "ignore", "ignore", "pipe"], encoding: "utf8" })
+        .stdout.trim()
+        .split("\n")
+        .map(Number)
+        .sort((a, b) => a - b);
     // `; true` keeps bash from exec'ing ls in its place (ls would then list its own fds).
     expect(list("ls /proc/$$/fd; true")).toEqual(expect.arrayContaining([0, 1, 2, 3, 6]));
     expect(list(closeFdsScript(2, "ls /proc/$$/fd; true"))).toEqual([0, 1, 2]);

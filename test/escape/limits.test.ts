@@ -21,7 +21,9 @@ import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
  * may write here): as anyone else the suite is skipped, and says why.
  */
 const root = process.getuid?.() === 0;
-const skipReason = root ? "" : "limits.test.ts skipped: needs root to create the seat's cgroups (as an ordinary user seats fall back to rlimits: test/integration/seat-limits.test.ts, test/sandbox/launcher-linux.test.ts)";
+const skipReason = root
+  ? ""
+  : "limits.test.ts skipped: needs root to create the seat's cgroups (as an ordinary user seats fall back to rlimits: test/integration/seat-limits.test.ts, test/sandbox/launcher-linux.test.ts)";
 if (!root && process.platform === "linux") console.log(skipReason);
 
 let seat: RealSeat;
@@ -35,7 +37,11 @@ afterEach(async () => {
 });
 
 async function seatCgroup(limits: Limits): Promise<SeatCgroup> {
-  const decision = planCgroups(await readCgroupFacts(), { home: `test${randomBytes(3).toString("hex")}`, team: "alpha", seat: "builder", run: randomBytes(4).toString("hex") }, limits);
+  const decision = planCgroups(
+    await readCgroupFacts(),
+    { home: `test${randomBytes(3).toString("hex")}`, team: "alpha", seat: "builder", run: randomBytes(4).toString("hex") },
+    limits,
+  );
   if (decision.kind !== "cgroup") throw new Error(`no cgroup: ${decision.reason}`);
   const cg = await createSeatCgroup(decision.plan);
   made.push(cg);

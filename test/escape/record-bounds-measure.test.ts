@@ -46,7 +46,8 @@ const TEAM_FILE = teamFile(`  w:
 
 describe.runIf(MEASURE && process.platform === "linux")("records one seat can cause per minute (measurement)", () => {
   let h: TeamdHarness;
-  const ledgerBytes = () => ["ledger.db", "ledger.db-wal"].reduce((sum, f) => sum + (statSync(join(h.home, "ledger", f), { throwIfNoEntry: false })?.size ?? 0), 0);
+  const ledgerBytes = () =>
+    ["ledger.db", "ledger.db-wal"].reduce((sum, f) => sum + (statSync(join(h.home, "ledger", f), { throwIfNoEntry: false })?.size ?? 0), 0);
   const tip = () => {
     const store = openStore(join(h.home, "ledger", "ledger.db"), { readonly: true });
     try {
@@ -59,7 +60,11 @@ describe.runIf(MEASURE && process.platform === "linux")("records one seat can ca
     const store = openStore(join(h.home, "ledger", "ledger.db"), { readonly: true });
     try {
       const rows = store.records(after + 1, 10_000_000);
-      return { count: rows.length, bytes: rows.reduce((s, r) => s + r.header.length + (r.payload?.length ?? 0), 0), max: Math.max(0, ...rows.map((r) => r.header.length + (r.payload?.length ?? 0))) };
+      return {
+        count: rows.length,
+        bytes: rows.reduce((s, r) => s + r.header.length + (r.payload?.length ?? 0), 0),
+        max: Math.max(0, ...rows.map((r) => r.header.length + (r.payload?.length ?? 0))),
+      };
     } finally {
       store.close();
     }
@@ -77,7 +82,7 @@ describe.runIf(MEASURE && process.platform === "linux")("records one seat can ca
   function report(what: string, seconds: number, after: number, before: number): void {
     const s = storedSince(after);
     const grown = ledgerBytes() - before;
-    const line = `${what}: ${s.count} records in ${seconds} s (${(s.count / seconds).toFixed(0)}/s), ${s.bytes} stored bytes (${(s.bytes / Math.max(1, s.count)).toFixed(0)} per record, largest ${s.max}), files grew ${grown} bytes; per minute: ${((s.bytes / seconds) * 60 / 2 ** 20).toFixed(1)} MiB stored, ${((grown / seconds) * 60 / 2 ** 20).toFixed(1)} MiB on disk`;
+    const line = `${what}: ${s.count} records in ${seconds} s (${(s.count / seconds).toFixed(0)}/s), ${s.bytes} stored bytes (${(s.bytes / Math.max(1, s.count)).toFixed(0)} per record, largest ${s.max}), files grew ${grown} bytes; per minute: ${(((s.bytes / seconds) * 60) / 2 ** 20).toFixed(1)} MiB stored, ${(((grown / seconds) * 60) / 2 ** 20).toFixed(1)} MiB on disk`;
     process.stdout.write(`MEASURE ${line}\n`);
   }
 
@@ -117,13 +122,20 @@ describe.runIf(MEASURE && process.platform === "linux")("records one seat can ca
       try {
         const rows = store.records(after + 1, 1_000_000);
         const stop = rows.find((r) => r.type === Number(RecordType.SEAT_STOP));
-        process.stdout.write(`MEASURE records before the seat_stop: ${rows.filter((r) => stop === undefined || r.seq < stop.seq).length}, after it: ${stop === undefined ? "no stop" : rows.filter((r) => r.seq > stop.seq).length}\n`);
+        process.stdout.write(
+          `MEASURE records before the seat_stop: ${rows.filter((r) => stop === undefined || r.seq < stop.seq).length}, after it: ${stop === undefined ? "no stop" : rows.filter((r) => r.seq > stop.seq).length}\n`,
+        );
       } finally {
         store.close();
       }
     } finally {
       client.close();
     }
-    process.stdout.write(`MEASURE status after the flood: ${(await h.ok(["status"])).split("\n").filter((l) => l.includes("w@proj")).join(" | ")}\n`);
+    process.stdout.write(
+      `MEASURE status after the flood: ${(await h.ok(["status"]))
+        .split("\n")
+        .filter((l) => l.includes("w@proj"))
+        .join(" | ")}\n`,
+    );
   }, 300_000);
 });

@@ -69,7 +69,8 @@ interface Rec {
 
 describe.runIf(process.platform === "linux")("records are bounded: a hostile seat's refusals", () => {
   let h: TeamdHarness;
-  const ledgerBytes = () => ["ledger.db", "ledger.db-wal"].reduce((sum, f) => sum + (statSync(join(h.home, "ledger", f), { throwIfNoEntry: false })?.size ?? 0), 0);
+  const ledgerBytes = () =>
+    ["ledger.db", "ledger.db-wal"].reduce((sum, f) => sum + (statSync(join(h.home, "ledger", f), { throwIfNoEntry: false })?.size ?? 0), 0);
   const status = async () => JSON.parse(await h.ok(["status", "--json"])) as { seats: { seat: string; state: string }[] };
   const stateOf = async (seat: string) => (await status()).seats.find((s) => s.seat === seat)?.state;
   /** The stored records after `afterSeq`, read from the ledger's file (payloads included, which `teamd log --json` leaves out): each with its stored bytes and its text. */
@@ -87,7 +88,12 @@ describe.runIf(process.platform === "linux")("records are bounded: a hostile sea
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-record-bounds-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n", "docs/x.md": "x\n" }, { daemonEnv: { TEAMD_REFUSAL_BUDGET: BUDGET } });
+    h = await appliedTeam(
+      "teamd-record-bounds-",
+      TEAM_FILE,
+      { "README.md": "hello\n", "src/a.txt": "a\n", "docs/x.md": "x\n" },
+      { daemonEnv: { TEAMD_REFUSAL_BUDGET: BUDGET } },
+    );
     await h.ok(["start", "--team", "proj"]);
   }, 120_000);
   afterAll(async () => {
@@ -98,7 +104,11 @@ describe.runIf(process.platform === "linux")("records are bounded: a hostile sea
     const before = ledgerBytes();
     const beforeSeq = Math.max(...(await h.records()).map((r) => r.seq));
     for (const n of READS) {
-      const r = await h.exec("big", ["sh", "-c", 'SHIM=$(readlink -f "$(command -v teamd-shim)") N=$2 exec node --input-type=module -e "$1"', "sh", BIG_READ, `${n}`], { timeoutMs: 60_000 });
+      const r = await h.exec(
+        "big",
+        ["sh", "-c", 'SHIM=$(readlink -f "$(command -v teamd-shim)") N=$2 exec node --input-type=module -e "$1"', "sh", BIG_READ, `${n}`],
+        { timeoutMs: 60_000 },
+      );
       // Refused (the seat may not read docs/): whatever it was told, the check is on the ledger.
       expect(r.code, r.stderr).not.toBe(0);
     }

@@ -72,7 +72,12 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-seat-git-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n", "src/PROMPT.md": "be careful\n", "docs/secret.md": `${CANARY}\n` });
+    h = await appliedTeam("teamd-seat-git-", TEAM_FILE, {
+      "README.md": "hello\n",
+      "src/a.txt": "a\n",
+      "src/PROMPT.md": "be careful\n",
+      "docs/secret.md": `${CANARY}\n`,
+    });
     await h.ok(["start", "--team", "proj"]);
     startTrunk = hubRef("refs/heads/main");
   }, 120_000);
@@ -180,7 +185,10 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     const landed = hubRef("refs/heads/seat/narrow/main");
     expect(landed).toBeDefined();
-    const tree = h.hubGit("ls-tree", "-r", "--name-only", landed as string).split("\n").sort();
+    const tree = h
+      .hubGit("ls-tree", "-r", "--name-only", landed as string)
+      .split("\n")
+      .sort();
     expect(tree).toEqual(["README.md", "docs/secret.md", "src/PROMPT.md", "src/a.txt", "src/n.txt"]);
     expect(h.hubGit("show", `${landed}:docs/secret.md`)).toBe(CANARY);
     // Its parent is the real trunk commit the seat's filtered base stood for.
@@ -196,7 +204,17 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
    * its own exec-path first): the helper runs it for pack-objects, so the seat chooses the bytes.
    */
   const evilGit = (packObjects: string) =>
-    ["mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'", "#!/bin/sh", 'if [ "$1" = pack-objects ]; then', packObjects, "exit 0", "fi", 'exec /usr/bin/git "$@"', "EOS", "chmod +x /tmp/evil/git"].join("\n");
+    [
+      "mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'",
+      "#!/bin/sh",
+      'if [ "$1" = pack-objects ]; then',
+      packObjects,
+      "exit 0",
+      "fi",
+      'exec /usr/bin/git "$@"',
+      "EOS",
+      "chmod +x /tmp/evil/git",
+    ].join("\n");
 
   it("refuses a corrupt pack the seat crafts in place of git's; the hub is unchanged and the refusal recorded", async () => {
     const attack = await h.inSeat(
@@ -224,7 +242,9 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
         "git update-ref refs/heads/stolen $commit",
         "src=$(git rev-parse $tree:src)",
         // Only the commit and its two trees: the blob stays behind, named but never sent.
-        evilGit("printf '%s\\n' $(/usr/bin/git rev-parse refs/heads/stolen refs/heads/stolen^{tree} refs/heads/stolen:src) | /usr/bin/git pack-objects --stdout"),
+        evilGit(
+          "printf '%s\\n' $(/usr/bin/git rev-parse refs/heads/stolen refs/heads/stolen^{tree} refs/heads/stolen:src) | /usr/bin/git pack-objects --stdout",
+        ),
         "printf 'push refs/heads/stolen:refs/heads/stolen\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1",
       ].join(" && "),
     );
@@ -238,7 +258,10 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
   it("refuses a bounded seat's fetch of the real, unfiltered trunk commit by id", async () => {
     const real = h.hubGit("rev-parse", "refs/heads/main");
     expect(h.hubGit("cat-file", "-t", real)).toBe("commit"); // control: it exists in the hub
-    const attack = await h.inSeat("narrow", `printf 'fetch ${real} refs/heads/main\\n\\n' | git-remote-teamd teamd teamd::seat 2>&1; git cat-file -e ${real} && echo LEAKED || echo absent`);
+    const attack = await h.inSeat(
+      "narrow",
+      `printf 'fetch ${real} refs/heads/main\\n\\n' | git-remote-teamd teamd teamd::seat 2>&1; git cat-file -e ${real} && echo LEAKED || echo absent`,
+    );
     expect(attack.stdout).toMatch(/fetch\.ref/);
     expect(attack.stdout.trim().split("\n").pop()).toBe("absent");
     expect((await h.records<LogRecord>()).some((r) => r.type === "refusal" && JSON.stringify(r).includes("fetch.ref"))).toBe(true);
@@ -271,7 +294,12 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     const client = createRpcClient(ShimService, socket);
     const garbage = Buffer.concat([Buffer.from("PACK\0\0\0\x02\0\0\0\x01", "binary"), Buffer.alloc(64, 0xab)]);
     async function* parts() {
-      yield { part: { case: "header" as const, value: { requestId: "corrupt-1", updates: [{ ref: "refs/heads/corrupt-host", newOid: "a".repeat(40) }], packBytes: BigInt(garbage.length) } } };
+      yield {
+        part: {
+          case: "header" as const,
+          value: { requestId: "corrupt-1", updates: [{ ref: "refs/heads/corrupt-host", newOid: "a".repeat(40) }], packBytes: BigInt(garbage.length) },
+        },
+      };
       yield { part: { case: "data" as const, value: garbage } };
     }
     try {

@@ -212,7 +212,11 @@ async function measured(pid: number, start: () => Promise<string>): Promise<{ gr
   try {
     const out = await start();
     peak = Math.max(peak, rssBytes(pid));
-    const line = out.trim().split("\n").filter((l) => l.startsWith("{")).pop();
+    const line = out
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .pop();
     if (line === undefined) throw new Error(`the attacker printed no result: ${out}`);
     return { growth: peak - before, stats: JSON.parse(line) as AttackStats };
   } finally {
@@ -252,7 +256,10 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
   /** The same attack from the host against the bare server. */
   const atBare = (shape: Shape | "idle", hold = HOLD_MS): Promise<string> =>
     new Promise((resolve, reject) => {
-      const args = shape === "idle" ? [bareSocket, "idle", METHOD, "1", "0", "1", String(hold)] : [bareSocket, "flood", METHOD, String(shape.conns), String(shape.streams), String(shape.size), String(hold)];
+      const args =
+        shape === "idle"
+          ? [bareSocket, "idle", METHOD, "1", "0", "1", String(hold)]
+          : [bareSocket, "flood", METHOD, String(shape.conns), String(shape.streams), String(shape.size), String(hold)];
       const child = spawn(process.execPath, ["-e", ATTACK, ...args], { env: { ...process.env, PROTOCOL: protocol }, stdio: ["ignore", "pipe", "pipe"] });
       let out = "";
       child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -320,7 +327,10 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
   it("attack: streamed file writes holding nearly complete 8 MiB contents on every stream leave the daemon's memory bounded", async () => {
     // 4 connections x 16 streams x (8 MiB - 1): 512 MiB of content in small messages, held unfinished.
     const flood = await measured(daemonPid, async () => {
-      const r = await h.sh("alpha", `PROTOCOL=${protocol} node -e "$(echo ${Buffer.from(FILE_FLOOD).toString("base64")} | base64 -d)" /run/teamd/shim.sock 4 16 ${8 * MIB} ${HOLD_MS + 4000}`);
+      const r = await h.sh(
+        "alpha",
+        `PROTOCOL=${protocol} node -e "$(echo ${Buffer.from(FILE_FLOOD).toString("base64")} | base64 -d)" /run/teamd/shim.sock 4 16 ${8 * MIB} ${HOLD_MS + 4000}`,
+      );
       expect(r.code, r.stderr).toBe(0);
       return r.stdout.replace("done", "flushed").replace("true", "0").replace("{", '{"sessionsClosed":0,"streamsClosed":0,"statuses":{},');
     });
@@ -336,7 +346,10 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
     const read = await h.sh("alpha", "teamd-shim file read src/big.txt | sha256sum");
     expect(read.code, read.stderr).toBe(0);
     expect(read.stdout.split(" ")[0]).toBe(createHash("sha256").update(BIG_TRUNK_FILE).digest("hex"));
-    const written = await h.sh("alpha", "head -c 3145728 /dev/urandom > /tmp/w.bin && sha256sum /tmp/w.bin && teamd-shim file write src/w.bin --from /tmp/w.bin --branch blobs --json");
+    const written = await h.sh(
+      "alpha",
+      "head -c 3145728 /dev/urandom > /tmp/w.bin && sha256sum /tmp/w.bin && teamd-shim file write src/w.bin --from /tmp/w.bin --branch blobs --json",
+    );
     expect(written.code, written.stderr).toBe(0);
     const [sum, json] = written.stdout.trim().split("\n");
     const commit = (JSON.parse(json ?? "{}") as { commit: string }).commit;
@@ -346,12 +359,17 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
     const tooBig = await h.sh("alpha", "head -c 8388609 /dev/zero > /tmp/z.bin && teamd-shim file write src/z.bin --from /tmp/z.bin --branch blobs");
     expect(tooBig.code).toBe(3);
     expect(tooBig.stderr).toContain("file.kind");
-    expect(execFileSync("git", ["--git-dir", h.hub, "ls-tree", "--name-only", "refs/heads/seat/alpha/blobs", "src/"], { encoding: "utf8" })).not.toContain("z.bin");
+    expect(execFileSync("git", ["--git-dir", h.hub, "ls-tree", "--name-only", "refs/heads/seat/alpha/blobs", "src/"], { encoding: "utf8" })).not.toContain(
+      "z.bin",
+    );
   }, 60_000);
 
   it("attack: a file write whose header lies about its size is refused (request.malformed, file.kind) and recorded; nothing lands", async () => {
     const lie = async (path: string, declared: number, sent: number): Promise<{ status?: string; rule?: string }> => {
-      const r = await h.sh("alpha", `PROTOCOL=${protocol} node -e "$(echo ${Buffer.from(LYING_WRITE).toString("base64")} | base64 -d)" /run/teamd/shim.sock ${path} ${declared} ${sent}`);
+      const r = await h.sh(
+        "alpha",
+        `PROTOCOL=${protocol} node -e "$(echo ${Buffer.from(LYING_WRITE).toString("base64")} | base64 -d)" /run/teamd/shim.sock ${path} ${declared} ${sent}`,
+      );
       expect(r.code, r.stderr).toBe(0);
       return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { status?: string; rule?: string };
     };
@@ -371,10 +389,7 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
   }, 90_000);
 
   it("attack: an idle connection is closed by the daemon within its idle timeout; control: the bare server keeps it", async () => {
-    const inSeat = h.sh(
-      "alpha",
-      `PROTOCOL=${protocol} node -e "$(echo ${ATTACK_B64} | base64 -d)" /run/teamd/shim.sock idle - 0 0 0 25000`,
-    );
+    const inSeat = h.sh("alpha", `PROTOCOL=${protocol} node -e "$(echo ${ATTACK_B64} | base64 -d)" /run/teamd/shim.sock idle - 0 0 0 25000`);
     await startBare();
     const control = atBare("idle", 25_000);
     const [seat, host] = await Promise.all([inSeat, control]);

@@ -174,14 +174,18 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     expect(files.some((f) => f.includes("/ledger"))).toBe(true);
     expect(files.some((f) => f.endsWith("owner.key"))).toBe(true);
     expect(files.length).toBeGreaterThan(5);
-    const attack = await alpha(`for f in ${files.map((f) => `'${f}'`).join(" ")}; do test -e "$f" && echo "VISIBLE $f"; c=$(head -c 64 "$f" 2>/dev/null) && [ -n "$c" ] && echo "READ $f"; done; ls -a ${h.home} ${join(h.dir, "keys")} 2>&1; echo done`);
+    const attack = await alpha(
+      `for f in ${files.map((f) => `'${f}'`).join(" ")}; do test -e "$f" && echo "VISIBLE $f"; c=$(head -c 64 "$f" 2>/dev/null) && [ -n "$c" ] && echo "READ $f"; done; ls -a ${h.home} ${join(h.dir, "keys")} 2>&1; echo done`,
+    );
     expect(attack.stdout).toMatch(/done\n$/);
     expect(attack.stdout).not.toMatch(/VISIBLE|READ/);
     // Writes: a marker appended to each (the daemon itself appends to the ledger as it records
     // the exec, so the check is that no host file holds the marker, not that none changed; the
     // marker is assembled in the seat, so the recorded command line does not hold it either).
     const MARK = "pwned-by-alpha-91c2";
-    const write = await alpha(`m=$(printf 'pwned-by-%s' alpha-91c2); for f in ${files.map((f) => `'${f}'`).join(" ")}; do echo "$m" >> "$f"; done; mkdir -p ${h.home}/ledger && echo x > ${h.home}/ledger/INJECTED; echo done`);
+    const write = await alpha(
+      `m=$(printf 'pwned-by-%s' alpha-91c2); for f in ${files.map((f) => `'${f}'`).join(" ")}; do echo "$m" >> "$f"; done; mkdir -p ${h.home}/ledger && echo x > ${h.home}/ledger/INJECTED; echo done`,
+    );
     expect(write.stdout).toBe("done\n");
     expect(files.filter((f) => readFileSync(f).includes(MARK))).toEqual([]);
     // Control for the marker check: the same loop in alpha's own home does land.

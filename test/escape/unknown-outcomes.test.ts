@@ -125,7 +125,10 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(after.refusals("git.ref-name")).toHaveLength(MALFORMED.length);
 
     // No branch is blocked: the seat's next push, to its existing branch and a new one, lands.
-    const next = await h.inSeat("w1", "echo next > src/next.txt && git add -A && git commit -qm next && git push teamd HEAD:ok/leaf 2>&1 && git push teamd HEAD:fresh 2>&1");
+    const next = await h.inSeat(
+      "w1",
+      "echo next > src/next.txt && git add -A && git commit -qm next && git push teamd HEAD:ok/leaf 2>&1 && git push teamd HEAD:fresh 2>&1",
+    );
     expect(next.code, next.stdout + next.stderr).toBe(0);
     const nextTip = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
     expect(hubRef("refs/heads/seat/w1/ok/leaf")).toBe(nextTip);
@@ -142,7 +145,10 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
         `(git push teamd ra${i}:race${i} >/tmp/ra${i}.out 2>&1 & git push teamd rb${i}:race${i} >/tmp/rb${i}.out 2>&1 & wait)`,
       ].join(" && "),
     ).join(" && ");
-    const raced = await h.inSeat("w1", `base=$(git rev-parse HEAD) && back=$(git symbolic-ref -q --short HEAD) && ${script}; git checkout -q "$back"; cat /tmp/r[ab]*.out`);
+    const raced = await h.inSeat(
+      "w1",
+      `base=$(git rev-parse HEAD) && back=$(git symbolic-ref -q --short HEAD) && ${script}; git checkout -q "$back"; cat /tmp/r[ab]*.out`,
+    );
     expect(raced.code, raced.stdout + raced.stderr).toBe(0);
     for (let i = 0; i < rounds; i++) {
       const landed = hubRef(`refs/heads/seat/w1/race${i}`);
@@ -154,12 +160,22 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
   });
 
   /** `.git` as HFS+ and NTFS see it, inside the seat's write scope; and other paths git's verify_path refuses. */
-  const ALIASES = ["src/.g\u200cit/config", "src/\ufeff.GIT/hooks/post-checkout", "src/git~1/config", "src/.git./config", "src/.git::$INDEX_ALLOCATION/config", "src/.gIt /config"];
+  const ALIASES = [
+    "src/.g\u200cit/config",
+    "src/\ufeff.GIT/hooks/post-checkout",
+    "src/git~1/config",
+    "src/.git./config",
+    "src/.git::$INDEX_ALLOCATION/config",
+    "src/.gIt /config",
+  ];
 
   it.each(ALIASES)("a file write of %j, an alias of .git, is refused before any intent", async (path) => {
     const seq = await lastSeq();
     const before = hubRefs();
-    const written = await h.sh("w1", `printf 'evil' | teamd-shim file write "$(printf '%s' ${JSON.stringify(Buffer.from(path).toString("base64"))} | base64 -d)" --branch aliases`);
+    const written = await h.sh(
+      "w1",
+      `printf 'evil' | teamd-shim file write "$(printf '%s' ${JSON.stringify(Buffer.from(path).toString("base64"))} | base64 -d)" --branch aliases`,
+    );
     expect(written.code, written.stdout + written.stderr).toBe(3);
     expect(written.stdout + written.stderr).toMatch(/git\.path/);
     expect(hubRefs()).toEqual(before);

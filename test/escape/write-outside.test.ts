@@ -22,7 +22,9 @@ describe.runIf(process.platform === "linux")("escape: write outside the seat's f
   it("cannot write into a read-only root, replace a file there, or delete one", async () => {
     const before = await readdir(seat.shared);
     const out = await seat.run(
-      sh(`cd ${seat.shared}; echo pwn > new.txt; echo pwn > notes.txt; rm -f notes.txt; mv notes.txt moved.txt; mkdir d; touch -d 2000-01-01 notes.txt; echo done`),
+      sh(
+        `cd ${seat.shared}; echo pwn > new.txt; echo pwn > notes.txt; rm -f notes.txt; mv notes.txt moved.txt; mkdir d; touch -d 2000-01-01 notes.txt; echo done`,
+      ),
     );
     expect(out.stdout).toBe("done\n");
     expect(out.stderr).toMatch(/Read-only file system/);
@@ -47,7 +49,13 @@ describe.runIf(process.platform === "linux")("escape: write outside the seat's f
   });
 
   it("keeps a masked socket masked when the seat renames the folder that holds it (control: live on the host)", async () => {
-    const out = await seat.run(sh(`cd ${seat.home} && mv sub moved && ${connectCommand(`${seat.home}/moved/service.sock`).map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}; rm moved/service.sock; echo rm=$?`));
+    const out = await seat.run(
+      sh(
+        `cd ${seat.home} && mv sub moved && ${connectCommand(`${seat.home}/moved/service.sock`)
+          .map((a) => `'${a.replace(/'/g, "'\\''")}'`)
+          .join(" ")}; rm moved/service.sock; echo rm=$?`,
+      ),
+    );
     expect(out.stdout).toMatch(/^error (ECONNREFUSED|EACCES|ENOTSOCK)\nrm=1\n$/);
     expect(out.stderr).toMatch(/Device or resource busy/);
     // On the host the folder did move (it is the seat's own) and the socket is alive in it.

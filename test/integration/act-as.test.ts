@@ -92,14 +92,21 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
       return "";
     }
   };
-  const refusalRecorded = async (action: string, rule: string) => expect((await h.records()).some((r) => r.type === "refusal" && r.action === action && JSON.stringify(r).includes(rule)), rule).toBe(true);
+  const refusalRecorded = async (action: string, rule: string) =>
+    expect(
+      (await h.records()).some((r) => r.type === "refusal" && r.action === action && JSON.stringify(r).includes(rule)),
+      rule,
+    ).toBe(true);
   const writeAccounts = (gitToken: string) => {
     writeFileSync(accounts, JSON.stringify({ accounts: { "git:release": { token: gitToken }, "gh:bot": { tokenEnv: "TEAMD_TEST_GH_BOT" } } }), { mode: 0o600 });
     chmodSync(accounts, 0o600);
   };
   /** A change on a new branch, reviewed and gated by the other lab, merged: the trunk's new head. */
   const gatedMerge = async (branch: string, file: string, content: string): Promise<{ commit: string; effectId: string }> => {
-    const pushed = await h.inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
+    const pushed = await h.inSeat(
+      "exec",
+      `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`,
+    );
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     expect((await h.shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
     expect((await h.shim("rev", "gate", `seat/exec/${branch}`, "--pass")).code).toBe(0);
@@ -108,7 +115,12 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     return JSON.parse(merged.stdout) as { commit: string; effectId: string };
   };
   /** The ledger's files, raw (database and WAL): a record's payload fields are there in clear, `teamd log` shows none. */
-  const ledgerBytes = (): Buffer => Buffer.concat(filesUnder(h.home).filter((p) => p.includes("ledger")).map((p) => readFileSync(p)));
+  const ledgerBytes = (): Buffer =>
+    Buffer.concat(
+      filesUnder(h.home)
+        .filter((p) => p.includes("ledger"))
+        .map((p) => readFileSync(p)),
+    );
   const lastDeploy = async () => {
     const log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "deploy").at(-1) as LogRecord;
@@ -116,7 +128,11 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
   };
 
   beforeAll(async () => {
-    h = await createHarness("teamd-actas-", { files: { "README.md": "hello\n", "src/a.txt": "a\n" }, daemonEnv: { TEAMD_TEST_GH_BOT: GH_TOKEN }, onResult: (r) => produced.push(r.stdout, r.stderr) });
+    h = await createHarness("teamd-actas-", {
+      files: { "README.md": "hello\n", "src/a.txt": "a\n" },
+      daemonEnv: { TEAMD_TEST_GH_BOT: GH_TOKEN },
+      onResult: (r) => produced.push(r.stdout, r.stderr),
+    });
     const remotes = join(h.dir, "remotes");
     mkdirSync(remotes);
     remote = join(remotes, "web.git");
@@ -272,7 +288,14 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
   }, 60_000);
 
   it("comments on a file tracker's task: appended under a heading naming the account and the seat", async () => {
-    const r = await h.run(["exec", "talk@proj", "--", "sh", "-c", "printf 'Found it: a missing trailing slash.\\n' > /tmp/comment.txt && teamd-shim broker comment notes login --as gh:bot --file /tmp/comment.txt"]);
+    const r = await h.run([
+      "exec",
+      "talk@proj",
+      "--",
+      "sh",
+      "-c",
+      "printf 'Found it: a missing trailing slash.\\n' > /tmp/comment.txt && teamd-shim broker comment notes login --as gh:bot --file /tmp/comment.txt",
+    ]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const task = readFileSync(join(h.home, "broker/tasks/proj/notes/login.md"), "utf8");
     expect(task).toBe("---\ntitle: Fix the login redirect\n---\nIt loops.\n\n### Comment as gh:bot (from proj/talk)\n\nFound it: a missing trailing slash.\n");
@@ -297,7 +320,10 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
     // The search reads real record bytes: the ledger's files hold the publish and comment records.
     expect(Buffer.concat(ledgerFiles.map((f) => readFileSync(f))).includes("git:release")).toBe(true);
-    expect(files.some((f) => f.includes("/seats/") || f.includes("seat")), "seat homes are searched").toBe(true);
+    expect(
+      files.some((f) => f.includes("/seats/") || f.includes("seat")),
+      "seat homes are searched",
+    ).toBe(true);
     const basic = Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64");
     for (const f of files) {
       const data = readFileSync(f);

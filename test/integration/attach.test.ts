@@ -48,7 +48,12 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
 
   /** The CLI in a pty of its own, as in a person's terminal. */
   function terminal(args: string[]): Terminal {
-    const term = pty.spawn(process.execPath, [TEAMD, ...args], { cols: 100, rows: 30, cwd: h.repo, env: { ...process.env, ...h.env } as Record<string, string> });
+    const term = pty.spawn(process.execPath, [TEAMD, ...args], {
+      cols: 100,
+      rows: 30,
+      cwd: h.repo,
+      env: { ...process.env, ...h.env } as Record<string, string>,
+    });
     let out = "";
     let exited = false;
     const waiters = new Set<() => void>();
@@ -133,7 +138,10 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
 
   it("records each attach and detach as owner acts, and none of the content anywhere under TEAMD_HOME", async () => {
     const log = await h.run(["log", "--json"]);
-    const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as { action?: string });
+    const records = log.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { action?: string });
     const attaches = records.filter((r) => r.action === "seat.attach").length;
     const detaches = records.filter((r) => r.action === "seat.detach").length;
     expect(attaches).toBeGreaterThanOrEqual(2);

@@ -62,7 +62,16 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     // The owner's tracker configuration: a 0600 file under TEAMD_HOME, outside every seat.
     mkdirSync(join(h.home, "broker", "tasks", "proj", "notes"), { recursive: true, mode: 0o700 });
     const config = join(h.home, "broker", "trackers.json");
-    writeFileSync(config, JSON.stringify({ trackers: { web: { kind: "github", repo: "acme/web", api: gh.url, token: TOKEN, assignee: "acme-bot" }, ops: { kind: "github", repo: "acme/ops", tokenEnv: "TEAMD_TEST_OPS_TOKEN" } } }), { mode: 0o600 });
+    writeFileSync(
+      config,
+      JSON.stringify({
+        trackers: {
+          web: { kind: "github", repo: "acme/web", api: gh.url, token: TOKEN, assignee: "acme-bot" },
+          ops: { kind: "github", repo: "acme/ops", tokenEnv: "TEAMD_TEST_OPS_TOKEN" },
+        },
+      }),
+      { mode: 0o600 },
+    );
     chmodSync(config, 0o600);
     // The embedded default tracker of `notes`: a folder of Markdown tasks; one of them carries the token.
     const notes = join(h.home, "broker", "tasks", "proj", "notes");
@@ -101,10 +110,17 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     expect(claimed.claimed).toMatchObject({ id: "2", claimed: true, assignee: "acme-bot" });
     expect(gh.issues.get(2)?.labels.map((l) => l.name)).toContain("teamd-claimed:proj/plan");
     const log = await h.records();
-    for (const [action, target] of [["broker.pull", "gh:web"], ["broker.read", "gh:web#1"], ["broker.claim", "gh:web#2"]] as const) {
+    for (const [action, target] of [
+      ["broker.pull", "gh:web"],
+      ["broker.read", "gh:web#1"],
+      ["broker.claim", "gh:web#2"],
+    ] as const) {
       const intent = log.find((r) => r.type === "intent" && r.action === action && JSON.stringify(r).includes(target));
       expect(intent, action).toBeDefined();
-      expect(log.find((r) => r.type === "outcome" && r.intentSeq === intent?.seq), action).toMatchObject({ result: "done" });
+      expect(
+        log.find((r) => r.type === "outcome" && r.intentSeq === intent?.seq),
+        action,
+      ).toMatchObject({ result: "done" });
     }
     // Content is never recorded: not a title, not a body line.
     expect(JSON.stringify(log)).not.toContain("The rest of the task is fine");
@@ -133,10 +149,16 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     await refused("plan", "act-as.unmediated", "broker", "claim", "gh:web", "1", "--as", "owner-github");
     const client = createRpcClient(ShimService, h.seatSocket("plan"), { deadlineMs: 30_000 });
     try {
-      const error = await client.broker({ requestId: "r-update", operation: "update", task: "gh:web", id: "1" }).then(() => undefined, (e: unknown) => e);
+      const error = await client.broker({ requestId: "r-update", operation: "update", task: "gh:web", id: "1" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(String(error)).toContain("broker.operation");
       // A comment is the owner's speech: without an account it is refused before anything.
-      const bare = await client.broker({ requestId: "r-comment", operation: "comment", task: "gh:web", id: "1", body: "hi" }).then(() => undefined, (e: unknown) => e);
+      const bare = await client.broker({ requestId: "r-comment", operation: "comment", task: "gh:web", id: "1", body: "hi" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(String(bare)).toContain("act-as.required");
     } finally {
       client.close();
@@ -144,7 +166,10 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     const log = await h.records();
     const refusals = log.filter((r) => r.type === "refusal" && r.action.startsWith("broker"));
     for (const rule of ["authority.none", "scope.task", "act-as.unmediated", "act-as.required", "broker.operation", "broker.claimed", "broker.task"]) {
-      expect(refusals.some((r) => JSON.stringify(r).includes(rule)), rule).toBe(true);
+      expect(
+        refusals.some((r) => JSON.stringify(r).includes(rule)),
+        rule,
+      ).toBe(true);
     }
     // No call reached GitHub for a refused seat: the fake saw only the allowed seat's requests.
     expect(gh.seen.filter((s) => s.path.includes("/issues/1")).length).toBe(1);
@@ -168,7 +193,10 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     try {
       const first = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" });
       expect(first.tasks.length).toBe(2);
-      const again = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" }).then(() => undefined, (e: unknown) => e);
+      const again = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(String(again)).toContain("broker.replay");
     } finally {
       client.close();
@@ -207,7 +235,10 @@ describe.runIf(process.platform === "linux")("the secret broker through real sea
     // files (database, WAL), its head, flags, seat homes and repositories, the task folder.
     const files = filesUnder(h.home).filter((p) => p !== join(h.home, "broker/trackers.json"));
     const ledgerFiles = files.filter((f) => f.includes("ledger"));
-    expect(ledgerFiles.some((f) => f.endsWith(".db") || f.endsWith(".sqlite") || f.includes("sqlite")), ledgerFiles.join(", ")).toBe(true);
+    expect(
+      ledgerFiles.some((f) => f.endsWith(".db") || f.endsWith(".sqlite") || f.includes("sqlite")),
+      ledgerFiles.join(", "),
+    ).toBe(true);
     // The search reads real record bytes: the ledger's files hold the broker's records (target names in clear).
     expect(Buffer.concat(ledgerFiles.map((f) => readFileSync(f))).includes("gh:web#2")).toBe(true);
     // The task file the owner wrote carries the token on purpose; every other byte must not.

@@ -64,10 +64,17 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   /** A variable of the daemon's own environment: a deploy command must never see it. */
   const CANARY = "DEPLOY_CANARY_SECRET";
 
-  const refusalRecorded = async (rule: string) => expect((await h.records()).some((r) => r.type === "refusal" && r.action === "deploy" && JSON.stringify(r).includes(rule)), rule).toBe(true);
+  const refusalRecorded = async (rule: string) =>
+    expect(
+      (await h.records()).some((r) => r.type === "refusal" && r.action === "deploy" && JSON.stringify(r).includes(rule)),
+      rule,
+    ).toBe(true);
   /** Push a change on a new branch from the trunk (never carrying an earlier src/FAIL), have it reviewed and gated by the other lab, and merged. */
   const gatedMerge = async (branch: string, file: string, content: string): Promise<{ commit: string; effectId: string }> => {
-    const pushed = await h.inSeat("exec", `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && rm -f src/FAIL && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`);
+    const pushed = await h.inSeat(
+      "exec",
+      `git fetch -q teamd && git checkout -q -B ${branch} teamd/main && mkdir -p src && rm -f src/FAIL && printf '${content}' > ${file} && git add -A && git commit -qm ${branch} && git push -q teamd HEAD:${branch}`,
+    );
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     expect((await h.shim("rev", "review", `seat/exec/${branch}`, "--approve")).code).toBe(0);
     const gate = await h.shim("rev", "gate", `seat/exec/${branch}`, "--pass", "--json");
@@ -81,7 +88,12 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   /** What the script must have seen: the sha-256 of every file of the commit's tree, as `find` names them. */
   const expectedFiles = (commit: string): string => {
     const paths = h.hubGit("ls-tree", "-r", "--name-only", commit).split("\n").sort();
-    const lines = paths.map((p) => `${createHash("sha256").update(execFileSync("git", ["--git-dir", h.hub, "cat-file", "blob", `${commit}:${p}`])).digest("hex")}  ./${p}`);
+    const lines = paths.map(
+      (p) =>
+        `${createHash("sha256")
+          .update(execFileSync("git", ["--git-dir", h.hub, "cat-file", "blob", `${commit}:${p}`]))
+          .digest("hex")}  ./${p}`,
+    );
     return lines.sort((a, b) => (a.slice(66) < b.slice(66) ? -1 : 1)).join("\n") + "\n";
   };
   const rpcDeploy = async (requestId: string, environment: string) => {
@@ -94,7 +106,10 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
   };
 
   beforeAll(async () => {
-    h = await initTeam("teamd-deploy-", { files: { "README.md": "hello\n", "src/a.txt": "a\n", "deploy/ship.sh": SHIP }, daemonEnv: { [CANARY]: "canary-value-never-shown" } });
+    h = await initTeam("teamd-deploy-", {
+      files: { "README.md": "hello\n", "src/a.txt": "a\n", "deploy/ship.sh": SHIP },
+      daemonEnv: { [CANARY]: "canary-value-never-shown" },
+    });
     out = join(h.dir, "out");
     execFileSync("mkdir", ["-p", out]);
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(out));
@@ -120,7 +135,15 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     const merged = await gatedMerge("fix", "src/x.txt", "x\\n");
     const deployed = await h.shim("dep", "deploy", "staging", "--json");
     expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
-    const reply = JSON.parse(deployed.stdout) as { effectId: string; artifact: string; tree: string; exitCode: number; outputTail: string; intentSeq: number; outcomeSeq: number };
+    const reply = JSON.parse(deployed.stdout) as {
+      effectId: string;
+      artifact: string;
+      tree: string;
+      exitCode: number;
+      outputTail: string;
+      intentSeq: number;
+      outcomeSeq: number;
+    };
     expect(reply).toMatchObject({ effectId: merged.effectId, artifact: merged.commit, exitCode: 0 });
     expect(reply.tree).toBe(h.hubGit("rev-parse", `${merged.commit}^{tree}`));
     expect(reply.outputTail).toContain(`shipped ${merged.commit} to staging`);
@@ -155,7 +178,7 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
 
   it("refuses a deploy whose pinned script changed on disk since teamd apply (deploy.unpinned)", async () => {
     const script = join(h.repo, "deploy/ship.sh");
-    writeFileSync(script, SHIP.replace("set -e", "set -e\ntouch \"$DEPLOY_OUT/tampered\""));
+    writeFileSync(script, SHIP.replace("set -e", 'set -e\ntouch "$DEPLOY_OUT/tampered"'));
     try {
       await expectRefused(h.shim("dep", "deploy", "prod"), "deploy.unpinned");
       await refusalRecorded("deploy.unpinned");

@@ -26,14 +26,21 @@ describe.runIf(process.platform === "linux")("teamd doctor: cgroups", () => {
     const checks = (JSON.parse(result.stdout) as { checks: { name: string; verdict: string; detail: string; fix?: string }[] }).checks;
     const cgroups = checks.find((c) => c.name === "cgroups");
     if (asRoot) {
-      expect(cgroups).toMatchObject({ verdict: "ok", detail: expect.stringMatching(/Each seat gets its own cgroups: .*probe cgroup made and removed; cgroup.kill present/) });
+      expect(cgroups).toMatchObject({
+        verdict: "ok",
+        detail: expect.stringMatching(/Each seat gets its own cgroups: .*probe cgroup made and removed; cgroup.kill present/),
+      });
       // The probe's folders are gone (only the shared teamd/ parents may stay).
       for (const h of ["pids", "cpu", "unified"]) {
         const dir = `/sys/fs/cgroup/${h}/teamd/doctor`;
         expect(existsSync(dir) ? readdirSync(dir).filter((f) => !f.includes(".")) : [], dir).toEqual([]);
       }
     } else {
-      expect(cgroups).toMatchObject({ verdict: "warn", detail: expect.stringMatching(/No per-seat cgroup: .*rlimits instead .*cpus does not start/), fix: expect.stringMatching(/Delegate=yes/) });
+      expect(cgroups).toMatchObject({
+        verdict: "warn",
+        detail: expect.stringMatching(/No per-seat cgroup: .*rlimits instead .*cpus does not start/),
+        fix: expect.stringMatching(/Delegate=yes/),
+      });
     }
   }, 90_000);
 });

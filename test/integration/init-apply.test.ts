@@ -54,7 +54,13 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     const result = await h.run(["init", "--yes", "--json"]);
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
-    expect(report).toMatchObject({ team: "proj", ownerKey: { created: true }, ledger: { created: true, via: "daemon" }, hub: { by: "daemon", remote: "added" }, teamFile: { written: true, excluded: true } });
+    expect(report).toMatchObject({
+      team: "proj",
+      ownerKey: { created: true },
+      ledger: { created: true, via: "daemon" },
+      hub: { by: "daemon", remote: "added" },
+      teamFile: { written: true, excluded: true },
+    });
     expect(statSync(h.ownerKey).mode & 0o777).toBe(0o600);
     expect(existsSync(join(h.repo, "teamd.yaml"))).toBe(true);
     expect(execFileSync("git", ["status", "--porcelain"], { cwd: h.repo, encoding: "utf8" })).toBe("");
@@ -84,7 +90,10 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   });
 
   it("follows the log as records are appended, and stops on SIGINT", async () => {
-    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], { env: { ...process.env, ...h.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], {
+      env: { ...process.env, ...h.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -131,8 +140,14 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   });
 
   it("refuses, and records, an apply signed by another key", async () => {
-    execFileSync(process.execPath, ["-e", `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(h.dir, "intruder.key"))}))`]);
-    const signed = await h.run(["apply", join(h.repo, "teamd.yaml"), "--yes", "--json"], { env: { TEAMD_OWNER_KEY: join(h.dir, "intruder.key") }, cwd: process.cwd() });
+    execFileSync(process.execPath, [
+      "-e",
+      `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(h.dir, "intruder.key"))}))`,
+    ]);
+    const signed = await h.run(["apply", join(h.repo, "teamd.yaml"), "--yes", "--json"], {
+      env: { TEAMD_OWNER_KEY: join(h.dir, "intruder.key") },
+      cwd: process.cwd(),
+    });
     expect(signed.code).toBe(3);
     expect(JSON.parse(signed.stdout)).toMatchObject({ error: "refused", rule: "owner.signature" });
     const log = await h.records<LogLine>();
@@ -149,7 +164,11 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
         type: RecordType.TEAM,
         team: "evil",
         action: "team.register",
-        payload: { domain: { team: "evil", repositoryRoot: h.repo }, target: { kind: TargetKind.TEAM, name: "evil" }, detail: { case: "team", value: { repository: h.repo, hub: elsewhere } } },
+        payload: {
+          domain: { team: "evil", repositoryRoot: h.repo },
+          target: { kind: TargetKind.TEAM, name: "evil" },
+          detail: { case: "team", value: { repository: h.repo, hub: elsewhere } },
+        },
       },
       key.seed,
     );
@@ -180,7 +199,8 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     await h.stopDaemon();
     // An attacker with the file: drop the append-only triggers and rewrite record 1's payload.
     const sql = new Database(db);
-    for (const { name } of sql.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as Array<{ name: string }>) sql.exec(`DROP TRIGGER "${name}"`);
+    for (const { name } of sql.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as Array<{ name: string }>)
+      sql.exec(`DROP TRIGGER "${name}"`);
     const columns = (sql.prepare("PRAGMA table_info(records)").all() as Array<{ name: string }>).map((c) => c.name);
     const payloadColumn = columns.find((c) => c.includes("payload")) as string;
     const row = sql.prepare(`SELECT ${payloadColumn} AS p FROM records WHERE seq = 1`).get() as { p: Buffer };
@@ -243,7 +263,10 @@ describe("init and apply with the daemon down (user mode)", () => {
       expect(told.filter((r) => r.type === "notice")).toHaveLength(2);
       // The late one is told first, at the daemon's start, before the second apply.
       const notices = await h.run(["notices", "--all", "--json"], { timeoutMs: 15_000, cwd: process.cwd() });
-      const lines = notices.stdout.trim().split("\n").map((l) => JSON.parse(l) as { about: number; text: string });
+      const lines = notices.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { about: number; text: string });
       const policies = told.filter((r) => r.type === "policy").map((r) => r.seq);
       expect(lines.map((l) => l.about)).toEqual(policies);
       expect(lines[0]?.text).toMatch(/told late/);

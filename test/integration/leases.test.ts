@@ -51,7 +51,10 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   };
   /** A fresh change on seat/exec/NAME, reviewed and gated by rev (another lab): ready to merge. */
   const gatedChange = async (name: string) => {
-    const pushed = await h.inSeat("exec", `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`);
+    const pushed = await h.inSeat(
+      "exec",
+      `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`,
+    );
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     expect((await h.shim("rev", "review", `seat/exec/${name}`, "--approve")).code).toBe(0);
     const gate = await h.shim("rev", "gate", `seat/exec/${name}`, "--pass");
@@ -85,7 +88,16 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   it("a seat without merge is refused; leads leases it merge(main); whoami and lease list show it; it merges", async () => {
     await gatedChange("one");
     await expectRefused(h.shim("mrg", "merge", "seat/exec/one"), "authority.none");
-    const issued = await shimJson<{ leaseId: string; live: boolean; rootGrant: string; issuer: string; holder: string }>("lead", "lease", "issue", "mrg", "merge", "branch=main", "--ttl", "1h");
+    const issued = await shimJson<{ leaseId: string; live: boolean; rootGrant: string; issuer: string; holder: string }>(
+      "lead",
+      "lease",
+      "issue",
+      "mrg",
+      "merge",
+      "branch=main",
+      "--ttl",
+      "1h",
+    );
     expect(issued).toMatchObject({ live: true, issuer: "lead", holder: "mrg", rootGrant: "leads:envelope/merge/0" });
     leaseId = issued.leaseId;
     const who = await shimJson<{ leases: { leaseId: string; capability: string }[] }>("mrg", "whoami");
@@ -138,13 +150,25 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
 
   it("a seat revokes a lease it issued, with every lease below it; a stranger may not", async () => {
     const root = await shimJson<{ leaseId: string }>("lead", "lease", "issue", "mrg", "merge", "branch=main", "--ttl", "1h");
-    const child = await shimJson<{ leaseId: string; parent: string }>("mrg", "lease", "issue", "rev", "merge", "branch=main", "--ttl", "30m", "--parent", root.leaseId);
+    const child = await shimJson<{ leaseId: string; parent: string }>(
+      "mrg",
+      "lease",
+      "issue",
+      "rev",
+      "merge",
+      "branch=main",
+      "--ttl",
+      "30m",
+      "--parent",
+      root.leaseId,
+    );
     expect(child.parent).toBe(root.leaseId);
     await expectRefused(h.shim("exec", "lease", "revoke", root.leaseId), "lease.revoker");
     const revoked = await shimJson<{ revoked: string[] }>("lead", "lease", "revoke", root.leaseId);
     expect(revoked.revoked.sort()).toEqual([root.leaseId, child.leaseId].sort());
     const listed = await shimJson<{ leases: { leaseId: string; live: boolean; dead: { rule: string } | null }[] }>("mrg", "lease", "list");
-    for (const id of [root.leaseId, child.leaseId]) expect(listed.leases.find((l) => l.leaseId === id)).toMatchObject({ live: false, dead: { rule: "lease.revoked" } });
+    for (const id of [root.leaseId, child.leaseId])
+      expect(listed.leases.find((l) => l.leaseId === id)).toMatchObject({ live: false, dead: { rule: "lease.revoked" } });
   }, 120_000);
 
   it("teamd revoke holds with the ledger's store down (by its flag) and is appended late when the store returns", async () => {

@@ -30,7 +30,11 @@ describe("notices: recorded, told through the owner's hook, seen", () => {
   let h: TeamdHarness;
   let told: string;
   const notices = async (...extra: string[]) =>
-    (await h.ok(["notices", "--json", ...extra])).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as NoticeLine);
+    (await h.ok(["notices", "--json", ...extra]))
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as NoticeLine);
 
   beforeAll(async () => {
     h = await initTeam("teamd-notices-", { timeoutMs: 30_000 });
@@ -52,7 +56,10 @@ describe("notices: recorded, told through the owner's hook, seen", () => {
     }
     const policy = first.find((n) => n.subject === "policy applied (team proj)");
     expect(policy, JSON.stringify(first)).toBeDefined();
-    const log = (await h.ok(["log", "--json"])).trim().split("\n").map((l) => JSON.parse(l) as { seq: number; type: string });
+    const log = (await h.ok(["log", "--json"]))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { seq: number; type: string });
     expect(log.find((r) => r.seq === policy?.about)?.type).toBe("policy");
     // The first plain `teamd notices` shows it and marks it seen; the next shows nothing new.
     expect((await notices()).map((n) => n.seq)).toContain(policy?.seq);
@@ -69,7 +76,10 @@ describe("notices: recorded, told through the owner's hook, seen", () => {
     await waitFor(() => (h.daemon?.stderr() ?? "").includes("notice hook: ["), "hook reloaded");
     await h.ok(["stop", "--all"]);
     await waitFor(() => existsSync(told) && readFileSync(told, "utf8").includes("stop (this machine)"), "hook told of the stop");
-    const lines = readFileSync(told, "utf8").trim().split("\n").map((l) => JSON.parse(l) as NoticeLine);
+    const lines = readFileSync(told, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as NoticeLine);
     expect(lines.every((l) => typeof l.seq === "number" && typeof l.about === "number")).toBe(true);
     expect(lines.filter((l) => l.subject === "policy applied (team proj)")).toHaveLength(0);
     const status = JSON.parse(await h.ok(["status", "--json"])) as { notices: { unseen: number } };

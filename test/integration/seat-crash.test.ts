@@ -158,7 +158,9 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
         return []; // not (or no longer) a process: no children
       }
     };
-    expect(await waitFor(() => childrenOf(nsParent.pid as number).length === 1 && childrenOf(childrenOf(nsParent.pid as number)[0] as number).length === 1, 5000)).toBe(true);
+    expect(
+      await waitFor(() => childrenOf(nsParent.pid as number).length === 1 && childrenOf(childrenOf(nsParent.pid as number)[0] as number).length === 1, 5000),
+    ).toBe(true);
     const otherInit = childrenOf(nsParent.pid as number)[0] as number;
     const otherSleep = childrenOf(otherInit)[0] as number;
     const otherNs = readlinkSync(`/proc/${otherInit}/ns/pid`);
@@ -187,7 +189,11 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     expect(log).not.toMatch(/killed the leftover seat/);
     expect(readdirSync(registry)).toEqual([]);
     await new Promise((r) => setTimeout(r, 200));
-    expect({ bystander: alive(pid), otherSleep: alive(otherSleep), otherInit: alive(otherInit) }).toEqual({ bystander: true, otherSleep: true, otherInit: true });
+    expect({ bystander: alive(pid), otherSleep: alive(otherSleep), otherInit: alive(otherInit) }).toEqual({
+      bystander: true,
+      otherSleep: true,
+      otherInit: true,
+    });
 
     // Control: the sweep does kill a recorded init still alive in its recorded namespace
     // (and with it, the kernel ends the namespace's other processes).

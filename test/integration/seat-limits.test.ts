@@ -116,10 +116,18 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       expect(readFileSync(join(leaf("cpu"), "cpu.cfs_quota_us"), "utf8").trim()).toBe("50000");
       // The seat's init and its command are inside (the command was born there).
       const [seat] = await status();
-      const procs = readFileSync(join(leaf("pids"), "cgroup.procs"), "utf8").trim().split("\n").map(Number);
+      const procs = readFileSync(join(leaf("pids"), "cgroup.procs"), "utf8")
+        .trim()
+        .split("\n")
+        .map(Number);
       expect(procs).toContain(seat?.initPid);
       expect(procs.length).toBeGreaterThanOrEqual(2);
-      expect(seat).toMatchObject({ seat: "busy", limits: expect.stringMatching(/^applied: cgroup v2 \(kill\), v1 \(cpus 0\.5, memory 256M, pids 64\)/), cgroup: expect.stringContaining("v1"), meteredBy: "cgroup" });
+      expect(seat).toMatchObject({
+        seat: "busy",
+        limits: expect.stringMatching(/^applied: cgroup v2 \(kill\), v1 \(cpus 0\.5, memory 256M, pids 64\)/),
+        cgroup: expect.stringContaining("v1"),
+        meteredBy: "cgroup",
+      });
 
       // Metering: the busy loop's CPU shows, and grows.
       const t0 = Date.now();
@@ -159,7 +167,9 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
 
       const old = h.daemon as DaemonProcess;
       process.kill(old.child.pid as number, "SIGKILL");
-      await new Promise<void>((resolve) => (old.child.exitCode !== null || old.child.signalCode !== null ? resolve() : old.child.once("exit", () => resolve())));
+      await new Promise<void>((resolve) =>
+        old.child.exitCode !== null || old.child.signalCode !== null ? resolve() : old.child.once("exit", () => resolve()),
+      );
       // The crash left the folders (bwrap's --die-with-parent may already have ended the
       // processes with the daemon; the folders stay until someone removes them).
       for (const l of leaves) expect(existsSync(l), l).toBe(true);
@@ -189,7 +199,10 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       // RLIMIT_NPROC counts the whole uid: a low processes limit cannot even start the seat, and says why.
       const tight = await h.run(["start", "tight@proj", "--json"]);
       expect(tight.code).toBe(3);
-      expect(JSON.parse(tight.stdout)).toMatchObject({ rule: "containment.limit", reason: expect.stringMatching(/RLIMIT_NPROC, which counts every process and thread/) });
+      expect(JSON.parse(tight.stdout)).toMatchObject({
+        rule: "containment.limit",
+        reason: expect.stringMatching(/RLIMIT_NPROC, which counts every process and thread/),
+      });
     }, 120_000);
   });
 

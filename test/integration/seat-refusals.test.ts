@@ -78,7 +78,9 @@ describe.runIf(process.platform === "linux")("every seat refusal is a ledger rec
     try {
       const first = await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" });
       expect(first.tasks.map((t) => t.id)).toEqual(["login"]);
-      await client.broker({ requestId: "r-twice", operation: "pull", task: "notes" }).then(() => expect.fail("a retried pull was served"), refusedWith("broker.replay"));
+      await client
+        .broker({ requestId: "r-twice", operation: "pull", task: "notes" })
+        .then(() => expect.fail("a retried pull was served"), refusedWith("broker.replay"));
     } finally {
       client.close();
     }

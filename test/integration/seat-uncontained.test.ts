@@ -64,17 +64,19 @@ interface SeatJson extends Json {
 }
 
 /** The live processes of `pids`, each named by pid and start time (a reused pid is another process). */
-const live = (procs: readonly string[]) => procs.filter((p) => {
-  const [pid, start] = p.split("@");
-  const now = processStartTime(Number(pid));
-  if (now === undefined || now !== start) return false;
-  const state = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return !/^[ZX]$/.test(state.slice(state.lastIndexOf(")") + 2).split(" ")[0] ?? "");
-});
-const named = (pids: readonly number[]) => pids.flatMap((pid) => {
-  const start = processStartTime(pid);
-  return start === undefined ? [] : [`${pid}@${start}`];
-});
+const live = (procs: readonly string[]) =>
+  procs.filter((p) => {
+    const [pid, start] = p.split("@");
+    const now = processStartTime(Number(pid));
+    if (now === undefined || now !== start) return false;
+    const state = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/^[ZX]$/.test(state.slice(state.lastIndexOf(")") + 2).split(" ")[0] ?? "");
+  });
+const named = (pids: readonly number[]) =>
+  pids.flatMap((pid) => {
+    const start = processStartTime(pid);
+    return start === undefined ? [] : [`${pid}@${start}`];
+  });
 const sessionOf = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
@@ -98,7 +100,16 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   const payloads = (): Json[] => {
     const store = openStore(join(h.home, "ledger", "ledger.db"), { readonly: true });
     try {
-      return store.records(0, 100_000).map((row) => JSON.parse(JSON.stringify(describeStored(row), (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v))) as Json);
+      return store
+        .records(0, 100_000)
+        .map(
+          (row) =>
+            JSON.parse(
+              JSON.stringify(describeStored(row), (_k, v: unknown) =>
+                typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v,
+              ),
+            ) as Json,
+        );
     } finally {
       store.close();
     }
@@ -117,7 +128,8 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     walk(record);
     return out;
   };
-  const recordsOf = (action: string, seat: string) => payloads().filter((r) => JSON.stringify(r).includes(`"${action}"`) && JSON.stringify(r).includes(`"seat":"${seat}"`));
+  const recordsOf = (action: string, seat: string) =>
+    payloads().filter((r) => JSON.stringify(r).includes(`"${action}"`) && JSON.stringify(r).includes(`"seat":"${seat}"`));
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-uncontained-", TEAM_FILE(NONE), { "README.md": "hello\n", "src/a.txt": "a\n" });
@@ -146,7 +158,9 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     const started = await h.run(["start", "loose", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     expect(JSON.parse(started.stdout)).toMatchObject({ started: [{ seat: "loose", state: "running", containment: "none" }] });
-    expect(started.stderr).toMatch(/^warning: seat loose runs UNCONTAINED \(containment: none in teamd\.yaml\): it can read and write everything .+ can; refusals hold against a mistake only$/m);
+    expect(started.stderr).toMatch(
+      /^warning: seat loose runs UNCONTAINED \(containment: none in teamd\.yaml\): it can read and write everything .+ can; refusals hold against a mistake only$/m,
+    );
     const tight = await h.run(["start", "tight"]);
     expect(tight.code, tight.stderr).toBe(0);
     // The control: a contained seat gets no warning.
@@ -175,7 +189,12 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
   });
 
   it("an owner who attaches is told, and the seat.attach record says none and M", async () => {
-    const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], { cols: 100, rows: 30, cwd: h.repo, env: { ...process.env, ...h.env } as Record<string, string> });
+    const term = pty.spawn(process.execPath, [TEAMD, "attach", "loose"], {
+      cols: 100,
+      rows: 30,
+      cwd: h.repo,
+      env: { ...process.env, ...h.env } as Record<string, string>,
+    });
     let out = "";
     term.onData((d) => (out += d));
     const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
@@ -230,17 +249,35 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
 
     // Outside its write scope (src/): refused by the kernel, recorded as the seat's refusal.
     const refusalsBefore = payloads().filter((r) => r.type === "refusal" || JSON.stringify(r).includes('"refusal"')).length;
-    const outside = await h.run(["exec", "loose", "--", "sh", "-c", "echo changed > README.md && git -c user.name=s -c user.email=s@x commit -qam readme && git push -q teamd HEAD 2>&1; echo exit=$?"]);
+    const outside = await h.run([
+      "exec",
+      "loose",
+      "--",
+      "sh",
+      "-c",
+      "echo changed > README.md && git -c user.name=s -c user.email=s@x commit -qam readme && git push -q teamd HEAD 2>&1; echo exit=$?",
+    ]);
     expect(outside.stdout).toMatch(/exit=[1-9]/);
     expect(outside.stdout).toMatch(/refused|write/i);
-    const log = (await h.run(["log", "--json", "--type", "refusal"])).stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Json);
+    const log = (await h.run(["log", "--json", "--type", "refusal"])).stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Json);
     expect(log.some((r) => r.actor === "seat:proj/loose")).toBe(true);
     expect(payloads().filter((r) => r.type === "refusal" || JSON.stringify(r).includes('"refusal"')).length).toBeGreaterThan(refusalsBefore);
   });
 
   it("pushes through the teamd remote: the branch lands on seat/loose/… in the hub", async () => {
     const hub = join(h.home, "hubs/proj.git");
-    const pushed = await h.run(["exec", "loose", "--", "sh", "-c", "git reset -q --hard HEAD~1 && echo b > src/b.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm b && git push -q teamd HEAD:refs/heads/seat/loose/feature && git rev-parse HEAD"]);
+    const pushed = await h.run([
+      "exec",
+      "loose",
+      "--",
+      "sh",
+      "-c",
+      "git reset -q --hard HEAD~1 && echo b > src/b.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm b && git push -q teamd HEAD:refs/heads/seat/loose/feature && git rev-parse HEAD",
+    ]);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     const head = pushed.stdout.trim().split("\n").at(-1);
     expect(execFileSync("git", ["--git-dir", hub, "rev-parse", "refs/heads/seat/loose/feature"], { encoding: "utf8" }).trim()).toBe(head);
@@ -265,7 +302,7 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     const stopped = await h.run(["stop", "loose", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(await waitFor(() => live(tree).length === 0, 5000)).toBe(true);
-    expect((await seatOf("loose"))).toBeUndefined();
+    expect(await seatOf("loose")).toBeUndefined();
     expect(existsSync(join(h.home, "run/seats.d/proj.loose.json"))).toBe(false);
     const stop = recordsOf("seat.stop", "loose");
     expect(stop.length).toBe(1);

@@ -108,7 +108,11 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(result.code).toBe(3);
     expect(JSON.parse(result.stdout)).toMatchObject({ rule: "channel.control-on-seat" });
     const log = await h.run(["log", "--json", "--type", "refusal"]);
-    const last = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json).at(-1);
+    const last = log.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Json)
+      .at(-1);
     expect(last).toMatchObject({ type: "refusal", actor: "seat:proj/scout", action: "control.Status", result: "channel.control-on-seat" });
   });
 
@@ -124,7 +128,15 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
 
   it("binds none of teamd's own code, the hub, the ledger or the owner's repository into the seat", async () => {
     const hub = join(h.home, "hubs/proj.git");
-    for (const path of [join(ROOT, "dist/daemon/main.js"), join(ROOT, "node_modules"), hub, join(h.home, "ledger"), join(h.home, "keys"), join(h.repo, ".git"), join(h.repo, "teamd.yaml")]) {
+    for (const path of [
+      join(ROOT, "dist/daemon/main.js"),
+      join(ROOT, "node_modules"),
+      hub,
+      join(h.home, "ledger"),
+      join(h.home, "keys"),
+      join(h.repo, ".git"),
+      join(h.repo, "teamd.yaml"),
+    ]) {
       expect(existsSync(path)).toBe(true); // control: it is there on the host
       const probe = await h.run(["exec", "scout", "--", "sh", "-c", `test -e '${path}' && echo VISIBLE || echo absent`]);
       expect(probe.stdout, path).toBe("absent\n");
@@ -135,7 +147,10 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     const failed = await h.run(["exec", "scout", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
     expect(failed).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
     const log = await h.run(["log", "--json"]);
-    const records = log.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json);
+    const records = log.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Json);
     expect(records.filter((r) => r.action === "seat.exec").length).toBeGreaterThanOrEqual(5);
     expect(records.filter((r) => r.type === "seat_start").length).toBe(1);
   });
@@ -165,7 +180,8 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
 
   it("stops the seat: no process, socket, registry file, tmp or mount is left; repository and home stay", async () => {
     const before = (await status()).seats.find((s) => s.seat === "scout");
-    const ns = readFileSync(`/proc/${before?.initPid}/stat`, "utf8") && execFileSync("readlink", [`/proc/${before?.initPid}/ns/pid`], { encoding: "utf8" }).trim();
+    const ns =
+      readFileSync(`/proc/${before?.initPid}/stat`, "utf8") && execFileSync("readlink", [`/proc/${before?.initPid}/ns/pid`], { encoding: "utf8" }).trim();
     expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
     const stopped = await h.run(["stop", "scout", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);

@@ -36,7 +36,15 @@ interface StatusJson {
   ledger: { state: string; headSeq: number; verified: boolean };
   stopped: boolean;
   stops: { flagId: string; scope: string; team: string; recordedSeq: number }[];
-  teams: { team: string; policy: { seq: number; hash: string } | null; teamFile: { state: string; detail: string }; leads: string | null; seats: string[]; liveLeases: number; policyProblem: string }[];
+  teams: {
+    team: string;
+    policy: { seq: number; hash: string } | null;
+    teamFile: { state: string; detail: string };
+    leads: string | null;
+    seats: string[];
+    liveLeases: number;
+    policyProblem: string;
+  }[];
   seats: unknown[];
 }
 

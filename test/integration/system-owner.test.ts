@@ -36,7 +36,11 @@ function ensureOwner(): { uid: number; gid: number } {
     id("-u");
     execFileSync("usermod", ["-aG", "teamd", OWNER], { stdio: "pipe" });
   } catch {
-    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "-G", "teamd", OWNER], { stdio: "pipe" });
+    execFileSync(
+      "useradd",
+      ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "-G", "teamd", OWNER],
+      { stdio: "pipe" },
+    );
   }
   return { uid: id("-u"), gid: id("-g") };
 }
@@ -60,7 +64,13 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     new Promise((resolve) => {
       execFile(
         "setpriv",
-        [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups", ...(args[0] === "git" ? ["git"] : [process.execPath, TEAMD]), ...(args[0] === "git" ? args.slice(1) : args)],
+        [
+          `--reuid=${owner.uid}`,
+          `--regid=${owner.gid}`,
+          "--init-groups",
+          ...(args[0] === "git" ? ["git"] : [process.execPath, TEAMD]),
+          ...(args[0] === "git" ? args.slice(1) : args),
+        ],
         { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, cwd, timeout: timeoutMs, encoding: "utf8" },
         (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
       );
@@ -91,7 +101,7 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     // The owner's repository is the owner's.
     execFileSync("chown", ["-R", `${owner.uid}:${owner.gid}`, h.repo]);
     await h.startDaemon();
-    }, 90_000);
+  }, 90_000);
 
   afterAll(async () => {
     await h?.cleanup();
@@ -197,7 +207,8 @@ describe.runIf(process.platform === "linux" && asRoot)("system mode: a non-root 
     expect(out.alive.map((a) => a.outcome)).toEqual(["unseen", "unseen"]);
     expect(out.problem).toMatch(/may neither inspect nor signal.*the stop flag holds/);
     const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline && (await Promise.all(namespaces.map(processesInNamespace))).some((p) => p.length > 0)) await new Promise((r) => setTimeout(r, 100));
+    while (Date.now() < deadline && (await Promise.all(namespaces.map(processesInNamespace))).some((p) => p.length > 0))
+      await new Promise((r) => setTimeout(r, 100));
     await expectNoneLeft(namespaces);
     expect(await json(["start", "alpha@proj"], 3)).toMatchObject({ rule: "stop.active" });
     expect(await json(["resume"])).toMatchObject({ resumed: true });

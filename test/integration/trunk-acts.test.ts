@@ -113,7 +113,10 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
   });
 
   it("refuses a merge after the gater's grant was revoked by teamd apply", async () => {
-    const pushed = await h.inSeat("exec", "git fetch -q teamd && git reset -q --hard teamd/main && echo z > src/z.txt && git add -A && git commit -qm z && git push -q -f teamd HEAD:fix2");
+    const pushed = await h.inSeat(
+      "exec",
+      "git fetch -q teamd && git reset -q --hard teamd/main && echo z > src/z.txt && git add -A && git commit -qm z && git push -q -f teamd HEAD:fix2",
+    );
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     expect((await h.shim("rev", "review", "seat/exec/fix2", "--approve")).code).toBe(0);
     expect((await h.shim("gat", "gate", "seat/exec/fix2", "--pass")).code).toBe(0);
@@ -176,7 +179,9 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     const log = await h.records();
     const intent = log.filter((r) => r.type === "intent" && r.action === "merge").at(-1) as LogRecord;
     expect(log.some((r) => r.type === "outcome" && r.intentSeq === intent.seq && r.result === "unknown")).toBe(true);
-    expect(log.some((r) => r.type === "reconcile" && r.action === "reconcile.resolved-done" && String(r.result).includes(`intent ${String(intent.seq)}`))).toBe(true);
+    expect(log.some((r) => r.type === "reconcile" && r.action === "reconcile.resolved-done" && String(r.result).includes(`intent ${String(intent.seq)}`))).toBe(
+      true,
+    );
     expect((await h.run(["start", "mrg@proj"])).code).toBe(0);
     const again = await merge();
     expect(again.act?.effectId).toBe(intent.effectId);

@@ -12,29 +12,77 @@ const policy: Pick<Policy, "pushes"> = {
   pushes: { release: { env: "release", url: "https://git.example/acme/app.git", branch: "main", account: "github:acme-bot" } },
 };
 
-const cases: { description: string; act: UnderAccount; named: string | undefined; expected: { account: string | undefined } | { rule: string; reason: RegExp } }[] = [
-  { description: "a broker comment runs under the account the seat names", act: { act: "broker", operation: "comment" }, named: "github:acme-bot", expected: { account: "github:acme-bot" } },
-  { description: "a broker comment that names no account is refused", act: { act: "broker", operation: "comment" }, named: undefined, expected: { rule: "act-as.required", reason: /a broker comment is made under the owner's account; name it/ } },
+const cases: {
+  description: string;
+  act: UnderAccount;
+  named: string | undefined;
+  expected: { account: string | undefined } | { rule: string; reason: RegExp };
+}[] = [
+  {
+    description: "a broker comment runs under the account the seat names",
+    act: { act: "broker", operation: "comment" },
+    named: "github:acme-bot",
+    expected: { account: "github:acme-bot" },
+  },
+  {
+    description: "a broker comment that names no account is refused",
+    act: { act: "broker", operation: "comment" },
+    named: undefined,
+    expected: { rule: "act-as.required", reason: /a broker comment is made under the owner's account; name it/ },
+  },
   { description: "a broker pull runs under no account", act: { act: "broker", operation: "pull" }, named: undefined, expected: { account: undefined } },
-  { description: "a broker pull that names an account is refused, not ignored", act: { act: "broker", operation: "pull" }, named: "github:acme-bot", expected: { rule: "act-as.unmediated", reason: /a broker pull runs under the tracker's credential.*drop --as 'github:acme-bot'/ } },
-  { description: "a broker claim that names an account is refused", act: { act: "broker", operation: "claim" }, named: "x", expected: { rule: "act-as.unmediated", reason: /a broker claim runs under the tracker's credential/ } },
+  {
+    description: "a broker pull that names an account is refused, not ignored",
+    act: { act: "broker", operation: "pull" },
+    named: "github:acme-bot",
+    expected: { rule: "act-as.unmediated", reason: /a broker pull runs under the tracker's credential.*drop --as 'github:acme-bot'/ },
+  },
+  {
+    description: "a broker claim that names an account is refused",
+    act: { act: "broker", operation: "claim" },
+    named: "x",
+    expected: { rule: "act-as.unmediated", reason: /a broker claim runs under the tracker's credential/ },
+  },
   { description: "a broker read runs under no account", act: { act: "broker", operation: "read" }, named: undefined, expected: { account: undefined } },
-  { description: "a deploy that runs the owner's command runs under no account", act: { act: "deploy", env: "staging" }, named: undefined, expected: { account: undefined } },
+  {
+    description: "a deploy that runs the owner's command runs under no account",
+    act: { act: "deploy", env: "staging" },
+    named: undefined,
+    expected: { account: undefined },
+  },
   {
     description: "a deploy that runs a command and names an account is refused",
     act: { act: "deploy", env: "staging" },
     named: "github:acme-bot",
     expected: { rule: "act-as.unmediated", reason: /a deploy to staging runs the owner's command, under no owner's account; drop --as 'github:acme-bot'/ },
   },
-  { description: "a publish runs under the declared account when the seat names none", act: { act: "deploy", env: "release" }, named: undefined, expected: { account: "github:acme-bot" } },
-  { description: "a publish runs under the declared account when the seat names that one", act: { act: "deploy", env: "release" }, named: "github:acme-bot", expected: { account: "github:acme-bot" } },
+  {
+    description: "a publish runs under the declared account when the seat names none",
+    act: { act: "deploy", env: "release" },
+    named: undefined,
+    expected: { account: "github:acme-bot" },
+  },
+  {
+    description: "a publish runs under the declared account when the seat names that one",
+    act: { act: "deploy", env: "release" },
+    named: "github:acme-bot",
+    expected: { account: "github:acme-bot" },
+  },
   {
     description: "a publish that names another account is refused",
     act: { act: "deploy", env: "release" },
     named: "npm:acme",
-    expected: { rule: "act-as.required", reason: /a deploy to release pushes under the account the owner declared for it, 'github:acme-bot'; --as 'npm:acme' names another/ },
+    expected: {
+      rule: "act-as.required",
+      reason: /a deploy to release pushes under the account the owner declared for it, 'github:acme-bot'; --as 'npm:acme' names another/,
+    },
   },
-  { description: "an env named like an object's own property is no publish", act: { act: "deploy", env: "constructor" }, named: undefined, expected: { account: undefined } },
+  {
+    description: "an env named like an object's own property is no publish",
+    act: { act: "deploy", env: "constructor" },
+    named: undefined,
+    expected: { account: undefined },
+  },
 ];
 
 describe("actAsAccount", () => {

@@ -33,17 +33,28 @@ const SEATS = {
   boss: { lab: "anthropic", roles: ["observer"] },
   checker: { lab: "anthropic", roles: ["verifier"] },
 };
-const copyOf = (env?: Record<string, string>): Policy => team({ ...SEATS, worker2: { lab: "openai", roles: ["executor"], start: start(env) } }, undefined, true);
+const copyOf = (env?: Record<string, string>): Policy =>
+  team({ ...SEATS, worker2: { lab: "openai", roles: ["executor"], start: start(env) } }, undefined, true);
 
 const table: { description: string; holds: AdministrativeCapability[]; change: (before: Policy) => AuthorityChange; expect: string }[] = [
-  { description: "an agree holder adds a same copy", holds: ["agree"], change: () => ({ kind: "add-seat", principal: { kind: "seat", seat: "boss" }, seat: "worker2", after: copyOf() }), expect: "commit agreement" },
+  {
+    description: "an agree holder adds a same copy",
+    holds: ["agree"],
+    change: () => ({ kind: "add-seat", principal: { kind: "seat", seat: "boss" }, seat: "worker2", after: copyOf() }),
+    expect: "commit agreement",
+  },
   {
     description: "a same-copy add that differs in one environment binding is a grant, not an agreement",
     holds: ["agree"],
     change: () => ({ kind: "add-seat", principal: { kind: "seat", seat: "boss" }, seat: "worker2", after: copyOf({ MODE: "other" }) }),
     expect: "agree.not-same-copy",
   },
-  { description: "a grant holder may add the differing seat (it is a grant)", holds: ["grant"], change: () => ({ kind: "add-seat", principal: { kind: "seat", seat: "boss" }, seat: "worker2", after: copyOf({ MODE: "other" }) }), expect: "commit" },
+  {
+    description: "a grant holder may add the differing seat (it is a grant)",
+    holds: ["grant"],
+    change: () => ({ kind: "add-seat", principal: { kind: "seat", seat: "boss" }, seat: "worker2", after: copyOf({ MODE: "other" }) }),
+    expect: "commit",
+  },
   {
     description: "a copy that would hold agree is refused",
     holds: ["agree"],
@@ -53,8 +64,27 @@ const table: { description: string; holds: AdministrativeCapability[]; change: (
     },
     expect: "agree.copy-holds-admin",
   },
-  { description: "a grant holder edits capabilities inside §8", holds: ["grant"], change: () => ({ kind: "edit", principal: { kind: "seat", seat: "boss" }, after: team({ ...SEATS, checker: { lab: "anthropic", roles: ["verifier", "observer"] } }, undefined, true) }), expect: "commit" },
-  { description: "a grant holder may not remove a seat (owner or leads)", holds: ["grant"], change: (b) => ({ kind: "remove-seat", principal: { kind: "seat", seat: "boss" }, seat: "checker", after: { ...b, seats: { worker: b.seats.worker as Seat, boss: b.seats.boss as Seat } } }), expect: "table.principal" },
+  {
+    description: "a grant holder edits capabilities inside §8",
+    holds: ["grant"],
+    change: () => ({
+      kind: "edit",
+      principal: { kind: "seat", seat: "boss" },
+      after: team({ ...SEATS, checker: { lab: "anthropic", roles: ["verifier", "observer"] } }, undefined, true),
+    }),
+    expect: "commit",
+  },
+  {
+    description: "a grant holder may not remove a seat (owner or leads)",
+    holds: ["grant"],
+    change: (b) => ({
+      kind: "remove-seat",
+      principal: { kind: "seat", seat: "boss" },
+      seat: "checker",
+      after: { ...b, seats: { worker: b.seats.worker as Seat, boss: b.seats.boss as Seat } },
+    }),
+    expect: "table.principal",
+  },
 ];
 
 describe("§9/§10 principals beyond the owner", () => {

@@ -92,7 +92,10 @@ describe("authorize is total", () => {
     const wellFormed = fc.record({
       seat: fc.constantFrom("a", "b"),
       capability: fc.constantFrom("write", "read", "act-as"),
-      effect: fc.oneof(fc.record({ paths: fc.array(fc.constantFrom("src/a.ts", "docs/b.md", ".git/x"), { minLength: 1 }) }), fc.record({ account: fc.constantFrom("github:bot", "x") })),
+      effect: fc.oneof(
+        fc.record({ paths: fc.array(fc.constantFrom("src/a.ts", "docs/b.md", ".git/x"), { minLength: 1 }) }),
+        fc.record({ account: fc.constantFrom("github:bot", "x") }),
+      ),
     });
     fc.assert(
       fc.property(fc.oneof(request, wellFormed), (req) => {
@@ -127,8 +130,18 @@ describe("the vocabulary", () => {
     if (v1 === undefined) throw new Error("no vocabulary 1");
     const dims = Object.fromEntries(Object.entries(v1.capabilities).map(([k, s]) => [k, [...s.dimensions]]));
     expect(dims).toEqual({
-      write: ["path"], read: ["path"], review: ["path", "branch"], gate: ["path", "branch"], merge: ["path", "branch"],
-      deploy: ["env", "branch"], "use-broker": ["task"], "act-as": ["account"], create: [], grant: [], agree: [], leads: [],
+      write: ["path"],
+      read: ["path"],
+      review: ["path", "branch"],
+      gate: ["path", "branch"],
+      merge: ["path", "branch"],
+      deploy: ["env", "branch"],
+      "use-broker": ["task"],
+      "act-as": ["account"],
+      create: [],
+      grant: [],
+      agree: [],
+      leads: [],
     });
     expect(v1.capabilities.deploy.required).toEqual(["env"]);
     expect(Object.isFrozen(v1.capabilities)).toBe(true);

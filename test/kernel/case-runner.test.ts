@@ -28,7 +28,10 @@ describe("the case runner", () => {
   });
 
   it("fails a decision case whose policy does not load, saying why", () => {
-    const report = runCaseText("f", file([{ description: "d", policy: { version: 1, team: "web", leases: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]));
+    const report = runCaseText(
+      "f",
+      file([{ description: "d", policy: { version: 1, team: "web", leases: [] }, request: write(["docs/x"]), expect: { decision: "allow" } }]),
+    );
     expect(report.results[0]?.why).toMatch(/did not load: teamfile.unsupported/);
   });
 

@@ -9,7 +9,9 @@ import { runCaseText } from "../../src/teamfile/case-runner.js";
  * same runner as `teamd kernel eval`: the real loader and the real `authorize`.
  */
 const dir = fileURLToPath(new URL("./cases/", import.meta.url));
-const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".json"))
+  .sort();
 
 describe("kernel case files", () => {
   it("exist, one per topic", () => {

@@ -27,15 +27,31 @@ const dimensionScope = (dimension: Dimension, values: readonly string[], empties
   );
 
 // Sometimes many empty dimensions, so that a value covered only by authorities granting nothing shows.
-const authorities = fc.integer({ min: 1, max: 12 }).chain((empties) =>
-  fc.array(fc.record({ path: dimensionScope("path", PATHS, 1), branch: dimensionScope("branch", BRANCHES, empties) }), { minLength: 16, maxLength: 40 }).map((scopes) =>
-    scopes.map((scope, i): Authority => ({ id: `s/direct/review/${i}`, seat: "s", capability: "review", scope, source: { kind: "direct" } as unknown as Authority["source"] })),
-  ),
-);
+const authorities = fc
+  .integer({ min: 1, max: 12 })
+  .chain((empties) =>
+    fc
+      .array(fc.record({ path: dimensionScope("path", PATHS, 1), branch: dimensionScope("branch", BRANCHES, empties) }), { minLength: 16, maxLength: 40 })
+      .map((scopes) =>
+        scopes.map((scope, i): Authority => ({
+          id: `s/direct/review/${i}`,
+          seat: "s",
+          capability: "review",
+          scope,
+          source: { kind: "direct" } as unknown as Authority["source"],
+        })),
+      ),
+  );
 
 const effect: fc.Arbitrary<CanonicalEffect> = fc.record({
-  path: fc.option(fc.uniqueArray(fc.constantFrom(...PATHS.filter((p) => p !== ""), "src/x/y/f.ts", "docs/f.md", "other/f", "a/b/c/d"), { minLength: 1, maxLength: 3 }), { nil: undefined }),
-  branch: fc.option(fc.constantFrom("main", "dev", "release/1").map((b) => [b]), { nil: undefined }),
+  path: fc.option(
+    fc.uniqueArray(fc.constantFrom(...PATHS.filter((p) => p !== ""), "src/x/y/f.ts", "docs/f.md", "other/f", "a/b/c/d"), { minLength: 1, maxLength: 3 }),
+    { nil: undefined },
+  ),
+  branch: fc.option(
+    fc.constantFrom("main", "dev", "release/1").map((b) => [b]),
+    { nil: undefined },
+  ),
 });
 
 describe("coverage through the path index (§6)", () => {

@@ -67,10 +67,40 @@ describe("refConflict (a ref cannot also be a folder of refs)", () => {
 });
 
 /** `.git` as HFS+ sees it: git's ignorable code points anywhere inside, case folded. */
-const hfsAliases = [".git", ".GIT", ".Git", ".g\u200cit", ".gi\u200dt", "\u200e.git", ".git\u200f", ".g\u202ait", ".gi\u202et", ".\u206agit", ".git\u206f", "\ufeff.git", ".g\u200c\u200di\ufefft", ".gıt"];
+const hfsAliases = [
+  ".git",
+  ".GIT",
+  ".Git",
+  ".g\u200cit",
+  ".gi\u200dt",
+  "\u200e.git",
+  ".git\u200f",
+  ".g\u202ait",
+  ".gi\u202et",
+  ".\u206agit",
+  ".git\u206f",
+  "\ufeff.git",
+  ".g\u200c\u200di\ufefft",
+  ".gıt",
+];
 const notHfs = [".gitx", ".git~1", "git", ".g\u00e9t", ".g\u200bit" /* U+200B is not ignored */, ".gi\u2060t" /* U+2060 neither */, "x.git", ".gitmodules"];
 /** `.git` as NTFS sees it: the short name, trailing dots and spaces, a stream, any case. */
-const ntfsAliases = [".git", ".GIT", "git~1", "GIT~1", "Git~1", ".git.", ".git ", ".git. .", "git~1.", ".git:", ".git::$INDEX_ALLOCATION", "git~1::$INDEX_ALLOCATION", ".git:stream", ".gıt"];
+const ntfsAliases = [
+  ".git",
+  ".GIT",
+  "git~1",
+  "GIT~1",
+  "Git~1",
+  ".git.",
+  ".git ",
+  ".git. .",
+  "git~1.",
+  ".git:",
+  ".git::$INDEX_ALLOCATION",
+  "git~1::$INDEX_ALLOCATION",
+  ".git:stream",
+  ".gıt",
+];
 const notNtfs = ["git~2", ".git~1", ".gitx", "git~1x", ".git.x", "git", "~1", ".g it"];
 
 describe("the aliases of .git", () => {

@@ -28,10 +28,27 @@ function policy(): Policy {
 }
 
 /** A live lease of a's own grant to b: the parent of the re-lease cases. */
-const HELD: LeaseFact = { id: "held", rootGrant: "a/direct/write/0", issuer: "a", holder: "b", capability: "write", scope: { path: ["src/"] }, issuedAt: NOW - HOUR, expiresAt: NOW + 10 * HOUR };
+const HELD: LeaseFact = {
+  id: "held",
+  rootGrant: "a/direct/write/0",
+  issuer: "a",
+  holder: "b",
+  capability: "write",
+  scope: { path: ["src/"] },
+  issuedAt: NOW - HOUR,
+  expiresAt: NOW + 10 * HOUR,
+};
 const view = createKernelView(policy(), { leases: { held: HELD } });
 
-const request = (over: Partial<SeatLeaseRequest>): SeatLeaseRequest => ({ leaseId: "new", issuer: "lead", recipient: "b", capability: "write", scope: { path: ["src/"] }, expiresAt: NOW + HOUR, ...over });
+const request = (over: Partial<SeatLeaseRequest>): SeatLeaseRequest => ({
+  leaseId: "new",
+  issuer: "lead",
+  recipient: "b",
+  capability: "write",
+  scope: { path: ["src/"] },
+  expiresAt: NOW + HOUR,
+  ...over,
+});
 
 interface Case {
   readonly description: string;
@@ -42,15 +59,51 @@ interface Case {
 
 const cases: readonly Case[] = [
   { description: "no source named: the issuer's own standing grant covers it", request: request({}), expected: { issue: "lead/direct/write/0" } },
-  { description: "no source named: leads' own grant does not cover it, the envelope does", request: request({ scope: { path: ["docs/"] } }), expected: { issue: "leads:envelope/write/0" } },
-  { description: "no source named: a seat that is not leads never reaches the envelope", request: request({ issuer: "a", scope: { path: ["docs/"] } }), expected: { refuse: "lease.wider" } },
-  { description: "no source named, none covers: the first source's refusal", request: request({ scope: { path: ["other/"] } }), expected: { refuse: "lease.wider" } },
-  { description: "no source for the capability at all: the kernel's own refusal (a root lease names its source)", request: request({ capability: "merge" }), expected: { refuse: "request.malformed" } },
-  { description: "a source named is decided as named, never searched past", request: request({ source: "leads:envelope/write/0" }), expected: { refuse: "lease.wider" } },
-  { description: "a source named that covers it issues from it", request: request({ source: "leads:envelope/write/0", scope: { path: ["docs/"] } }), expected: { issue: "leads:envelope/write/0" } },
-  { description: "a re-lease of a held lease keeps its root grant, no source searched", request: request({ issuer: "b", recipient: "c", parent: "held", scope: { path: ["src/"] } }), expected: { issue: "a/direct/write/0" } },
-  { description: "a re-lease wider than its parent is refused", request: request({ issuer: "b", recipient: "c", parent: "held", scope: { path: ["docs/"] } }), expected: { refuse: "lease.wider" } },
-  { description: "a re-lease back up its chain is refused", request: request({ issuer: "b", recipient: "a", parent: "held", scope: { path: ["src/"] } }), expected: { refuse: "lease.ancestor" } },
+  {
+    description: "no source named: leads' own grant does not cover it, the envelope does",
+    request: request({ scope: { path: ["docs/"] } }),
+    expected: { issue: "leads:envelope/write/0" },
+  },
+  {
+    description: "no source named: a seat that is not leads never reaches the envelope",
+    request: request({ issuer: "a", scope: { path: ["docs/"] } }),
+    expected: { refuse: "lease.wider" },
+  },
+  {
+    description: "no source named, none covers: the first source's refusal",
+    request: request({ scope: { path: ["other/"] } }),
+    expected: { refuse: "lease.wider" },
+  },
+  {
+    description: "no source for the capability at all: the kernel's own refusal (a root lease names its source)",
+    request: request({ capability: "merge" }),
+    expected: { refuse: "request.malformed" },
+  },
+  {
+    description: "a source named is decided as named, never searched past",
+    request: request({ source: "leads:envelope/write/0" }),
+    expected: { refuse: "lease.wider" },
+  },
+  {
+    description: "a source named that covers it issues from it",
+    request: request({ source: "leads:envelope/write/0", scope: { path: ["docs/"] } }),
+    expected: { issue: "leads:envelope/write/0" },
+  },
+  {
+    description: "a re-lease of a held lease keeps its root grant, no source searched",
+    request: request({ issuer: "b", recipient: "c", parent: "held", scope: { path: ["src/"] } }),
+    expected: { issue: "a/direct/write/0" },
+  },
+  {
+    description: "a re-lease wider than its parent is refused",
+    request: request({ issuer: "b", recipient: "c", parent: "held", scope: { path: ["docs/"] } }),
+    expected: { refuse: "lease.wider" },
+  },
+  {
+    description: "a re-lease back up its chain is refused",
+    request: request({ issuer: "b", recipient: "a", parent: "held", scope: { path: ["src/"] } }),
+    expected: { refuse: "lease.ancestor" },
+  },
 ];
 
 describe("decideLease (the lease issue choice)", () => {

@@ -73,10 +73,25 @@ function buildLeases(raws: readonly RawLease[]): LeaseFact[] {
   raws.forEach((r, i) => {
     // Mostly attenuating chains; also a parent picked among all leases (later ones, itself: cycles) and a missing one.
     const parentId =
-      r.parentMode === "root" || (r.parentMode === "earlier" && out.length === 0) ? undefined : r.parentMode === "missing" ? "GONE" : r.parentMode === "any" ? `L${r.parentPick % raws.length}` : `L${r.parentPick % out.length}`;
+      r.parentMode === "root" || (r.parentMode === "earlier" && out.length === 0)
+        ? undefined
+        : r.parentMode === "missing"
+          ? "GONE"
+          : r.parentMode === "any"
+            ? `L${r.parentPick % raws.length}`
+            : `L${r.parentPick % out.length}`;
     const parent = parentId === undefined ? undefined : out.find((l) => l.id === parentId);
     const forged = r.forged === 0;
-    const issuer = parent !== undefined && !forged ? parent.holder : forged || parentId !== undefined ? r.issuer : r.fromEnvelope ? "lead" : r.parentPick % 2 === 0 ? "a" : "b";
+    const issuer =
+      parent !== undefined && !forged
+        ? parent.holder
+        : forged || parentId !== undefined
+          ? r.issuer
+          : r.fromEnvelope
+            ? "lead"
+            : r.parentPick % 2 === 0
+              ? "a"
+              : "b";
     out.push({
       id: `L${i}`,
       ...(parentId !== undefined ? { parent: parentId } : {}),
@@ -136,21 +151,34 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
 
   it("views sharing one frozen leases record under different policies and revocations never share an answer they should not", () => {
     fc.assert(
-      fc.property(world, world, fc.array(rawLease, { minLength: 1, maxLength: 10 }), fc.array(fc.nat(10), { maxLength: 3 }), fc.array(fc.nat(100), { minLength: 2, maxLength: 5 }), (w1, w2, raws, revokePicks, timePicks) => {
-        const list = buildLeases(raws);
-        const [p1, p2] = [policyOf(w1), policyOf(w2)];
-        const facts: KernelFacts = createKernelView(p1, { leases: Object.fromEntries(list.map((l) => [l.id, l])) }).facts;
-        const revokedLeases = Object.freeze(revokePicks.filter((i) => i < list.length).map((i) => `L${i}`));
-        const views: KernelView[] = [
-          createKernelView(p1, facts),
-          createKernelView(p2, facts),
-          { policy: p1, facts: Object.freeze({ ...facts, revokedLeases }) },
-          { policy: p2, facts: Object.freeze({ ...facts, revokedLeases }) },
-          { policy: p1, facts: Object.freeze({ ...facts, revokedLeases: Object.freeze([...revokedLeases, "L0"]) }) },
-        ];
-        const edges = timesOf(list, timePicks);
-        for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100]) for (const view of views) expectSame(view, list.map((l) => l.id), now);
-      }),
+      fc.property(
+        world,
+        world,
+        fc.array(rawLease, { minLength: 1, maxLength: 10 }),
+        fc.array(fc.nat(10), { maxLength: 3 }),
+        fc.array(fc.nat(100), { minLength: 2, maxLength: 5 }),
+        (w1, w2, raws, revokePicks, timePicks) => {
+          const list = buildLeases(raws);
+          const [p1, p2] = [policyOf(w1), policyOf(w2)];
+          const facts: KernelFacts = createKernelView(p1, { leases: Object.fromEntries(list.map((l) => [l.id, l])) }).facts;
+          const revokedLeases = Object.freeze(revokePicks.filter((i) => i < list.length).map((i) => `L${i}`));
+          const views: KernelView[] = [
+            createKernelView(p1, facts),
+            createKernelView(p2, facts),
+            { policy: p1, facts: Object.freeze({ ...facts, revokedLeases }) },
+            { policy: p2, facts: Object.freeze({ ...facts, revokedLeases }) },
+            { policy: p1, facts: Object.freeze({ ...facts, revokedLeases: Object.freeze([...revokedLeases, "L0"]) }) },
+          ];
+          const edges = timesOf(list, timePicks);
+          for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100])
+            for (const view of views)
+              expectSame(
+                view,
+                list.map((l) => l.id),
+                now,
+              );
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -158,33 +186,47 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
   it("after each change to the leases or revocations (verdicts carried over from the facts before), the same as the reference", () => {
     const change = fc.record({ kind: fc.constantFrom("add", "add", "revoke", "replace", "drop", "back"), pick: fc.nat(40), raw: rawLease });
     fc.assert(
-      fc.property(world, fc.array(rawLease, { minLength: 1, maxLength: 10 }), fc.array(change, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(100), { minLength: 1, maxLength: 3 }), (w, raws, changes, timePicks) => {
-        const policy = policyOf(w);
-        const first = buildLeases(raws);
-        const history: KernelFacts[] = [createKernelView(policy, { leases: Object.fromEntries(first.map((l) => [l.id, l])), revokedLeases: [] }).facts];
-        let next = first.length;
-        for (const c of changes) {
-          const at = history[history.length - 1] as KernelFacts;
-          const leases: Record<string, LeaseFact> = { ...at.leases };
-          const ids = Object.keys(leases);
-          let revokedLeases = [...(at.revokedLeases ?? [])];
-          const id = ids[c.pick % Math.max(ids.length, 1)] ?? "L0";
-          if (c.kind === "add") {
-            // A re-lease of an existing lease (its holder issuing) or a fresh root, as a new record.
-            const parent = leases[id];
-            const l = buildLeases([...raws, c.raw])[raws.length] as LeaseFact;
-            leases[`N${next}`] = { ...l, id: `N${next}`, ...(parent !== undefined && c.raw.parentMode !== "root" ? { parent: parent.id, issuer: parent.holder, rootGrant: parent.rootGrant, expiresAt: Math.min(l.expiresAt, parent.expiresAt) } : {}) };
-            next++;
-          } else if (c.kind === "revoke") revokedLeases = [...revokedLeases, id];
-          else if (c.kind === "replace" && leases[id] !== undefined) leases[id] = { ...(leases[id] as LeaseFact), holder: c.raw.holder, expiresAt: c.raw.expiry };
-          else if (c.kind === "drop") delete leases[id];
-          const facts = c.kind === "back" ? (history[c.pick % history.length] as KernelFacts) : createKernelView(policy, { leases, revokedLeases }).facts;
-          history.push(facts);
-          const view = createKernelView(policy, facts);
-          const edges = timesOf(Object.values(facts.leases ?? {}), timePicks);
-          for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100]) expectSame(view, [...Object.keys(facts.leases ?? {}), "GONE"], now);
-        }
-      }),
+      fc.property(
+        world,
+        fc.array(rawLease, { minLength: 1, maxLength: 10 }),
+        fc.array(change, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(100), { minLength: 1, maxLength: 3 }),
+        (w, raws, changes, timePicks) => {
+          const policy = policyOf(w);
+          const first = buildLeases(raws);
+          const history: KernelFacts[] = [createKernelView(policy, { leases: Object.fromEntries(first.map((l) => [l.id, l])), revokedLeases: [] }).facts];
+          let next = first.length;
+          for (const c of changes) {
+            const at = history[history.length - 1] as KernelFacts;
+            const leases: Record<string, LeaseFact> = { ...at.leases };
+            const ids = Object.keys(leases);
+            let revokedLeases = [...(at.revokedLeases ?? [])];
+            const id = ids[c.pick % Math.max(ids.length, 1)] ?? "L0";
+            if (c.kind === "add") {
+              // A re-lease of an existing lease (its holder issuing) or a fresh root, as a new record.
+              const parent = leases[id];
+              const l = buildLeases([...raws, c.raw])[raws.length] as LeaseFact;
+              leases[`N${next}`] = {
+                ...l,
+                id: `N${next}`,
+                ...(parent !== undefined && c.raw.parentMode !== "root"
+                  ? { parent: parent.id, issuer: parent.holder, rootGrant: parent.rootGrant, expiresAt: Math.min(l.expiresAt, parent.expiresAt) }
+                  : {}),
+              };
+              next++;
+            } else if (c.kind === "revoke") revokedLeases = [...revokedLeases, id];
+            else if (c.kind === "replace" && leases[id] !== undefined)
+              leases[id] = { ...(leases[id] as LeaseFact), holder: c.raw.holder, expiresAt: c.raw.expiry };
+            else if (c.kind === "drop") delete leases[id];
+            const facts = c.kind === "back" ? (history[c.pick % history.length] as KernelFacts) : createKernelView(policy, { leases, revokedLeases }).facts;
+            history.push(facts);
+            const view = createKernelView(policy, facts);
+            const edges = timesOf(Object.values(facts.leases ?? {}), timePicks);
+            for (const now of [NOW - 20, ...timePicks.map((p) => edges[p % edges.length] as number), NOW + 100])
+              expectSame(view, [...Object.keys(facts.leases ?? {}), "GONE"], now);
+          }
+        },
+      ),
       { numRuns: 120 },
     );
   });
@@ -192,7 +234,16 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
   it("a view whose facts are not frozen is answered afresh: a lease changed between calls reads its new state", () => {
     const policy = policyOf({ grant: undefined, envelope: "src", leads: true, ceiling: undefined, deny: undefined });
     const leases: Record<string, LeaseFact> = {
-      R: { id: "R", rootGrant: "leads:envelope/write/0", issuer: "lead", holder: "a", capability: "write", scope: { path: ["src"] }, issuedAt: 0, expiresAt: NOW + 10 },
+      R: {
+        id: "R",
+        rootGrant: "leads:envelope/write/0",
+        issuer: "lead",
+        holder: "a",
+        capability: "write",
+        scope: { path: ["src"] },
+        issuedAt: 0,
+        expiresAt: NOW + 10,
+      },
     };
     const view: KernelView = { policy, facts: { leases } };
     expect(walkLease(view, "R", NOW).live).toBe(true);
@@ -205,10 +256,40 @@ describe("memoized lease verdicts against the reference walk (§7)", () => {
     const policy = policyOf({ grant: undefined, envelope: "src", leads: true, ceiling: undefined, deny: undefined });
     const leases: Record<string, LeaseFact> = {};
     for (let i = 0; i < 70; i++) {
-      leases[`D${i}`] = { id: `D${i}`, ...(i > 0 ? { parent: `D${i - 1}` } : {}), rootGrant: "leads:envelope/write/0", issuer: i === 0 ? "lead" : SEATS[1 + ((i - 1) % 4)] as string, holder: SEATS[1 + (i % 4)] as string, capability: "write", scope: { path: ["src"] }, issuedAt: 0, expiresAt: NOW + 100 - i };
+      leases[`D${i}`] = {
+        id: `D${i}`,
+        ...(i > 0 ? { parent: `D${i - 1}` } : {}),
+        rootGrant: "leads:envelope/write/0",
+        issuer: i === 0 ? "lead" : (SEATS[1 + ((i - 1) % 4)] as string),
+        holder: SEATS[1 + (i % 4)] as string,
+        capability: "write",
+        scope: { path: ["src"] },
+        issuedAt: 0,
+        expiresAt: NOW + 100 - i,
+      };
     }
-    leases.X = { id: "X", parent: "Y", rootGrant: "leads:envelope/write/0", issuer: "a", holder: "b", capability: "write", scope: { path: ["src"] }, issuedAt: 0, expiresAt: NOW + 10 };
-    leases.Y = { id: "Y", parent: "X", rootGrant: "leads:envelope/write/0", issuer: "b", holder: "a", capability: "write", scope: { path: ["src"] }, issuedAt: 0, expiresAt: NOW + 5 };
+    leases.X = {
+      id: "X",
+      parent: "Y",
+      rootGrant: "leads:envelope/write/0",
+      issuer: "a",
+      holder: "b",
+      capability: "write",
+      scope: { path: ["src"] },
+      issuedAt: 0,
+      expiresAt: NOW + 10,
+    };
+    leases.Y = {
+      id: "Y",
+      parent: "X",
+      rootGrant: "leads:envelope/write/0",
+      issuer: "b",
+      holder: "a",
+      capability: "write",
+      scope: { path: ["src"] },
+      issuedAt: 0,
+      expiresAt: NOW + 5,
+    };
     const view = createKernelView(policy, { leases });
     for (const now of [NOW - 1, NOW + 5, NOW + 31, NOW + 200]) expectSame(view, Object.keys(leases), now);
     expect(walkLease(view, "D69", NOW).live).toBe(false);

@@ -65,7 +65,8 @@ function buildLeases(raws: readonly (typeof rawLease extends fc.Arbitrary<infer 
     // A root lease's issuer is mostly one that could hold its source (leads for the envelope,
     // a or b for the grant), so live chains are common; a forged one still appears.
     const forged = r.parentPick % 5 === 0;
-    const issuer = parent !== undefined ? (forged ? r.issuer : parent.holder) : forged ? r.issuer : r.fromEnvelope ? "lead" : r.parentPick % 2 === 0 ? "a" : "b";
+    const issuer =
+      parent !== undefined ? (forged ? r.issuer : parent.holder) : forged ? r.issuer : r.fromEnvelope ? "lead" : r.parentPick % 2 === 0 ? "a" : "b";
     out.push({
       id: `L${i}`,
       ...(parent !== undefined ? { parent: parent.id } : {}),
@@ -122,17 +123,23 @@ const world = fc.record({
 describe("lease liveness against a brute-force reference (§7)", () => {
   it("a lease is live iff its whole chain is live and covered, under any revocations and time", () => {
     fc.assert(
-      fc.property(world, fc.array(rawLease, { minLength: 1, maxLength: 8 }), fc.array(fc.nat(8), { maxLength: 2 }), fc.integer({ min: NOW - 20, max: NOW + 60 }), (w, raws, revokePicks, now) => {
-        const list = buildLeases(raws);
-        const leases = new Map(list.map((l) => [l.id, l]));
-        const revoked = new Set(revokePicks.filter((i) => i < list.length).map((i) => `L${i}`));
-        const policy = policyOf({ ...w, ceiling: undefined, deny: undefined });
-        const view = createKernelView(policy, { leases: Object.fromEntries(leases), revokedLeases: [...revoked] });
-        for (const l of list) {
-          const live = refLive(w, leases, revoked, l.id, now);
-          expect(leaseLiveness(view, l.id, now).live, l.id).toBe(live);
-        }
-      }),
+      fc.property(
+        world,
+        fc.array(rawLease, { minLength: 1, maxLength: 8 }),
+        fc.array(fc.nat(8), { maxLength: 2 }),
+        fc.integer({ min: NOW - 20, max: NOW + 60 }),
+        (w, raws, revokePicks, now) => {
+          const list = buildLeases(raws);
+          const leases = new Map(list.map((l) => [l.id, l]));
+          const revoked = new Set(revokePicks.filter((i) => i < list.length).map((i) => `L${i}`));
+          const policy = policyOf({ ...w, ceiling: undefined, deny: undefined });
+          const view = createKernelView(policy, { leases: Object.fromEntries(leases), revokedLeases: [...revoked] });
+          for (const l of list) {
+            const live = refLive(w, leases, revoked, l.id, now);
+            expect(leaseLiveness(view, l.id, now).live, l.id).toBe(live);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -148,7 +155,9 @@ describe("lease liveness against a brute-force reference (§7)", () => {
             const file = `${path}/f.ts`;
             const d = authorize(view, { seat, capability: "write", effect: { paths: [file] } } as KernelRequest, NOW);
             const standing = w.grant !== undefined && w.grant.holder === seat && within(file, w.grant.path);
-            const leased = list.some((l) => l.holder === seat && within(file, (l.scope.path as string[])[0] as string) && refLive(w, leases, new Set(), l.id, NOW));
+            const leased = list.some(
+              (l) => l.holder === seat && within(file, (l.scope.path as string[])[0] as string) && refLive(w, leases, new Set(), l.id, NOW),
+            );
             const bounded = (w.deny === undefined || !within(file, w.deny)) && (w.ceiling === undefined || w.ceiling.some((c) => within(file, c)));
             expect(d.decision === "allow", `${seat} ${file} ${d.decision === "refuse" ? d.rule : d.authority.id}`).toBe((standing || leased) && bounded);
           }
@@ -161,30 +170,44 @@ describe("lease liveness against a brute-force reference (§7)", () => {
   it("the same with many leases per seat (the decision's lease index and coverage index in use)", () => {
     let crowded = 0;
     // Crowded on purpose: mostly root leases from the envelope (src) to a or b, under src, expiring late.
-    const crowd = rawLease.map((r) => ({ ...r, rootish: r.parentPick % 3 !== 0, fromEnvelope: r.parentPick % 7 !== 0, holder: r.holder === "lead" || r.holder === "c" ? "a" : r.holder, path: r.path.startsWith("docs") ? "src/x" : r.path, expiry: r.expiry + 300 }));
+    const crowd = rawLease.map((r) => ({
+      ...r,
+      rootish: r.parentPick % 3 !== 0,
+      fromEnvelope: r.parentPick % 7 !== 0,
+      holder: r.holder === "lead" || r.holder === "c" ? "a" : r.holder,
+      path: r.path.startsWith("docs") ? "src/x" : r.path,
+      expiry: r.expiry + 300,
+    }));
     fc.assert(
-      fc.property(world.map((w) => ({ ...w, envelope: "src" })), fc.array(crowd, { minLength: 100, maxLength: 160 }), fc.integer({ min: NOW - 5, max: NOW + 400 }), (w, raws, now) => {
-        const list = buildLeases(raws);
-        const leases = new Map(list.map((l) => [l.id, l]));
-        const view = createKernelView(policyOf(w), { leases: Object.fromEntries(leases) });
-        for (const seat of SEATS) {
-          if (list.filter((l) => l.holder === seat && refLive(w, leases, new Set(), l.id, now)).length >= 16) crowded++;
-          for (const path of [...PATHS, "elsewhere"]) {
-            const file = `${path}/f.ts`;
-            const d = authorize(view, { seat, capability: "write", effect: { paths: [file] } } as KernelRequest, now);
-            const standing = w.grant !== undefined && w.grant.holder === seat && within(file, w.grant.path);
-            const leased = list.some((l) => l.holder === seat && within(file, (l.scope.path as string[])[0] as string) && refLive(w, leases, new Set(), l.id, now));
-            const bounded = (w.deny === undefined || !within(file, w.deny)) && (w.ceiling === undefined || w.ceiling.some((c) => within(file, c)));
-            expect(d.decision === "allow", `${seat} ${file} ${d.decision === "refuse" ? d.rule : d.authority.id}`).toBe((standing || leased) && bounded);
-            // An allow under a lease names a lease of this seat that is live by reference and covers the file.
-            if (d.decision === "allow" && d.authority.id.startsWith("lease:")) {
-              const used = leases.get(d.authority.id.slice("lease:".length));
-              expect(used?.holder).toBe(seat);
-              expect(used !== undefined && refLive(w, leases, new Set(), used.id, now) && within(file, pathOf(used))).toBe(true);
+      fc.property(
+        world.map((w) => ({ ...w, envelope: "src" })),
+        fc.array(crowd, { minLength: 100, maxLength: 160 }),
+        fc.integer({ min: NOW - 5, max: NOW + 400 }),
+        (w, raws, now) => {
+          const list = buildLeases(raws);
+          const leases = new Map(list.map((l) => [l.id, l]));
+          const view = createKernelView(policyOf(w), { leases: Object.fromEntries(leases) });
+          for (const seat of SEATS) {
+            if (list.filter((l) => l.holder === seat && refLive(w, leases, new Set(), l.id, now)).length >= 16) crowded++;
+            for (const path of [...PATHS, "elsewhere"]) {
+              const file = `${path}/f.ts`;
+              const d = authorize(view, { seat, capability: "write", effect: { paths: [file] } } as KernelRequest, now);
+              const standing = w.grant !== undefined && w.grant.holder === seat && within(file, w.grant.path);
+              const leased = list.some(
+                (l) => l.holder === seat && within(file, (l.scope.path as string[])[0] as string) && refLive(w, leases, new Set(), l.id, now),
+              );
+              const bounded = (w.deny === undefined || !within(file, w.deny)) && (w.ceiling === undefined || w.ceiling.some((c) => within(file, c)));
+              expect(d.decision === "allow", `${seat} ${file} ${d.decision === "refuse" ? d.rule : d.authority.id}`).toBe((standing || leased) && bounded);
+              // An allow under a lease names a lease of this seat that is live by reference and covers the file.
+              if (d.decision === "allow" && d.authority.id.startsWith("lease:")) {
+                const used = leases.get(d.authority.id.slice("lease:".length));
+                expect(used?.holder).toBe(seat);
+                expect(used !== undefined && refLive(w, leases, new Set(), used.id, now) && within(file, pathOf(used))).toBe(true);
+              }
             }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 60 },
     );
     // The crowded case is what this test is for: make sure it happened.
@@ -198,7 +221,17 @@ describe("lease liveness against a brute-force reference (§7)", () => {
         const list = buildLeases(raws);
         const facts = { leases: Object.fromEntries(list.map((l) => [l.id, l])) };
         const before = policyOf({ ...w, ceiling: undefined, deny: undefined });
-        const changed: World = { ...w, ceiling: undefined, deny: undefined, grant: how === "remove" ? undefined : how === "reassign" ? { ...w.grant, holder: w.grant.holder === "a" ? "b" : "a" } : { ...w.grant, path: `${w.grant.path}/x` } };
+        const changed: World = {
+          ...w,
+          ceiling: undefined,
+          deny: undefined,
+          grant:
+            how === "remove"
+              ? undefined
+              : how === "reassign"
+                ? { ...w.grant, holder: w.grant.holder === "a" ? "b" : "a" }
+                : { ...w.grant, path: `${w.grant.path}/x` },
+        };
         const revocations = cascade(createKernelView(before, facts), policyOf(changed)).map((r) => r.lease);
         // Every lease that the change killed is in the batch, and after restoring the grant stays dead.
         const afterChange = createKernelView(policyOf(changed), facts);
@@ -215,20 +248,32 @@ describe("lease liveness against a brute-force reference (§7)", () => {
 
   it("a re-lease that issues is never wider than its parent nor outlives it", () => {
     fc.assert(
-      fc.property(world, fc.array(rawLease, { minLength: 1, maxLength: 6 }), fc.nat(5), fc.constantFrom(...SEATS), fc.constantFrom(...PATHS), fc.integer({ min: NOW + 1, max: NOW + 150 }), (w, raws, pick, recipient, path, expiresAt) => {
-        const list = buildLeases(raws);
-        const parent = list[pick % list.length] as LeaseFact;
-        const view = createKernelView(policyOf(w), { leases: Object.fromEntries(list.map((l) => [l.id, l])) });
-        const d = issueLease(view, { leaseId: "NEW", issuer: parent.holder, recipient, capability: "write", scope: { path: [path] }, expiresAt, parent: parent.id }, NOW);
-        if (d.decision !== "issue") return;
-        expect(leaseLiveness(view, parent.id, NOW).live).toBe(true);
-        expect(within(path, (parent.scope.path as string[])[0] as string)).toBe(true);
-        expect(d.lease.expiresAt).toBeLessThanOrEqual(parent.expiresAt);
-        expect(d.lease.rootGrant).toBe(parent.rootGrant);
-        // What issues is live at once: the issuance check and the use-time walk agree.
-        const withNew = createKernelView(policyOf(w), { leases: { ...Object.fromEntries(list.map((l) => [l.id, l])), NEW: d.lease } });
-        expect(leaseLiveness(withNew, "NEW", NOW).live).toBe(true);
-      }),
+      fc.property(
+        world,
+        fc.array(rawLease, { minLength: 1, maxLength: 6 }),
+        fc.nat(5),
+        fc.constantFrom(...SEATS),
+        fc.constantFrom(...PATHS),
+        fc.integer({ min: NOW + 1, max: NOW + 150 }),
+        (w, raws, pick, recipient, path, expiresAt) => {
+          const list = buildLeases(raws);
+          const parent = list[pick % list.length] as LeaseFact;
+          const view = createKernelView(policyOf(w), { leases: Object.fromEntries(list.map((l) => [l.id, l])) });
+          const d = issueLease(
+            view,
+            { leaseId: "NEW", issuer: parent.holder, recipient, capability: "write", scope: { path: [path] }, expiresAt, parent: parent.id },
+            NOW,
+          );
+          if (d.decision !== "issue") return;
+          expect(leaseLiveness(view, parent.id, NOW).live).toBe(true);
+          expect(within(path, (parent.scope.path as string[])[0] as string)).toBe(true);
+          expect(d.lease.expiresAt).toBeLessThanOrEqual(parent.expiresAt);
+          expect(d.lease.rootGrant).toBe(parent.rootGrant);
+          // What issues is live at once: the issuance check and the use-time walk agree.
+          const withNew = createKernelView(policyOf(w), { leases: { ...Object.fromEntries(list.map((l) => [l.id, l])), NEW: d.lease } });
+          expect(leaseLiveness(withNew, "NEW", NOW).live).toBe(true);
+        },
+      ),
       { numRuns: 300 },
     );
   });

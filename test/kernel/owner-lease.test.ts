@@ -23,7 +23,17 @@ function viewOf(data: Record<string, unknown>): KernelView {
 const WITH_LEADS = viewOf({ leads: { seat: "lead", envelope: { write: { path: ["docs/"] } } } });
 const NO_LEADS = viewOf({});
 
-const lease = (over: Partial<LeaseFact> = {}): LeaseFact => ({ id: "l1", rootGrant: "leads:envelope/write/0", issuer: "lead", holder: "a", capability: "write", scope: { path: ["docs/"] }, issuedAt: NOW, expiresAt: NOW + HOUR, ...over });
+const lease = (over: Partial<LeaseFact> = {}): LeaseFact => ({
+  id: "l1",
+  rootGrant: "leads:envelope/write/0",
+  issuer: "lead",
+  holder: "a",
+  capability: "write",
+  scope: { path: ["docs/"] },
+  issuedAt: NOW,
+  expiresAt: NOW + HOUR,
+  ...over,
+});
 
 interface LeaseCase {
   readonly description: string;

@@ -72,7 +72,15 @@ const table: Case[] = [
     expect: {
       unchanged: false,
       team: [],
-      seats: [{ seat: "w2", status: "added", gains: ["read {path: *}  (role observer)", "write {path: [docs]}  (direct)"], losses: [], other: ["lab: (none) -> openai", "roles: [] -> [observer]"] }],
+      seats: [
+        {
+          seat: "w2",
+          status: "added",
+          gains: ["read {path: *}  (role observer)", "write {path: [docs]}  (direct)"],
+          losses: [],
+          other: ["lab: (none) -> openai", "roles: [] -> [observer]"],
+        },
+      ],
     },
   },
   {
@@ -81,7 +89,19 @@ const table: Case[] = [
     after: edit((f) => delete f.seats.w1),
     expect: {
       team: [],
-      seats: [{ seat: "w1", status: "removed", gains: [], losses: ALL_W1, other: expect.arrayContaining(["lab: anthropic -> (none)", "roles: [executor] -> []", expect.stringMatching(/^start: command \["claude"\], workdir \., env \[\], files \[AGENTS\.md\] -> \(none\)$/)]) as unknown as string[] }],
+      seats: [
+        {
+          seat: "w1",
+          status: "removed",
+          gains: [],
+          losses: ALL_W1,
+          other: expect.arrayContaining([
+            "lab: anthropic -> (none)",
+            "roles: [executor] -> []",
+            expect.stringMatching(/^start: command \["claude"\], workdir \., env \[\], files \[AGENTS\.md\] -> \(none\)$/),
+          ]) as unknown as string[],
+        },
+      ],
     },
   },
   {
@@ -105,13 +125,26 @@ const table: Case[] = [
     description: "narrowing a scope is one loss and one gain",
     before: edit((f) => (f.seats.w2 = { lab: "openai", capabilities: { write: { path: "src/" } } })),
     after: edit((f) => (f.seats.w2 = { lab: "openai", capabilities: { write: { path: "src/api/" } } })),
-    expect: { team: [], seats: [{ seat: "w2", status: "changed", gains: ["write {path: [src/api]}  (direct)"], losses: ["write {path: [src]}  (direct)"], other: [] }] },
+    expect: {
+      team: [],
+      seats: [{ seat: "w2", status: "changed", gains: ["write {path: [src/api]}  (direct)"], losses: ["write {path: [src]}  (direct)"], other: [] }],
+    },
   },
   {
     description: "widening a scope is one loss and one gain",
     before: edit((f) => (f.seats.w2 = { lab: "openai", capabilities: { merge: { path: "src/", branch: "main" } } })),
     after: edit((f) => (f.seats.w2 = { lab: "openai", capabilities: { merge: { path: ["src/", "docs/"], branch: "main" } } })),
-    expect: { seats: [{ seat: "w2", status: "changed", gains: ["merge {path: [docs, src], branch: [main]}  (direct)"], losses: ["merge {path: [src], branch: [main]}  (direct)"], other: [] }] },
+    expect: {
+      seats: [
+        {
+          seat: "w2",
+          status: "changed",
+          gains: ["merge {path: [docs, src], branch: [main]}  (direct)"],
+          losses: ["merge {path: [src], branch: [main]}  (direct)"],
+          other: [],
+        },
+      ],
+    },
   },
   {
     description: "a direct grant removed",
@@ -123,7 +156,11 @@ const table: Case[] = [
     description: "a grant moved from a role to a direct grant at the same scope is neither gained nor lost",
     before: edit((f) => (f.seats.w2 = { lab: "openai", roles: ["observer"] })),
     after: edit((f) => (f.seats.w2 = { lab: "openai", capabilities: { read: null } })),
-    expect: { seats: [{ seat: "w2", status: "changed", gains: [], losses: [], other: ["roles: [observer] -> []", "source of read {path: *}: role observer -> direct"] }] },
+    expect: {
+      seats: [
+        { seat: "w2", status: "changed", gains: [], losses: [], other: ["roles: [observer] -> []", "source of read {path: *}: role observer -> direct"] },
+      ],
+    },
   },
   {
     description: "a grant held twice and now once is no loss",
@@ -143,26 +180,77 @@ const table: Case[] = [
     after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude", "--model", "opus"], files: ["AGENTS.md"] } })),
     expect: {
       team: [],
-      seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ['start command: ["claude"] -> ["claude", "--model", "opus"]', expect.stringMatching(/^context hash: sha256:[0-9a-f]{64} -> sha256:[0-9a-f]{64}$/) as unknown as string] }],
+      seats: [
+        {
+          seat: "w1",
+          status: "changed",
+          gains: [],
+          losses: [],
+          other: [
+            'start command: ["claude"] -> ["claude", "--model", "opus"]',
+            expect.stringMatching(/^context hash: sha256:[0-9a-f]{64} -> sha256:[0-9a-f]{64}$/) as unknown as string,
+          ],
+        },
+      ],
     },
   },
   {
     description: "a start env binding and the workdir changed",
     before: base(),
     after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], workdir: "src", env: { MODE: "work" }, files: ["AGENTS.md"] } })),
-    expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start workdir: . -> src", 'start env MODE added: "work"', expect.stringMatching(/^context hash: /) as unknown as string] }] },
+    expect: {
+      seats: [
+        {
+          seat: "w1",
+          status: "changed",
+          gains: [],
+          losses: [],
+          other: ["start workdir: . -> src", 'start env MODE added: "work"', expect.stringMatching(/^context hash: /) as unknown as string],
+        },
+      ],
+    },
   },
   {
     description: "egress declared (the lab's endpoints with it), then widened by one host and a private range",
     before: base(),
     after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443"] } } })),
-    expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start egress: none -> [a.example.com:443, api.anthropic.com:443]", expect.stringMatching(/^context hash: /) as unknown as string] }] },
+    expect: {
+      seats: [
+        {
+          seat: "w1",
+          status: "changed",
+          gains: [],
+          losses: [],
+          other: ["start egress: none -> [a.example.com:443, api.anthropic.com:443]", expect.stringMatching(/^context hash: /) as unknown as string],
+        },
+      ],
+    },
   },
   {
     description: "egress widened: each host:port and range added is shown",
     before: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443"] } } })),
-    after: edit((f) => (f.seats.w1 = { ...f.seats.w1, start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443", "*.npmjs.org:443"], private: ["10.0.0.0/8"] } } })),
-    expect: { seats: [{ seat: "w1", status: "changed", gains: [], losses: [], other: ["start egress added: *.npmjs.org:443", "start egress private range added: 10.0.0.0/8", expect.stringMatching(/^context hash: /) as unknown as string] }] },
+    after: edit(
+      (f) =>
+        (f.seats.w1 = {
+          ...f.seats.w1,
+          start: { command: ["claude"], files: ["AGENTS.md"], network: { allow: ["a.example.com:443", "*.npmjs.org:443"], private: ["10.0.0.0/8"] } },
+        }),
+    ),
+    expect: {
+      seats: [
+        {
+          seat: "w1",
+          status: "changed",
+          gains: [],
+          losses: [],
+          other: [
+            "start egress added: *.npmjs.org:443",
+            "start egress private range added: 10.0.0.0/8",
+            expect.stringMatching(/^context hash: /) as unknown as string,
+          ],
+        },
+      ],
+    },
   },
   {
     description: "a declared branch added",
@@ -201,7 +289,10 @@ const table: Case[] = [
     description: "the ceiling set",
     before: base(),
     after: edit((f) => (f.ceiling = { "lease-ttl": "8h", capabilities: { read: null } })),
-    expect: { seats: [], team: ["ceiling lease-ttl: 1d -> 8h", "ceiling now bounds capabilities: what it does not name is unreachable", "ceiling added: read {path: *}"] },
+    expect: {
+      seats: [],
+      team: ["ceiling lease-ttl: 1d -> 8h", "ceiling now bounds capabilities: what it does not name is unreachable", "ceiling added: read {path: *}"],
+    },
   },
   {
     description: "a team role narrowed: its holders lose and gain, the team names the role",
@@ -240,7 +331,12 @@ describe("diffPolicies: what an apply changes against the policy in force", () =
       ["r1", "added"],
       ["w1", "added"],
     ]);
-    expect(diff.seats[0]?.gains).toEqual(["gate {path: *, branch: *}  (role verifier)", "read {path: *}  (role verifier)", "review {path: *, branch: *}  (role verifier)", "use-broker {task: *}  (direct)"]);
+    expect(diff.seats[0]?.gains).toEqual([
+      "gate {path: *, branch: *}  (role verifier)",
+      "read {path: *}  (role verifier)",
+      "review {path: *, branch: *}  (role verifier)",
+      "use-broker {task: *}  (direct)",
+    ]);
     expect(diff.seats[1]?.gains).toEqual(ALL_W1);
   });
 

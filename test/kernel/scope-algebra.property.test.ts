@@ -57,7 +57,12 @@ const REGEXES = new Map<string, RegExp>();
 function globRegex(pattern: string): RegExp {
   const known = REGEXES.get(pattern);
   if (known !== undefined) return known;
-  const made = new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join(".*")}$`);
+  const made = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"))
+      .join(".*")}$`,
+  );
   REGEXES.set(pattern, made);
   return made;
 }
@@ -185,7 +190,11 @@ describe("§6 over whole scopes (path × branch), against brute force", () => {
   const declaredSmall = fc.array(glob(2), { minLength: 0, maxLength: 3 }).map((branches): DeclaredSets => ({ ...NO_DECLARED_SETS, branches }));
   const points = PATHS.flatMap((path) => SMALL_NAMES.map((branch) => ({ path, branch })));
   const coveredPoints = (s: Scope, d: DeclaredSets): Set<string> =>
-    new Set(points.filter((p) => refCovers("path", s.path ?? UNCONSTRAINED, p.path, d) && refCovers("branch", s.branch ?? UNCONSTRAINED, p.branch, d)).map((p) => `${p.path}@${p.branch}`));
+    new Set(
+      points
+        .filter((p) => refCovers("path", s.path ?? UNCONSTRAINED, p.path, d) && refCovers("branch", s.branch ?? UNCONSTRAINED, p.branch, d))
+        .map((p) => `${p.path}@${p.branch}`),
+    );
 
   it("within is inclusion of covered points, even when one dimension covers nothing", () => {
     fc.assert(
@@ -228,11 +237,18 @@ describe("globs, directly", () => {
 
   it("inclusion restricted to a declared set agrees with enumeration", () => {
     fc.assert(
-      fc.property(fc.array(glob(4), { minLength: 1, maxLength: 2 }), fc.array(glob(3), { maxLength: 2 }), fc.array(glob(4), { maxLength: 2 }), (left, restrict, right) => {
-        const answer = globsIncluded(left, restrict, right);
-        const brute = NAMES.every((n) => !(left.some((g) => globRegex(g).test(n)) && restrict.some((g) => globRegex(g).test(n))) || right.some((g) => globRegex(g).test(n)));
-        expect(answer).toBe(brute);
-      }),
+      fc.property(
+        fc.array(glob(4), { minLength: 1, maxLength: 2 }),
+        fc.array(glob(3), { maxLength: 2 }),
+        fc.array(glob(4), { maxLength: 2 }),
+        (left, restrict, right) => {
+          const answer = globsIncluded(left, restrict, right);
+          const brute = NAMES.every(
+            (n) => !(left.some((g) => globRegex(g).test(n)) && restrict.some((g) => globRegex(g).test(n))) || right.some((g) => globRegex(g).test(n)),
+          );
+          expect(answer).toBe(brute);
+        },
+      ),
       RUNS,
     );
   });

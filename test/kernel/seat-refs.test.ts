@@ -49,7 +49,12 @@ const fetchCases: { description: string; seat: string; ref: string; expected: bo
   { description: "review over seat/bob/* does not open carol's", seat: "reviewer", ref: "refs/heads/seat/carol/fix", expected: false },
   { description: "an unconstrained gate opens every seat's branch", seat: "gater", ref: "refs/heads/seat/carol/fix", expected: true },
   { description: "a review scope that covers no seat branch opens none", seat: "narrow", ref: "refs/heads/seat/bob/fix", expected: false },
-  { description: "write, read and merge open no other seat's branch: only review and gate do", seat: "writer", ref: "refs/heads/seat/bob/fix", expected: false },
+  {
+    description: "write, read and merge open no other seat's branch: only review and gate do",
+    seat: "writer",
+    ref: "refs/heads/seat/bob/fix",
+    expected: false,
+  },
 ];
 
 describe("mayFetch", () => {
@@ -72,11 +77,31 @@ describe("mayFetch", () => {
 const pushCases: { description: string; ref: string; expected: { hubRef: string } | { rule: string; reason: RegExp } }[] = [
   { description: "a plain branch lands in the seat's own namespace", ref: "refs/heads/fix", expected: { hubRef: "refs/heads/seat/alice/fix" } },
   { description: "a nested plain branch lands under the namespace too", ref: "refs/heads/feature/x", expected: { hubRef: "refs/heads/seat/alice/feature/x" } },
-  { description: "a branch already in the seat's namespace lands as named", ref: "refs/heads/seat/alice/fix", expected: { hubRef: "refs/heads/seat/alice/fix" } },
-  { description: "the trunk changes only through a gated merge", ref: TRUNK, expected: { rule: "push.ref", reason: /main is the trunk; .*git push teamd HEAD:seat\/alice\/<name>/ } },
-  { description: "another seat's branch is refused", ref: "refs/heads/seat/bob/fix", expected: { rule: "push.ref", reason: /seat\/bob\/fix belongs to another seat; your branches are seat\/alice\/\*/ } },
-  { description: "a prefix of the seat's name is another seat", ref: "refs/heads/seat/alice2/fix", expected: { rule: "push.ref", reason: /belongs to another seat/ } },
-  { description: "a tag is not a branch", ref: "refs/tags/v1", expected: { rule: "push.ref", reason: /refs\/tags\/v1 is not a branch; a seat pushes branches only/ } },
+  {
+    description: "a branch already in the seat's namespace lands as named",
+    ref: "refs/heads/seat/alice/fix",
+    expected: { hubRef: "refs/heads/seat/alice/fix" },
+  },
+  {
+    description: "the trunk changes only through a gated merge",
+    ref: TRUNK,
+    expected: { rule: "push.ref", reason: /main is the trunk; .*git push teamd HEAD:seat\/alice\/<name>/ },
+  },
+  {
+    description: "another seat's branch is refused",
+    ref: "refs/heads/seat/bob/fix",
+    expected: { rule: "push.ref", reason: /seat\/bob\/fix belongs to another seat; your branches are seat\/alice\/\*/ },
+  },
+  {
+    description: "a prefix of the seat's name is another seat",
+    ref: "refs/heads/seat/alice2/fix",
+    expected: { rule: "push.ref", reason: /belongs to another seat/ },
+  },
+  {
+    description: "a tag is not a branch",
+    ref: "refs/tags/v1",
+    expected: { rule: "push.ref", reason: /refs\/tags\/v1 is not a branch; a seat pushes branches only/ },
+  },
   { description: "a short name is not a branch ref", ref: "fix", expected: { rule: "push.ref", reason: /fix is not a branch/ } },
 ];
 

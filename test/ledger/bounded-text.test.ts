@@ -56,11 +56,26 @@ describe("boundText", () => {
 describe("boundEchoes", () => {
   const path = `docs/${"a".repeat(10_000)}`;
   const cases: { description: string; text: string; inputs: string[]; expected: (out: string) => boolean }[] = [
-    { description: "a long input echoed in the reason is cut with its own length and hash", text: `path '${path}' is outside every read scope; fix: ask`, inputs: [path], expected: (out) => out.includes(cutMarker(utf8Bytes(path), hex(path))) && out.endsWith("; fix: ask") },
-    { description: "every echo of it, twice", text: `${path} and ${path}`, inputs: [path], expected: (out) => out.split(cutMarker(utf8Bytes(path), hex(path))).length === 3 },
+    {
+      description: "a long input echoed in the reason is cut with its own length and hash",
+      text: `path '${path}' is outside every read scope; fix: ask`,
+      inputs: [path],
+      expected: (out) => out.includes(cutMarker(utf8Bytes(path), hex(path))) && out.endsWith("; fix: ask"),
+    },
+    {
+      description: "every echo of it, twice",
+      text: `${path} and ${path}`,
+      inputs: [path],
+      expected: (out) => out.split(cutMarker(utf8Bytes(path), hex(path))).length === 3,
+    },
     { description: "a short input stays", text: "path 'src/a' is outside", inputs: ["src/a"], expected: (out) => out === "path 'src/a' is outside" },
     { description: "an input not in the text changes nothing", text: "no echo", inputs: [path], expected: (out) => out === "no echo" },
-    { description: "the longer of two nested inputs is cut first", text: `x ${path}/more y`, inputs: [path, `${path}/more`], expected: (out) => out.includes(cutMarker(utf8Bytes(`${path}/more`), hex(`${path}/more`))) },
+    {
+      description: "the longer of two nested inputs is cut first",
+      text: `x ${path}/more y`,
+      inputs: [path, `${path}/more`],
+      expected: (out) => out.includes(cutMarker(utf8Bytes(`${path}/more`), hex(`${path}/more`))),
+    },
   ];
   it.each(cases)("$description", ({ text, inputs, expected }) => {
     const out = boundEchoes(text, inputs, 512);

@@ -126,7 +126,12 @@ describe("flags: stop and revocation without the store", () => {
     for (const act of acts) await flags.raise(act);
     await flags.raise(acts[0]!); // the same act again: the same file, nothing overwritten
     expect(readdirSync(e.flagsDir).filter((n) => n.endsWith(".flag"))).toHaveLength(4);
-    expect(flags.read().flags.map((f) => f.kind).sort()).toEqual(["revocation", "revocation", "stop", "stop"]);
+    expect(
+      flags
+        .read()
+        .flags.map((f) => f.kind)
+        .sort(),
+    ).toEqual(["revocation", "revocation", "stop", "stop"]);
     expect(l.guard("gamma")).toBeUndefined();
     expect(l.guard("beta")).toMatchObject({ rule: "stop.active" });
     expect(l.isRevoked(RevocationSubject.LEASE, "lease-1")).toBe(true);
@@ -135,7 +140,13 @@ describe("flags: stop and revocation without the store", () => {
     expect(l.guard("gamma")).toMatchObject({ rule: "stop.active", reason: expect.stringMatching(/this machine/) });
     // Flags the CLI wrote while the daemon ran are recorded by the daemon (late: it learned of them after they took effect).
     await new Promise((r) => setTimeout(r, 50));
-    expect(l.entries(0, 100).filter((x) => x.type === "stop" || x.type === "revocation").map((x) => x.late).sort()).toEqual([false, true, true, true, true]);
+    expect(
+      l
+        .entries(0, 100)
+        .filter((x) => x.type === "stop" || x.type === "revocation")
+        .map((x) => x.late)
+        .sort(),
+    ).toEqual([false, true, true, true, true]);
     // An unverifiable flag file: everything is refused.
     writeFileSync(join(e.flagsDir, "stop-deadbeef.flag"), "junk");
     expect(l.guard("gamma")).toMatchObject({ rule: "flag.unverifiable" });
@@ -188,11 +199,18 @@ describe("store down: a signed stop still takes effect, acts are refused, the st
   it("database locked by another process: appends refused by name; the stop holds; recorded late when the lock goes", async () => {
     const { e, l } = await setup("locked");
     const require = createRequire(import.meta.url);
-    child = spawn(process.execPath, ["-e", `
+    child = spawn(
+      process.execPath,
+      [
+        "-e",
+        `
       const Database = require(${JSON.stringify(require.resolve("better-sqlite3"))});
       const db = new Database(${JSON.stringify(l.paths.db)});
       db.exec("BEGIN IMMEDIATE"); console.log("locked"); setInterval(() => {}, 1000);
-    `], { stdio: ["ignore", "pipe", "inherit"] });
+    `,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     await new Promise<void>((resolve, reject) => {
       child!.stdout!.on("data", (d: Buffer) => d.toString().includes("locked") && resolve());
       child!.once("exit", (code) => reject(new Error(`locker exited ${code}`)));

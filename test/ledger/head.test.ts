@@ -27,7 +27,11 @@ async function setup(label: string, records = 3): Promise<{ e: TestEnv; l: Ledge
 }
 
 function appendN(l: Ledger, n: number, tag = "x"): Promise<unknown> {
-  return Promise.all(Array.from({ length: n }, (_, i) => l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: tag, value: String(i) }] } })));
+  return Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: tag, value: String(i) }] } }),
+    ),
+  );
 }
 
 function restoreDb(e: TestEnv, from: string): void {
@@ -186,7 +190,9 @@ describe("the signed head: open-time checks", () => {
 
   it("a broken chain blocks; reconciling a ledger that is not blocked is refused", async () => {
     const { e, l } = await setup("broken");
-    await expect(l.reconcile(await signOwnerAct(headReconcileDraft({ rule: "ledger.fork" }), e.ownerSeed))).rejects.toMatchObject({ rule: "ledger.reconcile-stale" });
+    await expect(l.reconcile(await signOwnerAct(headReconcileDraft({ rule: "ledger.fork" }), e.ownerSeed))).rejects.toMatchObject({
+      rule: "ledger.reconcile-stale",
+    });
     await l.close();
     const raw = new Database(l.paths.db);
     raw.exec("DROP TRIGGER records_append_only_update");

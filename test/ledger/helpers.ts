@@ -91,6 +91,8 @@ export function request(seat: string, requestId: string, body = "merge feature i
 export function expectState(ledger: Ledger, status: string, rule?: string): void {
   const state = ledger.state;
   if (state.status !== status || (rule !== undefined && (state.status !== "blocked" || state.rule !== rule))) {
-    throw new Error(`expected ${status}${rule ? ` (${rule})` : ""}, got ${JSON.stringify(state.status === "blocked" ? { ...state, observation: undefined } : state)}`);
+    throw new Error(
+      `expected ${status}${rule ? ` (${rule})` : ""}, got ${JSON.stringify(state.status === "blocked" ? { ...state, observation: undefined } : state)}`,
+    );
   }
 }

@@ -71,7 +71,12 @@ describe("intent / outcome and request ids", () => {
     expect(other).toMatchObject({ status: "refused", note: "not mergeable" });
     expect(count(l, "intent")).toBe(2);
     // Both refused attempts are recorded, naming the rule.
-    expect(l.entries(0, 100).filter((x) => x.type === "refusal").map((x) => x.result)).toEqual(["request.replay-mismatch", "request.replay-mismatch"]);
+    expect(
+      l
+        .entries(0, 100)
+        .filter((x) => x.type === "refusal")
+        .map((x) => x.result),
+    ).toEqual(["request.replay-mismatch", "request.replay-mismatch"]);
   });
 
   it("an effect that throws is `unknown`: the target and the request id stay blocked until reconciled", async () => {
@@ -92,7 +97,10 @@ describe("intent / outcome and request ids", () => {
     const act = await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: reply.intentSeq, decision: ReconcileDecision.ACCEPT_DONE }), e.ownerSeed);
     const rec = await l.reconcile(act);
     expect(await l.reconcile(act)).toMatchObject({ seq: rec.seq, replayed: true });
-    expect(await l.submit(request("dev", "boom"), async () => ({ result: "done" }))).toMatchObject({ status: "unknown", resolution: { decision: "accept-done", seq: rec.seq } });
+    expect(await l.submit(request("dev", "boom"), async () => ({ result: "done" }))).toMatchObject({
+      status: "unknown",
+      resolution: { decision: "accept-done", seq: rec.seq },
+    });
     expect(await l.submit(request("ops", "other"), async () => ({ result: "done" }))).toMatchObject({ status: "done" });
     await expect(l.reconcile(act.slice(0, act.length - 1))).rejects.toMatchObject({ rule: expect.stringMatching(/owner\./) });
   });
@@ -112,7 +120,12 @@ describe("intent / outcome and request ids", () => {
     expect(a).toMatchObject({ status: "unknown" });
     await expect(ledger.submit(request("ops", "c"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "ledger.unknown-outcome" });
     // The owner repeats it under a new request id.
-    await ledger.reconcile(await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: a!.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "a-2" }), e.ownerSeed));
+    await ledger.reconcile(
+      await signOwnerAct(
+        outcomeReconcileDraft({ team: "alpha", intentSeq: a!.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "a-2" }),
+        e.ownerSeed,
+      ),
+    );
     expect(await ledger.submit(request("dev", "a-2"), async () => ({ result: "done" }))).toMatchObject({ status: "done" });
     // The daemon asked the service for b: it was made.
     const b = ledger.view.request("seat:alpha/dev", "b")!;

@@ -56,8 +56,20 @@ describe("ledger: init, append, head, log", () => {
 
   it("appends daemon and seat records, chains them, and verify passes", async () => {
     const { env: e, ledger: l } = await fresh("append");
-    const a = await l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { detail: { case: "notice", value: { subject: "hello", text: "world" } } } });
-    const b = await l.append({ type: RecordType.SEAT_START, team: "alpha", actor: seatPrincipal("alpha", "dev"), action: "seat.start", claimedName: "I am the owner", payload: { detail: { case: "seat", value: { seat: "dev", runId: "r1" } } } });
+    const a = await l.append({
+      type: RecordType.NOTICE,
+      actor: daemonPrincipal(),
+      action: "notice",
+      payload: { detail: { case: "notice", value: { subject: "hello", text: "world" } } },
+    });
+    const b = await l.append({
+      type: RecordType.SEAT_START,
+      team: "alpha",
+      actor: seatPrincipal("alpha", "dev"),
+      action: "seat.start",
+      claimedName: "I am the owner",
+      payload: { detail: { case: "seat", value: { seat: "dev", runId: "r1" } } },
+    });
     expect([a.seq, b.seq]).toEqual([1, 2]);
     expect(l.head?.seq).toBe(2);
     const entries = l.entries(0, 10);
@@ -67,20 +79,27 @@ describe("ledger: init, append, head, log", () => {
     expect(entries[2]?.claimedName).toBe("I am the owner");
     expect(Buffer.from(entries[2]?.header?.prevHash ?? []).toString("hex")).toBe(entries[1]?.hash);
     expect(await l.verify()).toMatchObject({ ok: true, records: 3, tip: { seq: 2 }, head: { seq: 2 } });
-    expect(await verifyLedgerFiles({ dir: e.dir, daemonPublicKey: e.signer.publicKey.raw, ownerPublicKey: e.ownerPublic })).toMatchObject({ ok: true, records: 3 });
+    expect(await verifyLedgerFiles({ dir: e.dir, daemonPublicKey: e.signer.publicKey.raw, ownerPublicKey: e.ownerPublic })).toMatchObject({
+      ok: true,
+      records: 3,
+    });
     expect(l.entries(0, 10, RecordType.NOTICE).map((x) => x.seq)).toEqual([1]);
   });
 
   it("an owner record cannot be appended without the owner's signature", async () => {
     const { ledger: l } = await fresh("owner-unsigned");
-    await expect(l.append({ type: RecordType.GRANT, actor: { kind: PrincipalKind.OWNER }, action: "grant", payload: {} })).rejects.toMatchObject({ rule: "owner.signature" });
+    await expect(l.append({ type: RecordType.GRANT, actor: { kind: PrincipalKind.OWNER }, action: "grant", payload: {} })).rejects.toMatchObject({
+      rule: "owner.signature",
+    });
     await expect(l.append({ type: RecordType.INTENT, actor: daemonPrincipal(), action: "x", payload: {} })).rejects.toThrow(/entry point/);
   });
 
   it("concurrent appends share commits: one seal per batch, every caller resolves with its own seq", async () => {
     const { ledger: l } = await fresh("group");
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "i", value: String(i) }] } })),
+      Array.from({ length: 50 }, (_, i) =>
+        l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "i", value: String(i) }] } }),
+      ),
     );
     expect(results.map((r) => r.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
     const store = openStore(l.paths.db, { readonly: true });
@@ -99,10 +118,22 @@ describe("ledger: init, append, head, log", () => {
     const effectId = new Uint8Array(32).fill(7);
     // An intent/outcome pair with an after-artifact (authors), a gate pass, a voiding outcome, a refusal.
     await l.submit({ ...request("dev", "w1"), payload: { after: { identity: { case: "gitCommit", value: "abc123" } } } }, async () => ({ result: "done" }));
-    await l.append({ type: RecordType.GATE, team: "alpha", actor: seatPrincipal("alpha", "gater"), action: "gate", payload: { effectId, target: { kind: TargetKind.REF, name: "refs/heads/main" }, detail: { case: "gate", value: { result: GateResult.PASS } } } });
+    await l.append({
+      type: RecordType.GATE,
+      team: "alpha",
+      actor: seatPrincipal("alpha", "gater"),
+      action: "gate",
+      payload: { effectId, target: { kind: TargetKind.REF, name: "refs/heads/main" }, detail: { case: "gate", value: { result: GateResult.PASS } } },
+    });
     await l.submit({ ...request("merger", "m1", "merge it"), payload: { effectId } }, async () => ({ result: "refused", note: "conflict" }));
     await expect(l.submit(request("dev", "w1", "other bytes"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "request.replay-mismatch" });
-    await l.append({ type: RecordType.POLICY, team: "alpha", actor: daemonPrincipal(), action: "policy.apply", payload: { detail: { case: "policy", value: { teamFileHash: new Uint8Array(32).fill(1) } } } });
+    await l.append({
+      type: RecordType.POLICY,
+      team: "alpha",
+      actor: daemonPrincipal(),
+      action: "policy.apply",
+      payload: { detail: { case: "policy", value: { teamFileHash: new Uint8Array(32).fill(1) } } },
+    });
     const incremental = l.view.snapshot();
     expect(l.view.authorsOf("commit:abc123")).toEqual(["seat:alpha/dev"]);
     expect(l.view.gatePasses(Buffer.from(effectId).toString("hex"))).toHaveLength(1);
@@ -113,7 +144,12 @@ describe("ledger: init, append, head, log", () => {
     ledger = await e.open();
     expect(ledger.view.snapshot()).toEqual(incremental);
     expect(ledger.entries(0, 100).find((x) => x.type === "refusal")?.result).toBe("request.replay-mismatch");
-    expect(ledger.entries(0, 100).filter((x) => x.type === "outcome").map((x) => x.payload?.detail.case === "outcome" && x.payload.detail.value.result)).toEqual([OutcomeResult.DONE, OutcomeResult.REFUSED]);
+    expect(
+      ledger
+        .entries(0, 100)
+        .filter((x) => x.type === "outcome")
+        .map((x) => x.payload?.detail.case === "outcome" && x.payload.detail.value.result),
+    ).toEqual([OutcomeResult.DONE, OutcomeResult.REFUSED]);
   });
 
   it("the view agrees after every kind of record: stops, resumes, revocations, leases, unknowns, reconciliations", async () => {
@@ -123,12 +159,30 @@ describe("ledger: init, append, head, log", () => {
     await l.resume(await signOwnerAct(resumeDraft({ team: "beta", flagIds: [stop.flagId] }), e.ownerSeed));
     await l.revoke(await signOwnerAct(revocationDraft({ team: "alpha", subject: RevocationSubject.LEASE, subjectId: "L1", reason: "r" }), e.ownerSeed));
     await l.appendOwnerAct(
-      await signOwnerAct({ type: RecordType.LEASE, team: "alpha", action: "lease.issue", payload: { detail: { case: "lease", value: { leaseId: "L2", parentLeaseId: "L1", rootGrant: "g1", expiresUnixMs: 99n, holder: seatPrincipal("alpha", "dev") } } } }, e.ownerSeed),
+      await signOwnerAct(
+        {
+          type: RecordType.LEASE,
+          team: "alpha",
+          action: "lease.issue",
+          payload: {
+            detail: {
+              case: "lease",
+              value: { leaseId: "L2", parentLeaseId: "L1", rootGrant: "g1", expiresUnixMs: 99n, holder: seatPrincipal("alpha", "dev") },
+            },
+          },
+        },
+        e.ownerSeed,
+      ),
     );
     const boom = await l.submit(request("dev", "u1"), async () => {
       throw new Error("lost");
     });
-    await l.reconcile(await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: boom.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "u2" }), e.ownerSeed));
+    await l.reconcile(
+      await signOwnerAct(
+        outcomeReconcileDraft({ team: "alpha", intentSeq: boom.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "u2" }),
+        e.ownerSeed,
+      ),
+    );
     await l.submit({ ...request("dev", "u2"), payload: { after: { identity: { case: "gitTree", value: "t1" } } } }, async () => ({ result: "done" }));
     const pending = l.submit({ ...request("ops", "p1"), target: { kind: TargetKind.REF, name: "refs/heads/x" } }, () => new Promise(() => undefined));
     void pending;
@@ -143,7 +197,14 @@ describe("ledger: init, append, head, log", () => {
     // Rebuilt from scratch (the pending intent becomes unknown on open, so compare before recovery runs).
     const reader = openStore(l.paths.db, { readonly: true });
     const rebuilt = createView();
-    const walk = await walkChain({ reader, daemonKey: e.signer.publicKey, ownerKey: publicKeyFromRaw(e.ownerPublic), sealSignaturesAfter: -1, ownerSignatures: true, onRecord: rebuilt.apply });
+    const walk = await walkChain({
+      reader,
+      daemonKey: e.signer.publicKey,
+      ownerKey: publicKeyFromRaw(e.ownerPublic),
+      sealSignaturesAfter: -1,
+      ownerSignatures: true,
+      onRecord: rebuilt.apply,
+    });
     reader.close();
     expect(walk.ok).toBe(true);
     expect(rebuilt.snapshot()).toEqual(incremental);
@@ -151,7 +212,14 @@ describe("ledger: init, append, head, log", () => {
     ledger = await e.open();
     const reader2 = openStore(l.paths.db, { readonly: true });
     const again = createView();
-    await walkChain({ reader: reader2, daemonKey: e.signer.publicKey, ownerKey: publicKeyFromRaw(e.ownerPublic), sealSignaturesAfter: -1, ownerSignatures: true, onRecord: again.apply });
+    await walkChain({
+      reader: reader2,
+      daemonKey: e.signer.publicKey,
+      ownerKey: publicKeyFromRaw(e.ownerPublic),
+      sealSignaturesAfter: -1,
+      ownerSignatures: true,
+      onRecord: again.apply,
+    });
     reader2.close();
     expect(again.snapshot()).toEqual(ledger.view.snapshot());
     expect(ledger.view.pendingIntents()).toEqual([]);
@@ -159,7 +227,10 @@ describe("ledger: init, append, head, log", () => {
 
   it("verify reports progress for long ledgers", async () => {
     const { ledger: l } = await fresh("progress");
-    for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 900 }, () => l.append({ type: RecordType.CHECKPOINT, actor: daemonPrincipal(), action: "checkpoint", payload: {} })));
+    for (let i = 0; i < 3; i++)
+      await Promise.all(
+        Array.from({ length: 900 }, () => l.append({ type: RecordType.CHECKPOINT, actor: daemonPrincipal(), action: "checkpoint", payload: {} })),
+      );
     const seen: [number, number][] = [];
     expect(await l.verify((done, total) => seen.push([done, total]))).toMatchObject({ ok: true, records: 2701 });
     expect(seen.length).toBeGreaterThanOrEqual(3);
@@ -181,10 +252,27 @@ describe("ledger: init, append, head, log", () => {
     const { ledger: l } = await fresh("follow-same");
     const told: unknown[] = [];
     const off = l.onAppend((entries) => told.push(...entries));
-    await l.append({ type: RecordType.SEAT_START, team: "alpha", actor: seatPrincipal("alpha", "dev"), action: "seat.start", claimedName: "I am the owner", payload: { detail: { case: "seat", value: { seat: "dev", runId: "r1" } } } });
+    await l.append({
+      type: RecordType.SEAT_START,
+      team: "alpha",
+      actor: seatPrincipal("alpha", "dev"),
+      action: "seat.start",
+      claimedName: "I am the owner",
+      payload: { detail: { case: "seat", value: { seat: "dev", runId: "r1" } } },
+    });
     await l.submit(request("dev", "r1"), async () => ({ result: "done", note: "merged" }));
     await l.submit(request("dev", "r2"), async () => ({ result: "refused", note: "no" }));
-    await l.append({ type: RecordType.REFUSAL, team: "alpha", actor: seatPrincipal("alpha", "dev"), action: "git.push", payload: { target: { kind: TargetKind.SEAT, name: "dev" }, effectId: new Uint8Array([1, 2, 3]), detail: { case: "refusal", value: { rule: "scope.path", reason: "r" } } } });
+    await l.append({
+      type: RecordType.REFUSAL,
+      team: "alpha",
+      actor: seatPrincipal("alpha", "dev"),
+      action: "git.push",
+      payload: {
+        target: { kind: TargetKind.SEAT, name: "dev" },
+        effectId: new Uint8Array([1, 2, 3]),
+        detail: { case: "refusal", value: { rule: "scope.path", reason: "r" } },
+      },
+    });
     off();
     const stored = l.entries(1, 100);
     expect(told).toHaveLength(stored.length);

@@ -49,7 +49,13 @@ async function fresh(label: string) {
 }
 
 async function register(ledger: Ledger, team = "web") {
-  await ledger.append({ type: RecordType.TEAM, team, actor: daemonPrincipal(), action: "team.register", payload: { detail: { case: "team", value: { repository: "/repo/web", hub: "/home/hubs/web.git" } } } });
+  await ledger.append({
+    type: RecordType.TEAM,
+    team,
+    actor: daemonPrincipal(),
+    action: "team.register",
+    payload: { detail: { case: "team", value: { repository: "/repo/web", hub: "/home/hubs/web.git" } } },
+  });
 }
 
 async function applyPolicy(ledger: Ledger, canonical: string, hashByte = 1, team = "web") {
@@ -77,7 +83,13 @@ describe("policyInForce", () => {
     ["a team not registered", false, undefined, "team.unknown", /not registered on this machine: run teamd init/],
     ["a team with no applied policy", true, undefined, "policy.unapplied", /has no applied policy: run teamd apply/],
     ["a policy record that is not JSON", true, "{not json", "policy.unapplied", /is not JSON; apply the team file again/],
-    ["a policy record that no longer loads", true, JSON.stringify({ version: 1, team: "web", seats: { dev: { capabilities: { wrte: null } } } }), "policy.unapplied", /no longer loads: .*apply the team file again/],
+    [
+      "a policy record that no longer loads",
+      true,
+      JSON.stringify({ version: 1, team: "web", seats: { dev: { capabilities: { wrte: null } } } }),
+      "policy.unapplied",
+      /no longer loads: .*apply the team file again/,
+    ],
   ] as const)("refuses %s", async (label, registered, canonical, rule, reason) => {
     const { ledger } = await fresh(label.replace(/\W+/g, "-"));
     if (registered) await register(ledger);
@@ -153,7 +165,14 @@ describe("readyLedger and startableSeat", () => {
     const record = await applyPolicy(ledger, loaded().canonical, 7);
     expect(readyLedger(ledger)).toBe(ledger);
     const dev = startableSeat(ledger, "web", "dev");
-    expect(dev).toMatchObject({ team: "web", seat: "dev", policySeq: record.seq, policyHash: "07".repeat(32), repository: "/repo/web", hub: "/home/hubs/web.git" });
+    expect(dev).toMatchObject({
+      team: "web",
+      seat: "dev",
+      policySeq: record.seq,
+      policyHash: "07".repeat(32),
+      repository: "/repo/web",
+      hub: "/home/hubs/web.git",
+    });
     expect(dev.start.command).toEqual(["claude"]);
     expect(dev.readFilter?.file("src/a.ts")).toBe(true);
     expect(dev.readFilter?.file("lib/a.ts")).toBe(false);

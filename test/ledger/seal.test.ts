@@ -10,9 +10,21 @@ const hash = (n: number) => new Uint8Array(32).fill(n);
 
 describe("seals and heads", () => {
   it("the hand-written statement reader agrees with protobuf-es on every shape a seal takes", () => {
-    for (const [first, count] of [[0, 1], [1, 1], [127, 1], [128, 3], [300, 64], [2 ** 31, 2], [2 ** 40 + 5, 1], [Number.MAX_SAFE_INTEGER - 1, 2]] as const) {
+    for (const [first, count] of [
+      [0, 1],
+      [1, 1],
+      [127, 1],
+      [128, 3],
+      [300, 64],
+      [2 ** 31, 2],
+      [2 ** 40 + 5, 1],
+      [Number.MAX_SAFE_INTEGER - 1, 2],
+    ] as const) {
       const hashes = Array.from({ length: count }, (_, i) => hash(i + 1));
-      const bytes = toBinary(SealStatementSchema, create(SealStatementSchema, { firstSeq: BigInt(first), lastSeq: BigInt(first + count - 1), headerHashes: hashes, keyId: signer.publicKey.keyId }));
+      const bytes = toBinary(
+        SealStatementSchema,
+        create(SealStatementSchema, { firstSeq: BigInt(first), lastSeq: BigInt(first + count - 1), headerHashes: hashes, keyId: signer.publicKey.keyId }),
+      );
       expect(parseSealStatement(bytes)).toEqual({ firstSeq: first, lastSeq: first + count - 1, headerHashes: hashes, keyId: signer.publicKey.keyId });
       const seal = readSeal(makeSeal(signer, first, hashes), signer.publicKey, true);
       expect(seal).toEqual({ firstSeq: first, lastSeq: first + count - 1, headerHashes: hashes });

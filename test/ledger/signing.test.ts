@@ -70,7 +70,10 @@ describe("owner acts", () => {
     expect(checkOwnerAct(toBinary(OwnerActSchema, { ...good, payload: other.payload }), key)).toMatchObject({ rule: "owner.act-invalid" });
     // Append a redundant default field encoding (field 2 = "" explicitly): same meaning, other bytes.
     const nonCanonical = new Uint8Array([...good.proposal, 0x12, 0x00]);
-    expect(checkOwnerAct(toBinary(OwnerActSchema, { ...good, proposal: nonCanonical }), key)).toMatchObject({ rule: "owner.act-invalid", reason: expect.stringMatching(/canonical/) });
+    expect(checkOwnerAct(toBinary(OwnerActSchema, { ...good, proposal: nonCanonical }), key)).toMatchObject({
+      rule: "owner.act-invalid",
+      reason: expect.stringMatching(/canonical/),
+    });
     expect(checkOwnerAct(new Uint8Array([1, 2, 3]), key)).toMatchObject({ rule: "owner.act-invalid" });
 
     const coSigned = fromBinary(OwnerActSchema, await signOwnerAct(draft, seed, { coSignerSeed: seedOf("second granter") }));

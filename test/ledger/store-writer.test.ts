@@ -36,7 +36,12 @@ async function writerFor(path: string, store: LedgerStore): Promise<StoreWriter>
   return writer;
 }
 
-const row = (seq: number): StoredRecord => ({ seq, type: RecordType.NOTICE, header: new Uint8Array([seq, 1, 2]), payload: seq % 2 === 0 ? null : new Uint8Array([seq]) });
+const row = (seq: number): StoredRecord => ({
+  seq,
+  type: RecordType.NOTICE,
+  header: new Uint8Array([seq, 1, 2]),
+  payload: seq % 2 === 0 ? null : new Uint8Array([seq]),
+});
 /** The record a batch extends, as the daemon names it: seq and header hash. */
 const after = (seq: number) => ({ seq, hash: sha256(row(seq).header) });
 
@@ -79,7 +84,9 @@ describe("store writer: batches on a worker thread", () => {
     await writer.append([row(0), row(1)], { seq: 1, body: new Uint8Array([1]) }, null);
     await expect(writer.append([row(2)], { seq: 2, body: new Uint8Array([1]) }, null)).rejects.toThrow(/tip \(record 1\) is not empty/);
     // The right seq with another header: another record at that place.
-    await expect(writer.append([row(2)], { seq: 2, body: new Uint8Array([1]) }, { seq: 1, hash: sha256(new Uint8Array([1, 1, 3])) })).rejects.toThrow(StoreTipMismatch);
+    await expect(writer.append([row(2)], { seq: 2, body: new Uint8Array([1]) }, { seq: 1, hash: sha256(new Uint8Array([1, 1, 3])) })).rejects.toThrow(
+      StoreTipMismatch,
+    );
     // A record written behind the writer's back (another connection): the next batch is refused.
     const raw = new Database(path);
     raw.prepare("INSERT INTO records (seq, type, header, payload) VALUES (2, ?, ?, NULL)").run(RecordType.NOTICE, Buffer.from(row(2).header));
@@ -126,10 +133,10 @@ describe("ledger with its writes on a worker (the daemon's ledger)", () => {
     ledger = await env.open({ writeOnWorker: true });
     const l = ledger;
     expect(l.state.status).toBe("ready");
-    const appends = Array.from({ length: 40 }, (_, i) => l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "i", value: String(i) }] } }));
-    const submits = Array.from({ length: 24 }, (_, i) =>
-      l.submit(request(`s${i % 3}`, `r${i}`), async () => ({ result: "done" })),
+    const appends = Array.from({ length: 40 }, (_, i) =>
+      l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "i", value: String(i) }] } }),
     );
+    const submits = Array.from({ length: 24 }, (_, i) => l.submit(request(`s${i % 3}`, `r${i}`), async () => ({ result: "done" })));
     const seqs = (await Promise.all(appends)).map((a) => a.seq);
     const replies = await Promise.all(submits);
     expect(new Set(seqs).size).toBe(40);
@@ -161,7 +168,9 @@ describe("ledger with its writes on a worker (the daemon's ledger)", () => {
     const tip = raw.prepare("SELECT header, payload, type FROM records WHERE seq = 1").get() as { header: Buffer; payload: Buffer; type: number };
     raw.prepare("INSERT INTO records (seq, type, header, payload) VALUES (2, ?, ?, ?)").run(tip.type, tip.header, tip.payload);
     raw.close();
-    await expect(l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: {} })).rejects.toMatchObject({ rule: "ledger.head-mismatch" });
+    await expect(l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: {} })).rejects.toMatchObject({
+      rule: "ledger.head-mismatch",
+    });
     expect(l.state).toMatchObject({ status: "blocked", rule: "ledger.head-mismatch" });
     expect(l.observation()).toMatchObject({ tipSeq: 2n, headSeq: 1n });
     const store = openStore(l.paths.db, { readonly: true });

@@ -31,7 +31,9 @@ describe("store: append-only SQLite", () => {
       // REPLACE deletes without firing DELETE triggers: its own trigger refuses it.
       expect(() => raw.prepare("INSERT OR REPLACE INTO records (seq, type, header) VALUES (0, 1, x'09')").run()).toThrow(/append-only: REPLACE refused/);
       expect(() => raw.prepare("REPLACE INTO seals (seq, body) VALUES (0, x'09')").run()).toThrow(/append-only: REPLACE refused/);
-      expect(() => raw.prepare("INSERT INTO records (seq, type, header) VALUES (0, 1, x'09') ON CONFLICT(seq) DO UPDATE SET header = excluded.header").run()).toThrow(/append-only/);
+      expect(() =>
+        raw.prepare("INSERT INTO records (seq, type, header) VALUES (0, 1, x'09') ON CONFLICT(seq) DO UPDATE SET header = excluded.header").run(),
+      ).toThrow(/append-only/);
       expect(raw.prepare("SELECT count(*) AS n FROM records").get()).toEqual({ n: 1 });
     } finally {
       raw.close();
@@ -66,12 +68,19 @@ describe("store: append-only SQLite", () => {
 
   it("one writer: a second process cannot take the writer lock until the first dies", async () => {
     const lockPath = join(tmp(), "ledger.lock");
-    const child = spawn(process.execPath, ["-e", `
+    const child = spawn(
+      process.execPath,
+      [
+        "-e",
+        `
       const Database = require(${JSON.stringify(require.resolve("better-sqlite3"))});
       const db = new Database(${JSON.stringify(lockPath)});
       db.pragma("locking_mode = EXCLUSIVE"); db.exec("CREATE TABLE IF NOT EXISTS writer (pid INTEGER)");
       db.exec("BEGIN EXCLUSIVE"); db.exec("COMMIT"); console.log("locked"); setInterval(() => {}, 1000);
-    `], { stdio: ["ignore", "pipe", "inherit"] });
+    `,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         child.stdout.on("data", (d: Buffer) => d.toString().includes("locked") && resolve());

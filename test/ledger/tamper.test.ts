@@ -22,8 +22,7 @@ let raw: Database.Database;
 const seals: { seq: number; first: number }[] = [];
 let tip = 0;
 
-const verify = (): Promise<VerifyResult> =>
-  verifyLedgerFiles({ dir: env.dir, daemonPublicKey: env.signer.publicKey.raw, ownerPublicKey: env.ownerPublic });
+const verify = (): Promise<VerifyResult> => verifyLedgerFiles({ dir: env.dir, daemonPublicKey: env.signer.publicKey.raw, ownerPublicKey: env.ownerPublic });
 
 function flip(table: "records" | "seals", column: "header" | "payload" | "body", seq: number, bit: number): () => void {
   const row = raw.prepare(`SELECT ${column} AS v FROM ${table} WHERE seq = ?`).get(seq) as { v: Buffer };
@@ -54,7 +53,11 @@ beforeAll(async () => {
   env = made.env;
   const l = made.ledger;
   for (let round = 0; round < 3; round++) {
-    await Promise.all([1, 2, 3, 4].map((i) => l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "n", value: `${round}.${i}` }] } })));
+    await Promise.all(
+      [1, 2, 3, 4].map((i) =>
+        l.append({ type: RecordType.NOTICE, actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "n", value: `${round}.${i}` }] } }),
+      ),
+    );
     await Promise.all(["a", "b", "c"].map((s) => l.submit(request(s, `r${round}`), async () => ({ result: "done", reply: new Uint8Array([round]) }))));
   }
   const stop = await l.stop(await signOwnerAct(stopDraft({ team: "alpha", reason: "tamper test" }), env.ownerSeed));
@@ -144,7 +147,10 @@ describe("tamper", () => {
     // Appended to a copy-free branch: insert after the tip, then remove it again.
     const last = headerOf(tip);
     const forged = buildRecord(
-      { ...daemonRecord({ type: RecordType.GRANT, team: "alpha", actor: { kind: PrincipalKind.OWNER }, action: "grant", payload: {} }), signature: create(KeySignatureSchema, { keyId: last.header.signature?.keyId ?? new Uint8Array(32), signature: new Uint8Array(64).fill(1) }) },
+      {
+        ...daemonRecord({ type: RecordType.GRANT, team: "alpha", actor: { kind: PrincipalKind.OWNER }, action: "grant", payload: {} }),
+        signature: create(KeySignatureSchema, { keyId: last.header.signature?.keyId ?? new Uint8Array(32), signature: new Uint8Array(64).fill(1) }),
+      },
       tip + 1,
       headerHash(last.bytes),
       env.now,
@@ -152,10 +158,14 @@ describe("tamper", () => {
     raw.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)").run(tip + 1, forged.row.type, forged.row.header, forged.row.payload);
     raw.prepare("INSERT INTO seals (seq, body) VALUES (?, ?)").run(tip + 1, makeSeal(env.signer, tip + 1, [forged.walked.hash]));
     raw.exec("DROP TRIGGER IF EXISTS records_append_only_delete; DROP TRIGGER IF EXISTS seals_append_only_delete");
-    await expectFailAt(() => {
-      raw.prepare("DELETE FROM records WHERE seq = ?").run(tip + 1);
-      raw.prepare("DELETE FROM seals WHERE seq = ?").run(tip + 1);
-    }, tip + 1, "forged owner record");
+    await expectFailAt(
+      () => {
+        raw.prepare("DELETE FROM records WHERE seq = ?").run(tip + 1);
+        raw.prepare("DELETE FROM seals WHERE seq = ?").run(tip + 1);
+      },
+      tip + 1,
+      "forged owner record",
+    );
   });
 
   it("randomized sweep: 150 single-bit flips anywhere in headers, payloads and seals", async () => {
@@ -184,7 +194,13 @@ describe("tamper, exhaustive on a small ledger", () => {
   it("every single bit of a header, a payload, an owner-signed header and a seal", async () => {
     const { env: small, ledger } = await initEnv("tamper-exhaustive");
     try {
-      await ledger.append({ type: RecordType.NOTICE, team: "alpha", actor: daemonPrincipal(), action: "notice", payload: { fields: [{ key: "k", value: "v" }] } });
+      await ledger.append({
+        type: RecordType.NOTICE,
+        team: "alpha",
+        actor: daemonPrincipal(),
+        action: "notice",
+        payload: { fields: [{ key: "k", value: "v" }] },
+      });
       await ledger.close();
       const db = new Database(`${small.dir}/ledger.db`);
       db.exec("DROP TRIGGER records_append_only_update; DROP TRIGGER seals_append_only_update");
@@ -192,7 +208,13 @@ describe("tamper, exhaustive on a small ledger", () => {
       const ownerKey = publicKeyFromRaw(small.ownerPublic);
       let checked = 0;
       try {
-        for (const [table, column, seq] of [["records", "header", 1], ["records", "payload", 1], ["records", "header", 0], ["seals", "body", 1], ["seals", "body", 0]] as const) {
+        for (const [table, column, seq] of [
+          ["records", "header", 1],
+          ["records", "payload", 1],
+          ["records", "header", 0],
+          ["seals", "body", 1],
+          ["seals", "body", 0],
+        ] as const) {
           const original = (db.prepare(`SELECT ${column} AS v FROM ${table} WHERE seq = ?`).get(seq) as { v: Buffer }).v;
           for (let bit = 0; bit < original.length * 8; bit++) {
             const changed = Buffer.from(original);

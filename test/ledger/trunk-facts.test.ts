@@ -62,7 +62,8 @@ function act(seat: string, action: string, a: Act): SubmitRequest {
 const push = (seat: string, commits: readonly string[], run: string, home: string, team?: string): SubmitRequest =>
   act(seat, "git.push", { team, fields: [...commits.map((c) => ["commit", c] as const), ["run", run], ["home", home]] });
 const review = (seat: string, effectId: Uint8Array, verdict: string, team?: string) => act(seat, "review", { team, effectId, fields: [["verdict", verdict]] });
-const gate = (seat: string, effectId: Uint8Array, result: string, team?: string) => act(seat, "gate", { team, effectId, rootGrant: `${seat}/role:gater/gate/0`, fields: [["result", result]] });
+const gate = (seat: string, effectId: Uint8Array, result: string, team?: string) =>
+  act(seat, "gate", { team, effectId, rootGrant: `${seat}/role:gater/gate/0`, fields: [["result", result]] });
 const merge = (seat: string, effectId: Uint8Array, consumes: string, team?: string) => act(seat, "merge", { team, effectId, fields: [["consumes", consumes]] });
 const deploy = (seat: string, effectId: Uint8Array, envName: string, team?: string) => act(seat, "deploy", { team, effectId, fields: [["env", envName]] });
 
@@ -96,9 +97,37 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
 
   it("a push without its run or home, or by a seat of another team, establishes no author", async () => {
     const { l } = await setup("authors-bad");
-    await l().submit(act("dev", "git.push", { fields: [["commit", "c1"], ["home", "/h"]] }), done);
-    await l().submit(act("dev", "git.push", { fields: [["commit", "c2"], ["run", "r1"], ["run", "r2"], ["home", "/h"]] }), done);
-    await l().submit(act("dev", "git.push", { actorTeam: "beta", fields: [["commit", "c3"], ["run", "r"], ["home", "/h"]] }), done);
+    await l().submit(
+      act("dev", "git.push", {
+        fields: [
+          ["commit", "c1"],
+          ["home", "/h"],
+        ],
+      }),
+      done,
+    );
+    await l().submit(
+      act("dev", "git.push", {
+        fields: [
+          ["commit", "c2"],
+          ["run", "r1"],
+          ["run", "r2"],
+          ["home", "/h"],
+        ],
+      }),
+      done,
+    );
+    await l().submit(
+      act("dev", "git.push", {
+        actorTeam: "beta",
+        fields: [
+          ["commit", "c3"],
+          ["run", "r"],
+          ["home", "/h"],
+        ],
+      }),
+      done,
+    );
     for (const c of ["c1", "c2", "c3"]) expect(l().view.commitAuthor("alpha", c)).toBeUndefined();
   });
 
@@ -146,10 +175,27 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
       { effectId: hex(E1), seat: "rev", verdict: "approve" },
       { effectId: hex(E1), seat: "rev3", verdict: "reject" },
     ]);
-    expect(facts.intents?.map((i) => `${i.act}:${i.seat}`)).toEqual(["gate:gater", "gate:gater2", "gate:gater", "review:rev", "review:rev2", "review:rev3", "review:rev4", "gate:gater3"]);
+    expect(facts.intents?.map((i) => `${i.act}:${i.seat}`)).toEqual([
+      "gate:gater",
+      "gate:gater2",
+      "gate:gater",
+      "review:rev",
+      "review:rev2",
+      "review:rev3",
+      "review:rev4",
+      "gate:gater3",
+    ]);
     expect(facts.intents?.every((i) => i.effectId === hex(E1))).toBe(true);
     // The pending gate has an intent and no outcome.
-    expect(facts.outcomes?.map((o) => `${o.act}:${o.result}`)).toEqual(["gate:done", "gate:refused", "gate:done", "review:done", "review:refused", "review:done", "review:done"]);
+    expect(facts.outcomes?.map((o) => `${o.act}:${o.result}`)).toEqual([
+      "gate:done",
+      "gate:refused",
+      "gate:done",
+      "review:done",
+      "review:refused",
+      "review:done",
+      "review:done",
+    ]);
     expect(facts.outcomes).toHaveLength(7);
     expect(g2.status).toBe("refused");
     expect(g4).toBeGreaterThan(g3.intentSeq);
@@ -206,10 +252,17 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
     const p = await l().submit(push("dev", ["c9"], "run-a", "/homes/dev"), lost);
     const d = await l().submit(deploy("ops", E2, "prod"), lost);
     expect(l().view.trunkFacts("alpha", { effectId: hex(E1) }).gates).toEqual([]);
-    await l().reconcile(await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: g.intentSeq, decision: ReconcileDecision.ACCEPT_DONE }), e.ownerSeed));
+    await l().reconcile(
+      await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: g.intentSeq, decision: ReconcileDecision.ACCEPT_DONE }), e.ownerSeed),
+    );
     await l().resolveUnknown(m.intentSeq, false, "the remote does not have it");
     await l().resolveUnknown(p.intentSeq, true, "the remote has it");
-    await l().reconcile(await signOwnerAct(outcomeReconcileDraft({ team: "alpha", intentSeq: d.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "again" }), e.ownerSeed));
+    await l().reconcile(
+      await signOwnerAct(
+        outcomeReconcileDraft({ team: "alpha", intentSeq: d.intentSeq, decision: ReconcileDecision.REPEAT, newRequestId: "again" }),
+        e.ownerSeed,
+      ),
+    );
     const facts = l().view.trunkFacts("alpha", {});
     expect(facts.gates).toEqual([expect.objectContaining({ id: String(g.intentSeq), result: "pass" })]);
     expect(facts.outcomes?.map((o) => `${o.act}:${o.result}`)).toEqual(["gate:done", "merge:refused", "deploy:unknown"]);
@@ -258,7 +311,13 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
     expect(l().view.commitAuthor("alpha", "c2")).toBeUndefined();
     expect(l().view.commitAuthor("beta", "c2")).toEqual({ seat: "dev", run: "run-b", home: "/homes/beta-dev" });
     const beta = l().view.trunkFacts("beta", { effectId: hex(E1), commits: ["c1"] });
-    expect(beta).toEqual({ gates: [], reviews: [], intents: [{ effectId: hex(E1), act: "merge", seat: "merger" }], outcomes: [{ effectId: hex(E1), act: "merge", result: "done" }], consumed: [] });
+    expect(beta).toEqual({
+      gates: [],
+      reviews: [],
+      intents: [{ effectId: hex(E1), act: "merge", seat: "merger" }],
+      outcomes: [{ effectId: hex(E1), act: "merge", result: "done" }],
+      consumed: [],
+    });
     // beta's merge named alpha's gate id; it consumes nothing of alpha's.
     const alpha = l().view.trunkFacts("alpha", { effectId: hex(E1), commits: ["c1"] });
     expect(alpha.consumed).toEqual([]);

@@ -24,7 +24,15 @@ const violations: Array<[string, string, RegExp]> = [
   ["crypto.randomUUID()", `import * as crypto from "node:crypto";\nexport const id = () => crypto.randomUUID();`, /ids are injected/],
 ];
 
-const ROOMS = ["daemon/commands/x.ts", "daemon/server/x.ts", "daemon/lifecycle/x.ts", "daemon/owner/x.ts", "daemon/seat/x.ts", "daemon/host/x.ts", "daemon/cli.ts"];
+const ROOMS = [
+  "daemon/commands/x.ts",
+  "daemon/server/x.ts",
+  "daemon/lifecycle/x.ts",
+  "daemon/owner/x.ts",
+  "daemon/seat/x.ts",
+  "daemon/host/x.ts",
+  "daemon/cli.ts",
+];
 
 describe("injected-ambient lint rule (wall 10)", () => {
   it.each(violations)("refuses %s in every room of daemon/", async (_name, code, expected) => {

@@ -19,7 +19,10 @@ const IMPORT = `import { RefusalError } from "../../src/rpc/index.js";\n`;
 
 const violations: Array<[string, string]> = [
   ["new RefusalError", `${IMPORT}export const no = () => new RefusalError("rpc.malformed", "no");`],
-  ["RefusalError.from", `${IMPORT}import { refuse } from "../../src/kernel/index.js";\nexport const no = () => RefusalError.from(refuse("broker.replay", "no"));`],
+  [
+    "RefusalError.from",
+    `${IMPORT}import { refuse } from "../../src/kernel/index.js";\nexport const no = () => RefusalError.from(refuse("broker.replay", "no"));`,
+  ],
   ["a renamed import", `import { RefusalError as Refused } from "../../src/rpc/index.js";\nexport const no = () => new Refused("rpc.malformed", "no");`],
   ["a namespace import", `import * as rpc from "../../src/rpc/index.js";\nexport const no = () => new rpc.RefusalError("rpc.malformed", "no");`],
   ["a subclass", `${IMPORT}export class Quiet extends RefusalError {}`],
@@ -51,10 +54,13 @@ export async function no(pipeline: SeatPipeline, ctx: SeatContext): Promise<neve
     expect((await problems(code, "daemon/seat/pipeline.ts")).filter((p) => p.startsWith("teamd/seat-refusals"))).toEqual([]);
   });
 
-  it.each(["daemon/owner/violation.ts", "daemon/lifecycle/violation.ts", "daemon/server/violation.ts", "src/rpc/violation.ts"])("does not apply outside daemon/seat/ (%s)", async (file) => {
-    const code = `import { RefusalError } from "${file.startsWith("src/") ? "./index.js" : "../../src/rpc/index.js"}";\nexport const no = () => new RefusalError("rpc.malformed", "no");`;
-    expect((await problems(code, file)).filter((p) => p.startsWith("teamd/seat-refusals"))).toEqual([]);
-  });
+  it.each(["daemon/owner/violation.ts", "daemon/lifecycle/violation.ts", "daemon/server/violation.ts", "src/rpc/violation.ts"])(
+    "does not apply outside daemon/seat/ (%s)",
+    async (file) => {
+      const code = `import { RefusalError } from "${file.startsWith("src/") ? "./index.js" : "../../src/rpc/index.js"}";\nexport const no = () => new RefusalError("rpc.malformed", "no");`;
+      expect((await problems(code, file)).filter((p) => p.startsWith("teamd/seat-refusals"))).toEqual([]);
+    },
+  );
 
   it("leaves the kernel's own no-restricted-syntax in force beside it (no block replaces another)", async () => {
     const found = await problems(`export const f = new Function("return 1");`, "src/kernel/violation.ts");

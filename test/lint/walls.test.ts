@@ -34,14 +34,29 @@ const broken: Array<[string, string, string, RegExp]> = [
   ["6: seat/ imports lifecycle/", "daemon/seat/pipeline.ts", `import "../lifecycle/manager.js";`, /wall 6:/],
   ["6: seat/ imports owner/ (through a folder that resolves there)", "daemon/seat/pipeline.ts", `import "../host/../owner/acts.js";`, /wall 6:/],
   ["6: a handler imports another handler", "daemon/seat/trunk.ts", `import "./git.js";`, /wall 6 \(handlers\):/],
-  ["6: a handler imports the shim service", "daemon/seat/git.ts", `import type { ShimServiceDeps } from "./shim-service.js";\nexport type D = ShimServiceDeps;`, /wall 6 \(handlers\):/],
-  ["6: server/ beyond the composition root imports a handler", "daemon/server/control-service.ts", `import "../seat/broker.js";`, /wall 6 \(who imports handlers\):/],
+  [
+    "6: a handler imports the shim service",
+    "daemon/seat/git.ts",
+    `import type { ShimServiceDeps } from "./shim-service.js";\nexport type D = ShimServiceDeps;`,
+    /wall 6 \(handlers\):/,
+  ],
+  [
+    "6: server/ beyond the composition root imports a handler",
+    "daemon/server/control-service.ts",
+    `import "../seat/broker.js";`,
+    /wall 6 \(who imports handlers\):/,
+  ],
   ["6: src/ imports a handler", "src/effects/x.ts", `import "../../daemon/seat/git.js";`, /wall 6 \(who imports handlers\):/],
   ["7: seat/ imports node:fs", "daemon/seat/files.ts", `import { readFile } from "node:fs/promises";\nexport const r = readFile;`, /wall 7:/],
   ["7: seat/ imports a bare fs", "daemon/seat/pipeline.ts", `import { readFileSync } from "fs";\nexport const r = readFileSync;`, /wall 7:/],
   ["7: seat/ imports child_process", "daemon/seat/git.ts", `import { spawn } from "node:child_process";\nexport const s = spawn;`, /wall 7:/],
   ["7: seat/ requires child_process", "daemon/seat/git.ts", `export const s = () => require("child_process");`, /wall 7:/],
-  ["7: a handler other than egress imports node:net", "daemon/seat/broker.ts", `import { connect } from "node:net";\nexport const c = connect;`, /wall 7 \(net\):/],
+  [
+    "7: a handler other than egress imports node:net",
+    "daemon/seat/broker.ts",
+    `import { connect } from "node:net";\nexport const c = connect;`,
+    /wall 7 \(net\):/,
+  ],
   ["a computed specifier in a walled file", "daemon/seat/pipeline.ts", `export const m = (p: string) => import(p);`, /computed module specifier/],
 ];
 
@@ -49,7 +64,11 @@ const broken: Array<[string, string, string, RegExp]> = [
 const kept: Array<[string, string, string]> = [
   ["src/ imports src/", "src/ledger/x.ts", `import { canonicalJson } from "../kernel/index.js";\nexport const c = canonicalJson;`],
   ["host/ imports host/", "daemon/host/x.ts", `import { resolveHome } from "./home.js";\nexport const r = resolveHome;`],
-  ["commands/ uses owner/, host/ and lifecycle's registry and kill", "daemon/commands/x.ts", `import "../owner/channel.js";\nimport "../host/home.js";\nimport "../lifecycle/registry.js";\nimport "../lifecycle/kill.js";`],
+  [
+    "commands/ uses owner/, host/ and lifecycle's registry and kill",
+    "daemon/commands/x.ts",
+    `import "../owner/channel.js";\nimport "../host/home.js";\nimport "../lifecycle/registry.js";\nimport "../lifecycle/kill.js";`,
+  ],
   ["owner/ uses host/ and src/", "daemon/owner/x.ts", `import "../host/hub.js";\nimport "../../src/ledger/index.js";`],
   ["lifecycle/ uses host/ and owner/", "daemon/lifecycle/x.ts", `import "../host/seat-layout.js";`],
   ["a handler imports the pipeline and host/", "daemon/seat/git.ts", `import "./pipeline.js";\nimport "../host/seat-layout.js";`],

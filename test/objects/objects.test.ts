@@ -98,7 +98,10 @@ describe("isReserved", () => {
     await writeFile(join(dir, "owner.key"), "secret");
     await link(join(dir, "owner.key"), join(dir, "notes.txt"));
     const set = await reservedSet([join(dir, "owner.key")]);
-    expect(await isReserved(join(dir, "notes.txt"), set)).toMatchObject({ verdict: "reserved", reason: expect.stringMatching(/same object as the reserved .*owner\.key/) });
+    expect(await isReserved(join(dir, "notes.txt"), set)).toMatchObject({
+      verdict: "reserved",
+      reason: expect.stringMatching(/same object as the reserved .*owner\.key/),
+    });
   });
 
   it("sees a hard link to a file inside a reserved folder (the hub's objects)", async () => {
@@ -155,7 +158,7 @@ describe("openVerified", () => {
     if (!checked.ok) throw new Error(checked.reason);
     const opened = await openVerified(join(dir, "f"), checked.info.stamp);
     if (!opened.ok) throw new Error(opened.reason);
-    expect((await opened.handle.readFile("utf8"))).toBe("content");
+    expect(await opened.handle.readFile("utf8")).toBe("content");
     await opened.handle.close();
   });
 
@@ -165,7 +168,11 @@ describe("openVerified", () => {
     if (!checked.ok) throw new Error(checked.reason);
     await writeFile(join(dir, "other"), "swapped-in");
     await rename(join(dir, "other"), join(dir, "f"));
-    expect(await openVerified(join(dir, "f"), checked.info.stamp)).toMatchObject({ ok: false, rule: "object.identity", reason: expect.stringMatching(/replaced/) });
+    expect(await openVerified(join(dir, "f"), checked.info.stamp)).toMatchObject({
+      ok: false,
+      rule: "object.identity",
+      reason: expect.stringMatching(/replaced/),
+    });
   });
 
   it("refuses a symlink swapped in for the checked file, and does not hang on a FIFO", async () => {
@@ -268,7 +275,14 @@ describe("scanRoot", () => {
 
 describe("canonical path helpers (pure)", () => {
   it.each([
-    ["/", true], ["/a/b", true], ["a/b", false], ["/a//b", false], ["/a/./b", false], ["/a/../b", false], ["/a/", false], ["/a\nb", false],
+    ["/", true],
+    ["/a/b", true],
+    ["a/b", false],
+    ["/a//b", false],
+    ["/a/./b", false],
+    ["/a/../b", false],
+    ["/a/", false],
+    ["/a\nb", false],
   ])("isCanonicalAbsolute(%j) = %s", (path, expected) => {
     expect(isCanonicalAbsolute(path)).toBe(expected);
   });

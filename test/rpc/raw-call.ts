@@ -9,7 +9,10 @@ import { PROTOCOL_METADATA_KEY, RULE_METADATA_KEY } from "../../src/rpc/protocol
  * speak grpc-js; other tests (test/integration/seat-refusals.test.ts) call it from here.
  * Resolves with the gRPC status code and the rule the daemon named, if any.
  */
-export function whoAmIWithProtocol(socketPath: string, version: string | undefined): Promise<{ code: grpc.status | undefined; rule: string | undefined; details: string }> {
+export function whoAmIWithProtocol(
+  socketPath: string,
+  version: string | undefined,
+): Promise<{ code: grpc.status | undefined; rule: string | undefined; details: string }> {
   const raw = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
   if (version !== undefined) metadata.set(PROTOCOL_METADATA_KEY, version);

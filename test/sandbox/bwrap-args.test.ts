@@ -23,7 +23,16 @@ describe("bwrapArgs (pure)", () => {
   })();
 
   it("unshares every namespace, the user namespace explicitly, and then forbids new ones", () => {
-    expect(argv.slice(0, 8)).toEqual(["--unshare-all", "--unshare-user", "--disable-userns", "--assert-userns-disabled", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    expect(argv.slice(0, 8)).toEqual([
+      "--unshare-all",
+      "--unshare-user",
+      "--disable-userns",
+      "--assert-userns-disabled",
+      "--die-with-parent",
+      "--new-session",
+      "--cap-drop",
+      "ALL",
+    ]);
     expect(argv).not.toContain("--share-net");
   });
 
@@ -55,7 +64,8 @@ describe("bwrapArgs (pure)", () => {
 
 describe("bubblewrap features", () => {
   it("finds what an old bubblewrap lacks", () => {
-    const old = "    --unshare-all                Unshare every namespace\n    --die-with-parent            Kills\n    --json-status-fd FD          x\n    --perms OCTAL x\n";
+    const old =
+      "    --unshare-all                Unshare every namespace\n    --die-with-parent            Kills\n    --json-status-fd FD          x\n    --perms OCTAL x\n";
     expect(missingFeatures(old)).toEqual(["--disable-userns (bubblewrap 0.8.0)", "--assert-userns-disabled (bubblewrap 0.8.0)", "--size (bubblewrap 0.7.0)"]);
   });
 
@@ -68,7 +78,11 @@ describe("bubblewrap features", () => {
 describe("classifyBwrapFailure (messages captured from bubblewrap 0.8.0)", () => {
   it.each([
     ["bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n", "userns", "containment.unavailable"],
-    ["bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.\n", "userns", "containment.unavailable"],
+    [
+      "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.\n",
+      "userns",
+      "containment.unavailable",
+    ],
     ["bwrap: setting up uid map: Permission denied\n", "userns", "containment.unavailable"],
     ["bwrap: Can't find source path /srv/data: No such file or directory\n", "bind-source", "containment.failed"],
     ["bwrap: execvp /nonexistent/agent: No such file or directory\n", "exec", "containment.failed"],

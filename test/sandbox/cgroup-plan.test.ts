@@ -51,7 +51,12 @@ describe("planCgroups (pure)", () => {
       "/sys/fs/cgroup/memory/process_api/abc/teamd/h1/web/a-r1",
       "/sys/fs/cgroup/pids/teamd/h1/web/a-r1",
     ]);
-    expect(plan.mkdir.slice(0, 4)).toEqual(["/sys/fs/cgroup/unified/teamd", "/sys/fs/cgroup/unified/teamd/h1", "/sys/fs/cgroup/unified/teamd/h1/web", "/sys/fs/cgroup/unified/teamd/h1/web/a-r1"]);
+    expect(plan.mkdir.slice(0, 4)).toEqual([
+      "/sys/fs/cgroup/unified/teamd",
+      "/sys/fs/cgroup/unified/teamd/h1",
+      "/sys/fs/cgroup/unified/teamd/h1/web",
+      "/sys/fs/cgroup/unified/teamd/h1/web/a-r1",
+    ]);
     expect(plan.writes).toEqual([
       { file: "/sys/fs/cgroup/cpu/teamd/h1/web/a-r1/cpu.cfs_period_us", value: "100000" },
       { file: "/sys/fs/cgroup/cpu/teamd/h1/web/a-r1/cpu.cfs_quota_us", value: "150000" },
@@ -61,7 +66,10 @@ describe("planCgroups (pure)", () => {
     ]);
     expect(plan.procs).toEqual(plan.leaves.map((l) => `${l}/cgroup.procs`));
     expect(plan.kill).toBe("/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.kill");
-    expect(plan.freeze).toEqual({ file: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.freeze", events: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.events" });
+    expect(plan.freeze).toEqual({
+      file: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.freeze",
+      events: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cgroup.events",
+    });
     expect(plan.meter).toEqual({
       cpu: { file: "/sys/fs/cgroup/unified/teamd/h1/web/a-r1/cpu.stat", kind: "v2-cpu.stat" },
       memory: { file: "/sys/fs/cgroup/memory/process_api/abc/teamd/h1/web/a-r1/memory.usage_in_bytes", kind: "bytes" },
@@ -81,7 +89,12 @@ describe("planCgroups (pure)", () => {
 
   it("pure v2 with controllers: enables them down to the seat and writes the v2 limit files", () => {
     const mounts = parseCgroupMounts("cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n");
-    const facts: CgroupFacts = { mounts, self: parseSelfCgroup("0::/system.slice/teamd.service\n"), v2Controllers: ["cpu", "memory", "pids", "io"], writable: ["/sys/fs/cgroup"] };
+    const facts: CgroupFacts = {
+      mounts,
+      self: parseSelfCgroup("0::/system.slice/teamd.service\n"),
+      v2Controllers: ["cpu", "memory", "pids", "io"],
+      writable: ["/sys/fs/cgroup"],
+    };
     const decision = planCgroups(facts, name, { memoryBytes: 256 * 1024 ** 2, processes: 100, cpus: 0.5 });
     if (decision.kind !== "cgroup") throw new Error(decision.reason);
     const base = "/sys/fs/cgroup/system.slice/teamd.service";

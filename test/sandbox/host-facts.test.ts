@@ -40,15 +40,17 @@ describe.runIf(process.platform === "linux")("gatherHostFacts", () => {
   it("compiles a plan from them", async () => {
     const set = await buildReservedSet([]);
     if (!set.ok) throw new Error(set.reason);
-    const roots = await Promise.all(["repo", "home", "tmp"].map(async (n) => {
-      await mkdir(join(dir, n));
-      const r = await describeRoot(join(dir, n), set.set);
-      if (!r.ok) throw new Error(r.refusal.reason);
-      return r.value;
-    }));
+    const roots = await Promise.all(
+      ["repo", "home", "tmp"].map(async (n) => {
+        await mkdir(join(dir, n));
+        const r = await describeRoot(join(dir, n), set.set);
+        if (!r.ok) throw new Error(r.refusal.reason);
+        return r.value;
+      }),
+    );
     const facts = await gatherHostFacts({ node: process.execPath, seatSocket: await socket() });
     if (!facts.ok) throw new Error(facts.refusal.reason);
-    const [repository, home, tmp] = roots as [typeof roots[0], typeof roots[0], typeof roots[0]];
+    const [repository, home, tmp] = roots as [(typeof roots)[0], (typeof roots)[0], (typeof roots)[0]];
     const result = compilePlan({
       seat: { team: "t", seat: "s" },
       user: { uid: 1000, gid: 1000 },

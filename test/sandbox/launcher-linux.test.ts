@@ -42,7 +42,12 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
   it("gives the seat exactly the plan's environment: allowlisted, declared and teamd's own, nothing inherited", async () => {
     const plan = await seat.plan();
     const out = await seat.run(["/usr/bin/env"], { plan });
-    const seen = Object.fromEntries(out.stdout.trim().split("\n").map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]));
+    const seen = Object.fromEntries(
+      out.stdout
+        .trim()
+        .split("\n")
+        .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+    );
     expect(seen).toEqual(plan.env);
     expect(seen.LANG).toBe("C.UTF-8");
     expect(seen.SEAT_ROLE).toBe("builder");
@@ -54,14 +59,20 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
   });
 
   it("hides /etc/shadow and its kin, and keeps what programs need", async () => {
-    const out = await seat.run(sh("for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/shadow- /etc/ssl/private; do test -e $f && echo present $f; done; test -r /etc/passwd && echo passwd-ok; ls /etc/ssh 2>/dev/null"));
+    const out = await seat.run(
+      sh(
+        "for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/shadow- /etc/ssl/private; do test -e $f && echo present $f; done; test -r /etc/passwd && echo passwd-ok; ls /etc/ssh 2>/dev/null",
+      ),
+    );
     expect(out.stdout).not.toMatch(/present/);
     expect(out.stdout).toMatch(/passwd-ok/);
     expect(out.stdout).not.toMatch(/key/);
   });
 
   it("shows nothing of the host that the plan does not name", async () => {
-    const out = await seat.run(sh(`for p in ${seat.outside} ${seat.outside}/secret.txt /root /home /work /var /srv /opt /mnt /sys; do test -e $p && echo present $p; done; echo done`));
+    const out = await seat.run(
+      sh(`for p in ${seat.outside} ${seat.outside}/secret.txt /root /home /work /var /srv /opt /mnt /sys; do test -e $p && echo present $p; done; echo done`),
+    );
     expect(out.stdout).toBe("done\n");
     // The sanity check that the probe can see a present file.
     expect((await seat.run(sh(`test -e ${seat.shared}/notes.txt && echo present`))).stdout).toBe("present\n");
@@ -69,9 +80,7 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
 
   it("masks a reserved file, its hard link and a reserved folder inside a read-only root", async () => {
     expect(await readFile(seat.reservedFile, "utf8")).toBe("OWNER-PRIVATE-KEY\n");
-    const out = await seat.run(
-      sh(`cd ${seat.shared}; cat notes.txt; cat owner.key; cat innocent.txt; ls -A hub.git; cat hub.git/HEAD; echo end`),
-    );
+    const out = await seat.run(sh(`cd ${seat.shared}; cat notes.txt; cat owner.key; cat innocent.txt; ls -A hub.git; cat hub.git/HEAD; echo end`));
     expect(out.stdout).toBe("shared notes\nend\n");
     expect(out.stdout + out.stderr).not.toMatch(/OWNER-PRIVATE-KEY|refs\/heads/);
     expect(out.stderr).toMatch(/owner\.key: Permission denied/);
@@ -86,7 +95,16 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
           `echo y > /tmp/y && echo scratch-tmp-ok`,
       ),
     );
-    expect(out.stdout.split("\n").filter(Boolean)).toEqual(["repo-ok", "home-ok", "tmp-ok", "shared-refused", "root-refused", "usr-refused", "etc-refused", "scratch-tmp-ok"]);
+    expect(out.stdout.split("\n").filter(Boolean)).toEqual([
+      "repo-ok",
+      "home-ok",
+      "tmp-ok",
+      "shared-refused",
+      "root-refused",
+      "usr-refused",
+      "etc-refused",
+      "scratch-tmp-ok",
+    ]);
     expect(await readFile(join(seat.repo, "new.txt"), "utf8")).toBe("r\n");
     await expect(stat(join(seat.shared, "x.txt"))).rejects.toThrow(/ENOENT/);
   });
@@ -204,7 +222,11 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
   it("refuses the seat when its init cannot be placed in its cgroup (the command never runs)", async () => {
     const plan = await seat.plan((input) => ({ ...input, limits: { processes: 100 } }));
     const marker = `${seat.tmp}/ran`;
-    const cgroup = { byCgroup: new Set(["processes"] as const), summary: "test", place: async () => Promise.reject(new Error("cannot move the seat's init into /nonexistent/cgroup.procs: ENOENT")) };
+    const cgroup = {
+      byCgroup: new Set(["processes"] as const),
+      summary: "test",
+      place: async () => Promise.reject(new Error("cannot move the seat's init into /nonexistent/cgroup.procs: ENOENT")),
+    };
     const result = await seat.launch(plan, ["/bin/sh", "-c", `touch ${marker}`], undefined, cgroup);
     expect(result).toMatchObject({ ok: false, refusal: { rule: "containment.limit", reason: expect.stringMatching(/cannot move the seat's init/) } });
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -225,7 +247,11 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
 
   it("runs a seat in a pty: a terminal inside, the exit code and the init pid out, no host group kept", async () => {
     const launcher = createLinuxLauncher();
-    const result = await launcher.launch({ plan: await seat.plan(), command: ["/bin/sh", "-c", "test -t 0 && test -t 1 && echo TTY-YES; echo groups=$(id -G); stty size; exit 7"], io: { kind: "pty", cols: 91, rows: 33 } });
+    const result = await launcher.launch({
+      plan: await seat.plan(),
+      command: ["/bin/sh", "-c", "test -t 0 && test -t 1 && echo TTY-YES; echo groups=$(id -G); stty size; exit 7"],
+      io: { kind: "pty", cols: 91, rows: 33 },
+    });
     expect(result.ok).toBe(true);
     if (!result.ok || result.seat.io.kind !== "pty") return;
     let out = "";
@@ -264,7 +290,11 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
     const launcher = createLinuxLauncher();
     const launchDirs = async () => new Set((await readdir(tmpdir())).filter((n) => n.startsWith("teamd-launch-")));
     const before = await launchDirs();
-    const result = await launcher.launch({ plan: await seat.plan(), command: ["/bin/sh", "-c", "sleep 300 & setsid sleep 300 & echo started; wait"], io: { kind: "pty", cols: 80, rows: 24 } });
+    const result = await launcher.launch({
+      plan: await seat.plan(),
+      command: ["/bin/sh", "-c", "sleep 300 & setsid sleep 300 & echo started; wait"],
+      io: { kind: "pty", cols: 80, rows: 24 },
+    });
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     // The status folder is gone once the init is known (the launcher reads through its own

@@ -79,8 +79,13 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
     expect(env.join("\n")).not.toMatch(/SECRET_TOKEN|do-not-pass/);
     // Nothing of this process's environment (the daemon's, in teamd) reaches it.
     const plan = await seat.plan();
-    for (const name of Object.keys(process.env).filter((n) => !Object.prototype.hasOwnProperty.call(plan.env, n) && !["PWD", "SHLVL", "_", "OLDPWD"].includes(n))) {
-      expect(env.some((line) => line.startsWith(`${name}=`)), name).toBe(false);
+    for (const name of Object.keys(process.env).filter(
+      (n) => !Object.prototype.hasOwnProperty.call(plan.env, n) && !["PWD", "SHLVL", "_", "OLDPWD"].includes(n),
+    )) {
+      expect(
+        env.some((line) => line.startsWith(`${name}=`)),
+        name,
+      ).toBe(false);
     }
     const reached = await collect(await launcher.launch({ plan: await seat.plan(), command: connectCommand(seat.socketPath) }));
     expect(reached.stdout).toContain(SEAT_REPLY);
@@ -111,13 +116,21 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
   });
 
   it("hands back the command's own exit code", async () => {
-    expect(await collect(await launcher.launch({ plan: await seat.plan(), command: ["sh", "-c", "echo err >&2; exit 7"] }))).toMatchObject({ kind: "exited", code: 7, stderr: "err\n" });
+    expect(await collect(await launcher.launch({ plan: await seat.plan(), command: ["sh", "-c", "echo err >&2; exit 7"] }))).toMatchObject({
+      kind: "exited",
+      code: 7,
+      stderr: "err\n",
+    });
     const missing = await collect(await launcher.launch({ plan: await seat.plan(), command: ["/nonexistent/agent"] }));
     expect(missing.code).toBe(127);
   });
 
   it.each(["pipes", "pty"] as const)("kill() ends its whole process tree, a child that called setsid included (%s)", async (io) => {
-    const launched = await launcher.launch({ plan: await seat.plan(), command: ["sh", "-c", "setsid sleep 3601 & exec sleep 3600"], ...(io === "pty" ? { io: { kind: "pty", cols: 80, rows: 24 } } : {}) });
+    const launched = await launcher.launch({
+      plan: await seat.plan(),
+      command: ["sh", "-c", "setsid sleep 3601 & exec sleep 3600"],
+      ...(io === "pty" ? { io: { kind: "pty", cols: 80, rows: 24 } } : {}),
+    });
     if (!launched.ok) throw new Error(launched.refusal.reason);
     seats.push(launched.seat);
     const init = launched.seat.initPid;

@@ -32,7 +32,8 @@ describe("a seat's egress in its plan", () => {
     expect(withEgress.mounts).toContainEqual({ op: "ro-bind", src: EGRESS.launcher, dest: "/run/teamd/egress.mjs" });
     expect(withEgress.mounts).toContainEqual({ op: "bind", src: EGRESS.socket, dest: "/run/teamd/egress.sock" });
     expect(withEgress.sources).toEqual(expect.arrayContaining([EGRESS.launcher, EGRESS.socket]));
-    for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]) expect(withEgress.env[name]).toBe("http://127.0.0.1:3128");
+    for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"])
+      expect(withEgress.env[name]).toBe("http://127.0.0.1:3128");
     expect(withEgress.env.NO_PROXY).toBe("localhost,127.0.0.1,::1");
     const args = bwrapArgs(withEgress, ["claude", "--model", "opus"]);
     expect(args.ok && args.value.slice(-7)).toEqual(["--", "/usr/bin/node", "/run/teamd/egress.mjs", "--", "claude", "--model", "opus"]);

@@ -80,7 +80,20 @@ describe("compilePlan: what the base plan holds", () => {
   it("binds /etc entry by entry without its secrets, sockets or teamd's own config", () => {
     const etc = p.mounts.filter((m) => m.dest.startsWith("/etc/")).map((m) => m.dest);
     expect(etc).toEqual(expect.arrayContaining(["/etc/passwd", "/etc/group", "/etc/hosts", "/etc/ssh/ssh_config", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"]));
-    for (const secret of ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_ed25519_key.pub", "/etc/ssl/private", "/etc/teamd", "/etc/initctl", "/etc/ssh", "/etc/ssl"]) {
+    for (const secret of [
+      "/etc/shadow",
+      "/etc/shadow-",
+      "/etc/gshadow",
+      "/etc/sudoers",
+      "/etc/sudoers.d",
+      "/etc/ssh/ssh_host_ed25519_key",
+      "/etc/ssh/ssh_host_ed25519_key.pub",
+      "/etc/ssl/private",
+      "/etc/teamd",
+      "/etc/initctl",
+      "/etc/ssh",
+      "/etc/ssl",
+    ]) {
       expect(etc).not.toContain(secret);
     }
     expect(p.mounts).toContainEqual({ op: "symlink", target: "/usr/share/zoneinfo/Etc/UTC", dest: "/etc/localtime" });
@@ -170,10 +183,17 @@ describe("compilePlan: cases", () => {
   });
 
   type Change = (input: PlanInput) => PlanInput;
-  const writable = (which: "repository" | "home" | "tmp", r: ReturnType<typeof root>): Change => (input) => ({ ...input, writable: { ...input.writable, [which]: r } });
+  const writable =
+    (which: "repository" | "home" | "tmp", r: ReturnType<typeof root>): Change =>
+    (input) => ({ ...input, writable: { ...input.writable, [which]: r } });
   const refusals: Array<[string, Change, RuleId, RegExp]> = [
     ["a writable root that is a reserved path", writable("repository", root("/var/lib/teamd/hubs/alpha.git", 101)), "reserved.object", /is the reserved/],
-    ["a writable root that lies under a reserved path", writable("home", root("/var/lib/teamd/ledger/seat-home", 102)), "reserved.object", /lies under the reserved/],
+    [
+      "a writable root that lies under a reserved path",
+      writable("home", root("/var/lib/teamd/ledger/seat-home", 102)),
+      "reserved.object",
+      /lies under the reserved/,
+    ],
     ["a writable root that contains a reserved path", writable("home", root("/var/lib/teamd", 102)), "reserved.object", /contains the reserved/],
     [
       "a writable root that contains a reserved path that does not exist yet",
@@ -181,7 +201,12 @@ describe("compilePlan: cases", () => {
       "reserved.object",
       /contains the reserved .*\/tmp\/flags/,
     ],
-    ["a writable root that is a reserved object under another name", writable("repository", root("/srv/alias-of-hub", 303)), "reserved.object", /same object as the reserved \/var\/lib\/teamd\/hubs\/alpha.git/],
+    [
+      "a writable root that is a reserved object under another name",
+      writable("repository", root("/srv/alias-of-hub", 303)),
+      "reserved.object",
+      /same object as the reserved \/var\/lib\/teamd\/hubs\/alpha.git/,
+    ],
     [
       "a writable root holding another name of a reserved object",
       writable("repository", root(`${SEATS}/repo`, 101, { aliases: [{ path: `${SEATS}/repo/leak`, of: "/var/lib/teamd/keys" }] })),
@@ -197,7 +222,12 @@ describe("compilePlan: cases", () => {
       "reserved.link-set",
       /could not be scanned completely \(more than 500000 entries\)/,
     ],
-    ["a scan of another folder", (i) => ({ ...i, readOnly: [{ ...root(APP, 201), scan: { ...root("/elsewhere", 1).scan } }] }), "containment.undecidable", /is of \/elsewhere/],
+    [
+      "a scan of another folder",
+      (i) => ({ ...i, readOnly: [{ ...root(APP, 201), scan: { ...root("/elsewhere", 1).scan } }] }),
+      "containment.undecidable",
+      /is of \/elsewhere/,
+    ],
     ["a relative root", writable("repository", root("repo", 101)), "containment.undecidable", /not canonical/],
     ["a root with ..", writable("repository", root(`${SEATS}/../x`, 101)), "containment.undecidable", /not canonical/],
     ["a root with a trailing slash", writable("repository", root(`${SEATS}/repo/`, 101)), "containment.undecidable", /not canonical/],
@@ -212,20 +242,73 @@ describe("compilePlan: cases", () => {
     ["gid 0", (i) => ({ ...i, user: { uid: 998, gid: 0 } }), "containment.host-root", /never runs as root/],
     ["a negative uid", (i) => ({ ...i, user: { uid: -1, gid: 998 } }), "containment.undecidable", /not user ids/],
     ["a seat name with a slash", (i) => ({ ...i, seat: { team: "alpha", seat: "../x" } }), "containment.undecidable", /not a plain name/],
-    ["no fact about a system path", (i) => ({ ...i, host: facts({ system: facts().system.filter((e) => e.path !== "/lib32") }) }), "containment.undecidable", /\/lib32/],
-    ["no /usr on the host", (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/usr" ? { path: "/usr", kind: "absent" as const } : e)) }) }), "containment.undecidable", /\/usr does not exist/],
-    ["a system path that is neither folder nor symlink", (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/sbin" ? { path: "/sbin", kind: "other" as const } : e)) }) }), "containment.undecidable", /neither a folder/],
-    ["a system symlink without a target", (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/bin" ? { path: "/bin", kind: "symlink" as const } : e)) }) }), "containment.undecidable", /target is not known/],
+    [
+      "no fact about a system path",
+      (i) => ({ ...i, host: facts({ system: facts().system.filter((e) => e.path !== "/lib32") }) }),
+      "containment.undecidable",
+      /\/lib32/,
+    ],
+    [
+      "no /usr on the host",
+      (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/usr" ? { path: "/usr", kind: "absent" as const } : e)) }) }),
+      "containment.undecidable",
+      /\/usr does not exist/,
+    ],
+    [
+      "a system path that is neither folder nor symlink",
+      (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/sbin" ? { path: "/sbin", kind: "other" as const } : e)) }) }),
+      "containment.undecidable",
+      /neither a folder/,
+    ],
+    [
+      "a system symlink without a target",
+      (i) => ({ ...i, host: facts({ system: facts().system.map((e) => (e.path === "/bin" ? { path: "/bin", kind: "symlink" as const } : e)) }) }),
+      "containment.undecidable",
+      /target is not known/,
+    ],
     ["a reserved system path", (i) => ({ ...i, reserved: [...i.reserved, { path: "/usr", id: id(5), kind: "dir" }] }), "reserved.object", /system path \/usr/],
     ["/etc/ssh whose children were not listed", (i) => ({ ...i, host: facts({ etcListed: ["ssl"] }) }), "containment.undecidable", /\/etc\/ssh holds entries/],
-    ["/etc/ssl as a symlink", (i) => ({ ...i, host: facts({ etc: facts().etc.map((e) => (e.name === "ssl" ? { name: "ssl", kind: "symlink" as const, target: "/usr/lib/ssl" } : e)) }) }), "containment.undecidable", /symlink, so the secrets inside it/],
-    ["an /etc entry that climbs out", (i) => ({ ...i, host: facts({ etc: [...facts().etc, { name: "../root", kind: "file" as const }] }) }), "containment.undecidable", /not a plain name/],
-    ["a seat socket that is a reserved path", (i) => ({ ...i, host: facts({ seatSocket: { path: "/var/lib/teamd/keys", id: id(1234) } }) }), "reserved.object", /seat socket/],
-    ["a seat socket that is a reserved object", (i) => ({ ...i, host: facts({ seatSocket: { path: "/var/lib/teamd/run/control.sock", id: id(302) } }) }), "reserved.object", /seat socket/],
-    ["a shim bundle inside teamd's reserved code", (i) => ({ ...i, host: facts({ shimBundle: "/usr/lib/node_modules/teamd/dist/shim.mjs" }) }), "reserved.object", /shim bundle/],
+    [
+      "/etc/ssl as a symlink",
+      (i) => ({
+        ...i,
+        host: facts({ etc: facts().etc.map((e) => (e.name === "ssl" ? { name: "ssl", kind: "symlink" as const, target: "/usr/lib/ssl" } : e)) }),
+      }),
+      "containment.undecidable",
+      /symlink, so the secrets inside it/,
+    ],
+    [
+      "an /etc entry that climbs out",
+      (i) => ({ ...i, host: facts({ etc: [...facts().etc, { name: "../root", kind: "file" as const }] }) }),
+      "containment.undecidable",
+      /not a plain name/,
+    ],
+    [
+      "a seat socket that is a reserved path",
+      (i) => ({ ...i, host: facts({ seatSocket: { path: "/var/lib/teamd/keys", id: id(1234) } }) }),
+      "reserved.object",
+      /seat socket/,
+    ],
+    [
+      "a seat socket that is a reserved object",
+      (i) => ({ ...i, host: facts({ seatSocket: { path: "/var/lib/teamd/run/control.sock", id: id(302) } }) }),
+      "reserved.object",
+      /seat socket/,
+    ],
+    [
+      "a shim bundle inside teamd's reserved code",
+      (i) => ({ ...i, host: facts({ shimBundle: "/usr/lib/node_modules/teamd/dist/shim.mjs" }) }),
+      "reserved.object",
+      /shim bundle/,
+    ],
     ["a node runtime inside a reserved folder", (i) => ({ ...i, host: facts({ node: "/var/lib/teamd/keys/node" }) }), "reserved.object", /node runtime/],
     ["a node runtime under /etc", (i) => ({ ...i, host: facts({ node: "/etc/alternatives/node" }) }), "containment.undecidable", /node runtime/],
-    ["a reserved object that is a symlink", (i) => ({ ...i, reserved: [...i.reserved, { path: "/var/lib/teamd/link", id: id(77), kind: "symlink" }] }), "containment.undecidable", /symlink/],
+    [
+      "a reserved object that is a symlink",
+      (i) => ({ ...i, reserved: [...i.reserved, { path: "/var/lib/teamd/link", id: id(77), kind: "symlink" }] }),
+      "containment.undecidable",
+      /symlink/,
+    ],
     ["a declared HOME", (i) => ({ ...i, env: { ...i.env, declared: { HOME: "/root" } } }), "containment.env", /HOME, which teamd sets/],
     ["a declared TEAMD_ variable", (i) => ({ ...i, env: { ...i.env, declared: { TEAMD_SOCKET_X: "x" } } }), "containment.env", /TEAMD_SOCKET_X/],
     ["an allowlisted PATH", (i) => ({ ...i, env: { ...i.env, allowlist: ["PATH"] } }), "containment.env", /PATH, which teamd sets/],

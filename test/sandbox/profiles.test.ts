@@ -40,7 +40,11 @@ describe("sandbox-profiles/windows-job-limits.json", () => {
 describe("the macOS Seatbelt profile (pure generator over the template)", () => {
   const input: SeatbeltInput = {
     seat: { team: "alpha", seat: "builder" },
-    writable: ["/Users/owner/.local/state/teamd/seats/builder/repo", "/Users/owner/.local/state/teamd/seats/builder/home", "/private/var/folders/xy/T/teamd-builder"],
+    writable: [
+      "/Users/owner/.local/state/teamd/seats/builder/repo",
+      "/Users/owner/.local/state/teamd/seats/builder/home",
+      "/private/var/folders/xy/T/teamd-builder",
+    ],
     readOnly: ["/Users/owner/projects/app"],
     denied: ["/Users/owner/projects/app/.git", "/Users/owner/projects/app/teamd.yaml", '/Users/owner/odd "name"\\x'],
     socket: "/Users/owner/.local/state/teamd/run/seats/alpha.builder.sock",

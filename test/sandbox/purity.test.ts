@@ -55,7 +55,13 @@ describe("the pure sandbox and object builders", () => {
       overrideConfigFile: true,
       overrideConfig: [
         { files: ["**/*.ts"], languageOptions: { parser: (await import("typescript-eslint")).parser } },
-        { files: ["**/*.ts"], rules: { "no-restricted-globals": kernelRules["no-restricted-globals"] as never, "no-restricted-properties": kernelRules["no-restricted-properties"] as never } },
+        {
+          files: ["**/*.ts"],
+          rules: {
+            "no-restricted-globals": kernelRules["no-restricted-globals"] as never,
+            "no-restricted-properties": kernelRules["no-restricted-properties"] as never,
+          },
+        },
       ],
     });
     const results = await eslint.lintFiles(PURE.map((f) => join(ROOT, f)));

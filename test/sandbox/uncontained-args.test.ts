@@ -42,7 +42,16 @@ describe("the uncontained seat's environment and argv", () => {
   });
 
   it("chains setpriv, prlimit and the command, each exec'd in place", () => {
-    expect(uncontainedArgv(["claude", "--x"], ["/usr/bin/setpriv", "--reuid=5", "--"], ["/usr/bin/prlimit", "--nofile=8:8", "--"])).toEqual(["/usr/bin/setpriv", "--reuid=5", "--", "/usr/bin/prlimit", "--nofile=8:8", "--", "claude", "--x"]);
+    expect(uncontainedArgv(["claude", "--x"], ["/usr/bin/setpriv", "--reuid=5", "--"], ["/usr/bin/prlimit", "--nofile=8:8", "--"])).toEqual([
+      "/usr/bin/setpriv",
+      "--reuid=5",
+      "--",
+      "/usr/bin/prlimit",
+      "--nofile=8:8",
+      "--",
+      "claude",
+      "--x",
+    ]);
     expect(uncontainedArgv(["claude"], [], [])).toEqual(["claude"]);
   });
 

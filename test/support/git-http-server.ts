@@ -103,7 +103,14 @@ export async function startGitHttpServer(options: { root: string; token: string 
   const server: Server = createServer((req, res) => {
     const credential = basic(req.headers.authorization);
     const authorized = credential !== undefined && credential.password === options.token;
-    seen.push({ method: req.method ?? "", path: req.url ?? "", authorized, user: credential?.user ?? "", authorization: req.headers.authorization ?? "", argvHolding: argvHolding(options.token) });
+    seen.push({
+      method: req.method ?? "",
+      path: req.url ?? "",
+      authorized,
+      user: credential?.user ?? "",
+      authorization: req.headers.authorization ?? "",
+      argvHolding: argvHolding(options.token),
+    });
     if (!authorized) {
       res.writeHead(401, { "www-authenticate": 'Basic realm="teamd-test"', "content-type": "text/plain" });
       res.end("bad credentials\n");

@@ -51,7 +51,13 @@ export interface DaemonProcess {
 }
 
 /** Start a real `teamd serve` and wait for its ready line. */
-export function startDaemon(home: string, args: readonly string[] = [], timeoutMs = 15_000, env: NodeJS.ProcessEnv = {}, as: RunAs = {}): Promise<DaemonProcess> {
+export function startDaemon(
+  home: string,
+  args: readonly string[] = [],
+  timeoutMs = 15_000,
+  env: NodeJS.ProcessEnv = {},
+  as: RunAs = {},
+): Promise<DaemonProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TEAMD, "serve", ...args], {
       ...as,

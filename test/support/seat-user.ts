@@ -9,7 +9,9 @@ export function ensureSeatUser(): { uid: number; gid: number } {
   try {
     return { uid: id("-u"), gid: id("-g") };
   } catch {
-    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "teamd-seat"], { stdio: "pipe" });
+    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "teamd-seat"], {
+      stdio: "pipe",
+    });
     return { uid: id("-u"), gid: id("-g") };
   }
 }

@@ -83,7 +83,9 @@ describe("deploy commands in the team file", () => {
     expect(restored.canonical).toBe(r.canonical);
     const none = loaded(loadTeamFileText(PUSH_HEAD));
     expect(diffPolicies(none.policy, r.policy).team).toEqual(["deploy push added: prod -> https://git.example/acme/web.git main as gh:bot"]);
-    expect(diffPolicies(r.policy, other.policy).team).toEqual(["deploy push changed: prod: https://git.example/acme/web.git main as gh:bot -> https://git.example/acme/web.git release as gh:bot"]);
+    expect(diffPolicies(r.policy, other.policy).team).toEqual([
+      "deploy push changed: prod: https://git.example/acme/web.git main as gh:bot -> https://git.example/acme/web.git release as gh:bot",
+    ]);
   });
 
   it("takes plain http to a loopback remote only (the tests' server)", () => {
@@ -94,16 +96,76 @@ describe("deploy commands in the team file", () => {
   const refusals: { description: string; yaml: string; rule: string; line: number; fix: RegExp }[] = [
     { description: "an undeclared environment", yaml: `${HEAD}deploy:\n  qa:\n    command: [x]\n`, rule: "teamfile.schema", line: 6, fix: /declare\.envs/ },
     { description: "no command", yaml: `${HEAD}deploy:\n  staging:\n    files: [a.sh]\n`, rule: "teamfile.schema", line: 6, fix: /command: \[program/ },
-    { description: "a shell string instead of an argv", yaml: `${HEAD}deploy:\n  staging:\n    command: "sh deploy.sh && rm -rf /"\n`, rule: "teamfile.schema", line: 7, fix: /one `- item` per line/ },
-    { description: "an unknown key", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    fiels: [a.sh]\n`, rule: "teamfile.schema", line: 8, fix: /did you mean 'files'/ },
-    { description: "an account beside a command (a command gets no credential)", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    account: owner\n`, rule: "teamfile.schema", line: 8, fix: /make the environment a push/ },
-    { description: "a push without an account", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n`, rule: "teamfile.schema", line: 7, fix: /account: <a name of declare.accounts>/ },
-    { description: "a push under an undeclared account", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:other\n`, rule: "teamfile.schema", line: 9, fix: /declare\.accounts/ },
-    { description: "a push over plain http to a remote host", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "http://git.example/acme/web.git", branch: main }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /https URL/ },
-    { description: "a credential in the remote's URL", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://bot:hunter22@git.example/acme/web.git", branch: main }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /no credential/ },
-    { description: "a push with a command beside it", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:bot\n    command: [x]\n`, rule: "teamfile.unsupported", line: 10, fix: /second environment/ },
-    { description: "a push to a branch pattern", yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: "release/*" }\n    account: gh:bot\n`, rule: "teamfile.schema", line: 8, fix: /branch: main/ },
-    { description: "a pinned file inside .git", yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    files: [.git/hooks/x]\n`, rule: "reserved.object", line: 8, fix: /working tree/ },
+    {
+      description: "a shell string instead of an argv",
+      yaml: `${HEAD}deploy:\n  staging:\n    command: "sh deploy.sh && rm -rf /"\n`,
+      rule: "teamfile.schema",
+      line: 7,
+      fix: /one `- item` per line/,
+    },
+    {
+      description: "an unknown key",
+      yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    fiels: [a.sh]\n`,
+      rule: "teamfile.schema",
+      line: 8,
+      fix: /did you mean 'files'/,
+    },
+    {
+      description: "an account beside a command (a command gets no credential)",
+      yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    account: owner\n`,
+      rule: "teamfile.schema",
+      line: 8,
+      fix: /make the environment a push/,
+    },
+    {
+      description: "a push without an account",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n`,
+      rule: "teamfile.schema",
+      line: 7,
+      fix: /account: <a name of declare.accounts>/,
+    },
+    {
+      description: "a push under an undeclared account",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:other\n`,
+      rule: "teamfile.schema",
+      line: 9,
+      fix: /declare\.accounts/,
+    },
+    {
+      description: "a push over plain http to a remote host",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "http://git.example/acme/web.git", branch: main }\n    account: gh:bot\n`,
+      rule: "teamfile.schema",
+      line: 8,
+      fix: /https URL/,
+    },
+    {
+      description: "a credential in the remote's URL",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://bot:hunter22@git.example/acme/web.git", branch: main }\n    account: gh:bot\n`,
+      rule: "teamfile.schema",
+      line: 8,
+      fix: /no credential/,
+    },
+    {
+      description: "a push with a command beside it",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: main }\n    account: gh:bot\n    command: [x]\n`,
+      rule: "teamfile.unsupported",
+      line: 10,
+      fix: /second environment/,
+    },
+    {
+      description: "a push to a branch pattern",
+      yaml: `${PUSH_HEAD}deploy:\n  prod:\n    push: { url: "https://git.example/acme/web.git", branch: "release/*" }\n    account: gh:bot\n`,
+      rule: "teamfile.schema",
+      line: 8,
+      fix: /branch: main/,
+    },
+    {
+      description: "a pinned file inside .git",
+      yaml: `${HEAD}deploy:\n  staging:\n    command: [x]\n    files: [.git/hooks/x]\n`,
+      rule: "reserved.object",
+      line: 8,
+      fix: /working tree/,
+    },
     { description: "a deploy map that is not a map", yaml: `${HEAD}deploy: [staging]\n`, rule: "teamfile.schema", line: 5, fix: /command/ },
   ];
   it.each(refusals)("refuses $description, at its line with a fix", ({ yaml, rule, line, fix }) => {

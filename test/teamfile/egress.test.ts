@@ -38,7 +38,9 @@ describe("start.network in the team file", () => {
   });
 
   it("leaves the lab's endpoints out with lab: false; an empty map allows only the lab's", () => {
-    expect(loaded(loadTeamFileText(file(`network:\n  lab: false\n  allow: ["a.example.com:443"]`))).policy.seats.a?.start?.network?.allow).toEqual(["a.example.com:443"]);
+    expect(loaded(loadTeamFileText(file(`network:\n  lab: false\n  allow: ["a.example.com:443"]`))).policy.seats.a?.start?.network?.allow).toEqual([
+      "a.example.com:443",
+    ]);
     expect(loaded(loadTeamFileText(file(`network: {}`, "openai"))).policy.seats.a?.start?.network?.allow).toEqual(["api.openai.com:443", "chatgpt.com:443"]);
   });
 

@@ -43,7 +43,13 @@ describe("start.limits in the team file", () => {
 
   it("is in the start-context hash; a seat without limits keeps the hash it had before", () => {
     const hash = (limits: string) => loaded(loadTeamFileText(file(limits))).hashes.seats.a?.context;
-    const hashes = [hash(""), hash("limits: none"), hash("limits:\n  memory: 512M"), hash("limits:\n  memory: 1G"), hash("limits:\n  memory: 512M\n  processes: 64")];
+    const hashes = [
+      hash(""),
+      hash("limits: none"),
+      hash("limits:\n  memory: 512M"),
+      hash("limits:\n  memory: 1G"),
+      hash("limits:\n  memory: 512M\n  processes: 64"),
+    ];
     expect(new Set(hashes).size).toBe(hashes.length);
     // Same value, other spelling: same hash.
     expect(hash("limits:\n  memory: 512M")).toBe(hash("limits:\n  memory: 536870912"));

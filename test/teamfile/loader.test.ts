@@ -17,11 +17,41 @@ const HEAD = "version: 1\nteam: web\n";
 describe("every error carries its line and a fix", () => {
   const table: { description: string; yaml: string; rule: RuleId; line: number; fix: RegExp }[] = [
     { description: "unknown top-level key, with a suggestion", yaml: `${HEAD}seets: {}\n`, rule: "teamfile.schema", line: 3, fix: /did you mean 'seats'/ },
-    { description: "misspelt capability, with a suggestion", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      raed: ~\n`, rule: "vocab.unknown", line: 6, fix: /did you mean 'read'/ },
-    { description: "dimension not taken", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      read: { branch: main }\n`, rule: "vocab.dimension", line: 6, fix: /read takes path/ },
-    { description: "undeclared env", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      deploy:\n        env: [prod]\n`, rule: "scope.env", line: 7, fix: /declare\.envs/ },
-    { description: "path glob", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      write:\n        path:\n          - src/\n          - docs/*\n`, rule: "scope.path", line: 9, fix: /name the directory/ },
-    { description: "undefined role", yaml: `${HEAD}seats:\n  a:\n    roles:\n      - executor\n      - architect\n`, rule: "teamfile.schema", line: 7, fix: /define it under roles/ },
+    {
+      description: "misspelt capability, with a suggestion",
+      yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      raed: ~\n`,
+      rule: "vocab.unknown",
+      line: 6,
+      fix: /did you mean 'read'/,
+    },
+    {
+      description: "dimension not taken",
+      yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      read: { branch: main }\n`,
+      rule: "vocab.dimension",
+      line: 6,
+      fix: /read takes path/,
+    },
+    {
+      description: "undeclared env",
+      yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      deploy:\n        env: [prod]\n`,
+      rule: "scope.env",
+      line: 7,
+      fix: /declare\.envs/,
+    },
+    {
+      description: "path glob",
+      yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      write:\n        path:\n          - src/\n          - docs/*\n`,
+      rule: "scope.path",
+      line: 9,
+      fix: /name the directory/,
+    },
+    {
+      description: "undefined role",
+      yaml: `${HEAD}seats:\n  a:\n    roles:\n      - executor\n      - architect\n`,
+      rule: "teamfile.schema",
+      line: 7,
+      fix: /define it under roles/,
+    },
     { description: "repeated key", yaml: `${HEAD}seats:\n  a: {}\n  a: {}\n`, rule: "teamfile.syntax", line: 5, fix: /repeated key/ },
     { description: "version quoted", yaml: `version: "1"\nteam: web\n`, rule: "teamfile.schema", line: 1, fix: /no quotes/ },
     { description: "not supported yet", yaml: `${HEAD}envelope: {}\n`, rule: "teamfile.unsupported", line: 3, fix: /refuses what it does not enforce/ },
@@ -240,7 +270,12 @@ seats:
 
 describe("the policy handed to the kernel", () => {
   it("is deeply frozen", () => {
-    const r = loadTeamFileData({ version: 1, team: "web", declare: { branches: ["main"] }, seats: { a: { roles: ["executor"], capabilities: { merge: { branch: "main" } } } } });
+    const r = loadTeamFileData({
+      version: 1,
+      team: "web",
+      declare: { branches: ["main"] },
+      seats: { a: { roles: ["executor"], capabilities: { merge: { branch: "main" } } } },
+    });
     if (!r.ok) throw new Error("load failed");
     const seat = r.policy.seats.a;
     expect(Object.isFrozen(r.policy)).toBe(true);
@@ -248,13 +283,24 @@ describe("the policy handed to the kernel", () => {
     expect(Object.isFrozen(seat?.authorities)).toBe(true);
     expect(Object.isFrozen(seat?.authorities[0]?.scope)).toBe(true);
     expect(Object.isFrozen(seat?.byCapability.merge?.[0]?.scope.branch)).toBe(true);
-    expect(() => (r.policy.seats as Record<string, unknown>).b = {}).toThrow();
+    expect(() => ((r.policy.seats as Record<string, unknown>).b = {})).toThrow();
   });
 
   it("resolves every seat's list: roles' grants first, then direct ones, each a separate authority", () => {
-    const r = loadTeamFileData({ version: 1, team: "web", roles: { d: { capabilities: { write: { path: "docs" } } } }, seats: { a: { roles: ["d", "executor"], capabilities: { write: [{ path: "x" }, { path: "y" }] } } } });
+    const r = loadTeamFileData({
+      version: 1,
+      team: "web",
+      roles: { d: { capabilities: { write: { path: "docs" } } } },
+      seats: { a: { roles: ["d", "executor"], capabilities: { write: [{ path: "x" }, { path: "y" }] } } },
+    });
     if (!r.ok) throw new Error("load failed");
-    expect(r.policy.seats.a?.authorities.map((x) => x.id)).toEqual(["a/role:d/write/0", "a/role:executor/read/0", "a/role:executor/write/0", "a/direct/write/0", "a/direct/write/1"]);
+    expect(r.policy.seats.a?.authorities.map((x) => x.id)).toEqual([
+      "a/role:d/write/0",
+      "a/role:executor/read/0",
+      "a/role:executor/write/0",
+      "a/direct/write/0",
+      "a/direct/write/1",
+    ]);
   });
 
   it("refuses a seat or role named __proto__ instead of losing it", () => {
@@ -302,7 +348,10 @@ describe("restoring the policy in force from its record", () => {
     const applied = loadTeamFileText(yaml, { readStartFile: () => new TextEncoder().encode("v1") });
     if (!applied.ok) throw new Error(JSON.stringify(applied.errors));
     // Later the file on disk changed; the record (canonical form + start-file hashes) is what is in force.
-    const restored = loadTeamFileData(JSON.parse(applied.canonical), { startFileHashes: applied.startFiles, readStartFile: () => new TextEncoder().encode("v2") });
+    const restored = loadTeamFileData(JSON.parse(applied.canonical), {
+      startFileHashes: applied.startFiles,
+      readStartFile: () => new TextEncoder().encode("v2"),
+    });
     if (!restored.ok) throw new Error(JSON.stringify(restored.errors));
     expect(restored.canonical).toBe(applied.canonical);
     expect(restored.hashes).toEqual(applied.hashes);

@@ -9,7 +9,12 @@ import { RefusalError } from "../../../src/rpc/index.js";
 function setup(burst: number, perMinute: number) {
   let now = 0;
   const halts: { seat: string; why: string }[] = [];
-  const pipeline = createSeatPipeline({ ledger: () => undefined, clock: () => now, refusalBudget: { burst, perMinute }, onRefusalBudget: (identity, why) => halts.push({ seat: identity.seat, why }) });
+  const pipeline = createSeatPipeline({
+    ledger: () => undefined,
+    clock: () => now,
+    refusalBudget: { burst, perMinute },
+    onRefusalBudget: (identity, why) => halts.push({ seat: identity.seat, why }),
+  });
   const seat = { team: "proj", seat: "w" };
   const refusal = async (identity = seat) => {
     const error = await pipeline.context(identity, "file.read").catch((e: unknown) => e);

@@ -6,7 +6,25 @@ import { noticeFor, untold } from "../../../daemon/server/notices.js";
 function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<string, string> } = {}): LedgerEntry {
   const { fields, ...rest } = more;
   const payload = fields ? ({ fields: Object.entries(fields).map(([key, value]) => ({ key, value })) } as unknown as LedgerEntry["payload"]) : undefined;
-  return { seq: 7, hash: "", timeUnixMs: 0, type, team: "proj", actor: "daemon", signer: "daemon", claimedName: "", action: "", target: "", result: "", late: false, effectId: "", intentSeq: 0, header: undefined, payload, ...rest };
+  return {
+    seq: 7,
+    hash: "",
+    timeUnixMs: 0,
+    type,
+    team: "proj",
+    actor: "daemon",
+    signer: "daemon",
+    claimedName: "",
+    action: "",
+    target: "",
+    result: "",
+    late: false,
+    effectId: "",
+    intentSeq: 0,
+    header: undefined,
+    payload,
+    ...rest,
+  };
 }
 
 const CASES: [string, LedgerEntry, string | undefined][] = [
@@ -19,9 +37,20 @@ const CASES: [string, LedgerEntry, string | undefined][] = [
   ["a done outcome", entry("outcome", { result: "done" }), undefined],
   ["a refused owner act", entry("refusal", { actor: "owner", result: "owner.replay" }), "owner act refused"],
   ["a seat's refusal (its own business, in the log)", entry("refusal", { actor: "seat:proj/dev", result: "scope.path" }), undefined],
-  ["a seat that halted by itself", entry("seat_stop", { target: "seat:dev", fields: { reason: "the seat's command ended (exit 1)" } }), "seat halted (team proj)"],
+  [
+    "a seat that halted by itself",
+    entry("seat_stop", { target: "seat:dev", fields: { reason: "the seat's command ended (exit 1)" } }),
+    "seat halted (team proj)",
+  ],
   ["a seat the owner stopped", entry("seat_stop", { target: "seat:dev", fields: { reason: "stopped by the owner" } }), undefined],
-  ["a seat teamd stopped for its refusal budget", entry("seat_stop", { target: "seat:dev", fields: { reason: "halted: refusal budget (301 refusals this run; the budget is 300 at once, then 60 a minute)" } }), "seat halted (team proj)"],
+  [
+    "a seat teamd stopped for its refusal budget",
+    entry("seat_stop", {
+      target: "seat:dev",
+      fields: { reason: "halted: refusal budget (301 refusals this run; the budget is 300 at once, then 60 a minute)" },
+    }),
+    "seat halted (team proj)",
+  ],
   ["a notice (never a notice about a notice)", entry("notice"), undefined],
   ["an intent", entry("intent"), undefined],
 ];
@@ -63,7 +92,13 @@ describe("untold: records that call for a notice and have none, found at the dae
     expect(seqs([entry("policy"), entry("resume"), noticeAbout(2), entry("stop", { team: "" })])).toEqual([4]);
   });
   it("ignores records of type notice that are not notices (an owner's exec) and pages through long chains", () => {
-    const long = [entry("policy"), noticeAbout(1), ...Array.from({ length: 1200 }, () => entry("intent")), entry("notice", { action: "seat.exec" }), entry("revocation")];
+    const long = [
+      entry("policy"),
+      noticeAbout(1),
+      ...Array.from({ length: 1200 }, () => entry("intent")),
+      entry("notice", { action: "seat.exec" }),
+      entry("revocation"),
+    ];
     expect(seqs(long)).toEqual([long.length]);
   });
 });
