@@ -72,7 +72,7 @@ function isAlreadyCanonical(input: string): boolean {
  */
 export function pathCovers(prefix: string, path: string): boolean {
   if (prefix === ROOT) return true;
-  return path === prefix || (path.length > prefix.length && path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47) /* "/" */;
+  return path === prefix || (path.length > prefix.length && path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47); /* "/" */
 }
 
 /** The deeper of two related prefixes, or undefined when neither covers the other. */

@@ -25,7 +25,7 @@ export function isCanonicalAbsolute(path: string): boolean {
  */
 export function isAtOrUnder(prefix: string, path: string): boolean {
   if (prefix === "/") return path.startsWith("/");
-  return path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47) /* "/" */;
+  return path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47); /* "/" */
 }
 
 /** Strictly under: at or under, and not equal. */

@@ -27,21 +27,19 @@ const dimensionScope = (dimension: Dimension, values: readonly string[], empties
   );
 
 // Sometimes many empty dimensions, so that a value covered only by authorities granting nothing shows.
-const authorities = fc
-  .integer({ min: 1, max: 12 })
-  .chain((empties) =>
-    fc
-      .array(fc.record({ path: dimensionScope("path", PATHS, 1), branch: dimensionScope("branch", BRANCHES, empties) }), { minLength: 16, maxLength: 40 })
-      .map((scopes) =>
-        scopes.map((scope, i): Authority => ({
-          id: `s/direct/review/${i}`,
-          seat: "s",
-          capability: "review",
-          scope,
-          source: { kind: "direct" } as unknown as Authority["source"],
-        })),
-      ),
-  );
+const authorities = fc.integer({ min: 1, max: 12 }).chain((empties) =>
+  fc
+    .array(fc.record({ path: dimensionScope("path", PATHS, 1), branch: dimensionScope("branch", BRANCHES, empties) }), { minLength: 16, maxLength: 40 })
+    .map((scopes) =>
+      scopes.map((scope, i): Authority => ({
+        id: `s/direct/review/${i}`,
+        seat: "s",
+        capability: "review",
+        scope,
+        source: { kind: "direct" } as unknown as Authority["source"],
+      })),
+    ),
+);
 
 const effect: fc.Arbitrary<CanonicalEffect> = fc.record({
   path: fc.option(
