@@ -398,6 +398,11 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
     console.log(`idle connection: closed by the daemon after ${seatClosed} ms; by the bare server after ${bareClosed} ms (-1: still open after 25 s)`);
     expect(bareClosed).toBe(-1);
     expect(seatClosed).toBeGreaterThan(0);
-    expect(seatClosed).toBeLessThan(20_000);
+    // grpc-js checks idleness on a timer of the idle period that starts with the connection:
+    // a connection idle from the start is closed at the first check (10 s) or, where that
+    // check finds it idle a moment short of 10 s, at the next (20 s) — between one and two
+    // periods, never later (both seen here). The bare server still holds it at 25 s.
+    expect(seatClosed).toBeGreaterThanOrEqual(9_000);
+    expect(seatClosed).toBeLessThan(21_000);
   }, 60_000);
 });
