@@ -8,7 +8,7 @@ import { openStore } from "../../src/ledger/index.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { srcWriterTeamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -35,14 +35,7 @@ const SECONDS = Number(process.env.TEAMD_MEASURE_SECONDS ?? "20");
 const asRoot = process.getuid?.() === 0;
 if (MEASURE && asRoot) ensureSeatUser();
 
-const TEAM_FILE = teamFile(`  w:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = srcWriterTeamFile("w");
 
 describe.runIf(MEASURE && process.platform === "linux")("records one seat can cause per minute (measurement)", () => {
   let h: TeamdHarness;

@@ -8,7 +8,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { ROOT } from "../support/programs.js";
 import { SEAT_MAX_CONNECTIONS } from "../../src/rpc/channel-options.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
-import { teamFile } from "../support/team-file.js";
+import { srcWriterTeamFile } from "../support/team-file.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -125,14 +125,7 @@ setTimeout(() => { console.log(JSON.stringify({ done: true })); process.exit(0);
 `;
 
 /** One seat that may read everything and write under src/ (its file read and write stream in chunks). */
-const TEAM_FILE = teamFile(`  alpha:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = srcWriterTeamFile("alpha");
 
 /** A trunk file of several read chunks (256 KiB each), not a multiple of one. */
 const BIG_TRUNK_FILE = "0123456789abcdef".repeat(96 * 1024) + "tail\n";

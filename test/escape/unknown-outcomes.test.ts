@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { srcWriterTeamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -21,14 +21,7 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const TEAM_FILE = teamFile(`  w1:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = srcWriterTeamFile("w1");
 
 interface LogRecord {
   seq: number;

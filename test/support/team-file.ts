@@ -11,3 +11,10 @@ export function sleeperTeamFile(seats: readonly string[]): string {
 export function teamFile(seats: string): string {
   return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${seats}`;
 }
+
+/** A team file with one seat that reads everything and writes under `src/`, waiting (`sleep 3600`) until stopped: the escape tests' usual attacker. */
+export function srcWriterTeamFile(seat: string): string {
+  return teamFile(
+    `  ${seat}:\n    lab: anthropic\n    capabilities:\n      read: ~\n      write: { path: src/ }\n    start:\n      command: [sleep, "3600"]\n`,
+  );
+}
