@@ -78,6 +78,12 @@ function contentTurns(max: number): ContentTurn {
 
 const KINDS: Readonly<Record<string, string>> = { "100644": "file", "100755": "executable", "120000": "symlink", "040000": "directory", "160000": "submodule" };
 
+/** Each folder above a canonical path, outermost first: `a/b/c` -> `a`, `a/b`. */
+function parentsOf(path: string): string[] {
+  const parts = path.split("/");
+  return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
 interface Entry {
   readonly mode: string;
   readonly oid: string;
@@ -108,6 +114,19 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
     const [meta = ""] = line.split("\t");
     const [mode = "", , oid = "", size = "0"] = meta.split(/\s+/);
     return { mode, oid, size: size === "-" ? 0 : Number(size) };
+  }
+
+  /** The path and each folder above it, as they stand on `ref` (one ls-tree; a missing ref is an empty tree). */
+  async function entries(ref: string, path: string, hub: string): Promise<ReadonlyMap<string, Entry>> {
+    const listed = await git(["ls-tree", "-l", "--full-tree", "-z", ref, "--", ...parentsOf(path), path], { gitDir: hub }).catch(() => undefined);
+    const found = new Map<string, Entry>();
+    for (const line of listed?.stdout.split("\0") ?? []) {
+      const tab = line.indexOf("\t");
+      if (tab < 0) continue;
+      const [mode = "", , oid = "", size = "0"] = line.slice(0, tab).split(/\s+/);
+      found.set(line.slice(tab + 1), { mode, oid, size: size === "-" ? 0 : Number(size) });
+    }
+    return found;
   }
 
   async function readable(identity: SeatIdentity, path: string, action: string): Promise<{ ctx: SeatContext; path: string; found: Entry | undefined }> {
@@ -191,13 +210,24 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       const refs = (await git(["for-each-ref", "--format=%(refname)", "refs/"], { gitDir: hub })).stdout.split("\n").filter((line) => line !== "");
       const conflict = refs.includes(ref) ? undefined : refConflict(ref, refs);
       if (conflict !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.ref-name", conflict), "file.write");
-      const existing = await entry(ref, clean, hub).catch(() => undefined);
+      // What the commit will be made on: the seat's branch, or the trunk where it has none yet.
+      // Every shape git's index would refuse is refused here, before the intent — a folder where
+      // the file goes, a file where a folder of the path goes — so no bad path becomes an
+      // unknown outcome (§15: unknown is for an effect that may have happened).
+      const base = refs.includes(ref) ? ref : `refs/heads/${trunk}`;
+      const shapes = await entries(base, clean, hub);
+      const existing = shapes.get(clean);
       if (existing !== undefined && existing.mode !== "100644" && existing.mode !== "100755") {
         throw await deps.pipeline.refuse(
           ctx,
-          refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${ref}; file write replaces regular files only`),
+          refuse("file.kind", `${clean} is a ${KINDS[existing.mode] ?? existing.mode} on ${base}; file write replaces regular files only`),
           "file.write",
         );
+      }
+      const blocking = parentsOf(clean).find((parent) => shapes.has(parent) && shapes.get(parent)?.mode !== "040000");
+      if (blocking !== undefined) {
+        const kind = KINDS[shapes.get(blocking)?.mode ?? ""] ?? "file";
+        throw await deps.pipeline.refuse(ctx, refuse("git.path", `${blocking} is a ${kind} on ${base}, so ${clean} cannot sit under it`), "file.write");
       }
       const target = { kind: TargetKind.REF, name: ref } as const;
       const release = await turn(seatKey(identity));

@@ -194,6 +194,34 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
   });
 
+  // Found by an outside attack on this suite: a file write under a path that is a file (on the
+  // trunk, for a branch the seat has not made yet, or on its own branch) reached git's index
+  // inside the effect, which refused it — recorded unknown, a notice, the branch blocked, as
+  // often as the seat liked.
+  it.each([
+    ["under a file of the trunk, on a new branch", "src/a.txt/x", "shape-new"],
+    ["under a file of the seat's own branch", "src/own.txt/y", "shape-own"],
+  ])("a file write %s is refused before any intent (git.path): no unknown outcome, no notice", async (_name, path, branch) => {
+    if (branch === "shape-own") {
+      const made = await h.sh("w1", `printf 'own' | teamd-shim file write src/own.txt --branch ${branch}`);
+      expect(made.code, made.stdout + made.stderr).toBe(0);
+    }
+    const seq = await lastSeq();
+    const tip = hubRef(`refs/heads/seat/w1/${branch}`);
+    const written = await h.sh("w1", `printf 'x' | teamd-shim file write ${path} --branch ${branch}`);
+    expect(written.code, written.stdout + written.stderr).toBe(3);
+    expect(written.stdout + written.stderr).toMatch(/git\.path/);
+    expect(hubRef(`refs/heads/seat/w1/${branch}`)).toBe(tip);
+    const after = await since(seq);
+    expect(after.intents, JSON.stringify(after.intents)).toEqual([]);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+    expect(after.refusals("git.path")).toHaveLength(1);
+    // Control: the branch is not blocked — a plain path beside it is written.
+    const beside = await h.sh("w1", `printf 'ok' | teamd-shim file write src/beside-${branch}.txt --branch ${branch}`);
+    expect(beside.code, beside.stdout + beside.stderr).toBe(0);
+  });
+
   it("control: a plain path in the write scope is written, on the same branch the aliases aimed at", async () => {
     const written = await h.sh("w1", "printf 'plain' | teamd-shim file write src/.gitx/plain.txt --branch aliases --json");
     expect(written.code, written.stdout + written.stderr).toBe(0);
