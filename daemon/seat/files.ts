@@ -14,6 +14,7 @@ import { git, gitInput } from "../../src/effects/git.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
+import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
@@ -95,6 +96,13 @@ export interface SeatFilesDeps {
   readonly pipeline: SeatPipeline;
   /** A fresh unique id (the composition root's): names a write's scratch index. */
   readonly newId: () => string;
+  /**
+   * The seat's storage quota in the hub, the same a push meets (`push.quota`, the owner's
+   * TEAMD_SEAT_GIT_BOUNDS): a file write makes branches and objects too. Unset: not checked.
+   */
+  readonly quota?: { readonly refs: number; readonly bytes: number };
+  /** The `cgroup.procs` files of the seat's own cgroups while it runs with them: the quota's walk joins them. */
+  seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
 }
 
 export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
@@ -228,6 +236,22 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       if (blocking !== undefined) {
         const kind = KINDS[shapes.get(blocking)?.mode ?? ""] ?? "file";
         throw await deps.pipeline.refuse(ctx, refuse("git.path", `${blocking} is a ${kind} on ${base}, so ${clean} cannot sit under it`), "file.write");
+      }
+      if (deps.quota !== undefined) {
+        // The quota a push meets, before the content is taken in (an outside attack made 562
+        // branches through file write past the 512 a push may hold).
+        const quota = deps.quota;
+        const prefix = `refs/heads/seat/${identity.seat}/`;
+        const over = (what: string) =>
+          deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "file.write");
+        const mine = refs.filter((r) => r.startsWith(prefix)).length + (refs.includes(ref) ? 0 : 1);
+        if (mine > quota.refs) throw await over(`your branches would number ${mine}; a seat may hold at most ${quota.refs}`);
+        const cgroupProcs = (await deps.seatCgroups?.(identity)) ?? [];
+        const memoryBytes = ctx.seat.start?.limits !== undefined && ctx.seat.start.limits !== "none" ? ctx.seat.start.limits.memoryBytes : undefined;
+        const limits = cgroupProcs.length > 0 ? { limits: { cgroupProcs } } : memoryBytes !== undefined ? { limits: { memoryBytes } } : {};
+        const storage = await seatStorage(hub, prefix, limits);
+        if (storage.bytes + declared > quota.bytes)
+          throw await over(`your branches hold ${storage.bytes} bytes in the hub and this file is ${declared}; a seat may hold at most ${quota.bytes}`);
       }
       const target = { kind: TargetKind.REF, name: ref } as const;
       const release = await turn(seatKey(identity));

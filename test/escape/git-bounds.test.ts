@@ -310,6 +310,17 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(hubRef("refs/heads/seat/w1/r5")).toBeUndefined();
   }, 120_000);
 
+  it("refuses a file write that would give the seat a branch past its quota; one on a branch it holds lands (control)", async () => {
+    // The seat holds its four (the test above). Found by an outside attack: file write made branches past the quota a push meets.
+    const over = await h.sh("w1", "printf 'x' | teamd-shim file write src/fw.txt --branch fw-over");
+    expect(over.code, over.stdout + over.stderr).toBe(3);
+    expect(over.stdout + over.stderr).toMatch(/push\.quota/);
+    expect(hubRef("refs/heads/seat/w1/fw-over")).toBeUndefined();
+    const held = await h.sh("w1", "printf 'x' | teamd-shim file write src/fw.txt --branch r2");
+    expect(held.code, held.stdout + held.stderr).toBe(0);
+    expect(h.hubGit("show", "refs/heads/seat/w1/r2:src/fw.txt")).toBe("x");
+  }, 60_000);
+
   it("refuses a push naming more ref updates than one push may make, before any of them", async () => {
     const before = await refusals("push.ref-updates");
     // Deletions of the four branches it holds plus 29 new ones: 33 updates, one past the bound of 32.
