@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -10,6 +9,7 @@ import { effectIdOf } from "../../src/effects/git-merge.js";
 import { NotAnArtifact, summarizeArtifact, type ArtifactSummary } from "../../src/effects/git-artifact.js";
 import { ExportRefused } from "../../src/effects/git-export.js";
 import {
+  isPinnedFile,
   prepareDeployFolder,
   readPinnedFile,
   removeDeployFolder,
@@ -195,10 +195,14 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const files = new Map<string, PinnedFile>();
     const observed: Record<string, string> = Object.create(null) as Record<string, string>;
     const changed: string[] = [];
+    let linked = false;
     for (const path of command.context.files) {
+      // Read without following a link at the file or at any folder of its path: the owner's
+      // working tree holds what the trunk merged, and a seat can push a symbolic link.
       const file = await readPinnedFile(ctx.team.repository, path);
-      if (file === undefined) {
-        changed.push(`${path} is missing or not a regular file`);
+      if (!isPinnedFile(file)) {
+        changed.push(`${path} ${file.absent}`);
+        linked ||= file.link;
         continue;
       }
       observed[path] = sha256(file.bytes);
@@ -208,12 +212,12 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     const canonical = changed.length === 0 ? startContextCanonical(undefined, command.context, observed) : undefined;
     if (canonical === undefined || sha256(canonical) !== command.hash) {
       const why = changed.length > 0 ? changed.join("; ") : "the command's context does not hash to its pin";
+      const fix = linked
+        ? "a pinned file is read only as a regular file under real folders of the owner's repository (a link can point anywhere on the host): the owner replaces the link with the file or folder itself, reviews it, and runs teamd apply to pin it"
+        : "the owner reviews the change and runs teamd apply to pin it";
       throw await deps.pipeline.refuse(
         ctx,
-        refuse(
-          "deploy.unpinned",
-          `the deploy command of ${command.env} no longer matches what the owner applied: ${why}; the owner reviews the change and runs teamd apply to pin it`,
-        ),
+        refuse("deploy.unpinned", `the deploy command of ${command.env} no longer matches what the owner applied: ${why}; ${fix}`),
         "deploy",
         { kind: TargetKind.ENVIRONMENT, name: command.env },
       );
@@ -222,9 +226,9 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   }
 
   /** A fresh folder under TEAMD_HOME (src/effects/deploy-folder.ts); an artifact in the pinned files' way is a recorded refusal. */
-  async function prepare(ctx: SeatContext, summary: ArtifactSummary, files: ReadonlyMap<string, PinnedFile>): Promise<DeployFolder> {
+  async function prepare(ctx: SeatContext, summary: ArtifactSummary, files: ReadonlyMap<string, PinnedFile>, workdir: string): Promise<DeployFolder> {
     try {
-      return await prepareDeployFolder(deps.home, { hub: ctx.team.hub, commit: summary.commit, maxBytes: MAX_EXPORT_BYTES }, files);
+      return await prepareDeployFolder(deps.home, { hub: ctx.team.hub, commit: summary.commit, maxBytes: MAX_EXPORT_BYTES }, files, workdir);
     } catch (error) {
       if (error instanceof ExportRefused) throw await deps.pipeline.refuse(ctx, refuse("deploy.artifact", error.message), "deploy");
       throw error;
@@ -398,7 +402,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
       );
     }
     const files = await pinnedFiles(ctx, command);
-    const folder = await prepare(ctx, summary, files);
+    const folder = await prepare(ctx, summary, files, command.context.workdir);
     let exit: DeployExit | undefined;
     try {
       const result = await deps.pipeline.act(
@@ -418,10 +422,9 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         },
         async () => {
           deps.afterIntent?.();
-          const cwd = join(folder.tree, ...(command.context.workdir === "" ? [] : command.context.workdir.split("/")));
           exit = await runDeployCommand({
             argv: command.context.command,
-            cwd,
+            cwd: folder.cwd,
             env: environment(command, folder, summary, effectId),
             timeoutMs,
             tailBytes: TAIL_BYTES,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
@@ -186,6 +186,26 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
       expect(existsSync(join(out, "prod.artifact"))).toBe(false);
     } finally {
       writeFileSync(script, SHIP);
+    }
+  });
+
+  it("refuses a deploy whose pinned script is reached through a symbolic link in the owner's tree, even with the pinned bytes (deploy.unpinned)", async () => {
+    // The owner's deploy/ becomes a link to a folder outside the repository (as a `deploy`
+    // symlink a seat got merged into the trunk would, after the owner's pull), holding the very
+    // bytes that were pinned: the daemon must not read a host file as the pinned script.
+    const folder = join(h.repo, "deploy");
+    const outside = join(h.dir, "outside-deploy");
+    renameSync(folder, outside);
+    symlinkSync(outside, folder);
+    try {
+      const refused = await expectRefused(h.shim("dep", "deploy", "prod"), "deploy.unpinned");
+      expect(refused.stderr).toContain("deploy/ship.sh is under a symbolic link (deploy), which teamd does not follow");
+      expect(refused.stderr).toContain("the owner replaces the link with the file or folder itself");
+      await refusalRecorded("deploy.unpinned");
+      expect(existsSync(join(out, "prod.artifact"))).toBe(false);
+    } finally {
+      unlinkSync(folder);
+      renameSync(outside, folder);
     }
   });
 
