@@ -53,8 +53,8 @@ export const kernelRules = {
   "no-new-func": "error",
 };
 
-/** A seat's socket reaches these three; every other file in daemon/seat/ is a handler. */
-const SEAT_CORE = ["daemon/seat/shim-service.ts", "daemon/seat/pipeline.ts", "daemon/seat/decision-lock.ts"];
+/** A seat's socket reaches these (the service, the pipeline and its lock and budgets); every other file in daemon/seat/ is a handler. */
+const SEAT_CORE = ["daemon/seat/shim-service.ts", "daemon/seat/pipeline.ts", "daemon/seat/decision-lock.ts", "daemon/seat/token-buckets.ts"];
 const PROGRAMS = ["daemon/main.ts", "daemon/cli.ts"];
 
 /**

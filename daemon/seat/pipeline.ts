@@ -20,7 +20,9 @@ import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
 import { boundEchoes, boundText, INTENT_TEXT_BYTES, RECORD_NAME_BYTES, RECORD_TEXT_BYTES, utf8Bytes } from "../../src/ledger/bounded-text.js";
+import { approxActBytes, approxOutcomeDetail, approxRecordBytes } from "../../src/ledger/record-size.js";
 import { createDecisionLock } from "./decision-lock.js";
+import { createTokenBuckets, type Rate } from "./token-buckets.js";
 
 /** Who is calling: the socket a call arrived on, closed over at bind — never a field of the request (§11). */
 export interface SeatIdentity {
@@ -130,12 +132,27 @@ export interface SeatPipeline {
  * that: 300 at once, then 60 a minute sustained (one a second, every second, for as long as
  * the seat runs). A seat past it is flooding the ledger (docs/enforcement.md, "Records are bounded").
  */
-export interface RefusalBudget {
-  readonly burst: number;
-  readonly perMinute: number;
-}
+export type RefusalBudget = Rate;
 
 export const DEFAULT_REFUSAL_BUDGET: RefusalBudget = Object.freeze({ burst: 300, perMinute: 60 });
+
+/**
+ * A seat's act budget (issue 20, "Records are bounded"), in bytes of records: every act a seat
+ * makes is an intent and an outcome in the owner's ledger, and without a bound a seat making
+ * checkpoints with long notes stored 160–200 MiB a minute. The budget is a token bucket of
+ * record bytes — 16 MiB at once, then 2 MiB a minute — charged with each act's estimated
+ * records (src/ledger/record-size.ts): the intent's before it is appended, the outcome's note
+ * and reply once known. An act that finds the bucket empty is refused `seat.act-budget`,
+ * recorded, with the wait it needs; the seat is not stopped (a working agent that bursts is
+ * slowed, not ended) — a seat that keeps calling meets its refusal budget instead.
+ *
+ * Real agents' acts are a few pushes, file writes and checkpoints a minute and their egress
+ * connections (each an act of about 1 KiB of records): 2 MiB a minute is about 2,000 such
+ * connections, or 450 checkpoints with the longest note, every minute.
+ */
+export type ActBudget = Rate;
+
+export const DEFAULT_ACT_BUDGET: ActBudget = Object.freeze({ burst: 16 * 2 ** 20, perMinute: 2 * 2 ** 20 });
 
 /** A retry's recorded state: the request's status and its intent, with the intent's fields by key. */
 export interface Replay {
@@ -157,19 +174,14 @@ export interface PipelineDeps {
   readonly decisionsPerTurn?: number;
   /** Default: DEFAULT_REFUSAL_BUDGET. */
   readonly refusalBudget?: RefusalBudget;
+  /** Default: DEFAULT_ACT_BUDGET (bytes of records). */
+  readonly actBudget?: ActBudget;
   /**
    * A seat's refusal found its budget empty (that refusal is recorded): stop the seat, with
    * `why` as the stop's reason. Called once per run; the composition root's (the pipeline may
    * not reach lifecycle/).
    */
   readonly onRefusalBudget?: (identity: SeatIdentity, why: string) => void;
-}
-
-interface BudgetState {
-  tokens: number;
-  at: number;
-  refusals: number;
-  halted: boolean;
 }
 
 const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
@@ -179,22 +191,31 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const lock = createDecisionLock(deps.decisionsPerTurn);
   const last = new Map<string, Refusal>();
   const budget = deps.refusalBudget ?? DEFAULT_REFUSAL_BUDGET;
-  const budgets = new Map<string, BudgetState>();
+  const refusals = createTokenBuckets(budget, clock);
+  const halted = new Set<string>();
+  const actBudget = deps.actBudget ?? DEFAULT_ACT_BUDGET;
+  const acts = createTokenBuckets(actBudget, clock);
 
   /** One refusal against the seat's budget (after it is on record); the one that finds it empty stops the seat. */
   function charge(identity: SeatIdentity): void {
     const k = seatKey(identity);
-    const t = clock();
-    const state = budgets.get(k) ?? { tokens: budget.burst, at: t, refusals: 0, halted: false };
-    budgets.set(k, state);
-    state.tokens = Math.min(budget.burst, state.tokens + (Math.max(0, t - state.at) / 60_000) * budget.perMinute) - 1;
-    state.at = t;
-    state.refusals += 1;
-    if (state.tokens >= 0 || state.halted) return;
-    state.halted = true;
+    if (refusals.take(k, 1) >= 0 || halted.has(k)) return;
+    halted.add(k);
     deps.onRefusalBudget?.(
       identity,
-      `halted: refusal budget (${state.refusals} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`,
+      `halted: refusal budget (${refusals.taken(k)} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`,
+    );
+  }
+
+  /** The act budget's refusal, when the seat's bucket of record bytes is empty (recorded by the caller). */
+  function actBudgetSpent(identity: SeatIdentity): Refusal | undefined {
+    const k = seatKey(identity);
+    const wait = acts.waitMs(k);
+    if (wait === 0) return undefined;
+    const mib = (n: number) => `${(n / 2 ** 20).toFixed(n % 2 ** 20 === 0 ? 0 : 1)} MiB`;
+    return refuse(
+      "seat.act-budget",
+      `this seat's acts made about ${mib(acts.taken(k))} of ledger records this run, past its act budget (${mib(actBudget.burst)} at once, then ${mib(actBudget.perMinute)} a minute); it may act again in ${Math.ceil(wait / 1000)} s`,
     );
   }
 
@@ -257,12 +278,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   async function context(identity: SeatIdentity, action: string, options: ContextOptions = {}): Promise<SeatContext> {
     const ledger = deps.ledger();
     const fail = (refusal: Refusal) => record(identity, ledger, refusal, action, undefined, !options.quiet);
-    const spent = budgets.get(seatKey(identity));
-    if (spent?.halted)
+    if (halted.has(seatKey(identity)))
       throw await fail(
         refuse(
           "seat.refusal-budget",
-          `this seat made ${spent.refusals} refusals, past its budget (${budget.burst} at once, then ${budget.perMinute} a minute); it is being stopped, and runs again when the owner starts it`,
+          `this seat made ${refusals.taken(seatKey(identity))} refusals, past its budget (${budget.burst} at once, then ${budget.perMinute} a minute); it is being stopped, and runs again when the owner starts it`,
         ),
       );
     if (ledger === undefined) throw await fail(refuse("ledger.unavailable", "this machine has no ledger; the owner runs teamd init"));
@@ -325,6 +345,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       try {
         // The guards run again inside submit, under this lock and before the intent takes its
         // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
+        const spent = actBudgetSpent(ctx.identity);
+        if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, gated.action, gated.target, true, [gated.requestId]);
         const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
           throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target, true, [...inputsOf(request), gated.requestId]);
@@ -333,27 +355,32 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         if (long !== undefined)
           throw await record(ctx.identity, ctx.ledger, refuse("request.malformed", long), gated.action, gated.target, true, [gated.requestId]);
         const actor = seatPrincipal(ctx.identity.team, ctx.identity.seat);
-        return await ctx.ledger.submit(
-          {
-            actor,
-            team: ctx.identity.team,
-            requestId: gated.requestId,
-            request: gated.request,
-            action: gated.action,
-            target: gated.target,
-            ...(decision ? { capability: { capability: decision.capability } } : {}),
-            payload: {
-              ...payload,
-              domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
-              rootGrant: decision?.authority.id ?? "",
-              inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
-            },
-            // The intent holds its place in the chain: the next decision may go now, and
-            // concurrent intents share one durable commit (the effect still waits for it).
-            onQueued: free,
+        const submitted: SubmitRequest = {
+          actor,
+          team: ctx.identity.team,
+          requestId: gated.requestId,
+          request: gated.request,
+          action: gated.action,
+          target: gated.target,
+          ...(decision ? { capability: { capability: decision.capability } } : {}),
+          payload: {
+            ...payload,
+            domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
+            rootGrant: decision?.authority.id ?? "",
+            inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
           },
-          effect,
-        );
+          // The intent holds its place in the chain: the next decision may go now, and
+          // concurrent intents share one durable commit (the effect still waits for it).
+          onQueued: free,
+        };
+        // The act's two records are charged to its act budget before they exist (the outcome's
+        // note and reply once known): so concurrent acts cannot all pass one nearly empty bucket.
+        const k = seatKey(ctx.identity);
+        const cost = approxActBytes(submitted);
+        acts.take(k, cost.intent + cost.outcome);
+        const reply = await ctx.ledger.submit(submitted, effect);
+        acts.take(k, approxOutcomeDetail(reply.note, reply.reply));
+        return reply;
       } catch (error) {
         // The ledger records the refusals of a submit itself (src/ledger/dispatch.ts): not twice.
         if (error instanceof LedgerRefusal) {
@@ -371,8 +398,14 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       try {
         const guarded = ctx.ledger.guard(ctx.identity.team);
         if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
+        const spent = actBudgetSpent(ctx.identity);
+        if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action, target);
         const decided = decide(viewFor(ctx), clock());
         if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
+        acts.take(
+          seatKey(ctx.identity),
+          decided.reduce((sum, draft) => sum + approxRecordBytes(draft), 0),
+        );
         return await ctx.ledger.appendBatch(decided);
       } catch (error) {
         // A batch the store refused: on record where the store can still take one (else refused unrecorded, §15).
@@ -411,7 +444,12 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
     },
     lastRefusal: (identity) => last.get(seatKey(identity)),
-    openRun: (identity) => void budgets.delete(seatKey(identity)),
+    openRun(identity) {
+      const k = seatKey(identity);
+      refusals.reset(k);
+      halted.delete(k);
+      acts.reset(k);
+    },
   };
 }
 

@@ -21,7 +21,7 @@ import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
 import { createSeatManager, type SeatManager } from "../lifecycle/manager.js";
 import { seatCgroupProcs } from "../lifecycle/cgroup.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
-import { createSeatPipeline, type RefusalBudget } from "../seat/pipeline.js";
+import { createSeatPipeline, type ActBudget, type RefusalBudget } from "../seat/pipeline.js";
 import { createSeatGit, parseSeatGitBounds } from "../seat/git.js";
 import { createSeatFiles } from "../seat/files.js";
 import { createSeatTrunk } from "../seat/trunk.js";
@@ -51,6 +51,8 @@ export interface DaemonOptions {
   readonly crashInDeploy?: boolean;
   /** Each seat's refusal budget (default DEFAULT_REFUSAL_BUDGET in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE). */
   readonly refusalBudget?: RefusalBudget;
+  /** Each seat's act budget in bytes of records (default DEFAULT_ACT_BUDGET in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_ACT_BUDGET=BURST_MIB/PER_MINUTE_MIB). */
+  readonly actBudget?: ActBudget;
   /** The owner's bounds on a seat's git work, as `teamd serve` reads them from TEAMD_SEAT_GIT_BOUNDS (parseSeatGitBounds in daemon/seat/git.ts); unset, the defaults. */
   readonly seatGitBounds?: string;
 }
@@ -145,6 +147,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     clock: now,
     onRefusalBudget: haltForBudget,
     ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}),
+    ...(options.actBudget ? { actBudget: options.actBudget } : {}),
   });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.

@@ -25,6 +25,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
+  const actBudget = parseActBudget(process.env.TEAMD_ACT_BUDGET);
   const daemon = createDaemon({
     home,
     seats,
@@ -34,6 +35,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
     ...(crashAfterMerge ? { crashAfterMerge } : {}),
     ...(crashInDeploy ? { crashInDeploy } : {}),
     ...(refusalBudget ? { refusalBudget } : {}),
+    ...(actBudget ? { actBudget } : {}),
     ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}),
   });
   await daemon.start();
@@ -65,10 +67,20 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   process.stdout.write(`teamd: ready pid=${process.pid} control=${home.controlSocket} instance=${daemon.instance}\n`);
 }
 
-/** TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE (e.g. 300/60): each seat's refusal budget; unset, the default. Anything else is refused at start, never guessed. */
-export function parseRefusalBudget(value: string | undefined): { burst: number; perMinute: number } | undefined {
+/** BURST/PER_MINUTE in whole numbers (BURST at least 1); unset, undefined (the default). Anything else is refused at start, never guessed. */
+function parseRate(name: string, value: string | undefined, example: string, unit: number): { burst: number; perMinute: number } | undefined {
   if (value === undefined || value === "") return undefined;
   const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
-  if (match === null || Number(match[1]) < 1) throw new Error(`TEAMD_REFUSAL_BUDGET is '${value}'; it is BURST/PER_MINUTE, e.g. 300/60 (BURST at least 1)`);
-  return { burst: Number(match[1]), perMinute: Number(match[2]) };
+  if (match === null || Number(match[1]) < 1) throw new Error(`${name} is '${value}'; it is BURST/PER_MINUTE, e.g. ${example} (BURST at least 1)`);
+  return { burst: Number(match[1]) * unit, perMinute: Number(match[2]) * unit };
+}
+
+/** TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE (e.g. 300/60): each seat's refusal budget; unset, the default. */
+export function parseRefusalBudget(value: string | undefined): { burst: number; perMinute: number } | undefined {
+  return parseRate("TEAMD_REFUSAL_BUDGET", value, "300/60", 1);
+}
+
+/** TEAMD_ACT_BUDGET=BURST/PER_MINUTE in MiB of ledger records (e.g. 16/2): each seat's act budget; unset, the default. */
+export function parseActBudget(value: string | undefined): { burst: number; perMinute: number } | undefined {
+  return parseRate("TEAMD_ACT_BUDGET", value, "16/2", 2 ** 20);
 }

@@ -347,6 +347,11 @@ export const RULES = {
     summary:
       "the seat made more refusals than its budget allows (a sustained rate far above a working agent's); the seat is stopped and the owner told, and it runs again only when the owner starts it",
   },
+  "seat.act-budget": {
+    section: "§11",
+    summary:
+      "the seat's acts made more ledger records than its act budget allows (bytes at once, then a rate far above a working agent's); the act is refused until the budget refills, and the seat keeps running",
+  },
   "seat.attached": {
     section: "§10",
     summary: "an owner is already attached to the seat's pty; one attacher at a time, so two people's keystrokes never mix in one agent's input",

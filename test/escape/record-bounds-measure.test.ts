@@ -23,7 +23,9 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * the growth of the database and its WAL:
  *
  * - checkpoints with the largest note (4096 bytes): the largest act records a seat makes with
- *   no capability and no git work (intent + outcome);
+ *   no capability and no git work (intent + outcome), until the act budget (16 MiB, then 2 MiB
+ *   a minute) refuses them — and those refusals, at this pace, meet the refusal budget, which
+ *   halts the seat;
  * - refusals: one with a 200 KiB request id (cut in the record), then the fastest refusal (a
  *   checkpoint note over its bound: no git work) until the default refusal budget (300/60)
  *   halts the seat — how many records land before its seat_stop and after it.
@@ -101,6 +103,10 @@ describe.runIf(MEASURE && process.platform === "linux")("records one seat can ca
   }, 300_000);
 
   it("the largest refusal records, then a flood until the budget halts the seat", async () => {
+    // A new run, with its budgets full: the checkpoint flood spent this one's act budget and
+    // then, refused, its refusal budget.
+    await h.ok(["stop", "w@proj"]);
+    await h.ok(["start", "w@proj"]);
     const client = createRpcClient(ShimService, h.seatSocket("w"));
     const big = "x".repeat(200 * 1024);
     try {

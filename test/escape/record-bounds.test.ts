@@ -32,11 +32,17 @@ const seatOf = (name: string) => `  ${name}:
     start:
       command: [sleep, "3600"]
 `;
-const TEAM_FILE = teamFile(`${seatOf("big")}${seatOf("flood")}${seatOf("calm")}`);
+const TEAM_FILE = teamFile(`${seatOf("big")}${seatOf("flood")}${seatOf("calm")}${seatOf("hoard")}`);
 
 /** The test's budget (TEAMD_REFUSAL_BUDGET): 20 at once, then 6 a minute — small, so the flood is quick; the default is 300/60. */
 const BURST = 20;
 const BUDGET = `${BURST}/6`;
+
+/** The test's act budget (TEAMD_ACT_BUDGET, MiB of records): 1 MiB at once and no refill, so a flood of acts meets it within a few hundred calls; the default is 16/2. */
+const ACT_BUDGET_BYTES = 2 ** 20;
+/** The hoarding seat's checkpoints: notes of nearly the largest size (4096 bytes), more of them than the act budget holds. */
+const NOTE = 4000;
+const CHECKPOINTS = 400;
 
 /**
  * Paths of this many bytes, sent by the seat through the shim's own code (argv cannot carry
@@ -92,7 +98,7 @@ describe.runIf(process.platform === "linux")("records are bounded: a hostile sea
       "teamd-record-bounds-",
       TEAM_FILE,
       { "README.md": "hello\n", "src/a.txt": "a\n", "docs/x.md": "x\n" },
-      { daemonEnv: { TEAMD_REFUSAL_BUDGET: BUDGET } },
+      { daemonEnv: { TEAMD_REFUSAL_BUDGET: BUDGET, TEAMD_ACT_BUDGET: "1/0" } },
     );
     await h.ok(["start", "--team", "proj"]);
   }, 120_000);
@@ -134,6 +140,39 @@ describe.runIf(process.platform === "linux")("records are bounded: a hostile sea
       expect(record.text).toContain(`${BIG} bytes, sha256 ${digest}`);
     }
   }, 240_000);
+
+  it("a seat's acts past its act budget are refused seat.act-budget, their records bounded in bytes; the seat runs on", async () => {
+    // The attack's reach (the control of the bound): what the seat tries to store is well past the budget.
+    expect(CHECKPOINTS * NOTE).toBeGreaterThan(ACT_BUDGET_BYTES);
+    const beforeSeq = Math.max(...(await h.records()).map((r) => r.seq));
+    // Checkpoints need no capability and no git work: the cheapest act a seat makes, with the
+    // longest note it may. One after another, stopping at the first refusal.
+    const r = await h.exec(
+      "hoard",
+      [
+        "sh",
+        "-c",
+        `note=$(head -c ${NOTE} /dev/zero | tr '\\0' x); n=0; while [ $n -lt ${CHECKPOINTS} ]; do teamd-shim checkpoint "$note" >/dev/null 2>/tmp/err || { cat /tmp/err; break; }; n=$((n+1)); done; echo landed=$n`,
+      ],
+      { timeoutMs: 240_000 },
+    );
+    const landed = Number(/landed=(\d+)/.exec(r.stdout)?.[1] ?? "-1");
+    // Control: acts under the budget land (a hundred or more checkpoints of 4 KB fit in 1 MiB).
+    expect(landed, r.stdout + r.stderr).toBeGreaterThan(100);
+    expect(landed, r.stdout + r.stderr).toBeLessThan(CHECKPOINTS);
+    expect(r.stdout).toContain("seat.act-budget");
+
+    const since = stored(beforeSeq);
+    const checkpoints = since.filter((x) => (x.type === "intent" || x.type === "outcome") && x.text.includes('"seat.checkpoint"'));
+    expect(checkpoints).toHaveLength(2 * landed);
+    // The bound, on the ledger's file: the seat's act records stay within its budget.
+    expect(checkpoints.reduce((sum, x) => sum + x.bytes, 0)).toBeLessThanOrEqual(ACT_BUDGET_BYTES);
+    const refused = since.filter((x) => x.type === "refusal" && x.text.includes("seat.act-budget"));
+    expect(refused).toHaveLength(1);
+    // Slowed, not stopped: the seat still runs (a seat that kept calling would meet its refusal budget).
+    expect(await stateOf("hoard")).toBe("running");
+    expect(since.filter((x) => x.type === "seat_stop")).toEqual([]);
+  }, 300_000);
 
   const refusals = (seat: string, count: number) =>
     h.exec(seat, ["sh", "-c", `seq 1 ${count} | xargs -P 6 -I{} teamd-shim file read docs/nope{} >/dev/null 2>&1; echo done`], { timeoutMs: 120_000 });
