@@ -5,7 +5,7 @@ import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ISOLATION, missingFeatures } from "../sandbox/bwrap-args.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
-import { GitError, HARDENING, gitEnv } from "./git.js";
+import { GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
 import { BASH, closeFdsScript } from "../sandbox/close-fds.js";
 
 /**
@@ -42,7 +42,18 @@ export interface ContainedGitOptions {
   readonly sandbox?: GitSandbox;
   /** Bounds of the seat the work is for (a push's index-pack, a fetch's pack-objects): its cgroups, or rlimits. */
   readonly limits?: ContainedGitLimits;
+  /**
+   * containedGit only: the most stdout it holds (default CONTAINED_OUTPUT_BYTES). Past it git is
+   * killed and the run rejects with GitOutputTooLarge — the daemon's memory never holds what a
+   * seat's objects expand to (a tree of a few hundred bytes can list a million paths).
+   */
+  readonly maxOutputBytes?: number;
 }
+
+/** Default bound on a contained run's stdout held whole in the daemon. */
+export const CONTAINED_OUTPUT_BYTES = GIT_OUTPUT_BYTES;
+
+export { GitOutputTooLarge };
 
 /**
  * What git run for a seat is held to (DESIGN.md "The daemon never works for a seat
@@ -299,10 +310,28 @@ function rlimits(limits: ContainedGitLimits | undefined): string[] {
 /** Run git contained; stdout whole, as bytes (packs are binary). Rejects with GitError on a non-zero exit, ContainmentError when no sandbox could be made. */
 export async function containedGit(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitResult> {
   const spawned = await spawnContained(args, { ...options, timeoutMs: options.timeoutMs ?? 120_000 });
+  const max = options.maxOutputBytes ?? CONTAINED_OUTPUT_BYTES;
   const chunks: Buffer[] = [];
-  spawned.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
-  const { stderr } = await spawned.done;
-  return { stdout: Buffer.concat(chunks), stderr };
+  let held = 0;
+  let over = false;
+  spawned.stdout.on("data", (chunk: Buffer) => {
+    if (over) return;
+    held += chunk.length;
+    if (held > max) {
+      over = true;
+      chunks.length = 0;
+      spawned.kill();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  const finished = await spawned.done.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  if (over) throw new GitOutputTooLarge(args, max);
+  if ("error" in finished) throw finished.error;
+  return { stdout: Buffer.concat(chunks), stderr: finished.value.stderr };
 }
 
 /** Run git contained and hand its stdout on as it comes (a fetch's pack can be large). */

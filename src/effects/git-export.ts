@@ -1,6 +1,6 @@
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { gitInput, splitNul } from "./git.js";
+import { GIT_OUTPUT_BYTES, gitInput, GitOutputTooLarge, splitNul } from "./git.js";
 
 /**
  * Write exactly a commit's tree into an empty folder — the working copy a deploy command runs
@@ -14,7 +14,22 @@ import { gitInput, splitNul } from "./git.js";
 export interface ExportLimits {
   /** The most bytes of content the export writes; a larger tree is refused before anything is written. */
   readonly maxBytes: number;
+  /**
+   * The most entries (files, links, submodule folders) it writes; more is refused before
+   * anything is written. A tree is data a seat wrote: a few hundred bytes of trees reusing one
+   * another can name a million paths. Default EXPORT_ENTRIES.
+   */
+  readonly maxEntries?: number;
 }
+
+/** More files than a large real repository holds (the Linux kernel: about 90,000). */
+export const EXPORT_ENTRIES = 200_000;
+
+/** Blobs are read in batches of about this many bytes (one larger blob is a batch of its own): the daemon never holds the whole artifact. */
+const BLOB_BATCH_BYTES = 64 * 1024 * 1024;
+
+/** ls-tree's listing, held whole: EXPORT_ENTRIES entries of paths up to about 270 bytes on average fit; past it the listing is stopped, not held. */
+const LISTING_BYTES = GIT_OUTPUT_BYTES;
 
 export class ExportRefused extends Error {
   override readonly name = "ExportRefused";
@@ -35,10 +50,17 @@ export async function exportTree(
   dest: string,
   limits: ExportLimits,
 ): Promise<{ readonly files: number; readonly bytes: number }> {
-  const listed = await gitInput(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], gitDir, "");
+  const maxEntries = limits.maxEntries ?? EXPORT_ENTRIES;
+  const listed = await gitInput(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], gitDir, "", {}, LISTING_BYTES).catch((error: unknown) => {
+    if (error instanceof GitOutputTooLarge)
+      throw new ExportRefused(`the artifact's tree lists more than ${LISTING_BYTES} bytes of paths; a deploy exports at most ${maxEntries} entries`);
+    throw error;
+  });
   const entries: Entry[] = [];
   let bytes = 0;
-  for (const raw of splitNul(listed)) {
+  const raws = splitNul(listed);
+  if (raws.length > maxEntries) throw new ExportRefused(`the artifact's tree holds ${raws.length} entries; a deploy exports at most ${maxEntries} entries`);
+  for (const raw of raws) {
     const tab = raw.indexOf(0x09);
     const [mode, , oid, size] = raw.subarray(0, tab).toString("latin1").split(/ +/);
     const path = checkedPath(raw.subarray(tab + 1));
@@ -48,24 +70,21 @@ export async function exportTree(
     entries.push({ mode, oid, size: length, path });
   }
   if (bytes > limits.maxBytes) throw new ExportRefused(`the artifact's tree holds ${bytes} bytes, more than the ${limits.maxBytes} a deploy exports`);
-  const blobs = entries.filter((e) => e.mode !== "160000");
-  const contents = await readBlobs(
-    gitDir,
-    blobs.map((e) => e.oid),
-  );
+  for (const e of entries)
+    if (!["160000", "120000", "100644", "100755"].includes(e.mode)) throw new ExportRefused(`'${e.path}' has mode ${e.mode}, which a tree cannot hold`);
   const links: { target: Buffer; path: string }[] = [];
-  for (const e of entries) {
-    const at = join(dest, ...e.path.split("/"));
-    if (e.mode === "160000") {
-      await mkdir(at, { recursive: true });
-      continue;
+  for (const e of entries) if (e.mode === "160000") await mkdir(join(dest, ...e.path.split("/")), { recursive: true });
+  for (const batch of blobBatches(entries.filter((e) => e.mode !== "160000"))) {
+    const contents = await readBlobs(gitDir, batch);
+    for (const e of batch) {
+      const at = join(dest, ...e.path.split("/"));
+      const content = contents.get(e.oid) as Buffer;
+      if (e.mode === "120000") links.push({ target: content, path: at });
+      else {
+        await mkdir(join(at, ".."), { recursive: true });
+        await writeFile(at, content, { flag: "wx", mode: e.mode === "100755" ? 0o755 : 0o644 });
+      }
     }
-    const content = contents.get(e.oid) as Buffer;
-    if (e.mode === "120000") links.push({ target: content, path: at });
-    else if (e.mode === "100644" || e.mode === "100755") {
-      await mkdir(join(at, ".."), { recursive: true });
-      await writeFile(at, content, { flag: "wx", mode: e.mode === "100755" ? 0o755 : 0o644 });
-    } else throw new ExportRefused(`'${e.path}' has mode ${e.mode}, which a tree cannot hold`);
   }
   for (const link of links) {
     await mkdir(join(link.path, ".."), { recursive: true });
@@ -88,12 +107,30 @@ function checkedPath(bytes: Buffer): string {
   return path;
 }
 
-/** Every blob's bytes through one `cat-file --batch`. */
-async function readBlobs(gitDir: string, oids: readonly string[]): Promise<Map<string, Buffer>> {
-  const unique = [...new Set(oids)];
+/** Entries in batches of about BLOB_BATCH_BYTES of content (by ls-tree's sizes), in tree order. */
+function* blobBatches(entries: readonly Entry[]): Generator<Entry[]> {
+  let batch: Entry[] = [];
+  let size = 0;
+  for (const e of entries) {
+    if (batch.length > 0 && size + e.size > BLOB_BATCH_BYTES) {
+      yield batch;
+      batch = [];
+      size = 0;
+    }
+    batch.push(e);
+    size += e.size;
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/** A batch's blobs' bytes through one `cat-file --batch`, its output bounded by the sizes ls-tree gave (and a header line each). */
+async function readBlobs(gitDir: string, batch: readonly Entry[]): Promise<Map<string, Buffer>> {
+  const sizes = new Map(batch.map((e) => [e.oid, e.size]));
+  const unique = [...sizes.keys()];
   const out = new Map<string, Buffer>();
   if (unique.length === 0) return out;
-  const stream = await gitInput(["cat-file", "--batch"], gitDir, unique.join("\n") + "\n");
+  const bound = [...sizes.values()].reduce((sum, size) => sum + size + 128, 0);
+  const stream = await gitInput(["cat-file", "--batch"], gitDir, unique.join("\n") + "\n", {}, bound);
   let at = 0;
   for (const oid of unique) {
     const eol = stream.indexOf(0x0a, at);

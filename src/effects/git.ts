@@ -41,6 +41,10 @@ export function gitEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     GIT_ATTR_NOSYSTEM: "1",
     // Agents write the hub: a refs/replace/ object there must not change what a commit means.
     GIT_NO_REPLACE_OBJECTS: "1",
+    // A path the daemon hands git comes from a seat: `:(glob)…`, `:(top)…` or `*` must name a
+    // file of that name, never pathspec magic (found by an audit: `:(glob)x` made ls-tree exit
+    // 128 inside a file read, an unrecorded internal error in the daemon's log).
+    GIT_LITERAL_PATHSPECS: "1",
     HOME: "/nonexistent",
     // A commit made by teamd itself (none yet) is signed off as teamd, not as the user.
     GIT_AUTHOR_NAME: "teamd",
@@ -110,19 +114,59 @@ export function spawnGit(args: readonly string[], gitDir: string, env: Record<st
   return spawn("git", [...HARDENING, "--git-dir", gitDir, ...args], { env: gitEnv(env), stdio: "pipe" });
 }
 
-/** One hardened run with bytes on stdin and bytes out (blobs, packs); rejects GitError on a non-zero exit. */
-export function gitInput(args: readonly string[], gitDir: string, input: Uint8Array | string, env: Record<string, string> = {}): Promise<Buffer> {
+/** The most stdout one git run may hold whole in the daemon, unless its caller says otherwise. */
+export const GIT_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A git run printed more than its bound: git was killed, and the output dropped (issue 20: the
+ * daemon's memory never holds what a seat's objects expand to — a tree of a few hundred bytes
+ * can list a million paths).
+ */
+export class GitOutputTooLarge extends Error {
+  override readonly name = "GitOutputTooLarge";
+  constructor(
+    readonly args: readonly string[],
+    readonly maxBytes: number,
+  ) {
+    super(`git ${args.slice(0, 2).join(" ")} printed more than ${maxBytes} bytes; it was stopped`);
+  }
+}
+
+/**
+ * One hardened run with bytes on stdin and bytes out (blobs, packs); rejects GitError on a
+ * non-zero exit, GitOutputTooLarge past `maxOutputBytes` (default GIT_OUTPUT_BYTES).
+ */
+export function gitInput(
+  args: readonly string[],
+  gitDir: string,
+  input: Uint8Array | string,
+  env: Record<string, string> = {},
+  maxOutputBytes = GIT_OUTPUT_BYTES,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawnGit(args, gitDir, env);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    let held = 0;
+    let over = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (over) return;
+      held += chunk.length;
+      if (held > maxOutputBytes) {
+        over = true;
+        out.length = 0;
+        child.kill("SIGKILL");
+        return;
+      }
+      out.push(chunk);
+    });
     child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
     // EPIPE when git exits early: the exit code tells what happened.
     child.stdin.on("error", () => undefined);
     child.on("error", reject);
     child.on("close", (code) => {
-      if (code === 0) resolve(Buffer.concat(out));
+      if (over) reject(new GitOutputTooLarge(args, maxOutputBytes));
+      else if (code === 0) resolve(Buffer.concat(out));
       else reject(new GitError(args, code, Buffer.concat(err).toString("utf8")));
     });
     child.stdin.end(input);

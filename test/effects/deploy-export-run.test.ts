@@ -69,6 +69,36 @@ describe("exportTree", () => {
     await expect(exportTree(hub, commit, dest, { maxBytes: 10 })).rejects.toBeInstanceOf(ExportRefused);
     expect(readdirSync(dest)).toEqual([]);
   });
+
+  it("refuses a tree bomb (a million paths from three small trees) by its entry bound, before writing anything", async () => {
+    // A seat's trees reuse one another: 100 names for the empty blob, 100 for that tree, 100 for that one.
+    const empty = sh(hub, ["hash-object", "-w", "--stdin"], "");
+    let tree = sh(hub, ["mktree"], Array.from({ length: 100 }, (_, i) => `100644 blob ${empty}\tf${i}\n`).join(""));
+    for (let level = 0; level < 2; level++) tree = sh(hub, ["mktree"], Array.from({ length: 100 }, (_, i) => `040000 tree ${tree}\td${i}\n`).join(""));
+    const bomb = sh(hub, ["commit-tree", "-m", "bomb", tree]);
+    const dest = await mkdtemp(join(root, "export-"));
+    const refused = await exportTree(hub, bomb, dest, { maxBytes: 1 << 20 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ExportRefused);
+    // Stopped by the count, or before it by the listing's own bound (a million entries' listing is about 75 MB).
+    expect((refused as Error).message).toContain("a deploy exports at most 200000 entries");
+    expect(readdirSync(dest)).toEqual([]);
+    // Control: under a bound that holds it, the same kind of tree (one level less) is written whole.
+    const small = sh(hub, ["commit-tree", "-m", "small", sh(hub, ["mktree"], `040000 tree ${sh(hub, ["mktree"], `100644 blob ${empty}\tf\n`)}\td\n`)]);
+    const ok = await mkdtemp(join(root, "export-"));
+    expect((await exportTree(hub, small, ok, { maxBytes: 1 << 20, maxEntries: 1 })).files).toBe(1);
+  }, 60_000);
+
+  it("reads blobs in bounded batches: a tree of several blobs larger than one batch is written whole", async () => {
+    const big = (fill: string) => sh(hub, ["hash-object", "-w", "--stdin"], fill.repeat(40 * 1024 * 1024));
+    const tree = sh(hub, ["mktree"], `100644 blob ${big("a")}\ta\n100644 blob ${big("b")}\tb\n100755 blob ${big("c")}\tc\n`);
+    const many = sh(hub, ["commit-tree", "-m", "big", tree]);
+    const dest = await mkdtemp(join(root, "export-"));
+    expect(await exportTree(hub, many, dest, { maxBytes: 1 << 30 })).toEqual({ files: 3, bytes: 3 * 40 * 1024 * 1024 });
+    for (const name of ["a", "b", "c"]) expect(lstatSync(join(dest, name)).size).toBe(40 * 1024 * 1024);
+    expect(readFileSync(join(dest, "b")).subarray(0, 4).toString()).toBe("bbbb");
+    expect(lstatSync(join(dest, "c")).mode & 0o111).not.toBe(0);
+    await rm(dest, { recursive: true, force: true });
+  }, 60_000);
 });
 
 describe("summarizeArtifact refuses what is no artifact of the trunk, before any sandbox runs", () => {

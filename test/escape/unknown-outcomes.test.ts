@@ -222,6 +222,20 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(beside.code, beside.stdout + beside.stderr).toBe(0);
   });
 
+  // Found by an audit: a path is handed to git as a pathspec, and `:(glob)x` made ls-tree exit
+  // 128 inside a file read — an unrecorded internal error, its stack (and the path) in the
+  // daemon's log, as often as the seat liked. Every path is now literal (GIT_LITERAL_PATHSPECS).
+  it.each([[":(glob)src/*"], [":(top)src/a.txt"], [":!src/a.txt"]])(
+    "a file read of the pathspec %s names a file of that name: refused file.kind, on record",
+    async (path) => {
+      const seq = await lastSeq();
+      const read = await h.sh("w1", `teamd-shim file read '${path}'`);
+      expect(read.code, read.stdout + read.stderr).toBe(3);
+      expect(read.stdout + read.stderr).toMatch(/file\.kind/);
+      expect((await since(seq)).refusals("file.kind")).toHaveLength(1);
+    },
+  );
+
   it("control: a plain path in the write scope is written, on the same branch the aliases aimed at", async () => {
     const written = await h.sh("w1", "printf 'plain' | teamd-shim file write src/.gitx/plain.txt --branch aliases --json");
     expect(written.code, written.stdout + written.stderr).toBe(0);
