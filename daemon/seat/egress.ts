@@ -55,6 +55,14 @@ export const DEFAULT_EGRESS_LIMITS: EgressLimits = Object.freeze({
 
 const MAX_HEADER = 512;
 const ACTION = "egress.connect";
+/**
+ * Connections past maxConnections that have not sent their header yet: the header names the
+ * target the `egress.limit` refusal records, so a few may wait for it; past these, a new
+ * connection is closed at accept (net.Server maxConnections) and its refusal recorded without a
+ * target — a seat's silent connections never hold more than maxConnections + this many of the
+ * daemon's descriptors (found by an audit: the bound was checked only once a header came).
+ */
+const HEADERLESS_SLACK = 8;
 
 export interface EgressServer {
   readonly socketPath: string;
@@ -162,6 +170,17 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
   }
 
   await clearStaleSocket(socketPath);
+  server.maxConnections = limits.maxConnections + HEADERLESS_SLACK;
+  server.on("drop", () => {
+    void deps.pipeline
+      .refuseCall(
+        identity,
+        refuse("egress.limit", `this seat already has ${server.maxConnections} egress connections open or opening; close one first`),
+        ACTION,
+        { kind: TargetKind.SEAT, name: `${identity.seat}/egress` },
+      )
+      .catch(() => undefined);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(socketPath, () => {

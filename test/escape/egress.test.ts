@@ -1,3 +1,4 @@
+import { waitFor } from "../support/wait.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
@@ -281,6 +282,21 @@ seats:
     expect(opened, got.stderr).toBe("64");
     expect(refused).toMatch(/^NO egress\.limit /);
     expect(await refusalRecorded("egress.limit", "allowed.test")).toBe(true);
+  });
+
+  // Found by an audit: the 64-connection bound was checked only once a header came, so
+  // connections that never send one (each a descriptor of the daemon's, for up to 10 s) were
+  // not bounded at all. Now a new connection past 64 + 8 is closed at accept, and refused on record.
+  it("bounds a seat's silent connections: past 72 that send nothing, a new one is closed at once, refused on record", async () => {
+    const script = `const net=require("net");const all=[];let closed=0;for(let i=0;i<150;i++){const s=net.connect("/run/teamd/egress.sock");s.on("error",()=>{});s.on("close",()=>closed++);all.push(s);}setTimeout(()=>{console.log(all.length-closed);for(const s of all)s.destroy();},2000);`;
+    const got = await h.sh("net", `node -e '${script}'`);
+    const open = Number(got.stdout.trim());
+    // Held open after 2 s (under the 10 s header timeout): the daemon's own bound, not the seat's.
+    expect(open, got.stderr).toBeLessThanOrEqual(72);
+    // Control: the bound is not lower than the 64 connections a seat may have open.
+    expect(open, got.stderr).toBeGreaterThanOrEqual(64);
+    const dropped = () => payloads().filter((p) => p.includes("egress.limit") && p.includes("open or opening")).length;
+    expect(await waitFor(() => dropped() >= 150 - 72, 10_000)).toBe(true);
   });
 
   it("runs the seat's command under the launcher with its exit status and signal death unchanged", async () => {
