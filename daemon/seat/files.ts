@@ -223,7 +223,11 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       // the file goes, a file where a folder of the path goes — so no bad path becomes an
       // unknown outcome (§15: unknown is for an effect that may have happened).
       const base = refs.includes(ref) ? ref : `refs/heads/${trunk}`;
-      const shapes = await entries(base, clean, hub);
+      // The commit the shapes are judged on is the commit the file is written on: pinned here, so
+      // a second write of the seat's racing this one cannot change the tree under it (it moves the
+      // branch, and this write's compare-and-swap is then refused push.stale — never unknown).
+      const baseCommit = (await git(["rev-parse", "--verify", `${base}^{commit}`], { gitDir: hub })).stdout.trim();
+      const shapes = await entries(baseCommit, clean, hub);
       const existing = shapes.get(clean);
       if (existing !== undefined && existing.mode !== "100644" && existing.mode !== "100755") {
         throw await deps.pipeline.refuse(
@@ -297,7 +301,7 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
               const commit = await commitFile(
                 hub,
                 ref,
-                trunk,
+                { parent: baseCommit, old: refs.includes(ref) ? baseCommit : undefined },
                 clean,
                 header,
                 content,
@@ -330,11 +334,14 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
   };
 }
 
-/** One commit on the seat's branch (from the trunk when it has none), compare-and-swapped onto it. */
+/**
+ * One commit on `on.parent` (the seat's branch, or the trunk where it has none, as the checks saw
+ * it), compare-and-swapped onto the branch from `on.old` (undefined: the branch must not exist).
+ */
 async function commitFile(
   hub: string,
   ref: string,
-  trunk: string,
+  on: { readonly parent: string; readonly old: string | undefined },
   path: string,
   request: FileWriteHeader,
   content: Uint8Array,
@@ -343,8 +350,7 @@ async function commitFile(
   scratch: string,
   id: string,
 ): Promise<string> {
-  const base = (await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { gitDir: hub }).catch(() => undefined))?.stdout.trim() || undefined;
-  const parent = base ?? (await git(["rev-parse", "--verify", `refs/heads/${trunk}^{commit}`], { gitDir: hub })).stdout.trim();
+  const { parent, old: base } = on;
   const author = {
     GIT_AUTHOR_NAME: `seat ${identity.seat}`,
     GIT_AUTHOR_EMAIL: `${identity.seat}@${identity.team}.teamd`,

@@ -152,6 +152,26 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
   });
 
+  // Found by an audit: two of the seat's own file writes to one branch, a file and a file under
+  // it, both passed the shape check on the same tree; the second then read the branch the first
+  // had moved and git's index refused it inside the effect — an unknown outcome, a notice, a
+  // blocked branch, as often as the seat liked. The check's commit is now the write's parent.
+  it("two file writes of the seat racing on one branch, a file and a file under it: one lands, the other is refused — never an unknown outcome", async () => {
+    const seq = await lastSeq();
+    const rounds = 6;
+    const script = Array.from(
+      { length: rounds },
+      (_, i) =>
+        `(printf a | teamd-shim file write src/fr${i} --branch frace${i} >/tmp/fa${i}.out 2>&1 & printf b | teamd-shim file write src/fr${i}/b --branch frace${i} >/tmp/fb${i}.out 2>&1 & wait)`,
+    ).join(" && ");
+    const raced = await h.sh("w1", `${script}; cat /tmp/f[ab]*.out`);
+    expect(raced.code, raced.stdout + raced.stderr).toBe(0);
+    for (let i = 0; i < rounds; i++) expect(hubRef(`refs/heads/seat/w1/frace${i}`), raced.stdout).toBeDefined();
+    const after = await since(seq);
+    expect(after.unknown, JSON.stringify(after.unknown) + raced.stdout).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+  });
+
   /** `.git` as HFS+ and NTFS see it, inside the seat's write scope; and other paths git's verify_path refuses. */
   const ALIASES = [
     "src/.g\u200cit/config",
