@@ -326,6 +326,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // What the seat was (or could have been) served: any object beyond these must travel
         // in its pack — naming an unread blob by id never lands it on a branch (git-receive.ts).
         const readable = (await visibleRefs(ctx, src)).refs.map((r) => r.oid);
+        // The refs one by one over the one quarantine, which each ref's move leaves whole
+        // (migrateAndUpdate): a later ref built on an earlier one is checked against what the
+        // pack carried, as the first was, not against what the first ref's move left behind.
         for (const { update, hubRef } of accepted) {
           results.push(await pushOne(ctx, src, header.requestId, packDigest, update, hubRef, quarantine, readable));
         }

@@ -1,5 +1,5 @@
 import { createReadStream, existsSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
+import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { containedGit, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
@@ -9,7 +9,7 @@ import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
  * It lands in a quarantine (never the hub's object store), every object is checked there by
  * contained git, the push's commits and the paths they change are computed for the caller to
- * decide on, and only an approved push has its objects moved into the hub — objects first,
+ * decide on, and only an approved push has its objects placed in the hub — objects first,
  * then one ref, compare-and-swap.
  */
 export interface Quarantine {
@@ -243,11 +243,19 @@ export async function changedPaths(hub: string, q: Quarantine, commits: readonly
 }
 
 /**
- * Make the push real: the quarantined pack moves into the hub's objects/pack (made durable
- * first, the index last, since git only sees a pack through its index), then the ref moves
- * compare-and-swap. `oldOid` "" means the ref must not exist; `newOid` "" deletes it. No
+ * Make the push real: the quarantined pack is linked into the hub's objects/pack (made
+ * durable first, the index last, since git only sees a pack through its index), then the ref
+ * moves compare-and-swap. `oldOid` "" means the ref must not exist; `newOid` "" deletes it. No
  * quarantine: nothing to migrate (a delete, or a move to a commit the hub has). The
  * quarantine stays the caller's to dispose.
+ *
+ * The quarantine is left whole: one push of several refs shares one quarantine, and the next
+ * ref's check (newCommits with `readable`) asks the quarantine alone whether the pack carried
+ * each object the seat was never served. Had the first ref's move taken the objects out, a
+ * second branch built on the first would be refused for objects its pack did carry; had the
+ * check looked in the hub instead, an object the seat never sent and was never served would
+ * pass. So the quarantine keeps exactly what the pack carried until it is disposed, and
+ * migrating it again (the next ref) finds its files already in the hub.
  */
 export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, ref: string, newOid: string, oldOid: string): Promise<void> {
   await checkRefName(hub, ref);
@@ -302,25 +310,38 @@ async function migrateObjects(hubDir: string, q: Quarantine): Promise<void> {
   const ordered = [...names.filter((name) => !name.endsWith(".idx")), ...names.filter((name) => name.endsWith(".idx"))];
   for (const name of ordered) await syncFile(join(from, name));
   for (const name of ordered) {
-    const target = join(to, name);
-    try {
-      await rename(join(from, name), target);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
-      // The quarantine is on another file system: copy beside the target, make it durable, rename.
-      const temporary = `${join(to, `.incoming-${name}`)}`;
-      await copyFile(join(from, name), temporary);
-      await syncFile(temporary);
-      await rename(temporary, target);
-    }
+    await placeCopy(join(from, name), to, name);
     await syncFile(to);
   }
 }
 
 /**
+ * `source` under `name` in the hub folder `to`, leaving `source` where it is (migrateAndUpdate
+ * says why the quarantine must stay whole): a hard link — the same bytes, no copy; a name the
+ * hub already has is the same content (a pack is named by its checksum, a loose object by its
+ * id; above all, the same quarantine migrated for an earlier ref of the push) and is kept. On
+ * another file system: a copy beside the target, made durable, renamed into place.
+ */
+async function placeCopy(source: string, to: string, name: string): Promise<void> {
+  const target = join(to, name);
+  try {
+    await link(source, target);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    if (code !== "EXDEV") throw error;
+  }
+  const temporary = join(to, `.incoming-${name}`);
+  await copyFile(source, temporary);
+  await syncFile(temporary);
+  await rename(temporary, target);
+}
+
+/**
  * Loose objects (a small write goes loose, as git's transfer.unpackLimit does): each made
- * durable, then renamed under the hub's fan-out folder. An object the hub already has is
- * the same bytes by its name, so it is left where it is.
+ * durable, then linked under the hub's fan-out folder (placeCopy: the quarantine keeps its
+ * own). An object the hub already has is the same bytes by its name, so it is left where it is.
  */
 async function migrateLoose(hubDir: string, objects: string): Promise<void> {
   const fanouts = (await readdir(objects).catch(() => [] as string[])).filter((name) => /^[0-9a-f]{2}$/.test(name));
@@ -331,17 +352,8 @@ async function migrateLoose(hubDir: string, objects: string): Promise<void> {
       if (!/^[0-9a-f]{38,62}$/.test(name)) continue;
       const source = join(objects, fanout, name);
       await syncFile(source);
-      const target = join(to, name);
-      if (existsSync(target)) continue;
-      try {
-        await rename(source, target);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
-        const temporary = join(to, `.incoming-${name}`);
-        await copyFile(source, temporary);
-        await syncFile(temporary);
-        await rename(temporary, target);
-      }
+      if (existsSync(join(to, name))) continue;
+      await placeCopy(source, to, name);
     }
     await syncFile(to);
   }

@@ -363,4 +363,47 @@ describe("migrateAndUpdate", () => {
     }
     expect(() => sh(hub, ["fsck", "--strict", "--no-dangling"])).not.toThrow();
   });
+
+  it("leaves the quarantine whole: a second ref of the same push is checked against what the pack carried", async () => {
+    // One push of two refs, the second built on the first (git push teamd a b).
+    sh(work, ["checkout", "-q", "-b", "multi", base]);
+    const first = commit("multi first", { "multi/1.txt": "1\n" });
+    const second = commit("multi second", { "multi/2.txt": "2\n" });
+    const { q } = await receiveAll(packOf(second, [base]), second);
+    try {
+      expect(await newCommits(hub, q, first, { readable: [base] })).toEqual([first]);
+      await migrateAndUpdate(hub, q, "refs/heads/seat/alice/multi-a", first, "");
+      // The first ref's objects are in the hub now, and still in the quarantine for the second.
+      expect(await newCommits(hub, q, second, { readable: [base] })).toEqual([second]);
+      await migrateAndUpdate(hub, q, "refs/heads/seat/alice/multi-b", second, "");
+      expect(await readRef(hub, "refs/heads/seat/alice/multi-b")).toBe(second);
+    } finally {
+      await q.dispose();
+    }
+    expect(existsSync(q.dir)).toBe(false);
+    expect(hubHas(first) && hubHas(second)).toBe(true);
+    expect(() => sh(hub, ["fsck", "--strict", "--no-dangling"])).not.toThrow();
+  });
+
+  it("still refuses, on the second ref of a push, an object the pack did not carry and the pusher was never served", async () => {
+    sh(work, ["checkout", "-q", "-b", "bob-only", base]);
+    const bobTip = commit("bob's", { "bob/key.txt": "bob only\n" });
+    sh(work, ["push", "-q", hub, "bob-only"]);
+    const blob = sh(work, ["rev-parse", `${bobTip}:bob/key.txt`]);
+    sh(work, ["checkout", "-q", "-b", "taker", base]);
+    const first = commit("taker first", { "taker/1.txt": "1\n" });
+    const tree = sh(work, ["mktree"], `040000 tree ${sh(work, ["rev-parse", `${first}^{tree}`])}\tbase\n100644 blob ${blob}\ttaken.txt\n`);
+    const taken = sh(work, ["commit-tree", "-p", first, "-m", "take", tree]);
+    // The first ref's objects and the second's commit and tree: the blob is named, never sent.
+    const firstObjects = sh(work, ["rev-list", "--objects", "--no-object-names", first, `^${base}`]);
+    const pack = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${firstObjects}\n${taken}\n${tree}\n`);
+    const q = await receivePack(hub, pack, { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      expect(await newCommits(hub, q, first, { readable: [base] })).toEqual([first]);
+      await migrateAndUpdate(hub, q, "refs/heads/seat/alice/taker", first, "");
+      await expect(newCommits(hub, q, taken, { readable: [base, first] })).rejects.toThrow(new RegExp(`lacks object ${blob}`));
+    } finally {
+      await q.dispose();
+    }
+  });
 });

@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appliedTeam } from "../support/applied-team.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * One `git push teamd` of several refs whose commits share new objects, from inside real
+ * seats started by `teamd start`, through the seat's remote helper, a real daemon, hub and
+ * ledger. The daemon takes the one pack into one holding area and moves the refs one by one:
+ * the first ref's move must not leave the next ref's check without the objects the pack
+ * carried (it used to be refused `push.pack`, "the pack lacks object …"). And what the pack
+ * did not carry is still refused on the second ref as on the first: the control at the end.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const CANARY = "MULTI-REF-CANARY-51c2";
+/** Content only seat/narrow/good holds: w1 may not fetch that branch, so it was never served it. */
+const NARROW_ONLY = "NARROW-ONLY-9d04";
+
+const TEAM_FILE = teamFile(`  w1:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+  narrow:
+    lab: anthropic
+    capabilities:
+      read: { path: [src/, README.md] }
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+`);
+
+interface LogRecord {
+  type: string;
+  action: string;
+  [key: string]: unknown;
+}
+
+describe.runIf(process.platform === "linux")("seat git: one push of several refs sharing new objects", () => {
+  let h: TeamdHarness;
+
+  const hubRef = (ref: string) => {
+    try {
+      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
+    } catch {
+      return undefined;
+    }
+  };
+  const local = async (seat: string, ...refs: string[]) => (await h.inSeat(seat, `git rev-parse ${refs.join(" ")}`)).stdout.trim().split("\n");
+  const commitOn = (file: string) => `echo ${file} > src/${file}.txt && git add -A && git commit -qm ${file}`;
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-push-multi-", TEAM_FILE, {
+      "README.md": "hello\n",
+      "src/a.txt": "a\n",
+      "docs/secret.md": `${CANARY}\n`,
+    });
+    await h.ok(["start", "--team", "proj"]);
+    // Every case branches from the trunk as the seat fetched it (teamd/main).
+    for (const seat of ["w1", "narrow"]) expect((await h.inSeat(seat, "git fetch -q teamd 2>&1")).code).toBe(0);
+  }, 120_000);
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  it("lands two new branches in one push when the second branches from the first", async () => {
+    const pushed = await h.inSeat(
+      "w1",
+      `git checkout -q -b a teamd/main && ${commitOn("a1")} && git checkout -q -b b && ${commitOn("b1")} && git push teamd a b 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const [a, b] = await local("w1", "a", "b");
+    expect(hubRef("refs/heads/seat/w1/a")).toBe(a);
+    expect(hubRef("refs/heads/seat/w1/b")).toBe(b);
+    expect(h.hubGit("show", `${b}:src/a1.txt`)).toBe("a1");
+    expect(h.hubGit("show", `${b}:src/b1.txt`)).toBe("b1");
+    expect(() => h.hubGit("fsck", "--strict", "--no-dangling")).not.toThrow();
+    const log = await h.records<LogRecord>();
+    expect(log.filter((r) => r.type === "outcome" && r.action === "git.push" && JSON.stringify(r).includes("done")).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("lands an update of an existing branch and a new branch sharing its new commits, in one push", async () => {
+    const first = await h.inSeat(
+      "w1",
+      `git checkout -q -b u teamd/main && ${commitOn("u0")} && git push teamd u 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const pushed = await h.inSeat(
+      "w1",
+      `git checkout -q u && ${commitOn("u1")} && git branch v && ${commitOn("u2")} && git push teamd v u 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const [u, v] = await local("w1", "u", "v");
+    expect(hubRef("refs/heads/seat/w1/u")).toBe(u);
+    expect(hubRef("refs/heads/seat/w1/v")).toBe(v);
+    expect(h.hubGit("rev-parse", `${u}~1`)).toBe(v);
+    expect(() => h.hubGit("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+
+  it("lands three refs of one line of history in one push", async () => {
+    const pushed = await h.inSeat(
+      "w1",
+      `git checkout -q -b x teamd/main && ${commitOn("x1")} && git branch y0 && ${commitOn("y1")} && git branch z0 && ${commitOn("z1")} && git push teamd y0:y x z0:z 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const [x, y, z] = await local("w1", "x", "y0", "z0");
+    expect(hubRef("refs/heads/seat/w1/x")).toBe(x);
+    expect(hubRef("refs/heads/seat/w1/y")).toBe(y);
+    expect(hubRef("refs/heads/seat/w1/z")).toBe(z);
+    expect(() => h.hubGit("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+
+  it("refuses both refs when the first leaves the write scope: the second's shared commits are judged, not taken as landed", async () => {
+    const pushed = await h.inSeat(
+      "w1",
+      `git checkout -q -b out teamd/main && echo d > docs/d.md && git add -A && git commit -qm out && git checkout -q -b out2 && ${commitOn("o2")} && git push teamd out out2 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.stdout).toMatch(/\[remote rejected\] out -> out .*scope\.path/);
+    expect(pushed.stdout).toMatch(/\[remote rejected\] out2 -> out2 .*scope\.path/);
+    expect(hubRef("refs/heads/seat/w1/out")).toBeUndefined();
+    expect(hubRef("refs/heads/seat/w1/out2")).toBeUndefined();
+  });
+
+  it("lands two new branches of a bounded-read seat in one push when the second branches from the first", async () => {
+    const pushed = await h.inSeat(
+      "narrow",
+      `git checkout -q -b na teamd/main && ${commitOn("na1")} && git checkout -q -b nb && ${commitOn("nb1")} && git push teamd na nb 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const na = hubRef("refs/heads/seat/narrow/na");
+    const nb = hubRef("refs/heads/seat/narrow/nb");
+    expect(na).toBeDefined();
+    expect(nb).toBeDefined();
+    expect(h.hubGit("rev-parse", `${nb}~1`)).toBe(na);
+    expect(h.hubGit("show", `${nb}:docs/secret.md`)).toBe(CANARY); // replayed onto the real base
+    expect(h.hubGit("show", `${nb}:src/na1.txt`)).toBe("na1");
+  });
+
+  /**
+   * A `git` first on the PATH git-remote-teamd is run with: the helper runs it for
+   * pack-objects, so the seat chooses which objects travel.
+   */
+  const evilGit = (packObjects: string) =>
+    [
+      "mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'",
+      "#!/bin/sh",
+      'if [ "$1" = pack-objects ]; then',
+      packObjects,
+      "exit 0",
+      "fi",
+      'exec /usr/bin/git "$@"',
+      "EOS",
+      "chmod +x /tmp/evil/git",
+    ].join("\n");
+
+  it("still refuses, on the second ref of one push, an unread blob named by id and never sent, after the first ref landed", async () => {
+    const secretBlob = h.hubGit("rev-parse", "main:docs/secret.md");
+    expect(h.hubGit("cat-file", "-p", secretBlob)).toBe(CANARY); // control: the hub has it, by that id
+    const attack = await h.inSeat(
+      "narrow",
+      [
+        "git checkout -q -b good teamd/main",
+        `echo ${NARROW_ONLY} > src/good.txt && git add -A && git commit -qm good`,
+        `git update-index --add --cacheinfo 100644,${secretBlob},src/stolen.md`,
+        "tree=$(git write-tree --missing-ok)",
+        "commit=$(git commit-tree $tree -p HEAD -m stolen)",
+        "git update-ref refs/heads/stolen $commit",
+        "git reset -q",
+        // good's objects and stolen's commit and two trees: the blob stays behind, named but never sent.
+        evilGit(
+          "{ /usr/bin/git rev-list --objects --no-object-names refs/heads/good --not refs/remotes/teamd/main; /usr/bin/git rev-parse refs/heads/stolen refs/heads/stolen^{tree} refs/heads/stolen:src; } | /usr/bin/git pack-objects --stdout",
+        ),
+        "printf 'push refs/heads/good:refs/heads/good\\npush refs/heads/stolen:refs/heads/stolen\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1",
+      ].join(" && "),
+    );
+    expect(attack.stdout).toMatch(/^ok refs\/heads\/good/m);
+    expect(attack.stdout).toMatch(/^error refs\/heads\/stolen teamd: push\.(pack|bounded-merge)/m);
+    expect(hubRef("refs/heads/seat/narrow/good")).toBeDefined();
+    expect(hubRef("refs/heads/seat/narrow/stolen")).toBeUndefined();
+    const fetched = await h.inSeat("narrow", `git fetch -q teamd; git cat-file -e ${secretBlob} && echo LEAKED || echo absent`);
+    expect(fetched.stdout.trim().split("\n").pop()).toBe("absent");
+    await h.inSeat("narrow", "git checkout -q --detach teamd/main; git update-ref -d refs/heads/stolen");
+  });
+
+  it("still refuses, on the second ref of an unbounded seat's push, a blob it was never served, after the first ref's objects reached the hub", async () => {
+    const unserved = h.hubGit("rev-parse", "refs/heads/seat/narrow/good:src/good.txt");
+    expect(h.hubGit("cat-file", "-p", unserved)).toBe(NARROW_ONLY); // control: the hub has it, by that id
+    expect((await h.inSeat("w1", "git ls-remote teamd")).stdout).not.toContain("seat/narrow/"); // and w1 may not fetch it
+    const attack = await h.inSeat(
+      "w1",
+      [
+        "git checkout -q -b first teamd/main",
+        commitOn("first"),
+        `blob=$(echo ${NARROW_ONLY} | git hash-object --stdin)`,
+        "test $blob = " + unserved,
+        "git update-index --add --cacheinfo 100644,$blob,src/taken.md",
+        "tree=$(git write-tree --missing-ok)",
+        "commit=$(git commit-tree $tree -p HEAD -m taken)",
+        "git update-ref refs/heads/taken $commit",
+        "git reset -q",
+        evilGit(
+          "{ /usr/bin/git rev-list --objects --no-object-names refs/heads/first --not refs/remotes/teamd/main; /usr/bin/git rev-parse refs/heads/taken refs/heads/taken^{tree} refs/heads/taken:src; } | /usr/bin/git pack-objects --stdout",
+        ),
+        "printf 'push refs/heads/first:refs/heads/first\\npush refs/heads/taken:refs/heads/taken\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1",
+      ].join(" && "),
+    );
+    expect(attack.stdout).toMatch(/^ok refs\/heads\/first/m);
+    expect(attack.stdout).toMatch(/^error refs\/heads\/taken teamd: push\.pack/m);
+    expect(attack.stdout).toContain(`lacks object ${unserved}`);
+    expect(hubRef("refs/heads/seat/w1/first")).toBe((await local("w1", "first"))[0]);
+    expect(hubRef("refs/heads/seat/w1/taken")).toBeUndefined();
+    await h.inSeat("w1", "git checkout -q --detach teamd/main; git update-ref -d refs/heads/taken");
+  });
+});
