@@ -9,7 +9,7 @@ import type {
 } from "../../src/gen/teamd/v1/shim_pb.js";
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
-import { commitMessageProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
+import { commitMessageProblem, gitMetaFileProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
 import { git, gitInput } from "../../src/effects/git.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
@@ -192,6 +192,9 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       // name that is no ref name or cannot live beside the refs that exist.
       const pathProblem = gitPathProblem(clean);
       if (pathProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.path", `${JSON.stringify(clean)}: ${pathProblem}`), "file.write");
+      // What fsck reads of a push's .gitmodules and .gitattributes (the name here, the content once it is in).
+      const metaProblem = gitMetaFileProblem(clean, new Uint8Array());
+      if (metaProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.path", `${JSON.stringify(clean)}: ${metaProblem}`), "file.write");
       const messageProblem = commitMessageProblem(header.message);
       if (messageProblem !== undefined) throw await deps.pipeline.refuse(ctx, refuse("git.message", messageProblem), "file.write");
       if (header.size > BigInt(MAX_FILE_BYTES)) {
@@ -292,6 +295,9 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           );
         }
         const content = Buffer.concat(chunks);
+        const contentProblem = gitMetaFileProblem(clean, content);
+        if (contentProblem !== undefined)
+          throw await deps.pipeline.refuse(ctx, refuse("git.path", `${JSON.stringify(clean)}: ${contentProblem}`), "file.write");
         return deps.pipeline.act(
           ctx,
           { capability: "write", effect: { paths: [clean] } },

@@ -154,6 +154,47 @@ export function gitPathProblem(path: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Is this one path component `.gitmodules` as git's fsck would find it on HFS+ or NTFS:
+ * `.gitmodules` case folded, with HFS+'s ignored code points dropped and NTFS's trailing dots,
+ * spaces and stream suffix stripped, or one of its NTFS short names (`gitmod~N`, `gi7eba~N`)?
+ * Folding more than git does only refuses more.
+ */
+export function isDotGitmodules(component: string): boolean {
+  const end = spelled(component, ".gitmodules", 0, hfsIgnored);
+  if (end >= 0) {
+    const rest = [...component.slice(end)].filter((ch) => !hfsIgnored(ch.codePointAt(0) as number)).join("");
+    if (/^[ .]*(?::.*)?$/.test(rest)) return true;
+  }
+  return /^(?:gitmod|gi7eba)~[1-9]/i.test(component);
+}
+
+/** The longest line fsck lets a `.gitattributes` blob hold (git's ATTR_MAX_LINE_LENGTH). */
+export const MAX_ATTRIBUTES_LINE_BYTES = 2048;
+
+/**
+ * Why git's fsck would refuse `content` at `path`, for the two files whose content fsck reads,
+ * or undefined. A file write makes its blob and tree without index-pack, so what a push meets in
+ * fsck is checked here: a `.gitmodules` (or an alias of it) anywhere is refused — its URLs and
+ * paths are what submodule attacks ride (an option-shaped URL or path), and a push, where fsck
+ * judges them, is the way to change it; a `.gitattributes` may hold no line over fsck's bound.
+ */
+export function gitMetaFileProblem(path: string, content: Uint8Array): string | undefined {
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  if (isDotGitmodules(name))
+    return `'${JSON.stringify(name).slice(1, -1)}' is .gitmodules (or an alias of it): file write does not take it; push it, where git's fsck checks its URLs and paths`;
+  if (name.toLowerCase() === ".gitattributes") {
+    let start = 0;
+    for (let i = 0; i <= content.length; i++) {
+      if (i === content.length || content[i] === 0x0a) {
+        if (i - start > MAX_ATTRIBUTES_LINE_BYTES) return `a line of ${name} is ${i - start} bytes; git's fsck takes at most ${MAX_ATTRIBUTES_LINE_BYTES}`;
+        start = i + 1;
+      }
+    }
+  }
+  return undefined;
+}
+
 /** Why git could not be handed `message` as a commit message, or undefined: no NUL byte (git cuts there), and within one argument's bound. */
 export function commitMessageProblem(message: string): string | undefined {
   if (message.includes("\0")) return "the commit message contains a NUL byte";

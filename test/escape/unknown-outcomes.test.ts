@@ -172,6 +172,30 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
   });
 
+  // A file write makes its blob and tree without index-pack, so fsck never judged them: a
+  // .gitmodules with an option-shaped URL (the submodule attacks' way in) reached the hub.
+  it("a file write of a .gitmodules (or an alias) is refused before any intent; the same file pushed meets git's fsck", async () => {
+    const evil = '[submodule "x"]\\n\\tpath = x\\n\\turl = --upload-pack=touch${IFS}/tmp/pwned\\n';
+    const seq = await lastSeq();
+    for (const path of ["src/.gitmodules", "src/GITMOD~1"]) {
+      const written = await h.sh("w1", `printf '${evil}' | teamd-shim file write '${path}' --branch modules`);
+      expect(written.code, written.stdout + written.stderr).toBe(3);
+      expect(written.stdout + written.stderr).toMatch(/git\.path/);
+    }
+    expect(hubRef("refs/heads/seat/w1/modules")).toBeUndefined();
+    const after = await since(seq);
+    expect(after.intents, JSON.stringify(after.intents)).toEqual([]);
+    expect(after.refusals("git.path")).toHaveLength(2);
+    // Control: the content is what fsck refuses — pushed, it does not land either.
+    const pushed = await h.inSeat(
+      "w1",
+      `back=$(git symbolic-ref -q --short HEAD) && git checkout -q -B gm && printf '${evil}' > src/.gitmodules && git add src/.gitmodules && git commit -qm gm && git push teamd gm:gm; code=$?; git checkout -q "$back"; exit $code`,
+    );
+    expect(pushed.code, pushed.stdout + pushed.stderr).not.toBe(0);
+    expect(pushed.stdout + pushed.stderr).toMatch(/gitmodules/i);
+    expect(hubRef("refs/heads/seat/w1/gm")).toBeUndefined();
+  });
+
   /** `.git` as HFS+ and NTFS see it, inside the seat's write scope; and other paths git's verify_path refuses. */
   const ALIASES = [
     "src/.g\u200cit/config",

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { commitMessageProblem, gitPathProblem, isHfsDotGit, isNtfsDotGit, MAX_MESSAGE_BYTES, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
+import {
+  commitMessageProblem,
+  gitMetaFileProblem,
+  gitPathProblem,
+  isDotGitmodules,
+  isHfsDotGit,
+  isNtfsDotGit,
+  MAX_MESSAGE_BYTES,
+  refConflict,
+  refNameProblem,
+} from "../../src/kernel/git-names.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { destination } from "../../src/kernel/seat-refs.js";
 
@@ -149,6 +159,35 @@ describe("gitPathProblem (git's verify_path, HFS+ and NTFS protections on)", () 
     if (ok) expect(problem).toBeUndefined();
     else expect(problem).toMatch(why as RegExp);
   });
+});
+
+describe("what fsck reads of .gitmodules and .gitattributes (file write makes no pack for fsck to judge)", () => {
+  it.each([
+    ".gitmodules",
+    ".GitModules",
+    ".git\u200cmodules",
+    "\ufeff.gitmodules",
+    ".gitmodules.",
+    ".gitmodules  ",
+    ".gitmodules::$DATA",
+    "GITMOD~1",
+    "gi7eba~4",
+  ])("%j is .gitmodules", (name) => expect(isDotGitmodules(name)).toBe(true));
+  it.each([".gitmodule", "gitmodules", ".gitmodules.txt", ".gitmodulesx", "gitmod~0", "xgitmod~1", ".gitattributes"])("%j is not", (name) =>
+    expect(isDotGitmodules(name)).toBe(false),
+  );
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  it.each([
+    ["a .gitmodules at the root", ".gitmodules", "", /is \.gitmodules/],
+    ["a .gitmodules in a folder", "src/vendor/.gitmodules", "", /is \.gitmodules/],
+    ["an alias of it", "src/GITMOD~1", "", /is \.gitmodules/],
+    ["a .gitattributes line over 2048 bytes", "src/.gitattributes", `*.c text\n${"x".repeat(2049)}\n`, /2049 bytes; git's fsck takes at most 2048/],
+    ["its last line, without a newline", ".gitattributes", "y".repeat(3000), /3000 bytes/],
+  ])("refuses %s", (_what, path, content, reason) => expect(gitMetaFileProblem(path, bytes(content))).toMatch(reason));
+  it.each([
+    ["a .gitattributes of short lines", ".gitattributes", `*.c text\n${"x".repeat(2048)}\n`],
+    ["any other file, however long its lines", "src/a.txt", "z".repeat(5000)],
+  ])("takes %s", (_what, path, content) => expect(gitMetaFileProblem(path, bytes(content))).toBeUndefined());
 });
 
 describe("commitMessageProblem", () => {
