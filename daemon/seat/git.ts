@@ -404,10 +404,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         paths = [];
       } else {
         commits = await newCommits(src.repo, q, update.newOid, { readable });
-        paths = (await changedPaths(src.repo, q, commits)).paths;
+        paths = (await changedPaths(src.repo, q, commits, await limitsFor(ctx))).paths;
       }
     } catch (error) {
-      if (error instanceof PackRejected) return fail(refuse("push.pack", error.reason));
+      if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));
       throw error;
     }
     if (!update.force && currentSeen !== undefined && !(await isAncestor(src.repo, q, currentSeen, update.newOid))) {

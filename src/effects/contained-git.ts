@@ -50,6 +50,13 @@ export interface ContainedGitOptions {
   readonly maxOutputBytes?: number;
 }
 
+/**
+ * The memory (RLIMIT_DATA) of a contained run over seat-written trees where no seat's limits
+ * apply — a merge's or an artifact's diff, a push by a seat without limits: git holds a whole
+ * diff before printing it, and trees that name one another expand to millions of paths.
+ */
+export const SEAT_DATA_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
+
 /** Default bound on a contained run's stdout held whole in the daemon. */
 export const CONTAINED_OUTPUT_BYTES = GIT_OUTPUT_BYTES;
 

@@ -1,7 +1,16 @@
 import { createReadStream, existsSync } from "node:fs";
 import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { containedGit, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions } from "./contained-git.js";
+import {
+  containedGit,
+  createGitSandbox,
+  GitOutputTooLarge,
+  objectStores,
+  objectTypes,
+  SEAT_DATA_MEMORY_BYTES,
+  type ContainedGitLimits,
+  type ContainedGitOptions,
+} from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 
@@ -29,8 +38,8 @@ export class PackRejected extends Error {
   override readonly name = "PackRejected";
   constructor(
     readonly reason: string,
-    /** The bound or check it failed: push.pack, or a bound of the header scan (pack-scan.ts). */
-    readonly rule: PackScanRule = "push.pack",
+    /** The bound or check it failed: push.pack, a bound of the header scan (pack-scan.ts), or the paths one push may change. */
+    readonly rule: PackScanRule | "push.paths" = "push.pack",
   ) {
     super(`push refused: ${reason}`);
   }
@@ -180,6 +189,16 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
   }
 }
 
+/**
+ * The most paths one push may change (its commits' diffs, every commit's counted): more files
+ * than a large real repository holds (the Linux kernel: about 90,000), so an import fits, while
+ * a seat's trees naming one another (a few hundred bytes listing a million paths) are refused
+ * before the daemon holds them. The diff's output is held to PUSH_PATHS_OUTPUT_BYTES.
+ */
+export const PUSH_PATHS = 200_000;
+const PUSH_PATHS_OUTPUT_BYTES = 48 * 1024 * 1024;
+const PUSH_PATHS_TIMEOUT_MS = 30_000;
+
 export interface ChangedPaths {
   readonly paths: readonly string[];
   readonly commits: readonly { readonly oid: string; readonly paths: readonly string[] }[];
@@ -192,15 +211,48 @@ export interface ChangedPaths {
  * diff, with every parent's name for the path): merging trunk in cleanly writes nothing the
  * seat chose, while a merge result no parent had — an evil merge — is the seat's writing.
  */
-export async function changedPaths(hub: string, q: Quarantine, commits: readonly string[]): Promise<ChangedPaths> {
+export async function changedPaths(
+  hub: string,
+  q: Quarantine,
+  commits: readonly string[],
+  options: { readonly maxPaths?: number; readonly limits?: ContainedGitLimits } = {},
+): Promise<ChangedPaths> {
+  const maxPaths = options.maxPaths ?? PUSH_PATHS;
   if (commits.length === 0) return { paths: [], commits: [] };
   for (const oid of commits) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
   const context = await quarantineContext(hub, q);
+  const tooWide = () =>
+    new PackRejected(
+      `the push changes more than ${maxPaths} paths (trees that name one another can list millions from a few bytes); push in smaller steps`,
+      "push.paths",
+    );
   const { stdout } = await containedGit(["diff-tree", "--stdin", "-r", "--root", "-M", "-C", "--cc", "--combined-all-paths", "--name-status", "-z"], {
     ...context,
     input: Buffer.from(commits.map((oid) => `${oid}\n`).join("")),
+    maxOutputBytes: PUSH_PATHS_OUTPUT_BYTES,
+    // git holds a commit's whole diff before it prints any of it (rename detection needs it
+    // all): a tree naming a hundred million paths prints nothing while it grows. So the run is
+    // held to the seat's own limits (its cgroups, or its memory as RLIMIT_DATA; a seat without
+    // limits, SEAT_DATA_MEMORY_BYTES) and to PUSH_PATHS_TIMEOUT_MS; past either, the push is
+    // refused with the bound's rule — never an internal error, never the daemon's memory.
+    limits: options.limits ?? { memoryBytes: SEAT_DATA_MEMORY_BYTES },
+    timeoutMs: PUSH_PATHS_TIMEOUT_MS,
+  }).catch((error: unknown) => {
+    if (error instanceof GitOutputTooLarge) throw tooWide();
+    // Killed (a signal: the timeout, the cgroup's OOM killer) or out of memory under RLIMIT_DATA (git dies 128 saying so).
+    const outOfBounds =
+      error instanceof GitError &&
+      (typeof error.code === "string" || error.code === null || error.code > 128 || /out of memory|cannot allocate/i.test(error.stderr));
+    if (outOfBounds)
+      throw new PackRejected(
+        `listing the push's changed paths did not finish within ${PUSH_PATHS_TIMEOUT_MS / 1000} s and your memory (git: ${error.code}); push in smaller steps`,
+        "push.paths",
+      );
+    throw error;
   });
   const perCommit = new Map<string, Set<string>>(commits.map((oid) => [oid, new Set<string>()]));
+  // Every distinct path as it comes: refused the moment there are too many, never held past it.
+  const everyPath = new Set<string>();
   const tokens = splitNul(stdout);
   let current: Set<string> | undefined;
   const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -230,6 +282,8 @@ export async function changedPaths(hub: string, q: Quarantine, commits: readonly
         throw new PackRejected(`a path of the push is not valid UTF-8: ${JSON.stringify(name.toString("latin1"))}`);
       }
       current.add(path);
+      everyPath.add(path);
+      if (everyPath.size > maxPaths) throw tooWide();
     }
     i += 1 + count;
   }

@@ -460,6 +460,10 @@ export const RULES = {
     summary:
       "an object of the pushed pack (or a delta's result, or all of them together) declares more bytes than a push may expand to; refused before git reads it",
   },
+  "push.paths": {
+    section: "§11",
+    summary: "the push changes more paths than one push may (trees that name one another list millions from a few bytes); push in smaller steps",
+  },
   "push.ref-updates": {
     section: "§11",
     summary: "the push names more ref updates than one push may make; push in smaller steps",

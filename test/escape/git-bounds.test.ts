@@ -186,6 +186,45 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
   }, 120_000);
 
   /**
+   * A tree bomb: 100 names for the empty blob, then `levels` trees of 100 names for the tree
+   * below — a few KB of pack naming 100^(levels+1) paths under src/ — on the seat's start commit.
+   */
+  const treeBombPush = (levels: number, branch: string) =>
+    [
+      `git checkout -q --detach ${start}`,
+      "e=$(git hash-object -w --stdin </dev/null)",
+      "t=$(for i in $(seq 0 99); do printf '100644 blob %s\\tf%s\\n' $e $i; done | git mktree)",
+      `for l in $(seq 1 ${levels}); do t=$(for i in $(seq 0 99); do printf '040000 tree %s\\td%s\\n' $t $i; done | git mktree); done`,
+      `root=$( (git ls-tree ${start} | grep -v "$(printf '\\tsrc$')"; printf '040000 tree %s\\tsrc\\n' $t) | git mktree)`,
+      `c=$(git commit-tree $root -p ${start} -m bomb)`,
+      `git push teamd $c:refs/heads/${branch} 2>&1`,
+    ].join("\n");
+
+  it.each([
+    ["a million paths (the path bound)", 2, "tb-million"],
+    ["a hundred million paths (the diff's memory bound)", 3, "tb-hundred-million"],
+  ])(
+    "refuses a tree bomb push of %s before the daemon holds them (push.paths); the hub never gets it",
+    async (_what, levels, branch) => {
+      const before = await refusals("push.paths");
+      const attack = await h.inSeat("w1", treeBombPush(levels, branch));
+      expect(attack.stdout + attack.stderr, h.daemon?.stderr().slice(-3000)).toMatch(/push\.paths/);
+      expect(hubRef(`refs/heads/seat/w1/${branch}`)).toBeUndefined();
+      expect(await refusals("push.paths")).toBeGreaterThan(before);
+    },
+    120_000,
+  );
+
+  it("control: the same kind of tree at ten thousand paths lands", async () => {
+    const control = await h.inSeat("w1", treeBombPush(1, "tb-small"));
+    expect(control.code, control.stdout + control.stderr).toBe(0);
+    expect(hubRef("refs/heads/seat/w1/tb-small")).toBeDefined();
+    expect(h.hubGit("ls-tree", "-r", "--name-only", "refs/heads/seat/w1/tb-small", "--", "src/d99/").split("\n")).toHaveLength(100);
+    const deleted = await h.inSeat("w1", "git push -q teamd --delete refs/heads/seat/w1/tb-small 2>&1");
+    expect(deleted.code, deleted.stdout).toBe(0);
+  }, 120_000);
+
+  /**
    * N fetch streams the seat never reads: a `git` first on the helper's PATH that lists no
    * refs (so the fetch sends no haves) and whose index-pack neither reads nor exits, so the helper stops reading the daemon's stream and the daemon's
    * pack-objects blocks on it, alive. Every pid the seat started is recorded and killed by pid.
