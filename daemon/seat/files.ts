@@ -10,6 +10,7 @@ import type {
 import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { commitMessageProblem, gitMetaFileProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
+import { seatGitLimits } from "../../src/effects/contained-git.js";
 import { git, gitInput } from "../../src/effects/git.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
@@ -255,7 +256,7 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         if (mine > quota.refs) throw await over(`your branches would number ${mine}; a seat may hold at most ${quota.refs}`);
         const cgroupProcs = (await deps.seatCgroups?.(identity)) ?? [];
         const memoryBytes = ctx.seat.start?.limits !== undefined && ctx.seat.start.limits !== "none" ? ctx.seat.start.limits.memoryBytes : undefined;
-        const limits = cgroupProcs.length > 0 ? { limits: { cgroupProcs } } : memoryBytes !== undefined ? { limits: { memoryBytes } } : {};
+        const limits = { limits: seatGitLimits(cgroupProcs, memoryBytes) };
         const storage = await seatStorage(hub, prefix, limits);
         if (storage.bytes + declared > quota.bytes)
           throw await over(`your branches hold ${storage.bytes} bytes in the hub and this file is ${declared}; a seat may hold at most ${quota.bytes}`);

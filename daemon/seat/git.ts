@@ -22,7 +22,7 @@ import {
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
-import type { ContainedGitLimits } from "../../src/effects/contained-git.js";
+import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contained-git.js";
 import type { PackBounds } from "../../src/effects/pack-scan.js";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
 import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
@@ -164,16 +164,15 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
 
   /**
    * Contained git for the seat runs in the seat's own cgroups (its memory and pids count
-   * against the seat); without them, under the seat's memory limit as an rlimit per process.
+   * against the seat), and under a memory rlimit wherever no cgroup holds its memory
+   * (seatGitLimits: the seat's own limit, or the daemon's bound for a seat without one).
    * Not its process limit as RLIMIT_NPROC: that counts every process of the daemon's uid (and
    * root ignores it), so the process bound is `concurrent` runs of a few processes each.
    */
-  async function limitsFor(ctx: SeatContext): Promise<{ limits: ContainedGitLimits } | Record<string, never>> {
+  async function limitsFor(ctx: SeatContext): Promise<{ limits: ContainedGitLimits }> {
     const cgroupProcs = (await deps.seatCgroups?.(ctx.identity)) ?? [];
-    if (cgroupProcs.length > 0) return { limits: { cgroupProcs } };
     const limits = ctx.seat.start?.limits;
-    if (limits === undefined || limits === "none" || limits.memoryBytes === undefined) return {};
-    return { limits: { memoryBytes: limits.memoryBytes } };
+    return { limits: seatGitLimits(cgroupProcs, limits === undefined || limits === "none" ? undefined : limits.memoryBytes) };
   }
 
   async function trunkOf(hub: string): Promise<string> {

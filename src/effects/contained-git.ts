@@ -57,6 +57,16 @@ export interface ContainedGitOptions {
  */
 export const SEAT_DATA_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 
+/**
+ * The limits contained git for a seat runs under: the seat's cgroups where it has them, and a
+ * memory rlimit wherever no cgroup carries one — the seat's own memory limit, or for a seat
+ * without one SEAT_DATA_MEMORY_BYTES (a 256 MiB pack's index-pack fits in it).
+ */
+export function seatGitLimits(cgroupProcs: readonly string[], seatMemoryBytes: number | undefined): ContainedGitLimits {
+  if (cgroupProcs.length > 0 && seatMemoryBytes !== undefined) return { cgroupProcs };
+  return { ...(cgroupProcs.length > 0 ? { cgroupProcs } : {}), memoryBytes: seatMemoryBytes ?? SEAT_DATA_MEMORY_BYTES };
+}
+
 /** Default bound on a contained run's stdout held whole in the daemon. */
 export const CONTAINED_OUTPUT_BYTES = GIT_OUTPUT_BYTES;
 
@@ -67,8 +77,9 @@ export { GitOutputTooLarge };
  * unbounded"). `cgroupProcs`: the seat's own cgroups — the launch chain writes its own pid
  * into each `cgroup.procs` before bwrap starts, so git and every process it forks count
  * against the seat's memory and pids (and die with the seat's cgroup.kill); a write that fails
- * fails the run (git never starts unbounded). Without them, rlimits through prlimit(1):
- * `memoryBytes` as RLIMIT_DATA per process and `processes` as RLIMIT_NPROC — per host uid,
+ * fails the run (git never starts unbounded). `memoryBytes` as RLIMIT_DATA per process
+ * through prlimit(1), with or without them (a seat's cgroups may hold no memory limit); without
+ * them, `processes` as RLIMIT_NPROC — per host uid,
  * which root does not obey (see src/sandbox/rlimit-args.ts): as root without cgroups, the
  * process bound is only the per-seat bound on concurrent runs (daemon/seat/git.ts).
  */
@@ -307,10 +318,11 @@ function joinCgroups(limits: ContainedGitLimits | undefined): string {
 
 /** prlimit(1) before bwrap for what no cgroup of the seat's carries. */
 function rlimits(limits: ContainedGitLimits | undefined): string[] {
-  if (limits === undefined || (limits.cgroupProcs?.length ?? 0) > 0) return [];
+  if (limits === undefined) return [];
   const flags: string[] = [];
+  // With cgroups too: a seat's cgroup may carry no memory limit (its pids and kill only).
   if (limits.memoryBytes !== undefined) flags.push(`--data=${limits.memoryBytes}:${limits.memoryBytes}`);
-  if (limits.processes !== undefined) flags.push(`--nproc=${limits.processes}:${limits.processes}`);
+  if (limits.processes !== undefined && (limits.cgroupProcs?.length ?? 0) === 0) flags.push(`--nproc=${limits.processes}:${limits.processes}`);
   return flags.length === 0 ? [] : [PRLIMIT, ...flags, "--"];
 }
 

@@ -35,6 +35,13 @@ const TEAM_FILE = teamFile(`  w1:
       limits:
         memory: 2G
         processes: 1024
+  w2:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
 `);
 
 /** The quota this daemon runs with (TEAMD_SEAT_GIT_BOUNDS): four refs, 3 MiB only the seat's branches hold. */
@@ -71,11 +78,12 @@ function hostProcesses(): Map<number, { ppid: number; argv: string[] }> {
  * daemon runs and every process on the way to it from the daemon (the launch chain, bwrap,
  * its init), counted once by pid.
  */
-function fetchProcesses(daemonPid: number): { packObjects: number; processes: number; cgroups: string[] } {
+function fetchProcesses(daemonPid: number): { packObjects: number; processes: number; cgroups: string[]; dataLimits: string[] } {
   const procs = hostProcesses();
   const counted = new Set<number>();
   let packObjects = 0;
   const cgroups: string[] = [];
+  const dataLimits: string[] = [];
   for (const [pid, p] of procs) {
     // git itself (not the launch chain or bwrap, whose arguments name it too).
     if (p.argv[0]?.split("/").pop() !== "git" || !p.argv.includes("pack-objects")) continue;
@@ -89,8 +97,9 @@ function fetchProcesses(daemonPid: number): { packObjects: number; processes: nu
     packObjects += 1;
     for (const c of chain) counted.add(c);
     cgroups.push(readFileSync(`/proc/${pid}/cgroup`, "utf8"));
+    dataLimits.push(/^Max data size\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"))?.[1] ?? "?");
   }
-  return { packObjects, processes: counted.size, cgroups };
+  return { packObjects, processes: counted.size, cgroups, dataLimits };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -250,11 +259,19 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     ].join("\n");
 
   /** Run `holdFetches` and sample the daemon's fetch processes from the host while it holds them; the largest sample. */
-  async function heldFetches(n: number): Promise<{ packObjects: number; processes: number; cgroups: string[]; output: string }> {
+  async function heldFetches(
+    n: number,
+    seat = "w1",
+  ): Promise<{ packObjects: number; processes: number; cgroups: string[]; dataLimits: string[]; output: string }> {
     const daemonPid = h.daemon?.child.pid;
     expect(daemonPid).toBeDefined();
-    const running = h.inSeat("w1", holdFetches(n, 12));
-    let most: { packObjects: number; processes: number; cgroups: string[] } = { packObjects: 0, processes: 0, cgroups: [] };
+    const running = h.inSeat(seat, holdFetches(n, 12));
+    let most: { packObjects: number; processes: number; cgroups: string[]; dataLimits: string[] } = {
+      packObjects: 0,
+      processes: 0,
+      cgroups: [],
+      dataLimits: [],
+    };
     let done = false;
     void running.finally(() => (done = true));
     const until = Date.now() + 20_000;
@@ -279,6 +296,13 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
       expect(status).toMatch(/"cgroup":\s*"v[12]/);
       for (const cgroup of one.cgroups) expect(cgroup, cgroup).toMatch(/\/teamd\/[0-9a-f]+\/proj\/w1-/);
     }
+  }, 60_000);
+
+  it("a seat without limits of its own still gets bounded git: its fetch's pack-objects runs under the daemon's 2 GiB data limit", async () => {
+    const held = await heldFetches(1, "w2");
+    expect(held.packObjects, held.output).toBe(1);
+    // Read from the host: the process's own limits (without the bound, "unlimited").
+    expect(held.dataLimits).toEqual([String(2 * 1024 * 1024 * 1024)]);
   }, 60_000);
 
   it("bounds twelve unread fetch streams at the seat's bound of concurrent fetches; the rest are refused, not run", async () => {
