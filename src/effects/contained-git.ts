@@ -5,7 +5,7 @@ import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ISOLATION, missingFeatures } from "../sandbox/bwrap-args.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
-import { GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
+import { collectBounded, GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
 import { BASH, closeFdsScript } from "../sandbox/close-fds.js";
 
 /**
@@ -65,6 +65,17 @@ export const SEAT_DATA_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 export function seatGitLimits(cgroupProcs: readonly string[], seatMemoryBytes: number | undefined): ContainedGitLimits {
   if (cgroupProcs.length > 0 && seatMemoryBytes !== undefined) return { cgroupProcs };
   return { ...(cgroupProcs.length > 0 ? { cgroupProcs } : {}), memoryBytes: seatMemoryBytes ?? SEAT_DATA_MEMORY_BYTES };
+}
+
+/** Options to read a hub's seat-written trees contained: the hub and its object stores read-only, held to SEAT_DATA_MEMORY_BYTES (git holds a whole diff before it prints). */
+export async function hubReadContext(hubDir: string): Promise<ContainedGitOptions> {
+  return {
+    gitDir: hubDir,
+    readOnly: [hubDir, ...(await objectStores(hubDir))],
+    writable: [],
+    sandbox: createGitSandbox(),
+    limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES },
+  };
 }
 
 /** Default bound on a contained run's stdout held whole in the daemon. */
@@ -330,27 +341,14 @@ function rlimits(limits: ContainedGitLimits | undefined): string[] {
 export async function containedGit(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitResult> {
   const spawned = await spawnContained(args, { ...options, timeoutMs: options.timeoutMs ?? 120_000 });
   const max = options.maxOutputBytes ?? CONTAINED_OUTPUT_BYTES;
-  const chunks: Buffer[] = [];
-  let held = 0;
-  let over = false;
-  spawned.stdout.on("data", (chunk: Buffer) => {
-    if (over) return;
-    held += chunk.length;
-    if (held > max) {
-      over = true;
-      chunks.length = 0;
-      spawned.kill();
-      return;
-    }
-    chunks.push(chunk);
-  });
+  const out = collectBounded(spawned.stdout, max, spawned.kill);
   const finished = await spawned.done.then(
     (value) => ({ value }),
     (error: unknown) => ({ error }),
   );
-  if (over) throw new GitOutputTooLarge(args, max);
+  if (out.over()) throw new GitOutputTooLarge(args, max);
   if ("error" in finished) throw finished.error;
-  return { stdout: Buffer.concat(chunks), stderr: finished.value.stderr };
+  return { stdout: out.bytes(), stderr: finished.value.stderr };
 }
 
 /** Run git contained and hand its stdout on as it comes (a fetch's pack can be large). */

@@ -1,5 +1,5 @@
 import { realpath } from "node:fs/promises";
-import { containedGit, createGitSandbox, objectStores, type ContainedGitOptions, SEAT_DATA_MEMORY_BYTES } from "./contained-git.js";
+import { containedGit, hubReadContext } from "./contained-git.js";
 import { git, gitSucceeds } from "./git.js";
 import { parseNameStatus } from "./git-merge.js";
 import { readRef } from "./git-receive.js";
@@ -57,14 +57,8 @@ export async function summarizeArtifact(hub: string, trunkRef: string, named: st
   if (parents.length > 2) throw new NotAnArtifact(`${commit} has ${parents.length} parents: teamd merges one change at a time, so no gate named it`);
   const tree = (await git(["rev-parse", "--verify", `${commit}^{tree}`], { gitDir: hubDir })).stdout.trim();
   // Seat-written content is diffed inside the sandbox, as the merge's summary does.
-  // Held to SEAT_DATA_MEMORY_BYTES: the trees are seat-written, and a diff of them is held whole by git before it prints.
-  const context: ContainedGitOptions = {
-    gitDir: hubDir,
-    readOnly: [hubDir, ...(await objectStores(hubDir))],
-    writable: [],
-    sandbox: createGitSandbox(),
-    limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES },
-  };
+  const context = await hubReadContext(hubDir);
+
   const diff = await containedGit(["diff-tree", "-r", "-M", "-C", "--name-status", "-z", base, tree, "--"], context);
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", head, "--not", base, "--"], context);
   const commits = listed.stdout

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { realpath } from "node:fs/promises";
-import { containedGit, createGitSandbox, objectStores, type ContainedGitOptions, SEAT_DATA_MEMORY_BYTES } from "./contained-git.js";
+import { containedGit, hubReadContext } from "./contained-git.js";
 import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
 import { retryRefLock } from "./ref-lock.js";
@@ -66,14 +66,7 @@ export async function summarizeChange(hub: string, trunkRef: string, branchRef: 
   const hubDir = await realpath(hub);
   const base = await tipOf(hubDir, trunkRef);
   const head = await tipOf(hubDir, branchRef);
-  // Held to SEAT_DATA_MEMORY_BYTES: the trees are seat-written, and a diff of them is held whole by git before it prints.
-  const context: ContainedGitOptions = {
-    gitDir: hubDir,
-    readOnly: [hubDir, ...(await objectStores(hubDir))],
-    writable: [],
-    sandbox: createGitSandbox(),
-    limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES },
-  };
+  const context = await hubReadContext(hubDir);
 
   // First, while nothing has been written: a branch the trunk already holds is no change.
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", head, "--not", base, "--"], context);

@@ -133,6 +133,32 @@ export class GitOutputTooLarge extends Error {
 }
 
 /**
+ * A process's stdout gathered whole up to `maxBytes`; past it the rest is dropped, what was
+ * held is let go, and `stop` is called once (the caller kills the process).
+ */
+export function collectBounded(
+  stream: NodeJS.ReadableStream,
+  maxBytes: number,
+  stop: () => void,
+): { readonly over: () => boolean; readonly bytes: () => Buffer } {
+  const chunks: Buffer[] = [];
+  let held = 0;
+  let over = false;
+  stream.on("data", (chunk: Buffer) => {
+    if (over) return;
+    held += chunk.length;
+    if (held > maxBytes) {
+      over = true;
+      chunks.length = 0;
+      stop();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  return { over: () => over, bytes: () => Buffer.concat(chunks) };
+}
+
+/**
  * One hardened run with bytes on stdin and bytes out (blobs, packs); rejects GitError on a
  * non-zero exit, GitOutputTooLarge past `maxOutputBytes` (default GIT_OUTPUT_BYTES).
  */
@@ -145,28 +171,15 @@ export function gitInput(
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawnGit(args, gitDir, env);
-    const out: Buffer[] = [];
+    const out = collectBounded(child.stdout, maxOutputBytes, () => child.kill("SIGKILL"));
     const err: Buffer[] = [];
-    let held = 0;
-    let over = false;
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (over) return;
-      held += chunk.length;
-      if (held > maxOutputBytes) {
-        over = true;
-        out.length = 0;
-        child.kill("SIGKILL");
-        return;
-      }
-      out.push(chunk);
-    });
     child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
     // EPIPE when git exits early: the exit code tells what happened.
     child.stdin.on("error", () => undefined);
     child.on("error", reject);
     child.on("close", (code) => {
-      if (over) reject(new GitOutputTooLarge(args, maxOutputBytes));
-      else if (code === 0) resolve(Buffer.concat(out));
+      if (out.over()) reject(new GitOutputTooLarge(args, maxOutputBytes));
+      else if (code === 0) resolve(out.bytes());
       else reject(new GitError(args, code, Buffer.concat(err).toString("utf8")));
     });
     child.stdin.end(input);
