@@ -13,7 +13,7 @@ import { commitMessageProblem, gitMetaFileProblem, gitPathProblem, refConflict, 
 import { seatGitLimits } from "../../src/effects/contained-git.js";
 import { git, gitInput } from "../../src/effects/git.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
-import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
+import { explainRefFailure, RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
@@ -380,7 +380,7 @@ async function commitFile(
         const now = await readRef(hub, ref);
         if (now === commit) return;
         if (now !== base) throw new RefMoved(ref, base, now);
-        throw error;
+        throw await explainRefFailure(hub, ref, error);
       }
     });
     return commit;

@@ -13,6 +13,7 @@ import {
 } from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
+import { explainRefFailure } from "./ref-lock.js";
 
 /**
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
@@ -328,7 +329,7 @@ export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, r
   } catch (error) {
     const now = await readRef(hubDir, ref);
     if (now !== (oldOid || undefined)) throw new RefMoved(ref, oldOid || undefined, now);
-    throw error;
+    throw await explainRefFailure(hubDir, ref, error);
   }
 }
 

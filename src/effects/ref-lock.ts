@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { GitError } from "./git.js";
+import { refConflict } from "../kernel/git-names.js";
+import { git, GitError } from "./git.js";
 
 /**
  * A ref update that loses a lock race (issue 20, §15): git refuses to move a ref another
@@ -36,15 +37,45 @@ export const REF_LOCK_ATTEMPTS = 5;
 export const REF_LOCK_FIRST_PAUSE_MS = 25;
 
 const LOCKED = /Unable to create '[^']*\.lock': File exists/;
-const CONFLICT = /cannot lock ref '[^']*': ('[^']*' exists; cannot create '[^']*')/;
+/**
+ * git's ways of saying a ref cannot be made beside another (`x` and `x/y`: a ref file and a
+ * folder of refs of one name), which differ with the moment the other update is at — found by
+ * an outside attack racing pushes of `x` and `x/y` (git 2.39): the exists/cannot-create message,
+ * a non-empty folder blocking the ref, a lock that cannot be made under a ref file, a folder that
+ * cannot be made for it.
+ */
+const CONFLICTS = [
+  /cannot lock ref '[^']*': ('[^']*' exists; cannot create '[^']*')/,
+  /(there is a non-empty directory '[^']*' blocking reference '[^']*')/,
+  /(Unable to create '[^']*\.lock': Not a directory)/,
+  /cannot lock ref '[^']*': (unable to create directory for [^\n]*)/,
+];
 
 /** What a failed ref update's git said: a lock another process held, a name beside an existing ref, or neither. */
 export function refUpdateFailure(error: unknown): { readonly kind: "locked" } | { readonly kind: "conflict"; readonly detail: string } | undefined {
   if (!(error instanceof GitError)) return undefined;
-  const conflict = CONFLICT.exec(error.stderr);
-  if (conflict !== null) return { kind: "conflict", detail: conflict[1] as string };
+  for (const pattern of CONFLICTS) {
+    const conflict = pattern.exec(error.stderr);
+    if (conflict !== null) return { kind: "conflict", detail: conflict[1] as string };
+  }
   if (LOCKED.test(error.stderr)) return { kind: "locked" };
   return undefined;
+}
+
+/**
+ * A ref update failed and the caller read the ref back where it was: if a ref now stands
+ * beside it (a folder of refs of its name, or a ref at one of its folders), that is why —
+ * whatever words git used — and the update is refused as a RefConflict, never unknown; else
+ * git's own error, for the caller to judge.
+ */
+export async function explainRefFailure(repo: string, ref: string, error: unknown): Promise<Error> {
+  if (!(error instanceof GitError) || refUpdateFailure(error) !== undefined) return error instanceof Error ? error : new Error(String(error));
+  const { stdout } = await git(["for-each-ref", "--format=%(refname)", "refs/"], { gitDir: repo });
+  const conflict = refConflict(
+    ref,
+    stdout.split("\n").filter((line) => line !== "" && line !== ref),
+  );
+  return conflict === undefined ? error : new RefConflict(ref, conflict);
 }
 
 /**
@@ -59,6 +90,7 @@ export async function retryRefLock<T>(ref: string, update: () => Promise<T>, att
     try {
       return await update();
     } catch (error) {
+      if (error instanceof RefConflict) throw error;
       const failure = refUpdateFailure(error);
       if (failure === undefined) throw error;
       if (failure.kind === "conflict") throw new RefConflict(ref, failure.detail);

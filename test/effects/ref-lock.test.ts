@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mergeInto, summarizeChange } from "../../src/effects/git-merge.js";
 import { migrateAndUpdate, readRef, RefMoved } from "../../src/effects/git-receive.js";
-import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
+import { GitError } from "../../src/effects/git.js";
+import { explainRefFailure, RefBusy, RefConflict, refUpdateFailure, retryRefLock } from "../../src/effects/ref-lock.js";
 import { sh } from "../support/git-cli.js";
 
 /**
@@ -90,6 +91,48 @@ describe("a push's ref move against a held lock", () => {
     );
     expect(await readRef(hub, "refs/heads/seat/w1")).toBeUndefined();
   });
+});
+
+/**
+ * `x` and `x/y` made at once (found by an outside attack racing a seat's own pushes): git says
+ * "cannot be made beside" in several ways depending on where the other update is, and one that
+ * was missed became an unknown outcome — a blocked branch and a notice — for a ref that never moved.
+ */
+describe("a ref made beside another made at the same moment", () => {
+  it.each([
+    ["exists; cannot create", "fatal: cannot lock ref 'refs/heads/x/y': 'refs/heads/x' exists; cannot create 'refs/heads/x/y'"],
+    ["a non-empty folder in the way", "error: there is a non-empty directory './refs/heads/x' blocking reference 'refs/heads/x'"],
+    ["a lock under a ref file", "fatal: Unable to create '/hub/refs/heads/x/y.lock': Not a directory"],
+    ["no folder for it", "fatal: cannot lock ref 'refs/heads/x/y': unable to create directory for /hub/refs/heads/x/y"],
+  ])("git's words for it — %s — are a conflict", (_what, stderr) => {
+    expect(refUpdateFailure(new GitError(["update-ref"], 128, stderr))?.kind).toBe("conflict");
+  });
+
+  it("whatever git's words, a ref standing beside it now makes the failure a RefConflict; without one, git's own error", async () => {
+    const { hub } = makeHub();
+    const vague = new GitError(["update-ref"], 128, "fatal: update_ref failed for ref 'refs/heads/seat/w1': couldn't set 'refs/heads/seat/w1'");
+    expect(await explainRefFailure(hub, "refs/heads/seat/w1", vague)).toBeInstanceOf(RefConflict);
+    // Control: the same words for a ref nothing stands beside are not explained away.
+    expect(await explainRefFailure(hub, "refs/heads/seat/w2", vague)).toBe(vague);
+  });
+
+  it("a hundred pairs of x and x/y made at once on a real hub: each fails only as a refusal, never git's bare error", async () => {
+    const { hub, start } = makeHub();
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        [`refs/heads/seat/w1/r${i}`, `refs/heads/seat/w1/r${i}/y`].map((ref) =>
+          retryRefLock(ref, () => migrateAndUpdate(hub, undefined, ref, start, ""), 3, 5).then(
+            () => "landed",
+            (error: unknown) => (error instanceof RefConflict || error instanceof RefMoved || error instanceof RefBusy ? "refused" : `bare: ${String(error)}`),
+          ),
+        ),
+      ).flat(),
+    );
+    expect(outcomes.filter((o) => o.startsWith("bare"))).toEqual([]);
+    // Control: the race is real — both sides land in some pairs' place, and some are refused.
+    expect(outcomes.filter((o) => o === "landed").length).toBeGreaterThanOrEqual(100);
+    expect(outcomes.filter((o) => o === "refused").length).toBeGreaterThan(0);
+  }, 60_000);
 });
 
 describe("a merge's update-ref against a held lock", () => {

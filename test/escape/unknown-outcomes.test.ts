@@ -152,6 +152,27 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
   });
 
+  // Found by an outside attack: the seat's own pushes of x and x/y at once — git says "cannot be
+  // made beside" in several ways, and the ones missed were unknown outcomes for refs that never
+  // moved (3 in 4 minutes of racing). The proof that fails without the fix is in
+  // test/effects/ref-lock.test.ts (a hundred real pairs); this is the seat's own attack.
+  it("four pushes of the seat racing to x, x/y, x/z and x/w: refusals only, never an unknown outcome", async () => {
+    const seq = await lastSeq();
+    const rounds = 8;
+    const script = Array.from(
+      { length: rounds },
+      (_, i) =>
+        `(git push -q teamd HEAD:px${i} >/dev/null 2>&1 & git push -q teamd HEAD:px${i}/y >/dev/null 2>&1 & git push -q teamd HEAD:px${i}/z >/dev/null 2>&1 & git push -q teamd HEAD:px${i}/w >/dev/null 2>&1 & wait)`,
+    ).join(" && ");
+    const raced = await h.inSeat("w1", `${script}; echo raced`);
+    expect(raced.stdout, raced.stderr).toContain("raced");
+    const after = await since(seq);
+    expect(after.unknown, JSON.stringify(after.unknown)).toEqual([]);
+    expect(after.notices, JSON.stringify(after.notices)).toEqual([]);
+    // Control: the race reached the hub — each round landed something.
+    for (let i = 0; i < rounds; i++) expect(hubRefs().some((r) => r.startsWith(`refs/heads/seat/w1/px${i}`))).toBe(true);
+  }, 180_000);
+
   // Found by an audit: two of the seat's own file writes to one branch, a file and a file under
   // it, both passed the shape check on the same tree; the second then read the branch the first
   // had moved and git's index refused it inside the effect — an unknown outcome, a notice, a
