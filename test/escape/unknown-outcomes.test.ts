@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { srcWriterTeamFile } from "../support/team-file.js";
@@ -172,6 +175,44 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     // Control: the race reached the hub — each round landed something.
     for (let i = 0; i < rounds; i++) expect(hubRefs().some((r) => r.startsWith(`refs/heads/seat/w1/px${i}`))).toBe(true);
   }, 180_000);
+
+  // A push may send no pack at all (a client speaking to the seat socket itself): its new tip
+  // must then be a commit the seat was served — reachable from one of its readable tips, judged
+  // in one walk for every tip (it was one merge-base process per tip: found by an audit).
+  it("a push sending no pack lands a commit reachable from a tip the seat reads, and refuses one no tip reaches", async () => {
+    const made = await h.inSeat(
+      "w1",
+      [
+        "back=$(git symbolic-ref -q --short HEAD)",
+        "git checkout -q -B anc && echo x > src/anc.txt && git add -A && git commit -qm x && x=$(git rev-parse HEAD)",
+        "echo y > src/anc2.txt && git add -A && git commit -qm y && y=$(git rev-parse HEAD)",
+        "echo z > src/anc3.txt && git add -A && git commit -qm z && z=$(git rev-parse HEAD)",
+        // y reaches the hub on a branch; z reaches it on one that is then deleted (its commit stays, reached by no tip).
+        "git push -q teamd $y:refs/heads/anc-y 2>&1 && git push -q teamd $z:refs/heads/anc-z 2>&1 && git push -q teamd --delete refs/heads/anc-z 2>&1",
+        'git checkout -q "$back"; echo x=$x z=$z',
+      ].join(" && "),
+    );
+    expect(made.code, made.stdout + made.stderr).toBe(0);
+    const x = /x=([0-9a-f]{40})/.exec(made.stdout)?.[1] as string;
+    const z = /z=([0-9a-f]{40})/.exec(made.stdout)?.[1] as string;
+    expect(h.hubGit("cat-file", "-t", z)).toBe("commit");
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    try {
+      const push = async (ref: string, newOid: string) => {
+        async function* parts() {
+          yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates: [{ ref, oldOid: "", newOid, force: false }], packBytes: 0n } } };
+        }
+        return (await client.push(parts())).results[0];
+      };
+      expect(await push("refs/heads/anc-x", x)).toMatchObject({ ok: true });
+      expect(hubRef("refs/heads/seat/w1/anc-x")).toBe(x);
+      // Control: a commit the hub holds that no readable tip reaches is refused.
+      expect(await push("refs/heads/anc-z2", z)).toMatchObject({ ok: false, rule: "push.pack" });
+      expect(hubRef("refs/heads/seat/w1/anc-z2")).toBeUndefined();
+    } finally {
+      client.close();
+    }
+  });
 
   // Found by an audit: two of the seat's own file writes to one branch, a file and a file under
   // it, both passed the shape check on the same tree; the second then read the branch the first
