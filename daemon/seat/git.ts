@@ -128,6 +128,9 @@ export interface SeatGitDeps {
   seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
 }
 
+/** The most a bounded seat's pack may declare it expands to: its replay holds that much in the daemon's memory, twice. */
+const BOUNDED_REPLAY_BYTES = 128 * 1024 * 1024;
+
 /** Where a seat reads from: the hub itself, or its filtered mirror. */
 interface Source {
   readonly repo: string;
@@ -305,7 +308,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             quarantine = await receivePack(src.repo, pack(), {
               quarantineRoot: work.quarantine,
               maxBytes: Number(header.packBytes),
-              bounds: bounds.pack,
+              // A bounded seat's push is replayed in the daemon's own memory (its content is
+              // read whole, then packed again: git-filter.ts), so what its pack may expand to
+              // is held lower (found by an audit: up to the 1 GiB every push may declare).
+              bounds: src.mirror === undefined ? bounds.pack : { ...bounds.pack, maxTotalBytes: Math.min(bounds.pack.maxTotalBytes, BOUNDED_REPLAY_BYTES) },
               ...limits,
             });
           } catch (error) {

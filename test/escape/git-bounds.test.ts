@@ -42,6 +42,16 @@ const TEAM_FILE = teamFile(`  w1:
       write: { path: src/ }
     start:
       command: [sleep, "3600"]
+  w3:
+    lab: anthropic
+    capabilities:
+      read: { path: src/ }
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+      limits:
+        memory: 2G
+        processes: 1024
 `);
 
 /** The quota this daemon runs with (TEAMD_SEAT_GIT_BOUNDS): four refs, 3 MiB only the seat's branches hold. */
@@ -223,6 +233,34 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     },
     120_000,
   );
+
+  // A bounded seat's push is replayed in the daemon's own memory (found by an audit): what its
+  // pack may expand to is held to 128 MiB, where every other push may declare 1 GiB.
+  const zeroFilesPush = (count: number, branch: string) =>
+    [
+      "back=$(git symbolic-ref -q --short HEAD)",
+      `git checkout -q -B ${branch}`,
+      `for i in $(seq 1 ${count}); do { head -c 52428800 /dev/zero; echo $i; } > src/${branch}-$i.bin; done`,
+      `git add -A && git commit -qm ${branch} && git push teamd HEAD:refs/heads/${branch} 2>&1; code=$?`,
+      `git checkout -q "$back"; rm -f src/${branch}-*.bin; exit $code`,
+    ].join(" && ");
+
+  it("refuses a bounded seat's push that expands past 128 MiB (three 50 MiB files of zeros, each its own blob, a 150 KB pack) before it is replayed", async () => {
+    const before = await refusals("push.object-size");
+    const attack = await h.inSeat("w3", zeroFilesPush(3, "zeros3"));
+    expect(attack.code, attack.stdout + attack.stderr).not.toBe(0);
+    expect(attack.stdout + attack.stderr).toMatch(/push\.object-size/);
+    expect(hubRef("refs/heads/seat/w3/zeros3")).toBeUndefined();
+    expect(await refusals("push.object-size")).toBeGreaterThan(before);
+  }, 120_000);
+
+  it("control: the same bounded seat's push of two such files (100 MiB) is replayed and lands", async () => {
+    const control = await h.inSeat("w3", zeroFilesPush(2, "zeros2"));
+    expect(control.code, control.stdout + control.stderr).toBe(0);
+    expect(hubRef("refs/heads/seat/w3/zeros2")).toBeDefined();
+    const deleted = await h.inSeat("w3", "git push -q teamd --delete refs/heads/seat/w3/zeros2 2>&1");
+    expect(deleted.code, deleted.stdout).toBe(0);
+  }, 120_000);
 
   it("control: the same kind of tree at ten thousand paths lands", async () => {
     const control = await h.inSeat("w1", treeBombPush(1, "tb-small"));
