@@ -8,7 +8,7 @@ import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { bareEchoCaller, compareRates, measureCalls, type LatencyFigures, type RateComparison } from "./bare-echo.js";
 import { startChild, stopChild } from "../lib/child.js";
-import type { BenchRow } from "./report.js";
+import { percentile, type BenchRow } from "./report.js";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 const TEAMD = fileURLToPath(new URL("../../daemon/main.js", import.meta.url));
@@ -108,8 +108,26 @@ export async function benchSeat(): Promise<BenchRow[]> {
     const outside =
       Number(execFileSync("sh", ["-c", LOOP], { cwd: outsideRepo, env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" }, encoding: "utf8" }).trim()) / 1e9;
 
-    const pushScript = `git config user.name bench && git config user.email bench@bench.invalid && head -c 1048576 /dev/urandom > big.bin && git add big.bin && git commit -qm big && t0=$(date +%s%N) && git push -q teamd HEAD:big && t1=$(date +%s%N) && echo $((t1-t0))`;
-    const push = Number(teamd("exec", "bench@bench", "--", "sh", "-c", pushScript).trim().split("\n").pop()) / 1e6;
+    // Five pushes of a fresh 1 MiB change each, and their median: one push alone moved by a
+    // third between runs of the same build on this machine.
+    const pushScript = `git config user.name bench && git config user.email bench@bench.invalid && for i in 1 2 3 4 5; do head -c 1048576 /dev/urandom > big$i.bin && git add big$i.bin && git commit -qm big$i && t0=$(date +%s%N) && git push -q teamd HEAD:big$i && t1=$(date +%s%N) && echo $((t1-t0)); done`;
+    const push = medianOf(
+      teamd("exec", "bench@bench", "--", "sh", "-c", pushScript)
+        .trim()
+        .split("\n")
+        .slice(-5)
+        .map((line) => Number(line) / 1e6),
+    );
+    // A fetch of everything the seat reads into an empty repository (the trunk and the five
+    // 1 MiB branches just pushed), five times, and their median.
+    const fetchScript = `for i in 1 2 3 4 5; do rm -rf /tmp/bench-fetch && git init -q /tmp/bench-fetch && cd /tmp/bench-fetch && git remote add teamd teamd::seat && t0=$(date +%s%N) && git fetch -q teamd && t1=$(date +%s%N) && echo $((t1-t0)) && cd /; done`;
+    const fetch = medianOf(
+      teamd("exec", "bench@bench", "--", "sh", "-c", fetchScript)
+        .trim()
+        .split("\n")
+        .slice(-5)
+        .map((line) => Number(line) / 1e6),
+    );
     teamd("stop", "bench@bench");
     return [
       { name: "seat.gated.p50", value: gated.p50, unit: "us", note: "Checkpoint: guards, decide, durable intent and outcome, 1 in flight" },
@@ -140,10 +158,23 @@ export async function benchSeat(): Promise<BenchRow[]> {
       { name: "seat.git-loop.inside-s", value: inside, unit: "s", note: `${GIT_LOOP}× git status + commit inside the seat's containment` },
       { name: "seat.git-loop.outside-s", value: outside, unit: "s", note: "the same loop on a host clone" },
       { name: "seat.git-loop.speed-vs-host", value: outside / inside, unit: "ratio", note: "host time / seat time", target: { min: 0.95, text: ">= 0.95" } },
-      { name: "seat.push-1mib.ms", value: push, unit: "ms", note: "git push teamd of a 1 MiB change, quarantine and kernel included" },
+      { name: "seat.push-1mib.ms", value: push, unit: "ms", note: "git push teamd of a 1 MiB change, quarantine and kernel included; median of 5" },
+      {
+        name: "seat.fetch-1mib.ms",
+        value: fetch,
+        unit: "ms",
+        note: "git fetch teamd into an empty repository: the trunk and the seat's five 1 MiB branches; median of 5",
+      },
     ];
   } finally {
     await stopChild(daemon);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function medianOf(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
