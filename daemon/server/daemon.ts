@@ -4,6 +4,7 @@ import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcServer, type RpcServer } from "../../src/rpc/index.js";
 import { seatSocketPath, type TeamdHome } from "../host/home.js";
 import { REAL_AMBIENT, type Ambient } from "../host/ambient.js";
+import { createInternalErrorLog } from "./internal-errors.js";
 import { createControlService } from "./control-service.js";
 import { handleStopAll } from "./stop-all-handler.js";
 import { openToOwnerGroup } from "./owner-group.js";
@@ -174,8 +175,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     broker: createSeatBroker({ pipeline, broker }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
-  const onInternalError = (error: unknown, method: string) =>
-    log(`internal error in ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  const onInternalError = createInternalErrorLog(log, now);
 
   async function prepareDirs(): Promise<void> {
     await mkdir(home.root, { recursive: true, mode: 0o700 });
