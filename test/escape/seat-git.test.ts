@@ -8,6 +8,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
+import { evilGit } from "../support/evil-git.js";
 
 /**
  * Seat git and files through the shim (issue 8), attacked from inside real seats started by
@@ -198,23 +199,6 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     const [remote, head] = fetched.stdout.trim().split("\n");
     expect(remote).toBe(head);
   });
-
-  /**
-   * A `git` first on the PATH git-remote-teamd is run with (by hand, since git itself puts
-   * its own exec-path first): the helper runs it for pack-objects, so the seat chooses the bytes.
-   */
-  const evilGit = (packObjects: string) =>
-    [
-      "mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'",
-      "#!/bin/sh",
-      'if [ "$1" = pack-objects ]; then',
-      packObjects,
-      "exit 0",
-      "fi",
-      'exec /usr/bin/git "$@"',
-      "EOS",
-      "chmod +x /tmp/evil/git",
-    ].join("\n");
 
   it("refuses a corrupt pack the seat crafts in place of git's; the hub is unchanged and the refusal recorded", async () => {
     const attack = await h.inSeat(

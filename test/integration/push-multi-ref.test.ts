@@ -3,6 +3,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
+import { evilGit } from "../support/evil-git.js";
 
 /**
  * One `git push teamd` of several refs whose commits share new objects, from inside real
@@ -141,23 +142,6 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
     expect(h.hubGit("show", `${nb}:docs/secret.md`)).toBe(CANARY); // replayed onto the real base
     expect(h.hubGit("show", `${nb}:src/na1.txt`)).toBe("na1");
   });
-
-  /**
-   * A `git` first on the PATH git-remote-teamd is run with: the helper runs it for
-   * pack-objects, so the seat chooses which objects travel.
-   */
-  const evilGit = (packObjects: string) =>
-    [
-      "mkdir -p /tmp/evil && cat > /tmp/evil/git <<'EOS'",
-      "#!/bin/sh",
-      'if [ "$1" = pack-objects ]; then',
-      packObjects,
-      "exit 0",
-      "fi",
-      'exec /usr/bin/git "$@"',
-      "EOS",
-      "chmod +x /tmp/evil/git",
-    ].join("\n");
 
   it("still refuses, on the second ref of one push, an unread blob named by id and never sent, after the first ref landed", async () => {
     const secretBlob = h.hubGit("rev-parse", "main:docs/secret.md");
