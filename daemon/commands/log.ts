@@ -3,6 +3,7 @@ import { describeStored, openStore, recordTypeFromName, type LedgerEntry, type S
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";
+import { terminalJson, terminalText } from "../host/terminal-text.js";
 
 const PAGE = 500;
 
@@ -43,13 +44,17 @@ function line(e: LedgerEntry): string {
     e.late ? "(late)" : "",
     e.error ? `!! ${e.error}` : "",
   ];
-  return cols.filter((c) => c !== "").join("  ");
+  // A target, an action or an error can carry what a seat sent (a refused ref name): made visible, never played to the terminal.
+  return cols
+    .filter((c) => c !== "")
+    .map(terminalText)
+    .join("  ");
 }
 
 function json(e: LedgerEntry): string {
   const { header: _h, payload: _p, ...rest } = e;
   const witnessed = assent(e);
-  return JSON.stringify(witnessed === undefined ? rest : { ...rest, assent: witnessed });
+  return terminalJson(JSON.stringify(witnessed === undefined ? rest : { ...rest, assent: witnessed }));
 }
 
 /**

