@@ -13,6 +13,7 @@ import { checkName, parseSeatSpec } from "../host/names.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import type { Ambient } from "../host/ambient.js";
+import { terminalJson, terminalLines } from "../host/terminal-text.js";
 
 /**
  * The owner's lease commands (§7, §9): `teamd lease issue | list | revoke` and `teamd revoke`.
@@ -34,8 +35,9 @@ export async function leaseListCommand(options: { team: string; json?: boolean }
   } finally {
     await channel.close();
   }
-  if (options.json) process.stdout.write(JSON.stringify({ team, leases: reply.leases.map(leaseJson) }) + "\n");
-  else process.stdout.write(reply.leases.length === 0 ? `no lease in team '${team}'\n` : `${reply.leases.map(showEntry).join("\n")}\n`);
+  // A lease's id and scope are a seat's words: through the one renderer.
+  if (options.json) process.stdout.write(terminalJson(JSON.stringify({ team, leases: reply.leases.map(leaseJson) })) + "\n");
+  else process.stdout.write(reply.leases.length === 0 ? `no lease in team '${team}'\n` : terminalLines(`${reply.leases.map(showEntry).join("\n")}\n`));
 }
 
 export async function leaseIssueCommand(

@@ -3,6 +3,7 @@ import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/ind
 import { resolveHome } from "../host/home.js";
 import { unseenNotices } from "./notices.js";
 import type { Ambient } from "../host/ambient.js";
+import { terminalJson, terminalLines } from "../host/terminal-text.js";
 
 /**
  * `teamd status`: what the daemon serves, from the control socket — the daemon, the ledger's
@@ -160,7 +161,10 @@ export async function status(options: { json?: boolean; socket?: string }, ambie
     }
     // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
     const unseen = unseenNotices(home);
-    process.stdout.write(options.json ? JSON.stringify(statusJson(reply, unseen)) + "\n" : statusText(reply, unseen, ambient.now()));
+    // Line by line through the one renderer: a reason may quote what a seat sent.
+    process.stdout.write(
+      options.json ? terminalJson(JSON.stringify(statusJson(reply, unseen))) + "\n" : terminalLines(statusText(reply, unseen, ambient.now())),
+    );
   } finally {
     client.close();
   }

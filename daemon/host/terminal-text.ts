@@ -27,6 +27,11 @@ export function terminalText(text: string): string {
   return text.replace(UNSAFE, escaped);
 }
 
+/** A multi-line view: each line through terminalText, its newlines kept. */
+export function terminalLines(text: string): string {
+  return text.split("\n").map(terminalText).join("\n");
+}
+
 /** JSON for a terminal or a pipe: JSON.stringify escapes C0 but leaves C1 controls and bidirectional controls raw; these become \uXXXX, still the same JSON. */
 export function terminalJson(json: string): string {
   return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);

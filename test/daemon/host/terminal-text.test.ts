@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { terminalJson, terminalText } from "../../../daemon/host/terminal-text.js";
+import { terminalJson, terminalLines, terminalText } from "../../../daemon/host/terminal-text.js";
 
 /** What a terminal would act on, made visible; what it would only show, passed as it is. */
 describe("terminalText", () => {
@@ -30,5 +30,11 @@ describe("terminalJson", () => {
     const json = terminalJson(JSON.stringify(value));
     expect(json).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
     expect(JSON.parse(json)).toEqual(value);
+  });
+});
+
+describe("terminalLines", () => {
+  it("keeps a view's newlines and escapes what is inside its lines", () => {
+    expect(terminalLines("seat w1  running\nreason: x\u001b]0;title\u0007\n")).toBe("seat w1  running\nreason: x\\x1b]0;title\\x07\n");
   });
 });
