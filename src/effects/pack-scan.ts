@@ -122,10 +122,16 @@ async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
   let position = 12;
   let totalBytes = 0;
   let deltas = 0;
+  // The objects end where the checksum begins: no header is read from its bytes. (A count larger
+  // than the objects read the checksum as a header, so its refusal's rule followed whatever
+  // its random bytes declared — found by a CI run where they declared a huge object.)
+  const objectsEnd = size - hashBytes;
   for (let index = 0; index < count; index++) {
     const start = position;
     starts.add(start);
-    const head = await reader.at(position, 16 + hashBytes);
+    if (position + 9 > objectsEnd)
+      throw new Refused("push.pack", `the pack ends before object ${index + 1} of ${count}: its last ${hashBytes} bytes are its checksum`);
+    const head = await reader.at(position, Math.min(16 + hashBytes, objectsEnd - position));
     let at = 0;
     const byteAt = (i: number): number => {
       if (i >= head.length) throw new Refused("push.pack", `the pack ends inside the header of object ${index + 1} of ${count}`);

@@ -116,6 +116,19 @@ describe("scanPack", () => {
     expect(await scanPack(pack, BOUNDS)).toMatchObject({ ok: true });
   });
 
+  it("never reads the checksum as an object: a count one too large is push.pack whatever the checksum's bytes declare", async () => {
+    const good = gitBuffer(["pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"], "HEAD\n");
+    const count = good.readUInt32BE(8);
+    // A checksum whose bytes, read as a header, declare a 1 GiB blob (type 3, size varint 2^30).
+    const lying = Buffer.concat([Buffer.from([0xb0, 0x80, 0x80, 0x80, 0x40]), Buffer.alloc(15, 0x11)]);
+    const header = Buffer.from(good.subarray(0, 12));
+    header.writeUInt32BE(count + 1, 8);
+    const pack = Buffer.concat([header, good.subarray(12, good.length - 20), lying]);
+    const scan = await scanPack(packFile("count-over-lying-checksum.pack", pack), BOUNDS);
+    expect(scan).toMatchObject({ ok: false, rule: "push.pack" });
+    if (!scan.ok) expect(scan.reason).toContain(`ends before object ${count + 1} of ${count + 1}`);
+  });
+
   it("refuses truncated, padded and corrupt packs as push.pack", async () => {
     const good = gitBuffer(["pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"], "HEAD\n");
     const cases: [string, Buffer][] = [
