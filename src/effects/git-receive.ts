@@ -288,13 +288,9 @@ export async function changedPaths(
     }
     i += 1 + count;
   }
-  const all = new Set<string>();
-  const detail = commits.map((oid) => {
-    const paths = [...(perCommit.get(oid) as Set<string>)].sort();
-    for (const path of paths) all.add(path);
-    return { oid, paths };
-  });
-  return { paths: [...all].sort(), commits: detail };
+  // everyPath is already the union of the commits' paths (counted as they came).
+  const detail = commits.map((oid) => ({ oid, paths: [...(perCommit.get(oid) as Set<string>)].sort() }));
+  return { paths: [...everyPath].sort(), commits: detail };
 }
 
 /**
