@@ -58,6 +58,7 @@ export async function benchLaunch(): Promise<BenchRow[]> {
     const rounds: Array<{ write: number; read: number }> = [];
     for (let i = 0; i < IO_ROUNDS; i++) rounds.push(await fileIo(launcher, plan, dirs));
     const io = { write: median(rounds.map((r) => r.write)), read: median(rounds.map((r) => r.read)) };
+    const filterCost = await seccompCost(launcher, plan, dirs.repo);
     const t = median(teamd);
     const b = median(bare);
     return [
@@ -78,6 +79,20 @@ export async function benchLaunch(): Promise<BenchRow[]> {
         unit: "ratio",
         note: `${IO_MIB} MiB read back, host time / seat time, median of ${IO_ROUNDS}`,
         target: { min: 0.95, text: ">= 0.95" },
+      },
+      {
+        name: "seat.seccomp.syscall-ratio",
+        value: filterCost.syscalls,
+        unit: "ratio",
+        note: `${SYSCALL_LOOP_BYTES / 1e6}M one-byte read+write pairs (dd bs=1), filtered seat time / the same seat unfiltered, median of ${FILTER_ROUNDS}`,
+        target: { max: 1.1, text: "<= 1.10" },
+      },
+      {
+        name: "seat.seccomp.git-status-ratio",
+        value: filterCost.gitStatus,
+        unit: "ratio",
+        note: `git status x${GIT_STATUS_RUNS} over ${GIT_FILES} files, filtered / unfiltered, median of ${FILTER_ROUNDS}`,
+        target: { max: 1.05, text: "<= 1.05" },
       },
     ];
   } finally {
@@ -138,6 +153,52 @@ function firstByteBare(plan: SandboxPlan, user: { uid: number; gid: number }, ro
     term.onData(() => (first ??= process.hrtime.bigint()));
     term.onExit(() => resolve(Number((first ?? process.hrtime.bigint()) - start) / 1e6));
   });
+}
+
+const SYSCALL_LOOP_BYTES = 1_000_000;
+const GIT_FILES = 4000;
+const GIT_STATUS_RUNS = 20;
+const FILTER_ROUNDS = 7;
+
+/**
+ * The seccomp filter's cost (issue 21): the same seat, same plan, launched with the filter and
+ * without it (the escape suite's control launcher), alternating; each run timed inside the
+ * seat by the shell's clock, so launch time is not in it.
+ */
+async function seccompCost(
+  launcher: ReturnType<typeof createLinuxLauncher>,
+  plan: SandboxPlan,
+  repo: string,
+): Promise<{ syscalls: number; gitStatus: number }> {
+  const unfiltered = createLinuxLauncher({ withoutSeccompForControl: true });
+  const setup =
+    `cd ${repo} && rm -rf g && git init -q g && cd g && for d in $(seq 1 40); do mkdir d$d; for f in $(seq 1 ${GIT_FILES / 40}); do echo $f > d$d/f$f; done; done && ` +
+    `git add -A && git -c user.name=b -c user.email=b@b commit -qm x && echo ready`;
+  if (!(await timedInSeat(launcher, plan, setup)).includes("ready")) throw new Error("bench: the git repository was not made");
+  const loop = `t0=$(date +%s%N); dd if=/dev/zero of=/dev/null bs=1 count=${SYSCALL_LOOP_BYTES} status=none; t1=$(date +%s%N); echo $((t1-t0))`;
+  const status = `cd ${repo}/g && t0=$(date +%s%N); for i in $(seq 1 ${GIT_STATUS_RUNS}); do git status --porcelain >/dev/null; done; t1=$(date +%s%N); echo $((t1-t0))`;
+  const syscalls: number[] = [];
+  const gitStatus: number[] = [];
+  for (let i = 0; i < FILTER_ROUNDS; i++) {
+    syscalls.push(Number(await timedInSeat(launcher, plan, loop)) / Number(await timedInSeat(unfiltered, plan, loop)));
+    gitStatus.push(Number(await timedInSeat(launcher, plan, status)) / Number(await timedInSeat(unfiltered, plan, status)));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  return { syscalls: median(syscalls), gitStatus: median(gitStatus) };
+}
+
+async function timedInSeat(launcher: ReturnType<typeof createLinuxLauncher>, plan: SandboxPlan, script: string): Promise<string> {
+  const launched = await launcher.launch({ plan, command: ["/bin/sh", "-c", script] });
+  if (!launched.ok) throw new Error(launched.refusal.reason);
+  const io = launched.seat.io;
+  if (io.kind !== "pipes") throw new Error("expected pipes");
+  io.stdin.end();
+  let out = "";
+  io.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  io.stderr.resume();
+  await launched.seat.exit;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return out.trim();
 }
 
 /** The same dd script in a seat (on its tmp) and on the host (a folder beside it, same filesystem). */

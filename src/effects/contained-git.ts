@@ -3,7 +3,8 @@ import { access, lstat, readFile, readlink, realpath } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { ISOLATION, missingFeatures } from "../sandbox/bwrap-args.js";
+import { ISOLATION, missingFeatures, seccompFdAfter } from "../sandbox/bwrap-args.js";
+import { seatFilter } from "../sandbox/seccomp-filter.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
 import { collectBounded, GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
 import { BASH, closeFdsScript } from "../sandbox/close-fds.js";
@@ -238,6 +239,10 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   const env = gitEnv({ PATH: LINUX_BASE.path.join(":"), ...(options.env ?? {}) });
   const gitArgs = ["git", ...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
   if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
+  // The seat's own filter: git reading a seat's objects is as hostile a place as the seat.
+  const filter = seatFilter(process.arch);
+  if (!filter.ok) throw new ContainmentError(`contained git cannot run: ${filter.refusal.reason}`);
+  const seccompFd = seccompFdAfter(STATUS_FD);
   const argv = [
     ...ISOLATION,
     "--clearenv",
@@ -254,16 +259,21 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     options.cwd ?? "/",
     "--json-status-fd",
     String(STATUS_FD),
+    "--seccomp",
+    String(seccompFd),
     "--",
     ...gitArgs,
   ];
   // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
   // daemon inherited without close-on-exec.
-  const child = spawn(BASH, ["-c", closeFdsScript(STATUS_FD, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
-    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe"],
+  const child = spawn(BASH, ["-c", closeFdsScript(seccompFd, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
+    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",
   });
+  const filterPipe = child.stdio[seccompFd] as Writable;
+  filterPipe.on("error", () => undefined);
+  filterPipe.end(filter.bytes);
 
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {

@@ -41,6 +41,16 @@ export interface BwrapArgsOptions {
    * moves it into the seat's cgroups, so the whole tree is born inside them.
    */
   readonly blockFd?: number;
+  /**
+   * bwrap's --seccomp: the fd the seat's compiled filter is read from (src/sandbox/seccomp-filter.ts).
+   * bwrap loads it into the namespace's init and the seat's command, just before it runs them.
+   */
+  readonly seccompFd?: number;
+}
+
+/** The fd after the status fd and, when there is one, the block fd: where a launch passes the filter. */
+export function seccompFdAfter(lastFd: number): number {
+  return lastFd + 1;
 }
 
 /**
@@ -69,6 +79,7 @@ export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options
   const argv = plan.egress === undefined ? command : [...plan.egress.argv, ...command];
   args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD));
   if (options.blockFd !== undefined) args.push("--block-fd", String(options.blockFd));
+  if (options.seccompFd !== undefined) args.push("--seccomp", String(options.seccompFd));
   args.push("--", ...argv);
   return { ok: true, value: args };
 }

@@ -1,6 +1,6 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { lstat, readlink } from "node:fs/promises";
-import { BLOCK_FD, bwrapArgs, missingFeatures, STATUS_FD } from "./bwrap-args.js";
+import { BLOCK_FD, bwrapArgs, missingFeatures, seccompFdAfter, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
 import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher-types.js";
 import { BWRAP_PROTOCOL } from "./launch-protocol.js";
@@ -11,6 +11,7 @@ import { BASH, closeFdsScript } from "./close-fds.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { explainNproc, launchChain } from "./launch-chain.js";
 import { isExecutable, switchIds } from "./seat-ids.js";
+import { seatFilter } from "./seccomp-filter.js";
 
 /**
  * The Linux launcher: the one file that runs bubblewrap. It checks what can be checked
@@ -31,6 +32,12 @@ export interface LinuxLauncherOptions {
   readonly prlimit?: string;
   /** setpriv(1), the user switch of a pty launch as root (it clears supplementary groups); default /usr/bin/setpriv. */
   readonly setpriv?: string;
+  /**
+   * Tests only, for the control of an escape test (test/escape/seccomp.test.ts): the same seat
+   * without its seccomp filter, to show that each probe the filter refuses reaches the kernel
+   * otherwise. No product code sets it (test/sandbox/seccomp-filter.test.ts checks).
+   */
+  readonly withoutSeccompForControl?: true;
 }
 
 const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
@@ -119,10 +126,17 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     }
     const pty = request.io?.kind === "pty" ? request.io : undefined;
     const { cgroup } = request;
+    // Every seat runs under the filter; without one for this host, none starts.
+    const filter = options.withoutSeccompForControl ? undefined : seatFilter(process.arch);
+    if (filter !== undefined && !filter.ok) return filter;
     // With a cgroup, bwrap waits on a block fd after it reports the init, until the init is placed.
+    const blockFd = cgroup === undefined ? undefined : pty ? PTY_BLOCK_FD : BLOCK_FD;
+    const statusFd = pty ? PTY_STATUS_FD : STATUS_FD;
+    const seccompFd = filter === undefined ? undefined : seccompFdAfter(blockFd ?? statusFd);
     const args = bwrapArgs(plan, request.command, {
-      statusFd: pty ? PTY_STATUS_FD : STATUS_FD,
-      ...(cgroup !== undefined ? { blockFd: pty ? PTY_BLOCK_FD : BLOCK_FD } : {}),
+      statusFd,
+      ...(seccompFd !== undefined ? { seccompFd } : {}),
+      ...(blockFd !== undefined ? { blockFd } : {}),
     });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
     const chained = await launchChain(plan, request.io, cgroup, ids.spawn, options);
@@ -137,33 +151,35 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
           rows: pty.rows,
           startTimeoutMs: request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
           limits: chain.limits,
+          ...(filter !== undefined && seccompFd !== undefined ? { seccomp: { fd: seccompFd, bytes: filter.bytes } } : {}),
           ...(cgroup !== undefined ? { place: (pid: number) => cgroup.place(pid) } : {}),
         }),
         plan,
         cgroup,
       );
     }
-    // The closer keeps the status fd and, with a cgroup, the block fd after it.
-    const [file, ...rest] = [
-      BASH,
-      "-c",
-      closeFdsScript(cgroup === undefined ? STATUS_FD : BLOCK_FD),
-      "teamd-launch",
-      ...chain.rlimits,
-      bwrap.bwrap,
-      ...args.value,
-    ] as [string, ...string[]];
+    // The closer keeps the status fd, with a cgroup the block fd after it, and the filter's fd last.
+    const [file, ...rest] = [BASH, "-c", closeFdsScript(seccompFd ?? blockFd ?? statusFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [
+      string,
+      ...string[],
+    ];
     let child: ChildProcess;
     try {
-      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on.
+      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's.
       child = spawn(file, rest, {
-        stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"],
+        stdio: Array.from({ length: (seccompFd ?? blockFd ?? statusFd) + 1 }, () => "pipe" as const),
         env: {},
         cwd: "/",
         ...ids.spawn,
       });
     } catch (error) {
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");
+    }
+    // A few KiB: the pipe holds it whole until bwrap reads it, before it runs anything of the seat.
+    if (filter !== undefined && seccompFd !== undefined) {
+      const filterPipe = child.stdio[seccompFd] as NodeJS.WritableStream & { on(event: "error", listener: () => void): unknown };
+      filterPipe.on("error", () => undefined);
+      filterPipe.end(filter.bytes);
     }
     return explainNproc(await startedOnPipes(child, request, chain.limits, cgroup, BWRAP_PROTOCOL), plan, cgroup);
   }

@@ -46,6 +46,8 @@ export interface PtyLaunch {
   readonly cwd?: string;
   /** Who reports the seat (launch-protocol.ts); default bubblewrap. Uncontained, the wrapper reports itself and execs the chain in place. */
   readonly protocol?: LaunchProtocol;
+  /** The seat's seccomp filter and the fd bwrap was told to read it from (--seccomp FD); the wrapper opens it there. */
+  readonly seccomp?: { readonly fd: number; readonly bytes: Buffer };
 }
 
 /** The fd the wrapper opens the status file on; bwrap's --json-status-fd must name it. */
@@ -59,13 +61,16 @@ const POLL_MS = 10;
 // foreground group is bwrap's own process: with ISIG on, an owner's Ctrl-C at `teamd attach`
 // killed the whole seat (measured: exit 130). Off, Ctrl-C reaches the seat's program as a
 // byte, as in raw mode; a program that turns ISIG back on has chosen that for itself.
-const WRAPPER = closeFdsScript(2, `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec "$@"`);
 // With a cgroup, also fd 4: the read end of a FIFO the daemon holds open (read-write, so
 // neither side's open blocks); bwrap reads one byte from it before it runs the command.
-const WRAPPER_BLOCKED = closeFdsScript(
-  2,
-  `stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125; exec ${PTY_BLOCK_FD}<"$0.block" || exit 125; exec "$@"`,
-);
+// With a filter, the next fd: the compiled seccomp filter, read by bwrap --seccomp (the
+// wrapper opens it as the daemon's user, before setpriv, from the daemon's 0700 folder).
+function bwrapWrapper(blocked: boolean, seccompFd: number | undefined): string {
+  const steps = [`stty -isig 2>/dev/null; exec ${PTY_STATUS_FD}>>"$0" || exit 125`];
+  if (blocked) steps.push(`exec ${PTY_BLOCK_FD}<"$0.block" || exit 125`);
+  if (seccompFd !== undefined) steps.push(`exec ${seccompFd}<"$0.seccomp" || exit 125`);
+  return closeFdsScript(2, [...steps, 'exec "$@"'].join("; "));
+}
 
 const execFileAsync = promisify(execFile);
 
@@ -82,7 +87,7 @@ function loadNodePty(): Promise<NodePty | Error> {
 export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const protocol = request.protocol ?? BWRAP_PROTOCOL;
   const self = protocol.exitFrom === "process";
-  const wrapper = self ? selfReportingWrapper("file", request.place !== undefined) : request.place === undefined ? WRAPPER : WRAPPER_BLOCKED;
+  const wrapper = self ? selfReportingWrapper("file", request.place !== undefined) : bwrapWrapper(request.place !== undefined, request.seccomp?.fd);
   const nodePty = await loadNodePty();
   if (nodePty instanceof Error) {
     return refused(
@@ -94,6 +99,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const dir = await mkdtemp(join(tmpdir(), "teamd-launch-"));
   const statusFile = join(dir, "status");
   await writeFile(statusFile, "", { mode: 0o600 });
+  if (request.seccomp !== undefined) await writeFile(`${statusFile}.seccomp`, request.seccomp.bytes, { mode: 0o600 });
   // Read through a handle of our own: once the wrapper holds its fd 3 (it has when bwrap
   // reports the init), the folder is removed, so a daemon killed later leaves nothing in tmp.
   const handle = await open(statusFile, "r");
