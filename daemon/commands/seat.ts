@@ -4,6 +4,8 @@ import { createRpcClient } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
 import { checkName } from "../host/names.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
+import { ScreenFilter } from "../host/screen-filter.js";
+import { terminalStream } from "../host/terminal-text.js";
 
 /**
  * `teamd start`, `teamd stop`, `teamd exec`: thin clients of the control socket. The daemon
@@ -123,7 +125,11 @@ export async function freezeCommand(spec: string, options: { team?: string; json
   }
 }
 
-/** The command's output goes to ours byte for byte; our exit code is its exit code. */
+/**
+ * The command's output goes to ours byte for byte — or, where ours is a terminal, with every
+ * control character shown escaped (a seat's output must not drive the owner's terminal);
+ * our exit code is its exit code.
+ */
 export async function execCommand(spec: string, command: readonly string[], options: { timeout?: string }): Promise<void> {
   const target = seatTarget(spec, undefined);
   // commander keeps the `--` that separates teamd's options from the command's.
@@ -132,6 +138,14 @@ export async function execCommand(spec: string, command: readonly string[], opti
   const seconds = options.timeout === undefined ? 60 : Number(options.timeout);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) throw new Error(`--timeout takes seconds between 1 and 86400, not '${options.timeout}'`);
   const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: seconds * 1000 + 30_000 });
+  const views = {
+    stdout: process.stdout.isTTY ? terminalStream() : undefined,
+    stderr: process.stderr.isTTY ? terminalStream() : undefined,
+  };
+  const relay = (name: "stdout" | "stderr", chunk: Uint8Array) => {
+    const view = views[name];
+    return write(process[name], view === undefined ? chunk : Buffer.from(view.write(chunk)));
+  };
   try {
     // Output is written as it arrives (streamed by the daemon), in order per stream.
     for await (const reply of c.exec({
@@ -142,9 +156,12 @@ export async function execCommand(spec: string, command: readonly string[], opti
       stdin: new Uint8Array(0),
     })) {
       const event = reply.event;
-      if (event.case === "stdout") await write(process.stdout, event.value);
-      else if (event.case === "stderr") await write(process.stderr, event.value);
+      if (event.case === "stdout" || event.case === "stderr") await relay(event.case, event.value);
       else if (event.case === "done") {
+        for (const name of ["stdout", "stderr"] as const) {
+          const rest = views[name]?.end();
+          if (rest) await write(process[name], Buffer.from(rest));
+        }
         if (event.value.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
         if (event.value.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
         process.exitCode = event.value.exitCode;
@@ -192,6 +209,9 @@ export async function attachCommand(spec: string, options: { team?: string }): P
   };
   let raw = false;
   let ended: string | undefined;
+  // What the seat's pty sends passes screen control and drops what reaches beyond the screen
+  // (the clipboard, queries, passthrough: daemon/host/screen-filter.ts), scrollback included.
+  const screen = new ScreenFilter();
   try {
     for await (const reply of c.attach(queue.drain())) {
       const output = reply.output;
@@ -202,17 +222,22 @@ export async function attachCommand(spec: string, options: { team?: string }): P
         stdin.on("data", onKeys);
         stdout.on("resize", onResize);
         stdin.resume();
-      } else if (output.case === "data") await write(stdout, output.value);
+      } else if (output.case === "data") await write(stdout, screen.write(output.value));
       else if (output.case === "ended") ended = output.value;
       else if (output.case === "detached") break;
     }
   } finally {
+    // Leave the terminal as it was: the seat's modes undone (alternate screen, mouse, cursor, keys).
+    if (raw) await write(stdout, Buffer.concat([screen.end(), screen.restore()]));
     stdin.off("data", onKeys);
     stdout.off("resize", onResize);
     if (raw) stdin.setRawMode(false);
     stdin.pause();
     c.close();
   }
+  const dropped = [...screen.counts.dropped].map(([kind, n]) => `${kind} ×${n}`);
+  if (dropped.length > 0)
+    process.stderr.write(`\r\nteamd: dropped what reached beyond the screen (the clipboard, queries, passthrough): ${dropped.join(", ")}`);
   process.stderr.write(
     ended === undefined
       ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n`

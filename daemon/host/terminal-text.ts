@@ -1,3 +1,5 @@
+import { StringDecoder } from "node:string_decoder";
+
 /**
  * Text a person reads in a terminal, when some of it came from a seat (a refused ref name in a
  * record's target, a notice's subject): a seat can put escape sequences there — OSC 52 writes
@@ -35,4 +37,34 @@ export function terminalLines(text: string): string {
 /** JSON for a terminal or a pipe: JSON.stringify escapes C0 but leaves C1 controls and bidirectional controls raw; these become \uXXXX, still the same JSON. */
 export function terminalJson(json: string): string {
   return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * A command's output for a terminal, streamed (`teamd exec` when its stdout or stderr is a
+ * terminal): what terminalText escapes, but lines and tabs kept, CR kept before LF (a lone
+ * CR, which would let a later line overwrite an earlier one, is shown), and backslashes left
+ * single (this is a program's output, not a field to read back). UTF-8 split
+ * across chunks is joined before it is judged; bytes that are not UTF-8 show as U+FFFD.
+ */
+const STREAM_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+export function terminalStream(): { write(chunk: Uint8Array): string; end(): string } {
+  const decoder = new StringDecoder("utf8");
+  let heldCr = false;
+  const render = (text: string, final: boolean): string => {
+    let input = heldCr ? `\r${text}` : text;
+    heldCr = !final && input.endsWith("\r");
+    if (heldCr) input = input.slice(0, -1);
+    return input
+      .split("\n")
+      .map((line, i, lines) => {
+        const crlf = i < lines.length - 1 && line.endsWith("\r");
+        return (crlf ? line.slice(0, -1) : line).replace(STREAM_UNSAFE, escaped) + (crlf ? "\r" : "");
+      })
+      .join("\n");
+  };
+  return {
+    write: (chunk) => render(decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)), false),
+    end: () => render(decoder.end(), true),
+  };
 }

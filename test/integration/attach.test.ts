@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import * as pty from "node-pty";
-import { TEAMD } from "../support/programs.js";
+import { cliTerminal, type Terminal } from "../support/cli-terminal.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
@@ -33,70 +32,15 @@ const TEAM_FILE = teamFile(`  talker:
       command: [sh, -c, 'echo ready-to-end; read x; echo bye; exit 3']
 `);
 
-interface Terminal {
-  output(): string;
-  write(data: string): void;
-  resize(cols: number, rows: number): void;
-  readonly exit: Promise<number>;
-  waitFor(text: string | RegExp, timeoutMs?: number): Promise<void>;
-  kill(): void;
-}
-
 describe.runIf(process.platform === "linux")("attach and streaming exec through a real daemon", () => {
   let h: TeamdHarness;
   const terminals: Terminal[] = [];
 
-  /** The CLI in a pty of its own, as in a person's terminal. */
-  function terminal(args: string[]): Terminal {
-    const term = pty.spawn(process.execPath, [TEAMD, ...args], {
-      cols: 100,
-      rows: 30,
-      cwd: h.repo,
-      env: { ...process.env, ...h.env } as Record<string, string>,
-    });
-    let out = "";
-    let exited = false;
-    const waiters = new Set<() => void>();
-    term.onData((d) => {
-      out += d;
-      for (const w of waiters) w();
-    });
-    const exit = new Promise<number>((resolve) =>
-      term.onExit(({ exitCode }) => {
-        exited = true;
-        resolve(exitCode);
-      }),
-    );
-    const t: Terminal = {
-      output: () => out,
-      write: (data) => term.write(data),
-      resize: (cols, rows) => term.resize(cols, rows),
-      exit,
-      waitFor(text, timeoutMs = 10_000) {
-        const seen = () => (typeof text === "string" ? out.includes(text) : text.test(out));
-        if (seen()) return Promise.resolve();
-        return new Promise((resolve, reject) => {
-          const timer = setTimeout(() => {
-            waiters.delete(check);
-            reject(new Error(`not seen in ${timeoutMs} ms: ${String(text)}; output so far: ${JSON.stringify(out)}`));
-          }, timeoutMs);
-          const check = () => {
-            if (!seen()) return;
-            clearTimeout(timer);
-            waiters.delete(check);
-            resolve();
-          };
-          waiters.add(check);
-        });
-      },
-      // Our own client process, by its pid, only while it has not exited.
-      kill: () => {
-        if (!exited) process.kill(term.pid, "SIGKILL");
-      },
-    };
+  const terminal = (args: string[]) => {
+    const t = cliTerminal(h, args);
     terminals.push(t);
     return t;
-  }
+  };
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-attach-", TEAM_FILE);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { terminalJson, terminalLines, terminalText } from "../../../daemon/host/terminal-text.js";
+import { terminalJson, terminalLines, terminalStream, terminalText } from "../../../daemon/host/terminal-text.js";
 
 /** What a terminal would act on, made visible; what it would only show, passed as it is. */
 describe("terminalText", () => {
@@ -36,5 +36,26 @@ describe("terminalJson", () => {
 describe("terminalLines", () => {
   it("keeps a view's newlines and escapes what is inside its lines", () => {
     expect(terminalLines("seat w1  running\nreason: x\u001b]0;title\u0007\n")).toBe("seat w1  running\nreason: x\\x1b]0;title\\x07\n");
+  });
+});
+
+describe("terminalStream (exec's output to a terminal)", () => {
+  const run = (chunks: readonly (string | Buffer)[]) => {
+    const stream = terminalStream();
+    return chunks.map((chunk) => stream.write(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk)).join("") + stream.end();
+  };
+  it("keeps lines, tabs, CRLF and backslashes; shows every other control", () => {
+    expect(run(["a\tb\r\nc\\d\n"])).toBe("a\tb\r\nc\\d\n");
+    expect(run(["x\u001b]52;c;eA==\u0007y\n"])).toBe("x\\x1b]52;c;eA==\\x07y\n");
+    expect(run(["\u009b6n\u202e\u2028"])).toBe("\\x9b6n\\u202e\\u2028");
+  });
+  it("shows a lone CR (a line overwriting another), even split from its successor", () => {
+    expect(run(["rm -rf ~\r", "ok\n"])).toBe("rm -rf ~\\rok\n");
+    expect(run(["line\r", "\nnext"])).toBe("line\r\nnext");
+    expect(run(["end\r"])).toBe("end\\r");
+  });
+  it("joins UTF-8 split across chunks before judging it", () => {
+    const bytes = Buffer.from("é\u009b✓", "utf8");
+    for (let at = 1; at < bytes.length; at++) expect(run([bytes.subarray(0, at), bytes.subarray(at)])).toBe("é\\x9b✓");
   });
 });

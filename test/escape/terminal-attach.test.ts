@@ -1,0 +1,113 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
+import { AsyncQueue } from "../../src/rpc/async-queue.js";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { appliedTeam } from "../support/applied-team.js";
+import { cliTerminal, type Terminal } from "../support/cli-terminal.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * Proves (docs/enforcement.md, "Terminal text"): a seat cannot write past the screen of the
+ * owner's terminal through `teamd attach`, live or in the replayed scrollback — no clipboard
+ * write (OSC 52), no hyperlink (OSC 8), no query whose answer the terminal would type (CSI 6n,
+ * CSI 21t: the title report), no passthrough (DCS) — while its screen control (colours, the
+ * alternate screen) still passes; and on detach the terminal is left as it was (alternate
+ * screen off, cursor shown). A real seat started by a real daemon writes the sequences into its
+ * own pty, before the owner attaches (scrollback) and after (live); the owner's CLI runs in a
+ * pty as a person's terminal would. Control: the daemon relays those bytes as they are (a raw
+ * attach over the control socket shows them), so the CLI's filter is what stops them.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+// Printed by the seat's command: sh's printf turns \033 into ESC; in YAML's single quotes backslashes are literal.
+const BEFORE = String.raw`\033]52;c;U0NST0xMQkFDSw==\007\033[6n\033P\$qm\033\\\\\033[1;32mSCROLLBACK-MARK\033[0m\n`;
+const LIVE = String.raw`\033[?1049h\033[?25l\033]52;c;TElWRQ==\007\033]8;;https://evil.example/\033\\\\LINKTEXT\033]8;;\033\\\\\033[21tLIVE-%s\n`;
+const TEAM_FILE = teamFile(`  painter:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sh, -c, 'printf "${BEFORE}"; while read line; do printf "${LIVE}" "$line"; done']
+`);
+
+describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write past the owner's screen through teamd attach", () => {
+  let h: TeamdHarness;
+  const terminals: Terminal[] = [];
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-attach-escape-", TEAM_FILE);
+    await h.ok(["start", "painter@proj"]);
+  }, 90_000);
+  afterEach(async () => {
+    for (const t of terminals.splice(0)) {
+      t.kill();
+      await t.exit;
+    }
+  });
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  it("control: the daemon relays the seat's sequences raw (scrollback and live)", async () => {
+    const client = createRpcClient(ControlService, join(h.home, "run/control.sock"), { deadlineMs: 15_000, streamDeadlineMs: 30_000 });
+    type In = Parameters<typeof client.attach>[0] extends AsyncIterable<infer I> ? I : never;
+    const queue = new AsyncQueue<In>();
+    queue.push({ input: { case: "open", value: { team: "proj", seat: "painter", size: { cols: 100, rows: 30 } } } });
+    let raw = "";
+    try {
+      for await (const reply of client.attach(queue.drain())) {
+        if (reply.output.case === "ready") queue.push({ input: { case: "keys", value: Buffer.from("raw\r") } });
+        if (reply.output.case === "data") raw += Buffer.from(reply.output.value).toString("latin1");
+        if (raw.includes("LIVE-raw")) break;
+      }
+    } finally {
+      queue.close();
+      client.close();
+    }
+    expect(raw).toContain("\x1b]52;c;U0NST0xMQkFDSw==\x07");
+    expect(raw).toContain("\x1b]52;c;TElWRQ==\x07");
+    expect(raw).toContain("\x1b[6n");
+    expect(raw).toContain("\x1b]8;;https://evil.example/");
+    expect(raw).toContain("\x1b[21t");
+    expect(raw).toContain("\x1bP$qm");
+  }, 40_000);
+
+  it("the owner's terminal gets the screen control and none of the rest, scrollback and live; detach leaves it as it was", async () => {
+    const t = cliTerminal(h, ["attach", "painter@proj"]);
+    terminals.push(t);
+    await t.waitFor("SCROLLBACK-MARK"); // the scrollback, replayed
+    t.write("owner\r");
+    await t.waitFor("LIVE-owner");
+    t.write("\x1d");
+    expect(await t.exit).toBe(0);
+    const out = t.output();
+    for (const forbidden of ["\x1b]52", "U0NST0xMQkFDSw", "TElWRQ", "\x1b]8;", "evil.example", "\x1b[6n", "\x1b[21t", "\x1bP"])
+      expect(out, JSON.stringify(forbidden)).not.toContain(forbidden);
+    // Screen control passes: the colour, the alternate screen, the hidden cursor, the link's text.
+    expect(out).toContain("\x1b[1;32mSCROLLBACK-MARK");
+    expect(out).toContain("\x1b[?1049h");
+    expect(out).toContain("LINKTEXT");
+    // Detach undoes the seat's modes, after the last of its output.
+    const after = out.slice(out.lastIndexOf("LIVE-owner"));
+    expect(after).toContain("\x1b[?1049l");
+    expect(after).toContain("\x1b[?25h");
+    expect(out).toMatch(/dropped what reached beyond the screen[^\n]*osc 52 ×\d/);
+  }, 40_000);
+
+  it("teamd exec to the owner's terminal shows every control escaped; to a pipe it passes the bytes as they are (the control)", async () => {
+    const script = String.raw`printf "\033]52;c;RVhFQw==\007\033[6nEXEC-MARK\033[2K\rhidden\n"`;
+    const t = cliTerminal(h, ["exec", "painter@proj", "--", "sh", "-c", script]);
+    terminals.push(t);
+    expect(await t.exit).toBe(0);
+    const out = t.output();
+    expect(out).toContain("EXEC-MARK");
+    expect(out).not.toContain("\x1b]52");
+    expect(out).not.toContain("\x1b[6n");
+    expect(out).toContain(String.raw`\x1b]52;c;RVhFQw==\x07\x1b[6nEXEC-MARK\x1b[2K\rhidden`);
+    // Control: the same exec into a pipe (a script's use) gets the seat's bytes unchanged.
+    const piped = await h.run(["exec", "painter@proj", "--", "sh", "-c", script]);
+    expect(piped.stdout).toContain("\x1b]52;c;RVhFQw==\x07");
+  }, 40_000);
+});
