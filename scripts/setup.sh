@@ -93,6 +93,21 @@ if [ "$os" = Linux ] && [ "$(id -u)" -eq 0 ]; then
   else
     fail "useradd is missing: create an unprivileged system user named teamd-seat, then re-run."
   fi
+  # One host uid per seat (daemon/host/seat-uids.ts): a block of subordinate ids given to
+  # teamd-seat, past every range already given out (and at 0x70000000 at the least: above
+  # real users' ids and systemd's container range, below 2^31, which Node's spawn cannot
+  # pass as a uid), 65536 seats' worth. Added once; an existing range is kept.
+  # One start for both files, so a seat's uid and gid are the same number.
+  start=$(cat /etc/subuid /etc/subgid 2>/dev/null | awk -F: 'BEGIN { end = 1879048192 } NF == 3 && $2 + $3 > end { end = $2 + $3 } END { printf "%d", end }')
+  for file in /etc/subuid /etc/subgid; do
+    if [ -f "$file" ] && grep -q '^teamd-seat:' "$file"; then
+      say "seat ids: $file has a range for teamd-seat"
+      continue
+    fi
+    echo "teamd-seat:$start:65536" >>"$file" || fail "cannot write $file: give teamd-seat a subordinate id range yourself (usermod --add-subuids / --add-subgids), then re-run."
+    chmod 644 "$file"
+    say "seat ids: gave teamd-seat $start-$((start + 65535)) in $file"
+  done
   # The owners' group: in system mode the owner is an ordinary user in group teamd, who can
   # reach the control socket, write the stop flags and kill seats without root
   # (docs/service.md). Membership is root-equivalent on this machine; it is never granted

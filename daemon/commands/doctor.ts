@@ -8,6 +8,7 @@ import { detectMode, resolveHome } from "../host/home.js";
 import { registrations } from "../lifecycle/registry.js";
 import { builtShimBundle } from "../host/seat-layout.js";
 import { lookupUser, SEAT_SYSTEM_USER } from "../host/users.js";
+import { subordinateRange } from "../host/seat-uids.js";
 
 /**
  * `teamd doctor`: can seats start on this machine, and how contained are they? Each check
@@ -53,8 +54,27 @@ export async function runChecks(): Promise<Check[]> {
       });
     } else {
       user = found;
-      checks.push({ name: "seat user", verdict: "ok", detail: `system mode: seats run as ${SEAT_SYSTEM_USER} (uid ${found.uid})` });
+      checks.push({ name: "seat user", verdict: "ok", detail: `system mode: seats are ${SEAT_SYSTEM_USER} (uid ${found.uid}) inside their sandboxes` });
     }
+    // Each seat's own host uid comes from this range (daemon/host/seat-uids.ts).
+    const read = (path: string) => {
+      try {
+        return readFileSync(path, "utf8");
+      } catch {
+        return "";
+      }
+    };
+    const [uids, gids] = [subordinateRange(read("/etc/subuid"), SEAT_SYSTEM_USER), subordinateRange(read("/etc/subgid"), SEAT_SYSTEM_USER)];
+    checks.push(
+      uids === undefined || gids === undefined
+        ? {
+            name: "seat ids",
+            verdict: "fail",
+            detail: `no subordinate id range for '${SEAT_SYSTEM_USER}' in /etc/subuid and /etc/subgid: no seat can start (each runs as a host uid of its own)`,
+            fix: `run scripts/setup.sh as root, or: usermod --add-subuids 1879048192-1879113727 --add-subgids 1879048192-1879113727 ${SEAT_SYSTEM_USER}`,
+          }
+        : { name: "seat ids", verdict: "ok", detail: `one host uid per seat, from ${uids.start}-${uids.start + uids.count - 1} (gids from ${gids.start})` },
+    );
   } else {
     checks.push({ name: "seat user", verdict: "ok", detail: `user mode: seats run as uid ${process.getuid?.()} in unprivileged user namespaces` });
   }

@@ -13,6 +13,8 @@ export interface SeatUser {
   readonly name: string;
   readonly uid: number;
   readonly gid: number;
+  /** The ids the seat sees inside its user namespace, when not these (system mode: daemon/host/seat-uids.ts). */
+  readonly inside?: { readonly uid: number; readonly gid: number };
 }
 
 /** A user by name from /etc/passwd (Node has no getpwnam). */

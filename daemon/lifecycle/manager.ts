@@ -13,6 +13,7 @@ import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } f
 import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
 import { resolveSeatUser, type SeatUser } from "./user.js";
+import { seatHostUser } from "../host/seat-uids.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
 
 /**
@@ -189,7 +190,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`,
       );
     const runId = options.newId();
-    const user = resolveSeatUser(home.mode);
+    // System mode: a host uid of the seat's own (daemon/host/seat-uids.ts); user mode: the daemon's.
+    const user = home.mode === "system" ? seatHostUser(home, target.team, target.seat, resolveSeatUser("system")) : resolveSeatUser("user");
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
       // The applied team file's word, never a fallback: a host without bubblewrap refuses a

@@ -82,6 +82,11 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
       undo.push(() => rm(layout.repo, { recursive: true, force: true }));
       await cloneTrunk(target, layout.repo, home);
       await ownTree(layout.repo, user, system);
+    } else if (system && (await lstat(layout.repo)).uid !== user.uid) {
+      // A seat made before seats had uids of their own (or under another range): its trees
+      // move to its uid now, while it does not run, entry by entry without following a link.
+      await ownTree(layout.repo, user, system);
+      if (existsSync(layout.home)) await ownTree(layout.home, user, system);
     }
     step("repo");
     if (!existsSync(layout.home)) {
@@ -229,7 +234,7 @@ async function planSeat(
   if (!facts.ok) throw fromRefusal(facts.refusal);
   const result = compilePlan({
     seat: { team: target.team, seat: target.seat },
-    user: { uid: user.uid, gid: user.gid },
+    user: { uid: user.uid, gid: user.gid, ...(user.inside !== undefined ? { inside: user.inside } : {}) },
     writable: { repository: await root(layout.repo), home: await root(layout.home), tmp: await root(layout.tmp) },
     readOnly: [],
     reserved: reservedFacts(set.set),

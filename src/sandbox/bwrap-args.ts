@@ -72,7 +72,16 @@ export const ISOLATION: readonly string[] = Object.freeze([
 export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options: BwrapArgsOptions = {}): Checked<string[]> {
   if (command.length === 0 || (command[0] ?? "").length === 0) return refuse("no command to run in the seat");
   if (command.some((arg) => arg.includes("\u0000"))) return refuse("a command argument contains a NUL byte");
-  const args: string[] = [...ISOLATION, "--hostname", plan.hostname, "--uid", String(plan.uid), "--gid", String(plan.gid), "--clearenv"];
+  const args: string[] = [
+    ...ISOLATION,
+    "--hostname",
+    plan.hostname,
+    "--uid",
+    String(plan.inside?.uid ?? plan.uid),
+    "--gid",
+    String(plan.inside?.gid ?? plan.gid),
+    "--clearenv",
+  ];
   for (const [name, value] of Object.entries(plan.env)) args.push("--setenv", name, value);
   for (const op of plan.mounts) args.push(...mountArgs(op));
   // A seat with egress runs every command under its egress launcher (src/sandbox/plan-egress.ts).

@@ -118,8 +118,12 @@ export interface PlanEgress {
 
 export interface PlanInput {
   readonly seat: SeatName;
-  /** The host user the seat runs as (never 0). Inside, the seat sees the same ids. */
-  readonly user: { readonly uid: number; readonly gid: number };
+  /**
+   * The host user the seat runs as (never 0). Inside, the seat sees the same ids — or, when
+   * `inside` is given, those (system mode: each seat has a host uid of its own, and inside
+   * every seat is the one `teamd-seat` user /etc/passwd names, so programs find a name).
+   */
+  readonly user: { readonly uid: number; readonly gid: number; readonly inside?: { readonly uid: number; readonly gid: number } };
   readonly writable: { readonly repository: HostRoot; readonly home: HostRoot; readonly tmp: HostRoot };
   /** What the seat's read scope covers beyond its writable roots (other declared roots). */
   readonly readOnly: readonly HostRoot[];
@@ -148,8 +152,11 @@ export interface SandboxPlan {
   readonly version: 1;
   readonly seat: SeatName;
   readonly hostname: string;
+  /** The host ids the seat runs as. */
   readonly uid: number;
   readonly gid: number;
+  /** The ids the seat sees inside its user namespace, when not the host's (bwrap --uid/--gid). */
+  readonly inside?: { readonly uid: number; readonly gid: number };
   /** Every namespace unshared; the network namespace holds loopback only. */
   readonly network: "loopback-only";
   readonly mounts: readonly MountOp[];

@@ -54,10 +54,10 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   ] as const) {
     if (!NAME.test(name)) return undecidable(`the ${what} name '${name}' is not a plain name`);
   }
-  if (![user.uid, user.gid].every((id) => Number.isSafeInteger(id) && id >= 0 && id < 2 ** 32 - 1)) {
+  if (![user.uid, user.gid, user.inside?.uid ?? 1, user.inside?.gid ?? 1].every((id) => Number.isSafeInteger(id) && id >= 0 && id < 2 ** 32 - 1)) {
     return undecidable(`the seat's uid ${user.uid} / gid ${user.gid} are not user ids`);
   }
-  if (user.uid === 0 || user.gid === 0) {
+  if (user.uid === 0 || user.gid === 0 || user.inside?.uid === 0 || user.inside?.gid === 0) {
     return refuseContainment(
       "containment.host-root",
       `the seat would run with uid ${user.uid} and gid ${user.gid} on the host; a seat never runs as root`,
@@ -181,6 +181,9 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     hostname: seat.seat,
     uid: user.uid,
     gid: user.gid,
+    ...(user.inside === undefined || (user.inside.uid === user.uid && user.inside.gid === user.gid)
+      ? {}
+      : { inside: { uid: user.inside.uid, gid: user.inside.gid } }),
     network: "loopback-only",
     mounts,
     env,

@@ -82,15 +82,35 @@ describe.runIf(process.platform === "linux")("escape: through a `teamd start`ed 
     await h?.cleanup();
   });
 
-  it("runs both seats as the same contained user (the isolation between them is the mount plan alone)", async () => {
-    const a = await alpha("id -u; pwd");
-    const b = await h.sh("beta", "id -u; pwd");
+  it("as root, runs each seat as a host uid of its own, each owning its repository, and each sees teamd-seat inside; as an ordinary user, both as that user", async () => {
+    const a = await alpha("id -u; id -un; pwd");
+    const b = await h.sh("beta", "id -u; id -un; pwd");
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
-    expect(a.stdout.split("\n")[0]).toBe(b.stdout.split("\n")[0]);
-    expect(a.stdout.split("\n")[0]).not.toBe("0");
+    const [insideA, nameA, pwdA] = a.stdout.split("\n");
+    const [insideB, nameB] = b.stdout.split("\n");
     // pwd is the seat's own repository at its host path: beta's sits beside it on the host.
-    expect(a.stdout.split("\n")[1]).toBe(join(alphaDir, "repo"));
+    expect(pwdA).toBe(join(alphaDir, "repo"));
+    const status = await h.json<{ seats: Array<{ seat: string; uid: number; initPid: number }> }>(["status", "--json"]);
+    const seat = (name: string) => status.seats.find((s) => s.seat === name)!;
+    // The host's view of each seat's init: the uid the kernel keys everything by.
+    const hostUid = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+    const [uidA, uidB] = [hostUid(seat("alpha").initPid), hostUid(seat("beta").initPid)];
+    expect([uidA, uidB]).toEqual([seat("alpha").uid, seat("beta").uid]);
+    if (asRoot) {
+      expect(uidA).not.toBe(uidB);
+      for (const uid of [uidA, uidB]) expect(uid).toBeGreaterThanOrEqual(0x7000_0000);
+      expect(statSync(join(alphaDir, "repo")).uid).toBe(uidA);
+      expect(statSync(beta.repo).uid).toBe(uidB);
+      expect(statSync(beta.home).uid).toBe(uidB);
+      // Inside, both are the one named seat user.
+      expect([nameA, nameB]).toEqual(["teamd-seat", "teamd-seat"]);
+      expect(insideA).toBe(insideB);
+    } else {
+      expect(uidA).toBe(process.getuid?.());
+      expect(uidB).toBe(uidA);
+      expect(insideA).toBe(String(uidA));
+    }
   });
 
   it("alpha cannot read the daemon's environment: not inherited, not through /proc, not from its seat's init", async () => {
