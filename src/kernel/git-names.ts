@@ -22,13 +22,22 @@ export const MAX_REF_BYTES = 1024;
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
+
+/**
+ * The code points a terminal acts on or that reorder what it shows, beyond C0 and DEL: C1
+ * (U+0080–U+009F: 8-bit CSI, OSC…), the bidirectional marks, embeddings, overrides and
+ * isolates, the line and paragraph separators. git takes them in a ref name and prints the
+ * name as it is (`git branch`, `git log --decorate`), outside any view teamd could escape.
+ */
+const TERMINAL_CONTROL = (c: number): boolean =>
+  (c >= 0x80 && c <= 0x9f) || c === 0x061c || c === 0x200e || c === 0x200f || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 const bytes = (text: string): number => encoder.encode(text).byteLength;
 
 /**
  * Why git would not take `ref` as a full ref name (`git check-ref-format <ref>`, which
  * requires at least two components), or undefined. Rules: no component begins with `.` or
  * ends with `.lock`; no `..`; no control character, space, `~`, `^`, `:`, `?`, `*`, `[` or
- * `\`; no leading or trailing `/`, no `//`; no trailing `.`; no `@{`; not `@`.
+ * `\` — and, the daemon's bound, no C1, bidirectional or line-separator control either; no leading or trailing `/`, no `//`; no trailing `.`; no `@{`; not `@`.
  */
 export function refNameProblem(ref: string): string | undefined {
   if (ref.length === 0) return "the ref name is empty";
@@ -38,6 +47,8 @@ export function refNameProblem(ref: string): string | undefined {
     const c = ref.charCodeAt(i);
     if (c < 0x20 || c === 0x7f) return "the ref name contains a control character";
     if (c === 0xfffd) return "the ref name is not valid UTF-8";
+    if (TERMINAL_CONTROL(c))
+      return "the ref name contains a C1, bidirectional or line-separator control character (git allows it, but git prints ref names raw to whoever lists them: the daemon's own bound)";
   }
   const bad = /[ ~^:?*[\\]/.exec(ref);
   if (bad !== null) return `the ref name contains '${bad[0]}', which git does not allow in a ref name`;

@@ -7,7 +7,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import { cliTerminal, type Terminal } from "../support/cli-terminal.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
-import type { TeamdHarness } from "../support/teamd-harness.js";
+import type { LogRecord, TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Proves (docs/enforcement.md, "Terminal text"): a seat cannot write past the screen of the
@@ -109,5 +109,24 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
     // Control: the same exec into a pipe (a script's use) gets the seat's bytes unchanged.
     const piped = await h.run(["exec", "painter@proj", "--", "sh", "-c", script]);
     expect(piped.stdout).toContain("\x1b]52;c;RVhFQw==\x07");
+  }, 40_000);
+
+  it("a branch name carrying C1 controls (git allows them) is refused git.ref-name and reaches teamd log escaped, the record holding it as sent (the control); a task resource name carrying OSC 52 is refused off the record", async () => {
+    const task = await h.sh("painter", String.raw`teamd-shim broker read "$(printf 'gh:x\033]52;c;VEFTSw==\007\033[2K')" 1 2>&1; echo rc=$?`);
+    expect(task.stdout).toMatch(/rc=[1-9]/);
+    const branch = await h.sh(
+      "painter",
+      String.raw`git -c user.name=p -c user.email=p@p commit -q --allow-empty -m x && git push teamd "HEAD:refs/heads/$(printf 'b\302\2336n\302\235')" 2>&1; echo rc=$?`,
+    );
+    // git allows C1 code points in a ref name; the daemon refuses them, on record under the name the seat chose.
+    expect(branch.stdout).toMatch(/git\.ref-name/);
+    expect(branch.stdout).toMatch(/rc=[1-9]/);
+    const records = await h.records<LogRecord>();
+    // The task resource is refused before it is a target (nothing of it is on record); the branch is.
+    expect(records.some((r) => r.type === "refusal" && r.action === "broker.read")).toBe(true);
+    expect(records.some((r) => String(r.target ?? "").includes("b\u009b6n\u009d"))).toBe(true);
+    const shown = await h.ok(["log"]);
+    expect(shown).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(shown).toContain("b\\x9b6n\\x9d");
   }, 40_000);
 });

@@ -28,6 +28,13 @@ const refCases: { ref: string; ok: boolean; why?: RegExp }[] = [
   { ref: "refs/heads/a..b", ok: false, why: /'\.\.'/ },
   { ref: "refs/heads/a b", ok: false, why: /' '/ },
   { ref: "refs/heads/a\tb", ok: false, why: /control/ },
+  // git takes these; the daemon does not (git prints ref names raw to whoever lists them).
+  { ref: "refs/heads/b\u009b6n", ok: false, why: /C1, bidirectional/ },
+  { ref: "refs/heads/x\u009d52;c;eA==\u009c", ok: false, why: /C1, bidirectional/ },
+  { ref: "refs/heads/fix-\u202egnp.exe", ok: false, why: /C1, bidirectional/ },
+  { ref: "refs/heads/a\u2028b", ok: false, why: /C1, bidirectional/ },
+  { ref: "refs/heads/a\u2066b", ok: false, why: /C1, bidirectional/ },
+  { ref: "refs/heads/\u00a0nbsp-\u00e9", ok: true },
   { ref: "refs/heads/a\u0001b", ok: false, why: /control/ },
   { ref: "refs/heads/a\u007fb", ok: false, why: /control/ },
   { ref: "refs/heads/a~1", ok: false, why: /'~'/ },
