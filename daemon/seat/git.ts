@@ -11,6 +11,7 @@ import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitInput, gitSucceeds } from "../../src/effects/git.js";
 import {
   changedPaths,
+  checkCommitText,
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
   newCommits,
@@ -409,6 +410,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         paths = [];
       } else {
         commits = await newCommits(src.repo, q, update.newOid, { readable });
+        await checkCommitText(src.repo, q, commits, await limitsFor(ctx));
         paths = (await changedPaths(src.repo, q, commits, await limitsFor(ctx))).paths;
       }
     } catch (error) {

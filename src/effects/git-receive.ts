@@ -12,6 +12,7 @@ import {
   type ContainedGitOptions,
 } from "./contained-git.js";
 import { git, GitError, splitNul } from "./git.js";
+import { commitTextProblem } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
 
@@ -40,7 +41,7 @@ export class PackRejected extends Error {
   constructor(
     readonly reason: string,
     /** The bound or check it failed: push.pack, a bound of the header scan (pack-scan.ts), or the paths one push may change. */
-    readonly rule: PackScanRule | "push.paths" = "push.pack",
+    readonly rule: PackScanRule | "push.paths" | "push.commit-text" = "push.pack",
   ) {
     super(`push refused: ${reason}`);
   }
@@ -167,6 +168,40 @@ export async function newCommits(hub: string, q: Quarantine, tip: string, option
   if (options.readable !== undefined) await checkSelfContained(context, q, tip, options.readable);
   const listed = await containedGit(["rev-list", "--topo-order", "--reverse", tip, "--not", "--all"], context);
   return lines(listed.stdout);
+}
+
+/**
+ * Every new commit's raw text through commitTextProblem (src/kernel/git-names.ts), read in one
+ * contained `cat-file --batch` within the output bound: a commit whose message or identity would
+ * drive the terminal of whoever runs git log is refused (push.commit-text).
+ */
+export async function checkCommitText(
+  hub: string,
+  q: Quarantine,
+  commits: readonly string[],
+  options: { readonly limits?: ContainedGitLimits } = {},
+): Promise<void> {
+  if (commits.length === 0) return;
+  for (const oid of commits) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
+  const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  let out: Buffer;
+  try {
+    out = (await containedGit(["cat-file", "--batch"], { ...context, input: Buffer.from(commits.map((oid) => `${oid}\n`).join("")) })).stdout;
+  } catch (error) {
+    if (error instanceof GitOutputTooLarge) throw new PackRejected("the pushed commits' text is larger than the daemon reads for one push", "push.pack");
+    throw error;
+  }
+  let at = 0;
+  for (const oid of commits) {
+    const eol = out.indexOf(0x0a, at);
+    const header = out.subarray(at, eol).toString("latin1").split(" ");
+    const size = Number(header[2]);
+    if (eol < 0 || header[0] !== oid || header[1] !== "commit" || !Number.isSafeInteger(size))
+      throw new PackRejected(`cannot read commit ${oid} back from the pack`);
+    const problem = commitTextProblem(out.subarray(eol + 1, eol + 1 + size));
+    if (problem !== undefined) throw new PackRejected(`commit ${oid}: ${problem}`, "push.commit-text");
+    at = eol + 1 + size + 1;
+  }
 }
 
 async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string, readable: readonly string[]): Promise<void> {

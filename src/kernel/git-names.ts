@@ -206,9 +206,49 @@ export function gitMetaFileProblem(path: string, content: Uint8Array): string | 
   return undefined;
 }
 
-/** Why git could not be handed `message` as a commit message, or undefined: no NUL byte (git cuts there), and within one argument's bound. */
+/**
+ * Why a pushed commit's raw text (its headers and message, as `git cat-file commit` gives it)
+ * may not reach the hub, or undefined: it must be UTF-8, and hold no control a terminal acts on
+ * but tab, newline and a CR before a newline — no ESC, no other C0, no DEL, no C1, no
+ * bidirectional or line-separator control. git log plays a message as it is to whoever reads
+ * the history (the owner, other seats), outside any view teamd could escape.
+ */
+export function commitTextProblem(raw: Uint8Array): string | undefined {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+  } catch {
+    return "the commit's text is not UTF-8";
+  }
+  const i = controlAt(text);
+  if (i === undefined) return undefined;
+  const body = text.indexOf("\n\n");
+  const lineStart = text.lastIndexOf("\n", i - 1) + 1;
+  const where = body >= 0 && i > body ? "message" : `${text.slice(lineStart, text.indexOf(" ", lineStart))} line`;
+  return `the commit's ${where} contains the control U+${text.charCodeAt(i).toString(16).padStart(4, "0").toUpperCase()}, which git log would play to whoever reads the history`;
+}
+
+/** Where `text` holds a control a terminal acts on, but tab, newline and a CR before a newline; undefined if nowhere. */
+function controlAt(text: string): number | undefined {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x09 || c === 0x0a || (c === 0x0d && text.charCodeAt(i + 1) === 0x0a)) continue;
+    if (c < 0x20 || c === 0x7f || TERMINAL_CONTROL(c)) return i;
+  }
+  return undefined;
+}
+
+/**
+ * Why git could not be handed `message` as a commit message, or undefined: no NUL byte (git
+ * cuts there), within one argument's bound, and — as for a pushed commit (commitTextProblem)
+ * — no control a terminal acts on but tab and newline: the commit lands in history git log
+ * plays as it is.
+ */
 export function commitMessageProblem(message: string): string | undefined {
   if (message.includes("\0")) return "the commit message contains a NUL byte";
   if (bytes(message) > MAX_MESSAGE_BYTES) return `the commit message is longer than ${MAX_MESSAGE_BYTES} bytes`;
+  const at = controlAt(message);
+  if (at !== undefined)
+    return `the commit message contains the control U+${message.charCodeAt(at).toString(16).padStart(4, "0").toUpperCase()}, which git log would play to whoever reads the history`;
   return undefined;
 }

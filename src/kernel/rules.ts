@@ -438,6 +438,11 @@ export const RULES = {
     section: "§11",
     summary: "the pushed pack is corrupt, incomplete or too large; nothing of it reaches the hub (fail closed)",
   },
+  "push.commit-text": {
+    section: "§11",
+    summary:
+      "a pushed commit's message or identity is not UTF-8 or carries a terminal control (ESC, another C0 but tab and newline, C1, a bidirectional override): git log would play it to whoever reads the history",
+  },
   "push.stale": {
     section: "§15",
     summary: "the destination branch is not where the seat believed it was; fetch, then push again",

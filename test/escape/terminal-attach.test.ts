@@ -129,4 +129,25 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
     expect(shown).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(shown).toContain("b\\x9b6n\\x9d");
   }, 40_000);
+
+  it("a pushed commit whose message or author would drive the terminal of whoever runs git log is refused push.commit-text; the same commit clean lands (the control)", async () => {
+    const push = (name: string, message: string, author = "p") =>
+      h.sh(
+        "painter",
+        // Each on the branch the seat started from, so no refused commit is under another.
+        String.raw`git checkout -q --detach "$(git rev-parse seat/painter/main)" && git -c user.name="$(printf '${author}')" -c user.email=p@p commit -q --allow-empty -m "$(printf '${message}')" && git push teamd "HEAD:refs/heads/${name}" 2>&1; echo rc=$?`,
+      );
+    const osc = await push("msg-osc", String.raw`fix\033]52;c;TE9H\007`);
+    expect(osc.stdout).toMatch(/push\.commit-text/);
+    const hidden = await push("msg-cr", String.raw`harmless\rrm -rf ~`);
+    expect(hidden.stdout).toMatch(/push\.commit-text/);
+    const author = await push("author-esc", "ok", String.raw`p\033[2K`);
+    expect(author.stdout).toMatch(/push\.commit-text/);
+    const refs = h.hubGit("for-each-ref", "--format=%(refname)");
+    for (const name of ["msg-osc", "msg-cr", "author-esc"]) expect(refs).not.toContain(`seat/painter/${name}`);
+    // Control: a clean commit on the same path lands.
+    const clean = await push("msg-clean", "a plain message");
+    expect(clean.stdout, clean.stdout).toMatch(/rc=0/);
+    expect(h.hubGit("for-each-ref", "--format=%(refname)")).toContain("refs/heads/seat/painter/msg-clean");
+  }, 60_000);
 });

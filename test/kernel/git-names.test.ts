@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   commitMessageProblem,
+  commitTextProblem,
   gitMetaFileProblem,
   gitPathProblem,
   isDotGitmodules,
@@ -204,8 +205,35 @@ describe("commitMessageProblem", () => {
     { message: "a\0b", ok: false },
     { message: "x".repeat(MAX_MESSAGE_BYTES), ok: true },
     { message: "x".repeat(MAX_MESSAGE_BYTES + 1), ok: false },
+    { message: "tabs\tand\r\nCRLF, é, 漢字, 🙂", ok: true },
+    { message: "x\u001b]52;c;eA==\u0007", ok: false },
+    { message: "hidden\rshown", ok: false },
+    { message: "csi \u009b2J", ok: false },
+    { message: "rtl \u202e", ok: false },
+    { message: "bell \u0007", ok: false },
   ])("%#", ({ message, ok }) => {
     expect(commitMessageProblem(message) === undefined).toBe(ok);
+  });
+});
+
+describe("commitTextProblem (a pushed commit's raw text)", () => {
+  const commit = (author: string, message: string) =>
+    new TextEncoder().encode(`tree ${"a".repeat(40)}\nauthor ${author} <a@b> 1700000000 +0000\ncommitter c <c@d> 1700000000 +0000\n\n${message}`);
+  it("takes UTF-8 text with tabs, newlines and CRLF", () => {
+    expect(commitTextProblem(commit("Ann Ünïcode", "fix\r\n\n\tbody 漢字\n"))).toBeUndefined();
+  });
+  it.each([
+    ["ESC in the message", commit("a", "x\u001b]52;c;eA==\u0007"), /message contains the control U\+001B/],
+    ["a lone CR in the message", commit("a", "safe\rrm -rf ~"), /message contains the control U\+000D/],
+    ["C1 in the message", commit("a", "\u009b2J"), /U\+009B/],
+    ["a bidirectional override", commit("a", "\u202eevil"), /U\+202E/],
+    ["ESC in the author", commit("a\u001b[2K", "m"), /author line contains the control U\+001B/],
+  ])("refuses %s", (_what, raw, why) => {
+    expect(commitTextProblem(raw)).toMatch(why);
+  });
+  it("refuses text that is not UTF-8 (a Latin-1 0x9B is CSI to a Latin-1 terminal)", () => {
+    const raw = Buffer.concat([Buffer.from(commit("a", "x")), Buffer.from([0x9b, 0x32, 0x4a])]);
+    expect(commitTextProblem(raw)).toMatch(/not UTF-8/);
   });
 });
 
