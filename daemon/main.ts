@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { runCli } from "../src/rpc/index.js";
 import { buildProgram } from "./cli.js";
+import { terminalJson, terminalLines } from "./host/terminal-text.js";
 
-/** `teamd`: the owner's program; its commands live in cli.ts. */
-await runCli("teamd", buildProgram(), process.argv);
+/** `teamd`: the owner's program; its commands live in cli.ts. Its errors can quote a seat: printed escaped. */
+await runCli("teamd", buildProgram(), process.argv, { text: terminalLines, json: terminalJson });

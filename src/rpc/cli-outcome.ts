@@ -44,7 +44,17 @@ export interface ParsingProgram {
  * JSON object with --json). commander reports help and --version as errors with exit code
  * 0 (exitOverride); every other parse error is a usage error.
  */
-export async function runCli(name: string, program: ParsingProgram, argv: readonly string[]): Promise<void> {
+/**
+ * How an error is made safe for the terminal it is printed to: a refusal's reason can quote
+ * what a seat sent (a ref name, a path), so the owner's CLI passes its terminal renderer
+ * (daemon/host/terminal-text.ts). Without one, the text as it is.
+ */
+export interface ErrorRender {
+  readonly text: (text: string) => string;
+  readonly json: (json: string) => string;
+}
+
+export async function runCli(name: string, program: ParsingProgram, argv: readonly string[], render?: ErrorRender): Promise<void> {
   const json = argv.includes("--json");
   try {
     await program.parseAsync(argv);
@@ -55,8 +65,8 @@ export async function runCli(name: string, program: ParsingProgram, argv: readon
       return;
     }
     const report = reportError(error);
-    if (json) process.stdout.write(JSON.stringify(report.json) + "\n");
-    else process.stderr.write(`${name}: ${report.message}\n`);
+    if (json) process.stdout.write((render?.json ?? String)(JSON.stringify(report.json)) + "\n");
+    else process.stderr.write(`${name}: ${(render?.text ?? String)(report.message)}\n`);
     process.exitCode = report.exitCode;
   }
 }
