@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { lstat, opendir, readlink, realpath } from "node:fs/promises";
 import { canonicalize } from "../objects/canonical.js";
 import { identify } from "../objects/identity.js";
@@ -20,6 +21,9 @@ export interface HostFactsRequest {
   readonly shimCommand?: string;
   readonly seatSocket: string;
 }
+
+/** What a seat's /proc masks where the kernel has it (see HostFacts.procKeyFiles). */
+export const PROC_KEY_FILES = Object.freeze(["/proc/keys", "/proc/key-users"]);
 
 export async function gatherHostFacts(request: HostFactsRequest): Promise<Checked<HostFacts>> {
   const system: SystemEntry[] = [];
@@ -65,6 +69,7 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
       shimBundle,
       ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}),
       seatSocket: { path: socket.path, id: socketId.info.id },
+      procKeyFiles: PROC_KEY_FILES.filter((path) => existsSync(path)),
     },
   };
 }

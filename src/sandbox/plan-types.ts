@@ -66,6 +66,12 @@ export interface HostFacts {
   readonly shimCommand?: string;
   /** The seat's own socket on the host, and its identity. */
   readonly seatSocket: { readonly path: string; readonly id: ObjectId };
+  /**
+   * The /proc files that list what the kernel keys by uid and this kernel has (/proc/keys,
+   * /proc/key-users): masked in the seat's /proc, so a seat sharing the owner's uid (user mode)
+   * does not read the descriptions of the owner's keys. Absent: none is masked.
+   */
+  readonly procKeyFiles?: readonly string[];
 }
 
 export interface EnvInput {

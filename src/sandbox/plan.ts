@@ -164,6 +164,10 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     ...system,
     ...etc,
     { op: "proc", dest: base.inside.proc },
+    // The key listings of the uid the seat runs as (the owner's, in user mode): not the seat's to read.
+    ...(host.procKeyFiles ?? [])
+      .filter((path) => /^\/proc\/key(s|-users)$/.test(path))
+      .map((path): MountOp => ({ op: "mask", dest: path, kind: "file", why: "the kernel's key listings of the seat's uid" })),
     { op: "dev", dest: base.inside.dev },
     { op: "tmpfs", dest: "/tmp", ...tmpSize },
     { op: "tmpfs", dest: "/run", size: RUN_TMPFS_BYTES },

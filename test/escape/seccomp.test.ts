@@ -148,11 +148,13 @@ describe.runIf(runs)("escape: the seccomp filter, every family, from inside a re
       `print("put", "ok" if k>=0 else errno.errorcode[ctypes.get_errno()], flush=True); time.sleep(20)`;
     const get =
       `import ctypes,errno; l=ctypes.CDLL(None,use_errno=True); l.syscall.restype=ctypes.c_long; ` +
-      `seen=[int(x.split()[0],16) for x in open("/proc/keys") if "teamd-channel" in x]; print("seen", len(seen)); ` +
+      `exec("try: seen=[int(x.split()[0],16) for x in open('/proc/keys') if 'teamd-channel' in x]\\nexcept OSError: seen=[]; print('unreadable')"); print("seen", len(seen)); ` +
       `b=ctypes.create_string_buffer(256); ` +
       `[print("get", b.value.decode() if l.syscall(250, 11, k, b, 256)>0 else errno.errorcode[ctypes.get_errno()]) for k in seen]`;
-    const attempt = async (payload: string, launcher?: { withoutSeccompForControl: true }) => {
-      const a = await seat.launch(await seat.plan(), [PYTHON, "-c", put, payload], launcher);
+    // `masks`: false plans the seats without the /proc/keys mask (a control of that defence alone).
+    const attempt = async (payload: string, launcher?: { withoutSeccompForControl: true }, masks = true) => {
+      const plan = await seat.plan(masks ? undefined : (input) => ({ ...input, host: { ...input.host, procKeyFiles: [] } }));
+      const a = await seat.launch(plan, [PYTHON, "-c", put, payload], launcher);
       if (!a.ok) throw new Error(a.refusal.reason);
       const io = a.seat.io;
       if (io.kind !== "pipes") throw new Error("pipes expected");
@@ -166,7 +168,7 @@ describe.runIf(runs)("escape: the seccomp filter, every family, from inside a re
         io.stdout.once("end", () => resolve());
       });
       try {
-        const b = await seat.run([PYTHON, "-c", get], launcher === undefined ? {} : { launcher });
+        const b = await seat.run([PYTHON, "-c", get], { plan, ...(launcher === undefined ? {} : { launcher }) });
         return { a: aOut.trim(), b: b.stdout.trim() };
       } finally {
         a.seat.kill();
@@ -175,11 +177,15 @@ describe.runIf(runs)("escape: the seccomp filter, every family, from inside a re
     };
     const filtered = await attempt(canary);
     expect(filtered.a).toBe("put EPERM");
-    expect(filtered.b).toBe("seen 0");
-    // Control: the same two seats without the filter share the keyring of their uid.
-    const control = await attempt(`${canary}-control`, { withoutSeccompForControl: true });
+    expect(filtered.b).toBe("unreadable\nseen 0");
+    // Control: the same two seats without the filter and without the /proc/keys mask share the keyring of their uid.
+    const control = await attempt(`${canary}-control`, { withoutSeccompForControl: true }, false);
     expect(control.a).toBe("put ok");
     expect(control.b).toBe(`seen 1\nget ${canary}-control`);
+    // The mask alone (no filter): the key is made, but the other seat's /proc/keys lists nothing.
+    const masked = await attempt(`${canary}-masked`, { withoutSeccompForControl: true });
+    expect(masked.a).toBe("put ok");
+    expect(masked.b).toBe("unreadable\nseen 0");
   }, 60_000);
 
   it("node, git, npm and python3 run under the filter", async () => {
