@@ -50,9 +50,19 @@ export interface FilterCounts {
   readonly dropped: ReadonlyMap<string, number>;
 }
 
-/** DEC private modes the seat may set, and what turns each back off (or on) at detach. */
+/**
+ * DEC private modes the seat may set, and what turns each back off (or on) at detach. Any other
+ * private mode is dropped: DECANM (?2, VT52 mode) leaves the terminal speaking another
+ * protocol, and modes no agent UI needs are not worth what a terminal may do with them.
+ */
 const RESTORED_MODES: ReadonlyMap<number, "l" | "h"> = new Map([
   [1, "l"], // application cursor keys
+  [5, "l"], // reverse video
+  [6, "l"], // origin mode
+  [8, "h"], // key autorepeat
+  [12, "l"], // blinking cursor
+  [1007, "l"], // alternate scroll
+  [2026, "l"], // synchronized output
   [25, "h"], // cursor shown
   [47, "l"],
   [1047, "l"],
@@ -70,6 +80,32 @@ const RESTORED_MODES: ReadonlyMap<number, "l" | "h"> = new Map([
   [2004, "l"], // bracketed paste
   [7, "h"], // autowrap
 ]);
+/** Private modes that pass without a restore (saving the cursor changes no mode). */
+const PASSED_MODES: ReadonlySet<number> = new Set([1048]);
+/**
+ * ANSI modes (CSI n h/l) the seat may set, with their restore: insert (IRM) and new-line (LNM).
+ * KAM (2) locks the owner's keyboard — Ctrl-] could not be typed to detach — and SRM (12)
+ * turns on the terminal's local echo, which would outlive the session and show what the owner
+ * types at a password prompt: both, and every other ANSI mode, are dropped.
+ */
+const ANSI_MODES: ReadonlyMap<number, "l" | "h"> = new Map([
+  [4, "l"],
+  [20, "l"],
+]);
+
+/**
+ * A title's bytes are well-formed UTF-8 with no C1 or bidirectional control: a raw 0x9B or 0x9D
+ * inside a title is CSI or OSC to a terminal that does not decode UTF-8.
+ */
+function cleanUtf8(bytes: readonly number[]): boolean {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    return false;
+  }
+  return !/[\u0080-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/.test(text);
+}
 
 /** The few sequences with intermediates that only draw: cursor style, soft reset, character protection, conformance level. */
 const WITH_INTERMEDIATES: ReadonlySet<string> = new Set([" q", "!p", '"q', '"p']);
@@ -88,6 +124,8 @@ export class ScreenFilter {
   /** The UTF-8 sequence under way in ground: continuation bytes left, its lead, whether the next is its second byte. */
   private utf8: Utf8 = NO_UTF8;
   private readonly touched = new Set<number>();
+  private readonly touchedAnsi = new Set<number>();
+  private cursorStyle = false;
   private keypad = false;
   private margins = false;
   private kittyPushes = 0;
@@ -119,11 +157,13 @@ export class ScreenFilter {
     // The alternate screen first: leaving it restores the main screen's content.
     for (const mode of [1049, 1047, 47]) if (this.touched.has(mode)) parts.push(`\x1b[?${mode}l`);
     for (const [mode, to] of RESTORED_MODES) if (this.touched.has(mode) && ![1049, 1047, 47].includes(mode)) parts.push(`\x1b[?${mode}${to}`);
+    for (const [mode, to] of ANSI_MODES) if (this.touchedAnsi.has(mode)) parts.push(`\x1b[${mode}${to}`);
+    if (this.cursorStyle) parts.push("\x1b[0 q");
     if (this.margins) parts.push("\x1b[r");
     if (this.keypad) parts.push("\x1b>");
     if (this.kittyPushes > 0) parts.push(`\x1b[<${this.kittyPushes}u`);
     if (this.modifyOtherKeys) parts.push("\x1b[>4m");
-    if (this.shifted) parts.push("\x0f\x1b(B");
+    if (this.shifted) parts.push("\x0f\x1b(B\x1b)B\x1b*B\x1b+B");
     parts.push("\x1b[0m");
     return Buffer.from(parts.join(""), "latin1");
   }
@@ -238,6 +278,16 @@ export class ScreenFilter {
           return;
         case 0x5a: // Z: DECID, a report
           return this.drop("esc Z");
+        case 0x6b: // k: screen's and tmux's title string, up to ST
+          this.drop("esc k");
+          this.state = { kind: "string", introducer: byte, keep: false, bytes: [], esc: false };
+          return;
+        case 0x6e: // n, o, |, }, ~: locking shifts into G2/G3, which would outlive the session
+        case 0x6f:
+        case 0x7c:
+        case 0x7d:
+        case 0x7e:
+          return this.drop("esc shift");
         case 0x5c: // \: a lone ST
           return;
         case 0x3d: // =: application keypad
@@ -248,7 +298,11 @@ export class ScreenFilter {
           break;
       }
     }
-    if (state.bytes[0] === 0x28 || state.bytes[0] === 0x29) this.shifted = true;
+    // ESC % switches the terminal's decoding (ESC % @ turns UTF-8 off: then ordinary letters'
+    // bytes — ě is C4 9B — read as C1 controls, CSI among them); ESC SP selects 7- or 8-bit
+    // controls and conformance levels. Neither draws anything.
+    if (state.bytes[0] === 0x25 || state.bytes[0] === 0x20) return this.drop(`esc ${String.fromCharCode(state.bytes[0])}`);
+    if (state.bytes[0] !== undefined && state.bytes[0] >= 0x28 && state.bytes[0] <= 0x2b) this.shifted = true;
     out.push(ESC, ...state.bytes, byte);
   }
 
@@ -292,9 +346,20 @@ export class ScreenFilter {
     const [, prefix = "", params = "", intermediates = ""] = parsed;
     const f = String.fromCharCode(final);
     const name = `csi ${prefix}${intermediates}${f}`;
-    if (intermediates !== "") return WITH_INTERMEDIATES.has(`${prefix}${intermediates}${f}`) ? "pass" : name;
-    // Queries and reports: device attributes, status reports, DECREQTPARM, window operations, media copy.
-    if ("cnxti".includes(f)) return name;
+    if (intermediates !== "") {
+      if (!WITH_INTERMEDIATES.has(`${prefix}${intermediates}${f}`)) return name;
+      if (intermediates === " " && f === "q") this.cursorStyle = true;
+      return "pass";
+    }
+    // Queries and reports: device attributes, status reports, DECREQTPARM, window operations,
+    // media copy; and the tab stops' clear (g), which would outlive the session.
+    if ("cnxtig".includes(f)) return name;
+    if (f === "h" || f === "l") {
+      const modes = params.split(";").map(Number);
+      const allowed =
+        prefix === "?" ? (m: number) => RESTORED_MODES.has(m) || PASSED_MODES.has(m) : prefix === "" ? (m: number) => ANSI_MODES.has(m) : () => false;
+      if (!modes.every(allowed)) return `${name} ${params.slice(0, 16)}`;
+    }
     if (prefix === ">" && (f === "q" || f === "T")) return name; // XTVERSION, XTRMTITLE
     if (prefix === "?" && (f === "u" || f === "m" || f === "S")) return name; // kitty keyboard query, XTQMODKEYS, XTSMGRAPHICS
     this.track(prefix, params, f);
@@ -308,6 +373,8 @@ export class ScreenFilter {
         const mode = Number(part);
         if (RESTORED_MODES.has(mode)) this.touched.add(mode);
       }
+    } else if (prefix === "" && (f === "h" || f === "l")) {
+      for (const part of params.split(";")) this.touchedAnsi.add(Number(part));
     } else if (prefix === "" && f === "r") this.margins = true;
     else if (prefix === ">" && f === "u") this.kittyPushes = Math.min(this.kittyPushes + 1, 99);
     else if (prefix === "<" && f === "u") this.kittyPushes = Math.max(0, this.kittyPushes - (Number(params) || 1));
@@ -345,7 +412,7 @@ export class ScreenFilter {
     const text = Buffer.from(state.bytes).toString("latin1");
     const number = /^[0-9]*/.exec(text)![0];
     const title = (number === "0" || number === "1" || number === "2") && text[number.length] === ";";
-    if (terminator !== undefined && title && state.keep) {
+    if (terminator !== undefined && title && state.keep && cleanUtf8(state.bytes)) {
       out.push(ESC, 0x5d, ...state.bytes, ...terminator);
       return;
     }

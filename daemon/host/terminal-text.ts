@@ -9,11 +9,12 @@ import { StringDecoder } from "node:string_decoder";
  *
  * Escaped: every C0 control (newline and tab too: a field is one line), DEL, every C1 control
  * (U+0080–U+009F: 8-bit CSI and OSC), the bidirectional marks, embeddings, overrides and
- * isolates, the line and paragraph separators, and the backslash itself, so an escape cannot
- * be forged. Everything else passes as it is, other scripts included.
+ * isolates, the line and paragraph separators, the invisible characters that make two names
+ * look alike (soft hyphen, zero-width space, word joiner, byte-order mark), and the backslash
+ * itself, so an escape cannot be forged. Everything else passes as it is, other scripts included.
  */
 
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\\]/g;
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff\\]/g;
 
 const NAMED: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\" };
 
@@ -36,7 +37,10 @@ export function terminalLines(text: string): string {
 
 /** JSON for a terminal or a pipe: JSON.stringify escapes C0 but leaves C1 controls and bidirectional controls raw; these become \uXXXX, still the same JSON. */
 export function terminalJson(json: string): string {
-  return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return json.replace(
+    /[\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /**
@@ -46,7 +50,7 @@ export function terminalJson(json: string): string {
  * single (this is a program's output, not a field to read back). UTF-8 split
  * across chunks is joined before it is judged; bytes that are not UTF-8 show as U+FFFD.
  */
-const STREAM_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const STREAM_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
 export function terminalStream(): { write(chunk: Uint8Array): string; end(): string } {
   const decoder = new StringDecoder("utf8");

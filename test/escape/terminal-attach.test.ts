@@ -25,7 +25,7 @@ if (asRoot) ensureSeatUser();
 
 // Printed by the seat's command: sh's printf turns \033 into ESC; in YAML's single quotes backslashes are literal.
 const BEFORE = String.raw`\033]52;c;U0NST0xMQkFDSw==\007\033[6n\033P\$qm\033\\\\\033[1;32mSCROLLBACK-MARK\033[0m\n`;
-const LIVE = String.raw`\033[?1049h\033[?25l\033]52;c;TElWRQ==\007\033]8;;https://evil.example/\033\\\\LINKTEXT\033]8;;\033\\\\\033[21tLIVE-%s\n`;
+const LIVE = String.raw`\033%%@\033[2h\033[12h\033[?1049h\033[?25l\033]52;c;TElWRQ==\007\033]8;;https://evil.example/\033\\\\LINKTEXT\033]8;;\033\\\\\033[21tLIVE-%s\n`;
 const TEAM_FILE = teamFile(`  painter:
     lab: anthropic
     roles: [observer]
@@ -72,6 +72,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
     expect(raw).toContain("\x1b]8;;https://evil.example/");
     expect(raw).toContain("\x1b[21t");
     expect(raw).toContain("\x1bP$qm");
+    expect(raw).toContain("\x1b%@\x1b[2h\x1b[12h");
   }, 40_000);
 
   it("the owner's terminal gets the screen control and none of the rest, scrollback and live; detach leaves it as it was", async () => {
@@ -83,7 +84,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
     t.write("\x1d");
     expect(await t.exit).toBe(0);
     const out = t.output();
-    for (const forbidden of ["\x1b]52", "U0NST0xMQkFDSw", "TElWRQ", "\x1b]8;", "evil.example", "\x1b[6n", "\x1b[21t", "\x1bP"])
+    for (const forbidden of ["\x1b%@", "\x1b[2h", "\x1b[12h", "\x1b]52", "U0NST0xMQkFDSw", "TElWRQ", "\x1b]8;", "evil.example", "\x1b[6n", "\x1b[21t", "\x1bP"])
       expect(out, JSON.stringify(forbidden)).not.toContain(forbidden);
     // Screen control passes: the colour, the alternate screen, the hidden cursor, the link's text.
     expect(out).toContain("\x1b[1;32mSCROLLBACK-MARK");

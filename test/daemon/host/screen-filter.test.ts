@@ -29,6 +29,7 @@ describe("screen filter: what passes (screen control)", () => {
     ["character sets and keypad", `${E}(0lqk${E}(B${E}=${E}>`],
     ["the window title, BEL or ST", `${E}]0;my agent\x07${E}]2;build${E}\\`],
     ["kitty keyboard push and pop, modifyOtherKeys", `${E}[>1u${E}[<u${E}[>4;1m`],
+    ["insert and new-line modes, reverse video, origin, synchronized output", `${E}[4h${E}[20h${E}[?5h${E}[?6h${E}[?2026h${E}[?2026l${E}[4l`],
     ["a bell", "\x07"],
   ];
   for (const [name, input] of passes) it(name, () => expect(filter(input)).toBe(input));
@@ -59,6 +60,15 @@ describe("screen filter: what is dropped (beyond the screen)", () => {
     ["a title with a control in it", `${E}]0;a\x08b\x07x`, "x"],
     ["a title with a C1 code point in it", `${E}]0;a\xc2\x9c${E}[6nb\x07x`, "b\x07x"],
     ["an aborted OSC (CAN)", `${E}]0;title\x18x`, "x"],
+    // Found by an attack on this filter: each passed before.
+    ["ESC % (UTF-8 decoding off: then ě's C4 9B reads as CSI) and ESC SP (8-bit controls)", `${E}%@${E}%G${E} G${E} Fx`, "x"],
+    ["a title holding raw C1 bytes or bytes that are not UTF-8", `${E}]0;x\x9d52;c;QUJD\x07${E}]0;x\x9b6n\x07${E}]1;\xff\xfe\x07ok`, "ok"],
+    [
+      "KAM (locks the keyboard), SRM (local echo), DECANM (VT52), other modes",
+      `${E}[2h${E}[12h${E}[12l${E}[?2l${E}[?3h${E}[?1034h${E}[?1036h${E}[3g${E}[?1;2hx`,
+      "x",
+    ],
+    ["screen's title string and locking shifts", `${E}ktitle${E}\\${E}n${E}o${E}|x`, "x"],
   ];
   for (const [name, input, output] of dropped) it(name, () => expect(filter(input)).toBe(output));
 
@@ -126,6 +136,12 @@ describe("screen filter: streamed", () => {
       "\x82",
       "\xa0",
       "\xc0",
+      "%",
+      "@",
+      " ",
+      "2h",
+      "12h",
+      "k",
     );
     fc.assert(
       fc.property(fc.array(pieces, { maxLength: 40 }), fc.array(fc.integer({ min: 0, max: 8 }), { maxLength: 10 }), (parts, cuts) => {
@@ -145,6 +161,8 @@ describe("screen filter: streamed", () => {
             .match(/[\u0080-\u009f]/),
         ).toBeNull();
         expect(once).not.toContain("\x05");
+        expect(once).not.toMatch(/\x1b[% k]/);
+        expect(once).not.toMatch(/\x1b\[(2|12|\?2)[hl]/);
       }),
       { numRuns: 20_000 },
     );
@@ -161,6 +179,9 @@ describe("screen filter: restore at detach", () => {
     for (const part of [`${E}[?1000l`, `${E}[?1006l`, `${E}[?25h`, `${E}[?2004l`, `${E}>`, `${E}[r`, `${E}[<1u`, `${E}[>4m`, `\x0f${E}(B`])
       expect(restore).toContain(part);
     expect(restore).not.toContain("?1002l");
+    const more = new ScreenFilter();
+    more.write(Buffer.from(`${E}[4h${E}[?5h${E}[5 q`, "latin1"));
+    for (const part of [`${E}[4l`, `${E}[?5l`, `${E}[0 q`]) expect(more.restore().toString("latin1")).toContain(part);
     expect(restore.endsWith(`${E}[0m`)).toBe(true);
   });
 

@@ -24,6 +24,14 @@ describe("terminalText", () => {
   });
 });
 
+describe("invisible characters (found by an attack: two ref names looked alike)", () => {
+  it("shows soft hyphen, zero-width space, word joiner and byte-order mark; keeps the joiner of emoji sequences", () => {
+    expect(terminalText("ma\u00adin m\u200bain ma\u2060in \ufeffmain")).toBe("ma\\xadin m\\u200bain ma\\u2060in \\ufeffmain");
+    expect(terminalText("👨\u200d👩")).toBe("👨\u200d👩");
+    expect(terminalJson(JSON.stringify({ t: "m\u200bain" }))).toBe('{"t":"m\\u200bain"}');
+  });
+});
+
 describe("terminalJson", () => {
   it("escapes C1 and bidirectional controls as \\u, which parse back to the same text", () => {
     const value = { target: "a\u009b31m\u202eb\u001bc" };
