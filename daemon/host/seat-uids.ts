@@ -1,4 +1,5 @@
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "./home.js";
@@ -9,9 +10,12 @@ import { SEAT_SYSTEM_USER, type SeatUser } from "./users.js";
  * kernel keyring, and everything else the kernel keys by uid — RLIMIT_NPROC, user-namespace
  * counts, /proc access, files in a shared tmp). The ids come from a range teamd owns: the
  * subordinate ids /etc/subuid and /etc/subgid give the `teamd-seat` user (setup.sh adds them),
- * which no other user of the machine is given. Each seat (team/seat) gets the next free offset
- * in that range, kept in TEAMD_HOME/seat-ids.json and never handed to another seat — its files
- * keep their owner across restarts, and a removed seat's uid is not a new seat's.
+ * which no other user of the machine is given. Each seat (team/seat) gets the smallest offset
+ * in that range no home of the machine holds — claimed in SEAT_ID_CLAIMS, one file per offset
+ * made with O_EXCL, so two daemons (two TEAMD_HOMEs) never share a uid (found by an attack:
+ * two homes counted from 0, and one seat exhausted another's per-uid inotify instances) — and
+ * kept in TEAMD_HOME/seat-ids.json, never handed to another seat while its home exists: its
+ * files keep their owner across restarts. A home that is gone frees its claims.
  *
  * Inside its user namespace every seat still sees `teamd-seat`'s own ids (bwrap --uid/--gid),
  * so /etc/passwd names it and programs that look their user up find one.
@@ -35,23 +39,100 @@ export function subordinateRange(text: string, name: string): IdRange | undefine
   return undefined;
 }
 
-/** The offset a seat has, or the smallest one no seat has (undefined when the range is full). Pure. */
-export function seatOffset(allocated: Readonly<Record<string, number>>, key: string, count: number): number | undefined {
-  const held = allocated[key];
-  if (held !== undefined) return held;
-  const used = new Set(Object.values(allocated));
-  for (let offset = 0; offset < count; offset++) if (!used.has(offset)) return offset;
-  return undefined;
-}
-
 export interface SeatIdFiles {
   readonly subuid: string;
   readonly subgid: string;
   readonly passwd: string;
   readonly group: string;
+  /** The machine's claims, one file per offset of the range: what makes a seat's uid its own on the host, across every TEAMD_HOME. */
+  readonly claims: string;
 }
 
-const SYSTEM_FILES: SeatIdFiles = { subuid: "/etc/subuid", subgid: "/etc/subgid", passwd: "/etc/passwd", group: "/etc/group" };
+/** Root's, outside every TEAMD_HOME: two daemons of one machine (two homes) share the range. */
+export const SEAT_ID_CLAIMS = "/var/lib/teamd-seat-ids";
+
+const SYSTEM_FILES: SeatIdFiles = { subuid: "/etc/subuid", subgid: "/etc/subgid", passwd: "/etc/passwd", group: "/etc/group", claims: SEAT_ID_CLAIMS };
+
+/**
+ * Who holds an offset of the range on this machine: the home (its path and identity, so a
+ * home removed — or another made at its path — is told apart) and the seat.
+ */
+interface Claim {
+  readonly home: string;
+  readonly dev: number;
+  readonly ino: number;
+  readonly seat: string;
+}
+
+function claimFor(home: TeamdHome, seat: string): Claim {
+  const stats = statSync(home.root);
+  return { home: home.root, dev: stats.dev, ino: stats.ino, seat };
+}
+
+function sameClaim(a: Claim, b: Claim): boolean {
+  return a.home === b.home && a.dev === b.dev && a.ino === b.ino && a.seat === b.seat;
+}
+
+function readClaim(dir: string, offset: number): Claim | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(join(dir, String(offset)), "utf8")) as Claim;
+    return typeof parsed.home === "string" && typeof parsed.seat === "string" ? parsed : { home: "?", dev: -1, ino: -1, seat: "?" };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    // Unreadable or torn: held by someone, never taken over by guess.
+    return { home: "?", dev: -1, ino: -1, seat: "?" };
+  }
+}
+
+/** A claim whose home is gone (or is another folder at its path now): its seat's files went with it. */
+function stale(claim: Claim): boolean {
+  if (claim.home === "?") return false;
+  try {
+    const stats = statSync(claim.home);
+    return stats.dev !== claim.dev || stats.ino !== claim.ino;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
+/** Take `offset` for `claim`: atomic across processes (O_EXCL), or false when someone holds it. */
+function takeOffset(dir: string, offset: number, claim: Claim): boolean {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let fd: number;
+  try {
+    fd = openSync(join(dir, String(offset)), "wx", 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+  try {
+    writeSync(fd, JSON.stringify(claim) + "\n");
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/**
+ * The smallest offset no home of this machine holds, taken for `claim` (skipping `mine`, this
+ * home's own). A stale claim is moved aside first — rename is atomic, so of two daemons taking
+ * it over only one moves it — and then taken as a free one.
+ */
+function claimFree(dir: string, count: number, claim: Claim, mine: ReadonlySet<number>): number | undefined {
+  for (let offset = 0; offset < count; offset++) {
+    if (mine.has(offset)) continue;
+    if (takeOffset(dir, offset, claim)) return offset;
+    const held = readClaim(dir, offset);
+    if (held === undefined || !stale(held)) continue;
+    try {
+      renameSync(join(dir, String(offset)), join(dir, `${offset}.stale-${process.pid}-${randomUUID()}`));
+    } catch {
+      continue;
+    }
+    if (takeOffset(dir, offset, claim)) return offset;
+  }
+  return undefined;
+}
 
 /**
  * The seat's own host ids, with `teamd-seat`'s as the ids it sees inside. Fails closed: no
@@ -78,7 +159,7 @@ export function seatHostUser(
     throw new RefusalError(
       "containment.unavailable",
       `system mode runs each seat as a uid of its own, from the subordinate ids of '${SEAT_SYSTEM_USER}', and ${files.subuid} or ${files.subgid} gives it none. ` +
-        `Fix: run scripts/setup.sh as root (it adds them), or: usermod --add-subuids 2000000000-2000065535 --add-subgids 2000000000-2000065535 ${SEAT_SYSTEM_USER}`,
+        `Fix: run scripts/setup.sh as root (it adds them), or: usermod --add-subuids 1879048192-1879113727 --add-subgids 1879048192-1879113727 ${SEAT_SYSTEM_USER}`,
     );
   }
   const path = join(home.root, SEAT_IDS_FILE);
@@ -100,12 +181,30 @@ export function seatHostUser(
   }
   const key = `${team}/${seat}`;
   const count = Math.min(uids.count, gids.count);
-  const offset = seatOffset(allocated, key, count);
-  if (offset === undefined || offset >= count) {
-    throw new RefusalError(
-      "containment.unavailable",
-      `the seat id range of '${SEAT_SYSTEM_USER}' (${count} ids) is used up; fix: give it a larger range in ${files.subuid} and ${files.subgid}`,
-    );
+  const claim = claimFor(home, key);
+  let offset = allocated[key];
+  if (offset !== undefined) {
+    if (offset >= count)
+      throw new RefusalError(
+        "containment.undecidable",
+        `${path} gives ${key} the offset ${offset}, past the range of '${SEAT_SYSTEM_USER}' (${count} ids); fix: restore the range`,
+      );
+    const held = readClaim(files.claims, offset);
+    if (held === undefined) takeOffset(files.claims, offset, claim);
+    else if (!sameClaim(held, claim)) {
+      throw new RefusalError(
+        "containment.undecidable",
+        `uid ${uids.start + offset} of ${key} is claimed on this machine by ${held.home} (${held.seat}); fix: remove the claim ${join(files.claims, String(offset))} only if that home is gone`,
+      );
+    }
+  } else {
+    offset = claimFree(files.claims, count, claim, new Set(Object.values(allocated)));
+    if (offset === undefined) {
+      throw new RefusalError(
+        "containment.unavailable",
+        `the seat id range of '${SEAT_SYSTEM_USER}' (${count} ids) is used up on this machine; fix: give it a larger range in ${files.subuid} and ${files.subgid}`,
+      );
+    }
   }
   const uid = uids.start + offset;
   const gid = gids.start + offset;

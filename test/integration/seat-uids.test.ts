@@ -41,6 +41,22 @@ describe.runIf(process.platform === "linux" && asRoot)("one uid per seat (system
     await h.ok(["stop", "--team", "proj"]);
   }, 90_000);
 
+  it("never gives a seat of another TEAMD_HOME (another daemon of this machine) the same uid", async () => {
+    const other = await appliedTeam("teamd-seat-uids-other-", sleeperTeamFile(["m"]), undefined, { timeoutMs: 30_000 });
+    try {
+      await h.ok(["start", "m@proj"]);
+      await other.ok(["start", "m@proj"]);
+      const mine = await uidOf("m");
+      const theirs = (await other.json<{ seats: Array<{ seat: string; uid: number }> }>(["status", "--json"])).seats.find((s) => s.seat === "m")?.uid;
+      expect(theirs).toBeDefined();
+      expect(theirs).not.toBe(mine);
+      await other.ok(["stop", "m@proj"]);
+      await h.ok(["stop", "m@proj"]);
+    } finally {
+      await other.cleanup();
+    }
+  }, 90_000);
+
   it("moves a seat's trees to its uid at its next start, following none of its links", async () => {
     const dir = join(h.home, "seats/proj/m");
     // As an older teamd left it: every entry the shared seat user's, and a link the seat made to a host file.

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { seatHostUser, seatOffset, subordinateRange, type SeatIdFiles } from "../../../daemon/host/seat-uids.js";
+import { seatHostUser, subordinateRange, type SeatIdFiles } from "../../../daemon/host/seat-uids.js";
 import type { TeamdHome } from "../../../daemon/host/home.js";
 import { RefusalError } from "../../../src/rpc/index.js";
 
@@ -24,27 +24,19 @@ describe("subordinateRange", () => {
   ])("refuses %j (%s)", (text) => expect(subordinateRange(text, "teamd-seat")).toBeUndefined());
 });
 
-describe("seatOffset", () => {
-  it("keeps a seat's offset, gives a new seat the smallest free one, and none when the range is full", () => {
-    expect(seatOffset({}, "t/a", 3)).toBe(0);
-    expect(seatOffset({ "t/a": 0, "t/c": 2 }, "t/a", 3)).toBe(0);
-    expect(seatOffset({ "t/a": 0, "t/c": 2 }, "t/b", 3)).toBe(1);
-    expect(seatOffset({ "t/a": 0, "t/b": 1, "t/c": 2 }, "t/d", 3)).toBeUndefined();
-  });
-});
-
 describe("seatHostUser", () => {
   let dir: string;
   let files: SeatIdFiles;
   let home: TeamdHome;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "teamd-seat-uids-"));
-    files = { subuid: join(dir, "subuid"), subgid: join(dir, "subgid"), passwd: join(dir, "passwd"), group: join(dir, "group") };
+    files = { subuid: join(dir, "subuid"), subgid: join(dir, "subgid"), passwd: join(dir, "passwd"), group: join(dir, "group"), claims: join(dir, "claims") };
     writeFileSync(files.subuid, "teamd-seat:1879048192:3\n");
     writeFileSync(files.subgid, "teamd-seat:1879048192:3\n");
     writeFileSync(files.passwd, "root:x:0:0::/root:/bin/sh\nteamd-seat:x:998:997::/nonexistent:/usr/sbin/nologin\n");
     writeFileSync(files.group, "root:x:0:\n");
-    home = { root: dir, mode: "system" } as TeamdHome;
+    mkdirSync(join(dir, "home"));
+    home = { root: join(dir, "home"), mode: "system" } as TeamdHome;
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -64,7 +56,7 @@ describe("seatHostUser", () => {
     expect(a).toMatchObject({ uid: 1879048192, gid: 1879048192, inside: { uid: 998, gid: 997 } });
     expect(b).toMatchObject({ uid: 1879048193, gid: 1879048193 });
     expect(seatHostUser(home, "proj", "a", BASE, files).uid).toBe(a.uid);
-    expect(JSON.parse(readFileSync(join(dir, "seat-ids.json"), "utf8"))).toEqual({ "proj/a": 0, "proj/b": 1 });
+    expect(JSON.parse(readFileSync(join(home.root, "seat-ids.json"), "utf8"))).toEqual({ "proj/a": 0, "proj/b": 1 });
     // Another team's seat of the same name is another seat.
     expect(seatHostUser(home, "other", "a", BASE, files).uid).toBe(1879048194);
   });
@@ -75,12 +67,30 @@ describe("seatHostUser", () => {
     writeFileSync(files.subgid, "teamd-seat:1879048192:3\n");
     for (const seat of ["a", "b", "c"]) seatHostUser(home, "proj", seat, BASE, files);
     expect(refusal(() => seatHostUser(home, "proj", "d", BASE, files))).toMatch(/used up/);
-    writeFileSync(join(dir, "seat-ids.json"), "{}");
+    writeFileSync(join(home.root, "seat-ids.json"), "{}");
+    rmSync(files.claims, { recursive: true });
     writeFileSync(files.passwd, "someone:x:1879048192:1::/:/bin/sh\n");
     expect(refusal(() => seatHostUser(home, "proj", "a", BASE, files))).toMatch(/overlaps user 'someone'/);
-    writeFileSync(join(dir, "seat-ids.json"), "{ not json");
+    writeFileSync(join(home.root, "seat-ids.json"), "{ not json");
     expect(refusal(() => seatHostUser(home, "proj", "a", BASE, files))).toMatch(/^containment.undecidable: .*seat-ids.json cannot be read/);
-    writeFileSync(join(dir, "seat-ids.json"), '{"proj/a": -1}');
+    writeFileSync(join(home.root, "seat-ids.json"), '{"proj/a": -1}');
     expect(refusal(() => seatHostUser(home, "proj", "a", BASE, files))).toMatch(/cannot be read/);
+  });
+
+  it("never gives two homes of one machine the same uid; a home that is gone frees its claims", () => {
+    mkdirSync(join(dir, "home2"));
+    const other = { root: join(dir, "home2"), mode: "system" } as TeamdHome;
+    const a = seatHostUser(home, "proj", "a", BASE, files);
+    const b = seatHostUser(other, "proj", "a", BASE, files);
+    expect(b.uid).not.toBe(a.uid);
+    expect(seatHostUser(other, "proj", "a", BASE, files).uid).toBe(b.uid);
+    // A map that names an offset another home holds is refused, never shared.
+    writeFileSync(join(other.root, "seat-ids.json"), JSON.stringify({ "proj/a": 0 }));
+    expect(refusal(() => seatHostUser(other, "proj", "a", BASE, files))).toMatch(/claimed on this machine by .*home \(proj\/a\)/);
+    // The first home removed (a new folder at its path is another home): its uid is free again.
+    rmSync(home.root, { recursive: true });
+    mkdirSync(join(dir, "home3"));
+    const third = { root: join(dir, "home3"), mode: "system" } as TeamdHome;
+    expect(seatHostUser(third, "proj", "x", BASE, files).uid).toBe(a.uid);
   });
 });
