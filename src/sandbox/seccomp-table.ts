@@ -182,6 +182,19 @@ export const SECCOMP_TABLE: readonly SeccompFamily[] = Object.freeze([
     ],
   },
   {
+    family: "ldt",
+    errno: "EPERM",
+    reason:
+      "custom segment descriptors for the process (the x86 LDT): a legacy interface with a history of kernel bugs that Docker's profile keeps off; no program of a seat needs it",
+    syscalls: [sys("modify_ldt", { x86_64: 154 })],
+  },
+  {
+    family: "fanotify",
+    errno: "EPERM",
+    reason: "watching a whole mount's file events (fanotify): a wider kernel surface than inotify, which a seat keeps for its own files",
+    syscalls: [sys("fanotify_init", both(300, 262))],
+  },
+  {
     family: "tty",
     errno: "EPERM",
     reason:

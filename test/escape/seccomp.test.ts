@@ -55,6 +55,8 @@ const FILTERED: Record<string, string> = {
   mbind: "EPERM",
   personality_norandom: "EPERM",
   x32_getpid: "EPERM",
+  modify_ldt: "EPERM",
+  fanotify_init: "EPERM",
   ioctl_tiocsti: "EPERM",
   ioctl_tioclinux: "EPERM",
   // SIGSYS: a syscall under another ABI kills the process.
@@ -87,6 +89,8 @@ const FAMILIES: Record<string, readonly string[]> = {
   numa: ["set_mempolicy", "move_pages", "mbind"],
   personality: ["personality_norandom"],
   tty: ["ioctl_tiocsti", "ioctl_tioclinux"],
+  ldt: ["modify_ldt"],
+  fanotify: ["fanotify_init"],
   abi: ["x32_getpid", "i386_getpid"],
 };
 
@@ -132,7 +136,18 @@ describe.runIf(runs)("escape: the seccomp filter, every family, from inside a re
     // What must keep working does: fork, threads, the personality query.
     for (const name of ["fork", "thread", "personality_query"]) expect([inside[name], control[name]], name).toEqual(["ok", "ok"]);
     // The attacks that succeed without the filter, named: the kernel surfaces a seat reached.
-    for (const name of ["io_uring_setup", "userfaultfd", "add_key", "keyctl", "set_mempolicy", "move_pages", "personality_norandom", "ioctl_tiocsti"])
+    for (const name of [
+      "io_uring_setup",
+      "userfaultfd",
+      "add_key",
+      "keyctl",
+      "set_mempolicy",
+      "move_pages",
+      "personality_norandom",
+      "ioctl_tiocsti",
+      "modify_ldt",
+      "fanotify_init",
+    ])
       expect(control[name], `${name} without the filter`).toBe("ok");
   }, 60_000);
 

@@ -116,8 +116,8 @@ describe("the seat's seccomp filter, run in a BPF interpreter", () => {
     };
     expect({ x86_64: digest("x86_64"), aarch64: digest("aarch64") }).toMatchInlineSnapshot(`
       {
-        "aarch64": "162 6d207234fad4cf9f",
-        "x86_64": "176 517249daa89b816e",
+        "aarch64": "166 74560d29e9ed8fd5",
+        "x86_64": "184 1465b656b785c855",
       }
     `);
   });

@@ -72,6 +72,8 @@ out["mbind"] = sc(237, None, 0, 0, None, 0, 0)
 out["personality_norandom"] = in_child(lambda: sc(135, 0x0040000))
 out["personality_query"] = sc(135, 0xFFFFFFFF)
 out["x32_getpid"] = sc(0x40000000 | 39)
+out["modify_ldt"] = sc(154, 0, buf, 16)
+out["fanotify_init"] = sc(300, 0x200, 0)  # FAN_REPORT_FID: what an unprivileged caller may ask for
 
 
 def tiocsti():
