@@ -4,7 +4,7 @@ import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
-import { cliTerminal, type Terminal } from "../support/cli-terminal.js";
+import { cliTerminals } from "../support/cli-terminal.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { LogRecord, TeamdHarness } from "../support/teamd-harness.js";
@@ -35,17 +35,12 @@ const TEAM_FILE = teamFile(`  painter:
 
 describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write past the owner's screen through teamd attach", () => {
   let h: TeamdHarness;
-  const terminals: Terminal[] = [];
+  const terminals = cliTerminals(() => h);
   beforeAll(async () => {
     h = await appliedTeam("teamd-attach-escape-", TEAM_FILE);
     await h.ok(["start", "painter@proj"]);
   }, 90_000);
-  afterEach(async () => {
-    for (const t of terminals.splice(0)) {
-      t.kill();
-      await t.exit;
-    }
-  });
+  afterEach(() => terminals.closeAll());
   afterAll(async () => {
     await h?.cleanup();
   });
@@ -76,8 +71,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
   }, 40_000);
 
   it("the owner's terminal gets the screen control and none of the rest, scrollback and live; detach leaves it as it was", async () => {
-    const t = cliTerminal(h, ["attach", "painter@proj"]);
-    terminals.push(t);
+    const t = terminals.open(["attach", "painter@proj"]);
     await t.waitFor("SCROLLBACK-MARK"); // the scrollback, replayed
     t.write("owner\r");
     await t.waitFor("LIVE-owner");
@@ -99,8 +93,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's pty cannot write 
 
   it("teamd exec to the owner's terminal shows every control escaped; to a pipe it passes the bytes as they are (the control)", async () => {
     const script = String.raw`printf "\033]52;c;RVhFQw==\007\033[6nEXEC-MARK\033[2K\rhidden\n"`;
-    const t = cliTerminal(h, ["exec", "painter@proj", "--", "sh", "-c", script]);
-    terminals.push(t);
+    const t = terminals.open(["exec", "painter@proj", "--", "sh", "-c", script]);
     expect(await t.exit).toBe(0);
     const out = t.output();
     expect(out).toContain("EXEC-MARK");

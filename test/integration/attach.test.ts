@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { cliTerminal, type Terminal } from "../support/cli-terminal.js";
+import { cliTerminals } from "../support/cli-terminal.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
@@ -34,24 +34,14 @@ const TEAM_FILE = teamFile(`  talker:
 
 describe.runIf(process.platform === "linux")("attach and streaming exec through a real daemon", () => {
   let h: TeamdHarness;
-  const terminals: Terminal[] = [];
-
-  const terminal = (args: string[]) => {
-    const t = cliTerminal(h, args);
-    terminals.push(t);
-    return t;
-  };
+  const terminals = cliTerminals(() => h);
+  const terminal = (args: string[]) => terminals.open(args);
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-attach-", TEAM_FILE);
     await h.ok(["start", "talker@proj"]);
   }, 90_000);
-  afterEach(async () => {
-    for (const t of terminals.splice(0)) {
-      t.kill();
-      await t.exit;
-    }
-  });
+  afterEach(() => terminals.closeAll());
   afterAll(async () => {
     await h?.cleanup();
   });

@@ -65,3 +65,21 @@ export function cliTerminal(h: Pick<TeamdHarness, "repo" | "env">, args: string[
   };
   return t;
 }
+
+/** Terminals a test opens, each killed (by its own pid) and awaited by closeAll, for an afterEach. */
+export function cliTerminals(harness: () => Pick<TeamdHarness, "repo" | "env">): { open(args: string[]): Terminal; closeAll(): Promise<void> } {
+  const open: Terminal[] = [];
+  return {
+    open(args) {
+      const t = cliTerminal(harness(), args);
+      open.push(t);
+      return t;
+    },
+    async closeAll() {
+      for (const t of open.splice(0)) {
+        t.kill();
+        await t.exit;
+      }
+    },
+  };
+}
