@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -125,7 +124,8 @@ function claimFree(dir: string, count: number, claim: Claim, mine: ReadonlySet<n
     const held = readClaim(dir, offset);
     if (held === undefined || !stale(held)) continue;
     try {
-      renameSync(join(dir, String(offset)), join(dir, `${offset}.stale-${process.pid}-${randomUUID()}`));
+      // Aside under a name of its own (the stale home's identity): of two daemons renaming it, one finds it gone.
+      renameSync(join(dir, String(offset)), join(dir, `${offset}.stale-${held.dev}-${held.ino}-${process.pid}`));
     } catch {
       continue;
     }
