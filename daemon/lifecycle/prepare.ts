@@ -82,12 +82,10 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
       undo.push(() => rm(layout.repo, { recursive: true, force: true }));
       await cloneTrunk(target, layout.repo, home);
       await ownTree(layout.repo, user, system);
-    } else if (system && (await lstat(layout.repo)).uid !== user.uid) {
-      // A seat made before seats had uids of their own (or under another range): its trees
-      // move to its uid now, while it does not run, entry by entry without following a link.
-      await ownTree(layout.repo, user, system);
-      if (existsSync(layout.home)) await ownTree(layout.home, user, system);
     }
+    // A seat made before seats had uids of their own (or under another range): each of its
+    // trees moves to its uid now, while it does not run, entry by entry without following a link.
+    for (const tree of [layout.repo, layout.home]) if (system && existsSync(tree) && (await lstat(tree)).uid !== user.uid) await ownTree(tree, user, system);
     step("repo");
     if (!existsSync(layout.home)) {
       undo.push(() => rm(layout.home, { recursive: true, force: true }));

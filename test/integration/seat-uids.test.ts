@@ -87,5 +87,11 @@ describe.runIf(process.platform === "linux" && asRoot)("one uid per seat (system
     // The seat works in its moved repository.
     expect((await h.sh("m", "touch moved && git status --porcelain")).stdout).toContain("moved");
     await h.ok(["stop", "m@proj"]);
+    // Each tree on its own: a home another uid owns, beside a repository that is the seat's already.
+    rechown(join(dir, "home"));
+    await h.ok(["start", "m@proj"]);
+    expect(statSync(join(dir, "home")).uid).toBe(uid);
+    expect((await h.sh("m", "touch $HOME/w && echo wrote")).stdout).toContain("wrote");
+    await h.ok(["stop", "m@proj"]);
   }, 90_000);
 });
