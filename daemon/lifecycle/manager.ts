@@ -14,6 +14,7 @@ import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
 import { resolveSeatUser, type SeatUser } from "./user.js";
 import { seatHostUser } from "../host/seat-uids.js";
+import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
 
 /**
@@ -414,7 +415,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       // Recorded before it runs: an owner act that cannot be recorded does not happen.
       const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
         by: "owner",
-        command: JSON.stringify(command),
+        // An owner may pass a key to log an agent in: a value of a known credential shape is on record only as its shape, length and hash.
+        command: JSON.stringify(command.map(redactCredentials)),
         containment: slot.view.containment,
         strength: strength(slot),
       });

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * The key-shape refusal (§11): teamd does not ask for, store or print the labs' keys, so a
  * team file carrying a value with a known credential shape is refused. It is a few known
@@ -29,4 +31,21 @@ export function credentialShape(value: string, isDirectory: (value: string) => b
   const shape = CREDENTIAL_SHAPES.find((s) => s.pattern.test(value));
   if (shape === undefined) return undefined;
   return isDirectory(value) ? undefined : shape;
+}
+
+/**
+ * `text` with every value of a known credential shape replaced by its shape, length and a
+ * short hash — for what an owner types that reaches a record (an exec's argv: an owner may pass
+ * a key to log an agent in, so it is redacted, not refused). The shapes match inside a string,
+ * so a key in `--flag=KEY`, `NAME=KEY` or a shell line is found as well as a whole argument.
+ */
+export function redactCredentials(text: string): string {
+  let out = text;
+  for (const shape of CREDENTIAL_SHAPES) {
+    out = out.replace(new RegExp(shape.pattern.source, "g"), (value) => {
+      const hash = createHash("sha256").update(value).digest("hex").slice(0, 12);
+      return `[redacted ${shape.name}: ${value.length} chars, sha256 ${hash}]`;
+    });
+  }
+  return out;
 }

@@ -146,4 +146,16 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     const result = await h.run(["exec", "talker@proj", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
     expect(result).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
   });
+
+  it("records an exec's argv with every key-shaped value redacted (length and hash), and the key is nowhere under TEAMD_HOME", async () => {
+    const key = `sk-ant-api03-${"K9".repeat(20)}canary`;
+    const result = await h.run(["exec", "talker@proj", "--", "sh", "-c", `echo ANTHROPIC_API_KEY=${key} > /dev/null; echo done`, `--key=${key}`]);
+    expect(result).toMatchObject({ code: 0, stdout: "done\n" });
+    expect((await h.records()).filter((r) => r.action === "seat.exec").length).toBeGreaterThan(0);
+    // `teamd log --json` does not show a record's fields (issue 22): the ledger's own bytes (the database and its WAL) are read instead.
+    const marker = /\[redacted Anthropic API key: \d+ chars, sha256 [0-9a-f]{12}\]/;
+    expect(filesUnder(h.home).some((path) => marker.test(readFileSync(path).toString("latin1")))).toBe(true);
+    // Control: the key was a real argument the command ran with; no file under TEAMD_HOME (ledger, WAL, logs) holds it.
+    expect(filesUnder(h.home).filter((path) => readFileSync(path).includes(key))).toEqual([]);
+  });
 });
