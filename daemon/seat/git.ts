@@ -410,8 +410,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         paths = [];
       } else {
         commits = await newCommits(src.repo, q, update.newOid, { readable });
-        await checkCommitText(src.repo, q, commits, await limitsFor(ctx));
-        paths = (await changedPaths(src.repo, q, commits, await limitsFor(ctx))).paths;
+        const limits = await limitsFor(ctx);
+        await checkCommitText(src.repo, q, commits, limits);
+        paths = (await changedPaths(src.repo, q, commits, limits)).paths;
       }
     } catch (error) {
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));

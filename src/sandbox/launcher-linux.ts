@@ -159,15 +159,13 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       );
     }
     // The closer keeps the status fd, with a cgroup the block fd after it, and the filter's fd last.
-    const [file, ...rest] = [BASH, "-c", closeFdsScript(seccompFd ?? blockFd ?? statusFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [
-      string,
-      ...string[],
-    ];
+    const lastFd = seccompFd ?? blockFd ?? statusFd;
+    const [file, ...rest] = [BASH, "-c", closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
       // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's.
       child = spawn(file, rest, {
-        stdio: Array.from({ length: (seccompFd ?? blockFd ?? statusFd) + 1 }, () => "pipe" as const),
+        stdio: Array.from({ length: lastFd + 1 }, () => "pipe" as const),
         env: {},
         cwd: "/",
         ...ids.spawn,
