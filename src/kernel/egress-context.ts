@@ -23,6 +23,11 @@ export interface EgressContext {
   readonly allow: readonly string[];
   /** Canonical CIDRs, sorted. */
   readonly private: readonly string[];
+  /**
+   * Present (false) only when the file said `lab: false`: the canonical form must carry it, or
+   * reading that form back adds the lab's endpoints again and the policy's hash changes.
+   */
+  readonly lab?: false;
 }
 
 /** The API endpoints each known lab's CLI needs (Claude Code, Codex, Gemini CLI). */
@@ -123,7 +128,11 @@ export function readEgress(input: unknown, lab: string | undefined, at: InputPat
   }
   if (withLab !== false && lab !== undefined) for (const endpoint of LAB_ENDPOINTS[lab] ?? []) allow.add(endpoint);
   if (problems.length > before) return undefined;
-  return Object.freeze({ allow: Object.freeze([...allow].sort(compareStrings)), private: Object.freeze([...ranges].sort(compareStrings)) });
+  return Object.freeze({
+    allow: Object.freeze([...allow].sort(compareStrings)),
+    private: Object.freeze([...ranges].sort(compareStrings)),
+    ...(withLab === false ? { lab: false as const } : {}),
+  });
 }
 
 /** A canonical IP literal (v4 dotted quad; v6 in compressed lower-case form), or undefined. */
@@ -190,4 +199,9 @@ function formatV6(value: bigint): string {
   }
   if (best < 0) return groups.join(":");
   return `${groups.slice(0, best).join(":")}::${groups.slice(best + bestLength).join(":")}`;
+}
+
+/** A seat's egress in the policy's canonical form: reading it back yields the same context (`lab: false` kept). */
+export function canonicalNetwork(network: EgressContext): { allow: readonly string[]; private: readonly string[]; lab?: false } {
+  return { allow: network.allow, private: network.private, ...(network.lab === false ? { lab: false as const } : {}) };
 }

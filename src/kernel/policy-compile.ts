@@ -17,6 +17,7 @@ import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, 
 import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
+import { canonicalNetwork } from "./egress-context.js";
 import { canonicalLimits } from "./start-limits.js";
 import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, resolveVocabulary } from "./vocabulary.js";
 
@@ -316,7 +317,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
               workdir: showPath(start.workdir),
               env: start.env,
               files: start.files,
-              ...(start.network !== undefined ? { network: { allow: start.network.allow, private: start.network.private } } : {}),
+              ...(start.network !== undefined ? { network: canonicalNetwork(start.network) } : {}),
               ...(start.limits !== undefined ? { limits: canonicalLimits(start.limits) } : {}),
               ...(start.containment !== undefined ? { containment: start.containment } : {}),
             },
