@@ -52,7 +52,9 @@ export const LINUX_BASE = Object.freeze({
     shim: "/run/teamd/shim",
     proc: "/proc",
     dev: "/dev",
-    tmpfs: Object.freeze(["/tmp", "/run"]),
+    tmpfs: Object.freeze(["/run"]),
+    /** The run's tmp folder (TEAMD_HOME/seats/T/S/tmp), bound read-write: shared by the seat and its execs. */
+    tmp: "/tmp",
   }),
   /** Host paths a seat root may never be, lie under, or contain: the plan builds these itself. */
   forbiddenRoots: Object.freeze(["/proc", "/sys", "/dev", "/run", "/var/run", "/etc"]),

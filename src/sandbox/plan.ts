@@ -159,7 +159,6 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   if (!checkedEnv.ok) return checkedEnv.refusal;
   const env = checkedEnv.value;
 
-  const tmpSize = limits !== "none" && limits.memoryBytes !== undefined ? { size: limits.memoryBytes } : {};
   const mounts: MountOp[] = [
     ...system,
     ...etc,
@@ -169,7 +168,9 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
       .filter((path) => /^\/proc\/key(s|-users)$/.test(path))
       .map((path): MountOp => ({ op: "mask", dest: path, kind: "file", why: "the kernel's key listings of the seat's uid" })),
     { op: "dev", dest: base.inside.dev },
-    { op: "tmpfs", dest: "/tmp", ...tmpSize },
+    // /tmp is the run's own tmp folder (made at start, removed at stop), not a tmpfs per launch:
+    // the seat's command and every `teamd exec` into it see one /tmp (issue 22).
+    { op: "bind", src: input.writable.tmp.path, dest: base.inside.tmp },
     { op: "tmpfs", dest: "/run", size: RUN_TMPFS_BYTES },
     ...extra,
     ...rootOps,

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdir, readdir, readFile, readlink, rm, chmod, chown, writeFile, mkdtemp, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -189,12 +189,12 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
     await proc.exit;
   });
 
-  it("applies the open-files limit (rlimit fallback) and sizes /tmp from the memory limit", async () => {
+  it("applies the open-files limit (rlimit fallback); /tmp is the run's tmp folder, the same for every launch of the plan", async () => {
     const plan = await seat.plan((input) => ({ ...input, limits: { openFiles: 64, memoryBytes: 256 * 1024 * 1024 } }));
-    const out = await seat.run(sh("ulimit -n; df -k /tmp | tail -1"), { plan });
-    const [nofile, df] = out.stdout.trim().split("\n");
-    expect(nofile).toBe("64");
-    expect(df).toMatch(/\s262144\s/);
+    const out = await seat.run(sh("ulimit -n; echo from-first > /tmp/tmp-probe"), { plan });
+    expect(out.stdout.trim()).toBe("64");
+    expect(readFileSync(join(seat.tmp, "tmp-probe"), "utf8")).toBe("from-first\n");
+    expect((await seat.run(sh("cat /tmp/tmp-probe"), { plan })).stdout).toBe("from-first\n");
   });
 });
 

@@ -99,8 +99,9 @@ describe("compilePlan: what the base plan holds", () => {
     expect(p.mounts).toContainEqual({ op: "symlink", target: "/usr/share/zoneinfo/Etc/UTC", dest: "/etc/localtime" });
   });
 
-  it("gives fresh /tmp and /run, its own /proc, a minimal /dev, and the seat socket at /run/teamd/shim.sock", () => {
-    expect(dests(p, "tmpfs")).toEqual(["/tmp", "/run"]);
+  it("gives a fresh /run, the run's own tmp folder at /tmp, its own /proc, a minimal /dev, and the seat socket at /run/teamd/shim.sock", () => {
+    expect(dests(p, "tmpfs")).toEqual(["/run"]);
+    expect(p.mounts.filter((m) => m.op === "bind" && m.dest === "/tmp")).toHaveLength(1);
     expect(dests(p, "proc")).toEqual(["/proc"]);
     expect(dests(p, "dev")).toEqual(["/dev"]);
     expect(p.mounts).toContainEqual({ op: "bind", src: "/var/lib/teamd/run/seats/alpha.builder.sock", dest: "/run/teamd/shim.sock" });
@@ -110,7 +111,13 @@ describe("compilePlan: what the base plan holds", () => {
   });
 
   it("binds the writable roots read-write and the read scope read-only, nothing else of the owner's", () => {
-    expect(p.mounts.filter((m) => m.op === "bind").map((m) => m.dest)).toEqual([`${SEATS}/home`, `${SEATS}/repo`, `${SEATS}/tmp`, "/run/teamd/shim.sock"]);
+    expect(p.mounts.filter((m) => m.op === "bind").map((m) => m.dest)).toEqual([
+      "/tmp",
+      `${SEATS}/home`,
+      `${SEATS}/repo`,
+      `${SEATS}/tmp`,
+      "/run/teamd/shim.sock",
+    ]);
     expect(p.mounts).toContainEqual({ op: "ro-bind", src: APP, dest: APP });
     const owner = p.mounts.filter((m) => m.dest.startsWith("/home/owner") && m.op !== "mask");
     expect(owner).toEqual([{ op: "ro-bind", src: APP, dest: APP }]);
