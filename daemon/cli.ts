@@ -1,3 +1,4 @@
+import { UsageError } from "../src/rpc/refusal.js";
 import { Command } from "commander";
 import { TEAMD_VERSION } from "../src/rpc/index.js";
 import { serve } from "./server/serve.js";
@@ -69,7 +70,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--json", "print one JSON object (for scripts)")
     .action((seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
       if (!opts.all) return stopCommand(seat, opts);
-      if (seat !== undefined || opts.team !== undefined) throw new Error("--all stops every seat of every team: name no seat and no --team");
+      if (seat !== undefined || opts.team !== undefined) throw new UsageError("--all stops every seat of every team: name no seat and no --team");
       return stopAllCommand(opts, ambient);
     });
 
@@ -100,9 +101,11 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .description("run one command inside a running seat's exact containment (recorded, never its output); its output streams as it runs, its exit code is ours")
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .argument("<CMD...>", "the command and its arguments, after --")
-    .option("--timeout <SECONDS>", "kill the command after this long (default 60)")
-    .passThroughOptions()
-    .action((seat: string, command: string[], opts: { timeout?: string }) => execCommand(seat, command, opts));
+    .option("--team <TEAM>", "the seat's team")
+    .option("--timeout <SECONDS>", "kill the command after this long (default 60; 0: no limit)")
+    .option("-i, --interactive", "pass our standard input to the command (read to its end first, at most 16 MiB); without it the command's stdin is empty")
+    // Flags go before or after SEAT; everything after `--` is the command's own (no passThroughOptions).
+    .action((seat: string, command: string[], opts: { team?: string; timeout?: string; interactive?: boolean }) => execCommand(seat, command, opts));
 
   program
     .command("attach")

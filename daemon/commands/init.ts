@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { existsSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { basename, join, relative, isAbsolute } from "node:path";
@@ -59,7 +60,7 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
     );
   }
   const derived = defaultTeamName(basename(repoRoot));
-  if (options.team === undefined && derived === undefined) throw new Error(`cannot derive a team name from '${basename(repoRoot)}': pass --team NAME`);
+  if (options.team === undefined && derived === undefined) throw new UsageError(`cannot derive a team name from '${basename(repoRoot)}': pass --team NAME`);
   const team = checkName("team", options.team ?? (derived as string));
 
   const keyPath = ownerKeyPath();

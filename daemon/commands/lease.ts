@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { OwnerActKind, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -50,9 +51,9 @@ export async function leaseIssueCommand(
   const spec = recipientSpec.includes("@")
     ? parseSeatSpec(recipientSpec)
     : { seat: checkName("seat", recipientSpec), team: options.team ? checkName("team", options.team) : "" };
-  if (!spec.team) throw new Error("name the team: SEAT@TEAM or --team TEAM");
+  if (!spec.team) throw new UsageError("name the team: SEAT@TEAM or --team TEAM");
   const ttl = parseDuration(options.ttl);
-  if (typeof ttl !== "number") throw new Error(`--ttl '${options.ttl}' is not a duration (e.g. 30m, 2h, 1d)`);
+  if (typeof ttl !== "number") throw new UsageError(`--ttl '${options.ttl}' is not a duration (e.g. 30m, 2h, 1d)`);
   const parsed = parseLeaseScope(scopeText);
   if (!("ok" in parsed)) throw new RefusalError(parsed.rule, parsed.reason);
   const scope = parsed.scope;

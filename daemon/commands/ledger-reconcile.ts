@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { HeadReconciliationSchema, ReconcileDecision } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
@@ -48,8 +49,8 @@ export async function resolveUnknown(
   options: { team: string; done?: boolean; repeat?: string; json?: boolean },
   ambient: Ambient,
 ): Promise<void> {
-  if (!/^\d+$/.test(intentSeq)) throw new Error(`'${intentSeq}' is not a record seq`);
-  if (Boolean(options.done) === (options.repeat !== undefined)) throw new Error("say what happened: --done (accept as done) or --repeat NEW_REQUEST_ID");
+  if (!/^\d+$/.test(intentSeq)) throw new UsageError(`'${intentSeq}' is not a record seq`);
+  if (Boolean(options.done) === (options.repeat !== undefined)) throw new UsageError("say what happened: --done (accept as done) or --repeat NEW_REQUEST_ID");
   const home = resolveHome();
   const key = await ownerKeyForAct();
   const channel = await openOwnerChannel(home, ambient.now);

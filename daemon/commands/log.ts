@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeStored, openStore, recordTypeFromName, type LedgerEntry, type StoreReader } from "../../src/ledger/index.js";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
@@ -65,7 +66,7 @@ export async function log(options: { json?: boolean; type?: string; follow?: boo
   let type: RecordType | undefined;
   if (options.type !== undefined) {
     type = recordTypeFromName(options.type.toLowerCase());
-    if (type === undefined) throw new Error(`unknown record type '${options.type}': choose from ${typeNames()}`);
+    if (type === undefined) throw new UsageError(`unknown record type '${options.type}': choose from ${typeNames()}`);
   }
   const layout = ledgerLayout(resolveHome());
   if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);

@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
 
@@ -28,7 +29,7 @@ export function askSecret(question: string): Promise<string> {
 }
 
 export async function askYesNo(question: string): Promise<boolean> {
-  if (!isInteractive()) throw new Error("a confirmation is needed and there is no terminal: pass --yes");
+  if (!isInteractive()) throw new UsageError("a confirmation is needed and there is no terminal: pass --yes");
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
   rl.close();

@@ -1,3 +1,4 @@
+import { UsageError } from "../../src/rpc/refusal.js";
 import { readFileSync } from "node:fs";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
@@ -19,12 +20,12 @@ export interface SeatTarget {
 /** `SEAT`, `SEAT@TEAM`, or `--team TEAM` alone (every seat of the team). */
 export function seatTarget(spec: string | undefined, team: string | undefined): SeatTarget {
   if (spec === undefined) {
-    if (team === undefined) throw new Error("name a seat (SEAT or SEAT@TEAM) or a team (--team TEAM)");
+    if (team === undefined) throw new UsageError("name a seat (SEAT or SEAT@TEAM) or a team (--team TEAM)");
     return { team: checkName("team", team), seat: "" };
   }
   const [seat = "", inSpec, extra] = spec.split("@");
-  if (extra !== undefined) throw new Error(`invalid seat '${spec}': expected SEAT or SEAT@TEAM`);
-  if (inSpec !== undefined && team !== undefined && inSpec !== team) throw new Error(`'${spec}' names team '${inSpec}' but --team says '${team}'`);
+  if (extra !== undefined) throw new UsageError(`invalid seat '${spec}': expected SEAT or SEAT@TEAM`);
+  if (inSpec !== undefined && team !== undefined && inSpec !== team) throw new UsageError(`'${spec}' names team '${inSpec}' but --team says '${team}'`);
   const t = inSpec ?? team;
   return { seat: checkName("seat", seat), team: t === undefined ? "" : checkName("team", t) };
 }
@@ -130,14 +131,22 @@ export async function freezeCommand(spec: string, options: { team?: string; json
  * control character shown escaped (a seat's output must not drive the owner's terminal);
  * our exit code is its exit code.
  */
-export async function execCommand(spec: string, command: readonly string[], options: { timeout?: string }): Promise<void> {
-  const target = seatTarget(spec, undefined);
-  // commander keeps the `--` that separates teamd's options from the command's.
+export async function execCommand(
+  spec: string,
+  command: readonly string[],
+  options: { team?: string; timeout?: string; interactive?: boolean; stdin?: NodeJS.ReadableStream },
+): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  // commander keeps a `--` that separates teamd's options from the command's when it is not the first.
   const argv = command[0] === "--" ? command.slice(1) : command;
-  if (argv.length === 0) throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
-  const seconds = options.timeout === undefined ? 60 : Number(options.timeout);
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) throw new Error(`--timeout takes seconds between 1 and 86400, not '${options.timeout}'`);
-  const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: seconds * 1000 + 30_000 });
+  if (argv.length === 0) throw new UsageError("exec needs a command: teamd exec SEAT -- CMD...");
+  const seconds = execTimeout(options.timeout);
+  const stdin = options.interactive ? await readAll(options.stdin ?? process.stdin, EXEC_STDIN_BYTES) : new Uint8Array(0);
+  const c = createRpcClient(ControlService, resolveHome().controlSocket, {
+    deadlineMs: 30_000,
+    // No limit (--timeout 0): the call has none either; Ctrl-C ends it, and the daemon kills the command.
+    streamDeadlineMs: seconds === 0 ? NO_DEADLINE_MS : seconds * 1000 + 30_000,
+  });
   const views = {
     stdout: process.stdout.isTTY ? terminalStream() : undefined,
     stderr: process.stderr.isTTY ? terminalStream() : undefined,
@@ -153,7 +162,8 @@ export async function execCommand(spec: string, command: readonly string[], opti
       seat: target.seat,
       command: [...argv],
       timeoutMs: Math.round(seconds * 1000),
-      stdin: new Uint8Array(0),
+      noTimeout: seconds === 0,
+      stdin,
     })) {
       const event = reply.event;
       if (event.case === "stdout" || event.case === "stderr") await relay(event.case, event.value);
@@ -163,13 +173,42 @@ export async function execCommand(spec: string, command: readonly string[], opti
           if (rest) await write(process[name], Buffer.from(rest));
         }
         if (event.value.truncated) process.stderr.write("teamd exec: output truncated at 4 MiB per stream\n");
-        if (event.value.how === "killed") process.stderr.write(`teamd exec: killed after ${seconds} s (--timeout)\n`);
+        if (event.value.how === "killed")
+          process.stderr.write(
+            seconds === 0 ? "teamd exec: killed (the seat stopped)\n" : `teamd exec: killed after ${seconds} s (--timeout), or the seat stopped\n`,
+          );
         process.exitCode = event.value.exitCode;
       }
     }
   } finally {
     c.close();
   }
+}
+
+/** What `exec -i` reads of our stdin before the call (the RPC carries it whole). */
+export const EXEC_STDIN_BYTES = 16 * 1024 * 1024;
+/** A call "without" a deadline: grpc-js takes a finite one; a year is none for a person. */
+const NO_DEADLINE_MS = 365 * 24 * 3600 * 1000;
+
+/** `--timeout SECONDS`: 1 to 86400, or 0 for no limit; absent: 60. */
+export function execTimeout(text: string | undefined): number {
+  if (text === undefined) return 60;
+  const seconds = /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : NaN;
+  if (!Number.isFinite(seconds) || seconds > 86_400) throw new UsageError(`--timeout takes seconds, at most 86400, or 0 for no limit; not '${text}'`);
+  return seconds;
+}
+
+/** All of a stream, refusing past `cap` bytes (exec -i carries stdin in one message). */
+async function readAll(stream: NodeJS.ReadableStream, cap: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
+    const data = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    size += data.length;
+    if (size > cap) throw new UsageError(`exec -i carries at most ${cap / 2 ** 20} MiB of standard input; pass a file inside the seat instead`);
+    chunks.push(data);
+  }
+  return Buffer.concat(chunks);
 }
 
 function write(stream: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> {

@@ -20,7 +20,15 @@ export type ExecSink = (stream: "stdout" | "stderr", chunk: Buffer) => void;
 export const EXEC_OUTPUT_CAP = 4 * 1024 * 1024;
 export const EXEC_DEFAULT_TIMEOUT_MS = 60_000;
 
-export async function streamRun(proc: SeatProcess, options: { timeoutMs: number; stdin: Uint8Array }, sink: ExecSink): Promise<ExecResult> {
+export interface ExecOptions {
+  /** Milliseconds (0: the default, 60 s), or "none": no deadline (`teamd exec --timeout 0`). */
+  readonly timeoutMs: number | "none";
+  readonly stdin: Uint8Array;
+  /** The caller went away: the run is killed, so an abandoned command without a deadline does not run on unseen. */
+  readonly signal?: AbortSignal;
+}
+
+export async function streamRun(proc: SeatProcess, options: ExecOptions, sink: ExecSink): Promise<ExecResult> {
   const io = proc.io;
   if (io.kind !== "pipes") throw new Error("exec runs with pipes");
   let truncated = false;
@@ -47,9 +55,13 @@ export async function streamRun(proc: SeatProcess, options: { timeoutMs: number;
   const stderr = relay("stderr", io.stderr);
   io.stdin.on("error", () => undefined);
   io.stdin.end(Buffer.from(options.stdin));
-  const timer = setTimeout(() => proc.kill(), options.timeoutMs > 0 ? options.timeoutMs : EXEC_DEFAULT_TIMEOUT_MS);
+  const kill = () => proc.kill();
+  const timer = options.timeoutMs === "none" ? undefined : setTimeout(kill, options.timeoutMs > 0 ? options.timeoutMs : EXEC_DEFAULT_TIMEOUT_MS);
+  if (options.signal?.aborted) kill();
+  options.signal?.addEventListener("abort", kill, { once: true });
   const exit = await proc.exit;
   clearTimeout(timer);
+  options.signal?.removeEventListener("abort", kill);
   await Promise.all([stdout, stderr]);
   return {
     exitCode: exit.code,

@@ -5,7 +5,7 @@ import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
 import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
-import { streamRun, type ExecResult, type ExecSink } from "./exec.js";
+import { streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
@@ -76,13 +76,7 @@ export interface SeatManager {
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason): its run as it was, or undefined when it does not run. */
   halt(team: string, seat: string, why: string): Promise<SeatView | undefined>;
-  exec(
-    team: string | undefined,
-    seat: string,
-    command: readonly string[],
-    options: { timeoutMs: number; stdin: Uint8Array },
-    sink: ExecSink,
-  ): Promise<ExecResult & { seq: number }>;
+  exec(team: string | undefined, seat: string, command: readonly string[], options: ExecOptions, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
   freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;

@@ -85,7 +85,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
       return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };
     },
-    async *exec(request) {
+    async *exec(request, context) {
       const seat = named("seat", request.seat);
       if (seat === undefined) throw new Error("exec needs a seat: teamd exec SEAT -- CMD...");
       // Output is streamed as it comes; what waits for a slow owner is bounded by exec's cap.
@@ -93,8 +93,13 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const queue = new AsyncQueue<Out>();
       const run = state
         .seatManager()
-        .exec(named("team", request.team), seat, request.command, { timeoutMs: request.timeoutMs, stdin: request.stdin }, (stream, chunk) =>
-          queue.push({ event: { case: stream, value: chunk } }),
+        .exec(
+          named("team", request.team),
+          seat,
+          request.command,
+          // An owner who cuts the call (Ctrl-C) ends the command: with no deadline nothing else would.
+          { timeoutMs: request.noTimeout ? "none" : request.timeoutMs, stdin: request.stdin, signal: context.signal },
+          (stream, chunk) => queue.push({ event: { case: stream, value: chunk } }),
         )
         .finally(() => queue.close());
       // A refusal before the run (not running, not recorded) must reach the caller as itself.

@@ -1,4 +1,4 @@
-import { DaemonUnavailableError, RefusalError, RpcError } from "./refusal.js";
+import { DaemonUnavailableError, RefusalError, RpcError, UsageError } from "./refusal.js";
 import { RULES } from "../kernel/rules.js";
 
 /**
@@ -26,6 +26,9 @@ export function reportError(error: unknown): CliErrorReport {
   }
   if (error instanceof DaemonUnavailableError) {
     return { exitCode: EXIT.unavailable, message: error.message, json: { error: "unavailable", socket: error.socketPath, message: error.message } };
+  }
+  if (error instanceof UsageError) {
+    return { exitCode: EXIT.usage, message: `${error.message} (usage: see --help)`, json: { error: "usage", message: error.message } };
   }
   if (error instanceof RpcError) {
     return { exitCode: EXIT.failure, message: error.message, json: { error: "daemon", message: error.message } };

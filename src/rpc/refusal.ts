@@ -67,3 +67,11 @@ export function fromServiceError(error: grpc.ServiceError, socketPath: string): 
   }
   return new RpcError(error.code, error.details);
 }
+
+/** The command line is wrong (a flag's value, a missing argument): exit 2, as commander's own parse errors, never 1. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}

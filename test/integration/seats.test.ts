@@ -157,6 +157,36 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(records.filter((r) => r.type === "seat_start").length).toBe(1);
   });
 
+  it("exec for real use: -i passes stdin, flags before or after the seat, --timeout bounds it, 0 is no limit, a usage error exits 2", async () => {
+    const piped = await h.run(["exec", "-i", "scout", "--", "sh", "-c", "read key; echo got:$key"], { input: "SECRET-ISH\n" });
+    expect(piped).toMatchObject({ code: 0, stdout: "got:SECRET-ISH\n" });
+    // Without -i the command's stdin is empty, not ours.
+    expect((await h.run(["exec", "scout", "--", "sh", "-c", "cat; echo end"], { input: "unseen\n" })).stdout).toBe("end\n");
+    // The documented form: the flag after the seat name (it was run as the command).
+    const timed = await h.run(["exec", "scout", "--timeout", "2", "--", "sleep", "5"]);
+    expect(timed.code, timed.stderr).not.toBe(0);
+    expect(timed.stderr).toMatch(/killed after 2 s/);
+    const before = await h.run(["exec", "--timeout", "0", "scout@proj", "--", "sh", "-c", "sleep 1; echo slept"]);
+    expect(before).toMatchObject({ code: 0, stdout: "slept\n" });
+    for (const bad of [
+      ["exec", "scout", "--timeout", "soon", "--", "true"],
+      ["exec", "scout"],
+      ["exec", "Bad_Name", "--", "true"],
+    ]) {
+      const r = await h.run(bad);
+      expect(r.code, `${bad.join(" ")}: ${r.stderr}`).toBe(2);
+    }
+  });
+
+  it("exec sees the running seat's /tmp: one /tmp per run, not one per launch", async () => {
+    expect((await h.exec("scout", ["sh", "-c", "echo from-one > /tmp/shared-note"])).code).toBe(0);
+    const seen = await h.exec("scout", ["cat", "/tmp/shared-note"]);
+    expect(seen).toMatchObject({ code: 0, stdout: "from-one\n" });
+    // And what the seat's own command wrote: its init's /tmp is the same folder.
+    const tmp = join(h.home, "seats", "proj", "scout", "tmp", "shared-note");
+    expect(existsSync(tmp)).toBe(true);
+  });
+
   it("starts a seat whose read scope is bounded on a filtered history; refuses one without a start and one not in the applied policy", async () => {
     const started = await h.run(["start", "narrow@proj"]);
     expect(started.code, started.stderr).toBe(0);

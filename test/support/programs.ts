@@ -20,19 +20,23 @@ export interface RunAs {
   /** Run as this user (tests running as root use it to be an ordinary owner). */
   readonly uid?: number;
   readonly gid?: number;
+  /** Written to the program's standard input, which is then closed (absent: left open, unread). */
+  readonly input?: string;
 }
 
 export function run(program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000, as: RunAs = {}): Promise<RunResult> {
+  const { input, ...spawnAs } = as;
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [program, ...args],
-      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...as },
+      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...spawnAs },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
+    if (input !== undefined) child.stdin?.end(input);
   });
 }
 

@@ -20,6 +20,8 @@ export interface TeamdRunOptions {
   readonly cwd?: string;
   /** The exit code `ok` and `json` expect (default 0). */
   readonly code?: number;
+  /** Written to teamd's standard input, then closed. */
+  readonly input?: string;
 }
 
 export interface DaemonOptions {
@@ -119,7 +121,7 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
   let current: DaemonProcess | undefined;
 
   const runTeamd = async (args: readonly string[], o: TeamdRunOptions = {}): Promise<RunResult> => {
-    const as: RunAs = { ...options.owner, cwd: o.cwd ?? repo };
+    const as: RunAs = { ...options.owner, cwd: o.cwd ?? repo, ...(o.input !== undefined ? { input: o.input } : {}) };
     const result = await run(TEAMD, args, { ...env, ...o.env }, o.timeoutMs ?? defaultTimeout, as);
     options.onResult?.(result);
     return result;
