@@ -7,6 +7,7 @@ import { kernelEval } from "./commands/kernel-eval.js";
 import { init } from "./commands/init.js";
 import { apply } from "./commands/apply.js";
 import { log } from "./commands/log.js";
+import { logsCommand, type LogsOptions } from "./commands/logs.js";
 import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
 import { verify } from "./commands/verify.js";
 import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
@@ -141,12 +142,29 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts, ambient));
 
   program
+    .command("logs")
+    .description("what a seat's command printed, kept per run after it ends (plain text: its terminal escapes dropped); the ledger's records are teamd log")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the seat's team")
+    .option("--run <ID>", "this run (default: the latest; --runs lists them)")
+    .option("--runs", "list the seat's kept runs: id, start, how each ended, bytes")
+    .option("-f, --follow", "keep printing what the run writes until it ends (Ctrl-C to stop)")
+    .option("-n, --lines <N>", "only the last N lines")
+    .option("--raw", "the bytes as the seat's terminal got them, escapes and all (to a file or a pipe only)")
+    .option("--json", "one JSON object (with --follow: one per line)")
+    .action((seat: string, opts: LogsOptions) => logsCommand(seat, opts));
+
+  program
     .command("log")
     .description("show the ledger's records: seq, time, type, team, actor, action, target, result")
+    .argument("[SEAT]", "(none: a seat's output is teamd logs SEAT)")
     .option("--json", "one JSON object per record (JSON lines)")
     .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")
     .option("--follow", "keep printing records as they are appended (Ctrl-C to stop)")
-    .action((opts: { json?: boolean; type?: string; follow?: boolean }) => log(opts));
+    .action((seat: string | undefined, opts: { json?: boolean; type?: string; follow?: boolean }) => {
+      if (seat !== undefined) throw new UsageError(`teamd log is the ledger's records and takes no seat; what seat ${seat} printed is: teamd logs ${seat}`);
+      return log(opts);
+    });
 
   const notices = program
     .command("notices")

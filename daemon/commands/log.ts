@@ -53,9 +53,12 @@ function line(e: LedgerEntry): string {
 }
 
 function json(e: LedgerEntry): string {
-  const { header: _h, payload: _p, ...rest } = e;
+  const { header: _h, payload, ...rest } = e;
   const witnessed = assent(e);
-  return terminalJson(JSON.stringify(witnessed === undefined ? rest : { ...rest, assent: witnessed }));
+  // The payload's named fields as recorded (an exec's argv with credentials redacted, an egress
+  // connection's address and bytes, a stop's run state): what the record says, nothing added.
+  const fields = payload?.fields.length ? { fields: Object.fromEntries(payload.fields.map((f) => [f.key, f.value])) } : {};
+  return terminalJson(JSON.stringify({ ...rest, ...fields, ...(witnessed === undefined ? {} : { assent: witnessed }) }));
 }
 
 /**

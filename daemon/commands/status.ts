@@ -4,6 +4,10 @@ import { resolveHome } from "../host/home.js";
 import { unseenNotices } from "./notices.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
+import type { TeamdHome } from "../host/home.js";
+import { listRuns, runOutput, type RunMeta } from "../host/run-logs.js";
+import { lastPlainLines } from "../host/plain-text.js";
+import { describeRunEnd } from "../host/run-state.js";
 
 /**
  * `teamd status`: what the daemon serves, from the control socket — the daemon, the ledger's
@@ -17,8 +21,47 @@ export const STATUS_SCHEMA = "teamd.status/1";
 type Seat = StatusResponse["seats"][number];
 type Team = StatusResponse["teams"][number];
 
+/** A seat that is not running, with how its last run stands (from TEAMD_HOME/logs: daemon/host/run-logs.ts). */
+export interface LastRun {
+  readonly team: string;
+  readonly seat: string;
+  readonly run: RunMeta;
+  /** Its output's last lines, plain. */
+  readonly lastLines: readonly string[];
+}
+
+const LAST_LINES = 3;
+
+/** The last run of every seat of the teams shown that is not running now. */
+export async function lastRuns(home: TeamdHome, reply: StatusResponse): Promise<LastRun[]> {
+  const running = new Set(reply.seats.map((s) => `${s.team}/${s.seat}`));
+  const out: LastRun[] = [];
+  for (const team of reply.teams) {
+    for (const seat of team.seats) {
+      if (running.has(`${team.team}/${seat}`)) continue;
+      const run = (await listRuns(home, team.team, seat)).at(-1);
+      if (run === undefined) continue;
+      const lastLines = lastPlainLines(await runOutput(home, team.team, seat, run.runId), LAST_LINES).map((l) => (l.length > 160 ? `${l.slice(0, 160)}…` : l));
+      out.push({ team: team.team, seat, run, lastLines });
+    }
+  }
+  return out;
+}
+
+function runWords(run: RunMeta): string {
+  if (run.state === "ended" || run.state === "stopped" || run.state === "crashed") {
+    return describeRunEnd({
+      state: run.state,
+      reason: run.reason ?? "",
+      ...(run.exitCode !== undefined ? { exitCode: run.exitCode } : {}),
+      ...(run.stoppedBy !== undefined ? { stoppedBy: run.stoppedBy } : {}),
+    });
+  }
+  return run.state;
+}
+
 /** The stable JSON shape (docs/status.md). */
-export function statusJson(reply: StatusResponse, unseen: number | undefined): Record<string, unknown> {
+export function statusJson(reply: StatusResponse, unseen: number | undefined, last: readonly LastRun[] = []): Record<string, unknown> {
   const ledger = reply.ledger;
   return {
     schema: STATUS_SCHEMA,
@@ -41,6 +84,18 @@ export function statusJson(reply: StatusResponse, unseen: number | undefined): R
     notices: { unseen: unseen ?? null },
     teams: reply.teams.map(teamJson),
     seats: reply.seats.map(seatJson),
+    lastRuns: last.map((l) => ({
+      team: l.team,
+      seat: l.seat,
+      runId: l.run.runId,
+      state: l.run.state,
+      ...(l.run.exitCode !== undefined ? { exitCode: l.run.exitCode } : {}),
+      ...(l.run.stoppedBy !== undefined ? { stoppedBy: l.run.stoppedBy } : {}),
+      reason: l.run.reason ?? null,
+      startedAt: l.run.startedAt,
+      endedAt: l.run.endedAt ?? null,
+      lastLines: l.lastLines,
+    })),
   };
 }
 
@@ -97,7 +152,7 @@ const TEAM_FILE_WORDS: Record<string, string> = {
 };
 
 /** The table for a terminal. */
-export function statusText(reply: StatusResponse, unseen: number | undefined, now: number): string {
+export function statusText(reply: StatusResponse, unseen: number | undefined, now: number, last: readonly LastRun[] = []): string {
   const ledger = reply.ledger;
   const lines = [`teamd ${reply.daemon?.program} (protocol ${reply.daemon?.protocol}), pid ${reply.pid}, ${reply.mode} mode`, `home: ${reply.home}`];
   if (ledger === undefined || ledger.state === "absent") lines.push("ledger: none yet (teamd init)");
@@ -139,6 +194,12 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
       );
     }
   }
+  if (last.length > 0) lines.push("seats not running (their last run; teamd logs SEAT shows its output):");
+  for (const l of last) {
+    const ended = l.run.endedAt !== undefined ? ` ${uptime(l.run.endedAt, now)} ago` : "";
+    lines.push(`  ${l.seat}@${l.team}  ${runWords(l.run)}${ended}`);
+    for (const line of l.lastLines) lines.push(`      | ${line}`);
+  }
   return lines.join("\n") + "\n";
 }
 
@@ -161,9 +222,10 @@ export async function status(options: { json?: boolean; socket?: string }, ambie
     }
     // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
     const unseen = unseenNotices(home);
+    const last = await lastRuns(home, reply);
     // Line by line through the one renderer: a reason may quote what a seat sent.
     process.stdout.write(
-      options.json ? terminalJson(JSON.stringify(statusJson(reply, unseen))) + "\n" : terminalLines(statusText(reply, unseen, ambient.now())),
+      options.json ? terminalJson(JSON.stringify(statusJson(reply, unseen, last))) + "\n" : terminalLines(statusText(reply, unseen, ambient.now(), last)),
     );
   } finally {
     client.close();

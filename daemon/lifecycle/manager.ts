@@ -16,6 +16,10 @@ import { resolveSeatUser, type SeatUser } from "./user.js";
 import { seatHostUser } from "../host/seat-uids.js";
 import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
+import { RunLog, markRunLost } from "./run-log.js";
+import { describeRunEnd, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
+import { lastPlainLines } from "../host/plain-text.js";
+import { commandNotInView, untraversable } from "./start-diagnosis.js";
 
 /**
  * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
@@ -74,8 +78,8 @@ export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
   start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
-  /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason): its run as it was, or undefined when it does not run. */
-  halt(team: string, seat: string, why: string): Promise<SeatView | undefined>;
+  /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason; `by`: a bound, by default): its run as it was, or undefined when it does not run. */
+  halt(team: string, seat: string, why: string, by?: StoppedBy): Promise<SeatView | undefined>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: ExecOptions, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
@@ -84,7 +88,7 @@ export interface SeatManager {
   /** list(), with each running seat's CPU and memory read now. */
   metered(): Promise<SeatView[]>;
   /** The daemon is stopping, or the owner's machine-wide stop: stop every seat of every team (records written while the ledger is open). */
-  stopAll(why: string): Promise<SeatView[]>;
+  stopAll(why: string, by: StoppedBy): Promise<SeatView[]>;
   /** At daemon start: what a crashed daemon left. */
   sweep(): Promise<string[]>;
 }
@@ -115,9 +119,22 @@ interface Slot {
   scrollback?: Scrollback;
   /** The one attacher's output listener, while someone is attached. */
   attached?: (chunk: Buffer) => void;
+  /** The run's output on disk (daemon/lifecycle/run-log.ts), kept after it ends. */
+  runLog?: RunLog;
+  /** How the run ended, once torn down. */
+  end?: RunEnd;
 }
 
 const STOP_WAIT_MS = 10_000;
+/**
+ * How long `teamd start` watches a seat's command before it answers (docs/cli.md): a command
+ * that ends within it — not found, a missing login, a crash at start — is reported as a failed
+ * start with its exit and last lines, never as "started".
+ */
+export const START_SETTLE_MS = 2_000;
+/** The last lines of a seat's output a failed start shows, each cut to this many characters. */
+const FAILED_START_LINES = 12;
+const FAILED_START_LINE_CHARS = 240;
 
 export function createSeatManager(options: SeatManagerOptions): SeatManager {
   const { home, log } = options;
@@ -147,7 +164,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** Stop a slot: kill the init, wait, record, unwind. Idempotent (one teardown per run). */
-  function teardown(slot: Slot, why: string): Promise<void> {
+  function teardown(slot: Slot, why: string, by?: StoppedBy): Promise<void> {
     slot.teardown ??= (async () => {
       slot.view = { ...slot.view, state: "stopping" };
       const proc = slot.process;
@@ -160,18 +177,48 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
       }
-      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, { reason: why, exit: exit ? `${exit.kind} ${exit.code}` : "unknown" }).catch(
-        (error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`),
-      );
+      const end = runEnd(exit, by !== undefined ? { by, reason: why } : undefined);
+      slot.end = end;
+      // The output's size and hash, never the output: it can hold anything the seat read.
+      const output = finishLog(slot, end);
+      await record(RecordType.SEAT_STOP, slot.view, "seat.stop", slot.view.runId, {
+        reason: why,
+        exit: exit ? `${exit.kind} ${exit.code}` : "unknown",
+        run_state: end.state,
+        ...(end.exitCode !== undefined ? { exit_code: String(end.exitCode) } : {}),
+        ...(end.stoppedBy !== undefined ? { stopped_by: end.stoppedBy } : {}),
+        ...(output !== undefined ? { output_bytes: String(output.bytes), output_sha256: output.sha256 } : {}),
+      }).catch((error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`));
       const left = (await slot.cgroup?.remove()) ?? [];
       for (const leaf of left) log(`seat ${slot.view.team}/${slot.view.seat}: its cgroup ${leaf} could not be removed (still busy); the next start sweeps it`);
       // The registry entry stays while a cgroup is left, so the next daemon's sweep finds it.
       if (left.length === 0) await unregister(home, slot.view.team, slot.view.seat);
       await slot.prepared?.release();
       slots.delete(key(slot.view.team, slot.view.seat));
-      log(`seat ${slot.view.team}/${slot.view.seat} stopped (${why})`);
+      log(`seat ${slot.view.team}/${slot.view.seat} ${describeRunEnd(end)}`);
     })();
     return slot.teardown;
+  }
+
+  function finishLog(slot: Slot, end: RunEnd): { bytes: number; sha256: string } | undefined {
+    try {
+      return slot.runLog?.finish(end, new Date(options.now()).toISOString());
+    } catch (error) {
+      log(`seat ${slot.view.team}/${slot.view.seat}: its output log could not be closed: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  /** A chunk of the seat's output to its log; a log that fails (a full disk) stops logging, never the seat. */
+  function logOutput(slot: Slot, chunk: Buffer): void {
+    const runLog = slot.runLog;
+    if (runLog === undefined) return;
+    try {
+      runLog.write(chunk);
+    } catch (error) {
+      slot.runLog = undefined;
+      log(`seat ${slot.view.team}/${slot.view.seat}: its output log stopped: ${String(error)}`);
+    }
   }
 
   async function startOne(target: StartableSeat): Promise<SeatView> {
@@ -219,6 +266,18 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         closeSocket: () => options.closeSocket(target.team, target.seat),
         ...(failAt !== undefined ? { failAt } : {}),
       });
+      // Every bind source must be reachable by the seat's uid (bwrap opens them as it): a folder on
+      // the way it cannot search is named now, not left to die as "setup-failed" or "ESRCH".
+      for (const source of prepared.plan.sources) {
+        const blocked = untraversable(source, user.uid, user.gid);
+        if (blocked !== undefined) {
+          throw new RefusalError(
+            "seat.start-failed",
+            `the seat's uid ${user.uid} cannot traverse ${blocked.folder} (mode ${blocked.mode}, ${blocked.owner}) on the way to ${source}; ` +
+              `fix: let others search it (chmod o+x ${blocked.folder}), or put TEAMD_HOME where every folder above it is searchable (teamd doctor checks this)`,
+          );
+        }
+      }
       // The seat's cgroups, before launch: the launcher moves the init in before the command runs.
       const opened = await openSeatCgroup(home, target.team, target.seat, runId, prepared.plan.limits);
       slot.cgroup = opened.cgroup;
@@ -231,25 +290,35 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         containment: uncontained(slot) ? "none" : "bwrap",
         ...(opened.cgroup !== undefined ? { cgroup: opened.cgroup } : {}),
       });
-      if (!launched.ok) throw fromRefusal(launched.refusal);
+      if (!launched.ok) {
+        // A launch refused for a command the seat cannot see says so (the launcher's words are about bwrap).
+        const missing = commandNotInView(prepared.plan, target.start.command, process.env);
+        if (missing !== undefined) throw new RefusalError("seat.start-failed", `${missing} (the launcher said: ${launched.refusal.reason})`);
+        throw fromRefusal(launched.refusal);
+      }
       const proc = launched.seat;
       slot.process = proc;
       const scrollback = new Scrollback(SCROLLBACK_BYTES);
       slot.scrollback = scrollback;
+      const startedAt = new Date(options.now()).toISOString();
+      slot.runLog = await RunLog.open(home, { team: target.team, seat: target.seat, runId, startedAt, command: target.start.command.map(redactCredentials) });
+      const output = (chunk: Buffer) => {
+        scrollback.push(chunk);
+        logOutput(slot, chunk);
+      };
       if (proc.io.kind === "pty") {
         proc.io.onData((chunk) => {
-          scrollback.push(chunk);
+          output(chunk);
           slot.attached?.(chunk);
         });
       } else {
         // A launcher without a pty (another platform's, later): drain, so a full pipe cannot stall the seat.
-        proc.io.stdout.on("data", (chunk: Buffer) => scrollback.push(chunk));
-        proc.io.stderr.on("data", (chunk: Buffer) => scrollback.push(chunk));
+        proc.io.stdout.on("data", output);
+        proc.io.stderr.on("data", output);
       }
       if (failAt === "publish") throw new Error("injected failure at publish (test)");
       const limits = describeLimits(prepared.plan.limits, proc.limits);
       const cgroup = opened.cgroup !== undefined ? opened.cgroup.summary : `none: ${opened.missing ?? "not made"}`;
-      const startedAt = new Date(options.now()).toISOString();
       // Uncontained there is no namespace: the registry names the init by pid and start time
       // (its process tree is what a stop without a cgroup kills), never the host's namespace.
       const none = uncontained(slot);
@@ -298,11 +367,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       log(`seat ${target.team}/${target.seat} running (init pid ${proc.initPid}, uid ${user.uid}, run ${runId})`);
       return slot.view;
     } catch (error) {
-      // Unwind in reverse: the process (if launched), the registry file, what prepare made.
+      // Unwind in reverse: the process (if launched), its log, the registry file, what prepare made.
       if (slot.process) {
         slot.process.kill();
         await slot.process.exit;
       }
+      finishLog(slot, { state: "crashed", reason: `its start failed: ${(error as Error).message}` });
       await slot.cgroup?.remove().catch(() => undefined);
       await unregister(home, target.team, target.seat).catch(() => undefined);
       await prepared?.unwind();
@@ -311,13 +381,49 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     }
   }
 
+  /**
+   * The settle window: a seat whose command ends within START_SETTLE_MS of its start did not
+   * start. Its run is torn down (recorded, its log kept) and the start fails naming how it
+   * ended, why where teamd can tell (the command is not in the seat's view), and its last lines.
+   */
+  async function settle(target: StartableSeat, view: SeatView): Promise<void> {
+    const slot = slots.get(key(target.team, target.seat));
+    const proc = slot?.process;
+    if (slot === undefined || proc === undefined || slot.view.runId !== view.runId) return;
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([
+      proc.exit.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), START_SETTLE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!ended) return;
+    await (slot.teardown ?? teardown(slot, "the seat's command ended during its start"));
+    // Stopped meanwhile (the owner, a stop flag): not a failed start, the stop says why.
+    if (slot.end?.state === "stopped") return;
+    const end = slot.end ?? { state: "crashed" as const, reason: "unknown" };
+    const missing = slot.plan !== undefined ? commandNotInView(slot.plan, target.start.command, process.env) : undefined;
+    const lines = lastPlainLines(slot.scrollback?.snapshot() ?? new Uint8Array(0), FAILED_START_LINES).map((l) =>
+      l.length > FAILED_START_LINE_CHARS ? `${l.slice(0, FAILED_START_LINE_CHARS)}…` : l,
+    );
+    const seat = `${target.seat}@${target.team}`;
+    throw new RefusalError(
+      "seat.start-failed",
+      // The cause in its own words first, when teamd can tell it; else how the command ended.
+      (missing !== undefined
+        ? `seat ${seat} did not start: ${missing}`
+        : `seat ${seat}: its command ${describeRunEnd(end)} within ${START_SETTLE_MS / 1000} s of its start`) +
+        (lines.length > 0 ? `; its last lines:\n${lines.map((l) => `    ${l}`).join("\n")}\n` : "; it printed nothing; ") +
+        `(teamd logs ${seat} shows its output)`,
+    );
+  }
+
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
   async function startChecked(target: StartableSeat): Promise<SeatView> {
     const view = await startOne(target);
     const late = stopRefusal(options.ledger(), target.team);
     if (late) {
       const slot = slots.get(key(target.team, target.seat));
-      if (slot) await teardown(slot, "the owner's stop arrived during the start");
+      if (slot) await teardown(slot, "the owner's stop arrived during the start", "stop-flag");
       throw new RefusalError(late.rule, `${late.reason}; run teamd resume to clear it`);
     }
     return view;
@@ -352,7 +458,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const ledger = readyLedger(options.ledger());
       if (seat !== undefined) {
         const t = team ?? teamOf(seat, false);
-        return [await startChecked(startableSeat(ledger, t, seat))];
+        const target = startableSeat(ledger, t, seat);
+        const view = await startChecked(target);
+        await settle(target, view);
+        return [slots.get(key(t, seat))?.view ?? view];
       }
       if (team === undefined) throw new Error("name a seat or a team (teamd start SEAT | --team TEAM)");
       // The whole team or nothing: every seat with a start is checked against the policy
@@ -363,10 +472,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const started: SeatView[] = [];
       try {
         for (const target of targets) started.push(await startChecked(target));
+        // One settle window for the whole team, watched together.
+        await Promise.all(targets.map((target, i) => settle(target, started[i] as SeatView)));
       } catch (error) {
         for (const view of started.reverse()) {
           const slot = slots.get(key(view.team, view.seat));
-          if (slot) await teardown(slot, "the team's start failed");
+          if (slot) await teardown(slot, "the team's start failed", "daemon");
         }
         throw error;
       }
@@ -378,19 +489,19 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         const slot = slots.get(key(t, seat));
         if (slot === undefined) return [];
         const view = slot.view;
-        await teardown(slot, "stopped by the owner");
+        await teardown(slot, "stopped by the owner", "owner");
         return [view];
       }
       if (team === undefined) throw new Error("name a seat or a team (teamd stop SEAT | --team TEAM)");
       const matching = [...slots.values()].filter((s) => s.view.team === team);
-      await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)")));
+      await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)", "owner")));
       return matching.map((s) => s.view);
     },
-    async halt(team, seat, why) {
+    async halt(team, seat, why, by = "bound") {
       const slot = slots.get(key(team, seat));
       if (slot === undefined) return undefined;
       const view = slot.view;
-      await teardown(slot, why);
+      await teardown(slot, why, by);
       return view;
     },
     async exec(team, seat, command, execOptions, sink) {
@@ -536,15 +647,21 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         }),
       );
     },
-    async stopAll(why) {
+    async stopAll(why, by) {
       const all = [...slots.values()];
-      await Promise.all(all.map((s) => teardown(s, why)));
+      await Promise.all(all.map((s) => teardown(s, why, by)));
       return all.map((s) => s.view);
     },
     async sweep() {
       // Read before the registry sweep removes the files: the cgroups each crashed seat had.
       const recorded = await registrations(home);
       const swept = await sweep(home, log);
+      // Each run a crashed daemon left says so in its log's meta (it did not end by itself, nor was it stopped).
+      for (const run of recorded) {
+        await markRunLost(home, run.team, run.seat, run.runId, new Date(options.now()).toISOString()).catch((error: unknown) =>
+          log(`seat ${run.team}/${run.seat}: its lost run ${run.runId} could not be marked: ${String(error)}`),
+        );
+      }
       await sweepSeatCgroups(home, recorded, log);
       return swept;
     },

@@ -347,7 +347,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       stopWatch?.close();
       stopWatch = undefined;
-      await seats?.stopAll("the daemon is stopping");
+      await seats?.stopAll("the daemon is stopping", "daemon");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {
         await egress?.close();

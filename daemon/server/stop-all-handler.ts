@@ -62,6 +62,6 @@ export async function handleStopAll(
       return { recorded: false, seq: 0, reason: describeError(error) };
     }
   };
-  const [stopped, recorded] = await Promise.all([seats.stopAll("the owner's machine-wide stop"), record()]);
+  const [stopped, recorded] = await Promise.all([seats.stopAll("the owner's machine-wide stop", "stop-flag"), record()]);
   return { flagId, ...recorded, stopped };
 }

@@ -352,6 +352,11 @@ export const RULES = {
     summary:
       "the seat's acts made more ledger records than its act budget allows (bytes at once, then a rate far above a working agent's); the act is refused until the budget refills, and the seat keeps running",
   },
+  "seat.start-failed": {
+    section: "§11",
+    summary:
+      "the seat could not be started, or its command ended within the start's settle window: the cause in its own words (a command not in the seat's view, a folder its uid cannot traverse, the command's exit and last lines)",
+  },
   "seat.attached": {
     section: "§10",
     summary: "an owner is already attached to the seat's pty; one attacher at a time, so two people's keystrokes never mix in one agent's input",
