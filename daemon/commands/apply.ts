@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
+import { ControlService, OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { signOwnerAct } from "../../src/ledger/index.js";
 import { formatTeamFileErrors, loadTeamFile } from "../../src/teamfile/index.js";
-import { EXIT, RefusalError } from "../../src/rpc/index.js";
-import { resolveHome } from "../host/home.js";
+import { createRpcClient, EXIT, RefusalError } from "../../src/rpc/index.js";
+import { resolveHome, type TeamdHome } from "../host/home.js";
 import { repositoryRoot } from "../host/hub.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
@@ -75,13 +75,43 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
     );
     const receipt = await channel.submit(OwnerActKind.APPLY, act);
     const seats = Object.keys(loaded.policy.seats).length;
+    // A start changed by this apply takes effect at the seat's next start: name the running seats it concerns.
+    const restartNeeded = await seatsWithChangedStart(home, team);
     if (options.json)
       process.stdout.write(
-        JSON.stringify({ applied: true, team, policy: loaded.hashes.policy, seq: receipt.seq, seats, via: channel.via, diff, revokedLeases: revocations }) +
-          "\n",
+        JSON.stringify({
+          applied: true,
+          team,
+          policy: loaded.hashes.policy,
+          seq: receipt.seq,
+          seats,
+          via: channel.via,
+          diff,
+          revokedLeases: revocations,
+          restartNeeded,
+        }) + "\n",
       );
-    else process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
+    else {
+      process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
+      for (const seat of restartNeeded)
+        process.stdout.write(
+          `restart needed: ${seat}@${team} runs the start it had; teamd stop ${seat}@${team} && teamd start ${seat}@${team} runs the new one\n`,
+        );
+    }
   } finally {
     await channel.close();
+  }
+}
+
+/** The team's running seats whose start the policy in force no longer pins (status's startChanged); none when the daemon is down. */
+async function seatsWithChangedStart(home: TeamdHome, team: string): Promise<string[]> {
+  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 5000 });
+  try {
+    const reply = await client.status();
+    return reply.seats.filter((s) => s.team === team && s.startChanged !== "").map((s) => s.seat);
+  } catch {
+    return [];
+  } finally {
+    client.close();
   }
 }

@@ -131,6 +131,7 @@ function seatJson(s: Seat): Record<string, unknown> {
     memoryBytes: Number(s.memoryBytes),
     meteredBy: s.meteredBy,
     frozen: s.frozen,
+    startChanged: s.startChanged === "" ? null : s.startChanged,
   };
 }
 
@@ -185,13 +186,17 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
         ? `  ${s.seat}@${s.team}  socket only  ${s.socket}`
         : s.state.startsWith("halted")
           ? `  ${s.seat}@${s.team}  ${s.state}  (run ${s.runId} was stopped by teamd; teamd log shows why; teamd start ${s.seat}@${s.team} runs it again)`
-          : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
+          : s.state === "restarting"
+            ? `  ${s.seat}@${s.team}  restarting  (its run ${s.runId} ended by itself and start.restart brings it back; teamd stop ${s.seat}@${s.team} ends the retries)`
+            : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
     );
-    if (s.state !== "socket" && s.state !== "" && !s.state.startsWith("halted")) {
+    if (s.state !== "socket" && s.state !== "" && s.state !== "restarting" && !s.state.startsWith("halted")) {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";
       lines.push(
         `      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`,
       );
+      if (s.startChanged !== "")
+        lines.push(`      RESTART NEEDED: ${s.startChanged}; it runs the start it had: teamd stop ${s.seat}@${s.team} && teamd start ${s.seat}@${s.team}`);
     }
   }
   if (last.length > 0) lines.push("seats not running (their last run; teamd logs SEAT shows its output):");

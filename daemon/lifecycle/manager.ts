@@ -16,10 +16,12 @@ import { resolveSeatUser, type SeatUser } from "./user.js";
 import { seatHostUser } from "../host/seat-uids.js";
 import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
-import { RunLog, markRunLost } from "./run-log.js";
-import { describeRunEnd, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
+import { LOST_WITH_THE_DAEMON, RunLog, markRunLost } from "./run-log.js";
+import { describeRunEnd, endedInFailure, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
 import { lastPlainLines } from "../host/plain-text.js";
 import { commandNotInView, untraversable } from "./start-diagnosis.js";
+import { RESTART_RESET_MS, restartBackoffMs } from "../../src/kernel/start-restart.js";
+import { listRuns } from "../host/run-logs.js";
 
 /**
  * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
@@ -34,7 +36,8 @@ import { commandNotInView, untraversable } from "./start-diagnosis.js";
 export interface SeatView {
   readonly team: string;
   readonly seat: string;
-  readonly state: "starting" | "running" | "stopping";
+  /** A run state (daemon/host/run-state.ts): `restarting` while a restart waits out its back-off. */
+  readonly state: "starting" | "running" | "stopping" | "restarting";
   readonly socket: string;
   readonly initPid: number;
   readonly runId: string;
@@ -53,6 +56,8 @@ export interface SeatView {
   readonly meteredBy?: string;
   /** Every process of the seat is frozen where it stands (teamd freeze), until teamd thaw. */
   readonly frozen?: boolean;
+  /** The execution-context hash this run started with (its seat_start's `context`). */
+  readonly context?: string;
 }
 
 /** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
@@ -91,7 +96,16 @@ export interface SeatManager {
   stopAll(why: string, by: StoppedBy): Promise<SeatView[]>;
   /** At daemon start: what a crashed daemon left. */
   sweep(): Promise<string[]>;
+  /**
+   * At daemon start, after the sweep: bring back each seat with a restart policy whose last run
+   * ended because the daemon went down (stopped for the daemon's stop, or lost in its crash), so
+   * restarting the service ends no agent run for good. Each is a new run that obeys every stop.
+   */
+  resumeRestartable(): Promise<SeatView[]>;
 }
+
+/** The seat_stop reason of every run the daemon's own stop ends (daemon/server/daemon.ts). */
+export const DAEMON_STOPPING = "the daemon is stopping";
 
 export interface SeatManagerOptions {
   readonly home: TeamdHome;
@@ -123,6 +137,18 @@ interface Slot {
   runLog?: RunLog;
   /** How the run ended, once torn down. */
   end?: RunEnd;
+  /** Which restart in a row this run is (0: started by the owner, or after a run that lived RESTART_RESET_MS). */
+  attempt: number;
+  /** In an owner's start's settle window: a run that ends now is the start's failure, told to the owner, never restarted. */
+  settling: boolean;
+}
+
+/** A restart waiting out its back-off: `teamd status` shows the seat `restarting`. */
+interface PendingRestart {
+  readonly view: SeatView;
+  readonly attempt: number;
+  readonly at: number;
+  readonly timer: NodeJS.Timeout;
 }
 
 const STOP_WAIT_MS = 10_000;
@@ -139,6 +165,7 @@ const FAILED_START_LINE_CHARS = 240;
 export function createSeatManager(options: SeatManagerOptions): SeatManager {
   const { home, log } = options;
   const slots = new Map<string, Slot>();
+  const restarts = new Map<string, PendingRestart>();
   const key = (team: string, seat: string) => `${team}/${seat}`;
 
   async function record(
@@ -221,7 +248,65 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     }
   }
 
-  async function startOne(target: StartableSeat): Promise<SeatView> {
+  /** Drop a pending restart (the owner stopped or started the seat, a stop flag, the daemon's stop): it never fires. */
+  function cancelRestart(team: string, seat: string): PendingRestart | undefined {
+    const k = key(team, seat);
+    const pending = restarts.get(k);
+    if (pending !== undefined) {
+      clearTimeout(pending.timer);
+      restarts.delete(k);
+    }
+    return pending;
+  }
+
+  /**
+   * After a run ended by itself: start it again if its pinned restart policy says so, after the
+   * back-off, at most `retries` times in a row. Never after a stop (by anyone), and each attempt
+   * is a whole start from the policy in force then (a seat the owner removed is not restarted).
+   */
+  function maybeRestart(target: StartableSeat, slot: Slot): void {
+    const policy = target.start.restart;
+    const end = slot.end;
+    if (policy === undefined || end === undefined || end.state === "stopped" || slot.settling) return;
+    if (policy.when === "on-failure" && !endedInFailure(end)) return;
+    const lived = options.now() - Date.parse(slot.view.startedAt);
+    const attempt = Number.isFinite(lived) && lived >= RESTART_RESET_MS ? 1 : slot.attempt + 1;
+    const seat = `${target.seat}@${target.team}`;
+    if (attempt > policy.retries) {
+      log(`seat ${seat}: not restarted: ${policy.retries} restarts in a row ended too (restart: ${policy.when}); teamd start ${seat} runs it again`);
+      return;
+    }
+    scheduleRestart(target.team, target.seat, attempt, policy.retries, slot.view);
+  }
+
+  function scheduleRestart(team: string, seat: string, attempt: number, retries: number, last: SeatView): void {
+    const delay = restartBackoffMs(attempt);
+    const k = key(team, seat);
+    const timer = setTimeout(() => {
+      restarts.delete(k);
+      void (async () => {
+        try {
+          const fresh = startableSeat(readyLedger(options.ledger()), team, seat);
+          if (fresh.start.restart === undefined) {
+            log(`seat ${seat}@${team}: not restarted: the policy in force no longer asks for it`);
+            return;
+          }
+          await startChecked(fresh, attempt, false);
+          log(`seat ${seat}@${team}: restarted (attempt ${attempt} of ${retries})`);
+        } catch (error) {
+          // A refusal (a stop flag, a seat removed) ends the retries; a failed launch counts as an attempt.
+          const refused = error instanceof RefusalError && error.rule !== "seat.start-failed" && !error.rule.startsWith("containment.");
+          log(`seat ${seat}@${team}: restart ${attempt} of ${retries} failed: ${(error as Error).message}`);
+          if (!refused && attempt < retries && !slots.has(k)) scheduleRestart(team, seat, attempt + 1, retries, last);
+        }
+      })();
+    }, delay);
+    timer.unref();
+    restarts.set(k, { view: { ...last, state: "restarting", socket: "", initPid: 0 }, attempt, at: options.now() + delay, timer });
+    log(`seat ${seat}@${team}: restarting in ${delay / 1000} s (attempt ${attempt} of ${retries})`);
+  }
+
+  async function startOne(target: StartableSeat, attempt: number, settling: boolean): Promise<SeatView> {
     const k = key(target.team, target.seat);
     // An owner's stop refuses every start (§11), read from the flags before anything else.
     const stopped = stopRefusal(options.ledger(), target.team);
@@ -251,10 +336,15 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         uid: user.uid,
         containment: target.start.containment ?? "bwrap",
         cgroup: "",
+        context: target.contextHash,
       },
       user,
+      attempt,
+      settling: settling,
     };
     slots.set(k, slot);
+    // An owner's start (or a restart firing) replaces a pending restart of the seat.
+    cancelRestart(target.team, target.seat);
     let prepared: PreparedSeat | undefined;
     const [failStep, failSeat] = (options.failAt ?? "").split(":");
     const failAt = failSeat === target.seat ? failStep : undefined;
@@ -340,6 +430,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       slot.plan = prepared.plan;
       await record(RecordType.SEAT_START, target, "seat.start", runId, {
         policy_seq: String(target.policySeq),
+        ...(attempt > 0 ? { restart: `attempt ${attempt} of ${target.start.restart?.retries ?? 0} (restart: ${target.start.restart?.when ?? "never"})` } : {}),
         context: target.contextHash,
         command: JSON.stringify(target.start.command),
         uid: String(user.uid),
@@ -361,8 +452,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         repository: prepared.layout.repo,
         cgroup,
       };
-      void proc.exit.then((how) => {
-        if (slot.teardown === undefined) void teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
+      void proc.exit.then(async (how) => {
+        if (slot.teardown !== undefined) return;
+        await teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
+        maybeRestart(target, slot);
       });
       log(`seat ${target.team}/${target.seat} running (init pid ${proc.initPid}, uid ${user.uid}, run ${runId})`);
       return slot.view;
@@ -396,7 +489,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), START_SETTLE_MS))),
     ]);
     clearTimeout(timer);
-    if (!ended) return;
+    if (!ended) {
+      slot.settling = false;
+      return;
+    }
     await (slot.teardown ?? teardown(slot, "the seat's command ended during its start"));
     // Stopped meanwhile (the owner, a stop flag): not a failed start, the stop says why.
     if (slot.end?.state === "stopped") return;
@@ -418,8 +514,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
-  async function startChecked(target: StartableSeat): Promise<SeatView> {
-    const view = await startOne(target);
+  async function startChecked(target: StartableSeat, attempt = 0, settling = true): Promise<SeatView> {
+    const view = await startOne(target, attempt, settling);
     const late = stopRefusal(options.ledger(), target.team);
     if (late) {
       const slot = slots.get(key(target.team, target.seat));
@@ -434,6 +530,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const teams = new Set<string>();
     if (running) {
       for (const slot of slots.values()) if (slot.view.seat === seat) teams.add(slot.view.team);
+      for (const pending of restarts.values()) if (pending.view.seat === seat) teams.add(pending.view.team);
     } else {
       const ledger = readyLedger(options.ledger());
       for (const team of ledger.view.teams()) {
@@ -486,18 +583,22 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     async stop(team, seat) {
       if (seat !== undefined) {
         const t = team ?? teamOf(seat, true);
+        // A seat waiting out a restart's back-off: the owner's stop ends the retries.
+        const pending = cancelRestart(t, seat);
         const slot = slots.get(key(t, seat));
-        if (slot === undefined) return [];
+        if (slot === undefined) return pending !== undefined ? [pending.view] : [];
         const view = slot.view;
         await teardown(slot, "stopped by the owner", "owner");
         return [view];
       }
       if (team === undefined) throw new Error("name a seat or a team (teamd stop SEAT | --team TEAM)");
+      const pending = [...restarts.values()].filter((r) => r.view.team === team).map((r) => cancelRestart(r.view.team, r.view.seat)?.view);
       const matching = [...slots.values()].filter((s) => s.view.team === team);
       await Promise.all(matching.map((s) => teardown(s, "stopped by the owner (team)", "owner")));
-      return matching.map((s) => s.view);
+      return [...matching.map((s) => s.view), ...pending.filter((v): v is SeatView => v !== undefined)];
     },
     async halt(team, seat, why, by = "bound") {
+      cancelRestart(team, seat);
       const slot = slots.get(key(team, seat));
       if (slot === undefined) return undefined;
       const view = slot.view;
@@ -624,9 +725,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by the owner (record ${recorded.seq})`);
       return { view: slot.view, seq: recorded.seq };
     },
-    list: () => [...slots.values()].map((s) => s.view),
+    list: () => [...[...slots.values()].map((s) => s.view), ...[...restarts.values()].map((r) => r.view)],
     async metered() {
-      return Promise.all(
+      const waiting = [...restarts.values()].map((r) => r.view);
+      const running = await Promise.all(
         [...slots.values()].map(async (s) => {
           if (s.view.state !== "running") return s.view;
           const usage =
@@ -646,8 +748,34 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
           };
         }),
       );
+      return [...running, ...waiting];
+    },
+    async resumeRestartable() {
+      const ledger = options.ledger();
+      if (ledger === undefined) return [];
+      const back: SeatView[] = [];
+      for (const team of readyLedger(ledger).view.teams()) {
+        if (ledger.view.policy(team.team) === undefined) continue;
+        for (const [seat, declared] of Object.entries(policySeats(ledger, team.team))) {
+          if (declared.start?.restart === undefined || slots.has(key(team.team, seat))) continue;
+          const last = (await listRuns(home, team.team, seat)).at(-1);
+          const lostWithTheDaemon =
+            last !== undefined &&
+            ((last.state === "stopped" && last.stoppedBy === "daemon" && last.reason === DAEMON_STOPPING) ||
+              (last.state === "crashed" && (last.reason ?? "").startsWith(LOST_WITH_THE_DAEMON)));
+          if (!lostWithTheDaemon) continue;
+          try {
+            back.push(await startChecked(startableSeat(ledger, team.team, seat), 0, false));
+            log(`seat ${seat}@${team.team}: brought back after the daemon's restart (restart: ${declared.start.restart.when})`);
+          } catch (error) {
+            log(`seat ${seat}@${team.team}: not brought back after the daemon's restart: ${(error as Error).message}`);
+          }
+        }
+      }
+      return back;
     },
     async stopAll(why, by) {
+      for (const pending of [...restarts.values()]) cancelRestart(pending.view.team, pending.view.seat);
       const all = [...slots.values()];
       await Promise.all(all.map((s) => teardown(s, why, by)));
       return all.map((s) => s.view);

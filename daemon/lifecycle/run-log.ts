@@ -112,6 +112,9 @@ export class RunLog {
   }
 }
 
+/** The reason a lost run's meta gives: the restart policy brings such a seat back when the daemon starts again. */
+export const LOST_WITH_THE_DAEMON = "the daemon went down while the run lived";
+
 /** Marks a run the daemon did not see end (it went down while the run lived): crashed, with why. */
 export async function markRunLost(home: TeamdHome, team: string, seat: string, runId: string, endedAt: string): Promise<void> {
   const run = (await listRuns(home, team, seat)).find((r) => r.runId === runId);
@@ -121,10 +124,7 @@ export async function markRunLost(home: TeamdHome, team: string, seat: string, r
   rmSync(next, { force: true });
   const fd = openPart(next, accessFor(home));
   try {
-    writeSync(
-      fd,
-      JSON.stringify({ ...run, state: "crashed", endedAt, reason: "the daemon went down while the run lived; its sweep killed what was left" }) + "\n",
-    );
+    writeSync(fd, JSON.stringify({ ...run, state: "crashed", endedAt, reason: `${LOST_WITH_THE_DAEMON}; its sweep killed what was left` }) + "\n");
   } finally {
     closeSync(fd);
   }

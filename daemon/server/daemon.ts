@@ -14,12 +14,13 @@ import { createSeatLeases } from "../seat/leases.js";
 import { refuseAll } from "../../src/rpc/refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "../host/ledger-host.js";
 import type { Ledger } from "../../src/ledger/index.js";
+import { readyLedger, startableSeat } from "../../src/ledger/policy-in-force.js";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
-import { createSeatManager, type SeatManager } from "../lifecycle/manager.js";
+import { createSeatManager, DAEMON_STOPPING, type SeatManager } from "../lifecycle/manager.js";
 import { seatCgroupProcs } from "../lifecycle/cgroup.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { createSeatPipeline, type ActBudget, type RefusalBudget } from "../seat/pipeline.js";
@@ -281,7 +282,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
               .filter(({ identity }) => !running.some((r) => r.team === identity.team && r.seat === identity.seat))
               .map(({ identity, server: s }) => ({ ...identity, socket: s.socketPath, state: "socket" }));
             const stopped = [...halted.values()].filter((v) => !running.some((r) => r.team === v.team && r.seat === v.seat));
-            return [...running.map((r) => ({ ...r })), ...stopped, ...debug];
+            return [...running.map((r) => ({ ...r, startChanged: startChanged(ledger, r) })), ...stopped, ...debug];
           },
           seatManager: () => {
             if (seats === undefined) throw new Error("the daemon is not started");
@@ -338,6 +339,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
         await this.stop();
         throw error;
       }
+      // Seats with a restart policy that the daemon's going down ended come back (a new run each,
+      // obeying every stop flag): not awaited, so the daemon answers while they launch.
+      const manager = seats;
+      void manager
+        .resumeRestartable()
+        .catch((error: unknown) => log(`could not bring back restartable seats: ${error instanceof Error ? error.message : String(error)}`));
       log(`control socket ${home.controlSocket} (${home.mode} mode)`);
     },
     openSeat,
@@ -347,7 +354,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       stopWatch?.close();
       stopWatch = undefined;
-      await seats?.stopAll("the daemon is stopping", "daemon");
+      await seats?.stopAll(DAEMON_STOPPING, "daemon");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {
         await egress?.close();
@@ -363,4 +370,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
       ledger = undefined;
     },
   };
+}
+
+/** Why a running seat's start is not the one the policy in force pins, or "" (status and apply name such seats). */
+function startChanged(ledger: Ledger | undefined, run: { team: string; seat: string; state: string; context?: string }): string {
+  if (run.context === undefined || run.state !== "running" || ledger === undefined) return "";
+  try {
+    return startableSeat(readyLedger(ledger), run.team, run.seat).contextHash === run.context
+      ? ""
+      : "the policy in force pins another start for it (command, env, files, network, limits or restart)";
+  } catch (error) {
+    return `the policy in force does not start it now (${error instanceof Error ? error.message : String(error)})`;
+  }
 }

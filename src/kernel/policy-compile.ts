@@ -18,6 +18,7 @@ import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
 import { canonicalNetwork } from "./egress-context.js";
+import { canonicalRestart } from "./start-restart.js";
 import { canonicalLimits } from "./start-limits.js";
 import { type Dimension, KNOWN_VOCABULARY_VERSIONS, type OperationalCapability, resolveVocabulary } from "./vocabulary.js";
 
@@ -320,6 +321,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
               ...(start.network !== undefined ? { network: canonicalNetwork(start.network) } : {}),
               ...(start.limits !== undefined ? { limits: canonicalLimits(start.limits) } : {}),
               ...(start.containment !== undefined ? { containment: start.containment } : {}),
+              ...(start.restart !== undefined ? { restart: canonicalRestart(start.restart) } : {}),
             },
     };
   }

@@ -12,6 +12,7 @@ import { type Scope, canonicalDimension, dimensionOf, formatScope } from "./scop
 import type { StartContext } from "./start-context.js";
 import { showLimits } from "./start-limits.js";
 import { showContainment } from "./start-containment.js";
+import { showRestart } from "./start-restart.js";
 import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
 
 /**
@@ -109,7 +110,8 @@ function showStart(start: StartContext): string {
       : `, egress ${list([...start.network.allow])}${start.network.private.length > 0 ? `, private ${list([...start.network.private])}` : ""}`;
   const limits = start.limits === undefined ? "" : `, limits ${showLimits(start.limits)}`;
   const containment = start.containment === undefined ? "" : `, containment ${start.containment} (UNCONTAINED: against a mistake only)`;
-  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}${containment}`;
+  const restart = start.restart === undefined ? "" : `, restart ${showRestart(start.restart)}`;
+  return `command ${list(start.command.map((a) => JSON.stringify(a)))}, workdir ${showPath(start.workdir)}, env ${list(env)}, files ${list(start.files.map(showPath))}${network}${limits}${containment}${restart}`;
 }
 
 /** Egress is the owner's to see widen (§10, §12): every host:port and range added or removed. */
@@ -159,6 +161,9 @@ function startLines(before: StartContext | undefined, after: StartContext | unde
     out.push(
       `start containment: ${containmentWas} -> ${containmentNow}${containmentNow === "none" ? " (the seat runs UNCONTAINED: it can read and write everything its host user can; refusals hold against a mistake only)" : ""}`,
     );
+  const restartWas = showRestart(before.restart);
+  const restartNow = showRestart(after.restart);
+  if (restartWas !== restartNow) out.push(`start restart: ${restartWas} -> ${restartNow}`);
   return out;
 }
 

@@ -46,6 +46,8 @@ export interface StartInput {
   readonly limits?: unknown;
   /** `bwrap` (the default) or `none`: uncontained (src/kernel/start-containment.ts). */
   readonly containment?: unknown;
+  /** `never` (the default), `on-failure`, `always`, or `{ when, retries }` (src/kernel/start-restart.ts). */
+  readonly restart?: unknown;
 }
 
 export interface SeatInput {

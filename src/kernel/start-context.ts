@@ -4,6 +4,7 @@ import { type EgressContext, readEgress } from "./egress-context.js";
 import { type InputPath, type PolicyProblem, type StartInput, problem } from "./policy-input.js";
 import { canonicalLimits, readLimits, type StartLimits } from "./start-limits.js";
 import { readContainment } from "./start-containment.js";
+import { canonicalRestart, readRestart, type StartRestart } from "./start-restart.js";
 
 /**
  * A seat's start: the hash-pinned command and execution context (§9 start, §10). The kernel
@@ -26,6 +27,8 @@ export interface StartContext {
   readonly limits?: StartLimits;
   /** `none`: the seat runs uncontained (M only). Absent: the platform's containment (bwrap on Linux). */
   readonly containment?: "none";
+  /** When teamd starts the command again after its run ended by itself; absent: never. */
+  readonly restart?: StartRestart;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -97,6 +100,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
   const network = input.network === undefined ? undefined : readEgress(input.network, lab, [...at, "network"], problems);
   const limits = input.limits === undefined ? undefined : readLimits(input.limits, [...at, "limits"], problems);
   const containment = input.containment === undefined ? undefined : readContainment(input.containment, [...at, "containment"], problems);
+  const restart = input.restart === undefined ? undefined : readRestart(input.restart, [...at, "restart"], problems);
   if (problems.length > before) return undefined;
   const sortedEnv = Object.create(null) as Record<string, string>;
   for (const name of Object.keys(env).sort(compareStrings)) sortedEnv[name] = env[name] as string;
@@ -108,6 +112,7 @@ export function readStart(input: StartInput, at: InputPath, problems: PolicyProb
     ...(network !== undefined ? { network } : {}),
     ...(limits !== undefined ? { limits } : {}),
     ...(containment !== undefined ? { containment } : {}),
+    ...(restart !== undefined ? { restart } : {}),
   });
 }
 
@@ -129,6 +134,8 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
   const limits = start.limits === undefined ? {} : { limits: canonicalLimits(start.limits) };
   // And containment: only `none` is hashed, so the default keeps every existing seat's hash.
   const containment = start.containment === undefined ? {} : { containment: start.containment };
+  // And the restart policy: only a declared one (never, the default, keeps every existing hash).
+  const restart = start.restart === undefined ? {} : { restart: canonicalRestart(start.restart) };
   return canonicalJson({
     lab: lab ?? null,
     command: start.command,
@@ -138,5 +145,6 @@ export function startContextCanonical(lab: string | undefined, start: StartConte
     ...network,
     ...limits,
     ...containment,
+    ...restart,
   });
 }

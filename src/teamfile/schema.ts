@@ -15,7 +15,7 @@ const KEYS: Readonly<Record<Level, readonly string[]>> = {
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
-  start: ["command", "workdir", "env", "files", "network", "limits", "containment"],
+  start: ["command", "workdir", "env", "files", "network", "limits", "containment", "restart"],
   deploy: ["command", "workdir", "env", "files", "push", "account"],
 };
 
@@ -158,6 +158,8 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
   const limits = map.limits !== undefined ? { limits: map.limits } : {};
   // And containment (src/kernel/start-containment.ts): a deploy command has none of its own.
   const containment = level === "start" && map.containment !== undefined ? { containment: map.containment } : {};
+  // And the restart policy (src/kernel/start-restart.ts): a deploy command runs once.
+  const restart = level === "start" && map.restart !== undefined ? { restart: map.restart } : {};
   return {
     command,
     ...(workdir !== undefined ? { workdir } : {}),
@@ -166,6 +168,7 @@ function readStart(r: Reader, value: unknown, at: InputPath, level: "start" | "d
     ...network,
     ...limits,
     ...containment,
+    ...restart,
   };
 }
 

@@ -133,6 +133,31 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     expect((await h.run(["logs", "chatty", "--run", "../../etc"])).code).not.toBe(0);
   });
 
+  it("apply and status name a running seat whose start the new policy changed (it takes effect at its next start)", async () => {
+    await h.ok(["start", "chatty"]);
+    writeFileSync(
+      join(h.repo, "teamd.yaml"),
+      TEAM_FILE.replace(
+        '    start:\n      command: [sh, -c, "echo line one',
+        '    start:\n      env: { NOTE: changed }\n      command: [sh, -c, "echo line one',
+      ),
+    );
+    const applied = await h.json<{ restartNeeded: string[] }>(["apply", "--yes", "--json"]);
+    expect(applied.restartNeeded).toEqual(["chatty"]);
+    const status = await h.json<{ seats: Array<{ seat: string; startChanged: string | null }> }>(["status", "--json"]);
+    expect(status.seats.find((s) => s.seat === "chatty")?.startChanged).toMatch(/another start/);
+    expect(await h.ok(["status"])).toMatch(/RESTART NEEDED: .*teamd stop chatty@proj && teamd start chatty@proj/);
+    await h.ok(["stop", "chatty"]);
+    await h.ok(["start", "chatty"]);
+    expect(
+      (await h.json<{ seats: Array<{ seat: string; startChanged: string | null }> }>(["status", "--json"])).seats.find((s) => s.seat === "chatty")
+        ?.startChanged,
+    ).toBeNull();
+    await h.ok(["stop", "chatty"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes"]);
+  });
+
   it.runIf(asRoot)("a folder the seat's uid cannot traverse is named with its mode, before anything runs", async () => {
     chmodSync(h.dir, 0o700);
     try {

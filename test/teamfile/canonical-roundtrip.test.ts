@@ -50,6 +50,13 @@ const start = fc.record(
     network,
     limits,
     containment: fc.option(fc.constantFrom("bwrap", "none"), { nil: undefined }),
+    restart: fc.option(
+      fc.oneof(
+        fc.constantFrom("never", "on-failure", "always"),
+        fc.record({ when: fc.constantFrom("never", "on-failure", "always"), retries: fc.integer({ min: 1, max: 100 }) }, { requiredKeys: ["when"] }),
+      ),
+      { nil: undefined },
+    ),
   },
   { requiredKeys: ["command"] },
 );
