@@ -16,6 +16,7 @@ import { egressSocketPath } from "../host/seat-layout.js";
 import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "../host/seat-layout.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
+import { seatDefaultEnv } from "./seat-defaults.js";
 
 /**
  * Prepare (DESIGN.md "Seat lifecycle"): everything a seat needs before it launches — its
@@ -45,7 +46,7 @@ export interface PrepareDeps {
 }
 
 /** Seat env names passed through from the daemon's environment when set (nothing else is). */
-const ENV_ALLOWLIST = ["LANG", "LC_ALL", "TERM", "TZ"];
+const ENV_ALLOWLIST = ["LANG", "LC_ALL", "TZ"];
 export const SHIM_COMMAND = "teamd-shim";
 
 export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Promise<PreparedSeat> {
@@ -237,7 +238,8 @@ async function planSeat(
     readOnly: [],
     reserved: reservedFacts(set.set),
     host: facts.value,
-    env: { allowlist: ENV_ALLOWLIST, source: { ...process.env }, declared: { ...target.start.env } },
+    // A git identity and TERM by default (daemon/lifecycle/seat-defaults.ts), the team file's start.env over them.
+    env: { allowlist: ENV_ALLOWLIST, source: { ...process.env }, declared: { ...seatDefaultEnv(target.team, target.seat), ...target.start.env } },
     // start.limits from the hashed context; absent: none asked for (the seat still gets its cgroup where the host allows).
     limits: target.start.limits ?? {},
     ...(egress !== undefined ? { egress } : {}),

@@ -26,6 +26,7 @@ const TEAM_FILE = teamFile(`  scout:
       command: [sleep, "3600"]
       env:
         SEAT_NOTE: "scouting"
+        GIT_AUTHOR_NAME: "Scout Override"
   broken:
     lab: anthropic
     roles: [observer]
@@ -176,6 +177,13 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
       const r = await h.run(bad);
       expect(r.code, `${bad.join(" ")}: ${r.stderr}`).toBe(2);
     }
+  });
+
+  it("gives a seat a git identity and TERM by default, beneath what its team file declares", async () => {
+    const commit = await h.exec("scout", ["sh", "-c", 'git commit -q --allow-empty -m "first" && git log -1 --format="%an|%cn <%ce>" && echo "$TERM"']);
+    expect(commit.code, commit.stderr).toBe(0);
+    // The author is the team file's (start.env wins); the committer is teamd's default.
+    expect(commit.stdout).toBe("Scout Override|scout (teamd seat, team proj) <scout@proj.teamd.invalid>\nxterm-256color\n");
   });
 
   it("exec sees the running seat's /tmp: one /tmp per run, not one per launch", async () => {
