@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { cliTerminals } from "../support/cli-terminal.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
@@ -82,12 +83,16 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     expect(detaches).toBe(attaches);
     expect(log.stdout).not.toContain(TYPED);
     // Control: the canaries are real bytes the daemon handled (shown to the attacher above);
-    // now no file under TEAMD_HOME (ledger, its WAL, logs) holds them.
+    // now no file under TEAMD_HOME (ledger, its WAL, the daemon's state) holds them — except the
+    // seat's own output log (TEAMD_HOME/logs, the owner's to read: teamd logs), which keeps what
+    // its terminal printed, issue 22. The ledger never does.
+    const logs = join(h.home, "logs");
     const holders = filesUnder(h.home).filter((path) => {
       const bytes = readFileSync(path);
       return bytes.includes(TYPED) || bytes.includes(PRINTED);
     });
-    expect(holders).toEqual([]);
+    expect(holders.filter((path) => !path.startsWith(`${logs}/`))).toEqual([]);
+    expect(holders.some((path) => path.startsWith(join(logs, "proj", "talker")) && readFileSync(path).includes(PRINTED))).toBe(true);
   });
 
   it("lets one owner attach at a time: a second is refused seat.attached, and may attach after the first detaches", async () => {

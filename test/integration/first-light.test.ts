@@ -134,7 +134,7 @@ describe("command line", () => {
     const home = await makeTempHome();
     try {
       const result = await run(TEAMD, ["serve", "--seat", "../evil"], { TEAMD_HOME: home.dir });
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a usage error (issue 22)
       expect(result.stderr).toMatch(/invalid seat name/);
       expect(existsSync(join(home.dir, "run/control.sock"))).toBe(false);
     } finally {
