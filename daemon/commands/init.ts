@@ -1,6 +1,6 @@
 import { UsageError } from "../../src/rpc/refusal.js";
 import { existsSync } from "node:fs";
-import { mkdir, open } from "node:fs/promises";
+import { mkdir, open, rm } from "node:fs/promises";
 import { basename, join, relative, isAbsolute } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
@@ -92,11 +92,29 @@ export async function init(options: InitOptions, ambient: Ambient): Promise<void
   lines.push(`owner key: ${keyCreated ? "created" : "exists"} at ${keyPath}${passphrase !== undefined ? " (passphrase-protected)" : ""}`);
   report.ownerKey = { path: keyPath, created: keyCreated, publicKey: Buffer.from(key.publicKey).toString("hex") };
 
-  const channel = await openOwnerChannel(home, ambient.now);
+  // A key this run made is the owner's only once a genesis pins it: a run that fails before
+  // that removes it, so the next run does not find a key no ledger knows ("owner key: exists").
+  const forgetNewKey = async (error: unknown): Promise<never> => {
+    if (keyCreated) {
+      await rm(keyPath, { force: true });
+      process.stderr.write(`teamd init: the owner key this run made at ${keyPath} was removed (no ledger pinned it)\n`);
+    }
+    throw error;
+  };
+  const channel = await openOwnerChannel(home, ambient.now).catch(forgetNewKey);
   try {
-    const status = await channel.ledgerStatus();
+    const status = await channel.ledgerStatus().catch(forgetNewKey);
     const genesisAct = await signOwnerAct(genesisDraft({ ownerPublicKey: key.publicKey, daemonPublicKey: status.daemonPublicKey }), key.seed);
-    const genesis = await channel.submit(OwnerActKind.GENESIS, genesisAct);
+    const genesis = await channel.submit(OwnerActKind.GENESIS, genesisAct).catch(forgetNewKey);
+    // A ledger that existed before this run pins another owner's key, never the one just made.
+    if (keyCreated && !genesis.created) {
+      await forgetNewKey(
+        new RefusalError(
+          "owner.signature",
+          `the ledger in ${home.root} was made by another owner key; this machine's owner acts are signed by that key: set TEAMD_OWNER_KEY to it, or use another TEAMD_HOME`,
+        ),
+      );
+    }
     lines.push(
       `ledger: ${genesis.created ? "created (genesis pins your key and the daemon's)" : "exists"} in ${join(home.root, "ledger")} (via ${channel.via === "daemon" ? "the daemon" : "this command; the daemon is not running"})`,
     );

@@ -139,6 +139,17 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(await h.records<LogLine>()).toEqual(before);
   });
 
+  it("a failed first init removes the owner key it made (no ledger pinned it), so the next run does not find a stray key", async () => {
+    // The ledger here pins h's owner key: a second owner's first init is refused at its genesis.
+    const strayKey = join(h.dir, "second-owner.key");
+    const failed = await h.run(["init", "--yes", "--json"], { env: { TEAMD_OWNER_KEY: strayKey } });
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toMatch(/the owner key this run made .* was removed/);
+    expect(existsSync(strayKey)).toBe(false);
+    // A key that existed before the run is never removed.
+    expect(existsSync(h.ownerKey)).toBe(true);
+  });
+
   it("refuses, and records, an apply signed by another key", async () => {
     execFileSync(process.execPath, [
       "-e",
