@@ -51,3 +51,21 @@ describe.runIf(process.platform === "linux")("install-service: the systemd unit"
     expect(r.stderr).toMatch(/unknown option '--frobnicate' \(choose from --user, --print, --uninstall\)/);
   });
 });
+
+/**
+ * A machine with systemctl but without systemd as its init (a container, WSL): the script says so
+ * and writes nothing (issue 22: it wrote the unit, then failed). Runs only where that is true of
+ * this machine, so it can never install a service for real.
+ */
+const systemdRuns = spawnSync("test", ["-d", "/run/systemd/system"]).status === 0;
+const haveSystemctl = spawnSync("sh", ["-c", "command -v systemctl"]).status === 0;
+describe.runIf(process.platform === "linux" && !systemdRuns && haveSystemctl && process.getuid?.() === 0)("install-service without systemd as init", () => {
+  it("refuses before it writes the unit", () => {
+    const unitPath = "/etc/systemd/system/teamd.service";
+    const before = spawnSync("test", ["-e", unitPath]).status === 0;
+    const r = spawnSync(SCRIPT, [], { encoding: "utf8" });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/systemd is not running as this machine's init .* nothing was written/);
+    expect(spawnSync("test", ["-e", unitPath]).status === 0).toBe(before);
+  });
+});
