@@ -3,7 +3,8 @@ import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { compilePolicy } from "../kernel/policy-compile.js";
-import type { InputPath, PolicyProblem } from "../kernel/policy-input.js";
+import type { InputPath, PolicyInput, PolicyProblem } from "../kernel/policy-input.js";
+import { canonicalPath } from "../kernel/paths.js";
 import { type Policy, type PolicyHashes, sealPolicy } from "../kernel/policy.js";
 import { isPlainObject } from "../kernel/records.js";
 import { credentialShape } from "./credentials.js";
@@ -119,7 +120,13 @@ function load(source: Source, options: LoadOptions): LoadResult {
   if (schema.blocking) return { ok: false, errors: sortErrors(errors) };
   const compiled = compilePolicy(options.proposal === true ? { ...schema.input, proposal: true } : schema.input);
   if (!compiled.ok) errors.push(...compiled.problems.map(place));
-  if (!compiled.ok || errors.length > 0) return { ok: false, errors: sortErrors(errors) };
+  if (!compiled.ok || errors.length > 0) {
+    // Every error at once (issue 22): start files that cannot be read are named too, not only
+    // after the rest is fixed. Only from disk (a recorded policy's hashes come with it).
+    if (options.startFileHashes === undefined && options.readStartFile !== undefined)
+      errors.push(...unreadableDeclared(schema.input, options.readStartFile).map(place));
+    return { ok: false, errors: sortErrors(errors) };
+  }
 
   const recorded = options.startFileHashes;
   const read = options.readStartFile;
@@ -198,4 +205,26 @@ export async function loadTeamFile(file: string): Promise<LoadResult> {
       }
     },
   });
+}
+
+/** The seats' declared start files (as written) that do not read: for a file whose other errors stop the compile. */
+function unreadableDeclared(input: PolicyInput, read: (file: string) => Uint8Array | undefined): PolicyProblem[] {
+  const problems: PolicyProblem[] = [];
+  for (const [seat, declared] of Object.entries(input.seats ?? {})) {
+    const files = declared?.start?.files;
+    if (!Array.isArray(files)) continue;
+    files.forEach((file, index) => {
+      if (typeof file !== "string") return;
+      const canonical = canonicalPath(file);
+      if (!canonical.ok || canonical.path === "" || read(canonical.path) !== undefined) return;
+      problems.push({
+        rule: "teamfile.schema",
+        at: ["seats", seat, "start", "files", index],
+        part: "value",
+        message: `start file '${file}' cannot be read, so it cannot be pinned`,
+        fix: "create the file, or correct its repo-relative path",
+      });
+    });
+  }
+  return problems;
 }

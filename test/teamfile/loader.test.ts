@@ -363,3 +363,30 @@ describe("restoring the policy in force from its record", () => {
     expect(errorsOf(loadTeamFileData(data, { startFileHashes: {} })).map((e) => e.rule)).toEqual(["teamfile.schema"]);
   });
 });
+
+describe("every error at once (issue 22)", () => {
+  it("names an unreadable start file alongside the seat's other errors, not only after they are fixed", () => {
+    const text = `version: 1
+team: web
+declare:
+  labs: [anthropic]
+seats:
+  a:
+    lab: anthropic
+    roles: [nosuchrole]
+    start:
+      command: [claude]
+      files: [MISSING.md, PRESENT.md]
+      limits: { memory: lots }
+`;
+    const result = loadTeamFileText(text, { readStartFile: (file) => (file === "PRESENT.md" ? Buffer.from("x") : undefined) });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    const messages = result.errors.map((e) => `${e.line}: ${e.message}`);
+    expect(messages).toEqual([
+      "8: role 'nosuchrole' is not defined",
+      "11: start file 'MISSING.md' cannot be read, so it cannot be pinned",
+      "12: memory: 'lots' is not a size",
+    ]);
+  });
+});
