@@ -9,6 +9,8 @@ import { registrations } from "../lifecycle/registry.js";
 import { builtShimBundle } from "../host/seat-layout.js";
 import { lookupUser, SEAT_SYSTEM_USER } from "../host/users.js";
 import { subordinateRange } from "../host/seat-uids.js";
+import { untraversable } from "../host/traversal.js";
+import { join } from "node:path";
 
 /**
  * `teamd doctor`: can seats start on this machine, and how contained are they? Each check
@@ -75,6 +77,7 @@ export async function runChecks(): Promise<Check[]> {
           }
         : { name: "seat ids", verdict: "ok", detail: `one host uid per seat, from ${uids.start}-${uids.start + uids.count - 1} (gids from ${gids.start})` },
     );
+    if (uids !== undefined && gids !== undefined) checks.push(traversalCheck(uids.start, gids.start));
   } else {
     checks.push({ name: "seat user", verdict: "ok", detail: `user mode: seats run as uid ${process.getuid?.()} in unprivileged user namespaces` });
   }
@@ -140,6 +143,29 @@ export async function runChecks(): Promise<Check[]> {
   const loose = await uncontainedCheck();
   if (loose !== undefined) checks.push(loose);
   return checks;
+}
+
+/**
+ * Every folder a seat's bind sources lie under must be searchable by a seat's uid (bwrap opens
+ * them as it): the configured TEAMD_HOME (its seats, shim copy and sockets) and the node runtime
+ * the shim runs on. A 0700 folder above them (a `mktemp -d`, /root for an nvm node) stops every
+ * seat; `teamd start` refuses the same way, naming the folder (daemon/lifecycle/start-diagnosis.ts).
+ */
+function traversalCheck(uid: number, gid: number): Check {
+  const home = resolveHome();
+  const paths = [join(home.root, "seats"), join(home.root, "shim"), process.execPath];
+  for (const path of paths) {
+    const blocked = untraversable(path, uid, gid);
+    if (blocked !== undefined) {
+      return {
+        name: "seat folders",
+        verdict: "fail",
+        detail: `a seat's uid cannot traverse ${blocked.folder} (mode ${blocked.mode}, ${blocked.owner}) on the way to ${path}: no seat can start`,
+        fix: `chmod o+x ${blocked.folder}, or put TEAMD_HOME (and node) where every folder above them is searchable`,
+      };
+    }
+  }
+  return { name: "seat folders", verdict: "ok", detail: `a seat's uid can reach ${home.root} and the node runtime ${process.execPath}` };
 }
 
 /**

@@ -19,7 +19,8 @@ import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { LOST_WITH_THE_DAEMON, RunLog, markRunLost } from "./run-log.js";
 import { describeRunEnd, endedInFailure, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
 import { lastPlainLines } from "../host/plain-text.js";
-import { commandNotInView, untraversable } from "./start-diagnosis.js";
+import { commandNotInView } from "./start-diagnosis.js";
+import { untraversable } from "../host/traversal.js";
 import { RESTART_RESET_MS, restartBackoffMs } from "../../src/kernel/start-restart.js";
 import { listRuns } from "../host/run-logs.js";
 

@@ -1,5 +1,5 @@
 import { accessSync, constants, lstatSync, statSync } from "node:fs";
-import { delimiter, dirname, isAbsolute, join, sep } from "node:path";
+import { delimiter, dirname, isAbsolute, join } from "node:path";
 import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
 
 /**
@@ -14,25 +14,6 @@ import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
  *   execvp would inside (the seat's PATH, through the plan's mounts to the host), and on the
  *   host, so the message says where it is and why the seat cannot see it.
  */
-
-/** The first folder on the way to `path` the uid cannot search (x), or undefined. Mode bits only: an ACL that grants more is not read. */
-export function untraversable(path: string, uid: number, gid: number): { folder: string; mode: string; owner: string } | undefined {
-  if (uid === 0) return undefined;
-  const parts = path.split(sep).filter((p) => p !== "");
-  let at: string = sep;
-  for (const part of ["", ...parts.slice(0, -1)]) {
-    at = part === "" ? sep : join(at, part);
-    let info;
-    try {
-      info = statSync(at);
-    } catch {
-      return undefined; // a folder that is not there is the start's own error
-    }
-    const bit = info.uid === uid ? 0o100 : info.gid === gid ? 0o010 : 0o001;
-    if ((info.mode & bit) === 0) return { folder: at, mode: (info.mode & 0o7777).toString(8).padStart(4, "0"), owner: `uid ${info.uid}, gid ${info.gid}` };
-  }
-  return undefined;
-}
 
 /** Where an inside path lies on the host, through the plan's binds (the deepest one that covers it), or undefined when no bind does. */
 export function hostPathOf(plan: SandboxPlan, inside: string): string | undefined {

@@ -43,4 +43,26 @@ describe.runIf(process.platform === "linux")("teamd doctor: cgroups", () => {
       });
     }
   }, 90_000);
+
+  it.runIf(asRoot)(
+    "names a folder a seat's uid cannot traverse on the way to TEAMD_HOME (a 0700 mktemp -d), and passes once it can",
+    async () => {
+      const { chmodSync } = await import("node:fs");
+      chmodSync(tmp.dir, 0o700);
+      const folders = async () => {
+        const result = await run(TEAMD, ["doctor", "--json"], { TEAMD_HOME: join(tmp.dir, "home"), HOME: tmp.dir }, 60_000);
+        return (JSON.parse(result.stdout) as { checks: { name: string; verdict: string; detail: string; fix?: string }[] }).checks.find(
+          (c) => c.name === "seat folders",
+        );
+      };
+      expect(await folders()).toMatchObject({
+        verdict: "fail",
+        detail: expect.stringContaining(`cannot traverse ${tmp.dir} (mode 0700`),
+        fix: expect.stringMatching(/chmod o\+x/),
+      });
+      chmodSync(tmp.dir, 0o711);
+      expect(await folders()).toMatchObject({ verdict: "ok" });
+    },
+    90_000,
+  );
 });

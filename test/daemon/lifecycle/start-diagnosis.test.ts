@@ -1,7 +1,8 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { hostPathOf, inSeatView, untraversable } from "../../../daemon/lifecycle/start-diagnosis.js";
+import { hostPathOf, inSeatView } from "../../../daemon/lifecycle/start-diagnosis.js";
+import { untraversable } from "../../../daemon/host/traversal.js";
 import type { SandboxPlan } from "../../../src/sandbox/plan-types.js";
 import { makeTempHome } from "../../support/programs.js";
 
