@@ -15,6 +15,7 @@ import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
+import { redactCredentials } from "../../src/teamfile/credentials.js";
 
 /**
  * The owner's lease commands (§7, §9): `teamd lease issue | list | revoke` and `teamd revoke`.
@@ -118,7 +119,8 @@ export async function revokeCommand(leaseId: string, options: { team: string; re
   if (pinned === undefined) throw new Error(`no owner key is pinned under ${layout.keysDir}: this TEAMD_HOME was never initialised (teamd init)`);
   const key = await ownerKeyForAct();
   const act = await signOwnerAct(
-    revocationDraft({ team, subject: RevocationSubject.LEASE, subjectId: leaseId, reason: options.reason ?? "revoked by the owner" }),
+    // A reason is owner-typed text that goes on record: a credential in it is kept only as its shape, length and hash (issue 22).
+    revocationDraft({ team, subject: RevocationSubject.LEASE, subjectId: leaseId, reason: redactCredentials(options.reason ?? "revoked by the owner") }),
     key.seed,
   );
   let flagId: string;

@@ -19,6 +19,7 @@ import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { LOST_WITH_THE_DAEMON, RunLog, markRunLost } from "./run-log.js";
 import { describeRunEnd, endedInFailure, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
 import { lastPlainLines } from "../host/plain-text.js";
+import { terminalText } from "../host/terminal-text.js";
 import { commandNotInView } from "./start-diagnosis.js";
 import { untraversable } from "../host/traversal.js";
 import { RESTART_RESET_MS, restartBackoffMs } from "../../src/kernel/start-restart.js";
@@ -223,7 +224,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if (left.length === 0) await unregister(home, slot.view.team, slot.view.seat);
       await slot.prepared?.release();
       slots.delete(key(slot.view.team, slot.view.seat));
-      log(`seat ${slot.view.team}/${slot.view.seat} ${describeRunEnd(end)}`);
+      // The reason can quote what a launch printed: escaped for the daemon's log, as every view of it is.
+      log(`seat ${slot.view.team}/${slot.view.seat} ${terminalText(describeRunEnd(end))}`);
     })();
     return slot.teardown;
   }

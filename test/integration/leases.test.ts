@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
+import { filesUnder } from "../support/files-under.js";
 
 /**
  * Leases end to end (issue 6), through a real hub, real contained seats and the real ledger:
@@ -195,4 +196,17 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     expect(late?.late).toBe(true);
     expect((await h.run(["verify", "--json"])).code).toBe(0);
   }, 120_000);
+
+  it("records an owner's --reason with a credential in it only as the credential's shape, length and hash (issue 22)", async () => {
+    const issued = await h.run(["lease", "issue", "mrg@proj", "merge", "branch=main", "--ttl", "1h", "--json"]);
+    expect(issued.code, issued.stdout + issued.stderr).toBe(0);
+    const id = (JSON.parse(issued.stdout) as { leaseId: string }).leaseId;
+    const key = `sk-ant-api03-${"R7".repeat(20)}canary`;
+    const revoked = await h.run(["revoke", id, "--team", "proj", "--reason", `rotated ${key} after a leak`, "--json"]);
+    expect(revoked.code, revoked.stdout + revoked.stderr).toBe(0);
+    const revocation = (await h.records()).find((r) => r.type === "revocation" && JSON.stringify(r).includes(id));
+    expect(revocation).toBeDefined();
+    // Nowhere under TEAMD_HOME: the ledger, its WAL, the flag the revocation raised.
+    expect(filesUnder(h.home).filter((path) => readFileSync(path).includes("R7R7R7R7R7R7canary"))).toEqual([]);
+  }, 60_000);
 });
