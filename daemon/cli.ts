@@ -105,8 +105,11 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--team <TEAM>", "the seat's team")
     .option("--timeout <SECONDS>", "kill the command after this long (default 60; 0: no limit)")
     .option("-i, --interactive", "pass our standard input to the command (read to its end first, at most 16 MiB); without it the command's stdin is empty")
+    .option("-t, --tty", "run the command in a pty of its own, our terminal at it (as attach: raw, filtered); Ctrl-] leaves and kills it; needs a terminal")
     // Flags go before or after SEAT; everything after `--` is the command's own (no passThroughOptions).
-    .action((seat: string, command: string[], opts: { team?: string; timeout?: string; interactive?: boolean }) => execCommand(seat, command, opts));
+    .action((seat: string, command: string[], opts: { team?: string; timeout?: string; interactive?: boolean; tty?: boolean }) =>
+      execCommand(seat, command, opts),
+    );
 
   program
     .command("attach")

@@ -134,13 +134,15 @@ export async function freezeCommand(spec: string, options: { team?: string; json
 export async function execCommand(
   spec: string,
   command: readonly string[],
-  options: { team?: string; timeout?: string; interactive?: boolean; stdin?: NodeJS.ReadableStream },
+  options: { team?: string; timeout?: string; interactive?: boolean; tty?: boolean; stdin?: NodeJS.ReadableStream },
 ): Promise<void> {
   const target = seatTarget(spec, options.team);
   // commander keeps a `--` that separates teamd's options from the command's when it is not the first.
   const argv = command[0] === "--" ? command.slice(1) : command;
   if (argv.length === 0) throw new UsageError("exec needs a command: teamd exec SEAT -- CMD...");
   const seconds = execTimeout(options.timeout);
+  // -t: a pty, our terminal at it (stdin is the terminal itself, so -i adds nothing).
+  if (options.tty) return execTtyCommand(target, argv, seconds);
   const stdin = options.interactive ? await readAll(options.stdin ?? process.stdin, EXEC_STDIN_BYTES) : new Uint8Array(0);
   const c = createRpcClient(ControlService, resolveHome().controlSocket, {
     deadlineMs: 30_000,
@@ -227,18 +229,51 @@ export const DETACH_KEY = 0x1d;
  */
 export async function attachCommand(spec: string, options: { team?: string }): Promise<void> {
   const target = seatTarget(spec, options.team);
+  const ended = await terminalSession(target, undefined);
+  process.stderr.write(
+    ended === undefined
+      ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n`
+      : `\r\nteamd: the seat's command ended (${ended})\n`,
+  );
+}
+
+/**
+ * `teamd exec -t SEAT -- CMD`: the command in a pty of its own inside the running seat, our
+ * terminal at it (raw, through the same screen filter as attach); our exit code is its own.
+ * Ctrl-] leaves, and the daemon kills the command.
+ */
+export async function execTtyCommand(target: SeatTarget, argv: readonly string[], seconds: number): Promise<void> {
+  const ended = await terminalSession(target, { command: argv, seconds });
+  if (ended === undefined) {
+    process.stderr.write(`\r\nteamd exec: left with Ctrl-]; the command was killed\n`);
+    process.exitCode = 130;
+    return;
+  }
+  const [how = "", code = "1"] = ended.split(" ");
+  if (how === "killed")
+    process.stderr.write(
+      seconds === 0 ? "\r\nteamd exec: killed (the seat stopped)\n" : `\r\nteamd exec: killed after ${seconds} s (--timeout), or the seat stopped\n`,
+    );
+  process.exitCode = Number.isInteger(Number(code)) ? Number(code) : 1;
+}
+
+/** Our terminal at a pty of the seat (its own, or an exec's): until Ctrl-] (undefined) or the command's end (how it ended). */
+async function terminalSession(target: SeatTarget, exec: { command: readonly string[]; seconds: number } | undefined): Promise<string | undefined> {
   const stdin = process.stdin;
   const stdout = process.stdout;
   if (!stdin.isTTY || !stdout.isTTY) {
-    throw new Error(
-      "teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD...",
+    throw new UsageError(
+      exec === undefined
+        ? "teamd attach needs a terminal (stdin and stdout are not both a tty); to run one command in the seat without one, use: teamd exec SEAT -- CMD..."
+        : "teamd exec -t needs a terminal (stdin and stdout are not both a tty); without one: teamd exec [-i] SEAT -- CMD...",
     );
   }
   const c = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: 365 * 24 * 3600 * 1000 });
   type In = Parameters<typeof c.attach>[0] extends AsyncIterable<infer I> ? I : never;
   const queue = new AsyncQueue<In>();
   const size = () => ({ cols: stdout.columns, rows: stdout.rows });
-  queue.push({ input: { case: "open", value: { team: target.team, seat: target.seat, size: size() } } });
+  const command = exec === undefined ? {} : { command: [...exec.command], timeoutMs: Math.round(exec.seconds * 1000), noTimeout: exec.seconds === 0 };
+  queue.push({ input: { case: "open", value: { team: target.team, seat: target.seat, size: size(), ...command } } });
   const onResize = () => queue.push({ input: { case: "resize", value: size() } });
   const onKeys = (chunk: Buffer) => {
     const at = chunk.indexOf(DETACH_KEY);
@@ -255,7 +290,10 @@ export async function attachCommand(spec: string, options: { team?: string }): P
     for await (const reply of c.attach(queue.drain())) {
       const output = reply.output;
       if (output.case === "ready") {
-        process.stderr.write(`teamd: attached to ${output.value.seat}@${output.value.team} (containment: ${output.value.containment}); detach with Ctrl-]\r\n`);
+        const what = exec === undefined ? "attached to" : "exec in a pty of";
+        process.stderr.write(
+          `teamd: ${what} ${output.value.seat}@${output.value.team} (containment: ${output.value.containment}); ${exec === undefined ? "detach" : "leave (kills the command)"} with Ctrl-]\r\n`,
+        );
         stdin.setRawMode(true);
         raw = true;
         stdin.on("data", onKeys);
@@ -277,9 +315,5 @@ export async function attachCommand(spec: string, options: { team?: string }): P
   const dropped = [...screen.counts.dropped].map(([kind, n]) => `${kind} ×${n}`);
   if (dropped.length > 0)
     process.stderr.write(`\r\nteamd: dropped what reached beyond the screen (the clipboard, queries, passthrough): ${dropped.join(", ")}`);
-  process.stderr.write(
-    ended === undefined
-      ? `\r\nteamd: detached from ${target.seat}${target.team ? `@${target.team}` : ""}\n`
-      : `\r\nteamd: the seat's command ended (${ended})\n`,
-  );
+  return ended;
 }

@@ -5,7 +5,7 @@ import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
 import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
-import { streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
+import { EXEC_DEFAULT_TIMEOUT_MS, streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
 import { policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
@@ -89,6 +89,14 @@ export interface SeatManager {
   halt(team: string, seat: string, why: string, by?: StoppedBy): Promise<SeatView | undefined>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: ExecOptions, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
+  /** `teamd exec -t`: one command in a pty of its own inside the running seat, as an attachment; detaching kills it. */
+  execTty(
+    team: string | undefined,
+    seat: string,
+    command: readonly string[],
+    size: { cols: number; rows: number },
+    options: { timeoutMs: number | "none" },
+  ): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
   freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;
   list(): SeatView[];
@@ -516,6 +524,37 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     );
   }
 
+  /** A running, unfrozen seat for `teamd exec`, and the exec's record (written before it runs). */
+  async function execSlot(
+    team: string | undefined,
+    seat: string,
+    command: readonly string[],
+    tty: boolean,
+  ): Promise<{ slot: Slot; recorded: { seq: number } }> {
+    const t = team ?? teamOf(seat, true);
+    const slot = slots.get(key(t, seat));
+    if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
+      throw new RefusalError(
+        "seat.not-running",
+        `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`,
+      );
+    }
+    // A command joining a frozen seat's cgroup would freeze with it, and the owner would wait on nothing.
+    if (slot.view.frozen === true)
+      throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
+    if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+    // Recorded before it runs: an owner act that cannot be recorded does not happen.
+    const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
+      by: "owner",
+      // An owner may pass a key to log an agent in: a value of a known credential shape is on record only as its shape, length and hash.
+      command: JSON.stringify(command.map(redactCredentials)),
+      ...(tty ? { tty: "pty" } : {}),
+      containment: slot.view.containment,
+      strength: strength(slot),
+    });
+    return { slot, recorded };
+  }
+
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
   async function startChecked(target: StartableSeat, attempt = 0, settling = true): Promise<SeatView> {
     const view = await startOne(target, attempt, settling);
@@ -609,26 +648,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return view;
     },
     async exec(team, seat, command, execOptions, sink) {
-      const t = team ?? teamOf(seat, true);
-      const slot = slots.get(key(t, seat));
-      if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
-        throw new RefusalError(
-          "seat.not-running",
-          `seat '${seat}' of team '${t}' is not running; exec runs inside a running seat's containment: teamd start ${seat}@${t}`,
-        );
-      }
-      // A command joining a frozen seat's cgroup would freeze with it, and the owner would wait on nothing.
-      if (slot.view.frozen === true)
-        throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
-      if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
-      // Recorded before it runs: an owner act that cannot be recorded does not happen.
-      const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
-        by: "owner",
-        // An owner may pass a key to log an agent in: a value of a known credential shape is on record only as its shape, length and hash.
-        command: JSON.stringify(command.map(redactCredentials)),
-        containment: slot.view.containment,
-        strength: strength(slot),
-      });
+      const { slot, recorded } = await execSlot(team, seat, command, false);
+      if (slot.plan === undefined) throw new Error("a running seat without a plan");
       // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
       const launched = await options.launcher.launch({
         plan: slot.plan,
@@ -640,6 +661,64 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if (!launched.ok) throw fromRefusal(launched.refusal);
       const result = await streamRun(launched.seat, execOptions, sink);
       return { ...result, seq: recorded.seq };
+    },
+    async execTty(team, seat, command, size, ttyOptions) {
+      const { slot, recorded } = await execSlot(team, seat, command, true);
+      if (slot.plan === undefined) throw new Error("a running seat without a plan");
+      const launched = await options.launcher.launch({
+        plan: slot.plan,
+        command,
+        io: { kind: "pty", cols: size.cols > 0 ? Math.min(size.cols, 1000) : PTY_COLS, rows: size.rows > 0 ? Math.min(size.rows, 1000) : PTY_ROWS },
+        containment: uncontained(slot) ? "none" : "bwrap",
+        ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
+      });
+      if (!launched.ok) throw fromRefusal(launched.refusal);
+      const proc = launched.seat;
+      const pty = proc.io;
+      if (pty.kind !== "pty") {
+        proc.kill();
+        throw new Error("exec -t needs a pty from the launcher");
+      }
+      const ms = ttyOptions.timeoutMs === "none" ? undefined : ttyOptions.timeoutMs > 0 ? ttyOptions.timeoutMs : EXEC_DEFAULT_TIMEOUT_MS;
+      const timer = ms === undefined ? undefined : setTimeout(() => proc.kill(), ms);
+      const ended = proc.exit.then((how) => {
+        clearTimeout(timer);
+        return `${how.kind} ${how.code}`;
+      });
+      let detached: Promise<void> | undefined;
+      // What the command prints before the session listens is held (bounded), not lost.
+      const early: Buffer[] = [];
+      let heldBytes = 0;
+      let listener: ((chunk: Buffer) => void) | undefined;
+      pty.onData((chunk) => {
+        if (listener !== undefined) listener(chunk);
+        else if (heldBytes + chunk.length <= SCROLLBACK_BYTES) {
+          early.push(chunk);
+          heldBytes += chunk.length;
+        }
+      });
+      return {
+        view: slot.view,
+        seq: recorded.seq,
+        scrollback: Buffer.alloc(0),
+        onData: (next) => {
+          listener = next;
+          for (const chunk of early.splice(0)) next(chunk);
+        },
+        write: (keys) => pty.write(keys),
+        resize: (cols, rows) => {
+          if (cols > 0 && rows > 0 && cols <= 1000 && rows <= 1000) pty.resize(cols, rows);
+        },
+        ended,
+        // The owner leaving ends the command: nothing else could reach it.
+        detach() {
+          detached ??= (async () => {
+            proc.kill();
+            await proc.exit;
+          })();
+          return detached;
+        },
+      };
     },
     async attach(team, seat, size) {
       const t = team ?? teamOf(seat, true);

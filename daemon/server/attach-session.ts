@@ -22,7 +22,12 @@ export async function* attachSession(manager: SeatManager, requests: AsyncIterab
   const open = first.value.input.value;
   const seat = checkName("seat", open.seat);
   const team = open.team === "" ? undefined : checkName("team", open.team);
-  const attachment = await manager.attach(team, seat, { cols: open.size?.cols ?? 0, rows: open.size?.rows ?? 0 });
+  const size = { cols: open.size?.cols ?? 0, rows: open.size?.rows ?? 0 };
+  // With a command, teamd exec -t: the command in a pty of its own, ended when the owner leaves.
+  const attachment =
+    open.command.length > 0
+      ? await manager.execTty(team, seat, open.command, size, { timeoutMs: open.noTimeout ? "none" : open.timeoutMs })
+      : await manager.attach(team, seat, size);
   let how = "detached by the owner";
   const queue = new AsyncQueue<Out>();
   const sizeOf = (out: Out) => (out.output?.case === "data" ? (out.output.value as Uint8Array).byteLength : 0);

@@ -47,6 +47,25 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     await h?.cleanup();
   });
 
+  it("exec -t runs a command in a pty of its own: a prompt answered from our terminal, the window size, its exit code ours; recorded as a pty exec", async () => {
+    const t = terminal(["exec", "-t", "talker@proj", "--", "sh", "-c", 'printf "name? "; read x; echo "hi $x, $(stty size)"; exit 4']);
+    await t.waitFor("name? ");
+    t.write("bob\r");
+    await t.waitFor(/hi bob, \d+ \d+/);
+    expect(await t.exit).toBe(4);
+    const execs = (await h.records<{ action: string; fields?: Record<string, string> }>()).filter((r) => r.action === "seat.exec" && r.fields?.tty === "pty");
+    expect(execs.length).toBeGreaterThanOrEqual(1);
+    // Ctrl-] leaves and the command is killed (it would wait forever).
+    const held = terminal(["exec", "-t", "talker@proj", "--", "sh", "-c", "echo waiting; exec sleep 600"]);
+    await held.waitFor("waiting");
+    held.write("\x1d");
+    expect(await held.exit).toBe(130);
+    // Without a terminal: a usage error that names the way without one.
+    const piped = await h.run(["exec", "-t", "talker@proj", "--", "true"]);
+    expect(piped.code).toBe(2);
+    expect(piped.stderr).toMatch(/needs a terminal/);
+  });
+
   it("replays the scrollback, relays keys and the window size both ways, and detaches on Ctrl-]", async () => {
     const t = terminal(["attach", "talker@proj"]);
     await t.waitFor("detach with Ctrl-]");
