@@ -153,7 +153,11 @@ async function cloneTrunk(target: StartableSeat, repo: string, home: TeamdHome):
   await git(["branch", "--quiet", "-m", trunk, `seat/${target.seat}/${trunk}`], { cwd: repo });
   await git(["remote", "remove", "origin"], { cwd: repo });
   await git(["config", "remote.teamd.url", "teamd::seat"], { cwd: repo });
-  await git(["config", "remote.teamd.fetch", "+refs/heads/*:refs/remotes/teamd/*"], { cwd: repo });
+  // Exactly what the hub serves a seat (src/kernel/seat-refs.ts mayFetch): its trunk and seat
+  // branches. Not refs/heads/*: after `git push teamd feature` (which lands at seat/NAME/feature)
+  // git would record refs/remotes/teamd/feature, a branch the hub does not have (issue 22).
+  await git(["config", "remote.teamd.fetch", `+${trunkRef}:refs/remotes/teamd/${trunk}`], { cwd: repo });
+  await git(["config", "--add", "remote.teamd.fetch", "+refs/heads/seat/*:refs/remotes/teamd/seat/*"], { cwd: repo });
 }
 
 /**

@@ -78,6 +78,10 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
     const [a, b] = await local("w1", "a", "b");
     expect(hubRef("refs/heads/seat/w1/a")).toBe(a);
     expect(hubRef("refs/heads/seat/w1/b")).toBe(b);
+    // No phantom tracking ref for a name the hub does not have (issue 22): a and b landed under seat/w1/,
+    // and that is what the seat's remote-tracking refs say once it fetches.
+    const tracking = await h.inSeat("w1", "git fetch -q teamd && git for-each-ref --format='%(refname)' refs/remotes/teamd");
+    expect(tracking.stdout.trim().split("\n").sort()).toEqual(["refs/remotes/teamd/main", "refs/remotes/teamd/seat/w1/a", "refs/remotes/teamd/seat/w1/b"]);
     expect(h.hubGit("show", `${b}:src/a1.txt`)).toBe("a1");
     expect(h.hubGit("show", `${b}:src/b1.txt`)).toBe("b1");
     expect(() => h.hubGit("fsck", "--strict", "--no-dangling")).not.toThrow();
