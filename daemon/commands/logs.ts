@@ -56,7 +56,7 @@ export async function logsCommand(spec: string, options: LogsOptions): Promise<v
     await emitLines(shown, options.json === true);
   }
   if (options.follow) await follow(home, run, output.length, options);
-  else if (!options.json && run.state !== "running") process.stderr.write(`teamd logs: run ${run.runId} ${endWords(run)}\n`);
+  else if (!options.json && run.state !== "running") process.stderr.write(`teamd logs: run ${terminalText(`${run.runId} ${endWords(run)}`)}\n`);
 }
 
 /** The one team whose logs have this seat; else name it. */
@@ -121,12 +121,12 @@ function lastRawLines(output: Buffer, n: number): Buffer {
  */
 async function follow(home: TeamdHome, run: RunMeta, shown: number, options: LogsOptions): Promise<void> {
   const files = runFiles(runLogDir(home, run.team, run.seat), run.runId);
-  let offset = Math.max(0, shown - (await partSize(files.older)));
+  let offset = Math.max(0, shown - ((await statOf(files.older))?.size ?? 0));
   let partial = "";
-  let ino = await inode(files.log);
+  let ino = (await statOf(files.log))?.ino ?? -1;
   for (;;) {
     const meta = await readMeta(files.meta);
-    const nowIno = await inode(files.log);
+    const nowIno = (await statOf(files.log))?.ino ?? -1;
     let chunk: Buffer;
     if (nowIno !== ino) {
       // Rotated: the rest of the part we were reading is now the older part; then the new one from its start.
@@ -150,36 +150,25 @@ async function follow(home: TeamdHome, run: RunMeta, shown: number, options: Log
     }
     if (meta === undefined || (meta.state !== "running" && meta.state !== "starting")) {
       if (partial !== "" && !options.raw) await emitLines(plainLines(partial), options.json === true);
-      if (meta !== undefined && !options.json) process.stderr.write(`teamd logs: run ${meta.runId} ${endWords(meta)}\n`);
+      if (meta !== undefined && !options.json) process.stderr.write(`teamd logs: run ${terminalText(`${meta.runId} ${endWords(meta)}`)}\n`);
       return;
     }
     if (chunk.length === 0) await sleep(FOLLOW_POLL_MS);
   }
 }
 
-async function partSize(path: string): Promise<number> {
+/** A file's size and inode, or undefined when it is not there (a part not yet written, or rotated away). */
+async function statOf(path: string): Promise<{ size: number; ino: number } | undefined> {
   try {
     const handle = await open(path, "r");
     try {
-      return (await handle.stat()).size;
+      const info = await handle.stat();
+      return { size: info.size, ino: info.ino };
     } finally {
       await handle.close();
     }
   } catch {
-    return 0;
-  }
-}
-
-async function inode(path: string): Promise<number> {
-  try {
-    const handle = await open(path, "r");
-    try {
-      return (await handle.stat()).ino;
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return -1;
+    return undefined;
   }
 }
 

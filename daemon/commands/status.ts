@@ -5,7 +5,7 @@ import { unseenNotices } from "./notices.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
 import type { TeamdHome } from "../host/home.js";
-import { listRuns, runOutput, type RunMeta } from "../host/run-logs.js";
+import { listRuns, runTail, type RunMeta } from "../host/run-logs.js";
 import { lastPlainLines } from "../host/plain-text.js";
 import { describeRunEnd } from "../host/run-state.js";
 
@@ -31,6 +31,7 @@ export interface LastRun {
 }
 
 const LAST_LINES = 3;
+const LAST_LINES_BYTES = 64 * 1024;
 
 /** The last run of every seat of the teams shown that is not running now. */
 export async function lastRuns(home: TeamdHome, reply: StatusResponse): Promise<LastRun[]> {
@@ -41,7 +42,10 @@ export async function lastRuns(home: TeamdHome, reply: StatusResponse): Promise<
       if (running.has(`${team.team}/${seat}`)) continue;
       const run = (await listRuns(home, team.team, seat)).at(-1);
       if (run === undefined) continue;
-      const lastLines = lastPlainLines(await runOutput(home, team.team, seat, run.runId), LAST_LINES).map((l) => (l.length > 160 ? `${l.slice(0, 160)}…` : l));
+      // The tail only: a status is quick whatever a seat left in its 16 MiB of log.
+      const lastLines = lastPlainLines(await runTail(home, team.team, seat, run.runId, LAST_LINES_BYTES), LAST_LINES).map((l) =>
+        l.length > 160 ? `${l.slice(0, 160)}…` : l,
+      );
       out.push({ team: team.team, seat, run, lastLines });
     }
   }

@@ -34,15 +34,19 @@ export function plainLines(output: Uint8Array | string): string[] {
 
 function plainLine(line: string): string {
   // What a carriage return leaves visible: the last write over the line (not a full overprint model).
-  const cr = line.replace(/\r+$/, "").lastIndexOf("\r");
-  let rest = cr >= 0 ? line.slice(cr + 1) : line;
-  rest = rest.replace(/\r/g, "");
-  let out = "";
+  // Trailing CRs trimmed by a loop, not /\r+$/ (which backtracks: 64 K of them took seconds).
+  let end = line.length;
+  while (end > 0 && line.charCodeAt(end - 1) === 0x0d) end -= 1;
+  const trimmed = line.slice(0, end);
+  const rest = trimmed.slice(trimmed.lastIndexOf("\r") + 1);
+  // A stack of characters: a backspace pops one, so a line of N backspaces costs N, not N² (a
+  // seat's 64 KiB line of them stalled the daemon for seconds: test/escape/seat-output.test.ts).
+  const out: string[] = [];
   for (const ch of rest) {
-    if (ch === "\b") out = [...out].slice(0, -1).join("");
-    else out += ch;
+    if (ch === "\b") out.pop();
+    else out.push(ch);
   }
-  return out.replace(OTHER_CONTROLS, "");
+  return out.join("").replace(OTHER_CONTROLS, "");
 }
 
 /** The last `n` lines of terminal output, plain. */

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, open, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TeamdHome } from "./home.js";
 import type { RunState, StoppedBy } from "./run-state.js";
@@ -28,8 +28,15 @@ export interface RunMeta {
   readonly bytes: number;
   /** Bytes rotated away (the oldest output), so a reader knows the log does not start at the start. */
   readonly dropped: number;
-  /** sha-256 of every byte the run wrote (hex), when it ended; the seat_stop record carries it too. */
-  readonly sha256?: string;
+  /**
+   * HMAC-SHA256 (hex) of every byte the run wrote, keyed by `hmacKey`, when it ended; the
+   * seat_stop record carries the HMAC, never the key. Keyed, not a bare digest: the ledger is
+   * permanent and exported, and a bare sha-256 of short output (a PIN the agent printed) gives
+   * the output back to anyone who hashes the candidates (found by an attack from a seat).
+   */
+  readonly hmac?: string;
+  /** The run's own key for `hmac`, here only (owner-readable, beside the output it keys). */
+  readonly hmacKey?: string;
 }
 
 /** One part of a run's output; two are kept, so a run keeps at most twice this. */
@@ -93,4 +100,29 @@ export async function runOutput(home: TeamdHome, team: string, seat: string, run
     }
   };
   return Buffer.concat([await part(files.older), await part(files.log)]);
+}
+
+/** The last `bytes` of a run's output (enough for its last lines: `teamd status`), read without loading the whole log. */
+export async function runTail(home: TeamdHome, team: string, seat: string, runId: string, bytes: number): Promise<Buffer> {
+  const files = runFiles(runLogDir(home, team, seat), runId);
+  const tail = async (path: string, want: number): Promise<Buffer> => {
+    if (want <= 0) return Buffer.alloc(0);
+    try {
+      if (!(await lstat(path)).isFile()) return Buffer.alloc(0);
+      const handle = await open(path, "r");
+      try {
+        const size = (await handle.stat()).size;
+        const length = Math.min(size, want);
+        const buffer = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, size - length);
+        return buffer.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      return Buffer.alloc(0);
+    }
+  };
+  const current = await tail(files.log, bytes);
+  return Buffer.concat([await tail(files.older, bytes - current.length), current]);
 }

@@ -14,15 +14,22 @@ import { StringDecoder } from "node:string_decoder";
  * itself, so an escape cannot be forged. Everything else passes as it is, other scripts included.
  */
 
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff\\]/g;
+// The invisible ones (one list for every view): soft hyphen, the Arabic letter mark, the Hangul
+// and Mongolian fillers, zero-width space, the direction marks, line and paragraph separators,
+// embeddings and overrides, the word joiner and the invisible math operators, the isolates, the
+// byte-order mark, and the tag block U+E0000-E007F ("ASCII smuggling": text a person cannot see
+// but a model reading the same bytes does; found by an attack through teamd logs).
+const INVISIBLE = "\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}";
+const UNSAFE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}\\\\]`, "gu");
 
 const NAMED: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\" };
 
 function escaped(ch: string): string {
   const named = NAMED[ch];
   if (named !== undefined) return named;
-  const code = ch.charCodeAt(0);
-  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  const code = ch.codePointAt(0) ?? 0;
+  if (code < 0x100) return `\\x${code.toString(16).padStart(2, "0")}`;
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`;
 }
 
 /** One field of a human-readable view, safe to print: see above. */
@@ -36,11 +43,11 @@ export function terminalLines(text: string): string {
 }
 
 /** JSON for a terminal or a pipe: JSON.stringify escapes C0 but leaves C1 controls and bidirectional controls raw; these become \uXXXX, still the same JSON. */
+const JSON_UNSAFE = new RegExp(`[\\u007f-\\u009f${INVISIBLE}]`, "gu");
+
 export function terminalJson(json: string): string {
-  return json.replace(
-    /[\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g,
-    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  // Each UTF-16 unit as \uXXXX (an astral tag character becomes its surrogate pair): the same JSON.
+  return json.replace(JSON_UNSAFE, (ch) => Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).padStart(4, "0")}`).join(""));
 }
 
 /**
@@ -50,7 +57,7 @@ export function terminalJson(json: string): string {
  * single (this is a program's output, not a field to read back). UTF-8 split
  * across chunks is joined before it is judged; bytes that are not UTF-8 show as U+FFFD.
  */
-const STREAM_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const STREAM_UNSAFE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${INVISIBLE}]`, "gu");
 
 export function terminalStream(): { write(chunk: Uint8Array): string; end(): string } {
   const decoder = new StringDecoder("utf8");

@@ -224,13 +224,16 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         run_state: end.state,
         ...(end.exitCode !== undefined ? { exit_code: String(end.exitCode) } : {}),
         ...(end.stoppedBy !== undefined ? { stopped_by: end.stoppedBy } : {}),
-        ...(output !== undefined ? { output_bytes: String(output.bytes), output_sha256: output.sha256 } : {}),
+        ...(output !== undefined ? { output_bytes: String(output.bytes), output_hmac: output.hmac } : {}),
       }).catch((error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: seat_stop not recorded: ${String(error)}`));
       const left = (await slot.cgroup?.remove()) ?? [];
       for (const leaf of left) log(`seat ${slot.view.team}/${slot.view.seat}: its cgroup ${leaf} could not be removed (still busy); the next start sweeps it`);
       // The registry entry stays while a cgroup is left, so the next daemon's sweep finds it.
       if (left.length === 0) await unregister(home, slot.view.team, slot.view.seat);
-      await slot.prepared?.release();
+      // A release that fails (a tmp tree teamd cannot remove) is said, never a seat stuck "stopping".
+      await slot.prepared
+        ?.release()
+        .catch((error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: its tmp could not be removed: ${String(error)}; the next start tries again`));
       slots.delete(key(slot.view.team, slot.view.seat));
       // The reason can quote what a launch printed: escaped for the daemon's log, as every view of it is.
       log(`seat ${slot.view.team}/${slot.view.seat} ${terminalText(describeRunEnd(end))}`);
@@ -238,7 +241,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     return slot.teardown;
   }
 
-  function finishLog(slot: Slot, end: RunEnd): { bytes: number; sha256: string } | undefined {
+  function finishLog(slot: Slot, end: RunEnd): { bytes: number; hmac: string } | undefined {
     try {
       return slot.runLog?.finish(end, new Date(options.now()).toISOString());
     } catch (error) {
@@ -402,7 +405,15 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const scrollback = new Scrollback(SCROLLBACK_BYTES);
       slot.scrollback = scrollback;
       const startedAt = new Date(options.now()).toISOString();
-      slot.runLog = await RunLog.open(home, { team: target.team, seat: target.seat, runId, startedAt, command: target.start.command.map(redactCredentials) });
+      // The HMAC key is the run's own, from the daemon's id source (never in a record).
+      slot.runLog = await RunLog.open(home, {
+        team: target.team,
+        seat: target.seat,
+        runId,
+        startedAt,
+        command: target.start.command.map(redactCredentials),
+        hmacKey: options.newId(),
+      });
       const output = (chunk: Buffer) => {
         scrollback.push(chunk);
         logOutput(slot, chunk);
@@ -522,6 +533,19 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         (lines.length > 0 ? `; its last lines:\n${lines.map((l) => `    ${l}`).join("\n")}\n` : "; it printed nothing; ") +
         `(teamd logs ${seat} shows its output)`,
     );
+  }
+
+  /** One exec's command in the running seat's exact containment: its plan, and its own cgroups (one pids and memory budget). */
+  async function launchInSeat(slot: Slot, plan: SandboxPlan, command: readonly string[], io: Parameters<Launcher["launch"]>[0]["io"]): Promise<SeatProcess> {
+    const launched = await options.launcher.launch({
+      plan,
+      command,
+      io,
+      containment: uncontained(slot) ? "none" : "bwrap",
+      ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
+    });
+    if (!launched.ok) throw fromRefusal(launched.refusal);
+    return launched.seat;
   }
 
   /** A running, unfrozen seat for `teamd exec`, and the exec's record (written before it runs). */
@@ -650,30 +674,17 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     async exec(team, seat, command, execOptions, sink) {
       const { slot, recorded } = await execSlot(team, seat, command, false);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      // Same containment, same limits: the command joins the seat's own cgroups (one pids and memory budget).
-      const launched = await options.launcher.launch({
-        plan: slot.plan,
-        command,
-        io: { kind: "pipes" },
-        containment: uncontained(slot) ? "none" : "bwrap",
-        ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
-      });
-      if (!launched.ok) throw fromRefusal(launched.refusal);
-      const result = await streamRun(launched.seat, execOptions, sink);
+      const result = await streamRun(await launchInSeat(slot, slot.plan, command, { kind: "pipes" }), execOptions, sink);
       return { ...result, seq: recorded.seq };
     },
     async execTty(team, seat, command, size, ttyOptions) {
       const { slot, recorded } = await execSlot(team, seat, command, true);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      const launched = await options.launcher.launch({
-        plan: slot.plan,
-        command,
-        io: { kind: "pty", cols: size.cols > 0 ? Math.min(size.cols, 1000) : PTY_COLS, rows: size.rows > 0 ? Math.min(size.rows, 1000) : PTY_ROWS },
-        containment: uncontained(slot) ? "none" : "bwrap",
-        ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
+      const proc = await launchInSeat(slot, slot.plan, command, {
+        kind: "pty",
+        cols: size.cols > 0 ? Math.min(size.cols, 1000) : PTY_COLS,
+        rows: size.rows > 0 ? Math.min(size.rows, 1000) : PTY_ROWS,
       });
-      if (!launched.ok) throw fromRefusal(launched.refusal);
-      const proc = launched.seat;
       const pty = proc.io;
       if (pty.kind !== "pty") {
         proc.kill();

@@ -17,6 +17,7 @@ import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, 
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
 import { seatDefaultEnv } from "./seat-defaults.js";
+import { removeSeatTree } from "./remove-tree.js";
 
 /**
  * Prepare (DESIGN.md "Seat lifecycle"): everything a seat needs before it launches — its
@@ -94,8 +95,8 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
     }
     await own(layout.home);
     // tmp is per run: fresh now, removed at stop.
-    await rm(layout.tmp, { recursive: true, force: true });
-    undo.push(() => rm(layout.tmp, { recursive: true, force: true }));
+    await removeSeatTree(layout.tmp);
+    undo.push(() => removeSeatTree(layout.tmp));
     await mkdir(layout.tmp, { mode: 0o700 });
     await own(layout.tmp);
     step("home");
@@ -121,7 +122,7 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
     step("plan");
     const release = async () => {
       await deps.closeSocket();
-      await rm(layout.tmp, { recursive: true, force: true });
+      await removeSeatTree(layout.tmp);
     };
     return { layout, plan, unwind, release };
   } catch (error) {

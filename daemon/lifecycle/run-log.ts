@@ -1,4 +1,4 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHmac, type Hmac } from "node:crypto";
 import { chmodSync, chownSync, closeSync, constants, fchmodSync, fchownSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { TeamdHome } from "../host/home.js";
@@ -17,7 +17,7 @@ export class RunLog {
   private partBytes = 0;
   private bytes = 0;
   private dropped = 0;
-  private readonly hash: Hash = createHash("sha256");
+  private readonly hash: Hmac;
   private meta: RunMeta;
 
   private constructor(
@@ -26,12 +26,16 @@ export class RunLog {
     meta: RunMeta,
   ) {
     this.meta = meta;
+    this.hash = createHmac("sha256", meta.hmacKey ?? "");
     this.fd = openPart(files.log, access);
     this.writeMeta();
   }
 
   /** A new run's log: its folder made, the seat's oldest ended runs beyond RUNS_KEPT removed. */
-  static async open(home: TeamdHome, start: { team: string; seat: string; runId: string; startedAt: string; command: readonly string[] }): Promise<RunLog> {
+  static async open(
+    home: TeamdHome,
+    start: { team: string; seat: string; runId: string; startedAt: string; command: readonly string[]; hmacKey: string },
+  ): Promise<RunLog> {
     const access = accessFor(home);
     const dir = runLogDir(home, start.team, start.seat);
     for (const folder of [logsRoot(home), join(logsRoot(home), start.team), dir]) makeFolder(folder, access);
@@ -51,6 +55,7 @@ export class RunLog {
       state: "running",
       bytes: 0,
       dropped: 0,
+      hmacKey: start.hmacKey,
     });
   }
 
@@ -68,10 +73,10 @@ export class RunLog {
   }
 
   /** The run ended: the log closed, its meta says how; returns what the seat_stop record carries. */
-  finish(end: RunEnd, endedAt: string): { bytes: number; sha256: string } {
+  finish(end: RunEnd, endedAt: string): { bytes: number; hmac: string } {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
-    const sha256 = this.hash.digest("hex");
+    const hmac = this.hash.digest("hex");
     this.meta = {
       ...this.meta,
       state: end.state,
@@ -81,10 +86,10 @@ export class RunLog {
       ...(end.stoppedBy !== undefined ? { stoppedBy: end.stoppedBy } : {}),
       bytes: this.bytes,
       dropped: this.dropped,
-      sha256,
+      hmac,
     };
     this.writeMeta();
-    return { bytes: this.bytes, sha256 };
+    return { bytes: this.bytes, hmac };
   }
 
   private rotate(): void {

@@ -107,7 +107,7 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     expect(after.code, after.stderr).toBe(0);
     expect(after.stdout).toBe(`red ${OUTPUT_CANARY}\nprogress 100%\n`);
     expect(after.stderr).toMatch(/stopped by the owner/);
-    const json = await h.json<{ run: { state: string; stoppedBy: string; sha256: string; bytes: number }; lines: string[] }>(["logs", "chatty", "--json"]);
+    const json = await h.json<{ run: { state: string; stoppedBy: string; hmac: string; bytes: number }; lines: string[] }>(["logs", "chatty", "--json"]);
     expect(json.run).toMatchObject({ state: "stopped", stoppedBy: "owner" });
     expect(json.lines).toContain("line two");
     const runs = await h.json<{ runs: Array<{ runId: string }> }>(["logs", "chatty", "--runs", "--json"]);
@@ -116,7 +116,7 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     expect((await h.ok(["logs", "chatty", "--raw"])).includes("\u001b[31m")).toBe(true);
     // The seat_stop record carries the output's size and hash, never the output.
     const stops = (await h.records()).filter((r) => r.type === "seat_stop");
-    const stop = stops.find((r) => JSON.stringify(r).includes(json.run.sha256));
+    const stop = stops.find((r) => JSON.stringify(r).includes(json.run.hmac));
     expect(stop, JSON.stringify(stops)).toBeDefined();
     const ledgerDir = join(h.home, "ledger");
     for (const name of readdirSync(ledgerDir)) {

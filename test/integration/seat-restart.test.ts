@@ -1,10 +1,9 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
-import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
+import { appliedTeam } from "../support/applied-team.js";
 
 /**
  * start.restart (issue 22, item 5) through a real daemon and real seats: on-failure brings a
@@ -58,11 +57,7 @@ describe.runIf(process.platform === "linux")("start.restart through a real daemo
   };
 
   beforeAll(async () => {
-    h = await createHarness("teamd-restart-");
-    await h.startDaemon();
-    await h.ok(["init", "--yes", "--json"]);
-    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
-    await h.ok(["apply", "--yes"]);
+    h = await appliedTeam("teamd-restart-", TEAM_FILE);
   }, 60_000);
   afterAll(async () => {
     await h?.cleanup();

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHmac } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -19,7 +19,8 @@ describe("RunLog", () => {
   afterEach(async () => {
     await tmp.remove();
   });
-  const start = (runId: string, startedAt = "2026-12-01T10:00:00.000Z") => RunLog.open(home, { team: "proj", seat: "a", runId, startedAt, command: ["agent"] });
+  const start = (runId: string, startedAt = "2026-12-01T10:00:00.000Z") =>
+    RunLog.open(home, { team: "proj", seat: "a", runId, startedAt, command: ["agent"], hmacKey: `key-of-${runId}` });
 
   it("keeps the output, says how the run ended, and hashes every byte it wrote", async () => {
     const log = await start("run-1");
@@ -27,9 +28,17 @@ describe("RunLog", () => {
     log.write(Buffer.from("world\n"));
     expect((await listRuns(home, "proj", "a"))[0]).toMatchObject({ state: "running", bytes: 0 });
     const done = log.finish({ state: "ended", exitCode: 1, reason: "the seat's command ended (exit 1)" }, "2026-12-01T10:00:05.000Z");
-    expect(done).toEqual({ bytes: 12, sha256: createHash("sha256").update("hello\nworld\n").digest("hex") });
+    // Keyed by the run's own key: the digest alone does not give short output back (a bare sha-256 would).
+    expect(done).toEqual({ bytes: 12, hmac: createHmac("sha256", "key-of-run-1").update("hello\nworld\n").digest("hex") });
     expect(String(await runOutput(home, "proj", "a", "run-1"))).toBe("hello\nworld\n");
-    expect((await listRuns(home, "proj", "a"))[0]).toMatchObject({ state: "ended", exitCode: 1, bytes: 12, dropped: 0, sha256: done.sha256 });
+    expect((await listRuns(home, "proj", "a"))[0]).toMatchObject({
+      state: "ended",
+      exitCode: 1,
+      bytes: 12,
+      dropped: 0,
+      hmac: done.hmac,
+      hmacKey: "key-of-run-1",
+    });
     const dir = runLogDir(home, "proj", "a");
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, "run-1.log")).mode & 0o777).toBe(0o600);
