@@ -11,7 +11,8 @@ import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
  * its exit and last lines; a command outside the seat's view is named as such, with where it
  * is on the host; a folder the seat's uid cannot traverse is named with its mode (root only);
  * `teamd logs` shows what a seat printed, as plain text, after it ended; the output is never
- * in the ledger.
+ * in the ledger. The team file applied here holds `network: { lab: false }`, which apply
+ * refused before (owner.act-invalid).
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
@@ -34,11 +35,17 @@ const TEAM_FILE = teamFile(`  quick:
     roles: [observer]
     start:
       command: [teamd-hidden-agent]
+  offline:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sleep, "3600"]
+      network: { lab: false, allow: [] }
   chatty:
     lab: anthropic
     roles: [observer]
     start:
-      command: [sh, -c, "echo line one; echo line two; printf '\\\\033[31mred %s-%s\\\\033[0m\\\\n' output-canary 4d1f0a; printf 'progress 10%%\\\\rprogress 100%%\\\\n'; exec sleep 3600"]
+      command: [sh, -c, "echo seat-wrote > /tmp/from-seat; echo line one; echo line two; printf '\\\\033[31mred %s-%s\\\\033[0m\\\\n' output-canary 4d1f0a; printf 'progress 10%%\\\\rprogress 100%%\\\\n'; exec sleep 3600"]
 `);
 
 describe.runIf(process.platform === "linux")("a seat's output and a truthful start", () => {
@@ -102,6 +109,8 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     expect(live).not.toContain("\u001b");
     expect(live).toContain("progress 100%\n");
     expect(live).not.toContain("progress 10%");
+    // An exec sees what the seat's own command wrote to its /tmp (one /tmp per run).
+    expect(await h.exec("chatty", ["cat", "/tmp/from-seat"])).toMatchObject({ code: 0, stdout: "seat-wrote\n" });
     await h.ok(["stop", "chatty"]);
     const after = await h.run(["logs", "chatty@proj", "-n", "2"]);
     expect(after.code, after.stderr).toBe(0);
@@ -138,8 +147,8 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     writeFileSync(
       join(h.repo, "teamd.yaml"),
       TEAM_FILE.replace(
-        '    start:\n      command: [sh, -c, "echo line one',
-        '    start:\n      env: { NOTE: changed }\n      command: [sh, -c, "echo line one',
+        '    start:\n      command: [sh, -c, "echo seat-wrote',
+        '    start:\n      env: { NOTE: changed }\n      command: [sh, -c, "echo seat-wrote',
       ),
     );
     const applied = await h.json<{ restartNeeded: string[] }>(["apply", "--yes", "--json"]);
