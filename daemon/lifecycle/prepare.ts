@@ -16,7 +16,7 @@ import { egressSocketPath } from "../host/seat-layout.js";
 import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "../host/seat-layout.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
-import { seatDefaultEnv } from "./seat-defaults.js";
+import { seatDefaultEnv, seatGitIdentity } from "./seat-defaults.js";
 import { removeSeatTree } from "./remove-tree.js";
 
 /**
@@ -159,6 +159,10 @@ async function cloneTrunk(target: StartableSeat, repo: string, home: TeamdHome):
   // git would record refs/remotes/teamd/feature, a branch the hub does not have (issue 22).
   await git(["config", "remote.teamd.fetch", `+${trunkRef}:refs/remotes/teamd/${trunk}`], { cwd: repo });
   await git(["config", "--add", "remote.teamd.fetch", "+refs/heads/seat/*:refs/remotes/teamd/seat/*"], { cwd: repo });
+  // The seat's default git identity (daemon/lifecycle/seat-defaults.ts): the seat may change it.
+  const identity = seatGitIdentity(target.team, target.seat);
+  await git(["config", "user.name", identity.name], { cwd: repo });
+  await git(["config", "user.email", identity.email], { cwd: repo });
 }
 
 /**

@@ -179,11 +179,18 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     }
   });
 
-  it("gives a seat a git identity and TERM by default, beneath what its team file declares", async () => {
+  it("gives a seat a git identity and TERM by default, beneath what its team file declares and what the seat sets itself", async () => {
     const commit = await h.exec("scout", ["sh", "-c", 'git commit -q --allow-empty -m "first" && git log -1 --format="%an|%cn <%ce>" && echo "$TERM"']);
     expect(commit.code, commit.stderr).toBe(0);
     // The author is the team file's (start.env wins); the committer is teamd's default.
     expect(commit.stdout).toBe("Scout Override|scout (teamd seat, team proj) <scout@proj.teamd.invalid>\nxterm-256color\n");
+    // The seat's own choice wins over teamd's default (a `git -c`, as a repository config would).
+    const own = await h.exec("scout", [
+      "sh",
+      "-c",
+      'git -c user.name=Agent -c user.email=a@b commit -q --allow-empty -m "own" && git log -1 --format="%cn <%ce>"',
+    ]);
+    expect(own.stdout).toBe("Agent <a@b>\n");
   });
 
   it("exec sees the running seat's /tmp: one /tmp per run, not one per launch", async () => {
