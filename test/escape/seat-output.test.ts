@@ -10,6 +10,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
+import { filesUnder } from "../support/files-under.js";
 
 /**
  * Attacks on what a seat reaches through the surfaces issue 22 added: its pty output kept on
@@ -115,18 +116,6 @@ function logHas(h: TeamdHarness, seat: string, text: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Every file under a folder (the ledger's database, WAL and shm included), recursively. */
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const info = lstatSync(path);
-    if (info.isDirectory()) out.push(...filesUnder(path));
-    else if (info.isFile()) out.push(path);
-  }
-  return out;
 }
 
 function bytesUnder(dir: string): number {
