@@ -6,7 +6,7 @@ import { status } from "./commands/status.js";
 import { kernelEval } from "./commands/kernel-eval.js";
 import { init } from "./commands/init.js";
 import { apply } from "./commands/apply.js";
-import { log } from "./commands/log.js";
+import { log, type LogOptions } from "./commands/log.js";
 import { logsCommand, type LogsOptions } from "./commands/logs.js";
 import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
 import { verify } from "./commands/verify.js";
@@ -163,10 +163,17 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("[SEAT]", "(none: a seat's output is teamd logs SEAT)")
     .option("--json", "one JSON object per record (JSON lines)")
     .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")
-    .option("--follow", "keep printing records as they are appended (Ctrl-C to stop)")
-    .action((seat: string | undefined, opts: { json?: boolean; type?: string; follow?: boolean }) => {
-      if (seat !== undefined) throw new UsageError(`teamd log is the ledger's records and takes no seat; what seat ${seat} printed is: teamd logs ${seat}`);
-      return log(opts);
+    .option("--follow", "keep printing records as they are appended (first the last 10, or -n N; Ctrl-C to stop)")
+    .option("--team <TEAM>", "only this team's records")
+    .option("--seat <SEAT>", "only this seat's records: its acts and the records about it")
+    .option("--since <WHEN>", "only records from this long ago (30m, 2h, 1d) or this time (RFC 3339) on")
+    .option("-n, --lines <N>", "only the last N matching records")
+    .action((seat: string | undefined, opts: LogOptions) => {
+      if (seat !== undefined)
+        throw new UsageError(
+          `teamd log is the ledger's records and takes no seat; what seat ${seat} printed is: teamd logs ${seat}; its records: teamd log --seat ${seat}`,
+        );
+      return log(opts, ambient);
     });
 
   const notices = program

@@ -5,6 +5,9 @@ import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
+import { checkName } from "../host/names.js";
+import { parseDuration } from "../../src/kernel/delegation-input.js";
+import type { Ambient } from "../host/ambient.js";
 
 const PAGE = 500;
 
@@ -65,12 +68,38 @@ function json(e: LedgerEntry): string {
  * `teamd log`: the records, oldest first, read-only (the daemon may be running: SQLite's
  * WAL lets a reader in beside the writer). --follow keeps printing what is appended.
  */
-export async function log(options: { json?: boolean; type?: string; follow?: boolean }): Promise<void> {
+export interface LogOptions {
+  readonly json?: boolean;
+  readonly type?: string;
+  readonly follow?: boolean;
+  /** Only this team's records. */
+  readonly team?: string;
+  /** Only records of this seat: its acts (the actor) and the records about it (its target). */
+  readonly seat?: string;
+  /** Only records from this long ago (30m, 2h, 1d) or this time (RFC 3339) on. */
+  readonly since?: string;
+  /** Only the last N matching records (with --follow and no -n: the last 10, then what is appended). */
+  readonly lines?: string;
+}
+
+/** With --follow and no -n: `tail -f`'s default, not the whole history first (issue 23). */
+const FOLLOW_BACKLOG = 10;
+
+export async function log(options: LogOptions, ambient: Ambient): Promise<void> {
   let type: RecordType | undefined;
   if (options.type !== undefined) {
     type = recordTypeFromName(options.type.toLowerCase());
     if (type === undefined) throw new UsageError(`unknown record type '${options.type}': choose from ${typeNames()}`);
   }
+  const team = options.team === undefined ? undefined : checkName("team", options.team);
+  const seat = options.seat === undefined ? undefined : checkName("seat", options.seat);
+  const since = options.since === undefined ? undefined : sinceTime(options.since, ambient.now());
+  const last = options.lines !== undefined ? lineCount(options.lines) : options.follow ? FOLLOW_BACKLOG : undefined;
+  const matches = (entry: LedgerEntry) =>
+    (type === undefined || entry.header?.type === type) &&
+    (team === undefined || entry.team === team) &&
+    (seat === undefined || entry.actor === seat || entry.target === `seat:${seat}`) &&
+    (since === undefined || entry.timeUnixMs >= since);
   const layout = ledgerLayout(resolveHome());
   if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);
   const store: StoreReader = openStore(layout.db, { readonly: true });
@@ -80,19 +109,27 @@ export async function log(options: { json?: boolean; type?: string; follow?: boo
   process.once("SIGTERM", stop);
   try {
     let next = 0;
-    const print = () => {
+    const show = (entry: LedgerEntry) => process.stdout.write((options.json ? json(entry) : line(entry)) + "\n");
+    const print = (keep?: number) => {
+      // -n: the last `keep` matching records of what is there now, in order (one pass, a ring of them).
+      const held: LedgerEntry[] = [];
       for (;;) {
         const rows = store.records(next, PAGE);
-        if (rows.length === 0) return;
+        if (rows.length === 0) break;
         for (const row of rows) {
           next = Number(row.seq) + 1;
           const entry = describeStored(row);
-          if (type !== undefined && entry.header?.type !== type) continue;
-          process.stdout.write((options.json ? json(entry) : line(entry)) + "\n");
+          if (!matches(entry)) continue;
+          if (keep === undefined) show(entry);
+          else {
+            held.push(entry);
+            if (held.length > keep) held.shift();
+          }
         }
       }
+      for (const entry of held) show(entry);
     };
-    print();
+    print(last);
     while (options.follow && !stopping) {
       await sleep(300);
       print();
@@ -102,4 +139,18 @@ export async function log(options: { json?: boolean; type?: string; follow?: boo
     process.removeListener("SIGINT", stop);
     process.removeListener("SIGTERM", stop);
   }
+}
+
+function lineCount(text: string): number {
+  if (!/^\d{1,9}$/.test(text)) throw new UsageError(`-n takes a number of records, not '${text}'`);
+  return Number(text);
+}
+
+/** `--since`: a duration back from now (30m, 2h, 1d) or an RFC 3339 time; unix ms. */
+function sinceTime(text: string, now: number): number {
+  const back = parseDuration(text);
+  if (back !== undefined) return now - back;
+  const at = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?$/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(at)) throw new UsageError(`--since takes a duration (30m, 2h, 1d) or a time (2026-12-01T10:00:00Z), not '${text}'`);
+  return at;
 }

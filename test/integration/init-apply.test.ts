@@ -109,6 +109,48 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     expect(await exited).toBe(0);
   });
 
+  it("filters the log by team, seat, time and count; --follow starts from the last 10, not the whole history (issue 23)", async () => {
+    type Rec = { seq: number; team: string; actor: string; target: string; timeUnixMs: number };
+    const all = await h.records<Rec>();
+    expect(all.length).toBeGreaterThan(3);
+    const lastTwo = await h.records<Rec>("-n", "2");
+    expect(lastTwo.map((r) => r.seq)).toEqual(all.slice(-2).map((r) => r.seq));
+    const team = await h.records<Rec>("--team", "proj");
+    expect(team.length).toBeGreaterThan(0);
+    expect(team.every((r) => r.team === "proj")).toBe(true);
+    expect(team.length).toBeLessThan(all.length); // control: the genesis is no team's
+    expect(await h.records<Rec>("--since", "1d")).toHaveLength(all.length);
+    expect(await h.records<Rec>("--since", "2099-01-01T00:00:00Z")).toHaveLength(0);
+    expect(await h.records<Rec>("--seat", "nosuchseat")).toHaveLength(0);
+    for (const bad of [
+      ["-n", "many"],
+      ["--since", "soon"],
+      ["--seat", "Bad_Name"],
+    ])
+      expect((await h.run(["log", ...bad])).code).toBe(2);
+    // --follow: the last 10 first (here -n 1), then it would wait for more.
+    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "-n", "1", "--json"], {
+      env: { ...process.env, ...h.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      await waitFor(() => out.split("\n").filter(Boolean).length >= 1);
+      await new Promise((r) => setTimeout(r, 700));
+      expect(
+        out
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => (JSON.parse(l) as Rec).seq),
+      ).toEqual([all.at(-1)?.seq]);
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+  });
+
   it("shows what a new file changes against the policy in force before it signs", async () => {
     const path = join(h.repo, "teamd.yaml");
     const original = readFileSync(path, "utf8");
