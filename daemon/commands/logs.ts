@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { UsageError } from "../../src/rpc/refusal.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
 import { plainLines } from "../host/plain-text.js";
+import { drawsScreen, readableLines } from "../host/screen-text.js";
 import { describeRunEnd } from "../host/run-state.js";
 import { listRuns, logsRoot, readMeta, runFiles, runLogDir, runOutput, type RunMeta } from "../host/run-logs.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
@@ -12,7 +13,8 @@ import { seatTarget } from "./seat.js";
  * `teamd logs SEAT`: what a seat's command printed, kept per run after it ends (the
  * docker/kubectl word; `teamd log` stays the ledger). Read from TEAMD_HOME/logs directly, so
  * it works with the daemon down. A seat's output is shown as plain text — its escape
- * sequences dropped (daemon/host/plain-text.ts), each line through terminalText — unless
+ * sequences dropped (daemon/host/plain-text.ts), or, for a program that draws a screen (an
+ * agent's UI), the screen it left (daemon/host/screen-text.ts); each line through terminalText — unless
  * --raw asks for the bytes as the pty wrote them, which go only to a pipe or a file.
  */
 export interface LogsOptions {
@@ -45,7 +47,8 @@ export async function logsCommand(spec: string, options: LogsOptions): Promise<v
   if (options.raw) {
     await write(n === undefined ? output : Buffer.from(lastRawLines(output, n)));
   } else {
-    const lines = plainLines(output);
+    const { lines, note } = await readableLines(output);
+    if (note !== undefined) process.stderr.write(`teamd logs: ${note}\n`);
     const shown = n === undefined ? lines : lines.slice(Math.max(0, lines.length - n));
     if (options.json && !options.follow) {
       process.stdout.write(terminalJson(JSON.stringify({ team, seat, run, truncated: run.dropped > 0, lines: shown })) + "\n");
@@ -55,8 +58,11 @@ export async function logsCommand(spec: string, options: LogsOptions): Promise<v
       process.stderr.write(`teamd logs: the first ${run.dropped} bytes of this run's output were rotated away\n`);
     await emitLines(shown, options.json === true);
   }
-  if (options.follow) await follow(home, run, output.length, options);
-  else if (!options.json && run.state !== "running") process.stderr.write(`teamd logs: run ${terminalText(`${run.runId} ${endWords(run)}`)}\n`);
+  if (options.follow) {
+    if (!options.raw && drawsScreen(output))
+      process.stderr.write("teamd logs: this run draws a screen; what follows is its new text line by line (teamd attach shows the screen live)\n");
+    await follow(home, run, output.length, options);
+  } else if (!options.json && run.state !== "running") process.stderr.write(`teamd logs: run ${terminalText(`${run.runId} ${endWords(run)}`)}\n`);
 }
 
 /** The one team whose logs have this seat; else name it. */

@@ -19,6 +19,7 @@ import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { LOST_WITH_THE_DAEMON, RunLog, markRunLost } from "./run-log.js";
 import { describeRunEnd, endedInFailure, runEnd, type RunEnd, type StoppedBy } from "../host/run-state.js";
 import { lastPlainLines } from "../host/plain-text.js";
+import { SEAT_PTY_SIZE } from "../host/screen-text.js";
 import { terminalText } from "../host/terminal-text.js";
 import { commandNotInView } from "./start-diagnosis.js";
 import { untraversable } from "../host/traversal.js";
@@ -78,8 +79,8 @@ export interface Attachment {
 }
 
 /** The size a seat's pty starts with, before anyone attaches. */
-const PTY_COLS = 120;
-const PTY_ROWS = 40;
+const PTY_COLS = SEAT_PTY_SIZE.cols;
+const PTY_ROWS = SEAT_PTY_SIZE.rows;
 
 export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
