@@ -159,7 +159,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   program
     .command("log")
-    .description("show the ledger's records: seq, time, type, team, actor, action, target, result")
+    .description(
+      "show the ledger's records: seq, time, type, team, actor, action, target, result, and what each says (a refusal's reason, an outcome's note, an act's fields)",
+    )
     .argument("[SEAT]", "(none: a seat's output is teamd logs SEAT)")
     .option("--json", "one JSON object per record (JSON lines)")
     .option("--type <TYPE>", "only records of this type (e.g. policy, intent, outcome, refusal, stop)")

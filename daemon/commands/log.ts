@@ -8,6 +8,7 @@ import { terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
 import { parseDuration } from "../../src/kernel/delegation-input.js";
 import type { Ambient } from "../host/ambient.js";
+import { detailText, isSeatRecord, recordDetail } from "./log-detail.js";
 
 const PAGE = 500;
 
@@ -47,6 +48,7 @@ function line(e: LedgerEntry): string {
     e.result,
     e.late ? "(late)" : "",
     e.error ? `!! ${e.error}` : "",
+    detailText(e, recordDetail(e)),
   ];
   // A target, an action or an error can carry what a seat sent (a refused ref name): made visible, never played to the terminal.
   return cols
@@ -61,7 +63,9 @@ function json(e: LedgerEntry): string {
   // The payload's named fields as recorded (an exec's argv with credentials redacted, an egress
   // connection's address and bytes, a stop's run state): what the record says, nothing added.
   const fields = payload?.fields.length ? { fields: Object.fromEntries(payload.fields.map((f) => [f.key, f.value])) } : {};
-  return terminalJson(JSON.stringify({ ...rest, ...fields, ...(witnessed === undefined ? {} : { assent: witnessed }) }));
+  // The type's own detail: a refusal's rule and reason, an outcome's note (and a connection's bytes and time).
+  const detail = recordDetail(e);
+  return terminalJson(JSON.stringify({ ...rest, ...fields, ...(detail ? { detail } : {}), ...(witnessed === undefined ? {} : { assent: witnessed }) }));
 }
 
 /**
@@ -98,7 +102,7 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
   const matches = (entry: LedgerEntry) =>
     (type === undefined || entry.header?.type === type) &&
     (team === undefined || entry.team === team) &&
-    (seat === undefined || entry.actor === seat || entry.target === `seat:${seat}`) &&
+    (seat === undefined || isSeatRecord(entry, seat, team)) &&
     (since === undefined || entry.timeUnixMs >= since);
   const layout = ledgerLayout(resolveHome());
   if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);

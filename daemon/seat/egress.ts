@@ -3,7 +3,7 @@ import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../../src/kernel/index.js";
 import { addressAllowed } from "../../src/effects/egress-address.js";
 import { checkEgressHost, parseEgressTarget, type EgressTarget } from "../../src/kernel/egress-allowlist.js";
-import { relay } from "../../src/effects/egress-relay.js";
+import { relay, relayNote } from "../../src/effects/egress-relay.js";
 import { bigReads, type BigReads } from "../../src/rpc/big-reads.js";
 import type { EgressResolver } from "../../src/effects/egress-resolve.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -163,7 +163,7 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
           socket.write(`OK ${address}\n`);
           if (rest.length > 0) upstream.write(rest);
           const result = await relay(socket, upstream, { idleMs: limits.idleMs, download });
-          return { result: "done", note: `up ${result.up} bytes, down ${result.down} bytes, ${result.ms} ms${result.ended ? `, ended: ${result.ended}` : ""}` };
+          return { result: "done", note: relayNote(result) };
         },
       )
       .catch((error: unknown) => answerRefusal(socket, error));

@@ -62,3 +62,15 @@ export function relay(seat: Socket, upstream: Socket, options: RelayOptions): Pr
     upstream.on("end", closeWhenBothEnded);
   });
 }
+
+/** The outcome note of a relayed connection: bytes each way and duration, in one fixed form `parseRelayNote` reads back. */
+export function relayNote(result: RelayResult): string {
+  return `up ${result.up} bytes, down ${result.down} bytes, ${result.ms} ms${result.ended ? `, ended: ${result.ended}` : ""}`;
+}
+
+/** A relay note's numbers (for `teamd log`), or undefined for any other note. */
+export function parseRelayNote(note: string): { upBytes: number; downBytes: number; ms: number; ended?: string } | undefined {
+  const match = /^up (\d+) bytes, down (\d+) bytes, (\d+) ms(?:, ended: (.*))?$/.exec(note);
+  if (match === null) return undefined;
+  return { upBytes: Number(match[1]), downBytes: Number(match[2]), ms: Number(match[3]), ...(match[4] !== undefined ? { ended: match[4] } : {}) };
+}
