@@ -141,8 +141,12 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
 
   const nodeDir = host.node.slice(0, host.node.lastIndexOf("/")) || "/";
   const basePath = (base.path as readonly string[]).includes(nodeDir) ? base.path.join(":") : [nodeDir, ...base.path].join(":");
+  // The seat's own ~/.local/bin, where an agent installed into the seat's home lands (npm's
+  // --prefix ~/.local, Claude Code's native installer): after the system's folders, so a
+  // program the seat put there never shadows a system one a command run in the seat expects.
+  const withHome = `${basePath}:${input.writable.home.path}/.local/bin`;
   // Last, so a system program of the same name is never shadowed by teamd's.
-  const path = host.shimBundle !== undefined && host.shimCommand !== undefined ? `${basePath}:${SHIM_BIN}` : basePath;
+  const path = host.shimBundle !== undefined && host.shimCommand !== undefined ? `${withHome}:${SHIM_BIN}` : withHome;
   const fixed: Record<string, string> = {
     HOME: input.writable.home.path,
     PATH: path,

@@ -136,7 +136,7 @@ describe("compilePlan: what the base plan holds", () => {
     expect(p.env).toEqual({
       HOME: `${SEATS}/home`,
       LANG: "en_US.UTF-8",
-      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+      PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${SEATS}/home/.local/bin`,
       PWD: `${SEATS}/repo`,
       RUST_LOG: "info",
       TEAMD_SEAT: "builder",
