@@ -1,3 +1,4 @@
+import { LAB_ENDPOINTS } from "./lab-presets.js";
 import { compareStrings } from "./paths.js";
 import { type InputPath, type PolicyProblem, problem } from "./policy-input.js";
 import { isPlainObject } from "./records.js";
@@ -14,7 +15,7 @@ import { isPlainObject } from "./records.js";
  *   lab:     false to leave out the lab's endpoints (default: included).
  *
  * A seat without `start.network` has no egress at all (no proxy, nothing resolves). The lab's
- * endpoints come from the table below; the effective list (lab endpoints + allow) is what is
+ * endpoints come from src/kernel/lab-presets.ts (the needed hosts, never the optional ones); the effective list (lab endpoints + allow) is what is
  * hashed, so a release that changes the table changes the hash too. Pure: parsing only — the
  * daemon matches and classifies (src/effects/egress-*.ts).
  */
@@ -29,13 +30,6 @@ export interface EgressContext {
    */
   readonly lab?: false;
 }
-
-/** The API endpoints each known lab's CLI needs (Claude Code, Codex, Gemini CLI). */
-export const LAB_ENDPOINTS: Readonly<Record<string, readonly string[]>> = Object.freeze({
-  anthropic: Object.freeze(["api.anthropic.com:443"]),
-  openai: Object.freeze(["api.openai.com:443", "chatgpt.com:443"]),
-  google: Object.freeze(["generativelanguage.googleapis.com:443", "oauth2.googleapis.com:443"]),
-});
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 

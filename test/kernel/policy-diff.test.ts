@@ -221,7 +221,10 @@ const table: Case[] = [
           status: "changed",
           gains: [],
           losses: [],
-          other: ["start egress: none -> [a.example.com:443, api.anthropic.com:443]", expect.stringMatching(/^context hash: /) as unknown as string],
+          other: [
+            "start egress: none -> [a.example.com:443, api.anthropic.com:443, platform.claude.com:443]",
+            expect.stringMatching(/^context hash: /) as unknown as string,
+          ],
         },
       ],
     },

@@ -32,7 +32,7 @@ describe("start.network in the team file", () => {
   it("is accepted, canonical, and adds the lab's endpoints", () => {
     const result = loaded(loadTeamFileText(file(`network:\n  allow: ["Registry.NPMJS.org:443", "*.example.com:8443"]\n  private: [10.1.2.3/8]`)));
     expect(result.policy.seats.a?.start?.network).toEqual({
-      allow: ["*.example.com:8443", "api.anthropic.com:443", "registry.npmjs.org:443"],
+      allow: ["*.example.com:8443", "api.anthropic.com:443", "platform.claude.com:443", "registry.npmjs.org:443"],
       private: ["10.0.0.0/8"],
     });
   });
@@ -41,7 +41,11 @@ describe("start.network in the team file", () => {
     expect(loaded(loadTeamFileText(file(`network:\n  lab: false\n  allow: ["a.example.com:443"]`))).policy.seats.a?.start?.network?.allow).toEqual([
       "a.example.com:443",
     ]);
-    expect(loaded(loadTeamFileText(file(`network: {}`, "openai"))).policy.seats.a?.start?.network?.allow).toEqual(["api.openai.com:443", "chatgpt.com:443"]);
+    expect(loaded(loadTeamFileText(file(`network: {}`, "openai"))).policy.seats.a?.start?.network?.allow).toEqual([
+      "api.openai.com:443",
+      "auth.openai.com:443",
+      "chatgpt.com:443",
+    ]);
   });
 
   it("is in the start-context hash: widening the allowlist changes it, a seat without network keeps its own", () => {
