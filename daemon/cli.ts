@@ -8,6 +8,7 @@ import { init } from "./commands/init.js";
 import { apply } from "./commands/apply.js";
 import { log, type LogOptions } from "./commands/log.js";
 import { logsCommand, type LogsOptions } from "./commands/logs.js";
+import { egressRefusedCommand, type EgressRefusedOptions } from "./commands/egress.js";
 import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
 import { verify } from "./commands/verify.js";
 import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
@@ -177,6 +178,18 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
         );
       return log(opts, ambient);
     });
+
+  const egress = program.command("egress").description("a seat's network egress (§12): what was refused, and the allow lines that would let it through");
+  egress
+    .command("refused")
+    .description(
+      "the hosts seats were refused, one line per seat and host with a count, and the start.network.allow lines that would allow them (it changes nothing: you edit teamd.yaml and apply)",
+    )
+    .argument("[SEAT]", "only this seat (SEAT or SEAT@TEAM)")
+    .option("--team <TEAM>", "only this team's seats")
+    .option("--since <WHEN>", "only refusals from this long ago (30m, 2h, 1d) or this time (RFC 3339) on")
+    .option("--json", "one JSON object per seat and host (JSON lines), with the allow pattern where one would cure it")
+    .action((seat: string | undefined, opts: EgressRefusedOptions) => egressRefusedCommand(seat, opts, ambient));
 
   const notices = program
     .command("notices")

@@ -1,16 +1,12 @@
 import { UsageError } from "../../src/rpc/refusal.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { describeStored, openStore, recordTypeFromName, type LedgerEntry, type StoreReader } from "../../src/ledger/index.js";
+import { recordTypeFromName, type LedgerEntry } from "../../src/ledger/index.js";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { resolveHome } from "../host/home.js";
-import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
-import { parseDuration } from "../../src/kernel/delegation-input.js";
 import type { Ambient } from "../host/ambient.js";
 import { detailText, isSeatRecord, recordDetail } from "./log-detail.js";
-
-const PAGE = 500;
+import { entriesFrom, openLedgerReader, recordTime, sinceTime } from "./ledger-read.js";
 
 function typeNames(): string {
   return Object.keys(RecordType)
@@ -31,10 +27,7 @@ function assent(e: LedgerEntry): "witnessed" | undefined {
 }
 
 function line(e: LedgerEntry): string {
-  const time = new Date(e.timeUnixMs)
-    .toISOString()
-    .replace("T", " ")
-    .replace(/\.\d+Z$/, "Z");
+  const time = recordTime(e.timeUnixMs);
   const actor = assent(e) === "witnessed" ? `${e.actor} (witnessed)` : e.actor;
   const who = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
   const cols = [
@@ -104,31 +97,23 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
     (team === undefined || entry.team === team) &&
     (seat === undefined || isSeatRecord(entry, seat, team)) &&
     (since === undefined || entry.timeUnixMs >= since);
-  const layout = ledgerLayout(resolveHome());
-  if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);
-  const store: StoreReader = openStore(layout.db, { readonly: true });
+  const store = openLedgerReader();
   let stopping = false;
   const stop = () => void (stopping = true);
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   try {
-    let next = 0;
+    const at = { next: 0 };
     const show = (entry: LedgerEntry) => process.stdout.write((options.json ? json(entry) : line(entry)) + "\n");
     const print = (keep?: number) => {
       // -n: the last `keep` matching records of what is there now, in order (one pass, a ring of them).
       const held: LedgerEntry[] = [];
-      for (;;) {
-        const rows = store.records(next, PAGE);
-        if (rows.length === 0) break;
-        for (const row of rows) {
-          next = Number(row.seq) + 1;
-          const entry = describeStored(row);
-          if (!matches(entry)) continue;
-          if (keep === undefined) show(entry);
-          else {
-            held.push(entry);
-            if (held.length > keep) held.shift();
-          }
+      for (const entry of entriesFrom(store, at.next, at)) {
+        if (!matches(entry)) continue;
+        if (keep === undefined) show(entry);
+        else {
+          held.push(entry);
+          if (held.length > keep) held.shift();
         }
       }
       for (const entry of held) show(entry);
@@ -148,13 +133,4 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
 function lineCount(text: string): number {
   if (!/^\d{1,9}$/.test(text)) throw new UsageError(`-n takes a number of records, not '${text}'`);
   return Number(text);
-}
-
-/** `--since`: a duration back from now (30m, 2h, 1d) or an RFC 3339 time; unix ms. */
-function sinceTime(text: string, now: number): number {
-  const back = parseDuration(text);
-  if (back !== undefined) return now - back;
-  const at = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?$/.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(at)) throw new UsageError(`--since takes a duration (30m, 2h, 1d) or a time (2026-12-01T10:00:00Z), not '${text}'`);
-  return at;
 }
