@@ -111,7 +111,6 @@ describe.runIf(missing === undefined)(`Claude Code ${cli.version} in a seat`, ()
     own(".local/bin/claude", 0o755);
   }, 120_000);
   afterAll(async () => {
-    if (process.env.KEEP_CLAUDE_TEST) return;
     await h?.cleanup();
     await api?.close();
   });
