@@ -10,7 +10,7 @@ import { plainLines } from "./plain-text.js";
  * is its frames' fragments run together. Such output is replayed through a terminal emulator
  * (xterm.js's headless build: a parser and screen model with no display, the one VS Code's
  * terminal uses) at the seat's pty size, and what is read is the screen at the end: the
- * normal buffer's scrollback and screen, or, while the program holds the alternate screen,
+ * normal buffer's scrollback and screen, then, when the program left the alternate screen on,
  * that screen. Bounded: the output is at most the run log's two parts, the scrollback a fixed
  * number of lines. This runs in the owner's command, never in the daemon.
  */
@@ -61,31 +61,41 @@ export async function screenLines(output: Uint8Array, size: { cols: number; rows
       await new Promise<void>((resolve) => terminal.write(cheap.subarray(at, at + REPLAY_CHUNK), resolve));
       if (performance.now() - started > budgetMs) return undefined;
     }
-    const buffer = terminal.buffer.active;
-    const lines: string[] = [];
-    for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
-    while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
-    while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
+    // A program that left the alternate screen on shows it; what it wrote to the normal screen
+    // before is shown too, first: the alternate screen must not hide it (found by an attack).
+    const read = (buffer: typeof terminal.buffer.normal) => {
+      const lines: string[] = [];
+      for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+      while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
+      while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
+      return lines;
+    };
+    const normal = read(terminal.buffer.normal);
+    const lines = terminal.buffer.active.type === "alternate" ? [...normal, ...read(terminal.buffer.alternate)] : normal;
     return lines;
   } finally {
     terminal.dispose();
   }
 }
 
-// A CSI (7-bit, 8-bit, or the C1 code point in UTF-8) and its parameter bytes.
-const CSI_PARAMETERS = /(\u001b\[|\u00c2\u009b|\u009b)([\u0030-\u003f]*)/g;
+// A CSI (7-bit, or the C1 code point in UTF-8) and its parameter bytes — with the C0 controls
+// and DEL an emulator executes or skips inside a sequence while it goes on reading the same
+// number (a BEL between `ESC [` and the digits hid them from a clamp that stopped there: found
+// by an attack). ESC, CAN and SUB end a sequence, so they are not taken.
+const CSI_PARAMETERS = /(\u001b\[|\u00c2\u009b)([\u0000-\u0017\u0019\u001c-\u003f\u007f]*)/g;
+const C0_AND_DEL = /[\u0000-\u001f\u007f]/g;
 
 /**
  * `output` with every number in a CSI's parameters at most `max` (worked on as latin1: bytes in,
- * bytes out). A private sequence's (`CSI ? 1049 h`: a mode's number, not a count) is left whole.
+ * bytes out), and the controls inside its parameters dropped. A private sequence's (`CSI ?
+ * 1049 h`: a mode's number, not a count) numbers are left whole.
  */
 export function clampParameters(output: Uint8Array, max: number): Buffer {
   const text = Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString("latin1");
-  const clamped = text.replace(
-    CSI_PARAMETERS,
-    (_all, intro: string, params: string) =>
-      intro + (/^[<=>?]/.test(params) ? params : params.replace(/\d+/g, (n) => (n.length > 6 || Number(n) > max ? String(max) : n))),
-  );
+  const clamped = text.replace(CSI_PARAMETERS, (_all, intro: string, raw: string) => {
+    const params = raw.replace(C0_AND_DEL, "");
+    return intro + (/^[<=>?]/.test(params) ? params : params.replace(/\d+/g, (n) => (n.length > 6 || Number(n) > max ? String(max) : n)));
+  });
   return Buffer.from(clamped, "latin1");
 }
 

@@ -39,6 +39,10 @@ describe("screen text", () => {
   it("a repeat of a billion characters costs what one screen line costs (parameters clamped)", async () => {
     const hostile = enc("\u001b[?1049hx\u001b[999999999b\u001b[999999999;999999999Hy\u001b[999999999@");
     expect(clampParameters(hostile, 40).toString("latin1")).toBe("\u001b[?1049hx\u001b[40b\u001b[40;40Hy\u001b[40@");
+    // A control inside the parameters (an emulator executes it and reads on) does not hide the digits after it.
+    expect(clampParameters(enc("\u001b[\u00072147483647S\u001b[1\u007f99999T"), 40).toString("latin1")).toBe("\u001b[40S\u001b[40T");
+    // ESC, CAN and SUB end a sequence: what follows is not taken as its parameters.
+    expect(clampParameters(enc("\u001b[\u001b[999999S"), 40).toString("latin1")).toBe("\u001b[\u001b[40S");
     const lines = await screenLines(hostile, size, 10_000);
     expect(lines?.[0]).toBe("x".repeat(size.cols));
     expect(lines?.length).toBeLessThanOrEqual(size.rows);
