@@ -141,12 +141,13 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
 
   const nodeDir = host.node.slice(0, host.node.lastIndexOf("/")) || "/";
   const basePath = (base.path as readonly string[]).includes(nodeDir) ? base.path.join(":") : [nodeDir, ...base.path].join(":");
-  // The seat's own ~/.local/bin, where an agent installed into the seat's home lands (npm's
-  // --prefix ~/.local, Claude Code's native installer): after the system's folders, so a
-  // program the seat put there never shadows a system one a command run in the seat expects.
-  const withHome = `${basePath}:${input.writable.home.path}/.local/bin`;
-  // Last, so a system program of the same name is never shadowed by teamd's.
-  const path = host.shimBundle !== undefined && host.shimCommand !== undefined ? `${withHome}:${SHIM_BIN}` : withHome;
+  // teamd's own programs after the system's, so a system program of the same name is never
+  // shadowed by teamd's; then, last, the seat's own ~/.local/bin, where an agent installed into
+  // the seat's home lands (npm's --prefix ~/.local, Claude Code's native installer): last, so
+  // nothing the seat puts there shadows a system program or teamd's own `teamd-shim` and
+  // `git-remote-teamd` (before them, it did: found by an attack).
+  const withShim = host.shimBundle !== undefined && host.shimCommand !== undefined ? `${basePath}:${SHIM_BIN}` : basePath;
+  const path = `${withShim}:${input.writable.home.path}/.local/bin`;
   const fixed: Record<string, string> = {
     HOME: input.writable.home.path,
     PATH: path,
