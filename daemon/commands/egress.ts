@@ -3,7 +3,7 @@ import { labHostsFor } from "../../src/kernel/lab-presets.js";
 import type { LedgerEntry } from "../../src/ledger/index.js";
 import type { Ambient } from "../host/ambient.js";
 import { checkName } from "../host/names.js";
-import { terminalJson, terminalText } from "../host/terminal-text.js";
+import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { entriesFrom, openLedgerReader, recordTime, sinceTime } from "./ledger-read.js";
 import { isSeatRecord } from "./log-detail.js";
 import { seatTarget } from "./seat.js";
@@ -79,6 +79,8 @@ export async function egressRefusedCommand(seatSpec: string | undefined, options
     return;
   }
   const total = rows.reduce((sum, r) => sum + r.count, 0);
+  // On a terminal each row is one visual row (a reason holds what the seat asked for).
+  const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
   process.stdout.write(
     `egress refused for ${scope}${options.since ? ` since ${options.since}` : ""}: ${total} refusals, ${rows.length} seat-and-host pairs\n\n`,
   );
@@ -94,7 +96,7 @@ export async function egressRefusedCommand(seatSpec: string | undefined, options
       recordTime(r.lastUnixMs),
       preset ? `(${preset})` : "",
     ];
-    process.stdout.write(`  ${terminalText(cells.join("  ").trimEnd())}\n`);
+    process.stdout.write(`${fitRow(`  ${terminalText(cells.join("  ").trimEnd())}`, columns)}\n`);
   }
   const bySeat = new Map<string, string[]>();
   for (const r of rows) {
@@ -118,7 +120,7 @@ export async function egressRefusedCommand(seatSpec: string | undefined, options
   }
   if (others.length > 0) {
     process.stdout.write("\nNot a missing allow line (the reason says what to change, if anything):\n");
-    for (const r of others) process.stdout.write(`  ${terminalText(`${r.seat}@${r.team} ${r.endpoint}: ${r.reason}`)}\n`);
+    for (const r of others) process.stdout.write(`${fitRow(`  ${terminalText(`${r.seat}@${r.team} ${r.endpoint}: ${r.reason}`)}`, columns)}\n`);
   }
 }
 

@@ -2,7 +2,7 @@ import { UsageError } from "../../src/rpc/refusal.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { recordTypeFromName, type LedgerEntry } from "../../src/ledger/index.js";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { terminalJson, terminalText } from "../host/terminal-text.js";
+import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
 import type { Ambient } from "../host/ambient.js";
 import { detailText, isSeatRecord, recordDetail } from "./log-detail.js";
@@ -104,7 +104,9 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
   process.once("SIGTERM", stop);
   try {
     const at = { next: 0 };
-    const show = (entry: LedgerEntry) => process.stdout.write((options.json ? json(entry) : line(entry)) + "\n");
+    // On a terminal each record is one visual row (cut at its width): a field cannot wrap into what looks like another record.
+    const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
+    const show = (entry: LedgerEntry) => process.stdout.write((options.json ? json(entry) : fitRow(line(entry), columns)) + "\n");
     const print = (keep?: number) => {
       // -n: the last `keep` matching records of what is there now, in order (one pass, a ring of them).
       const held: LedgerEntry[] = [];

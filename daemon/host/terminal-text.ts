@@ -17,9 +17,14 @@ import { StringDecoder } from "node:string_decoder";
 // The invisible ones (one list for every view): soft hyphen, the Arabic letter mark, the Hangul
 // and Mongolian fillers, zero-width space, the direction marks, line and paragraph separators,
 // embeddings and overrides, the word joiner and the invisible math operators, the isolates, the
-// byte-order mark, and the tag block U+E0000-E007F ("ASCII smuggling": text a person cannot see
-// but a model reading the same bytes does; found by an attack through teamd logs).
-const INVISIBLE = "\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}";
+// byte-order mark, the tag block U+E0000-E007F ("ASCII smuggling": text a person cannot see
+// but a model reading the same bytes does; found by an attack through teamd logs), and the
+// variation selectors but U+FE0F (U+FE00-FE0E, U+E0100-E01EF: 256 values, a byte each, hidden
+// after any character), the combining grapheme joiner, the Khmer invisible vowels, the
+// interlinear annotation marks and the invisible musical formatting marks (found by the next
+// attack). Kept: U+FE0F, the zero-width joiner and non-joiner (emoji and scripts need them).
+const INVISIBLE =
+  "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufe00-\ufe0e\ufeff\uffa0\ufff9-\ufffb\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}\u{e0100}-\u{e01ef}";
 const UNSAFE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}\\\\]`, "gu");
 
 const NAMED: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\" };
@@ -78,4 +83,39 @@ export function terminalStream(): { write(chunk: Uint8Array): string; end(): str
     write: (chunk) => render(decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)), false),
     end: () => render(decoder.end(), true),
   };
+}
+
+/**
+ * A table row for a terminal `columns` wide: cut to one visual row (ending in "…"), so text a
+ * seat put in a field — spaces to pad, then what looks like another record — never wraps onto
+ * a row of its own (found by an attack through `teamd log`'s detail column). `columns`
+ * undefined (a pipe, a file) keeps the row whole. Wide characters (CJK, emoji) count two.
+ * Apply after terminalText: an escape's visible form is what takes the room.
+ */
+export function fitRow(row: string, columns: number | undefined): string {
+  if (columns === undefined || columns <= 1) return row;
+  let width = 0;
+  let out = "";
+  for (const ch of row) {
+    const w = wide(ch.codePointAt(0) ?? 0) ? 2 : 1;
+    if (width + w > columns - 1) return `${out}…`;
+    width += w;
+    out += ch;
+  }
+  return out;
+}
+
+/** East Asian wide and fullwidth ranges, and the emoji planes: two columns in a terminal. */
+function wide(code: number): boolean {
+  return (
+    (code >= 0x1100 && code <= 0x115f) ||
+    (code >= 0x2e80 && code <= 0xa4cf) ||
+    (code >= 0xac00 && code <= 0xd7a3) ||
+    (code >= 0xf900 && code <= 0xfaff) ||
+    (code >= 0xfe30 && code <= 0xfe4f) ||
+    (code >= 0xff00 && code <= 0xff60) ||
+    (code >= 0xffe0 && code <= 0xffe6) ||
+    (code >= 0x1f300 && code <= 0x1faff) ||
+    (code >= 0x20000 && code <= 0x3fffd)
+  );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { terminalJson, terminalLines, terminalStream, terminalText } from "../../../daemon/host/terminal-text.js";
+import { fitRow, terminalJson, terminalLines, terminalStream, terminalText } from "../../../daemon/host/terminal-text.js";
 
 /** What a terminal would act on, made visible; what it would only show, passed as it is. */
 describe("terminalText", () => {
@@ -88,5 +88,21 @@ describe("invisible text a person cannot see but a model reading the same bytes 
 
   it("leaves emoji joined by ZWJ and other scripts alone", () => {
     expect(terminalText("👩‍💻 héllo 世界")).toBe("👩‍💻 héllo 世界");
+  });
+});
+
+describe("fitRow (one record, one visual row; found by an attack: a padded note wrapped into a forged row)", () => {
+  it("cuts a row wider than the terminal to one row ending in …, keeps a narrower one, and keeps everything for a pipe", () => {
+    const padded = `  7  seat.checkpoint  note=${" ".repeat(300)}999  seat:proj/bob  git.push  FORGED`;
+    const cut = fitRow(padded, 80);
+    expect([...cut]).toHaveLength(80);
+    expect(cut.endsWith("…")).toBe(true);
+    expect(cut).not.toContain("FORGED");
+    expect(fitRow("short row", 80)).toBe("short row");
+    expect(fitRow(padded, undefined)).toBe(padded);
+  });
+  it("counts wide characters as two columns", () => {
+    const cut = fitRow("世".repeat(60), 80);
+    expect(cut).toBe(`${"世".repeat(39)}…`);
   });
 });
