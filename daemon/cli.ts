@@ -9,6 +9,7 @@ import { apply } from "./commands/apply.js";
 import { log, type LogOptions } from "./commands/log.js";
 import { logsCommand, type LogsOptions } from "./commands/logs.js";
 import { egressRefusedCommand, type EgressRefusedOptions } from "./commands/egress.js";
+import { forwardCommand, type ForwardOptions } from "./commands/forward.js";
 import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
 import { verify } from "./commands/verify.js";
 import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
@@ -178,6 +179,17 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
         );
       return log(opts, ambient);
     });
+
+  program
+    .command("forward")
+    .description(
+      "while it runs, a loopback port on this machine reaches a port on a running seat's own loopback (for a login's callback), one connection at a time, recorded; any local user can reach it meanwhile",
+    )
+    .argument("<SEAT>", "the seat (SEAT or SEAT@TEAM): running, its start declaring start.network")
+    .argument("<PORT>", "the port on the seat's loopback")
+    .option("--team <TEAM>", "the seat's team")
+    .option("--local <PORT>", "the port on this machine's 127.0.0.1 (default: the same; 0: any free one)")
+    .action((seat: string, port: string, opts: ForwardOptions) => forwardCommand(seat, port, opts));
 
   const egress = program.command("egress").description("a seat's network egress (§12): what was refused, and the allow lines that would let it through");
   egress

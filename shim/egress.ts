@@ -2,6 +2,7 @@
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import { createEgressProxy } from "./egress-proxy.js";
+import { forwardControl } from "./forward.js";
 
 /**
  * The egress launcher of a seat that declares egress (src/sandbox/plan-egress.ts): bwrap runs
@@ -9,7 +10,8 @@ import { createEgressProxy } from "./egress-proxy.js";
  * seat's network namespace — the bind is synchronous for a numeric address, so the port is
  * listening before the command exists — then spawns the command at once (never waiting on
  * anything else), passes signals on, and exits with the command's status (a signal death as
- * 128+N, the shell's convention). Its own bundle holds no gRPC: it adds one small Node
+ * 128+N, the shell's convention). It also keeps teamd forward's control connection to the
+ * daemon (shim/forward.ts): the one way into this network namespace. Its own bundle holds no gRPC: it adds one small Node
  * start to a seat's launch, measured by `npm run bench -- egress`.
  */
 const PORT = 3128;
@@ -20,7 +22,8 @@ if (command.length === 0 || command[0] === "") {
   process.exit(2);
 }
 
-const proxy = createEgressProxy({ egressSocket: process.env.TEAMD_EGRESS_SOCKET || "/run/teamd/egress.sock" });
+const egressSocket = process.env.TEAMD_EGRESS_SOCKET || "/run/teamd/egress.sock";
+const proxy = createEgressProxy({ egressSocket });
 proxy.on("error", (error: NodeJS.ErrnoException) => {
   // The command runs on: without the proxy nothing leaves the seat (no route out), so this
   // fails closed; the message says why its connections fail.
@@ -30,6 +33,7 @@ proxy.on("error", (error: NodeJS.ErrnoException) => {
 });
 proxy.listen(PORT, "127.0.0.1");
 proxy.unref();
+forwardControl(egressSocket);
 
 const child = spawn(command[0] as string, command.slice(1), { stdio: "inherit" });
 for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH"] as const) {

@@ -1,6 +1,8 @@
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
+import { UsageError } from "../../src/rpc/refusal.js";
+import type { Socket } from "node:net";
 import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher.js";
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
 import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
@@ -76,6 +78,8 @@ export interface Attachment {
   readonly ended: Promise<string>;
   /** Idempotent: frees the seat for the next attacher and records the detach. */
   detach(how: string): Promise<void>;
+  /** A byte stream that may lose nothing (a forwarded connection): an owner too far behind ends it rather than drop bytes. */
+  readonly lossless?: boolean;
 }
 
 /** The size a seat's pty starts with, before anyone attaches. */
@@ -90,6 +94,8 @@ export interface SeatManager {
   halt(team: string, seat: string, why: string, by?: StoppedBy): Promise<SeatView | undefined>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: ExecOptions, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
+  /** teamd forward: one connection to `port` on the running seat's loopback, as an attachment (keys in, data out); recorded. */
+  forward(team: string | undefined, seat: string, port: number): Promise<Attachment>;
   /** `teamd exec -t`: one command in a pty of its own inside the running seat, as an attachment; detaching kills it. */
   execTty(
     team: string | undefined,
@@ -124,6 +130,8 @@ export interface SeatManagerOptions {
   readonly launcher: Launcher;
   openSocket(team: string, seat: string, at: string, egress: boolean): Promise<string>;
   closeSocket(team: string, seat: string): Promise<void>;
+  /** A connection to a port on a running seat's own loopback, through its launcher (src/effects/forward-hub.ts). */
+  forward?(team: string, seat: string, port: number): Promise<{ socket: Socket; rest: Buffer }>;
   readonly log: (line: string) => void;
   /** The daemon's clock (unix ms) and id source, from the composition root: a seat's start time and run id. */
   readonly now: () => number;
@@ -781,6 +789,65 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
             await record(RecordType.NOTICE, slot.view, "seat.detach", slot.view.runId, { by: "owner", how, attach_seq: String(recorded.seq) }).catch(
               (error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: detach not recorded: ${String(error)}`),
             );
+          })();
+          return detached;
+        },
+      };
+    },
+    async forward(team, seat, port) {
+      const t = team ?? teamOf(seat, true);
+      const slot = slots.get(key(t, seat));
+      if (slot === undefined || slot.process === undefined || slot.view.state !== "running") {
+        throw new RefusalError("seat.not-running", `seat '${seat}' of team '${t}' is not running; start it first: teamd start ${seat}@${t}`);
+      }
+      if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`the port ${port} is not between 1 and 65535`);
+      if (options.forward === undefined) throw new Error("this daemon forwards no connection");
+      // Recorded before a byte moves: who, which port; never what passes.
+      const recorded = await record(RecordType.NOTICE, slot.view, "seat.forward", slot.view.runId, { by: "owner", port: String(port) });
+      const started = options.now();
+      let opened: { socket: Socket; rest: Buffer };
+      try {
+        opened = await options.forward(t, seat, port);
+      } catch (error) {
+        const why = error instanceof Error ? error.message : String(error);
+        await record(RecordType.NOTICE, slot.view, "seat.forward-end", slot.view.runId, {
+          by: "owner",
+          port: String(port),
+          how: `not opened: ${why}`,
+          forward_seq: String(recorded.seq),
+        }).catch(() => undefined);
+        throw new RefusalError("seat.forward", `port ${port} of seat '${seat}' could not be reached: ${why}`);
+      }
+      const { socket, rest } = opened;
+      socket.on("error", () => undefined);
+      const ended = new Promise<string>((resolve) => socket.once("close", () => resolve("closed by the seat")));
+      let detached: Promise<void> | undefined;
+      return {
+        view: slot.view,
+        seq: recorded.seq,
+        scrollback: rest,
+        lossless: true,
+        onData: (listener) => {
+          socket.on("data", listener);
+          socket.resume();
+        },
+        write: (bytes) => void socket.write(bytes),
+        resize: () => undefined,
+        ended,
+        detach(how) {
+          detached ??= (async () => {
+            const up = socket.bytesWritten;
+            const down = socket.bytesRead;
+            socket.destroy();
+            await record(RecordType.NOTICE, slot.view, "seat.forward-end", slot.view.runId, {
+              by: "owner",
+              port: String(port),
+              how,
+              up_bytes: String(up),
+              down_bytes: String(down),
+              ms: String(options.now() - started),
+              forward_seq: String(recorded.seq),
+            }).catch((error: unknown) => log(`seat ${slot.view.team}/${slot.view.seat}: forward's end not recorded: ${String(error)}`));
           })();
           return detached;
         },

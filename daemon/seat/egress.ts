@@ -9,6 +9,7 @@ import type { EgressResolver } from "../../src/effects/egress-resolve.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { clearStaleSocket, removeSocket, restrictSocket, type SocketAccess } from "../../src/rpc/unix-socket.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { createForwardHub, type ForwardHub } from "../../src/effects/forward-hub.js";
 
 /**
  * A seat's egress (§12), daemon side: one unix socket per seat, bound into the seat at
@@ -66,12 +67,15 @@ const HEADERLESS_SLACK = 8;
 
 export interface EgressServer {
   readonly socketPath: string;
+  /** teamd forward's way into the seat's loopback, through its launcher. */
+  readonly forward: ForwardHub;
   close(): Promise<void>;
 }
 
 export async function openEgressServer(identity: SeatIdentity, socketPath: string, access: SocketAccess, deps: EgressDeps): Promise<EgressServer> {
   const limits = { ...DEFAULT_EGRESS_LIMITS, ...deps.limits };
   const open = new Set<Socket>();
+  const forward = createForwardHub(deps.newId);
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
     open.add(socket);
     socket.once("close", () => open.delete(socket));
@@ -84,6 +88,12 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
   async function handle(socket: Socket): Promise<void> {
     socket.on("error", () => undefined);
     const header = await readHeader(socket, limits.headerTimeoutMs);
+    // teamd forward's channel from the seat's launcher (src/effects/forward-hub.ts): not egress.
+    // Not counted among the seat's egress connections: the hub bounds its own (one control, its own opens).
+    if (header !== undefined && header.line.startsWith("FORWARD-")) {
+      open.delete(socket);
+      return forward.accept(header.line, socket, header.rest);
+    }
     let ctx: SeatContext;
     try {
       ctx = await deps.pipeline.context(identity, ACTION);
@@ -191,7 +201,9 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
   await restrictSocket(socketPath, access);
   return {
     socketPath,
+    forward,
     async close() {
+      forward.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of open) socket.destroy();
       await closed;

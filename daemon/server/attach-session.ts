@@ -24,15 +24,23 @@ export async function* attachSession(manager: SeatManager, requests: AsyncIterab
   const team = open.team === "" ? undefined : checkName("team", open.team);
   const size = { cols: open.size?.cols ?? 0, rows: open.size?.rows ?? 0 };
   // With a command, teamd exec -t: the command in a pty of its own, ended when the owner leaves.
+  // With a port, teamd forward: one connection to that port on the seat's own loopback.
   const attachment =
-    open.command.length > 0
-      ? await manager.execTty(team, seat, open.command, size, { timeoutMs: open.noTimeout ? "none" : open.timeoutMs })
-      : await manager.attach(team, seat, size);
+    open.forwardPort > 0
+      ? await manager.forward(team, seat, open.forwardPort)
+      : open.command.length > 0
+        ? await manager.execTty(team, seat, open.command, size, { timeoutMs: open.noTimeout ? "none" : open.timeoutMs })
+        : await manager.attach(team, seat, size);
   let how = "detached by the owner";
   const queue = new AsyncQueue<Out>();
   const sizeOf = (out: Out) => (out.output?.case === "data" ? (out.output.value as Uint8Array).byteLength : 0);
   attachment.onData((chunk) => {
     if (queue.bytes + chunk.length <= RELAY_CAP) queue.push({ output: { case: "data", value: chunk } }, chunk.length);
+    else if (attachment.lossless === true) {
+      // A byte stream must not lose bytes: an owner this far behind ends it instead.
+      how = `closed: the owner's side fell ${RELAY_CAP / 1024 / 1024} MiB behind`;
+      queue.close();
+    }
   });
   void attachment.ended.then((ended) => {
     how = `the seat's command ended (${ended})`;

@@ -310,6 +310,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
         launcher: options.launcher ?? createLauncher(),
         openSocket: (team, seat, at, egress) => openSeat({ team, seat }, at, { egress }),
         closeSocket: (team, seat) => closeSeat({ team, seat }),
+        forward: (team, seat, port) => {
+          const hub = seatServers.get(`${team}.${seat}`)?.egress?.forward;
+          if (hub === undefined) return Promise.reject(new Error("this seat has no egress socket: a seat forwards only when its start declares start.network"));
+          return hub.open(port);
+        },
         log,
         now,
         newId,

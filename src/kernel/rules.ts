@@ -334,6 +334,11 @@ export const RULES = {
     section: "§10",
     summary: "the act needs a running seat (exec runs inside its exact containment); start the seat first",
   },
+  "seat.forward": {
+    section: "§12",
+    summary:
+      "teamd forward could not reach the port on the seat's own loopback (nothing listens there, or the seat's launcher is not connected: a seat forwards only when its start declares start.network)",
+  },
   "seat.frozen": {
     section: "§10",
     summary: "the seat is frozen (teamd freeze): nothing runs inside it until the owner thaws it (teamd thaw)",
