@@ -30,7 +30,8 @@ export function forwardControl(egressSocket: string): void {
 }
 
 function openOne(egressSocket: string, id: string, port: number): void {
-  const local = connect(port, "127.0.0.1");
+  // Half-open both ways: one side's end is passed on, and the other's answer still comes back.
+  const local = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
   let connected = false;
   local.once("error", (error: NodeJS.ErrnoException) => {
     if (!connected) {
@@ -41,7 +42,7 @@ function openOne(egressSocket: string, id: string, port: number): void {
   });
   local.once("connect", () => {
     connected = true;
-    const back = connect(egressSocket);
+    const back = connect({ path: egressSocket, allowHalfOpen: true });
     back.on("error", () => local.destroy());
     local.on("error", () => back.destroy());
     back.write(`FORWARD-DATA ${id}\n`);
@@ -49,5 +50,13 @@ function openOne(egressSocket: string, id: string, port: number): void {
     back.pipe(local);
     local.once("close", () => back.destroy());
     back.once("close", () => local.destroy());
+    const both = () => {
+      if (local.writableEnded && back.writableEnded) {
+        local.destroySoon();
+        back.destroySoon();
+      }
+    };
+    local.on("end", both);
+    back.on("end", both);
   });
 }

@@ -16,6 +16,11 @@ import { seatTarget } from "./seat.js";
  * and the port closes with it. While it runs, any local user can connect to that port: the
  * docs say so; keep it open only for the login.
  */
+/** What one connection may have queued for the daemon before it is read no further for a while. */
+const HIGH_WATER = 1024 * 1024;
+/** How long a client may keep its side open after ours ended. */
+const LINGER_MS = 5_000;
+
 export interface ForwardOptions {
   readonly team?: string;
   readonly local?: string;
@@ -28,7 +33,8 @@ export async function forwardCommand(spec: string, portText: string, options: Fo
   const rpc = createRpcClient(ControlService, resolveHome().controlSocket, { deadlineMs: 30_000, streamDeadlineMs: 24 * 3600 * 1000 });
   let active: Socket | undefined;
   let served = 0;
-  const server: Server = createServer((socket) => {
+  // Half-open: a client that ends its request still reads the seat's answer.
+  const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
     if (active !== undefined) return void socket.destroy();
     active = socket;
     const n = ++served;
@@ -48,19 +54,51 @@ export async function forwardCommand(spec: string, portText: string, options: Fo
     type In = Parameters<typeof rpc.attach>[0] extends AsyncIterable<infer I> ? I : never;
     const queue = new AsyncQueue<In>();
     queue.push({ input: { case: "open", value: { team: target.team, seat: target.seat, forwardPort: port } } });
-    socket.on("data", (chunk: Buffer) => queue.push({ input: { case: "keys", value: chunk } }));
-    socket.once("end", () => queue.close());
-    socket.once("close", () => queue.close());
-    socket.on("error", () => queue.close());
+    // Paced: past HIGH_WATER queued for the daemon, stop reading this connection until it drains.
+    socket.on("data", (chunk: Buffer) => {
+      queue.push({ input: { case: "keys", value: chunk } }, chunk.length);
+      if (queue.bytes > HIGH_WATER) socket.pause();
+    });
+    const sizeOf = (item: In) => (item.input?.case === "keys" ? (item.input.value as Uint8Array).byteLength : 0);
+    async function* paced(): AsyncGenerator<In> {
+      for await (const item of queue.drain(sizeOf)) {
+        yield item;
+        if (queue.bytes < HIGH_WATER / 4 && socket.isPaused()) socket.resume();
+      }
+      // A failing source cancels the call (src/rpc/client.ts): the daemon sees the owner gone.
+      if (broken) throw new Error("the connection on this machine closed before it ended");
+    }
+    // Its end is a half-close passed on; its close or an error before that ends the call.
+    let finished = false;
+    let broken = false;
+    socket.once("end", () => {
+      finished = true;
+      queue.close();
+    });
+    const abort = () => {
+      if (finished) return;
+      broken = true;
+      queue.close();
+    };
+    socket.once("close", abort);
+    socket.on("error", abort);
     let how = "closed by this side";
-    for await (const reply of rpc.attach(queue.drain())) {
+    for await (const reply of rpc.attach(paced())) {
       const output = reply.output;
       if (output.case === "data") {
         if (!socket.write(output.value)) await new Promise((resolve) => socket.once("drain", resolve));
       } else if (output.case === "ended") how = output.value;
       else if (output.case === "detached") break;
     }
-    socket.end();
+    // Cut (bytes were left behind): the client's connection is reset, never ended as if whole.
+    if (how.startsWith("closed: ")) socket.destroy();
+    else {
+      // Our side done; what the client still sends is read and dropped, and a client that
+      // never closes its side is let go after LINGER_MS.
+      socket.end();
+      socket.resume();
+      setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    }
     return how;
   }
 

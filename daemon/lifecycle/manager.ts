@@ -2,7 +2,7 @@ import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { UsageError } from "../../src/rpc/refusal.js";
-import type { Socket } from "node:net";
+import type { ForwardedConnection } from "../../src/effects/forward-hub.js";
 import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher.js";
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
 import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
@@ -80,7 +80,12 @@ export interface Attachment {
   detach(how: string): Promise<void>;
   /** A byte stream that may lose nothing (a forwarded connection): an owner too far behind ends it rather than drop bytes. */
   readonly lossless?: boolean;
+  /** The owner's side finished sending (a half-close): the output goes on until `ended`. Without it, the owner's end is the detach. */
+  endInput?(): void;
 }
+
+/** teamd forward: what the owner's side may send ahead of what the seat has read. */
+const FORWARD_UNREAD_CAP = 4 * 1024 * 1024;
 
 /** The size a seat's pty starts with, before anyone attaches. */
 const PTY_COLS = SEAT_PTY_SIZE.cols;
@@ -131,7 +136,7 @@ export interface SeatManagerOptions {
   openSocket(team: string, seat: string, at: string, egress: boolean): Promise<string>;
   closeSocket(team: string, seat: string): Promise<void>;
   /** A connection to a port on a running seat's own loopback, through its launcher (src/effects/forward-hub.ts). */
-  forward?(team: string, seat: string, port: number): Promise<{ socket: Socket; rest: Buffer }>;
+  forward?(team: string, seat: string, port: number): Promise<ForwardedConnection>;
   readonly log: (line: string) => void;
   /** The daemon's clock (unix ms) and id source, from the composition root: a seat's start time and run id. */
   readonly now: () => number;
@@ -805,7 +810,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       // Recorded before a byte moves: who, which port; never what passes.
       const recorded = await record(RecordType.NOTICE, slot.view, "seat.forward", slot.view.runId, { by: "owner", port: String(port) });
       const started = options.now();
-      let opened: { socket: Socket; rest: Buffer };
+      let opened: ForwardedConnection;
       try {
         opened = await options.forward(t, seat, port);
       } catch (error) {
@@ -818,9 +823,17 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         }).catch(() => undefined);
         throw new RefusalError("seat.forward", `port ${port} of seat '${seat}' could not be reached: ${why}`);
       }
-      const { socket, rest } = opened;
+      const { socket, rest, headerBytes } = opened;
       socket.on("error", () => undefined);
-      const ended = new Promise<string>((resolve) => socket.once("close", () => resolve("closed by the seat")));
+      // What the seat took of what the owner's side sent (not what still waits in our buffer), and what it sent (not the launcher's header).
+      const counted = () => ({ up: socket.bytesWritten - socket.writableLength, down: Math.max(0, socket.bytesRead - headerBytes) });
+      let cut: { how: string; up: number; down: number } | undefined;
+      // The seat ending its side ends the forwarded connection (after what it sent is delivered);
+      // the socket is half-open, so its end is seen here, not only its close.
+      const ended = new Promise<string>((resolve) => {
+        socket.once("end", () => resolve("closed by the seat"));
+        socket.once("close", () => resolve(cut?.how ?? "closed by the seat"));
+      });
       let detached: Promise<void> | undefined;
       return {
         view: slot.view,
@@ -831,18 +844,26 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
           socket.on("data", listener);
           socket.resume();
         },
-        write: (bytes) => void socket.write(bytes),
+        // What the owner's side sends waits in memory only while the seat reads: past
+        // FORWARD_UNREAD_CAP unread, the connection ends, and says so.
+        write: (bytes) => {
+          if (cut !== undefined) return;
+          if (socket.writableLength + bytes.length <= FORWARD_UNREAD_CAP) return void socket.write(bytes);
+          cut = { how: `closed: the seat left ${FORWARD_UNREAD_CAP / 1024 / 1024} MiB the owner's side sent unread`, ...counted() };
+          socket.destroy();
+        },
+        // The owner's side finished sending: passed on, and the seat's answer still comes back.
+        endInput: () => socket.end(),
         resize: () => undefined,
         ended,
         detach(how) {
           detached ??= (async () => {
-            const up = socket.bytesWritten;
-            const down = socket.bytesRead;
+            const { up, down } = cut ?? counted();
             socket.destroy();
             await record(RecordType.NOTICE, slot.view, "seat.forward-end", slot.view.runId, {
               by: "owner",
               port: String(port),
-              how,
+              how: cut?.how ?? how,
               up_bytes: String(up),
               down_bytes: String(down),
               ms: String(options.now() - started),

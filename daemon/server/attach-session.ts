@@ -60,9 +60,10 @@ export async function* attachSession(manager: SeatManager, requests: AsyncIterab
       if (input.case === "keys") attachment.write(input.value);
       else if (input.case === "resize") attachment.resize(input.value.cols, input.value.rows);
     }
-  })()
-    .catch(() => undefined)
-    .finally(() => queue.close());
+    // A byte stream's owner side ended cleanly: a half-close, and the answer still comes back.
+    if (attachment.endInput !== undefined) return attachment.endInput();
+    queue.close();
+  })().catch(() => queue.close());
   try {
     yield {
       output: {

@@ -21,9 +21,15 @@ import type { Socket } from "node:net";
 export interface ForwardHub {
   /** A connection whose header was FORWARD-*: taken over here. */
   accept(header: string, socket: Socket, rest: Buffer): void;
-  /** A connection to `port` on the seat's loopback, through its launcher; its first bytes in `rest`. */
-  open(port: number): Promise<{ socket: Socket; rest: Buffer }>;
+  /** A connection to `port` on the seat's loopback, through its launcher; its first bytes in `rest`; `headerBytes` of what it read were the launcher's header, not the seat's. */
+  open(port: number): Promise<ForwardedConnection>;
   close(): void;
+}
+
+export interface ForwardedConnection {
+  readonly socket: Socket;
+  readonly rest: Buffer;
+  readonly headerBytes: number;
 }
 
 export const FORWARD_HEADER = /^FORWARD-(CONTROL|DATA|FAIL)(?: ([0-9a-f-]{1,64}))?(?: ([A-Z0-9_]{1,32}))?$/;
@@ -33,7 +39,7 @@ const MAX_PENDING = 8;
 const CONTROL_INPUT_CAP = 4096;
 
 interface Pending {
-  resolve(value: { socket: Socket; rest: Buffer }): void;
+  resolve(value: ForwardedConnection): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
 }
@@ -41,6 +47,8 @@ interface Pending {
 export function createForwardHub(newId: () => string): ForwardHub {
   let control: Socket | undefined;
   const pending = new Map<string, Pending>();
+  // Forwarded connections in use: ended with the seat (its stop closes this hub).
+  const live = new Set<Socket>();
   const settle = (id: string): Pending | undefined => {
     const p = pending.get(id);
     if (p === undefined) return undefined;
@@ -74,7 +82,9 @@ export function createForwardHub(newId: () => string): ForwardHub {
         socket.destroy();
         return waiting.reject(new Error(`nothing answered on that port in the seat (${code ?? "failed"})`));
       }
-      waiting.resolve({ socket, rest });
+      live.add(socket);
+      socket.once("close", () => live.delete(socket));
+      waiting.resolve({ socket, rest, headerBytes: Buffer.byteLength(header, "latin1") + 1 });
     },
     open(port) {
       if (control === undefined || control.destroyed)
@@ -95,6 +105,7 @@ export function createForwardHub(newId: () => string): ForwardHub {
     },
     close() {
       control?.destroy();
+      for (const socket of live) socket.destroy();
       for (const id of [...pending.keys()]) settle(id)?.reject(new Error("the seat stopped"));
     },
   };

@@ -23,7 +23,9 @@ if (asRoot) ensureSeatUser();
 
 const SERVER = [
   "require('http').createServer((q, s) => { if (q.url.startsWith('/slow')) return setTimeout(() => s.end('slow done'), 1500);",
-  "s.end('callback ' + q.url + ' answered in the seat'); }).listen(1455, '127.0.0.1', () => console.log('listening'))",
+  "s.end('callback ' + q.url + ' answered in the seat'); }).listen(1455, '127.0.0.1', () => console.log('listening'));",
+  // A listener that never reads: what the owner's side sends it must not pile up in the daemon.
+  "require('net').createServer((c) => c.pause()).listen(1456, '127.0.0.1');",
 ].join(" ");
 
 interface Rec {
@@ -131,6 +133,33 @@ describe.runIf(process.platform === "linux")("teamd forward", () => {
     expect(await waitFor(() => /connection 1: /.test(f.stderr()), 10_000), f.stderr()).toBe(true);
     expect(await fetchText(f.port, "/after")).toBe("callback /after answered in the seat");
   });
+
+  it("a seat that never reads what the owner's side sends: the connection ends past 4 MiB unread, nothing piles up", async () => {
+    const f = await forward(["web", "1456", "--local", "0"]);
+    const sent = await new Promise<{ wrote: number; how: string }>((resolve) => {
+      const s = connect(f.port, "127.0.0.1");
+      let wrote = 0;
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      const pump = () => {
+        while (wrote < 64 * 1024 * 1024 && s.write(chunk)) wrote += chunk.length;
+        if (wrote < 64 * 1024 * 1024) s.once("drain", () => ((wrote += chunk.length), pump()));
+      };
+      s.once("connect", pump);
+      s.resume();
+      s.once("close", () => resolve({ wrote, how: "closed" }));
+      s.on("error", () => undefined);
+      setTimeout(() => (s.destroy(), resolve({ wrote, how: "timeout" })), 30_000);
+    });
+    expect(sent.how).toBe("closed");
+    expect(sent.wrote).toBeLessThan(64 * 1024 * 1024);
+    expect(await waitFor(() => /connection 1: closed: the seat left 4 MiB the owner's side sent unread/.test(f.stderr()), 10_000), f.stderr()).toBe(true);
+    const end = (await h.records<Rec>("--seat", "web")).filter((r) => r.action === "seat.forward-end").at(-1);
+    expect(end?.fields?.how).toMatch(/the seat left 4 MiB/);
+    expect(Number(end?.fields?.up_bytes)).toBeLessThanOrEqual(8 * 1024 * 1024);
+    // The daemon answers on: the next connection is served.
+    const g = await forward(["web", "1455", "--local", "0"]);
+    expect(await fetchText(g.port, "/after-flood")).toBe("callback /after-flood answered in the seat");
+  }, 60_000);
 
   it("refused: a port where nothing listens in the seat, a seat without start.network, a stopped seat, a bad port", async () => {
     const f = await forward(["web", "9", "--local", "0"]);
