@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { connect } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
-import { TEAMD } from "../support/programs.js";
+import { forwardRuns } from "../support/forward-cli.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
@@ -73,7 +72,7 @@ function raw(port: number, opts: { send?: string; halfClose?: boolean; timeoutMs
 
 describe.runIf(process.platform === "linux")("escape: teamd forward", () => {
   let h: TeamdHarness;
-  const children: ChildProcess[] = [];
+  const runs = forwardRuns(() => h);
 
   beforeAll(async () => {
     h = await appliedTeam(
@@ -96,30 +95,12 @@ describe.runIf(process.platform === "linux")("escape: teamd forward", () => {
     // The servers are up in the seat.
     await new Promise((r) => setTimeout(r, 1500));
   }, 90_000);
-  afterEach(async () => {
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-        process.kill(child.pid, "SIGKILL");
-        await new Promise((resolve) => child.once("exit", resolve));
-      }
-    }
-  });
+  afterEach(() => runs.stopAll());
   afterAll(async () => {
     await h?.cleanup();
   });
 
-  const forward = async (args: string[]): Promise<{ child: ChildProcess; port: number; stderr: () => string; exit: Promise<number | null> }> => {
-    const child = spawn(process.execPath, [TEAMD, "forward", ...args], { env: { ...process.env, ...h.env }, cwd: h.repo, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
-    let out = "";
-    let err = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-    const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    expect(await waitFor(() => /forwarding 127\.0\.0\.1:\d+/.test(out) || child.exitCode !== null, 15_000), err).toBe(true);
-    const port = Number(/forwarding 127\.0\.0\.1:(\d+)/.exec(out)?.[1] ?? 0);
-    return { child, port, stderr: () => err, exit };
-  };
+  const forward = (args: string[]) => runs.start(args);
 
   it("the seat closing its side ends the owner's connection (no hang), and the record's down_bytes is the seat's bytes, not the header's", async () => {
     const f = await forward(["evil", "2001", "--local", "0"]);

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { get } from "node:http";
 import { connect } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
-import { TEAMD } from "../support/programs.js";
+import { forwardRuns } from "../support/forward-cli.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
@@ -36,7 +35,7 @@ interface Rec {
 
 describe.runIf(process.platform === "linux")("teamd forward", () => {
   let h: TeamdHarness;
-  const children: ChildProcess[] = [];
+  const runs = forwardRuns(() => h);
 
   beforeAll(async () => {
     h = await appliedTeam(
@@ -56,31 +55,12 @@ describe.runIf(process.platform === "linux")("teamd forward", () => {
     );
     await h.ok(["start", "--team", "proj"]);
   }, 90_000);
-  afterEach(async () => {
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-        process.kill(child.pid, "SIGKILL");
-        await new Promise((resolve) => child.once("exit", resolve));
-      }
-    }
-  });
+  afterEach(() => runs.stopAll());
   afterAll(async () => {
     await h?.cleanup();
   });
 
-  /** `teamd forward` as a person runs it, until it says where it listens. */
-  const forward = async (args: string[]): Promise<{ child: ChildProcess; port: number; stderr: () => string; exit: Promise<number | null> }> => {
-    const child = spawn(process.execPath, [TEAMD, "forward", ...args], { env: { ...process.env, ...h.env }, cwd: h.repo, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
-    let out = "";
-    let err = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-    const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    expect(await waitFor(() => /forwarding 127\.0\.0\.1:\d+/.test(out) || child.exitCode !== null, 15_000), err).toBe(true);
-    const port = Number(/forwarding 127\.0\.0\.1:(\d+)/.exec(out)?.[1] ?? 0);
-    return { child, port, stderr: () => err, exit };
-  };
+  const forward = (args: string[]) => runs.start(args);
   const fetchText = (port: number, path: string) =>
     new Promise<string>((resolve, reject) => {
       const req = get({ host: "127.0.0.1", port, path, agent: false, timeout: 10_000 }, (res) => {
