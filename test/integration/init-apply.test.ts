@@ -39,6 +39,15 @@ async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<vo
 
 type LogLine = { seq: number; type: string; result: string; action: string; team: string };
 
+/** `teamd log --follow ARGS` running beside the test: what it printed so far, and its exit. */
+function followLog(h: TeamdHarness, args: string[]) {
+  const child = spawn(process.execPath, [TEAMD, "log", "--follow", ...args], { env: { ...process.env, ...h.env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, exited, out: () => out };
+}
+
 describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () => {
   let h: TeamdHarness;
 
@@ -90,23 +99,17 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   });
 
   it("follows the log as records are appended, and stops on SIGINT", async () => {
-    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "--type", "policy"], {
-      env: { ...process.env, ...h.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const follow = followLog(h, ["--type", "policy"]);
     try {
-      await waitFor(() => out.split("\n").filter(Boolean).length === 1);
+      await waitFor(() => follow.out().split("\n").filter(Boolean).length === 1);
       const applied = await h.run(["apply", "--yes"]);
       expect(applied.code, applied.stderr).toBe(0);
-      await waitFor(() => out.split("\n").filter(Boolean).length === 2);
-      expect(out).toMatch(/policy\s+proj\s+owner \(witnessed\)\s+policy\.apply/);
+      await waitFor(() => follow.out().split("\n").filter(Boolean).length === 2);
+      expect(follow.out()).toMatch(/policy\s+proj\s+owner \(witnessed\)\s+policy\.apply/);
     } finally {
-      child.kill("SIGINT");
+      follow.child.kill("SIGINT");
     }
-    expect(await exited).toBe(0);
+    expect(await follow.exited).toBe(0);
   });
 
   it("filters the log by team, seat, time and count; --follow starts from the last 10, not the whole history (issue 23)", async () => {
@@ -129,26 +132,21 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
     ])
       expect((await h.run(["log", ...bad])).code).toBe(2);
     // --follow: the last 10 first (here -n 1), then it would wait for more.
-    const child = spawn(process.execPath, [TEAMD, "log", "--follow", "-n", "1", "--json"], {
-      env: { ...process.env, ...h.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const follow = followLog(h, ["-n", "1", "--json"]);
     try {
-      await waitFor(() => out.split("\n").filter(Boolean).length >= 1);
+      await waitFor(() => follow.out().split("\n").filter(Boolean).length >= 1);
       await new Promise((r) => setTimeout(r, 700));
       expect(
-        out
+        follow
+          .out()
           .split("\n")
           .filter(Boolean)
           .map((l) => (JSON.parse(l) as Rec).seq),
       ).toEqual([all.at(-1)?.seq]);
     } finally {
-      child.kill("SIGINT");
+      follow.child.kill("SIGINT");
     }
-    expect(await exited).toBe(0);
+    expect(await follow.exited).toBe(0);
   });
 
   it("shows what a new file changes against the policy in force before it signs", async () => {
