@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { chmod, chown, lchown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { git } from "../../src/effects/git.js";
 import { buildReservedSet } from "../../src/objects/reserved-set.js";
 import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/host-facts.js";
 import { compilePlan } from "../../src/sandbox/plan.js";
+import { SEAT_PROFILE } from "../../src/sandbox/seat-profile.js";
 import type { EgressInput, SandboxPlan } from "../../src/sandbox/plan-types.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import type { Refusal } from "../../src/kernel/index.js";
@@ -191,15 +192,24 @@ async function installShim(home: TeamdHome, built = builtShimBundle(), name = "t
   } catch {
     throw new RefusalError("containment.failed", `the shim bundle ${built} is not built; fix: run npm run build (scripts/build-shim.ts)`);
   }
+  return installSeatFile(home, name, ".mjs", bytes, 0o755);
+}
+
+/**
+ * A file every seat binds (a bundle, the login profile), in TEAMD_HOME/shim by its content's
+ * digest: written once, whole (a temporary name, then a rename), never changed in place while
+ * a seat binds it.
+ */
+async function installSeatFile(home: TeamdHome, name: string, extension: string, bytes: Buffer, mode: number): Promise<string> {
   const digest = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
   const dir = shimCopyDir(home);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await chmod(dir, 0o755);
-  const copy = join(dir, `${name}-${digest}.mjs`);
+  const copy = join(dir, `${name}-${digest}${extension}`);
   if (!existsSync(copy)) {
     const temp = `${copy}.${process.pid}.tmp`;
-    await copyFile(built, temp);
-    await chmod(temp, 0o755);
+    await writeFile(temp, bytes, { mode });
+    await chmod(temp, mode);
     await rename(temp, copy);
   }
   return copy;
@@ -238,7 +248,8 @@ async function planSeat(
     if (!described.ok) throw fromRefusal(described.refusal);
     return described.value;
   };
-  const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatSocket: socket });
+  const seatProfile = await installSeatFile(home, "seat-profile", ".sh", Buffer.from(SEAT_PROFILE), 0o644);
+  const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatProfile, seatSocket: socket });
   if (!facts.ok) throw fromRefusal(facts.refusal);
   const result = compilePlan({
     seat: { team: target.team, seat: target.seat },

@@ -19,6 +19,8 @@ export interface HostFactsRequest {
   readonly shimBundle?: string;
   /** The bundle's name on the seat's PATH (plan-types HostFacts.shimCommand). */
   readonly shimCommand?: string;
+  /** teamd's /etc/profile for seats (plan-types HostFacts.seatProfile). */
+  readonly seatProfile?: string;
   readonly seatSocket: string;
 }
 
@@ -53,6 +55,12 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
     if (!shim.ok) return fail(`the shim bundle: ${shim.reason}`, "build the shim bundle (npm run build)");
     shimBundle = shim.path;
   }
+  let seatProfile: string | undefined;
+  if (request.seatProfile !== undefined) {
+    const profile = await canonicalize(request.seatProfile);
+    if (!profile.ok) return fail(`the seat profile: ${profile.reason}`, "let teamd write its seat profile into TEAMD_HOME/shim");
+    seatProfile = profile.path;
+  }
   const socket = await canonicalize(request.seatSocket);
   if (!socket.ok) return fail(`the seat socket: ${socket.reason}`, "open the seat's socket before planning its sandbox");
   const socketId = await identify(socket.path);
@@ -68,6 +76,7 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
       node: node.path,
       shimBundle,
       ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}),
+      ...(seatProfile !== undefined ? { seatProfile } : {}),
       seatSocket: { path: socket.path, id: socketId.info.id },
       procKeyFiles: PROC_KEY_FILES.filter((path) => existsSync(path)),
     },

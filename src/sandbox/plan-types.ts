@@ -64,6 +64,11 @@ export interface HostFacts {
    * under /run/teamd/bin, which PATH then ends with. Absent: the bundle is at TEAMD_SHIM only.
    */
   readonly shimCommand?: string;
+  /**
+   * Canonical path of teamd's login profile for seats (seat-profile.ts), bound at /etc/profile
+   * in place of the host's. Absent: the host's /etc/profile is bound like the rest of /etc.
+   */
+  readonly seatProfile?: string;
   /** The seat's own socket on the host, and its identity. */
   readonly seatSocket: { readonly path: string; readonly id: ObjectId };
   /**

@@ -2,6 +2,7 @@ import type { Refusal } from "../kernel/decision.js";
 import { objectKey } from "../objects/object-id.js";
 import { comparePaths, isAtOrUnder, isCanonicalAbsolute, isStrictlyUnder } from "../objects/paths.js";
 import { etcMounts } from "./etc-filter.js";
+import { SEAT_PROFILE_INSIDE } from "./seat-profile.js";
 import { LINUX_BASE, SHIM_BIN } from "./linux-base.js";
 import { buildEnv } from "./plan-env.js";
 import { collectMasks } from "./plan-masks.js";
@@ -80,6 +81,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     ["node runtime", host.node],
     ["seat socket", host.seatSocket.path],
     ...(host.shimBundle === undefined ? [] : [["shim bundle", host.shimBundle] as [string, string]]),
+    ...(host.seatProfile === undefined ? [] : [["seat profile", host.seatProfile] as [string, string]]),
   ];
   for (const [what, path] of named) {
     if (!isCanonicalAbsolute(path)) return undecidable(`the ${what} path '${path}' is not canonical (canonicalize it with src/objects first)`);
@@ -101,8 +103,15 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   const writablePaths = new Set(roots.filter((r) => r.writable).map((r) => r.root.path));
   const boundRoots = roots.filter((r) => r.writable || !writablePaths.has(r.root.path)).sort((a, b) => comparePaths(a.root.path, b.root.path));
 
-  const etc = etcMounts(host.etc, host.etcListed, base.etcDeny, input.reserved);
-  if (!Array.isArray(etc)) return etc;
+  const hostEtc = etcMounts(host.etc, host.etcListed, base.etcDeny, input.reserved);
+  if (!Array.isArray(hostEtc)) return hostEtc;
+  // teamd's login profile in place of the host's, which would reset PATH (seat-profile.ts).
+  const etc: MountOp[] = host.seatProfile === undefined ? hostEtc : hostEtc.filter((op) => !("dest" in op) || op.dest !== SEAT_PROFILE_INSIDE);
+  if (host.seatProfile !== undefined) {
+    const refused = checkPlainSource("seat profile", host.seatProfile, input.reserved, base);
+    if (refused) return refused;
+    etc.push({ op: "ro-bind", src: host.seatProfile, dest: SEAT_PROFILE_INSIDE });
+  }
 
   const extra: MountOp[] = [];
   const covered = (path: string) =>

@@ -193,6 +193,18 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(own.stdout).toBe("Agent <a@b>\n");
   });
 
+  it("a login shell keeps the seat's PATH (bash -l, sh -l: Codex runs each command in one): teamd-shim and git's remote helper are found", async () => {
+    for (const shell of ["bash", "sh"]) {
+      const r = await h.exec("scout", [shell, "-lc", 'command -v teamd-shim; command -v git-remote-teamd; echo "$PATH"']);
+      expect(r.code, `${shell}: ${r.stderr}`).toBe(0);
+      const [shim, helper, path] = r.stdout.trim().split("\n");
+      expect([shim, helper]).toEqual(["/run/teamd/bin/teamd-shim", "/run/teamd/bin/git-remote-teamd"]);
+      // As the seat was started: the system's folders, teamd's, then the seat's own ~/.local/bin last.
+      expect(path).toBe(`${(await h.exec("scout", ["sh", "-c", 'echo "$PATH"'])).stdout.trim()}`);
+      expect(path).toMatch(/:\/run\/teamd\/bin:[^:]*\/home\/\.local\/bin$/);
+    }
+  });
+
   it("exec sees the running seat's /tmp: one /tmp per run, not one per launch", async () => {
     expect((await h.exec("scout", ["sh", "-c", "echo from-one > /tmp/shared-note"])).code).toBe(0);
     const seen = await h.exec("scout", ["cat", "/tmp/shared-note"]);

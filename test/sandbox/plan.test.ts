@@ -182,6 +182,16 @@ describe("compilePlan: cases", () => {
     expect(dests(p, "mask")).toContain(`${APP}/.git`);
   });
 
+  it("binds teamd's login profile at /etc/profile in place of the host's, so a login shell keeps the seat's PATH", () => {
+    const at = (q: SandboxPlan) => q.mounts.filter((m) => m.dest === "/etc/profile");
+    expect(at(plan(baseInput()))).toEqual([{ op: "ro-bind", src: "/etc/profile", dest: "/etc/profile" }]);
+    const seatProfile = "/var/lib/teamd/shim/seat-profile-0123456789abcdef.sh";
+    expect(at(plan({ ...baseInput(), host: facts({ seatProfile }) }))).toEqual([{ op: "ro-bind", src: seatProfile, dest: "/etc/profile" }]);
+    // Also where the host has none.
+    const noProfile = facts({ seatProfile }).etc.filter((e) => e.name !== "profile");
+    expect(at(plan({ ...baseInput(), host: facts({ seatProfile, etc: noProfile }) }))).toEqual([{ op: "ro-bind", src: seatProfile, dest: "/etc/profile" }]);
+  });
+
   it("leaves out an /etc entry that is reserved", () => {
     const input = baseInput();
     const host = facts({ etc: [...facts().etc, { name: "owner-key.pem", kind: "file" }] });
@@ -307,6 +317,12 @@ describe("compilePlan: cases", () => {
       (i) => ({ ...i, host: facts({ shimBundle: "/usr/lib/node_modules/teamd/dist/shim.mjs" }) }),
       "reserved.object",
       /shim bundle/,
+    ],
+    [
+      "a seat profile inside a reserved folder",
+      (i) => ({ ...i, host: facts({ seatProfile: "/var/lib/teamd/keys/profile.sh" }) }),
+      "reserved.object",
+      /seat profile/,
     ],
     ["a node runtime inside a reserved folder", (i) => ({ ...i, host: facts({ node: "/var/lib/teamd/keys/node" }) }), "reserved.object", /node runtime/],
     ["a node runtime under /etc", (i) => ({ ...i, host: facts({ node: "/etc/alternatives/node" }) }), "containment.undecidable", /node runtime/],

@@ -22,6 +22,7 @@ const PURE = [
   "src/sandbox/etc-filter.ts",
   "src/sandbox/linux-base.ts",
   "src/sandbox/plan-egress.ts",
+  "src/sandbox/seat-profile.ts",
   "src/sandbox/plan-env.ts",
   "src/sandbox/plan-limits.ts",
   "src/sandbox/plan-masks.ts",

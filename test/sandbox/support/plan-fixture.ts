@@ -21,6 +21,7 @@ const SEATS = "/var/lib/teamd/teams/alpha/seats/builder";
 
 const ETC: EtcEntry[] = [
   { name: "passwd", kind: "file" },
+  { name: "profile", kind: "file" },
   { name: "group", kind: "file" },
   { name: "shadow", kind: "file" },
   { name: "shadow-", kind: "file" },
