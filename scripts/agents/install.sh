@@ -14,23 +14,25 @@ platform="$(node -p 'process.platform + "-" + process.arch')"
 
 node -e '
   const pinned = require("./scripts/agents/pinned.json");
-  for (const [name, cli] of Object.entries(pinned)) console.log([name, cli.package, cli.version, cli.native?.[process.argv[1]] ?? ""].join("\t"));
+  // A native binary for this platform, or a script any platform runs with node.
+  for (const [name, cli] of Object.entries(pinned)) console.log([name, cli.package, cli.version, cli.native?.[process.argv[1]] ?? cli.script ?? ""].join("\t"));
 ' "$platform" | while IFS=$'\t' read -r name package version native; do
+  # $native: the file the test runs (a native binary for this platform, or a node script).
   if [ -z "$native" ]; then
     say "$name: no native build pinned for $platform; skipped (its test will say so)"
     continue
   fi
   dir="$cache/$name@$version"
   bin="$dir/node_modules/$native"
-  if [ -x "$bin" ]; then
+  if [ -f "$bin" ]; then
     say "$name $version: already in $dir"
     continue
   fi
   mkdir -p "$cache"
   partial="$(mktemp -d "$cache/.$name.XXXXXX")"
-  say "$name: installing $package@$version from the npm registry (about 400 MB)"
+  say "$name: installing $package@$version from the npm registry"
   (cd "$partial" && npm install --no-save --no-audit --no-fund --ignore-scripts --loglevel=error --prefix "$partial" "$package@$version" >/dev/null)
-  [ -x "$partial/node_modules/$native" ] || { rm -rf "$partial"; printf 'agents: error: %s installed without %s\n' "$package@$version" "$native" >&2; exit 1; }
+  [ -f "$partial/node_modules/$native" ] || { rm -rf "$partial"; printf 'agents: error: %s installed without %s\n' "$package@$version" "$native" >&2; exit 1; }
   rm -rf "$dir"
   mv "$partial" "$dir"
   say "$name $version: $bin"

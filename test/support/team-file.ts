@@ -7,9 +7,9 @@ export function sleeperTeamFile(seats: readonly string[]): string {
   return teamFile(entries.join(""));
 }
 
-/** A team file for team `proj` (branch main, lab anthropic) with these seats: YAML, each seat indented two spaces. */
-export function teamFile(seats: string): string {
-  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [anthropic]\nseats:\n${seats}`;
+/** A team file for team `proj` (branch main, lab anthropic unless told) with these seats: YAML, each seat indented two spaces. */
+export function teamFile(seats: string, labs: readonly string[] = ["anthropic"]): string {
+  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [${labs.join(", ")}]\nseats:\n${seats}`;
 }
 
 /** A team file with one seat that reads everything and writes under `src/`, waiting (`sleep 3600`) until stopped: the escape tests' usual attacker. */
