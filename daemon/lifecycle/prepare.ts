@@ -19,6 +19,7 @@ import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
 import { seatDefaultEnv, seatGitIdentity } from "./seat-defaults.js";
 import { removeSeatTree } from "./remove-tree.js";
+import { startPins } from "./start-pins.js";
 
 /**
  * Prepare (DESIGN.md "Seat lifecycle"): everything a seat needs before it launches — its
@@ -249,6 +250,7 @@ async function planSeat(
     return described.value;
   };
   const seatProfile = await installSeatFile(home, "seat-profile", ".sh", Buffer.from(SEAT_PROFILE), 0o644);
+  const pins = await startPins(target, layout.repo, (bytes, mode) => installSeatFile(home, `pin-${mode.toString(8)}`, "", bytes, mode));
   const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatProfile, seatSocket: socket });
   if (!facts.ok) throw fromRefusal(facts.refusal);
   const result = compilePlan({
@@ -263,6 +265,7 @@ async function planSeat(
     // start.limits from the hashed context; absent: none asked for (the seat still gets its cgroup where the host allows).
     limits: target.start.limits ?? {},
     ...(egress !== undefined ? { egress } : {}),
+    pins,
   });
   if (result.decision !== "plan") throw fromRefusal(result);
   if (target.start.workdir === "") return result.plan;

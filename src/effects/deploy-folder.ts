@@ -48,6 +48,8 @@ export interface PinnedFileAbsent {
   readonly absent: string;
   /** A symbolic link was in the way (at the file or at a folder of its path): it was not followed. */
   readonly link: boolean;
+  /** Nothing is at the path (or at a folder of it), and every folder before that is a real one. */
+  readonly missing?: true;
 }
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
@@ -70,6 +72,19 @@ function beneath(dir: { readonly handle: FileHandle; readonly path: string }, na
  * its own descriptor after fstat says it is a regular file.
  */
 export async function readPinnedFile(repository: string, path: string): Promise<PinnedFile | PinnedFileAbsent> {
+  return atPinnedPath(repository, path, async (handle, mode) => ({ bytes: await handle.readFile(), mode }));
+}
+
+/**
+ * Whether `path` is a regular file under real folders of `root` (the same walk as
+ * readPinnedFile, never following a link), without reading it: a seat's clone can hold a file
+ * of any size there.
+ */
+export async function pinnedPathIsFile(root: string, path: string): Promise<true | PinnedFileAbsent> {
+  return atPinnedPath(root, path, async () => true as const);
+}
+
+async function atPinnedPath<T>(repository: string, path: string, use: (handle: FileHandle, mode: number) => Promise<T>): Promise<T | PinnedFileAbsent> {
   const parts = path.split("/");
   if (parts.some((part) => part === "" || part === "." || part === "..")) return { absent: "is not a canonical path of the repository", link: false };
   // The repository root itself is the owner's configured folder: opened as it is named.
@@ -89,7 +104,7 @@ export async function readPinnedFile(repository: string, path: string): Promise<
         // Why, for the message only (what was opened decides, not this look).
         const seen = await lstat(at).catch(() => undefined);
         const where = parts.slice(0, i + 1).join("/");
-        if (seen === undefined) return { absent: last ? "is missing" : `is missing (no folder ${where})`, link: false };
+        if (seen === undefined) return { absent: last ? "is missing" : `is missing (no folder ${where})`, link: false, missing: true };
         if (seen.isSymbolicLink())
           return last
             ? { absent: "is a symbolic link, which teamd does not follow", link: true }
@@ -102,8 +117,7 @@ export async function readPinnedFile(repository: string, path: string): Promise<
     }
     const info = await dir.handle.stat();
     if (!info.isFile()) return { absent: "is not a regular file", link: false };
-    const bytes = await dir.handle.readFile();
-    return { bytes, mode: info.mode & 0o111 ? 0o755 : 0o644 };
+    return await use(dir.handle, info.mode & 0o111 ? 0o755 : 0o644);
   } finally {
     await dir.handle.close();
   }

@@ -539,6 +539,11 @@ export const RULES = {
     section: "§10",
     summary: "a file the deploy command pins is missing or changed since the owner applied it; the owner reviews it and runs teamd apply to pin it",
   },
+  "start.unpinned": {
+    section: "§10",
+    summary:
+      "a start file the seat's start pins is missing or changed since the owner applied it (in the owner's repository), or the seat's clone holds no regular file at its path; the owner reviews it and runs teamd apply, or restores the seat's copy",
+  },
   "deploy.artifact": {
     section: "§15",
     summary: "the artifact is not a commit the trunk holds (or no gated change made it), so no effect id can be computed for it",

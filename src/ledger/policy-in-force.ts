@@ -24,6 +24,8 @@ export interface StartableSeat {
   /** The team's registered repository (the owner's tree) and hub. */
   readonly repository: string;
   readonly hub: string;
+  /** The content hash (`sha256:<hex>`) the applied policy pinned for each of the start's files, by repo-relative path. */
+  readonly pinnedFiles: Readonly<Record<string, string>>;
   /** What the seat may read, when that is not the whole repository: its repository is then a filtered history. */
   readonly readFilter: ReadFilter | undefined;
 }
@@ -109,6 +111,7 @@ export function startableSeat(ledger: Ledger, team: string, seatName: string): S
     policySeq: inForce.seq,
     policyHash: inForce.teamFileHash,
     contextHash: seat.contextHash,
+    pinnedFiles: Object.fromEntries(seat.start.files.map((path) => [path, inForce.startFileHashes[path] ?? ""])),
     repository: registered.repository,
     hub: registered.hub,
     readFilter: readIsUnbounded(policy, seat) ? undefined : readFilter(policy, seat, Date.now()),

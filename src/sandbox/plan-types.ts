@@ -144,6 +144,12 @@ export interface PlanInput {
   readonly limits: Limits;
   /** The seat's egress (src/sandbox/plan-egress.ts); absent: no network but loopback, no proxy. */
   readonly egress?: EgressInput;
+  /**
+   * The start's pinned files (§10): each a read-only copy of the pinned content (src, a file
+   * teamd wrote) bound over its path in the seat's repository (dest), after the repository, so
+   * the seat's command runs the content the owner applied whatever the seat's clone holds there.
+   */
+  readonly pins?: readonly { readonly src: string; readonly dest: string }[];
 }
 
 /** One step of building the seat's root, in order; bwrap-args.ts turns each into flags. */

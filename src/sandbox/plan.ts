@@ -138,6 +138,15 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     return reserved(`the seat socket ${host.seatSocket.path} is the reserved ${socketOwner ?? host.seatSocket.path}`, "give the seat its own socket");
   }
   late.push({ op: "bind", src: host.seatSocket.path, dest: base.inside.socket });
+  // The start's pinned files over the seat's repository (bound before these, so after it here).
+  for (const pin of input.pins ?? []) {
+    const repository = input.writable.repository.path;
+    if (!isCanonicalAbsolute(pin.dest) || !isCanonicalAbsolute(pin.src)) return undecidable(`the pinned start file ${pin.dest} is not a canonical path`);
+    if (!isStrictlyUnder(repository, pin.dest)) return undecidable(`the pinned start file ${pin.dest} is not inside the seat's repository ${repository}`);
+    const refused = checkPlainSource("pinned start file", pin.src, input.reserved, base);
+    if (refused) return refused;
+    late.push({ op: "ro-bind", src: pin.src, dest: pin.dest });
+  }
   const egress = input.egress === undefined ? undefined : egressMounts(input.egress, host.node, input.reserved);
   if (egress !== undefined && "decision" in egress) return egress;
   if (egress !== undefined) late.push(...egress.mounts);

@@ -192,6 +192,16 @@ describe("compilePlan: cases", () => {
     expect(at(plan({ ...baseInput(), host: facts({ seatProfile, etc: noProfile }) }))).toEqual([{ op: "ro-bind", src: seatProfile, dest: "/etc/profile" }]);
   });
 
+  it("binds each pinned start file read-only over its path in the seat's repository, after the repository itself", () => {
+    const input = baseInput();
+    const repo = input.writable.repository.path;
+    const src = "/var/lib/teamd/shim/pin-644-0123456789abcdef";
+    const q = plan({ ...input, pins: [{ src, dest: `${repo}/src/AGENTS.md` }] });
+    const at = q.mounts.findIndex((m) => m.dest === `${repo}/src/AGENTS.md`);
+    expect(q.mounts[at]).toEqual({ op: "ro-bind", src, dest: `${repo}/src/AGENTS.md` });
+    expect(q.mounts.findIndex((m) => m.op === "bind" && m.dest === repo)).toBeLessThan(at);
+  });
+
   it("leaves out an /etc entry that is reserved", () => {
     const input = baseInput();
     const host = facts({ etc: [...facts().etc, { name: "owner-key.pem", kind: "file" }] });
@@ -317,6 +327,24 @@ describe("compilePlan: cases", () => {
       (i) => ({ ...i, host: facts({ shimBundle: "/usr/lib/node_modules/teamd/dist/shim.mjs" }) }),
       "reserved.object",
       /shim bundle/,
+    ],
+    [
+      "a pinned start file bound outside the seat's repository",
+      (i) => ({ ...i, pins: [{ src: "/var/lib/teamd/shim/pin-644-x", dest: "/etc/passwd" }] }),
+      "containment.undecidable",
+      /pinned start file \/etc\/passwd is not inside the seat's repository/,
+    ],
+    [
+      "a pinned start file bound over the seat's repository itself",
+      (i) => ({ ...i, pins: [{ src: "/var/lib/teamd/shim/pin-644-x", dest: i.writable.repository.path }] }),
+      "containment.undecidable",
+      /not inside the seat's repository/,
+    ],
+    [
+      "a pinned start file's copy inside a reserved folder",
+      (i) => ({ ...i, pins: [{ src: "/var/lib/teamd/keys/pin", dest: `${i.writable.repository.path}/AGENTS.md` }] }),
+      "reserved.object",
+      /pinned start file/,
     ],
     [
       "a seat profile inside a reserved folder",
