@@ -134,7 +134,7 @@ async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<v
 async function leaseList(opts: { json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.leaseList({}));
   const leases = r.leases.map(leaseJson);
-  print(opts.json, { leases }, leases.length === 0 ? "no lease in this team\n" : `${leases.map(leaseLine).join("\n")}\n`);
+  print(opts.json, { leases }, leases.length === 0 ? "you hold no live lease\n" : `${leases.map(leaseLine).join("\n")}\n`);
 }
 
 /** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
@@ -346,7 +346,7 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("revoke a lease you issued or sit above, and every lease below it")
     .action(leaseRevoke);
-  lease.command("list").option("--json", "print one JSON object").description("the team's leases, each with its liveness now").action(leaseList);
+  lease.command("list").option("--json", "print one JSON object").description("your own live leases (a lease you issued is in its issue's reply)").action(leaseList);
   program
     .command("deploy")
     .argument("<env>", "a declared environment with an owner-declared deploy command or push")

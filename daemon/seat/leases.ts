@@ -17,7 +17,10 @@ import type { SeatContext, SeatPipeline, SeatIdentity } from "./pipeline.js";
 export interface SeatLeases {
   issue(identity: SeatIdentity, request: LeaseIssueRequest): Promise<{ lease: LeaseEntry; seq: number }>;
   revoke(identity: SeatIdentity, request: LeaseRevokeRequest): Promise<string[]>;
-  /** The team's leases with their liveness now (issuer and holder are seats of the same team). */
+  /**
+   * The seat's own live leases (§3, the controlled record view: nothing of another seat's, not
+   * even a lease it issued — its id was in the issue's reply, which is what revoking needs).
+   */
   list(identity: SeatIdentity): Promise<LeaseEntry[]>;
   /** The live leases the seat holds (whoami, in the context it already read). */
   held(ctx: SeatContext): LeaseEntry[];
@@ -43,6 +46,8 @@ export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
       .sort((a, b) => a.issuedAt - b.issuedAt || (a.id < b.id ? -1 : 1))
       .map((l) => leaseEntry(view, l, now));
   }
+
+  const held = (ctx: SeatContext) => entries(ctx, (l) => l.holder === ctx.identity.seat).filter((e) => e.live);
 
   return {
     async issue(identity, request) {
@@ -92,7 +97,7 @@ export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
       return revoked;
     },
 
-    list: async (identity) => entries(await pipeline.context(identity, "lease.list", { quiet: true }), () => true),
-    held: (ctx) => entries(ctx, (l) => l.holder === ctx.identity.seat).filter((e) => e.live),
+    list: async (identity) => held(await pipeline.context(identity, "lease.list", { quiet: true })),
+    held,
   };
 }

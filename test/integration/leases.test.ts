@@ -86,7 +86,7 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     await h?.cleanup();
   });
 
-  it("a seat without merge is refused; leads leases it merge(main); whoami and lease list show it; it merges", async () => {
+  it("a seat without merge is refused; leads leases it merge(main); whoami and its lease list show it, no other seat's; it merges", async () => {
     await gatedChange("one");
     await expectRefused(h.shim("mrg", "merge", "seat/exec/one"), "authority.none");
     const issued = await shimJson<{ leaseId: string; live: boolean; rootGrant: string; issuer: string; holder: string }>(
@@ -103,8 +103,12 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     leaseId = issued.leaseId;
     const who = await shimJson<{ leases: { leaseId: string; capability: string }[] }>("mrg", "whoami");
     expect(who.leases).toEqual([expect.objectContaining({ leaseId, capability: "merge" })]);
-    const listed = await shimJson<{ leases: { leaseId: string; live: boolean }[] }>("exec", "lease", "list");
-    expect(listed.leases).toEqual([expect.objectContaining({ leaseId, live: true })]);
+    // §3's controlled record view: a seat's own live leases and nothing else — the holder sees
+    // it; another seat of the team, and the issuer (it had the id in its reply), do not.
+    const listed = async (seat: string) => (await shimJson<{ leases: { leaseId: string; live: boolean }[] }>(seat, "lease", "list")).leases;
+    expect(await listed("mrg")).toEqual([expect.objectContaining({ leaseId, live: true })]);
+    expect(await listed("exec")).toEqual([]);
+    expect(await listed("lead")).toEqual([]);
     const trunk = h.hubGit("rev-parse", "refs/heads/main");
     const merged = await shimJson<{ commit: string }>("mrg", "merge", "seat/exec/one");
     expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(merged.commit);
@@ -167,9 +171,13 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     await expectRefused(h.shim("exec", "lease", "revoke", root.leaseId), "lease.revoker");
     const revoked = await shimJson<{ revoked: string[] }>("lead", "lease", "revoke", root.leaseId);
     expect(revoked.revoked.sort()).toEqual([root.leaseId, child.leaseId].sort());
-    const listed = await shimJson<{ leases: { leaseId: string; live: boolean; dead: { rule: string } | null }[] }>("mrg", "lease", "list");
+    // The holder's view has its live leases only; the owner's shows the revoked with their rule.
+    expect((await shimJson<{ leases: { leaseId: string }[] }>("mrg", "lease", "list")).leases.map((l) => l.leaseId)).not.toContain(root.leaseId);
+    const owner = JSON.parse(await h.ok(["lease", "list", "--team", "proj", "--json"])) as {
+      leases: { leaseId: string; live: boolean; dead: { rule: string } | null }[];
+    };
     for (const id of [root.leaseId, child.leaseId])
-      expect(listed.leases.find((l) => l.leaseId === id)).toMatchObject({ live: false, dead: { rule: "lease.revoked" } });
+      expect(owner.leases.find((l) => l.leaseId === id)).toMatchObject({ live: false, dead: { rule: "lease.revoked" } });
   }, 120_000);
 
   it("teamd revoke holds with the ledger's store down (by its flag) and is appended late when the store returns", async () => {
