@@ -346,7 +346,11 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("revoke a lease you issued or sit above, and every lease below it")
     .action(leaseRevoke);
-  lease.command("list").option("--json", "print one JSON object").description("your own live leases (a lease you issued is in its issue's reply)").action(leaseList);
+  lease
+    .command("list")
+    .option("--json", "print one JSON object")
+    .description("your own live leases (a lease you issued is in its issue's reply)")
+    .action(leaseList);
   program
     .command("deploy")
     .argument("<env>", "a declared environment with an owner-declared deploy command or push")
