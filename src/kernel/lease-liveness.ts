@@ -1,7 +1,7 @@
 import type { Authority } from "./authority.js";
 import { refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
-import { type Expiry, type Liveness, faulted, leaseList, revokedSet, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
+import { type Expiry, type Liveness, expiredReason, faulted, leaseList, revokedSet, walkLeaseReference, walkLink, withShadow } from "./lease-walk.js";
 import { ownValue } from "./records.js";
 import type { KernelView } from "./view.js";
 import type { OperationalCapability } from "./vocabulary.js";
@@ -172,7 +172,7 @@ function answer(store: Store, id: string, verdict: Verdict | undefined, now: num
   for (let j = 0; j < expiries.length; j++) {
     const e = expiries[j] as Expiry;
     if (!(now >= e.expiresAt)) continue;
-    let reason = `lease ${e.id} expired at ${e.expiresAt} (now ${now})`;
+    let reason = expiredReason(e, now);
     for (let i = j - 1; i >= 0; i--) reason = `lease ${(expiries[i] as Expiry).id}'s ancestor ${(expiries[i + 1] as Expiry).id} is not live: ${reason}`;
     const { lease, authority } = verdict.fixed;
     return {

@@ -1,4 +1,5 @@
 import type { Authority } from "./authority.js";
+import { DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { leaseShadow } from "./ceiling-deny.js";
 import { type Refusal, refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
@@ -97,7 +98,30 @@ function dead(lease: LeaseFact | undefined, refusal: Refusal, authority?: Author
  */
 export interface Expiry {
   readonly id: string;
+  /** When the lease stops being live: its own expiry, or sooner, its issue plus the ceiling's lease-ttl in force. */
   readonly expiresAt: number;
+  /** Set when the ceiling's lease-ttl in force ends it before its own expiry (a lowered lease-ttl shadows it, §7). */
+  readonly shadowTtlMs?: number;
+}
+
+/**
+ * When a lease stops being live under the policy in force (§7, issue 24 item 6): its own expiry,
+ * or — when the owner lowered the ceiling's lease-ttl after it was issued — its issue plus the
+ * lease-ttl now in force. Like every ceiling narrowing it shadows at use time: a lease older than
+ * the current lease-ttl is not live while the narrowing stands, and is live again (until its own
+ * expiry) if the owner raises it back.
+ */
+export function leaseExpiry(policy: Policy, lease: LeaseFact): Expiry {
+  const ttl = Math.min(policy.ceiling?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS);
+  const bound = lease.issuedAt + ttl;
+  return bound < lease.expiresAt ? { id: lease.id, expiresAt: bound, shadowTtlMs: ttl } : { id: lease.id, expiresAt: lease.expiresAt };
+}
+
+/** Why a lease is not live at `now` by its expiry. */
+export function expiredReason(e: Expiry, now: number): string {
+  return e.shadowTtlMs === undefined
+    ? `lease ${e.id} expired at ${e.expiresAt} (now ${now})`
+    : `lease ${e.id} is older than the ceiling's lease-ttl of ${e.shadowTtlMs} ms in force (it ended at ${e.expiresAt}, now ${now}); a lowered lease-ttl shadows every lease issued before it (§7)`;
 }
 
 /** A link walked: its liveness, and (clock-independent walk only) the expiry checks it made first. */
@@ -141,9 +165,9 @@ export function walkLink(view: KernelView, id: string, now: number | undefined, 
     return only(dead(lease, refuse("lease.recipient", `lease ${id}'s holder ${lease.holder} is no longer a seat of the team`), readable));
   if (lease.holder === policy.leads.seat)
     return only(dead(lease, refuse("lease.ancestor", `lease ${id} is held by ${lease.holder}, the team's leads; no lease lands on leads (§7)`), readable));
-  if (now !== undefined && now >= lease.expiresAt)
-    return only(dead(lease, refuse("lease.expired", `lease ${id} expired at ${lease.expiresAt} (now ${now})`), readable));
-  const own: readonly Expiry[] = now === undefined ? [{ id, expiresAt: lease.expiresAt }] : NO_EXPIRIES;
+  const expiry = leaseExpiry(policy, lease);
+  if (now !== undefined && now >= expiry.expiresAt) return only(dead(lease, refuse("lease.expired", expiredReason(expiry, now)), readable));
+  const own: readonly Expiry[] = now === undefined ? [expiry] : NO_EXPIRIES;
   const at = (liveness: Liveness, expiries: readonly Expiry[] = own): Walked => ({ liveness, expiries });
   if (view.facts.revokedLeases !== undefined && revokedSet(view.facts.revokedLeases).has(id))
     return at(dead(lease, refuse("lease.revoked", `lease ${id} has a revocation record; revoked leases never return (§7)`), readable));
