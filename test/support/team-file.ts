@@ -12,9 +12,12 @@ export function teamFile(seats: string, labs: readonly string[] = ["anthropic"])
   return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [${labs.join(", ")}]\nseats:\n${seats}`;
 }
 
-/** A team file with one seat that reads everything and writes under `src/`, waiting (`sleep 3600`) until stopped: the escape tests' usual attacker. */
-export function srcWriterTeamFile(seat: string): string {
+/**
+ * A team file with one seat that reads everything and writes under `src/`, waiting (`sleep 3600`)
+ * until stopped: the escape tests' usual attacker. `start` adds lines to its start (YAML, indented six).
+ */
+export function srcWriterTeamFile(seat: string, start = ""): string {
   return teamFile(
-    `  ${seat}:\n    lab: anthropic\n    capabilities:\n      read: ~\n      write: { path: src/ }\n    start:\n      command: [sleep, "3600"]\n`,
+    `  ${seat}:\n    lab: anthropic\n    capabilities:\n      read: ~\n      write: { path: src/ }\n    start:\n      command: [sleep, "3600"]\n${start}`,
   );
 }
