@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
-import { refuse, startContextCanonical, type DeployCommand, type DeployPush, type KernelRequest } from "../../src/kernel/index.js";
+import { readIsUnbounded, refuse, startContextCanonical, type DeployCommand, type DeployPush, type KernelRequest } from "../../src/kernel/index.js";
 import { actAsAccount } from "../../src/kernel/act-as.js";
 import { fromHex } from "../../src/ledger/index.js";
 import { git } from "../../src/effects/git.js";
@@ -19,7 +19,7 @@ import {
 } from "../../src/effects/deploy-folder.js";
 import { runDeployCommand, type DeployExit } from "../../src/effects/deploy-run.js";
 import { pushToRemote, type RemotePushResult } from "../../src/effects/git-push-remote.js";
-import { AccountConfigError, scrubValue, type AccountCredential, type Broker, type SecretForms } from "../../src/broker/index.js";
+import { AccountConfigError, scrubValue, secretForms, type AccountCredential, type Broker, type SecretForms } from "../../src/broker/index.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
@@ -76,6 +76,7 @@ export interface SeatDeployDeps {
 }
 
 export const DEPLOY_TIMEOUT_MS = 15 * 60_000;
+const NO_SECRETS = secretForms([]);
 /** What a seat is shown of the command's output: the end, where errors are. */
 const TAIL_BYTES = 8 * 1024;
 /** A deploy exports the artifact's tree into TEAMD_HOME; a larger one is refused before anything is written. */
@@ -281,13 +282,25 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
     }
   }
 
-  /** What git printed, each line scrubbed of every credential form and key shape: shown to the seat, never recorded. */
+  /** What git or the command printed, each line scrubbed of every credential form and key shape: shown to the seat, never recorded. */
   function scrubLines(text: string, forms: SecretForms): string {
     return text
       .split("\n")
       .map((line) => scrubValue(line, forms))
       .join("\n")
       .slice(-TAIL_BYTES);
+  }
+
+  /**
+   * What the deploying seat is shown of the output (§3: every content-bearing diagnostic stays
+   * within the requester's read scope; issue 24, item 10). The owner's command runs on the whole
+   * artifact, so its output may show any file of it: a seat whose read scope covers the whole
+   * repository gets the scrubbed tail; any other seat a summary (how much was withheld, and why).
+   */
+  function shownOutput(ctx: SeatContext, text: string, forms: SecretForms): string {
+    const scrubbed = scrubLines(text, forms);
+    if (scrubbed.trim() === "" || readIsUnbounded(ctx.policy.policy, ctx.seat)) return scrubbed;
+    return `(${Buffer.byteLength(scrubbed)} bytes of output withheld: the command runs on the whole artifact, and your read scope does not cover the whole repository)`;
   }
 
   /** A publish: the artifact pushed to the owner's remote under the declared account (§3 act-as). */
@@ -343,7 +356,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
         throw new Error(pushed.why);
       },
     );
-    const tail = pushed === undefined ? "" : scrubLines(pushed.stderr, forms);
+    const tail = pushed === undefined ? "" : shownOutput(ctx, pushed.stderr, forms);
     const shown = tail.trim() === "" ? "" : `\n--- git's output (scrubbed, not recorded) ---\n${tail}`;
     if (result.status === "done") {
       return {
@@ -441,7 +454,8 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
           );
         },
       );
-      const tail = exit !== undefined && exit.kind !== "not-started" ? exit.tail : "";
+      // No account is used here: the key shapes alone are scrubbed.
+      const tail = exit !== undefined && exit.kind !== "not-started" ? shownOutput(ctx, exit.tail, NO_SECRETS) : "";
       if (result.status === "done") {
         return { act: actOf(summary, effectId, result.intentSeq, result.outcomeSeq, summary.commit), env, exitCode: 0, outputTail: tail };
       }

@@ -26,6 +26,7 @@ printf '%s\\n' "$TEAMD_DEPLOY_ARTIFACT" > "$out.artifact"
 env | LC_ALL=C sort > "$out.env"
 if [ -f src/FAIL ]; then echo "deploy failing as the tree asks" >&2; exit 3; fi
 echo "shipped $TEAMD_DEPLOY_ARTIFACT to $TEAMD_DEPLOY_ENV"
+echo "debug: token ghp_0123456789abcdefghijABCDEFGHIJ012345"
 `;
 
 const seat = (lab: string, capabilities: string) => `    lab: ${lab}\n    capabilities:\n${capabilities}    start:\n      command: [sleep, "3600"]\n`;
@@ -56,7 +57,8 @@ ${seat("anthropic", "      read: ~\n      write: { path: src/ }\n")}  rev:
       command: [sleep, "3600"]
   mrg:
 ${seat("openai", "      read: ~\n      merge: ~\n")}  dep:
-${seat("openai", "      read: ~\n      deploy: { env: [staging, prod, qa] }\n")}`;
+${seat("openai", "      read: ~\n      deploy: { env: [staging, prod, qa] }\n")}  narrow:
+${seat("openai", "      read: { path: src/ }\n      deploy: { env: [staging] }\n")}`;
 
 describe.runIf(process.platform === "linux")("deploy: the owner's pinned command on a gated artifact", () => {
   let h: TeamdHarness;
@@ -147,6 +149,16 @@ describe.runIf(process.platform === "linux")("deploy: the owner's pinned command
     expect(reply).toMatchObject({ effectId: merged.effectId, artifact: merged.commit, exitCode: 0 });
     expect(reply.tree).toBe(h.hubGit("rev-parse", `${merged.commit}^{tree}`));
     expect(reply.outputTail).toContain(`shipped ${merged.commit} to staging`);
+    // Key shapes in the command's output are scrubbed before the seat sees them (issue 24, item 10).
+    expect(reply.outputTail).not.toContain("ghp_0123456789abcdefghij");
+    // A deployer whose read scope is bounded gets a summary, never the output: the command ran on
+    // the whole artifact (README.md, deploy/ included), which its read scope does not cover.
+    const narrow = await h.shim("narrow", "deploy", "staging", "--json");
+    expect(narrow.code, narrow.stdout + narrow.stderr).toBe(0);
+    const narrowReply = JSON.parse(narrow.stdout) as { outputTail: string; exitCode: number };
+    expect(narrowReply.exitCode).toBe(0);
+    expect(narrowReply.outputTail).not.toContain("shipped");
+    expect(narrowReply.outputTail).toMatch(/^\(\d+ bytes of output withheld: .*read scope does not cover the whole repository\)$/);
     expect(readFileSync(join(out, "staging.artifact"), "utf8").trim()).toBe(merged.commit);
     expect(readFileSync(join(out, "staging.files"), "utf8")).toBe(expectedFiles(merged.commit));
     // Nothing of the daemon's environment, nothing but what teamd and the owner bound.
