@@ -18,7 +18,7 @@ import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
-import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 
 /**
  * `teamd-shim file stat|read|write`: one file of the team's repository through the daemon,
@@ -97,6 +97,8 @@ export interface SeatFilesDeps {
   readonly pipeline: SeatPipeline;
   /** A fresh unique id (the composition root's): names a write's scratch index. */
   readonly newId: () => string;
+  /** The team's live runs by seat: a write's commit is authored by the run that made it (its intent names the run). */
+  runs(team: string): Readonly<Record<string, { readonly run: string; readonly home: string }>>;
   /**
    * The seat's storage quota in the hub, the same a push meets (`push.quota`, the owner's
    * TEAMD_SEAT_GIT_BOUNDS): a file write makes branches and objects too. Unset: not checked.
@@ -302,7 +304,14 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         return deps.pipeline.act(
           ctx,
           { capability: "write", effect: { paths: [clean] } },
-          { action: "file.write", target, requestId: header.requestId, request: requestBytes([ref, clean, header.message, content]) },
+          {
+            action: "file.write",
+            target,
+            requestId: header.requestId,
+            request: requestBytes([ref, clean, header.message, content]),
+            // Who wrote it: the commit is this run's (issue 24, item 13), as a push's are.
+            payload: { fields: runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]) },
+          },
           async () => {
             try {
               const commit = await commitFile(

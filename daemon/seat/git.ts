@@ -30,7 +30,7 @@ import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-
 import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
-import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
 
 /**
@@ -485,16 +485,6 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     if (!("status" in reply)) return reply;
     return replyResult(update, hubRef, reply.status, reply.note, new TextDecoder().decode(reply.reply));
   }
-}
-
-/** A push from a seat with no live run (its socket opened for debugging) records no run: its commits then have no known author. */
-function runFields(run: { readonly run: string; readonly home: string } | undefined): { key: string; value: string }[] {
-  return run === undefined
-    ? []
-    : [
-        { key: "run", value: run.run },
-        { key: "home", value: run.home },
-      ];
 }
 
 /**

@@ -459,3 +459,17 @@ const encoder = new TextEncoder();
 export function requestBytes(parts: readonly (string | Uint8Array)[]): Uint8Array {
   return sha256(...parts.map((p) => (typeof p === "string" ? encoder.encode(`${p}\0`) : p)));
 }
+
+/**
+ * The run an authoring act (a push, a file write) came from, as its intent's fields: what makes
+ * its commits the seat's own (src/ledger/trunk-facts.ts). A seat with no live run (its socket
+ * opened for debugging) records none: its commits then have no known author.
+ */
+export function runFields(run: { readonly run: string; readonly home: string } | undefined): { key: string; value: string }[] {
+  return run === undefined
+    ? []
+    : [
+        { key: "run", value: run.run },
+        { key: "home", value: run.home },
+      ];
+}

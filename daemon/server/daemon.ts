@@ -163,7 +163,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     daemonInstance: instance,
     pipeline,
     git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
-    files: createSeatFiles({ home, pipeline, newId, quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes }, seatCgroups }),
+    files: createSeatFiles({ home, pipeline, runs, newId, quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes }, seatCgroups }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases({ pipeline, newId }),
     deploy: createSeatDeploy({

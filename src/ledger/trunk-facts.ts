@@ -63,9 +63,17 @@ export interface TrunkProjector extends TrunkFactsView {
   snapshot(): unknown;
 }
 
-type TrunkAct = "push" | GatedAct;
+/** push and write author commits (a file write makes one commit, named in its outcome's reply); the rest are gated acts. */
+type TrunkAct = "push" | "write" | GatedAct;
 
-const ACTIONS: Readonly<Record<string, TrunkAct>> = { "git.push": "push", review: "review", gate: "gate", merge: "merge", deploy: "deploy" };
+const ACTIONS: Readonly<Record<string, TrunkAct>> = {
+  "git.push": "push",
+  "file.write": "write",
+  review: "review",
+  gate: "gate",
+  merge: "merge",
+  deploy: "deploy",
+};
 
 /** An intent whose outcome may still change what it contributes: pending, or unknown and unresolved. */
 interface OpenAct {
@@ -159,7 +167,7 @@ export function createTrunkProjector(): TrunkProjector {
     const fields = fieldsOf(payload.fields);
     const effectId = toHex(payload.effectId);
     const t = teamOf(team);
-    if (act !== "push") {
+    if (act !== "push" && act !== "write") {
       if (effectId !== "") effectOf(t, effectId).intents.set(seq, Object.freeze({ effectId, act, seat }));
       // Consumed from the intent on: a pass an in-flight merge took must not serve another.
       if (act === "merge")
@@ -174,22 +182,27 @@ export function createTrunkProjector(): TrunkProjector {
   }
 
   function setOutcome(act: OpenAct, result: OutcomeFact["result"]): void {
-    if (act.act === "push" || act.effectId === "") return;
+    if (act.act === "push" || act.act === "write" || act.effectId === "") return;
     const env = act.act === "deploy" ? one(act.fields, "env") : undefined;
     const fact: OutcomeFact = env === undefined ? { effectId: act.effectId, act: act.act, result } : { effectId: act.effectId, act: act.act, result, env };
     effectOf(teamOf(act.team), act.effectId).outcomes.set(act.seq, Object.freeze(fact));
   }
 
-  function done(act: OpenAct): void {
+  function done(act: OpenAct, reply: Uint8Array | undefined): void {
     const t = teamOf(act.team);
     if (!act.member) return;
     switch (act.act) {
-      case "push": {
+      case "push":
+      case "write": {
         const run = one(act.fields, "run");
         const home = one(act.fields, "home");
         if (run === undefined || home === undefined) return;
         const author = Object.freeze({ seat: act.seat, run, home });
-        for (const commit of act.fields.get("commit") ?? []) if (commit !== "" && !t.authors.has(commit)) t.authors.set(commit, author);
+        // A push names its commits in the intent; a file write's one commit is made in the effect,
+        // so its outcome's reply names it (an outcome resolved by the owner carries none: unknown).
+        const written = act.act === "write" && reply !== undefined ? new TextDecoder().decode(reply) : "";
+        const commits = act.act === "push" ? (act.fields.get("commit") ?? []) : /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(written) ? [written] : [];
+        for (const commit of commits) if (commit !== "" && !t.authors.has(commit)) t.authors.set(commit, author);
         return;
       }
       case "review": {
@@ -212,17 +225,17 @@ export function createTrunkProjector(): TrunkProjector {
     }
   }
 
-  function settle(act: OpenAct, result: "done" | "refused"): void {
+  function settle(act: OpenAct, result: "done" | "refused", reply?: Uint8Array): void {
     open.delete(act.seq);
     setOutcome(act, result);
-    if (result === "done") done(act);
+    if (result === "done") done(act, reply);
     else if (act.act === "merge") release(teamOf(act.team), act);
   }
 
-  function onOutcome(intentSeq: number, result: OutcomeResult): void {
+  function onOutcome(intentSeq: number, result: OutcomeResult, reply: Uint8Array): void {
     const act = open.get(intentSeq);
     if (!act || act.unknown) return;
-    if (result === OutcomeResult.DONE) settle(act, "done");
+    if (result === OutcomeResult.DONE) settle(act, "done", reply);
     else if (result === OutcomeResult.UNKNOWN) {
       act.unknown = true;
       setOutcome(act, "unknown");
@@ -245,7 +258,7 @@ export function createTrunkProjector(): TrunkProjector {
       const act = Object.prototype.hasOwnProperty.call(ACTIONS, header.action) ? ACTIONS[header.action] : undefined;
       if (act) onIntent(seq, record, act);
     } else if (header.type === RecordType.OUTCOME && detail.case === "outcome") {
-      onOutcome(toSafeNumber(detail.value.intentSeq, "intent seq"), detail.value.result);
+      onOutcome(toSafeNumber(detail.value.intentSeq, "intent seq"), detail.value.result, detail.value.reply);
     } else if (header.type === RecordType.RECONCILE && detail.case === "reconcile" && detail.value.subject.case === "outcome") {
       const o = detail.value.subject.value;
       onResolution(toSafeNumber(o.intentSeq, "intent seq"), o.decision);

@@ -112,6 +112,21 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
   });
 
+  it("a commit made by teamd-shim file write is its seat's: reviewed, gated and merged like a pushed one (it was sod.authorship-unknown)", async () => {
+    const written = await h.inSeat("exec", "printf 'written\\n' | teamd-shim file write src/fw.txt --branch fw -m 'fw: one file' --json");
+    expect(written.code, written.stdout + written.stderr).toBe(0);
+    expect(h.hubGit("show", "refs/heads/seat/exec/fw:src/fw.txt")).toBe("written");
+    // The author inequality reads it as exec's: exec may not gate it…
+    await expectRefused(h.shim("exec", "gate", "seat/exec/fw", "--pass"), "sod.author");
+    // …and the other lab's seats review, gate and merge it.
+    expect((await h.shim("rev", "review", "seat/exec/fw", "--approve")).code).toBe(0);
+    const gate = await h.shim("gat", "gate", "seat/exec/fw", "--pass", "--json");
+    expect(gate.code, gate.stdout + gate.stderr).toBe(0);
+    const merged = await h.shim("mrg", "merge", "seat/exec/fw", "--json");
+    expect(merged.code, merged.stdout + merged.stderr).toBe(0);
+    expect(h.hubGit("show", "refs/heads/main:src/fw.txt")).toBe("written");
+  });
+
   it("refuses a merge after the gater's grant was revoked by teamd apply", async () => {
     const pushed = await h.inSeat(
       "exec",
