@@ -250,7 +250,12 @@ async function planSeat(
     return described.value;
   };
   const seatProfile = await installSeatFile(home, "seat-profile", ".sh", Buffer.from(SEAT_PROFILE), 0o644);
-  const pins = await startPins(target, layout.repo, (bytes, mode) => installSeatFile(home, `pin-${mode.toString(8)}`, "", bytes, mode));
+  const pins = await startPins(
+    target,
+    layout.repo,
+    (bytes, mode) => installSeatFile(home, `pin-${mode.toString(8)}`, "", bytes, mode),
+    home.mode === "system" ? user : undefined,
+  );
   const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatProfile, seatSocket: socket });
   if (!facts.ok) throw fromRefusal(facts.refusal);
   const result = compilePlan({

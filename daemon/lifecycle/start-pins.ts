@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { isPinnedFile, pinnedPathIsFile, readPinnedFile } from "../../src/effects/deploy-folder.js";
+import { isPinnedFile, makeMissingFile, pinnedPathIsFile, readPinnedFile } from "../../src/effects/deploy-folder.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
@@ -17,16 +17,29 @@ import { sha256 } from "../../src/teamfile/hashes.js";
  * Refused `start.unpinned`, naming the file: the owner's copy is missing, a link, or changed since
  * the apply; or the seat's clone holds something else than a regular file under real folders at
  * the path — a link (a bind onto it would follow what the seat made), a folder, a fifo. Where
- * nothing is there (a pinned file the trunk does not hold), bwrap makes the mount point under
- * the real folders the walk found.
+ * nothing is there (a pinned file the trunk does not hold yet), teamd makes the folders and an
+ * empty file beneath the real folders it walked, owned by the seat's user, before the launch (no
+ * seat process runs then), so bwrap never makes anything in the seat's tree. While the seat runs
+ * the path cannot change: plan.ts binds each of its folders onto itself (a mount point cannot be
+ * renamed), so a `teamd exec`, mounting again, binds onto the same file.
+ *
+ * A seat whose read scope is bounded gets no pin: its clone is a filtered history without the
+ * pinned files (reserved from its read, docs/enforcement.md), and a pin would show it their
+ * content (found by the attack on this change). What such a seat holds at the path is its own.
  */
 export interface StartPin {
   readonly src: string;
   readonly dest: string;
 }
 
-export async function startPins(target: StartableSeat, seatRepo: string, install: (bytes: Buffer, mode: number) => Promise<string>): Promise<StartPin[]> {
+export async function startPins(
+  target: StartableSeat,
+  seatRepo: string,
+  install: (bytes: Buffer, mode: number) => Promise<string>,
+  seatUser?: { readonly uid: number; readonly gid: number },
+): Promise<StartPin[]> {
   const pins: StartPin[] = [];
+  if (target.readFilter !== undefined) return pins;
   const seat = `${target.seat}@${target.team}`;
   for (const [path, pinned] of Object.entries(target.pinnedFiles)) {
     const owner = await readPinnedFile(target.repository, path);
@@ -42,8 +55,9 @@ export async function startPins(target: StartableSeat, seatRepo: string, install
         `seat ${seat} pins the start file ${path}, which changed in the owner's repository since the policy in force was applied; fix: review the change and run teamd apply to pin it (or restore the pinned content)`,
       );
     }
-    const seatCopy = await pinnedPathIsFile(seatRepo, path);
-    if (seatCopy !== true && seatCopy.missing !== true) {
+    let seatCopy = await pinnedPathIsFile(seatRepo, path);
+    if (seatCopy !== true && seatCopy.missing === true) seatCopy = await makeMissingFile(seatRepo, path, seatUser);
+    if (seatCopy !== true) {
       throw new RefusalError(
         "start.unpinned",
         `seat ${seat} pins the start file ${path}, which ${seatCopy.absent} in the seat's clone ${seatRepo}; teamd binds the pinned content over a regular file only; fix: restore ${path} in the seat's clone (git checkout in it, as the owner), or remove the clone to have it made afresh`,

@@ -84,6 +84,46 @@ export async function pinnedPathIsFile(root: string, path: string): Promise<true
   return atPinnedPath(root, path, async () => true as const);
 }
 
+/**
+ * Make what is missing of `path` under `root` — folders, then an empty file — each beneath the
+ * folder already opened (never following a link, the file O_EXCL), owned by `owner` when given:
+ * the mount point a pin is bound onto, made by teamd before the seat's launch so that bwrap
+ * never makes one in the seat's tree. Refused (why, as readPinnedFile says it) when something
+ * other than a real folder is in the way.
+ */
+export async function makeMissingFile(root: string, path: string, owner?: { readonly uid: number; readonly gid: number }): Promise<true | PinnedFileAbsent> {
+  const parts = path.split("/");
+  if (parts.some((part) => part === "" || part === "." || part === "..")) return { absent: "is not a canonical path of the repository", link: false };
+  let dir: { handle: FileHandle; path: string } = { handle: await open(root, O_RDONLY | O_DIRECTORY), path: root };
+  try {
+    for (let i = 0; i < parts.length; i++) {
+      const name = parts[i] as string;
+      const at = beneath(dir, name);
+      if (i === parts.length - 1) {
+        const made = await open(at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644).catch((error: NodeJS.ErrnoException) => error);
+        if (made instanceof Error)
+          return pinnedPathIsFile(root, path).then((seen) => (seen === true ? true : ({ ...seen, missing: undefined } as PinnedFileAbsent)));
+        if (owner !== undefined) await made.chown(owner.uid, owner.gid);
+        await made.close();
+        return true;
+      }
+      const created = await mkdir(at, { mode: 0o755 }).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => (error.code === "EEXIST" ? false : error),
+      );
+      if (created instanceof Error) return { absent: `cannot be made (${created.code ?? "error"} at ${parts.slice(0, i + 1).join("/")})`, link: false };
+      const next = await open(at, O_RDONLY | O_NOFOLLOW | O_DIRECTORY).catch((error: NodeJS.ErrnoException) => error);
+      if (next instanceof Error) return { absent: `is under ${parts.slice(0, i + 1).join("/")}, which is not a real folder (a link, or a file)`, link: true };
+      if (created && owner !== undefined) await next.chown(owner.uid, owner.gid);
+      await dir.handle.close();
+      dir = { handle: next, path: join(dir.path, name) };
+    }
+    return true;
+  } finally {
+    await dir.handle.close();
+  }
+}
+
 async function atPinnedPath<T>(repository: string, path: string, use: (handle: FileHandle, mode: number) => Promise<T>): Promise<T | PinnedFileAbsent> {
   const parts = path.split("/");
   if (parts.some((part) => part === "" || part === "." || part === "..")) return { absent: "is not a canonical path of the repository", link: false };

@@ -139,14 +139,24 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
   }
   late.push({ op: "bind", src: host.seatSocket.path, dest: base.inside.socket });
   // The start's pinned files over the seat's repository (bound before these, so after it here).
+  // Each folder between the repository and a pin is bound onto itself first: a mount point cannot
+  // be renamed or removed (EBUSY), so while the seat runs no folder of the path can be swapped for
+  // a link and no file put in the pin's place — which a `teamd exec`'s bwrap, mounting again
+  // while the seat runs, would follow (found by an attack: a link through /oldroot had it create
+  // a file on the host). The pin itself is a mount point for the same reason.
+  const repository = input.writable.repository.path;
+  const folders = new Set<string>();
+  const pinOps: MountOp[] = [];
   for (const pin of input.pins ?? []) {
-    const repository = input.writable.repository.path;
     if (!isCanonicalAbsolute(pin.dest) || !isCanonicalAbsolute(pin.src)) return undecidable(`the pinned start file ${pin.dest} is not a canonical path`);
     if (!isStrictlyUnder(repository, pin.dest)) return undecidable(`the pinned start file ${pin.dest} is not inside the seat's repository ${repository}`);
     const refused = checkPlainSource("pinned start file", pin.src, input.reserved, base);
     if (refused) return refused;
-    late.push({ op: "ro-bind", src: pin.src, dest: pin.dest });
+    for (let at = pin.dest.lastIndexOf("/"); at > repository.length; at = pin.dest.lastIndexOf("/", at - 1)) folders.add(pin.dest.slice(0, at));
+    pinOps.push({ op: "ro-bind", src: pin.src, dest: pin.dest });
   }
+  for (const folder of [...folders].sort(comparePaths)) late.push({ op: "bind", src: folder, dest: folder });
+  late.push(...pinOps);
   const egress = input.egress === undefined ? undefined : egressMounts(input.egress, host.node, input.reserved);
   if (egress !== undefined && "decision" in egress) return egress;
   if (egress !== undefined) late.push(...egress.mounts);

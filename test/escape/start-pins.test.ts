@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { lstatSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
@@ -47,24 +47,42 @@ describe.runIf(process.platform === "linux")("escape: a seat against its pinned 
     expect((await h.sh("w", "echo b > src/a.txt && cat src/a.txt")).stdout).toBe("b\n");
   });
 
-  it("an edit put in the file's place (its folder renamed away) is not what the next run sees", async () => {
-    const r = await h.sh("w", `mv src src.old && mkdir src && printf '${EDITED}' > src/AGENTS.md && cat src/AGENTS.md`);
-    expect(r.stdout, r.stderr).toBe(EDITED);
+  it("its folder cannot be renamed away, nor an edit or a link put in the file's place, while it runs (each folder of the path is a mount point)", async () => {
+    for (const attack of [
+      `mv src src.old && mkdir src && printf '${EDITED}' > src/AGENTS.md`,
+      "mv src src.link && mkdir src && ln -s /etc/passwd src/AGENTS.md",
+      "rm -rf src",
+    ]) {
+      const r = await h.sh("w", attack);
+      expect(r.code, attack).not.toBe(0);
+      expect(await seen(), attack).toBe(PINNED);
+    }
     expect((await restart()).code).toBe(0);
     expect(await seen()).toBe(PINNED);
   });
 
-  it("a link put in the file's place is refused at the next start, naming the file; restored, the seat starts", async () => {
-    expect((await h.sh("w", "mv src src.link && mkdir src && ln -s /etc/passwd src/AGENTS.md")).code).toBe(0);
-    const refused = await expectRefused(restart(), "start.unpinned");
-    expect(refused.stderr).toMatch(/src\/AGENTS\.md, which is a symbolic link/);
-    // The owner restores the seat's copy (user mode: the clone is the owner's folder; as root, root's).
+  it("a link found at the path at a start is refused, naming the file (a bind onto it would follow it); restored, the seat starts", async () => {
+    await h.ok(["stop", "w"]);
+    // Put there while no seat process runs (the seat cannot while it runs): the clone is the
+    // owner's folder in user mode, root's as root.
     const clone = join(h.home, "seats/proj/w/repo/src");
-    const { rmSync } = await import("node:fs");
+    rmSync(join(clone, "AGENTS.md"));
+    symlinkSync("/etc/passwd", join(clone, "AGENTS.md"));
+    const refused = await expectRefused(h.run(["start", "w"]), "start.unpinned");
+    expect(refused.stderr).toMatch(/src\/AGENTS\.md, which is a symbolic link/);
     rmSync(join(clone, "AGENTS.md"));
     writeFileSync(join(clone, "AGENTS.md"), "anything\n");
     expect((await h.run(["start", "w"])).code).toBe(0);
     expect(await seen()).toBe(PINNED);
+  });
+
+  it("a pinned file missing from the clone gets its mount point made by teamd, inside the clone", async () => {
+    await h.ok(["stop", "w"]);
+    const clone = join(h.home, "seats/proj/w/repo/src");
+    rmSync(join(clone, "AGENTS.md"));
+    expect((await h.run(["start", "w"])).code).toBe(0);
+    expect(await seen()).toBe(PINNED);
+    expect(lstatSync(join(clone, "AGENTS.md")).isFile()).toBe(true);
   });
 
   it("the owner's file changed without an apply refuses the start; applied, the new pin reaches the existing seat", async () => {

@@ -200,6 +200,22 @@ describe("compilePlan: cases", () => {
     const at = q.mounts.findIndex((m) => m.dest === `${repo}/src/AGENTS.md`);
     expect(q.mounts[at]).toEqual({ op: "ro-bind", src, dest: `${repo}/src/AGENTS.md` });
     expect(q.mounts.findIndex((m) => m.op === "bind" && m.dest === repo)).toBeLessThan(at);
+    // Each folder between the repository and the pin is bound onto itself first, so the running
+    // seat can rename none of them (a mount point): the path an exec binds again stays the file.
+    const folder = q.mounts.findIndex((m) => m.op === "bind" && m.src === `${repo}/src` && m.dest === `${repo}/src`);
+    expect(folder).toBeGreaterThan(q.mounts.findIndex((m) => m.op === "bind" && m.dest === repo));
+    expect(folder).toBeLessThan(at);
+    const deep = plan({
+      ...input,
+      pins: [
+        { src, dest: `${repo}/a/b/AGENTS.md` },
+        { src, dest: `${repo}/a/OTHER.md` },
+      ],
+    });
+    expect(deep.mounts.filter((m) => m.op === "bind" && m.src === m.dest && m.dest.startsWith(`${repo}/`)).map((m) => m.dest)).toEqual([
+      `${repo}/a`,
+      `${repo}/a/b`,
+    ]);
   });
 
   it("leaves out an /etc entry that is reserved", () => {
