@@ -4,7 +4,16 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isPinnedFile, prepareDeployFolder, readPinnedFile, removeDeployFolder, sweepDeployFolders, type PinnedFile } from "../../src/effects/deploy-folder.js";
+import {
+  isPinnedFile,
+  makeMissingFile,
+  pinnedPathIsFile,
+  prepareDeployFolder,
+  readPinnedFile,
+  removeDeployFolder,
+  sweepDeployFolders,
+  type PinnedFile,
+} from "../../src/effects/deploy-folder.js";
 import { ExportRefused } from "../../src/effects/git-export.js";
 import { sh } from "../support/git-cli.js";
 
@@ -110,14 +119,28 @@ describe("readPinnedFile", () => {
   });
 
   it.each([
-    ["a missing file", "deploy/missing", "is missing", false],
-    ["a missing folder of its path", "nowhere/run.sh", "is missing (no folder nowhere)", false],
+    ["a missing file", "deploy/missing", "is missing", false, true],
+    ["a missing folder of its path", "nowhere/run.sh", "is missing (no folder nowhere)", false, true],
     ["a file where a folder of its path goes", "outside/run.sh", "is missing (outside is not a folder)", false],
     ["a folder", "deploy", "is not a regular file", false],
     ["a path that is not canonical", "deploy/../outside", "is not a canonical path of the repository", false],
     ["a symbolic link planted where the pinned file is expected (not followed)", "deploy/link", "is a symbolic link, which teamd does not follow", true],
-  ])("reads nothing from %s, and says why", async (_what, path, absent, link) => {
-    expect(await readPinnedFile(repo, path)).toEqual({ absent, link });
+  ])("reads nothing from %s, and says why", async (_what, path, absent, link, missing?: boolean) => {
+    // `missing`: nothing is there, under real folders (a start pin's mount point may be made there).
+    expect(await readPinnedFile(repo, path)).toEqual({ absent, link, ...(missing === true ? { missing } : {}) });
+  });
+
+  it("makes a missing path's folders and an empty file beneath real folders, never through a link, never over what is there", async () => {
+    expect(await makeMissingFile(repo, "made/deep/PIN.md")).toBe(true);
+    expect(readFileSync(join(repo, "made/deep/PIN.md"), "utf8")).toBe("");
+    expect(await pinnedPathIsFile(repo, "made/deep/PIN.md")).toBe(true);
+    // Through a folder link: refused, nothing made where it points.
+    expect(await makeMissingFile(repo, "linked-dir/PIN.md")).toMatchObject({ link: true });
+    expect(existsSync(join(repo, "deploy/PIN.md"))).toBe(false);
+    // An existing file is kept as it is; a link at the path is refused.
+    expect(await makeMissingFile(repo, "deploy/run.sh")).toBe(true);
+    expect(readFileSync(join(repo, "deploy/run.sh"), "utf8")).not.toBe("");
+    expect(await makeMissingFile(repo, "deploy/link")).toMatchObject({ link: true });
   });
 
   it("reads nothing under a symbolic link in a folder of its path: every component is opened without following a link", async () => {
