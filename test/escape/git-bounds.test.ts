@@ -104,10 +104,19 @@ function fetchProcesses(daemonPid: number): { packObjects: number; processes: nu
       at = procs.get(at)?.ppid;
     }
     if (at !== daemonPid) continue; // not the daemon's (the seat's own git runs under the seat's init, not this chain)
+    // A process that ended since the listing (a refused stream's) is not held: not counted.
+    let cgroup: string;
+    let limits: string;
+    try {
+      cgroup = readFileSync(`/proc/${pid}/cgroup`, "utf8");
+      limits = readFileSync(`/proc/${pid}/limits`, "utf8");
+    } catch {
+      continue;
+    }
     packObjects += 1;
     for (const c of chain) counted.add(c);
-    cgroups.push(readFileSync(`/proc/${pid}/cgroup`, "utf8"));
-    dataLimits.push(/^Max data size\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"))?.[1] ?? "?");
+    cgroups.push(cgroup);
+    dataLimits.push(/^Max data size\s+(\S+)/m.exec(limits)?.[1] ?? "?");
   }
   return { packObjects, processes: counted.size, cgroups, dataLimits };
 }
