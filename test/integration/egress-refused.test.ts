@@ -121,12 +121,14 @@ describe.runIf(process.platform === "linux")("teamd egress refused", () => {
     await h.ok(["start", "agent"]);
     const through = await curl("agent", `http://telemetry.test:${port}/v1/events`);
     expect(through.stdout).toContain("telemetry accepted");
-    await curl("agent", "http://nowhere.test:80/");
+    const unresolvedCurl = await curl("agent", "http://nowhere.test:80/");
     const rows = (await h.ok(["egress", "refused", "agent", "--json", "--since", "2m"]))
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as Row);
     const unresolved = rows.find((r) => r.endpoint === "nowhere.test:80" && r.rule === "egress.resolve");
+    // What the seat saw and what was listed, should the row be missing (it was, once, in CI).
+    expect(unresolved, JSON.stringify({ curl: unresolvedCurl, rows })).toBeDefined();
     expect(unresolved?.reason).toMatch(/did not resolve \(ENOTFOUND\)/);
     expect(unresolved?.allow).toBeUndefined();
     const table = await h.ok(["egress", "refused", "agent", "--since", "2m"]);
