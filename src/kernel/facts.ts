@@ -97,6 +97,12 @@ export interface GateRecordFact {
   /** The authority id the gate was decided under (the allow's authority). */
   readonly authority: string;
   readonly result: "pass" | "refuse";
+  /**
+   * Where the gate decision stands in the ledger (its intent's seq): a voiding outcome voids
+   * only the passes decided before it was on record (§3: promoting after a failed deploy
+   * requires re-gating — and a re-gate is then valid). Absent: placed before every outcome.
+   */
+  readonly at?: number;
 }
 
 export interface ReviewRecordFact {
@@ -119,6 +125,11 @@ export interface OutcomeFact {
   readonly result: "done" | "refused" | "unknown";
   /** For a deploy, where it went; a voiding outcome voids the artifact in every env (§3). */
   readonly env?: string;
+  /**
+   * Where the outcome first voided in the ledger (the seq of the record that made it refused
+   * or unknown). Absent: after every pass — it voids them all.
+   */
+  readonly at?: number;
 }
 
 export const NO_FACTS: KernelFacts = Object.freeze({});
@@ -169,6 +180,8 @@ function map(item: Check): Check {
 }
 
 const run = record({ run: text, home: text });
+const position: Check = (v, at) =>
+  typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? undefined : `${at} must be a ledger position (a whole number)`;
 const time: Check = (v, at) => (typeof v === "number" && Number.isFinite(v) ? undefined : `${at} must be a finite number (epoch milliseconds)`);
 const scopeValue: Check = (v, at) => {
   if (!isPlainObject(v)) return `${at} must be a scope (a map of dimension → \`*\` or values)`;
@@ -192,10 +205,10 @@ const leaseMap: Check = (v, at) => {
 const FIELDS: Readonly<Record<keyof KernelFacts, Check>> = {
   authors: map(list(record({ seat: text, run: text, home: text }))),
   runs: map(run),
-  gates: list(record({ id: text, effectId: text, signer: text, authority: text, result: oneOf(["pass", "refuse"]) })),
+  gates: list(record({ id: text, effectId: text, signer: text, authority: text, result: oneOf(["pass", "refuse"]), at: position }, ["at"])),
   reviews: list(record({ effectId: text, seat: text, verdict: oneOf(["approve", "reject"]) })),
   intents: list(record({ effectId: text, act: oneOf(ACTS), seat: text })),
-  outcomes: list(record({ effectId: text, act: oneOf(ACTS), result: oneOf(["done", "refused", "unknown"]), env: text }, ["env"])),
+  outcomes: list(record({ effectId: text, act: oneOf(ACTS), result: oneOf(["done", "refused", "unknown"]), env: text, at: position }, ["env", "at"])),
   consumed: list(text),
   revoked: list(text),
   stopped: list(text),

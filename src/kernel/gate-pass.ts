@@ -1,7 +1,7 @@
 import { candidateAuthorities } from "./authorities.js";
 import { type CanonicalEffect, coverByOne } from "./coverage.js";
 import { type Refusal, refuse } from "./decision.js";
-import type { AuthorFact, GateRecordFact } from "./facts.js";
+import type { AuthorFact, GateRecordFact, OutcomeFact } from "./facts.js";
 import { ownValue } from "./records.js";
 import { checkAuthorInequality } from "./separation.js";
 import type { KernelView } from "./view.js";
@@ -13,8 +13,9 @@ import type { KernelView } from "./view.js";
  *
  * - an obsolete pass (another effect id: a smaller footprint, another base, one more
  *   commit), a refusal record and an intent alone never qualify;
- * - a refused or unknown outcome carrying the effect id voids every pass for it — so a failed
- *   deploy voids the artifact's pass in every environment (the effect id has none);
+ * - a refused or unknown outcome carrying the effect id voids every pass for it decided before
+ *   it was on record — so a failed deploy voids the artifact's pass in every environment (the
+ *   effect id has none), and a pass recorded after it (a re-gate) is valid (§3);
  * - the gater must still hold the gate authority it signed under (not revoked; for a merge,
  *   still covering the merge's paths and ref) and still satisfy §5 (not an author; the lab
  *   predicate in cross-lab mode);
@@ -24,6 +25,14 @@ import type { KernelView } from "./view.js";
  * Voiding is monotone: adding records (outcomes, revocations, consumptions) only ever turns
  * an allow into a refusal, never the reverse (test/kernel/gate-pass.property.test.ts).
  */
+
+/** The outcome that voids this pass, if any: a refused or unknown one on record at or after its decision (or either unplaced). */
+function voidingOutcome(view: KernelView, pass: GateRecordFact): OutcomeFact | undefined {
+  return (view.facts.outcomes ?? []).find(
+    (o) =>
+      o.effectId === pass.effectId && (o.result === "refused" || o.result === "unknown") && (o.at === undefined || pass.at === undefined || pass.at <= o.at),
+  );
+}
 export interface PassChoice {
   readonly pass: GateRecordFact;
 }
@@ -76,14 +85,18 @@ export function choosePass(
       `the ${act} needs a gate record of result pass for effect ${effectId}, and there is none${notes.length > 0 ? ` (${notes.join("; ")})` : ""}; gate this exact change first`,
     );
   }
-  const voiding = (view.facts.outcomes ?? []).find((o) => o.effectId === effectId && (o.result === "refused" || o.result === "unknown"));
-  if (voiding !== undefined) {
+  const standing = passes.filter((p) => voidingOutcome(view, p) === undefined);
+  if (standing.length === 0) {
+    const voiding = voidingOutcome(view, passes[passes.length - 1] as GateRecordFact) as OutcomeFact;
     const where = voiding.env !== undefined ? ` (in ${voiding.env}; the effect id carries no environment, so the pass is void in every environment)` : "";
-    return refuse("pass.voided", `a ${voiding.result} outcome of a ${voiding.act} for effect ${effectId}${where} voids every pass for it; re-gate the change`);
+    return refuse(
+      "pass.voided",
+      `a ${voiding.result} outcome of a ${voiding.act} for effect ${effectId}${where} voids every pass for it recorded before it; re-gate the change`,
+    );
   }
   const problems: string[] = [];
   const valid: GateRecordFact[] = [];
-  for (const p of passes) {
+  for (const p of standing) {
     const why = gaterProblem(view, p, authors, effect);
     if (why === undefined) valid.push(p);
     else problems.push(`pass ${p.id}: ${why}`);

@@ -225,7 +225,7 @@ export const RULES = {
   },
   "pass.voided": {
     section: "§15",
-    summary: "a refused or unknown outcome for this effect id voids every pass for it (in every environment); re-gate",
+    summary: "a refused or unknown outcome for this effect id voids every pass for it recorded before it (in every environment); re-gate",
   },
   "pass.gater-invalid": {
     section: "§15",

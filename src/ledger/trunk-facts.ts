@@ -181,11 +181,20 @@ export function createTrunkProjector(): TrunkProjector {
     open.set(seq, { seq, team, act, effectId, seat, member, authority: payload.rootGrant, fields, unknown: false });
   }
 
-  function setOutcome(act: OpenAct, result: OutcomeFact["result"]): void {
+  /** `at`: the seq of the record that says so; a voiding outcome keeps the position where it first voided (unknown, then resolved not done). */
+  function setOutcome(act: OpenAct, result: OutcomeFact["result"], at: number): void {
     if (act.act === "push" || act.act === "write" || act.effectId === "") return;
+    const outcomes = effectOf(teamOf(act.team), act.effectId).outcomes;
     const env = act.act === "deploy" ? one(act.fields, "env") : undefined;
-    const fact: OutcomeFact = env === undefined ? { effectId: act.effectId, act: act.act, result } : { effectId: act.effectId, act: act.act, result, env };
-    effectOf(teamOf(act.team), act.effectId).outcomes.set(act.seq, Object.freeze(fact));
+    const voidedAt = result === "done" ? undefined : (outcomes.get(act.seq)?.at ?? at);
+    const fact: OutcomeFact = {
+      effectId: act.effectId,
+      act: act.act,
+      result,
+      ...(env !== undefined ? { env } : {}),
+      ...(voidedAt !== undefined ? { at: voidedAt } : {}),
+    };
+    outcomes.set(act.seq, Object.freeze(fact));
   }
 
   function done(act: OpenAct, reply: Uint8Array | undefined): void {
@@ -216,7 +225,7 @@ export function createTrunkProjector(): TrunkProjector {
         if (act.effectId === "" || act.authority === "" || (result !== "pass" && result !== "refuse")) return;
         effectOf(t, act.effectId).gates.set(
           act.seq,
-          Object.freeze({ id: String(act.seq), effectId: act.effectId, signer: act.seat, authority: act.authority, result }),
+          Object.freeze({ id: String(act.seq), effectId: act.effectId, signer: act.seat, authority: act.authority, result, at: act.seq }),
         );
         return;
       }
@@ -225,28 +234,28 @@ export function createTrunkProjector(): TrunkProjector {
     }
   }
 
-  function settle(act: OpenAct, result: "done" | "refused", reply?: Uint8Array): void {
+  function settle(act: OpenAct, result: "done" | "refused", at: number, reply?: Uint8Array): void {
     open.delete(act.seq);
-    setOutcome(act, result);
+    setOutcome(act, result, at);
     if (result === "done") done(act, reply);
     else if (act.act === "merge") release(teamOf(act.team), act);
   }
 
-  function onOutcome(intentSeq: number, result: OutcomeResult, reply: Uint8Array): void {
+  function onOutcome(seq: number, intentSeq: number, result: OutcomeResult, reply: Uint8Array): void {
     const act = open.get(intentSeq);
     if (!act || act.unknown) return;
-    if (result === OutcomeResult.DONE) settle(act, "done", reply);
+    if (result === OutcomeResult.DONE) settle(act, "done", seq, reply);
     else if (result === OutcomeResult.UNKNOWN) {
       act.unknown = true;
-      setOutcome(act, "unknown");
-    } else settle(act, "refused");
+      setOutcome(act, "unknown", seq);
+    } else settle(act, "refused", seq);
   }
 
-  function onResolution(intentSeq: number, decision: ReconcileDecision): void {
+  function onResolution(seq: number, intentSeq: number, decision: ReconcileDecision): void {
     const act = open.get(intentSeq);
     if (!act?.unknown) return;
-    if (decision === ReconcileDecision.ACCEPT_DONE || decision === ReconcileDecision.RESOLVED_DONE) settle(act, "done");
-    else if (decision === ReconcileDecision.RESOLVED_NOT_DONE) settle(act, "refused");
+    if (decision === ReconcileDecision.ACCEPT_DONE || decision === ReconcileDecision.RESOLVED_DONE) settle(act, "done", seq);
+    else if (decision === ReconcileDecision.RESOLVED_NOT_DONE) settle(act, "refused", seq);
     // A repeat is the last word on this intent (the ledger accepts one resolution): drop it, unknown.
     else if (decision === ReconcileDecision.REPEAT) open.delete(intentSeq);
   }
@@ -258,10 +267,10 @@ export function createTrunkProjector(): TrunkProjector {
       const act = Object.prototype.hasOwnProperty.call(ACTIONS, header.action) ? ACTIONS[header.action] : undefined;
       if (act) onIntent(seq, record, act);
     } else if (header.type === RecordType.OUTCOME && detail.case === "outcome") {
-      onOutcome(toSafeNumber(detail.value.intentSeq, "intent seq"), detail.value.result, detail.value.reply);
+      onOutcome(seq, toSafeNumber(detail.value.intentSeq, "intent seq"), detail.value.result, detail.value.reply);
     } else if (header.type === RecordType.RECONCILE && detail.case === "reconcile" && detail.value.subject.case === "outcome") {
       const o = detail.value.subject.value;
-      onResolution(toSafeNumber(o.intentSeq, "intent seq"), o.decision);
+      onResolution(seq, toSafeNumber(o.intentSeq, "intent seq"), o.decision);
     }
   }
 

@@ -168,8 +168,8 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
     await l().submit(review("rev", E2, "approve"), done);
     const facts = l().view.trunkFacts("alpha", { effectId: hex(E1) });
     expect(facts.gates).toEqual([
-      { id: String(g1.intentSeq), effectId: hex(E1), signer: "gater", authority: "gater/role:gater/gate/0", result: "pass" },
-      { id: String(g3.intentSeq), effectId: hex(E1), signer: "gater", authority: "gater/role:gater/gate/0", result: "refuse" },
+      { id: String(g1.intentSeq), effectId: hex(E1), signer: "gater", authority: "gater/role:gater/gate/0", result: "pass", at: g1.intentSeq },
+      { id: String(g3.intentSeq), effectId: hex(E1), signer: "gater", authority: "gater/role:gater/gate/0", result: "refuse", at: g3.intentSeq },
     ]);
     expect(facts.reviews).toEqual([
       { effectId: hex(E1), seat: "rev", verdict: "approve" },
@@ -233,16 +233,32 @@ describe("trunk facts: the projection of pushes, reviews, gates, merges and depl
   it("deploy outcomes carry their env; an unknown outcome is listed as unknown", async () => {
     const { l } = await setup("deploy");
     await l().submit(deploy("ops", E1, "staging"), done);
-    await l().submit(deploy("ops", E1, "prod"), lost);
+    const lostDeploy = await l().submit(deploy("ops", E1, "prod"), lost);
     const facts = l().view.trunkFacts("alpha", { effectId: hex(E1) });
     expect(facts.outcomes).toEqual([
       { effectId: hex(E1), act: "deploy", result: "done", env: "staging" },
-      { effectId: hex(E1), act: "deploy", result: "unknown", env: "prod" },
+      { effectId: hex(E1), act: "deploy", result: "unknown", env: "prod", at: expect.any(Number) },
     ]);
+    // A voiding outcome is placed where its outcome record is, after its intent.
+    expect(facts.outcomes?.[1]?.at).toBeGreaterThan(lostDeploy.intentSeq);
     expect(facts.intents).toEqual([
       { effectId: hex(E1), act: "deploy", seat: "ops" },
       { effectId: hex(E1), act: "deploy", seat: "ops" },
     ]);
+  });
+
+  it("a failed deploy voids the passes before it and not a re-gate after it (§3)", async () => {
+    const { l } = await setup("regate");
+    const before = await l().submit(gate("gater", E1, "pass"), done);
+    const failed = await l().submit(deploy("ops", E1, "staging"), refused);
+    const after = await l().submit(gate("gater", E1, "pass"), done);
+    const facts = l().view.trunkFacts("alpha", { effectId: hex(E1) });
+    const voiding = facts.outcomes?.find((o) => o.result === "refused");
+    expect(voiding?.at).toBeGreaterThan(failed.intentSeq);
+    expect(facts.gates?.map((g) => g.at)).toEqual([before.intentSeq, after.intentSeq]);
+    expect(before.intentSeq).toBeLessThan(voiding?.at as number);
+    expect(after.intentSeq).toBeGreaterThan(voiding?.at as number);
+    expect(readFacts(JSON.parse(JSON.stringify(facts)))).toEqual(facts);
   });
 
   it("a resolved unknown follows its resolution: done counts, not-done releases, a repeat stays unknown", async () => {
