@@ -139,8 +139,9 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     const c = await change(ctx, request.branch, request.into, capability);
     const result = await deps.pipeline.act(
       ctx,
-      // Their branch dimension names the branch under review (DESIGN.md, issue 8).
-      { capability, effect: { paths: [...c.summary.paths], branch: c.branch, effectId: c.effectId } },
+      // §6: scope on the real destination — the trunk the change would land on, as a merge
+      // is (and as the pass is re-checked at merge); the source branch is what is reviewed.
+      { capability, effect: { paths: [...c.summary.paths], branch: c.trunk, effectId: c.effectId } },
       {
         action: capability,
         target: { kind: TargetKind.REF, name: `refs/heads/${c.branch}` },

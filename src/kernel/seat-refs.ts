@@ -1,36 +1,36 @@
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
 import { refNameProblem } from "./git-names.js";
-import { dimensionCovers } from "./scope.js";
+import { scopeVoid } from "./scope.js";
 
 /**
  * The hub refs a seat reaches through `git fetch teamd` and `git push teamd` (DESIGN.md
  * "Repositories"): which refs it may read, and where a ref it pushes lands. Both are pure
  * decisions over the seat, the policy in force and the trunk's name (the hub's HEAD, read by
  * the caller); the daemon's git handler asks them before it serves or receives anything.
- *
- * They are moved here as the handler had them: what review and gate scopes open to a fetch is
- * to change in a later issue, and this file is where it will.
  */
 
 const HEADS = "refs/heads/";
 const SEATS = "refs/heads/seat/";
 
 /**
- * May this seat fetch this hub ref? The trunk, its own `seat/<name>/` branches, and another
- * seat's branch that one of its review or gate authorities covers (it must read what it
- * reviews or gates); nothing else — no tag, no other branch.
+ * May this seat fetch this hub ref? The trunk, its own `seat/<name>/` branches, and — for a
+ * seat holding review or gate over any destination — every seat's branches (it must read what
+ * it reviews or gates); nothing else — no tag, no other branch. Review and gate are scoped on
+ * the destination the change would land on (§6: the real destination ref), and a seat branch
+ * names no destination until an act does (`--into`), so no branch scope can narrow which seat
+ * branches a reviewer reads; its read scope filters what a fetch serves, as for every fetch.
  */
 export function mayFetch(policy: Policy, seat: Seat, ref: string, trunk: string): boolean {
   if (ref === trunk) return true;
   const own = `${SEATS}${seat.name}/`;
   if (ref.startsWith(own)) return true;
   if (!ref.startsWith(SEATS)) return false;
-  const branch = ref.slice(HEADS.length);
   const universe = { declared: policy.declared };
   for (const capability of ["review", "gate"] as const) {
     for (const authority of seat.byCapability[capability] ?? []) {
-      if (dimensionCovers("branch", authority.scope.branch ?? { state: "unconstrained" }, branch, universe)) return true;
+      // An authority that covers nothing (an empty or undeclared scope) opens nothing.
+      if (scopeVoid(authority.scope, universe) === false) return true;
     }
   }
   return false;

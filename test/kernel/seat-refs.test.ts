@@ -17,11 +17,13 @@ function policy(): Policy {
     declare: { branches: ["main"] },
     seats: {
       alice: { roles: ["executor"] },
-      // review over bob's branches only; gate over every declared branch.
+      // review into bob's branches; gate into every declared branch.
       reviewer: { capabilities: { review: { branch: "seat/bob/*" } } },
       gater: { capabilities: { gate: null } },
-      // a review scope naming no declared branch: it covers nothing a fetch could name.
-      narrow: { capabilities: { review: { branch: "main" } } },
+      // review into the trunk only: the documented api-reviewer's shape.
+      "trunk-reviewer": { capabilities: { review: { branch: "main" } } },
+      // an empty gate scope: it covers nothing (a branch no declared one matches is refused at load).
+      empty: { capabilities: { gate: { branch: [] } } },
       writer: { capabilities: { write: null, read: null, merge: null } },
     },
   });
@@ -45,10 +47,22 @@ const fetchCases: { description: string; seat: string; ref: string; expected: bo
   { description: "a tag is never served, even to a gater", seat: "gater", ref: "refs/tags/v1", expected: false },
   { description: "the trunk's short name is not the trunk ref", seat: "alice", ref: "main", expected: false },
   { description: "a name that only starts like the seat's namespace is another seat's", seat: "alice", ref: "refs/heads/seat/alice2/fix", expected: false },
-  { description: "review over seat/bob/* opens bob's branches", seat: "reviewer", ref: "refs/heads/seat/bob/fix", expected: true },
-  { description: "review over seat/bob/* does not open carol's", seat: "reviewer", ref: "refs/heads/seat/carol/fix", expected: false },
+  { description: "review into seat/bob/* opens bob's branches", seat: "reviewer", ref: "refs/heads/seat/bob/fix", expected: true },
+  {
+    description: "a review scope names destinations, not sources: review into seat/bob/* opens carol's branches too",
+    seat: "reviewer",
+    ref: "refs/heads/seat/carol/fix",
+    expected: true,
+  },
   { description: "an unconstrained gate opens every seat's branch", seat: "gater", ref: "refs/heads/seat/carol/fix", expected: true },
-  { description: "a review scope that covers no seat branch opens none", seat: "narrow", ref: "refs/heads/seat/bob/fix", expected: false },
+  {
+    description: "review into the trunk only opens every seat's branch (what it reviews)",
+    seat: "trunk-reviewer",
+    ref: "refs/heads/seat/bob/fix",
+    expected: true,
+  },
+  { description: "an empty gate scope opens nothing", seat: "empty", ref: "refs/heads/seat/bob/fix", expected: false },
+  { description: "review opens no branch outside seat/", seat: "trunk-reviewer", ref: "refs/heads/develop", expected: false },
   {
     description: "write, read and merge open no other seat's branch: only review and gate do",
     seat: "writer",
