@@ -314,7 +314,9 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   ): Promise<DeployReply> {
     const { summary, trunk, effectId } = artifact;
     const env = push.env;
-    const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "deploy", effect: { env, branch: trunk, effectId }, asAccount: push.account };
+    // No account named: the kernel resolves the one the policy declares for this env and requires
+    // act-as over it (§6: scope against the account the operation resolves to, not a named one).
+    const kernelRequest: Omit<KernelRequest, "seat"> = { capability: "deploy", effect: { env, branch: trunk, effectId } };
     await deps.pipeline.decide(ctx, kernelRequest, "deploy", facts);
     const { credential, forms } = await credentialOf(ctx, push);
     let pushed: RemotePushResult | undefined;

@@ -87,6 +87,8 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   }
   const broker = checkBroker(policy, capability, request);
   if (broker !== undefined) return broker;
+  const underAccount = accountOf(policy, capability, request);
+  if ("decision" in underAccount) return underAccount;
 
   const universe: ScopeUniverse = { declared: policy.declared };
   const candidates = candidateAuthorities(at, seat, capability);
@@ -99,7 +101,7 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
 
   const covering = coverByOne(capability, spec.dimensions, candidates, effect, universe);
   if ("decision" in covering) return deadLease(at, seat, capability, spec, effect, universe) ?? covering;
-  const actAs = coverActAs(at, seat, capability, request.asAccount, universe);
+  const actAs = coverActAs(at, seat, capability, underAccount.account, universe);
   if (actAs !== undefined && "decision" in actAs) return actAs;
   return actTime(at, allow(capability, covering, actAs), { seat, effect, effectId: request.effectId });
 }
@@ -183,6 +185,16 @@ function checkBroker(policy: Policy, capability: OperationalCapability, request:
   // than decided and then ignored (act-as.ts decides which, for the broker and deploy alike).
   const underAccount = actAsAccount(policy, { act: "broker", operation: request.brokerOperation }, request.asAccount);
   return "decision" in underAccount ? underAccount : undefined;
+}
+
+/**
+ * The account the act runs under (§3, §6: the account the operation resolves to, not the one
+ * the request names): a deploy's is the one the policy declares for its environment's push,
+ * whether or not the request names it (act-as.ts); any other act's is the one it names.
+ */
+function accountOf(policy: Policy, capability: OperationalCapability, request: ReadRequest): { readonly account: string | undefined } | Refusal {
+  if (capability !== "deploy" || request.values.env === undefined) return { account: request.asAccount };
+  return actAsAccount(policy, { act: "deploy", env: request.values.env }, request.asAccount);
 }
 
 /** act-as over the owner's account, required in addition to the operational capability (§3). */
