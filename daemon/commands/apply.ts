@@ -3,14 +3,14 @@ import { basename, dirname, join, resolve } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { ControlService, OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { signOwnerAct } from "../../src/ledger/index.js";
-import { formatTeamFileErrors, loadTeamFile } from "../../src/teamfile/index.js";
+import { formatTeamFileErrors, loadTeamFile, type TeamFileError } from "../../src/teamfile/index.js";
 import { createRpcClient, EXIT, RefusalError } from "../../src/rpc/index.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
 import { repositoryRoot } from "../host/hub.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import { askYesNo } from "./prompt.js";
-import { formatPolicyDiff, leaseCascade, policyDiff } from "./apply-diff.js";
+import { formatPolicyDiff, ownerChange, policyDiff } from "./apply-diff.js";
 import { isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
 import type { Ambient } from "../host/ambient.js";
 
@@ -35,21 +35,31 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
       `${path} is tracked by git: run 'git rm --cached ${basename(path)}' and commit; the team file never travels with the repository`,
     );
   }
-  const loaded = await loadTeamFile(path);
-  if (!loaded.ok) {
-    if (options.json) process.stdout.write(JSON.stringify({ error: "invalid", file: path, errors: loaded.errors }) + "\n");
-    else process.stderr.write(formatTeamFileErrors(loaded.errors, path) + "\nteamd apply: nothing was applied\n");
+  // As a proposal first: over a policy in force the kernel decides the change against it
+  // (ownerChange); a team's first policy gets the launch check (§5, static) below.
+  const loaded = await loadTeamFile(path, { proposal: true });
+  const invalid = (errors: readonly TeamFileError[]) => {
+    if (options.json) process.stdout.write(JSON.stringify({ error: "invalid", file: path, errors }) + "\n");
+    else process.stderr.write(formatTeamFileErrors(errors, path) + "\nteamd apply: nothing was applied\n");
     process.exitCode = EXIT.failure;
-    return;
-  }
+  };
+  if (!loaded.ok) return invalid(loaded.errors);
   const team = loaded.policy.team;
   const home = resolveHome();
   const key = await ownerKeyForAct();
   const channel = await openOwnerChannel(home, ambient.now);
   try {
     const { diff, against, before } = policyDiff(await channel.policyInForce(team), loaded.policy);
-    const revocations = leaseCascade(before, loaded.policy, await channel.leases(team));
-    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against, revocations));
+    const decided = ownerChange(before, loaded.policy, await channel.leases(team), ambient.now());
+    if (decided === undefined) {
+      const launch = await loadTeamFile(path);
+      if (!launch.ok) return invalid(launch.errors);
+    } else if (decided.decision === "refuse") {
+      throw new RefusalError(decided.rule, `${decided.reason}; nothing was applied`);
+    }
+    const revocations = decided?.revocations ?? [];
+    const paused = decided?.paused ?? [];
+    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against, revocations, paused));
     if (!options.yes && !(await askYesNo(`Apply ${path} as the policy of team '${team}' (${loaded.hashes.policy})?`))) {
       throw new Error("cancelled; nothing was applied");
     }
@@ -88,6 +98,7 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           via: channel.via,
           diff,
           revokedLeases: revocations,
+          pausedFloors: paused.map((v) => v.message),
           restartNeeded,
         }) + "\n",
       );

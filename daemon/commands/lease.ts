@@ -63,7 +63,7 @@ export async function leaseIssueCommand(
   try {
     const inForce = await channel.policyInForce(spec.team);
     if (!inForce.applied) throw new RefusalError("policy.unapplied", `team '${spec.team}' has no applied policy: run teamd apply first`);
-    const loaded = loadTeamFileData(JSON.parse(inForce.canonical), { startFileHashes: { ...inForce.startFileHashes } });
+    const loaded = loadTeamFileData(JSON.parse(inForce.canonical), { startFileHashes: { ...inForce.startFileHashes }, proposal: true });
     if (!loaded.ok) throw new Error("the policy in force cannot be read by this release");
     const leads = loaded.policy.leads;
     if (leads === undefined)

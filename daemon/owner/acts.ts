@@ -18,7 +18,7 @@ import { RefusalError } from "../../src/rpc/index.js";
 import type { Refusal } from "../../src/kernel/decision.js";
 import type { Policy } from "../../src/kernel/index.js";
 import { leaseRevocationDraft, type RecordDraft } from "../../src/ledger/index.js";
-import { applyCascade, checkOwnerLease, checkOwnerRevoke, ownerRevoke } from "./leases.js";
+import { checkOwnerLease, checkOwnerRevoke, decideApply, ownerRevoke } from "./leases.js";
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "../host/ledger-host.js";
 import type { TeamdHome } from "../host/home.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
@@ -84,7 +84,10 @@ function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusa
   } catch {
     return { decision: "refuse", rule: "owner.act-invalid", reason: "the policy's canonical form is not JSON" };
   }
-  const loaded = loadTeamFileData(data, { startFileHashes: detail.value.startFileHashes });
+  // The launch check (§5, static) is a team's first policy's: over a policy in force the
+  // kernel decides the change with the live leases (decideApply), and the owner's narrowing
+  // below a minimum commits and pauses rather than being refused here.
+  const loaded = loadTeamFileData(data, { startFileHashes: detail.value.startFileHashes, proposal: ledger.view.policy(team) !== undefined });
   if (!loaded.ok) {
     const first = loaded.errors[0];
     return { decision: "refuse", rule: first?.rule ?? "teamfile.schema", reason: `the signed policy does not load: ${first?.message ?? "invalid"}` };
@@ -162,8 +165,14 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
   if (kind === OwnerActKind.APPLY) {
     const policy = checkPolicy(ledger, team, checked);
     if ("decision" in policy) problem = policy;
-    // The cascade (§7): the leases the change kills, revoked in the same transaction as the policy record.
-    else if (before === undefined) companions = applyCascade(ledger, team, policy).map((r) => leaseRevocationDraft(team, r.lease, r.reason, daemonPrincipal()));
+    else if (before === undefined) {
+      // Over a policy in force, the kernel decides the change (§5, counting live leases): a
+      // break refused, a floor left unmet committed and paused; and the cascade (§7), the
+      // leases the change kills, revoked in the same transaction as the policy record.
+      const decided = decideApply(ledger, team, policy, now());
+      if (decided?.decision === "refuse") problem = decided;
+      else if (decided !== undefined) companions = decided.revocations.map((r) => leaseRevocationDraft(team, r.lease, r.reason, daemonPrincipal()));
+    }
   } else if (kind === OwnerActKind.TEAM) problem = checkTeam(home, ledger, team, checked.payload.detail);
   else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);

@@ -1,7 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import { LeasesResponseSchema, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { cascade, revokeLease, type LeaseRevocation, type Policy, type Refusal } from "../../src/kernel/index.js";
+import {
+  type ChangeDecision,
+  checkAuthorityChange,
+  effectiveSeats,
+  lostMinimums,
+  revokeLease,
+  type Policy,
+  type Refusal,
+} from "../../src/kernel/index.js";
 import { checkOwnerLease as decideOwnerLease, checkOwnerRevoke as decideOwnerRevoke } from "../../src/kernel/owner-lease.js";
 import { daemonPrincipal, leaseFactOf, leaseRevocationDraft, LedgerRefusal, type CheckedOwnerAct, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
@@ -22,10 +30,25 @@ function currentView(ledger: Ledger, team: string) {
   return decisionView(policyInForce(ledger, team).policy, undefined, leaseFactsFor(ledger, team));
 }
 
-/** The revocations a policy change makes (§7): computed against the policy in force and every lease of the team. */
-export function applyCascade(ledger: Ledger, team: string, next: Policy): LeaseRevocation[] {
+/**
+ * The owner's apply over the policy in force, decided by the kernel (§5, §7): the constraints
+ * over standing plus live leased authority — a maximum or an exclusion it would break is
+ * refused, a minimum it leaves unmet commits and pauses the acts it gates — and the cascade
+ * of revocations that commits with it. Undefined for a team's first policy: nothing is in
+ * force and no lease can exist; the loader's launch check (§5, static) decides that one.
+ */
+export function decideApply(ledger: Ledger, team: string, next: Policy, now: number): ChangeDecision | undefined {
   const view = currentView(ledger, team);
-  return view === undefined ? [] : cascade(view, next);
+  return view === undefined ? undefined : checkAuthorityChange(view, { kind: "edit", principal: { kind: "owner" }, after: next }, now);
+}
+
+/** The minimums the team's policy in force leaves unmet now, over standing plus live leases (§5, §11): what pauses, in words. */
+export function unmetFloors(ledger: Ledger, team: string, now: number): string[] {
+  const view = currentView(ledger, team);
+  if (view === undefined) return [];
+  return lostMinimums(view.policy.constraints, effectiveSeats(view, now), view.facts).map(
+    (v) => `${v.message}; ${v.constraint.kind === "minimum" ? v.constraint.pauses.join(", ") : "its acts"} pause until it is restored`,
+  );
 }
 
 /**

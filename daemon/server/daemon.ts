@@ -18,6 +18,7 @@ import { readyLedger, startableSeat } from "../../src/ledger/policy-in-force.js"
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
+import { unmetFloors } from "../owner/leases.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
 import { createSeatManager, DAEMON_STOPPING, type SeatManager } from "../lifecycle/manager.js";
@@ -97,7 +98,17 @@ export function createDaemon(options: DaemonOptions): Daemon {
     hook = loaded.ok ? loaded.hook : undefined;
     log(loaded.ok ? (loaded.hook ? `notice hook: ${JSON.stringify(loaded.hook.command)}` : "no notice hook") : `notice hook refused: ${loaded.reason}`);
   };
-  const notices = createNoticeService({ hook: () => hook, log });
+  const notices = createNoticeService({
+    hook: () => hook,
+    log,
+    unmetFloors: (l, team) => {
+      try {
+        return unmetFloors(l, team, now());
+      } catch {
+        return []; // the policy cannot be read now: the notice still says it was applied
+      }
+    },
+  });
   const slot = {
     serving: true,
     get: () => ledger,

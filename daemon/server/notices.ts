@@ -21,12 +21,19 @@ export interface Notice {
 
 const FIELD = (entry: LedgerEntry, key: string): string => entry.payload?.fields.find((f) => f.key === key)?.value ?? "";
 
-/** The notice a committed record calls for, if any (pure: the record decides). */
-export function noticeFor(entry: LedgerEntry): Notice | undefined {
+/**
+ * The notice a committed record calls for, if any (pure: the record decides). `floors`: for a
+ * policy, the minimums it leaves unmet as the daemon counted them when it was recorded (§5:
+ * the owner's narrowing commits and pauses, and the owner is told).
+ */
+export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): Notice | undefined {
   const team = entry.team ? `team ${entry.team}` : "this machine";
   switch (entry.type) {
     case "policy":
-      return { subject: `policy applied (${team})`, text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}` };
+      return {
+        subject: `policy applied (${team})${floors.length > 0 ? `: ${floors.length} floor(s) unmet, acts paused` : ""}`,
+        text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}${floors.map((f) => `; floor unmet: ${f}`).join("")}`,
+      };
     case "revocation":
       return {
         subject: `revoked (${team})`,
@@ -114,6 +121,8 @@ export interface NoticeDeps {
   /** The owner's hook as last loaded (undefined: none). */
   hook(): NotifyHook | undefined;
   log(line: string): void;
+  /** The minimums a team's policy in force leaves unmet now, in words (told with a policy's notice). */
+  unmetFloors?(ledger: Ledger, team: string): readonly string[];
 }
 
 const HOOK_TIMEOUT_MS = 10_000;
@@ -214,7 +223,8 @@ export function createNoticeService(deps: NoticeDeps): NoticeService {
             if (FIELD(entry, "about") !== "") enqueue(() => runHook(entry));
             continue;
           }
-          const notice = noticeFor(entry);
+          const floors = entry.type === "policy" && entry.team ? (deps.unmetFloors?.(ledger, entry.team) ?? []) : [];
+          const notice = noticeFor(entry, floors);
           if (notice) record(entry, notice);
         }
       });

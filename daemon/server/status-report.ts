@@ -46,7 +46,8 @@ async function teamFileAgainstPolicy(repository: string, policyHash: string | un
   const path = join(repository, TEAM_FILE_NAME);
   let loaded;
   try {
-    loaded = await loadTeamFile(path);
+    // Over a policy in force the owner's change is decided against it (a floor left unmet commits and pauses): not refused on its own.
+    loaded = await loadTeamFile(path, { proposal: policyHash !== undefined });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { teamFile: "missing", teamFileDetail: `${path} does not exist` };

@@ -1,4 +1,5 @@
 import { pausingMinimum } from "./constraints.js";
+import { effectiveSeats } from "./lease-issue.js";
 import type { CanonicalEffect } from "./coverage.js";
 import { type Allow, type Decision, allowWith, refuse } from "./decision.js";
 import type { AuthorFact } from "./facts.js";
@@ -46,7 +47,9 @@ export function actTime(view: KernelView, covered: Allow, context: ActContext): 
   }
   const program = view.policy.constraints;
   if (program.constraints.length > 0) {
-    const unmet = pausingMinimum(program, view.policy.seats, view.facts, capability);
+    // Counted over standing plus live leases (§5): a floor a lease meets holds while it lives, and its expiry pauses.
+    const now = view.now;
+    const unmet = pausingMinimum(program, () => (now === undefined ? view.policy.seats : effectiveSeats(view, now)), view.facts, capability);
     if (unmet !== undefined) return refuse("constraint.paused", `${unmet.message}; the ${capability} pauses until it is restored (the owner has been told)`);
   }
   if (!trunk || effectId === undefined) return covered;

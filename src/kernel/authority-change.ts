@@ -2,8 +2,10 @@ import { type GranterSignature, checkTwoGranter, copyHoldsAdmin, sameCopy } from
 import { type LeaseRevocation, cascade } from "./cascade.js";
 import { canonicalJson } from "./canonical.js";
 import type { ConstraintProgram } from "./constraint-program.js";
-import { type Violation, showSelector, violations } from "./constraints.js";
+import { type HoldingSeat, type Violation, showSelector, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
+import { effectiveSeats } from "./lease-issue.js";
+import { leaseList } from "./lease-liveness.js";
 import type { Policy, Seat } from "./policy.js";
 import type { Principal } from "./principal.js";
 import { ownValue } from "./records.js";
@@ -22,7 +24,8 @@ import type { AdministrativeCapability } from "./vocabulary.js";
  * seat, or edit — the owner or a grant holder; remove — the owner (leads arrives with issue
  * 6), and a seat holding grant or agree is removed by the owner only; (3) a co-signed change
  * carries a valid two-granter approval; (4) the constraints of §5 over the resulting
- * authority (less revoked, less stopped): a delegate's change that breaks one is refused
+ * authority — standing plus live leases, less revoked, less stopped, less the leases the
+ * change's cascade revokes: a delegate's change that breaks one is refused
  * naming it; the owner's commits, and each minimum it leaves unmet is returned as `paused`
  * (the acts it gates pause, and the owner is told).
  */
@@ -83,10 +86,14 @@ function key(v: Violation): string {
   return v.rule === "constraint.exclusion" ? v.message : `${v.rule}:${v.index}`;
 }
 
-/** Decide an authority change; see the module comment for the order. Pure and total. */
-export function checkAuthorityChange(view: KernelView, change: AuthorityChange): ChangeDecision {
+/**
+ * Decide an authority change; see the module comment for the order. Pure and total. `now` is
+ * the decision time: live leases count toward §5 as standing grants do, and a lease's
+ * liveness is walked at it — a team with leases and no time is refused (fail closed).
+ */
+export function checkAuthorityChange(view: KernelView, change: AuthorityChange, now?: number): ChangeDecision {
   try {
-    return decideChange(view, change);
+    return decideChange(view, change, now);
   } catch (error) {
     return refuse(
       "kernel.fault",
@@ -95,7 +102,28 @@ export function checkAuthorityChange(view: KernelView, change: AuthorityChange):
   }
 }
 
-function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision {
+/**
+ * The seats as §5 counts them (§5: "checked on every authority change over standing plus
+ * leased authority"): before the change, every live lease; after it, the leases its cascade
+ * leaves, walked under the proposed policy.
+ */
+function holdingBeforeAndAfter(
+  view: KernelView,
+  after: Policy,
+  revocations: readonly LeaseRevocation[],
+  now: number | undefined,
+): { before: Record<string, HoldingSeat>; after: Record<string, HoldingSeat> } | Refusal {
+  if (leaseList(view.facts.leases).length === 0) return { before: { ...view.policy.seats }, after: { ...after.seats } };
+  if (now === undefined)
+    return refuse("request.malformed", "the team holds leases, and an authority change counts the live ones (§5): the decision needs its time");
+  const revokedLeases = [...(view.facts.revokedLeases ?? []), ...revocations.map((r) => r.lease)];
+  return {
+    before: effectiveSeats(view, now),
+    after: effectiveSeats({ policy: after, facts: { ...view.facts, revokedLeases } }, now),
+  };
+}
+
+function decideChange(view: KernelView, change: AuthorityChange, now: number | undefined): ChangeDecision {
   const before = view.policy;
   const { after, principal } = change;
   const owner = principal.kind === "owner";
@@ -157,10 +185,13 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
     if (void_ !== undefined) return void_;
   }
 
-  // §5 over the resulting authority; the program in force after the change counts.
-  const was = new Set(violations(before.constraints, before.seats, view.facts).map(key));
-  const now = violations(after.constraints, after.seats, view.facts);
-  const fresh = now.filter((v) => !was.has(key(v)));
+  // §5 over the resulting authority, standing plus leased; the program in force after the change counts.
+  const revocations = cascade(view, after);
+  const holding = holdingBeforeAndAfter(view, after, revocations, now);
+  if ("decision" in holding) return holding;
+  const was = new Set(violations(before.constraints, holding.before, view.facts).map(key));
+  const result = violations(after.constraints, holding.after, view.facts);
+  const fresh = result.filter((v) => !was.has(key(v)));
   const breaking = fresh.find((v) => v.rule !== "constraint.minimum" || !owner);
   if (breaking !== undefined) {
     return refuse(
@@ -168,5 +199,5 @@ function decideChange(view: KernelView, change: AuthorityChange): ChangeDecision
       `${breaking.message}; the change would break it, so ${who}'s change is refused${breaking.rule === "constraint.minimum" ? " (the owner's own narrowing would commit and pause instead)" : ""}`,
     );
   }
-  return { decision: "commit", paused: now.filter((v) => v.rule === "constraint.minimum"), agreement, revocations: cascade(view, after) };
+  return { decision: "commit", paused: result.filter((v) => v.rule === "constraint.minimum"), agreement, revocations };
 }

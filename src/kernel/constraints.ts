@@ -108,17 +108,19 @@ export function lostMinimums(program: ConstraintProgram, seats: Readonly<Record<
   return violations({ ...program, constraints: program.constraints.filter((c) => c.kind === "minimum") }, seats, facts);
 }
 
-/** The first unmet minimum that pauses this act, if any. */
+/** The first unmet minimum that pauses this act, if any. `seats` is read only when some minimum pauses the act. */
 export function pausingMinimum(
   program: ConstraintProgram,
-  seats: Readonly<Record<string, HoldingSeat>>,
+  seats: () => Readonly<Record<string, HoldingSeat>>,
   facts: KernelFacts,
   act: OperationalCapability,
 ): Violation | undefined {
+  let holding: Readonly<Record<string, HoldingSeat>> | undefined;
   for (let index = 0; index < program.constraints.length; index++) {
     const c = program.constraints[index];
     if (c === undefined || c.kind !== "minimum" || !c.pauses.includes(act)) continue;
-    const who = holders(seats, c.of, facts);
+    holding ??= seats();
+    const who = holders(holding, c.of, facts);
     if (who.length < c.count) {
       return {
         rule: "constraint.minimum",

@@ -68,7 +68,9 @@ function loadPolicy(team: string, inForce: NonNullable<ReturnType<Ledger["view"]
   } catch {
     throw new RefusalError("policy.unapplied", `the policy record ${inForce.seq} of team '${team}' is not JSON; apply the team file again`);
   }
-  const loaded = loadTeamFileData(data, { startFileHashes: inForce.startFileHashes });
+  // A recorded policy was decided when it committed (§5): one the owner's narrowing left below a
+  // floor is in force, its floors paused at act time — the launch check is not run again here.
+  const loaded = loadTeamFileData(data, { startFileHashes: inForce.startFileHashes, proposal: true });
   if (!loaded.ok) {
     throw new RefusalError(
       "policy.unapplied",

@@ -120,7 +120,7 @@ export function runCase(c: KernelCase): CaseResult {
   if (c.change !== undefined) {
     const change = readChange(c, c.change);
     if (typeof change === "string") return { ...base, ok: false, why: change };
-    const decided = checkAuthorityChange(createKernelView(loaded.policy, facts), change);
+    const decided = checkAuthorityChange(createKernelView(loaded.policy, facts), change, c.now);
     const actual: CaseOutcome =
       decided.decision === "commit"
         ? { stage: "decide", decision: "allow", paused: decided.paused.length, revokes: decided.revocations.map((r) => r.lease).sort() }

@@ -182,12 +182,13 @@ export function loadTeamFileData(data: unknown, options: LoadOptions = {}): Load
  * from there, and a key-shaped value is exempt when it resolves (from there, or from `~/`)
  * to a real directory. Reading the file itself may throw (an I/O failure, not a policy).
  */
-export async function loadTeamFile(file: string): Promise<LoadResult> {
+export async function loadTeamFile(file: string, options: { readonly proposal?: boolean } = {}): Promise<LoadResult> {
   const absolute = path.resolve(file);
   const root = path.dirname(absolute);
   if (!(await stat(absolute)).isFile()) throw new Error(`${file} is not a file`);
   const text = await readFile(absolute, "utf8");
   return loadTeamFileText(text, {
+    ...(options.proposal === true ? { proposal: true } : {}),
     teamFilePath: path.basename(absolute),
     readStartFile: (relative) => {
       try {
