@@ -43,6 +43,7 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
     leases: reply.leases.map(leaseJson),
     lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
     containment: reply.containment || null,
+    review: reply.reviewMode ? { mode: reply.reviewMode, floor: reply.reviewFloor } : null,
   };
   const lines = [
     `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
@@ -51,6 +52,7 @@ async function whoami(opts: { json?: boolean }): Promise<void> {
       : reply.containment
         ? [`containment: ${reply.containment}`]
         : []),
+    ...(value.review ? [`review mode: ${value.review.mode}, floor ${value.review.floor}`] : []),
     ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
     ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
     value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",

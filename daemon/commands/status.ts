@@ -114,6 +114,7 @@ function teamJson(t: Team): Record<string, unknown> {
     leads: t.leads === "" ? null : t.leads,
     seats: [...t.seats],
     liveLeases: t.liveLeases,
+    review: t.reviewMode === "" ? null : { mode: t.reviewMode, floor: t.reviewFloor },
   };
 }
 
@@ -181,7 +182,10 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
       `    policy: ${t.policySeq === 0n ? "none applied" : `record ${t.policySeq} ${t.policyHash.slice(0, 19)}…`}; ${TEAM_FILE_WORDS[t.teamFile] ?? t.teamFile}${t.teamFileDetail && t.teamFile !== "differs" ? ` (${t.teamFileDetail})` : ""}`,
     );
     if (t.policyProblem) lines.push(`    policy cannot be read: ${t.policyProblem}`);
-    if (t.policySeq !== 0n) lines.push(`    seats: ${t.seats.join(", ") || "none"}; leads: ${t.leads || "none"}; live leases: ${t.liveLeases}`);
+    if (t.policySeq !== 0n)
+      lines.push(
+        `    seats: ${t.seats.join(", ") || "none"}; leads: ${t.leads || "none"}; live leases: ${t.liveLeases}${t.reviewMode ? `; review: ${t.reviewMode}, floor ${t.reviewFloor}` : ""}`,
+      );
   }
   lines.push(reply.seats.length === 0 ? "seats running: none" : "seats running:");
   for (const s of reply.seats) {

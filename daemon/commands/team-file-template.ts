@@ -19,6 +19,13 @@ declare:
   branches: [main]
   labs: [anthropic]
 
+# The review mode (§5), required as soon as a seat holds review, gate or merge — an explicit
+# choice, named in every trunk act's record: distinct-seat (the author of a change may not
+# review, gate or merge it; any other seat may) or cross-lab (nor may a seat of the author's
+# lab: write \`review: { mode: cross-lab, floor: 1 }\`). floor: how many approving reviews
+# a merge needs.
+review: { mode: distinct-seat, floor: 0 }
+
 # Deploy commands: per environment in declare.envs, the argv teamd runs (outside every
 # sandbox, on a gated artifact) and the files it pins by hash. For example:
 # deploy:

@@ -1,15 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { LeasesResponseSchema, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
-import {
-  type ChangeDecision,
-  checkAuthorityChange,
-  effectiveSeats,
-  lostMinimums,
-  revokeLease,
-  type Policy,
-  type Refusal,
-} from "../../src/kernel/index.js";
+import { type ChangeDecision, checkAuthorityChange, effectiveSeats, lostMinimums, revokeLease, type Policy, type Refusal } from "../../src/kernel/index.js";
 import { checkOwnerLease as decideOwnerLease, checkOwnerRevoke as decideOwnerRevoke } from "../../src/kernel/owner-lease.js";
 import { daemonPrincipal, leaseFactOf, leaseRevocationDraft, LedgerRefusal, type CheckedOwnerAct, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";

@@ -62,7 +62,8 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       const leases = deps.leases.held(ctx);
       // Said to the seat itself too: an uncontained seat's refusals hold against a mistake only.
       const containment = ctx.policy.policy.seats[identity.seat]?.start?.containment ?? "bwrap";
-      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq), containment };
+      const review = ctx.policy.policy.constraints.review;
+      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq), containment, reviewMode: review.mode, reviewFloor: review.floor };
     },
     async listRefs(request) {
       return deps.git.listRefs(identity, request.forPush);

@@ -126,6 +126,12 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     if (refusal !== undefined) throw deps.pipeline.outcomeRefusal(ctx, refusal);
   }
 
+  /** §5: the review mode is an explicit policy, named in every record of a trunk act. */
+  function reviewModeField(ctx: SeatContext): { key: string; value: string } {
+    const review = ctx.policy.policy.constraints.review;
+    return { key: "review-mode", value: `${review.mode}, floor ${review.floor}` };
+  }
+
   /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
   async function verdict(
     identity: SeatIdentity,
@@ -147,7 +153,10 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
         target: { kind: TargetKind.REF, name: `refs/heads/${c.branch}` },
         requestId: request.requestId,
         request: requestBytes([capability, c.effectId, field.value]),
-        payload: { effectId: fromHex(c.effectId), fields: [field, { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }] },
+        payload: {
+          effectId: fromHex(c.effectId),
+          fields: [field, reviewModeField(ctx), { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }],
+        },
         facts: c.facts,
       },
       async () => ({ result: "done" }),
@@ -179,6 +188,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
             effectId: fromHex(c.effectId),
             fields: [
               { key: "consumes", value: decision?.pass ?? "" },
+              reviewModeField(ctx),
               { key: "base", value: c.summary.base },
               { key: "head", value: c.summary.head },
             ],

@@ -78,10 +78,12 @@ export async function teamsStatus(ledger: Ledger | undefined, now: number): Prom
     let seats: string[] = [];
     let liveLeases = 0;
     let policyProblem: string | undefined;
+    let review: { mode: string; floor: number } = { mode: "", floor: 0 };
     if (inForce !== undefined) {
       try {
         const { policy } = policyInForce(ledger, team.team);
         leads = policy.leads?.seat ?? "";
+        review = policy.constraints.review;
         seats = Object.keys(policy.seats).sort();
         liveLeases = describeLeases(ledger, team.team, now).leases.filter((l) => l.live).length;
       } catch (error) {
@@ -100,6 +102,8 @@ export async function teamsStatus(ledger: Ledger | undefined, now: number): Prom
       leads,
       seats,
       liveLeases,
+      reviewMode: review.mode,
+      reviewFloor: review.floor,
     });
   }
   return teams;

@@ -48,6 +48,7 @@ function buildTeam(): unknown {
   return {
     version: 1,
     team: "bench",
+    review: { mode: "distinct-seat" },
     declare: { branches: BRANCHES, envs: ["staging", "prod"], accounts: ["github:acme-bot"], tasks: ["linear:WEB"], labs: ["anthropic", "openai", "google"] },
     roles,
     seats,

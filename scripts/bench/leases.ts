@@ -30,6 +30,7 @@ function team(envelope: boolean): unknown {
   return {
     version: 1,
     team: "bench",
+    review: { mode: "distinct-seat" },
     declare: { branches: ["main"], labs: ["anthropic", "openai", "google"] },
     leads: { seat: "lead", envelope: envelope ? { write: { path: ["src/"] }, merge: { branch: ["main"] } } : { merge: { branch: ["main"] } } },
     ceiling: { "lease-ttl": "30d" },

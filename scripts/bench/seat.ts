@@ -23,6 +23,7 @@ team: bench
 declare:
   branches: [main]
   labs: [anthropic]
+review: { mode: distinct-seat }
 seats:
   bench:
     lab: anthropic

@@ -327,6 +327,18 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   }
   const program = readConstraintProgram(input.constraints, input.review, problems, (r) => Object.prototype.hasOwnProperty.call(roles, r));
   const delegation = readDelegation(input, Object.keys(seatsInput), ctx);
+  if (input.review === undefined) {
+    const problemText = reviewModeMissing(holdingSeats(seats, roles), delegation.leads?.envelope ?? []);
+    if (problemText !== undefined)
+      problems.push(
+        problem(
+          "teamfile.review-mode",
+          ["review"],
+          `${problemText}, and the team file names no review mode (§5: an explicit, owner-chosen policy). distinct-seat: the author of a change may not review, gate or merge it, any other seat may; cross-lab: nor may a seat of the author's lab`,
+          "write `review: { mode: distinct-seat }` or `review: { mode: cross-lab, floor: 1 }` at the top of the file",
+        ),
+      );
+  }
   if (problems.length === 0 && input.proposal !== true) {
     // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
     for (const v of violations(program, holdingSeats(seats, roles))) {
@@ -410,6 +422,17 @@ function canonicalConstraints(program: ConstraintProgram): CanonicalValue {
   );
   if (program.deployAuthorInequality) list.push({ "author-inequality": "deploy" });
   return list;
+}
+
+/** Who could review, gate or merge (a seat's grant, or the leads envelope that leases them), in words; undefined when none could. */
+function reviewModeMissing(seats: Readonly<Record<string, HoldingSeat>>, envelope: readonly Grant[]): string | undefined {
+  const trunkActs = ["review", "gate", "merge"];
+  for (const seat of Object.values(seats)) {
+    const held = trunkActs.filter((c) => (seat.byCapability[c as OperationalCapability] ?? []).length > 0);
+    if (held.length > 0) return `seat ${seat.name} holds ${held.join(", ")}`;
+  }
+  const leased = trunkActs.filter((c) => envelope.some((g) => g.capability === c));
+  return leased.length > 0 ? `the leads envelope leases ${leased.join(", ")}` : undefined;
 }
 
 /** The compiled seats as counting sees them: each grant an authority, by capability. */

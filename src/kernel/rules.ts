@@ -263,6 +263,11 @@ export const RULES = {
     section: "§10",
     summary: "the team file is not valid YAML",
   },
+  "teamfile.review-mode": {
+    section: "§5",
+    summary:
+      "a seat holds review, gate or merge (or the leads envelope leases one) and the team file names no review mode: write review: { mode: distinct-seat } or { mode: cross-lab }",
+  },
   "teamfile.schema": {
     section: "§10",
     summary: "the team file does not match the published schema (docs/team-file.md)",

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { expectRefused, initTeam, type TeamdHarness } from "../support/teamd-harness.js";
+import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
  * Review, gate and merge are scoped on the destination the change lands on (issue 24, item 1;
@@ -88,6 +88,30 @@ describe.runIf(process.platform === "linux")("review, gate and merge scoped on t
     expect(m.effectId).toBe((JSON.parse(gate.stdout) as { effectId: string }).effectId);
     expect(h.hubGit("rev-parse", "refs/heads/main")).toBe(m.commit);
     expect(h.hubGit("show", `${m.commit}:src/api/b.ts`)).toContain("export const b = 2;");
+  });
+
+  it("the review mode is named in whoami, teamd status and every trunk act's intent (§5: an explicit policy, named in every record and view)", async () => {
+    const who = await h.shim("carol", "whoami", "--json");
+    expect(who.code, who.stderr).toBe(0);
+    expect((JSON.parse(who.stdout) as { review: unknown }).review).toEqual({ mode: "cross-lab", floor: 1 });
+    expect((await h.shim("carol", "whoami")).stdout).toContain("review mode: cross-lab, floor 1");
+    const status = JSON.parse(await h.ok(["status", "--json"])) as { teams: { team: string; review: unknown }[] };
+    expect(status.teams.find((t) => t.team === "proj")?.review).toEqual({ mode: "cross-lab", floor: 1 });
+    expect(await h.ok(["status"])).toContain("review: cross-lab, floor 1");
+    const intents = (await h.records<LogRecord & { fields?: Record<string, string> }>()).filter(
+      (r) => r.type === "intent" && ["review", "gate", "merge"].includes(r.action as string),
+    );
+    expect(intents.map((r) => r.action).sort()).toEqual(["gate", "merge", "review"]);
+    for (const intent of intents) expect(intent.fields?.["review-mode"]).toBe("cross-lab, floor 1");
+  });
+
+  it("a team file where a seat reviews, gates or merges and no review mode is named is refused at apply, naming both modes", async () => {
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("review:\n  mode: cross-lab\n  floor: 1\n", ""));
+    const refused = await h.run(["apply", "--yes"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("teamfile.review-mode");
+    expect(refused.stderr).toMatch(/distinct-seat[\s\S]*cross-lab/);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
   });
 
   it("--into names the destination: release/1 is within the api-reviewer's scope, a branch outside it is refused (scope.branch), recorded", async () => {

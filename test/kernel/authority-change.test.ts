@@ -16,7 +16,14 @@ const start = (env: Record<string, string> = { MODE: "work" }): unknown => ({ co
 
 function team(seats: Record<string, unknown>, constraints?: unknown[], proposal = false): Policy {
   const loaded = loadTeamFileData(
-    { version: 1, team: "web", declare: { branches: ["main"], labs: ["anthropic", "openai"] }, ...(constraints ? { constraints } : {}), seats },
+    {
+      version: 1,
+      team: "web",
+      declare: { branches: ["main"], labs: ["anthropic", "openai"] },
+      review: { mode: "distinct-seat" },
+      ...(constraints ? { constraints } : {}),
+      seats,
+    },
     { readStartFile: (p) => (p in files ? new TextEncoder().encode(files[p as keyof typeof files]) : undefined), proposal },
   );
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));

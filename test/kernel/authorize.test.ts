@@ -15,6 +15,7 @@ function view(): KernelView {
   const loaded = loadTeamFileData({
     version: 1,
     team: "web",
+    review: { mode: "distinct-seat" },
     declare: { branches: ["main", "release/*"], envs: ["staging"], accounts: ["github:bot"], tasks: ["linear:WEB"] },
     seats: {
       a: { roles: ["executor", "operator"], capabilities: { "act-as": null, "use-broker": null, deploy: { env: "staging" } } },

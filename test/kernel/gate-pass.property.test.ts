@@ -13,6 +13,7 @@ import { loadTeamFileData } from "../../src/teamfile/load.js";
 const loaded = loadTeamFileData({
   version: 1,
   team: "web",
+  review: { mode: "distinct-seat" },
   declare: { branches: ["main"], envs: ["staging"], labs: ["a", "b"] },
   seats: {
     exec: { lab: "a", roles: ["executor"] },

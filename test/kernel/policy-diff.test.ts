@@ -21,6 +21,7 @@ function base(): TeamFile {
   return {
     version: 1,
     team: "proj",
+    review: { mode: "distinct-seat" },
     declare: { branches: ["main"], labs: ["anthropic", "openai"] },
     seats: {
       w1: { lab: "anthropic", roles: ["executor"], start: { command: ["claude"], files: ["AGENTS.md"] } },

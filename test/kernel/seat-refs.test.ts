@@ -14,6 +14,7 @@ function policy(): Policy {
   const loaded = loadTeamFileData({
     version: 1,
     team: "web",
+    review: { mode: "distinct-seat" },
     declare: { branches: ["main"] },
     seats: {
       alice: { roles: ["executor"] },
@@ -78,7 +79,13 @@ describe("mayFetch", () => {
 
   it("seat branches are declared in every team: a gate opens them though the team file declares only main", () => {
     // policy-compile's SEAT_BRANCHES: seat/* is in every declared branch set, written or not.
-    const loaded = loadTeamFileData({ version: 1, team: "web", declare: { branches: ["main"] }, seats: { gater: { capabilities: { gate: null } } } });
+    const loaded = loadTeamFileData({
+      version: 1,
+      team: "web",
+      declare: { branches: ["main"] },
+      review: { mode: "distinct-seat" },
+      seats: { gater: { capabilities: { gate: null } } },
+    });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
     const gater = loaded.policy.seats.gater;
     if (gater === undefined) throw new Error("no gater");

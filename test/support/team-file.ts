@@ -9,7 +9,7 @@ export function sleeperTeamFile(seats: readonly string[]): string {
 
 /** A team file for team `proj` (branch main, lab anthropic unless told) with these seats: YAML, each seat indented two spaces. */
 export function teamFile(seats: string, labs: readonly string[] = ["anthropic"]): string {
-  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [${labs.join(", ")}]\nseats:\n${seats}`;
+  return `version: 1\nteam: proj\ndeclare:\n  branches: [main]\n  labs: [${labs.join(", ")}]\nreview: { mode: distinct-seat }\nseats:\n${seats}`;
 }
 
 /**

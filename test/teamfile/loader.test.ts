@@ -185,6 +185,7 @@ describe("the canonical form and hashes", () => {
   const block = `# a comment changes nothing
 version: 1
 team: web
+review: { mode: distinct-seat }
 declare:
   branches:
     - main
@@ -208,11 +209,12 @@ seats:
   const flowReordered = `{ seats: { alice: { capabilities: { merge: [ { branch: refs/heads/main, path: "docs" } ] }, roles: [observer, docs, docs], lab: "anthropic" } },
   roles: { docs: { capabilities: { read: { path: "docs/" }, write: { path: docs } } } },
   declare: { labs: [anthropic], envs: ["staging"], branches: ["release/*", main, main] },
-  team: "web", version: 1 }
+  team: "web", version: 1, review: { mode: distinct-seat } }
 `;
   const asData = {
     version: 1,
     team: "web",
+    review: { mode: "distinct-seat" },
     declare: { branches: ["main", "release/*"], envs: ["staging"], labs: ["anthropic"] },
     roles: { docs: { capabilities: { write: { path: "docs" }, read: { path: ["docs"] } } } },
     seats: { alice: { lab: "anthropic", roles: ["docs", "observer"], capabilities: { merge: { path: "docs/", branch: "main" } } } },
@@ -273,6 +275,7 @@ describe("the policy handed to the kernel", () => {
     const r = loadTeamFileData({
       version: 1,
       team: "web",
+      review: { mode: "distinct-seat" },
       declare: { branches: ["main"] },
       seats: { a: { roles: ["executor"], capabilities: { merge: { branch: "main" } } } },
     });
@@ -344,7 +347,7 @@ describe("loading from disk", () => {
 
 describe("restoring the policy in force from its record", () => {
   it("the canonical form loads again to the same policy, with the recorded start-file hashes", () => {
-    const yaml = `${HEAD}declare:\n  branches: [main, "release/*"]\nroles:\n  r:\n    template: verifier\n    scope: { path: src/, branch: main }\nseats:\n  a:\n    roles: [r]\n    capabilities:\n      write: { path: . }\n      read: ~\n      merge: { path: [], branch: main }\n    start:\n      command: [claude]\n      env: { A: "1" }\n      files: [CLAUDE.md]\n`;
+    const yaml = `${HEAD}review: { mode: cross-lab, floor: 1 }\ndeclare:\n  branches: [main, "release/*"]\nroles:\n  r:\n    template: verifier\n    scope: { path: src/, branch: main }\nseats:\n  a:\n    roles: [r]\n    capabilities:\n      write: { path: . }\n      read: ~\n      merge: { path: [], branch: main }\n    start:\n      command: [claude]\n      env: { A: "1" }\n      files: [CLAUDE.md]\n`;
     const applied = loadTeamFileText(yaml, { readStartFile: () => new TextEncoder().encode("v1") });
     if (!applied.ok) throw new Error(JSON.stringify(applied.errors));
     // Later the file on disk changed; the record (canonical form + start-file hashes) is what is in force.
