@@ -143,7 +143,7 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   }
   let capabilities: Partial<Record<OperationalCapability, Scope[]>> | undefined;
   if (value.capabilities !== undefined) {
-    const grants = readCapabilities(value.capabilities, ["ceiling", "capabilities"], ctx);
+    const grants = readCapabilities(value.capabilities, ["ceiling", "capabilities"], ctx, "bounds");
     if (grants === undefined) bad = true;
     else {
       capabilities = {};
@@ -195,7 +195,7 @@ export function readDelegation(
     if (ceiling !== undefined) out.ceiling = ceiling;
   }
   if (input.deny !== undefined && input.deny !== null) {
-    const deny = readCapabilities(input.deny, ["deny"], ctx);
+    const deny = readCapabilities(input.deny, ["deny"], ctx, "bounds");
     if (deny !== undefined) out.deny = deny;
   }
   if (input.twoGranter !== undefined && input.twoGranter !== null) {

@@ -43,11 +43,17 @@ function canonicalScope(scope: Scope): CanonicalValue {
   return out;
 }
 
+/** A grant's scope in canonical form, with its name where the owner gave one (it loads back as written). */
+function grantScope(g: Grant): CanonicalValue {
+  const scope = canonicalScope(g.scope) as Record<string, CanonicalValue>;
+  return g.name === undefined ? scope : { name: g.name, ...scope };
+}
+
 /** Grants as a set: canonical, sorted, without repeats (two equal grants are one alternative). */
 function grantSet(grants: readonly Grant[]): CanonicalValue[] {
   const byText = new Map<string, CanonicalValue>();
   for (const g of grants) {
-    const value: CanonicalValue = { capability: g.capability, scope: canonicalScope(g.scope) };
+    const value: CanonicalValue = { capability: g.capability, scope: grantScope(g) };
     byText.set(canonicalJson(value), value);
   }
   return [...byText.keys()].sort(compareStrings).map((k) => byText.get(k) as CanonicalValue);
@@ -61,7 +67,7 @@ function grantSet(grants: readonly Grant[]): CanonicalValue[] {
  */
 function canonicalGrants(grants: readonly Grant[]): Grant[] {
   const byText = new Map<string, Grant>();
-  for (const g of grants) byText.set(canonicalJson({ capability: g.capability, scope: canonicalScope(g.scope) }), g);
+  for (const g of grants) byText.set(canonicalJson({ capability: g.capability, scope: grantScope(g) }), g);
   return [...byText.keys()].sort(compareStrings).map((k) => byText.get(k) as Grant);
 }
 

@@ -1,4 +1,4 @@
-import { type Authority, type AuthoritySource, type Grant, authorityId } from "./authority.js";
+import { type Authority, type AuthoritySource, type Grant, authorityId, grantKeys } from "./authority.js";
 import type { Ceiling } from "./ceiling.js";
 import type { ConstraintProgram } from "./constraint-program.js";
 import type { DeclaredSets } from "./declared.js";
@@ -125,14 +125,12 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
     if (seatHashes === undefined) missing.push(`seat ${seat.name}`);
     if (seat.start !== undefined && seatHashes?.context === undefined) missing.push(`seat ${seat.name} context`);
     const authorities: Authority[] = [];
-    // Ids number each capability's grants within one source: `alice/role:docs/write/0`.
+    // Ids key each capability's grants within one source, never by position: `alice/role:docs/write/0`.
     const add = (source: AuthoritySource, grants: readonly Grant[]): void => {
-      const seen = new Map<string, number>();
-      for (const grant of grants) {
-        const index = seen.get(grant.capability) ?? 0;
-        seen.set(grant.capability, index + 1);
+      const keys = grantKeys(grants);
+      for (const [i, grant] of grants.entries()) {
         authorities.push({
-          id: authorityId(seat.name, source, grant.capability, index),
+          id: authorityId(seat.name, source, grant.capability, keys[i] as string),
           seat: seat.name,
           capability: grant.capability,
           scope: grant.scope,
@@ -162,14 +160,12 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
   }
   let leads: Leads | undefined;
   if (compiled.leads !== undefined) {
-    const seen = new Map<string, number>();
     const envelope: Authority[] = [];
-    for (const grant of compiled.leads.envelope) {
-      const index = seen.get(grant.capability) ?? 0;
-      seen.set(grant.capability, index + 1);
+    const keys = grantKeys(compiled.leads.envelope);
+    for (const [i, grant] of compiled.leads.envelope.entries()) {
       const source: AuthoritySource = { kind: "envelope" };
       envelope.push({
-        id: authorityId(compiled.leads.seat, source, grant.capability, index),
+        id: authorityId(compiled.leads.seat, source, grant.capability, keys[i] as string),
         seat: compiled.leads.seat,
         capability: grant.capability,
         scope: grant.scope,

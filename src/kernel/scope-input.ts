@@ -1,7 +1,7 @@
 import type { Grant } from "./authority.js";
 import { type DeclaredSets, DECLARED_SET_OF, isDeclaredName } from "./declared.js";
 import { globIntersects } from "./glob.js";
-import { closest } from "./names.js";
+import { NAME_RULE, closest, isName } from "./names.js";
 import { canonicalPath } from "./paths.js";
 import { type InputPath, type PolicyProblem, problem } from "./policy-input.js";
 import { normalizeBranch } from "./refs.js";
@@ -187,7 +187,7 @@ export function readScope(capability: string, dimensions: readonly Dimension[], 
  * unknown capability is refused (§3); a known one this release does not decide yet is refused
  * as "not supported yet", never accepted unenforced.
  */
-export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContext): Grant[] | undefined {
+export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContext, grants: "grants" | "bounds" = "grants"): Grant[] | undefined {
   if (input === undefined || input === null) return [];
   if (typeof input !== "object" || Array.isArray(input)) {
     ctx.problems.push(
@@ -195,7 +195,7 @@ export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContex
     );
     return undefined;
   }
-  const grants: Grant[] = [];
+  const out: Grant[] = [];
   let bad = false;
   for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
     const where = [...at, name];
@@ -241,11 +241,44 @@ export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContex
       bad = true;
       continue;
     }
+    const names = new Set<string>();
     scopes.forEach((scopeInput, index) => {
-      const scope = readScope(name, spec.dimensions, scopeInput, Array.isArray(value) ? [...where, index] : where, ctx);
+      const scopeAt = Array.isArray(value) ? [...where, index] : where;
+      const named = grantName(scopeInput, scopeAt, ctx, grants, names);
+      if (named === null) {
+        bad = true;
+        return;
+      }
+      const scope = readScope(name, spec.dimensions, named.rest, scopeAt, ctx);
       if (scope === undefined) bad = true;
-      else grants.push(Object.freeze({ capability: name as OperationalCapability, scope }));
+      else out.push(Object.freeze({ capability: name as OperationalCapability, scope, ...(named.name !== undefined ? { name: named.name } : {}) }));
     });
   }
-  return bad ? undefined : grants;
+  return bad ? undefined : out;
+}
+
+/**
+ * A grant's `name:` (§7: what keeps its id, and its leases, across edits of its scope), taken
+ * out of the scope as written; null when it is wrong (reported). The ceiling and the deny hold
+ * bounds, not grants: a name there is refused rather than ignored.
+ */
+function grantName(input: unknown, at: InputPath, ctx: ScopeContext, grants: "grants" | "bounds", seen: Set<string>): { name?: string; rest: unknown } | null {
+  if (input === null || typeof input !== "object" || Array.isArray(input) || !Object.prototype.hasOwnProperty.call(input, "name")) return { rest: input };
+  const { name, ...rest } = input as Record<string, unknown>;
+  if (grants === "bounds") {
+    ctx.problems.push(
+      problem("teamfile.schema", [...at, "name"], "a name identifies a grant; the ceiling and the deny hold bounds, not grants", "remove name", "key"),
+    );
+    return null;
+  }
+  if (typeof name !== "string" || !isName(name)) {
+    ctx.problems.push(problem("teamfile.schema", [...at, "name"], `a grant's name is ${NAME_RULE}`, "write e.g. `name: docs`"));
+    return null;
+  }
+  if (seen.has(name)) {
+    ctx.problems.push(problem("teamfile.schema", [...at, "name"], `two grants of this capability are both named '${name}'`, "give each its own name"));
+    return null;
+  }
+  seen.add(name);
+  return { name, rest };
 }

@@ -297,13 +297,62 @@ describe("the policy handed to the kernel", () => {
       seats: { a: { roles: ["d", "executor"], capabilities: { write: [{ path: "x" }, { path: "y" }] } } },
     });
     if (!r.ok) throw new Error("load failed");
-    expect(r.policy.seats.a?.authorities.map((x) => x.id)).toEqual([
-      "a/role:d/write/0",
-      "a/role:executor/read/0",
-      "a/role:executor/write/0",
-      "a/direct/write/0",
-      "a/direct/write/1",
-    ]);
+    const ids = r.policy.seats.a?.authorities.map((x) => x.id) ?? [];
+    expect(ids.slice(0, 3)).toEqual(["a/role:d/write/0", "a/role:executor/read/0", "a/role:executor/write/0"]);
+    // Two unnamed grants of one capability: each keyed by its scope, never by its position.
+    expect(ids.slice(3)).toEqual([expect.stringMatching(/^a\/direct\/write\/#[0-9a-f]{16}$/), expect.stringMatching(/^a\/direct\/write\/#[0-9a-f]{16}$/)]);
+    expect(new Set(ids).size).toBe(5);
+  });
+
+  describe("grant ids never follow position (issue 24, item 11; §7)", () => {
+    const idsOf = (writes: unknown): string[] => {
+      const r = loadTeamFileData({ version: 1, team: "web", seats: { a: { capabilities: { write: writes } } } });
+      if (!r.ok) throw new Error(JSON.stringify(r.errors));
+      return (r.policy.seats.a?.authorities ?? []).map((x) => x.id);
+    };
+    it("removing one unnamed grant leaves the others' ids as they were (a positional id shifted the next into it)", () => {
+      const three = idsOf([{ path: "a" }, { path: "b" }, { path: "c" }]);
+      const two = idsOf([{ path: "b" }, { path: "c" }]);
+      expect(two).toEqual(three.slice(1));
+    });
+    it("a named grant keeps its id when its scope widens; an unnamed one of several gets a fresh id", () => {
+      expect(idsOf([{ name: "docs", path: "docs" }, { path: "src" }])[0]).toBe("a/direct/write/docs");
+      expect(idsOf([{ name: "docs", path: "." }, { path: "src" }])[0]).toBe("a/direct/write/docs");
+      expect(idsOf([{ path: "docs" }, { path: "src" }])).not.toContain(idsOf([{ path: "." }, { path: "src" }])[0]);
+    });
+    it("the one grant of its capability is /0 however its scope changes", () => {
+      expect(idsOf({ path: "docs" })).toEqual(["a/direct/write/0"]);
+      expect(idsOf({ path: "." })).toEqual(["a/direct/write/0"]);
+    });
+    it("a name is a grant's: refused where it is not a name, twice in one capability, or in the ceiling or the deny", () => {
+      const rules = (data: Record<string, unknown>) => errorsOf(loadTeamFileData({ version: 1, team: "web", ...data })).map((e) => [e.rule, e.at]);
+      expect(rules({ seats: { a: { capabilities: { write: [{ name: "Docs", path: "a" }] } } } })).toEqual([
+        ["teamfile.schema", "seats.a.capabilities.write[0].name"],
+      ]);
+      expect(
+        rules({
+          seats: {
+            a: {
+              capabilities: {
+                write: [
+                  { name: "x", path: "a" },
+                  { name: "x", path: "b" },
+                ],
+              },
+            },
+          },
+        }),
+      ).toEqual([["teamfile.schema", "seats.a.capabilities.write[1].name"]]);
+      expect(rules({ deny: { write: { name: "x", path: "a" } } })).toEqual([["teamfile.schema", "deny.write.name"]]);
+    });
+    it("the name is in the canonical form and loads back to the same ids", () => {
+      const r = loadTeamFileData({ version: 1, team: "web", seats: { a: { capabilities: { write: [{ name: "docs", path: "docs" }, { path: "src" }] } } } });
+      if (!r.ok) throw new Error(JSON.stringify(r.errors));
+      expect(r.canonical).toContain('"name":"docs"');
+      const again = loadTeamFileData(JSON.parse(r.canonical));
+      if (!again.ok) throw new Error(JSON.stringify(again.errors));
+      expect(again.policy.seats.a?.authorities.map((x) => x.id)).toEqual(r.policy.seats.a?.authorities.map((x) => x.id));
+    });
   });
 
   it("refuses a seat or role named __proto__ instead of losing it", () => {
