@@ -1,3 +1,4 @@
+import { accountIdentity } from "../../src/kernel/account-identities.js";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { BrokerRequest, BrokerResponseSchema, BrokerTaskSchema } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -126,7 +127,7 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
       let credential: AccountCredential | undefined;
       if (operation === "comment") {
         try {
-          credential = (await broker.account(asAccount, ctx.policy.policy.declared.accounts)).credential;
+          credential = (await broker.account(asAccount, ctx.policy.policy.declared.accounts, accountIdentity(ctx.policy.policy, asAccount))).credential;
         } catch (error) {
           if (error instanceof AccountConfigError) throw await fail("act-as.credential", error.message);
           throw error;

@@ -1,3 +1,4 @@
+import { accountIdentity } from "../../src/kernel/account-identities.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { DeployResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -274,7 +275,7 @@ export function createSeatDeploy(deps: SeatDeployDeps): SeatDeploy {
   /** The account's credential from the owner's configuration, before any intent; refused naming the fix. */
   async function credentialOf(ctx: SeatContext, push: DeployPush): Promise<{ credential: AccountCredential; forms: SecretForms }> {
     try {
-      return await deps.broker.account(push.account, ctx.policy.policy.declared.accounts);
+      return await deps.broker.account(push.account, ctx.policy.policy.declared.accounts, accountIdentity(ctx.policy.policy, push.account));
     } catch (error) {
       if (error instanceof AccountConfigError)
         throw await deps.pipeline.refuse(ctx, refuse("act-as.credential", error.message), "deploy", { kind: TargetKind.ENVIRONMENT, name: push.env });

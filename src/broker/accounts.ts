@@ -12,7 +12,7 @@ import { MIN_SECRET_BYTES } from "./scrub.js";
  *
  * {
  *   "accounts": {
- *     "github:acme-bot": { "tokenEnv": "TEAMD_ACME_BOT_TOKEN" },
+ *     "github:acme-bot": { "tokenEnv": "TEAMD_ACME_BOT_TOKEN", "identity": "acme-bot" },
  *     "git:release":     { "token": "…", "username": "x-access-token" }
  *   }
  * }
@@ -57,7 +57,14 @@ export async function readAccountsFile(path: string, uid?: number): Promise<unkn
  * not declared (a credential is never used for a name the team file does not declare), when the
  * file or the environment holds none, or when what it holds is not a usable token.
  */
-export function accountCredential(data: unknown, account: string, declared: readonly string[], env: NodeJS.ProcessEnv, path: string): AccountCredential {
+export function accountCredential(
+  data: unknown,
+  account: string,
+  declared: readonly string[],
+  env: NodeJS.ProcessEnv,
+  path: string,
+  identity?: string,
+): AccountCredential {
   if (!declared.includes(account))
     throw new AccountConfigError(
       `account '${account}' is not in the team file's declare.accounts; teamd uses no credential for an undeclared account (the owner declares it and runs teamd apply)`,
@@ -70,6 +77,15 @@ export function accountCredential(data: unknown, account: string, declared: read
   const entry = Object.prototype.hasOwnProperty.call(data.accounts, account) ? data.accounts[account] : undefined;
   if (!isMap(entry)) throw new AccountConfigError(`account '${account}' has no credential in ${path}; the owner adds it under "accounts"`);
   const where = `${path}: account '${account}'`;
+  // What the account resolves to is signed in the team file (accounts:); the unsigned file must
+  // agree, or the credential acts as someone no owner act named (§3, §7). Never a guess.
+  if (identity !== undefined && entry.identity !== identity) {
+    throw new AccountConfigError(
+      typeof entry.identity === "string"
+        ? `${where}: its credential is for identity '${entry.identity}', and the team file's accounts: names '${identity}'; the owner makes them agree (a changed identity is applied with teamd apply, which revokes the leases naming the account)`
+        : `${where}: the team file's accounts: names its identity '${identity}', and the accounts file does not say whose credential this is; the owner adds "identity": "${identity}" to the entry`,
+    );
+  }
   if (entry.token !== undefined && entry.tokenEnv !== undefined) throw new AccountConfigError(`${where}: give 'token' or 'tokenEnv', not both`);
   let token: unknown;
   if (entry.tokenEnv !== undefined) {

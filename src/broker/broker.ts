@@ -50,7 +50,8 @@ export interface Broker {
    * owner's configuration holds (all accounts, all trackers, the Basic pair a push sends) for
    * scrubbing whatever the act's far end answers. Throws AccountConfigError naming the fix.
    */
-  account(account: string, declared: readonly string[]): Promise<{ readonly credential: AccountCredential; readonly forms: SecretForms }>;
+  /** `identity`: what the team file signs the account resolves to (accounts:); the accounts file must agree. */
+  account(account: string, declared: readonly string[], identity?: string): Promise<{ readonly credential: AccountCredential; readonly forms: SecretForms }>;
   /** Post a comment on a task under the account (the tracker's own credential is not used). */
   comment(resolved: ResolvedTracker, id: string, credential: AccountCredential, body: string, seat: string): Promise<TaskSummary>;
 }
@@ -95,10 +96,10 @@ export function createBroker(deps: BrokerDeps): Broker {
           return { operation, task: scrubSummary(await serialize(`${resolved.where}\0${id}`, () => resolved.tracker.claim(id, claimant)), resolved.forms) };
       }
     },
-    async account(account, declared) {
+    async account(account, declared, identity) {
       const path = accountsPath(deps.teamdHome, deps.env);
       const data = await readAccountsFile(path, deps.uid);
-      const credential = accountCredential(data, account, declared, deps.env, path);
+      const credential = accountCredential(data, account, declared, deps.env, path, identity);
       const trackers = await readTrackersFile(trackersPath(deps.teamdHome, deps.env), deps.uid).catch(() => undefined);
       const forms = secretForms([
         ...allAccountSecrets(data, deps.env),

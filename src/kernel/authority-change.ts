@@ -75,6 +75,7 @@ export function sovereignChanges(before: Policy, after: Policy): string[] {
   if (canonicalJson((before.ceiling ?? null) as never) !== canonicalJson((after.ceiling ?? null) as never)) out.push("the ceiling");
   if (canonicalJson((before.deny ?? []) as never) !== canonicalJson((after.deny ?? []) as never)) out.push("the deny");
   if (canonicalJson((before.twoGranter ?? []) as never) !== canonicalJson((after.twoGranter ?? []) as never)) out.push("the two-granter requirement");
+  if (canonicalJson((before.accountIdentities ?? {}) as never) !== canonicalJson((after.accountIdentities ?? {}) as never)) out.push("an account's identity");
   return out;
 }
 

@@ -1,3 +1,4 @@
+import { canonicalJson } from "./canonical.js";
 import { type Refusal, refuse } from "./decision.js";
 import type { LeaseFact } from "./facts.js";
 import { ENVELOPE_PREFIX, heldSource, leaseList } from "./lease-liveness.js";
@@ -21,6 +22,9 @@ import { DIMENSIONS } from "./vocabulary.js";
  *   in it;
  * - a seat removed, or its lab rebound: every lease it holds or issued;
  * - a declared name removed (env, branch, account, task): every lease whose scope names it;
+ * - a declared name retargeted — an env's deploy command or push, a task's tracker, an
+ *   account's identity changed: every lease whose scope names it, as for a removal (§7, §8:
+ *   the name now reaches something the lease was never issued for);
  * and, for each, every lease below it by parent pointer. Narrowing the ceiling or the deny is
  * not here: it only shadows at use time (§7), and restoring it re-covers.
  */
@@ -61,6 +65,38 @@ function removedNames(before: Policy, after: Policy): { readonly dimension: stri
   return out;
 }
 
+/** What each declared name resolves to, in canonical text: an env's deploy (command hash or push), a task's tracker, an account's identity. */
+function resolvesTo(p: Policy, dimension: "env" | "task" | "account", name: string): string {
+  switch (dimension) {
+    case "env": {
+      const command = p.deploys !== undefined ? ownValue(p.deploys, name) : undefined;
+      const push = p.pushes !== undefined ? ownValue(p.pushes, name) : undefined;
+      return canonicalJson({
+        command: command?.hash ?? null,
+        push: push === undefined ? null : { url: push.url, branch: push.branch, account: push.account },
+      });
+    }
+    case "task":
+      return (p.trackers !== undefined ? ownValue(p.trackers, name) : undefined) ?? "";
+    case "account":
+      return (p.accountIdentities !== undefined ? ownValue(p.accountIdentities, name) : undefined) ?? "";
+  }
+}
+
+/** Names declared before and after whose target changed (§7: a retarget cascades like a removal). */
+function retargetedNames(before: Policy, after: Policy): { readonly dimension: string; readonly name: string; readonly what: string }[] {
+  const out: { dimension: string; name: string; what: string }[] = [];
+  const pairs = [
+    ["env", "envs", "its deploy command or push"],
+    ["task", "tasks", "its tracker"],
+    ["account", "accounts", "its identity"],
+  ] as const;
+  for (const [dimension, set, what] of pairs)
+    for (const name of before.declared[set])
+      if (after.declared[set].includes(name) && resolvesTo(before, dimension, name) !== resolvesTo(after, dimension, name)) out.push({ dimension, name, what });
+  return out;
+}
+
 function namesIt(lease: LeaseFact, dimension: string, name: string): boolean {
   const written = Object.prototype.hasOwnProperty.call(lease.scope, dimension) ? lease.scope[dimension] : undefined;
   return Array.isArray(written) && written.includes(name);
@@ -80,6 +116,7 @@ export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
     ? `leads ${before.leads?.seat ?? ""} ${after.leads === undefined ? "removed" : `reassigned to ${after.leads.seat}`}: every live lease in the team is revoked (§9)`
     : "";
   const names = removedNames(before, after);
+  const retargets = retargetedNames(before, after);
   // Per seat and per source, once: whether the change ended it, and why (a cascade reads 10,000 leases).
   const seatEnded = new Map<string, string | undefined>();
   const seatReason = (seat: string): string | undefined => {
@@ -117,6 +154,13 @@ export function cascade(view: KernelView, after: Policy): LeaseRevocation[] {
     for (const { dimension, name } of names) {
       if ((DIMENSIONS as readonly string[]).includes(dimension) && namesIt(lease, dimension, name))
         mark(lease, `its scope names ${dimension} '${name}', removed from the declared set; re-adding it restores nothing (§8)`);
+    }
+    for (const { dimension, name, what } of retargets) {
+      if (namesIt(lease, dimension, name))
+        mark(
+          lease,
+          `its scope names ${dimension} '${name}', whose target changed (${what}): a retarget revokes as a removal does, and changing it back restores nothing (§7)`,
+        );
     }
   }
   // Everything below a revoked lease, by the parent pointer each carries.

@@ -9,6 +9,7 @@ import type { ReservedSet } from "./reserved.js";
 import type { RoleTemplate } from "./roles.js";
 import type { StartContext } from "./start-context.js";
 import type { TaskTrackers } from "./task-trackers.js";
+import type { AccountIdentities } from "./account-identities.js";
 import type { OperationalCapability, Vocabulary } from "./vocabulary.js";
 
 /**
@@ -57,6 +58,7 @@ export interface CompiledPolicy {
   readonly pushes?: DeployPushes;
   /** The tracker of each task resource the file maps (§11); absent when it maps none. */
   readonly trackers?: TaskTrackers;
+  readonly accountIdentities?: AccountIdentities;
   /** The canonical form of the team file: independent of formatting and key order. */
   readonly canonical: string;
 }

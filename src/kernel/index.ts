@@ -79,3 +79,4 @@ export {
   allCapabilities,
   resolveVocabulary,
 } from "./vocabulary.js";
+export { accountIdentity } from "./account-identities.js";

@@ -6,6 +6,7 @@ import { readConstraintProgram } from "./constraints-input.js";
 import type { CompiledRole, CompiledSeat, CompileResult } from "./compiled-policy.js";
 import { type DeclaredSets, isDeclaredName } from "./declared.js";
 import { canonicalTaskTrackers, readTaskTrackers } from "./task-trackers.js";
+import { canonicalAccountIdentities, readAccountIdentities } from "./account-identities.js";
 import { canonicalDeployCommands, deployFiles, readDeploys } from "./deploy-commands.js";
 import { readDelegation, showDuration } from "./delegation-input.js";
 import { NAME_RULE, isName } from "./names.js";
@@ -240,6 +241,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   const reserved: ReservedSet = Object.freeze({ teamFile: teamFile.ok ? teamFile.path : "teamd.yaml", startFiles: Object.freeze(startFiles) });
   const ctx: ScopeContext = { vocabulary, declared, reserved, problems };
   const trackers = readTaskTrackers(input.trackers, declared, problems);
+  const accountIdentities = readAccountIdentities(input.accountIdentities, declared, problems);
 
   const roles: Record<string, CompiledRole> = {};
   for (const template of Object.keys(ROLE_TEMPLATES) as RoleTemplate[]) {
@@ -373,6 +375,8 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     // Left out when absent, so a policy without deploy commands keeps the hash it had before them.
     ...(deploys !== undefined ? { deploy: canonicalDeployCommands(deploys, pushes) } : {}),
     ...(trackers !== undefined ? { trackers: canonicalTaskTrackers(trackers) } : {}),
+    // Left out when absent, so a policy without identities keeps the hash it had before them.
+    ...(accountIdentities !== undefined ? { accounts: canonicalAccountIdentities(accountIdentities) } : {}),
   });
   return {
     ok: true,
@@ -388,6 +392,7 @@ export function compilePolicy(input: PolicyInput): CompileResult {
       ...(deploys !== undefined ? { deploys } : {}),
       ...(pushes !== undefined ? { pushes } : {}),
       ...(trackers !== undefined ? { trackers } : {}),
+      ...(accountIdentities !== undefined ? { accountIdentities } : {}),
       canonical,
     }),
   };

@@ -89,6 +89,8 @@ export interface PolicyInput {
   readonly deploy?: unknown;
   /** Which owner-configured tracker serves each declared task resource (§11), as written. */
   readonly trackers?: unknown;
+  /** What each declared account resolves to — its identity, never its secret (§3, §7): `accounts` in the file, as written. */
+  readonly accountIdentities?: unknown;
   /**
    * Whether the seats are checked against the constraints at load (launch, §5) — the
    * default. A policy proposed by an authority change is not: `checkAuthorityChange`

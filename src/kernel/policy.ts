@@ -45,6 +45,8 @@ export interface Policy {
   readonly pushes?: DeployPushes;
   /** The owner-configured tracker of each task resource the team file maps (§11); others use the default. */
   readonly trackers?: Readonly<Record<string, string>>;
+  /** What each declared account resolves to (its identity, never its secret; §3, §7), where the team file says. */
+  readonly accountIdentities?: Readonly<Record<string, string>>;
 }
 
 /** A deploy command and the hash of its whole context (argv, workdir, env bindings, each file's content). */
@@ -202,6 +204,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       ...(deploys !== undefined ? { deploys } : {}),
       ...(compiled.pushes !== undefined ? { pushes: compiled.pushes } : {}),
       ...(compiled.trackers !== undefined ? { trackers: compiled.trackers } : {}),
+      ...(compiled.accountIdentities !== undefined ? { accountIdentities: compiled.accountIdentities } : {}),
     }),
   };
 }

@@ -11,7 +11,7 @@ import { NOT_SUPPORTED, type Level } from "./not-supported.js";
  * the nearest known one, never ignored.
  */
 const KEYS: Readonly<Record<Level, readonly string[]>> = {
-  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "deploy", "trackers", "roles", "seats"],
+  top: ["version", "team", "declare", "review", "constraints", "leads", "ceiling", "deny", "two-granter", "deploy", "trackers", "accounts", "roles", "seats"],
   declare: ["branches", "envs", "accounts", "tasks", "labs"],
   role: ["template", "scope", "capabilities"],
   seat: ["lab", "roles", "capabilities", "start"],
@@ -264,6 +264,7 @@ export function readTeamFileData(data: unknown, teamFilePath: string): SchemaRes
       ...delegation,
       ...(deploy !== undefined ? { deploy } : {}),
       ...(top.trackers !== undefined ? { trackers: top.trackers } : {}),
+      ...(top.accounts !== undefined ? { accountIdentities: top.accounts } : {}),
       teamFilePath,
     },
     problems: r.problems,

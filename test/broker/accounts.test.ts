@@ -34,6 +34,21 @@ describe("accounts: the owner's act-as credentials", () => {
     expect(allAccountSecrets(data, { B_TOKEN: `${TOKEN}-env` })).toEqual([TOKEN, `${TOKEN}-env`]);
   });
 
+  it("uses a credential only for the identity the team file signs (accounts:), when it names one (issue 24, item 12)", () => {
+    const data = { accounts: { "git:a": { token: TOKEN, identity: "acme-bot" }, "git:b": { token: TOKEN } } };
+    const declared = ["git:a", "git:b"];
+    expect(accountCredential(data, "git:a", declared, {}, PATH, "acme-bot").token).toBe(TOKEN);
+    expect(() => accountCredential(data, "git:a", declared, {}, PATH, "someone-else")).toThrow(
+      /for identity 'acme-bot', and the team file's accounts: names 'someone-else'/,
+    );
+    // The team file names an identity and the file says nothing: refused, never assumed.
+    expect(() => accountCredential(data, "git:b", declared, {}, PATH, "acme-bot")).toThrow(
+      /does not say whose credential this is; the owner adds "identity": "acme-bot"/,
+    );
+    // No identity signed: as before.
+    expect(accountCredential(data, "git:b", declared, {}, PATH).token).toBe(TOKEN);
+  });
+
   const refusals: [string, unknown, string, NodeJS.ProcessEnv, RegExp][] = [
     ["an undeclared account, even with a credential", { accounts: { "git:x": { token: TOKEN } } }, "git:x", {}, /not in the team file's declare\.accounts/],
     ["no configuration at all", undefined, "git:a", {}, /no accounts configuration at \/owner\/accounts\.json/],

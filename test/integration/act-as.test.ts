@@ -219,6 +219,32 @@ describe.runIf(process.platform === "linux")("act-as: the owner's account, used 
     }
   }, 60_000);
 
+  it("uses the credential only for the identity the team file signs (accounts:): one the accounts file names for another identity, or for none, is refused", async () => {
+    const signed = TEAM_FILE(server.url).replace("trackers:\n", 'accounts:\n  "git:release": acme-bot\ntrackers:\n');
+    writeFileSync(join(h.repo, "teamd.yaml"), signed);
+    await h.ok(["apply", "--yes"]);
+    try {
+      await gatedMerge("identity", "src/i.txt", "i\n");
+      const before = remoteRef("main");
+      const seen = server.seen.length;
+      const unnamed = await expectRefused(h.shim("pub", "deploy", "github"), "act-as.credential");
+      expect(unnamed.stderr).toContain('the owner adds "identity": "acme-bot"');
+      writeFileSync(
+        accounts,
+        JSON.stringify({ accounts: { "git:release": { token: GIT_TOKEN, identity: "someone-else" }, "gh:bot": { tokenEnv: "TEAMD_TEST_GH_BOT" } } }),
+        { mode: 0o600 },
+      );
+      const other = await expectRefused(h.shim("pub", "deploy", "github"), "act-as.credential");
+      expect(other.stderr).toContain("its credential is for identity 'someone-else', and the team file's accounts: names 'acme-bot'");
+      expect(remoteRef("main")).toBe(before);
+      expect(server.seen.length).toBe(seen);
+    } finally {
+      writeAccounts(GIT_TOKEN);
+      writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE(server.url));
+      await h.ok(["apply", "--yes"]);
+    }
+  }, 180_000);
+
   it("a credential the remote refuses is a refused outcome (deploy.push) that voids the pass; the remote is unchanged", async () => {
     const merged = await gatedMerge("second", "src/s.txt", "s\\n");
     const before = remoteRef("main");
