@@ -1,5 +1,6 @@
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { authorize, refuse, type Allow, type KernelView, type KernelFacts, type KernelRequest, type Refusal, type Seat } from "../../src/kernel/index.js";
+import { readIsUnbounded, readScope } from "../../src/kernel/read-scope.js";
 import {
   LedgerRefusal,
   principalKey,
@@ -318,6 +319,23 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     return [...effect, request.capability, request.asAccount ?? "", request.brokerOperation ?? ""];
   }
 
+  /**
+   * §3: every content-bearing diagnostic stays within the requester's read scope. A trunk act's
+   * paths come from the hub, not from the seat, so a refusal naming one the seat may not read
+   * (a gater bounded to src/api/ refused over secret/x) would show it a name its filtered
+   * history hides: each such path is withheld from the reason, in the reply and the record.
+   */
+  function withholdUnreadable(ctx: SeatContext, request: Omit<KernelRequest, "seat"> | undefined, refusal: Refusal): Refusal {
+    const paths = request?.effect?.paths;
+    if (paths === undefined || paths.length === 0 || readIsUnbounded(ctx.policy.policy, ctx.seat)) return refusal;
+    const scope = readScope(ctx.policy.policy, ctx.seat, clock());
+    const hidden = paths.filter((p) => !scope.file(p)).sort((a, b) => b.length - a.length);
+    if (hidden.length === 0) return refusal;
+    let reason = refusal.reason;
+    for (const path of hidden) reason = reason.split(path).join("(a path outside your read scope)");
+    return refuse(refusal.rule, `${reason} [${hidden.length} path(s) of the change withheld: outside your read scope]`);
+  }
+
   function viewFor(ctx: SeatContext, facts?: KernelFacts): KernelView {
     // The trunk acts bring their facts; every decision reads the team's leases (a capability may rest on one, §7).
     return decisionView(ctx.policy.policy, facts, leaseFactsFor(ctx.ledger, ctx.identity.team));
@@ -331,7 +349,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     context,
     async decide(ctx, request, action, facts) {
       const decision = authorizeFor(ctx, request, facts);
-      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action, undefined, true, inputsOf(request));
+      if (decision.decision === "refuse")
+        throw await record(ctx.identity, ctx.ledger, withholdUnreadable(ctx, request, decision), action, undefined, true, inputsOf(request));
       return decision;
     },
     async act(ctx, request, gated, effect) {
@@ -349,7 +368,10 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, gated.action, gated.target, true, [gated.requestId]);
         const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
-          throw await record(ctx.identity, ctx.ledger, decision, gated.action, gated.target, true, [...inputsOf(request), gated.requestId]);
+          throw await record(ctx.identity, ctx.ledger, withholdUnreadable(ctx, request, decision), gated.action, gated.target, true, [
+            ...inputsOf(request),
+            gated.requestId,
+          ]);
         const payload = typeof gated.payload === "function" ? gated.payload(decision) : gated.payload;
         const long = overlong(gated.target, gated.requestId, payload);
         if (long !== undefined)

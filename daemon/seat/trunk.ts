@@ -75,6 +75,13 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
       ? normalizeBranch(into, { pattern: false })
       : { ok: true as const, name: (await git(["symbolic-ref", "--short", "HEAD"], { gitDir: hub })).stdout.trim() };
     if (!trunk.ok) throw await fail("trunk.ref", `'${into}' is not a branch name: ${trunk.reason}`);
+    // A seat's branch changes only by its own seat's pushes (DESIGN.md "Repositories"): never
+    // the destination of a review, gate or merge — a merge there moved another seat's work and
+    // left a commit no seat authored on it (found by an attack from a seat).
+    if (trunk.name.startsWith("seat/"))
+      throw await fail("trunk.ref", `${trunk.name} is a seat's branch: it changes only by its own seat's pushes, never by a merge; name a trunk with --into`);
+    if (trunk.name === branch.name)
+      throw await fail("trunk.ref", `${branch.name} is both the change and its destination; name the trunk it would land on with --into`);
     const branchRef = `refs/heads/${branch.name}`;
     const trunkRef = `refs/heads/${trunk.name}`;
     for (const ref of [branchRef, trunkRef]) {

@@ -1,7 +1,12 @@
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
 import { refNameProblem } from "./git-names.js";
+import { leaseShadow } from "./ceiling-deny.js";
 import { scopeVoid } from "./scope.js";
+import type { Dimension } from "./vocabulary.js";
+
+/** The dimensions review and gate take. */
+const TRUNK_DIMENSIONS: readonly Dimension[] = ["path", "branch"];
 
 /**
  * The hub refs a seat reaches through `git fetch teamd` and `git push teamd` (DESIGN.md
@@ -29,8 +34,10 @@ export function mayFetch(policy: Policy, seat: Seat, ref: string, trunk: string)
   const universe = { declared: policy.declared };
   for (const capability of ["review", "gate"] as const) {
     for (const authority of seat.byCapability[capability] ?? []) {
-      // An authority that covers nothing (an empty or undeclared scope) opens nothing.
-      if (scopeVoid(authority.scope, universe) === false) return true;
+      // An authority that covers nothing (an empty or undeclared scope) opens nothing; nor
+      // does one the owner's deny covers whole or that lies wholly outside the ceiling (§8:
+      // the deny wins over every grant — found by an attack: a denied reviewer fetched all).
+      if (scopeVoid(authority.scope, universe) === false && leaseShadow(policy, authority, TRUNK_DIMENSIONS, universe) === undefined) return true;
     }
   }
   return false;

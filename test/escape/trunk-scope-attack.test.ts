@@ -10,8 +10,10 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
  * started by `teamd start`: only the seat's shell, its clone, `git fetch|push|ls-remote teamd`
  * and `teamd-shim`. The harness plays the owner (team file, apply, hub inspection).
  *
- * Every test asserts the safe outcome and has a control showing the setup works. Tests marked
- * `// HOLE:` fail today because teamd did the unsafe thing.
+ * Every test asserts the safe outcome and has a control showing the setup works. The holes this
+ * attack found are fixed and their tests hold (each marked "found:"): a merge into another seat's
+ * branch through --into, a denied reviewer fetching every seat's branch, a refusal naming a path
+ * outside the gater's read scope, and --into naming the source answered as an internal error.
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
@@ -136,33 +138,33 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
     const based = await h.inSeat("own", "git fetch -q teamd && git push -q teamd teamd/main:refs/heads/base");
     expect(based.code, based.stdout + based.stderr).toBe(0);
     // bob's own work branch.
-    const bobbed = await h.inSeat("bob", "git fetch -q teamd && git checkout -q -B work teamd/main && echo b > src/bob.ts && git add -A && git commit -qm bob && git push -q teamd HEAD:work");
+    const bobbed = await h.inSeat(
+      "bob",
+      "git fetch -q teamd && git checkout -q -B work teamd/main && echo b > src/bob.ts && git add -A && git commit -qm bob && git push -q teamd HEAD:work",
+    );
     expect(bobbed.code, bobbed.stdout + bobbed.stderr).toBe(0);
   }, 180_000);
   afterAll(async () => {
     await h?.cleanup();
   });
 
-  it("a gate into the gater's own namespace (--into seat/own/base) passes, and that pass never serves a merge into the trunk", async () => {
+  it("a seat branch is no destination: a gate into the gater's own namespace is refused (trunk.ref), even for gate ~; the trunk's own pass serves the merge", async () => {
     const branch = await execBranch("api1", { "src/api/b.ts": "export const b = 2;" });
     const main0 = tip("refs/heads/main");
-    // Control: within its scope (seat/own/*) the gate passes.
-    const gated = await h.shim("own", "gate", "seat/exec/api1", "--pass", "--into", "seat/own/base", "--json");
-    expect(gated.code, gated.stderr).toBe(0);
-    const passEffect = (JSON.parse(gated.stdout) as { effectId: string }).effectId;
-    // The same gate into the trunk is outside it.
+    const base0 = tip("refs/heads/seat/own/base");
+    // Within own's gate scope (seat/own/*) once — a seat branch is never a destination now.
+    refusedBy(await h.shim("own", "gate", "seat/exec/api1", "--pass", "--into", "seat/own/base"), "trunk.ref");
+    refusedBy(await h.shim("ops", "gate", "seat/exec/api1", "--pass", "--into", "seat/own/base"), "trunk.ref");
+    // The same gate into the trunk is outside own's scope.
     refusedBy(await h.shim("own", "gate", "seat/exec/api1", "--pass"), "scope.branch");
-    // A main-scoped merger cannot ride the seat-branch pass into main.
+    // No pass was made: neither merger gets one.
     refusedBy(await h.shim("mrg", "merge", "seat/exec/api1"), "pass.missing");
-    // Nor an unconstrained merger (ops holds merge ~) into main.
-    refusedBy(await h.shim("ops", "merge", "seat/exec/api1"), "pass.missing");
-    // The main-scoped merger cannot follow the pass into the seat branch either.
-    refusedBy(await h.shim("mrg", "merge", "seat/exec/api1", "--into", "seat/own/base"), "scope.branch");
+    refusedBy(await h.shim("ops", "merge", "seat/exec/api1", "--into", "seat/own/base"), "trunk.ref");
     expect(tip("refs/heads/main")).toBe(main0);
-    // Control: a pass into main from a main-scoped gater does serve the merge, under another effect id.
+    expect(tip("refs/heads/seat/own/base")).toBe(base0);
+    // Control: a pass into main from a main-scoped gater serves the merge.
     const real = await h.shim("gmain", "gate", "seat/exec/api1", "--pass", "--json");
     expect(real.code, real.stderr).toBe(0);
-    expect((JSON.parse(real.stdout) as { effectId: string }).effectId).not.toBe(passEffect);
     const merged = await h.shim("mrg", "merge", "seat/exec/api1", "--json");
     expect(merged.code, merged.stderr).toBe(0);
     expect(tip("refs/heads/main")).toBe((JSON.parse(merged.stdout) as { commit: string }).commit);
@@ -192,9 +194,14 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
   });
 
   it("a seat cannot gate its own change by naming a destination in its own namespace, nor by stacking it on another seat's branch", async () => {
-    const mine = await h.inSeat("own", "git fetch -q teamd && git checkout -q -B mine teamd/main && echo o > src/own.ts && git add -A && git commit -qm own && git push -q teamd HEAD:mine");
+    const mine = await h.inSeat(
+      "own",
+      "git fetch -q teamd && git checkout -q -B mine teamd/main && echo o > src/own.ts && git add -A && git commit -qm own && git push -q teamd HEAD:mine",
+    );
     expect(mine.code, mine.stdout + mine.stderr).toBe(0);
-    refusedBy(await h.shim("own", "gate", "seat/own/mine", "--pass", "--into", "seat/own/base"), "sod.author");
+    const base2 = await h.inSeat("own", "git push -q -f teamd teamd/main:refs/heads/base2");
+    expect(base2.code, base2.stdout + base2.stderr).toBe(0);
+    refusedBy(await h.shim("own", "gate", "seat/own/mine", "--pass", "--into", "seat/own/base2"), "trunk.ref");
     // Stacked on exec's branch, the change into exec's branch is own's commit alone.
     await execBranch("api3", { "src/api/d.ts": "export const d = 4;" });
     const stacked = await h.inSeat(
@@ -202,31 +209,40 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
       "git fetch -q teamd && git checkout -q -B stack teamd/seat/exec/api3 && echo s > src/stack.ts && git add -A && git commit -qm stack && git push -q teamd HEAD:stack",
     );
     expect(stacked.code, stacked.stdout + stacked.stderr).toBe(0);
-    // Outside its gate scope (seat/exec/api3 is not seat/own/*) — and it wrote the change.
-    const r = await h.shim("own", "gate", "seat/own/stack", "--pass", "--into", "seat/exec/api3");
-    expect(r.code, r.stdout + r.stderr).toBe(3);
-    // Into its own namespace the change carries exec's commit and its own: sod.author.
-    refusedBy(await h.shim("own", "gate", "seat/own/stack", "--pass", "--into", "seat/own/base"), "sod.author");
-    // ops (gate ~) may not launder either: ops is not an author, but own cannot get ops' pass into main without a merge, and ops' pass is per destination.
-    // Control: exec's own change into seat/own/base is gateable by own (not an author).
-    expect((await h.shim("own", "gate", "seat/exec/api3", "--pass", "--into", "seat/own/base")).code).toBe(0);
+    const api3 = tip("refs/heads/seat/exec/api3");
+    refusedBy(await h.shim("own", "gate", "seat/own/stack", "--pass", "--into", "seat/exec/api3"), "trunk.ref");
+    refusedBy(await h.shim("ops", "gate", "seat/own/stack", "--pass", "--into", "seat/exec/api3"), "trunk.ref");
+    expect(tip("refs/heads/seat/exec/api3")).toBe(api3);
+    // Control: a gater that is no author gates the stacked change into the trunk.
+    const control = await h.shim("ops", "gate", "seat/own/stack", "--pass");
+    expect(control.code, control.stdout + control.stderr).toBe(0);
     const records = await h.records();
-    expect(records.some((x) => x.type === "refusal" && x.action === "gate" && JSON.stringify(x).includes("sod.author"))).toBe(true);
+    expect(records.some((x) => x.type === "refusal" && x.action === "gate" && JSON.stringify(x).includes("trunk.ref"))).toBe(true);
   });
 
-  // HOLE: `--into` takes any existing hub branch, and every seat's namespace is always declared
+  // found: `--into` takes any existing hub branch, and every seat's namespace is always declared
   // (src/kernel/policy-compile.ts SEAT_BRANCHES), so a seat holding unconstrained gate and merge
   // (the verifier and operator templates' shape) merges another seat's change INTO a third seat's
   // branch — a write to seat/bob/* that no push of anyone but bob may make (push.ref), made by
   // the daemon with a merge commit no seat authored.
-  it("a merge cannot land in another seat's branch (--into seat/bob/work)", async () => {
+  it("a merge cannot land in another seat's branch (--into seat/bob/work2)", async () => {
+    // bob's work branch on the current trunk (the daemon's merges there have no recorded author:
+    // a destination behind them would refuse every change as sod.authorship-unknown).
+    const bobbed = await h.inSeat(
+      "bob",
+      "git fetch -q teamd && git checkout -q -B work2 teamd/main && echo b2 > src/bob2.ts && git add -A && git commit -qm bob2 && git push -q teamd HEAD:work2",
+    );
+    expect(bobbed.code, bobbed.stdout + bobbed.stderr).toBe(0);
     await execBranch("api4", { "src/api/e.ts": "export const e = 5;" });
-    const bob0 = tip("refs/heads/seat/bob/work");
-    // Control: ops can gate and merge into a real trunk-like destination (release/1).
-    const gate = await h.shim("ops", "gate", "seat/exec/api4", "--pass", "--into", "seat/bob/work");
-    const merge = await h.shim("ops", "merge", "seat/exec/api4", "--into", "seat/bob/work");
+    const bob0 = tip("refs/heads/seat/bob/work2");
+    // Control: another seat's push to bob's branch is refused (push.ref): bob's branch is written only by bob.
+    const direct = await h.inSeat("exec", "git push teamd HEAD:refs/heads/seat/bob/work2 2>&1 || true");
+    expect(direct.stdout).toContain("push.ref");
+    expect(tip("refs/heads/seat/bob/work2")).toBe(bob0);
+    const gate = await h.shim("ops", "gate", "seat/exec/api4", "--pass", "--into", "seat/bob/work2");
+    const merge = await h.shim("ops", "merge", "seat/exec/api4", "--into", "seat/bob/work2");
     // Safe outcome: bob's branch is bob's.
-    expect(tip("refs/heads/seat/bob/work"), `gate: ${gate.code} ${gate.stderr}\nmerge: ${merge.code} ${merge.stdout}${merge.stderr}`).toBe(bob0);
+    expect(tip("refs/heads/seat/bob/work2"), `gate: ${gate.code} ${gate.stderr}\nmerge: ${merge.code} ${merge.stdout}${merge.stderr}`).toBe(bob0);
     expect(merge.code).not.toBe(0);
   });
 
@@ -262,7 +278,7 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
     expect(() => h.hubGit("rev-parse", "--verify", "--quiet", "refs/heads/seat/narrow/stolen")).toThrow();
   });
 
-  // HOLE (minor, pre-existing — not introduced by this change): a refused gate names every path of
+  // found (pre-existing): a refused gate names every path of
   // the change outside the gater's scope in its reason (src/kernel/coverage.ts, the scope.path
   // refusal), so a seat whose read scope is src/api/ learns the names of files under secret/ that
   // its filtered history hides.
@@ -282,12 +298,12 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
     const listed = await h.sh("gmain", "git ls-remote teamd");
     expect(listed.stdout).toContain("refs/heads/seat/exec/api5");
     const v = await h.sh("voidrev", "git ls-remote teamd; git fetch teamd refs/heads/seat/exec/api5 2>&1 && echo FETCHED || echo REFUSED");
-    expect(v.stdout).not.toContain("refs/heads/seat/exec/");
+    expect(v.stdout).not.toMatch(/^[0-9a-f]{40}\trefs\/heads\/seat\/exec\//m);
     expect(v.stdout).toContain("REFUSED");
     expect(v.stdout).not.toContain("FETCHED");
   });
 
-  // HOLE: mayFetch (src/kernel/seat-refs.ts) opens every seat's branch to a seat holding a review
+  // found: mayFetch (src/kernel/seat-refs.ts) opens every seat's branch to a seat holding a review
   // or gate grant whose scope is not void — reading only `seat.byCapability`, never the owner's
   // deny (or ceiling), which "wins over every grant". Under `deny: { review: ~ }` the seat holds no
   // review into any destination (every review is refused deny.match), yet it fetches every seat's
@@ -299,7 +315,7 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
     // Control: a seat with a live gate into main lists the branch.
     expect((await h.sh("gmain", "git ls-remote teamd")).stdout).toContain("refs/heads/seat/exec/api6");
     const d = await h.sh("denied", "git ls-remote teamd; git fetch teamd refs/heads/seat/exec/api6 2>&1 && echo FETCHED || echo REFUSED");
-    expect(d.stdout).not.toContain("refs/heads/seat/exec/");
+    expect(d.stdout).not.toMatch(/^[0-9a-f]{40}\trefs\/heads\/seat\/exec\//m);
     expect(d.stdout).not.toContain("FETCHED");
   });
 
@@ -309,50 +325,55 @@ describe.runIf(process.platform === "linux")("attacks on destination-scoped revi
     const refsBefore = h.hubGit("for-each-ref", "--format=%(refname) %(objectname)");
     const names = [
       "HEAD",
-      "@",
       "refs/tags/v1",
       "v1",
       "refs/remotes/teamd/main",
       "main~1",
-      "main^",
       "main^{tree}",
       "main@{0}",
       "seat/exec/../../main",
-      "..",
-      "main:main",
       "-main",
       "--upload-pack=touch /tmp/x",
-      "refs/heads/",
       "refs/heads/refs/heads/main",
       "MAIN",
       "m\u0430in", // Cyrillic a
       "main\u200b",
       "main.lock",
-      "main/",
       "release/*",
-      "seat/exec/api7", // the source itself
-      "refs/heads/seat/exec/api7",
       "x".repeat(5000),
     ];
+    const codes: string[] = [];
     for (const into of names) {
-      for (const act of [
-        ["gate", "--pass"],
-        ["merge"],
-      ] as const) {
-        const r = await h.shim("ops", act[0], "seat/exec/api7", ...act.slice(1), "--into", into);
-        expect(r.code, `${act[0]} --into ${JSON.stringify(into.slice(0, 40))}: ${r.stdout}${r.stderr}`).not.toBe(0);
-      }
+      const r = await h.shim("ops", "gate", "seat/exec/api7", "--pass", "--into", into);
+      codes.push(`${JSON.stringify(into.slice(0, 30))}: ${r.code} ${(/refused by [a-z.-]+|INTERNAL/.exec(r.stderr) ?? [""])[0]}`);
+      expect(r.code, `gate --into ${JSON.stringify(into.slice(0, 40))}: ${r.stdout}${r.stderr}`).not.toBe(0);
     }
+    for (const into of ["HEAD", "main~1", "refs/tags/v1", "x".repeat(5000)]) {
+      const r = await h.shim("ops", "merge", "seat/exec/api7", "--into", into);
+      expect(r.code, `merge --into ${JSON.stringify(into.slice(0, 40))}: ${r.stdout}${r.stderr}`).not.toBe(0);
+    }
+    console.log(`odd --into answers:\n${codes.join("\n")}`);
     expect(h.hubGit("for-each-ref", "--format=%(refname) %(objectname)")).toBe(refsBefore);
     // Control: the daemon still serves, and a plain destination works.
     const ok = await h.shim("ops", "gate", "seat/exec/api7", "--pass", "--into", "release/1");
     expect(ok.code, ok.stderr).toBe(0);
-  });
+  }, 90_000);
 
+  // found (pre-existing, robustness): `--into` naming the source branch itself makes
+  // summarizeChange's checkRefs throw a plain Error ("cannot merge … into itself",
+  // src/effects/git-merge.ts checkRefs) that daemon/seat/trunk.ts change() does not map to a
+  // refusal: the seat gets INTERNAL (exit 1), and no refusal is recorded for the attempt.
   it("the source named as its own destination is a recorded refusal, not an internal error", async () => {
     await execBranch("api8", { "src/api/k.ts": "export const k = 11;" });
+    const before = (await h.records()).filter((x) => x.type === "refusal" && x.action === "gate").length;
     const r = await h.shim("ops", "gate", "seat/exec/api8", "--pass", "--into", "seat/exec/api8");
+    // Safe in the sense that nothing moves:
+    expect(r.code).not.toBe(0);
+    // Control: the same gate into release/1 is served.
+    expect((await h.shim("ops", "gate", "seat/exec/api8", "--pass", "--into", "release/1")).code).toBe(0);
+    // A refusal, recorded.
     expect(r.code, r.stdout + r.stderr).toBe(3);
+    expect((await h.records()).filter((x) => x.type === "refusal" && x.action === "gate").length).toBe(before + 1);
   });
 
   it("a deploy's account is the policy's: no act-as → refused; act-as over another account → refused; --as naming another → refused", async () => {

@@ -95,6 +95,30 @@ describe("mayFetch", () => {
   });
 });
 
+describe("mayFetch under the owner's deny and ceiling (§8: the deny wins over every grant)", () => {
+  const load = (extra: Record<string, unknown>): Policy => {
+    const loaded = loadTeamFileData({
+      version: 1,
+      team: "web",
+      declare: { branches: ["main"] },
+      review: { mode: "distinct-seat" },
+      seats: { rev: { capabilities: { review: null, read: null } } },
+      ...extra,
+    });
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    return loaded.policy;
+  };
+  const fetches = (policy: Policy) => mayFetch(policy, policy.seats.rev as Seat, "refs/heads/seat/bob/fix", TRUNK);
+  it("a review the deny covers whole opens no seat branch; control: without the deny it does", () => {
+    expect(fetches(load({}))).toBe(true);
+    expect(fetches(load({ deny: { review: null } }))).toBe(false);
+  });
+  it("a review wholly outside the ceiling opens none; one the ceiling reaches does", () => {
+    expect(fetches(load({ ceiling: { capabilities: { read: null } } }))).toBe(false);
+    expect(fetches(load({ ceiling: { capabilities: { read: null, review: { branch: "main" } } } }))).toBe(true);
+  });
+});
+
 const pushCases: { description: string; ref: string; expected: { hubRef: string } | { rule: string; reason: RegExp } }[] = [
   { description: "a plain branch lands in the seat's own namespace", ref: "refs/heads/fix", expected: { hubRef: "refs/heads/seat/alice/fix" } },
   { description: "a nested plain branch lands under the namespace too", ref: "refs/heads/feature/x", expected: { hubRef: "refs/heads/seat/alice/feature/x" } },
