@@ -183,6 +183,8 @@ export interface PipelineDeps {
    * not reach lifecycle/).
    */
   readonly onRefusalBudget?: (identity: SeatIdentity, why: string) => void;
+  /** The daemon's log: a refusal the store would not take is said there (it still refuses). */
+  readonly log?: (line: string) => void;
 }
 
 const seatKey = (identity: SeatIdentity) => `${identity.team}\0${identity.seat}`;
@@ -241,7 +243,9 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     if (remember) last.set(seatKey(identity), refusal);
     // §15 records refused attempts too; where the store is what refused, it cannot: the
     // refusal still happens (fail closed) — the caller is refused whether or not this lands.
-    if (ledger !== undefined && ledger.state.status === "ready") {
+    if (ledger === undefined || ledger.state.status !== "ready") {
+      deps.log?.(`refusal ${refusal.rule} of ${identity.team}/${identity.seat} (${action}) not recorded: the ledger is ${ledger?.state.status ?? "absent"}`);
+    } else {
       await ledger
         .append({
           type: RecordType.REFUSAL,
@@ -250,7 +254,11 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
           action,
           payload: { ...(target ? { target } : {}), detail: { case: "refusal", value: { rule: refusal.rule, reason: refusal.reason } } },
         })
-        .catch(() => undefined);
+        .catch((error: unknown) =>
+          deps.log?.(
+            `refusal ${refusal.rule} of ${identity.team}/${identity.seat} (${action}) not recorded: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
     }
     charge(identity);
     return RefusalError.from(refusal);

@@ -159,6 +159,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     ledger: () => ledger,
     clock: now,
     onRefusalBudget: haltForBudget,
+    log,
     ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}),
     ...(options.actBudget ? { actBudget: options.actBudget } : {}),
   });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
+import type { DaemonProcess } from "../support/programs.js";
 
 /**
  * `teamd egress refused` and `teamd log`'s detail (issue 23, items 2 and 3), through a real
@@ -39,6 +40,7 @@ describe.runIf(process.platform === "linux")("teamd egress refused", () => {
   let h: TeamdHarness;
   let server: Server;
   let port = 0;
+  let daemon: DaemonProcess | undefined;
   const file = (allow: string[]) =>
     teamFile(`  agent:
     lab: anthropic
@@ -62,7 +64,7 @@ describe.runIf(process.platform === "linux")("teamd egress refused", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     port = (server.address() as AddressInfo).port;
     h = await createHarness("teamd-egress-refused-");
-    await h.startDaemon({ env: { TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ "telemetry.test": "127.0.0.1", "updates.test": "127.0.0.1" }) } });
+    daemon = await h.startDaemon({ env: { TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ "telemetry.test": "127.0.0.1", "updates.test": "127.0.0.1" }) } });
     await h.ok(["init", "--yes", "--json"]);
     writeFileSync(join(h.repo, "teamd.yaml"), file([]));
     await h.ok(["apply", "--yes"]);
@@ -73,20 +75,24 @@ describe.runIf(process.platform === "linux")("teamd egress refused", () => {
     await new Promise<void>((resolve) => server?.close(() => resolve()));
   });
 
-  const curl = (seat: string, url: string) => h.sh(seat, `curl -sS --max-time 10 ${url} 2>&1; echo "exit $?"`);
+  // 30 s: under a loaded machine the daemon's answer (after its refusal is on record) may be slow.
+  const curl = (seat: string, url: string) => h.sh(seat, `curl -sS --max-time 30 ${url} 2>&1; echo "exit $?"`);
 
   it("lists each refused host once with its count and the allow line that would cure it", async () => {
-    for (let i = 0; i < 3; i++) await curl("agent", `http://telemetry.test:${port}/v1/events`);
-    await curl("agent", `http://updates.test:${port}/latest`);
-    await curl("agent", "http://nowhere.test:80/");
-    await curl("quiet", `http://telemetry.test:${port}/v1/events`);
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) seen.push((await curl("agent", `http://telemetry.test:${port}/v1/events`)).stdout);
+    seen.push((await curl("agent", `http://updates.test:${port}/latest`)).stdout);
+    seen.push((await curl("agent", "http://nowhere.test:80/")).stdout);
+    seen.push((await curl("quiet", `http://telemetry.test:${port}/v1/events`)).stdout);
     const rows = (await h.ok(["egress", "refused", "agent", "--json"]))
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as Row);
+    // What each curl saw, should a row be missing (one was, once, on a loaded machine).
+    const why = JSON.stringify({ seen, rows, daemon: String(daemon?.stderr() ?? "").slice(-3000) });
     const telemetry = rows.find((r) => r.endpoint === `telemetry.test:${port}`);
-    expect(telemetry).toMatchObject({ seat: "agent", team: "proj", rule: "egress.host", count: 3, allow: `telemetry.test:${port}` });
-    expect(rows.find((r) => r.endpoint === `updates.test:${port}`)?.count).toBe(1);
+    expect(telemetry, why).toMatchObject({ seat: "agent", team: "proj", rule: "egress.host", count: 3, allow: `telemetry.test:${port}` });
+    expect(rows.find((r) => r.endpoint === `updates.test:${port}`)?.count, why).toBe(1);
     // nowhere.test is not allowed either: the first thing refused is the allowlist, so it gets a line too.
     expect(rows.find((r) => r.endpoint === "nowhere.test:80")?.allow).toBe("nowhere.test:80");
     // Only the named seat's.
@@ -128,7 +134,7 @@ describe.runIf(process.platform === "linux")("teamd egress refused", () => {
       .map((l) => JSON.parse(l) as Row);
     const unresolved = rows.find((r) => r.endpoint === "nowhere.test:80" && r.rule === "egress.resolve");
     // What the seat saw and what was listed, should the row be missing (it was, once, in CI).
-    expect(unresolved, JSON.stringify({ curl: unresolvedCurl, rows })).toBeDefined();
+    expect(unresolved, JSON.stringify({ curl: unresolvedCurl, rows, daemon: String(daemon?.stderr() ?? "").slice(-3000) })).toBeDefined();
     expect(unresolved?.reason).toMatch(/did not resolve \(ENOTFOUND\)/);
     expect(unresolved?.allow).toBeUndefined();
     const table = await h.ok(["egress", "refused", "agent", "--since", "2m"]);

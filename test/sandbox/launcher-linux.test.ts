@@ -135,13 +135,22 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
     const { seat: proc } = launched;
     const ns = await readlink(`/proc/${proc.initPid}/ns/pid`);
     let members: number[] = [];
-    for (let i = 0; i < 100 && members.length < 4; i++) {
+    let sessions = new Set<string | undefined>();
+    const sessionOf = async (pid: number) => {
+      try {
+        return (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ")[3];
+      } catch {
+        return undefined; // gone between the listing and the read
+      }
+    };
+    // A forked child shows in the namespace before it has called setsid(): wait for both.
+    for (let i = 0; i < 100 && (members.length < 4 || sessions.size < 2); i++) {
       members = await processesInNamespace(ns);
-      if (members.length < 4) await new Promise((r) => setTimeout(r, 50));
+      sessions = new Set((await Promise.all(members.map(sessionOf))).filter((s) => s !== undefined));
+      if (members.length < 4 || sessions.size < 2) await new Promise((r) => setTimeout(r, 50));
     }
     // init, the shell, its sleep, and the setsid'd shell (and its sleep).
     expect(members.length).toBeGreaterThanOrEqual(4);
-    const sessions = new Set(await Promise.all(members.map(async (pid) => (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ")[3])));
     expect(sessions.size).toBeGreaterThanOrEqual(2); // someone did leave the session
     proc.kill();
     expect(await proc.exit).toMatchObject({ kind: "killed" });
