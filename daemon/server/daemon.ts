@@ -18,6 +18,7 @@ import { readyLedger, startableSeat } from "../../src/ledger/policy-in-force.js"
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
+import { watchFloors, type FloorWatch } from "./floor-watch.js";
 import { unmetFloors } from "../owner/leases.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
@@ -88,6 +89,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let control: RpcServer | undefined;
   let seats: SeatManager | undefined;
   let stopWatch: StopWatch | undefined;
+  let floorWatch: FloorWatch | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
@@ -352,6 +354,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
           },
           log,
         });
+        // A floor a lease's expiry breaks pauses at the next decision; the owner is told once (§5, §11).
+        floorWatch = watchFloors({ ledger: () => ledger, unmetFloors: (l, team) => unmetFloors(l, team, now()), log });
       } catch (error) {
         await this.stop();
         throw error;
@@ -371,6 +375,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       // Seats first (their seat_stop records need the ledger), then sockets, then the ledger.
       stopWatch?.close();
       stopWatch = undefined;
+      floorWatch?.close();
+      floorWatch = undefined;
       await seats?.stopAll(DAEMON_STOPPING, "daemon");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {

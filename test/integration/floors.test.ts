@@ -73,16 +73,16 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     expect(issued.code, issued.stdout + issued.stderr).toBe(0);
     return (JSON.parse(issued.stdout) as { leaseId: string }).leaseId;
   };
-  const floorNotices = async (): Promise<{ subject: string; text: string }[]> => {
+  const allNotices = async (): Promise<{ subject: string; text: string }[]> => {
     const out = await h.run(["notices", "--all", "--json"], { timeoutMs: 15_000 });
     expect(out.code, out.stderr).toBe(0);
     return out.stdout
       .trim()
       .split("\n")
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as { subject: string; text: string })
-      .filter((n) => n.subject.includes("floor(s) unmet"));
+      .map((l) => JSON.parse(l) as { subject: string; text: string });
   };
+  const floorNotices = async () => (await allNotices()).filter((n) => n.subject.includes("floor(s) unmet"));
 
   beforeAll(async () => {
     h = await initTeam("teamd-floors-", { files: { "README.md": "hello\n", "src/a.txt": "a\n" } });
@@ -148,5 +148,16 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     // Past the lease's expiry only m1 holds merge.
     await new Promise((r) => setTimeout(r, Math.max(0, issuedAt + 16_000 - Date.now())));
     await expectRefused(h.shim("m1", "merge", "seat/exec/four"), "constraint.paused");
-  }, 120_000);
+    // The owner is told once, with no owner act to hang it on (the daemon's floor watch looks every 5 s).
+    const expiryNotices = async () => (await allNotices()).filter((n) => n.subject.startsWith("floor unmet (team proj)"));
+    let told: { subject: string; text: string }[] = [];
+    for (let i = 0; i < 60 && told.length === 0; i++) {
+      told = await expiryNotices();
+      if (told.length === 0) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(told).toHaveLength(1);
+    expect(told[0]?.text).toContain("needs at least 2 seat(s) holding merge");
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(await expiryNotices()).toHaveLength(1);
+  }, 150_000);
 });
