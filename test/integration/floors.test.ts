@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
+import { gatedChange } from "../support/gated-change.js";
 
 /**
  * Floors over standing plus live leased authority, and the owner's narrowing that commits and
@@ -57,17 +58,6 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     expect(applied.code, applied.stdout + applied.stderr).toBe(0);
     return applied;
   };
-  /** A fresh change on seat/exec/NAME, reviewed and gated by rev under the policy in force: ready to merge. */
-  const gatedChange = async (name: string) => {
-    const pushed = await h.inSeat(
-      "exec",
-      `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`,
-    );
-    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
-    expect((await h.shim("rev", "review", `seat/exec/${name}`, "--approve")).code).toBe(0);
-    const gate = await h.shim("rev", "gate", `seat/exec/${name}`, "--pass");
-    expect(gate.code, gate.stderr).toBe(0);
-  };
   const issueLease = async (ttl: string): Promise<string> => {
     const issued = await h.shim("lead", "lease", "issue", "m3", "merge", "branch=main", "--ttl", ttl, "--json");
     expect(issued.code, issued.stdout + issued.stderr).toBe(0);
@@ -99,7 +89,7 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     leaseId = await issueLease("1h");
     const applied = await apply({ m2Merges: false, envelope: "main" });
     expect(applied.stderr).not.toContain("floor left unmet");
-    await gatedChange("one");
+    await gatedChange(h, "one");
     const merged = await h.shim("m1", "merge", "seat/exec/one", "--json");
     expect(merged.code, merged.stdout + merged.stderr).toBe(0);
   }, 120_000);
@@ -112,7 +102,7 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     const policy = log.filter((r) => r.type === "policy").at(-1) as LogRecord;
     const revocation = log.find((r) => r.type === "revocation" && JSON.stringify(r).includes(leaseId)) as LogRecord;
     expect(revocation?.seq).toBe((policy.seq as number) + 1);
-    await gatedChange("two");
+    await gatedChange(h, "two");
     const trunk = h.hubGit("rev-parse", "refs/heads/main");
     const paused = await expectRefused(h.shim("m1", "merge", "seat/exec/two"), "constraint.paused");
     expect(paused.stderr).toContain("needs at least 2 seat(s) holding merge");
@@ -131,7 +121,7 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
   it("an apply that restores the floor lifts the pause", async () => {
     const applied = await apply({ m2Merges: true, envelope: "release" });
     expect(applied.stderr).not.toContain("floor left unmet");
-    await gatedChange("three");
+    await gatedChange(h, "three");
     const merged = await h.shim("m1", "merge", "seat/exec/three", "--json");
     expect(merged.code, merged.stdout + merged.stderr).toBe(0);
     expect(await floorNotices()).toHaveLength(1);
@@ -144,7 +134,7 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     // While the lease lives it meets the floor: the apply pauses nothing.
     const applied = await apply({ m2Merges: false, envelope: "main" });
     expect(applied.stderr).not.toContain("floor left unmet");
-    await gatedChange("four");
+    await gatedChange(h, "four");
     // Past the lease's expiry only m1 holds merge.
     await new Promise((r) => setTimeout(r, Math.max(0, issuedAt + 16_000 - Date.now())));
     await expectRefused(h.shim("m1", "merge", "seat/exec/four"), "constraint.paused");

@@ -6,6 +6,7 @@ import { createRpcClient } from "../../src/rpc/index.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 import { filesUnder } from "../support/files-under.js";
+import { gatedChange } from "../support/gated-change.js";
 
 /**
  * Leases end to end (issue 6), through a real hub, real contained seats and the real ledger:
@@ -50,17 +51,6 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     expect(r.code, r.stdout + r.stderr).toBe(0);
     return JSON.parse(r.stdout) as T;
   };
-  /** A fresh change on seat/exec/NAME, reviewed and gated by rev (another lab): ready to merge. */
-  const gatedChange = async (name: string) => {
-    const pushed = await h.inSeat(
-      "exec",
-      `git fetch -q teamd && git reset -q --hard teamd/main && echo ${name} > src/${name}.txt && git add -A && git commit -qm ${name} && git push -q -f teamd HEAD:${name}`,
-    );
-    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
-    expect((await h.shim("rev", "review", `seat/exec/${name}`, "--approve")).code).toBe(0);
-    const gate = await h.shim("rev", "gate", `seat/exec/${name}`, "--pass");
-    expect(gate.code, gate.stderr).toBe(0);
-  };
 
   let leaseId = "";
 
@@ -87,7 +77,7 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   });
 
   it("a seat without merge is refused; leads leases it merge(main); whoami and its lease list show it, no other seat's; it merges", async () => {
-    await gatedChange("one");
+    await gatedChange(h, "one");
     await expectRefused(h.shim("mrg", "merge", "seat/exec/one"), "authority.none");
     const issued = await shimJson<{ leaseId: string; live: boolean; rootGrant: string; issuer: string; holder: string }>(
       "lead",
@@ -124,7 +114,7 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
   }, 120_000);
 
   it("the owner narrows the envelope with teamd apply: the cascade is shown and recorded with the policy; the same merge is refused with the lease rule", async () => {
-    await gatedChange("two");
+    await gatedChange(h, "two");
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE("release"));
     const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
@@ -195,7 +185,7 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     await storeBack();
 
     // In force by the flag before any record of it: the lease is dead at use time.
-    await gatedChange("three");
+    await gatedChange(h, "three");
     await expectRefused(h.shim("mrg", "merge", "seat/exec/three"), "lease.revoked");
     // And appended, marked late, once the store is back (a guard saw the unrecorded flag).
     const log = await h.records();
