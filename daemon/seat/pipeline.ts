@@ -374,7 +374,13 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         // place: a stop that landed while this call waited wins (src/ledger/dispatch.ts).
         const spent = actBudgetSpent(ctx.identity);
         if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, gated.action, gated.target, true, [gated.requestId]);
-        const decision = request === undefined ? undefined : authorizeFor(ctx, request, gated.facts);
+        // §15, one retry rule: a request id this seat already used is answered from the record
+        // (byte-identical: the recorded result; another payload: request.replay-mismatch, the
+        // ledger's dispatch decides both) before the kernel decides again — a retry after the
+        // authority changed (a lease expired, a grant narrowed) is the act that happened, not a
+        // new act refused.
+        const retry = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), gated.requestId) !== undefined;
+        const decision = request === undefined || retry ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
           throw await record(ctx.identity, ctx.ledger, withholdUnreadable(ctx, request, decision), gated.action, gated.target, true, [
             ...inputsOf(request),
