@@ -69,6 +69,11 @@ export interface GatedAct {
   readonly payload?: SubmitRequest["payload"] | ((decision: Allow | undefined) => SubmitRequest["payload"]);
   /** The ledger's facts the decision reads (trunk acts: authors, gates, reviews, runs...). */
   readonly facts?: KernelFacts;
+  /**
+   * The request's paths came from the hub, not from the seat (a trunk act's change): a refusal
+   * withholds those the seat may not read (§3). A path the seat sent itself is echoed (bounded).
+   */
+  readonly pathsFromHub?: boolean;
 }
 
 export interface SeatPipeline {
@@ -329,7 +334,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
   /**
    * §3: every content-bearing diagnostic stays within the requester's read scope. A trunk act's
-   * paths come from the hub, not from the seat, so a refusal naming one the seat may not read
+   * paths come from the hub, not from the seat (GatedAct.pathsFromHub), so a refusal naming one the seat may not read
    * (a gater bounded to src/api/ refused over secret/x) would show it a name its filtered
    * history hides: each such path is withheld from the reason, in the reply and the record.
    */
@@ -357,8 +362,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     context,
     async decide(ctx, request, action, facts) {
       const decision = authorizeFor(ctx, request, facts);
-      if (decision.decision === "refuse")
-        throw await record(ctx.identity, ctx.ledger, withholdUnreadable(ctx, request, decision), action, undefined, true, inputsOf(request));
+      if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action, undefined, true, inputsOf(request));
       return decision;
     },
     async act(ctx, request, gated, effect) {
@@ -382,10 +386,15 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         const retry = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), gated.requestId) !== undefined;
         const decision = request === undefined || retry ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
-          throw await record(ctx.identity, ctx.ledger, withholdUnreadable(ctx, request, decision), gated.action, gated.target, true, [
-            ...inputsOf(request),
-            gated.requestId,
-          ]);
+          throw await record(
+            ctx.identity,
+            ctx.ledger,
+            gated.pathsFromHub === true ? withholdUnreadable(ctx, request, decision) : decision,
+            gated.action,
+            gated.target,
+            true,
+            [...inputsOf(request), gated.requestId],
+          );
         const payload = typeof gated.payload === "function" ? gated.payload(decision) : gated.payload;
         const long = overlong(gated.target, gated.requestId, payload);
         if (long !== undefined)

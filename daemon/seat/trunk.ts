@@ -165,6 +165,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
           fields: [field, reviewModeField(ctx), { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }],
         },
         facts: c.facts,
+        pathsFromHub: true,
       },
       async () => ({ result: "done" }),
     );
@@ -201,6 +202,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
             ],
           }),
           facts: c.facts,
+          pathsFromHub: true,
         },
         async () => {
           try {
