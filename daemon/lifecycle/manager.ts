@@ -1,4 +1,5 @@
-import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { OutcomeResult, RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { boundText, RECORD_TEXT_BYTES } from "../../src/ledger/bounded-text.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { UsageError } from "../../src/rpc/refusal.js";
@@ -198,6 +199,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     action: string,
     runId: string,
     fields: Record<string, string>,
+    requestId = "",
   ) {
     const ledger = readyLedger(options.ledger());
     return ledger.append({
@@ -208,8 +210,34 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       action,
       payload: {
         target: { kind: TargetKind.SEAT, name: target.seat },
+        requestId,
         fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
         detail: { case: "seat", value: { seat: target.seat, runId } },
+      },
+    });
+  }
+
+  /**
+   * A start's outcome (§15 "Order and effect", R): the seat_start record is its intent, written
+   * before anything is launched; this closes it — done once the run is published, refused with
+   * why when any step failed (the launch's failure included). Recovery closes one a dead daemon left.
+   */
+  async function recordStartOutcome(target: StartableSeat, intentSeq: number, runId: string, done: boolean, note: string, fields: Record<string, string>) {
+    const ledger = readyLedger(options.ledger());
+    return ledger.closeStart(intentSeq, {
+      type: RecordType.OUTCOME,
+      team: target.team,
+      actor: daemonPrincipal(),
+      signer: daemonPrincipal(),
+      action: "seat.start",
+      payload: {
+        target: { kind: TargetKind.SEAT, name: target.seat },
+        requestId: runId,
+        fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
+        detail: {
+          case: "outcome",
+          value: { intentSeq: BigInt(intentSeq), result: done ? OutcomeResult.DONE : OutcomeResult.REFUSED, note: boundText(note, RECORD_TEXT_BYTES) },
+        },
       },
     });
   }
@@ -374,9 +402,34 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // An owner's start (or a restart firing) replaces a pending restart of the seat.
     cancelRestart(target.team, target.seat);
     let prepared: PreparedSeat | undefined;
+    let intentSeq: number | undefined;
     const [failStep, failSeat] = (options.failAt ?? "").split(":");
     const failAt = failSeat === target.seat ? failStep : undefined;
     try {
+      // The start's intent, durable before anything is made or launched (a ledger that cannot
+      // take it refuses the start here): what this run will be, decided from the policy in force.
+      intentSeq = (
+        await record(
+          RecordType.SEAT_START,
+          target,
+          "seat.start",
+          runId,
+          {
+            policy_seq: String(target.policySeq),
+            ...(attempt > 0
+              ? { restart: `attempt ${attempt} of ${target.start.restart?.retries ?? 0} (restart: ${target.start.restart?.when ?? "never"})` }
+              : {}),
+            context: target.contextHash,
+            command: JSON.stringify(target.start.command),
+            uid: String(user.uid),
+            // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so), or
+            // "none" (`containment: none`): every refusal holds against a mistake only.
+            containment: slot.view.containment,
+            strength: strength(slot),
+          },
+          runId,
+        )
+      ).seq;
       prepared = await prepareSeat(target, {
         home,
         user,
@@ -464,20 +517,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       });
       slot.prepared = prepared;
       slot.plan = prepared.plan;
-      await record(RecordType.SEAT_START, target, "seat.start", runId, {
-        policy_seq: String(target.policySeq),
-        ...(attempt > 0 ? { restart: `attempt ${attempt} of ${target.start.restart?.retries ?? 0} (restart: ${target.start.restart?.when ?? "never"})` } : {}),
-        context: target.contextHash,
-        command: JSON.stringify(target.start.command),
-        uid: String(user.uid),
-        init_pid: String(proc.initPid),
-        limits,
-        // What holds for this run's acts: "bwrap" (A where docs/enforcement.md says so), or
-        // "none" (`containment: none`): every refusal holds against a mistake only.
-        containment: slot.view.containment,
-        strength: strength(slot),
-        cgroup,
-      });
+      await recordStartOutcome(target, intentSeq, runId, true, "running", { init_pid: String(proc.initPid), limits, cgroup });
       slot.view = {
         ...slot.view,
         state: "running",
@@ -506,6 +546,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       await unregister(home, target.team, target.seat).catch(() => undefined);
       await prepared?.unwind();
       slots.delete(k);
+      // The intent's outcome: the start did not happen (everything it made is unwound above).
+      if (intentSeq !== undefined) {
+        const why = error instanceof RefusalError ? `${error.rule}: ${error.message}` : (error as Error).message;
+        await recordStartOutcome(target, intentSeq, runId, false, why, {}).catch((e: unknown) =>
+          log(`seat ${target.team}/${target.seat}: the refused outcome of start intent ${intentSeq} could not be recorded: ${(e as Error).message}`),
+        );
+      }
       throw error;
     }
   }

@@ -82,6 +82,8 @@ export interface Ledger {
   /** Every flag present now (stops and revocations), and the files that do not verify: what status shows. */
   readFlags(): FlagRead;
   submit(request: SubmitRequest, effect: Effect): Promise<SubmitReply>;
+  /** A seat start's outcome (done, or refused with why), closing its seat_start intent. */
+  closeStart(intentSeq: number, draft: RecordDraft): Promise<AppendedRecord>;
   stop(act: Uint8Array): Promise<FlagReply>;
   revoke(act: Uint8Array): Promise<FlagReply>;
   resume(act: Uint8Array): Promise<AppendedRecord>;

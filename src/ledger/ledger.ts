@@ -358,6 +358,16 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       }
       return enqueue({ ...daemonRecord(first), companions: rest.map(daemonRecord) });
     },
+    async closeStart(intentSeq, draft) {
+      // The one way to close a seat start's intent (its seat_start record): a gated act's
+      // outcome is the dispatcher's alone, and recovery's for a dead daemon's.
+      const open = view.intent(intentSeq);
+      const detail = draft.payload.detail;
+      if (open === undefined || !open.target.endsWith("#start") || open.status !== "pending") throw new Error(`intent ${intentSeq} is not an open seat start`);
+      if (draft.type !== RecordType.OUTCOME || detail?.case !== "outcome" || detail.value.intentSeq !== BigInt(intentSeq))
+        throw new Error(`a seat start's intent is closed by its own outcome record`);
+      return enqueue({ ...daemonRecord(draft), once: { key: `outcome:${intentSeq}`, recorded: (v) => v.intent(intentSeq)?.outcomeSeq } });
+    },
     appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
     readFlags: () => flags.readFresh(),
     revocationFlags: () => flags.read().flags.flatMap((f) => (f.kind === "revocation" && f.subject !== undefined ? [f.subject] : [])),

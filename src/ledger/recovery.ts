@@ -19,6 +19,14 @@ import type { LedgerView } from "./view.js";
  */
 export const UNKNOWN_NOTE = "no outcome was recorded before the daemon stopped; the effect may or may not have happened";
 
+/**
+ * A seat start whose daemon stopped before its outcome: the run never became live. A contained
+ * seat dies with its daemon (bwrap --die-with-parent), and the next start-up sweeps what a run
+ * left (daemon/lifecycle/registry.ts), so the start is settled as not done.
+ */
+export const START_LOST_NOTE =
+  "the daemon stopped before this start was published; the run is not live (a seat dies with its daemon; the start-up sweep ends what it left)";
+
 export async function recoverIntents(deps: {
   readonly view: () => LedgerView;
   readonly store: () => LedgerStore | undefined;
@@ -43,6 +51,8 @@ export async function recoverIntents(deps: {
       // The walk that built the view decoded it; a store changed since is caught by the tip check.
     }
     const seq = state.intentSeq;
+    // A seat's start is settled, not unknown: no run outlives the daemon that launched it.
+    const start = header?.type === RecordType.SEAT_START;
     items.push({
       ...daemonRecord({
         type: RecordType.OUTCOME,
@@ -55,7 +65,14 @@ export async function recoverIntents(deps: {
           target: payload?.target,
           requestId: state.requestId,
           effectId: payload?.effectId,
-          detail: { case: "outcome", value: { intentSeq: BigInt(seq), result: OutcomeResult.UNKNOWN, note: UNKNOWN_NOTE } },
+          detail: {
+            case: "outcome",
+            value: {
+              intentSeq: BigInt(seq),
+              result: start ? OutcomeResult.REFUSED : OutcomeResult.UNKNOWN,
+              note: start ? START_LOST_NOTE : UNKNOWN_NOTE,
+            },
+          },
         },
       }),
       once: { key: `outcome:${seq}`, recorded: (view) => view.intent(seq)?.outcomeSeq },

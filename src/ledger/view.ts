@@ -285,6 +285,35 @@ export function createView(): ViewProjector {
         if (after) intentAfter.set(seq, after);
         break;
       }
+      case RecordType.SEAT_START:
+        // A start is the daemon's act: its seat_start record is the intent (written before the
+        // launch, older records carry no request id), closed by an outcome. Pending and answered
+        // like any intent, but on no act's target: a starting seat's own acts are not held up by it.
+        if (payload.requestId !== "") {
+          const principal = principalKey(header.actor);
+          const key = requestKey(principal, payload.requestId);
+          requests.set(
+            key,
+            Object.freeze({
+              key,
+              principal,
+              requestId: payload.requestId,
+              digest: "",
+              team,
+              target: `${targetKey(team, payload.target)}#start`,
+              intentSeq: seq,
+              effectId: "",
+              status: "pending",
+              outcomeSeq: undefined,
+              note: "",
+              reply: new Uint8Array(0),
+              resolution: undefined,
+            } satisfies RequestState),
+          );
+          intents.set(seq, key);
+          pending.add(seq);
+        }
+        break;
       case RecordType.OUTCOME:
         if (detail.case === "outcome") applyOutcome(seq, detail.value.intentSeq, detail.value.result, detail.value.note, detail.value.reply);
         if (detail.case === "outcome" && detail.value.result !== OutcomeResult.DONE && payload.effectId.byteLength > 0) {

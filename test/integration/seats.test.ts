@@ -83,7 +83,7 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     const applied = await h.run(["apply", "--yes"]);
     expect(applied.code, applied.stderr).toBe(0);
     const started = await h.run(["start", "scout", "--json"]);
-    expect(started.code, started.stderr).toBe(0);
+    expect(started.code, started.stderr + h.daemon?.stderr()).toBe(0);
     expect(JSON.parse(started.stdout)).toMatchObject({ started: [{ team: "proj", seat: "scout", state: "running" }] });
     const s = await status();
     expect(s.mode).toBe(asRoot ? "system" : "user");
@@ -235,6 +235,18 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(existsSync(join(socketDir, "proj.broken.sock"))).toBe(false);
     expect(readdirSync(socketDir).sort()).toEqual(["proj.scout.sock"]);
     expect((await status()).seats.map((s) => s.seat)).toEqual(["scout"]);
+    // In order (§15, R): the start's intent was durable before anything was made, and its
+    // outcome says it did not happen, naming why.
+    const records = (await h.run(["log", "--json"])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Json);
+    const intent = records.find((r) => r.type === "seat_start" && r.target === "seat:broken");
+    expect(intent, JSON.stringify(records.slice(-4))).toBeDefined();
+    const outcome = records.find((r) => r.type === "outcome" && r.action === "seat.start" && (r.detail as Json | undefined)?.intentSeq === intent?.seq);
+    expect(outcome, JSON.stringify(records.slice(-4))).toMatchObject({ result: "refused" });
+    expect(JSON.stringify(outcome)).toMatch(/injected failure at plan/);
+    expect(Number(outcome?.seq)).toBeGreaterThan(Number(intent?.seq));
   });
 
   it("stops the seat: no process, socket, registry file, tmp or mount is left; repository and home stay", async () => {

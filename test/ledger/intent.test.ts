@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { OutcomeResult, ReconcileDecision, RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { outcomeReconcileDraft, signOwnerAct, type Ledger, type SubmitReply } from "../../src/ledger/index.js";
+import { OutcomeResult, ReconcileDecision, RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { daemonPrincipal, outcomeReconcileDraft, signOwnerAct, type Ledger, type SubmitReply } from "../../src/ledger/index.js";
+import { START_LOST_NOTE } from "../../src/ledger/recovery.js";
 import { initEnv, request, type TestEnv } from "./helpers.js";
 
 let env: TestEnv | undefined;
@@ -137,6 +138,48 @@ describe("intent / outcome and request ids", () => {
     await ledger.close();
     ledger = await e.open();
     expect(ledger.entries(0, 1000)).toHaveLength(before);
+    expect(await ledger.verify()).toMatchObject({ ok: true });
+  });
+
+  it("a seat start is its own intent: closed once by its outcome; a dead daemon's is settled refused, and holds up no act of the seat", async () => {
+    const { e, l } = await setup("seat-start");
+    const startDraft = (runId: string) => ({
+      type: RecordType.SEAT_START,
+      team: "alpha",
+      actor: daemonPrincipal(),
+      signer: daemonPrincipal(),
+      action: "seat.start",
+      payload: { target: { kind: TargetKind.SEAT, name: "dev" }, requestId: runId, detail: { case: "seat" as const, value: { seat: "dev", runId } } },
+    });
+    const outcome = (intentSeq: number, result: OutcomeResult) => ({
+      type: RecordType.OUTCOME,
+      team: "alpha",
+      actor: daemonPrincipal(),
+      signer: daemonPrincipal(),
+      action: "seat.start",
+      payload: {
+        target: { kind: TargetKind.SEAT, name: "dev" },
+        detail: { case: "outcome" as const, value: { intentSeq: BigInt(intentSeq), result, note: "" } },
+      },
+    });
+    const started = await l.append(startDraft("run-1"));
+    expect(l.view.pendingIntents().map((s) => s.intentSeq)).toEqual([started.seq]);
+    // Not through append (a gated act's outcome is the dispatcher's), and only for an open start.
+    await expect(l.append(outcome(started.seq, OutcomeResult.DONE))).rejects.toThrow(/own entry point/);
+    await l.closeStart(started.seq, outcome(started.seq, OutcomeResult.DONE));
+    expect(l.view.intent(started.seq)).toMatchObject({ status: "done" });
+    await expect(l.closeStart(started.seq, outcome(started.seq, OutcomeResult.REFUSED))).rejects.toThrow(/not an open seat start/);
+    const gated = await l.submit(request("dev", "g"), async () => ({ result: "done" }));
+    await expect(l.closeStart(gated.intentSeq, outcome(gated.intentSeq, OutcomeResult.DONE))).rejects.toThrow(/not an open seat start/);
+    // The daemon dies between a start's intent and its outcome.
+    const lost = await l.append(startDraft("run-2"));
+    await l.close();
+    ledger = await e.open();
+    expect(ledger.view.intent(lost.seq)).toMatchObject({ status: "refused", note: START_LOST_NOTE });
+    expect(ledger.view.unresolvedUnknowns()).toEqual([]);
+    // The seat's acts on its own target go on (a checkpoint targets the seat).
+    const seatAct = { ...request("dev", "cp"), target: { kind: TargetKind.SEAT, name: "dev" } };
+    expect(await ledger.submit(seatAct, async () => ({ result: "done" }))).toMatchObject({ status: "done" });
     expect(await ledger.verify()).toMatchObject({ ok: true });
   });
 
