@@ -2,10 +2,12 @@ import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry, LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, revokeLease, type LeaseFact } from "../../src/kernel/index.js";
 import { decideLease } from "../../src/kernel/lease-choice.js";
-import { leaseDraft, leaseRevocationDraft, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";
+import { leaseDraft, leaseRevocationDraft, principalKey, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
-import type { SeatContext, SeatPipeline, SeatIdentity } from "./pipeline.js";
+import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+
+const seatKeyOf = (identity: SeatIdentity) => principalKey(seatPrincipal(identity.team, identity.seat));
 
 /**
  * A seat's leases through the pipeline (§7, §9): `teamd-shim lease issue | revoke | list`.
@@ -59,7 +61,12 @@ export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
       const leaseId = deps.newId();
       let issued: LeaseFact | undefined;
       const target = { kind: TargetKind.LEASE, name: leaseId };
-      const record = await pipeline.record(ctx, action, target, (view, now) => {
+      // The request's bytes: a retry under its id must send exactly these (§15).
+      const bytes = {
+        id: request.requestId,
+        digest: requestBytes([request.recipient, request.capability, request.scope, String(request.ttlMs), request.parent, request.source]),
+      };
+      const record = await pipeline.record(ctx, action, target, bytes, (view, now) => {
         const decided = decideLease(
           view,
           {
@@ -76,24 +83,31 @@ export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
         );
         if (decided.decision === "refuse") return decided;
         issued = decided.lease;
-        return [leaseDraft(identity.team, decided.lease, seatPrincipal(identity.team, identity.seat), request.requestId)];
+        return [leaseDraft(identity.team, decided.lease, seatPrincipal(identity.team, identity.seat), bytes)];
       });
-      const lease = issued as LeaseFact;
-      return { lease: leaseEntry(pipeline.view(ctx), lease, pipeline.clock()), seq: record.seq };
+      const view = pipeline.view(ctx);
+      // A retry: the lease its first try issued, as it stands now (it may have expired since).
+      const recordedId = record.replayed ? ctx.ledger.view.recordedRequest(seatKeyOf(identity), request.requestId)?.subjects[0] : undefined;
+      const lease = record.replayed ? view.facts.leases?.[recordedId ?? ""] : issued;
+      if (lease === undefined) throw new Error(`lease record ${record.seq} is missing from the view`);
+      return { lease: leaseEntry(view, lease, pipeline.clock()), seq: record.seq };
     },
 
     async revoke(identity, request) {
       const action = "lease.revoke";
       const ctx = await pipeline.context(identity, action, { guardInAct: true });
       let revoked: string[] = [];
-      await pipeline.record(ctx, action, { kind: TargetKind.LEASE, name: request.leaseId }, (view) => {
+      const bytes = { id: request.requestId, digest: requestBytes([request.leaseId]) };
+      const record = await pipeline.record(ctx, action, { kind: TargetKind.LEASE, name: request.leaseId }, bytes, (view) => {
         const decided = revokeLease(view, { kind: "seat", seat: identity.seat }, request.leaseId);
         if (decided.decision === "refuse") return decided;
         if (decided.revocations.length === 0) return refuse("lease.revoked", `lease ${request.leaseId} and every lease below it are already revoked`);
         revoked = decided.revocations.map((r) => r.lease);
         const actor = seatPrincipal(identity.team, identity.seat);
-        return decided.revocations.map((r): RecordDraft => leaseRevocationDraft(identity.team, r.lease, r.reason, actor));
+        return decided.revocations.map((r): RecordDraft => leaseRevocationDraft(identity.team, r.lease, r.reason, actor, undefined, bytes));
       });
+      // A retry: every lease its first try revoked.
+      if (record.replayed) return [...(ctx.ledger.view.recordedRequest(seatKeyOf(identity), request.requestId)?.subjects ?? [])];
       return revoked;
     },
 

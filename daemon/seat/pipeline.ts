@@ -6,7 +6,7 @@ import {
   principalKey,
   seatPrincipal,
   sha256,
-  type AppendedRecord,
+  toHex,
   type Effect,
   type LedgerEntry,
   type RecordDraft,
@@ -76,6 +76,12 @@ export interface GatedAct {
   readonly pathsFromHub?: boolean;
 }
 
+/** A records-only request's id and the digest of its bytes (§15: one retry rule). */
+export interface RecordedRequestBytes {
+  readonly id: string;
+  readonly digest: Uint8Array;
+}
+
 export interface SeatPipeline {
   /**
    * Steps 1–2 and the policy in force; a refusal is recorded and thrown (`quiet`: recorded,
@@ -101,8 +107,9 @@ export interface SeatPipeline {
     ctx: SeatContext,
     action: string,
     target: TargetInit,
+    request: RecordedRequestBytes,
     decide: (view: KernelView, now: number) => Refusal | readonly RecordDraft[],
-  ): Promise<AppendedRecord>;
+  ): Promise<{ readonly seq: number; readonly replayed: boolean }>;
   /** The view a decision for this seat reads now (the policy in force, the team's leases). */
   view(ctx: SeatContext): KernelView;
   readonly clock: () => number;
@@ -383,7 +390,19 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         // ledger's dispatch decides both) before the kernel decides again — a retry after the
         // authority changed (a lease expired, a grant narrowed) is the act that happened, not a
         // new act refused.
-        const retry = ctx.ledger.view.request(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), gated.requestId) !== undefined;
+        const principal = principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat));
+        const usedByRecords = ctx.ledger.view.recordedRequest(principal, gated.requestId);
+        if (usedByRecords !== undefined)
+          throw await record(
+            ctx.identity,
+            ctx.ledger,
+            refuse("request.replay-mismatch", `request id ${gated.requestId} was used for another request (records ${usedByRecords.seqs[0]})`),
+            gated.action,
+            gated.target,
+            true,
+            [gated.requestId],
+          );
+        const retry = ctx.ledger.view.request(principal, gated.requestId) !== undefined;
         const decision = request === undefined || retry ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
           throw await record(
@@ -438,20 +457,41 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         free();
       }
     },
-    async record(ctx, action, target, decide) {
+    async record(ctx, action, target, request, decide) {
       const release = await lock();
       try {
         const guarded = ctx.ledger.guard(ctx.identity.team);
         if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
         const spent = actBudgetSpent(ctx.identity);
         if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action, target);
+        // §15, one retry rule, before the kernel decides again (under the lock: two copies of
+        // one retry make one set of records): a request id this seat already used is answered
+        // from its records when the bytes are the same, refused when they are not.
+        const principal = principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat));
+        if (request.id !== "") {
+          const prior = ctx.ledger.view.recordedRequest(principal, request.id);
+          const digest = toHex(request.digest);
+          if (prior !== undefined && prior.action === action && prior.digest === digest) return { seq: prior.seqs[0] ?? 0, replayed: true };
+          const used =
+            prior !== undefined ? `records ${prior.seqs[0]}` : ctx.ledger.view.request(principal, request.id) !== undefined ? "an intent" : undefined;
+          if (used !== undefined)
+            throw await record(
+              ctx.identity,
+              ctx.ledger,
+              refuse("request.replay-mismatch", `request id ${request.id} was used for another request (${used}); a retry must send the same bytes`),
+              action,
+              target,
+              true,
+              [request.id],
+            );
+        }
         const decided = decide(viewFor(ctx), clock());
         if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
         acts.take(
           seatKey(ctx.identity),
           decided.reduce((sum, draft) => sum + approxRecordBytes(draft), 0),
         );
-        return await ctx.ledger.appendBatch(decided);
+        return { seq: (await ctx.ledger.appendBatch(decided)).seq, replayed: false };
       } catch (error) {
         // A batch the store refused: on record where the store can still take one (else refused unrecorded, §15).
         if (error instanceof LedgerRefusal) throw await record(ctx.identity, ctx.ledger, error.refusal, action, target);

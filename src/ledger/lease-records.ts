@@ -28,15 +28,21 @@ export const LEASE_REVOKE_ACTION = "lease.revoke";
 const field = (fields: readonly { key: string; value: string }[], key: string): string | undefined => fields.find((f) => f.key === key)?.value;
 
 /** The record a decided lease is appended as (a seat's issuance; the owner signs the same payload). */
-export function leaseDraft(team: string, lease: LeaseFact, actor: PrincipalInit, requestId = ""): RecordDraft {
+export function leaseDraft(team: string, lease: LeaseFact, actor: PrincipalInit, request?: SeatRequest): RecordDraft {
   return {
     type: RecordType.LEASE,
     team,
     actor,
     action: LEASE_ISSUE_ACTION,
     capability: { capability: lease.capability },
-    payload: leasePayload(team, lease, requestId),
+    payload: { ...leasePayload(team, lease, request?.id ?? ""), ...(request !== undefined ? { requestDigest: request.digest } : {}) },
   };
+}
+
+/** A seat's request id and the digest of its request bytes: a retry must match both (§15). */
+export interface SeatRequest {
+  readonly id: string;
+  readonly digest: Uint8Array;
 }
 
 export function leasePayload(team: string, lease: LeaseFact, requestId = ""): RecordDraft["payload"] {
@@ -65,7 +71,14 @@ export function leasePayload(team: string, lease: LeaseFact, requestId = ""): Re
 }
 
 /** A revocation of one lease the daemon appends (a seat's revocation, or a cascade of an owner act). */
-export function leaseRevocationDraft(team: string, leaseId: string, reason: string, actor: PrincipalInit, signer?: PrincipalInit): RecordDraft {
+export function leaseRevocationDraft(
+  team: string,
+  leaseId: string,
+  reason: string,
+  actor: PrincipalInit,
+  signer?: PrincipalInit,
+  request?: SeatRequest,
+): RecordDraft {
   return {
     type: RecordType.REVOCATION,
     team,
@@ -74,6 +87,7 @@ export function leaseRevocationDraft(team: string, leaseId: string, reason: stri
     action: LEASE_REVOKE_ACTION,
     payload: {
       target: { kind: TargetKind.LEASE, name: leaseId },
+      ...(request !== undefined ? { requestId: request.id, requestDigest: request.digest } : {}),
       detail: { case: "revocation", value: { subject: RevocationSubject.LEASE, subjectId: leaseId, reason } },
     },
   };

@@ -94,6 +94,12 @@ export interface LedgerView extends TrunkFactsView {
   /** The team's lease records and revoked lease ids, as the kernel reads them (lease-records.ts). */
   leaseFacts(team: string): LeaseFactsOfTeam;
   request(principal: string, requestId: string): RequestState | undefined;
+  /**
+   * A request answered by records alone (a seat's lease issue or revoke, §15): what its id was
+   * used for, the digest of its request bytes, and the records it made — so a retry is answered
+   * from them and another payload under the id refused.
+   */
+  recordedRequest(principal: string, requestId: string): RecordedRequest | undefined;
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
   pendingIntents(): readonly RequestState[];
@@ -114,6 +120,16 @@ export interface LedgerView extends TrunkFactsView {
 
 export interface ViewProjector extends LedgerView {
   apply(record: WalkedRecord): void;
+}
+
+/** A request whose records are its whole effect (a lease issued, leases revoked). */
+export interface RecordedRequest {
+  readonly action: string;
+  /** Hex SHA-256 of the request bytes its first record carries. */
+  readonly digest: string;
+  readonly seqs: readonly number[];
+  /** Each record's target name, in record order (the lease issued; each lease revoked). */
+  readonly subjects: readonly string[];
 }
 
 export function targetKey(team: string, target: { readonly kind?: number; readonly name?: string } | undefined): string {
@@ -161,6 +177,7 @@ export function createView(): ViewProjector {
   const revocations = new Map<string, number>();
   const leases = new Map<string, LeaseState>();
   const requests = new Map<string, RequestState>();
+  const recordedRequests = new Map<string, RecordedRequest>();
   const intents = new Map<number, string>();
   const intentAfter = new Map<number, string>();
   const pending = new Set<number>();
@@ -213,6 +230,7 @@ export function createView(): ViewProjector {
         if (detail.case === "team") teams.set(team, Object.freeze({ seq, team, repository: detail.value.repository, hub: detail.value.hub }));
         break;
       case RecordType.LEASE:
+        noteRecordedRequest(record);
         if (detail.case === "lease") {
           const l = detail.value;
           leases.set(
@@ -229,6 +247,7 @@ export function createView(): ViewProjector {
         }
         break;
       case RecordType.REVOCATION:
+        noteRecordedRequest(record);
         if (detail.case === "revocation") revocations.set(`${detail.value.subject}:${detail.value.subjectId}`, seq);
         break;
       case RecordType.STOP:
@@ -340,6 +359,23 @@ export function createView(): ViewProjector {
     }
   }
 
+  function noteRecordedRequest({ seq, header, payload }: WalkedRecord): void {
+    if (payload.requestId === "" || header.actor?.kind !== PrincipalKind.SEAT) return;
+    const key = requestKey(principalKey(header.actor), payload.requestId);
+    const subject = payload.target?.name ?? "";
+    const prior = recordedRequests.get(key);
+    // One request's records are one batch (a revocation and its cascade): they share the id.
+    recordedRequests.set(
+      key,
+      Object.freeze({
+        action: prior?.action ?? header.action,
+        digest: prior?.digest ?? toHex(payload.requestDigest),
+        seqs: Object.freeze([...(prior?.seqs ?? []), seq]),
+        subjects: Object.freeze([...(prior?.subjects ?? []), subject]),
+      }),
+    );
+  }
+
   function addAuthor(intentSeq: number, principal: string): void {
     const after = intentAfter.get(intentSeq);
     if (!after || !principal.startsWith("seat:")) return;
@@ -385,6 +421,7 @@ export function createView(): ViewProjector {
     lease: (id) => leases.get(id),
     leaseFacts: (team) => leaseFacts.leaseFacts(team),
     request: (principal, requestId) => requests.get(requestKey(principal, requestId)),
+    recordedRequest: (principal, requestId) => recordedRequests.get(requestKey(principal, requestId)),
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
     pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
@@ -412,6 +449,7 @@ export function createView(): ViewProjector {
         clearedStops: [...clearedStops].sort(),
         revocations: sorted(revocations),
         leases: sorted(leases),
+        recordedRequests: sorted(recordedRequests),
         requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),
         pending: [...pending].sort((a, b) => a - b),
         unknownByTarget: sorted([...unknownByTarget].map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as [string, number[]])),

@@ -17,6 +17,7 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
+// w leads the team (a lease issues only with a present leads, §9) and leases from its own write.
 const writer = (writes: string) =>
   teamFile(`  w:
     lab: anthropic
@@ -25,7 +26,13 @@ const writer = (writes: string) =>
       write: { path: ${writes} }
     start:
       command: [sleep, "3600"]
-`);
+  r:
+    lab: anthropic
+    capabilities:
+      read: ~
+    start:
+      command: [sleep, "3600"]
+`).replace("seats:\n", "leads:\n  seat: w\nseats:\n");
 
 describe.runIf(process.platform === "linux")("a retry answers what was recorded (§15)", () => {
   let h: TeamdHarness;
@@ -44,6 +51,25 @@ describe.runIf(process.platform === "linux")("a retry answers what was recorded 
     }
   };
 
+  const lease = async (requestId: string, scope: string) => {
+    const client = createRpcClient(ShimService, h.seatSocket("w"), { deadlineMs: 30_000 });
+    try {
+      const r = await client.leaseIssue({ requestId, recipient: "r", capability: "write", scope, ttlMs: 600_000n });
+      return { id: r.lease?.leaseId ?? "", seq: r.seq };
+    } finally {
+      client.close();
+    }
+  };
+  const revoke = async (requestId: string, leaseId: string) => {
+    const client = createRpcClient(ShimService, h.seatSocket("w"), { deadlineMs: 30_000 });
+    try {
+      return (await client.leaseRevoke({ requestId, leaseId })).revoked;
+    } finally {
+      client.close();
+    }
+  };
+  const count = async (type: string) => (await h.records()).filter((r) => r.type === type).length;
+
   beforeAll(async () => {
     h = await initTeam("teamd-retry-", { files: { "README.md": "hello\n", "src/a.txt": "a\n" } });
     writeFileSync(join(h.repo, "teamd.yaml"), writer("src/"));
@@ -53,6 +79,33 @@ describe.runIf(process.platform === "linux")("a retry answers what was recorded 
   afterAll(async () => {
     await h?.cleanup();
   });
+
+  it("a lease issue and a lease revoke retried answer their records, after the authority changed too; other bytes under an id are refused", async () => {
+    // Revoke: the retry is the revocation that happened (else: lease.revoked, already revoked).
+    const doomed = await lease("retry-lease-0", "path=src/");
+    expect(await revoke("retry-revoke-1", doomed.id)).toEqual([doomed.id]);
+    const revocations = await count("revocation");
+    expect(await revoke("retry-revoke-1", doomed.id)).toEqual([doomed.id]);
+    expect(await count("revocation")).toBe(revocations);
+    await expect(revoke("retry-revoke-2", doomed.id)).rejects.toThrow(/lease\.revoked/); // control: a new id is decided anew
+    // Issue, then the owner takes src/ out of w's write: the retry is the lease issued, no new record.
+    const first = await lease("retry-lease-1", "path=src/");
+    expect(first.id).not.toBe("");
+    writeFileSync(join(h.repo, "teamd.yaml"), writer("docs/"));
+    await h.ok(["apply", "--yes"]);
+    const leases = await count("lease");
+    expect(await lease("retry-lease-1", "path=src/")).toEqual(first);
+    expect(await count("lease")).toBe(leases);
+    await expect(lease("retry-lease-1", "path=src/x/")).rejects.toThrow(/request\.replay-mismatch/);
+    // An id a lease used is not a file write's either.
+    await expect(write("retry-lease-1", "docs/a.txt", "a\n")).rejects.toThrow(/request\.replay-mismatch/);
+    // Control: a new id for the same lease is decided by the kernel now, and refused.
+    await expect(lease("retry-lease-2", "path=src/")).rejects.toThrow(/scope|lease/);
+    expect(await count("lease")).toBe(leases);
+    // Put w's write back for the next case.
+    writeFileSync(join(h.repo, "teamd.yaml"), writer("src/"));
+    await h.ok(["apply", "--yes"]);
+  }, 120_000);
 
   it("a file write retried after the owner narrowed the write returns the recorded write; other content under the id is refused; a new id is decided anew", async () => {
     const first = await write("retry-write-1", "src/b.txt", "b\n");
