@@ -9,7 +9,7 @@ import type { NotifyHook } from "../host/notify-config.js";
  * unasked — `teamd notices` shows the ones the owner has not seen, and the owner's hook
  * command (notify-config.ts) runs once for each.
  *
- * What counts: a policy applied, a lease or grant revoked, a stop and a resume, a head or
+ * What counts: a policy applied, a lease issued to a seat, a lease or grant revoked, a stop and a resume, a head or
  * outcome reconciled, an outcome left unknown, a refusal of an owner act, and a seat's run
  * that ended by itself. A notice names the record it is about (field `about`), so it can be
  * checked against the chain; a notice is never about a notice.
@@ -18,6 +18,9 @@ export interface Notice {
   readonly subject: string;
   readonly text: string;
 }
+
+/** A lease's scope in its notice: enough to recognise, bounded (the full scope is in its record). */
+const NOTICE_SCOPE_CHARS = 200;
 
 const FIELD = (entry: LedgerEntry, key: string): string => entry.payload?.fields.find((f) => f.key === key)?.value ?? "";
 
@@ -34,6 +37,19 @@ export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): N
         subject: `policy applied (${team})${floors.length > 0 ? `: ${floors.length} floor(s) unmet, acts paused` : ""}`,
         text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}${floors.map((f) => `; floor unmet: ${f}`).join("")}`,
       };
+    case "lease": {
+      // A lease to a seat changes what the team may do (§11): who gave what to whom, until when.
+      const detail = entry.payload?.detail.case === "lease" ? entry.payload.detail.value : undefined;
+      const holder = detail?.holder?.seat ?? "?";
+      const until = detail !== undefined ? new Date(Number(detail.expiresUnixMs)).toISOString() : "?";
+      const scope = FIELD(entry, "scope");
+      const shown = scope.length > NOTICE_SCOPE_CHARS ? `${scope.slice(0, NOTICE_SCOPE_CHARS)}…` : scope;
+      const issuer = entry.actor === "owner" ? "the owner" : `seat ${FIELD(entry, "issuer") || entry.actor}`;
+      return {
+        subject: `lease issued (${team})`,
+        text: `${issuer} leased ${FIELD(entry, "capability") || "a capability"} ${shown} to seat ${holder} until ${until} (${entry.target}, record ${entry.seq})`,
+      };
+    }
     case "revocation":
       return {
         subject: `revoked (${team})`,

@@ -91,6 +91,20 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
     );
     expect(issued).toMatchObject({ live: true, issuer: "lead", holder: "mrg", rootGrant: "leads:envelope/merge/0" });
     leaseId = issued.leaseId;
+    // §11: a lease to a seat is a change to what the team may do — the owner is told, unasked.
+    let told: { subject: string; text: string }[] = [];
+    for (let i = 0; i < 50 && !told.some((n) => n.text.includes(leaseId)); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 200));
+      told = (await h.ok(["notices", "--json", "--all"]))
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { subject: string; text: string });
+    }
+    expect(told.find((n) => n.text.includes(leaseId)), JSON.stringify(told)).toMatchObject({
+      subject: "lease issued (team proj)",
+      text: expect.stringMatching(/^seat lead leased merge .*main.* to seat mrg until /),
+    });
     const who = await shimJson<{ leases: { leaseId: string; capability: string }[] }>("mrg", "whoami");
     expect(who.leases).toEqual([expect.objectContaining({ leaseId, capability: "merge" })]);
     // §3's controlled record view: a seat's own live leases and nothing else — the holder sees

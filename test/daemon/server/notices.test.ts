@@ -3,9 +3,11 @@ import type { LedgerEntry } from "../../../src/ledger/index.js";
 import { noticeFor, untold } from "../../../daemon/server/notices.js";
 
 /** Which committed records call for a notice (§11: every change to what a team may do), as a table. */
-function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<string, string> } = {}): LedgerEntry {
-  const { fields, ...rest } = more;
-  const payload = fields ? ({ fields: Object.entries(fields).map(([key, value]) => ({ key, value })) } as unknown as LedgerEntry["payload"]) : undefined;
+function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<string, string>; detail?: unknown } = {}): LedgerEntry {
+  const { fields, detail, ...rest } = more;
+  const payload = fields
+    ? ({ fields: Object.entries(fields).map(([key, value]) => ({ key, value })), detail: detail ?? { case: undefined } } as unknown as LedgerEntry["payload"])
+    : undefined;
   return {
     seq: 7,
     hash: "",
@@ -30,6 +32,16 @@ function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<stri
 const CASES: [string, LedgerEntry, string | undefined][] = [
   ["a policy applied", entry("policy", { actor: "owner" }), "policy applied (team proj)"],
   ["a revocation", entry("revocation", { target: "lease:L1" }), "revoked (team proj)"],
+  [
+    "a lease issued to a seat",
+    entry("lease", {
+      target: "lease:L2",
+      actor: "seat:proj/lead",
+      fields: { issuer: "lead", capability: "merge" },
+      detail: { case: "lease", value: { holder: { seat: "mrg" }, expiresUnixMs: 0n } },
+    }),
+    "lease issued (team proj)",
+  ],
   ["a machine-wide stop", entry("stop", { team: "" }), "stop (this machine)"],
   ["a resume", entry("resume", { team: "" }), "resumed (this machine)"],
   ["a reconciliation", entry("reconcile"), "reconciled (team proj)"],
