@@ -101,7 +101,10 @@ describe.runIf(process.platform === "linux")("leases through real seats", () => 
         .filter(Boolean)
         .map((l) => JSON.parse(l) as { subject: string; text: string });
     }
-    expect(told.find((n) => n.text.includes(leaseId)), JSON.stringify(told)).toMatchObject({
+    expect(
+      told.find((n) => n.text.includes(leaseId)),
+      JSON.stringify(told),
+    ).toMatchObject({
       subject: "lease issued (team proj)",
       text: expect.stringMatching(/^seat lead leased merge .*main.* to seat mrg until /),
     });
