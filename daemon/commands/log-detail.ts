@@ -1,3 +1,4 @@
+import { GateResult } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { parseRelayNote } from "../../src/effects/egress-relay.js";
 import type { LedgerEntry } from "../../src/ledger/index.js";
 import { principalKey } from "../../src/ledger/index.js";
@@ -37,6 +38,8 @@ export function recordDetail(entry: LedgerEntry): RecordDetail | undefined {
       return { seat: detail.value.seat, runId: detail.value.runId };
     case "review":
       return { verdict: detail.value.verdict };
+    case "gate":
+      return { result: detail.value.result === GateResult.PASS ? "pass" : detail.value.result === GateResult.FAIL ? "fail" : "unspecified" };
     case "checkpoint":
       return { note: detail.value.note };
     default:

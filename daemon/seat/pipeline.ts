@@ -8,6 +8,7 @@ import {
   sha256,
   toHex,
   type Effect,
+  type IntentType,
   type LedgerEntry,
   type RecordDraft,
   type Ledger,
@@ -61,6 +62,8 @@ export interface SeatContext {
 export interface GatedAct {
   /** The ledger's action name, e.g. `git.push`. */
   readonly action: string;
+  /** The intent's record type: GATE or REVIEW for those decisions (§15), INTENT by default. */
+  readonly type?: IntentType;
   readonly target: TargetInit;
   readonly requestId: string;
   /** The canonical request bytes: a retry must present exactly these (§15). */
@@ -422,6 +425,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         const submitted: SubmitRequest = {
           actor,
           team: ctx.identity.team,
+          ...(gated.type !== undefined ? { type: gated.type } : {}),
           requestId: gated.requestId,
           request: gated.request,
           action: gated.action,

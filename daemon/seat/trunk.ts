@@ -1,5 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { GateResult, RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { TrunkActSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { normalizeBranch, refuse, type KernelFacts, type Refusal } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
@@ -157,10 +157,16 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
       { capability, effect: { paths: [...c.summary.paths], branch: c.trunk, effectId: c.effectId } },
       {
         action: capability,
+        // The RFC's own record types (§15): a verifier reading GATE records finds every gate.
+        type: capability === "gate" ? RecordType.GATE : RecordType.REVIEW,
         target: { kind: TargetKind.REF, name: `refs/heads/${c.branch}` },
         requestId: request.requestId,
         request: requestBytes([capability, c.effectId, field.value]),
         payload: {
+          detail:
+            capability === "gate"
+              ? { case: "gate", value: { result: field.value === "pass" ? GateResult.PASS : GateResult.FAIL } }
+              : { case: "review", value: { verdict: field.value } },
           effectId: fromHex(c.effectId),
           fields: [field, reviewModeField(ctx), { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }],
         },

@@ -33,7 +33,12 @@ export interface IntentPayload {
   readonly inputState?: RecordPayloadInit["inputState"];
   readonly effectId?: Uint8Array;
   readonly fields?: RecordPayloadInit["fields"];
+  /** The typed detail of a GATE or REVIEW intent (its verdict); none for a plain intent. */
+  readonly detail?: RecordPayloadInit["detail"];
 }
+
+/** The record types an act's intent is written as: the RFC's own where it has one (§15), else INTENT. */
+export type IntentType = RecordType.INTENT | RecordType.GATE | RecordType.REVIEW;
 
 export interface SubmitRequest {
   /** The seat, as authenticated by the socket its call arrived on. */
@@ -41,6 +46,8 @@ export interface SubmitRequest {
   /** Whose authority covered the act; the actor unless the kernel says otherwise. */
   readonly signer?: PrincipalInit;
   readonly team: string;
+  /** The intent's record type: GATE for a gate decision, REVIEW for a review, INTENT otherwise. */
+  readonly type?: IntentType;
   readonly requestId: string;
   /** The canonical request bytes; a retry must present exactly these. */
   readonly request: Uint8Array;
@@ -145,7 +152,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
 
   async function run(req: SubmitRequest, effect: Effect, requestDigest: Uint8Array): Promise<SubmitReply> {
     const appending = deps.append({
-      type: RecordType.INTENT,
+      type: req.type ?? RecordType.INTENT,
       team: req.team,
       actor: req.actor,
       signer: req.signer ?? req.actor,

@@ -28,7 +28,7 @@ export { verifyLedgerFiles, verifyStore, type VerifyResult, type VerifyProgress 
 export { openStore, type StoreReader, type LedgerStore, type StoredRecord } from "./store.js";
 export { ledgerPaths, type LedgerPaths } from "./paths.js";
 export { describeStored, type LedgerEntry } from "./entry.js";
-export type { SubmitRequest, SubmitReply, Effect, EffectResult, TargetInit } from "./dispatch.js";
+export type { SubmitRequest, SubmitReply, Effect, EffectResult, TargetInit, IntentType } from "./dispatch.js";
 export { targetKey, requestKey, artifactKey, type LedgerView, type RequestState, type StopState, type TeamState } from "./view.js";
 export {
   createLeaseProjector,

@@ -31,7 +31,16 @@ import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
 export type { AppendedRecord, FlagReply, Ledger, LedgerOptions } from "./ledger-api.js";
 export type { RecordDraft } from "./record-draft.js";
 
-const OWNER_ONLY_TYPES = new Set([RecordType.GENESIS, RecordType.STOP, RecordType.RESUME, RecordType.RECONCILE, RecordType.INTENT, RecordType.OUTCOME]);
+const OWNER_ONLY_TYPES = new Set([
+  RecordType.GENESIS,
+  RecordType.STOP,
+  RecordType.RESUME,
+  RecordType.RECONCILE,
+  RecordType.INTENT,
+  RecordType.GATE,
+  RecordType.REVIEW,
+  RecordType.OUTCOME,
+]);
 
 /**
  * Open the machine's ledger (§15). Never throws for the store's condition: a store that is

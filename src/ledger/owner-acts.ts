@@ -49,6 +49,8 @@ const DEDICATED = new Map<RecordType, string>([
   [RecordType.RESUME, "resume()"],
   [RecordType.RECONCILE, "reconcile()"],
   [RecordType.INTENT, "submit()"],
+  [RecordType.GATE, "submit()"],
+  [RecordType.REVIEW, "submit()"],
   [RecordType.OUTCOME, "submit()"],
 ]);
 

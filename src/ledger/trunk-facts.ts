@@ -263,7 +263,8 @@ export function createTrunkProjector(): TrunkProjector {
   function apply(record: WalkedRecord): void {
     const { seq, header, payload } = record;
     const detail = payload.detail;
-    if (header.type === RecordType.INTENT) {
+    // A gate or review decision is written as its own type (§15), an intent all the same.
+    if (header.type === RecordType.INTENT || header.type === RecordType.GATE || header.type === RecordType.REVIEW) {
       const act = Object.prototype.hasOwnProperty.call(ACTIONS, header.action) ? ACTIONS[header.action] : undefined;
       if (act) onIntent(seq, record, act);
     } else if (header.type === RecordType.OUTCOME && detail.case === "outcome") {

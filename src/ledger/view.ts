@@ -274,7 +274,13 @@ export function createView(): ViewProjector {
             clearedStops.add(id);
           }
         break;
-      case RecordType.INTENT: {
+      case RecordType.INTENT:
+      case RecordType.GATE:
+      case RecordType.REVIEW: {
+        // A gate's and a review's intents are GATE and REVIEW records (§15): intents all the same.
+        if (header.type === RecordType.GATE && detail.case === "gate" && detail.value.result === GateResult.PASS && payload.effectId.byteLength > 0) {
+          addTo(passes, toHex(payload.effectId), { seq, signer: principalKey(header.signer) });
+        }
         const principal = principalKey(header.actor);
         const key = requestKey(principal, payload.requestId);
         requests.set(
@@ -337,11 +343,6 @@ export function createView(): ViewProjector {
         if (detail.case === "outcome") applyOutcome(seq, detail.value.intentSeq, detail.value.result, detail.value.note, detail.value.reply);
         if (detail.case === "outcome" && detail.value.result !== OutcomeResult.DONE && payload.effectId.byteLength > 0) {
           addTo(voids, toHex(payload.effectId), seq);
-        }
-        break;
-      case RecordType.GATE:
-        if (detail.case === "gate" && detail.value.result === GateResult.PASS && payload.effectId.byteLength > 0) {
-          addTo(passes, toHex(payload.effectId), { seq, signer: principalKey(header.signer) });
         }
         break;
       case RecordType.RECONCILE:

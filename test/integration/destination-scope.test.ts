@@ -99,7 +99,7 @@ describe.runIf(process.platform === "linux")("review, gate and merge scoped on t
     expect(status.teams.find((t) => t.team === "proj")?.review).toEqual({ mode: "cross-lab", floor: 1 });
     expect(await h.ok(["status"])).toContain("review: cross-lab, floor 1");
     const intents = (await h.records<LogRecord & { fields?: Record<string, string> }>()).filter(
-      (r) => r.type === "intent" && ["review", "gate", "merge"].includes(r.action as string),
+      (r) => (r.type === "intent" && r.action === "merge") || (r.type === r.action && ["review", "gate"].includes(r.action as string)),
     );
     expect(intents.map((r) => r.action).sort()).toEqual(["gate", "merge", "review"]);
     for (const intent of intents) expect(intent.fields?.["review-mode"]).toBe("cross-lab, floor 1");

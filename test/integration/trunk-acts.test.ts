@@ -98,10 +98,25 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
     expect(h.hubGit("rev-parse", "refs/heads/main^{tree}")).toBe(gated.tree);
     expect(h.hubGit("show", "refs/heads/main:src/y.txt")).toBe("y");
     // The pass is consumed: the same change cannot be merged twice.
-    // Every review, gate and merge intent has its outcome, carrying the same effect id.
+    // Every review, gate and merge intent has its outcome, carrying the same effect id. A gate's
+    // intent is a GATE record and a review's a REVIEW record (§15's types).
     const log = await h.records();
-    const intents = log.filter((r) => r.type === "intent" && ["review", "gate", "merge"].includes(r.action));
+    const intents = log.filter((r) => (r.type === "intent" && r.action === "merge") || (r.type === r.action && ["review", "gate"].includes(r.action)));
     expect(intents.length).toBeGreaterThanOrEqual(5);
+    expect(log.filter((r) => r.type === "intent" && ["review", "gate"].includes(r.action))).toEqual([]);
+    // A verifier that reads only GATE records finds every gate this team made: each gate act's
+    // outcome points at one, with its effect id and its result.
+    const gateRecords = (await h.ok(["log", "--type", "gate", "--json"]))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { seq: number; effectId: string; action: string; detail?: { result?: string } });
+    const gateOutcomes = log.filter((r) => r.type === "outcome" && r.action === "gate");
+    expect(gateOutcomes.length).toBeGreaterThanOrEqual(2);
+    expect(gateRecords.map((g) => g.seq).sort((a, b) => a - b)).toEqual(gateOutcomes.map((o) => o.intentSeq).sort((a, b) => Number(a) - Number(b)));
+    for (const g of gateRecords) {
+      expect(g).toMatchObject({ action: "gate", effectId: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(g.detail?.result).toBe("pass");
+    }
     for (const intent of intents) {
       const outcome = log.find((r) => r.type === "outcome" && r.intentSeq === intent.seq);
       expect(outcome, `intent ${String(intent.seq)}`).toMatchObject({ effectId: intent.effectId, result: "done" });

@@ -118,13 +118,16 @@ describe("ledger: init, append, head, log", () => {
     const effectId = new Uint8Array(32).fill(7);
     // An intent/outcome pair with an after-artifact (authors), a gate pass, a voiding outcome, a refusal.
     await l.submit({ ...request("dev", "w1"), payload: { after: { identity: { case: "gitCommit", value: "abc123" } } } }, async () => ({ result: "done" }));
-    await l.append({
-      type: RecordType.GATE,
-      team: "alpha",
-      actor: seatPrincipal("alpha", "gater"),
-      action: "gate",
-      payload: { effectId, target: { kind: TargetKind.REF, name: "refs/heads/main" }, detail: { case: "gate", value: { result: GateResult.PASS } } },
-    });
+    // A gate decision: a GATE record, submitted as the act's intent (§15).
+    await l.submit(
+      {
+        ...request("gater", "g1", "gate it"),
+        type: RecordType.GATE,
+        action: "gate",
+        payload: { effectId, detail: { case: "gate", value: { result: GateResult.PASS } } },
+      },
+      async () => ({ result: "done" }),
+    );
     await l.submit({ ...request("merger", "m1", "merge it"), payload: { effectId } }, async () => ({ result: "refused", note: "conflict" }));
     await expect(l.submit(request("dev", "w1", "other bytes"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "request.replay-mismatch" });
     await l.append({
@@ -149,7 +152,11 @@ describe("ledger: init, append, head, log", () => {
         .entries(0, 100)
         .filter((x) => x.type === "outcome")
         .map((x) => x.payload?.detail.case === "outcome" && x.payload.detail.value.result),
-    ).toEqual([OutcomeResult.DONE, OutcomeResult.REFUSED]);
+    ).toEqual([OutcomeResult.DONE, OutcomeResult.DONE, OutcomeResult.REFUSED]);
+    // Not through append: a gate's record is an intent, the dispatcher's alone.
+    await expect(
+      ledger.append({ type: RecordType.GATE, team: "alpha", actor: seatPrincipal("alpha", "gater"), action: "gate", payload: { effectId } }),
+    ).rejects.toThrow(/own entry point/);
   });
 
   it("the view agrees after every kind of record: stops, resumes, revocations, leases, unknowns, reconciliations", async () => {
