@@ -36,6 +36,8 @@ export function recordDetail(entry: LedgerEntry): RecordDetail | undefined {
       };
     case "seat":
       return { seat: detail.value.seat, runId: detail.value.runId };
+    case "policy":
+      return { teamFileHash: Buffer.from(detail.value.teamFileHash).toString("hex") };
     case "review":
       return { verdict: detail.value.verdict };
     case "gate":

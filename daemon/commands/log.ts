@@ -1,7 +1,7 @@
 import { UsageError } from "../../src/rpc/refusal.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { recordTypeFromName, type LedgerEntry } from "../../src/ledger/index.js";
-import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { recordTypeFromName, toHex, type LedgerEntry } from "../../src/ledger/index.js";
+import { RecordType, ScopeState } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
 import type { Ambient } from "../host/ambient.js";
@@ -50,6 +50,32 @@ function line(e: LedgerEntry): string {
     .join("  ");
 }
 
+/**
+ * §15's statement of an act where the record has it: the capability with the scope that
+ * covered it, the exact input state (tree, team-file and lease-set hashes, hex), and the
+ * artifact before and after ({none} where there is none).
+ */
+function statement(e: LedgerEntry): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const use = e.header?.capability;
+  if (use !== undefined && use.capability !== "") {
+    out.capabilityUsed = {
+      capability: use.capability,
+      scope: Object.fromEntries(use.scope.map((d) => [d.name, d.state === ScopeState.BOUNDED ? d.values : d.state === ScopeState.EMPTY ? [] : "*"])),
+    };
+  }
+  const input = e.payload?.inputState;
+  if (input !== undefined) {
+    out.input = { tree: input.treeHash, teamFile: toHex(input.teamFileHash), leaseSet: toHex(input.leaseSetHash) };
+  }
+  for (const side of ["before", "after"] as const) {
+    const id = e.payload?.[side]?.identity;
+    if (id === undefined || id.case === undefined) continue;
+    out[side] = id.case === "none" ? { none: true } : { [id.case]: id.value instanceof Uint8Array ? toHex(id.value) : id.value };
+  }
+  return out;
+}
+
 function json(e: LedgerEntry): string {
   const { header: _h, payload, ...rest } = e;
   const witnessed = assent(e);
@@ -58,7 +84,15 @@ function json(e: LedgerEntry): string {
   const fields = payload?.fields.length ? { fields: Object.fromEntries(payload.fields.map((f) => [f.key, f.value])) } : {};
   // The type's own detail: a refusal's rule and reason, an outcome's note (and a connection's bytes and time).
   const detail = recordDetail(e);
-  return terminalJson(JSON.stringify({ ...rest, ...fields, ...(detail ? { detail } : {}), ...(witnessed === undefined ? {} : { assent: witnessed }) }));
+  return terminalJson(
+    JSON.stringify({
+      ...rest,
+      ...fields,
+      ...(detail ? { detail } : {}),
+      ...statement(e),
+      ...(witnessed === undefined ? {} : { assent: witnessed }),
+    }),
+  );
 }
 
 /**

@@ -11,7 +11,7 @@ import { canonicalPath, refuse } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { commitMessageProblem, gitMetaFileProblem, gitPathProblem, refConflict, refNameProblem } from "../../src/kernel/git-names.js";
 import { seatGitLimits } from "../../src/effects/contained-git.js";
-import { git, gitInput } from "../../src/effects/git.js";
+import { git, gitInput, treeOfCommit } from "../../src/effects/git.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
 import { explainRefFailure, RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
@@ -309,8 +309,13 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
             target,
             requestId: header.requestId,
             request: requestBytes([ref, clean, header.message, content]),
-            // Who wrote it: the commit is this run's (issue 24, item 13), as a push's are.
-            payload: { fields: runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]) },
+            treeHash: await treeOfCommit(hub, baseCommit),
+            // Who wrote it: the commit is this run's (issue 24, item 13), as a push's are. Before:
+            // the branch's tip it is written on, where the branch exists.
+            payload: {
+              ...(refs.includes(ref) ? { before: { identity: { case: "gitCommit", value: baseCommit } } } : {}),
+              fields: runFields(deps.runs(ctx.identity.team)[ctx.identity.seat]),
+            },
           },
           async () => {
             try {

@@ -8,7 +8,7 @@ import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
 import type { EffectResult } from "../../src/ledger/index.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
-import { git, gitInput, gitSucceeds } from "../../src/effects/git.js";
+import { git, gitInput, gitSucceeds, treeOfCommit } from "../../src/effects/git.js";
 import {
   changedPaths,
   checkCommitText,
@@ -385,6 +385,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           target,
           requestId: `${requestId}:${hubRef}`,
           request,
+          treeHash: await treeOfCommit(ctx.team.hub, currentHub),
           payload: { before: { identity: { case: "gitCommit", value: currentHub } } },
         },
         async () =>
@@ -448,6 +449,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           target,
           requestId: `${requestId}:${hubRef}`,
           request,
+          treeHash: await treeOfCommit(ctx.team.hub, currentHub),
           payload: {
             ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
             fields: [

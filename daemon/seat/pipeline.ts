@@ -20,6 +20,7 @@ import {
 } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
+import { capabilityUse, leaseSetHash } from "../../src/ledger/input-state.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
 import { boundEchoes, boundText, INTENT_TEXT_BYTES, RECORD_NAME_BYTES, RECORD_TEXT_BYTES, utf8Bytes } from "../../src/ledger/bounded-text.js";
 import { approxActBytes, approxOutcomeDetail, approxRecordBytes } from "../../src/ledger/record-size.js";
@@ -64,6 +65,8 @@ export interface GatedAct {
   readonly action: string;
   /** The intent's record type: GATE or REVIEW for those decisions (§15), INTENT by default. */
   readonly type?: IntentType;
+  /** The git tree of the hub's state the act is decided against (src/ledger/input-state.ts); none: on no ref. */
+  readonly treeHash?: string;
   readonly target: TargetInit;
   readonly requestId: string;
   /** The canonical request bytes: a retry must present exactly these (§15). */
@@ -430,12 +433,18 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
           request: gated.request,
           action: gated.action,
           target: gated.target,
-          ...(decision ? { capability: { capability: decision.capability } } : {}),
+          // The capability and the scope of the authority that covered the act (§15).
+          ...(decision ? { capability: capabilityUse(decision.capability, decision.authority.scope) } : {}),
           payload: {
             ...payload,
             domain: { team: ctx.identity.team, repositoryRoot: ctx.team.repository },
             rootGrant: decision?.authority.id ?? "",
-            inputState: { teamFileHash: ctx.policy.teamFileHashBytes },
+            // The exact input state (§15): what another implementation needs to agree this is the same act.
+            inputState: {
+              treeHash: gated.treeHash ?? "",
+              teamFileHash: ctx.policy.teamFileHashBytes,
+              leaseSetHash: leaseSetHash(leaseFactsFor(ctx.ledger, ctx.identity.team)),
+            },
           },
           // The intent holds its place in the chain: the next decision may go now, and
           // concurrent intents share one durable commit (the effect still waits for it).

@@ -4,7 +4,7 @@ import type { TrunkActSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { normalizeBranch, refuse, type KernelFacts, type Refusal } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { fromHex } from "../../src/ledger/index.js";
-import { git } from "../../src/effects/git.js";
+import { git, treeOfCommit } from "../../src/effects/git.js";
 import { effectIdOf, mergeInto, MergeConflict, NothingToMerge, summarizeChange, type ChangeSummary } from "../../src/effects/git-merge.js";
 import { readRef, RefMoved } from "../../src/effects/git-receive.js";
 import { RefBusy } from "../../src/effects/ref-lock.js";
@@ -139,6 +139,8 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     return { key: "review-mode", value: `${review.mode}, floor ${review.floor}` };
   }
 
+  const NO_ARTIFACT = { identity: { case: "none" as const, value: {} } };
+
   /** A verdict (review or gate): its record is the act itself — intent and outcome carrying the effect id. */
   async function verdict(
     identity: SeatIdentity,
@@ -162,7 +164,11 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
         target: { kind: TargetKind.REF, name: `refs/heads/${c.branch}` },
         requestId: request.requestId,
         request: requestBytes([capability, c.effectId, field.value]),
+        treeHash: await treeOfCommit(ctx.team.hub, c.summary.base),
         payload: {
+          // A verdict changes no artifact: typed none (§15: no fictional hashes).
+          before: NO_ARTIFACT,
+          after: NO_ARTIFACT,
           detail:
             capability === "gate"
               ? { case: "gate", value: { result: field.value === "pass" ? GateResult.PASS : GateResult.FAIL } }
@@ -197,8 +203,12 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
           target: { kind: TargetKind.REF, name: `refs/heads/${c.trunk}` },
           requestId: request.requestId,
           request: requestBytes(["merge", c.effectId]),
+          treeHash: await treeOfCommit(ctx.team.hub, c.summary.base),
           // The pass the kernel chose is consumed by this intent (never twice, §15).
           payload: (decision) => ({
+            // The trunk's tip it lands on, and the tree it gives (the effect id's destination tree).
+            before: { identity: { case: "gitCommit", value: c.summary.base } },
+            after: { identity: { case: "gitTree", value: c.summary.tree } },
             effectId: fromHex(c.effectId),
             fields: [
               { key: "consumes", value: decision?.pass ?? "" },

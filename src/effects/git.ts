@@ -98,6 +98,12 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
   });
 }
 
+/** The tree of a commit the repository has (an act's input state, src/ledger/input-state.ts); "" for none. */
+export async function treeOfCommit(gitDir: string, commit: string | undefined): Promise<string> {
+  if (commit === undefined || commit === "") return "";
+  return (await git(["rev-parse", "--verify", "--end-of-options", `${commit}^{tree}`], { gitDir })).stdout.trim();
+}
+
 /** Like git(), but a non-zero exit is an answer (false), not an error. */
 export async function gitSucceeds(args: readonly string[], options: GitOptions = {}): Promise<boolean> {
   try {

@@ -122,7 +122,14 @@ describe.runIf(process.platform === "linux")("trunk acts: review, gate and merge
       expect(outcome, `intent ${String(intent.seq)}`).toMatchObject({ effectId: intent.effectId, result: "done" });
       expect(intent.effectId).toMatch(/^[0-9a-f]{64}$/);
     }
-    expect(log.find((r) => r.type === "intent" && r.action === "merge" && r.effectId === result.effectId)).toBeDefined();
+    const mergeIntent = log.find((r) => r.type === "intent" && r.action === "merge" && r.effectId === result.effectId) as
+      (LogRecord & { before?: { gitCommit?: string }; after?: { gitTree?: string }; input?: { tree?: string } }) | undefined;
+    // §15's statement: the trunk's tip it lands on, the tree it gives, and the input state's tree (the trunk's, recomputed).
+    expect(mergeIntent?.after).toEqual({ gitTree: gated.tree });
+    expect(mergeIntent?.before?.gitCommit).toBe(h.hubGit("rev-parse", `${result.commit}^1`));
+    expect(mergeIntent?.input?.tree).toBe(h.hubGit("rev-parse", `${result.commit}^1^{tree}`));
+    // A verdict changes no artifact: typed none.
+    expect(log.find((r) => r.type === "gate" && r.effectId === result.effectId)).toMatchObject({ before: { none: true }, after: { none: true } });
     const verify = await h.run(["verify", "--json"]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
   });
