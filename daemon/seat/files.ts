@@ -19,6 +19,7 @@ import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
 
 /**
  * `teamd-shim file stat|read|write`: one file of the team's repository through the daemon,
@@ -36,6 +37,9 @@ import { requestBytes, runFields, type SeatContext, type SeatPipeline, type Seat
  * than MAX_FILE_BYTES. The daemon holds at most MAX_CONTENTS_PER_SEAT contents of one seat
  * at once (each at most MAX_FILE_BYTES); a seat's further reads and writes wait their turn.
  */
+/** File read and stat show the trunk (the hub's HEAD). */
+const TRUNK_TARGET = { kind: TargetKind.REF, name: "HEAD" };
+
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 /** The messages a read's content is streamed in. */
@@ -149,7 +153,22 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
 
   return {
     async stat(identity, path) {
-      const { found } = await readable(identity, path, "file.stat");
+      const { ctx, path: clean, found } = await readable(identity, path, "file.stat");
+      // What it was shown: the path, and whether and what it is (§3).
+      await deps.pipeline.served(ctx, {
+        action: "file.stat",
+        subject: clean,
+        target: TRUNK_TARGET,
+        fields: [
+          { key: "path", value: boundText(clean, RECORD_NAME_BYTES) },
+          ...(found === undefined
+            ? [{ key: "exists", value: "false" }]
+            : [
+                { key: "size", value: String(found.size) },
+                { key: "oid", value: found.oid },
+              ]),
+        ],
+      });
       if (found === undefined) return { exists: false };
       return { exists: true, kind: KINDS[found.mode] ?? found.mode, size: BigInt(found.size), oid: found.oid };
     },
@@ -167,6 +186,17 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
           "file.read",
         );
       }
+      // On record before the content leaves: the path, its size and blob id — never the content (§3).
+      await deps.pipeline.served(ctx, {
+        action: "file.read",
+        subject: `${clean}\0${found.oid}`,
+        target: TRUNK_TARGET,
+        fields: [
+          { key: "path", value: boundText(clean, RECORD_NAME_BYTES) },
+          { key: "size", value: String(found.size) },
+          { key: "oid", value: found.oid },
+        ],
+      });
       const release = await turn(seatKey(identity));
       try {
         const blob = await gitInput(["cat-file", "blob", found.oid], ctx.team.hub, "");

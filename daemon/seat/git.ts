@@ -30,7 +30,8 @@ import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-
 import { RefusalError } from "../../src/rpc/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
-import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity, type ServedRead } from "./pipeline.js";
+import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
 import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
 
 /**
@@ -45,6 +46,24 @@ import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
  *   one ref in the seat's own namespace moves (compare-and-swap). Intent and outcome are
  *   recorded around the move, with the seat as author of what it brought.
  */
+/** How many tips a served-read record names one by one; the rest are in its count and digest. */
+const SERVED_TIPS_NAMED = 8;
+
+/** A served ref listing or fetch, as its record states it: the tips' count and digest, and the first few. */
+function tipsServed(refs: readonly { name: string; oid: string }[]): Omit<ServedRead, "action"> {
+  const lines = refs.map((r) => `${r.oid} ${r.name}\n`).sort();
+  const digest = createHash("sha256").update(lines.join("")).digest("hex");
+  return {
+    subject: digest,
+    target: { kind: TargetKind.REF, name: refs.length === 1 ? boundText(refs[0]?.name ?? "", RECORD_NAME_BYTES) : "" },
+    fields: [
+      { key: "tips", value: String(refs.length) },
+      { key: "tips_sha256", value: digest },
+      ...refs.slice(0, SERVED_TIPS_NAMED).map((r) => ({ key: "tip", value: `${r.oid} ${boundText(r.name, RECORD_NAME_BYTES)}` })),
+    ],
+  };
+}
+
 export const MAX_PACK_BYTES = 256 * 1024 * 1024;
 
 /**
@@ -207,7 +226,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   return {
     async listRefs(identity) {
       const ctx = await deps.pipeline.context(identity, "git.list");
-      return visibleRefs(ctx, await source(ctx));
+      const shown = await visibleRefs(ctx, await source(ctx));
+      // What it was shown (§3): the refs and their tips, as a count and a digest, the first few by name.
+      await deps.pipeline.served(ctx, { action: "git.list", ...tipsServed(shown.refs) });
+      return shown;
     },
 
     async *fetch(identity, wants, haves) {
@@ -227,7 +249,26 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             );
           }
         }
-        yield* servePack(src.repo, wants, haves, await limitsFor(ctx));
+        // The served-read record comes after the pack (its size is known at its end): the rate is checked before.
+        await deps.pipeline.servedBudget(ctx, "git.fetch");
+        const served = refs.filter((r) => wants.includes(r.oid));
+        let bytes = 0;
+        try {
+          for await (const chunk of servePack(src.repo, wants, haves, await limitsFor(ctx))) {
+            bytes += chunk.byteLength;
+            yield chunk;
+          }
+        } finally {
+          // Also a pack cut short: what left is what it was served.
+          if (bytes > 0) {
+            const tips = tipsServed(served);
+            await deps.pipeline.served(
+              ctx,
+              { action: "git.fetch", ...tips, fields: [...tips.fields, { key: "pack_bytes", value: String(bytes) }], bytes },
+              { after: true },
+            );
+          }
+        }
       } finally {
         release();
       }

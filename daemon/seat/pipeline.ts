@@ -82,6 +82,29 @@ export interface GatedAct {
   readonly pathsFromHub?: boolean;
 }
 
+/** One read served to a seat: what its SERVED record says (never content). */
+export interface ServedRead {
+  readonly action: "file.read" | "file.stat" | "git.list" | "git.fetch";
+  /** What was served, as coalescing compares it: a path, or a digest of the tips. */
+  readonly subject: string;
+  readonly target: TargetInit;
+  /** The record's fields: a path and size, the tips (bounded), a pack's bytes. */
+  readonly fields: readonly { readonly key: string; readonly value: string }[];
+  /** A quantity repeats sum (a fetch's pack bytes). */
+  readonly bytes?: number;
+}
+
+/** Repeats of one serve within this window are one further record with a count. */
+export const SERVED_WINDOW_MS = 10_000;
+
+/**
+ * A seat's served-read rate (distinct serves, each a record): 600 at once, then 120 a minute
+ * (two a second, sustained). Its reads of the trunk are `teamd-shim file read|stat` and `git
+ * fetch teamd`; its own checkout is read in the seat, unrecorded — so this sits far above what
+ * an agent does through teamd, and far below what would flood the ledger.
+ */
+export const DEFAULT_SERVED_RATE: Rate = Object.freeze({ burst: 600, perMinute: 120 });
+
 /** A records-only request's id and the digest of its bytes (§15: one retry rule). */
 export interface RecordedRequestBytes {
   readonly id: string;
@@ -137,6 +160,19 @@ export interface SeatPipeline {
    * one used for another act is refused (`request.replay-mismatch`, recorded).
    */
   replay(ctx: SeatContext, requestId: string, action: string): Promise<Replay | undefined>;
+  /**
+   * What a read served the seat (§3: what a lab learns is what its seats were served), on
+   * record: the first serve of a thing in a window is one SERVED record, appended before the
+   * content leaves (a store that cannot take it refuses the read); repeats of it within
+   * SERVED_WINDOW_MS are counted into one more record when the window closes. Distinct serves
+   * are bounded by the seat's served-read rate (`seat.served-rate`) and every record counts in
+   * its act budget (ledger bytes). `after`: the content is already out (a fetch's pack, whose
+   * size is known at its end) — recorded and charged, never refused; `servedBudget` checked
+   * before it.
+   */
+  served(ctx: SeatContext, read: ServedRead, options?: { readonly after?: boolean }): Promise<void>;
+  /** Refuse (recorded) when the seat's served-read rate or act budget is spent: before a read whose record comes after it. */
+  servedBudget(ctx: SeatContext, action: string): Promise<void>;
   /** The seat's last refusal in this daemon run. */
   lastRefusal(identity: SeatIdentity): Refusal | undefined;
   /** A new run of the seat (its socket opened): its refusal budget starts full. */
@@ -195,6 +231,8 @@ export interface PipelineDeps {
   readonly refusalBudget?: RefusalBudget;
   /** Default: DEFAULT_ACT_BUDGET (bytes of records). */
   readonly actBudget?: ActBudget;
+  /** Default: DEFAULT_SERVED_RATE (distinct served reads). */
+  readonly servedRate?: Rate;
   /**
    * A seat's refusal found its budget empty (that refusal is recorded): stop the seat, with
    * `why` as the stop's reason. Called once per run; the composition root's (the pipeline may
@@ -216,6 +254,50 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const halted = new Set<string>();
   const actBudget = deps.actBudget ?? DEFAULT_ACT_BUDGET;
   const acts = createTokenBuckets(actBudget, clock);
+  const servedRate = deps.servedRate ?? DEFAULT_SERVED_RATE;
+  const servedBuckets = createTokenBuckets(servedRate, clock);
+  /** Open windows of served reads: the first serve's record, and the repeats since. */
+  const windows = new Map<string, { first: number; repeats: number; bytes: number }>();
+
+  function servedDraft(identity: SeatIdentity, read: ServedRead, extra: readonly { key: string; value: string }[]): RecordDraft {
+    return {
+      type: RecordType.SERVED,
+      team: identity.team,
+      actor: seatPrincipal(identity.team, identity.seat),
+      action: read.action,
+      payload: { target: read.target, fields: [...read.fields, ...extra] },
+    };
+  }
+
+  /** The served-read refusal, when the seat's rate of distinct serves is spent. */
+  function servedRateSpent(identity: SeatIdentity): Refusal | undefined {
+    const wait = servedBuckets.waitMs(seatKey(identity));
+    if (wait === 0) return undefined;
+    return refuse(
+      "seat.served-rate",
+      `this seat was served ${servedBuckets.taken(seatKey(identity))} distinct reads this run, past its served-read rate (${servedRate.burst} at once, then ${servedRate.perMinute} a minute); it may read again in ${Math.ceil(wait / 1000)} s`,
+    );
+  }
+
+  /** Close a window: its repeats, if any, become one record with their count. */
+  function closeWindow(key: string, ledger: Ledger, identity: SeatIdentity, read: ServedRead): void {
+    const open = windows.get(key);
+    windows.delete(key);
+    if (open === undefined || open.repeats === 0) return;
+    const draft = servedDraft(identity, read, [
+      { key: "count", value: String(open.repeats) },
+      { key: "repeats_of", value: String(open.first) },
+      ...(open.bytes > 0 ? [{ key: "bytes", value: String(open.bytes) }] : []),
+    ]);
+    acts.take(seatKey(identity), approxRecordBytes(draft));
+    ledger
+      .append(draft)
+      .catch((error: unknown) =>
+        deps.log?.(
+          `the repeats of a read served to ${identity.team}/${identity.seat} (${read.action}) were not recorded: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      );
+  }
 
   /** One refusal against the seat's budget (after it is on record); the one that finds it empty stops the seat. */
   function charge(identity: SeatIdentity): void {
@@ -541,12 +623,58 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       }
       return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
     },
+    async servedBudget(ctx, action) {
+      const spent = actBudgetSpent(ctx.identity) ?? servedRateSpent(ctx.identity);
+      if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action);
+    },
+    async served(ctx, read, options = {}) {
+      const { identity } = ctx;
+      const key = `${seatKey(identity)}\0${read.action}\0${read.subject}`;
+      const open = windows.get(key);
+      if (open !== undefined) {
+        open.repeats++;
+        open.bytes += read.bytes ?? 0;
+        return;
+      }
+      if (options.after !== true) {
+        const spent = actBudgetSpent(identity) ?? servedRateSpent(identity);
+        if (spent !== undefined) throw await record(identity, ctx.ledger, spent, read.action, read.target);
+      }
+      servedBuckets.take(seatKey(identity), 1);
+      const draft = servedDraft(identity, read, [
+        { key: "count", value: "1" },
+        ...(read.bytes !== undefined ? [{ key: "bytes", value: String(read.bytes) }] : []),
+      ]);
+      acts.take(seatKey(identity), approxRecordBytes(draft));
+      // The window opens now: a concurrent copy of this serve is a repeat, not a second first record.
+      const window = { first: 0, repeats: 0, bytes: 0 };
+      windows.set(key, window);
+      try {
+        window.first = (await ctx.ledger.append(draft)).seq;
+      } catch (error) {
+        windows.delete(key);
+        // Fail closed: a read whose record the store will not take is not served (§15); one already out is said in the log.
+        if (options.after === true) {
+          deps.log?.(
+            `a read served to ${identity.team}/${identity.seat} (${read.action}) was not recorded: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          return;
+        }
+        const refusal =
+          error instanceof LedgerRefusal
+            ? error.refusal
+            : refuse("ledger.unavailable", `the read could not be recorded: ${error instanceof Error ? error.message : String(error)}`);
+        throw await record(identity, ctx.ledger, refusal, read.action, read.target);
+      }
+      setTimeout(() => closeWindow(key, ctx.ledger, identity, read), SERVED_WINDOW_MS).unref();
+    },
     lastRefusal: (identity) => last.get(seatKey(identity)),
     openRun(identity) {
       const k = seatKey(identity);
       refusals.reset(k);
       halted.delete(k);
       acts.reset(k);
+      servedBuckets.reset(k);
     },
   };
 }

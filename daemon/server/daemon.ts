@@ -26,6 +26,7 @@ import { createSeatManager, DAEMON_STOPPING, type SeatManager } from "../lifecyc
 import { seatCgroupProcs } from "../lifecycle/cgroup.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
 import { createSeatPipeline, type ActBudget, type RefusalBudget } from "../seat/pipeline.js";
+import type { Rate } from "../seat/token-buckets.js";
 import { createSeatGit, parseSeatGitBounds } from "../seat/git.js";
 import { createSeatFiles } from "../seat/files.js";
 import { createSeatTrunk } from "../seat/trunk.js";
@@ -57,6 +58,8 @@ export interface DaemonOptions {
   readonly refusalBudget?: RefusalBudget;
   /** Each seat's act budget in bytes of records (default DEFAULT_ACT_BUDGET in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_ACT_BUDGET=BURST_MIB/PER_MINUTE_MIB). */
   readonly actBudget?: ActBudget;
+  /** Each seat's served-read rate (default DEFAULT_SERVED_RATE in daemon/seat/pipeline.ts; `teamd serve` reads TEAMD_SERVED_RATE=BURST/PER_MINUTE). */
+  readonly servedRate?: Rate;
   /** The owner's bounds on a seat's git work, as `teamd serve` reads them from TEAMD_SEAT_GIT_BOUNDS (parseSeatGitBounds in daemon/seat/git.ts); unset, the defaults. */
   readonly seatGitBounds?: string;
 }
@@ -164,6 +167,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     log,
     ...(options.refusalBudget ? { refusalBudget: options.refusalBudget } : {}),
     ...(options.actBudget ? { actBudget: options.actBudget } : {}),
+    ...(options.servedRate ? { servedRate: options.servedRate } : {}),
   });
   const egressDeps = { pipeline, resolve: createEgressResolver(), hostAddresses, log, newId };
   // The live run and home of each running seat: independence facts (O) and push authorship.

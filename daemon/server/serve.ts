@@ -26,6 +26,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
   const actBudget = parseActBudget(process.env.TEAMD_ACT_BUDGET);
+  const servedRate = parseServedRate(process.env.TEAMD_SERVED_RATE);
   const daemon = createDaemon({
     home,
     seats,
@@ -36,6 +37,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
     ...(crashInDeploy ? { crashInDeploy } : {}),
     ...(refusalBudget ? { refusalBudget } : {}),
     ...(actBudget ? { actBudget } : {}),
+    ...(servedRate ? { servedRate } : {}),
     ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}),
   });
   await daemon.start();
@@ -78,6 +80,11 @@ function parseRate(name: string, value: string | undefined, example: string, uni
 /** TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE (e.g. 300/60): each seat's refusal budget; unset, the default. */
 export function parseRefusalBudget(value: string | undefined): { burst: number; perMinute: number } | undefined {
   return parseRate("TEAMD_REFUSAL_BUDGET", value, "300/60", 1);
+}
+
+/** TEAMD_SERVED_RATE=BURST/PER_MINUTE (e.g. 600/120): each seat's rate of distinct served reads; unset, the default. */
+export function parseServedRate(value: string | undefined): { burst: number; perMinute: number } | undefined {
+  return parseRate("TEAMD_SERVED_RATE", value, "600/120", 1);
 }
 
 /** TEAMD_ACT_BUDGET=BURST/PER_MINUTE in MiB of ledger records (e.g. 16/2): each seat's act budget; unset, the default. */

@@ -362,6 +362,11 @@ export const RULES = {
     summary:
       "the seat's acts made more ledger records than its act budget allows (bytes at once, then a rate far above a working agent's); the act is refused until the budget refills, and the seat keeps running",
   },
+  "seat.served-rate": {
+    section: "§3",
+    summary:
+      "the seat was served more distinct reads than its served-read rate allows (each is a record of what it was shown); the read is refused until the rate refills, and the seat keeps running",
+  },
   "seat.start-failed": {
     section: "§11",
     summary:

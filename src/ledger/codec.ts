@@ -174,6 +174,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.SEAT_STOP]: "seat_stop",
   [RecordType.CHECKPOINT]: "checkpoint",
   [RecordType.TEAM]: "team",
+  [RecordType.SERVED]: "served",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

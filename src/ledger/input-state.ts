@@ -18,6 +18,7 @@ import type { CapabilityUseInit } from "./owner-act.js";
  *   trunk act's destination trunk at its base, a push's or file write's ref before it); empty
  *   where the act is on no ref, or the ref did not exist.
  */
+// eslint-disable-next-line teamd/module-state -- keyed by the projection's frozen lease objects: a function of its key, holding nothing alive
 const memo = new WeakMap<object, WeakMap<object, Uint8Array>>();
 const encoder = new TextEncoder();
 
