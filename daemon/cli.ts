@@ -13,6 +13,7 @@ import { forwardCommand, type ForwardOptions } from "./commands/forward.js";
 import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
 import { verify } from "./commands/verify.js";
 import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
+import { tombstoneCommand } from "./commands/tombstone.js";
 import { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./commands/seat.js";
 import { doctor } from "./commands/doctor.js";
 import { stopAllCommand } from "./commands/stop-all.js";
@@ -280,6 +281,16 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--repeat <REQUEST_ID>", "the effect did not happen: allow it again under this new request id")
     .option("--json", "print one JSON object (for scripts)")
     .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts, ambient));
+  ledger
+    .command("tombstone")
+    .description(
+      "hide the content of the record at SEQ behind a tombstone signed by you (§15): its header stays, teamd log shows its stub; refused for a record the gate reads in full",
+    )
+    .argument("<SEQ>", "the record's seq (teamd log)")
+    .option("--reason <TEXT>", "why (recorded, shown in place of the record)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action((seq: string, opts: { reason?: string; yes?: boolean; json?: boolean }) => tombstoneCommand(seq, opts, ambient));
 
   const kernel = program.command("kernel").description("the decision kernel, offline");
   kernel

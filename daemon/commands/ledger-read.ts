@@ -1,4 +1,5 @@
 import { describeStored, openStore, type LedgerEntry, type StoreReader } from "../../src/ledger/index.js";
+import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { UsageError } from "../../src/rpc/refusal.js";
 import { parseDuration } from "../../src/kernel/delegation-input.js";
 import { resolveHome } from "../host/home.js";
@@ -26,6 +27,25 @@ export function* entriesFrom(store: StoreReader, from: number, at: { next: numbe
     for (const row of rows) {
       at.next = Number(row.seq) + 1;
       yield describeStored(row);
+    }
+  }
+}
+
+/** A record's tombstone (§15): the record that hides its content, and why. */
+export interface TombstoneMark {
+  readonly by: number;
+  readonly reason: string;
+}
+
+/** Every tombstone from `from` on, by the seq it hides (the type index: tombstones are few). */
+export function tombstonesFrom(store: StoreReader, from: number, into: Map<number, TombstoneMark> = new Map()): Map<number, TombstoneMark> {
+  for (let at = from; ;) {
+    const rows = store.recordsOfType(RecordType.TOMBSTONE, at, PAGE);
+    if (rows.length === 0) return into;
+    for (const row of rows) {
+      at = Number(row.seq) + 1;
+      const detail = describeStored(row).payload?.detail;
+      if (detail?.case === "tombstone") into.set(Number(detail.value.seq), { by: Number(row.seq), reason: detail.value.reason });
     }
   }
 }

@@ -6,7 +6,7 @@ import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
 import type { Ambient } from "../host/ambient.js";
 import { detailText, isSeatRecord, recordDetail } from "./log-detail.js";
-import { entriesFrom, openLedgerReader, recordTime, sinceTime } from "./ledger-read.js";
+import { entriesFrom, openLedgerReader, recordTime, sinceTime, tombstonesFrom, type TombstoneMark } from "./ledger-read.js";
 
 function typeNames(): string {
   return Object.keys(RecordType)
@@ -26,7 +26,7 @@ function assent(e: LedgerEntry): "witnessed" | undefined {
   return e.signer === "owner" ? "witnessed" : undefined;
 }
 
-function line(e: LedgerEntry): string {
+function line(e: LedgerEntry, mark?: TombstoneMark): string {
   const time = recordTime(e.timeUnixMs);
   const actor = assent(e) === "witnessed" ? `${e.actor} (witnessed)` : e.actor;
   const who = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
@@ -40,6 +40,7 @@ function line(e: LedgerEntry): string {
     e.target || "-",
     e.result,
     e.late ? "(late)" : "",
+    mark === undefined ? "" : `[tombstoned by record ${mark.by}: ${mark.reason}]`,
     e.error ? `!! ${e.error}` : "",
     detailText(e, recordDetail(e)),
   ];
@@ -76,7 +77,12 @@ function statement(e: LedgerEntry): Record<string, unknown> {
   return out;
 }
 
-function json(e: LedgerEntry): string {
+/** A record whose content a tombstone hides: its header's statement, and none of its payload. */
+function stubOf(entry: LedgerEntry): LedgerEntry {
+  return { ...entry, target: "", result: "", effectId: "", intentSeq: 0, payload: undefined };
+}
+
+function json(e: LedgerEntry, mark?: TombstoneMark): string {
   const { header: _h, payload, ...rest } = e;
   const witnessed = assent(e);
   // The payload's named fields as recorded (an exec's argv with credentials redacted, an egress
@@ -91,6 +97,7 @@ function json(e: LedgerEntry): string {
       ...(detail ? { detail } : {}),
       ...statement(e),
       ...(witnessed === undefined ? {} : { assent: witnessed }),
+      ...(mark === undefined ? {} : { tombstoned: { by: mark.by, reason: mark.reason } }),
     }),
   );
 }
@@ -140,7 +147,13 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
     const at = { next: 0 };
     // On a terminal each record is one visual row (cut at its width): a field cannot wrap into what looks like another record.
     const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
-    const show = (entry: LedgerEntry) => process.stdout.write((options.json ? json(entry) : fitRow(line(entry), columns)) + "\n");
+    // A tombstoned record shows its stub (§15): its header, and which tombstone hid its content, why.
+    const hidden = tombstonesFrom(store, 0);
+    const show = (entry: LedgerEntry) => {
+      const mark = hidden.get(entry.seq);
+      const shown = mark === undefined ? entry : stubOf(entry);
+      process.stdout.write((options.json ? json(shown, mark) : fitRow(line(shown, mark), columns)) + "\n");
+    };
     const print = (keep?: number) => {
       // -n: the last `keep` matching records of what is there now, in order (one pass, a ring of them).
       const held: LedgerEntry[] = [];
@@ -157,6 +170,7 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
     print(last);
     while (options.follow && !stopping) {
       await sleep(300);
+      tombstonesFrom(store, at.next, hidden);
       print();
     }
   } finally {

@@ -19,6 +19,7 @@ import type { Refusal } from "../../src/kernel/decision.js";
 import type { Policy } from "../../src/kernel/index.js";
 import { leaseRevocationDraft, type RecordDraft } from "../../src/ledger/index.js";
 import { checkOwnerLease, checkOwnerRevoke, decideApply, ownerRevoke } from "./leases.js";
+import { checkTombstone } from "./tombstone.js";
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "../host/ledger-host.js";
 import type { TeamdHome } from "../host/home.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
@@ -149,6 +150,7 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     [OwnerActKind.RESUME]: RecordType.RESUME,
     [OwnerActKind.LEASE]: RecordType.LEASE,
     [OwnerActKind.REVOKE]: RecordType.REVOCATION,
+    [OwnerActKind.TOMBSTONE]: RecordType.TOMBSTONE,
   }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
@@ -176,6 +178,7 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
   } else if (kind === OwnerActKind.TEAM) problem = checkTeam(home, ledger, team, checked.payload.detail);
   else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
+  else if (kind === OwnerActKind.TOMBSTONE && before === undefined) problem = checkTombstone(ledger, team, checked);
   if (problem) {
     await recordRefusal(ledger, team, checked.proposal.action, problem);
     throw refusalError(problem);

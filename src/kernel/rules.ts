@@ -362,6 +362,11 @@ export const RULES = {
     summary:
       "the seat's acts made more ledger records than its act budget allows (bytes at once, then a rate far above a working agent's); the act is refused until the budget refills, and the seat keeps running",
   },
+  "ledger.tombstone-kept": {
+    section: "§15",
+    summary:
+      "a tombstone hides a record's content, and this record is one the gate still reads in full (the policy, a team, a lease, a stop or resume, a reconciliation, a trunk act's record, an unresolved intent); it stays whole",
+  },
   "seat.served-rate": {
     section: "§3",
     summary:

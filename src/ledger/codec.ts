@@ -175,6 +175,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.CHECKPOINT]: "checkpoint",
   [RecordType.TEAM]: "team",
   [RecordType.SERVED]: "served",
+  [RecordType.TOMBSTONE]: "tombstone",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

@@ -14,6 +14,7 @@ export {
   stopDraft,
   resumeDraft,
   revocationDraft,
+  tombstoneDraft,
   headReconcileDraft,
   outcomeReconcileDraft,
   type OwnerActDraft,
@@ -55,3 +56,4 @@ export {
   type PrincipalInit,
   type RecordPayloadInit,
 } from "./codec.js";
+export { tombstoneKept, stubMismatch, type TombstoneSubject } from "./tombstone.js";

@@ -182,6 +182,36 @@ export function revocationDraft(options: { team: string; subject: RevocationSubj
   };
 }
 
+/** Tombstone a record (§15): hide its content, keep its stub (src/ledger/tombstone.ts decides which records may be). */
+export function tombstoneDraft(options: {
+  subject: { seq: number; header: { type: RecordType; team: string }; payload: RecordPayload | undefined; payloadDigest: Uint8Array };
+  reason: string;
+  nonce?: Uint8Array;
+}): OwnerActDraft {
+  const { subject } = options;
+  const revoked = subject.payload?.detail.case === "revocation" ? subject.payload.detail.value : undefined;
+  return {
+    type: RecordType.TOMBSTONE,
+    team: subject.header.team,
+    action: "tombstone",
+    payload: {
+      target: { kind: TargetKind.LEDGER, name: String(subject.seq) },
+      detail: {
+        case: "tombstone",
+        value: {
+          seq: BigInt(subject.seq),
+          reason: options.reason,
+          type: subject.header.type,
+          ...(subject.payload?.target !== undefined ? { target: { kind: subject.payload.target.kind, name: subject.payload.target.name } } : {}),
+          payloadDigest: subject.payloadDigest,
+          ...(revoked !== undefined ? { revokedSubject: revoked.subject, revokedId: revoked.subjectId } : {}),
+          nonce: nonceOr(options.nonce),
+        },
+      },
+    },
+  };
+}
+
 export type HeadObservation = MessageInitShape<typeof HeadReconciliationSchema>;
 
 /** Accept the state the ledger observed when it failed closed (ledger.observation()). */

@@ -66,7 +66,8 @@ export interface TrunkProjector extends TrunkFactsView {
 /** push and write author commits (a file write makes one commit, named in its outcome's reply); the rest are gated acts. */
 type TrunkAct = "push" | "write" | GatedAct;
 
-const ACTIONS: Readonly<Record<string, TrunkAct>> = {
+/** The actions whose records the trunk facts read (authorship, reviews, gates, passes, runs). */
+export const TRUNK_ACTIONS: Readonly<Record<string, TrunkAct>> = {
   "git.push": "push",
   "file.write": "write",
   review: "review",
@@ -265,7 +266,7 @@ export function createTrunkProjector(): TrunkProjector {
     const detail = payload.detail;
     // A gate or review decision is written as its own type (§15), an intent all the same.
     if (header.type === RecordType.INTENT || header.type === RecordType.GATE || header.type === RecordType.REVIEW) {
-      const act = Object.prototype.hasOwnProperty.call(ACTIONS, header.action) ? ACTIONS[header.action] : undefined;
+      const act = Object.prototype.hasOwnProperty.call(TRUNK_ACTIONS, header.action) ? TRUNK_ACTIONS[header.action] : undefined;
       if (act) onIntent(seq, record, act);
     } else if (header.type === RecordType.OUTCOME && detail.case === "outcome") {
       onOutcome(seq, toSafeNumber(detail.value.intentSeq, "intent seq"), detail.value.result, detail.value.reply);

@@ -100,6 +100,8 @@ export interface LedgerView extends TrunkFactsView {
    * from them and another payload under the id refused.
    */
   recordedRequest(principal: string, requestId: string): RecordedRequest | undefined;
+  /** The seq of the tombstone that hides this record's content, if one does (§15). */
+  tombstoneOf(seq: number): number | undefined;
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
   pendingIntents(): readonly RequestState[];
@@ -178,6 +180,7 @@ export function createView(): ViewProjector {
   const leases = new Map<string, LeaseState>();
   const requests = new Map<string, RequestState>();
   const recordedRequests = new Map<string, RecordedRequest>();
+  const tombstones = new Map<number, number>();
   const intents = new Map<number, string>();
   const intentAfter = new Map<number, string>();
   const pending = new Set<number>();
@@ -339,6 +342,9 @@ export function createView(): ViewProjector {
           pending.add(seq);
         }
         break;
+      case RecordType.TOMBSTONE:
+        if (detail.case === "tombstone") tombstones.set(toSafeNumber(detail.value.seq, "tombstoned seq"), seq);
+        break;
       case RecordType.OUTCOME:
         if (detail.case === "outcome") applyOutcome(seq, detail.value.intentSeq, detail.value.result, detail.value.note, detail.value.reply);
         if (detail.case === "outcome" && detail.value.result !== OutcomeResult.DONE && payload.effectId.byteLength > 0) {
@@ -423,6 +429,7 @@ export function createView(): ViewProjector {
     leaseFacts: (team) => leaseFacts.leaseFacts(team),
     request: (principal, requestId) => requests.get(requestKey(principal, requestId)),
     recordedRequest: (principal, requestId) => recordedRequests.get(requestKey(principal, requestId)),
+    tombstoneOf: (seq) => tombstones.get(seq),
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
     pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
@@ -451,6 +458,7 @@ export function createView(): ViewProjector {
         revocations: sorted(revocations),
         leases: sorted(leases),
         recordedRequests: sorted(recordedRequests),
+        tombstones: Object.fromEntries([...tombstones].sort(([a], [b]) => a - b)),
         requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),
         pending: [...pending].sort((a, b) => a - b),
         unknownByTarget: sorted([...unknownByTarget].map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as [string, number[]])),
