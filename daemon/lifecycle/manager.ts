@@ -11,7 +11,8 @@ import type { TeamdHome } from "../host/home.js";
 import { EXEC_DEFAULT_TIMEOUT_MS, streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
-import { policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
+import { policyInForce, policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
+import { checkSeatLaunch } from "../../src/kernel/envelope-seats.js";
 import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
 import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
@@ -166,6 +167,8 @@ interface Slot {
   attempt: number;
   /** In an owner's start's settle window: a run that ends now is the start's failure, told to the owner, never restarted. */
   settling: boolean;
+  /** The seat's lab when it launched: what the envelope's seats count it as while it lives (§8). */
+  lab: string | undefined;
 }
 
 /** A restart waiting out its back-off: `teamd status` shows the seat `restarting`. */
@@ -372,6 +375,14 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         "seat.running",
         `seat '${target.seat}' of team '${target.team}' is already ${slots.get(k)?.view.state}; stop it first (teamd stop ${target.seat}@${target.team})`,
       );
+    // §8, the envelope's seats: the lab's live seats of this team, each counted as the lab it
+    // launched as (a seat renamed away since still runs, and still counts). Decided and the slot
+    // reserved in one turn: two starts at once cannot both take the last place.
+    const { policy } = policyInForce(readyLedger(options.ledger()), target.team);
+    const lab = Object.prototype.hasOwnProperty.call(policy.seats, target.seat) ? policy.seats[target.seat]?.lab : undefined;
+    const live = [...slots.values()].filter((s) => s.view.team === target.team).map((s) => ({ seat: s.view.seat, lab: s.lab }));
+    const overCap = checkSeatLaunch(policy, target.seat, live);
+    if (overCap) throw new RefusalError(overCap.rule, overCap.reason);
     const runId = options.newId();
     // System mode: a host uid of the seat's own (daemon/host/seat-uids.ts); user mode: the daemon's.
     const user = home.mode === "system" ? seatHostUser(home, target.team, target.seat, resolveSeatUser("system")) : resolveSeatUser("user");
@@ -397,6 +408,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       user,
       attempt,
       settling: settling,
+      lab,
     };
     slots.set(k, slot);
     // An owner's start (or a restart firing) replaces a pending restart of the seat.

@@ -12,7 +12,15 @@ export interface Ceiling {
   readonly capabilities?: Readonly<Partial<Record<OperationalCapability, readonly Scope[]>>>;
   /** The hard maximum lifetime of any lease (§7), at most the tool maximum. */
   readonly leaseTtlMs: number;
+  /**
+   * The resource envelope's seats (§8): per lab, the most live seats (a seat is live from its
+   * launch to its stop). Checked at apply (the seats declared) and at every launch (the seats live).
+   */
+  readonly seats?: Readonly<Record<string, number>>;
 }
+
+/** The most seats a lab's cap may name: a bound on what is read, far above any real team. */
+export const MAX_SEATS_PER_LAB = 1000;
 
 /** The tool maximum no lease may exceed, whatever the ceiling says (§7): 30 days. */
 export const TOOL_MAX_LEASE_TTL_MS = 30 * 24 * 60 * 60 * 1000;

@@ -1,5 +1,5 @@
 import type { Grant } from "./authority.js";
-import { type Ceiling, DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
+import { type Ceiling, DEFAULT_LEASE_TTL_MS, MAX_SEATS_PER_LAB, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { problem } from "./policy-input.js";
 import { isPlainObject } from "./records.js";
 import type { Scope } from "./scope.js";
@@ -26,9 +26,9 @@ export interface Delegation {
   readonly twoGranter?: readonly OperationalCapability[];
 }
 
-const RESOURCE = "the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with the resource-envelope issue (after #6)";
-const CEILING_KEYS = ["capabilities", "lease-ttl"];
-const CEILING_UNSUPPORTED = ["spend", "runtime", "seats", "visibility"];
+const RESOURCE = "the rest of the resource envelope — spend, unattended runtime, visibility (§8) — arrives with the resource-envelope issues";
+const CEILING_KEYS = ["capabilities", "lease-ttl", "seats"];
+const CEILING_UNSUPPORTED = ["spend", "runtime", "visibility"];
 
 const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -150,8 +150,51 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
       for (const g of grants) (capabilities[g.capability] ??= []).push(g.scope);
     }
   }
+  const seats = value.seats === undefined ? undefined : readSeatsCap(value.seats, ctx);
+  if (seats === null) bad = true;
   if (bad) return undefined;
-  return Object.freeze({ ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}), leaseTtlMs });
+  return Object.freeze({
+    ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}),
+    leaseTtlMs,
+    ...(seats ? { seats } : {}),
+  });
+}
+
+/** `seats: { LAB: N, ... }` (§8): each a declared lab and a whole number from 0; null when it is not. */
+function readSeatsCap(value: unknown, ctx: ScopeContext): Readonly<Record<string, number>> | null {
+  if (!isPlainObject(value)) {
+    ctx.problems.push(
+      problem("teamfile.schema", ["ceiling", "seats"], "seats is a map of lab to a number of seats", "write e.g. `seats: { anthropic: 2, openai: 1 }`"),
+    );
+    return null;
+  }
+  const out: Record<string, number> = {};
+  let bad = false;
+  for (const [lab, cap] of Object.entries(value)) {
+    if (!ctx.declared.labs.includes(lab)) {
+      ctx.problems.push(
+        problem(
+          "teamfile.schema",
+          ["ceiling", "seats", lab],
+          `lab '${lab}' is not declared`,
+          `declare it under declare.labs, or cap a declared lab (${ctx.declared.labs.join(", ")})`,
+          "key",
+        ),
+      );
+      bad = true;
+    } else if (typeof cap !== "number" || !Number.isInteger(cap) || cap < 0 || cap > MAX_SEATS_PER_LAB) {
+      ctx.problems.push(
+        problem(
+          "teamfile.schema",
+          ["ceiling", "seats", lab],
+          `'${String(cap)}' is not a number of seats`,
+          `write a whole number from 0 to ${MAX_SEATS_PER_LAB}`,
+        ),
+      );
+      bad = true;
+    } else out[lab] = cap;
+  }
+  return bad ? null : Object.freeze(out);
 }
 
 function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapability[] | undefined {

@@ -347,6 +347,22 @@ export function compilePolicy(input: PolicyInput): CompileResult {
         ),
       );
   }
+  // §8: a team file may not declare more seats of a lab than the ceiling's seats allow.
+  const capped = delegation.ceiling?.seats ?? {};
+  for (const [lab, cap] of Object.entries(capped)) {
+    const declaredSeats = Object.entries(seats)
+      .filter(([, s]) => s.lab === lab)
+      .map(([name]) => name);
+    if (declaredSeats.length > cap)
+      problems.push(
+        problem(
+          "envelope.seats",
+          ["ceiling", "seats", lab],
+          `the file declares ${declaredSeats.length} seat(s) of lab ${lab} (${declaredSeats.sort(compareStrings).join(", ")}) and the ceiling caps it at ${cap}`,
+          `remove seats of ${lab}, or raise its cap`,
+        ),
+      );
+  }
   if (problems.length === 0 && input.proposal !== true) {
     // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
     for (const v of violations(program, holdingSeats(seats, roles))) {
@@ -411,7 +427,11 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
     const grants: Grant[] = [];
     for (const [capability, scopes] of Object.entries(bounds ?? {}))
       for (const scope of scopes ?? []) grants.push({ capability: capability as OperationalCapability, scope });
-    out.ceiling = { ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}), "lease-ttl": showDuration(d.ceiling.leaseTtlMs) };
+    out.ceiling = {
+      ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}),
+      "lease-ttl": showDuration(d.ceiling.leaseTtlMs),
+      ...(d.ceiling.seats !== undefined ? { seats: { ...d.ceiling.seats } } : {}),
+    };
   }
   if (d.deny !== undefined) out.deny = capabilityMap(d.deny);
   if (d.twoGranter !== undefined) out["two-granter"] = [...d.twoGranter];

@@ -362,6 +362,11 @@ export const RULES = {
     summary:
       "the seat's acts made more ledger records than its act budget allows (bytes at once, then a rate far above a working agent's); the act is refused until the budget refills, and the seat keeps running",
   },
+  "envelope.seats": {
+    section: "§8",
+    summary:
+      "the lab's seat cap (the ceiling's seats) would be passed: a team file declaring more seats of a lab than its cap, or a launch while the lab's live seats already reach it",
+  },
   "ledger.tombstone-kept": {
     section: "§15",
     summary:

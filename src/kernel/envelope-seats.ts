@@ -1,0 +1,28 @@
+import { refuse, type Refusal } from "./decision.js";
+import type { Policy } from "./policy.js";
+
+/**
+ * The resource envelope's seats (§8): per lab, the most live seats — checked at apply (the seats
+ * a team file declares: policy-compile.ts) and at every launch (the seats live now, a seat's restart included: a
+ * seat is live from its launch to its stop). A lab the ceiling does not cap is not bounded here.
+ */
+
+/**
+ * A launch of `seat` while `live` (the team's live seats, each with its lab, the launching seat
+ * not among them) run: refused when its lab's live seats already reach the cap.
+ */
+export function checkSeatLaunch(
+  policy: Pick<Policy, "seats" | "ceiling">,
+  seat: string,
+  live: readonly { readonly seat: string; readonly lab: string | undefined }[],
+): Refusal | undefined {
+  const lab = Object.prototype.hasOwnProperty.call(policy.seats, seat) ? policy.seats[seat]?.lab : undefined;
+  const cap = lab === undefined ? undefined : policy.ceiling?.seats?.[lab];
+  if (lab === undefined || cap === undefined) return undefined;
+  const running = live.filter((s) => s.seat !== seat && s.lab === lab).map((s) => s.seat);
+  if (running.length < cap) return undefined;
+  return refuse(
+    "envelope.seats",
+    `lab ${lab} may have at most ${cap} live seat(s) in this team (the ceiling's seats), and ${running.length} run: ${running.sort().join(", ") || "none"}; stop one first (teamd stop SEAT), or raise the cap (an owner act)`,
+  );
+}
