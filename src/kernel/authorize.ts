@@ -3,6 +3,7 @@ import { actTime } from "./act-time.js";
 import { candidateAuthorities } from "./authorities.js";
 import type { Authority } from "./authority.js";
 import { boundaryRefusal } from "./ceiling-deny.js";
+import { visibilityRefusal } from "./envelope-visibility.js";
 import { type CanonicalEffect, SCOPE_RULES, coverByOne } from "./coverage.js";
 import { type Decision, type Refusal, allow, refuse } from "./decision.js";
 import { isDeclared } from "./declared.js";
@@ -98,6 +99,8 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   if (undeclared !== undefined) return undeclared;
   const boundary = boundaryRefusal(policy, capability, spec.dimensions, effect, universe);
   if (boundary !== undefined) return boundary;
+  const unseen = capability === "read" ? visibilityRefusal(policy, seat.name, effect.path ?? [], universe) : undefined;
+  if (unseen !== undefined) return unseen;
 
   const covering = coverByOne(capability, spec.dimensions, candidates, effect, universe);
   if ("decision" in covering) return deadLease(at, seat, capability, spec, effect, universe) ?? covering;

@@ -1,4 +1,4 @@
-import type { Scope } from "./scope.js";
+import type { DimensionScope, Scope } from "./scope.js";
 import type { OperationalCapability } from "./vocabulary.js";
 
 /**
@@ -17,6 +17,11 @@ export interface Ceiling {
    * launch to its stop). Checked at apply (the seats declared) and at every launch (the seats live).
    */
   readonly seats?: Readonly<Record<string, number>>;
+  /**
+   * The resource envelope's visibility (§8): per lab, the paths the union of its seats' read
+   * scopes may reach (envelope-visibility.ts). A lab not named is not bounded here.
+   */
+  readonly visibility?: Readonly<Record<string, DimensionScope>>;
 }
 
 /** The most seats a lab's cap may name: a bound on what is read, far above any real team. */

@@ -2,7 +2,7 @@ import type { Grant } from "./authority.js";
 import { type Ceiling, DEFAULT_LEASE_TTL_MS, MAX_SEATS_PER_LAB, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { problem } from "./policy-input.js";
 import { isPlainObject } from "./records.js";
-import type { Scope } from "./scope.js";
+import type { DimensionScope, Scope } from "./scope.js";
 import { type ScopeContext, readCapabilities } from "./scope-input.js";
 import { type OperationalCapability, isOperational } from "./vocabulary.js";
 
@@ -26,9 +26,9 @@ export interface Delegation {
   readonly twoGranter?: readonly OperationalCapability[];
 }
 
-const RESOURCE = "the rest of the resource envelope — spend, unattended runtime, visibility (§8) — arrives with the resource-envelope issues";
-const CEILING_KEYS = ["capabilities", "lease-ttl", "seats"];
-const CEILING_UNSUPPORTED = ["spend", "runtime", "visibility"];
+const RESOURCE = "the rest of the resource envelope — spend, unattended runtime (§8) — arrives with the resource-envelope issues";
+const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility"];
+const CEILING_UNSUPPORTED = ["spend", "runtime"];
 
 const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -152,12 +152,59 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   }
   const seats = value.seats === undefined ? undefined : readSeatsCap(value.seats, ctx);
   if (seats === null) bad = true;
+  const visibility = value.visibility === undefined ? undefined : readVisibilityCap(value.visibility, ctx);
+  if (visibility === null) bad = true;
   if (bad) return undefined;
   return Object.freeze({
     ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}),
     leaseTtlMs,
     ...(seats ? { seats } : {}),
+    ...(visibility ? { visibility } : {}),
   });
+}
+
+/** `visibility: { LAB: [PATH, ...] }` (§8): per declared lab, the paths its seats' reads may reach, read like a read grant's path scope. */
+function readVisibilityCap(value: unknown, ctx: ScopeContext): Readonly<Record<string, DimensionScope>> | null {
+  if (!isPlainObject(value)) {
+    ctx.problems.push(
+      problem(
+        "teamfile.schema",
+        ["ceiling", "visibility"],
+        "visibility is a map of lab to the paths its seats may read",
+        "write e.g. `visibility: { openai: [docs/, src/api/] }`",
+      ),
+    );
+    return null;
+  }
+  const out: Record<string, DimensionScope> = {};
+  let bad = false;
+  for (const [lab, paths] of Object.entries(value)) {
+    if (!ctx.declared.labs.includes(lab)) {
+      ctx.problems.push(
+        problem(
+          "teamfile.schema",
+          ["ceiling", "visibility", lab],
+          `lab '${lab}' is not declared`,
+          `declare it under declare.labs, or cap a declared lab (${ctx.declared.labs.join(", ")})`,
+          "key",
+        ),
+      );
+      bad = true;
+      continue;
+    }
+    if (!Array.isArray(paths)) {
+      ctx.problems.push(
+        problem("teamfile.schema", ["ceiling", "visibility", lab], "a lab's visibility is a list of paths", "write e.g. `[docs/, src/api/]` ([] sees nothing)"),
+      );
+      bad = true;
+      continue;
+    }
+    const read = readCapabilities({ read: { path: paths } }, ["ceiling", "visibility", lab], ctx, "bounds");
+    const scope = read?.[0]?.scope.path;
+    if (scope === undefined) bad = true;
+    else out[lab] = scope;
+  }
+  return bad ? null : Object.freeze(out);
 }
 
 /** `seats: { LAB: N, ... }` (§8): each a declared lab and a whole number from 0; null when it is not. */

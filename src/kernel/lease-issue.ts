@@ -2,6 +2,7 @@ import { type GranterSignature, checkTwoGranter } from "./agreement.js";
 import type { Authority } from "./authority.js";
 import { DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { leaseBoundaryRefusal } from "./ceiling-deny.js";
+import { visibilityWidens } from "./envelope-visibility.js";
 import { type HoldingSeat, violations } from "./constraints.js";
 import { type Refusal, refuse } from "./decision.js";
 import { showDuration } from "./delegation-input.js";
@@ -180,6 +181,9 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
 
   const boundary = leaseBoundaryRefusal(policy, cap, spec.dimensions, scope, universe);
   if (boundary !== undefined) return boundary;
+  // §8: a read lease may not widen what the recipient's lab sees past its cap.
+  const widens = cap === "read" ? visibilityWidens(policy, recipient, scope, universe) : undefined;
+  if (widens !== undefined) return widens;
 
   let coSigner: string | undefined;
   if ((policy.twoGranter ?? []).includes(cap)) {

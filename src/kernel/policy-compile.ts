@@ -1,3 +1,4 @@
+import { visibilityWidens } from "./envelope-visibility.js";
 import type { Grant } from "./authority.js";
 import { type CanonicalValue, canonicalJson } from "./canonical.js";
 import type { ConstraintProgram, Selector } from "./constraint-program.js";
@@ -363,6 +364,20 @@ export function compilePolicy(input: PolicyInput): CompileResult {
         ),
       );
   }
+  // §8: no seat of a lab may be granted a read past the lab's visibility cap.
+  const caps = { seats, ...(delegation.ceiling !== undefined ? { ceiling: delegation.ceiling } : {}) };
+  for (const [name, s] of Object.entries(seats)) {
+    const reads = [...s.roles.flatMap((r) => (Object.prototype.hasOwnProperty.call(roles, r) ? (roles[r]?.grants ?? []) : [])), ...s.direct].filter(
+      (g) => g.capability === "read",
+    );
+    for (const g of reads) {
+      const widens = visibilityWidens(caps, name, g.scope, { declared });
+      if (widens !== undefined)
+        problems.push(
+          problem("envelope.visibility", ["seats", name], widens.reason, `narrow the seat's read, or widen lab ${s.lab ?? ""}'s visibility (an owner act)`),
+        );
+    }
+  }
   if (problems.length === 0 && input.proposal !== true) {
     // At launch (static, §5): a file whose own seats break a constraint cannot be in force.
     for (const v of violations(program, holdingSeats(seats, roles))) {
@@ -431,6 +446,13 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
       ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}),
       "lease-ttl": showDuration(d.ceiling.leaseTtlMs),
       ...(d.ceiling.seats !== undefined ? { seats: { ...d.ceiling.seats } } : {}),
+      ...(d.ceiling.visibility !== undefined
+        ? {
+            visibility: Object.fromEntries(
+              Object.entries(d.ceiling.visibility).map(([lab, s]) => [lab, s.state === "bounded" ? [...s.values] : s.state === "empty" ? [] : ["."]]),
+            ),
+          }
+        : {}),
     };
   }
   if (d.deny !== undefined) out.deny = capabilityMap(d.deny);

@@ -3,6 +3,7 @@ import { canonicalJson } from "./canonical.js";
 import { pathCovers } from "./paths.js";
 import type { Policy, Seat } from "./policy.js";
 import { createKernelView } from "./view.js";
+import { visibilityCap } from "./envelope-visibility.js";
 
 /**
  * What a seat may read of its team's repository (§3 read, §6 paths), as the kernel decides it:
@@ -20,7 +21,7 @@ export function readIsUnbounded(policy: Policy, seat: Seat): boolean {
   const whole = reads.some((a) => (a.scope.path ?? { state: "unconstrained" }).state === "unconstrained");
   const denied = (policy.deny ?? []).some((grant) => grant.capability === "read");
   const ceiled = policy.ceiling?.capabilities?.read !== undefined;
-  return whole && !denied && !ceiled;
+  return whole && !denied && !ceiled && visibilityCap(policy, seat.name) === undefined;
 }
 
 /** The per-path verdicts of a seat's read scope. */
@@ -39,7 +40,7 @@ export function readScope(policy: Policy, seat: Seat, now: number): ReadScope {
   const readable = (path: string) => authorize(view, { seat: seat.name, capability: "read", effect: { paths: [path] } }, now).decision === "allow";
   const prefixes = readPrefixes(seat);
   const denyPrefixes = (policy.deny ?? []).filter((g) => g.capability === "read").map((g) => g.scope.path ?? WHOLE);
-  const ceiled = policy.ceiling?.capabilities?.read !== undefined;
+  const ceiled = policy.ceiling?.capabilities?.read !== undefined || visibilityCap(policy, seat.name) !== undefined;
   const narrowedInside = (path: string) =>
     ceiled ||
     denyPrefixes.some((scope) => scope.state === "unconstrained" || (scope.state === "bounded" && scope.values.some((prefix) => pathCovers(path, prefix))));
@@ -71,6 +72,8 @@ export function readScopeKey(policy: Policy, seat: Seat): string {
     prefixes: readPrefixes(seat) as never,
     deny: (policy.deny ?? []) as never,
     ceiling: (policy.ceiling?.capabilities?.read ?? null) as never,
+    // Only where a cap applies: a seat without one keeps the filter id it had.
+    ...(visibilityCap(policy, seat.name) !== undefined ? { visibility: visibilityCap(policy, seat.name)?.cap as never } : {}),
     reserved: policy.reserved as never,
   });
 }

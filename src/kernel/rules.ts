@@ -367,6 +367,11 @@ export const RULES = {
     summary:
       "the lab's seat cap (the ceiling's seats) would be passed: a team file declaring more seats of a lab than its cap, or a launch while the lab's live seats already reach it",
   },
+  "envelope.visibility": {
+    section: "§8",
+    summary:
+      "what the seat's lab may see is capped (the ceiling's visibility): a read of a path outside the cap is refused whatever covers it, and a team file or a read lease that would widen the lab's reads past it is refused",
+  },
   "ledger.tombstone-kept": {
     section: "§15",
     summary:
