@@ -11,8 +11,10 @@ import { describeError } from "../../src/ledger/errors.js";
  * (standing plus live leases, `unmetFloors`). A floor unmet now and not at the last look is
  * told as a notice about the policy record in force; one met again is forgotten, so a later
  * break is told again. Under a new policy record the floors it leaves unmet are taken as told
- * (its own notice names them, notices.ts), and so are those unmet when the daemon starts (a
- * restart is no new episode). Cheap when no team has a minimum: one policy read per team.
+ * (its own notice names them, notices.ts). When the daemon starts, a floor unmet then is told
+ * unless a notice since the policy record already names it — so a lease that expired while the
+ * daemon was down is told at the next start, and a restart repeats nothing. Cheap when no team
+ * has a minimum: one policy read per team.
  */
 export interface FloorWatch {
   /** One look now (the tests' clock need not wait for the interval). */
@@ -23,6 +25,25 @@ export interface FloorWatch {
 interface TeamState {
   readonly policySeq: number;
   readonly unmet: Set<string>;
+}
+
+/** How many notices the start-up look reads back at most, per team: a bound on the daemon's start. */
+const START_LOOK_NOTICES = 10_000;
+
+/** The texts of the team's notices from the policy record on (the policy's own notice names its unmet floors). */
+function noticesSince(ledger: Ledger, team: string, policySeq: number): string {
+  const texts: string[] = [];
+  for (let at = policySeq, read = 0; read < START_LOOK_NOTICES;) {
+    const page = ledger.entries(at, 500, RecordType.NOTICE);
+    if (page.length === 0) break;
+    for (const entry of page) {
+      read++;
+      at = entry.seq + 1;
+      const detail = entry.payload?.detail;
+      if (entry.team === team && detail?.case === "notice") texts.push(detail.value.text);
+    }
+  }
+  return texts.join("\n");
 }
 
 export function watchFloors(options: {
@@ -48,19 +69,26 @@ export function watchFloors(options: {
       }
       const before = teams.get(team);
       const now = new Set(unmet);
-      // A new policy's floors are told by its own notice; at start, nothing is a new episode.
-      if (!first && before !== undefined && before.policySeq === inForce.seq)
+      // A new policy's floors are told by its own notice; at start, what no notice since the policy named.
+      if (first) {
+        const named = now.size === 0 ? "" : noticesSince(ledger, team, inForce.seq);
+        for (const floor of now) if (!named.includes(floor)) told.push({ team, policySeq: inForce.seq, floor });
+      } else if (before !== undefined && before.policySeq === inForce.seq)
         for (const floor of now) if (!before.unmet.has(floor)) told.push({ team, policySeq: inForce.seq, floor });
       teams.set(team, { policySeq: inForce.seq, unmet: now });
     }
     return told;
   };
 
-  const check = async (first = false): Promise<void> => {
+  // The first look that finds the ledger ready is the start-up look (the ledger may open late).
+  let looked = false;
+  const check = async (): Promise<void> => {
     const ledger = options.ledger();
     if (busy || ledger === undefined || ledger.state.status !== "ready") return;
     busy = true;
     try {
+      const first = !looked;
+      looked = true;
       for (const { team, policySeq, floor } of look(ledger, first)) {
         await ledger
           .append({
@@ -88,7 +116,7 @@ export function watchFloors(options: {
     }
   };
 
-  void check(true);
+  void check();
   const timer = setInterval(() => void check(), options.intervalMs ?? 5_000);
   timer.unref();
   return {

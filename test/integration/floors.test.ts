@@ -149,5 +149,32 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     expect(told[0]?.text).toContain("needs at least 2 seat(s) holding merge");
     await new Promise((r) => setTimeout(r, 6_000));
     expect(await expiryNotices()).toHaveLength(1);
+    // A restart repeats nothing: the floor was told since the policy record.
+    await h.daemon?.stop();
+    await h.startDaemon();
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await expiryNotices()).toHaveLength(1);
+  }, 150_000);
+
+  it("a floor broken while the daemon was down is told at its next start, once", async () => {
+    await h.ok(["start", "--team", "proj"]);
+    await apply({ m2Merges: true, envelope: "main" });
+    const issuedAt = Date.now();
+    await issueLease("10s");
+    await apply({ m2Merges: false, envelope: "main" });
+    const before = (await allNotices()).filter((n) => n.subject.startsWith("floor unmet (team proj)")).length;
+    await h.daemon?.stop();
+    // The lease expires while no daemon runs.
+    await new Promise((r) => setTimeout(r, Math.max(0, issuedAt + 11_000 - Date.now())));
+    await h.startDaemon();
+    const count = async () => (await allNotices()).filter((n) => n.subject.startsWith("floor unmet (team proj)")).length;
+    let now = before;
+    for (let i = 0; i < 60 && now === before; i++) {
+      now = await count();
+      if (now === before) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(now).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(await count()).toBe(before + 1);
   }, 150_000);
 });
