@@ -157,7 +157,8 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
       // What it was shown: the path, and whether and what it is (§3).
       await deps.pipeline.served(ctx, {
         action: "file.stat",
-        subject: clean,
+        // What it was shown, not only where: a stat whose answer changed is another serve.
+        subject: `${clean}\0${found?.mode ?? "-"}\0${found?.oid ?? "absent"}`,
         target: TRUNK_TARGET,
         fields: [
           { key: "path", value: boundText(clean, RECORD_NAME_BYTES) },

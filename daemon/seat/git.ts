@@ -249,9 +249,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             );
           }
         }
-        // The served-read record comes after the pack (its size is known at its end): the rate is checked before.
-        await deps.pipeline.servedBudget(ctx, "git.fetch");
-        const served = refs.filter((r) => wants.includes(r.oid));
+        // On record before the pack leaves (§3): the tips it serves; the pack's bytes once it has
+        // left, also of a pack cut short — a stream held open is already on record by its tips.
+        const shown = tipsServed(refs.filter((r) => wants.includes(r.oid)));
+        const first = await deps.pipeline.served(ctx, { action: "git.fetch", ...shown });
         let bytes = 0;
         try {
           for await (const chunk of servePack(src.repo, wants, haves, await limitsFor(ctx))) {
@@ -259,15 +260,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             yield chunk;
           }
         } finally {
-          // Also a pack cut short: what left is what it was served.
-          if (bytes > 0) {
-            const tips = tipsServed(served);
-            await deps.pipeline.served(
-              ctx,
-              { action: "git.fetch", ...tips, fields: [...tips.fields, { key: "pack_bytes", value: String(bytes) }], bytes },
-              { after: true },
-            );
-          }
+          if (bytes > 0)
+            await deps.pipeline.servedEnd(ctx, { action: "git.fetch", target: shown.target }, first, [{ key: "pack_bytes", value: String(bytes) }]);
         }
       } finally {
         release();

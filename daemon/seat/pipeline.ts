@@ -88,10 +88,8 @@ export interface ServedRead {
   /** What was served, as coalescing compares it: a path, or a digest of the tips. */
   readonly subject: string;
   readonly target: TargetInit;
-  /** The record's fields: a path and size, the tips (bounded), a pack's bytes. */
+  /** The record's fields: a path and size, the tips (bounded). */
   readonly fields: readonly { readonly key: string; readonly value: string }[];
-  /** A quantity repeats sum (a fetch's pack bytes). */
-  readonly bytes?: number;
 }
 
 /** Repeats of one serve within this window are one further record with a count. */
@@ -164,15 +162,19 @@ export interface SeatPipeline {
    * What a read served the seat (§3: what a lab learns is what its seats were served), on
    * record: the first serve of a thing in a window is one SERVED record, appended before the
    * content leaves (a store that cannot take it refuses the read); repeats of it within
-   * SERVED_WINDOW_MS are counted into one more record when the window closes. Distinct serves
-   * are bounded by the seat's served-read rate (`seat.served-rate`) and every record counts in
-   * its act budget (ledger bytes). `after`: the content is already out (a fetch's pack, whose
-   * size is known at its end) — recorded and charged, never refused; `servedBudget` checked
-   * before it.
+   * SERVED_WINDOW_MS — each sent only once that first record is in — are counted into one more
+   * record when the window closes. Distinct serves are bounded by the seat's served-read rate
+   * (`seat.served-rate`) and every record counts in its act budget (ledger bytes). Returns the
+   * seq of the window's first record. `subject` is what makes two serves the same: it must
+   * name what was shown (a path and its blob, a stat's answer, the tips), never only where.
    */
-  served(ctx: SeatContext, read: ServedRead, options?: { readonly after?: boolean }): Promise<void>;
-  /** Refuse (recorded) when the seat's served-read rate or act budget is spent: before a read whose record comes after it. */
-  servedBudget(ctx: SeatContext, action: string): Promise<void>;
+  served(ctx: SeatContext, read: ServedRead): Promise<number>;
+  /**
+   * What a serve's end adds, once known (a fetch's pack bytes, also of a stream cut short): one
+   * more SERVED record pointing at the serve's first (`of`), charged, never refused — the
+   * content is out; a store that will not take it is said in the daemon's log.
+   */
+  servedEnd(ctx: SeatContext, read: Pick<ServedRead, "action" | "target">, first: number, fields: ServedRead["fields"]): Promise<void>;
   /** The seat's last refusal in this daemon run. */
   lastRefusal(identity: SeatIdentity): Refusal | undefined;
   /** A new run of the seat (its socket opened): its refusal budget starts full. */
@@ -257,7 +259,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
   const servedRate = deps.servedRate ?? DEFAULT_SERVED_RATE;
   const servedBuckets = createTokenBuckets(servedRate, clock);
   /** Open windows of served reads: the first serve's record, and the repeats since. */
-  const windows = new Map<string, { first: number; repeats: number; bytes: number }>();
+  const windows = new Map<string, { first: number; repeats: number; readonly recorded: Promise<boolean> }>();
 
   function servedDraft(identity: SeatIdentity, read: ServedRead, extra: readonly { key: string; value: string }[]): RecordDraft {
     return {
@@ -287,7 +289,6 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     const draft = servedDraft(identity, read, [
       { key: "count", value: String(open.repeats) },
       { key: "repeats_of", value: String(open.first) },
-      ...(open.bytes > 0 ? [{ key: "bytes", value: String(open.bytes) }] : []),
     ]);
     acts.take(seatKey(identity), approxRecordBytes(draft));
     ledger
@@ -623,50 +624,56 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       }
       return { state, intent, field: (key) => intent.payload?.fields.find((f) => f.key === key)?.value ?? "" };
     },
-    async servedBudget(ctx, action) {
-      const spent = actBudgetSpent(ctx.identity) ?? servedRateSpent(ctx.identity);
-      if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action);
-    },
-    async served(ctx, read, options = {}) {
+    async served(ctx, read) {
       const { identity } = ctx;
-      const key = `${seatKey(identity)}\0${read.action}\0${read.subject}`;
+      // The key is a digest: an open window holds no seat-sized string (a 120 KiB path, twice).
+      const key = `${seatKey(identity)}\0${read.action}\0${toHex(sha256(new TextEncoder().encode(read.subject)))}`;
       const open = windows.get(key);
       if (open !== undefined) {
+        // A repeat goes out only once its first is on record; a first the store refused refuses it too.
+        if (!(await open.recorded))
+          throw await record(identity, ctx.ledger, refuse("ledger.unavailable", "the read could not be recorded"), read.action, read.target);
         open.repeats++;
-        open.bytes += read.bytes ?? 0;
-        return;
+        return open.first;
       }
-      if (options.after !== true) {
-        const spent = actBudgetSpent(identity) ?? servedRateSpent(identity);
-        if (spent !== undefined) throw await record(identity, ctx.ledger, spent, read.action, read.target);
-      }
+      const spent = actBudgetSpent(identity) ?? servedRateSpent(identity);
+      if (spent !== undefined) throw await record(identity, ctx.ledger, spent, read.action, read.target);
       servedBuckets.take(seatKey(identity), 1);
-      const draft = servedDraft(identity, read, [
-        { key: "count", value: "1" },
-        ...(read.bytes !== undefined ? [{ key: "bytes", value: String(read.bytes) }] : []),
-      ]);
+      const draft = servedDraft(identity, read, [{ key: "count", value: "1" }]);
       acts.take(seatKey(identity), approxRecordBytes(draft));
       // The window opens now: a concurrent copy of this serve is a repeat, not a second first record.
-      const window = { first: 0, repeats: 0, bytes: 0 };
+      let settle: (ok: boolean) => void = () => undefined;
+      const window = { first: 0, repeats: 0, recorded: new Promise<boolean>((resolve) => (settle = resolve)) };
       windows.set(key, window);
       try {
         window.first = (await ctx.ledger.append(draft)).seq;
+        settle(true);
       } catch (error) {
         windows.delete(key);
-        // Fail closed: a read whose record the store will not take is not served (§15); one already out is said in the log.
-        if (options.after === true) {
-          deps.log?.(
-            `a read served to ${identity.team}/${identity.seat} (${read.action}) was not recorded: ${error instanceof Error ? error.message : String(error)}`,
-          );
-          return;
-        }
+        settle(false);
+        // Fail closed: a read whose record the store will not take is not served (§15).
         const refusal =
           error instanceof LedgerRefusal
             ? error.refusal
             : refuse("ledger.unavailable", `the read could not be recorded: ${error instanceof Error ? error.message : String(error)}`);
         throw await record(identity, ctx.ledger, refusal, read.action, read.target);
       }
-      setTimeout(() => closeWindow(key, ctx.ledger, identity, read), SERVED_WINDOW_MS).unref();
+      // Only the record's bounded parts stay in the closure.
+      const stub: ServedRead = { action: read.action, subject: "", target: read.target, fields: read.fields };
+      setTimeout(() => closeWindow(key, ctx.ledger, identity, stub), SERVED_WINDOW_MS).unref();
+      return window.first;
+    },
+    async servedEnd(ctx, read, first, fields) {
+      const { identity } = ctx;
+      const draft = servedDraft(identity, { ...read, subject: "", fields: [] }, [{ key: "of", value: String(first) }, ...fields]);
+      acts.take(seatKey(identity), approxRecordBytes(draft));
+      await ctx.ledger
+        .append(draft)
+        .catch((error: unknown) =>
+          deps.log?.(
+            `the end of a read served to ${identity.team}/${identity.seat} (${read.action}, record ${first}) was not recorded: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
     },
     lastRefusal: (identity) => last.get(seatKey(identity)),
     openRun(identity) {

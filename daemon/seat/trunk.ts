@@ -19,6 +19,11 @@ import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } 
  * (the author set of the change, gate and review records, outcomes, consumed passes) and the
  * live runs; a merge consumes exactly one pass and is performed by the daemon in the hub.
  */
+/** The digest of what a seat asked for (a trunk act's own request), recorded on its intent. */
+function askedDigest(parts: readonly string[]): string {
+  return Buffer.from(requestBytes(parts)).toString("hex");
+}
+
 export type TrunkActInit = MessageInitShape<typeof TrunkActSchema>;
 
 export interface SeatTrunk {
@@ -49,10 +54,27 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
    * the change is computed again — after a merge the branch is in the trunk, and recomputing
    * would answer "nothing to merge" instead of the merge that happened.
    */
-  async function recorded(ctx: SeatContext, requestId: string, action: string): Promise<TrunkActInit | undefined> {
+  /**
+   * A retry (§15): the seat's own request — its branch, destination and verdict — is recorded on
+   * the intent (`asked`, a digest), so a request id used again with other bytes is refused, not
+   * answered with the first act (found by an attack from a seat: a gate of another branch under
+   * a used id was told it happened). An intent without it (from before it was recorded) cannot
+   * prove a retry the same: refused too.
+   */
+  async function recorded(ctx: SeatContext, requestId: string, action: string, asked: string): Promise<TrunkActInit | undefined> {
     const again = await deps.pipeline.replay(ctx, requestId, action);
     if (again === undefined) return undefined;
     const { state, field } = again;
+    if (field("asked") !== asked) {
+      throw await deps.pipeline.refuse(
+        ctx,
+        refuse(
+          "request.replay-mismatch",
+          `request id ${requestId} was used for another ${action} (intent ${state.intentSeq}); a retry must send the same branch, destination and verdict`,
+        ),
+        action,
+      );
+    }
     // A retry refused is an attempt of its own: on record.
     const refusal = unsettled(state.status === "pending" ? "unknown" : state.status, state.note, state.resolution);
     if (refusal !== undefined) throw await deps.pipeline.refuse(ctx, refusal, action);
@@ -149,7 +171,8 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
     field: { key: string; value: string },
   ): Promise<TrunkActInit> {
     const ctx = await deps.pipeline.context(identity, capability);
-    const again = await recorded(ctx, request.requestId, capability);
+    const asked = askedDigest([capability, request.branch, request.into, field.value]);
+    const again = await recorded(ctx, request.requestId, capability, asked);
     if (again !== undefined) return again;
     const c = await change(ctx, request.branch, request.into, capability);
     const result = await deps.pipeline.act(
@@ -174,7 +197,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
               ? { case: "gate", value: { result: field.value === "pass" ? GateResult.PASS : GateResult.FAIL } }
               : { case: "review", value: { verdict: field.value } },
           effectId: fromHex(c.effectId),
-          fields: [field, reviewModeField(ctx), { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }],
+          fields: [field, reviewModeField(ctx), { key: "base", value: c.summary.base }, { key: "head", value: c.summary.head }, { key: "asked", value: asked }],
         },
         facts: c.facts,
         pathsFromHub: true,
@@ -191,7 +214,8 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
 
     async merge(identity, request) {
       const ctx = await deps.pipeline.context(identity, "merge");
-      const again = await recorded(ctx, request.requestId, "merge");
+      const asked = askedDigest(["merge", request.branch, request.into]);
+      const again = await recorded(ctx, request.requestId, "merge", asked);
       if (again !== undefined) return again;
       const c = await change(ctx, request.branch, request.into, "merge");
       const result = await deps.pipeline.act(
@@ -215,6 +239,7 @@ export function createSeatTrunk(deps: SeatTrunkDeps): SeatTrunk {
               reviewModeField(ctx),
               { key: "base", value: c.summary.base },
               { key: "head", value: c.summary.head },
+              { key: "asked", value: asked },
             ],
           }),
           facts: c.facts,

@@ -73,10 +73,13 @@ describe.runIf(process.platform === "linux")("served reads are on record (ยง3, ย
     const before = (await served()).length;
     const fetched = await h.inSeat("w", "git fetch -q teamd 2>&1");
     expect(fetched.code, fetched.stdout + fetched.stderr).toBe(0);
-    const fetch = (await served()).slice(before).find((r) => r.action === "git.fetch");
+    // Before the pack leaves, its tips; once it has, its bytes, pointing at the first.
+    const fetches = (await served()).slice(before).filter((r) => r.action === "git.fetch");
     const tip = h.hubGit("rev-parse", "refs/heads/seat/w/b");
-    expect(fetch?.fields?.tip).toContain(tip);
-    expect(Number(fetch?.fields?.pack_bytes)).toBeGreaterThan(0);
+    expect(fetches).toHaveLength(2);
+    expect(fetches[0]?.fields?.tip).toContain(tip);
+    expect(fetches[1]?.fields?.of).toBe(String(fetches[0]?.seq));
+    expect(Number(fetches[1]?.fields?.pack_bytes)).toBeGreaterThan(0);
   });
 
   it("repeats within the window are one more record with their count; distinct serves past the rate are refused seat.served-rate", async () => {
