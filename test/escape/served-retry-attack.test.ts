@@ -347,7 +347,7 @@ describe.runIf(process.platform === "linux")("served-read records and the retry 
   it("concurrent copies of one lease issue make one lease; concurrent different bytes under one id make at most one", async () => {
     const leases = await leaseRecords();
     const same = await Promise.allSettled(Array.from({ length: 8 }, () => lease("w", "sra-conc-1", "path=src/c1/")));
-    const ok = same.filter((s): s is PromiseFulfilledResult<{ id: string; live: boolean; seq: number }> => s.status === "fulfilled");
+    const ok = same.filter((s): s is PromiseFulfilledResult<{ id: string; live: boolean; seq: bigint }> => s.status === "fulfilled");
     expect(ok).toHaveLength(8);
     expect(new Set(ok.map((s) => s.value.id)).size).toBe(1);
     expect(await leaseRecords()).toBe(leases + 1);
