@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runCli } from "../src/rpc/index.js";
+import { runCli } from "../src/rpc/cli-outcome.js";
 import { buildProgram } from "./cli.js";
 import { terminalJson, terminalLines } from "./host/terminal-text.js";
 
