@@ -1,22 +1,25 @@
 #!/usr/bin/env node
 import { basename } from "node:path";
-import { runCli } from "../src/rpc/index.js";
-import { buildProgram, socketPath } from "./cli.js";
-import { runGitRemote } from "./git-remote.js";
+import { runCli } from "../src/rpc/cli-outcome.js";
+import { socketPath } from "./seat-socket.js";
 
 /**
  * `teamd-shim`, and `git-remote-teamd` when git runs the same bundle under that name (the
- * remote helper for `git fetch teamd` / `git push teamd`). The commands live in cli.ts.
+ * remote helper for `git fetch teamd` / `git push teamd`). The commands live in cli.ts. Each
+ * path imports only its own modules, when it runs (issue 26): the remote helper never loads
+ * commander, and `teamd-shim --version` never loads gRPC.
  */
 if (basename(process.argv[1] ?? "") === "git-remote-teamd") {
   // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
   // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
   try {
+    const { runGitRemote } = await import("./git-remote.js");
     await runGitRemote(socketPath());
     process.exit(0);
   } catch (error) {
     process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
   }
 } else {
+  const { buildProgram } = await import("./cli.js");
   await runCli("teamd-shim", buildProgram(), process.argv);
 }

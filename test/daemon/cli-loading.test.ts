@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { TEAMD } from "../support/programs.js";
+import { SHIM, TEAMD } from "../support/programs.js";
 
 /**
  * What `teamd` loads for a command that needs none of the daemon (issue 26): `--version`, `--help`
@@ -12,10 +12,10 @@ import { TEAMD } from "../support/programs.js";
 const HOOKS = `export async function load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); }`;
 const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`;
 
-function loaded(args: readonly string[]): { code: number | null; urls: string[] } {
-  const r = spawnSync(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(REGISTER)}`, TEAMD, ...args], {
+function loaded(args: readonly string[], program = TEAMD): { code: number | null; urls: string[] } {
+  const r = spawnSync(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(REGISTER)}`, program, ...args], {
     encoding: "utf8",
-    env: { ...process.env, TEAMD_HOME: "/nonexistent/teamd-cli-loading" },
+    env: { ...process.env, TEAMD_HOME: "/nonexistent/teamd-cli-loading", TEAMD_SOCKET: "/nonexistent/teamd-cli-loading/shim.sock" },
     timeout: 20_000,
   });
   const urls = r.stderr
@@ -39,6 +39,21 @@ describe("teamd loads only what its command needs", () => {
 
   it("the control: teamd status loads the gRPC client (the hook sees it)", () => {
     const { code, urls } = loaded(["status", "--socket", "/nonexistent/teamd-cli-loading/control.sock"]);
+    expect(code).not.toBe(0);
+    expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
+  });
+});
+
+/** The same discipline inside a seat: teamd-shim's --version, --help and a usage error load no gRPC (dist/shim/main.js, the bundle's source). */
+describe("teamd-shim loads only what its command needs", () => {
+  it.each([[["--version"]], [["--help"]], [["no-such-command"]]])("teamd-shim %j loads no gRPC and no generated code", (args) => {
+    const { urls } = loaded(args, SHIM);
+    expect(urls.some((url) => url.endsWith("/dist/shim/cli.js"))).toBe(true);
+    expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
+  });
+
+  it("the control: teamd-shim whoami loads the gRPC client", () => {
+    const { code, urls } = loaded(["whoami"], SHIM);
     expect(code).not.toBe(0);
     expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
   });
