@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { basename } from "node:path";
 import { runCli } from "../src/rpc/cli-outcome.js";
+import { TEAMD_VERSION } from "../src/rpc/protocol.js";
 import { socketPath } from "./seat-socket.js";
 
 /**
@@ -21,6 +22,11 @@ async function main(argv: readonly string[]): Promise<void> {
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
     }
+    return;
+  }
+  // `--version` alone, as commander prints it (cli.ts), without loading commander: agents ask it in loops.
+  if (argv.length === 3 && (argv[2] === "--version" || argv[2] === "-V")) {
+    process.stdout.write(`${TEAMD_VERSION}\n`);
     return;
   }
   const { buildProgram } = await import("./cli.js");

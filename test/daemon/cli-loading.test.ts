@@ -48,7 +48,7 @@ describe("teamd loads only what its command needs", () => {
 describe("teamd-shim loads only what its command needs", () => {
   it.each([[["--version"]], [["--help"]], [["no-such-command"]]])("teamd-shim %j loads no gRPC and no generated code", (args) => {
     const { urls } = loaded(args, SHIM);
-    expect(urls.some((url) => url.endsWith("/dist/shim/cli.js"))).toBe(true);
+    expect(urls.some((url) => url.endsWith("/dist/shim/main.js"))).toBe(true);
     expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
   });
 
