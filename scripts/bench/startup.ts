@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { startChild, stopChild } from "../lib/child.js";
 import { percentile, type BenchRow } from "./report.js";
 
-const TEAMD = fileURLToPath(new URL("../../daemon/main.js", import.meta.url));
+/** What npm installs as `teamd` (package.json bin): the bundled front (scripts/build-shim.ts). */
+const TEAMD = fileURLToPath(new URL("../../bin/teamd.cjs", import.meta.url));
 /** Runs of each command, interleaved (one of each, then again), and their median. */
 const RUNS = 21;
 

@@ -1,0 +1,46 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT, TEAMD } from "../support/programs.js";
+
+/**
+ * npm's `teamd` is the CLI's front bundled into one CommonJS file (dist/bin/teamd.cjs,
+ * scripts/build-shim.ts, issue 26), which imports each command from dist/ when it runs. It must
+ * be the same program as dist/daemon/main.js: the same text, the same exit codes — a command's
+ * error, thrown by dist/'s copy of src/rpc/errors.ts, keeps its exit code though the bundle's
+ * runCli holds another copy (exit 4 for an unreachable daemon, not 1).
+ */
+const BUNDLE = join(ROOT, "dist/bin/teamd.cjs");
+
+function run(program: string, args: readonly string[]) {
+  const r = spawnSync(process.execPath, [program, ...args], {
+    encoding: "utf8",
+    env: { ...process.env, TEAMD_HOME: "/nonexistent/teamd-cli-bundle" },
+    timeout: 20_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("the bundled teamd", () => {
+  it.each([
+    [["--version"]],
+    [["--help"]],
+    [["lease", "--help"]],
+    [["exec", "--help"]],
+    [["no-such-command"]],
+    [["log", "some-seat"]],
+    [["stop", "--all", "some-seat"]],
+    [["status", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
+    [["status", "--json", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
+    [["lease", "list", "--team", "t"]],
+    [["exec", "--json", "some-seat", "--", "true"]],
+  ])("teamd %j: the same output and exit code as dist/daemon/main.js", (args) => {
+    expect(run(BUNDLE, args)).toEqual(run(TEAMD, args));
+  });
+
+  it("a command's error keeps its exit code through the bundle: an unreachable daemon is 4", () => {
+    const r = run(BUNDLE, ["lease", "list", "--team", "t"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("cannot reach the teamd daemon");
+  });
+});
