@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, SEAT_CHUNK_BYTES } from "../src/rpc/index.js";
+import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
+import { createRpcClient } from "../src/rpc/client.js";
 import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 import { socketPath, usage } from "./seat-socket.js";
 
