@@ -14,7 +14,7 @@ import { REAL_AMBIENT, type Ambient } from "./host/ambient.js";
  * generated messages or SQLite (issue 26; test/daemon/cli-loading.test.ts).
  */
 const serve = async () => (await import("./server/serve.js")).serve;
-const status = async () => (await import("./commands/status.js")).status;
+const status = async () => (await import("./client-commands.js")).status;
 const kernelEval = async () => (await import("./commands/kernel-eval.js")).kernelEval;
 const init = async () => (await import("./commands/init.js")).init;
 const apply = async () => (await import("./commands/apply.js")).apply;
@@ -25,7 +25,7 @@ const forwardCommand = async () => (await import("./commands/forward.js")).forwa
 const noticeCommands = () => import("./commands/notices.js");
 const verify = async () => (await import("./commands/verify.js")).verify;
 const ledgerReconcile = () => import("./commands/ledger-reconcile.js");
-const seatCommands = () => import("./commands/seat.js");
+const seatCommands = () => import("./client-commands.js");
 const doctor = async () => (await import("./commands/doctor.js")).doctor;
 const stopAllCommand = async () => (await import("./commands/stop-all.js")).stopAllCommand;
 const resumeCommand = async () => (await import("./commands/resume.js")).resumeCommand;

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { ROOT, TEAMD } from "../support/programs.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTempHome, ROOT, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
 
 /**
  * npm's `teamd` is the CLI's front bundled into one CommonJS file (dist/bin/teamd.cjs,
@@ -12,10 +12,10 @@ import { ROOT, TEAMD } from "../support/programs.js";
  */
 const BUNDLE = join(ROOT, "dist/bin/teamd.cjs");
 
-function run(program: string, args: readonly string[]) {
+function run(program: string, args: readonly string[], home = "/nonexistent/teamd-cli-bundle") {
   const r = spawnSync(process.execPath, [program, ...args], {
     encoding: "utf8",
-    env: { ...process.env, TEAMD_HOME: "/nonexistent/teamd-cli-bundle" },
+    env: { ...process.env, TEAMD_HOME: home },
     timeout: 20_000,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -43,4 +43,35 @@ describe("the bundled teamd", () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("cannot reach the teamd daemon");
   });
+});
+
+/** The client commands come from a second bundle (dist/bin/teamd-client.cjs): the same answers from a real daemon. */
+describe("the bundled teamd against a daemon", () => {
+  let home: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess;
+  beforeAll(async () => {
+    home = await makeTempHome("teamd-cli-bundle-");
+    daemon = await startDaemon(home.dir);
+  });
+  afterAll(async () => {
+    await daemon?.stop();
+    await home?.remove();
+  });
+
+  it("teamd status --json: the same fields and exit code", () => {
+    const bundled = run(BUNDLE, ["status", "--json"], home.dir);
+    const plain = run(TEAMD, ["status", "--json"], home.dir);
+    expect(bundled.code).toBe(0);
+    expect(plain.code).toBe(0);
+    expect(Object.keys(JSON.parse(bundled.stdout) as object)).toEqual(Object.keys(JSON.parse(plain.stdout) as object));
+  });
+
+  it.each([[["exec", "no-such-seat", "--", "true"]], [["stop", "no-such-seat"]], [["start", "no-such-seat"]]])(
+    "teamd %j: the daemon's refusal, the same text and exit code",
+    (args) => {
+      const bundled = run(BUNDLE, args, home.dir);
+      expect(bundled).toEqual(run(TEAMD, args, home.dir));
+      expect(bundled.code).not.toBe(0);
+    },
+  );
 });
