@@ -10,6 +10,8 @@ import { percentile, type BenchRow } from "./report.js";
 const TEAMD = fileURLToPath(new URL("../../bin/teamd.cjs", import.meta.url));
 /** Runs of each command, interleaved (one of each, then again), and their median. */
 const RUNS = 21;
+/** 1 MiB pushes and fetches, through teamd and locally, interleaved. */
+const GIT_RUNS = 15;
 
 const TEAM_FILE = `version: 1
 team: bench
@@ -35,7 +37,9 @@ seats:
  *   at most 1.5× the floor), `teamd status` with a daemon up (the client and its messages: 2.5×),
  *   `teamd exec SEAT -- true` (the CLI, the RPC, a contained process: 3×);
  * - inside a seat, timed by the seat's own shell against `node -e 0` in the same seat:
- *   `teamd-shim --version` (1.5×), `teamd-shim whoami` (a round trip: 2×);
+ *   `teamd-shim --version` (1.5×), `teamd-shim whoami` (a round trip: 2×); `git push teamd` of
+ *   a fresh 1 MiB commit and `git fetch teamd` of it, each against the same commit pushed to and
+ *   fetched from a bare repository in the seat's /tmp (2×), GIT_RUNS times;
  * - reported beside them, no target: bwrap alone (`bwrap --ro-bind / / true`), and
  *   `firejail --noprofile true` and `srt true` (sandbox-runtime) where installed — the tools a
  *   user would pick instead.
@@ -50,7 +54,8 @@ export async function benchStartup(): Promise<BenchRow[]> {
   // CA bundle to load, NODE_EXTRA_CA_CERTS: ~45 ms on the machine this was written on) would hide
   // teamd's own cost in a larger floor. A seat's environment has neither.
   const { NODE_OPTIONS: _options, NODE_EXTRA_CA_CERTS: _certs, ...clean } = process.env;
-  const env = { ...clean, TEAMD_HOME: home, TEAMD_OWNER_KEY: join(dir, "keys/owner.key"), HOME: dir };
+  // The act budget out of reach, as in seat.ts: the pushes measure the path, not the budget.
+  const env = { ...clean, TEAMD_HOME: home, TEAMD_OWNER_KEY: join(dir, "keys/owner.key"), HOME: dir, TEAMD_ACT_BUDGET: "1000000/1000000" };
   const teamd = (...args: string[]) => {
     const r = spawnSync(process.execPath, [TEAMD, ...args], { cwd: repo, env, encoding: "utf8", timeout: 120_000 });
     if (r.status !== 0) throw new Error(`teamd ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
@@ -108,6 +113,23 @@ export async function benchStartup(): Promise<BenchRow[]> {
       if (name === undefined || ns === undefined) continue;
       seat.set(name, [...(seat.get(name) ?? []), Number(ns) / 1e6]);
     }
+    // git push and fetch of a fresh 1 MiB commit through teamd, each beside the same commit's
+    // push to (and fetch from) a bare repository in the seat's own /tmp, GIT_RUNS times, interleaved.
+    const gitRuns = [
+      "git config user.name bench && git config user.email bench@bench.invalid",
+      "rm -rf /tmp/bench-bare.git /tmp/bench-ft /tmp/bench-fl && git init -q --bare /tmp/bench-bare.git && git init -q /tmp/bench-ft && git init -q /tmp/bench-fl",
+      `i=0; while [ $i -lt ${GIT_RUNS} ]; do head -c 1048576 /dev/urandom > big$i.bin && git add big$i.bin && git commit -qm big$i || exit 9`,
+      't0=$(date +%s%N); git push -q teamd HEAD:big$i || exit 9; t1=$(date +%s%N); echo "push-teamd $((t1-t0))"',
+      't0=$(date +%s%N); git push -q /tmp/bench-bare.git HEAD:refs/heads/big$i || exit 9; t1=$(date +%s%N); echo "push-local $((t1-t0))"',
+      't0=$(date +%s%N); git -C /tmp/bench-ft fetch -q teamd::seat refs/heads/seat/bench/big$i:refs/remotes/t/big$i || exit 9; t1=$(date +%s%N); echo "fetch-teamd $((t1-t0))"',
+      't0=$(date +%s%N); git -C /tmp/bench-fl fetch -q /tmp/bench-bare.git refs/heads/big$i:refs/remotes/l/big$i || exit 9; t1=$(date +%s%N); echo "fetch-local $((t1-t0))"',
+      "i=$((i+1)); done",
+    ].join("\n");
+    for (const line of teamd("exec", "--timeout", "600", "bench@bench", "--", "sh", "-c", gitRuns).trim().split("\n")) {
+      const [name, ns] = line.split(" ");
+      if (name === undefined || ns === undefined) continue;
+      seat.set(name, [...(seat.get(name) ?? []), Number(ns) / 1e6]);
+    }
     const seatMedian = (name: string) => median(seat.get(name) ?? []);
     teamd("stop", "bench@bench");
 
@@ -131,6 +153,20 @@ export async function benchStartup(): Promise<BenchRow[]> {
       { name: "startup.seat-node.ms", value: seatFloor, unit: "ms", note: `node -e 0 inside a seat, timed by its shell: the floor there; ${runs}` },
       ratio("startup.shim-version.vs-node", seatMedian("version"), seatFloor, 1.5, "teamd-shim --version / node -e 0, inside the same seat"),
       ratio("startup.shim-whoami.vs-node", seatMedian("whoami"), seatFloor, 2, "teamd-shim whoami / node -e 0, inside the same seat"),
+      ratio(
+        "startup.push-1mib.vs-local",
+        seatMedian("push-teamd"),
+        seatMedian("push-local"),
+        2,
+        "git push teamd of a fresh 1 MiB commit / the same commit pushed to a bare repository in the seat",
+      ),
+      ratio(
+        "startup.fetch-1mib.vs-local",
+        seatMedian("fetch-teamd"),
+        seatMedian("fetch-local"),
+        2,
+        "git fetch teamd of that commit / the same fetched from the bare repository, in the seat",
+      ),
       { name: "startup.bwrap.ms", value: hostMedian("bwrap"), unit: "ms", note: `bwrap --ro-bind / / true, bare; ${runs}` },
     ];
     if (times.has("firejail"))
