@@ -42,7 +42,9 @@ export const CLI_BUNDLE_RELATIVE = "dist/bin/teamd.cjs";
  * `teamd status` and the seat commands (daemon/client-commands.ts), the CLI's front imports from
  * one more CommonJS file: each is a client of the daemon, and gRPC, protobuf-es and the generated
  * messages are ~100 modules through the module loader (status ~225 -> ~125 ms, exec ~247 -> ~180 ms,
- * host, clean env, 21 interleaved runs). Native and lazily required packages stay in node_modules;
+ * host, clean env, 21 interleaved runs). The front turns source maps on before it requires it, so
+ * a stack trace from these commands names their source (daemon/commands/seat.ts:219), at no cost
+ * measurable beside a round trip to the daemon. Native and lazily required packages stay in node_modules;
  * import.meta.url is the bundle's own (dist/bin/, which seat-layout.ts's teamdCodeRoot reads as
  * the package root, as from dist/daemon/host/).
  */
@@ -70,7 +72,10 @@ function commandsFromDist(root: string, relativeOut: string): Plugin {
     name: "commands-from-dist",
     setup(b) {
       const client = `./${basename(CLIENT_BUNDLE_RELATIVE)}`;
-      b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({ contents: `module.exports = require(${JSON.stringify(client)});`, loader: "js" }));
+      b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({
+        contents: `process.setSourceMapsEnabled(true);\nmodule.exports = require(${JSON.stringify(client)});`,
+        loader: "js",
+      }));
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.path === client && args.namespace === "teamd-client") return { path: client, external: true };
         if (args.kind !== "dynamic-import") return undefined;
