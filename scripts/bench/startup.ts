@@ -1,6 +1,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChild, stopChild } from "../lib/child.js";
@@ -12,6 +13,8 @@ const TEAMD = fileURLToPath(new URL("../../bin/teamd.cjs", import.meta.url));
 const RUNS = 21;
 /** 1 MiB pushes and fetches, through teamd and locally, interleaved. */
 const GIT_RUNS = 15;
+/** A pause after each command the daemon answers, before the next is timed. */
+const SETTLE_MS = 250;
 
 const TEAM_FILE = `version: 1
 team: bench
@@ -74,7 +77,7 @@ export async function benchStartup(): Promise<BenchRow[]> {
 
   // Before the daemon: a usage error and --version need none, and must not wait for one.
   const node = process.execPath;
-  const host: Array<{ name: string; argv: readonly string[]; expect: number }> = [
+  const host: Array<{ name: string; argv: readonly string[]; expect: number; settle?: boolean }> = [
     { name: "node", argv: [node, "-e", "0"], expect: 0 },
     { name: "version", argv: [node, TEAMD, "--version"], expect: 0 },
     { name: "help", argv: [node, TEAMD, "--help"], expect: 0 },
@@ -87,8 +90,8 @@ export async function benchStartup(): Promise<BenchRow[]> {
     teamd("apply", "--yes");
     teamd("start", "bench@bench");
     host.push(
-      { name: "status", argv: [node, TEAMD, "status"], expect: 0 },
-      { name: "exec", argv: [node, TEAMD, "exec", "bench@bench", "--", "true"], expect: 0 },
+      { name: "status", argv: [node, TEAMD, "status"], expect: 0, settle: true },
+      { name: "exec", argv: [node, TEAMD, "exec", "bench@bench", "--", "true"], expect: 0, settle: true },
       { name: "bwrap", argv: ["bwrap", "--ro-bind", "/", "/", "true"], expect: 0 },
     );
     if (onPath("firejail")) host.push({ name: "firejail", argv: ["firejail", "--quiet", "--noprofile", "true"], expect: 0 });
@@ -101,6 +104,8 @@ export async function benchStartup(): Promise<BenchRow[]> {
         const ms = Number(process.hrtime.bigint() - start) / 1e6;
         if (r.status !== c.expect) throw new Error(`${c.argv.join(" ")} exited ${r.status} (expected ${c.expect})`);
         times.get(c.name)?.push(ms);
+        // The daemon's own work after a call (an exec's records, its fsyncs) must not land on the next command measured.
+        if (c.settle) await sleep(SETTLE_MS);
       }
     }
     const hostMedian = (name: string) => median(times.get(name) ?? []);
