@@ -1,25 +1,36 @@
-import { UsageError } from "../src/rpc/refusal.js";
 import { Command } from "commander";
-import { TEAMD_VERSION } from "../src/rpc/index.js";
-import { serve } from "./server/serve.js";
-import { status } from "./commands/status.js";
-import { kernelEval } from "./commands/kernel-eval.js";
-import { init } from "./commands/init.js";
-import { apply } from "./commands/apply.js";
-import { log, type LogOptions } from "./commands/log.js";
-import { logsCommand, type LogsOptions } from "./commands/logs.js";
-import { egressRefusedCommand, type EgressRefusedOptions } from "./commands/egress.js";
-import { forwardCommand, type ForwardOptions } from "./commands/forward.js";
-import { noticeHookCommand, noticesCommand } from "./commands/notices.js";
-import { verify } from "./commands/verify.js";
-import { reconcileHead, resolveUnknown } from "./commands/ledger-reconcile.js";
-import { tombstoneCommand } from "./commands/tombstone.js";
-import { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./commands/seat.js";
-import { doctor } from "./commands/doctor.js";
-import { stopAllCommand } from "./commands/stop-all.js";
-import { resumeCommand } from "./commands/resume.js";
-import { leaseIssueCommand, leaseListCommand, revokeCommand } from "./commands/lease.js";
+import { UsageError } from "../src/rpc/errors.js";
+import { TEAMD_VERSION } from "../src/rpc/protocol.js";
+import type { InitOptions } from "./commands/init.js";
+import type { LogOptions } from "./commands/log.js";
+import type { LogsOptions } from "./commands/logs.js";
+import type { EgressRefusedOptions } from "./commands/egress.js";
+import type { ForwardOptions } from "./commands/forward.js";
 import { REAL_AMBIENT, type Ambient } from "./host/ambient.js";
+
+/*
+ * Each action imports its command's module when it runs, never before: `teamd --version`,
+ * `--help` and a usage error load commander and this file, not the daemon, grpc-js, the
+ * generated messages or SQLite (issue 26; test/daemon/cli-loading.test.ts).
+ */
+const serve = async () => (await import("./server/serve.js")).serve;
+const status = async () => (await import("./client-commands.js")).status;
+const kernelEval = async () => (await import("./commands/kernel-eval.js")).kernelEval;
+const init = async () => (await import("./commands/init.js")).init;
+const apply = async () => (await import("./commands/apply.js")).apply;
+const log = async () => (await import("./commands/log.js")).log;
+const logsCommand = async () => (await import("./commands/logs.js")).logsCommand;
+const egressRefusedCommand = async () => (await import("./commands/egress.js")).egressRefusedCommand;
+const forwardCommand = async () => (await import("./commands/forward.js")).forwardCommand;
+const noticeCommands = () => import("./commands/notices.js");
+const verify = async () => (await import("./commands/verify.js")).verify;
+const ledgerReconcile = () => import("./commands/ledger-reconcile.js");
+const tombstone = async () => (await import("./commands/tombstone.js")).tombstoneCommand;
+const seatCommands = () => import("./client-commands.js");
+const doctor = async () => (await import("./commands/doctor.js")).doctor;
+const stopAllCommand = async () => (await import("./commands/stop-all.js")).stopAllCommand;
+const resumeCommand = async () => (await import("./commands/resume.js")).resumeCommand;
+const leaseCommands = () => import("./commands/lease.js");
 
 /**
  * `teamd`: the owner's program. Thin: each subcommand parses its flags and calls one
@@ -44,7 +55,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
-    .action((opts: { seat: string[] }) => serve(opts, ambient));
+    .action(async (opts: { seat: string[] }) => (await serve())(opts, ambient));
 
   program
     .command("status")
@@ -53,7 +64,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     )
     .option("--json", "print one JSON object (for scripts)")
     .option("--socket <PATH>", "the control socket (default: TEAMD_HOME/run/control.sock)")
-    .action((opts: { json?: boolean; socket?: string }) => status(opts, ambient));
+    .action(async (opts: { json?: boolean; socket?: string }) => (await status())(opts, ambient));
 
   program
     .command("start")
@@ -61,7 +72,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the team (alone: every seat of it that has a start)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string | undefined, opts: { team?: string; json?: boolean }) => startCommand(seat, opts));
+    .action(async (seat: string | undefined, opts: { team?: string; json?: boolean }) => (await seatCommands()).startCommand(seat, opts));
 
   program
     .command("stop")
@@ -72,10 +83,10 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--team <TEAM>", "the team (alone: every running seat of it)")
     .option("--all", "stop every seat of every team and refuse every start until teamd resume (signed; works with the daemon hung or down)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
-      if (!opts.all) return stopCommand(seat, opts);
+    .action(async (seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.all) return (await seatCommands()).stopCommand(seat, opts);
       if (seat !== undefined || opts.team !== undefined) throw new UsageError("--all stops every seat of every team: name no seat and no --team");
-      return stopAllCommand(opts, ambient);
+      return (await stopAllCommand())(opts, ambient);
     });
 
   program
@@ -84,7 +95,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the seat's team")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string, opts: { team?: string; json?: boolean }) => freezeCommand(seat, { ...opts, thaw: false }));
+    .action(async (seat: string, opts: { team?: string; json?: boolean }) => (await seatCommands()).freezeCommand(seat, { ...opts, thaw: false }));
 
   program
     .command("thaw")
@@ -92,13 +103,13 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the seat's team")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string, opts: { team?: string; json?: boolean }) => freezeCommand(seat, { ...opts, thaw: true }));
+    .action(async (seat: string, opts: { team?: string; json?: boolean }) => (await seatCommands()).freezeCommand(seat, { ...opts, thaw: true }));
 
   program
     .command("resume")
     .description("clear the owner's stop (teamd stop --all): an owner act, signed; only it clears a stop")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { json?: boolean }) => resumeCommand(opts, ambient));
+    .action(async (opts: { json?: boolean }) => (await resumeCommand())(opts, ambient));
 
   program
     .command("exec")
@@ -110,8 +121,8 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("-i, --interactive", "pass our standard input to the command (read to its end first, at most 16 MiB); without it the command's stdin is empty")
     .option("-t, --tty", "run the command in a pty of its own, our terminal at it (as attach: raw, filtered); Ctrl-] leaves and kills it; needs a terminal")
     // Flags go before or after SEAT; everything after `--` is the command's own (no passThroughOptions).
-    .action((seat: string, command: string[], opts: { team?: string; timeout?: string; interactive?: boolean; tty?: boolean }) =>
-      execCommand(seat, command, opts),
+    .action(async (seat: string, command: string[], opts: { team?: string; timeout?: string; interactive?: boolean; tty?: boolean }) =>
+      (await seatCommands()).execCommand(seat, command, opts),
     );
 
   program
@@ -121,13 +132,13 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     )
     .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
     .option("--team <TEAM>", "the team")
-    .action((seat: string, opts: { team?: string }) => attachCommand(seat, opts));
+    .action(async (seat: string, opts: { team?: string }) => (await seatCommands()).attachCommand(seat, opts));
 
   program
     .command("doctor")
     .description("check whether seats can start here: bubblewrap, user namespaces, the seat user, cgroups, the shim bundle; a verdict per check")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { json?: boolean }) => doctor(opts));
+    .action(async (opts: { json?: boolean }) => (await doctor())(opts));
 
   program
     .command("init")
@@ -137,7 +148,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--passphrase", "protect a new owner key with a passphrase (asked on the terminal)")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts) => init(opts, ambient));
+    .action(async (opts: InitOptions) => (await init())(opts, ambient));
 
   program
     .command("apply")
@@ -145,7 +156,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("[FILE]", "the team file (default: teamd.yaml at the repository root)")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) => apply(file, opts, ambient));
+    .action(async (file: string | undefined, opts: { yes?: boolean; json?: boolean }) => (await apply())(file, opts, ambient));
 
   program
     .command("logs")
@@ -158,7 +169,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("-n, --lines <N>", "only the last N lines")
     .option("--raw", "the bytes as the seat's terminal got them, escapes and all (to a file or a pipe only)")
     .option("--json", "one JSON object (with --follow: one per line)")
-    .action((seat: string, opts: LogsOptions) => logsCommand(seat, opts));
+    .action(async (seat: string, opts: LogsOptions) => (await logsCommand())(seat, opts));
 
   program
     .command("log")
@@ -173,12 +184,12 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--seat <SEAT>", "only this seat's records: its acts and the records about it")
     .option("--since <WHEN>", "only records from this long ago (30m, 2h, 1d) or this time (RFC 3339) on")
     .option("-n, --lines <N>", "only the last N matching records")
-    .action((seat: string | undefined, opts: LogOptions) => {
+    .action(async (seat: string | undefined, opts: LogOptions) => {
       if (seat !== undefined)
         throw new UsageError(
           `teamd log is the ledger's records and takes no seat; what seat ${seat} printed is: teamd logs ${seat}; its records: teamd log --seat ${seat}`,
         );
-      return log(opts, ambient);
+      return (await log())(opts, ambient);
     });
 
   program
@@ -190,7 +201,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("<PORT>", "the port on the seat's loopback")
     .option("--team <TEAM>", "the seat's team")
     .option("--local <PORT>", "the port on this machine's 127.0.0.1 (default: the same; 0: any free one)")
-    .action((seat: string, port: string, opts: ForwardOptions) => forwardCommand(seat, port, opts));
+    .action(async (seat: string, port: string, opts: ForwardOptions) => (await forwardCommand())(seat, port, opts));
 
   const egress = program.command("egress").description("a seat's network egress (§12): what was refused, and the allow lines that would let it through");
   egress
@@ -202,7 +213,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--team <TEAM>", "only this team's seats")
     .option("--since <WHEN>", "only refusals from this long ago (30m, 2h, 1d) or this time (RFC 3339) on")
     .option("--json", "one JSON object per seat and host (JSON lines), with the allow pattern where one would cure it")
-    .action((seat: string | undefined, opts: EgressRefusedOptions) => egressRefusedCommand(seat, opts, ambient));
+    .action(async (seat: string | undefined, opts: EgressRefusedOptions) => (await egressRefusedCommand())(seat, opts, ambient));
 
   const notices = program
     .command("notices")
@@ -212,20 +223,20 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--all", "every notice, seen or not (the seen mark stays where it is)")
     .option("--follow", "keep printing notices as they are recorded (Ctrl-C to stop)")
     .option("--json", "one JSON object per notice (JSON lines)")
-    .action((opts: { all?: boolean; follow?: boolean; json?: boolean }) => noticesCommand(opts));
+    .action(async (opts: { all?: boolean; follow?: boolean; json?: boolean }) => (await noticeCommands()).noticesCommand(opts));
   notices
     .command("hook")
     .description("show, set (-- CMD ARGS...) or clear the command the daemon runs for every notice (argv, no shell; the notice as JSON on stdin)")
     .argument("[command...]", "the hook's argv, after --")
     .option("--clear", "remove the hook")
     .option("--json", "print one JSON object")
-    .action((command: string[], opts: { clear?: boolean; json?: boolean }) => noticeHookCommand(command, opts));
+    .action(async (command: string[], opts: { clear?: boolean; json?: boolean }) => (await noticeCommands()).noticeHookCommand(command, opts));
 
   program
     .command("verify")
     .description("check the ledger: the hash chain, every signature and seal, and the signed head; exit 1 naming the first bad seq")
     .option("--json", "print the result as JSON")
-    .action((opts: { json?: boolean }) => verify(opts));
+    .action(async (opts: { json?: boolean }) => (await verify())(opts));
 
   const lease = program.command("lease").description("leases (§7): the owner's, issued as leads from its envelope; listed with their liveness; revoked");
   lease
@@ -238,22 +249,22 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--team <TEAM>", "the team")
     .option("--source <ENTRY>", "the envelope entry it is drawn from (default: the first holding the capability)")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) =>
-      leaseIssueCommand(seat, capability, scope, opts, ambient),
+    .action(async (seat: string, capability: string, scope: string, opts: { ttl: string; team?: string; source?: string; json?: boolean }) =>
+      (await leaseCommands()).leaseIssueCommand(seat, capability, scope, opts, ambient),
     );
   lease
     .command("list")
     .description("the team's leases, each with its liveness walked now")
     .requiredOption("--team <TEAM>", "the team")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { team: string; json?: boolean }) => leaseListCommand(opts, ambient));
+    .action(async (opts: { team: string; json?: boolean }) => (await leaseCommands()).leaseListCommand(opts, ambient));
   const revokeOptions = (c: Command) =>
     c
       .argument("<LEASE>", "the lease id (teamd lease list)")
       .requiredOption("--team <TEAM>", "the lease's team")
       .option("--reason <TEXT>", "why, for the record")
       .option("--json", "print one JSON object (for scripts)")
-      .action((id: string, opts: { team: string; reason?: string; json?: boolean }) => revokeCommand(id, opts, ambient));
+      .action(async (id: string, opts: { team: string; reason?: string; json?: boolean }) => (await leaseCommands()).revokeCommand(id, opts, ambient));
   revokeOptions(
     lease
       .command("revoke")
@@ -271,7 +282,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .description("accept a blocked ledger's observed state (rollback, fork, broken chain), signed by you")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((opts: { yes?: boolean; json?: boolean }) => reconcileHead(opts, ambient));
+    .action(async (opts: { yes?: boolean; json?: boolean }) => (await ledgerReconcile()).reconcileHead(opts, ambient));
   ledger
     .command("resolve")
     .description("resolve an unknown outcome: accept the intent at SEQ as done, or repeat it under a new request id")
@@ -280,7 +291,9 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--done", "the effect happened: accept it as done")
     .option("--repeat <REQUEST_ID>", "the effect did not happen: allow it again under this new request id")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) => resolveUnknown(seq, opts, ambient));
+    .action(async (seq: string, opts: { team: string; done?: boolean; repeat?: string; json?: boolean }) =>
+      (await ledgerReconcile()).resolveUnknown(seq, opts, ambient),
+    );
   ledger
     .command("tombstone")
     .description(
@@ -290,7 +303,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--reason <TEXT>", "why (recorded, shown in place of the record)")
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
-    .action((seq: string, opts: { reason?: string; yes?: boolean; json?: boolean }) => tombstoneCommand(seq, opts, ambient));
+    .action(async (seq: string, opts: { reason?: string; yes?: boolean; json?: boolean }) => (await tombstone())(seq, opts, ambient));
 
   const kernel = program.command("kernel").description("the decision kernel, offline");
   kernel
@@ -299,7 +312,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .argument("<FILE...>", "case files (JSON)")
     .option("--json", "print one JSON summary (for scripts)")
     .action(async (files: string[], opts: { json?: boolean }) => {
-      process.exitCode = await kernelEval(files, opts);
+      process.exitCode = await (await kernelEval())(files, opts);
     });
 
   return program;

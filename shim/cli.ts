@@ -1,288 +1,20 @@
 import { readFile } from "node:fs/promises";
-import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, EXIT, SEAT_CHUNK_BYTES, TEAMD_VERSION } from "../src/rpc/index.js";
-import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
+import { TEAMD_VERSION } from "../src/rpc/protocol.js";
+import { DEFAULT_SOCKET, usage } from "./seat-socket.js";
+
+export { socketPath } from "./seat-socket.js";
 
 /**
  * `teamd-shim`: the one program inside a seat that can reach the daemon. It holds no
  * policy, no keys and no ledger (it imports only src/gen and src/rpc); it asks, and
  * prints what the daemon answered. Run as `git-remote-teamd` (the same bundle under a
  * second name on the seat's PATH) it is git's remote helper for the `teamd` remote.
+ *
+ * Each action imports the acts (commands.ts: the gRPC client and the generated messages) when
+ * it runs, so `--version`, `--help` and a usage error load neither (issue 26).
  */
-const DEFAULT_SOCKET = "/run/teamd/shim.sock";
-
-export function socketPath(): string {
-  return process.env.TEAMD_SOCKET || DEFAULT_SOCKET;
-}
-
-function client(deadlineMs = 30_000) {
-  return createRpcClient(ShimService, socketPath(), { deadlineMs });
-}
-
-async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number): Promise<T> {
-  const c = client(deadlineMs);
-  try {
-    return await use(c);
-  } finally {
-    c.close();
-  }
-}
-
-const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : text);
-
-async function whoami(opts: { json?: boolean }): Promise<void> {
-  const reply = await withClient((c) => c.whoAmI());
-  const value = {
-    seat: reply.seat,
-    team: reply.team,
-    daemonInstance: reply.daemonInstance,
-    policySeq: Number(reply.policySeq),
-    capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
-    leases: reply.leases.map(leaseJson),
-    lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
-    containment: reply.containment || null,
-    review: reply.reviewMode ? { mode: reply.reviewMode, floor: reply.reviewFloor } : null,
-  };
-  const lines = [
-    `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
-    ...(reply.containment === "none"
-      ? ["containment: none (UNCONTAINED: this seat can reach everything its host user can; teamd's refusals hold against a mistake only)"]
-      : reply.containment
-        ? [`containment: ${reply.containment}`]
-        : []),
-    ...(value.review ? [`review mode: ${value.review.mode}, floor ${value.review.floor}`] : []),
-    ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
-    ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
-    value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
-  ];
-  print(opts.json, value, `${lines.join("\n")}\n`);
-}
-
-async function fileStat(path: string, opts: { json?: boolean }): Promise<void> {
-  const r = await withClient((c) => c.fileStat({ path }));
-  const value = { path, exists: r.exists, kind: r.kind || null, size: Number(r.size), oid: r.oid || null };
-  print(opts.json, value, r.exists ? `${path}: ${r.kind}, ${r.size} bytes, ${r.oid}\n` : `${path}: does not exist on the trunk\n`);
-}
-
-/** The content arrives in chunks (protocol 3); it is printed only once whole, as when it came in one message. */
-async function fileRead(path: string): Promise<void> {
-  const content = await withClient(async (c) => {
-    const chunks: Uint8Array[] = [];
-    let size: bigint | undefined;
-    let bytes = 0n;
-    for await (const part of c.fileRead({ path })) {
-      size ??= part.size;
-      bytes += BigInt(part.content.byteLength);
-      if (bytes > size) throw new Error(`the daemon sent more than the ${size} bytes it declared for ${path}`);
-      chunks.push(part.content);
-    }
-    if (size === undefined || bytes !== size) throw new Error(`the daemon's answer for ${path} ended after ${bytes} of ${size ?? "?"} bytes`);
-    return Buffer.concat(chunks);
-  });
-  process.stdout.write(content);
-}
-
-/** A header, then the content in chunks under the seat socket's receive cap (protocol 3). */
-async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
-  const content = opts.from ? await readFile(opts.from) : await readStdin();
-  async function* parts() {
-    yield {
-      part: {
-        case: "header" as const,
-        value: { requestId: randomUUID(), path, branch: opts.branch ?? "", message: opts.message ?? "", size: BigInt(content.byteLength) },
-      },
-    };
-    for (let at = 0; at < content.byteLength; at += SEAT_CHUNK_BYTES)
-      yield { part: { case: "data" as const, value: content.subarray(at, at + SEAT_CHUNK_BYTES) } };
-  }
-  const r = await withClient((c) => c.fileWrite(parts()));
-  print(opts.json, { path, hubRef: r.hubRef, commit: r.commit }, `${path} written: ${r.hubRef} is now ${r.commit}\n`);
-}
-
-async function checkpoint(note: string, opts: { json?: boolean }): Promise<void> {
-  const r = await withClient((c) => c.checkpoint({ requestId: randomUUID(), note }));
-  print(opts.json, { intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) }, `checkpoint recorded (records ${r.intentSeq} and ${r.outcomeSeq})\n`);
-}
-
-/** "90s", "30m", "2h", "1d" or plain milliseconds: syntax only (the daemon decides the ceiling). */
-function ttlMs(text: string): bigint {
-  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (!m) usage(`--ttl '${text}' is not a duration (e.g. 90s, 30m, 2h, 1d)`);
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? "ms") as "ms"];
-  return BigInt(m[1] as string) * BigInt(unit);
-}
-
-async function leaseIssue(
-  recipient: string,
-  capability: string,
-  scope: string,
-  opts: { ttl: string; parent?: string; source?: string; json?: boolean },
-): Promise<void> {
-  const ttl = ttlMs(opts.ttl);
-  const r = await withClient((c) =>
-    c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }),
-  );
-  const value = r.lease ? leaseJson(r.lease) : null;
-  print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? leaseLine(value) : ""}\n`);
-}
-
-async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<void> {
-  const r = await withClient((c) => c.leaseRevoke({ requestId: randomUUID(), leaseId }));
-  print(opts.json, { revoked: r.revoked }, `revoked: ${r.revoked.join(", ")}\n`);
-}
-
-async function leaseList(opts: { json?: boolean }): Promise<void> {
-  const r = await withClient((c) => c.leaseList({}));
-  const leases = r.leases.map(leaseJson);
-  print(opts.json, { leases }, leases.length === 0 ? "you hold no live lease\n" : `${leases.map(leaseLine).join("\n")}\n`);
-}
-
-/** A usage error the parser cannot see (two flags that exclude each other): exit 2, like commander's own. */
-function usage(message: string): never {
-  process.stderr.write(`teamd-shim: ${message}\n`);
-  process.exit(EXIT.usage);
-}
-
-interface TrunkReply {
-  readonly act?: { effectId: string; intentSeq: bigint; outcomeSeq: bigint; base: string; head: string; tree: string; commit: string };
-}
-
-function printTrunk(what: string, reply: TrunkReply, json: boolean | undefined): void {
-  const act = reply.act;
-  const value = act && {
-    effectId: act.effectId,
-    intentSeq: Number(act.intentSeq),
-    outcomeSeq: Number(act.outcomeSeq),
-    base: act.base,
-    head: act.head,
-    tree: act.tree,
-    commit: act.commit || null,
-  };
-  print(
-    json,
-    value,
-    `${what} recorded (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})${act?.commit ? `; trunk is now ${act.commit}` : ""}\n`,
-  );
-}
-
-async function review(branch: string, opts: { approve?: boolean; reject?: boolean; into?: string; json?: boolean }): Promise<void> {
-  if (Boolean(opts.approve) === Boolean(opts.reject)) usage("give exactly one of --approve or --reject");
-  const reply = await withClient((c) => c.review({ requestId: randomUUID(), branch, into: opts.into ?? "", approve: Boolean(opts.approve) }));
-  printTrunk(opts.approve ? "approval" : "rejection", reply, opts.json);
-}
-
-async function gate(branch: string, opts: { pass?: boolean; fail?: boolean; into?: string; json?: boolean }): Promise<void> {
-  if (Boolean(opts.pass) === Boolean(opts.fail)) usage("give exactly one of --pass or --fail");
-  const reply = await withClient((c) => c.gate({ requestId: randomUUID(), branch, into: opts.into ?? "", pass: Boolean(opts.pass) }));
-  printTrunk(opts.pass ? "gate pass" : "gate refusal", reply, opts.json);
-}
-
-async function merge(branch: string, opts: { into?: string; json?: boolean }): Promise<void> {
-  const reply = await withClient((c) => c.merge({ requestId: randomUUID(), branch, into: opts.into ?? "" }));
-  printTrunk("merge", reply, opts.json);
-}
-
-async function deploy(env: string, opts: { artifact?: string; as?: string; json?: boolean }): Promise<void> {
-  // The daemon gives the command 15 minutes; the call waits a little longer for its outcome.
-  const reply = await withClient((c) => c.deploy({ requestId: randomUUID(), env, artifact: opts.artifact ?? "", asAccount: opts.as ?? "" }), 16 * 60_000);
-  const act = reply.act;
-  if (opts.json) {
-    const pushed = reply.pushedTo !== "" ? { pushedTo: reply.pushedTo, account: reply.account } : {};
-    print(
-      true,
-      {
-        env: reply.env,
-        artifact: act?.commit ?? "",
-        effectId: act?.effectId ?? "",
-        intentSeq: Number(act?.intentSeq ?? 0),
-        outcomeSeq: Number(act?.outcomeSeq ?? 0),
-        tree: act?.tree ?? "",
-        exitCode: reply.exitCode,
-        outputTail: reply.outputTail,
-        ...pushed,
-      },
-      "",
-    );
-    return;
-  }
-  if (reply.outputTail !== "") process.stdout.write(reply.outputTail.endsWith("\n") ? reply.outputTail : `${reply.outputTail}\n`);
-  const where = reply.pushedTo !== "" ? ` (pushed to ${reply.pushedTo} as ${reply.account})` : "";
-  process.stdout.write(
-    `deployed ${act?.commit} to ${reply.env}${where} (effect ${act?.effectId.slice(0, 16)}…, records ${act?.intentSeq} and ${act?.outcomeSeq})\n`,
-  );
-}
-
-interface BrokerTaskReply {
-  id: string;
-  title: string;
-  state: string;
-  labels: string[];
-  assignee: string;
-  url: string;
-  claimed: boolean;
-  body: string;
-}
-
-const taskValue = (t: BrokerTaskReply, withBody: boolean) => ({
-  id: t.id,
-  title: t.title,
-  state: t.state,
-  labels: t.labels,
-  assignee: t.assignee || null,
-  url: t.url || null,
-  claimed: t.claimed,
-  ...(withBody ? { body: t.body } : {}),
-});
-
-const showTask = (t: ReturnType<typeof taskValue>) =>
-  `${t.id}  [${t.state}${t.claimed ? ", claimed" : ""}]  ${t.title}${t.labels.length > 0 ? `  (${t.labels.join(", ")})` : ""}${t.assignee ? `  @${t.assignee}` : ""}`;
-
-/** The broker (§11): the daemon calls the tracker with the owner's credential; the seat sees only scrubbed, allowlisted fields. */
-async function broker(
-  operation: "pull" | "read" | "claim" | "comment",
-  task: string,
-  id: string | undefined,
-  opts: { json?: boolean; as?: string; body?: string },
-): Promise<void> {
-  const r = await withClient(
-    (c) => c.broker({ requestId: randomUUID(), operation, task, id: id ?? "", asAccount: opts.as ?? "", body: opts.body ?? "" }),
-    60_000,
-  );
-  const records = { tracker: r.tracker, intentSeq: Number(r.intentSeq), outcomeSeq: Number(r.outcomeSeq) };
-  if (operation === "pull") {
-    const tasks = r.tasks.map((t) => taskValue(t, false));
-    print(opts.json, { task, tasks, ...records }, tasks.length === 0 ? `no open task in ${task}\n` : `${tasks.map(showTask).join("\n")}\n`);
-    return;
-  }
-  const one = r.tasks[0];
-  const value = one ? taskValue(one, operation === "read") : null;
-  if (operation === "comment") {
-    print(
-      opts.json,
-      { task, commented: value, account: opts.as ?? "", ...records },
-      `commented on ${task} ${value?.id} as ${opts.as ?? ""} (records ${r.intentSeq} and ${r.outcomeSeq})\n`,
-    );
-    return;
-  }
-  if (operation === "claim") {
-    print(
-      opts.json,
-      { task, claimed: value, ...records },
-      `claimed ${task} ${value?.id} (records ${r.intentSeq} and ${r.outcomeSeq})\n${value ? showTask(value) : ""}\n`,
-    );
-    return;
-  }
-  const text = value ? `${showTask(value)}${value.url ? `\n${value.url}` : ""}\n\n${value.body ?? ""}${(value.body ?? "").endsWith("\n") ? "" : "\n"}` : "";
-  print(opts.json, { task, read: value, ...records }, text);
-}
-
-async function readStdin(): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
+const acts = () => import("./commands.js");
 
 /** The `teamd-shim` command tree (also walked by scripts/cli-reference.ts for the docs). */
 export function buildProgram(): Command {
@@ -296,13 +28,13 @@ export function buildProgram(): Command {
     .command("whoami")
     .description("this seat's identity, the capabilities it holds and its last refusal")
     .option("--json", "print one JSON object (for scripts)")
-    .action(whoami);
+    .action(async (opts: { json?: boolean }) => (await acts()).whoami(opts));
   program
     .command("checkpoint")
     .argument("<note>", "where you stand and what comes next (at most 4 KiB; never a secret)")
     .option("--json", "print one JSON object")
     .description("record a handoff checkpoint in the ledger")
-    .action(checkpoint);
+    .action(async (note: string, opts: { json?: boolean }) => (await acts()).checkpoint(note, opts));
   const into = "--into <trunk>";
   const intoHelp = "the trunk it merges into (default: the hub's default branch)";
   program
@@ -313,7 +45,7 @@ export function buildProgram(): Command {
     .option(into, intoHelp)
     .option("--json", "print one JSON object")
     .description("record a verdict on another seat's change (fetch it first: git fetch teamd)")
-    .action(review);
+    .action(async (branch: string, opts: { approve?: boolean; reject?: boolean; into?: string; json?: boolean }) => (await acts()).review(branch, opts));
   program
     .command("gate")
     .argument("<branch>", "the branch to gate (seat/NAME/BRANCH)")
@@ -322,14 +54,14 @@ export function buildProgram(): Command {
     .option(into, intoHelp)
     .option("--json", "print one JSON object")
     .description("record a gate decision bound to the change's effect id")
-    .action(gate);
+    .action(async (branch: string, opts: { pass?: boolean; fail?: boolean; into?: string; json?: boolean }) => (await acts()).gate(branch, opts));
   program
     .command("merge")
     .argument("<branch>", "the gated branch to merge (seat/NAME/BRANCH)")
     .option(into, intoHelp)
     .option("--json", "print one JSON object")
     .description("merge a gated change into the trunk (the daemon merges in the hub; the pass is consumed)")
-    .action(merge);
+    .action(async (branch: string, opts: { into?: string; json?: boolean }) => (await acts()).merge(branch, opts));
   const lease = program.command("lease").description("leases (§7): hand a capability you hold to another seat for a bounded time, recorded");
   lease
     .command("issue")
@@ -341,18 +73,20 @@ export function buildProgram(): Command {
     .option("--source <authority>", "a root lease: the standing grant (or, for leads, envelope entry) it is drawn from")
     .option("--json", "print one JSON object")
     .description("issue a lease, decided by the kernel and recorded")
-    .action(leaseIssue);
+    .action(async (recipient: string, capability: string, scope: string, opts: { ttl: string; parent?: string; source?: string; json?: boolean }) =>
+      (await acts()).leaseIssue(recipient, capability, scope, opts),
+    );
   lease
     .command("revoke")
     .argument("<lease>", "the lease id")
     .option("--json", "print one JSON object")
     .description("revoke a lease you issued or sit above, and every lease below it")
-    .action(leaseRevoke);
+    .action(async (leaseId: string, opts: { json?: boolean }) => (await acts()).leaseRevoke(leaseId, opts));
   lease
     .command("list")
     .option("--json", "print one JSON object")
     .description("your own live leases (a lease you issued is in its issue's reply)")
-    .action(leaseList);
+    .action(async (opts: { json?: boolean }) => (await acts()).leaseList(opts));
   program
     .command("deploy")
     .argument("<env>", "a declared environment with an owner-declared deploy command or push")
@@ -365,7 +99,7 @@ export function buildProgram(): Command {
     .description(
       "run the owner's hash-pinned deploy command for <env>, or push to its declared remote under the owner's account, on a gated artifact (a failure voids the pass)",
     )
-    .action(deploy);
+    .action(async (env: string, opts: { artifact?: string; as?: string; json?: boolean }) => (await acts()).deploy(env, opts));
   const brokerCmd = program
     .command("broker")
     .description(
@@ -378,7 +112,7 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .option(...brokerAs)
     .description("list the resource's open tasks (id, title, state, labels, assignee, url)")
-    .action((task: string, opts: { json?: boolean; as?: string }) => broker("pull", task, undefined, opts));
+    .action(async (task: string, opts: { json?: boolean; as?: string }) => (await acts()).broker("pull", task, undefined, opts));
   brokerCmd
     .command("read")
     .argument("<task>", "a declared task resource")
@@ -386,7 +120,7 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .option(...brokerAs)
     .description("one task's non-secret fields: title, body, state, labels, assignee, url")
-    .action((task: string, id: string, opts: { json?: boolean; as?: string }) => broker("read", task, id, opts));
+    .action(async (task: string, id: string, opts: { json?: boolean; as?: string }) => (await acts()).broker("read", task, id, opts));
   brokerCmd
     .command("claim")
     .argument("<task>", "a declared task resource")
@@ -394,7 +128,7 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .option(...brokerAs)
     .description("mark the task claimed by this seat (a label on GitHub, claimed-by in a task file), recorded")
-    .action((task: string, id: string, opts: { json?: boolean; as?: string }) => broker("claim", task, id, opts));
+    .action(async (task: string, id: string, opts: { json?: boolean; as?: string }) => (await acts()).broker("claim", task, id, opts));
   brokerCmd
     .command("comment")
     .argument("<task>", "a declared task resource")
@@ -409,7 +143,7 @@ export function buildProgram(): Command {
     .action(async (task: string, id: string, opts: { json?: boolean; as: string; message?: string; file?: string }) => {
       if ((opts.message === undefined) === (opts.file === undefined)) usage("give the comment's text with -m TEXT or --file PATH (one of them)");
       const body = opts.message ?? (await readFile(opts.file as string, "utf8"));
-      await broker("comment", task, id, { ...opts, body });
+      await (await acts()).broker("comment", task, id, { ...opts, body });
     });
   const file = program.command("file").description("one file of the team's repository through the daemon (decided as read or write over its path)");
   file
@@ -417,8 +151,12 @@ export function buildProgram(): Command {
     .argument("<path>", "repository-relative path")
     .option("--json", "print one JSON object")
     .description("kind, size and object name of a file on the trunk")
-    .action(fileStat);
-  file.command("read").argument("<path>", "repository-relative path").description("print a file of the trunk to stdout").action(fileRead);
+    .action(async (path: string, opts: { json?: boolean }) => (await acts()).fileStat(path, opts));
+  file
+    .command("read")
+    .argument("<path>", "repository-relative path")
+    .description("print a file of the trunk to stdout")
+    .action(async (path: string) => (await acts()).fileRead(path));
   file
     .command("write")
     .argument("<path>", "repository-relative path")
@@ -427,6 +165,6 @@ export function buildProgram(): Command {
     .option("-m, --message <text>", "the commit message")
     .option("--json", "print one JSON object")
     .description("commit new content for a file onto your own branch in the hub")
-    .action(fileWrite);
+    .action(async (path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }) => (await acts()).fileWrite(path, opts));
   return program;
 }

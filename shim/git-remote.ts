@@ -5,7 +5,9 @@ import { open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, RefusalError, SEAT_CHUNK_BYTES } from "../src/rpc/index.js";
+import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
+import { createRpcClient } from "../src/rpc/client.js";
+import { RefusalError } from "../src/rpc/errors.js";
 
 /**
  * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so

@@ -1,22 +1,36 @@
 #!/usr/bin/env node
 import { basename } from "node:path";
-import { runCli } from "../src/rpc/index.js";
-import { buildProgram, socketPath } from "./cli.js";
-import { runGitRemote } from "./git-remote.js";
+import { runCli } from "../src/rpc/cli-outcome.js";
+import { TEAMD_VERSION } from "../src/rpc/protocol.js";
+import { socketPath } from "./seat-socket.js";
 
 /**
  * `teamd-shim`, and `git-remote-teamd` when git runs the same bundle under that name (the
- * remote helper for `git fetch teamd` / `git push teamd`). The commands live in cli.ts.
+ * remote helper for `git fetch teamd` / `git push teamd`). The commands live in cli.ts. Each
+ * path imports only its own modules, when it runs (issue 26): the remote helper never loads
+ * commander, and `teamd-shim --version` never loads gRPC. No top-level await: the bundle is
+ * CommonJS (scripts/build-shim.ts), which Node starts faster than a module.
  */
-if (basename(process.argv[1] ?? "") === "git-remote-teamd") {
-  // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
-  // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
-  try {
-    await runGitRemote(socketPath());
-    process.exit(0);
-  } catch (error) {
-    process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
+async function main(argv: readonly string[]): Promise<void> {
+  if (basename(argv[1] ?? "") === "git-remote-teamd") {
+    // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
+    // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
+    try {
+      const { runGitRemote } = await import("./git-remote.js");
+      await runGitRemote(socketPath());
+      process.exit(0);
+    } catch (error) {
+      process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
+    }
+    return;
   }
-} else {
-  await runCli("teamd-shim", buildProgram(), process.argv);
+  // `--version` alone, as commander prints it (cli.ts), without loading commander: agents ask it in loops.
+  if (argv.length === 3 && (argv[2] === "--version" || argv[2] === "-V")) {
+    process.stdout.write(`${TEAMD_VERSION}\n`);
+    return;
+  }
+  const { buildProgram } = await import("./cli.js");
+  await runCli("teamd-shim", buildProgram(), argv);
 }
+
+void main(process.argv);

@@ -1,5 +1,3 @@
-import { randomUUID } from "node:crypto";
-
 /**
  * What teamd's programs take from the world beyond their inputs: the time and fresh ids.
  * Made real here, once, and injected everywhere else — through the composition root
@@ -14,8 +12,12 @@ export interface Ambient {
   readonly newId: () => string;
 }
 
-/** The real clock and id source. */
+/**
+ * The real clock and id source. The id comes from the global Web Crypto object, which Node loads
+ * on first use: importing node:crypto here cost every `teamd` command ~6 ms of start-up, even
+ * `--version`, which needs no id (issue 26).
+ */
 export const REAL_AMBIENT: Ambient = Object.freeze({
   now: () => Date.now(),
-  newId: () => randomUUID(),
+  newId: () => globalThis.crypto.randomUUID(),
 });

@@ -67,7 +67,7 @@ export function teamdCodeRoot(): string {
 
 /** The built shim bundle (npm run build: scripts/build-shim.ts). */
 export function builtShimBundle(): string {
-  return join(teamdCodeRoot(), "dist", "shim-bundle", "teamd-shim.mjs");
+  return join(teamdCodeRoot(), "dist", "shim-bundle", "teamd-shim.cjs");
 }
 
 /** The seat's egress launcher and proxy (shim/egress.ts), its own small bundle. */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chmod, chown, lchown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { git } from "../../src/effects/git.js";
 import { buildReservedSet } from "../../src/objects/reserved-set.js";
 import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/host-facts.js";
@@ -193,7 +193,8 @@ async function installShim(home: TeamdHome, built = builtShimBundle(), name = "t
   } catch {
     throw new RefusalError("containment.failed", `the shim bundle ${built} is not built; fix: run npm run build (scripts/build-shim.ts)`);
   }
-  return installSeatFile(home, name, ".mjs", bytes, 0o755);
+  // Its own extension (.cjs, .mjs): what Node reads it as where the seat runs it by its host path (containment none).
+  return installSeatFile(home, name, extname(built), bytes, 0o755);
 }
 
 /**

@@ -5,6 +5,7 @@ import { benchSeat } from "./seat.js";
 import { benchLeases } from "./leases.js";
 import { benchEgress } from "./egress.js";
 import { benchLaunch } from "./launch.js";
+import { benchStartup } from "./startup.js";
 import { meetsTarget, type BenchRow } from "./report.js";
 
 /**
@@ -20,6 +21,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   seat: benchSeat,
   egress: benchEgress,
   launch: benchLaunch,
+  startup: benchStartup,
 };
 
 /**

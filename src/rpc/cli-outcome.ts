@@ -1,4 +1,4 @@
-import { DaemonUnavailableError, RefusalError, RpcError, UsageError } from "./refusal.js";
+import { DaemonUnavailableError, RefusalError, RpcError, UsageError } from "./errors.js";
 import { RULES } from "../kernel/rules.js";
 
 /**

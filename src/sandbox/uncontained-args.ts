@@ -32,7 +32,7 @@ export function shimBundleOf(plan: SandboxPlan, base: LinuxBase = LINUX_BASE): s
 
 /** The host folder of the bundle's command names: beside the bundle, one per bundle version. */
 export function shimBinDir(bundle: string): string {
-  return join(dirname(bundle), `bin-${basename(bundle).replace(/\.m?js$/, "")}`);
+  return join(dirname(bundle), `bin-${basename(bundle).replace(/\.[cm]?js$/, "")}`);
 }
 
 export function uncontainedRun(plan: SandboxPlan, base: LinuxBase = LINUX_BASE): UncontainedRun {

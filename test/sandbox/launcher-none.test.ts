@@ -95,8 +95,8 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
     const dir = join(seat.base, "shim");
     mkdirSync(dir, { recursive: true });
     chmodSync(dir, 0o755);
-    const bundle = join(dir, "teamd-shim-test.mjs");
-    copyFileSync(join(process.cwd(), "dist/shim-bundle/teamd-shim.mjs"), bundle);
+    const bundle = join(dir, "teamd-shim-test.cjs");
+    copyFileSync(join(process.cwd(), "dist/shim-bundle/teamd-shim.cjs"), bundle);
     chmodSync(bundle, 0o755);
     const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: bundle, shimCommand: "teamd-shim" } }));
     // A system service runs with UMask=0077: the folder of names must still be the seat user's to reach.

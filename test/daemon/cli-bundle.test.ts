@@ -1,0 +1,77 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTempHome, ROOT, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+
+/**
+ * npm's `teamd` is the CLI's front bundled into one CommonJS file (dist/bin/teamd.cjs,
+ * scripts/build-shim.ts, issue 26), which imports each command from dist/ when it runs. It must
+ * be the same program as dist/daemon/main.js: the same text, the same exit codes — a command's
+ * error, thrown by dist/'s copy of src/rpc/errors.ts, keeps its exit code though the bundle's
+ * runCli holds another copy (exit 4 for an unreachable daemon, not 1).
+ */
+const BUNDLE = join(ROOT, "dist/bin/teamd.cjs");
+
+function run(program: string, args: readonly string[], home = "/nonexistent/teamd-cli-bundle") {
+  const r = spawnSync(process.execPath, [program, ...args], {
+    encoding: "utf8",
+    env: { ...process.env, TEAMD_HOME: home },
+    timeout: 20_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("the bundled teamd", () => {
+  it.each([
+    [["--version"]],
+    [["--help"]],
+    [["lease", "--help"]],
+    [["exec", "--help"]],
+    [["no-such-command"]],
+    [["log", "some-seat"]],
+    [["stop", "--all", "some-seat"]],
+    [["status", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
+    [["status", "--json", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
+    [["lease", "list", "--team", "t"]],
+    [["exec", "--json", "some-seat", "--", "true"]],
+  ])("teamd %j: the same output and exit code as dist/daemon/main.js", (args) => {
+    expect(run(BUNDLE, args)).toEqual(run(TEAMD, args));
+  });
+
+  it("a command's error keeps its exit code through the bundle: an unreachable daemon is 4", () => {
+    const r = run(BUNDLE, ["lease", "list", "--team", "t"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("cannot reach the teamd daemon");
+  });
+});
+
+/** The client commands come from a second bundle (dist/bin/teamd-client.cjs): the same answers from a real daemon. */
+describe("the bundled teamd against a daemon", () => {
+  let home: { dir: string; remove(): Promise<void> };
+  let daemon: DaemonProcess;
+  beforeAll(async () => {
+    home = await makeTempHome("teamd-cli-bundle-");
+    daemon = await startDaemon(home.dir);
+  });
+  afterAll(async () => {
+    await daemon?.stop();
+    await home?.remove();
+  });
+
+  it("teamd status --json: the same fields and exit code", () => {
+    const bundled = run(BUNDLE, ["status", "--json"], home.dir);
+    const plain = run(TEAMD, ["status", "--json"], home.dir);
+    expect(bundled.code).toBe(0);
+    expect(plain.code).toBe(0);
+    expect(Object.keys(JSON.parse(bundled.stdout) as object)).toEqual(Object.keys(JSON.parse(plain.stdout) as object));
+  });
+
+  it.each([[["exec", "no-such-seat", "--", "true"]], [["stop", "no-such-seat"]], [["start", "no-such-seat"]]])(
+    "teamd %j: the daemon's refusal, the same text and exit code",
+    (args) => {
+      const bundled = run(BUNDLE, args, home.dir);
+      expect(bundled).toEqual(run(TEAMD, args, home.dir));
+      expect(bundled.code).not.toBe(0);
+    },
+  );
+});

@@ -1,0 +1,60 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { SHIM, TEAMD } from "../support/programs.js";
+
+/**
+ * What `teamd` loads for a command that needs none of the daemon (issue 26): `--version`, `--help`
+ * and a usage error parse argv and print, so they must not load grpc-js, the generated messages,
+ * SQLite or the daemon's server — each costs start-up time a person waits for. A module hook
+ * (node:module register) lists every module the ESM loader loads; the control, `teamd status`
+ * against a socket that is not there, loads the client and proves the hook sees them.
+ */
+const HOOKS = `export async function load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); }`;
+const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`;
+
+function loaded(args: readonly string[], program = TEAMD): { code: number | null; urls: string[] } {
+  const r = spawnSync(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(REGISTER)}`, program, ...args], {
+    encoding: "utf8",
+    env: { ...process.env, TEAMD_HOME: "/nonexistent/teamd-cli-loading", TEAMD_SOCKET: "/nonexistent/teamd-cli-loading/shim.sock" },
+    timeout: 20_000,
+  });
+  const urls = r.stderr
+    .split("\n")
+    .filter((line) => line.startsWith("LOADED "))
+    .map((line) => line.slice("LOADED ".length));
+  return { code: r.status, urls };
+}
+
+const HEAVY = [/@grpc\/grpc-js/, /@bufbuild\/protobuf/, /\/src\/gen\//, /better-sqlite3/, /node-pty/, /\/daemon\/server\//, /\/src\/ledger\//];
+
+describe("teamd loads only what its command needs", () => {
+  it.each([[["--version"]], [["--help"]], [["no-such-command"]], [["status", "--no-such-flag"]], [["lease", "--help"]]])(
+    "teamd %j loads no gRPC, no generated code, no SQLite and no daemon",
+    (args) => {
+      const { urls } = loaded(args);
+      expect(urls.some((url) => url.endsWith("/dist/daemon/cli.js"))).toBe(true);
+      expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
+    },
+  );
+
+  it("the control: teamd status loads the gRPC client (the hook sees it)", () => {
+    const { code, urls } = loaded(["status", "--socket", "/nonexistent/teamd-cli-loading/control.sock"]);
+    expect(code).not.toBe(0);
+    expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
+  });
+});
+
+/** The same discipline inside a seat: teamd-shim's --version, --help and a usage error load no gRPC (dist/shim/main.js, the bundle's source). */
+describe("teamd-shim loads only what its command needs", () => {
+  it.each([[["--version"]], [["--help"]], [["no-such-command"]]])("teamd-shim %j loads no gRPC and no generated code", (args) => {
+    const { urls } = loaded(args, SHIM);
+    expect(urls.some((url) => url.endsWith("/dist/shim/main.js"))).toBe(true);
+    expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
+  });
+
+  it("the control: teamd-shim whoami loads the gRPC client", () => {
+    const { code, urls } = loaded(["whoami"], SHIM);
+    expect(code).not.toBe(0);
+    expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
+  });
+});
