@@ -30,7 +30,8 @@ export function run(program: string, args: readonly string[], env: NodeJS.Proces
     const child = execFile(
       process.execPath,
       [program, ...args],
-      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", ...spawnAs },
+      // A long ledger's `teamd log --json` is many MiB: past execFile's default 1 MiB the child is killed.
+      { env: { ...process.env, ...env }, timeout: timeoutMs, encoding: "utf8", maxBuffer: 256 * 2 ** 20, ...spawnAs },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
