@@ -163,27 +163,31 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   });
 }
 
-/** `visibility: { LAB: [PATH, ...] }` (§8): per declared lab, the paths its seats' reads may reach, read like a read grant's path scope. */
-function readVisibilityCap(value: unknown, ctx: ScopeContext): Readonly<Record<string, DimensionScope>> | null {
+/**
+ * A per-lab map of the ceiling's resource envelope (§8): every key a declared lab, every value
+ * read by `readValue` (which reports its own problems and returns undefined when it cannot read
+ * it); null when anything is wrong.
+ */
+function readPerLab<T>(
+  value: unknown,
+  key: "seats" | "visibility",
+  ctx: ScopeContext,
+  shape: { what: string; example: string },
+  readValue: (lab: string, raw: unknown, at: (string | number)[]) => T | undefined,
+): Readonly<Record<string, T>> | null {
   if (!isPlainObject(value)) {
-    ctx.problems.push(
-      problem(
-        "teamfile.schema",
-        ["ceiling", "visibility"],
-        "visibility is a map of lab to the paths its seats may read",
-        "write e.g. `visibility: { openai: [docs/, src/api/] }`",
-      ),
-    );
+    ctx.problems.push(problem("teamfile.schema", ["ceiling", key], `${key} is a map of lab to ${shape.what}`, `write e.g. \`${key}: ${shape.example}\``));
     return null;
   }
-  const out: Record<string, DimensionScope> = {};
+  const out: Record<string, T> = {};
   let bad = false;
-  for (const [lab, paths] of Object.entries(value)) {
+  for (const [lab, raw] of Object.entries(value)) {
+    const at = ["ceiling", key, lab];
     if (!ctx.declared.labs.includes(lab)) {
       ctx.problems.push(
         problem(
           "teamfile.schema",
-          ["ceiling", "visibility", lab],
+          at,
           `lab '${lab}' is not declared`,
           `declare it under declare.labs, or cap a declared lab (${ctx.declared.labs.join(", ")})`,
           "key",
@@ -192,56 +196,31 @@ function readVisibilityCap(value: unknown, ctx: ScopeContext): Readonly<Record<s
       bad = true;
       continue;
     }
-    if (!Array.isArray(paths)) {
-      ctx.problems.push(
-        problem("teamfile.schema", ["ceiling", "visibility", lab], "a lab's visibility is a list of paths", "write e.g. `[docs/, src/api/]` ([] sees nothing)"),
-      );
-      bad = true;
-      continue;
-    }
-    const read = readCapabilities({ read: { path: paths } }, ["ceiling", "visibility", lab], ctx, "bounds");
-    const scope = read?.[0]?.scope.path;
-    if (scope === undefined) bad = true;
-    else out[lab] = scope;
+    const read = readValue(lab, raw, at);
+    if (read === undefined) bad = true;
+    else out[lab] = read;
   }
   return bad ? null : Object.freeze(out);
 }
 
+/** `visibility: { LAB: [PATH, ...] }` (§8): per declared lab, the paths its seats' reads may reach, read like a read grant's path scope. */
+function readVisibilityCap(value: unknown, ctx: ScopeContext): Readonly<Record<string, DimensionScope>> | null {
+  return readPerLab(value, "visibility", ctx, { what: "the paths its seats may read", example: "{ openai: [docs/, src/api/] }" }, (_lab, paths, at) => {
+    if (!Array.isArray(paths)) {
+      ctx.problems.push(problem("teamfile.schema", at, "a lab's visibility is a list of paths", "write e.g. `[docs/, src/api/]` ([] sees nothing)"));
+      return undefined;
+    }
+    return readCapabilities({ read: { path: paths } }, at, ctx, "bounds")?.[0]?.scope.path;
+  });
+}
+
 /** `seats: { LAB: N, ... }` (§8): each a declared lab and a whole number from 0; null when it is not. */
 function readSeatsCap(value: unknown, ctx: ScopeContext): Readonly<Record<string, number>> | null {
-  if (!isPlainObject(value)) {
-    ctx.problems.push(
-      problem("teamfile.schema", ["ceiling", "seats"], "seats is a map of lab to a number of seats", "write e.g. `seats: { anthropic: 2, openai: 1 }`"),
-    );
-    return null;
-  }
-  const out: Record<string, number> = {};
-  let bad = false;
-  for (const [lab, cap] of Object.entries(value)) {
-    if (!ctx.declared.labs.includes(lab)) {
-      ctx.problems.push(
-        problem(
-          "teamfile.schema",
-          ["ceiling", "seats", lab],
-          `lab '${lab}' is not declared`,
-          `declare it under declare.labs, or cap a declared lab (${ctx.declared.labs.join(", ")})`,
-          "key",
-        ),
-      );
-      bad = true;
-    } else if (typeof cap !== "number" || !Number.isInteger(cap) || cap < 0 || cap > MAX_SEATS_PER_LAB) {
-      ctx.problems.push(
-        problem(
-          "teamfile.schema",
-          ["ceiling", "seats", lab],
-          `'${String(cap)}' is not a number of seats`,
-          `write a whole number from 0 to ${MAX_SEATS_PER_LAB}`,
-        ),
-      );
-      bad = true;
-    } else out[lab] = cap;
-  }
-  return bad ? null : Object.freeze(out);
+  return readPerLab(value, "seats", ctx, { what: "a number of seats", example: "{ anthropic: 2, openai: 1 }" }, (_lab, cap, at) => {
+    if (typeof cap === "number" && Number.isInteger(cap) && cap >= 0 && cap <= MAX_SEATS_PER_LAB) return cap;
+    ctx.problems.push(problem("teamfile.schema", at, `'${String(cap)}' is not a number of seats`, `write a whole number from 0 to ${MAX_SEATS_PER_LAB}`));
+    return undefined;
+  });
 }
 
 function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapability[] | undefined {

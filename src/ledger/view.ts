@@ -284,28 +284,7 @@ export function createView(): ViewProjector {
         if (header.type === RecordType.GATE && detail.case === "gate" && detail.value.result === GateResult.PASS && payload.effectId.byteLength > 0) {
           addTo(passes, toHex(payload.effectId), { seq, signer: principalKey(header.signer) });
         }
-        const principal = principalKey(header.actor);
-        const key = requestKey(principal, payload.requestId);
-        requests.set(
-          key,
-          Object.freeze({
-            key,
-            principal,
-            requestId: payload.requestId,
-            digest: toHex(payload.requestDigest),
-            team,
-            target: targetKey(team, payload.target),
-            intentSeq: seq,
-            effectId: toHex(payload.effectId),
-            status: "pending",
-            outcomeSeq: undefined,
-            note: "",
-            reply: new Uint8Array(0),
-            resolution: undefined,
-          } satisfies RequestState),
-        );
-        intents.set(seq, key);
-        pending.add(seq);
+        openIntent(record, targetKey(team, payload.target));
         const onTarget = pendingByTarget.get(targetKey(team, payload.target)) ?? new Set<number>();
         onTarget.add(seq);
         pendingByTarget.set(targetKey(team, payload.target), onTarget);
@@ -317,30 +296,7 @@ export function createView(): ViewProjector {
         // A start is the daemon's act: its seat_start record is the intent (written before the
         // launch, older records carry no request id), closed by an outcome. Pending and answered
         // like any intent, but on no act's target: a starting seat's own acts are not held up by it.
-        if (payload.requestId !== "") {
-          const principal = principalKey(header.actor);
-          const key = requestKey(principal, payload.requestId);
-          requests.set(
-            key,
-            Object.freeze({
-              key,
-              principal,
-              requestId: payload.requestId,
-              digest: "",
-              team,
-              target: `${targetKey(team, payload.target)}#start`,
-              intentSeq: seq,
-              effectId: "",
-              status: "pending",
-              outcomeSeq: undefined,
-              note: "",
-              reply: new Uint8Array(0),
-              resolution: undefined,
-            } satisfies RequestState),
-          );
-          intents.set(seq, key);
-          pending.add(seq);
-        }
+        if (payload.requestId !== "") openIntent(record, `${targetKey(team, payload.target)}#start`);
         break;
       case RecordType.TOMBSTONE:
         if (detail.case === "tombstone") tombstones.set(toSafeNumber(detail.value.seq, "tombstoned seq"), seq);
@@ -364,6 +320,32 @@ export function createView(): ViewProjector {
       default:
         break;
     }
+  }
+
+  /** An intent's request, pending until its outcome: answered to a retry, settled by recovery. */
+  function openIntent({ seq, header, payload }: WalkedRecord, target: string): void {
+    const principal = principalKey(header.actor);
+    const key = requestKey(principal, payload.requestId);
+    requests.set(
+      key,
+      Object.freeze({
+        key,
+        principal,
+        requestId: payload.requestId,
+        digest: toHex(payload.requestDigest),
+        team: header.team,
+        target,
+        intentSeq: seq,
+        effectId: toHex(payload.effectId),
+        status: "pending",
+        outcomeSeq: undefined,
+        note: "",
+        reply: new Uint8Array(0),
+        resolution: undefined,
+      } satisfies RequestState),
+    );
+    intents.set(seq, key);
+    pending.add(seq);
   }
 
   function noteRecordedRequest({ seq, header, payload }: WalkedRecord): void {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { leadsWriterTeamFile } from "../support/team-file.js";
 import { initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -28,21 +28,7 @@ const BIG = randomBytes(8 * 1024 * 1024).toString("base64");
 type Rec = LogRecord & { target?: string; fields?: Record<string, string>; actor?: string; result?: string };
 
 // w leads the team (a lease issues only with a present leads, §9) and leases from its own write; r reads.
-const TEAM = teamFile(`  w:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-  r:
-    lab: anthropic
-    capabilities:
-      read: ~
-      gate: ~
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "leads:\n  seat: w\nseats:\n");
+const TEAM = leadsWriterTeamFile("src/", "      gate: ~\n");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

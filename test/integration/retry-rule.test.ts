@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { leadsWriterTeamFile } from "../support/team-file.js";
 import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -18,21 +18,7 @@ const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
 // w leads the team (a lease issues only with a present leads, §9) and leases from its own write.
-const writer = (writes: string) =>
-  teamFile(`  w:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: ${writes} }
-    start:
-      command: [sleep, "3600"]
-  r:
-    lab: anthropic
-    capabilities:
-      read: ~
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "leads:\n  seat: w\nseats:\n");
+const writer = (writes: string) => leadsWriterTeamFile(writes);
 
 describe.runIf(process.platform === "linux")("a retry answers what was recorded (§15)", () => {
   let h: TeamdHarness;

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { leadsWriterTeamFile } from "../support/team-file.js";
 import { expectRefused, initTeam, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -18,20 +18,7 @@ if (asRoot) ensureSeatUser();
 
 const SECRETISH = "tombstoned-path-4c1e";
 
-const TEAM_FILE = teamFile(`  w:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-  r:
-    lab: anthropic
-    capabilities:
-      read: ~
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "leads:\n  seat: w\nseats:\n");
+const TEAM_FILE = leadsWriterTeamFile();
 
 type Rec = LogRecord & { target?: string; tombstoned?: { by: number; reason: string }; detail?: unknown; fields?: unknown };
 

@@ -21,3 +21,26 @@ export function srcWriterTeamFile(seat: string, start = ""): string {
     `  ${seat}:\n    lab: anthropic\n    capabilities:\n      read: ~\n      write: { path: src/ }\n    start:\n      command: [sleep, "3600"]\n${start}`,
   );
 }
+
+/**
+ * Team `proj` led by seat w (a lease issues only with a present leads, §9), which reads
+ * everything and writes under `writes`, and a second seat r that reads everything (and holds
+ * `rCapabilities` besides, YAML indented six), both waiting (`sleep 3600`): the leases, retry and
+ * record tests' usual pair.
+ */
+export function leadsWriterTeamFile(writes = "src/", rCapabilities = ""): string {
+  return teamFile(`  w:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: ${writes} }
+    start:
+      command: [sleep, "3600"]
+  r:
+    lab: anthropic
+    capabilities:
+      read: ~
+${rCapabilities}    start:
+      command: [sleep, "3600"]
+`).replace("seats:\n", "leads:\n  seat: w\nseats:\n");
+}
