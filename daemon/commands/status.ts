@@ -115,6 +115,12 @@ function teamJson(t: Team): Record<string, unknown> {
     seats: [...t.seats],
     liveLeases: t.liveLeases,
     review: t.reviewMode === "" ? null : { mode: t.reviewMode, floor: t.reviewFloor },
+    // The resource envelope per lab (§8): null for a dimension the ceiling does not cap.
+    envelope: t.envelope.map((e) => ({
+      lab: e.lab,
+      seats: e.seatsCapped ? { cap: e.seatsCap, live: e.seatsLive, left: Math.max(0, e.seatsCap - e.seatsLive) } : null,
+      visibility: e.visibilityCapped ? [...e.visibility] : null,
+    })),
   };
 }
 
@@ -122,6 +128,7 @@ function seatJson(s: Seat): Record<string, unknown> {
   return {
     team: s.team,
     seat: s.seat,
+    lab: s.lab === "" ? null : s.lab,
     socket: s.socket,
     state: s.state,
     initPid: s.initPid,
@@ -186,6 +193,11 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
       lines.push(
         `    seats: ${t.seats.join(", ") || "none"}; leads: ${t.leads || "none"}; live leases: ${t.liveLeases}${t.reviewMode ? `; review: ${t.reviewMode}, floor ${t.reviewFloor}` : ""}`,
       );
+    const envelope = t.envelope.flatMap((e) => [
+      ...(e.seatsCapped ? [`${e.lab} seats ${e.seatsLive} of ${e.seatsCap} live (${Math.max(0, e.seatsCap - e.seatsLive)} left)`] : []),
+      ...(e.visibilityCapped ? [`${e.lab} sees ${e.visibility.join(", ") || "nothing"}`] : []),
+    ]);
+    if (envelope.length > 0) lines.push(`    envelope: ${envelope.join("; ")}`);
   }
   lines.push(reply.seats.length === 0 ? "seats running: none" : "seats running:");
   for (const s of reply.seats) {

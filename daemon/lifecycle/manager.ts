@@ -65,6 +65,8 @@ export interface SeatView {
   readonly frozen?: boolean;
   /** The execution-context hash this run started with (its seat_start's `context`). */
   readonly context?: string;
+  /** The lab the run launched as (the envelope's seats count it so while it lives, §8). */
+  readonly lab?: string;
 }
 
 /** The owner at a seat's pty (`teamd attach`): one at a time, recorded, never its content. */
@@ -167,8 +169,6 @@ interface Slot {
   attempt: number;
   /** In an owner's start's settle window: a run that ends now is the start's failure, told to the owner, never restarted. */
   settling: boolean;
-  /** The seat's lab when it launched: what the envelope's seats count it as while it lives (§8). */
-  lab: string | undefined;
 }
 
 /** A restart waiting out its back-off: `teamd status` shows the seat `restarting`. */
@@ -380,7 +380,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // reserved in one turn: two starts at once cannot both take the last place.
     const { policy } = policyInForce(readyLedger(options.ledger()), target.team);
     const lab = Object.prototype.hasOwnProperty.call(policy.seats, target.seat) ? policy.seats[target.seat]?.lab : undefined;
-    const live = [...slots.values()].filter((s) => s.view.team === target.team).map((s) => ({ seat: s.view.seat, lab: s.lab }));
+    const live = [...slots.values()].filter((s) => s.view.team === target.team).map((s) => ({ seat: s.view.seat, lab: s.view.lab }));
     const overCap = checkSeatLaunch(policy, target.seat, live);
     if (overCap) throw new RefusalError(overCap.rule, overCap.reason);
     const runId = options.newId();
@@ -404,11 +404,11 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         containment: target.start.containment ?? "bwrap",
         cgroup: "",
         context: target.contextHash,
+        ...(lab !== undefined ? { lab } : {}),
       },
       user,
       attempt,
       settling: settling,
-      lab,
     };
     slots.set(k, slot);
     // An owner's start (or a restart firing) replaces a pending restart of the seat.

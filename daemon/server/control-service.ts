@@ -51,7 +51,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         seats: (await state.seats()).map(seatStatus),
         ledger: ledgerSummary(state.ledger.get()),
         stops: stopsInForce(state.ledger.get()),
-        teams: await teamsStatus(state.ledger.get(), state.now()),
+        teams: await teamsStatus(state.ledger.get(), state.now(), await state.seats()),
       };
     },
     async ownerAct(request) {

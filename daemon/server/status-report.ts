@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { LedgerSummarySchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type { LabEnvelopeSchema, LedgerSummarySchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type { Policy } from "../../src/kernel/index.js";
 import type { Ledger } from "../../src/ledger/index.js";
 import { loadTeamFile } from "../../src/teamfile/index.js";
 import { describeLedger } from "../host/ledger-host.js";
@@ -68,7 +69,29 @@ async function teamFileAgainstPolicy(repository: string, policyHash: string | un
   };
 }
 
-export async function teamsStatus(ledger: Ledger | undefined, now: number): Promise<MessageInitShape<typeof TeamStatusSchema>[]> {
+/** Per declared lab, the envelope's caps against what is used now (§8): live seats by the lab they launched as. */
+function labEnvelopes(policy: Policy, live: readonly { readonly lab?: string }[]): MessageInitShape<typeof LabEnvelopeSchema>[] {
+  const caps = policy.ceiling;
+  if (caps?.seats === undefined && caps?.visibility === undefined) return [];
+  return policy.declared.labs.map((lab) => {
+    const seatsCap = caps.seats?.[lab];
+    const visibility = caps.visibility?.[lab];
+    return {
+      lab,
+      seatsCapped: seatsCap !== undefined,
+      seatsCap: seatsCap ?? 0,
+      seatsLive: live.filter((s) => s.lab === lab).length,
+      visibilityCapped: visibility !== undefined,
+      visibility: visibility === undefined ? [] : visibility.state === "bounded" ? [...visibility.values] : visibility.state === "empty" ? [] : ["."],
+    };
+  });
+}
+
+export async function teamsStatus(
+  ledger: Ledger | undefined,
+  now: number,
+  running: readonly { readonly team: string; readonly lab?: string }[] = [],
+): Promise<MessageInitShape<typeof TeamStatusSchema>[]> {
   if (ledger === undefined || ledger.state.status !== "ready") return [];
   const teams: MessageInitShape<typeof TeamStatusSchema>[] = [];
   for (const team of ledger.view.teams()) {
@@ -79,6 +102,7 @@ export async function teamsStatus(ledger: Ledger | undefined, now: number): Prom
     let liveLeases = 0;
     let policyProblem: string | undefined;
     let review: { mode: string; floor: number } = { mode: "", floor: 0 };
+    let envelope: MessageInitShape<typeof LabEnvelopeSchema>[] = [];
     if (inForce !== undefined) {
       try {
         const { policy } = policyInForce(ledger, team.team);
@@ -86,6 +110,10 @@ export async function teamsStatus(ledger: Ledger | undefined, now: number): Prom
         review = policy.constraints.review;
         seats = Object.keys(policy.seats).sort();
         liveLeases = describeLeases(ledger, team.team, now).leases.filter((l) => l.live).length;
+        envelope = labEnvelopes(
+          policy,
+          running.filter((s) => s.team === team.team),
+        );
       } catch (error) {
         policyProblem = error instanceof Error ? error.message : String(error);
       }
@@ -104,6 +132,7 @@ export async function teamsStatus(ledger: Ledger | undefined, now: number): Prom
       liveLeases,
       reviewMode: review.mode,
       reviewFloor: review.floor,
+      envelope,
     });
   }
   return teams;

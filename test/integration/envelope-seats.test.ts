@@ -48,6 +48,11 @@ describe.runIf(process.platform === "linux")("the envelope's seats per lab (§8)
     expect(await running()).toEqual(["a"]);
     await expectRefused(h.run(["start", "c"]), "envelope.seats");
     expect(await running()).toEqual(["a"]);
+    // Status says it: the lab's cap, its live seats (a counted as the lab it launched as), none left.
+    const status = JSON.parse(await h.ok(["status", "--json"])) as { teams: { envelope: unknown[] }[]; seats: { seat: string; lab: string }[] };
+    expect(status.teams[0]?.envelope).toEqual([{ lab: "anthropic", seats: { cap: 1, live: 1, left: 0 }, visibility: null }]);
+    expect(status.seats.map((s) => [s.seat, s.lab])).toEqual([["a", "anthropic"]]);
+    expect(await h.ok(["status"])).toContain("envelope: anthropic seats 1 of 1 live (0 left)");
     await h.ok(["stop", "a@proj"]);
     await h.ok(["start", "c"]);
     expect(await running()).toEqual(["c"]);

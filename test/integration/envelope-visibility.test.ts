@@ -57,6 +57,11 @@ describe.runIf(process.platform === "linux")("the envelope's visibility per lab 
     const capped = await apply(file("{ openai: [docs/] }"));
     expect(capped.code, capped.stdout + capped.stderr).toBe(0);
     await expectRefused(h.shim("o", "file", "read", "src/a.txt"), "envelope.visibility");
+    const status = JSON.parse(await h.ok(["status", "--json"])) as { teams: { envelope: unknown[] }[] };
+    expect(status.teams[0]?.envelope).toEqual([
+      { lab: "anthropic", seats: null, visibility: null },
+      { lab: "openai", seats: null, visibility: ["docs"] },
+    ]);
     expect((await h.shim("o", "file", "read", "docs/d.md")).stdout).toBe("d\n");
     // The lease itself stands (the cap shadows, it revokes nothing); a new one past the cap is refused.
     expect((JSON.parse((await h.shim("o", "whoami", "--json")).stdout) as { leases: unknown[] }).leases).toHaveLength(1);

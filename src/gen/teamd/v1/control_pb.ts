@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEIocCCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCRITCgtyZXZpZXdfbW9kZRgMIAEoCRIUCgxyZXZpZXdfZmxvb3IYDSABKA0itAIKClNlYXRTdGF0dXMSDAoEc2VhdBgBIAEoCRIMCgR0ZWFtGAIgASgJEg4KBnNvY2tldBgDIAEoCRINCgVzdGF0ZRgEIAEoCRIQCghpbml0X3BpZBgFIAEoDRIOCgZydW5faWQYBiABKAkSEgoKc3RhcnRlZF9hdBgHIAEoCRIOCgZsaW1pdHMYCCABKAkSEgoKcmVwb3NpdG9yeRgJIAEoCRILCgN1aWQYCiABKA0SEwoLY29udGFpbm1lbnQYCyABKAkSDgoGY2dyb3VwGAwgASgJEg4KBmNwdV9tcxgNIAEoBBIUCgxtZW1vcnlfYnl0ZXMYDiABKAQSEgoKbWV0ZXJlZF9ieRgPIAEoCRIOCgZmcm96ZW4YECABKAgSFQoNc3RhcnRfY2hhbmdlZBgRIAEoCSI9ChFGcmVlemVTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDAoEdGhhdxgDIAEoCCJFChJGcmVlemVTZWF0UmVzcG9uc2USIgoEc2VhdBgBIAEoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSCwoDc2VxGAIgASgEInYKDUF0dGFjaFJlcXVlc3QSJAoEb3BlbhgBIAEoCzIULnRlYW1kLnYxLkF0dGFjaE9wZW5IABIOCgRrZXlzGAIgASgMSAASJgoGcmVzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZUgAQgcKBWlucHV0IpsBCgpBdHRhY2hPcGVuEgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIiCgRzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZRIPCgdjb21tYW5kGAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SEgoKbm9fdGltZW91dBgGIAEoCBIUCgxmb3J3YXJkX3BvcnQYByABKA0iKAoKQXR0YWNoU2l6ZRIMCgRjb2xzGAEgASgNEgwKBHJvd3MYAiABKA0idwoOQXR0YWNoUmVzcG9uc2USJgoFcmVhZHkYASABKAsyFS50ZWFtZC52MS5BdHRhY2hSZWFkeUgAEg4KBGRhdGEYAiABKAxIABIPCgVlbmRlZBgDIAEoCUgAEhIKCGRldGFjaGVkGAQgASgJSABCCAoGb3V0cHV0Il8KC0F0dGFjaFJlYWR5EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRITCgtjb250YWlubWVudBgDIAEoCRILCgNzZXEYBCABKAQSEgoKc2Nyb2xsYmFjaxgFIAEoDSIuChBTdGFydFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI4ChFTdGFydFNlYXRSZXNwb25zZRIjCgVzZWF0cxgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiLQoPU3RvcFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI5ChBTdG9wU2VhdFJlc3BvbnNlEiUKB3N0b3BwZWQYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzInEKC0V4ZWNSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIPCgdjb21tYW5kGAMgAygJEhIKCnRpbWVvdXRfbXMYBCABKA0SDQoFc3RkaW4YBSABKAwSEgoKbm9fdGltZW91dBgGIAEoCCJfCgxFeGVjUmVzcG9uc2USEAoGc3Rkb3V0GAEgASgMSAASEAoGc3RkZXJyGAIgASgMSAASIgoEZG9uZRgDIAEoCzISLnRlYW1kLnYxLkV4ZWNEb25lSABCBwoFZXZlbnQiagoIRXhlY0RvbmUSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoDBIOCgZzdGRlcnIYAyABKAwSCwoDaG93GAQgASgJEhEKCXRydW5jYXRlZBgFIAEoCBILCgNzZXEYBiABKAQiFQoTTGVkZ2VyU3RhdHVzUmVxdWVzdCKyAQoUTGVkZ2VyU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSDAoEcnVsZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSEAoIaGVhZF9zZXEYBCABKAQSEQoJaGVhZF9oYXNoGAUgASgJEhMKC29ic2VydmF0aW9uGAYgASgMEhgKEG93bmVyX3B1YmxpY19rZXkYByABKAwSGQoRZGFlbW9uX3B1YmxpY19rZXkYCCABKAwiHQoOU3RvcEFsbFJlcXVlc3QSCwoDYWN0GAEgASgMIngKD1N0b3BBbGxSZXNwb25zZRIPCgdmbGFnX2lkGAEgASgJEhAKCHJlY29yZGVkGAIgASgIEgsKA3NlcRgDIAEoBBIOCgZyZWFzb24YBCABKAkSJQoHc3RvcHBlZBgFIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiJAoUUG9saWN5SW5Gb3JjZVJlcXVlc3QSDAoEdGVhbRgBIAEoCSLpAQoVUG9saWN5SW5Gb3JjZVJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSCwoDc2VxGAIgASgEEhYKDnRlYW1fZmlsZV9oYXNoGAMgASgJEhEKCWNhbm9uaWNhbBgEIAEoCRJPChFzdGFydF9maWxlX2hhc2hlcxgFIAMoCzI0LnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZS5TdGFydEZpbGVIYXNoZXNFbnRyeRo2ChRTdGFydEZpbGVIYXNoZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KDUxlYXNlc1JlcXVlc3QSDAoEdGVhbRgBIAEoCSJHCg5MZWFzZXNSZXNwb25zZRIkCgZsZWFzZXMYASADKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5Eg8KB3Jldm9rZWQYAiADKAkqiQIKDE93bmVyQWN0S2luZBIeChpPV05FUl9BQ1RfS0lORF9VTlNQRUNJRklFRBAAEhoKFk9XTkVSX0FDVF9LSU5EX0dFTkVTSVMQARIXChNPV05FUl9BQ1RfS0lORF9URUFNEAISGAoUT1dORVJfQUNUX0tJTkRfQVBQTFkQAxIcChhPV05FUl9BQ1RfS0lORF9SRUNPTkNJTEUQBBIZChVPV05FUl9BQ1RfS0lORF9SRVNVTUUQBRIYChRPV05FUl9BQ1RfS0lORF9MRUFTRRAGEhkKFU9XTkVSX0FDVF9LSU5EX1JFVk9LRRAHEhwKGE9XTkVSX0FDVF9LSU5EX1RPTUJTVE9ORRAIMqkHCg5Db250cm9sU2VydmljZRJUCgVIZWxsbxIkLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXF1ZXN0GiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlElcKBldob0FtSRIlLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVxdWVzdBomLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlV2hvQW1JUmVzcG9uc2USOwoGU3RhdHVzEhcudGVhbWQudjEuU3RhdHVzUmVxdWVzdBoYLnRlYW1kLnYxLlN0YXR1c1Jlc3BvbnNlEkEKCE93bmVyQWN0EhkudGVhbWQudjEuT3duZXJBY3RSZXF1ZXN0GhoudGVhbWQudjEuT3duZXJBY3RSZXNwb25zZRJNCgxMZWRnZXJTdGF0dXMSHS50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXF1ZXN0Gh4udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVzcG9uc2USUAoNUG9saWN5SW5Gb3JjZRIeLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXF1ZXN0Gh8udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlEkQKCVN0YXJ0U2VhdBIaLnRlYW1kLnYxLlN0YXJ0U2VhdFJlcXVlc3QaGy50ZWFtZC52MS5TdGFydFNlYXRSZXNwb25zZRJBCghTdG9wU2VhdBIZLnRlYW1kLnYxLlN0b3BTZWF0UmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BTZWF0UmVzcG9uc2USNwoERXhlYxIVLnRlYW1kLnYxLkV4ZWNSZXF1ZXN0GhYudGVhbWQudjEuRXhlY1Jlc3BvbnNlMAESPwoGQXR0YWNoEhcudGVhbWQudjEuQXR0YWNoUmVxdWVzdBoYLnRlYW1kLnYxLkF0dGFjaFJlc3BvbnNlKAEwARI+CgdTdG9wQWxsEhgudGVhbWQudjEuU3RvcEFsbFJlcXVlc3QaGS50ZWFtZC52MS5TdG9wQWxsUmVzcG9uc2USOwoGTGVhc2VzEhcudGVhbWQudjEuTGVhc2VzUmVxdWVzdBoYLnRlYW1kLnYxLkxlYXNlc1Jlc3BvbnNlEkcKCkZyZWV6ZVNlYXQSGy50ZWFtZC52MS5GcmVlemVTZWF0UmVxdWVzdBocLnRlYW1kLnYxLkZyZWV6ZVNlYXRSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEIrACCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCRITCgtyZXZpZXdfbW9kZRgMIAEoCRIUCgxyZXZpZXdfZmxvb3IYDSABKA0SJwoIZW52ZWxvcGUYDiADKAsyFS50ZWFtZC52MS5MYWJFbnZlbG9wZSKGAQoLTGFiRW52ZWxvcGUSCwoDbGFiGAEgASgJEhQKDHNlYXRzX2NhcHBlZBgCIAEoCBIRCglzZWF0c19jYXAYAyABKA0SEgoKc2VhdHNfbGl2ZRgEIAEoDRIZChF2aXNpYmlsaXR5X2NhcHBlZBgFIAEoCBISCgp2aXNpYmlsaXR5GAYgAygJIsECCgpTZWF0U3RhdHVzEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIOCgZzb2NrZXQYAyABKAkSDQoFc3RhdGUYBCABKAkSEAoIaW5pdF9waWQYBSABKA0SDgoGcnVuX2lkGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAkSDgoGbGltaXRzGAggASgJEhIKCnJlcG9zaXRvcnkYCSABKAkSCwoDdWlkGAogASgNEhMKC2NvbnRhaW5tZW50GAsgASgJEg4KBmNncm91cBgMIAEoCRIOCgZjcHVfbXMYDSABKAQSFAoMbWVtb3J5X2J5dGVzGA4gASgEEhIKCm1ldGVyZWRfYnkYDyABKAkSDgoGZnJvemVuGBAgASgIEhUKDXN0YXJ0X2NoYW5nZWQYESABKAkSCwoDbGFiGBIgASgJIj0KEUZyZWV6ZVNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIMCgR0aGF3GAMgASgIIkUKEkZyZWV6ZVNlYXRSZXNwb25zZRIiCgRzZWF0GAEgASgLMhQudGVhbWQudjEuU2VhdFN0YXR1cxILCgNzZXEYAiABKAQidgoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudGVhbWQudjEuQXR0YWNoT3BlbkgAEg4KBGtleXMYAiABKAxIABImCgZyZXNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplSABCBwoFaW5wdXQimwEKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplEg8KB2NvbW1hbmQYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRISCgpub190aW1lb3V0GAYgASgIEhQKDGZvcndhcmRfcG9ydBgHIAEoDSIoCgpBdHRhY2hTaXplEgwKBGNvbHMYASABKA0SDAoEcm93cxgCIAEoDSJ3Cg5BdHRhY2hSZXNwb25zZRImCgVyZWFkeRgBIAEoCzIVLnRlYW1kLnYxLkF0dGFjaFJlYWR5SAASDgoEZGF0YRgCIAEoDEgAEg8KBWVuZGVkGAMgASgJSAASEgoIZGV0YWNoZWQYBCABKAlIAEIICgZvdXRwdXQiXwoLQXR0YWNoUmVhZHkSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEhMKC2NvbnRhaW5tZW50GAMgASgJEgsKA3NlcRgEIAEoBBISCgpzY3JvbGxiYWNrGAUgASgNIi4KEFN0YXJ0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjgKEVN0YXJ0U2VhdFJlc3BvbnNlEiMKBXNlYXRzGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyItCg9TdG9wU2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjkKEFN0b3BTZWF0UmVzcG9uc2USJQoHc3RvcHBlZBgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMicQoLRXhlY1JlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg8KB2NvbW1hbmQYAyADKAkSEgoKdGltZW91dF9tcxgEIAEoDRINCgVzdGRpbhgFIAEoDBISCgpub190aW1lb3V0GAYgASgIIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSqJAgoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcSHAoYT1dORVJfQUNUX0tJTkRfVE9NQlNUT05FEAgyqQcKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI3CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2UwARI/CgZBdHRhY2gSFy50ZWFtZC52MS5BdHRhY2hSZXF1ZXN0GhgudGVhbWQudjEuQXR0YWNoUmVzcG9uc2UoATABEj4KB1N0b3BBbGwSGC50ZWFtZC52MS5TdG9wQWxsUmVxdWVzdBoZLnRlYW1kLnYxLlN0b3BBbGxSZXNwb25zZRI7CgZMZWFzZXMSFy50ZWFtZC52MS5MZWFzZXNSZXF1ZXN0GhgudGVhbWQudjEuTGVhc2VzUmVzcG9uc2USRwoKRnJlZXplU2VhdBIbLnRlYW1kLnYxLkZyZWV6ZVNlYXRSZXF1ZXN0GhwudGVhbWQudjEuRnJlZXplU2VhdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -394,6 +394,13 @@ export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
    * @generated from field: uint32 review_floor = 13;
    */
   reviewFloor: number;
+
+  /**
+   * The resource envelope per declared lab (§8): its caps, what is used, what is left.
+   *
+   * @generated from field: repeated teamd.v1.LabEnvelope envelope = 14;
+   */
+  envelope: LabEnvelope[];
 };
 
 /**
@@ -402,6 +409,54 @@ export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
  */
 export const TeamStatusSchema: GenMessage<TeamStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 10);
+
+/**
+ * One lab's share of the resource envelope (§8), as status shows it.
+ *
+ * @generated from message teamd.v1.LabEnvelope
+ */
+export type LabEnvelope = Message<"teamd.v1.LabEnvelope"> & {
+  /**
+   * @generated from field: string lab = 1;
+   */
+  lab: string;
+
+  /**
+   * The ceiling's seats: the cap (when capped), and the lab's live seats now.
+   *
+   * @generated from field: bool seats_capped = 2;
+   */
+  seatsCapped: boolean;
+
+  /**
+   * @generated from field: uint32 seats_cap = 3;
+   */
+  seatsCap: number;
+
+  /**
+   * @generated from field: uint32 seats_live = 4;
+   */
+  seatsLive: number;
+
+  /**
+   * The ceiling's visibility: the paths the lab's reads may reach (when capped; none: sees nothing).
+   *
+   * @generated from field: bool visibility_capped = 5;
+   */
+  visibilityCapped: boolean;
+
+  /**
+   * @generated from field: repeated string visibility = 6;
+   */
+  visibility: string[];
+};
+
+/**
+ * Describes the message teamd.v1.LabEnvelope.
+ * Use `create(LabEnvelopeSchema)` to create a new message.
+ */
+export const LabEnvelopeSchema: GenMessage<LabEnvelope> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 11);
 
 /**
  * @generated from message teamd.v1.SeatStatus
@@ -523,6 +578,13 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
    * @generated from field: string start_changed = 17;
    */
   startChanged: string;
+
+  /**
+   * The lab the run launched as: what the envelope's seats count it as while it lives (§8).
+   *
+   * @generated from field: string lab = 18;
+   */
+  lab: string;
 };
 
 /**
@@ -530,7 +592,7 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  * Use `create(SeatStatusSchema)` to create a new message.
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 11);
+  messageDesc(file_teamd_v1_control, 12);
 
 /**
  * @generated from message teamd.v1.FreezeSeatRequest
@@ -559,7 +621,7 @@ export type FreezeSeatRequest = Message<"teamd.v1.FreezeSeatRequest"> & {
  * Use `create(FreezeSeatRequestSchema)` to create a new message.
  */
 export const FreezeSeatRequestSchema: GenMessage<FreezeSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * @generated from message teamd.v1.FreezeSeatResponse
@@ -583,7 +645,7 @@ export type FreezeSeatResponse = Message<"teamd.v1.FreezeSeatResponse"> & {
  * Use `create(FreezeSeatResponseSchema)` to create a new message.
  */
 export const FreezeSeatResponseSchema: GenMessage<FreezeSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.AttachRequest
@@ -624,7 +686,7 @@ export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
  * Use `create(AttachRequestSchema)` to create a new message.
  */
 export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.AttachOpen
@@ -679,7 +741,7 @@ export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
  * Use `create(AttachOpenSchema)` to create a new message.
  */
 export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.AttachSize
@@ -701,7 +763,7 @@ export type AttachSize = Message<"teamd.v1.AttachSize"> & {
  * Use `create(AttachSizeSchema)` to create a new message.
  */
 export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.AttachResponse
@@ -750,7 +812,7 @@ export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.AttachReady
@@ -789,7 +851,7 @@ export type AttachReady = Message<"teamd.v1.AttachReady"> & {
  * Use `create(AttachReadySchema)` to create a new message.
  */
 export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -813,7 +875,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -830,7 +892,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -854,7 +916,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -871,7 +933,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -922,7 +984,7 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 23);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * One message of an Exec stream: output as it comes, then the end.
@@ -959,7 +1021,7 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
  * Use `create(ExecResponseSchema)` to create a new message.
  */
 export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 24);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
@@ -1011,7 +1073,7 @@ export type ExecDone = Message<"teamd.v1.ExecDone"> & {
  * Use `create(ExecDoneSchema)` to create a new message.
  */
 export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 25);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -1024,7 +1086,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 26);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -1084,7 +1146,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 27);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -1103,7 +1165,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 28);
+  messageDesc(file_teamd_v1_control, 29);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -1151,7 +1213,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 29);
+  messageDesc(file_teamd_v1_control, 30);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -1168,7 +1230,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 30);
+  messageDesc(file_teamd_v1_control, 31);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -1211,7 +1273,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 31);
+  messageDesc(file_teamd_v1_control, 32);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -1228,7 +1290,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 32);
+  messageDesc(file_teamd_v1_control, 33);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -1254,7 +1316,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 33);
+  messageDesc(file_teamd_v1_control, 34);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
