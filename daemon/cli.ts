@@ -26,6 +26,7 @@ const noticeCommands = () => import("./commands/notices.js");
 const verify = async () => (await import("./commands/verify.js")).verify;
 const ledgerReconcile = () => import("./commands/ledger-reconcile.js");
 const tombstone = async () => (await import("./commands/tombstone.js")).tombstoneCommand;
+const renew = async () => (await import("./commands/renew.js")).renewCommand;
 const seatCommands = () => import("./client-commands.js");
 const doctor = async () => (await import("./commands/doctor.js")).doctor;
 const stopAllCommand = async () => (await import("./commands/stop-all.js")).stopAllCommand;
@@ -275,6 +276,13 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
       .command("revoke")
       .description("revoke a lease (same as teamd lease revoke): in force at once by its owner-signed flag, recorded when the store allows"),
   );
+
+  program
+    .command("renew")
+    .description("renew a team's unattended runtime (the ceiling's runtime, §8): signed by you; a paused team's acts and starts resume, its frozen seats thaw")
+    .requiredOption("--team <TEAM>", "the team")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (opts: { team: string; json?: boolean }) => (await renew())(opts, ambient));
 
   const ledger = program.command("ledger").description("owner acts on the ledger itself");
   ledger

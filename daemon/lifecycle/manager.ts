@@ -13,6 +13,7 @@ import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
 import { policyInForce, policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
 import { checkSeatLaunch } from "../../src/kernel/envelope-seats.js";
+import { runtimeRefusal } from "../../src/kernel/envelope-runtime.js";
 import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
 import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
@@ -114,7 +115,8 @@ export interface SeatManager {
     options: { timeoutMs: number | "none" },
   ): Promise<Attachment>;
   /** Freeze every process of a running seat where it stands (v2 cgroup.freeze), or thaw it: an owner act, recorded first. */
-  freeze(team: string | undefined, seat: string, frozen: boolean): Promise<{ view: SeatView; seq: number }>;
+  /** `by`: the owner (teamd freeze / thaw), or the envelope's runtime pausing the team and its renewal (§8). */
+  freeze(team: string | undefined, seat: string, frozen: boolean, by?: "owner" | "runtime"): Promise<{ view: SeatView; seq: number }>;
   list(): SeatView[];
   /** list(), with each running seat's CPU and memory read now. */
   metered(): Promise<SeatView[]>;
@@ -381,7 +383,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const { policy } = policyInForce(readyLedger(options.ledger()), target.team);
     const lab = Object.prototype.hasOwnProperty.call(policy.seats, target.seat) ? policy.seats[target.seat]?.lab : undefined;
     const live = [...slots.values()].filter((s) => s.view.team === target.team).map((s) => ({ seat: s.view.seat, lab: s.view.lab }));
-    const overCap = checkSeatLaunch(policy, target.seat, live);
+    const overCap =
+      checkSeatLaunch(policy, target.seat, live) ?? runtimeRefusal(policy, readyLedger(options.ledger()).view.renewedAt(target.team), options.now());
     if (overCap) throw new RefusalError(overCap.rule, overCap.reason);
     const runId = options.newId();
     // System mode: a host uid of the seat's own (daemon/host/seat-uids.ts); user mode: the daemon's.
@@ -933,7 +936,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         },
       };
     },
-    async freeze(team, seat, frozen) {
+    async freeze(team, seat, frozen, by = "owner") {
       const t = team ?? teamOf(seat, true);
       const slot = slots.get(key(t, seat));
       if (slot === undefined || slot.view.state !== "running") {
@@ -950,7 +953,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       if ((slot.view.frozen === true) === frozen) return { view: slot.view, seq: 0 };
       // Recorded before it happens: an owner act that cannot be recorded does not happen.
       const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, {
-        by: "owner",
+        by,
         containment: slot.view.containment,
         strength: strength(slot),
       });
@@ -963,7 +966,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         );
       }
       slot.view = { ...slot.view, frozen };
-      log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by the owner (record ${recorded.seq})`);
+      log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by ${by === "owner" ? "the owner" : "the envelope's runtime"} (record ${recorded.seq})`);
       return { view: slot.view, seq: recorded.seq };
     },
     list: () => [...[...slots.values()].map((s) => s.view), ...[...restarts.values()].map((r) => r.view)],

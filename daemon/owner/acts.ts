@@ -151,6 +151,7 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     [OwnerActKind.LEASE]: RecordType.LEASE,
     [OwnerActKind.REVOKE]: RecordType.REVOCATION,
     [OwnerActKind.TOMBSTONE]: RecordType.TOMBSTONE,
+    [OwnerActKind.RENEW]: RecordType.RENEW,
   }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
@@ -179,6 +180,8 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
   else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
   else if (kind === OwnerActKind.TOMBSTONE && before === undefined) problem = checkTombstone(ledger, team, checked);
+  else if (kind === OwnerActKind.RENEW && ledger.view.team(team) === undefined)
+    problem = { decision: "refuse", rule: "team.unknown", reason: `team '${team}' is not registered on this machine; there is no runtime to renew` };
   if (problem) {
     await recordRefusal(ledger, team, checked.proposal.action, problem);
     throw refusalError(problem);

@@ -21,6 +21,7 @@ import {
 import { RefusalError } from "../../src/rpc/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { capabilityUse, leaseSetHash } from "../../src/ledger/input-state.js";
+import { runtimeRefusal } from "../../src/kernel/envelope-runtime.js";
 import { policyInForce, type PolicyInForce } from "../../src/ledger/policy-in-force.js";
 import { boundEchoes, boundText, INTENT_TEXT_BYTES, RECORD_NAME_BYTES, RECORD_TEXT_BYTES, utf8Bytes } from "../../src/ledger/bounded-text.js";
 import { approxActBytes, approxOutcomeDetail, approxRecordBytes } from "../../src/ledger/record-size.js";
@@ -492,6 +493,9 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
             [gated.requestId],
           );
         const retry = ctx.ledger.view.request(principal, gated.requestId) !== undefined;
+        // §8: a team past its unattended runtime is paused — no new act (a retry is the act that happened).
+        const paused = retry ? undefined : runtimeRefusal(ctx.policy.policy, ctx.ledger.view.renewedAt(ctx.identity.team), clock());
+        if (paused !== undefined) throw await record(ctx.identity, ctx.ledger, paused, gated.action, gated.target, true, [gated.requestId]);
         const decision = request === undefined || retry ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
           throw await record(
@@ -560,6 +564,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
         const spent = actBudgetSpent(ctx.identity);
         if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action, target);
+        const paused = runtimeRefusal(ctx.policy.policy, ctx.ledger.view.renewedAt(ctx.identity.team), clock());
         // §15, one retry rule, before the kernel decides again (under the lock: two copies of
         // one retry make one set of records): a request id this seat already used is answered
         // from its records when the bytes are the same, refused when they are not.
@@ -581,6 +586,8 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
               [request.id],
             );
         }
+        // §8: paused past the runtime (a retry above is answered from its records all the same).
+        if (paused !== undefined) throw await record(ctx.identity, ctx.ledger, paused, action, target);
         const decided = decide(viewFor(ctx), clock());
         if ("decision" in decided) throw await record(ctx.identity, ctx.ledger, decided, action, target);
         acts.take(

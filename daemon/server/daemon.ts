@@ -19,6 +19,7 @@ import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
 import { watchFloors, type FloorWatch } from "./floor-watch.js";
+import { watchRuntime, type RuntimeWatch } from "./runtime-watch.js";
 import { unmetFloors } from "../owner/leases.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
@@ -93,6 +94,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let seats: SeatManager | undefined;
   let stopWatch: StopWatch | undefined;
   let floorWatch: FloorWatch | undefined;
+  let runtimeWatch: RuntimeWatch | undefined;
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
@@ -360,6 +362,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
         });
         // A floor a lease's expiry breaks pauses at the next decision; the owner is told once (§5, §11).
         floorWatch = watchFloors({ ledger: () => ledger, unmetFloors: (l, team) => unmetFloors(l, team, now()), log });
+        // A team past its unattended runtime: told once, its seats frozen (or stopped), thawed when renewed (§8).
+        runtimeWatch = watchRuntime({ ledger: () => ledger, seats: () => seats, now, log });
       } catch (error) {
         await this.stop();
         throw error;
@@ -381,6 +385,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       stopWatch = undefined;
       floorWatch?.close();
       floorWatch = undefined;
+      runtimeWatch?.close();
+      runtimeWatch = undefined;
       await seats?.stopAll(DAEMON_STOPPING, "daemon");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {

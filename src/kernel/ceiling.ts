@@ -22,6 +22,12 @@ export interface Ceiling {
    * scopes may reach (envelope-visibility.ts). A lab not named is not bounded here.
    */
   readonly visibility?: Readonly<Record<string, DimensionScope>>;
+  /**
+   * The resource envelope's unattended runtime (§8): the longest the team runs since the last
+   * owner-signed act that renews it (an apply of its file, `teamd renew`); past it the team is
+   * paused (envelope-runtime.ts).
+   */
+  readonly runtimeMs?: number;
 }
 
 /** The most seats a lab's cap may name: a bound on what is read, far above any real team. */

@@ -26,9 +26,9 @@ export interface Delegation {
   readonly twoGranter?: readonly OperationalCapability[];
 }
 
-const RESOURCE = "the rest of the resource envelope — spend, unattended runtime (§8) — arrives with the resource-envelope issues";
-const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility"];
-const CEILING_UNSUPPORTED = ["spend", "runtime"];
+const RESOURCE = "the rest of the resource envelope — spend (§8) — arrives with the resource-envelope issues";
+const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility", "runtime"];
+const CEILING_UNSUPPORTED = ["spend"];
 
 const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -154,12 +154,23 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   if (seats === null) bad = true;
   const visibility = value.visibility === undefined ? undefined : readVisibilityCap(value.visibility, ctx);
   if (visibility === null) bad = true;
+  let runtimeMs: number | undefined;
+  if (value.runtime !== undefined) {
+    runtimeMs = typeof value.runtime === "string" ? parseDuration(value.runtime) : undefined;
+    if (runtimeMs === undefined) {
+      problems.push(
+        problem("teamfile.schema", ["ceiling", "runtime"], `'${String(value.runtime)}' is not a duration`, "write a whole number and a unit: 90s, 30m, 8h, 7d"),
+      );
+      bad = true;
+    }
+  }
   if (bad) return undefined;
   return Object.freeze({
     ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}),
     leaseTtlMs,
     ...(seats ? { seats } : {}),
     ...(visibility ? { visibility } : {}),
+    ...(runtimeMs !== undefined ? { runtimeMs } : {}),
   });
 }
 

@@ -446,6 +446,7 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
       ...(bounds !== undefined ? { capabilities: capabilityMap(grants) } : {}),
       "lease-ttl": showDuration(d.ceiling.leaseTtlMs),
       ...(d.ceiling.seats !== undefined ? { seats: { ...d.ceiling.seats } } : {}),
+      ...(d.ceiling.runtimeMs !== undefined ? { runtime: showDuration(d.ceiling.runtimeMs) } : {}),
       ...(d.ceiling.visibility !== undefined
         ? {
             visibility: Object.fromEntries(

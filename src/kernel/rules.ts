@@ -367,6 +367,11 @@ export const RULES = {
     summary:
       "the lab's seat cap (the ceiling's seats) would be passed: a team file declaring more seats of a lab than its cap, or a launch while the lab's live seats already reach it",
   },
+  "envelope.runtime": {
+    section: "§8",
+    summary:
+      "the team has run unattended past its runtime (the ceiling's runtime, since the owner's last renewal: an apply of its file or teamd renew); every gated act and start is refused, and its seats frozen or halted, until the owner renews it",
+  },
   "envelope.visibility": {
     section: "§8",
     summary:

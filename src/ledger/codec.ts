@@ -176,6 +176,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.TEAM]: "team",
   [RecordType.SERVED]: "served",
   [RecordType.TOMBSTONE]: "tombstone",
+  [RecordType.RENEW]: "renew",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

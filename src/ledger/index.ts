@@ -15,6 +15,7 @@ export {
   resumeDraft,
   revocationDraft,
   tombstoneDraft,
+  renewDraft,
   headReconcileDraft,
   outcomeReconcileDraft,
   type OwnerActDraft,

@@ -182,6 +182,16 @@ export function revocationDraft(options: { team: string; subject: RevocationSubj
   };
 }
 
+/** Renew a team's unattended runtime (§8): its clock starts again from this record. */
+export function renewDraft(options: { team: string; nonce?: Uint8Array }): OwnerActDraft {
+  return {
+    type: RecordType.RENEW,
+    team: options.team,
+    action: "renew",
+    payload: { target: { kind: TargetKind.TEAM, name: options.team }, detail: { case: "renew", value: { nonce: nonceOr(options.nonce) } } },
+  };
+}
+
 /** Tombstone a record (§15): hide its content, keep its stub (src/ledger/tombstone.ts decides which records may be). */
 export function tombstoneDraft(options: {
   subject: { seq: number; header: { type: RecordType; team: string }; payload: RecordPayload | undefined; payloadDigest: Uint8Array };

@@ -102,6 +102,8 @@ export interface LedgerView extends TrunkFactsView {
   recordedRequest(principal: string, requestId: string): RecordedRequest | undefined;
   /** The seq of the tombstone that hides this record's content, if one does (§15). */
   tombstoneOf(seq: number): number | undefined;
+  /** When the owner last renewed the team's unattended runtime (§8): the time of its latest owner-signed policy or renew record; 0: never. */
+  renewedAt(team: string): number;
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
   pendingIntents(): readonly RequestState[];
@@ -181,6 +183,7 @@ export function createView(): ViewProjector {
   const requests = new Map<string, RequestState>();
   const recordedRequests = new Map<string, RecordedRequest>();
   const tombstones = new Map<number, number>();
+  const renewals = new Map<string, number>();
   const intents = new Map<number, string>();
   const intentAfter = new Map<number, string>();
   const pending = new Set<number>();
@@ -219,6 +222,14 @@ export function createView(): ViewProjector {
       ownerActs.set(toHex(sha256(encodeProposal(proposalOf(header)))), seq);
     }
     if (header.flag?.flagId) recordedFlags.set(header.flag.flagId, seq);
+    // §8: only the owner's own acts renew a team's runtime — an apply of its file, a renew.
+    if (
+      (header.type === RecordType.POLICY || header.type === RecordType.RENEW) &&
+      header.signer?.kind === PrincipalKind.OWNER &&
+      header.signature &&
+      team !== ""
+    )
+      renewals.set(team, toSafeNumber(header.timeUnixMs, "record time"));
     switch (header.type) {
       case RecordType.POLICY:
         if (detail.case === "policy") {
@@ -412,6 +423,7 @@ export function createView(): ViewProjector {
     request: (principal, requestId) => requests.get(requestKey(principal, requestId)),
     recordedRequest: (principal, requestId) => recordedRequests.get(requestKey(principal, requestId)),
     tombstoneOf: (seq) => tombstones.get(seq),
+    renewedAt: (team) => renewals.get(team) ?? 0,
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
     pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
@@ -441,6 +453,7 @@ export function createView(): ViewProjector {
         leases: sorted(leases),
         recordedRequests: sorted(recordedRequests),
         tombstones: Object.fromEntries([...tombstones].sort(([a], [b]) => a - b)),
+        renewals: sorted(renewals),
         requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),
         pending: [...pending].sort((a, b) => a - b),
         unknownByTarget: sorted([...unknownByTarget].map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as [string, number[]])),

@@ -153,7 +153,6 @@ describe("keys for features not enforced yet are refused as not supported, namin
   const table: { where: string; yaml: string; area: RegExp }[] = [
     { where: "top: leases", yaml: `${HEAD}leases: []\n`, area: /§7.*never written in the team file/ },
     { where: "ceiling: spend", yaml: `${HEAD}ceiling:\n  spend: 100\n`, area: /resource envelope/ },
-    { where: "ceiling: runtime", yaml: `${HEAD}ceiling:\n  runtime: 3h\n`, area: /resource envelope/ },
     { where: "top: envelope", yaml: `${HEAD}envelope: {}\n`, area: /resource envelope/ },
     { where: "top: create-bounds", yaml: `${HEAD}create-bounds: {}\n`, area: /§10/ },
     { where: "declare: roots", yaml: `${HEAD}declare:\n  roots: [sub]\n`, area: /repository roots/ },

@@ -1,0 +1,107 @@
+import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { runtimeLeftMs } from "../../src/kernel/envelope-runtime.js";
+import { showDuration } from "../../src/kernel/delegation-input.js";
+import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
+import { describeError } from "../../src/ledger/errors.js";
+import { policyInForce } from "../../src/ledger/policy-in-force.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import type { SeatManager } from "../lifecycle/manager.js";
+
+/**
+ * The envelope's unattended runtime at its limit (§8, §11): the kernel refuses every gated act
+ * and start of a paused team at its next decision; this watch does the rest, by the daemon's
+ * clock, every second. A team newly past its runtime: the owner is told once (a notice), and its
+ * running seats are frozen where they have a v2 cgroup of their own (cgroup.freeze: they carry on
+ * where they stood once renewed) and stopped otherwise (no handoff checkpoint yet: the rest of
+ * issue 27). A team renewed (an apply, teamd renew): the seats this watch froze are thawed.
+ */
+export interface RuntimeWatch {
+  check(): Promise<void>;
+  close(): void;
+}
+
+export function watchRuntime(options: {
+  readonly ledger: () => Ledger | undefined;
+  readonly seats: () => SeatManager | undefined;
+  readonly now: () => number;
+  readonly log: (line: string) => void;
+  readonly intervalMs?: number;
+}): RuntimeWatch {
+  /** Per paused team: the renewal it was paused under, and the seats this watch froze. */
+  const paused = new Map<string, { renewedAt: number; frozen: Set<string> }>();
+  let busy = false;
+
+  async function pause(ledger: Ledger, team: string, renewedAt: number, limitMs: number, seats: SeatManager): Promise<void> {
+    const frozen = new Set<string>();
+    paused.set(team, { renewedAt, frozen });
+    const running = seats.list().filter((v) => v.team === team && v.state === "running");
+    const done: string[] = [];
+    for (const view of running) {
+      try {
+        await seats.freeze(team, view.seat, true, "runtime");
+        frozen.add(view.seat);
+        done.push(`${view.seat} frozen`);
+      } catch (error) {
+        // No v2 cgroup of its own: it cannot stand still, so it stops (its gated acts are refused already).
+        if (!(error instanceof RefusalError) || error.rule !== "containment.freeze") throw error;
+        await seats.stop(team, view.seat);
+        done.push(`${view.seat} stopped (no cgroup to freeze)`);
+      }
+    }
+    await ledger.append({
+      type: RecordType.NOTICE,
+      team,
+      actor: daemonPrincipal(),
+      action: "notice",
+      payload: {
+        detail: {
+          case: "notice",
+          value: {
+            subject: `runtime spent (team ${team}): paused`,
+            text: `team ${team} has run unattended for its runtime (${showDuration(limitMs)} since the owner's last renewal); every gated act and start is refused until you renew it (teamd renew --team ${team}, or teamd apply)${done.length > 0 ? `; seats: ${done.join(", ")}` : ""}`,
+          },
+        },
+      },
+    });
+    options.log(`team ${team}: runtime spent, paused${done.length > 0 ? ` (${done.join(", ")})` : ""}`);
+  }
+
+  async function resume(team: string, state: { frozen: Set<string> }, seats: SeatManager): Promise<void> {
+    paused.delete(team);
+    for (const seat of state.frozen) {
+      await seats.freeze(team, seat, false, "runtime").catch((error: unknown) => options.log(`team ${team}: seat ${seat} not thawed: ${describeError(error)}`));
+    }
+    options.log(`team ${team}: renewed; ${state.frozen.size} seat(s) thawed`);
+  }
+
+  const check = async (): Promise<void> => {
+    const ledger = options.ledger();
+    const seats = options.seats();
+    if (busy || ledger === undefined || seats === undefined || ledger.state.status !== "ready") return;
+    busy = true;
+    try {
+      for (const { team } of ledger.view.teams()) {
+        if (ledger.view.policy(team) === undefined) continue;
+        let policy;
+        try {
+          policy = policyInForce(ledger, team).policy;
+        } catch {
+          continue;
+        }
+        const renewedAt = ledger.view.renewedAt(team);
+        const left = runtimeLeftMs(policy, renewedAt, options.now());
+        const state = paused.get(team);
+        if (left !== undefined && left <= 0 && state === undefined) await pause(ledger, team, renewedAt, policy.ceiling?.runtimeMs ?? 0, seats);
+        else if (state !== undefined && (left === undefined || left > 0)) await resume(team, state, seats);
+      }
+    } catch (error) {
+      options.log(`runtime watch: ${describeError(error)}`);
+    } finally {
+      busy = false;
+    }
+  };
+
+  const timer = setInterval(() => void check(), options.intervalMs ?? 1_000);
+  timer.unref();
+  return { check, close: () => clearInterval(timer) };
+}
