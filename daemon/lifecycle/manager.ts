@@ -41,6 +41,11 @@ import { listRuns } from "../host/run-logs.js";
  * (src/sandbox/launcher-none.ts): no namespace, its stop kills its process tree and its
  * cgroup, and every record of it says `containment: none`, strength M.
  */
+/** A command that ended by itself: its pty's last output is read until quiet this long… */
+const OUTPUT_DRAIN_QUIET_MS = 100;
+/** …or at most this long, before its run log closes. */
+const OUTPUT_DRAIN_MAX_MS = 1_000;
+
 export interface SeatView {
   readonly team: string;
   readonly seat: string;
@@ -496,7 +501,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         command: target.start.command.map(redactCredentials),
         hmacKey: options.newId(),
       });
+      // I/O timing, not a decision: the monotonic clock (a test's fixed decision clock never moves).
+      let lastOutputAt = performance.now();
       const output = (chunk: Buffer) => {
+        lastOutputAt = performance.now();
         scrollback.push(chunk);
         logOutput(slot, chunk);
       };
@@ -544,6 +552,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         cgroup,
       };
       void proc.exit.then(async (how) => {
+        if (slot.teardown !== undefined) return;
+        // The pty may still hold the command's last output when its exit is seen: let it drain
+        // (until quiet for OUTPUT_DRAIN_QUIET_MS, at most OUTPUT_DRAIN_MAX_MS) before the log closes.
+        const deadline = performance.now() + OUTPUT_DRAIN_MAX_MS;
+        while (performance.now() - lastOutputAt < OUTPUT_DRAIN_QUIET_MS && performance.now() < deadline && slot.teardown === undefined)
+          await new Promise((resolve) => setTimeout(resolve, 20));
         if (slot.teardown !== undefined) return;
         await teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
         maybeRestart(target, slot);
