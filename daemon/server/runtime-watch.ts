@@ -12,7 +12,7 @@ import type { SeatManager } from "../lifecycle/manager.js";
  * and start of a paused team at its next decision; this watch does the rest, by the daemon's
  * clock, every second. A team newly past its runtime: the owner is told once (a notice), and its
  * running seats are frozen where they have a v2 cgroup of their own (cgroup.freeze: they carry on
- * where they stood once renewed) and stopped otherwise (no handoff checkpoint yet: the rest of
+ * where they stood once renewed) and halted otherwise (no handoff checkpoint yet: the rest of
  * issue 27). A team renewed (an apply, teamd renew): the seats this watch froze are thawed.
  */
 export interface RuntimeWatch {
@@ -44,8 +44,8 @@ export function watchRuntime(options: {
       } catch (error) {
         // No v2 cgroup of its own: it cannot stand still, so it stops (its gated acts are refused already).
         if (!(error instanceof RefusalError) || error.rule !== "containment.freeze") throw error;
-        await seats.stop(team, view.seat);
-        done.push(`${view.seat} stopped (no cgroup to freeze)`);
+        await seats.halt(team, view.seat, "halted: runtime spent (no cgroup to freeze it)");
+        done.push(`${view.seat} halted (no cgroup to freeze)`);
       }
     }
     await ledger.append({
