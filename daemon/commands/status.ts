@@ -115,6 +115,8 @@ function teamJson(t: Team): Record<string, unknown> {
     seats: [...t.seats],
     liveLeases: t.liveLeases,
     review: t.reviewMode === "" ? null : { mode: t.reviewMode, floor: t.reviewFloor },
+    // The unattended runtime (§8): null when the ceiling sets none; leftMs at most 0: paused.
+    runtime: t.runtimeMs === 0n ? null : { limitMs: Number(t.runtimeMs), leftMs: Math.max(0, Number(t.runtimeLeftMs)), paused: t.runtimeLeftMs <= 0n },
     // The resource envelope per lab (§8): null for a dimension the ceiling does not cap.
     envelope: t.envelope.map((e) => ({
       lab: e.lab,
@@ -197,6 +199,12 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
       ...(e.seatsCapped ? [`${e.lab} seats ${e.seatsLive} of ${e.seatsCap} live (${Math.max(0, e.seatsCap - e.seatsLive)} left)`] : []),
       ...(e.visibilityCapped ? [`${e.lab} sees ${e.visibility.join(", ") || "nothing"}`] : []),
     ]);
+    if (t.runtimeMs !== 0n)
+      envelope.unshift(
+        t.runtimeLeftMs <= 0n
+          ? `runtime spent: PAUSED (teamd renew --team ${t.team})`
+          : `runtime ${Math.ceil(Number(t.runtimeLeftMs) / 1000)} s left of ${Math.round(Number(t.runtimeMs) / 1000)} s`,
+      );
     if (envelope.length > 0) lines.push(`    envelope: ${envelope.join("; ")}`);
   }
   lines.push(reply.seats.length === 0 ? "seats running: none" : "seats running:");

@@ -20,6 +20,23 @@ export interface RuntimeWatch {
   close(): void;
 }
 
+const SUBJECT = (team: string) => `runtime spent (team ${team}): paused`;
+
+/** Whether a pause notice for this team is on record since its last renewal (the newest notices first, a bounded look). */
+function toldSince(ledger: Ledger, team: string, renewedAt: number): boolean {
+  const tip = ledger.view.lastSeq;
+  for (let from = Math.max(0, tip - 10_000); from <= tip;) {
+    const page = ledger.entries(from, 500, RecordType.NOTICE);
+    if (page.length === 0) break;
+    for (const entry of page) {
+      from = entry.seq + 1;
+      const detail = entry.payload?.detail;
+      if (entry.team === team && entry.timeUnixMs >= renewedAt && detail?.case === "notice" && detail.value.subject === SUBJECT(team)) return true;
+    }
+  }
+  return false;
+}
+
 export function watchRuntime(options: {
   readonly ledger: () => Ledger | undefined;
   readonly seats: () => SeatManager | undefined;
@@ -48,6 +65,11 @@ export function watchRuntime(options: {
         done.push(`${view.seat} halted (no cgroup to freeze)`);
       }
     }
+    // Told once per pause: a daemon restarted during it (which renews nothing) says nothing again.
+    if (toldSince(ledger, team, renewedAt)) {
+      options.log(`team ${team}: runtime spent, still paused${done.length > 0 ? ` (${done.join(", ")})` : ""}`);
+      return;
+    }
     await ledger.append({
       type: RecordType.NOTICE,
       team,
@@ -57,7 +79,7 @@ export function watchRuntime(options: {
         detail: {
           case: "notice",
           value: {
-            subject: `runtime spent (team ${team}): paused`,
+            subject: SUBJECT(team),
             text: `team ${team} has run unattended for its runtime (${showDuration(limitMs)} since the owner's last renewal); every gated act and start is refused until you renew it (teamd renew --team ${team}, or teamd apply)${done.length > 0 ? `; seats: ${done.join(", ")}` : ""}`,
           },
         },

@@ -7,6 +7,7 @@ import { loadTeamFile } from "../../src/teamfile/index.js";
 import { describeLedger } from "../host/ledger-host.js";
 import { describeLeases } from "../owner/leases.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
+import { runtimeLeftMs } from "../../src/kernel/envelope-runtime.js";
 import { TEAM_FILE_NAME } from "../host/team-file-placement.js";
 
 /**
@@ -103,6 +104,7 @@ export async function teamsStatus(
     let policyProblem: string | undefined;
     let review: { mode: string; floor: number } = { mode: "", floor: 0 };
     let envelope: MessageInitShape<typeof LabEnvelopeSchema>[] = [];
+    let runtime = { runtimeMs: 0n, runtimeLeftMs: 0n };
     if (inForce !== undefined) {
       try {
         const { policy } = policyInForce(ledger, team.team);
@@ -110,6 +112,8 @@ export async function teamsStatus(
         review = policy.constraints.review;
         seats = Object.keys(policy.seats).sort();
         liveLeases = describeLeases(ledger, team.team, now).leases.filter((l) => l.live).length;
+        const left = runtimeLeftMs(policy, ledger.view.renewedAt(team.team), now);
+        if (left !== undefined) runtime = { runtimeMs: BigInt(policy.ceiling?.runtimeMs ?? 0), runtimeLeftMs: BigInt(Math.ceil(left)) };
         envelope = labEnvelopes(
           policy,
           running.filter((s) => s.team === team.team),
@@ -133,6 +137,7 @@ export async function teamsStatus(
       reviewMode: review.mode,
       reviewFloor: review.floor,
       envelope,
+      ...runtime,
     });
   }
   return teams;

@@ -89,6 +89,9 @@ describe.runIf(process.platform === "linux" && asRoot)("the envelope's unattende
     await sleep(600);
     expect(await count()).toBe(a);
     expect(await runtimeNotices()).toHaveLength(1);
+    const paused = JSON.parse(await h.ok(["status", "--json"])) as { teams: { runtime: unknown }[] };
+    expect(paused.teams[0]?.runtime).toEqual({ limitMs: RUNTIME_S * 1000, leftMs: 0, paused: true });
+    expect(await h.ok(["status"])).toContain("runtime spent: PAUSED (teamd renew --team proj)");
     // The owner renews: thawed, the count moves again, the act goes through.
     const renewed = await h.run(["renew", "--team", "proj", "--json"]);
     expect(renewed.code, renewed.stdout + renewed.stderr).toBe(0);
@@ -99,5 +102,18 @@ describe.runIf(process.platform === "linux" && asRoot)("the envelope's unattende
     expect(await count()).toBeGreaterThan(b);
     expect((await write("renewed")).code).toBe(0);
     expect(await runtimeNotices()).toHaveLength(1);
+    const running = JSON.parse(await h.ok(["status", "--json"])) as { teams: { runtime: { leftMs: number; paused: boolean } }[] };
+    expect(running.teams[0]?.runtime.paused).toBe(false);
+    expect(running.teams[0]?.runtime.leftMs).toBeGreaterThan(0);
   }, 120_000);
+
+  it("the next pause is told once more; a daemon restarted during it tells nothing again", async () => {
+    for (let i = 0; i < 100 && (await runtimeNotices()).length < 2; i++) await sleep(250);
+    expect(await runtimeNotices()).toHaveLength(2);
+    await h.daemon?.stop();
+    await h.startDaemon();
+    await sleep(2_500);
+    expect(await runtimeNotices()).toHaveLength(2);
+    await expectRefused(h.run(["start", "w"]), "envelope.runtime");
+  }, 60_000);
 });
