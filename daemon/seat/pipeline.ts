@@ -695,9 +695,18 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
 const encoder = new TextEncoder();
 
-/** The digest a request id is bound to: a retry must send byte-identical content (§15). */
+/**
+ * The digest a request id is bound to: a retry must send byte-identical content (§15). Each
+ * part is length-prefixed, so no two different lists of parts share a digest (a NUL inside a
+ * part cannot shift where the next begins).
+ */
 export function requestBytes(parts: readonly (string | Uint8Array)[]): Uint8Array {
-  return sha256(...parts.map((p) => (typeof p === "string" ? encoder.encode(`${p}\0`) : p)));
+  return sha256(
+    ...parts.flatMap((p) => {
+      const bytes = typeof p === "string" ? encoder.encode(p) : p;
+      return [encoder.encode(`${typeof p === "string" ? "s" : "b"}${bytes.byteLength}:`), bytes];
+    }),
+  );
 }
 
 /**
