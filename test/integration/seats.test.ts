@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "../support/programs.js";
+import { ROOT, TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
@@ -161,6 +161,15 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
   it("exec for real use: -i passes stdin, flags before or after the seat, --timeout bounds it, 0 is no limit, a usage error exits 2", async () => {
     const piped = await h.run(["exec", "-i", "scout", "--", "sh", "-c", "read key; echo got:$key"], { input: "SECRET-ISH\n" });
     expect(piped).toMatchObject({ code: 0, stdout: "got:SECRET-ISH\n" });
+    // A reader that closes early ends teamd quietly: no unhandled EPIPE (it crashed before).
+    const piped2 = spawnSync("sh", ["-c", `'${process.execPath}' '${TEAMD}' exec scout@proj -- sh -c 'yes teamd | head -c 4000000' | head -c 10 >/dev/null`], {
+      env: { ...process.env, TEAMD_HOME: h.home, HOME: h.dir },
+      cwd: h.repo,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(piped2.status).toBe(0);
+    expect(piped2.stderr).not.toMatch(/EPIPE|Unhandled|at .*\.js:/);
     // Without -i the command's stdin is empty, not ours.
     expect((await h.run(["exec", "scout", "--", "sh", "-c", "cat; echo end"], { input: "unseen\n" })).stdout).toBe("end\n");
     // The documented form: the flag after the seat name (it was run as the command).
