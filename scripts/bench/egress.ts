@@ -1,11 +1,12 @@
-import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { promisify } from "node:util";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChild, stopChild } from "../lib/child.js";
+import { makeBenchRepo } from "./fixture.js";
 import type { BenchRow } from "./report.js";
 
 const TEAMD = fileURLToPath(new URL("../../daemon/main.js", import.meta.url));
@@ -133,16 +134,7 @@ export async function benchEgress(): Promise<BenchRow[]> {
     if (r.status !== 0) throw new Error(`teamd ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
     return r.stdout;
   };
-  mkdirSync(repo);
-  const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], {
-      cwd: repo,
-      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
-    });
-  git("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "README.md"), "bench\n");
-  git("add", "-A");
-  git("commit", "-qm", "first");
+  makeBenchRepo(repo);
   const daemon = await startChild([TEAMD, "serve"], { ...env, TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ "bench.test": "127.0.0.1" }) }, "teamd: ready");
   try {
     teamd("init", "--team", "bench", "--yes");

@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
+import { BENCH_TEAM_FILE } from "./fixture.js";
 import { randomUUID } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,22 +18,6 @@ const CONCURRENT = 4000;
 /** Calls per round of the rate comparison with the echo (3 alternating rounds each). */
 const RATE_CALLS = 6000;
 const GIT_LOOP = 60;
-
-const TEAM_FILE = `version: 1
-team: bench
-declare:
-  branches: [main]
-  labs: [anthropic]
-review: { mode: distinct-seat }
-seats:
-  bench:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: ~
-    start:
-      command: [sleep, "3600"]
-`;
 
 /** git status and a commit, GIT_LOOP times; prints the nanoseconds it took. */
 const LOOP = `git config user.name bench && git config user.email bench@bench.invalid && t0=$(date +%s%N); i=0; while [ $i -lt ${GIT_LOOP} ]; do git status --porcelain >/dev/null; echo $i >> loop.txt; git add loop.txt; git commit -qm "loop $i"; i=$((i+1)); done; t1=$(date +%s%N); echo $((t1-t0))`;
@@ -80,7 +65,7 @@ export async function benchSeat(): Promise<BenchRow[]> {
   const daemon = await startChild([...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : []), TEAMD, "serve"], env, "teamd: ready");
   try {
     teamd("init", "--team", "bench", "--yes");
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
+    writeFileSync(join(repo, "teamd.yaml"), BENCH_TEAM_FILE);
     teamd("apply", "--yes");
     teamd("start", "bench@bench");
     const socket = process.getuid?.() === 0 ? join(home, "seat-sockets/bench.bench.sock") : join(home, "run/seats/bench.bench.sock");

@@ -1,10 +1,11 @@
-import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChild, stopChild } from "../lib/child.js";
+import { BENCH_TEAM_FILE, makeBenchRepo } from "./fixture.js";
 import { percentile, type BenchRow } from "./report.js";
 
 /** What npm installs as `teamd` (package.json bin): the bundled front (scripts/build-shim.ts). */
@@ -15,22 +16,6 @@ const RUNS = 21;
 const GIT_RUNS = 15;
 /** A pause after each command the daemon answers, before the next is timed. */
 const SETTLE_MS = 250;
-
-const TEAM_FILE = `version: 1
-team: bench
-declare:
-  branches: [main]
-  labs: [anthropic]
-review: { mode: distinct-seat }
-seats:
-  bench:
-    lab: anthropic
-    capabilities:
-      read: ~
-      write: ~
-    start:
-      command: [sleep, "3600"]
-`;
 
 /**
  * What a person and an agent wait for on every command (issue 26): a program's start, measured
@@ -64,16 +49,7 @@ export async function benchStartup(): Promise<BenchRow[]> {
     if (r.status !== 0) throw new Error(`teamd ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
     return r.stdout;
   };
-  mkdirSync(repo);
-  const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], {
-      cwd: repo,
-      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
-    });
-  git("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "README.md"), "bench\n");
-  git("add", "-A");
-  git("commit", "-qm", "first");
+  makeBenchRepo(repo);
 
   // Before the daemon: a usage error and --version need none, and must not wait for one.
   const node = process.execPath;
@@ -86,7 +62,7 @@ export async function benchStartup(): Promise<BenchRow[]> {
   const daemon = await startChild([TEAMD, "serve"], { ...env }, "teamd: ready");
   try {
     teamd("init", "--team", "bench", "--yes");
-    writeFileSync(join(repo, "teamd.yaml"), TEAM_FILE);
+    writeFileSync(join(repo, "teamd.yaml"), BENCH_TEAM_FILE);
     teamd("apply", "--yes");
     teamd("start", "bench@bench");
     host.push(
