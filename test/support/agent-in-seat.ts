@@ -118,7 +118,7 @@ export function describeAgentInSeat(spec: AgentSpec): void {
 
     it("the egress connections are on record with their bytes and duration", async () => {
       await expectEgressOnRecord(h, "coder", spec.host, api.port, spec.connections);
-    });
+    }, 60_000);
 
     it("the seat's output is in teamd logs, as its screen showed it", async () => {
       const out = await h.ok(["logs", "coder"]);

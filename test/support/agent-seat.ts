@@ -70,11 +70,22 @@ interface AgentRecord {
 
 /** The seat's egress connections are on record, each through the stand-in's allow line, with their bytes and duration, in --json and in the table. */
 export async function expectEgressOnRecord(h: TeamdHarness, seat: string, host: string, port: number, least: number): Promise<void> {
-  const records = await h.records<AgentRecord>("--seat", seat);
+  // An egress outcome is written when its connection closes; an agent's client may hold a
+  // keep-alive connection a little past its last answer, so wait for the first close.
+  const isDone = (r: AgentRecord) => r.type === "outcome" && r.action === "egress.connect" && r.result === "done";
+  let records: AgentRecord[] = [];
+  await waitFor(
+    async () => {
+      records = await h.records<AgentRecord>("--seat", seat);
+      return records.some(isDone);
+    },
+    30_000,
+    500,
+  );
   const intents = records.filter((r) => r.type === "intent" && r.action === "egress.connect");
   expect(intents.length).toBeGreaterThanOrEqual(least);
   for (const r of intents) expect(r.fields).toMatchObject({ host, address: "127.0.0.1", allowed_by: `${host}:${port}` });
-  const outcomes = records.filter((r) => r.type === "outcome" && r.action === "egress.connect" && r.result === "done");
+  const outcomes = records.filter(isDone);
   expect(outcomes.length).toBeGreaterThanOrEqual(1);
   for (const o of outcomes) {
     expect(o.detail?.upBytes).toBeGreaterThan(0);
