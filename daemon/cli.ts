@@ -24,6 +24,7 @@ const egressRefusedCommand = async () => (await import("./commands/egress.js")).
 const forwardCommand = async () => (await import("./commands/forward.js")).forwardCommand;
 const noticeCommands = () => import("./commands/notices.js");
 const verify = async () => (await import("./commands/verify.js")).verify;
+const checkpointShow = async () => (await import("./commands/checkpoint.js")).checkpointShow;
 const ledgerReconcile = () => import("./commands/ledger-reconcile.js");
 const tombstone = async () => (await import("./commands/tombstone.js")).tombstoneCommand;
 const renew = async () => (await import("./commands/renew.js")).renewCommand;
@@ -89,6 +90,27 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
       if (seat !== undefined || opts.team !== undefined) throw new UsageError("--all stops every seat of every team: name no seat and no --team");
       return (await stopAllCommand())(opts, ambient);
     });
+
+  program
+    .command("halt")
+    .description(
+      "halt a running seat (or every running seat of a team): SIGTERM, a short grace, the kill; its run ends suspended and teamd records a handoff checkpoint its next run is given (teamd checkpoint show)",
+    )
+    .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the team (alone: every running seat of it)")
+    .option("--reason <TEXT>", "why, in your words (recorded with the stop and the checkpoint)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (seat: string | undefined, opts: { team?: string; reason?: string; json?: boolean }) => (await seatCommands()).haltCommand(seat, opts));
+
+  program
+    .command("checkpoint")
+    .description("the handoff checkpoints teamd built when it halted a seat's run")
+    .command("show")
+    .description("show a seat's last handoff checkpoint: facts with their records, its own notes as hypotheses (read from the ledger; the daemon may be down)")
+    .argument("<SEAT>", "the seat, as SEAT or SEAT@TEAM")
+    .option("--team <TEAM>", "the seat's team")
+    .option("--json", "print the handoff document with its record (for scripts)")
+    .action(async (seat: string, opts: { team?: string; json?: boolean }) => (await checkpointShow())(seat, opts));
 
   program
     .command("freeze")

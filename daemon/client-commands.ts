@@ -6,4 +6,4 @@
  * messages through the module loader (issue 26); unbundled (dist/daemon/main.js) it is a re-export.
  */
 export { status } from "./commands/status.js";
-export { attachCommand, execCommand, freezeCommand, startCommand, stopCommand } from "./commands/seat.js";
+export { attachCommand, execCommand, freezeCommand, haltCommand, startCommand, stopCommand } from "./commands/seat.js";

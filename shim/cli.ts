@@ -31,10 +31,18 @@ export function buildProgram(): Command {
     .action(async (opts: { json?: boolean }) => (await acts()).whoami(opts));
   program
     .command("checkpoint")
-    .argument("<note>", "where you stand and what comes next (at most 4 KiB; never a secret)")
+    .argument("[note]", "where you stand and what comes next (at most 4 KiB; never a secret)")
+    .option("--last", "print the handoff checkpoint teamd built when it halted this seat's previous run (read-only; given at this run's start)")
     .option("--json", "print one JSON object")
-    .description("record a handoff checkpoint in the ledger")
-    .action(async (note: string, opts: { json?: boolean }) => (await acts()).checkpoint(note, opts));
+    .description("record a checkpoint note in the ledger, or (--last) read the handoff this run was given")
+    .action(async (note: string | undefined, opts: { json?: boolean; last?: boolean }) => {
+      if (opts.last === true) {
+        if (note !== undefined) throw new Error("checkpoint --last reads the handoff; it takes no note");
+        return (await import("./handoff.js")).lastCheckpoint(opts);
+      }
+      if (note === undefined) throw new Error("checkpoint needs a note (or --last to read the handoff this run was given)");
+      return (await acts()).checkpoint(note, opts);
+    });
   const into = "--into <trunk>";
   const intoHelp = "the trunk it merges into (default: the hub's default branch)";
   program

@@ -5,7 +5,7 @@ import type { Ambient } from "../host/ambient.js";
 import { checkName } from "../host/names.js";
 import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { entriesFrom, openLedgerReader, recordTime, sinceTime } from "./ledger-read.js";
-import { isSeatRecord } from "./log-detail.js";
+import { isSeatRecord } from "../../src/ledger/entry.js";
 import { seatTarget } from "./seat.js";
 
 /**

@@ -5,7 +5,8 @@ import { RecordType, ScopeState } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
 import type { Ambient } from "../host/ambient.js";
-import { detailText, isSeatRecord, recordDetail } from "./log-detail.js";
+import { detailText, recordDetail } from "./log-detail.js";
+import { isSeatRecord } from "../../src/ledger/entry.js";
 import { entriesFrom, openLedgerReader, recordTime, sinceTime, tombstonesFrom, type TombstoneMark } from "./ledger-read.js";
 
 function typeNames(): string {

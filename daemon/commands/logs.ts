@@ -89,12 +89,12 @@ function lineCount(text: string): number {
 function endWords(run: RunMeta): string {
   if (run.state === "running" || run.state === "starting") return "is running";
   const end = {
-    state: run.state as "ended" | "stopped" | "crashed",
+    state: run.state as "ended" | "stopped" | "crashed" | "suspended",
     reason: run.reason ?? "",
     ...(run.exitCode !== undefined ? { exitCode: run.exitCode } : {}),
     ...(run.stoppedBy !== undefined ? { stoppedBy: run.stoppedBy } : {}),
   };
-  return `${["ended", "stopped", "crashed"].includes(run.state) ? describeRunEnd(end) : run.state}${run.endedAt ? ` at ${run.endedAt}` : ""}`;
+  return `${["ended", "stopped", "crashed", "suspended"].includes(run.state) ? describeRunEnd(end) : run.state}${run.endedAt ? ` at ${run.endedAt}` : ""}`;
 }
 
 function printRuns(team: string, seat: string, runs: readonly RunMeta[], json: boolean): void {

@@ -106,6 +106,32 @@ export async function stopCommand(spec: string | undefined, options: { team?: st
   }
 }
 
+/** `teamd halt SEAT` / `teamd halt --team T`: the run ends suspended, into a handoff checkpoint its next run is given. */
+export async function haltCommand(spec: string | undefined, options: { team?: string; reason?: string; json?: boolean }): Promise<void> {
+  const target = seatTarget(spec, options.team);
+  // SIGTERM, its grace, the kill, the record and the checkpoint, per seat at once.
+  const c = client(60_000);
+  try {
+    const reply = await c.haltSeat({ ...target, reason: options.reason ?? "" });
+    const halted = reply.halted.flatMap((h) => (h.seat === undefined ? [] : [{ seat: h.seat, seq: Number(h.checkpointSeq) }]));
+    if (options.json) {
+      process.stdout.write(JSON.stringify({ halted: halted.map((h) => ({ ...show(h.seat), checkpointSeq: h.seq === 0 ? null : h.seq })) }) + "\n");
+      return;
+    }
+    if (halted.length === 0) process.stdout.write("halted: none (not running)\n");
+    for (const h of halted) {
+      const name = `${h.seat.seat}@${h.seat.team}`;
+      process.stdout.write(
+        h.seq === 0
+          ? `halted: ${name} (suspended); its handoff checkpoint could not be recorded (teamd logs --daemon says why)\n`
+          : `halted: ${name} (suspended); handoff checkpoint: record ${h.seq} (teamd checkpoint show ${name}); its next run is given it\n`,
+      );
+    }
+  } finally {
+    c.close();
+  }
+}
+
 /** `teamd freeze SEAT` / `teamd thaw SEAT`: every process of the seat stops where it stands, or runs on. */
 export async function freezeCommand(spec: string, options: { team?: string; json?: boolean; thaw: boolean }): Promise<void> {
   const target = seatTarget(spec, options.team);

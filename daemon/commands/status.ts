@@ -53,7 +53,7 @@ export async function lastRuns(home: TeamdHome, reply: StatusResponse): Promise<
 }
 
 function runWords(run: RunMeta): string {
-  if (run.state === "ended" || run.state === "stopped" || run.state === "crashed") {
+  if (run.state === "ended" || run.state === "stopped" || run.state === "crashed" || run.state === "suspended") {
     return describeRunEnd({
       state: run.state,
       reason: run.reason ?? "",
@@ -216,7 +216,7 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
           ? `  ${s.seat}@${s.team}  ${s.state}  (run ${s.runId} was stopped by teamd; teamd log shows why; teamd start ${s.seat}@${s.team} runs it again)`
           : s.state === "restarting"
             ? `  ${s.seat}@${s.team}  restarting  (its run ${s.runId} ended by itself and start.restart brings it back; teamd stop ${s.seat}@${s.team} ends the retries)`
-            : `  ${s.seat}@${s.team}  ${s.state}${s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
+            : `  ${s.seat}@${s.team}  ${s.state}${s.state === "paused" ? ` (runtime spent: teamd renew --team ${s.team})` : s.frozen ? " (FROZEN: teamd thaw)" : ""}  up ${uptime(s.startedAt, now)}  init pid ${s.initPid}  uid ${s.uid}  containment: ${s.containment === "none" ? "none (M)" : "bwrap (A: escape suite)"}`,
     );
     if (s.state !== "socket" && s.state !== "" && s.state !== "restarting" && !s.state.startsWith("halted")) {
       const cgroup = s.cgroup && !s.limits.includes(s.cgroup) ? `; cgroup: ${s.cgroup}` : "";

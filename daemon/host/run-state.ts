@@ -12,9 +12,13 @@ export type RunState = (typeof RUN_STATES)[number];
 /** Who stopped a run that did not end by itself. */
 export type StoppedBy = "owner" | "leads" | "stop-flag" | "bound" | "daemon";
 
-/** A run's end: by itself (ended with an exit code, or crashed), or stopped by someone. */
+/**
+ * A run's end: by itself (ended with an exit code, or crashed), stopped by someone, or
+ * suspended — halted by the owner or a bound into a handoff checkpoint its next run is given
+ * (issue 27): never completed, never restarted by its restart policy.
+ */
 export interface RunEnd {
-  readonly state: "ended" | "stopped" | "crashed";
+  readonly state: "ended" | "stopped" | "crashed" | "suspended";
   /** The command's exit code, when it exited (128 + N for a signal it died of). */
   readonly exitCode?: number;
   readonly stoppedBy?: StoppedBy;
@@ -27,8 +31,14 @@ export interface RunEnd {
  * of a killed init says only "killed"); an exit with a code is `ended`; a launch that failed
  * before the command ran, or a process killed by nobody teamd knows of, `crashed`.
  */
-export function runEnd(exit: SeatExit | undefined, stop: { by: StoppedBy; reason: string } | undefined): RunEnd {
-  if (stop !== undefined) return { state: "stopped", stoppedBy: stop.by, reason: stop.reason, ...(exit?.kind === "exited" ? { exitCode: exit.code } : {}) };
+export function runEnd(exit: SeatExit | undefined, stop: { by: StoppedBy; reason: string; suspend?: boolean } | undefined): RunEnd {
+  if (stop !== undefined)
+    return {
+      state: stop.suspend === true ? "suspended" : "stopped",
+      stoppedBy: stop.by,
+      reason: stop.reason,
+      ...(exit?.kind === "exited" ? { exitCode: exit.code } : {}),
+    };
   if (exit === undefined) return { state: "crashed", reason: "its init did not exit after SIGKILL" };
   if (exit.kind === "exited") return { state: "ended", exitCode: exit.code, reason: `the seat's command ended (exit ${exit.code})` };
   if (exit.kind === "setup-failed") return { state: "crashed", exitCode: exit.code, reason: `the seat could not be set up: ${exit.refusal.reason}` };
@@ -38,6 +48,8 @@ export function runEnd(exit: SeatExit | undefined, stop: { by: StoppedBy; reason
 /** One line: "ended (exit 1)", "stopped by the owner", "crashed: the seat could not be set up: ...". */
 export function describeRunEnd(end: RunEnd): string {
   if (end.state === "stopped") return `stopped by ${STOPPED_BY_WORDS[end.stoppedBy ?? "daemon"]} (${end.reason})`;
+  if (end.state === "suspended")
+    return `suspended by ${STOPPED_BY_WORDS[end.stoppedBy ?? "daemon"]} (${end.reason}); its handoff checkpoint: teamd checkpoint show`;
   if (end.state === "ended") return `ended (exit ${end.exitCode ?? "?"})`;
   return `crashed: ${end.reason}`;
 }

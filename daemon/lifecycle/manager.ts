@@ -30,6 +30,9 @@ import { commandNotInView } from "./start-diagnosis.js";
 import { untraversable } from "../host/traversal.js";
 import { RESTART_RESET_MS, restartBackoffMs } from "../../src/kernel/start-restart.js";
 import { listRuns } from "../host/run-logs.js";
+import { recordHandoff } from "./handoff.js";
+import { lastHandoffs, type RecordedHandoff } from "../../src/ledger/handoff.js";
+import { readFile } from "node:fs/promises";
 
 /**
  * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
@@ -69,6 +72,8 @@ export interface SeatView {
   readonly meteredBy?: string;
   /** Every process of the seat is frozen where it stands (teamd freeze), until teamd thaw. */
   readonly frozen?: boolean;
+  /** Frozen by its team's spent runtime (§8): its run is `paused` until the owner renews the team. */
+  readonly paused?: boolean;
   /** The execution-context hash this run started with (its seat_start's `context`). */
   readonly context?: string;
   /** The lab the run launched as (the envelope's seats count it so while it lives, §8). */
@@ -105,8 +110,15 @@ export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
   start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
-  /** Stop a running seat for a reason of the daemon's own (`why` is the seat_stop's reason; `by`: a bound, by default): its run as it was, or undefined when it does not run. */
-  halt(team: string, seat: string, why: string, by?: StoppedBy): Promise<SeatView | undefined>;
+  /**
+   * Halt a running seat (§8, issue 27): SIGTERM to its command, a short grace for it to exit (not
+   * to act: its gated acts are refused already), then the kill; the run ends `suspended` (never
+   * completed, never restarted) and the daemon records the handoff checkpoint its next run is
+   * given (daemon/lifecycle/handoff.ts). `why` is the seat_stop's reason; `by`: a bound, by
+   * default. Its run as it was and the checkpoint's record (0: not recorded, the log says why),
+   * or undefined when it does not run.
+   */
+  halt(team: string, seat: string, why: string, by?: StoppedBy): Promise<{ view: SeatView; checkpointSeq: number } | undefined>;
   exec(team: string | undefined, seat: string, command: readonly string[], options: ExecOptions, sink: ExecSink): Promise<ExecResult & { seq: number }>;
   attach(team: string | undefined, seat: string, size: { cols: number; rows: number }): Promise<Attachment>;
   /** teamd forward: one connection to `port` on the running seat's loopback, as an attachment (keys in, data out); recorded. */
@@ -176,6 +188,10 @@ interface Slot {
   attempt: number;
   /** In an owner's start's settle window: a run that ends now is the start's failure, told to the owner, never restarted. */
   settling: boolean;
+  /** The run's seat_start record (its intent): where its acts begin in the ledger. */
+  startSeq?: number;
+  /** A halt is under way (its grace): the command's exit is the halt's, not a run that ended by itself. */
+  halting?: boolean;
 }
 
 /** A restart waiting out its back-off: `teamd status` shows the seat `restarting`. */
@@ -187,6 +203,8 @@ interface PendingRestart {
 }
 
 const STOP_WAIT_MS = 10_000;
+/** A halt's grace: how long a seat's command has, after SIGTERM, to exit by itself before the kill. */
+export const HALT_GRACE_MS = 3_000;
 /**
  * How long `teamd start` watches a seat's command before it answers (docs/cli.md): a command
  * that ends within it — not found, a missing login, a crash at start — is reported as a failed
@@ -253,7 +271,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** Stop a slot: kill the init, wait, record, unwind. Idempotent (one teardown per run). */
-  function teardown(slot: Slot, why: string, by?: StoppedBy): Promise<void> {
+  function teardown(slot: Slot, why: string, by?: StoppedBy, suspend = false): Promise<void> {
     slot.teardown ??= (async () => {
       slot.view = { ...slot.view, state: "stopping" };
       const proc = slot.process;
@@ -266,7 +284,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
       }
-      const end = runEnd(exit, by !== undefined ? { by, reason: why } : undefined);
+      const end = runEnd(exit, by !== undefined ? { by, reason: why, suspend } : undefined);
       slot.end = end;
       // The output's size and hash, never the output: it can hold anything the seat read.
       const output = finishLog(slot, end);
@@ -333,7 +351,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   function maybeRestart(target: StartableSeat, slot: Slot): void {
     const policy = target.start.restart;
     const end = slot.end;
-    if (policy === undefined || end === undefined || end.state === "stopped" || slot.settling) return;
+    // A halt suspends the run into its handoff: never restarted, whatever the policy (§8, issue 27).
+    if (policy === undefined || end === undefined || end.state === "stopped" || end.state === "suspended" || slot.settling) return;
     if (policy.when === "on-failure" && !endedInFailure(end)) return;
     const lived = options.now() - Date.parse(slot.view.startedAt);
     const attempt = Number.isFinite(lived) && lived >= RESTART_RESET_MS ? 1 : slot.attempt + 1;
@@ -425,7 +444,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     let intentSeq: number | undefined;
     const [failStep, failSeat] = (options.failAt ?? "").split(":");
     const failAt = failSeat === target.seat ? failStep : undefined;
+    // The seat's last handoff checkpoint, handed to this run read-only (a new run: issue 27);
+    // the start's record names it, so what the run was given is on record.
+    let handed: RecordedHandoff | undefined;
     try {
+      handed = lastHandoffs((from, limit) => readyLedger(options.ledger()).entries(from, limit, RecordType.CHECKPOINT), target.seat, target.team).get(
+        target.team,
+      );
       // The start's intent, durable before anything is made or launched (a ledger that cannot
       // take it refuses the start here): what this run will be, decided from the policy in force.
       intentSeq = (
@@ -446,16 +471,19 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
             // "none" (`containment: none`): every refusal holds against a mistake only.
             containment: slot.view.containment,
             strength: strength(slot),
+            ...(handed !== undefined ? { handoff_seq: String(handed.seq) } : {}),
           },
           runId,
         )
       ).seq;
+      slot.startSeq = intentSeq;
       prepared = await prepareSeat(target, {
         home,
         user,
         openSocket: (at, egress) => options.openSocket(target.team, target.seat, at, egress),
         closeSocket: () => options.closeSocket(target.team, target.seat),
         ...(failAt !== undefined ? { failAt } : {}),
+        ...(handed !== undefined ? { handoff: JSON.stringify({ seq: handed.seq, ...handed.handoff }) + "\n" } : {}),
       });
       // Every bind source must be reachable by the seat's uid (bwrap opens them as it): a folder on
       // the way it cannot search is named now, not left to die as "setup-failed" or "ESRCH".
@@ -552,13 +580,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         cgroup,
       };
       void proc.exit.then(async (how) => {
-        if (slot.teardown !== undefined) return;
+        if (slot.teardown !== undefined || isHalting(slot)) return;
         // The pty may still hold the command's last output when its exit is seen: let it drain
         // (until quiet for OUTPUT_DRAIN_QUIET_MS, at most OUTPUT_DRAIN_MAX_MS) before the log closes.
         const deadline = performance.now() + OUTPUT_DRAIN_MAX_MS;
         while (performance.now() - lastOutputAt < OUTPUT_DRAIN_QUIET_MS && performance.now() < deadline && slot.teardown === undefined)
           await new Promise((resolve) => setTimeout(resolve, 20));
-        if (slot.teardown !== undefined) return;
+        if (slot.teardown !== undefined || isHalting(slot)) return;
         await teardown(slot, `the seat's command ended (${how.kind} ${how.code})`);
         maybeRestart(target, slot);
       });
@@ -607,7 +635,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     }
     await (slot.teardown ?? teardown(slot, "the seat's command ended during its start"));
     // Stopped meanwhile (the owner, a stop flag): not a failed start, the stop says why.
-    if (slot.end?.state === "stopped") return;
+    if (slot.end?.state === "stopped" || slot.end?.state === "suspended") return;
     const end = slot.end ?? { state: "crashed" as const, reason: "unknown" };
     const missing = slot.plan !== undefined ? commandNotInView(slot.plan, target.start.command, process.env) : undefined;
     const lines = lastPlainLines(slot.scrollback?.snapshot() ?? new Uint8Array(0), FAILED_START_LINES).map((l) =>
@@ -758,8 +786,31 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const slot = slots.get(key(team, seat));
       if (slot === undefined) return undefined;
       const view = slot.view;
-      await teardown(slot, why, by);
-      return view;
+      if (slot.teardown === undefined) {
+        slot.halting = true;
+        await terminate(slot);
+      }
+      await teardown(slot, why, by, true);
+      let checkpointSeq = 0;
+      if (slot.end?.state === "suspended" && slot.startSeq !== undefined) {
+        try {
+          const run = {
+            team,
+            seat,
+            runId: view.runId,
+            startSeq: slot.startSeq,
+            startedAt: view.startedAt,
+            haltedBy: by,
+            reason: why,
+            ...(view.lab !== undefined ? { lab: view.lab } : {}),
+          };
+          checkpointSeq = (await recordHandoff(readyLedger(options.ledger()), run, options.now())).seq;
+          log(`seat ${team}/${seat}: its handoff checkpoint is record ${checkpointSeq}`);
+        } catch (error) {
+          log(`seat ${team}/${seat}: its handoff checkpoint could not be recorded: ${String(error)}`);
+        }
+      }
+      return { view, checkpointSeq };
     },
     async exec(team, seat, command, execOptions, sink) {
       const { slot, recorded } = await execSlot(team, seat, command, false);
@@ -979,7 +1030,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
           `seat '${seat}' of team '${t}': ${(error as Error).message}; its state is unchanged (record ${recorded.seq} says it was asked)`,
         );
       }
-      slot.view = { ...slot.view, frozen };
+      slot.view = { ...slot.view, frozen, paused: frozen && by === "runtime" };
       log(`seat ${t}/${seat}: ${frozen ? "frozen" : "thawed"} by ${by === "owner" ? "the owner" : "the envelope's runtime"} (record ${recorded.seq})`);
       return { view: slot.view, seq: recorded.seq };
     },
@@ -1055,6 +1106,45 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
 }
 
 /** `containment: none` in the applied team file: the seat runs uncontained (launcher-none.ts). */
+/**
+ * A halt's SIGTERM: to the seat's command, the child of its pid-namespace init (uncontained: the
+ * command is the init), then HALT_GRACE_MS for it to exit. A frozen seat cannot run a handler,
+ * and a seat with no readable children list is killed at once: the grace is a courtesy, the kill
+ * is the bound. Signalled by pid, read from the init's own children list, never by name.
+ */
+async function terminate(slot: Slot): Promise<void> {
+  const proc = slot.process;
+  if (proc === undefined || slot.view.frozen === true) return;
+  let pids: number[] = [];
+  if (uncontained(slot)) pids = [proc.initPid];
+  else {
+    try {
+      const children = await readFile(`/proc/${proc.initPid}/task/${proc.initPid}/children`, "utf8");
+      pids = children
+        .split(/\s+/)
+        .filter((p) => /^\d+$/.test(p))
+        .map(Number);
+    } catch {
+      return;
+    }
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // Gone already.
+    }
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([proc.exit, new Promise<void>((resolve) => (timer = setTimeout(resolve, HALT_GRACE_MS)))]);
+  clearTimeout(timer);
+}
+
+/** Read through a call: a halt can begin while an exit handler awaits (no narrowing across awaits). */
+function isHalting(slot: Slot): boolean {
+  return slot.halting === true;
+}
+
 function uncontained(slot: Slot): boolean {
   return slot.view.containment === "none";
 }

@@ -46,6 +46,8 @@ export interface PrepareDeps {
   closeSocket(): Promise<void>;
   /** Test seam: fail at a named step, to prove the unwind. */
   readonly failAt?: string;
+  /** The seat's last handoff checkpoint (its JSON), handed read-only to this run (issue 27). */
+  readonly handoff?: string;
 }
 
 /** Seat env names passed through from the daemon's environment when set (nothing else is). */
@@ -120,7 +122,8 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
     step("socket");
 
     const shim = await installShim(home);
-    const plan = await planSeat(target, layout, socket, shim, user, home, egress);
+    const handoff = deps.handoff === undefined ? undefined : await installHandoff(home, target, user, deps.handoff);
+    const plan = await planSeat(target, layout, socket, shim, user, home, egress, handoff);
     step("plan");
     const release = async () => {
       await deps.closeSocket();
@@ -217,6 +220,34 @@ async function installSeatFile(home: TeamdHome, name: string, extension: string,
   return copy;
 }
 
+/**
+ * The seat's last handoff checkpoint as a file its run binds read-only (issue 27), in
+ * TEAMD_HOME/handoffs/TEAM/SEAT (teamd's; traverse-only for seat users in system mode), named by
+ * its content's digest and written whole (a temporary name, then a rename), readable by the
+ * seat's user alone: root's with the seat's group in system mode, the daemon's 0600 in user
+ * mode. The seat's older handoff files go: it is not running (its slot is reserved), so no run binds them.
+ */
+async function installHandoff(home: TeamdHome, target: StartableSeat, user: SeatUser, text: string): Promise<string> {
+  const system = home.mode === "system";
+  const dir = join(home.root, "handoffs", target.team, target.seat);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  for (const folder of [join(home.root, "handoffs"), dirname(dir), dir]) await chmod(folder, system ? 0o711 : 0o700);
+  const bytes = Buffer.from(text);
+  const name = `${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.json`;
+  for (const old of await readdir(dir)) if (old !== name) await rm(join(dir, old), { force: true });
+  const file = join(dir, name);
+  if (!existsSync(file)) {
+    const temp = `${file}.${process.pid}.tmp`;
+    await writeFile(temp, bytes, { mode: 0o600 });
+    if (system) {
+      await chown(temp, 0, user.gid);
+      await chmod(temp, 0o640);
+    }
+    await rename(temp, file);
+  }
+  return file;
+}
+
 /** The reserved set (§3), the roots, the host facts — then the pure compiler. */
 async function planSeat(
   target: StartableSeat,
@@ -226,6 +257,7 @@ async function planSeat(
   user: SeatUser,
   home: TeamdHome,
   egress?: EgressInput,
+  handoff?: string,
 ): Promise<SandboxPlan> {
   const ledger = ledgerLayout(home);
   const reservedPaths = [
@@ -272,6 +304,7 @@ async function planSeat(
     limits: target.start.limits ?? {},
     ...(egress !== undefined ? { egress } : {}),
     pins,
+    ...(handoff !== undefined ? { handoff } : {}),
   });
   if (result.decision !== "plan") throw fromRefusal(result);
   if (target.start.workdir === "") return result.plan;

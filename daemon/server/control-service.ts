@@ -1,5 +1,5 @@
 import type { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
-import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc/index.js";
+import { PROTOCOL_VERSION, RefusalError, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc/index.js";
 import type { Mode, TeamdHome } from "../host/home.js";
 import { handleOwnerAct, type LedgerSlot } from "../owner/acts.js";
 import { describePolicyInForce } from "../owner/channel.js";
@@ -81,6 +81,31 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const { view, seq } = await state.seatManager().freeze(named("team", request.team), seat, !request.thaw);
       return { seat: seatStatus(view), seq: BigInt(seq) };
     },
+    async haltSeat(request) {
+      const team = named("team", request.team);
+      const seat = named("seat", request.seat);
+      const manager = state.seatManager();
+      const why = haltReason(request.reason);
+      // One seat (its team found from its name), or every running seat of the team.
+      const targets =
+        seat !== undefined
+          ? manager.list().filter((v) => v.seat === seat && (team === undefined || v.team === team) && v.state === "running")
+          : team !== undefined
+            ? manager.list().filter((v) => v.team === team && v.state === "running")
+            : [];
+      if (seat === undefined && team === undefined) throw new Error("halt needs a seat or a team: teamd halt SEAT | --team TEAM");
+      if (seat !== undefined && new Set(targets.map((v) => v.team)).size > 1)
+        throw new Error(`seat '${seat}' runs in several teams (${targets.map((v) => v.team).join(", ")}); name one: teamd halt ${seat} --team TEAM`);
+      if (seat !== undefined && targets.length === 0)
+        throw new RefusalError(
+          "seat.not-running",
+          `no running seat is named '${seat}'${team !== undefined ? ` in team '${team}'` : ""} (teamd status lists them)`,
+        );
+      const halted = await Promise.all(targets.map((v) => manager.halt(v.team, v.seat, why, "owner")));
+      return {
+        halted: halted.filter((h) => h !== undefined).map((h) => ({ seat: seatStatus(h.view), checkpointSeq: BigInt(h.checkpointSeq) })),
+      };
+    },
     async stopAll(request) {
       const result = await handleStopAll(state.teamdHome, state.ledger, state.seatManager(), request.act, (flagId) => state.stopHandled?.(flagId));
       return { flagId: result.flagId, recorded: result.recorded, seq: BigInt(result.seq), reason: result.reason, stopped: result.stopped.map(seatStatus) };
@@ -115,7 +140,17 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
   };
 }
 
+/** The seat_stop's reason for an owner's halt: the owner's words, one bounded line. */
+function haltReason(words: string): string {
+  const line = words
+    .replace(/[\u0000-\u001f\u007f]+/g, " ")
+    .trim()
+    .slice(0, 200);
+  return line === "" ? "halted by the owner" : `halted by the owner: ${line}`;
+}
+
 /** A seat view as the proto's SeatStatus (the meters are uint64). */
-function seatStatus<T extends { cpuMs?: number; memoryBytes?: number }>({ cpuMs, memoryBytes, ...s }: T) {
-  return { ...s, cpuMs: BigInt(cpuMs ?? 0), memoryBytes: BigInt(memoryBytes ?? 0) };
+function seatStatus<T extends { cpuMs?: number; memoryBytes?: number; paused?: boolean; state?: string }>({ cpuMs, memoryBytes, paused, ...s }: T) {
+  // A run frozen by its team's spent runtime is `paused` (daemon/host/run-state.ts), not just frozen.
+  return { ...s, ...(paused === true ? { state: "paused" } : {}), cpuMs: BigInt(cpuMs ?? 0), memoryBytes: BigInt(memoryBytes ?? 0) };
 }

@@ -80,7 +80,11 @@ export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): N
         const seat = entry.target.replace(/^seat:/, "");
         return {
           subject: `seat halted (${team})`,
-          text: `teamd stopped seat ${seat}: ${reason} (record ${entry.seq}); its refusals are in teamd log; it runs again when you start it (teamd start ${seat}@${entry.team})`,
+          text: `teamd stopped seat ${seat}: ${reason} (record ${entry.seq}); ${
+            FIELD(entry, "run_state") === "suspended"
+              ? `its run is suspended, its handoff checkpoint in teamd checkpoint show ${seat}@${entry.team}`
+              : "its refusals are in teamd log"
+          }; it runs again when you start it (teamd start ${seat}@${entry.team})`,
         };
       }
       if (!reason.startsWith("the seat's command ended")) return undefined;

@@ -12,8 +12,9 @@ import type { SeatManager } from "../lifecycle/manager.js";
  * and start of a paused team at its next decision; this watch does the rest, by the daemon's
  * clock, every second. A team newly past its runtime: the owner is told once (a notice), and its
  * running seats are frozen where they have a v2 cgroup of their own (cgroup.freeze: they carry on
- * where they stood once renewed) and halted otherwise (no handoff checkpoint yet: the rest of
- * issue 27). A team renewed (an apply, teamd renew): the seats this watch froze are thawed.
+ * where they stood once renewed; their runs are `paused`) and halted otherwise (the run ends
+ * `suspended`, into the handoff checkpoint its next run is given: daemon/lifecycle/handoff.ts).
+ * A team renewed (an apply, teamd renew): the seats this watch froze are thawed.
  */
 export interface RuntimeWatch {
   check(): Promise<void>;

@@ -129,3 +129,14 @@ export function describeRecord(seq: number, hash: Uint8Array, header: RecordHead
     payload,
   };
 }
+
+/** Whether a record is this seat's: its act (actor or signer), or about it (a target under seat:SEAT). */
+export function isSeatRecord(entry: LedgerEntry, seat: string, team: string | undefined): boolean {
+  const own = (principal: string) => {
+    const match = /^seat:([^/]+)\/(.+)$/.exec(principal);
+    return match !== null && match[2] === seat && (team === undefined || match[1] === team);
+  };
+  if (own(entry.actor) || own(entry.signer)) return true;
+  const about = entry.target === `seat:${seat}` || entry.target.startsWith(`seat:${seat}/`);
+  return about && (team === undefined || entry.team === team);
+}

@@ -50,6 +50,8 @@ export const LINUX_BASE = Object.freeze({
   inside: Object.freeze({
     socket: "/run/teamd/shim.sock",
     shim: "/run/teamd/shim",
+    /** The seat's last handoff checkpoint, when it has one (issue 27): read-only. */
+    handoff: "/run/teamd/handoff.json",
     proc: "/proc",
     dev: "/dev",
     tmpfs: Object.freeze(["/run"]),

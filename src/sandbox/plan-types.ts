@@ -150,6 +150,12 @@ export interface PlanInput {
    * the seat's command runs the content the owner applied whatever the seat's clone holds there.
    */
   readonly pins?: readonly { readonly src: string; readonly dest: string }[];
+  /**
+   * The seat's last handoff checkpoint (a file teamd wrote from its CHECKPOINT record), bound
+   * read-only at /run/teamd/handoff.json and named by TEAMD_HANDOFF: what a halted run left its
+   * next run (issue 27). Absent: the seat has none.
+   */
+  readonly handoff?: string;
 }
 
 /** One step of building the seat's root, in order; bwrap-args.ts turns each into flags. */

@@ -138,6 +138,11 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     return reserved(`the seat socket ${host.seatSocket.path} is the reserved ${socketOwner ?? host.seatSocket.path}`, "give the seat its own socket");
   }
   late.push({ op: "bind", src: host.seatSocket.path, dest: base.inside.socket });
+  if (input.handoff !== undefined) {
+    const refused = checkPlainSource("handoff checkpoint", input.handoff, input.reserved, base);
+    if (refused) return refused;
+    late.push({ op: "ro-bind", src: input.handoff, dest: base.inside.handoff });
+  }
   // The start's pinned files over the seat's repository (bound before these, so after it here).
   // Each folder between the repository and a pin is bound onto itself first: a mount point cannot
   // be renamed or removed (EBUSY), so while the seat runs no folder of the path can be swapped for
@@ -186,6 +191,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     TEAMD_TEAM: seat.team,
     TMPDIR: input.writable.tmp.path,
     ...(host.shimBundle === undefined ? {} : { TEAMD_SHIM: base.inside.shim }),
+    ...(input.handoff === undefined ? {} : { TEAMD_HANDOFF: base.inside.handoff }),
     ...(egress === undefined ? {} : egressEnv()),
   };
   const checkedEnv = buildEnv(fixed, input.env);

@@ -14,8 +14,8 @@ import { expectRefused, initTeam, type TeamdHarness } from "../support/teamd-har
  * a gated act is refused `envelope.runtime`, a start too, the owner is told once, and a seat
  * with its own v2 cgroup (root) stands frozen (its counter stops; the counter moving before is
  * the control) — and `teamd renew --team` thaws it, the act allowed again. A daemon restart and a
- * seat's own acts leave the clock where it was. (A seat without a cgroup is stopped, with no
- * handoff checkpoint yet.)
+ * seat's own acts leave the clock where it was. (A seat without a cgroup is halted into a
+ * handoff checkpoint: envelope-runtime-halt.test.ts.)
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();

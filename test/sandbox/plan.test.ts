@@ -218,6 +218,16 @@ describe("compilePlan: cases", () => {
     ]);
   });
 
+  it("binds the seat's last handoff checkpoint read-only at /run/teamd/handoff.json, named by TEAMD_HANDOFF, only when it has one", () => {
+    const src = "/var/lib/teamd/handoffs/proj/w/0123456789abcdef.json";
+    const q = plan({ ...baseInput(), handoff: src });
+    expect(q.mounts.filter((m) => m.dest === "/run/teamd/handoff.json")).toEqual([{ op: "ro-bind", src, dest: "/run/teamd/handoff.json" }]);
+    expect(q.env.TEAMD_HANDOFF).toBe("/run/teamd/handoff.json");
+    const none = plan(baseInput());
+    expect(none.mounts.map((m) => m.dest)).not.toContain("/run/teamd/handoff.json");
+    expect(none.env.TEAMD_HANDOFF).toBeUndefined();
+  });
+
   it("leaves out an /etc entry that is reserved", () => {
     const input = baseInput();
     const host = facts({ etc: [...facts().etc, { name: "owner-key.pem", kind: "file" }] });
@@ -361,6 +371,12 @@ describe("compilePlan: cases", () => {
       (i) => ({ ...i, pins: [{ src: "/var/lib/teamd/keys/pin", dest: `${i.writable.repository.path}/AGENTS.md` }] }),
       "reserved.object",
       /pinned start file/,
+    ],
+    [
+      "a handoff checkpoint's copy inside a reserved folder",
+      (i) => ({ ...i, handoff: "/var/lib/teamd/keys/handoff.json" }),
+      "reserved.object",
+      /handoff checkpoint/,
     ],
     [
       "a seat profile inside a reserved folder",
