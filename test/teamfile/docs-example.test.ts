@@ -22,6 +22,12 @@ describe("docs/team-file.md", () => {
     expect(loaded.ok ? [] : loaded.errors).toEqual([]);
   });
 
+  it("states the resource envelope it documents: seats per lab and the unattended runtime", () => {
+    if (!loaded.ok) throw new Error("example does not load");
+    expect(loaded.policy.ceiling?.runtimeMs).toBe(8 * 3600 * 1000);
+    expect(loaded.policy.ceiling?.seats).toEqual({ anthropic: 2, openai: 1, google: 1 });
+  });
+
   it("decides as its comments say", () => {
     if (!loaded.ok) throw new Error("example does not load");
     const view = createKernelView(loaded.policy);
