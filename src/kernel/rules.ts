@@ -372,6 +372,11 @@ export const RULES = {
     summary:
       "the team has run unattended past its runtime (the ceiling's runtime, since the owner's last renewal: an apply of its file or teamd renew); every gated act and start is refused, and its seats frozen or halted, until the owner renews it",
   },
+  "envelope.spend": {
+    section: "§8",
+    summary:
+      "a dispatch reserves the per-dispatch maximum and the spend remainder cannot cover it: the node's own remainder (its cap less its reported spend, reservations and carved slices) or the one budget of a tree it is in, in the aggregate or its lab; usage a meter cannot establish counts as spent",
+  },
   "envelope.visibility": {
     section: "§8",
     summary:
