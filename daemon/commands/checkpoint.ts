@@ -2,9 +2,9 @@ import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { describeStored } from "../../src/ledger/index.js";
 import { UsageError } from "../../src/rpc/refusal.js";
 import { checkName } from "../host/names.js";
-import { terminalText } from "../host/terminal-text.js";
+import { terminalJson, terminalText } from "../host/terminal-text.js";
 import { lastHandoffs, type Handoff } from "../../src/ledger/handoff.js";
-import { openLedgerReader } from "./ledger-read.js";
+import { openLedgerReader, tombstonesFrom } from "./ledger-read.js";
 
 /**
  * `teamd checkpoint show SEAT`: the seat's last handoff checkpoint (issue 27), read from the
@@ -23,7 +23,13 @@ export async function checkpointShow(spec: string, options: { team?: string; jso
   const store = openLedgerReader();
   let found;
   try {
-    found = lastHandoffs((from, limit) => store.recordsOfType(RecordType.CHECKPOINT, from, limit).map(describeStored), seat, team);
+    const tombstones = tombstonesFrom(store, 0);
+    found = lastHandoffs(
+      (from, limit) => store.recordsOfType(RecordType.CHECKPOINT, from, limit).map(describeStored),
+      seat,
+      team,
+      (seq) => tombstones.has(seq),
+    );
   } finally {
     store.close();
   }
@@ -38,7 +44,9 @@ export async function checkpointShow(spec: string, options: { team?: string; jso
     return;
   }
   if (options.json) {
-    process.stdout.write(JSON.stringify({ seq: last.seq, ...last.handoff }) + "\n");
+    // Through terminalJson like every --json view: JSON.stringify leaves a note's C1 controls
+    // (U+009B is a CSI) and bidirectional overrides raw for the owner's terminal.
+    process.stdout.write(terminalJson(JSON.stringify({ seq: last.seq, ...last.handoff })) + "\n");
     return;
   }
   process.stdout.write(handoffText(last.seq, last.handoff));

@@ -448,9 +448,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // the start's record names it, so what the run was given is on record.
     let handed: RecordedHandoff | undefined;
     try {
-      handed = lastHandoffs((from, limit) => readyLedger(options.ledger()).entries(from, limit, RecordType.CHECKPOINT), target.seat, target.team).get(
+      const ledger = readyLedger(options.ledger());
+      handed = lastHandoffs(
+        (from, limit) => ledger.entries(from, limit, RecordType.CHECKPOINT),
+        target.seat,
         target.team,
-      );
+        (seq) => ledger.view.tombstoneOf(seq) !== undefined,
+      ).get(target.team);
       // The start's intent, durable before anything is made or launched (a ledger that cannot
       // take it refuses the start here): what this run will be, decided from the policy in force.
       intentSeq = (
@@ -782,12 +786,20 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return [...matching.map((s) => s.view), ...pending.filter((v): v is SeatView => v !== undefined)];
     },
     async halt(team, seat, why, by = "bound") {
-      cancelRestart(team, seat);
+      // A crash-loop caught in its back-off is halted too: its restart never fires (an owner's
+      // halt of a `restarting` seat was refused as not running, and the restart came back).
+      const pending = cancelRestart(team, seat);
       const slot = slots.get(key(team, seat));
-      if (slot === undefined) return undefined;
+      if (slot === undefined) return pending !== undefined ? { view: pending.view, checkpointSeq: 0 } : undefined;
       const view = slot.view;
       if (slot.teardown === undefined) {
         slot.halting = true;
+        // The seat's door closes before its SIGTERM: the grace is for the process to exit, not
+        // to act (§8, issue 27). With the socket open, a seat trapping SIGTERM landed a note, a
+        // file write and a push in its grace (test/escape/envelope-attack.test.ts).
+        await options
+          .closeSocket(team, seat)
+          .catch((error: unknown) => log(`seat ${team}/${seat}: its socket could not be closed at the halt: ${String(error)}`));
         await terminate(slot);
       }
       await teardown(slot, why, by, true);

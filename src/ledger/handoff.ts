@@ -135,7 +135,7 @@ export function composeHandoff(
   scanned: { from: number; to: number },
   runtime: Handoff["facts"]["envelope"]["runtime"],
 ): Handoff {
-  const make = (acts: readonly HandoffAct[]): Handoff => ({
+  const make = (acts: readonly HandoffAct[], notes: Handoff["hypotheses"]["notes"], refs: Handoff["facts"]["tips"]["refs"]): Handoff => ({
     format: HANDOFF_FORMAT,
     team: run.team,
     seat: run.seat,
@@ -149,7 +149,7 @@ export function composeHandoff(
       reason: run.reason,
     },
     facts: {
-      tips: { evidence: "the hub's refs under refs/heads/seat/SEAT/ at the halt", refs: tips.refs, total: tips.total },
+      tips: { evidence: "the hub's refs under refs/heads/seat/SEAT/ at the halt", refs, total: tips.total },
       acts: {
         evidence: "the ledger's records of this run, by seq (teamd log --seat SEAT)",
         list: acts,
@@ -163,15 +163,30 @@ export function composeHandoff(
     },
     hypotheses: {
       evidence: "the seat's own notes (teamd-shim checkpoint), recorded as it said them: not verified by teamd",
-      notes: evidence.notes,
+      notes,
       total: evidence.noteCount,
     },
   });
   let acts = evidence.acts;
-  let handoff = make(acts);
-  while (acts.length > 0 && Buffer.byteLength(JSON.stringify(handoff)) > HANDOFF_LIMITS.bytes) {
+  let notes = evidence.notes;
+  let refs = tips.refs;
+  const over = (h: Handoff) => Buffer.byteLength(JSON.stringify(h)) > HANDOFF_LIMITS.bytes;
+  let handoff = make(acts, notes, refs);
+  while (acts.length > 0 && over(handoff)) {
     acts = acts.slice(Math.ceil(acts.length / 4));
-    handoff = make(acts);
+    handoff = make(acts, notes, refs);
+  }
+  // The acts alone did not bound it: eight notes of 4 KiB of control characters (six bytes each
+  // in JSON) and 64 branch names near git's 1 KiB reach ~260 KiB (an attack from a seat:
+  // test/escape/envelope-attack.test.ts). The oldest notes go next, then the last tips; each
+  // keeps its total, so what is left out is still counted.
+  while (notes.length > 1 && over(handoff)) {
+    notes = notes.slice(1);
+    handoff = make(acts, notes, refs);
+  }
+  while (refs.length > 0 && over(handoff)) {
+    refs = refs.slice(0, Math.floor(refs.length / 2));
+    handoff = make(acts, notes, refs);
   }
   return handoff;
 }
@@ -183,7 +198,12 @@ export interface RecordedHandoff {
 }
 
 /** The seat's last handoff on record, per team (halts are rare: the CHECKPOINT records are read by their type's index). */
-export function lastHandoffs(read: (from: number, limit: number) => LedgerEntry[], seat: string, team?: string): Map<string, RecordedHandoff> {
+export function lastHandoffs(
+  read: (from: number, limit: number) => LedgerEntry[],
+  seat: string,
+  team?: string,
+  tombstoned: (seq: number) => boolean = () => false,
+): Map<string, RecordedHandoff> {
   const found = new Map<string, RecordedHandoff>();
   for (let at = 0; ;) {
     const page = read(at, 500);
@@ -193,6 +213,12 @@ export function lastHandoffs(read: (from: number, limit: number) => LedgerEntry[
       const detail = entry.payload?.detail;
       if ((team !== undefined && entry.team !== team) || detail?.case !== "checkpoint" || detail.value.handoff === "") continue;
       if (entry.payload?.target?.name !== seat) continue;
+      // A tombstoned handoff is hidden (§15): neither shown nor handed on — and an older one is not
+      // handed on in its place (it no longer says where the seat last stood).
+      if (tombstoned(entry.seq)) {
+        found.delete(entry.team);
+        continue;
+      }
       try {
         found.set(entry.team, { seq: entry.seq, handoff: JSON.parse(detail.value.handoff) as Handoff });
       } catch {

@@ -99,5 +99,8 @@ describe("the last handoff on record", () => {
     expect(found.get("proj")?.handoff).toEqual({ n: 2 });
     expect(found.get("other")?.handoff).toEqual({ n: 4 });
     expect([...lastHandoffs(read, "w", "proj").keys()]).toEqual(["proj"]);
+    // The newest tombstoned: none is handed on (not the older one in its place).
+    const newest = records[1]?.seq ?? 0;
+    expect(lastHandoffs(read, "w", "proj", (seq) => seq === newest).get("proj")).toBeUndefined();
   });
 });
