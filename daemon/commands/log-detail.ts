@@ -43,7 +43,27 @@ export function recordDetail(entry: LedgerEntry): RecordDetail | undefined {
     case "gate":
       return { result: detail.value.result === GateResult.PASS ? "pass" : detail.value.result === GateResult.FAIL ? "fail" : "unspecified" };
     case "checkpoint":
-      return { note: detail.value.note };
+      // The handoff itself is long: teamd checkpoint show prints it.
+      return { runId: detail.value.runId, handoffBytes: Buffer.byteLength(detail.value.handoff) };
+    case "meter":
+      return {
+        meter: detail.value.meter,
+        kind: detail.value.kind,
+        lab: detail.value.lab,
+        amount: Number(detail.value.amount),
+        currency: detail.value.currency,
+        from: new Date(Number(detail.value.fromUnixMs)).toISOString(),
+        to: new Date(Number(detail.value.toUnixMs)).toISOString(),
+      };
+    case "reserve":
+      return {
+        seat: detail.value.seat,
+        runId: detail.value.runId,
+        lab: detail.value.lab,
+        amount: Number(detail.value.amount),
+        currency: detail.value.currency,
+        why: detail.value.why,
+      };
     default:
       return undefined;
   }

@@ -123,7 +123,43 @@ function teamJson(t: Team): Record<string, unknown> {
       seats: e.seatsCapped ? { cap: e.seatsCap, live: e.seatsLive, left: Math.max(0, e.seatsCap - e.seatsLive) } : null,
       visibility: e.visibilityCapped ? [...e.visibility] : null,
     })),
+    // The spend envelope (§8), in the currency's minor units: null when the ceiling sets none. A soft bound.
+    spend: t.spend === undefined ? null : spendJson(t.spend),
   };
+}
+
+function spendJson(s: NonNullable<Team["spend"]>): Record<string, unknown> {
+  return {
+    currency: s.currency,
+    period: { start: new Date(Number(s.periodStartUnixMs)).toISOString(), end: new Date(Number(s.periodEndUnixMs)).toISOString() },
+    limit: Number(s.limit),
+    reported: Number(s.reported),
+    reserved: Number(s.reserved),
+    remainder: Number(s.remainder),
+    overage: Number(s.overage),
+    perDispatch: Number(s.perDispatch),
+    soft: true,
+    labs: s.labs.map((l) => ({
+      lab: l.lab,
+      limit: l.limited ? Number(l.limit) : null,
+      reported: Number(l.reported),
+      reserved: Number(l.reserved),
+      remainder: Number(l.remainder),
+      meter: l.meter,
+      meters: l.meters.map((m) => ({
+        name: m.name,
+        at: m.atUnixMs === 0n ? null : new Date(Number(m.atUnixMs)).toISOString(),
+        error: m.error === "" ? null : m.error,
+      })),
+    })),
+  };
+}
+
+/** An amount in minor units, for a person: "USD 12.50". */
+function money(minor: bigint, currency: string): string {
+  const n = Number(minor);
+  const abs = Math.abs(n);
+  return `${n < 0 ? "-" : ""}${currency} ${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
 }
 
 function seatJson(s: Seat): Record<string, unknown> {
@@ -206,6 +242,20 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
           : `runtime ${Math.ceil(Number(t.runtimeLeftMs) / 1000)} s left of ${Math.round(Number(t.runtimeMs) / 1000)} s`,
       );
     if (envelope.length > 0) lines.push(`    envelope: ${envelope.join("; ")}`);
+    const spend = t.spend;
+    if (spend !== undefined) {
+      const c = spend.currency;
+      lines.push(
+        `    spend (a soft bound: counted from meter reports): ${money(spend.remainder, c)} left of ${money(spend.limit, c)} this period (reported ${money(spend.reported, c)}, reserved ${money(spend.reserved, c)}${spend.overage > 0n ? `, OVER BY ${money(spend.overage, c)}` : ""}); each launch reserves ${money(spend.perDispatch, c)}`,
+      );
+      for (const l of spend.labs)
+        lines.push(
+          `      ${l.lab}: ${l.meter === "fresh" ? `${money(l.remainder, c)} left` : `usage ${l.meter.toUpperCase()}: counted as spent, launches refused`}${l.limited ? ` (cap ${money(l.limit, c)})` : ""}; meters: ${
+            l.meters.map((m) => `${m.name}${m.error ? ` failing: ${m.error}` : m.atUnixMs === 0n ? " (no report yet)" : ""}`).join(", ") ||
+            "none (configure one in TEAMD_HOME/meters.json)"
+          }`,
+        );
+    }
   }
   lines.push(reply.seats.length === 0 ? "seats running: none" : "seats running:");
   for (const s of reply.seats) {

@@ -166,6 +166,11 @@ export interface SeatManagerOptions {
   readonly newId: () => string;
   /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
   readonly failAt?: string;
+  /**
+   * The spend envelope's dispatch (daemon/server/spend-book.ts): called in the launch's deciding
+   * turn; a refusal, the reservation's record to await before launch, or undefined (no spend ceiling).
+   */
+  spend?(team: string, seat: string, runId: string): RefusalError | { readonly recorded: Promise<number> } | undefined;
 }
 
 interface Slot {
@@ -352,7 +357,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const policy = target.start.restart;
     const end = slot.end;
     // A halt suspends the run into its handoff: never restarted, whatever the policy (§8, issue 27).
-    if (policy === undefined || end === undefined || end.state === "stopped" || end.state === "suspended" || slot.settling) return;
+    if (policy === undefined || end === undefined || end.state === "stopped" || end.state === "suspended" || slot.settling || isHalting(slot)) return;
     if (policy.when === "on-failure" && !endedInFailure(end)) return;
     const lived = options.now() - Date.parse(slot.view.startedAt);
     const attempt = Number.isFinite(lived) && lived >= RESTART_RESET_MS ? 1 : slot.attempt + 1;
@@ -413,6 +418,11 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const runId = options.newId();
     // System mode: a host uid of the seat's own (daemon/host/seat-uids.ts); user mode: the daemon's.
     const user = home.mode === "system" ? seatHostUser(home, target.team, target.seat, resolveSeatUser("system")) : resolveSeatUser("user");
+    // §8, the envelope's spend: the per-dispatch maximum held against the team's and the lab's
+    // remainder, decided and held in this same turn as the slot (two launches cannot together
+    // pass it); its record is awaited below, before anything is launched.
+    const spendHold = options.spend?.(target.team, target.seat, runId);
+    if (spendHold instanceof RefusalError) throw spendHold;
     // Reserve: the slot exists before anything is prepared, so a second start is refused.
     const slot: Slot = {
       // The applied team file's word, never a fallback: a host without bubblewrap refuses a
@@ -448,6 +458,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // the start's record names it, so what the run was given is on record.
     let handed: RecordedHandoff | undefined;
     try {
+      const reserveSeq = spendHold === undefined ? undefined : await spendHold.recorded;
       const ledger = readyLedger(options.ledger());
       handed = lastHandoffs(
         (from, limit) => ledger.entries(from, limit, RecordType.CHECKPOINT),
@@ -476,6 +487,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
             containment: slot.view.containment,
             strength: strength(slot),
             ...(handed !== undefined ? { handoff_seq: String(handed.seq) } : {}),
+            ...(reserveSeq !== undefined ? { reserve_seq: String(reserveSeq) } : {}),
           },
           runId,
         )
@@ -791,9 +803,14 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const pending = cancelRestart(team, seat);
       const slot = slots.get(key(team, seat));
       if (slot === undefined) return pending !== undefined ? { view: pending.view, checkpointSeq: 0 } : undefined;
+      // Halted whatever it was doing: a run already ending by itself (`stopping`) is not restarted
+      // (maybeRestart reads this), and a restart still launching is halted once it runs.
+      slot.halting = true;
+      for (const until = performance.now() + STOP_WAIT_MS; slot.view.state === "starting" && slots.get(key(team, seat)) === slot && performance.now() < until;)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      if (slots.get(key(team, seat)) !== slot) return { view: slot.view, checkpointSeq: 0 };
       const view = slot.view;
       if (slot.teardown === undefined) {
-        slot.halting = true;
         // The seat's door closes before its SIGTERM: the grace is for the process to exit, not
         // to act (§8, issue 27). With the socket open, a seat trapping SIGTERM landed a note, a
         // file write and a push in its grace (test/escape/envelope-attack.test.ts).

@@ -11,6 +11,7 @@ import { handleStopAll } from "./stop-all-handler.js";
 import { ledgerSummary, stopsInForce, teamsStatus } from "./status-report.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
 import { attachSession } from "./attach-session.js";
+import type { SpendStatus } from "./spend-book.js";
 
 export interface ControlState {
   readonly daemonInstance: string;
@@ -25,6 +26,8 @@ export interface ControlState {
   stopHandled?(flagId: string): void;
   /** The daemon's clock, unix ms (from the composition root). */
   readonly now: () => number;
+  /** A team's spend this period (daemon/server/spend-book.ts), undefined without a spend ceiling. */
+  readonly spend?: (team: string) => SpendStatus | undefined;
 }
 
 /** An optional name from a request: empty means "not named"; anything else must be a plain name. */
@@ -51,7 +54,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         seats: (await state.seats()).map(seatStatus),
         ledger: ledgerSummary(state.ledger.get()),
         stops: stopsInForce(state.ledger.get()),
-        teams: await teamsStatus(state.ledger.get(), state.now(), await state.seats()),
+        teams: await teamsStatus(state.ledger.get(), state.now(), await state.seats(), (team) => state.spend?.(team)),
       };
     },
     async ownerAct(request) {
@@ -86,12 +89,15 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       const seat = named("seat", request.seat);
       const manager = state.seatManager();
       const why = haltReason(request.reason);
-      // One seat (its team found from its name), or every running seat of the team.
+      // One seat (its team found from its name), or every running seat of the team — and a seat
+      // between runs (ending, waiting out a restart's back-off, launching the restart): an owner's
+      // halt of a crash-loop was refused as "not running", and its restart policy brought it back.
+      const live = (v: { state: string }) => ["running", "restarting", "starting", "stopping"].includes(v.state);
       const targets =
         seat !== undefined
-          ? manager.list().filter((v) => v.seat === seat && (team === undefined || v.team === team) && v.state === "running")
+          ? manager.list().filter((v) => v.seat === seat && (team === undefined || v.team === team) && live(v))
           : team !== undefined
-            ? manager.list().filter((v) => v.team === team && v.state === "running")
+            ? manager.list().filter((v) => v.team === team && live(v))
             : [];
       if (seat === undefined && team === undefined) throw new Error("halt needs a seat or a team: teamd halt SEAT | --team TEAM");
       if (seat !== undefined && new Set(targets.map((v) => v.team)).size > 1)

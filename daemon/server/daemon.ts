@@ -20,6 +20,9 @@ import { refuse } from "../../src/kernel/index.js";
 import { createNoticeService } from "./notices.js";
 import { watchFloors, type FloorWatch } from "./floor-watch.js";
 import { watchRuntime, type RuntimeWatch } from "./runtime-watch.js";
+import { watchMeters, type MeterWatch } from "./meter-watch.js";
+import { createSpendBook } from "./spend-book.js";
+import { loadMeters, type MeterConfig } from "../../src/meters/index.js";
 import { unmetFloors } from "../owner/leases.js";
 import { loadNotifyHook, type NotifyHook } from "../host/notify-config.js";
 import { createLauncher, type Launcher } from "../../src/sandbox/launcher.js";
@@ -95,6 +98,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let stopWatch: StopWatch | undefined;
   let floorWatch: FloorWatch | undefined;
   let runtimeWatch: RuntimeWatch | undefined;
+  let meterWatch: MeterWatch | undefined;
+  // The owner's meters (TEAMD_HOME/meters.json), read at start: a file that cannot be read leaves
+  // none, so every team with a spend ceiling refuses its dispatches (its usage cannot be established).
+  let meterConfigs: readonly MeterConfig[] = [];
+  const meters = () => meterConfigs;
+  const spendBook = createSpendBook({ ledger: () => ledger, meters });
   // The machine's ledger: absent until teamd init makes it (through this daemon or, with the
   // daemon down, by the owner's CLI), then opened once and kept.
   let ledger: Ledger | undefined;
@@ -310,6 +319,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
           },
           stopHandled: (flagId) => stopWatch?.handled(flagId),
           now,
+          spend: (team) => spendBook.status(team, now()),
         }),
       );
       server.addService(
@@ -324,6 +334,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
         throw error;
       }
       control = server;
+      const loadedMeters = await loadMeters(home.root, process.env);
+      if (loadedMeters.ok) meterConfigs = loadedMeters.meters;
+      else log(`meters: ${loadedMeters.reason}; no meter is read, and a team with a spend ceiling dispatches nothing`);
       seats = createSeatManager({
         home,
         ledger: () => ledger,
@@ -339,6 +352,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         now,
         newId,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
+        spend: (team, seat, runId) => spendBook.dispatch(team, seat, runId, now()),
       });
       try {
         for (const swept of await seats.sweep()) log(`swept what a previous run left of seat ${swept}`);
@@ -364,6 +378,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
         floorWatch = watchFloors({ ledger: () => ledger, unmetFloors: (l, team) => unmetFloors(l, team, now()), log });
         // A team past its unattended runtime: told once, its seats frozen (or stopped), thawed when renewed (§8).
         runtimeWatch = watchRuntime({ ledger: () => ledger, seats: () => seats, now, log });
+        // The spend envelope's meters: read now and every `every`; a seat whose reservation no longer fits is halted (§8).
+        meterWatch = watchMeters({ meters: meters(), book: spendBook, ledger: () => ledger, seats: () => seats, now, log });
+        void meterWatch.readAll().catch((error: unknown) => log(`meters: ${error instanceof Error ? error.message : String(error)}`));
       } catch (error) {
         await this.stop();
         throw error;
@@ -387,6 +404,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       floorWatch = undefined;
       runtimeWatch?.close();
       runtimeWatch = undefined;
+      meterWatch?.close();
+      meterWatch = undefined;
       await seats?.stopAll(DAEMON_STOPPING, "daemon");
       seats = undefined;
       for (const { server, egress } of [...seatServers.values()].reverse()) {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { LabEnvelopeSchema, LedgerSummarySchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type { LabEnvelopeSchema, LedgerSummarySchema, SpendStatusSchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type { SpendStatus } from "./spend-book.js";
 import type { Policy } from "../../src/kernel/index.js";
 import type { Ledger } from "../../src/ledger/index.js";
 import { loadTeamFile } from "../../src/teamfile/index.js";
@@ -70,6 +71,34 @@ async function teamFileAgainstPolicy(repository: string, policyHash: string | un
   };
 }
 
+/** The spend book's view of a team (daemon/server/spend-book.ts) as the proto's SpendStatus (int64 amounts). */
+function spendStatus(s: SpendStatus | undefined): { spend?: MessageInitShape<typeof SpendStatusSchema> } {
+  if (s === undefined) return {};
+  return {
+    spend: {
+      currency: s.currency,
+      periodStartUnixMs: BigInt(s.periodStart),
+      periodEndUnixMs: BigInt(s.periodEnd),
+      limit: BigInt(s.limit),
+      reported: BigInt(s.reported),
+      reserved: BigInt(s.reserved),
+      remainder: BigInt(s.remainder),
+      overage: BigInt(s.overage),
+      perDispatch: BigInt(s.perDispatch),
+      labs: s.labs.map((l) => ({
+        lab: l.lab,
+        limited: l.limit !== null,
+        limit: BigInt(l.limit ?? 0),
+        reported: BigInt(l.reported),
+        reserved: BigInt(l.reserved),
+        remainder: BigInt(l.remainder),
+        meter: l.meter,
+        meters: l.meters.map((m) => ({ name: m.name, atUnixMs: BigInt(m.at ?? 0), error: m.error ?? "" })),
+      })),
+    },
+  };
+}
+
 /** Per declared lab, the envelope's caps against what is used now (§8): live seats by the lab they launched as. */
 function labEnvelopes(policy: Policy, live: readonly { readonly lab?: string }[]): MessageInitShape<typeof LabEnvelopeSchema>[] {
   const caps = policy.ceiling;
@@ -92,6 +121,7 @@ export async function teamsStatus(
   ledger: Ledger | undefined,
   now: number,
   running: readonly { readonly team: string; readonly lab?: string }[] = [],
+  spendOf: (team: string) => SpendStatus | undefined = () => undefined,
 ): Promise<MessageInitShape<typeof TeamStatusSchema>[]> {
   if (ledger === undefined || ledger.state.status !== "ready") return [];
   const teams: MessageInitShape<typeof TeamStatusSchema>[] = [];
@@ -138,6 +168,7 @@ export async function teamsStatus(
       reviewFloor: review.floor,
       envelope,
       ...runtime,
+      ...spendStatus(spendOf(team.team)),
     });
   }
   return teams;

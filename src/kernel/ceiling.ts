@@ -28,6 +28,25 @@ export interface Ceiling {
    * paused (envelope-runtime.ts).
    */
   readonly runtimeMs?: number;
+  /** The resource envelope's spend (§8): the team's budget per period, reserved before each dispatch (envelope-spend.ts). */
+  readonly spend?: SpendCeiling;
+}
+
+/**
+ * `ceiling.spend` (§8): in the provider's billing currency, in minor units (cents), per period —
+ * a calendar month (UTC) or a fixed length aligned to the unix epoch (UTC: `1d` is the UTC day).
+ */
+export interface SpendCeiling {
+  readonly currency: string;
+  readonly period: { readonly kind: "month" } | { readonly kind: "fixed"; readonly ms: number };
+  /** The team's aggregate cap per period. */
+  readonly total: number;
+  /** Per declared lab, a tighter cap (never replacing the aggregate). */
+  readonly labs: Readonly<Record<string, number>>;
+  /** What every dispatch (a seat's launch, a restart too) reserves against the remainder before it runs. */
+  readonly perDispatch: number;
+  /** A meter report older than this counts the lab's usage as spent (fail closed). */
+  readonly staleAfterMs: number;
 }
 
 /** The most seats a lab's cap may name: a bound on what is read, far above any real team. */

@@ -5,6 +5,10 @@ import { isPlainObject } from "./records.js";
 import type { DimensionScope, Scope } from "./scope.js";
 import { type ScopeContext, readCapabilities } from "./scope-input.js";
 import { type OperationalCapability, isOperational } from "./vocabulary.js";
+import { readSpend } from "./spend-input.js";
+import { parseDuration, showDuration } from "./duration.js";
+
+export { parseDuration, showDuration } from "./duration.js";
 
 /**
  * Reading the owner-sovereign delegation settings of the team file (§7–§10): `leads` (the
@@ -26,27 +30,7 @@ export interface Delegation {
   readonly twoGranter?: readonly OperationalCapability[];
 }
 
-const RESOURCE = "the rest of the resource envelope — spend (§8) — arrives with the resource-envelope issues";
-const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility", "runtime"];
-const CEILING_UNSUPPORTED = ["spend"];
-
-const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `90s`, `30m`, `8h`, `7d` → milliseconds; undefined when not a duration. */
-export function parseDuration(text: string): number | undefined {
-  const m = /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(text);
-  if (m === null) return undefined;
-  return Number(m[1]) * (UNIT_MS[m[2] as string] as number);
-}
-
-/** A duration in its canonical written form: the largest unit that divides it exactly. */
-export function showDuration(ms: number): string {
-  for (const unit of ["d", "h", "m", "s"]) {
-    const size = UNIT_MS[unit] as number;
-    if (ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${Math.ceil(ms / 1000)}s`;
-}
+const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility", "runtime", "spend"];
 
 function readLeads(value: unknown, seats: readonly string[], ctx: ScopeContext): LeadsInput | undefined {
   const problems = ctx.problems;
@@ -104,18 +88,7 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
   }
   let bad = false;
   for (const key of Object.keys(value)) {
-    if (CEILING_UNSUPPORTED.includes(key)) {
-      problems.push(
-        problem(
-          "teamfile.unsupported",
-          ["ceiling", key],
-          `'${key}' is not supported yet: ${RESOURCE}`,
-          "remove it; teamd refuses what it does not enforce rather than accept it silently",
-          "key",
-        ),
-      );
-      bad = true;
-    } else if (!CEILING_KEYS.includes(key)) {
+    if (!CEILING_KEYS.includes(key)) {
       problems.push(problem("teamfile.schema", ["ceiling", key], `unknown key '${key}' in ceiling`, `ceiling takes: ${CEILING_KEYS.join(", ")}`, "key"));
       bad = true;
     }
@@ -164,6 +137,8 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
       bad = true;
     }
   }
+  const spend = value.spend === undefined ? undefined : readSpend(value.spend, ctx);
+  if (value.spend !== undefined && spend === undefined) bad = true;
   if (bad) return undefined;
   return Object.freeze({
     ...(capabilities !== undefined ? { capabilities: Object.freeze(capabilities) } : {}),
@@ -171,6 +146,7 @@ function readCeiling(value: unknown, ctx: ScopeContext): Ceiling | undefined {
     ...(seats ? { seats } : {}),
     ...(visibility ? { visibility } : {}),
     ...(runtimeMs !== undefined ? { runtimeMs } : {}),
+    ...(spend !== undefined ? { spend } : {}),
   });
 }
 

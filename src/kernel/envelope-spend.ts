@@ -19,8 +19,9 @@ import { refuse, type Refusal } from "./decision.js";
  *   commits at most the cap as it stands now, never a cap per node.
  *
  * A child dispatching in a lab its slice does not name is refused; a root with no cap for a lab
- * is bounded there by its aggregate alone. Usage a node cannot establish — a meter report that is
- * stale or missing — counts as spent: the node's whole cap, in every dimension (fail closed).
+ * is bounded there by its aggregate alone. Usage a node cannot establish — a lab whose meter's
+ * report is stale or missing — counts as spent: the lab's whole cap, or the node's whole aggregate
+ * where the lab has none (fail closed).
  * What is already reported or reserved stands (the shadow is prospective): a cap lowered below
  * it shows an overage and authorizes nothing more.
  */
@@ -43,9 +44,15 @@ export interface SpendNode {
   readonly spent: Readonly<Record<Lab, number>>;
   /** In-flight reservations, per lab: dispatched, not yet covered by a report. */
   readonly reserved: Readonly<Record<Lab, number>>;
-  /** Whether its meter's last report is within the owner's staleness limit. */
-  readonly meter: "fresh" | "stale" | "unknown";
+  /**
+   * Per lab whose usage counts here, whether its meter's last report is within the owner's
+   * staleness limit ("unknown": no report this period, or no meter maps to it). A lab not listed
+   * is taken as reported by its `spent` alone.
+   */
+  readonly meters: Readonly<Record<Lab, MeterState>>;
 }
+
+export type MeterState = "fresh" | "stale" | "unknown";
 
 export interface SpendTree {
   readonly currency: string;
@@ -55,7 +62,6 @@ export interface SpendTree {
 /** A dimension: the aggregate, or one lab. */
 type Dimension = { readonly kind: "total" } | { readonly kind: "lab"; readonly lab: Lab };
 
-const sum = (values: Readonly<Record<string, number>>): number => Object.values(values).reduce((a, b) => a + b, 0);
 const has = (record: Readonly<Record<string, number>>, key: string): boolean => Object.prototype.hasOwnProperty.call(record, key);
 
 function capIn(node: SpendNode, d: Dimension): number | undefined {
@@ -63,14 +69,18 @@ function capIn(node: SpendNode, d: Dimension): number | undefined {
   return has(node.caps.labs, d.lab) ? node.caps.labs[d.lab] : undefined;
 }
 
-/** What a node has used in a dimension: reported plus in flight — or its whole cap when its usage cannot be established. */
+const meterOf = (node: SpendNode, lab: Lab): MeterState => (Object.prototype.hasOwnProperty.call(node.meters, lab) ? (node.meters[lab] ?? "unknown") : "fresh");
+
+/** What a node has used in one lab: reported plus in flight — or, when its usage cannot be established, all it may spend there (fail closed). */
+function usedInLab(node: SpendNode, lab: Lab): number {
+  if (meterOf(node, lab) !== "fresh") return has(node.caps.labs, lab) ? (node.caps.labs[lab] ?? 0) : node.caps.total;
+  return (node.spent[lab] ?? 0) + (node.reserved[lab] ?? 0);
+}
+
 function usedIn(node: SpendNode, d: Dimension): number {
-  if (node.meter !== "fresh") {
-    // Fail closed: unknown usage is spent — all of it the node may spend in this dimension.
-    return d.kind === "total" ? node.caps.total : has(node.caps.labs, d.lab) ? (node.caps.labs[d.lab] ?? 0) : node.caps.total;
-  }
-  if (d.kind === "total") return sum(node.spent) + sum(node.reserved);
-  return (node.spent[d.lab] ?? 0) + (node.reserved[d.lab] ?? 0);
+  if (d.kind === "lab") return usedInLab(node, d.lab);
+  const labs = new Set([...Object.keys(node.spent), ...Object.keys(node.reserved), ...Object.keys(node.meters)]);
+  return [...labs].reduce((a, lab) => a + usedInLab(node, lab), 0);
 }
 
 function childrenOf(tree: SpendTree, id: string): SpendNode[] {
@@ -159,10 +169,11 @@ export function showAmount(amount: number, currency: string): string {
 export function checkDispatch(tree: SpendTree, node: string, lab: Lab, amount: number): Refusal | undefined {
   const self = tree.nodes[node];
   if (self === undefined) return refuse("envelope.spend", `no spend envelope is known for ${node}; nothing dispatches against a budget it cannot read`);
-  if (self.meter !== "fresh") {
+  const meter = meterOf(self, lab);
+  if (meter !== "fresh") {
     return refuse(
       "envelope.spend",
-      `the spend of ${node} cannot be established (its meter's report is ${self.meter === "stale" ? "older than the staleness limit" : "missing"}), so it counts as spent; fix the meter (teamd status shows it), or raise the limit (an owner act)`,
+      `the spend of ${node} in lab ${lab} cannot be established (its meter's report is ${meter === "stale" ? "older than the staleness limit" : "missing"}), so it counts as spent; fix the meter (teamd status shows it), or raise the limit (an owner act)`,
     );
   }
   const bounds = spendBounds(tree, node, lab);
@@ -175,9 +186,16 @@ export function checkDispatch(tree: SpendTree, node: string, lab: Lab, amount: n
     short.kind === "own"
       ? `${short.node}'s own remainder ${where} (its cap less its spend, reservations and carved slices)`
       : `the budget of ${short.node}'s whole tree ${where}`;
+  const unknown = Object.values(tree.nodes).flatMap((n) =>
+    Object.keys(n.meters)
+      .filter((l) => meterOf(n, l) !== "fresh")
+      .map((l) => `${n.id}/${l}`),
+  );
   return refuse(
     "envelope.spend",
-    `a dispatch reserves ${showAmount(amount, tree.currency)} and ${what} has ${showAmount(Math.max(0, short.left), tree.currency)} left this period; wait for the next period, or raise the cap (an owner act)`,
+    `a dispatch reserves ${showAmount(amount, tree.currency)} and ${what} has ${showAmount(Math.max(0, short.left), tree.currency)} left this period${
+      unknown.length > 0 ? ` (the usage of ${unknown.join(", ")} cannot be established and counts as spent)` : ""
+    }; wait for the next period, or raise the cap (an owner act)`,
   );
 }
 
@@ -209,4 +227,42 @@ export function reserve(tree: SpendTree, node: string, lab: Lab, amount: number)
   const self = tree.nodes[node];
   if (self === undefined) return tree;
   return { ...tree, nodes: { ...tree.nodes, [node]: { ...self, reserved: { ...self.reserved, [lab]: (self.reserved[lab] ?? 0) + amount } } } };
+}
+
+/** The spend period `now` falls in: a calendar month (UTC), or a fixed length aligned to the unix epoch (UTC). */
+export function spendPeriod(period: { readonly kind: "month" } | { readonly kind: "fixed"; readonly ms: number }, now: number): { start: number; end: number } {
+  if (period.kind === "fixed") {
+    const start = Math.floor(now / period.ms) * period.ms;
+    return { start, end: start + period.ms };
+  }
+  const { year, month } = civilFromDays(Math.floor(now / DAY_MS));
+  const next = month === 12 ? { year: year + 1, month: 1 } : { year, month: month + 1 };
+  return { start: daysFromCivil(year, month, 1) * DAY_MS, end: daysFromCivil(next.year, next.month, 1) * DAY_MS };
+}
+
+const DAY_MS = 86_400_000;
+
+/*
+ * The proleptic Gregorian calendar by arithmetic alone (the kernel reads no clock and no Date):
+ * days since 1970-01-01 to and from a civil date, by the well-known era algorithm (eras of
+ * 400 years, 146,097 days; the year counted from March so the leap day falls last).
+ */
+function civilFromDays(days: number): { year: number; month: number } {
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  return { year: yoe + era * 400 + (month <= 2 ? 1 : 0), month };
+}
+
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
 }

@@ -1,3 +1,4 @@
+import type { SpendCeiling } from "./ceiling.js";
 import { visibilityWidens } from "./envelope-visibility.js";
 import type { Grant } from "./authority.js";
 import { type CanonicalValue, canonicalJson } from "./canonical.js";
@@ -434,6 +435,19 @@ export function compilePolicy(input: PolicyInput): CompileResult {
  * again; a setting the file does not write is left out, so a policy without them keeps the
  * hash it had before leases existed.
  */
+/** `ceiling.spend` as the team file writes it (amounts in major units, two decimals), so the canonical form loads back the same. */
+function canonicalSpend(spend: SpendCeiling): Record<string, CanonicalValue> {
+  const major = (minor: number) => `${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`;
+  return {
+    currency: spend.currency,
+    period: spend.period.kind === "month" ? "month" : showDuration(spend.period.ms),
+    total: major(spend.total),
+    labs: Object.fromEntries(Object.entries(spend.labs).map(([lab, minor]) => [lab, major(minor)])),
+    "per-dispatch": major(spend.perDispatch),
+    "stale-after": showDuration(spend.staleAfterMs),
+  };
+}
+
 function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<string, CanonicalValue> {
   const out: Record<string, CanonicalValue> = {};
   if (d.leads !== undefined) out.leads = { seat: d.leads.seat, envelope: capabilityMap(d.leads.envelope) };
@@ -447,6 +461,7 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
       "lease-ttl": showDuration(d.ceiling.leaseTtlMs),
       ...(d.ceiling.seats !== undefined ? { seats: { ...d.ceiling.seats } } : {}),
       ...(d.ceiling.runtimeMs !== undefined ? { runtime: showDuration(d.ceiling.runtimeMs) } : {}),
+      ...(d.ceiling.spend !== undefined ? { spend: canonicalSpend(d.ceiling.spend) } : {}),
       ...(d.ceiling.visibility !== undefined
         ? {
             visibility: Object.fromEntries(

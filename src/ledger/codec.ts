@@ -177,6 +177,8 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.SERVED]: "served",
   [RecordType.TOMBSTONE]: "tombstone",
   [RecordType.RENEW]: "renew",
+  [RecordType.METER]: "meter",
+  [RecordType.RESERVE]: "reserve",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

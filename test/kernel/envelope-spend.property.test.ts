@@ -61,7 +61,7 @@ const trees: fc.Arbitrary<SpendTree> = fc
         caps: { total: s.total, labs },
         spent: {},
         reserved: {},
-        meter: "fresh",
+        meters: {},
       };
     });
     return { currency: "USD", nodes };

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { checkDispatch, reserve, revalidate, spendOverage, spendRemainder, type SpendNode, type SpendTree } from "../../src/kernel/envelope-spend.js";
+import {
+  checkDispatch,
+  reserve,
+  revalidate,
+  spendOverage,
+  spendPeriod,
+  spendRemainder,
+  type SpendNode,
+  type SpendTree,
+} from "../../src/kernel/envelope-spend.js";
 
 /**
  * The spend arithmetic (§8), as named cases: every worked example of §8, in cents, and the rules
@@ -8,7 +17,7 @@ import { checkDispatch, reserve, revalidate, spendOverage, spendRemainder, type 
  */
 const $ = (dollars: number) => dollars * 100;
 function node(id: string, total: number, more: Partial<SpendNode> = {}): SpendNode {
-  return { id, caps: { total: $(total), labs: {} }, spent: {}, reserved: {}, meter: "fresh", ...more };
+  return { id, caps: { total: $(total), labs: {} }, spent: {}, reserved: {}, meters: {}, ...more };
 }
 const tree = (...nodes: SpendNode[]): SpendTree => ({ currency: "USD", nodes: Object.fromEntries(nodes.map((n) => [n.id, n])) });
 const ANY = "anthropic";
@@ -70,10 +79,16 @@ describe("the rules around them", () => {
   });
 
   it("usage that cannot be established counts as spent: a stale or missing report refuses, and a child's counts whole against its parent", () => {
-    expect(checkDispatch(tree(node("C", 100, { meter: "stale" })), "C", ANY, 1)?.reason).toMatch(/older than the staleness limit/);
-    expect(checkDispatch(tree(node("C", 100, { meter: "unknown" })), "C", ANY, 1)?.reason).toMatch(/missing/);
-    const t = tree(node("C", 100), slice("D", "C", 40, { meter: "stale" }));
+    expect(checkDispatch(tree(node("C", 100, { meters: { [ANY]: "stale" } })), "C", ANY, 1)?.reason).toMatch(/older than the staleness limit/);
+    expect(checkDispatch(tree(node("C", 100, { meters: { [ANY]: "unknown" } })), "C", ANY, 1)?.reason).toMatch(/missing/);
+    // A child's unknown usage counts whole (its slice) against its parent.
+    const t = tree(node("C", 100), slice("D", "C", 40, { meters: { [ANY]: "stale" } }));
     expect(spendRemainder(t, "C", ANY)).toBe($(60));
+    // Another lab's unknown usage counts as spent in the aggregate: its lab cap, or the whole aggregate where it has none.
+    const capped = tree(node("C", 100, { caps: { total: $(100), labs: { openai: $(30) } }, meters: { [ANY]: "fresh", openai: "unknown" } }));
+    expect(spendRemainder(capped, "C", ANY)).toBe($(70));
+    const uncapped = tree(node("C", 100, { meters: { [ANY]: "fresh", openai: "stale" } }));
+    expect(checkDispatch(uncapped, "C", ANY, 1)?.reason).toMatch(/the usage of C\/openai cannot be established and counts as spent/);
   });
 
   it("two dispatches decided one after the other cannot together pass the remainder", () => {
@@ -99,5 +114,32 @@ describe("the rules around them", () => {
     expect(revalidate(lowered(45), reservations)).toEqual(["r1", "r3"]);
     // To $20: D's 30 passes the tree's budget too.
     expect(revalidate(lowered(20), reservations)).toEqual(["r1", "r2", "r3"]);
+  });
+});
+
+describe("the spend period", () => {
+  it.each([
+    ["mid-month", "2026-12-04T15:00:00Z", "2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z"],
+    ["the first instant of a month", "2026-03-01T00:00:00Z", "2026-03-01T00:00:00Z", "2026-04-01T00:00:00Z"],
+    ["the last instant of February in a leap year", "2028-02-29T23:59:59.999Z", "2028-02-01T00:00:00Z", "2028-03-01T00:00:00Z"],
+    ["a century that is not a leap year", "2100-02-28T12:00:00Z", "2100-02-01T00:00:00Z", "2100-03-01T00:00:00Z"],
+    ["before 1970", "1969-07-20T20:17:00Z", "1969-07-01T00:00:00Z", "1969-08-01T00:00:00Z"],
+  ])("a calendar month (UTC), %s", (_name, at, start, end) => {
+    expect(spendPeriod({ kind: "month" }, Date.parse(at))).toEqual({ start: Date.parse(start), end: Date.parse(end) });
+  });
+
+  it("a fixed length is aligned to the epoch: 1d is the UTC day", () => {
+    expect(spendPeriod({ kind: "fixed", ms: 86_400_000 }, Date.parse("2026-12-04T15:00:00Z"))).toEqual({
+      start: Date.parse("2026-12-04T00:00:00Z"),
+      end: Date.parse("2026-12-05T00:00:00Z"),
+    });
+  });
+
+  it("every month of four centuries agrees with the platform's calendar", () => {
+    for (let y = 1900; y < 2300; y++)
+      for (let m = 0; m < 12; m++) {
+        const mid = Date.UTC(y, m, 15, 12);
+        expect(spendPeriod({ kind: "month" }, mid)).toEqual({ start: Date.UTC(y, m, 1), end: Date.UTC(y, m + 1, 1) });
+      }
   });
 });

@@ -152,7 +152,6 @@ describe("values with a known credential shape are refused (§11)", () => {
 describe("keys for features not enforced yet are refused as not supported, naming where they land", () => {
   const table: { where: string; yaml: string; area: RegExp }[] = [
     { where: "top: leases", yaml: `${HEAD}leases: []\n`, area: /§7.*never written in the team file/ },
-    { where: "ceiling: spend", yaml: `${HEAD}ceiling:\n  spend: 100\n`, area: /resource envelope/ },
     { where: "top: envelope", yaml: `${HEAD}envelope: {}\n`, area: /resource envelope/ },
     { where: "top: create-bounds", yaml: `${HEAD}create-bounds: {}\n`, area: /§10/ },
     { where: "declare: roots", yaml: `${HEAD}declare:\n  roots: [sub]\n`, area: /repository roots/ },

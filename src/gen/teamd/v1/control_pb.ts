@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEIt0CCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCRITCgtyZXZpZXdfbW9kZRgMIAEoCRIUCgxyZXZpZXdfZmxvb3IYDSABKA0SJwoIZW52ZWxvcGUYDiADKAsyFS50ZWFtZC52MS5MYWJFbnZlbG9wZRISCgpydW50aW1lX21zGA8gASgEEhcKD3J1bnRpbWVfbGVmdF9tcxgQIAEoAyKGAQoLTGFiRW52ZWxvcGUSCwoDbGFiGAEgASgJEhQKDHNlYXRzX2NhcHBlZBgCIAEoCBIRCglzZWF0c19jYXAYAyABKA0SEgoKc2VhdHNfbGl2ZRgEIAEoDRIZChF2aXNpYmlsaXR5X2NhcHBlZBgFIAEoCBISCgp2aXNpYmlsaXR5GAYgAygJIsECCgpTZWF0U3RhdHVzEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIOCgZzb2NrZXQYAyABKAkSDQoFc3RhdGUYBCABKAkSEAoIaW5pdF9waWQYBSABKA0SDgoGcnVuX2lkGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAkSDgoGbGltaXRzGAggASgJEhIKCnJlcG9zaXRvcnkYCSABKAkSCwoDdWlkGAogASgNEhMKC2NvbnRhaW5tZW50GAsgASgJEg4KBmNncm91cBgMIAEoCRIOCgZjcHVfbXMYDSABKAQSFAoMbWVtb3J5X2J5dGVzGA4gASgEEhIKCm1ldGVyZWRfYnkYDyABKAkSDgoGZnJvemVuGBAgASgIEhUKDXN0YXJ0X2NoYW5nZWQYESABKAkSCwoDbGFiGBIgASgJIj0KEUZyZWV6ZVNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIMCgR0aGF3GAMgASgIIkUKEkZyZWV6ZVNlYXRSZXNwb25zZRIiCgRzZWF0GAEgASgLMhQudGVhbWQudjEuU2VhdFN0YXR1cxILCgNzZXEYAiABKAQidgoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudGVhbWQudjEuQXR0YWNoT3BlbkgAEg4KBGtleXMYAiABKAxIABImCgZyZXNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplSABCBwoFaW5wdXQimwEKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplEg8KB2NvbW1hbmQYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRISCgpub190aW1lb3V0GAYgASgIEhQKDGZvcndhcmRfcG9ydBgHIAEoDSIoCgpBdHRhY2hTaXplEgwKBGNvbHMYASABKA0SDAoEcm93cxgCIAEoDSJ3Cg5BdHRhY2hSZXNwb25zZRImCgVyZWFkeRgBIAEoCzIVLnRlYW1kLnYxLkF0dGFjaFJlYWR5SAASDgoEZGF0YRgCIAEoDEgAEg8KBWVuZGVkGAMgASgJSAASEgoIZGV0YWNoZWQYBCABKAlIAEIICgZvdXRwdXQiXwoLQXR0YWNoUmVhZHkSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEhMKC2NvbnRhaW5tZW50GAMgASgJEgsKA3NlcRgEIAEoBBISCgpzY3JvbGxiYWNrGAUgASgNIi4KEFN0YXJ0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjgKEVN0YXJ0U2VhdFJlc3BvbnNlEiMKBXNlYXRzGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyItCg9TdG9wU2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjkKEFN0b3BTZWF0UmVzcG9uc2USJQoHc3RvcHBlZBgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMicQoLRXhlY1JlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg8KB2NvbW1hbmQYAyADKAkSEgoKdGltZW91dF9tcxgEIAEoDRINCgVzdGRpbhgFIAEoDBISCgpub190aW1lb3V0GAYgASgIIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSI9Cg9IYWx0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJICgpIYWx0ZWRTZWF0EiIKBHNlYXQYASABKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzEhYKDmNoZWNrcG9pbnRfc2VxGAIgASgEIjgKEEhhbHRTZWF0UmVzcG9uc2USJAoGaGFsdGVkGAEgAygLMhQudGVhbWQudjEuSGFsdGVkU2VhdCqjAgoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcSHAoYT1dORVJfQUNUX0tJTkRfVE9NQlNUT05FEAgSGAoUT1dORVJfQUNUX0tJTkRfUkVORVcQCTLsBwoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjcKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZTABEj8KBkF0dGFjaBIXLnRlYW1kLnYxLkF0dGFjaFJlcXVlc3QaGC50ZWFtZC52MS5BdHRhY2hSZXNwb25zZSgBMAESPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZRJHCgpGcmVlemVTZWF0EhsudGVhbWQudjEuRnJlZXplU2VhdFJlcXVlc3QaHC50ZWFtZC52MS5GcmVlemVTZWF0UmVzcG9uc2USQQoISGFsdFNlYXQSGS50ZWFtZC52MS5IYWx0U2VhdFJlcXVlc3QaGi50ZWFtZC52MS5IYWx0U2VhdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEIoMDCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCRITCgtyZXZpZXdfbW9kZRgMIAEoCRIUCgxyZXZpZXdfZmxvb3IYDSABKA0SJwoIZW52ZWxvcGUYDiADKAsyFS50ZWFtZC52MS5MYWJFbnZlbG9wZRISCgpydW50aW1lX21zGA8gASgEEhcKD3J1bnRpbWVfbGVmdF9tcxgQIAEoAxIkCgVzcGVuZBgRIAEoCzIVLnRlYW1kLnYxLlNwZW5kU3RhdHVzIugBCgtTcGVuZFN0YXR1cxIQCghjdXJyZW5jeRgBIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgCIAEoAxIaChJwZXJpb2RfZW5kX3VuaXhfbXMYAyABKAMSDQoFbGltaXQYBCABKAMSEAoIcmVwb3J0ZWQYBSABKAMSEAoIcmVzZXJ2ZWQYBiABKAMSEQoJcmVtYWluZGVyGAcgASgDEg8KB292ZXJhZ2UYCCABKAMSFAoMcGVyX2Rpc3BhdGNoGAkgASgDEiAKBGxhYnMYCiADKAsyEi50ZWFtZC52MS5MYWJTcGVuZCKkAQoITGFiU3BlbmQSCwoDbGFiGAEgASgJEg8KB2xpbWl0ZWQYAiABKAgSDQoFbGltaXQYAyABKAMSEAoIcmVwb3J0ZWQYBCABKAMSEAoIcmVzZXJ2ZWQYBSABKAMSEQoJcmVtYWluZGVyGAYgASgDEg0KBW1ldGVyGAcgASgJEiUKBm1ldGVycxgIIAMoCzIVLnRlYW1kLnYxLk1ldGVyU3RhdHVzIj4KC01ldGVyU3RhdHVzEgwKBG5hbWUYASABKAkSEgoKYXRfdW5peF9tcxgCIAEoAxINCgVlcnJvchgDIAEoCSKGAQoLTGFiRW52ZWxvcGUSCwoDbGFiGAEgASgJEhQKDHNlYXRzX2NhcHBlZBgCIAEoCBIRCglzZWF0c19jYXAYAyABKA0SEgoKc2VhdHNfbGl2ZRgEIAEoDRIZChF2aXNpYmlsaXR5X2NhcHBlZBgFIAEoCBISCgp2aXNpYmlsaXR5GAYgAygJIsECCgpTZWF0U3RhdHVzEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIOCgZzb2NrZXQYAyABKAkSDQoFc3RhdGUYBCABKAkSEAoIaW5pdF9waWQYBSABKA0SDgoGcnVuX2lkGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAkSDgoGbGltaXRzGAggASgJEhIKCnJlcG9zaXRvcnkYCSABKAkSCwoDdWlkGAogASgNEhMKC2NvbnRhaW5tZW50GAsgASgJEg4KBmNncm91cBgMIAEoCRIOCgZjcHVfbXMYDSABKAQSFAoMbWVtb3J5X2J5dGVzGA4gASgEEhIKCm1ldGVyZWRfYnkYDyABKAkSDgoGZnJvemVuGBAgASgIEhUKDXN0YXJ0X2NoYW5nZWQYESABKAkSCwoDbGFiGBIgASgJIj0KEUZyZWV6ZVNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIMCgR0aGF3GAMgASgIIkUKEkZyZWV6ZVNlYXRSZXNwb25zZRIiCgRzZWF0GAEgASgLMhQudGVhbWQudjEuU2VhdFN0YXR1cxILCgNzZXEYAiABKAQidgoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudGVhbWQudjEuQXR0YWNoT3BlbkgAEg4KBGtleXMYAiABKAxIABImCgZyZXNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplSABCBwoFaW5wdXQimwEKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplEg8KB2NvbW1hbmQYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRISCgpub190aW1lb3V0GAYgASgIEhQKDGZvcndhcmRfcG9ydBgHIAEoDSIoCgpBdHRhY2hTaXplEgwKBGNvbHMYASABKA0SDAoEcm93cxgCIAEoDSJ3Cg5BdHRhY2hSZXNwb25zZRImCgVyZWFkeRgBIAEoCzIVLnRlYW1kLnYxLkF0dGFjaFJlYWR5SAASDgoEZGF0YRgCIAEoDEgAEg8KBWVuZGVkGAMgASgJSAASEgoIZGV0YWNoZWQYBCABKAlIAEIICgZvdXRwdXQiXwoLQXR0YWNoUmVhZHkSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEhMKC2NvbnRhaW5tZW50GAMgASgJEgsKA3NlcRgEIAEoBBISCgpzY3JvbGxiYWNrGAUgASgNIi4KEFN0YXJ0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjgKEVN0YXJ0U2VhdFJlc3BvbnNlEiMKBXNlYXRzGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyItCg9TdG9wU2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjkKEFN0b3BTZWF0UmVzcG9uc2USJQoHc3RvcHBlZBgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMicQoLRXhlY1JlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg8KB2NvbW1hbmQYAyADKAkSEgoKdGltZW91dF9tcxgEIAEoDRINCgVzdGRpbhgFIAEoDBISCgpub190aW1lb3V0GAYgASgIIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIukBChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5GjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSI9Cg9IYWx0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJICgpIYWx0ZWRTZWF0EiIKBHNlYXQYASABKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzEhYKDmNoZWNrcG9pbnRfc2VxGAIgASgEIjgKEEhhbHRTZWF0UmVzcG9uc2USJAoGaGFsdGVkGAEgAygLMhQudGVhbWQudjEuSGFsdGVkU2VhdCqjAgoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcSHAoYT1dORVJfQUNUX0tJTkRfVE9NQlNUT05FEAgSGAoUT1dORVJfQUNUX0tJTkRfUkVORVcQCTLsBwoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjcKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZTABEj8KBkF0dGFjaBIXLnRlYW1kLnYxLkF0dGFjaFJlcXVlc3QaGC50ZWFtZC52MS5BdHRhY2hSZXNwb25zZSgBMAESPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZRJHCgpGcmVlemVTZWF0EhsudGVhbWQudjEuRnJlZXplU2VhdFJlcXVlc3QaHC50ZWFtZC52MS5GcmVlemVTZWF0UmVzcG9uc2USQQoISGFsdFNlYXQSGS50ZWFtZC52MS5IYWx0U2VhdFJlcXVlc3QaGi50ZWFtZC52MS5IYWx0U2VhdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -414,6 +414,14 @@ export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
    * @generated from field: int64 runtime_left_ms = 16;
    */
   runtimeLeftMs: bigint;
+
+  /**
+   * The spend envelope (§8), absent when the ceiling sets none: a soft bound until effects are
+   * mediated (an agent spending on its own credential between two reports is not stopped until the next).
+   *
+   * @generated from field: teamd.v1.SpendStatus spend = 17;
+   */
+  spend?: SpendStatus | undefined;
 };
 
 /**
@@ -422,6 +430,163 @@ export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
  */
 export const TeamStatusSchema: GenMessage<TeamStatus> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 10);
+
+/**
+ * A team's spend this period, in the currency's minor units (cents).
+ *
+ * @generated from message teamd.v1.SpendStatus
+ */
+export type SpendStatus = Message<"teamd.v1.SpendStatus"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: int64 period_start_unix_ms = 2;
+   */
+  periodStartUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 period_end_unix_ms = 3;
+   */
+  periodEndUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 limit = 4;
+   */
+  limit: bigint;
+
+  /**
+   * What the meters reported this period, and what dispatches hold in flight.
+   *
+   * @generated from field: int64 reported = 5;
+   */
+  reported: bigint;
+
+  /**
+   * @generated from field: int64 reserved = 6;
+   */
+  reserved: bigint;
+
+  /**
+   * @generated from field: int64 remainder = 7;
+   */
+  remainder: bigint;
+
+  /**
+   * Spent past the cap as it stands (a cap lowered below what is spent): it stands, and nothing more is authorized.
+   *
+   * @generated from field: int64 overage = 8;
+   */
+  overage: bigint;
+
+  /**
+   * @generated from field: int64 per_dispatch = 9;
+   */
+  perDispatch: bigint;
+
+  /**
+   * @generated from field: repeated teamd.v1.LabSpend labs = 10;
+   */
+  labs: LabSpend[];
+};
+
+/**
+ * Describes the message teamd.v1.SpendStatus.
+ * Use `create(SpendStatusSchema)` to create a new message.
+ */
+export const SpendStatusSchema: GenMessage<SpendStatus> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 11);
+
+/**
+ * @generated from message teamd.v1.LabSpend
+ */
+export type LabSpend = Message<"teamd.v1.LabSpend"> & {
+  /**
+   * @generated from field: string lab = 1;
+   */
+  lab: string;
+
+  /**
+   * The lab's own cap, when the ceiling names one.
+   *
+   * @generated from field: bool limited = 2;
+   */
+  limited: boolean;
+
+  /**
+   * @generated from field: int64 limit = 3;
+   */
+  limit: bigint;
+
+  /**
+   * @generated from field: int64 reported = 4;
+   */
+  reported: bigint;
+
+  /**
+   * @generated from field: int64 reserved = 5;
+   */
+  reserved: bigint;
+
+  /**
+   * What a dispatch in this lab may reserve now (least of the lab's and the team's remainders).
+   *
+   * @generated from field: int64 remainder = 6;
+   */
+  remainder: bigint;
+
+  /**
+   * "fresh", "stale" (older than stale-after: counts as spent) or "unknown" (no report this period, or no meter).
+   *
+   * @generated from field: string meter = 7;
+   */
+  meter: string;
+
+  /**
+   * @generated from field: repeated teamd.v1.MeterStatus meters = 8;
+   */
+  meters: MeterStatus[];
+};
+
+/**
+ * Describes the message teamd.v1.LabSpend.
+ * Use `create(LabSpendSchema)` to create a new message.
+ */
+export const LabSpendSchema: GenMessage<LabSpend> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 12);
+
+/**
+ * @generated from message teamd.v1.MeterStatus
+ */
+export type MeterStatus = Message<"teamd.v1.MeterStatus"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * When its last report this period was recorded (0: none).
+   *
+   * @generated from field: int64 at_unix_ms = 2;
+   */
+  atUnixMs: bigint;
+
+  /**
+   * Its last read's failure, "" when it read.
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message teamd.v1.MeterStatus.
+ * Use `create(MeterStatusSchema)` to create a new message.
+ */
+export const MeterStatusSchema: GenMessage<MeterStatus> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * One lab's share of the resource envelope (§8), as status shows it.
@@ -469,7 +634,7 @@ export type LabEnvelope = Message<"teamd.v1.LabEnvelope"> & {
  * Use `create(LabEnvelopeSchema)` to create a new message.
  */
 export const LabEnvelopeSchema: GenMessage<LabEnvelope> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 11);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * @generated from message teamd.v1.SeatStatus
@@ -605,7 +770,7 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  * Use `create(SeatStatusSchema)` to create a new message.
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.FreezeSeatRequest
@@ -634,7 +799,7 @@ export type FreezeSeatRequest = Message<"teamd.v1.FreezeSeatRequest"> & {
  * Use `create(FreezeSeatRequestSchema)` to create a new message.
  */
 export const FreezeSeatRequestSchema: GenMessage<FreezeSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.FreezeSeatResponse
@@ -658,7 +823,7 @@ export type FreezeSeatResponse = Message<"teamd.v1.FreezeSeatResponse"> & {
  * Use `create(FreezeSeatResponseSchema)` to create a new message.
  */
 export const FreezeSeatResponseSchema: GenMessage<FreezeSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.AttachRequest
@@ -699,7 +864,7 @@ export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
  * Use `create(AttachRequestSchema)` to create a new message.
  */
 export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.AttachOpen
@@ -754,7 +919,7 @@ export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
  * Use `create(AttachOpenSchema)` to create a new message.
  */
 export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.AttachSize
@@ -776,7 +941,7 @@ export type AttachSize = Message<"teamd.v1.AttachSize"> & {
  * Use `create(AttachSizeSchema)` to create a new message.
  */
 export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.AttachResponse
@@ -825,7 +990,7 @@ export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.AttachReady
@@ -864,7 +1029,7 @@ export type AttachReady = Message<"teamd.v1.AttachReady"> & {
  * Use `create(AttachReadySchema)` to create a new message.
  */
 export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -888,7 +1053,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -905,7 +1070,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -929,7 +1094,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -946,7 +1111,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 23);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -997,7 +1162,7 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 24);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * One message of an Exec stream: output as it comes, then the end.
@@ -1034,7 +1199,7 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
  * Use `create(ExecResponseSchema)` to create a new message.
  */
 export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 25);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
@@ -1086,7 +1251,7 @@ export type ExecDone = Message<"teamd.v1.ExecDone"> & {
  * Use `create(ExecDoneSchema)` to create a new message.
  */
 export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 26);
+  messageDesc(file_teamd_v1_control, 29);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -1099,7 +1264,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 27);
+  messageDesc(file_teamd_v1_control, 30);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -1159,7 +1324,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 28);
+  messageDesc(file_teamd_v1_control, 31);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -1178,7 +1343,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 29);
+  messageDesc(file_teamd_v1_control, 32);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -1226,7 +1391,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 30);
+  messageDesc(file_teamd_v1_control, 33);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -1243,7 +1408,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 31);
+  messageDesc(file_teamd_v1_control, 34);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -1286,7 +1451,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 32);
+  messageDesc(file_teamd_v1_control, 35);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -1303,7 +1468,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 33);
+  messageDesc(file_teamd_v1_control, 36);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -1329,7 +1494,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 34);
+  messageDesc(file_teamd_v1_control, 37);
 
 /**
  * @generated from message teamd.v1.HaltSeatRequest
@@ -1360,7 +1525,7 @@ export type HaltSeatRequest = Message<"teamd.v1.HaltSeatRequest"> & {
  * Use `create(HaltSeatRequestSchema)` to create a new message.
  */
 export const HaltSeatRequestSchema: GenMessage<HaltSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 35);
+  messageDesc(file_teamd_v1_control, 38);
 
 /**
  * @generated from message teamd.v1.HaltedSeat
@@ -1384,7 +1549,7 @@ export type HaltedSeat = Message<"teamd.v1.HaltedSeat"> & {
  * Use `create(HaltedSeatSchema)` to create a new message.
  */
 export const HaltedSeatSchema: GenMessage<HaltedSeat> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 36);
+  messageDesc(file_teamd_v1_control, 39);
 
 /**
  * @generated from message teamd.v1.HaltSeatResponse
@@ -1401,7 +1566,7 @@ export type HaltSeatResponse = Message<"teamd.v1.HaltSeatResponse"> & {
  * Use `create(HaltSeatResponseSchema)` to create a new message.
  */
 export const HaltSeatResponseSchema: GenMessage<HaltSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 37);
+  messageDesc(file_teamd_v1_control, 40);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
