@@ -13,6 +13,9 @@ import { askYesNo } from "./prompt.js";
 import { formatPolicyDiff, ownerChange, policyDiff } from "./apply-diff.js";
 import { isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
 import type { Ambient } from "../host/ambient.js";
+import type { Ceiling } from "../../src/kernel/ceiling.js";
+import { showDuration } from "../../src/kernel/duration.js";
+import { showAmount } from "../../src/kernel/envelope-spend.js";
 
 function hashBytes(prefixed: string): Uint8Array {
   return Uint8Array.from(Buffer.from(prefixed.replace(/^sha256:/, ""), "hex"));
@@ -100,10 +103,12 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           revokedLeases: revocations,
           pausedFloors: paused.map((v) => v.message),
           restartNeeded,
+          envelope: envelopeWords(loaded.policy.ceiling),
         }) + "\n",
       );
     else {
       process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
+      for (const line of envelopeWords(loaded.policy.ceiling)) process.stdout.write(`envelope: ${line}\n`);
       for (const seat of restartNeeded)
         process.stdout.write(
           `restart needed: ${seat}@${team} runs the start it had; teamd stop ${seat}@${team} && teamd start ${seat}@${team} runs the new one\n`,
@@ -112,6 +117,27 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
   } finally {
     await channel.close();
   }
+}
+
+/**
+ * The resource envelope the applied file sets, each dimension in words (§8: apply prints each),
+ * and for spend what it is: a soft bound, counted from meter reports.
+ */
+function envelopeWords(ceiling: Ceiling | undefined): string[] {
+  const out: string[] = [];
+  if (ceiling?.runtimeMs !== undefined) out.push(`runtime ${showDuration(ceiling.runtimeMs)} unattended, from this apply (teamd renew --team renews it)`);
+  for (const [lab, cap] of Object.entries(ceiling?.seats ?? {})) out.push(`lab ${lab}: at most ${cap} live seat(s)`);
+  for (const lab of Object.keys(ceiling?.visibility ?? {})) out.push(`lab ${lab}: its reads capped (ceiling.visibility)`);
+  const spend = ceiling?.spend;
+  if (spend !== undefined) {
+    const period = spend.period.kind === "month" ? "calendar month (UTC)" : showDuration(spend.period.ms);
+    const labs = Object.entries(spend.labs).map(([lab, minor]) => `, lab ${lab} ${showAmount(minor, spend.currency)}`);
+    out.push(
+      `spend ${showAmount(spend.total, spend.currency)} per ${period}${labs.join("")}; each launch reserves ${showAmount(spend.perDispatch, spend.currency)}. ` +
+        "A soft bound: counted from the meters' reports (TEAMD_HOME/meters.json), so an agent spending on its own credential between two reports is stopped only at the next",
+    );
+  }
+  return out;
 }
 
 /** The team's running seats whose start the policy in force no longer pins (status's startChanged); none when the daemon is down. */

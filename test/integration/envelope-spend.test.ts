@@ -50,6 +50,7 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
   let h: TeamdHarness;
   let provider: FakeProvider;
   const outputs: string[] = [];
+  let applied = "";
   const spend = async () => (JSON.parse(await h.ok(["status", "--json"])) as { teams: { spend: Spend | null }[] }).teams[0]?.spend ?? null;
   const running = async () =>
     (JSON.parse(await h.ok(["status", "--json"])) as { seats: { seat: string; state: string }[] }).seats
@@ -97,7 +98,7 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
       }),
     );
     chmodSync(meters, 0o600);
-    await h.ok(["apply", "--yes"]);
+    applied = await h.ok(["apply", "--yes"]);
     // The daemon reads its meters at start: again now that the file exists.
     await h.daemon?.stop();
     await h.startDaemon();
@@ -110,6 +111,9 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
 
   it("counts the reported usage of the team's own workspace and reserves per launch; a launch the remainder cannot cover is refused", async () => {
     expect(await spend()).toMatchObject({ limit: 1000, reported: 100, reserved: 0, remainder: 900, soft: true });
+    // Apply and status say what it is: a soft bound, counted from the meters' reports.
+    expect(applied).toMatch(/envelope: spend USD 10\.00 per 1d; each launch reserves USD 4\.00\. A soft bound/);
+    expect(await h.ok(["status"])).toMatch(/spend \(a soft bound: counted from meter reports\): USD 9\.00 left of USD 10\.00/);
     await h.ok(["start", "w"]);
     await h.ok(["start", "x"]);
     expect(await spend()).toMatchObject({ reported: 100, reserved: 800, remainder: 100 });

@@ -22,10 +22,18 @@ describe("docs/team-file.md", () => {
     expect(loaded.ok ? [] : loaded.errors).toEqual([]);
   });
 
-  it("states the resource envelope it documents: seats per lab and the unattended runtime", () => {
+  it("states the resource envelope it documents: seats per lab, the unattended runtime and spend", () => {
     if (!loaded.ok) throw new Error("example does not load");
     expect(loaded.policy.ceiling?.runtimeMs).toBe(8 * 3600 * 1000);
     expect(loaded.policy.ceiling?.seats).toEqual({ anthropic: 2, openai: 1, google: 1 });
+    expect(loaded.policy.ceiling?.spend).toEqual({
+      currency: "USD",
+      period: { kind: "month" },
+      total: 20_000,
+      labs: { anthropic: 12_000 },
+      perDispatch: 1000,
+      staleAfterMs: 2 * 3600 * 1000,
+    });
   });
 
   it("decides as its comments say", () => {
