@@ -49,10 +49,15 @@ export function watchRuntime(options: {
   const paused = new Map<string, { renewedAt: number; frozen: Set<string> }>();
   let busy = false;
 
-  async function pause(ledger: Ledger, team: string, renewedAt: number, limitMs: number, seats: SeatManager): Promise<void> {
-    const frozen = new Set<string>();
-    paused.set(team, { renewedAt, frozen });
-    const running = seats.list().filter((v) => v.team === team && v.state === "running");
+  /**
+   * Hold every running seat of a paused team that is not held yet: frozen, or halted without a
+   * cgroup. Run at the pause and at every look while it lasts: a seat whose launch passed the
+   * start's check just before the limit and was still `starting` at the pause came up after it,
+   * and ran on unfrozen through the whole pause (an owner's start, or a restart by the seat's
+   * policy, timed across the limit: test/escape/envelope-attack.test.ts).
+   */
+  async function hold(team: string, frozen: Set<string>, seats: SeatManager): Promise<string[]> {
+    const running = seats.list().filter((v) => v.team === team && v.state === "running" && !frozen.has(v.seat) && v.frozen !== true);
     const done: string[] = [];
     for (const view of running) {
       try {
@@ -66,6 +71,13 @@ export function watchRuntime(options: {
         done.push(`${view.seat} halted (no cgroup to freeze)`);
       }
     }
+    return done;
+  }
+
+  async function pause(ledger: Ledger, team: string, renewedAt: number, limitMs: number, seats: SeatManager): Promise<void> {
+    const frozen = new Set<string>();
+    paused.set(team, { renewedAt, frozen });
+    const done = await hold(team, frozen, seats);
     // Told once per pause: a daemon restarted during it (which renews nothing) says nothing again.
     if (toldSince(ledger, team, renewedAt)) {
       options.log(`team ${team}: runtime spent, still paused${done.length > 0 ? ` (${done.join(", ")})` : ""}`);
@@ -115,7 +127,10 @@ export function watchRuntime(options: {
         const left = runtimeLeftMs(policy, renewedAt, options.now());
         const state = paused.get(team);
         if (left !== undefined && left <= 0 && state === undefined) await pause(ledger, team, renewedAt, policy.ceiling?.runtimeMs ?? 0, seats);
-        else if (state !== undefined && (left === undefined || left > 0)) await resume(team, state, seats);
+        else if (left !== undefined && left <= 0 && state !== undefined) {
+          const done = await hold(team, state.frozen, seats);
+          if (done.length > 0) options.log(`team ${team}: runtime spent, still paused (${done.join(", ")}: came up during the pause)`);
+        } else if (state !== undefined && (left === undefined || left > 0)) await resume(team, state, seats);
       }
     } catch (error) {
       options.log(`runtime watch: ${describeError(error)}`);
