@@ -66,7 +66,19 @@ function wire(task: TaskSummary | TaskDetail): MessageInitShape<typeof BrokerTas
   };
 }
 
-export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readonly broker: Broker }): SeatBroker {
+export function createSeatBroker(deps: {
+  readonly pipeline: SeatPipeline;
+  readonly broker: Broker;
+  /**
+   * The spend envelope's dispatch (daemon/server/spend-book.ts): a claim is a dispatch (§8) and
+   * reserves the per-dispatch maximum before the tracker is asked; undefined without a spend ceiling.
+   */
+  readonly spend?: (
+    team: string,
+    seat: string,
+    dispatch: string,
+  ) => { readonly rule: string; readonly reason: string } | { readonly recorded: Promise<number> } | undefined;
+}): SeatBroker {
   const { pipeline, broker } = deps;
   return {
     async call(identity, request) {
@@ -112,6 +124,13 @@ export function createSeatBroker(deps: { readonly pipeline: SeatPipeline; readon
         ...(asAccount !== "" ? { asAccount } : {}),
       };
       await pipeline.decide(ctx, kernelRequest, action);
+      // §8: a claim dispatches work — reserved against the team's and the seat's lab's spend
+      // remainder before the tracker is asked, and refused when it cannot be covered.
+      if (operation === "claim") {
+        const held = deps.spend?.(identity.team, identity.seat, `claim:${task}#${id}`);
+        if (held !== undefined && "rule" in held) throw await fail("envelope.spend", held.reason);
+        if (held !== undefined) await held.recorded;
+      }
 
       const trackers = ctx.policy.policy.trackers;
       const trackerName = trackers !== undefined && Object.prototype.hasOwnProperty.call(trackers, task) ? trackers[task] : undefined;

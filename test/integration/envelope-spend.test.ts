@@ -1,4 +1,4 @@
-import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.js";
@@ -28,7 +28,11 @@ const sleeper = (name: string, lab: string) => `  ${name}:\n    lab: ${lab}\n   
 const SPEND = "ceiling:\n  spend:\n    currency: USD\n    period: 1d\n    total: 10\n    per-dispatch: 4\n    stale-after: 25s\nseats:\n";
 const teamWith = (seats: string) => teamFile(seats, ["anthropic", "openai"]).replace("seats:\n", SPEND);
 // $10 a day; each launch reserves $4; a report older than 25 s counts as spent.
-const TEAM_FILE = teamWith(sleeper("w", "anthropic") + sleeper("x", "anthropic") + sleeper("z", "anthropic"));
+const TEAM_FILE = teamWith(
+  sleeper("w", "anthropic").replace("roles: [observer]\n", "roles: [observer]\n    capabilities: { use-broker: { task: [notes] } }\n") +
+    sleeper("x", "anthropic") +
+    sleeper("z", "anthropic"),
+).replace("declare:\n", "declare:\n  tasks: [notes]\n");
 
 interface Spend {
   limit: number;
@@ -78,6 +82,10 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
       onResult: (r) => outputs.push(r.stdout, r.stderr),
     });
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    // A task the broker's embedded file tracker serves: a claim is a dispatch too.
+    const notes = join(h.home, "broker", "tasks", "proj", "notes");
+    mkdirSync(notes, { recursive: true, mode: 0o700 });
+    writeFileSync(join(notes, "login.md"), "---\ntitle: Fix the login redirect\n---\nIt loops.\n");
     await h.startDaemon();
     await h.ok(["init", "--yes", "--json"]);
     const meters = join(h.home, "meters.json");
@@ -124,6 +132,11 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     expect(reserves.filter((r) => r.detail?.why === "dispatch")).toHaveLength(2);
     const starts = (await h.records<{ type: string; fields?: Record<string, string> }>("--type", "seat_start")).filter((r) => r.fields?.reserve_seq);
     expect(starts).toHaveLength(2);
+    // A broker claim dispatches work too: refused while the remainder cannot cover it, the task left unclaimed.
+    const claim = await h.shim("w", "broker", "claim", "notes", "login");
+    expect(claim.code).toBe(3);
+    expect(claim.stderr).toContain("refused by envelope.spend");
+    expect(readFileSync(join(h.home, "broker/tasks/proj/notes/login.md"), "utf8")).not.toContain("claimed-by");
   }, 60_000);
 
   it("two launches at once cannot together pass the remainder", async () => {
