@@ -1158,6 +1158,10 @@ async function terminate(slot: Slot): Promise<void> {
     }
   }
   for (const pid of pids) {
+    // A child read from the init's list may have exited and its pid been reused by then: only a
+    // process still in the seat's own pid namespace is signalled (the window left is the one
+    // between this check and the kill, which pidfd would close; Node has none).
+    if (!uncontained(slot) && (slot.pidNamespace === undefined || (await pidNamespaceOf(pid)) !== slot.pidNamespace)) continue;
     try {
       process.kill(pid, "SIGTERM");
     } catch {
