@@ -11,7 +11,7 @@ import { createHarness, expectRefused, type TeamdHarness } from "../support/team
  * v2 cgroup, so a paused seat cannot stand frozen — it is halted: its run ends `suspended`, never
  * restarted by its restart policy, into the handoff checkpoint the host builds (its acts by
  * record, its note as a hypothesis, the envelope at the halt: no runtime left), and the owner is
- * told once. (envelope-runtime.test.ts is the frozen case, as root.)
+ * told once. An owner-issued lease before the limit renews nothing: the halt lands on time. (envelope-runtime.test.ts is the frozen case, as root.)
  */
 const asRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -30,7 +30,10 @@ const TEAM_FILE = teamFile(`  w:
     start:
       command: [sleep, "3600"]
       restart: always
-`).replace("seats:\n", `ceiling:\n  runtime: ${RUNTIME_S}s\nseats:\n`);
+  l:
+    lab: anthropic
+    roles: [observer]
+`).replace("seats:\n", `leads:\n  seat: l\n  envelope: { read: { path: [src/] } }\nceiling:\n  runtime: ${RUNTIME_S}s\nseats:\n`);
 
 interface Handoff {
   run: { state: string; haltedBy: string; reason: string };
@@ -64,6 +67,9 @@ describe.runIf(process.platform === "linux")("a paused seat with no cgroup to fr
     // The control: this seat has no v2 cgroup of its own (else it would be frozen, not halted).
     expect(status.seats.find((s) => s.seat === "w")?.cgroup).toMatch(/^none/);
     expect((await h.shim("w", "checkpoint", "tests pass; next: the docs")).code).toBe(0);
+    // An owner-issued lease is an owner act, and renews nothing (§8): the pause still lands on time.
+    const lease = await h.run(["lease", "issue", "w@proj", "read", "path=src/", "--ttl", "1h"]);
+    expect(lease.code, lease.stderr).toBe(0);
     await sleep(Math.max(0, appliedAt + RUNTIME_S * 1000 + 2500 - Date.now()));
     let handoff: Handoff | { checkpoint: null } = { checkpoint: null };
     for (let i = 0; i < 40 && "checkpoint" in handoff; i++) {
