@@ -78,6 +78,8 @@ export function createSeatBroker(deps: {
     seat: string,
     dispatch: string,
   ) => { readonly rule: string; readonly reason: string } | { readonly recorded: Promise<number> } | undefined;
+  /** A claim the tracker refused dispatched nothing: its reservation goes (recorded), so refused claims cannot drain the team's budget. */
+  readonly release?: (team: string, seat: string, dispatch: string) => Promise<void>;
 }): SeatBroker {
   const { pipeline, broker } = deps;
   return {
@@ -126,10 +128,13 @@ export function createSeatBroker(deps: {
       await pipeline.decide(ctx, kernelRequest, action);
       // §8: a claim dispatches work — reserved against the team's and the seat's lab's spend
       // remainder before the tracker is asked, and refused when it cannot be covered.
+      const dispatch = `claim:${task}#${id}`;
+      let reserved = false;
       if (operation === "claim") {
-        const held = deps.spend?.(identity.team, identity.seat, `claim:${task}#${id}`);
+        const held = deps.spend?.(identity.team, identity.seat, dispatch);
         if (held !== undefined && "rule" in held) throw await fail("envelope.spend", held.reason);
         if (held !== undefined) await held.recorded;
+        reserved = held !== undefined;
       }
 
       const trackers = ctx.policy.policy.trackers;
@@ -217,6 +222,8 @@ export function createSeatBroker(deps: {
         );
       // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
       // A retry (no tracker call ran: the reply is the record's) is refused on record too.
+      // A refused claim dispatched nothing: its reservation goes (an unknown one stays spent).
+      if (reply.status === "refused" && reserved) await deps.release?.(identity.team, identity.seat, dispatch);
       if (reply.status === "refused")
         throw await pipeline.refuse(
           ctx,

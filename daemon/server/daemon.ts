@@ -202,7 +202,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
       broker,
       ...(options.crashInDeploy ? { afterIntent: () => process.kill(process.pid, "SIGKILL") } : {}),
     }),
-    broker: createSeatBroker({ pipeline, broker, spend: (team, seat, dispatch) => spendBook.dispatch(team, seat, dispatch, now()) }),
+    broker: createSeatBroker({
+      pipeline,
+      broker,
+      spend: (team, seat, dispatch) => spendBook.dispatch(team, seat, dispatch, now()),
+      release: (team, seat, dispatch) => spendBook.release(team, seat, dispatch, now()),
+    }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
   const onInternalError = createInternalErrorLog(log, now);

@@ -38,6 +38,8 @@ export interface SpendBook {
   dispatch(team: string, seat: string, runId: string, now: number): RefusalError | { readonly recorded: Promise<number> } | undefined;
   /** A meter's reading: recorded, counted; the running seats that must halt (their reservations no longer fit), in order. */
   report(meter: MeterConfig, reading: MeterReading, now: number, running: readonly RunningSeat[]): Promise<{ seat: string; why: string }[]>;
+  /** A dispatch that turned out not to happen (a claim the tracker refused): its reservation goes, on record (amount 0, why "released"). */
+  release(team: string, seat: string, runId: string, now: number): Promise<void>;
   /** A meter that could not be read this time: remembered for status (its last reading ages toward stale). */
   failed(meter: MeterConfig, reason: string, now: number): void;
   status(team: string, now: number): SpendStatus | undefined;
@@ -262,6 +264,18 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
       // The halted seats' reservations stay spent until a report covers them; the others are held again, on record.
       for (const h of renewed) if (!dropped.has(h.runId)) await record(ledger, meter.team, h, spend, book.periodStart, "report");
       return halts;
+    },
+    async release(team, seat, runId, now) {
+      const ledger = options.ledger();
+      if (ledger === undefined) return;
+      const spend = spendOf(ledger, team);
+      if (spend === undefined) return;
+      const book = bookOf(ledger, team, spend, now);
+      const held = book.held.find((h) => h.runId === runId);
+      if (held === undefined) return;
+      book.held = book.held.filter((h) => h !== held);
+      // The newest record of a dispatch is the one the book rebuilds from: this one holds nothing.
+      await record(ledger, team, { ...held, seat, amount: 0, at: now }, spend, book.periodStart, "released");
     },
     failed(meter, reason, _now) {
       const ledger = options.ledger();

@@ -181,6 +181,21 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
   it("the meter's admin key is in no seat, record, file under TEAMD_HOME or reply", async () => {
     await nextReport();
     await h.ok(["start", "w"]);
+    // A claim the tracker refuses dispatched nothing: its reservation is released, on record
+    // (refused claims cannot drain the budget); one it takes holds the per-dispatch maximum.
+    const claims = async (id: string) =>
+      (await h.records<{ detail?: { runId?: string; amount?: number; why?: string } }>("--type", "reserve"))
+        .filter((r) => r.detail?.runId === `claim:notes#${id}`)
+        .map((r) => [r.detail?.amount, r.detail?.why]);
+    const missing = await h.shim("w", "broker", "claim", "notes", "no-such-task");
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).not.toContain("envelope.spend");
+    expect(await claims("no-such-task")).toEqual([
+      [400, "dispatch"],
+      [0, "released"],
+    ]);
+    expect((await h.shim("w", "broker", "claim", "notes", "login")).code).toBe(0);
+    expect(await claims("login")).toEqual([[400, "dispatch"]]);
     const env = await h.sh("w", "env; cat /proc/self/environ 2>/dev/null; ls -a ~ /run/teamd 2>/dev/null");
     expect(env.stdout + env.stderr).not.toContain(KEY);
     const files = (dir: string): string[] =>
