@@ -89,7 +89,7 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
     const receipt = await channel.submit(OwnerActKind.APPLY, act);
     const seats = Object.keys(loaded.policy.seats).length;
     // A start changed by this apply takes effect at the seat's next start: name the running seats it concerns.
-    const restartNeeded = await seatsWithChangedStart(home, team);
+    const { restartNeeded, spendNow } = await afterApply(home, team);
     if (options.json)
       process.stdout.write(
         JSON.stringify({
@@ -104,11 +104,13 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           pausedFloors: paused.map((v) => v.message),
           restartNeeded,
           envelope: envelopeWords(loaded.policy.ceiling),
+          spendNow: spendNow ?? null,
         }) + "\n",
       );
     else {
       process.stdout.write(`applied: team '${team}' policy ${loaded.hashes.policy} (${seats} seat${seats === 1 ? "" : "s"}), record ${receipt.seq}\n`);
       for (const line of envelopeWords(loaded.policy.ceiling)) process.stdout.write(`envelope: ${line}\n`);
+      if (spendNow !== undefined) process.stdout.write(`spend now: ${spendNow}\n`);
       for (const seat of restartNeeded)
         process.stdout.write(
           `restart needed: ${seat}@${team} runs the start it had; teamd stop ${seat}@${team} && teamd start ${seat}@${team} runs the new one\n`,
@@ -140,14 +142,26 @@ function envelopeWords(ceiling: Ceiling | undefined): string[] {
   return out;
 }
 
-/** The team's running seats whose start the policy in force no longer pins (status's startChanged); none when the daemon is down. */
-async function seatsWithChangedStart(home: TeamdHome, team: string): Promise<string[]> {
+/**
+ * After the apply, from the daemon when it runs (none when it is down): the team's running seats
+ * whose start the policy in force no longer pins (status's startChanged), and its spend this
+ * period in words (reported, reserved, left: the limit itself is in the envelope's words).
+ */
+async function afterApply(home: TeamdHome, team: string): Promise<{ restartNeeded: string[]; spendNow: string | undefined }> {
   const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 5000 });
   try {
     const reply = await client.status();
-    return reply.seats.filter((s) => s.team === team && s.startChanged !== "").map((s) => s.seat);
+    const spend = reply.teams.find((t) => t.team === team)?.spend;
+    const amount = (minor: bigint) => showAmount(Number(minor), spend?.currency ?? "");
+    return {
+      restartNeeded: reply.seats.filter((s) => s.team === team && s.startChanged !== "").map((s) => s.seat),
+      spendNow:
+        spend === undefined
+          ? undefined
+          : `reported ${amount(spend.reported)}, reserved ${amount(spend.reserved)}, ${amount(spend.remainder)} left of ${amount(spend.limit)} this period (teamd status shows each lab and meter)`,
+    };
   } catch {
-    return [];
+    return { restartNeeded: [], spendNow: undefined };
   } finally {
     client.close();
   }

@@ -121,6 +121,8 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     expect(await spend()).toMatchObject({ limit: 1000, reported: 100, reserved: 0, remainder: 900, soft: true });
     // Apply and status say what it is: a soft bound, counted from the meters' reports.
     expect(applied).toMatch(/envelope: spend USD 10\.00 per 1d; each launch reserves USD 4\.00\. A soft bound/);
+    // An apply with the daemon up says where the period stands, too.
+    expect(await h.ok(["apply", "--yes"])).toMatch(/spend now: reported USD 1\.00, reserved USD 0\.00, USD 9\.00 left of USD 10\.00 this period/);
     expect(await h.ok(["status"])).toMatch(/spend \(a soft bound: counted from meter reports\): USD 9\.00 left of USD 10\.00/);
     await h.ok(["start", "w"]);
     await h.ok(["start", "x"]);
