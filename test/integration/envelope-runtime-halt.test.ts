@@ -1,9 +1,10 @@
-import { chownSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, expectRefused, type TeamdHarness } from "../support/teamd-harness.js";
+import { chownTreeToNobody, NOBODY } from "../support/ordinary-owner.js";
 
 /**
  * The envelope's runtime at its limit for a seat with no cgroup of its own (§8; issue 27): a
@@ -14,13 +15,8 @@ import { createHarness, expectRefused, type TeamdHarness } from "../support/team
  * told once. An owner-issued lease before the limit renews nothing: the halt lands on time. (envelope-runtime.test.ts is the frozen case, as root.)
  */
 const asRoot = process.getuid?.() === 0;
-const NOBODY = 65534;
-const RUNTIME_S = 8;
-
-function chownTree(path: string): void {
-  chownSync(path, NOBODY, NOBODY);
-  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name));
-}
+// Long enough for the setup, the note and the lease to land before the limit on a loaded machine.
+const RUNTIME_S = 15;
 
 const TEAM_FILE = teamFile(`  w:
     lab: anthropic
@@ -51,7 +47,7 @@ describe.runIf(process.platform === "linux")("a paused seat with no cgroup to fr
       files: { "README.md": "hello\n", "src/a.txt": "a\n" },
     });
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
-    if (asRoot) chownTree(h.dir);
+    if (asRoot) chownTreeToNobody(h.dir);
     await h.startDaemon();
     await h.ok(["init", "--yes", "--json"]);
     await h.ok(["apply", "--yes"]);
@@ -66,7 +62,8 @@ describe.runIf(process.platform === "linux")("a paused seat with no cgroup to fr
     const status = JSON.parse(await h.ok(["status", "--json"])) as { seats: { seat: string; cgroup: string }[] };
     // The control: this seat has no v2 cgroup of its own (else it would be frozen, not halted).
     expect(status.seats.find((s) => s.seat === "w")?.cgroup).toMatch(/^none/);
-    expect((await h.shim("w", "checkpoint", "tests pass; next: the docs")).code).toBe(0);
+    const noted = await h.shim("w", "checkpoint", "tests pass; next: the docs");
+    expect(noted.code, `${noted.stderr}\n${h.daemon?.stderr().slice(-2500) ?? ""}`).toBe(0);
     // An owner-issued lease is an owner act, and renews nothing (§8): the pause still lands on time.
     const lease = await h.run(["lease", "issue", "w@proj", "read", "path=src/", "--ttl", "1h"]);
     expect(lease.code, lease.stderr).toBe(0);

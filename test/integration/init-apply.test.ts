@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -11,6 +11,7 @@ import { signOwnerAct } from "../../src/ledger/index.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ControlService, OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { chownTreeToNobody, NOBODY } from "../support/ordinary-owner.js";
 
 /**
  * teamd init, apply, log and verify end to end: real processes, a real git repository, a
@@ -18,14 +19,11 @@ import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
  * which is what a root test run is), and in user mode with the daemon down (the CLI writes
  * the ledger itself) — as an ordinary user, which a root test run becomes with uid nobody.
  */
-const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
 const owner: RunAs = asRoot ? { uid: NOBODY, gid: NOBODY } : {};
 
 function chownTree(path: string): void {
-  if (!asRoot) return;
-  chownSync(path, NOBODY, NOBODY);
-  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name));
+  if (asRoot) chownTreeToNobody(path);
 }
 
 /** Poll a condition (bounded): for output that arrives from another process. */
