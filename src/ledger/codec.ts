@@ -177,6 +177,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.SERVED]: "served",
   [RecordType.TOMBSTONE]: "tombstone",
   [RecordType.RENEW]: "renew",
+  [RecordType.ARCHIVE]: "archive",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */
