@@ -1,6 +1,7 @@
 import { PrincipalKind, RecordType, RevocationSubject, type RecordHeader, type RecordPayload } from "../gen/teamd/v1/ledger_pb.js";
 import { decodeHeader, decodePayload, encodeProposal, headerHash, proposalOf, sha256, toSafeNumber } from "./codec.js";
 import { isTrunkRecord, READ_IN_FULL, unsettled } from "./gate-reads.js";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { StoreReader } from "./store.js";
 import { TRUNK_ACTIONS } from "./trunk-facts.js";
 import type { LedgerView } from "./view.js";
@@ -76,7 +77,8 @@ function field(payload: RecordPayload, key: string): string[] {
   return payload.fields.filter((f) => f.key === key).map((f) => f.value);
 }
 
-export function planCut(options: PlanOptions): CutPlan {
+/** Plan a cut: one read of the live store below it, a page at a time, yielding to the event loop between pages (the daemon serves on). */
+export async function planCut(options: PlanOptions): Promise<CutPlan> {
   const { reader, view, now, cutSeq } = options;
   const last = reader.record(cutSeq - 1);
   if (last === undefined) throw new Error(`record ${cutSeq - 1}, the last before the cut, is not in the live store`);
@@ -243,6 +245,7 @@ export function planCut(options: PlanOptions): CutPlan {
       if (header.signer?.kind === PrincipalKind.OWNER && header.signature) spentActs.push(sha256(encodeProposal(proposalOf(header))));
     }
     options.progress?.(Math.min(at, total), total);
+    await yieldToLoop();
   }
   return { fromSeq: options.fromSeq, cutSeq, cutHash, kept, spentActs, archived };
 }

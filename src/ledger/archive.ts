@@ -107,7 +107,7 @@ export async function archiveLedger(deps: ArchiveDeps, actBytes: Uint8Array, opt
     );
   }
   const flagRead = deps.flags.read();
-  const plan: CutPlan = planCut({
+  const plan: CutPlan = await planCut({
     reader: store,
     view: deps.view(),
     now: deps.clock(),

@@ -55,6 +55,9 @@ export {
   toHex,
   fromHex,
   sha256,
+  decodeHeader,
+  decodePayload,
+  toSafeNumber,
   type PrincipalInit,
   type RecordPayloadInit,
 } from "./codec.js";

@@ -63,6 +63,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   let store: LedgerStore | undefined;
   // A cut just committed whose records the next open drops before it walks (archive.ts).
   let dropCut: number | undefined;
+  let archiving = false;
   // The store's writes run on a worker thread (store-writer.ts): an fsync never blocks the loop.
   let writer: StoreWriter | undefined;
   let writerClosing: Promise<void> = Promise.resolve();
@@ -400,26 +401,34 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return enqueue({ ...daemonRecord(draft), once: { key: `outcome:${intentSeq}`, recorded: (v) => v.intent(intentSeq)?.outcomeSeq } });
     },
     appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
-    archive: (act, archiveOptions) =>
-      archiveLedger(
-        {
-          ownerKey,
-          signer: options.daemonSigner,
-          flags,
-          clock,
-          view: () => view,
-          state: () => state,
-          store: () => store,
-          enqueue,
-          async dropAndReopen(cutSeq) {
-            await reopening?.catch(() => undefined);
-            dropCut = cutSeq;
-            return reopen();
+    async archive(act, archiveOptions) {
+      // One archive at a time: a second would plan from the cut the first is about to move.
+      if (archiving) throw new LedgerRefusal("ledger.unavailable", "an archive is in progress; try again when it is done");
+      archiving = true;
+      try {
+        return await archiveLedger(
+          {
+            ownerKey,
+            signer: options.daemonSigner,
+            flags,
+            clock,
+            view: () => view,
+            state: () => state,
+            store: () => store,
+            enqueue,
+            async dropAndReopen(cutSeq) {
+              await reopening?.catch(() => undefined);
+              dropCut = cutSeq;
+              return reopen();
+            },
           },
-        },
-        act,
-        archiveOptions,
-      ),
+          act,
+          archiveOptions,
+        );
+      } finally {
+        archiving = false;
+      }
+    },
     readFlags: () => flags.readFresh(),
     revocationFlags: () => flags.read().flags.flatMap((f) => (f.kind === "revocation" && f.subject !== undefined ? [f.subject] : [])),
     async submit(request, effect) {

@@ -64,7 +64,8 @@ function notice(ledger: Ledger, i: number) {
 async function history(label: string) {
   const { env, ledger } = await initEnv(`archive-${label}`);
   made.push({ env, ledger });
-  const seqs: Record<string, number> = {};
+  type Seqs = "team" | "policy" | "firstRenew" | "renew" | "parent" | "live" | "expired" | "doneIntent" | "unknownIntent";
+  const seqs = {} as Record<Seqs, number>;
   seqs.team = (
     await ledger.append({
       type: RecordType.TEAM,
