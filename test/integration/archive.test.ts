@@ -89,6 +89,15 @@ describe.runIf(process.platform === "linux")("archive: the live store keeps what
     expect((await h.shim("r", "file", "write", "src/restart.txt", "--branch", "b3", "-m", "restart")).code).toBe(0);
     await expectRefused(h.shim("w", "file", "write", "docs/after.txt", "--branch", "x", "-m", "x"), "scope.path");
     expect((await h.json<{ ok: boolean }>(["verify", "--archive", file, "--json"])).ok).toBe(true);
+    // A second archive, cut by time (what is older than a second): it starts where the first ended; both verify with the live store.
+    const second = join(h.dir, "ledger-archive-2.db");
+    const next = await h.json<{ fromSeq: number; cutSeq: number }>(["ledger", "archive", "--before", "1s", "--to", second, "--keep", "--yes", "--json"]);
+    expect(next.fromSeq).toBe(done.cutSeq);
+    expect(next.cutSeq).toBeGreaterThan(done.cutSeq);
+    expect((await h.json<{ ok: boolean }>(["verify", "--archive", file, "--archive", second, "--json"])).ok).toBe(true);
+    const partial = await h.run(["verify", "--archive", second, "--json"]);
+    expect(partial.code).not.toBe(0);
+    expect(partial.stdout).toContain("in an archive not given");
     // A second archive with the same name is refused before anything is signed.
     const again = await h.run(["ledger", "archive", "--before", "5", "--to", file, "--keep", "--yes"]);
     expect(again.code).not.toBe(0);

@@ -215,6 +215,30 @@ describe("ledger archive", () => {
     expect(await verify(env)).toMatchObject({ ok: false, seq: kept.seq, rule: "ledger.missing-record" });
   });
 
+  it("a record put back below the cut that the cut did not keep fails the live store's verify", async () => {
+    const { env, ledger, seqs } = await history("put-back");
+    const file = join(env.root, "a1.db");
+    await archive(env, ledger, ledger.view.lastSeq + 1, file, true);
+    await ledger.close();
+    expect((await verify(env)).ok).toBe(true);
+    // A genuine record (sealed once, chained once) the archive took, copied back into the live store.
+    const archived = new Database(file, { readonly: true });
+    const row = archived.prepare("SELECT seq, type, header, payload FROM records WHERE seq = ?").get(seqs.doneIntent) as {
+      seq: number;
+      type: number;
+      header: Buffer;
+      payload: Buffer;
+    };
+    archived.close();
+    const live = new Database(join(env.dir, "ledger.db"));
+    live.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)").run(row.seq, row.type, row.header, row.payload);
+    live.close();
+    expect(await verify(env)).toMatchObject({ ok: false, seq: seqs.doneIntent, rule: "ledger.chain-broken" });
+    const reopened = await env.open();
+    made.push({ env, ledger: reopened });
+    expectState(reopened, "blocked", "ledger.chain-broken");
+  });
+
   it("the signed head still catches a rollback to the store as it was before the archive", async () => {
     const { env, ledger } = await history("rollback");
     await ledger.close();
