@@ -25,6 +25,8 @@ export interface ControlState {
   stopHandled?(flagId: string): void;
   /** The daemon's clock, unix ms (from the composition root). */
   readonly now: () => number;
+  /** The daemon's log: a long owner act's progress (an archive) goes there. */
+  readonly log?: (line: string) => void;
 }
 
 /** An optional name from a request: empty means "not named"; anything else must be a plain name. */
@@ -55,7 +57,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       };
     },
     async ownerAct(request) {
-      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act, state.now);
+      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act, state.now, (line) => state.log?.(`owner act: ${line}`));
       return { seq: BigInt(receipt.seq), created: receipt.created };
     },
     async ledgerStatus() {

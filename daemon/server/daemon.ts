@@ -310,6 +310,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
           },
           stopHandled: (flagId) => stopWatch?.handled(flagId),
           now,
+          log,
         }),
       );
       server.addService(
