@@ -15,7 +15,8 @@ import type { LedgerView } from "./view.js";
  * - genesis (the keys), each registered team's record, the policy in force and the team's last
  *   renewal (the unattended runtime counts from it, §8);
  * - live leases (not expired, not revoked) and every lease they rest on (their chain, §7), and
- *   every revocation that is not of a lease (a seat's stays in force);
+ *   every revocation that is not of a lease (a seat's stays in force), and the revocation of
+ *   any lease that stays (a revoked parent under a lease not yet revoked itself);
  * - stops in force, and a record whose flag file is still on disk (a resume clearing such a
  *   stop too): the flag and its record are one statement;
  * - every intent whose outcome is not settled (pending, or unknown and not reconciled), with
@@ -164,6 +165,9 @@ export async function planCut(options: PlanOptions): Promise<CutPlan> {
         return why === undefined ? undefined : { why, frame: false };
       }
       case RecordType.REVOCATION:
+        // A revocation of a lease that stays (one a live lease rests on) stays with it: without it the lease would read unrevoked.
+        if (detail.case === "revocation" && detail.value.subject === RevocationSubject.LEASE && leasesOf(team).has(detail.value.subjectId))
+          return { why: `the revocation of lease ${detail.value.subjectId}, which stays`, frame: false };
         if (detail.case === "revocation" && detail.value.subject !== RevocationSubject.LEASE)
           return {
             why: `the revocation of ${RevocationSubject[detail.value.subject]?.toLowerCase() ?? "a subject"} ${detail.value.subjectId} stays in force`,

@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { RecordType, RevocationSubject, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import {
   archiveDraft,
   daemonPrincipal,
@@ -182,6 +182,29 @@ describe("ledger archive", () => {
     expect(Object.keys(again.view.leaseFacts("alpha").leases).sort()).toEqual(["L-live", "L-parent"]);
     await notice(again, 99);
     expect((await verify(env, [file])).ok).toBe(true);
+  });
+
+  it("a revoked lease a live lease rests on stays revoked after the archive (its revocation stays with it)", async () => {
+    const { env, ledger } = await initEnv("archive-revoked-parent");
+    made.push({ env, ledger });
+    await ledger.append(leaseDraft("alpha", lease("P", env.now + 10 * HOUR), seatPrincipal("alpha", "lead")));
+    await ledger.append(leaseDraft("alpha", lease("C", env.now + HOUR, "P"), seatPrincipal("alpha", "lead")));
+    // Only the parent's revocation is on record (a cascade would revoke C too; this is the case without one).
+    await ledger.append({
+      type: RecordType.REVOCATION,
+      team: "alpha",
+      actor: seatPrincipal("alpha", "lead"),
+      action: "lease.revoke",
+      payload: {
+        target: { kind: TargetKind.LEASE, name: "P" },
+        detail: { case: "revocation", value: { subject: RevocationSubject.LEASE, subjectId: "P", reason: "r" } },
+      },
+    });
+    for (let i = 0; i < 5; i++) await notice(ledger, i);
+    expect(ledger.view.leaseFacts("alpha").revokedLeases).toEqual(["P"]);
+    await archive(env, ledger, ledger.view.lastSeq + 1, join(env.root, "a1.db"), true);
+    expect(Object.keys(ledger.view.leaseFacts("alpha").leases).sort()).toEqual(["C", "P"]);
+    expect(ledger.view.leaseFacts("alpha").revokedLeases).toEqual(["P"]);
   });
 
   it("a changed archive fails verify; so does a kept record missing from the live store", async () => {
