@@ -258,6 +258,15 @@ export async function benchLedgerArchive(): Promise<BenchRow[]> {
     const verifyMs = performance.now() - v0;
     if (!verified.ok) throw new Error(`the live store does not verify after the archive: ${verified.reason}`);
     const liveRecords = verified.records;
+    const w0 = performance.now();
+    const whole = await verifyLedgerFiles({
+      dir: join(root, "ledger"),
+      daemonPublicKey: signer.publicKey.raw,
+      ownerPublicKey: ownerPublic,
+      archives: [file],
+    });
+    const wholeMs = performance.now() - w0;
+    if (!whole.ok) throw new Error(`the archive and the live store do not verify as one history: ${whole.reason}`);
     const note = `${tip + 1} records; archived ${receipt.archived} before ${receipt.cutSeq}, kept ${receipt.kept.length} below the cut, ${liveRecords} live`;
     return [
       {
@@ -288,6 +297,12 @@ export async function benchLedgerArchive(): Promise<BenchRow[]> {
       { name: "ledger-archive.open.after", value: after.openMs, unit: "ms", note: `${liveRecords} live records` },
       { name: "ledger-archive.rss.after", value: mb(after.rssBytes), unit: "MiB", note: `heap ${mb(after.heapBytes).toFixed(1)} MiB after GC` },
       { name: "ledger-archive.verify.after", value: verifyMs, unit: "ms", note: "teamd verify of the live store alone, against its cut" },
+      {
+        name: "ledger-archive.verify.whole",
+        value: whole.records / (wholeMs / 1000),
+        unit: "records/s",
+        note: `teamd verify --archive: the archive and the live store as one history, ${whole.records} records in ${(wholeMs / 1000).toFixed(1)} s`,
+      },
       {
         name: "ledger-archive.open.after/before",
         value: after.openMs / before.openMs,

@@ -77,6 +77,9 @@ describe.runIf(process.platform === "linux")("archive: the live store keeps what
     expect(whole.ok).toBe(true);
     expect(whole.archives).toHaveLength(1);
 
+    // teamd log says where the rest is.
+    const shown = await h.run(["log", "-n", "1"]);
+    expect(shown.stderr).toContain(`the records before ${done.cutSeq} are archived in ${file}`);
     // The lease granted before the cut still works: r writes under it.
     const held = async () => (JSON.parse((await h.shim("r", "whoami", "--json")).stdout) as { leases: { leaseId: string }[] }).leases.map((l) => l.leaseId);
     expect(await held()).toEqual([leaseId]);
