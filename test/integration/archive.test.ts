@@ -105,17 +105,5 @@ describe.runIf(process.platform === "linux")("archive: the live store keeps what
     const again = await h.run(["ledger", "archive", "--before", "5", "--to", file, "--keep", "--yes"]);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain("exists already");
-
-    // With the daemon down (user mode), the command carries the act itself, its progress on stderr.
-    if (!asRoot) {
-      await h.stopDaemon();
-      const third = join(h.dir, "ledger-archive-3.db");
-      await new Promise((resolve) => setTimeout(resolve, 1100));
-      const direct = await h.run(["ledger", "archive", "--before", "1s", "--to", third, "--keep", "--yes"]);
-      expect(direct.code, direct.stdout + direct.stderr).toBe(0);
-      expect(direct.stderr).toMatch(/archive: reading 100%/);
-      expect(direct.stdout).toMatch(/^archived \d+ record\(s\) from \d+ to \d+ into /);
-      expect((await h.json<{ ok: boolean }>(["verify", "--archive", file, "--archive", second, "--archive", third, "--json"])).ok).toBe(true);
-    }
   }, 180_000);
 });
