@@ -67,8 +67,8 @@ export interface ArchiveDeps {
   state(): LedgerState;
   store(): LedgerStore | undefined;
   enqueue(pending: PendingRecord): Promise<AppendResult>;
-  /** Drop what the cut just recorded moved out, and rebuild the view from the live store. */
-  dropAndReopen(cutSeq: number): Promise<LedgerState>;
+  /** Drop what the cut record just committed (its seq) moved out, and rebuild the view from the live store. */
+  dropAndReopen(cutRecordSeq: number): Promise<LedgerState>;
 }
 
 /** Round a cut down to the first record of the commit batch holding it (a seal is never split), at most the tip + 1. */
@@ -168,7 +168,8 @@ export async function archiveLedger(deps: ArchiveDeps, actBytes: Uint8Array, opt
   // The live store's tip may have moved since the plan: records at or past the cut are never touched.
   const recorded = await deps.enqueue(ownerRecord(act, { companions: [cutRecord] }));
   options.onStep?.("recorded");
-  const reopened = await deps.dropAndReopen(cutSeq);
+  // The cut record is the act's companion: the record right after it.
+  const reopened = await deps.dropAndReopen(recorded.seq + 1);
   if (reopened.status !== "ready") throw new LedgerRefusal("ledger.unavailable", `the archive is recorded but the ledger reopened ${reopened.status}`);
   return {
     seq: recorded.seq,

@@ -61,7 +61,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   const flags: Flags = createFlags({ dir: options.flagsDir, ownerKey });
 
   let store: LedgerStore | undefined;
-  // A cut just committed whose records the next open drops before it walks (archive.ts).
+  // The seq of a cut record just committed, whose records the next open drops before it walks (archive.ts).
   let dropCut: number | undefined;
   let archiving = false;
   // The store's writes run on a worker thread (store-writer.ts): an fsync never blocks the loop.
@@ -223,7 +223,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     if (verdict.pendingDrop && verdict.cut) {
       // The cut was recorded but its records were not dropped (the daemon stopped in between):
       // the walk just checked them whole and the cut's hash against them; drop them now.
-      dropCut = verdict.cut.cutSeq;
+      dropCut = verdict.cut.seq;
       return openInternal();
     }
     tip = verdict.tip;
@@ -249,10 +249,10 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   }
 
   /** Archival's drop (archive.ts): the records a committed cut record moved out, before the view is rebuilt. */
-  function dropArchived(opened: LedgerStore, cutSeq: number): void {
+  function dropArchived(opened: LedgerStore, cutRecordSeq: number): void {
     dropCut = undefined;
     const cut = findCut(opened);
-    if (cut === undefined || cut.cutSeq !== cutSeq) return;
+    if (cut === undefined || cut.seq !== cutRecordSeq) return;
     const t0 = performance.now();
     const removed = opened.removeArchived(cut.cutSeq, [...cut.kept.keys()], true);
     if (removed > 0) log(`ledger archive: ${removed} record(s) before ${cut.cutSeq} dropped from the live store (${Math.round(performance.now() - t0)} ms)`);
@@ -416,9 +416,9 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
             state: () => state,
             store: () => store,
             enqueue,
-            async dropAndReopen(cutSeq) {
+            async dropAndReopen(cutRecordSeq) {
               await reopening?.catch(() => undefined);
-              dropCut = cutSeq;
+              dropCut = cutRecordSeq;
               return reopen();
             },
           },
