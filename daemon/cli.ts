@@ -27,6 +27,7 @@ const verify = async () => (await import("./commands/verify.js")).verify;
 const checkpointShow = async () => (await import("./commands/checkpoint.js")).checkpointShow;
 const ledgerReconcile = () => import("./commands/ledger-reconcile.js");
 const tombstone = async () => (await import("./commands/tombstone.js")).tombstoneCommand;
+const archive = async () => (await import("./commands/archive.js")).archiveCommand;
 const renew = async () => (await import("./commands/renew.js")).renewCommand;
 const seatCommands = () => import("./client-commands.js");
 const doctor = async () => (await import("./commands/doctor.js")).doctor;
@@ -258,8 +259,14 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
   program
     .command("verify")
     .description("check the ledger: the hash chain, every signature and seal, and the signed head; exit 1 naming the first bad seq")
+    .option(
+      "--archive <FILE>",
+      "also an archive teamd ledger archive wrote (repeatable): verify it and the live store as one history, from genesis",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option("--json", "print the result as JSON")
-    .action(async (opts: { json?: boolean }) => (await verify())(opts));
+    .action(async (opts: { json?: boolean; archive: string[] }) => (await verify())(opts));
 
   const lease = program.command("lease").description("leases (§7): the owner's, issued as leads from its envelope; listed with their liveness; revoked");
   lease
@@ -334,6 +341,18 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--yes", "do not ask for confirmation")
     .option("--json", "print one JSON object (for scripts)")
     .action(async (seq: string, opts: { reason?: string; yes?: boolean; json?: boolean }) => (await tombstone())(seq, opts, ambient));
+
+  ledger
+    .command("archive")
+    .description(
+      "move the records before a cut out of the live store into a new self-verifying archive file, signed by you (§15); a cut through a record the gate still reads is refused unless --keep keeps it in the live store",
+    )
+    .option("--before <SEQ|DATE>", "the cut: a record seq, or a time (30d: older than 30 days; or 2026-11-01T00:00:00Z)")
+    .option("--to <FILE>", "the archive file (a new file; never replaced)")
+    .option("--keep", "keep the records the gate still reads (the policy in force, live leases, unsettled intents…) in the live store past the cut")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (opts: { before?: string; to?: string; keep?: boolean; yes?: boolean; json?: boolean }) => (await archive())(opts, ambient));
 
   const kernel = program.command("kernel").description("the decision kernel, offline");
   kernel

@@ -1,6 +1,6 @@
 import { UsageError } from "../../src/rpc/refusal.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { recordTypeFromName, toHex, type LedgerEntry } from "../../src/ledger/index.js";
+import { findCut, recordTypeFromName, toHex, type LedgerEntry } from "../../src/ledger/index.js";
 import { RecordType, ScopeState } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { fitRow, terminalJson, terminalText } from "../host/terminal-text.js";
 import { checkName } from "../host/names.js";
@@ -140,6 +140,21 @@ export async function log(options: LogOptions, ambient: Ambient): Promise<void> 
     (seat === undefined || isSeatRecord(entry, seat, team)) &&
     (since === undefined || entry.timeUnixMs >= since);
   const store = openLedgerReader();
+  if (!options.json) {
+    // After an archive the live store starts at its cut (§15 archival): say where the rest is.
+    let cut;
+    try {
+      cut = findCut(store);
+    } catch {
+      cut = undefined; // teamd verify names a cut record that does not read
+    }
+    if (cut !== undefined)
+      process.stderr.write(
+        terminalText(
+          `(the records before ${cut.cutSeq} are archived in ${cut.file}, but for ${cut.kept.size} the gate still reads; the log shows the live store)`,
+        ) + "\n",
+      );
+  }
   let stopping = false;
   const stop = () => void (stopping = true);
   process.once("SIGINT", stop);

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { verifyLedgerFiles } from "../../src/ledger/index.js";
 import { EXIT } from "../../src/rpc/index.js";
 import { RULES } from "../../src/kernel/rules.js";
@@ -7,8 +8,10 @@ import { ledgerExists, ledgerLayout, readHexKey, readPinnedOwnerKey } from "../h
 /**
  * `teamd verify`: walk the chain, check every signature and seal and the signed head,
  * read-only. Exits non-zero naming the first bad seq and why. A progress bar on a terminal.
+ * After an archive the live store verifies alone against its cut; with `--archive FILE` (each
+ * archive, oldest first or not) the archives and the live store verify as one history.
  */
-export async function verify(options: { json?: boolean }): Promise<void> {
+export async function verify(options: { json?: boolean; archive?: readonly string[] }): Promise<void> {
   const layout = ledgerLayout(resolveHome());
   if (!ledgerExists(layout)) throw new Error(`no ledger at ${layout.db}: run teamd init`);
   const ownerPublicKey = readPinnedOwnerKey(layout);
@@ -20,6 +23,7 @@ export async function verify(options: { json?: boolean }): Promise<void> {
     dir: layout.dir,
     ownerPublicKey,
     daemonPublicKey,
+    archives: (options.archive ?? []).map((file) => resolve(file)),
     progress: (done, total) => {
       if (!tty || (done !== total && done - last < 1000)) return;
       last = done;
@@ -36,6 +40,14 @@ export async function verify(options: { json?: boolean }): Promise<void> {
     process.stdout.write(
       `ok: ${result.records} records, ${result.seals} seals, head at ${result.head.seq} (${result.head.hash.slice(0, 16)}…)${lag}${acked}\n`,
     );
+    if (result.archives !== undefined)
+      process.stdout.write(
+        `the whole history from genesis: ${result.archives.map((a) => `${a.file} (${a.fromSeq}..${a.cutSeq - 1})`).join(", ")} and the live store\n`,
+      );
+    else if (result.cut !== undefined)
+      process.stdout.write(
+        `the live store starts at the archive cut ${result.cut.cutSeq} (record ${result.cut.seq}; ${result.cut.kept} kept record(s) below it, checked against the cut); the history before it: teamd verify --archive ${result.cut.file}\n`,
+      );
   } else {
     process.stderr.write(
       `verify failed${result.seq !== undefined ? ` at seq ${result.seq}` : ""}: ${result.rule} (${RULES[result.rule].section}): ${result.reason} (${result.records} records verified before it)\n`,

@@ -20,6 +20,7 @@ import type { Policy } from "../../src/kernel/index.js";
 import { leaseRevocationDraft, type RecordDraft } from "../../src/ledger/index.js";
 import { checkOwnerLease, checkOwnerRevoke, decideApply, ownerRevoke } from "./leases.js";
 import { checkTombstone } from "./tombstone.js";
+import { ownerArchive } from "./archive.js";
 import { ledgerLayout, readPinnedOwnerKey, writePinnedOwnerKey } from "../host/ledger-host.js";
 import type { TeamdHome } from "../host/home.js";
 import { stopRefusal } from "../../src/ledger/stop-state.js";
@@ -132,8 +133,18 @@ function checkTeam(home: TeamdHome, ledger: Ledger, team: string, detail: { case
   return undefined;
 }
 
-/** An owner act, checked and recorded; `now` is the clock it is decided on (a lease is checked for its lifetime at it). */
-export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: OwnerActKind, act: Uint8Array, now: () => number): Promise<ActReceipt> {
+/**
+ * An owner act, checked and recorded; `now` is the clock it is decided on (a lease is checked for its lifetime at it).
+ * `progress`: lines on a long act's way (an archive), where the caller can show them.
+ */
+export async function handleOwnerAct(
+  home: TeamdHome,
+  slot: LedgerSlot,
+  kind: OwnerActKind,
+  act: Uint8Array,
+  now: () => number,
+  progress?: (line: string) => void,
+): Promise<ActReceipt> {
   if (kind === OwnerActKind.GENESIS) return genesis(home, slot, act);
   const ledger = slot.get();
   if (ledger === undefined) throw new RefusalError("ledger.unavailable", "this machine has no ledger yet: run teamd init");
@@ -152,6 +163,7 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     [OwnerActKind.REVOKE]: RecordType.REVOCATION,
     [OwnerActKind.TOMBSTONE]: RecordType.TOMBSTONE,
     [OwnerActKind.RENEW]: RecordType.RENEW,
+    [OwnerActKind.ARCHIVE]: RecordType.ARCHIVE,
   }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
@@ -192,6 +204,13 @@ export async function handleOwnerAct(home: TeamdHome, slot: LedgerSlot, kind: Ow
     await createHub(home.root, team, checked.payload.detail.value.repository, home.ownerGid === undefined ? {} : { sharedGid: home.ownerGid });
   }
   try {
+    if (kind === OwnerActKind.ARCHIVE) {
+      const archived = await ownerArchive(ledger, act, progress).catch(async (error: unknown) => {
+        if (error instanceof LedgerRefusal) await recordRefusal(ledger, team, checked.proposal.action, error.refusal);
+        throw error;
+      });
+      return { seq: archived.seq, created: !archived.replayed };
+    }
     if (kind === OwnerActKind.REVOKE) {
       const revoked = await ownerRevoke(ledger, team, checked, act);
       return { seq: revoked.seq, created: revoked.created, ...(revoked.recorded ? {} : { notRecorded: revoked.reason }) };

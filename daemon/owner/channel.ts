@@ -23,7 +23,8 @@ import { describeLeases } from "./leases.js";
  */
 export interface OwnerChannel {
   readonly via: "daemon" | "direct";
-  submit(kind: OwnerActKind, act: Uint8Array): Promise<ActReceipt>;
+  /** `progress`: a long act's lines on its way (only when the CLI carries the act itself). */
+  submit(kind: OwnerActKind, act: Uint8Array, progress?: (line: string) => void): Promise<ActReceipt>;
   ledgerStatus(): Promise<LedgerStatusResponse>;
   /** The team's applied policy as recorded (applied false: none yet). */
   policyInForce(team: string): Promise<PolicyInForceResponse>;
@@ -45,8 +46,8 @@ export function describePolicyInForce(ledger: Ledger | undefined, team: string):
   });
 }
 
-async function daemonChannel(home: TeamdHome): Promise<OwnerChannel | undefined> {
-  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 30_000 });
+async function daemonChannel(home: TeamdHome, deadlineMs: number): Promise<OwnerChannel | undefined> {
+  const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs });
   try {
     await client.hello({});
   } catch (error) {
@@ -75,7 +76,7 @@ async function directChannel(home: TeamdHome, now: () => number): Promise<OwnerC
   const slot = { get: () => ledger, set: (l: Ledger) => void (ledger = l) };
   return {
     via: "direct",
-    submit: (kind, act) => handleOwnerAct(home, slot, kind, act, now),
+    submit: (kind, act, progress) => handleOwnerAct(home, slot, kind, act, now, progress),
     ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
     policyInForce: async (team) => describePolicyInForce(ledger, team),
     leases: async (team) => describeLeases(ledger, team, now()),
@@ -86,9 +87,12 @@ async function directChannel(home: TeamdHome, now: () => number): Promise<OwnerC
   };
 }
 
-/** `now`: the CLI's clock, for the acts it decides itself when the daemon is down (from the program's entry). */
-export async function openOwnerChannel(home: TeamdHome, now: () => number): Promise<OwnerChannel> {
-  const viaDaemon = await daemonChannel(home);
+/**
+ * `now`: the CLI's clock, for the acts it decides itself when the daemon is down (from the program's entry).
+ * `deadlineMs`: how long a call to the daemon may take (30 s; an archive of a long history takes longer).
+ */
+export async function openOwnerChannel(home: TeamdHome, now: () => number, options: { readonly deadlineMs?: number } = {}): Promise<OwnerChannel> {
+  const viaDaemon = await daemonChannel(home, options.deadlineMs ?? 30_000);
   if (viaDaemon) return viaDaemon;
   if (home.mode === "system") {
     throw new DaemonUnavailableError(

@@ -28,6 +28,8 @@ export interface ControlState {
   readonly now: () => number;
   /** A team's spend this period (daemon/server/spend-book.ts), undefined without a spend ceiling. */
   readonly spend?: (team: string) => SpendStatus | undefined;
+  /** The daemon's log: a long owner act's progress (an archive) goes there. */
+  readonly log?: (line: string) => void;
 }
 
 /** An optional name from a request: empty means "not named"; anything else must be a plain name. */
@@ -58,7 +60,7 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
       };
     },
     async ownerAct(request) {
-      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act, state.now);
+      const receipt = await handleOwnerAct(state.teamdHome, state.ledger, request.kind, request.act, state.now, (line) => state.log?.(`owner act: ${line}`));
       return { seq: BigInt(receipt.seq), created: receipt.created };
     },
     async ledgerStatus() {

@@ -207,6 +207,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       broker,
       spend: (team, seat, dispatch) => spendBook.dispatch(team, seat, dispatch, now()),
       release: (team, seat, dispatch) => spendBook.release(team, seat, dispatch, now()),
+      newId,
     }),
   };
   const access = home.mode === "system" && home.ownerGid !== undefined ? { mode: 0o660, gid: home.ownerGid } : { mode: 0o600 };
@@ -325,6 +326,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
           stopHandled: (flagId) => stopWatch?.handled(flagId),
           now,
           spend: (team) => spendBook.status(team, now()),
+          log,
         }),
       );
       server.addService(

@@ -1,6 +1,7 @@
 import { benchRpc } from "./rpc.js";
 import { benchKernel } from "./kernel.js";
 import { benchLedger } from "./ledger.js";
+import { benchLedgerArchive } from "./ledger-archive.js";
 import { benchSeat } from "./seat.js";
 import { benchLeases } from "./leases.js";
 import { benchEgress } from "./egress.js";
@@ -18,6 +19,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   kernel: benchKernel,
   leases: benchLeases,
   ledger: benchLedger,
+  "ledger-archive": benchLedgerArchive,
   seat: benchSeat,
   egress: benchEgress,
   launch: benchLaunch,

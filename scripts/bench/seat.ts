@@ -18,6 +18,8 @@ const CONCURRENT = 4000;
 /** Calls per round of the rate comparison with the echo (3 alternating rounds each). */
 const RATE_CALLS = 6000;
 const GIT_LOOP = 60;
+/** Calls per round of the served-read comparisons (a stat reads the hub: slower than a checkpoint). */
+const SERVED_CALLS = 1000;
 
 /** git status and a commit, GIT_LOOP times; prints the nanoseconds it took. */
 const LOOP = `git config user.name bench && git config user.email bench@bench.invalid && t0=$(date +%s%N); i=0; while [ $i -lt ${GIT_LOOP} ]; do git status --porcelain >/dev/null; echo $i >> loop.txt; git add loop.txt; git commit -qm "loop $i"; i=$((i+1)); done; t1=$(date +%s%N); echo $((t1-t0))`;
@@ -41,7 +43,14 @@ export async function benchSeat(): Promise<BenchRow[]> {
   // The bench makes thousands of gated acts a second on purpose, far past a seat's default act
   // budget (16 MiB at once, then 2 MiB a minute of records): it measures the request path, not
   // the budget, so its daemon's budget is set out of reach (the check itself still runs).
-  const env = { TEAMD_HOME: home, TEAMD_OWNER_KEY: join(dir, "keys/owner.key"), HOME: dir, TEAMD_ACT_BUDGET: "1000000/1000000" };
+  // Likewise its served-read rate: the served-read row makes thousands of distinct reads on purpose.
+  const env = {
+    TEAMD_HOME: home,
+    TEAMD_OWNER_KEY: join(dir, "keys/owner.key"),
+    HOME: dir,
+    TEAMD_ACT_BUDGET: "1000000/1000000",
+    TEAMD_SERVED_RATE: "1000000/1000000",
+  };
   const git = (cwd: string, ...args: string[]) =>
     execFileSync("git", ["-c", "user.name=b", "-c", "user.email=b@bench.invalid", ...args], {
       cwd,
@@ -71,8 +80,16 @@ export async function benchSeat(): Promise<BenchRow[]> {
     const socket = process.getuid?.() === 0 ? join(home, "seat-sockets/bench.bench.sock") : join(home, "run/seats/bench.bench.sock");
     const client = createRpcClient(ShimService, socket);
     const checkpoint = () => client.checkpoint({ requestId: randomUUID(), note: "bench" });
+    // A served read (§3, issue 25): each stat of a path not read before is one `served` record
+    // (what it showed, never content), durable before the answer leaves; a stat of the same
+    // path again within 10 s is folded into a count, so it is the same read without its record.
+    let statted = 0;
+    const served = () => client.fileStat({ path: `bench-${statted++}.txt` });
+    const repeated = () => client.fileStat({ path: "README.md" });
     let gated: LatencyFigures;
     let rate: RateComparison;
+    let servedRate: RateComparison;
+    let recordCost: RateComparison;
     const echoSocket = join(dir, "echo.sock");
     const echo = await startChild([join(HERE, "bare-echo-server.js"), echoSocket], {}, "ready");
     const echoCaller = bareEchoCaller(echoSocket);
@@ -82,6 +99,8 @@ export async function benchSeat(): Promise<BenchRow[]> {
       // commit, not a weaker fsync, pays for the durable intent and outcome. Measured in
       // alternating rounds with the echo, so both see the same machine.
       rate = await compareRates(checkpoint, echoCaller.call, RATE_CALLS);
+      servedRate = await compareRates(served, echoCaller.call, SERVED_CALLS);
+      recordCost = await compareRates(served, repeated, SERVED_CALLS);
     } finally {
       client.close();
       echoCaller.close();
@@ -140,6 +159,24 @@ export async function benchSeat(): Promise<BenchRow[]> {
         unit: "ratio",
         note: "gated calls/s / bare echo calls/s, 64 in flight, alternating rounds",
         target: { min: 0.5, text: ">= 0.5" },
+      },
+      {
+        name: "seat.served-stat.rate-calls-per-s",
+        value: servedRate.subject,
+        unit: "calls/s",
+        note: `a file stat of a new path each call: one served record each; 64 in flight, median of ${servedRate.rounds} rounds alternating with the echo`,
+      },
+      {
+        name: "seat.served-stat.rate-vs-echo",
+        value: servedRate.ratio,
+        unit: "ratio",
+        note: `served-read calls/s / bare echo calls/s, 64 in flight, alternating rounds (the echo: ${Math.round(servedRate.baseline)} calls/s)`,
+      },
+      {
+        name: "seat.served-stat.new-vs-repeat",
+        value: recordCost.ratio,
+        unit: "ratio",
+        note: `a stat of a new path (a served record each) / the same path again (folded, no record): what the record costs a read; ${Math.round(recordCost.subject)} vs ${Math.round(recordCost.baseline)} calls/s`,
       },
       { name: "seat.git-loop.inside-s", value: inside, unit: "s", note: `${GIT_LOOP}× git status + commit inside the seat's containment` },
       { name: "seat.git-loop.outside-s", value: outside, unit: "s", note: "the same loop on a host clone" },

@@ -387,6 +387,11 @@ export const RULES = {
     summary:
       "a tombstone hides a record's content, and this record is one the gate still reads in full (the policy, a team, a lease, a stop or resume, a reconciliation, a trunk act's record, an unresolved intent); it stays whole",
   },
+  "ledger.archive-needed": {
+    section: "§15",
+    summary:
+      "an archive's cut would move out a record the gate still reads (the policy in force, a live lease or one it rests on, a revocation, an unresolved intent, a trunk act's record, an unmerged change's authorship, a live run's start, the last renewal); cut before it, settle it, or keep it in the live store (--keep)",
+  },
   "seat.served-rate": {
     section: "§3",
     summary:

@@ -30,7 +30,7 @@ import type { StoredRecord, StoredSeal, StoreReader } from "./store.js";
  */
 
 export type FailureCode =
-  "missing" | "unsealed" | "seal" | "header" | "sealed-hash" | "seq" | "type-column" | "prev-link" | "payload" | "genesis" | "signature";
+  "missing" | "unsealed" | "seal" | "header" | "sealed-hash" | "seq" | "type-column" | "prev-link" | "payload" | "genesis" | "signature" | "cut";
 
 export interface WalkFailure {
   readonly seq: number;
@@ -72,6 +72,17 @@ export interface WalkOptions {
   /** Yield to the event loop between pages, so a long verify does not stall the daemon. */
   readonly yieldBetweenPages?: boolean;
   readonly pageSize?: number;
+  /**
+   * Walk a live store an archive cut (cut.ts): below `cutSeq` only the kept records, each
+   * checked against the hash the cut record names (not against seals or links: their
+   * neighbours are in the archive); from `cutSeq` on, the chain as usual, its first record
+   * linking to `cutHash`.
+   */
+  readonly cut?: { readonly cutSeq: number; readonly cutHash: Uint8Array; readonly kept: ReadonlyMap<number, Uint8Array> };
+  /** Records that must have exactly this header hash (a whole history walked across a cut: the cut's own hash). */
+  readonly expectHash?: ReadonlyMap<number, Uint8Array>;
+  /** Records whose payload may be absent: tombstoned records in an archive (their header still commits to it). */
+  readonly payloadless?: (seq: number) => boolean;
 }
 
 export interface WalkSummary {
@@ -151,7 +162,83 @@ export async function walkChain(options: WalkOptions): Promise<WalkResult> {
     return sealPage[sealAt];
   }
 
+  const cut = options.cut;
+  const keptSeen = new Set<number>();
+
+  function checkKept(row: StoredRecord, keptHash: Uint8Array | undefined): void {
+    if (keptHash === undefined) {
+      throw new Failure(row.seq, "cut", `record ${row.seq} is below the archive cut at ${cut?.cutSeq} and not one the cut record keeps`);
+    }
+    const hash = headerHash(row.header);
+    if (!bytesEqual(hash, keptHash)) throw new Failure(row.seq, "sealed-hash", `the header of record ${row.seq} is not the one the cut record kept`);
+    const { header, payload } = checkContent(row);
+    options.onRecord?.({ seq: row.seq, hash, header, payload });
+    keptSeen.add(row.seq);
+    records++;
+  }
+
+  /** Past the kept records, the chain resumes at the cut: every kept record must have been there. */
+  function enterCut(): void {
+    if (!cut || expected >= cut.cutSeq) return;
+    if (keptSeen.size !== cut.kept.size) {
+      const missing = [...cut.kept.keys()].sort((a, b) => a - b).find((seq) => !keptSeen.has(seq)) ?? cut.cutSeq;
+      throw new Failure(missing, "missing", `record ${missing}, which the archive cut keeps in the live store, is absent from it`);
+    }
+    expected = cut.cutSeq;
+    prevHash = cut.cutHash;
+    lastGoodEnd = cut.cutSeq - 1;
+  }
+
+  /** The checks on a record's own bytes (not its place in the chain); its decoded header and payload. */
+  function checkContent(row: StoredRecord): { header: RecordHeader; payload: RecordPayload } {
+    let header: RecordHeader;
+    let payload: RecordPayload;
+    try {
+      header = decodeHeader(row.header);
+    } catch (error) {
+      throw new Failure(row.seq, "header", describeError(error));
+    }
+    if (header.format !== HEADER_FORMAT) throw new Failure(row.seq, "header", `unknown header format ${header.format}`);
+    let headerSeq: number;
+    try {
+      headerSeq = toSafeNumber(header.seq, "seq");
+    } catch (error) {
+      throw new Failure(row.seq, "seq", describeError(error));
+    }
+    if (headerSeq !== row.seq) throw new Failure(row.seq, "seq", `stored as ${row.seq}, the header says ${headerSeq}`);
+    if (header.type !== row.type) throw new Failure(row.seq, "type-column", `the type column says ${row.type}, the header ${header.type}`);
+    if (row.payload === null) {
+      if (row.seq === 0 || !options.payloadless?.(row.seq)) throw new Failure(row.seq, "payload", `record ${row.seq} has no payload and no tombstone names it`);
+      payload = EMPTY_PAYLOAD;
+    } else {
+      if (!bytesEqual(sha256(row.payload), header.payloadDigest))
+        throw new Failure(row.seq, "payload", `the payload of record ${row.seq} does not match its digest`);
+      // The digest already proves these are the bytes sealed; decode only what is used.
+      const needPayload = row.seq === 0 || options.onRecord !== undefined;
+      try {
+        payload = needPayload ? decodePayload(row.payload) : EMPTY_PAYLOAD;
+      } catch (error) {
+        throw new Failure(row.seq, "payload", describeError(error));
+      }
+    }
+    const checkOwner = options.ownerSignatures || row.seq === 0;
+    if (row.seq === 0) checkGenesis(header, payload);
+    else if (header.type === RecordType.GENESIS) throw new Failure(row.seq, "genesis", "a second genesis record");
+    if (checkOwner && (header.signer?.kind === PrincipalKind.OWNER || header.signature)) {
+      const message = signingMessage("proposal", encodeProposal(proposalOf(header)));
+      if (!header.signature || !bytesEqual(header.signature.keyId, ownerKey.keyId) || !verifyKeySignature(header.signature, message, ownerKey)) {
+        throw new Failure(row.seq, "signature", `the owner signature of record ${row.seq} does not verify`);
+      }
+      if (header.coSignature && !verifyKeySignature(header.coSignature, message, ownerKey)) {
+        throw new Failure(row.seq, "signature", `the co-signature of record ${row.seq} does not verify`);
+      }
+    }
+    return { header, payload };
+  }
+
   function checkRecord(row: StoredRecord): void {
+    if (cut && row.seq < cut.cutSeq) return checkKept(row, cut.kept.get(row.seq));
+    enterCut();
     if (row.seq !== expected) throw new Failure(expected, "missing", `record ${expected} is absent from the store`);
     if (!seal || row.seq > seal.lastSeq) {
       const stored = nextSeal(row.seq);
@@ -170,45 +257,11 @@ export async function walkChain(options: WalkOptions): Promise<WalkResult> {
     if (!bytesEqual(hash, seal.headerHashes[row.seq - seal.firstSeq])) {
       throw new Failure(row.seq, "sealed-hash", `the header of record ${row.seq} is not the one the daemon sealed`);
     }
-    let header: RecordHeader;
-    let payload: RecordPayload;
-    try {
-      header = decodeHeader(row.header);
-    } catch (error) {
-      throw new Failure(row.seq, "header", describeError(error));
-    }
-    if (header.format !== HEADER_FORMAT) throw new Failure(row.seq, "header", `unknown header format ${header.format}`);
-    let headerSeq: number;
-    try {
-      headerSeq = toSafeNumber(header.seq, "seq");
-    } catch (error) {
-      throw new Failure(row.seq, "seq", describeError(error));
-    }
-    if (headerSeq !== row.seq) throw new Failure(row.seq, "seq", `stored as ${row.seq}, the header says ${headerSeq}`);
-    if (header.type !== row.type) throw new Failure(row.seq, "type-column", `the type column says ${row.type}, the header ${header.type}`);
+    const expectedHash = options.expectHash?.get(row.seq);
+    if (expectedHash !== undefined && !bytesEqual(hash, expectedHash))
+      throw new Failure(row.seq, "cut", `record ${row.seq} is not the one an archive cut names as its last (the archive and the live store grew apart)`);
+    const { header, payload } = checkContent(row);
     if (!bytesEqual(header.prevHash, prevHash)) throw new Failure(row.seq, "prev-link", `record ${row.seq} does not link to record ${row.seq - 1}`);
-    if (row.payload === null) throw new Failure(row.seq, "payload", `record ${row.seq} has no payload (archival is not supported yet)`);
-    if (!bytesEqual(sha256(row.payload), header.payloadDigest))
-      throw new Failure(row.seq, "payload", `the payload of record ${row.seq} does not match its digest`);
-    // The digest already proves these are the bytes sealed; decode only what is used.
-    const needPayload = row.seq === 0 || options.onRecord !== undefined;
-    try {
-      payload = needPayload ? decodePayload(row.payload) : EMPTY_PAYLOAD;
-    } catch (error) {
-      throw new Failure(row.seq, "payload", describeError(error));
-    }
-    const checkOwner = options.ownerSignatures || row.seq === 0;
-    if (row.seq === 0) checkGenesis(header, payload);
-    else if (header.type === RecordType.GENESIS) throw new Failure(row.seq, "genesis", "a second genesis record");
-    if (checkOwner && (header.signer?.kind === PrincipalKind.OWNER || header.signature)) {
-      const message = signingMessage("proposal", encodeProposal(proposalOf(header)));
-      if (!header.signature || !bytesEqual(header.signature.keyId, ownerKey.keyId) || !verifyKeySignature(header.signature, message, ownerKey)) {
-        throw new Failure(row.seq, "signature", `the owner signature of record ${row.seq} does not verify`);
-      }
-      if (header.coSignature && !verifyKeySignature(header.coSignature, message, ownerKey)) {
-        throw new Failure(row.seq, "signature", `the co-signature of record ${row.seq} does not verify`);
-      }
-    }
     options.onRecord?.({ seq: row.seq, hash, header, payload });
     prevHash = hash;
     last = { seq: row.seq, hash };
@@ -244,7 +297,10 @@ export async function walkChain(options: WalkOptions): Promise<WalkResult> {
   try {
     while (cursor <= until) {
       const page = reader.records(cursor, pageSize, until);
-      if (page.length === 0) throw new Failure(cursor, "missing", `record ${cursor} is absent from the store`);
+      if (page.length === 0) {
+        const at = cut && cursor < cut.cutSeq ? cut.cutSeq : cursor;
+        throw new Failure(at, "missing", `record ${at} is absent from the store`);
+      }
       let next = (page[page.length - 1] as StoredRecord).seq + 1;
       for (const row of page) {
         try {

@@ -179,6 +179,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.RENEW]: "renew",
   [RecordType.METER]: "meter",
   [RecordType.RESERVE]: "reserve",
+  [RecordType.ARCHIVE]: "archive",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

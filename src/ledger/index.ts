@@ -15,6 +15,7 @@ export {
   resumeDraft,
   revocationDraft,
   tombstoneDraft,
+  archiveDraft,
   renewDraft,
   headReconcileDraft,
   outcomeReconcileDraft,
@@ -54,7 +55,13 @@ export {
   toHex,
   fromHex,
   sha256,
+  decodeHeader,
+  decodePayload,
+  toSafeNumber,
   type PrincipalInit,
   type RecordPayloadInit,
 } from "./codec.js";
 export { tombstoneKept, stubMismatch, type TombstoneSubject } from "./tombstone.js";
+export { archiveLedger, alignCut, type ArchiveOptions, type ArchiveReceipt } from "./archive.js";
+export { openArchive, type ArchiveMeta, type OpenedArchive } from "./archive-file.js";
+export { findCut, type CutCommitment } from "./cut.js";

@@ -1,5 +1,6 @@
 import type { RecordType, RevocationSubject } from "../gen/teamd/v1/ledger_pb.js";
 import type { Refusal } from "../kernel/decision.js";
+import type { ArchiveOptions, ArchiveReceipt } from "./archive.js";
 import type { AppendResult } from "./commit.js";
 import type { DecisionCache } from "./decision-cache.js";
 import type { Effect, SubmitReply, SubmitRequest } from "./dispatch.js";
@@ -77,6 +78,12 @@ export interface Ledger {
    * of lease revocations a policy change makes, §7); a replay appends none again.
    */
   appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[]): Promise<AppendedRecord>;
+  /**
+   * The owner's archive act (§15 archival, archive.ts): move the records below the cut to an
+   * archive file, keep what the gate reads, record the cut, drop the rest, reopen. A replay
+   * returns the first record and does nothing again.
+   */
+  archive(act: Uint8Array, options?: ArchiveOptions): Promise<ArchiveReceipt>;
   /** The subjects ("<RevocationSubject>:<id>") of every revocation flag: in force before, and without, the store. */
   revocationFlags(): readonly string[];
   /** Every flag present now (stops and revocations), and the files that do not verify: what status shows. */

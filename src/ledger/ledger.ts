@@ -1,7 +1,9 @@
 import { mkdir } from "node:fs/promises";
 import { PrincipalKind, RecordType } from "../gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../kernel/decision.js";
+import { archiveLedger } from "./archive.js";
 import { bytesEqual, headerHash } from "./codec.js";
+import { findCut } from "./cut.js";
 import { commitBatch, type AppendResult, type CommitContext } from "./commit.js";
 import { createDecisionCache } from "./decision-cache.js";
 import { createDispatcher } from "./dispatch.js";
@@ -40,6 +42,7 @@ const OWNER_ONLY_TYPES = new Set([
   RecordType.GATE,
   RecordType.REVIEW,
   RecordType.OUTCOME,
+  RecordType.ARCHIVE,
 ]);
 
 /**
@@ -58,6 +61,9 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   const flags: Flags = createFlags({ dir: options.flagsDir, ownerKey });
 
   let store: LedgerStore | undefined;
+  // The seq of a cut record just committed, whose records the next open drops before it walks (archive.ts).
+  let dropCut: number | undefined;
+  let archiving = false;
   // The store's writes run on a worker thread (store-writer.ts): an fsync never blocks the loop.
   let writer: StoreWriter | undefined;
   let writerClosing: Promise<void> = Promise.resolve();
@@ -185,6 +191,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       await mkdir(paths.dir, { recursive: true, mode: 0o700 });
       lock = acquireWriterLock(paths.lock);
       store = openStore(paths.db, { busyTimeoutMs: options.busyTimeoutMs });
+      if (dropCut !== undefined) dropArchived(store, dropCut);
       if (options.writeOnWorker) {
         const opened = store;
         [writer] = await Promise.all([openStoreWriter(paths.db, { identity: opened.identity, busyTimeoutMs: options.busyTimeoutMs }), headFiles?.start()]);
@@ -213,6 +220,12 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       setState({ status: "blocked", rule: verdict.rule, reason: verdict.reason, seq: verdict.seq, observation: verdict.observation });
       return state;
     }
+    if (verdict.pendingDrop && verdict.cut) {
+      // The cut was recorded but its records were not dropped (the daemon stopped in between):
+      // the walk just checked them whole and the cut's hash against them; drop them now.
+      dropCut = verdict.cut.seq;
+      return openInternal();
+    }
     tip = verdict.tip;
     signedHead = verdict.head;
     const fileCurrent = fileHead.status === "ok" && fileHead.head.seq === tip.seq && bytesEqual(fileHead.head.hash, tip.hash);
@@ -233,6 +246,16 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     await recordPendingFlags();
     await removeClearedStopFlags();
     return state;
+  }
+
+  /** Archival's drop (archive.ts): the records a committed cut record moved out, before the view is rebuilt. */
+  function dropArchived(opened: LedgerStore, cutRecordSeq: number): void {
+    dropCut = undefined;
+    const cut = findCut(opened);
+    if (cut === undefined || cut.seq !== cutRecordSeq) return;
+    const t0 = performance.now();
+    const removed = opened.removeArchived(cut.cutSeq, [...cut.kept.keys()], true);
+    if (removed > 0) log(`ledger archive: ${removed} record(s) before ${cut.cutSeq} dropped from the live store (${Math.round(performance.now() - t0)} ms)`);
   }
 
   function reopen(): Promise<LedgerState> {
@@ -378,6 +401,34 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return enqueue({ ...daemonRecord(draft), once: { key: `outcome:${intentSeq}`, recorded: (v) => v.intent(intentSeq)?.outcomeSeq } });
     },
     appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
+    async archive(act, archiveOptions) {
+      // One archive at a time: a second would plan from the cut the first is about to move.
+      if (archiving) throw new LedgerRefusal("ledger.unavailable", "an archive is in progress; try again when it is done");
+      archiving = true;
+      try {
+        return await archiveLedger(
+          {
+            ownerKey,
+            signer: options.daemonSigner,
+            flags,
+            clock,
+            view: () => view,
+            state: () => state,
+            store: () => store,
+            enqueue,
+            async dropAndReopen(cutRecordSeq) {
+              await reopening?.catch(() => undefined);
+              dropCut = cutRecordSeq;
+              return reopen();
+            },
+          },
+          act,
+          archiveOptions,
+        );
+      } finally {
+        archiving = false;
+      }
+    },
     readFlags: () => flags.readFresh(),
     revocationFlags: () => flags.read().flags.flatMap((f) => (f.kind === "revocation" && f.subject !== undefined ? [f.subject] : [])),
     async submit(request, effect) {

@@ -7,6 +7,8 @@ import { verifySignature, type PublicKey } from "./keys.js";
 import type { HeadObservation } from "./owner-act.js";
 import type { Head } from "./seal.js";
 import type { StoreReader } from "./store.js";
+import { checkCutAct, findCut, type CutCommitment } from "./cut.js";
+import { CodecError } from "./errors.js";
 
 /**
  * What the ledger finds when it opens (§15 "A trusted head, not a valid prefix"): the chain
@@ -21,6 +23,12 @@ import type { StoreReader } from "./store.js";
  *   verify: ledger.chain-broken; no verifiable head: ledger.head-mismatch.
  * - genesis pinning other keys than this daemon holds: ledger.key-mismatch.
  *
+ * After an archive (cut.ts), the store below the last cut holds only the records that cut
+ * keeps, each checked against the hash it names, and the chain resumes at the cut. A store
+ * that still holds its whole history below the cut (a daemon that stopped between recording
+ * the cut and dropping the records) is walked whole, and the record before the cut must be the
+ * one the cut names; `pendingDrop` says so, and the ledger drops them once the walk is clean.
+ *
  * Every blocked verdict but the last carries an observation: the exact state an owner signs
  * to reconcile it (owner-act.ts headReconcileDraft).
  */
@@ -33,6 +41,10 @@ export type OpenVerdict =
       readonly head: Head;
       /** Records the head lags behind the tip (0: none; > 0: roll forward). */
       readonly headLag: number;
+      /** The last archive cut, if any. */
+      readonly cut: CutCommitment | undefined;
+      /** The store still holds records the cut moved to its archive (dropped by the ledger at open). */
+      readonly pendingDrop: boolean;
     }
   | {
       readonly status: "blocked";
@@ -54,6 +66,14 @@ export interface CheckOptions {
   readonly onRecord?: (record: WalkedRecord) => void;
   readonly progress?: (done: number, total: number) => void;
   readonly yieldBetweenPages?: boolean;
+  /**
+   * "live" (default): the live store, walked from its last cut. "whole": a history put back
+   * together from archives and the live store (verify --archive), walked from genesis; every
+   * cut's hash (and each archive's signed cut head, `expectHash`) must be the record's own.
+   */
+  readonly history?: "live" | "whole";
+  readonly expectHash?: ReadonlyMap<number, Uint8Array>;
+  readonly payloadless?: (seq: number) => boolean;
 }
 
 /** Owner-signed acceptances of damaged ranges, by the seq each starts at. */
@@ -108,8 +128,22 @@ export async function checkLedger(options: CheckOptions): Promise<{ verdict: Ope
     return { verdict: blocked("ledger.key-mismatch", `genesis pins another ${which} key than this daemon holds`, 0, undefined), walk: undefined };
   }
   const head = options.head.status === "ok" ? options.head.head : undefined;
+  let cut: CutCommitment | undefined;
+  try {
+    cut = findCut(reader);
+  } catch (error) {
+    if (!(error instanceof CodecError)) throw error;
+    return { verdict: blocked("ledger.chain-broken", error.message, undefined, undefined), walk: undefined };
+  }
+  // Below the cut: only the kept records (cut.ts), unless the whole history is still there.
+  const whole = cut === undefined || options.history === "whole" || reader.countBetween(0, cut.cutSeq - 1) === cut.cutSeq;
+  const expectHash = new Map(options.expectHash ?? []);
+  if (cut && whole) expectHash.set(cut.cutSeq - 1, cut.cutHash);
   let headHashSeen: Uint8Array | undefined;
   const walk = await walkChain({
+    ...(cut && !whole ? { cut } : {}),
+    expectHash,
+    payloadless: options.payloadless,
     reader,
     daemonKey,
     ownerKey,
@@ -156,7 +190,10 @@ export async function checkLedger(options: CheckOptions): Promise<{ verdict: Ope
     const reason = `record ${head.seq} in the store is not the one the signed head names: the store diverged (fork)`;
     return { verdict: blocked("ledger.fork", reason, head.seq, observe("ledger.fork")), walk };
   }
-  return { verdict: { status: "ready", tip: { seq: tipSeq, hash: tipHash }, head, headLag: tipSeq - head.seq }, walk };
+  const cutProblem = cut && checkCutAct(reader, cut);
+  if (cut && cutProblem) return { verdict: blocked("ledger.chain-broken", `record ${cut.seq}: ${cutProblem}`, cut.seq, undefined), walk };
+  const pendingDrop = cut !== undefined && options.history !== "whole" && reader.countBetween(0, cut.cutSeq - 1) > cut.kept.size;
+  return { verdict: { status: "ready", tip: { seq: tipSeq, hash: tipHash }, head, headLag: tipSeq - head.seq, cut, pendingDrop }, walk };
 }
 
 function blocked(rule: RuleId, reason: string, seq: number | undefined, observation: HeadObservation | undefined): OpenVerdict {

@@ -222,6 +222,22 @@ export function tombstoneDraft(options: {
   };
 }
 
+/**
+ * Archive the records before `beforeSeq` to `file` (§15 archival, archive.ts): the owner signs
+ * the request; the daemon's cut record, committed with it, says what was done. Without `keep`,
+ * a cut through a record the gate still reads is refused (ledger.archive-needed).
+ */
+export function archiveDraft(options: { beforeSeq: number; file: string; keep: boolean; nonce?: Uint8Array }): OwnerActDraft {
+  return {
+    type: RecordType.ARCHIVE,
+    action: "archive",
+    payload: {
+      target: { kind: TargetKind.LEDGER, name: options.file },
+      detail: { case: "archive", value: { beforeSeq: BigInt(options.beforeSeq), file: options.file, keep: options.keep, nonce: nonceOr(options.nonce) } },
+    },
+  };
+}
+
 export type HeadObservation = MessageInitShape<typeof HeadReconciliationSchema>;
 
 /** Accept the state the ledger observed when it failed closed (ledger.observation()). */

@@ -52,6 +52,7 @@ const DEDICATED = new Map<RecordType, string>([
   [RecordType.GATE, "submit()"],
   [RecordType.REVIEW, "submit()"],
   [RecordType.OUTCOME, "submit()"],
+  [RecordType.ARCHIVE, "archive()"],
 ]);
 
 export function createOwnerActs(deps: OwnerActDeps) {

@@ -11,6 +11,12 @@ import Database from "better-sqlite3";
  * turns recursive_triggers on), so an insert over an existing seq is refused by its own
  * trigger too.
  *
+ * One deletion path exists, and only for archival (archive.ts): `removeArchived` drops the
+ * triggers, deletes the records below a cut that an owner-signed, daemon-sealed cut record
+ * names as archived, and re-creates the triggers, in one transaction. What is left is checked
+ * against that cut record on every walk (chain-walk.ts), so the path can remove nothing the
+ * chain does not account for.
+ *
  * The store knows bytes, not meaning: a record row is (seq, type, header, payload) and a seal
  * row is (last seq of its batch, seal bytes). The type column is an index for `teamd log
  * --type`; it is checked against the header on every walk, never trusted.
@@ -22,7 +28,7 @@ export interface StoredRecord {
   readonly seq: number;
   readonly type: number;
   readonly header: Uint8Array;
-  /** Null once archived (a later issue); the header's digest still commits to it. */
+  /** Null in an archive for a tombstoned record (archive-file.ts); the header's digest still commits to it. */
   readonly payload: Uint8Array | null;
 }
 
@@ -41,6 +47,10 @@ export interface StoreReader {
   /** Records with seq >= fromSeq (and <= toSeq), ascending, at most limit. */
   records(fromSeq: number, limit: number, toSeq?: number): StoredRecord[];
   recordsOfType(type: number, fromSeq: number, limit: number): StoredRecord[];
+  /** The record of this type with the highest seq, if any (the last archive cut). */
+  lastOfType(type: number): StoredRecord | undefined;
+  /** How many records have fromSeq <= seq <= toSeq. */
+  countBetween(fromSeq: number, toSeq: number): number;
   /** Seals with seq >= fromSeq, ascending, at most limit. */
   seals(fromSeq: number, limit: number, toSeq?: number): StoredSeal[];
   count(): number;
@@ -59,6 +69,13 @@ export interface LedgerStore extends StoreReader {
   checkFile(): string | undefined;
   /** Write the WAL back into the database file (on close). */
   checkpoint(): void;
+  /**
+   * Archival's one deletion (archive.ts): every record below `cutSeq` but those in `keep`, and
+   * every seal below `cutSeq`, in one transaction; then the freed pages are given back (VACUUM)
+   * when `vacuum`. Returns how many records were removed. Only a ledger that has committed the
+   * cut record naming exactly this calls it.
+   */
+  removeArchived(cutSeq: number, keep: readonly number[], vacuum: boolean): number;
 }
 
 export interface StoreOptions {
@@ -155,6 +172,8 @@ export function openStore(path: string, options: StoreOptions = {}): LedgerStore
     ofType: db.prepare<[number, number, number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?"),
     seals: db.prepare<[number, number, number], { seq: number; body: Buffer }>("SELECT seq, body FROM seals WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"),
     count: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM records"),
+    lastOfType: db.prepare<[number], RecordRow>("SELECT seq, type, header, payload FROM records WHERE type = ? ORDER BY seq DESC LIMIT 1"),
+    countBetween: db.prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM records WHERE seq >= ? AND seq <= ?"),
   };
   const insertRecord = options.readonly ? undefined : db.prepare("INSERT INTO records (seq, type, header, payload) VALUES (?, ?, ?, ?)");
   const insertSeal = options.readonly ? undefined : db.prepare("INSERT INTO seals (seq, body) VALUES (?, ?)");
@@ -182,6 +201,33 @@ export function openStore(path: string, options: StoreOptions = {}): LedgerStore
     recordsOfType: (type, fromSeq, limit) => stmt.ofType.all(type, fromSeq, limit).map(toRecord),
     seals: (fromSeq, limit, toSeq = max) => stmt.seals.all(fromSeq, toSeq, limit).map((r) => ({ seq: r.seq, body: bytes(r.body) })),
     count: () => stmt.count.get()?.n ?? 0,
+    lastOfType: (type) => {
+      const row = stmt.lastOfType.get(type);
+      return row ? toRecord(row) : undefined;
+    },
+    countBetween: (fromSeq, toSeq) => stmt.countBetween.get(fromSeq, toSeq)?.n ?? 0,
+    removeArchived(cutSeq, keep, vacuum) {
+      if (options.readonly) throw new Error("the ledger store is open read-only");
+      const removed = db
+        .transaction(() => {
+          db.exec("DROP TRIGGER IF EXISTS records_append_only_delete; DROP TRIGGER IF EXISTS seals_append_only_delete;");
+          db.exec("CREATE TEMP TABLE IF NOT EXISTS archive_keep (seq INTEGER PRIMARY KEY); DELETE FROM archive_keep;");
+          const insert = db.prepare("INSERT OR IGNORE INTO archive_keep (seq) VALUES (?)");
+          for (const seq of keep) insert.run(seq);
+          const { changes } = db.prepare("DELETE FROM records WHERE seq < ? AND seq NOT IN (SELECT seq FROM archive_keep)").run(cutSeq);
+          db.prepare("DELETE FROM seals WHERE seq < ?").run(cutSeq);
+          db.exec("DROP TABLE archive_keep;");
+          // The same triggers as SCHEMA's, back in the same transaction: no commit leaves them off.
+          db.exec(SCHEMA);
+          return changes;
+        })
+        .immediate();
+      if (vacuum && removed > 0) {
+        db.exec("VACUUM");
+        db.pragma("wal_checkpoint(TRUNCATE)");
+      }
+      return removed;
+    },
     settings: () => ({
       journalMode: String(db.pragma("journal_mode", { simple: true })),
       synchronous: (["off", "normal", "full", "extra"] as const)[Number(db.pragma("synchronous", { simple: true }))] ?? "off",

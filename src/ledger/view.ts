@@ -309,6 +309,15 @@ export function createView(): ViewProjector {
         // like any intent, but on no act's target: a starting seat's own acts are not held up by it.
         if (payload.requestId !== "") openIntent(record, `${targetKey(team, payload.target)}#start`);
         break;
+      case RecordType.ARCHIVE:
+        // The owner acts an archive took out of the live store (archive-plan.ts): still answered
+        // as recorded on a replay (and a flag of one as recorded), never recorded twice.
+        if (detail.case === "archive")
+          for (const id of detail.value.spentActs) {
+            ownerActs.set(toHex(id), seq);
+            recordedFlags.set(toHex(id), seq);
+          }
+        break;
       case RecordType.TOMBSTONE:
         if (detail.case === "tombstone") tombstones.set(toSafeNumber(detail.value.seq, "tombstoned seq"), seq);
         break;
