@@ -80,6 +80,8 @@ export function createSeatBroker(deps: {
   ) => { readonly rule: string; readonly reason: string } | { readonly recorded: Promise<number> } | undefined;
   /** A claim the tracker refused dispatched nothing: its reservation goes (recorded), so refused claims cannot drain the team's budget. */
   readonly release?: (team: string, seat: string, dispatch: string) => Promise<void>;
+  /** A fresh id per claim attempt: its reservation's key (daemon/host/ambient.ts makes the real one). */
+  readonly newId: () => string;
 }): SeatBroker {
   const { pipeline, broker } = deps;
   return {
@@ -128,132 +130,149 @@ export function createSeatBroker(deps: {
       await pipeline.decide(ctx, kernelRequest, action);
       // §8: a claim dispatches work — reserved against the team's and the seat's lab's spend
       // remainder before the tracker is asked, and refused when it cannot be covered.
-      const dispatch = `claim:${task}#${id}`;
+      // Keyed by this attempt alone (the task and a fresh id): the book keeps one reservation per
+      // key and a release drops the key's, so a key of the task alone let a second claim of a
+      // claimed task — by any seat, refused `broker.claimed` — release the first claim's
+      // reservation (test/escape/spend-attack.test.ts).
+      const dispatch = `claim:${task}#${id}@${deps.newId()}`;
       let reserved = false;
+      // Whether this attempt asked the tracker to claim and it did not refuse (done, or unknown:
+      // it may have happened). Only such a claim keeps its reservation; every other way out of
+      // this call — the tracker's refusal, a replay answered from the record, an act refused
+      // before the tracker is asked (a reused request id: request.replay-mismatch), a tracker
+      // that cannot be resolved — dispatched nothing, and releases it (the finally below), so a
+      // seat cannot drain its team's budget with claims that never reach the tracker.
+      let dispatched = false;
       if (operation === "claim") {
         const held = deps.spend?.(identity.team, identity.seat, dispatch);
         if (held !== undefined && "rule" in held) throw await fail("envelope.spend", held.reason);
         if (held !== undefined) await held.recorded;
         reserved = held !== undefined;
       }
-
-      const trackers = ctx.policy.policy.trackers;
-      const trackerName = trackers !== undefined && Object.prototype.hasOwnProperty.call(trackers, task) ? trackers[task] : undefined;
-      let resolved: ResolvedTracker;
       try {
-        resolved = await broker.resolve(identity.team, task, trackerName);
-      } catch (error) {
-        if (error instanceof TrackerConfigError) throw await fail("broker.tracker", error.message);
-        throw error;
-      }
-
-      // The kernel allowed a comment only under an account it named; its credential, before any intent.
-      let credential: AccountCredential | undefined;
-      if (operation === "comment") {
+        const trackers = ctx.policy.policy.trackers;
+        const trackerName = trackers !== undefined && Object.prototype.hasOwnProperty.call(trackers, task) ? trackers[task] : undefined;
+        let resolved: ResolvedTracker;
         try {
-          credential = (await broker.account(asAccount, ctx.policy.policy.declared.accounts, accountIdentity(ctx.policy.policy, asAccount))).credential;
+          resolved = await broker.resolve(identity.team, task, trackerName);
         } catch (error) {
-          if (error instanceof AccountConfigError) throw await fail("act-as.credential", error.message);
+          if (error instanceof TrackerConfigError) throw await fail("broker.tracker", error.message);
           throw error;
         }
-      }
-      const bodyFields =
-        operation === "comment"
-          ? [
-              { key: "account", value: asAccount },
-              { key: "bytes", value: String(Buffer.byteLength(body)) },
-              { key: "sha256", value: sha256(body) },
-            ]
-          : [];
 
-      let answer: BrokerAnswer | undefined;
-      let commented: TaskSummary | undefined;
-      let failure: { rule: RuleId; reason: string } | undefined;
-      const reply = await pipeline.act(
-        ctx,
-        kernelRequest,
-        {
-          action,
-          target,
-          requestId: request.requestId,
-          request: requestBytes([operation, task, id, asAccount, operation === "comment" ? sha256(body) : ""]),
-          payload: {
-            fields: [
-              { key: "operation", value: operation },
-              { key: "tracker", value: resolved.name },
-              ...(id !== "" ? [{ key: "id", value: id }] : []),
-              ...bodyFields,
-            ],
-          },
-        },
-        async () => {
-          // A claim or a comment changes the tracker: unanswered, it may have happened (unknown).
-          const changes = operation === "claim" || operation === "comment";
+        // The kernel allowed a comment only under an account it named; its credential, before any intent.
+        let credential: AccountCredential | undefined;
+        if (operation === "comment") {
           try {
-            if (credential !== undefined) commented = await broker.comment(resolved, id, credential, body, `${identity.team}/${identity.seat}`);
-            else answer = await broker.run(resolved, operation as BrokerOperation, id, `${identity.team}/${identity.seat}`);
+            credential = (await broker.account(asAccount, ctx.policy.policy.declared.accounts, accountIdentity(ctx.policy.policy, asAccount))).credential;
           } catch (error) {
-            if (!(error instanceof TrackerError)) {
-              // A pull or read changes nothing: it is refused. A claim may have happened: unknown.
-              if (changes) throw new Error("the tracker call failed");
-              failure = { rule: "broker.upstream", reason: "the tracker call failed" };
-              return { result: "refused", note: `${failure.rule}: ${failure.reason}` };
-            }
-            // Scrubbed again: a note is a record, and a record never holds a credential.
-            const reason = scrubValue(error.message, resolved.forms);
-            // A claim nobody answered may have happened: the outcome is unknown, never refused.
-            if (error.kind === "unreachable" && changes) throw new Error(reason);
-            failure = { rule: RULE_OF[error.kind], reason };
-            return { result: "refused", note: `${failure.rule}: ${reason}` };
+            if (error instanceof AccountConfigError) throw await fail("act-as.credential", error.message);
+            throw error;
           }
-          if (answer === undefined) return { result: "done", note: `comment posted as ${asAccount}` };
-          const note = answer.operation === "pull" ? `${answer.tasks.length} open tasks served` : answer.operation === "read" ? "task served" : "task claimed";
-          return { result: "done", note };
-        },
-      );
-      // The outcome `unknown` is this attempt's record: not recorded twice.
-      if (reply.status === "unknown")
-        throw pipeline.outcomeRefusal(
+        }
+        const bodyFields =
+          operation === "comment"
+            ? [
+                { key: "account", value: asAccount },
+                { key: "bytes", value: String(Buffer.byteLength(body)) },
+                { key: "sha256", value: sha256(body) },
+              ]
+            : [];
+
+        let answer: BrokerAnswer | undefined;
+        let commented: TaskSummary | undefined;
+        let failure: { rule: RuleId; reason: string } | undefined;
+        const reply = await pipeline.act(
           ctx,
-          refuse(
-            "broker.upstream",
-            `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`,
-          ),
+          kernelRequest,
+          {
+            action,
+            target,
+            requestId: request.requestId,
+            request: requestBytes([operation, task, id, asAccount, operation === "comment" ? sha256(body) : ""]),
+            payload: {
+              fields: [
+                { key: "operation", value: operation },
+                { key: "tracker", value: resolved.name },
+                ...(id !== "" ? [{ key: "id", value: id }] : []),
+                ...bodyFields,
+              ],
+            },
+          },
+          async () => {
+            // A claim or a comment changes the tracker: unanswered, it may have happened (unknown).
+            const changes = operation === "claim" || operation === "comment";
+            try {
+              dispatched = operation === "claim";
+              if (credential !== undefined) commented = await broker.comment(resolved, id, credential, body, `${identity.team}/${identity.seat}`);
+              else answer = await broker.run(resolved, operation as BrokerOperation, id, `${identity.team}/${identity.seat}`);
+            } catch (error) {
+              if (!(error instanceof TrackerError)) {
+                // A pull or read changes nothing: it is refused. A claim may have happened: unknown.
+                if (changes) throw new Error("the tracker call failed");
+                failure = { rule: "broker.upstream", reason: "the tracker call failed" };
+                return { result: "refused", note: `${failure.rule}: ${failure.reason}` };
+              }
+              // Scrubbed again: a note is a record, and a record never holds a credential.
+              const reason = scrubValue(error.message, resolved.forms);
+              // A claim nobody answered may have happened: the outcome is unknown, never refused.
+              if (error.kind === "unreachable" && changes) throw new Error(reason);
+              // The tracker refused: nothing was dispatched.
+              dispatched = false;
+              failure = { rule: RULE_OF[error.kind], reason };
+              return { result: "refused", note: `${failure.rule}: ${reason}` };
+            }
+            if (answer === undefined) return { result: "done", note: `comment posted as ${asAccount}` };
+            const note =
+              answer.operation === "pull" ? `${answer.tasks.length} open tasks served` : answer.operation === "read" ? "task served" : "task claimed";
+            return { result: "done", note };
+          },
         );
-      // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
-      // A retry (no tracker call ran: the reply is the record's) is refused on record too.
-      // A refused claim dispatched nothing: its reservation goes (an unknown one stays spent).
-      if (reply.status === "refused" && reserved) await deps.release?.(identity.team, identity.seat, dispatch);
-      if (reply.status === "refused")
-        throw await pipeline.refuse(
-          ctx,
-          failure !== undefined
-            ? refuse(failure.rule, failure.reason)
-            : refuse("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`),
-          action,
-          target,
-        );
-      if (commented !== undefined)
-        return {
-          operation,
-          task,
-          tasks: [wire(commented)],
-          tracker: resolved.name,
-          intentSeq: BigInt(reply.intentSeq),
-          outcomeSeq: BigInt(reply.outcomeSeq ?? 0),
-        };
-      if (answer === undefined)
-        throw await pipeline.refuse(
-          ctx,
-          refuse(
-            "broker.replay",
-            `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`,
-          ),
-          action,
-          target,
-        );
-      const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
-      return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
+        // The outcome `unknown` is this attempt's record: not recorded twice.
+        if (reply.status === "unknown")
+          throw pipeline.outcomeRefusal(
+            ctx,
+            refuse(
+              "broker.upstream",
+              `${reply.note}; the ${operation} may or may not have happened (record ${reply.intentSeq}); the owner checks the tracker and resolves it (teamd ledger resolve)`,
+            ),
+          );
+        // The tracker's refusal is the outcome `refused`; a refusal record names its rule beside it.
+        // A retry (no tracker call ran: the reply is the record's) is refused on record too.
+        if (reply.status === "refused")
+          throw await pipeline.refuse(
+            ctx,
+            failure !== undefined
+              ? refuse(failure.rule, failure.reason)
+              : refuse("broker.replay", `request ${request.requestId} was refused before: ${reply.note}`),
+            action,
+            target,
+          );
+        if (commented !== undefined)
+          return {
+            operation,
+            task,
+            tasks: [wire(commented)],
+            tracker: resolved.name,
+            intentSeq: BigInt(reply.intentSeq),
+            outcomeSeq: BigInt(reply.outcomeSeq ?? 0),
+          };
+        if (answer === undefined)
+          throw await pipeline.refuse(
+            ctx,
+            refuse(
+              "broker.replay",
+              `request ${request.requestId} was answered before (record ${reply.intentSeq}); what the broker serves is never recorded: ask again with a new request id`,
+            ),
+            action,
+            target,
+          );
+        const tasks = answer.operation === "pull" ? answer.tasks.map(wire) : [wire(answer.task)];
+        return { operation, task, tasks, tracker: resolved.name, intentSeq: BigInt(reply.intentSeq), outcomeSeq: BigInt(reply.outcomeSeq ?? 0) };
+      } finally {
+        // A claim that dispatched nothing: its reservation goes, on record (an unknown one stays spent).
+        if (reserved && !dispatched) await deps.release?.(identity.team, identity.seat, dispatch);
+      }
     },
   };
 }

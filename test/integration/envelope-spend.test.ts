@@ -187,7 +187,7 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     // (refused claims cannot drain the budget); one it takes holds the per-dispatch maximum.
     const claims = async (id: string) =>
       (await h.records<{ detail?: { runId?: string; amount?: number; why?: string } }>("--type", "reserve"))
-        .filter((r) => r.detail?.runId === `claim:notes#${id}`)
+        .filter((r) => r.detail?.runId?.startsWith(`claim:notes#${id}@`))
         .map((r) => [r.detail?.amount, r.detail?.why]);
     const missing = await h.shim("w", "broker", "claim", "notes", "no-such-task");
     expect(missing.code).toBe(3);
