@@ -45,9 +45,13 @@ export function watchMeters(options: {
     }
   };
 
+  // The seats whose launch holds a reservation: running, and starting too — a launch reserves
+  // before it runs, so a report landing while a seat was still starting released its
+  // reservation (covered, and not "running") and it ran on with none, never reserving again nor
+  // halted at a report (test/escape/spend-attack.test.ts). A halt waits for a start to land.
   const running = () =>
     (options.seats()?.list() ?? [])
-      .filter((v) => v.state === "running")
+      .filter((v) => v.state === "running" || v.state === "starting")
       .map((v) => ({ team: v.team, seat: v.seat, runId: v.runId, ...(v.lab !== undefined ? { lab: v.lab } : {}) }));
 
   const readOne = async (config: MeterConfig, adapter: MeterAdapter): Promise<void> => {
