@@ -213,7 +213,7 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
 
   it("a claim's reservation is in the lab the policy gives the seat, whatever it sends", async () => {
     const [a, o] = [(await lab("anthropic")).reserved, (await lab("openai")).reserved];
-    // o is in lab openai; a raw claim carries no lab — and unknown fields are dropped by the decoder.
+    // o is in lab openai; a claim request has no field for a lab: the policy says where it counts.
     expect(await claim("o", "t6")).toBe("done");
     const mine = (await reserves()).filter((r) => r.detail?.runId?.startsWith("claim:notes#t6"));
     expect(mine.map((r) => [r.detail?.seat, r.detail?.lab, r.detail?.amount])).toEqual([["o", "openai", 200]]);
