@@ -2,6 +2,7 @@ import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { LINUX_BASE } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
@@ -169,7 +170,11 @@ function shimLazyPart(root: string): Plugin {
   };
 }
 
-/** V8's code cache of the lazy part, as base64, from a fresh node that compiled it with the shim's wrapper and ran all of it once. */
+/**
+ * V8's code cache of the lazy part, as base64, from a fresh node that compiled it with the shim's
+ * wrapper and ran all of it once — under the name the shim has inside a seat (/run/teamd/shim):
+ * a script compiled from a cache keeps the name it was cached under, and its stack traces show it.
+ */
 function lazyCodeCache(root: string, source: string): string {
   const dir = mkdtempSync(join(tmpdir(), "teamd-shim-cache-"));
   try {
@@ -178,7 +183,7 @@ function lazyCodeCache(root: string, source: string): string {
     const program = [
       'const { readFileSync } = require("node:fs");',
       'const { Script } = require("node:vm");',
-      `const script = new Script(${JSON.stringify(SHIM_LAZY_WRAP[0])} + readFileSync(${JSON.stringify(file)}, "utf8") + ${JSON.stringify(SHIM_LAZY_WRAP[1])}, { filename: ${JSON.stringify(file)} });`,
+      `const script = new Script(${JSON.stringify(SHIM_LAZY_WRAP[0])} + readFileSync(${JSON.stringify(file)}, "utf8") + ${JSON.stringify(SHIM_LAZY_WRAP[1])}, { filename: ${JSON.stringify(LINUX_BASE.inside.shim)} });`,
       "const m = { exports: {} };",
       `script.runInThisContext().call(m.exports, m.exports, require, m, ${JSON.stringify(file)}, ${JSON.stringify(dir)});`,
       "m.exports.warm();",
