@@ -25,7 +25,7 @@ seats:
 const GOOD = "currency: USD\nperiod: 1d\ntotal: 50\nlabs: { anthropic: 30.5 }\nper-dispatch: 2.25\nstale-after: 10m";
 
 function errors(result: LoadResult): string {
-  return result.ok ? "" : result.errors.map((e) => `${e.rule} ${e.path}: ${e.message}; ${e.fix}`).join("\n");
+  return result.ok ? "" : result.errors.map((e) => `${e.rule} ${e.at}: ${e.message}; ${e.fix}`).join("\n");
 }
 
 describe("ceiling spend", () => {
