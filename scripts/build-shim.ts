@@ -1,7 +1,11 @@
 import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { LINUX_BASE } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { execFileSync } from "node:child_process";
 
 /**
  * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc,
@@ -16,6 +20,8 @@ import { fileURLToPath } from "node:url";
  * twice (as a script, which fails, then as a module) and started through the module loader; a
  * CommonJS one is parsed once. esbuild keeps each module the entry imports lazily (the command
  * tree, the acts, the remote helper) behind an init function, so a command evaluates only its own.
+ * Those lazy modules are held in the same file as comments, with V8's code cache for them
+ * (buildSeatShim, below), so `--version` neither compiles nor pre-parses them.
  */
 export const SHIM_BUNDLE_RELATIVE = "dist/shim-bundle/teamd-shim.cjs";
 /**
@@ -42,9 +48,10 @@ export const CLI_BUNDLE_RELATIVE = "dist/bin/teamd.cjs";
  * `teamd status` and the seat commands (daemon/client-commands.ts), the CLI's front imports from
  * one more CommonJS file: each is a client of the daemon, and gRPC, protobuf-es and the generated
  * messages are ~100 modules through the module loader (status ~225 -> ~125 ms, exec ~247 -> ~180 ms,
- * host, clean env, 21 interleaved runs). The front turns source maps on before it requires it, so
- * a stack trace from these commands names their source (daemon/commands/seat.ts:219), at no cost
- * measurable beside a round trip to the daemon. Native and lazily required packages stay in node_modules;
+ * host, clean env, 21 interleaved runs). The front loads it through src/rpc/bundle-loader.ts: with
+ * V8's code cache the build writes beside it (teamd-client.cjs.v8cache), and with its stack frames
+ * mapped to their source (daemon/commands/seat.ts:219) only when a stack is formatted — Node's own
+ * source maps read and indexed the 650 KB map at every start (~25 ms of `teamd status`). Native and lazily required packages stay in node_modules;
  * import.meta.url is the bundle's own (dist/bin/, which seat-layout.ts's teamdCodeRoot reads as
  * the package root, as from dist/daemon/host/).
  */
@@ -59,11 +66,148 @@ export async function buildShim(root: string): Promise<string> {
     banner: '"use strict";\nconst __teamdImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
     sourcemap: true,
   });
+  writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
     plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE), lazyChildProcess],
     sourcemap: true,
   });
-  return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs");
+  return buildSeatShim(root);
+}
+
+/**
+ * The shim's modules that only a command (cli.ts and the acts) or the remote helper loads: gRPC,
+ * protobuf-es, the generated messages, commander. Each stays lazy inside this part (esbuild keeps
+ * an import() behind an init function); the cache builder runs them all once.
+ */
+const SHIM_LAZY_ENTRY = `export const cli = () => require("./cli.js");
+export const gitRemote = () => require("./git-remote.js");
+export const warm = () => [require("./cli.js"), require("./git-remote.js"), require("./commands.js"), require("./handoff.js")];
+`;
+const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "git-remote.ts": "gitRemote" };
+
+/** How the shim compiles its lazy part, the same text at build time (for the cache) and in the seat. */
+const SHIM_LAZY_WRAP = ["(function (exports, require, module, __filename, __dirname) {", "\n});"] as const;
+
+/**
+ * The shim, one file still (a seat binds one file, read-only, at /run/teamd/shim), in two parts
+ * (issue 26):
+ * - the front (shim/main.ts and the few modules it imports statically), compiled as Node compiles
+ *   any script; `teamd-shim --version` runs only it;
+ * - everything a command or the remote helper needs, at the file's end, each of its lines behind
+ *   `//`, with V8's code cache for it (base64, one more comment line) after it. V8 skips a comment
+ *   line far faster than it pre-parses the functions it would hold (a string literal of the same
+ *   text still cost ~10 ms to scan: the escapes), so `--version` no longer pays for the part it
+ *   never runs; a command reads the part back from its own file and compiles it with the cache,
+ *   instead of from scratch.
+ *
+ * SECURITY: the code cache is code. It is made here, at build time, by a fresh node (the one that
+ * builds, as the daemon runs it: a seat runs the host's node), written into the bundle, which the
+ * daemon installs by its digest and a seat binds read-only. Nothing in a seat or at run time ever
+ * writes a cache or reads one from anywhere else: a seat able to write code another run or seat
+ * executes would be a sandbox escape. V8 rejects a cache made by another node or under other flags
+ * (the part is then compiled from its text, as before), and checks it against the text's hash.
+ */
+async function buildSeatShim(root: string): Promise<string> {
+  const lazy = await build({
+    stdin: { contents: SHIM_LAZY_ENTRY, resolveDir: join(root, "shim"), sourcefile: "shim-lazy.ts", loader: "ts" },
+    write: false,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    charset: "ascii",
+    legalComments: "none",
+    logLevel: "warning",
+  });
+  const lazySource = lazy.outputFiles[0]?.text.replace(/\n$/, "");
+  if (lazySource === undefined) throw new Error("esbuild wrote no lazy part of the shim");
+  // Held as line comments: nothing in it may end a line early.
+  if (/[\r\u2028\u2029]/.test(lazySource)) throw new Error("the shim's lazy part holds a line terminator other than \\n");
+  const cache = lazyCodeCache(root, lazySource);
+  const prelude = [
+    "var __teamdShimLazyExports;",
+    "function __teamdShimLazy() {",
+    "  if (__teamdShimLazyExports !== undefined) return __teamdShimLazyExports;",
+    '  const text = require("node:fs").readFileSync(__filename, "utf8");',
+    `  const from = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_BEGIN}\n`)}) + ${SHIM_LAZY_BEGIN.length + 2};`,
+    `  const to = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_END}\n`)}, from);`,
+    `  const cacheAt = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_CACHE}`)}, to) + ${SHIM_LAZY_CACHE.length + 1};`,
+    '  const source = text.slice(from, to).replace(/^\\/\\//gm, "");',
+    '  const cachedData = Buffer.from(text.slice(cacheAt, text.indexOf("\\n", cacheAt)), "base64");',
+    `  const script = new (require("node:vm").Script)(${JSON.stringify(SHIM_LAZY_WRAP[0])} + source + ${JSON.stringify(SHIM_LAZY_WRAP[1])}, { filename: __filename, cachedData });`,
+    "  const lazyModule = { exports: {} };",
+    "  script.runInThisContext().call(lazyModule.exports, lazyModule.exports, require, lazyModule, __filename, __dirname);",
+    "  return (__teamdShimLazyExports = lazyModule.exports);",
+    "}",
+  ].join("\n");
+  const held = lazySource.replace(/^/gm, "//");
+  const trailer = `${SHIM_LAZY_BEGIN}\n${held}\n${SHIM_LAZY_END}\n${SHIM_LAZY_CACHE}${cache}\n`;
+  return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", { plugins: [shimLazyPart(root)], banner: `"use strict";\n${prelude}`, trailer });
+}
+
+/** The lines around the lazy part (each of its lines behind //) and the one of its code cache, at the shim's end. */
+const SHIM_LAZY_BEGIN = "//# teamd-shim lazy part: begin";
+const SHIM_LAZY_END = "//# teamd-shim lazy part: end";
+const SHIM_LAZY_CACHE = "//# teamd-shim lazy part's V8 code cache: ";
+
+/** main.ts's import() of cli.js and git-remote.js: from the lazy part held in the same file. */
+function shimLazyPart(root: string): Plugin {
+  return {
+    name: "shim-lazy-part",
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, (args) => {
+        if (args.kind !== "dynamic-import") return undefined;
+        const target = relative(join(root, "shim"), join(args.resolveDir, args.path)).replace(/\.js$/, ".ts");
+        const name = SHIM_LAZY_IMPORTS[target];
+        if (name === undefined) throw new Error(`shim: an import() the lazy part does not hold: ${args.path}`);
+        return { path: name, namespace: "shim-lazy" };
+      });
+      b.onLoad({ filter: /.*/, namespace: "shim-lazy" }, (args) => ({
+        contents: `module.exports = __teamdShimLazy().${args.path}();`,
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/**
+ * V8's code cache of the lazy part, as base64, from a fresh node that compiled it with the shim's
+ * wrapper and ran all of it once — under the name the shim has inside a seat (/run/teamd/shim):
+ * a script compiled from a cache keeps the name it was cached under, and its stack traces show it.
+ */
+function lazyCodeCache(root: string, source: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "teamd-shim-cache-"));
+  try {
+    const file = join(dir, "lazy.cjs");
+    writeFileSync(file, source);
+    const program = [
+      'const { readFileSync } = require("node:fs");',
+      'const { Script } = require("node:vm");',
+      `const script = new Script(${JSON.stringify(SHIM_LAZY_WRAP[0])} + readFileSync(${JSON.stringify(file)}, "utf8") + ${JSON.stringify(SHIM_LAZY_WRAP[1])}, { filename: ${JSON.stringify(LINUX_BASE.inside.shim)} });`,
+      "const m = { exports: {} };",
+      `script.runInThisContext().call(m.exports, m.exports, require, m, ${JSON.stringify(file)}, ${JSON.stringify(dir)});`,
+      "m.exports.warm();",
+      'process.stdout.write(script.createCachedData().toString("base64"));',
+    ].join("\n");
+    const { NODE_OPTIONS: _options, ...env } = process.env;
+    return execFileSync(process.execPath, ["-e", program], { cwd: root, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * V8's code cache for a CommonJS bundle (src/rpc/bundle-loader.ts), written beside it by a fresh
+ * node — this one, with no flags, as the program runs — after the bundle ran once, so it holds
+ * what its start compiled: `teamd status` ~35 ms less of compiling on the 2-core machine.
+ * It is written here, at build time, into the program's own directory, and nothing writes
+ * one at run time (a cache is code: see the loader).
+ */
+function writeCodeCache(bundleFile: string): void {
+  const loader = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "..", "src", "rpc", "bundle-loader.js")).href;
+  const program = `import { writeBundleCache } from ${JSON.stringify(loader)}; writeBundleCache(${JSON.stringify(bundleFile)});`;
+  const { NODE_OPTIONS: _options, ...env } = process.env;
+  execFileSync(process.execPath, ["--input-type=module", "-e", program], { env, stdio: ["ignore", "ignore", "inherit"] });
 }
 
 /**
@@ -75,12 +219,13 @@ function commandsFromDist(root: string, relativeOut: string): Plugin {
     name: "commands-from-dist",
     setup(b) {
       const client = `./${basename(CLIENT_BUNDLE_RELATIVE)}`;
+      // Through V8's code cache the build wrote beside it (src/rpc/bundle-loader.ts), not require.
       b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({
-        contents: `process.setSourceMapsEnabled(true);\nmodule.exports = require(${JSON.stringify(client)});`,
+        contents: `const { loadBundle } = require(${JSON.stringify(join(root, "src", "rpc", "bundle-loader.ts"))});\nmodule.exports = loadBundle(require("node:path").join(__dirname, ${JSON.stringify(client)}));`,
         loader: "js",
+        resolveDir: root,
       }));
       b.onResolve({ filter: /.*/ }, (args) => {
-        if (args.path === client && args.namespace === "teamd-client") return { path: client, external: true };
         if (args.kind !== "dynamic-import") return undefined;
         // A require, not an import(): Node's import() of a CommonJS file lexes all of it for its export names first.
         if (join(args.resolveDir, args.path) === join(root, "daemon", "client-commands.js")) return { path: "client-commands", namespace: "teamd-client" };
@@ -99,7 +244,7 @@ async function bundle(
   entry: string,
   relativeOut: string,
   format: "esm" | "cjs",
-  options: { plugins?: Plugin[]; sourcemap?: boolean; external?: string[]; define?: Record<string, string>; banner?: string } = {},
+  options: { plugins?: Plugin[]; sourcemap?: boolean; external?: string[]; define?: Record<string, string>; banner?: string; trailer?: string } = {},
 ): Promise<string> {
   const outfile = join(root, relativeOut);
   const temp = `${outfile}.${process.pid}.tmp`;
@@ -130,7 +275,7 @@ async function bundle(
   if (code === undefined) throw new Error(`esbuild wrote no ${temp}`);
   // The entry's hashbang must be the file's first line for the kernel to run it.
   const mapLine = map === undefined ? "" : `//# sourceMappingURL=${basename(outfile)}.map\n`;
-  await writeFile(temp, `#!/usr/bin/env node\n${code.text.replace(/^#!.*\n/, "")}${mapLine}`);
+  await writeFile(temp, `#!/usr/bin/env node\n${code.text.replace(/^#!.*\n/, "")}${mapLine}${options.trailer ?? ""}`);
   await chmod(temp, 0o755);
   if (map !== undefined) {
     await writeFile(`${temp}.map`, map.text);

@@ -1,7 +1,6 @@
 import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
-import { unseenNotices } from "./notices.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
 import type { TeamdHome } from "../host/home.js";
@@ -304,6 +303,9 @@ export async function status(options: { json?: boolean; socket?: string }, ambie
       return;
     }
     // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
+    // Imported here, not above: the ledger's store, SQLite and its generated messages are
+    // status's alone, and the seat commands (exec) share this bundle (issue 26).
+    const { unseenNotices } = await import("./notices.js");
     const unseen = unseenNotices(home);
     const last = await lastRuns(home, reply);
     // Line by line through the one renderer: a reason may quote what a seat sent.

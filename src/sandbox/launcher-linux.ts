@@ -111,8 +111,12 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     if (!bwrap.ok) return bwrap;
     const ids = switchIds(plan);
     if ("refusal" in ids) return { ok: false, refusal: ids.refusal };
-    for (const source of plan.sources) {
-      const stats = await lstat(source).catch(() => undefined);
+    // Every source at once, judged in the plan's order (the first missing one is named, as before):
+    // a seat's plan binds hundreds (each entry of /etc), and one awaited lstat after another was
+    // the better part of `teamd exec`'s wait (issue 26).
+    const sourceStats = await Promise.all(plan.sources.map((source) => lstat(source).catch(() => undefined)));
+    for (const [at, source] of plan.sources.entries()) {
+      const stats = sourceStats[at];
       if (stats === undefined) {
         return refused(
           "containment.failed",
