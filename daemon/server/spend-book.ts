@@ -240,7 +240,15 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
       const alive = new Map(running.filter((r) => r.team === meter.team).map((r) => [r.runId, r]));
       const stillHeld = book.held.filter((h) => !covered(book, h, options.meters(), meter.team));
       const again = book.held.filter((h) => covered(book, h, options.meters(), meter.team) && alive.has(h.runId));
-      const renewed: Held[] = again.map((h) => ({ ...h, amount: spend.perDispatch, at: now }));
+      // A running seat that holds nothing at all — it launched before the team had a spend ceiling
+      // — is held from its first report on like the others (else no report would ever bound it).
+      const unheld: Held[] = [...alive.values()]
+        .filter((r) => !book.held.some((h) => h.runId === r.runId))
+        .flatMap((r) => {
+          const lab = r.lab ?? labOf(ledger, meter.team, r.seat);
+          return lab === undefined ? [] : [{ seat: r.seat, runId: r.runId, lab, amount: spend.perDispatch, at: now }];
+        });
+      const renewed: Held[] = [...again.map((h) => ({ ...h, amount: spend.perDispatch, at: now })), ...unheld];
       // Re-validated in order: the reservations no report covers yet first (they are spent), then
       // the running seats again, in the order they launched.
       book.held = [...stillHeld.filter((h) => !again.some((a) => a.runId === h.runId)), ...renewed];

@@ -222,4 +222,19 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     expect(o.stderr).toMatch(/lab openai cannot be established .*missing/);
     expect((await spend())?.labs.find((l) => l.lab === "openai")).toMatchObject({ meter: "unknown", meters: [] });
   }, 60_000);
+
+  it("a seat that launched before the team had a spend ceiling is bounded from the next report on: held, and halted when it does not fit", async () => {
+    // The team without a spend ceiling: w launches holding nothing.
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace(SPEND, "seats:\n"));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "w"]);
+    // The owner sets the ceiling while w runs, and the provider reports $9 spent of $10.
+    setUsage(900);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes"]);
+    await nextReport();
+    expect(await waitFor(async () => (await running()).length === 0, 15_000, 250)).toBe(true);
+    const handoff = JSON.parse(await h.ok(["checkpoint", "show", "w", "--json"])) as { run: { reason: string } };
+    expect(handoff.run.reason).toMatch(/^halted: spend/);
+  }, 60_000);
 });
