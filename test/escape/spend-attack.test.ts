@@ -11,6 +11,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
+import { anthropicMeter, writeMetersFile } from "../support/meters-file.js";
 
 /**
  * Attacks on the spend envelope (§8; issue 28: daemon/server/spend-book.ts, meter-watch.ts,
@@ -146,25 +147,10 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
     usage(0);
     await h.startDaemon();
     await h.ok(["init", "--yes", "--json"]);
-    const meters = join(h.home, "meters.json");
-    writeFileSync(
-      meters,
-      JSON.stringify({
-        meters: {
-          claude: {
-            kind: "anthropic-cost",
-            team: "proj",
-            lab: "anthropic",
-            workspace: WORKSPACE,
-            api: provider.url,
-            keyEnv: "TEAMD_TEST_ANTHROPIC_KEY",
-            every: "1h",
-          },
-          local: { kind: "command", team: "proj", lab: "openai", command: [script], every: "10s" },
-        },
-      }),
-    );
-    chmodSync(meters, 0o600);
+    writeMetersFile(h.home, {
+      claude: anthropicMeter(provider.url, WORKSPACE, "TEAMD_TEST_ANTHROPIC_KEY", "1h"),
+      local: { kind: "command", team: "proj", lab: "openai", command: [script], every: "10s" },
+    });
     await h.ok(["apply", "--yes"]);
     await h.stopDaemon();
     await h.startDaemon();

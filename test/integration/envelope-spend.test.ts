@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.js";
@@ -6,6 +6,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, expectRefused, type TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
+import { anthropicMeter, writeMetersFile } from "../support/meters-file.js";
 
 /**
  * The spend envelope (§8; issue 28) through a real daemon, real seats and a fake provider's cost
@@ -88,24 +89,9 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     writeFileSync(join(notes, "login.md"), "---\ntitle: Fix the login redirect\n---\nIt loops.\n");
     await h.startDaemon();
     await h.ok(["init", "--yes", "--json"]);
-    const meters = join(h.home, "meters.json");
-    writeFileSync(
-      meters,
-      JSON.stringify({
-        meters: {
-          claude: {
-            kind: "anthropic-cost",
-            team: "proj",
-            lab: "anthropic",
-            workspace: WORKSPACE,
-            api: provider.url,
-            keyEnv: "TEAMD_TEST_ANTHROPIC_KEY",
-            every: "10s",
-          },
-        },
-      }),
-    );
-    chmodSync(meters, 0o600);
+    writeMetersFile(h.home, {
+      claude: anthropicMeter(provider.url, WORKSPACE, "TEAMD_TEST_ANTHROPIC_KEY", "10s"),
+    });
     applied = await h.ok(["apply", "--yes"]);
     // The daemon reads its meters at start: again now that the file exists.
     await h.daemon?.stop();
