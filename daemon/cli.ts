@@ -179,8 +179,24 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .description("sign the team file and make it the policy in force (nothing on disk is in force until applied)")
     .argument("[FILE]", "the team file (default: teamd.yaml at the repository root)")
     .option("--yes", "do not ask for confirmation")
+    .option("--keep-delegated", "delegated grants in force that your file does not say: apply your file with them kept (§10)")
+    .option("--drop-delegated", "delegated grants in force that your file does not say: take them back, with the leases rooted in them")
     .option("--json", "print one JSON object (for scripts)")
-    .action(async (file: string | undefined, opts: { yes?: boolean; json?: boolean }) => (await apply())(file, opts, ambient));
+    .action(async (file: string | undefined, opts: { yes?: boolean; json?: boolean; keepDelegated?: boolean; dropDelegated?: boolean }) =>
+      (await apply())(file, opts, ambient),
+    );
+
+  program
+    .command("policy")
+    .description("the policy in force (§10): what the owner applied, with any delegated grants since")
+    .command("export")
+    .description("write the policy in force to the team file (the file it replaces is kept as FILE.before-export); teamd apply then makes it yours")
+    .argument("[FILE]", "where to write it (default: teamd.yaml at the repository root)")
+    .option("--team <TEAM>", "the team (default: the one the file names)")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (file: string | undefined, opts: { team?: string; json?: boolean }) =>
+      (await import("./commands/policy-export.js")).policyExport(file, opts, ambient),
+    );
 
   program
     .command("logs")

@@ -96,6 +96,45 @@ export function buildProgram(): Command {
     .description("your own live leases (a lease you issued is in its issue's reply)")
     .action(async (opts: { json?: boolean }) => (await acts()).leaseList(opts));
   program
+    .command("grant")
+    .argument("<seat>", "the seat of your team to give it to")
+    .argument("<capability>", "an operational capability (write, read, review, gate, merge, deploy, use-broker, act-as)")
+    .argument("<scope>", "'*' for unconstrained, or dimension=value pairs: branch=main,path=src/")
+    .option("--name <name>", "the grant's name, when the seat already holds this capability (§7)")
+    .option("--json", "print one JSON object")
+    .description("as a grant holder (§10): give a seat a capability inside the owner's ceiling — a new policy in force, recorded")
+    .action(async (seat: string, capability: string, scope: string, opts: { name?: string; json?: boolean }) =>
+      (await acts()).grant(seat, capability, scope, opts),
+    );
+  program
+    .command("ungrant")
+    .argument("<seat>", "the seat")
+    .argument("<capability>", "the capability of its direct grant to take back")
+    .option("--name <name>", "which grant, when the seat holds several of the capability")
+    .option("--json", "print one JSON object")
+    .description("as a grant holder (§10): take back one of a seat's direct grants, with the leases rooted in it")
+    .action(async (seat: string, capability: string, opts: { name?: string; json?: boolean }) => (await acts()).ungrant(seat, capability, opts));
+  const seatCommand = program.command("seat").description("seats of your team (§9): add one as a grant or agree holder");
+  seatCommand
+    .command("add")
+    .argument("<name>", "the new seat's name")
+    .requiredOption("--like <seat>", "the existing seat it copies (lab, roles, capabilities, start; never grant, agree or leads)")
+    .option("--role <role...>", "roles to add to the copy (then it is a grant, not a same copy)")
+    .option("--json", "print one JSON object")
+    .description("add a seat: a same copy needs agree, anything else grant (§9, §10)")
+    .action(async (name: string, opts: { like: string; role?: string[]; json?: boolean }) => (await acts()).seatAdd(name, opts));
+  program
+    .command("proposals")
+    .option("--json", "print one JSON object")
+    .description("the two-granter proposals waiting for your confirmation (§10), each the one change it makes")
+    .action(async (opts: { json?: boolean }) => (await acts()).proposals(opts));
+  program
+    .command("confirm")
+    .argument("<proposal>", "the proposal id (teamd-shim proposals)")
+    .option("--json", "print one JSON object")
+    .description("as the second granter (§10): confirm a proposal over the same input state; it commits, recorded with both of you")
+    .action(async (proposal: string, opts: { json?: boolean }) => (await acts()).confirm(proposal, opts));
+  program
     .command("deploy")
     .argument("<env>", "a declared environment with an owner-declared deploy command or push")
     .option("--artifact <commit>", "the commit of the trunk to ship (default: the trunk's head)")

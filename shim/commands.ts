@@ -119,8 +119,80 @@ export async function leaseIssue(
   const r = await withClient((c) =>
     c.leaseIssue({ requestId: randomUUID(), recipient, capability, scope, ttlMs: ttl, parent: opts.parent ?? "", source: opts.source ?? "" }),
   );
+  if (r.proposalId !== "") {
+    print(
+      opts.json,
+      { pending: true, proposal: r.proposalId },
+      `${capability} is behind two-granter (§10): no lease yet — proposal ${r.proposalId} waits for a second granter (teamd-shim confirm ${r.proposalId})\n`,
+    );
+    return;
+  }
   const value = r.lease ? leaseJson(r.lease) : null;
   print(opts.json, { ...value, seq: Number(r.seq) }, `lease issued (record ${r.seq}): ${value ? leaseLine(value) : ""}\n`);
+}
+
+type Done = { seq: bigint; kind: string; proposalId: string; description: string; revoked: string[]; lease?: Parameters<typeof leaseJson>[0] };
+
+function printDone(json: boolean | undefined, r: Done): void {
+  if (r.proposalId !== "") {
+    print(
+      json,
+      { pending: true, proposal: r.proposalId, change: r.description },
+      `${r.description}: behind two-granter (§10), not in force yet — proposal ${r.proposalId} waits for a second granter (teamd-shim confirm ${r.proposalId})\n`,
+    );
+    return;
+  }
+  const lease = r.lease ? leaseJson(r.lease) : undefined;
+  print(
+    json,
+    { seq: Number(r.seq), kind: r.kind, change: r.description, revoked: r.revoked, ...(lease !== undefined ? { lease } : {}) },
+    `${r.kind === "agreement" ? "agreed" : r.kind === "lease" ? "lease issued" : "granted"} (record ${r.seq}): ${lease !== undefined ? leaseLine(lease) : r.description}` +
+      `${r.revoked.length > 0 ? `; revoked with it: ${r.revoked.join(", ")}` : ""}\n`,
+  );
+}
+
+export async function grant(seat: string, capability: string, scope: string, opts: { name?: string; json?: boolean }): Promise<void> {
+  const r = await withClient((c) =>
+    c.administer({ requestId: randomUUID(), change: { case: "grant", value: { seat, capability, scope, name: opts.name ?? "" } } }),
+  );
+  printDone(opts.json, r);
+}
+
+export async function ungrant(seat: string, capability: string, opts: { name?: string; json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.administer({ requestId: randomUUID(), change: { case: "ungrant", value: { seat, capability, name: opts.name ?? "" } } }));
+  printDone(opts.json, r);
+}
+
+export async function seatAdd(seat: string, opts: { like: string; role?: string[]; json?: boolean }): Promise<void> {
+  const r = await withClient((c) =>
+    c.administer({ requestId: randomUUID(), change: { case: "seatAdd", value: { seat, like: opts.like, roles: opts.role ?? [] } } }),
+  );
+  printDone(opts.json, r);
+}
+
+export async function proposals(opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.proposals({}));
+  const list = r.proposals.map((p) => ({
+    proposal: p.proposalId,
+    asker: p.asker,
+    kind: p.kind,
+    change: p.description,
+    created: new Date(Number(p.createdUnixMs)).toISOString(),
+    inputState: p.inputState,
+  }));
+  print(
+    opts.json,
+    { proposals: list },
+    list.length === 0
+      ? "no proposal waits for you (only a grant holder that is not leads confirms one)\n"
+      : `${list.map((p) => `${p.proposal}  from ${p.asker}: ${p.change}  (${p.created})`).join("\n")}\n`,
+  );
+}
+
+export async function confirm(proposal: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.confirm({ requestId: randomUUID(), proposalId: proposal }));
+  if (r.done === undefined) throw new Error("the daemon answered no outcome");
+  printDone(opts.json, r.done as unknown as Done);
 }
 
 export async function leaseRevoke(leaseId: string, opts: { json?: boolean }): Promise<void> {

@@ -11,6 +11,7 @@ import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";
 import { askYesNo } from "./prompt.js";
 import { formatPolicyDiff, ownerChange, policyDiff } from "./apply-diff.js";
+import { withDelegated } from "./apply-delegated.js";
 import { isTracked, TEAM_FILE_NAME } from "../host/team-file-placement.js";
 import type { Ambient } from "../host/ambient.js";
 import type { Ceiling } from "../../src/kernel/ceiling.js";
@@ -28,7 +29,11 @@ function hashBytes(prefixed: string): Uint8Array {
  * last applied one — a file edited on disk but not applied is never in force. An invalid
  * file prints every error with its line and fix, and nothing is signed or sent.
  */
-export async function apply(file: string | undefined, options: { yes?: boolean; json?: boolean }, ambient: Ambient): Promise<void> {
+export async function apply(
+  file: string | undefined,
+  options: { yes?: boolean; json?: boolean; keepDelegated?: boolean; dropDelegated?: boolean },
+  ambient: Ambient,
+): Promise<void> {
   const path = resolve(file ?? join(await repositoryRoot(process.cwd()), TEAM_FILE_NAME));
   const repoRoot = dirname(path);
   if (!existsSync(path)) throw new Error(`no team file at ${path}: run teamd init (it writes one), or name the file`);
@@ -40,19 +45,22 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
   }
   // As a proposal first: over a policy in force the kernel decides the change against it
   // (ownerChange); a team's first policy gets the launch check (§5, static) below.
-  const loaded = await loadTeamFile(path, { proposal: true });
+  const fromFile = await loadTeamFile(path, { proposal: true });
   const invalid = (errors: readonly TeamFileError[]) => {
     if (options.json) process.stdout.write(JSON.stringify({ error: "invalid", file: path, errors }) + "\n");
     else process.stderr.write(formatTeamFileErrors(errors, path) + "\nteamd apply: nothing was applied\n");
     process.exitCode = EXIT.failure;
   };
-  if (!loaded.ok) return invalid(loaded.errors);
-  const team = loaded.policy.team;
+  if (!fromFile.ok) return invalid(fromFile.errors);
+  const team = fromFile.policy.team;
   const home = resolveHome();
   const key = await ownerKeyForAct();
   const channel = await openOwnerChannel(home, ambient.now);
   try {
-    const { diff, against, before } = policyDiff(await channel.policyInForce(team), loaded.policy);
+    const inForce = await channel.policyInForce(team);
+    // §10: delegated grants in force are kept, or taken back, only when the owner says which.
+    const { applied: loaded, kept, dropped } = withDelegated(inForce, fromFile, options);
+    const { diff, against, before } = policyDiff(inForce, loaded.policy);
     const decided = ownerChange(before, loaded.policy, await channel.leases(team), ambient.now());
     if (decided === undefined) {
       const launch = await loadTeamFile(path);
@@ -62,7 +70,12 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
     }
     const revocations = decided?.revocations ?? [];
     const paused = decided?.paused ?? [];
-    if (!options.json) process.stderr.write(formatPolicyDiff(diff, against, revocations, paused));
+    if (!options.json) {
+      process.stderr.write(formatPolicyDiff(diff, against, revocations, paused));
+      if (kept > 0)
+        process.stderr.write(`Kept ${kept} delegated change(s) over your file; it does not say them: teamd policy export writes the policy in force to it.\n`);
+      for (const words of dropped) process.stderr.write(`Taking back: ${words}\n`);
+    }
     if (!options.yes && !(await askYesNo(`Apply ${path} as the policy of team '${team}' (${loaded.hashes.policy})?`))) {
       throw new Error("cancelled; nothing was applied");
     }
@@ -80,7 +93,13 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           requestId: ambient.newId(),
           detail: {
             case: "policy",
-            value: { teamFileHash: hashBytes(loaded.hashes.policy), canonical: loaded.canonical, startFileHashes: { ...loaded.startFiles } },
+            value: {
+              teamFileHash: hashBytes(loaded.hashes.policy),
+              canonical: loaded.canonical,
+              startFileHashes: { ...loaded.startFiles },
+              // The record it was shown against (§10: compared again at commit; a grant landing meanwhile refuses it).
+              inForceSeq: inForce.applied ? inForce.seq : 0n,
+            },
           },
         },
       },
@@ -103,6 +122,8 @@ export async function apply(file: string | undefined, options: { yes?: boolean; 
           revokedLeases: revocations,
           pausedFloors: paused.map((v) => v.message),
           restartNeeded,
+          delegatedKept: kept,
+          delegatedDropped: dropped,
           envelope: envelopeWords(loaded.policy.ceiling),
           spendNow: spendNow ?? null,
         }) + "\n",

@@ -37,7 +37,11 @@ export function recordDetail(entry: LedgerEntry): RecordDetail | undefined {
     case "seat":
       return { seat: detail.value.seat, runId: detail.value.runId };
     case "policy":
-      return { teamFileHash: Buffer.from(detail.value.teamFileHash).toString("hex") };
+      return {
+        teamFileHash: Buffer.from(detail.value.teamFileHash).toString("hex"),
+        // A delegate's grant or agreement (§10): the change it made over the policy before it.
+        ...(detail.value.change !== "" ? { change: detail.value.change } : {}),
+      };
     case "review":
       return { verdict: detail.value.verdict };
     case "gate":

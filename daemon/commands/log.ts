@@ -30,7 +30,10 @@ function assent(e: LedgerEntry): "witnessed" | undefined {
 function line(e: LedgerEntry, mark?: TombstoneMark): string {
   const time = recordTime(e.timeUnixMs);
   const actor = assent(e) === "witnessed" ? `${e.actor} (witnessed)` : e.actor;
-  const who = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
+  const claimed = e.claimedName && e.actor !== e.claimedName ? `${actor} (claims ${e.claimedName})` : actor;
+  // §9: the signer (whose authority) and a two-granter record's co-authorizer, where they are not the actor.
+  const signedBy = e.signer !== "" && e.signer !== e.actor && e.signer !== "owner" ? ` (signer ${e.signer})` : "";
+  const who = `${claimed}${signedBy}${e.coAuthorizer !== "" ? ` (co-authorized by ${e.coAuthorizer})` : ""}`;
   const cols = [
     String(e.seq).padStart(6),
     time,

@@ -109,6 +109,7 @@ function teamJson(t: Team): Record<string, unknown> {
     hub: t.hub,
     policy: t.policySeq === 0n ? null : { seq: Number(t.policySeq), hash: t.policyHash },
     teamFile: { state: t.teamFile, detail: t.teamFileDetail },
+    delegatedChanges: t.delegatedChanges,
     policyProblem: t.policyProblem,
     leads: t.leads === "" ? null : t.leads,
     seats: [...t.seats],
@@ -196,6 +197,7 @@ function uptime(startedAt: string, now: number): string {
 const TEAM_FILE_WORDS: Record<string, string> = {
   "in-force": "the file on disk is in force",
   differs: "the file on disk differs from the policy in force",
+  delegated: "the policy in force holds delegated grants your file does not say",
   missing: "no team file on disk",
   invalid: "the file on disk does not load",
   unapplied: "no policy applied yet",

@@ -102,6 +102,28 @@ function checkPolicy(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusa
   return loaded.policy;
 }
 
+function policyChanged(team: string): Refusal {
+  return {
+    decision: "refuse",
+    rule: "grant.changed",
+    reason: `the policy in force of team '${team}' changed while you applied (a delegate's grant or agreement, or another apply); run teamd apply again to see the difference over it`,
+  };
+}
+
+/**
+ * An apply names the policy record it showed its difference over (§10: between agreement and
+ * act, the tool compares again). Another one in force now refuses it; an apply that names none
+ * (an older CLI) is refused while delegated grants are in force, rather than dropping them unseen.
+ */
+function inForceOver(ledger: Ledger, team: string, act: CheckedOwnerAct): Refusal | undefined {
+  const detail = act.payload.detail;
+  const inForce = ledger.view.policy(team);
+  if (detail.case !== "policy" || inForce === undefined) return undefined;
+  const stated = Number(detail.value.inForceSeq);
+  if (stated !== 0) return stated === inForce.seq ? undefined : policyChanged(team);
+  return inForce.delegated.length === 0 ? undefined : policyChanged(team);
+}
+
 /** Is `hub` this home's hub of `team` (the same folder, however the path was spelled)? */
 function isTeamHub(home: TeamdHome, team: string, hub: string): boolean {
   if (hub === hubPath(home.root, team)) return true;
@@ -177,10 +199,16 @@ export async function handleOwnerAct(
   const before = ledger.view.ownerAct(checked.id);
   let companions: readonly RecordDraft[] = [];
   let problem: Refusal | undefined;
+  let inForceCheck: RecordDraft["check"];
   if (kind === OwnerActKind.APPLY) {
     const policy = checkPolicy(ledger, team, checked);
+    const over = policy !== undefined && !("decision" in policy) ? inForceOver(ledger, team, checked) : undefined;
     if ("decision" in policy) problem = policy;
+    else if (over !== undefined && "decision" in over) problem = over;
     else if (before === undefined) {
+      // §10: between the owner's look and the record, a delegate's grant may land; the record commits only over what it was decided on.
+      const decidedOver = ledger.view.policy(team)?.seq;
+      inForceCheck = (view) => (view.policy(team)?.seq === decidedOver ? undefined : policyChanged(team));
       // Over a policy in force, the kernel decides the change (§5, counting live leases): a
       // break refused, a floor left unmet committed and paused; and the cascade (§7), the
       // leases the change kills, revoked in the same transaction as the policy record.
@@ -222,7 +250,7 @@ export async function handleOwnerAct(
         ? await ledger.reconcile(act)
         : kind === OwnerActKind.RESUME
           ? await ledger.resume(act)
-          : await ledger.appendOwnerAct(act, companions);
+          : await ledger.appendOwnerAct(act, companions, inForceCheck);
     return { seq: record.seq, created: before === undefined };
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);

@@ -43,6 +43,15 @@ export function describePolicyInForce(ledger: Ledger | undefined, team: string):
     teamFileHash: `sha256:${inForce.teamFileHash}`,
     canonical: inForce.canonical,
     startFileHashes: { ...inForce.startFileHashes },
+    ownerSeq: BigInt(inForce.ownerSeq),
+    delegated: inForce.delegated.map((d) => ({
+      seq: BigInt(d.seq),
+      kind: d.kind,
+      change: d.change,
+      signer: d.signer,
+      coAuthorizer: d.coAuthorizer ?? "",
+      timeUnixMs: BigInt(d.timeUnixMs),
+    })),
   });
 }
 

@@ -6,6 +6,7 @@ import { leaseDraft, leaseRevocationDraft, principalKey, seatPrincipal, type Rec
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
+import type { ProposedLease } from "../../src/kernel/lease-issue.js";
 
 const seatKeyOf = (identity: SeatIdentity) => principalKey(seatPrincipal(identity.team, identity.seat));
 
@@ -17,7 +18,8 @@ const seatKeyOf = (identity: SeatIdentity) => principalKey(seatPrincipal(identit
  * socket the call came on: it is always the issuer or the revoker, never a field.
  */
 export interface SeatLeases {
-  issue(identity: SeatIdentity, request: LeaseIssueRequest): Promise<{ lease: LeaseEntry; seq: number }>;
+  /** The lease issued, or — for a capability behind two-granter (§10) — the proposal a second granter confirms. */
+  issue(identity: SeatIdentity, request: LeaseIssueRequest): Promise<{ lease: LeaseEntry; seq: number } | { proposalId: string }>;
   revoke(identity: SeatIdentity, request: LeaseRevokeRequest): Promise<string[]>;
   /**
    * The seat's own live leases (§3, the controlled record view: nothing of another seat's, not
@@ -30,6 +32,8 @@ export interface SeatLeases {
 
 export interface SeatLeasesDeps {
   readonly pipeline: SeatPipeline;
+  /** Where a two-granter capability's lease goes to wait for its second granter (administer.ts); its proposal id. */
+  readonly proposeLease: (ctx: SeatContext, lease: ProposedLease) => Promise<string>;
   /** A fresh unique id (the composition root's): a new lease's id. */
   readonly newId: () => string;
 }
@@ -58,6 +62,19 @@ export function createSeatLeases(deps: SeatLeasesDeps): SeatLeases {
       const parsed = parseLeaseScope(request.scope);
       if (!("ok" in parsed)) throw await pipeline.refuse(ctx, parsed, action);
       const scope = parsed.scope;
+      // §10: a capability behind two-granter is leased only co-signed — the issuer's request is a proposal.
+      if ((ctx.policy.policy.twoGranter ?? []).includes(request.capability as never)) {
+        const proposalId = await deps.proposeLease(ctx, {
+          issuer: identity.seat,
+          recipient: request.recipient,
+          capability: request.capability,
+          scope,
+          ttlMs: toMs(request.ttlMs),
+          ...(request.parent ? { parent: request.parent } : {}),
+          ...(request.source ? { source: request.source } : {}),
+        });
+        return { proposalId };
+      }
       const leaseId = deps.newId();
       let issued: LeaseFact | undefined;
       const target = { kind: TargetKind.LEASE, name: leaseId };

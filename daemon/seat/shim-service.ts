@@ -6,6 +6,7 @@ import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc
 import type { SeatFiles } from "./files.js";
 import type { SeatGit } from "./git.js";
 import type { SeatLeases } from "./leases.js";
+import type { SeatAdmin } from "./administer.js";
 import type { SeatTrunk } from "./trunk.js";
 import type { SeatDeploy } from "./deploy.js";
 import type { SeatBroker } from "./broker.js";
@@ -23,6 +24,7 @@ export interface ShimServiceDeps {
   readonly files: SeatFiles;
   readonly trunk: SeatTrunk;
   readonly leases: SeatLeases;
+  readonly admin: SeatAdmin;
   readonly deploy: SeatDeploy;
   readonly broker: SeatBroker;
 }
@@ -93,8 +95,18 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       return { act: await deps.trunk.merge(identity, request) };
     },
     async leaseIssue(request) {
-      const { lease, seq } = await deps.leases.issue(identity, request);
-      return { lease, seq: BigInt(seq) };
+      const issued = await deps.leases.issue(identity, request);
+      if ("proposalId" in issued) return { proposalId: issued.proposalId, seq: 0n };
+      return { lease: issued.lease, seq: BigInt(issued.seq) };
+    },
+    async administer(request) {
+      return deps.admin.administer(identity, request);
+    },
+    async proposals() {
+      return { proposals: await deps.admin.proposals(identity) };
+    },
+    async confirm(request) {
+      return { done: await deps.admin.confirm(identity, request.requestId, request.proposalId) };
     },
     async leaseRevoke(request) {
       return { revoked: await deps.leases.revoke(identity, request) };

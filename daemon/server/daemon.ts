@@ -11,6 +11,7 @@ import { openToOwnerGroup } from "./owner-group.js";
 import { watchStopFlags, type StopWatch } from "./stop-watch.js";
 import { createShimService, type SeatIdentity } from "../seat/shim-service.js";
 import { createSeatLeases } from "../seat/leases.js";
+import { createSeatAdmin } from "../seat/administer.js";
 import { refuseAll } from "../../src/rpc/refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "../host/ledger-host.js";
 import type { Ledger } from "../../src/ledger/index.js";
@@ -188,13 +189,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // files or variables the daemon's environment names); nothing of it reaches a seat. act-as
   // (a push, a comment) uses the same store: the daemon acts, the seat never holds the secret.
   const broker = createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) });
+  const admin = createSeatAdmin({ pipeline, newId });
   const seatDeps = {
     daemonInstance: instance,
+    admin,
     pipeline,
     git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
     files: createSeatFiles({ home, pipeline, runs, newId, quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes }, seatCgroups }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
-    leases: createSeatLeases({ pipeline, newId }),
+    leases: createSeatLeases({ pipeline, newId, proposeLease: (ctx, lease) => admin.proposeLease(ctx, lease) }),
     deploy: createSeatDeploy({
       pipeline,
       runs,

@@ -50,6 +50,17 @@ export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): N
         text: `${issuer} leased ${FIELD(entry, "capability") || "a capability"} ${shown} to seat ${holder} until ${until} (${entry.target}, record ${entry.seq})`,
       };
     }
+    case "grant":
+    case "agreement": {
+      // §10: a delegate changed the policy in force; the owner's file on disk no longer says all of it.
+      const change = entry.payload?.detail.case === "policy" ? entry.payload.detail.value.change : "";
+      const shown = change.length > NOTICE_SCOPE_CHARS ? `${change.slice(0, NOTICE_SCOPE_CHARS)}…` : change;
+      const co = entry.coAuthorizer !== "" ? `, confirmed by ${entry.coAuthorizer}` : "";
+      return {
+        subject: `${entry.type === "grant" ? "delegated grant" : "same-copy agreement"} (${team})`,
+        text: `${entry.signer}${co} changed the policy in force: ${shown} (record ${entry.seq}); teamd policy export writes it to your file, teamd apply --drop-delegated takes it back`,
+      };
+    }
     case "revocation":
       return {
         subject: `revoked (${team})`,

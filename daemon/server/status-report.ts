@@ -152,12 +152,22 @@ export async function teamsStatus(
         policyProblem = error instanceof Error ? error.message : String(error);
       }
     }
-    const file = await teamFileAgainstPolicy(team.repository, policyHash);
+    const delegated = inForce?.delegated.length ?? 0;
+    const onDisk = await teamFileAgainstPolicy(team.repository, policyHash);
+    // §10: delegates changed the policy since the owner's apply — the file on disk says none of it.
+    const file =
+      delegated > 0 && onDisk.teamFile === "differs"
+        ? {
+            teamFile: "delegated",
+            teamFileDetail: `${delegated} delegated change(s) since the owner's apply (record ${inForce?.ownerSeq ?? 0}): teamd policy export writes the policy in force to the file; teamd apply --drop-delegated takes them back`,
+          }
+        : onDisk;
     teams.push({
       team: team.team,
       repository: team.repository,
       hub: team.hub,
       policySeq: BigInt(inForce?.seq ?? 0),
+      delegatedChanges: delegated,
       policyHash: policyHash ?? "",
       ...file,
       policyProblem: policyProblem ?? "",

@@ -1,5 +1,7 @@
 import { type Refusal, refuse } from "./decision.js";
 import type { Policy, Seat } from "./policy.js";
+import { ownValue } from "./records.js";
+import type { KernelView } from "./view.js";
 
 /**
  * §10 agreement, the pure part. agree permits one thing: adding a seat that is a same copy of
@@ -78,5 +80,52 @@ export function checkTwoGranter(proposal: string, currentInputState: string, sig
       );
     }
   }
+  return undefined;
+}
+
+/**
+ * Two granters over one proposal and the current input state (§10), each one with standing: the
+ * owner, or a seat holding grant that is not leads (§9: leads has no grant power); distinct, and
+ * from different labs where the owner said so. The asker is the first.
+ */
+export function checkGranters(
+  view: KernelView,
+  asker: string,
+  proposal: string,
+  inputState: string,
+  signatures: readonly GranterSignature[],
+): Refusal | undefined {
+  const [first, second] = signatures;
+  if (signatures.length !== 2 || first === undefined || second === undefined)
+    return refuse("twogranter.void", `a two-granter change needs exactly two confirmations, and has ${signatures.length}`);
+  if (first.signer !== asker) return refuse("twogranter.void", `the asker ${asker} is one of the two granters, and the first`);
+  if (first.signer === second.signer) return refuse("twogranter.void", `both confirmations are by ${first.signer}; two granters are two principals`);
+  return granterStanding(view, first.signer) ?? secondGranter(view, first.signer, second.signer) ?? checkTwoGranter(proposal, inputState, signatures);
+}
+
+/**
+ * The second granter beside `first` (a change's asker, or a lease's issuer — whose authority is
+ * its source): the owner or a grant holder that is not leads, and of another lab than the first
+ * where the owner requires it (§10).
+ */
+export function secondGranter(view: KernelView, first: string, second: string): Refusal | undefined {
+  const standing = granterStanding(view, second);
+  if (standing !== undefined) return standing;
+  if (view.policy.twoGranterLabs !== "distinct" || first === "owner" || second === "owner") return undefined;
+  const a = ownValue(view.policy.seats, first)?.lab;
+  const b = ownValue(view.policy.seats, second)?.lab;
+  if (a !== undefined && b !== undefined && a !== b) return undefined;
+  return refuse(
+    "twogranter.labs",
+    `the owner requires the two granters from different labs, and ${first} (${a ?? "no lab"}) and ${second} (${b ?? "no lab"}) are not`,
+  );
+}
+
+function granterStanding(view: KernelView, signer: string): Refusal | undefined {
+  if (signer === "owner") return undefined;
+  if (view.policy.leads?.seat === signer) return refuse("twogranter.standing", `${signer} is leads, and leads has no grant power (§9): it is never a granter`);
+  const seat = ownValue(view.policy.seats, signer);
+  if (seat === undefined) return refuse("twogranter.standing", `${signer} is not in the policy in force`);
+  if (!(seat.admin ?? []).includes("grant")) return refuse("twogranter.standing", `${signer} holds no grant: a granter is the owner or a grant holder`);
   return undefined;
 }

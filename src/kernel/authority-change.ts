@@ -36,8 +36,13 @@ export interface AuthorityChange {
   readonly seat?: string;
   /** The policy the change would put in force. */
   readonly after: Policy;
-  /** A two-granter change: both signatures over this proposal (§10). */
-  readonly coSigned?: { readonly proposal: string; readonly inputState: string; readonly signatures: readonly GranterSignature[] };
+  /**
+   * The input state now (§15): the policy in force and the lease set, hashed by the daemon from
+   * the ledger when it decides — never taken from a request. A co-signed change is checked against it.
+   */
+  readonly inputState?: string;
+  /** A two-granter change: both signatures over this proposal (§10), each made over the input state it names. */
+  readonly coSigned?: { readonly proposal: string; readonly signatures: readonly GranterSignature[] };
 }
 
 /**
@@ -74,7 +79,8 @@ export function sovereignChanges(before: Policy, after: Policy): string[] {
   if (envelope(before) !== envelope(after)) out.push("leads or the delegation envelope");
   if (canonicalJson((before.ceiling ?? null) as never) !== canonicalJson((after.ceiling ?? null) as never)) out.push("the ceiling");
   if (canonicalJson((before.deny ?? []) as never) !== canonicalJson((after.deny ?? []) as never)) out.push("the deny");
-  if (canonicalJson((before.twoGranter ?? []) as never) !== canonicalJson((after.twoGranter ?? []) as never)) out.push("the two-granter requirement");
+  if (canonicalJson((before.twoGranter ?? []) as never) !== canonicalJson((after.twoGranter ?? []) as never) || before.twoGranterLabs !== after.twoGranterLabs)
+    out.push("the two-granter requirement");
   if (canonicalJson((before.accountIdentities ?? {}) as never) !== canonicalJson((after.accountIdentities ?? {}) as never)) out.push("an account's identity");
   return out;
 }
@@ -182,7 +188,9 @@ function decideChange(view: KernelView, change: AuthorityChange, now: number | u
   }
 
   if (change.coSigned !== undefined) {
-    const void_ = checkTwoGranter(change.coSigned.proposal, change.coSigned.inputState, change.coSigned.signatures);
+    if (change.inputState === undefined)
+      return refuse("twogranter.void", "a co-signed change is checked against the input state now, and the decision was given none (fail closed)");
+    const void_ = checkTwoGranter(change.coSigned.proposal, change.inputState, change.coSigned.signatures);
     if (void_ !== undefined) return void_;
   }
 

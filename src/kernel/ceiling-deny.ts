@@ -95,13 +95,15 @@ export function leaseBoundaryRefusal(
   dimensions: readonly Dimension[],
   scope: Scope,
   universe: ScopeUniverse,
+  /** What is being conferred, in words: a lease, or a delegate's grant (§10: within §8). */
+  what = "the lease",
 ): Refusal | undefined {
   for (const g of denyEntries(policy, capability)) {
     const meet = scopeIntersect(scope, g.scope);
     if (meet === "undecidable" || scopeVoid(meet, universe) !== true) {
       return refuse(
         "deny.match",
-        `the lease's scope ${formatScope(scope, dimensions)} meets the owner's deny ${capability}${formatScope(g.scope, dimensions)}; deny wins (§8)`,
+        `${what}'s scope ${formatScope(scope, dimensions)} meets the owner's deny ${capability}${formatScope(g.scope, dimensions)}; deny wins (§8)`,
       );
     }
   }
@@ -111,7 +113,7 @@ export function leaseBoundaryRefusal(
   if (!entries.some((e) => scopeWithin(scope, e, universe) === true)) {
     return refuse(
       "ceiling.outside",
-      `the lease's ${capability}${formatScope(scope, dimensions)} is not within the owner's ceiling${entries.length === 0 ? ` (which names no ${capability})` : ` (${entries.map((e) => formatScope(e, dimensions)).join(", ")})`} (§8)`,
+      `${what}'s ${capability}${formatScope(scope, dimensions)} is not within the owner's ceiling${entries.length === 0 ? ` (which names no ${capability})` : ` (${entries.map((e) => formatScope(e, dimensions)).join(", ")})`} (§8)`,
     );
   }
   return undefined;

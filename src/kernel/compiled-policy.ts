@@ -36,6 +36,8 @@ export interface CompiledSeat {
   /** Canonical text of the seat's resolved capability set (§10 same-copy, issue 5). */
   readonly capabilities: string;
   readonly start?: StartContext;
+  /** grant and agree as the owner wrote them on this seat (§3, §10); never through a role. */
+  readonly admin?: readonly ("grant" | "agree")[];
 }
 
 export interface CompiledPolicy {
@@ -52,6 +54,7 @@ export interface CompiledPolicy {
   readonly ceiling?: Ceiling;
   readonly deny?: readonly Grant[];
   readonly twoGranter?: readonly OperationalCapability[];
+  readonly twoGranterLabs?: "distinct";
   /** The owner's deploy command per environment (§3, §10); absent when the file declares none. */
   readonly deploys?: DeployCommands;
   /** The owner's remotes a deploy pushes to under a declared account (§3 act-as); absent when none. */

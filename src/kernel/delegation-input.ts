@@ -28,6 +28,8 @@ export interface Delegation {
   readonly ceiling?: Ceiling;
   readonly deny?: readonly Grant[];
   readonly twoGranter?: readonly OperationalCapability[];
+  /** The owner asked for the two granters to come from different labs (§10). */
+  readonly twoGranterLabs?: "distinct";
 }
 
 const CEILING_KEYS = ["capabilities", "lease-ttl", "seats", "visibility", "runtime", "spend"];
@@ -210,9 +212,42 @@ function readSeatsCap(value: unknown, ctx: ScopeContext): Readonly<Record<string
   });
 }
 
-function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapability[] | undefined {
+/**
+ * `two-granter: [deploy]`, or `two-granter: { capabilities: [deploy], labs: distinct }` when the
+ * owner wants the two granters from different labs (§10).
+ */
+function readTwoGranter(input: unknown, ctx: ScopeContext): { capabilities: OperationalCapability[]; distinctLabs: boolean } | undefined {
+  let value = input;
+  let distinctLabs = false;
+  if (isPlainObject(input)) {
+    for (const key of Object.keys(input))
+      if (key !== "capabilities" && key !== "labs")
+        ctx.problems.push(
+          problem("teamfile.schema", ["two-granter", key], `unknown key '${key}' in two-granter`, "two-granter takes: capabilities, labs", "key"),
+        );
+    if (input.labs !== undefined && input.labs !== "distinct" && input.labs !== "any") {
+      ctx.problems.push(
+        problem(
+          "teamfile.schema",
+          ["two-granter", "labs"],
+          "two-granter's labs is `distinct` (the two granters from different labs) or `any`",
+          "write `labs: distinct`",
+        ),
+      );
+      return undefined;
+    }
+    distinctLabs = input.labs === "distinct";
+    value = input.capabilities;
+  }
   if (!Array.isArray(value)) {
-    ctx.problems.push(problem("teamfile.schema", ["two-granter"], "two-granter is a list of capabilities", "write e.g. `two-granter: [deploy]`"));
+    ctx.problems.push(
+      problem(
+        "teamfile.schema",
+        ["two-granter"],
+        "two-granter is a list of capabilities, or { capabilities: [...], labs: distinct }",
+        "write e.g. `two-granter: [deploy]`",
+      ),
+    );
     return undefined;
   }
   const out: OperationalCapability[] = [];
@@ -232,7 +267,7 @@ function readTwoGranter(value: unknown, ctx: ScopeContext): OperationalCapabilit
       bad = true;
     }
   });
-  return bad ? undefined : out.sort();
+  return bad ? undefined : { capabilities: out.sort(), distinctLabs };
 }
 
 /** Read every delegation setting the input writes; each problem is reported at its key path. */
@@ -241,7 +276,13 @@ export function readDelegation(
   seats: readonly string[],
   ctx: ScopeContext,
 ): Delegation {
-  const out: { leads?: LeadsInput; ceiling?: Ceiling; deny?: readonly Grant[]; twoGranter?: readonly OperationalCapability[] } = {};
+  const out: {
+    leads?: LeadsInput;
+    ceiling?: Ceiling;
+    deny?: readonly Grant[];
+    twoGranter?: readonly OperationalCapability[];
+    twoGranterLabs?: "distinct";
+  } = {};
   if (input.leads !== undefined && input.leads !== null) {
     const leads = readLeads(input.leads, seats, ctx);
     if (leads !== undefined) out.leads = leads;
@@ -256,7 +297,10 @@ export function readDelegation(
   }
   if (input.twoGranter !== undefined && input.twoGranter !== null) {
     const two = readTwoGranter(input.twoGranter, ctx);
-    if (two !== undefined) out.twoGranter = two;
+    if (two !== undefined) {
+      out.twoGranter = two.capabilities;
+      if (two.distinctLabs) out.twoGranterLabs = "distinct";
+    }
   }
   return out;
 }

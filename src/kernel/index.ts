@@ -32,7 +32,15 @@ export { type LeaseRevocation, cascade, revokeLease } from "./cascade.js";
 export { parseDuration, showDuration } from "./delegation-input.js";
 export { type AuthorityChange, type ChangeDecision, checkAuthorityChange, sovereignChanges } from "./authority-change.js";
 export { type Principal } from "./principal.js";
-export { type GranterSignature, type SameCopy, checkTwoGranter, sameCopy } from "./agreement.js";
+export { type GranterSignature, type SameCopy, checkGranters, checkTwoGranter, sameCopy, secondGranter } from "./agreement.js";
+export {
+  type DelegatedChange,
+  type DelegatedRequest,
+  type NeedsSecond,
+  applyDelegatedChange,
+  checkDelegatedChange,
+  describeChange,
+} from "./delegated-change.js";
 export { type DeployCommand, type Leads, type Policy, type PolicyHashes, type Role, type Seat, type SealResult, sealPolicy } from "./policy.js";
 export { type PolicyDiff, type SeatChange, diffPolicies } from "./policy-diff.js";
 export { type CompiledPolicy, type CompiledRole, type CompiledSeat, type CompileResult } from "./compiled-policy.js";

@@ -1,4 +1,4 @@
-import { type GranterSignature, checkTwoGranter } from "./agreement.js";
+import { type GranterSignature, checkTwoGranter, secondGranter } from "./agreement.js";
 import type { Authority } from "./authority.js";
 import { DEFAULT_LEASE_TTL_MS, TOOL_MAX_LEASE_TTL_MS } from "./ceiling.js";
 import { leaseBoundaryRefusal } from "./ceiling-deny.js";
@@ -41,9 +41,16 @@ export interface LeaseRequest {
   readonly parent?: string;
   /** A root lease: the authority id of its source (a standing grant, or `leads:envelope/…`). */
   readonly source?: string;
-  /** For a two-granter capability: both granters' signatures over this issuance (§10). */
+  /**
+   * For a two-granter capability: both granters' confirmations of this issuance (§10), the
+   * issuer's first, each made over the input state it names; `inputState` is the state now,
+   * hashed by the daemon from the ledger at this decision — never a request's field.
+   */
   readonly coSigned?: { readonly proposal: string; readonly inputState: string; readonly signatures: readonly GranterSignature[] };
 }
+
+/** A lease request waiting for its second granter (§10): the issuer's request, its lifetime not yet started. */
+export type ProposedLease = Omit<LeaseRequest, "leaseId" | "expiresAt" | "coSigned"> & { readonly ttlMs: number };
 
 export type LeaseDecision = { readonly decision: "issue"; readonly lease: LeaseFact } | Refusal;
 
@@ -193,13 +200,13 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
         "lease.two-granter",
         `${cap} is behind two-granter agreement; a single-issuer lease of it is refused — two granters co-sign the issuance (§10)`,
       );
-    const void_ = checkTwoGranter(signed.proposal, signed.inputState, signed.signatures);
+    if (signed.signatures[0]?.signer !== issuer)
+      return refuse("lease.two-granter", `the issuer ${issuer} must itself be one of the two granters, and the first (§10)`);
+    // The issuer's authority is its source (above); the second is a granter: the owner or a grant holder, never leads (§9).
+    const second = signed.signatures[1]?.signer ?? "";
+    const void_ = secondGranter(view, issuer, second) ?? checkTwoGranter(signed.proposal, signed.inputState, signed.signatures);
     if (void_ !== undefined) return void_;
-    if (!signed.signatures.some((s) => s.signer === issuer)) return refuse("lease.two-granter", `the issuer ${issuer} must itself be one of the two granters`);
-    const other = signed.signatures.find((s) => s.signer !== issuer)?.signer ?? "";
-    if (!isGranter(view, other))
-      return refuse("lease.two-granter", `${other} is not a granter: the second signature is the owner's, leads', or a grant holder's`);
-    coSigner = other;
+    coSigner = second;
   }
 
   const lease: LeaseFact = Object.freeze({
@@ -218,12 +225,6 @@ function decideLease(view: KernelView, input: unknown, now: number): LeaseDecisi
   const broken = constraintBreak(view, now, leased);
   if (broken !== undefined) return broken;
   return { decision: "issue", lease };
-}
-
-function isGranter(view: KernelView, principal: string): boolean {
-  if (principal === "owner") return true;
-  if (view.policy.leads?.seat === principal) return true;
-  return ownValue(view.policy.seats, principal)?.admin?.includes("grant") ?? false;
 }
 
 /**

@@ -18,7 +18,7 @@ import { normalizeBranch } from "./refs.js";
 import type { ReservedSet } from "./reserved.js";
 import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, templateGrants } from "./roles.js";
 import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
-import { type ScopeContext, readCapabilities, readScope } from "./scope-input.js";
+import { type ScopeContext, type SeatAdministrative, readCapabilities, readScope } from "./scope-input.js";
 import { readStart, type StartContext } from "./start-context.js";
 import { canonicalNetwork } from "./egress-context.js";
 import { canonicalRestart } from "./start-restart.js";
@@ -304,7 +304,8 @@ export function compilePolicy(input: PolicyInput): CompileResult {
         );
       }
     });
-    const direct = readCapabilities(seat.capabilities, [...at, "capabilities"], ctx);
+    const admin: SeatAdministrative[] = [];
+    const direct = readCapabilities(seat.capabilities, [...at, "capabilities"], ctx, "grants", admin);
     if (direct === undefined || problems.length > before || roleNames.some((r) => !Object.prototype.hasOwnProperty.call(roles, r))) continue;
     const start = starts.get(name);
     const all = [...roleNames.flatMap((r) => (roles[r] as CompiledRole).grants), ...direct];
@@ -315,11 +316,13 @@ export function compilePolicy(input: PolicyInput): CompileResult {
       direct: Object.freeze(canonicalGrants(direct)),
       capabilities: canonicalJson({ vocabulary: vocabulary.version, grants: grantSet(all) }),
       ...(start !== undefined ? { start } : {}),
+      ...(admin.length > 0 ? { admin: Object.freeze([...new Set(admin)].sort(compareStrings)) } : {}),
     });
     canonicalSeats[name] = {
       lab: seat.lab,
       roles: roleNames,
-      capabilities: capabilityMap(direct),
+      // grant and agree are written `{}`: in the policy hash, outside the operational set a same copy compares (§10).
+      capabilities: { ...(capabilityMap(direct) as Record<string, CanonicalValue>), ...Object.fromEntries(admin.map((a) => [a, {}])) },
       start:
         start === undefined
           ? undefined
@@ -472,7 +475,8 @@ function canonicalDelegation(d: ReturnType<typeof readDelegation>): Record<strin
     };
   }
   if (d.deny !== undefined) out.deny = capabilityMap(d.deny);
-  if (d.twoGranter !== undefined) out["two-granter"] = [...d.twoGranter];
+  if (d.twoGranter !== undefined)
+    out["two-granter"] = d.twoGranterLabs === "distinct" ? { capabilities: [...d.twoGranter], labs: "distinct" } : [...d.twoGranter];
   return out;
 }
 

@@ -221,6 +221,7 @@ interface TeamSettings {
   readonly ceiling?: Policy["ceiling"];
   readonly deny?: Policy["deny"];
   readonly twoGranter?: Policy["twoGranter"];
+  readonly twoGranterLabs?: Policy["twoGranterLabs"];
   readonly deploys?: Policy["deploys"];
   readonly pushes?: Policy["pushes"];
   readonly trackers?: Policy["trackers"];
@@ -319,6 +320,10 @@ function teamLines(before: TeamSettings, beforeVocabulary: Vocabulary, after: Po
 
   out.push(...grantLines(before.deny ?? [], beforeVocabulary, after.deny ?? [], after.vocabulary, "deny"));
   out.push(...setLines(before.twoGranter ?? [], after.twoGranter ?? [], "two-granter"));
+  if (before.twoGranterLabs !== after.twoGranterLabs)
+    out.push(
+      after.twoGranterLabs === "distinct" ? "two-granter: the two granters now from different labs" : "two-granter: the two granters may now share a lab",
+    );
 
   // A deploy command runs outside every sandbox: a new pin of its script is a change the owner confirms.
   const deploysBefore = before.deploys ?? {};
@@ -383,6 +388,7 @@ export function diffPolicies(before: Policy | undefined, after: Policy): PolicyD
           ceiling: before.ceiling,
           deny: before.deny,
           twoGranter: before.twoGranter,
+          twoGranterLabs: before.twoGranterLabs,
           deploys: before.deploys,
           pushes: before.pushes,
           trackers: before.trackers,

@@ -4,7 +4,7 @@ import type { ConstraintProgram } from "./constraint-program.js";
 import type { DeclaredSets } from "./declared.js";
 import type { DeployPushes } from "./deploy-commands.js";
 import { deepFreeze } from "./freeze.js";
-import type { CompiledPolicy } from "./compiled-policy.js";
+import type { CompiledPolicy, CompiledSeat } from "./compiled-policy.js";
 import type { ReservedSet } from "./reserved.js";
 import type { RoleTemplate } from "./roles.js";
 import type { StartContext } from "./start-context.js";
@@ -39,6 +39,8 @@ export interface Policy {
   readonly deny?: readonly Grant[];
   /** Capabilities the owner put behind two-granter agreement (§10): leasable only co-signed. */
   readonly twoGranter?: readonly OperationalCapability[];
+  /** The two granters must come from different labs (§10: the owner may require it). */
+  readonly twoGranterLabs?: "distinct";
   /** The owner's hash-pinned deploy command per declared environment (§3, §10). */
   readonly deploys?: Readonly<Record<string, DeployCommand>>;
   /** The owner's remote per publishing environment: a deploy to it pushes under the declared account (§3 act-as). */
@@ -84,9 +86,8 @@ export interface Seat {
   readonly contextHash?: string;
   readonly start?: StartContext;
   /**
-   * Administrative capabilities the seat holds (§3, §10). The team file can write only leads
-   * (top-level `leads:`); grant and agree wait for the daemon's request path for a holder's
-   * change, and `checkAuthorityChange` reads them so the table of §9 is complete.
+   * Administrative capabilities the seat holds (§3, §10): leads (top-level `leads:`), and grant
+   * and agree as the owner wrote them in the seat's own capabilities. create is not built.
    */
   readonly admin?: readonly AdministrativeCapability[];
 }
@@ -104,6 +105,12 @@ export type SealResult = { readonly ok: true; readonly policy: Policy } | { read
 
 function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
   return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+}
+
+/** The administrative capabilities a seat holds: leads (top-level `leads:`), then grant and agree as written on it. */
+function adminOf(seat: CompiledSeat, leads: boolean): { admin?: readonly AdministrativeCapability[] } {
+  const admin: AdministrativeCapability[] = [...(leads ? ["leads" as const] : []), ...(seat.admin ?? [])];
+  return admin.length === 0 ? {} : { admin: Object.freeze(admin) };
 }
 
 /** Seal a compiled policy with its hashes; a hash the caller did not supply is named, not invented. */
@@ -157,7 +164,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       capabilitiesHash: seatHashes?.capabilities ?? "",
       ...(seatHashes?.context !== undefined ? { contextHash: seatHashes.context } : {}),
       ...(seat.start !== undefined ? { start: seat.start } : {}),
-      ...(compiled.leads?.seat === seat.name ? { admin: ["leads" as const] } : {}),
+      ...adminOf(seat, compiled.leads?.seat === seat.name),
     };
   }
   let leads: Leads | undefined;
@@ -201,6 +208,7 @@ export function sealPolicy(compiled: CompiledPolicy, hashes: PolicyHashes): Seal
       ...(compiled.ceiling !== undefined ? { ceiling: compiled.ceiling } : {}),
       ...(compiled.deny !== undefined ? { deny: compiled.deny } : {}),
       ...(compiled.twoGranter !== undefined ? { twoGranter: compiled.twoGranter } : {}),
+      ...(compiled.twoGranterLabs !== undefined ? { twoGranterLabs: compiled.twoGranterLabs } : {}),
       ...(deploys !== undefined ? { deploys } : {}),
       ...(compiled.pushes !== undefined ? { pushes: compiled.pushes } : {}),
       ...(compiled.trackers !== undefined ? { trackers: compiled.trackers } : {}),

@@ -251,6 +251,39 @@ export const RULES = {
     section: "§10",
     summary: "a same-copy seat holds no agree, grant, create or leads and no live lease",
   },
+  "twogranter.labs": {
+    section: "§10",
+    summary: "the owner requires the two granters of a two-granter change from different labs, and these two share one",
+  },
+  "twogranter.standing": {
+    section: "§9, §10",
+    summary: "a granter is the owner or a seat holding grant; leads has no grant power and is never a granter",
+  },
+  "twogranter.pending": {
+    section: "§10",
+    summary: "the change is behind two-granter agreement: it waits, as a proposal, for a second granter's confirmation over the same input state",
+  },
+  "grant.administrative": {
+    section: "§10",
+    summary: "no agent holds grant, agree, create or leads unless the owner writes it: a delegate never gives one",
+  },
+  "grant.absent": {
+    section: "§10",
+    summary: "the grant to take back is not a direct grant of that seat in the policy in force (or several are: name one)",
+  },
+  "grant.rekeys": {
+    section: "§7, §10",
+    summary: "the delegated grant would re-key an existing unnamed grant and so revoke its leases; name the new grant",
+  },
+  "policy.delegated": {
+    section: "§10",
+    summary:
+      "the policy in force holds delegated grants the owner's file does not say: keep them (--keep-delegated), take them back (--drop-delegated), or export them first",
+  },
+  "grant.changed": {
+    section: "§10",
+    summary: "the policy in force changed between the decision and its record (a delegate's grant, another apply); decide again over the new one",
+  },
   "twogranter.void": {
     section: "§10, §15",
     summary: "the two granters did not sign the same canonical proposal over the current input state; a changed state voids both approvals",

@@ -43,12 +43,24 @@ const SCOPE_RULE: Readonly<Record<Dimension, RuleId>> = {
 
 /** Where each not-yet-enforced capability word is lifted. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  grant: "grant (§10): the kernel decides a grant holder's changes, and the daemon's request path for them is not built yet",
-  agree: "agree (§10): the kernel decides same-copy agreement, and the daemon's request path for it is not built yet",
   create: "create and its create-bounds (§10) are not built yet",
   leads: "leads (§9) is not a capability in a list: it is written once at the top of the file (`leads: <seat>`), and never leased or copied",
-  [ALL_WORD]: "the all-capabilities word includes agree (§10), which a seat cannot hold until the daemon's agreement path is built",
+  [ALL_WORD]:
+    "the all-capabilities word (§10: the vocabulary as agreed, with agree and without grant, leads or create) is not built: write each capability, and `agree: ~` on the seat that should hold it",
 };
+
+/** grant and agree (§3, §10): held by a seat, written in its own capabilities with no scope. */
+const SEAT_ADMIN = ["grant", "agree"] as const;
+export type SeatAdministrative = (typeof SEAT_ADMIN)[number];
+
+function isSeatAdmin(name: string): name is SeatAdministrative {
+  return (SEAT_ADMIN as readonly string[]).includes(name);
+}
+
+/** An administrative capability has no project scope: `~`, `{}` or `*` (§3). */
+function unscoped(value: unknown): boolean {
+  return value === null || value === "*" || (typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0);
+}
 
 function valueAt(at: InputPath, list: boolean, index: number): InputPath {
   return list ? [...at, index] : at;
@@ -187,7 +199,14 @@ export function readScope(capability: string, dimensions: readonly Dimension[], 
  * unknown capability is refused (§3); a known one this release does not decide yet is refused
  * as "not supported yet", never accepted unenforced.
  */
-export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContext, grants: "grants" | "bounds" = "grants"): Grant[] | undefined {
+export function readCapabilities(
+  input: unknown,
+  at: InputPath,
+  ctx: ScopeContext,
+  grants: "grants" | "bounds" = "grants",
+  /** A seat's own list: grant and agree are collected here; anywhere else (a role, the envelope, a bound) they are refused. */
+  admin?: SeatAdministrative[],
+): Grant[] | undefined {
   if (input === undefined || input === null) return [];
   if (typeof input !== "object" || Array.isArray(input)) {
     ctx.problems.push(
@@ -200,6 +219,24 @@ export function readCapabilities(input: unknown, at: InputPath, ctx: ScopeContex
   for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
     const where = [...at, name];
     const spec = capabilitySpec(ctx.vocabulary, name);
+    if (isSeatAdmin(name)) {
+      if (admin === undefined) {
+        ctx.problems.push(
+          problem(
+            "teamfile.schema",
+            where,
+            `${name} is administrative (§3, §10): a seat holds it only when the owner writes it in that seat's own capabilities — never through a role (a same copy copies roles, and ${name} is never copied), the leads envelope (never leased) or a bound`,
+            `remove it here, and write \`${name}: ~\` under the holding seat's capabilities`,
+            "key",
+          ),
+        );
+        bad = true;
+      } else if (!unscoped(value)) {
+        ctx.problems.push(problem("teamfile.schema", where, `${name} has no project scope (§3)`, `write \`${name}: ~\``));
+        bad = true;
+      } else admin.push(name);
+      continue;
+    }
     if (Object.prototype.hasOwnProperty.call(NOT_YET, name)) {
       ctx.problems.push(
         problem(

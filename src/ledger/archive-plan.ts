@@ -179,12 +179,17 @@ export async function planCut(options: PlanOptions): Promise<CutPlan> {
         return view.team(team)?.seq === seq ? { why: `team ${team}'s registration (its repository and hub)`, frame: false } : undefined;
       case RecordType.POLICY:
         if (view.policy(team)?.seq === seq) return { why: `the policy in force of team ${team}`, frame: false };
+        if (view.policy(team)?.ownerSeq === seq)
+          return { why: `the owner's last apply for team ${team}: the delegated grants in force were made over it`, frame: false };
         return renewals.get(team) === seq ? { why: `team ${team}'s last renewal: its unattended runtime counts from it`, frame: false } : undefined;
       case RecordType.RENEW:
         return renewals.get(team) === seq ? { why: `team ${team}'s last renewal: its unattended runtime counts from it`, frame: false } : undefined;
       case RecordType.GRANT:
       case RecordType.AGREEMENT:
-        return { why: READ_IN_FULL[header.type] as string, frame: false };
+        // Those since the owner's last apply are in force (the view rebuilds them from that apply on); older ones are history.
+        return (view.policy(team)?.delegated ?? []).some((d) => d.seq === seq)
+          ? { why: `${READ_IN_FULL[header.type] as string} (team ${team}, since the owner's last apply)`, frame: false }
+          : undefined;
       case RecordType.METER:
       case RecordType.RESERVE:
         return Number(header.timeUnixMs) >= now - SPEND_KEEP_MS

@@ -7,7 +7,7 @@ import {
   decodeHeader,
   decodePayload,
   encodeProposal,
-  HEADER_FORMAT,
+  HEADER_FORMATS_READ,
   headerHash,
   proposalOf,
   sha256,
@@ -198,7 +198,9 @@ export async function walkChain(options: WalkOptions): Promise<WalkResult> {
     } catch (error) {
       throw new Failure(row.seq, "header", describeError(error));
     }
-    if (header.format !== HEADER_FORMAT) throw new Failure(row.seq, "header", `unknown header format ${header.format}`);
+    if (!HEADER_FORMATS_READ.includes(header.format)) throw new Failure(row.seq, "header", `unknown header format ${header.format}`);
+    if (header.format < 2 && header.coAuthorization !== undefined)
+      throw new Failure(row.seq, "header", `a format-${header.format} header carries a co-authorization, which format 2 introduced`);
     let headerSeq: number;
     try {
       headerSeq = toSafeNumber(header.seq, "seq");

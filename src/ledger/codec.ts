@@ -22,8 +22,13 @@ import { CodecError } from "./errors.js";
  * taken over those bytes. Encoding happens once, when the daemon builds a record.
  */
 
-/** The header format this code writes and accepts. */
-export const HEADER_FORMAT = 1;
+/**
+ * The header format this code writes. 2 adds the co-authorization of a two-granter record (the
+ * second principal, attested by the daemon's seal) in place of a second key signature; a
+ * format-1 header (what earlier releases wrote) is still read and verified.
+ */
+export const HEADER_FORMAT = 2;
+export const HEADER_FORMATS_READ: readonly number[] = [1, 2];
 
 /**
  * Domain strings prefixed to every signed message, so a signature made for one purpose

@@ -16,6 +16,8 @@ export interface LedgerEntry {
   readonly team: string;
   readonly actor: string;
   readonly signer: string;
+  /** A two-granter record's second principal (§9, §10: its co-authorization); "" when none. */
+  readonly coAuthorizer: string;
   /** An unauthenticated name the caller gave, if any. */
   readonly claimedName: string;
   readonly action: string;
@@ -89,6 +91,7 @@ export function describeStored(row: StoredRecord): LedgerEntry {
       team: "",
       actor: "",
       signer: "",
+      coAuthorizer: "",
       claimedName: "",
       action: "",
       target: "",
@@ -118,6 +121,7 @@ export function describeRecord(seq: number, hash: Uint8Array, header: RecordHead
     team: header.team,
     actor: principalKey(header.actor),
     signer: principalKey(header.signer),
+    coAuthorizer: header.coAuthorization?.principal !== undefined ? principalKey(header.coAuthorization.principal) : "",
     claimedName: header.claimedName,
     action: header.action,
     target: target && target.kind !== TargetKind.UNSPECIFIED ? `${TARGET_KINDS[target.kind] ?? "target"}${target.name ? `:${target.name}` : ""}` : "",

@@ -77,7 +77,8 @@ export interface Ledger {
    * record. `companions` commit with it in the same transaction or not at all (the cascade
    * of lease revocations a policy change makes, §7); a replay appends none again.
    */
-  appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[]): Promise<AppendedRecord>;
+  /** `check`: re-run at commit time against the view as of the previous batch (an apply's policy in force still the one it was decided over). */
+  appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[], check?: RecordDraft["check"]): Promise<AppendedRecord>;
   /**
    * The owner's archive act (§15 archival, archive.ts): move the records below the cut to an
    * archive file, keep what the gate reads, record the cut, drop the rest, reopen. A replay

@@ -400,7 +400,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
         throw new Error(`a seat start's intent is closed by its own outcome record`);
       return enqueue({ ...daemonRecord(draft), once: { key: `outcome:${intentSeq}`, recorded: (v) => v.intent(intentSeq)?.outcomeSeq } });
     },
-    appendOwnerAct: (act, companions) => ownerActs.append(act, (companions ?? []).map(daemonRecord)),
+    appendOwnerAct: (act, companions, check) => ownerActs.append(act, (companions ?? []).map(daemonRecord), check),
     async archive(act, archiveOptions) {
       // One archive at a time: a second would plan from the cut the first is about to move.
       if (archiving) throw new LedgerRefusal("ledger.unavailable", "an archive is in progress; try again when it is done");

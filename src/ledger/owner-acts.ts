@@ -76,11 +76,11 @@ export function createOwnerActs(deps: OwnerActDeps) {
   }
 
   return {
-    async append(bytes: Uint8Array, companions: readonly PendingRecord[] = []): Promise<AppendResult> {
+    async append(bytes: Uint8Array, companions: readonly PendingRecord[] = [], atCommit?: PendingRecord["check"]): Promise<AppendResult> {
       const act = check(bytes, undefined);
       const dedicated = DEDICATED.get(act.proposal.type);
       if (dedicated) throw new LedgerRefusal("owner.act-invalid", `a ${RecordType[act.proposal.type]} act goes through ${dedicated}`);
-      return deps.enqueue(ownerRecord(act, companions.length > 0 ? { companions } : {}));
+      return deps.enqueue(ownerRecord(act, { ...(companions.length > 0 ? { companions } : {}), ...(atCommit !== undefined ? { check: atCommit } : {}) }));
     },
 
     stop: (bytes: Uint8Array) => raise(bytes, "stop"),

@@ -26,6 +26,7 @@ export interface PendingRecord {
   readonly payload: RecordPayload;
   readonly signature?: KeySignature;
   readonly coSignature?: KeySignature;
+  readonly coAuthorization?: RecordDraft["coAuthorization"];
   readonly flag?: { readonly flagId: string; readonly late: boolean };
   /** Set only on the owner's head reconciliation: the one record appended while blocked. */
   readonly reconcilesHead?: HeadObservation;
@@ -52,6 +53,8 @@ export function daemonRecord(draft: RecordDraft): PendingRecord {
     capability: draft.capability,
     payloadBytes: toBinary(RecordPayloadSchema, payload),
     payload,
+    ...(draft.coAuthorization !== undefined ? { coAuthorization: draft.coAuthorization } : {}),
+    ...(draft.check !== undefined ? { check: draft.check } : {}),
   };
 }
 
@@ -101,6 +104,7 @@ export function buildRecord(pending: PendingRecord, seq: number, prevHash: Uint8
     payloadType: PayloadType.RECORD_PAYLOAD_V1,
     signature: pending.signature,
     coSignature: pending.coSignature,
+    coAuthorization: pending.coAuthorization,
     flag: pending.flag,
   });
   const headerBytes = toBinary(RecordHeaderSchema, header);

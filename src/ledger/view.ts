@@ -67,6 +67,23 @@ export interface PolicyInForce {
   readonly teamFileHash: string;
   readonly canonical: string;
   readonly startFileHashes: Readonly<Record<string, string>>;
+  /** The owner's last applied policy record (the base the delegated changes were made over). */
+  readonly ownerSeq: number;
+  /** The delegates' grants and agreements since the owner's last apply, oldest first (§10). */
+  readonly delegated: readonly DelegatedRecord[];
+}
+
+/** One grant or agreement a delegate made (§10): its record, the change, who signed and who confirmed. */
+export interface DelegatedRecord {
+  readonly seq: number;
+  readonly kind: "grant" | "agreement";
+  /** The change as canonical JSON (src/kernel/delegated-change.ts). */
+  readonly change: string;
+  /** The granting seat (the record's signer). */
+  readonly signer: string;
+  /** A two-granter record's second principal ("owner" or a seat). */
+  readonly coAuthorizer?: string;
+  readonly timeUnixMs: number;
 }
 
 export interface TeamState {
@@ -232,11 +249,37 @@ export function createView(): ViewProjector {
       renewals.set(team, toSafeNumber(header.timeUnixMs, "record time"));
     switch (header.type) {
       case RecordType.POLICY:
+      case RecordType.GRANT:
+      case RecordType.AGREEMENT:
+        if (header.type !== RecordType.POLICY) noteRecordedRequest(record);
         if (detail.case === "policy") {
           const p = detail.value;
+          const owner = header.type === RecordType.POLICY;
+          const previous = policies.get(team);
+          const coAuthorizer = header.coAuthorization?.principal;
+          const delegated: readonly DelegatedRecord[] = owner
+            ? []
+            : [
+                ...(previous?.delegated ?? []),
+                Object.freeze({
+                  seq,
+                  kind: header.type === RecordType.GRANT ? ("grant" as const) : ("agreement" as const),
+                  change: p.change,
+                  signer: header.signer?.seat ?? "",
+                  ...(coAuthorizer !== undefined ? { coAuthorizer: coAuthorizer.kind === PrincipalKind.OWNER ? "owner" : coAuthorizer.seat } : {}),
+                  timeUnixMs: toSafeNumber(header.timeUnixMs, "record time"),
+                }),
+              ];
           policies.set(
             team,
-            Object.freeze({ seq, teamFileHash: toHex(p.teamFileHash), canonical: p.canonical, startFileHashes: Object.freeze({ ...p.startFileHashes }) }),
+            Object.freeze({
+              seq,
+              teamFileHash: toHex(p.teamFileHash),
+              canonical: p.canonical,
+              startFileHashes: Object.freeze({ ...p.startFileHashes }),
+              ownerSeq: owner ? seq : (previous?.ownerSeq ?? 0),
+              delegated: Object.freeze(delegated),
+            }),
           );
         }
         break;

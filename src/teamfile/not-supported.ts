@@ -20,8 +20,6 @@ const SHARED: Readonly<Record<string, string>> = {
   ceiling: AT_TOP("the ceiling"),
   deny: AT_TOP("the deny"),
   envelope: `the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with ${ENVELOPE}`,
-  grant: `grant (§10): the kernel decides a grant holder's changes (checkAuthorityChange), and the daemon's request path for them is not built yet`,
-  agree: `agree (§10): the kernel decides same-copy agreement (checkAuthorityChange), and the daemon's request path for it is not built yet`,
   create: "create and its create-bounds (§10) are not built yet",
 };
 
@@ -29,8 +27,6 @@ export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, strin
   top: {
     envelope: SHARED.envelope as string,
     leases: SHARED.leases as string,
-    grant: SHARED.grant as string,
-    agree: SHARED.agree as string,
     create: SHARED.create as string,
     "create-bounds": "create-bounds (§10) are not built yet",
   },

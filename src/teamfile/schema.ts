@@ -57,6 +57,16 @@ class Reader {
             "key",
           ),
         );
+      } else if (!known.includes(key) && (key === "grant" || key === "agree")) {
+        this.problems.push(
+          problem(
+            "teamfile.schema",
+            [...at, key],
+            `'${key}' is not a key of ${DESCRIBE[level]}: ${key} (§10) is a capability one seat holds`,
+            `write \`${key}: ~\` under the holding seat's capabilities`,
+            "key",
+          ),
+        );
       } else if (!known.includes(key)) {
         const guess = closest(key, known);
         this.problems.push(

@@ -135,14 +135,19 @@ describe("two-granter (§10)", () => {
     expect(checkTwoGranter("p1", state, signatures)?.rule).toBe(rule);
   });
 
-  it("a co-signed change whose state changed is refused by checkAuthorityChange", () => {
+  it("a co-signed change is checked against the input state the decision is given (the daemon's), not one the request names", () => {
     const before = team(SEATS);
-    const decided = checkAuthorityChange(createKernelView(before), {
-      kind: "edit",
-      principal: { kind: "owner" },
-      after: before,
-      coSigned: { proposal: "p1", inputState: "s2", signatures: [sig("a"), sig("b")] },
-    });
-    expect(decided).toMatchObject({ decision: "refuse", rule: "twogranter.void" });
+    const change = (inputState: string | undefined) =>
+      checkAuthorityChange(createKernelView(before), {
+        kind: "edit",
+        principal: { kind: "owner" },
+        after: before,
+        ...(inputState !== undefined ? { inputState } : {}),
+        coSigned: { proposal: "p1", signatures: [sig("a"), sig("b")] },
+      });
+    expect(change("s2")).toMatchObject({ decision: "refuse", rule: "twogranter.void" });
+    expect(change("s1")).toMatchObject({ decision: "commit" });
+    // No state given: it cannot be compared, so it is refused (fail closed).
+    expect(change(undefined)).toMatchObject({ decision: "refuse", rule: "twogranter.void" });
   });
 });

@@ -21,6 +21,7 @@ function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<stri
     team: "proj",
     actor: "seat:proj/w",
     signer: "seat:proj/w",
+    coAuthorizer: "",
     claimedName: "",
     action: "file.write",
     target: "ref:refs/heads/seat/w/x",

@@ -101,8 +101,8 @@ describe("tamper", () => {
   it("golden: a bit of a header's seq field → that seq", async () => {
     for (const seq of [1, 7, tip]) {
       const { bytes } = headerOf(seq);
-      // format = 1 is field 1 (0x08 0x01); seq is field 2: tag 0x10, then its varint.
-      expect([bytes[0], bytes[1], bytes[2]]).toEqual([0x08, 0x01, 0x10]);
+      // format = 2 is field 1 (0x08 0x02); seq is field 2: tag 0x10, then its varint.
+      expect([bytes[0], bytes[1], bytes[2]]).toEqual([0x08, 0x02, 0x10]);
       await expectFailAt(flip("records", "header", seq, 3 * 8), seq, `seq field of ${seq}`);
     }
   });

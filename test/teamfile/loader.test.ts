@@ -162,12 +162,9 @@ describe("keys for features not enforced yet are refused as not supported, namin
     { where: "role: ceiling", yaml: `${HEAD}roles:\n  r:\n    ceiling: {}\n`, area: /§8.*top of the file/ },
     { where: "seat: leads", yaml: `${HEAD}seats:\n  a:\n    leads: true\n`, area: /§9.*top of the file/ },
     { where: "seat: constraints", yaml: `${HEAD}seats:\n  a:\n    constraints: []\n`, area: /§5.*top of the file/ },
-    { where: "seat: grant", yaml: `${HEAD}seats:\n  a:\n    grant: true\n`, area: /§10/ },
     { where: "start: binds", yaml: `${HEAD}seats:\n  a:\n    start:\n      command: [x]\n      binds: [/data]\n`, area: /containment/ },
-    { where: "capability: grant", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      grant: ~\n`, area: /§10/ },
-    { where: "capability: agree", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      agree: ~\n`, area: /§10/ },
     { where: "capability: leads", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      leads: ~\n`, area: /§9.*top of the file/ },
-    { where: "capability: all", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      all: ~\n`, area: /agree/ },
+    { where: "capability: all", yaml: `${HEAD}seats:\n  a:\n    capabilities:\n      all: ~\n`, area: /agree: ~/ },
   ];
   it.each(table)("$where", ({ yaml, area }) => {
     const errors = errorsOf(loadTeamFileText(yaml));
@@ -176,6 +173,35 @@ describe("keys for features not enforced yet are refused as not supported, namin
     expect(hit?.message).toMatch(/not supported yet/);
     expect(hit?.message).toMatch(area);
     expect(hit?.line).toBeGreaterThan(0);
+  });
+});
+
+describe("grant and agree (§10): held by the seat the owner writes them on, nowhere else", () => {
+  it("on a seat's own capabilities, with no scope: held, in the canonical form and the policy hash, outside the operational set", () => {
+    const loaded = loadTeamFileText(
+      `${HEAD}seats:\n  a:\n    capabilities:\n      read: ~\n      grant: ~\n      agree: {}\n  b:\n    capabilities:\n      read: ~\n`,
+    );
+    expect(loaded.ok, JSON.stringify(loaded.ok ? "" : loaded.errors)).toBe(true);
+    if (!loaded.ok) return;
+    expect(loaded.policy.seats.a?.admin).toEqual(["agree", "grant"]);
+    expect(JSON.parse(loaded.canonical).seats.a.capabilities).toMatchObject({ grant: {}, agree: {} });
+    // A same copy compares the operational set (§10): a seat's grant never makes its copy differ, nor is copied.
+    expect(loaded.policy.seats.a?.capabilitiesHash).toBe(loaded.policy.seats.b?.capabilitiesHash);
+    // The canonical form loads back to the same policy (the policy in force is rebuilt from it).
+    const again = loadTeamFileText(loaded.canonical);
+    expect(again.ok && again.hashes.policy).toBe(loaded.hashes.policy);
+  });
+  it.each([
+    ["as a seat key", `${HEAD}seats:\n  a:\n    grant: true\n`, /capability one seat holds/],
+    ["in a role", `${HEAD}roles:\n  r:\n    capabilities:\n      agree: ~\n`, /never through a role/],
+    ["in the leads envelope", `${HEAD}leads:\n  seat: a\n  envelope:\n    grant: ~\nseats:\n  a: {}\n`, /never leased/],
+    ["with a scope", `${HEAD}seats:\n  a:\n    capabilities:\n      grant: { path: src/ }\n`, /no project scope/],
+  ])("refused %s", (_where, yaml, message) => {
+    const errors = errorsOf(loadTeamFileText(yaml));
+    expect(
+      errors.find((e) => e.rule === "teamfile.schema" && message.test(e.message)),
+      JSON.stringify(errors),
+    ).toBeDefined();
   });
 });
 

@@ -16,6 +16,7 @@ function entry(type: string, more: Partial<LedgerEntry> & { fields?: Record<stri
     team: "proj",
     actor: "daemon",
     signer: "daemon",
+    coAuthorizer: "",
     claimedName: "",
     action: "",
     target: "",

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/ledger.proto.
  */
 export const file_teamd_v1_ledger: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgi5AMKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luIuMBCghQcm9wb3NhbBIiCgR0eXBlGAEgASgOMhQudGVhbWQudjEuUmVjb3JkVHlwZRIMCgR0ZWFtGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIrCgpjYXBhYmlsaXR5GAQgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIrCgxwYXlsb2FkX3R5cGUYBSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIWCg5wYXlsb2FkX2RpZ2VzdBgGIAEoDBIjCgZzaWduZXIYByABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwiLwoGRG9tYWluEgwKBHRlYW0YASABKAkSFwoPcmVwb3NpdG9yeV9yb290GAIgASgJIjoKBlRhcmdldBIiCgRraW5kGAEgASgOMhQudGVhbWQudjEuVGFyZ2V0S2luZBIMCgRuYW1lGAIgASgJIgwKCk5vQXJ0aWZhY3QiiAEKEEFydGlmYWN0SWRlbnRpdHkSJAoEbm9uZRgBIAEoCzIULnRlYW1kLnYxLk5vQXJ0aWZhY3RIABIUCgpnaXRfY29tbWl0GAIgASgJSAASEgoIZ2l0X3RyZWUYAyABKAlIABIYCg5jb250ZW50X3NoYTI1NhgEIAEoDEgAQgoKCGlkZW50aXR5Ik8KCklucHV0U3RhdGUSEQoJdHJlZV9oYXNoGAEgASgJEhYKDnRlYW1fZmlsZV9oYXNoGAIgASgMEhYKDmxlYXNlX3NldF9oYXNoGAMgASgMIiMKBUZpZWxkEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKrCQoNUmVjb3JkUGF5bG9hZBIgCgZkb21haW4YASABKAsyEC50ZWFtZC52MS5Eb21haW4SIAoGdGFyZ2V0GAIgASgLMhAudGVhbWQudjEuVGFyZ2V0EioKBmJlZm9yZRgDIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSKQoFYWZ0ZXIYBCABKAsyGi50ZWFtZC52MS5BcnRpZmFjdElkZW50aXR5EhIKCnJvb3RfZ3JhbnQYBSABKAkSEgoKcmVxdWVzdF9pZBgGIAEoCRIWCg5yZXF1ZXN0X2RpZ2VzdBgHIAEoDBIpCgtpbnB1dF9zdGF0ZRgIIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSEQoJZWZmZWN0X2lkGAkgASgMEh8KBmZpZWxkcxgKIAMoCzIPLnRlYW1kLnYxLkZpZWxkEioKB2dlbmVzaXMYFCABKAsyFy50ZWFtZC52MS5HZW5lc2lzRGV0YWlsSAASKAoGcG9saWN5GBUgASgLMhYudGVhbWQudjEuUG9saWN5RGV0YWlsSAASJgoFbGVhc2UYFiABKAsyFS50ZWFtZC52MS5MZWFzZURldGFpbEgAEjAKCnJldm9jYXRpb24YFyABKAsyGi50ZWFtZC52MS5SZXZvY2F0aW9uRGV0YWlsSAASKgoHb3V0Y29tZRgYIAEoCzIXLnRlYW1kLnYxLk91dGNvbWVEZXRhaWxIABIkCgRnYXRlGBkgASgLMhQudGVhbWQudjEuR2F0ZURldGFpbEgAEigKBnJldmlldxgaIAEoCzIWLnRlYW1kLnYxLlJldmlld0RldGFpbEgAEioKB3JlZnVzYWwYGyABKAsyFy50ZWFtZC52MS5SZWZ1c2FsRGV0YWlsSAASKAoGbm90aWNlGBwgASgLMhYudGVhbWQudjEuTm90aWNlRGV0YWlsSAASJAoEc3RvcBgdIAEoCzIULnRlYW1kLnYxLlN0b3BEZXRhaWxIABIoCgZyZXN1bWUYHiABKAsyFi50ZWFtZC52MS5SZXN1bWVEZXRhaWxIABIuCglyZWNvbmNpbGUYHyABKAsyGS50ZWFtZC52MS5SZWNvbmNpbGVEZXRhaWxIABIkCgRzZWF0GCAgASgLMhQudGVhbWQudjEuU2VhdERldGFpbEgAEjAKCmNoZWNrcG9pbnQYISABKAsyGi50ZWFtZC52MS5DaGVja3BvaW50RGV0YWlsSAASJAoEdGVhbRgiIAEoCzIULnRlYW1kLnYxLlRlYW1EZXRhaWxIABIuCgl0b21ic3RvbmUYIyABKAsyGS50ZWFtZC52MS5Ub21ic3RvbmVEZXRhaWxIABImCgVyZW5ldxgkIAEoCzIVLnRlYW1kLnYxLlJlbmV3RGV0YWlsSAASKgoHYXJjaGl2ZRglIAEoCzIXLnRlYW1kLnYxLkFyY2hpdmVEZXRhaWxIABImCgVtZXRlchgmIAEoCzIVLnRlYW1kLnYxLk1ldGVyRGV0YWlsSAASKgoHcmVzZXJ2ZRgnIAEoCzIXLnRlYW1kLnYxLlJlc2VydmVEZXRhaWxIAEIICgZkZXRhaWwiVwoNR2VuZXNpc0RldGFpbBIYChBvd25lcl9wdWJsaWNfa2V5GAEgASgMEhkKEWRhZW1vbl9wdWJsaWNfa2V5GAIgASgMEhEKCWxlZGdlcl9pZBgDIAEoDCK5AQoMUG9saWN5RGV0YWlsEhYKDnRlYW1fZmlsZV9oYXNoGAEgASgMEhEKCWNhbm9uaWNhbBgCIAEoCRJGChFzdGFydF9maWxlX2hhc2hlcxgDIAMoCzIrLnRlYW1kLnYxLlBvbGljeURldGFpbC5TdGFydEZpbGVIYXNoZXNFbnRyeRo2ChRTdGFydEZpbGVIYXNoZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIi0KClRlYW1EZXRhaWwSEgoKcmVwb3NpdG9yeRgBIAEoCRILCgNodWIYAiABKAkiigEKC0xlYXNlRGV0YWlsEhAKCGxlYXNlX2lkGAEgASgJEhcKD3BhcmVudF9sZWFzZV9pZBgCIAEoCRISCgpyb290X2dyYW50GAMgASgJEhcKD2V4cGlyZXNfdW5peF9tcxgEIAEoBBIjCgZob2xkZXIYBSABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwicwoQUmV2b2NhdGlvbkRldGFpbBIsCgdzdWJqZWN0GAEgASgOMhsudGVhbWQudjEuUmV2b2NhdGlvblN1YmplY3QSEgoKc3ViamVjdF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkSDQoFbm9uY2UYBCABKAwiaQoNT3V0Y29tZURldGFpbBISCgppbnRlbnRfc2VxGAEgASgEEicKBnJlc3VsdBgCIAEoDjIXLnRlYW1kLnYxLk91dGNvbWVSZXN1bHQSDAoEbm90ZRgDIAEoCRINCgVyZXBseRgEIAEoDCIyCgpHYXRlRGV0YWlsEiQKBnJlc3VsdBgBIAEoDjIULnRlYW1kLnYxLkdhdGVSZXN1bHQiHwoMUmV2aWV3RGV0YWlsEg8KB3ZlcmRpY3QYASABKAkiLQoNUmVmdXNhbERldGFpbBIMCgRydWxlGAEgASgJEg4KBnJlYXNvbhgCIAEoCSItCgxOb3RpY2VEZXRhaWwSDwoHc3ViamVjdBgBIAEoCRIMCgR0ZXh0GAIgASgJIl0KClN0b3BEZXRhaWwSIgoFc2NvcGUYASABKA4yEy50ZWFtZC52MS5TdG9wU2NvcGUSDAoEdGVhbRgCIAEoCRIOCgZyZWFzb24YAyABKAkSDQoFbm9uY2UYBCABKAwiLwoMUmVzdW1lRGV0YWlsEhAKCGZsYWdfaWRzGAEgAygJEg0KBW5vbmNlGAIgASgMInIKFU91dGNvbWVSZWNvbmNpbGlhdGlvbhISCgppbnRlbnRfc2VxGAEgASgEEi0KCGRlY2lzaW9uGAIgASgOMhsudGVhbWQudjEuUmVjb25jaWxlRGVjaXNpb24SFgoObmV3X3JlcXVlc3RfaWQYAyABKAkiqwEKEkhlYWRSZWNvbmNpbGlhdGlvbhIMCgRydWxlGAEgASgJEg8KB3RpcF9zZXEYAiABKAQSEAoIdGlwX2hhc2gYAyABKAwSEAoIaGVhZF9zZXEYBCABKAQSEQoJaGVhZF9oYXNoGAUgASgMEg8KB2RhbWFnZWQYBiABKAgSFwoPZGFtYWdlX2Zyb21fc2VxGAcgASgEEhUKDWRhbWFnZV9kaWdlc3QYCCABKAwijQEKD1JlY29uY2lsZURldGFpbBIyCgdvdXRjb21lGAEgASgLMh8udGVhbWQudjEuT3V0Y29tZVJlY29uY2lsaWF0aW9uSAASLAoEaGVhZBgCIAEoCzIcLnRlYW1kLnYxLkhlYWRSZWNvbmNpbGlhdGlvbkgAEg0KBW5vbmNlGAMgASgMQgkKB3N1YmplY3QiKgoKU2VhdERldGFpbBIMCgRzZWF0GAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJBChBDaGVja3BvaW50RGV0YWlsEgwKBG5vdGUYASABKAkSDgoGcnVuX2lkGAIgASgJEg8KB2hhbmRvZmYYAyABKAkioQEKC01ldGVyRGV0YWlsEg0KBW1ldGVyGAEgASgJEgwKBGtpbmQYAiABKAkSCwoDbGFiGAMgASgJEhwKFHBlcmlvZF9zdGFydF91bml4X21zGAQgASgDEhQKDGZyb21fdW5peF9tcxgFIAEoAxISCgp0b191bml4X21zGAYgASgDEg4KBmFtb3VudBgHIAEoAxIQCghjdXJyZW5jeRgIIAEoCSKHAQoNUmVzZXJ2ZURldGFpbBIMCgRzZWF0GAEgASgJEg4KBnJ1bl9pZBgCIAEoCRILCgNsYWIYAyABKAkSDgoGYW1vdW50GAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEhwKFHBlcmlvZF9zdGFydF91bml4X21zGAYgASgDEgsKA3doeRgHIAEoCSIcCgtSZW5ld0RldGFpbBINCgVub25jZRgBIAEoDCLlAQoPVG9tYnN0b25lRGV0YWlsEgsKA3NlcRgBIAEoBBIOCgZyZWFzb24YAiABKAkSIgoEdHlwZRgDIAEoDjIULnRlYW1kLnYxLlJlY29yZFR5cGUSIAoGdGFyZ2V0GAQgASgLMhAudGVhbWQudjEuVGFyZ2V0EhYKDnBheWxvYWRfZGlnZXN0GAUgASgMEjQKD3Jldm9rZWRfc3ViamVjdBgGIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnJldm9rZWRfaWQYByABKAkSDQoFbm9uY2UYCCABKAwiWwoNU2VhbFN0YXRlbWVudBIRCglmaXJzdF9zZXEYASABKAQSEAoIbGFzdF9zZXEYAiABKAQSFQoNaGVhZGVyX2hhc2hlcxgDIAMoDBIOCgZrZXlfaWQYBCABKAwiLAoEU2VhbBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIlAKDUhlYWRTdGF0ZW1lbnQSCwoDc2VxGAEgASgEEgwKBGhhc2gYAiABKAwSFAoMdGltZV91bml4X21zGAMgASgEEg4KBmtleV9pZBgEIAEoDCIyCgpTaWduZWRIZWFkEhEKCXN0YXRlbWVudBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwinAEKCE93bmVyQWN0EhAKCHByb3Bvc2FsGAEgASgMEg8KB3BheWxvYWQYAiABKAwSKQoJc2lnbmF0dXJlGAMgASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiwKDGNvX3NpZ25hdHVyZRgEIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIUCgxjbGFpbWVkX25hbWUYBSABKAki4wEKDUFyY2hpdmVEZXRhaWwSEgoKYmVmb3JlX3NlcRgBIAEoBBIMCgRmaWxlGAIgASgJEgwKBGtlZXAYAyABKAgSDQoFbm9uY2UYBCABKAwSDwoHY3V0X3NlcRgFIAEoBBIQCghjdXRfaGFzaBgGIAEoDBIQCghmcm9tX3NlcRgHIAEoBBIjCgRrZXB0GAggAygLMhUudGVhbWQudjEuQXJjaGl2ZUtlcHQSEAoIYXJjaGl2ZWQYCSABKAQSEwoLZmlsZV9kaWdlc3QYCiABKAwSEgoKc3BlbnRfYWN0cxgLIAMoDCI1CgtBcmNoaXZlS2VwdBILCgNzZXEYASABKAQSDAoEaGFzaBgCIAEoDBILCgN3aHkYAyABKAkqmgUKClJlY29yZFR5cGUSGwoXUkVDT1JEX1RZUEVfVU5TUEVDSUZJRUQQABIXChNSRUNPUkRfVFlQRV9HRU5FU0lTEAESFgoSUkVDT1JEX1RZUEVfUE9MSUNZEAISFQoRUkVDT1JEX1RZUEVfR1JBTlQQAxIZChVSRUNPUkRfVFlQRV9BR1JFRU1FTlQQBBIVChFSRUNPUkRfVFlQRV9MRUFTRRAFEhoKFlJFQ09SRF9UWVBFX1JFVk9DQVRJT04QBhIWChJSRUNPUkRfVFlQRV9JTlRFTlQQBxIXChNSRUNPUkRfVFlQRV9PVVRDT01FEAgSFgoSUkVDT1JEX1RZUEVfUkVWSUVXEAkSFAoQUkVDT1JEX1RZUEVfR0FURRAKEhcKE1JFQ09SRF9UWVBFX1JFRlVTQUwQCxIWChJSRUNPUkRfVFlQRV9OT1RJQ0UQDBIUChBSRUNPUkRfVFlQRV9TVE9QEA0SFgoSUkVDT1JEX1RZUEVfUkVTVU1FEA4SGQoVUkVDT1JEX1RZUEVfUkVDT05DSUxFEA8SGgoWUkVDT1JEX1RZUEVfU0VBVF9TVEFSVBAQEhkKFVJFQ09SRF9UWVBFX1NFQVRfU1RPUBAREhoKFlJFQ09SRF9UWVBFX0NIRUNLUE9JTlQQEhIUChBSRUNPUkRfVFlQRV9URUFNEBYSFgoSUkVDT1JEX1RZUEVfU0VSVkVEEBcSGQoVUkVDT1JEX1RZUEVfVE9NQlNUT05FEBgSFQoRUkVDT1JEX1RZUEVfUkVORVcQGRIXChNSRUNPUkRfVFlQRV9BUkNISVZFEBoSFQoRUkVDT1JEX1RZUEVfTUVURVIQGxIXChNSRUNPUkRfVFlQRV9SRVNFUlZFEBwiBAgTEBUqfQoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX09XTkVSEAESGQoVUFJJTkNJUEFMX0tJTkRfREFFTU9OEAISFwoTUFJJTkNJUEFMX0tJTkRfU0VBVBADKngKClNjb3BlU3RhdGUSGwoXU0NPUEVfU1RBVEVfVU5TUEVDSUZJRUQQABIdChlTQ09QRV9TVEFURV9VTkNPTlNUUkFJTkVEEAESFwoTU0NPUEVfU1RBVEVfQk9VTkRFRBACEhUKEVNDT1BFX1NUQVRFX0VNUFRZEAMqTwoLUGF5bG9hZFR5cGUSHAoYUEFZTE9BRF9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeUEFZTE9BRF9UWVBFX1JFQ09SRF9QQVlMT0FEX1YxEAEqlQIKClRhcmdldEtpbmQSGwoXVEFSR0VUX0tJTkRfVU5TUEVDSUZJRUQQABITCg9UQVJHRVRfS0lORF9SRUYQARIbChdUQVJHRVRfS0lORF9FTlZJUk9OTUVOVBACEhcKE1RBUkdFVF9LSU5EX0FDQ09VTlQQAxIUChBUQVJHRVRfS0lORF9UQVNLEAQSFAoQVEFSR0VUX0tJTkRfVEVBTRAFEhQKEFRBUkdFVF9LSU5EX1NFQVQQBhIVChFUQVJHRVRfS0lORF9MRUFTRRAHEhUKEVRBUkdFVF9LSU5EX0dSQU5UEAgSFwoTVEFSR0VUX0tJTkRfTUFDSElORRAJEhYKElRBUkdFVF9LSU5EX0xFREdFUhAKKoABCg1PdXRjb21lUmVzdWx0Eh4KGk9VVENPTUVfUkVTVUxUX1VOU1BFQ0lGSUVEEAASFwoTT1VUQ09NRV9SRVNVTFRfRE9ORRABEhoKFk9VVENPTUVfUkVTVUxUX1JFRlVTRUQQAhIaChZPVVRDT01FX1JFU1VMVF9VTktOT1dOEAMqkAEKEVJldm9jYXRpb25TdWJqZWN0EiIKHlJFVk9DQVRJT05fU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9MRUFTRRABEhwKGFJFVk9DQVRJT05fU1VCSkVDVF9HUkFOVBACEhsKF1JFVk9DQVRJT05fU1VCSkVDVF9TRUFUEAMqVQoKR2F0ZVJlc3VsdBIbChdHQVRFX1JFU1VMVF9VTlNQRUNJRklFRBAAEhQKEEdBVEVfUkVTVUxUX1BBU1MQARIUChBHQVRFX1JFU1VMVF9GQUlMEAIqVAoJU3RvcFNjb3BlEhoKFlNUT1BfU0NPUEVfVU5TUEVDSUZJRUQQABIWChJTVE9QX1NDT1BFX01BQ0hJTkUQARITCg9TVE9QX1NDT1BFX1RFQU0QAirKAQoRUmVjb25jaWxlRGVjaXNpb24SIgoeUkVDT05DSUxFX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASIgoeUkVDT05DSUxFX0RFQ0lTSU9OX0FDQ0VQVF9ET05FEAESHQoZUkVDT05DSUxFX0RFQ0lTSU9OX1JFUEVBVBACEiQKIFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9ET05FEAMSKAokUkVDT05DSUxFX0RFQ0lTSU9OX1JFU09MVkVEX05PVF9ET05FEARiBnByb3RvMw");
+  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgimQQKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luEjMKEGNvX2F1dGhvcml6YXRpb24YESABKAsyGS50ZWFtZC52MS5Db0F1dGhvcml6YXRpb24ilgEKD0NvQXV0aG9yaXphdGlvbhImCglwcmluY2lwYWwYASABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFQoNcHJvcG9zYWxfaGFzaBgCIAEoDBIpCgtpbnB1dF9zdGF0ZRgDIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSGQoRY29uZmlybWVkX3VuaXhfbXMYBCABKAQi4wEKCFByb3Bvc2FsEiIKBHR5cGUYASABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEgwKBHRlYW0YAiABKAkSDgoGYWN0aW9uGAMgASgJEisKCmNhcGFiaWxpdHkYBCABKAsyFy50ZWFtZC52MS5DYXBhYmlsaXR5VXNlEisKDHBheWxvYWRfdHlwZRgFIAEoDjIVLnRlYW1kLnYxLlBheWxvYWRUeXBlEhYKDnBheWxvYWRfZGlnZXN0GAYgASgMEiMKBnNpZ25lchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbCIvCgZEb21haW4SDAoEdGVhbRgBIAEoCRIXCg9yZXBvc2l0b3J5X3Jvb3QYAiABKAkiOgoGVGFyZ2V0EiIKBGtpbmQYASABKA4yFC50ZWFtZC52MS5UYXJnZXRLaW5kEgwKBG5hbWUYAiABKAkiDAoKTm9BcnRpZmFjdCKIAQoQQXJ0aWZhY3RJZGVudGl0eRIkCgRub25lGAEgASgLMhQudGVhbWQudjEuTm9BcnRpZmFjdEgAEhQKCmdpdF9jb21taXQYAiABKAlIABISCghnaXRfdHJlZRgDIAEoCUgAEhgKDmNvbnRlbnRfc2hhMjU2GAQgASgMSABCCgoIaWRlbnRpdHkiTwoKSW5wdXRTdGF0ZRIRCgl0cmVlX2hhc2gYASABKAkSFgoOdGVhbV9maWxlX2hhc2gYAiABKAwSFgoObGVhc2Vfc2V0X2hhc2gYAyABKAwiIwoFRmllbGQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIqsJCg1SZWNvcmRQYXlsb2FkEiAKBmRvbWFpbhgBIAEoCzIQLnRlYW1kLnYxLkRvbWFpbhIgCgZ0YXJnZXQYAiABKAsyEC50ZWFtZC52MS5UYXJnZXQSKgoGYmVmb3JlGAMgASgLMhoudGVhbWQudjEuQXJ0aWZhY3RJZGVudGl0eRIpCgVhZnRlchgEIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSEgoKcm9vdF9ncmFudBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJEhYKDnJlcXVlc3RfZGlnZXN0GAcgASgMEikKC2lucHV0X3N0YXRlGAggASgLMhQudGVhbWQudjEuSW5wdXRTdGF0ZRIRCgllZmZlY3RfaWQYCSABKAwSHwoGZmllbGRzGAogAygLMg8udGVhbWQudjEuRmllbGQSKgoHZ2VuZXNpcxgUIAEoCzIXLnRlYW1kLnYxLkdlbmVzaXNEZXRhaWxIABIoCgZwb2xpY3kYFSABKAsyFi50ZWFtZC52MS5Qb2xpY3lEZXRhaWxIABImCgVsZWFzZRgWIAEoCzIVLnRlYW1kLnYxLkxlYXNlRGV0YWlsSAASMAoKcmV2b2NhdGlvbhgXIAEoCzIaLnRlYW1kLnYxLlJldm9jYXRpb25EZXRhaWxIABIqCgdvdXRjb21lGBggASgLMhcudGVhbWQudjEuT3V0Y29tZURldGFpbEgAEiQKBGdhdGUYGSABKAsyFC50ZWFtZC52MS5HYXRlRGV0YWlsSAASKAoGcmV2aWV3GBogASgLMhYudGVhbWQudjEuUmV2aWV3RGV0YWlsSAASKgoHcmVmdXNhbBgbIAEoCzIXLnRlYW1kLnYxLlJlZnVzYWxEZXRhaWxIABIoCgZub3RpY2UYHCABKAsyFi50ZWFtZC52MS5Ob3RpY2VEZXRhaWxIABIkCgRzdG9wGB0gASgLMhQudGVhbWQudjEuU3RvcERldGFpbEgAEigKBnJlc3VtZRgeIAEoCzIWLnRlYW1kLnYxLlJlc3VtZURldGFpbEgAEi4KCXJlY29uY2lsZRgfIAEoCzIZLnRlYW1kLnYxLlJlY29uY2lsZURldGFpbEgAEiQKBHNlYXQYICABKAsyFC50ZWFtZC52MS5TZWF0RGV0YWlsSAASMAoKY2hlY2twb2ludBghIAEoCzIaLnRlYW1kLnYxLkNoZWNrcG9pbnREZXRhaWxIABIkCgR0ZWFtGCIgASgLMhQudGVhbWQudjEuVGVhbURldGFpbEgAEi4KCXRvbWJzdG9uZRgjIAEoCzIZLnRlYW1kLnYxLlRvbWJzdG9uZURldGFpbEgAEiYKBXJlbmV3GCQgASgLMhUudGVhbWQudjEuUmVuZXdEZXRhaWxIABIqCgdhcmNoaXZlGCUgASgLMhcudGVhbWQudjEuQXJjaGl2ZURldGFpbEgAEiYKBW1ldGVyGCYgASgLMhUudGVhbWQudjEuTWV0ZXJEZXRhaWxIABIqCgdyZXNlcnZlGCcgASgLMhcudGVhbWQudjEuUmVzZXJ2ZURldGFpbEgAQggKBmRldGFpbCJXCg1HZW5lc2lzRGV0YWlsEhgKEG93bmVyX3B1YmxpY19rZXkYASABKAwSGQoRZGFlbW9uX3B1YmxpY19rZXkYAiABKAwSEQoJbGVkZ2VyX2lkGAMgASgMIt8BCgxQb2xpY3lEZXRhaWwSFgoOdGVhbV9maWxlX2hhc2gYASABKAwSEQoJY2Fub25pY2FsGAIgASgJEkYKEXN0YXJ0X2ZpbGVfaGFzaGVzGAMgAygLMisudGVhbWQudjEuUG9saWN5RGV0YWlsLlN0YXJ0RmlsZUhhc2hlc0VudHJ5Eg4KBmNoYW5nZRgEIAEoCRIUCgxpbl9mb3JjZV9zZXEYBSABKAQaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASItCgpUZWFtRGV0YWlsEhIKCnJlcG9zaXRvcnkYASABKAkSCwoDaHViGAIgASgJIooBCgtMZWFzZURldGFpbBIQCghsZWFzZV9pZBgBIAEoCRIXCg9wYXJlbnRfbGVhc2VfaWQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIXCg9leHBpcmVzX3VuaXhfbXMYBCABKAQSIwoGaG9sZGVyGAUgASgLMhMudGVhbWQudjEuUHJpbmNpcGFsInMKEFJldm9jYXRpb25EZXRhaWwSLAoHc3ViamVjdBgBIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnN1YmplY3RfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMImkKDU91dGNvbWVEZXRhaWwSEgoKaW50ZW50X3NlcRgBIAEoBBInCgZyZXN1bHQYAiABKA4yFy50ZWFtZC52MS5PdXRjb21lUmVzdWx0EgwKBG5vdGUYAyABKAkSDQoFcmVwbHkYBCABKAwiMgoKR2F0ZURldGFpbBIkCgZyZXN1bHQYASABKA4yFC50ZWFtZC52MS5HYXRlUmVzdWx0Ih8KDFJldmlld0RldGFpbBIPCgd2ZXJkaWN0GAEgASgJIi0KDVJlZnVzYWxEZXRhaWwSDAoEcnVsZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiLQoMTm90aWNlRGV0YWlsEg8KB3N1YmplY3QYASABKAkSDAoEdGV4dBgCIAEoCSJdCgpTdG9wRGV0YWlsEiIKBXNjb3BlGAEgASgOMhMudGVhbWQudjEuU3RvcFNjb3BlEgwKBHRlYW0YAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMIi8KDFJlc3VtZURldGFpbBIQCghmbGFnX2lkcxgBIAMoCRINCgVub25jZRgCIAEoDCJyChVPdXRjb21lUmVjb25jaWxpYXRpb24SEgoKaW50ZW50X3NlcRgBIAEoBBItCghkZWNpc2lvbhgCIAEoDjIbLnRlYW1kLnYxLlJlY29uY2lsZURlY2lzaW9uEhYKDm5ld19yZXF1ZXN0X2lkGAMgASgJIqsBChJIZWFkUmVjb25jaWxpYXRpb24SDAoEcnVsZRgBIAEoCRIPCgd0aXBfc2VxGAIgASgEEhAKCHRpcF9oYXNoGAMgASgMEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoDBIPCgdkYW1hZ2VkGAYgASgIEhcKD2RhbWFnZV9mcm9tX3NlcRgHIAEoBBIVCg1kYW1hZ2VfZGlnZXN0GAggASgMIo0BCg9SZWNvbmNpbGVEZXRhaWwSMgoHb3V0Y29tZRgBIAEoCzIfLnRlYW1kLnYxLk91dGNvbWVSZWNvbmNpbGlhdGlvbkgAEiwKBGhlYWQYAiABKAsyHC50ZWFtZC52MS5IZWFkUmVjb25jaWxpYXRpb25IABINCgVub25jZRgDIAEoDEIJCgdzdWJqZWN0IioKClNlYXREZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkiQQoQQ2hlY2twb2ludERldGFpbBIMCgRub3RlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgdoYW5kb2ZmGAMgASgJIqEBCgtNZXRlckRldGFpbBINCgVtZXRlchgBIAEoCRIMCgRraW5kGAIgASgJEgsKA2xhYhgDIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgEIAEoAxIUCgxmcm9tX3VuaXhfbXMYBSABKAMSEgoKdG9fdW5peF9tcxgGIAEoAxIOCgZhbW91bnQYByABKAMSEAoIY3VycmVuY3kYCCABKAkihwEKDVJlc2VydmVEZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkSCwoDbGFiGAMgASgJEg4KBmFtb3VudBgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgGIAEoAxILCgN3aHkYByABKAkiHAoLUmVuZXdEZXRhaWwSDQoFbm9uY2UYASABKAwi5QEKD1RvbWJzdG9uZURldGFpbBILCgNzZXEYASABKAQSDgoGcmVhc29uGAIgASgJEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEiAKBnRhcmdldBgEIAEoCzIQLnRlYW1kLnYxLlRhcmdldBIWCg5wYXlsb2FkX2RpZ2VzdBgFIAEoDBI0Cg9yZXZva2VkX3N1YmplY3QYBiABKA4yGy50ZWFtZC52MS5SZXZvY2F0aW9uU3ViamVjdBISCgpyZXZva2VkX2lkGAcgASgJEg0KBW5vbmNlGAggASgMIlsKDVNlYWxTdGF0ZW1lbnQSEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEEhUKDWhlYWRlcl9oYXNoZXMYAyADKAwSDgoGa2V5X2lkGAQgASgMIiwKBFNlYWwSEQoJc3RhdGVtZW50GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQCg1IZWFkU3RhdGVtZW50EgsKA3NlcRgBIAEoBBIMCgRoYXNoGAIgASgMEhQKDHRpbWVfdW5peF9tcxgDIAEoBBIOCgZrZXlfaWQYBCABKAwiMgoKU2lnbmVkSGVhZBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIpwBCghPd25lckFjdBIQCghwcm9wb3NhbBgBIAEoDBIPCgdwYXlsb2FkGAIgASgMEikKCXNpZ25hdHVyZRgDIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIsCgxjb19zaWduYXR1cmUYBCABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSFAoMY2xhaW1lZF9uYW1lGAUgASgJIuMBCg1BcmNoaXZlRGV0YWlsEhIKCmJlZm9yZV9zZXEYASABKAQSDAoEZmlsZRgCIAEoCRIMCgRrZWVwGAMgASgIEg0KBW5vbmNlGAQgASgMEg8KB2N1dF9zZXEYBSABKAQSEAoIY3V0X2hhc2gYBiABKAwSEAoIZnJvbV9zZXEYByABKAQSIwoEa2VwdBgIIAMoCzIVLnRlYW1kLnYxLkFyY2hpdmVLZXB0EhAKCGFyY2hpdmVkGAkgASgEEhMKC2ZpbGVfZGlnZXN0GAogASgMEhIKCnNwZW50X2FjdHMYCyADKAwiNQoLQXJjaGl2ZUtlcHQSCwoDc2VxGAEgASgEEgwKBGhhc2gYAiABKAwSCwoDd2h5GAMgASgJKpoFCgpSZWNvcmRUeXBlEhsKF1JFQ09SRF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUkVDT1JEX1RZUEVfR0VORVNJUxABEhYKElJFQ09SRF9UWVBFX1BPTElDWRACEhUKEVJFQ09SRF9UWVBFX0dSQU5UEAMSGQoVUkVDT1JEX1RZUEVfQUdSRUVNRU5UEAQSFQoRUkVDT1JEX1RZUEVfTEVBU0UQBRIaChZSRUNPUkRfVFlQRV9SRVZPQ0FUSU9OEAYSFgoSUkVDT1JEX1RZUEVfSU5URU5UEAcSFwoTUkVDT1JEX1RZUEVfT1VUQ09NRRAIEhYKElJFQ09SRF9UWVBFX1JFVklFVxAJEhQKEFJFQ09SRF9UWVBFX0dBVEUQChIXChNSRUNPUkRfVFlQRV9SRUZVU0FMEAsSFgoSUkVDT1JEX1RZUEVfTk9USUNFEAwSFAoQUkVDT1JEX1RZUEVfU1RPUBANEhYKElJFQ09SRF9UWVBFX1JFU1VNRRAOEhkKFVJFQ09SRF9UWVBFX1JFQ09OQ0lMRRAPEhoKFlJFQ09SRF9UWVBFX1NFQVRfU1RBUlQQEBIZChVSRUNPUkRfVFlQRV9TRUFUX1NUT1AQERIaChZSRUNPUkRfVFlQRV9DSEVDS1BPSU5UEBISFAoQUkVDT1JEX1RZUEVfVEVBTRAWEhYKElJFQ09SRF9UWVBFX1NFUlZFRBAXEhkKFVJFQ09SRF9UWVBFX1RPTUJTVE9ORRAYEhUKEVJFQ09SRF9UWVBFX1JFTkVXEBkSFwoTUkVDT1JEX1RZUEVfQVJDSElWRRAaEhUKEVJFQ09SRF9UWVBFX01FVEVSEBsSFwoTUkVDT1JEX1RZUEVfUkVTRVJWRRAcIgQIExAVKn0KDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9PV05FUhABEhkKFVBSSU5DSVBBTF9LSU5EX0RBRU1PThACEhcKE1BSSU5DSVBBTF9LSU5EX1NFQVQQAyp4CgpTY29wZVN0YXRlEhsKF1NDT1BFX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZU0NPUEVfU1RBVEVfVU5DT05TVFJBSU5FRBABEhcKE1NDT1BFX1NUQVRFX0JPVU5ERUQQAhIVChFTQ09QRV9TVEFURV9FTVBUWRADKk8KC1BheWxvYWRUeXBlEhwKGFBBWUxPQURfVFlQRV9VTlNQRUNJRklFRBAAEiIKHlBBWUxPQURfVFlQRV9SRUNPUkRfUEFZTE9BRF9WMRABKpUCCgpUYXJnZXRLaW5kEhsKF1RBUkdFVF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPVEFSR0VUX0tJTkRfUkVGEAESGwoXVEFSR0VUX0tJTkRfRU5WSVJPTk1FTlQQAhIXChNUQVJHRVRfS0lORF9BQ0NPVU5UEAMSFAoQVEFSR0VUX0tJTkRfVEFTSxAEEhQKEFRBUkdFVF9LSU5EX1RFQU0QBRIUChBUQVJHRVRfS0lORF9TRUFUEAYSFQoRVEFSR0VUX0tJTkRfTEVBU0UQBxIVChFUQVJHRVRfS0lORF9HUkFOVBAIEhcKE1RBUkdFVF9LSU5EX01BQ0hJTkUQCRIWChJUQVJHRVRfS0lORF9MRURHRVIQCiqAAQoNT3V0Y29tZVJlc3VsdBIeChpPVVRDT01FX1JFU1VMVF9VTlNQRUNJRklFRBAAEhcKE09VVENPTUVfUkVTVUxUX0RPTkUQARIaChZPVVRDT01FX1JFU1VMVF9SRUZVU0VEEAISGgoWT1VUQ09NRV9SRVNVTFRfVU5LTk9XThADKpABChFSZXZvY2F0aW9uU3ViamVjdBIiCh5SRVZPQ0FUSU9OX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfTEVBU0UQARIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfR1JBTlQQAhIbChdSRVZPQ0FUSU9OX1NVQkpFQ1RfU0VBVBADKlUKCkdhdGVSZXN1bHQSGwoXR0FURV9SRVNVTFRfVU5TUEVDSUZJRUQQABIUChBHQVRFX1JFU1VMVF9QQVNTEAESFAoQR0FURV9SRVNVTFRfRkFJTBACKlQKCVN0b3BTY29wZRIaChZTVE9QX1NDT1BFX1VOU1BFQ0lGSUVEEAASFgoSU1RPUF9TQ09QRV9NQUNISU5FEAESEwoPU1RPUF9TQ09QRV9URUFNEAIqygEKEVJlY29uY2lsZURlY2lzaW9uEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9BQ0NFUFRfRE9ORRABEh0KGVJFQ09OQ0lMRV9ERUNJU0lPTl9SRVBFQVQQAhIkCiBSRUNPTkNJTEVfREVDSVNJT05fUkVTT0xWRURfRE9ORRADEigKJFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9OT1RfRE9ORRAEYgZwcm90bzM");
 
 /**
  * An authenticated principal. A caller-supplied name is never a Principal: it goes in
@@ -258,7 +258,8 @@ export type RecordHeader = Message<"teamd.v1.RecordHeader"> & {
   signature?: KeySignature | undefined;
 
   /**
-   * A two-granter record's second signature over the same Proposal (§9, §10).
+   * Format 1 only: a second owner-key signature over the same Proposal. Seats hold no keys, so
+   * format 2 writes co_authorization instead; a format-1 record's is still verified.
    *
    * @generated from field: teamd.v1.KeySignature co_signature = 15;
    */
@@ -268,6 +269,13 @@ export type RecordHeader = Message<"teamd.v1.RecordHeader"> & {
    * @generated from field: teamd.v1.FlagOrigin flag = 16;
    */
   flag?: FlagOrigin | undefined;
+
+  /**
+   * Format 2: a two-granter record's co-authorization (§9, §10, §15): the second granter.
+   *
+   * @generated from field: teamd.v1.CoAuthorization co_authorization = 17;
+   */
+  coAuthorization?: CoAuthorization | undefined;
 };
 
 /**
@@ -276,6 +284,49 @@ export type RecordHeader = Message<"teamd.v1.RecordHeader"> & {
  */
 export const RecordHeaderSchema: GenMessage<RecordHeader> = /*@__PURE__*/
   messageDesc(file_teamd_v1_ledger, 5);
+
+/**
+ * The second principal of a two-granter record. Seats hold no keys: the principal is
+ * authenticated by the socket its confirmation arrived on, and the daemon attests, by sealing
+ * the record, that it confirmed this proposal over this input state. That holds against a
+ * mistake, not an attempt (§10) — a daemon that lies is outside what a seal can prove.
+ *
+ * @generated from message teamd.v1.CoAuthorization
+ */
+export type CoAuthorization = Message<"teamd.v1.CoAuthorization"> & {
+  /**
+   * @generated from field: teamd.v1.Principal principal = 1;
+   */
+  principal?: Principal | undefined;
+
+  /**
+   * SHA-256 of the canonical proposal both granters confirmed (the signer's request and this one).
+   *
+   * @generated from field: bytes proposal_hash = 2;
+   */
+  proposalHash: Uint8Array;
+
+  /**
+   * The input state the confirmation was made over (the policy in force and the lease set).
+   *
+   * @generated from field: teamd.v1.InputState input_state = 3;
+   */
+  inputState?: InputState | undefined;
+
+  /**
+   * When the daemon took the confirmation (its clock).
+   *
+   * @generated from field: uint64 confirmed_unix_ms = 4;
+   */
+  confirmedUnixMs: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.CoAuthorization.
+ * Use `create(CoAuthorizationSchema)` to create a new message.
+ */
+export const CoAuthorizationSchema: GenMessage<CoAuthorization> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 6);
 
 /**
  * The canonical proposal an owner (and a co-signer) signs: the fields of the act that do
@@ -327,7 +378,7 @@ export type Proposal = Message<"teamd.v1.Proposal"> & {
  * Use `create(ProposalSchema)` to create a new message.
  */
 export const ProposalSchema: GenMessage<Proposal> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 6);
+  messageDesc(file_teamd_v1_ledger, 7);
 
 /**
  * The domain of an act (§15): team and repository root.
@@ -351,7 +402,7 @@ export type Domain = Message<"teamd.v1.Domain"> & {
  * Use `create(DomainSchema)` to create a new message.
  */
 export const DomainSchema: GenMessage<Domain> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 7);
+  messageDesc(file_teamd_v1_ledger, 8);
 
 /**
  * @generated from message teamd.v1.Target
@@ -373,7 +424,7 @@ export type Target = Message<"teamd.v1.Target"> & {
  * Use `create(TargetSchema)` to create a new message.
  */
 export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 8);
+  messageDesc(file_teamd_v1_ledger, 9);
 
 /**
  * No artifact: typed, so no fictional hash is ever recorded.
@@ -388,7 +439,7 @@ export type NoArtifact = Message<"teamd.v1.NoArtifact"> & {
  * Use `create(NoArtifactSchema)` to create a new message.
  */
 export const NoArtifactSchema: GenMessage<NoArtifact> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 9);
+  messageDesc(file_teamd_v1_ledger, 10);
 
 /**
  * An artifact's identity before or after an act, where one exists.
@@ -435,7 +486,7 @@ export type ArtifactIdentity = Message<"teamd.v1.ArtifactIdentity"> & {
  * Use `create(ArtifactIdentitySchema)` to create a new message.
  */
 export const ArtifactIdentitySchema: GenMessage<ArtifactIdentity> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 10);
+  messageDesc(file_teamd_v1_ledger, 11);
 
 /**
  * The exact input state an act was decided against (§15), so two implementations agree on
@@ -465,7 +516,7 @@ export type InputState = Message<"teamd.v1.InputState"> & {
  * Use `create(InputStateSchema)` to create a new message.
  */
 export const InputStateSchema: GenMessage<InputState> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 11);
+  messageDesc(file_teamd_v1_ledger, 12);
 
 /**
  * Free key/value pairs a record type needs and the schema does not name yet. Repeated
@@ -490,7 +541,7 @@ export type Field = Message<"teamd.v1.Field"> & {
  * Use `create(FieldSchema)` to create a new message.
  */
 export const FieldSchema: GenMessage<Field> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 12);
+  messageDesc(file_teamd_v1_ledger, 13);
 
 /**
  * The typed payload of §15: the common statement of an act, and one detail per type.
@@ -687,7 +738,7 @@ export type RecordPayload = Message<"teamd.v1.RecordPayload"> & {
  * Use `create(RecordPayloadSchema)` to create a new message.
  */
 export const RecordPayloadSchema: GenMessage<RecordPayload> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 13);
+  messageDesc(file_teamd_v1_ledger, 14);
 
 /**
  * @generated from message teamd.v1.GenesisDetail
@@ -718,7 +769,7 @@ export type GenesisDetail = Message<"teamd.v1.GenesisDetail"> & {
  * Use `create(GenesisDetailSchema)` to create a new message.
  */
 export const GenesisDetailSchema: GenMessage<GenesisDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 14);
+  messageDesc(file_teamd_v1_ledger, 15);
 
 /**
  * @generated from message teamd.v1.PolicyDetail
@@ -745,6 +796,24 @@ export type PolicyDetail = Message<"teamd.v1.PolicyDetail"> & {
    * @generated from field: map<string, string> start_file_hashes = 3;
    */
   startFileHashes: { [key: string]: string };
+
+  /**
+   * A delegate's grant or agreement (GRANT, AGREEMENT records, §10): the change it made to the
+   * policy before it, as canonical JSON; this canonical form is that policy with the change
+   * applied (one agreement is a whole file). Empty on the owner's apply.
+   *
+   * @generated from field: string change = 4;
+   */
+  change: string;
+
+  /**
+   * The seq of the policy record in force this one was decided against (the owner's apply
+   * names the one it showed its difference over): another record in force by the time it
+   * commits refuses it (§10: between agreement and act, the tool compares again). 0: unstated.
+   *
+   * @generated from field: uint64 in_force_seq = 5;
+   */
+  inForceSeq: bigint;
 };
 
 /**
@@ -752,7 +821,7 @@ export type PolicyDetail = Message<"teamd.v1.PolicyDetail"> & {
  * Use `create(PolicyDetailSchema)` to create a new message.
  */
 export const PolicyDetailSchema: GenMessage<PolicyDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 15);
+  messageDesc(file_teamd_v1_ledger, 16);
 
 /**
  * A team registered by `teamd init`.
@@ -780,7 +849,7 @@ export type TeamDetail = Message<"teamd.v1.TeamDetail"> & {
  * Use `create(TeamDetailSchema)` to create a new message.
  */
 export const TeamDetailSchema: GenMessage<TeamDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 16);
+  messageDesc(file_teamd_v1_ledger, 17);
 
 /**
  * A lease record adds its id, parent, root grant and expiry — and nothing mutable (§7).
@@ -823,7 +892,7 @@ export type LeaseDetail = Message<"teamd.v1.LeaseDetail"> & {
  * Use `create(LeaseDetailSchema)` to create a new message.
  */
 export const LeaseDetailSchema: GenMessage<LeaseDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 17);
+  messageDesc(file_teamd_v1_ledger, 18);
 
 /**
  * @generated from message teamd.v1.RevocationDetail
@@ -857,7 +926,7 @@ export type RevocationDetail = Message<"teamd.v1.RevocationDetail"> & {
  * Use `create(RevocationDetailSchema)` to create a new message.
  */
 export const RevocationDetailSchema: GenMessage<RevocationDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 18);
+  messageDesc(file_teamd_v1_ledger, 19);
 
 /**
  * @generated from message teamd.v1.OutcomeDetail
@@ -895,7 +964,7 @@ export type OutcomeDetail = Message<"teamd.v1.OutcomeDetail"> & {
  * Use `create(OutcomeDetailSchema)` to create a new message.
  */
 export const OutcomeDetailSchema: GenMessage<OutcomeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 19);
+  messageDesc(file_teamd_v1_ledger, 20);
 
 /**
  * @generated from message teamd.v1.GateDetail
@@ -912,7 +981,7 @@ export type GateDetail = Message<"teamd.v1.GateDetail"> & {
  * Use `create(GateDetailSchema)` to create a new message.
  */
 export const GateDetailSchema: GenMessage<GateDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 20);
+  messageDesc(file_teamd_v1_ledger, 21);
 
 /**
  * @generated from message teamd.v1.ReviewDetail
@@ -929,7 +998,7 @@ export type ReviewDetail = Message<"teamd.v1.ReviewDetail"> & {
  * Use `create(ReviewDetailSchema)` to create a new message.
  */
 export const ReviewDetailSchema: GenMessage<ReviewDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 21);
+  messageDesc(file_teamd_v1_ledger, 22);
 
 /**
  * @generated from message teamd.v1.RefusalDetail
@@ -953,7 +1022,7 @@ export type RefusalDetail = Message<"teamd.v1.RefusalDetail"> & {
  * Use `create(RefusalDetailSchema)` to create a new message.
  */
 export const RefusalDetailSchema: GenMessage<RefusalDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 22);
+  messageDesc(file_teamd_v1_ledger, 23);
 
 /**
  * @generated from message teamd.v1.NoticeDetail
@@ -975,7 +1044,7 @@ export type NoticeDetail = Message<"teamd.v1.NoticeDetail"> & {
  * Use `create(NoticeDetailSchema)` to create a new message.
  */
 export const NoticeDetailSchema: GenMessage<NoticeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 23);
+  messageDesc(file_teamd_v1_ledger, 24);
 
 /**
  * @generated from message teamd.v1.StopDetail
@@ -1009,7 +1078,7 @@ export type StopDetail = Message<"teamd.v1.StopDetail"> & {
  * Use `create(StopDetailSchema)` to create a new message.
  */
 export const StopDetailSchema: GenMessage<StopDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 24);
+  messageDesc(file_teamd_v1_ledger, 25);
 
 /**
  * Only an owner act clears a stop, and it names the stops it clears.
@@ -1033,7 +1102,7 @@ export type ResumeDetail = Message<"teamd.v1.ResumeDetail"> & {
  * Use `create(ResumeDetailSchema)` to create a new message.
  */
 export const ResumeDetailSchema: GenMessage<ResumeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 25);
+  messageDesc(file_teamd_v1_ledger, 26);
 
 /**
  * Resolves an unknown outcome (§15 "Order and effect").
@@ -1064,7 +1133,7 @@ export type OutcomeReconciliation = Message<"teamd.v1.OutcomeReconciliation"> & 
  * Use `create(OutcomeReconciliationSchema)` to create a new message.
  */
 export const OutcomeReconciliationSchema: GenMessage<OutcomeReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 26);
+  messageDesc(file_teamd_v1_ledger, 27);
 
 /**
  * The state an owner accepts when the ledger failed closed (§15 "A trusted head"). Every
@@ -1127,7 +1196,7 @@ export type HeadReconciliation = Message<"teamd.v1.HeadReconciliation"> & {
  * Use `create(HeadReconciliationSchema)` to create a new message.
  */
 export const HeadReconciliationSchema: GenMessage<HeadReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 27);
+  messageDesc(file_teamd_v1_ledger, 28);
 
 /**
  * @generated from message teamd.v1.ReconcileDetail
@@ -1161,7 +1230,7 @@ export type ReconcileDetail = Message<"teamd.v1.ReconcileDetail"> & {
  * Use `create(ReconcileDetailSchema)` to create a new message.
  */
 export const ReconcileDetailSchema: GenMessage<ReconcileDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 28);
+  messageDesc(file_teamd_v1_ledger, 29);
 
 /**
  * @generated from message teamd.v1.SeatDetail
@@ -1183,7 +1252,7 @@ export type SeatDetail = Message<"teamd.v1.SeatDetail"> & {
  * Use `create(SeatDetailSchema)` to create a new message.
  */
 export const SeatDetailSchema: GenMessage<SeatDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 29);
+  messageDesc(file_teamd_v1_ledger, 30);
 
 /**
  * The handoff checkpoint the daemon builds when it halts a run (issue 27; the ownership
@@ -1220,7 +1289,7 @@ export type CheckpointDetail = Message<"teamd.v1.CheckpointDetail"> & {
  * Use `create(CheckpointDetailSchema)` to create a new message.
  */
 export const CheckpointDetailSchema: GenMessage<CheckpointDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 30);
+  messageDesc(file_teamd_v1_ledger, 31);
 
 /**
  * A meter's report (§8; docs/records.md): usage of one team in one lab over [from, to] of the
@@ -1277,7 +1346,7 @@ export type MeterDetail = Message<"teamd.v1.MeterDetail"> & {
  * Use `create(MeterDetailSchema)` to create a new message.
  */
 export const MeterDetailSchema: GenMessage<MeterDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 31);
+  messageDesc(file_teamd_v1_ledger, 32);
 
 /**
  * A spend reservation (§8): `amount` held for run `run_id` of `seat` in `lab` until a meter
@@ -1327,7 +1396,7 @@ export type ReserveDetail = Message<"teamd.v1.ReserveDetail"> & {
  * Use `create(ReserveDetailSchema)` to create a new message.
  */
 export const ReserveDetailSchema: GenMessage<ReserveDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 32);
+  messageDesc(file_teamd_v1_ledger, 33);
 
 /**
  * The owner renews a team's unattended runtime (§8): its clock starts again from this record.
@@ -1348,7 +1417,7 @@ export type RenewDetail = Message<"teamd.v1.RenewDetail"> & {
  * Use `create(RenewDetailSchema)` to create a new message.
  */
 export const RenewDetailSchema: GenMessage<RenewDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 33);
+  messageDesc(file_teamd_v1_ledger, 34);
 
 /**
  * What a tombstone hides, and the stub it leaves: the hidden record's seq, type, target and
@@ -1406,7 +1475,7 @@ export type TombstoneDetail = Message<"teamd.v1.TombstoneDetail"> & {
  * Use `create(TombstoneDetailSchema)` to create a new message.
  */
 export const TombstoneDetailSchema: GenMessage<TombstoneDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 34);
+  messageDesc(file_teamd_v1_ledger, 35);
 
 /**
  * What a seal signs: the header hashes of one commit batch, in order.
@@ -1440,7 +1509,7 @@ export type SealStatement = Message<"teamd.v1.SealStatement"> & {
  * Use `create(SealStatementSchema)` to create a new message.
  */
 export const SealStatementSchema: GenMessage<SealStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 35);
+  messageDesc(file_teamd_v1_ledger, 36);
 
 /**
  * Stored per commit batch, keyed by the batch's last seq. signature is the daemon's over
@@ -1465,7 +1534,7 @@ export type Seal = Message<"teamd.v1.Seal"> & {
  * Use `create(SealSchema)` to create a new message.
  */
 export const SealSchema: GenMessage<Seal> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 36);
+  messageDesc(file_teamd_v1_ledger, 37);
 
 /**
  * @generated from message teamd.v1.HeadStatement
@@ -1497,7 +1566,7 @@ export type HeadStatement = Message<"teamd.v1.HeadStatement"> & {
  * Use `create(HeadStatementSchema)` to create a new message.
  */
 export const HeadStatementSchema: GenMessage<HeadStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 37);
+  messageDesc(file_teamd_v1_ledger, 38);
 
 /**
  * The trusted head (§15), in its own file. signature is the daemon's over
@@ -1522,7 +1591,7 @@ export type SignedHead = Message<"teamd.v1.SignedHead"> & {
  * Use `create(SignedHeadSchema)` to create a new message.
  */
 export const SignedHeadSchema: GenMessage<SignedHead> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 38);
+  messageDesc(file_teamd_v1_ledger, 39);
 
 /**
  * An owner act before the daemon places it in the chain: the proposal's fields, the payload
@@ -1562,7 +1631,7 @@ export type OwnerAct = Message<"teamd.v1.OwnerAct"> & {
  * Use `create(OwnerActSchema)` to create a new message.
  */
 export const OwnerActSchema: GenMessage<OwnerAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 39);
+  messageDesc(file_teamd_v1_ledger, 40);
 
 /**
  * Archival (§15; docs/records.md "Archival"). The owner's act names the request (before_seq,
@@ -1655,7 +1724,7 @@ export type ArchiveDetail = Message<"teamd.v1.ArchiveDetail"> & {
  * Use `create(ArchiveDetailSchema)` to create a new message.
  */
 export const ArchiveDetailSchema: GenMessage<ArchiveDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 40);
+  messageDesc(file_teamd_v1_ledger, 41);
 
 /**
  * @generated from message teamd.v1.ArchiveKept
@@ -1684,7 +1753,7 @@ export type ArchiveKept = Message<"teamd.v1.ArchiveKept"> & {
  * Use `create(ArchiveKeptSchema)` to create a new message.
  */
 export const ArchiveKeptSchema: GenMessage<ArchiveKept> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 41);
+  messageDesc(file_teamd_v1_ledger, 42);
 
 /**
  * What a record is. Later issues add egress, broker and tombstone (numbers 19..21 are kept

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkipwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIj4KEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkSDAoEc2l6ZRgDIAEoBCJiCg9GaWxlV3JpdGVIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJEgwKBHNpemUYBiABKAQiVwoQRmlsZVdyaXRlUmVxdWVzdBIrCgZoZWFkZXIYASABKAsyGS50ZWFtZC52MS5GaWxlV3JpdGVIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAkigAIKCkxlYXNlRW50cnkSEAoIbGVhc2VfaWQYASABKAkSDgoGcGFyZW50GAIgASgJEhIKCnJvb3RfZ3JhbnQYAyABKAkSDgoGaXNzdWVyGAQgASgJEg4KBmhvbGRlchgFIAEoCRISCgpjYXBhYmlsaXR5GAYgASgJEg0KBXNjb3BlGAcgASgJEhIKCnNjb3BlX2pzb24YCCABKAkSFgoOaXNzdWVkX3VuaXhfbXMYCSABKAQSFwoPZXhwaXJlc191bml4X21zGAogASgEEgwKBGxpdmUYCyABKAgSEQoJZGVhZF9ydWxlGAwgASgJEhMKC2RlYWRfcmVhc29uGA0gASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIkYKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEIjoKEkxlYXNlUmV2b2tlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhAKCGxlYXNlX2lkGAIgASgJIiYKE0xlYXNlUmV2b2tlUmVzcG9uc2USDwoHcmV2b2tlZBgBIAMoCSISChBMZWFzZUxpc3RSZXF1ZXN0IjkKEUxlYXNlTGlzdFJlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiVgoNRGVwbG95UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA2VudhgCIAEoCRIQCghhcnRpZmFjdBgDIAEoCRISCgphc19hY2NvdW50GAQgASgJIooBCg5EZXBsb3lSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdBILCgNlbnYYAiABKAkSEQoJZXhpdF9jb2RlGAMgASgFEhMKC291dHB1dF90YWlsGAQgASgJEhEKCXB1c2hlZF90bxgFIAEoCRIPCgdhY2NvdW50GAYgASgJInIKDUJyb2tlclJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSDAoEdGFzaxgDIAEoCRIKCgJpZBgEIAEoCRISCgphc19hY2NvdW50GAUgASgJEgwKBGJvZHkYBiABKAkihAEKCkJyb2tlclRhc2sSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFc3RhdGUYAyABKAkSDgoGbGFiZWxzGAQgAygJEhAKCGFzc2lnbmVlGAUgASgJEgsKA3VybBgGIAEoCRIPCgdjbGFpbWVkGAcgASgIEgwKBGJvZHkYCCABKAkikAEKDkJyb2tlclJlc3BvbnNlEhEKCW9wZXJhdGlvbhgBIAEoCRIMCgR0YXNrGAIgASgJEiMKBXRhc2tzGAMgAygLMhQudGVhbWQudjEuQnJva2VyVGFzaxIPCgd0cmFja2VyGAQgASgJEhIKCmludGVudF9zZXEYBSABKAQSEwoLb3V0Y29tZV9zZXEYBiABKAQy2AgKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJDCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2UwARJGCglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2UoARJHCgpDaGVja3BvaW50EhsudGVhbWQudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWFtZC52MS5DaGVja3BvaW50UmVzcG9uc2USOwoGUmV2aWV3EhcudGVhbWQudjEuUmV2aWV3UmVxdWVzdBoYLnRlYW1kLnYxLlJldmlld1Jlc3BvbnNlEjUKBEdhdGUSFS50ZWFtZC52MS5HYXRlUmVxdWVzdBoWLnRlYW1kLnYxLkdhdGVSZXNwb25zZRI4CgVNZXJnZRIWLnRlYW1kLnYxLk1lcmdlUmVxdWVzdBoXLnRlYW1kLnYxLk1lcmdlUmVzcG9uc2USRwoKTGVhc2VJc3N1ZRIbLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXF1ZXN0GhwudGVhbWQudjEuTGVhc2VJc3N1ZVJlc3BvbnNlEkoKC0xlYXNlUmV2b2tlEhwudGVhbWQudjEuTGVhc2VSZXZva2VSZXF1ZXN0Gh0udGVhbWQudjEuTGVhc2VSZXZva2VSZXNwb25zZRJECglMZWFzZUxpc3QSGi50ZWFtZC52MS5MZWFzZUxpc3RSZXF1ZXN0GhsudGVhbWQudjEuTGVhc2VMaXN0UmVzcG9uc2USOwoGRGVwbG95EhcudGVhbWQudjEuRGVwbG95UmVxdWVzdBoYLnRlYW1kLnYxLkRlcGxveVJlc3BvbnNlEjsKBkJyb2tlchIXLnRlYW1kLnYxLkJyb2tlclJlcXVlc3QaGC50ZWFtZC52MS5Ccm9rZXJSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkipwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIj4KEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkSDAoEc2l6ZRgDIAEoBCJiCg9GaWxlV3JpdGVIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJEgwKBHNpemUYBiABKAQiVwoQRmlsZVdyaXRlUmVxdWVzdBIrCgZoZWFkZXIYASABKAsyGS50ZWFtZC52MS5GaWxlV3JpdGVIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAkigAIKCkxlYXNlRW50cnkSEAoIbGVhc2VfaWQYASABKAkSDgoGcGFyZW50GAIgASgJEhIKCnJvb3RfZ3JhbnQYAyABKAkSDgoGaXNzdWVyGAQgASgJEg4KBmhvbGRlchgFIAEoCRISCgpjYXBhYmlsaXR5GAYgASgJEg0KBXNjb3BlGAcgASgJEhIKCnNjb3BlX2pzb24YCCABKAkSFgoOaXNzdWVkX3VuaXhfbXMYCSABKAQSFwoPZXhwaXJlc191bml4X21zGAogASgEEgwKBGxpdmUYCyABKAgSEQoJZGVhZF9ydWxlGAwgASgJEhMKC2RlYWRfcmVhc29uGA0gASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIlsKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEEhMKC3Byb3Bvc2FsX2lkGAMgASgJIrIBChFBZG1pbmlzdGVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiYKBWdyYW50GAIgASgLMhUudGVhbWQudjEuR3JhbnRDaGFuZ2VIABIqCgd1bmdyYW50GAMgASgLMhcudGVhbWQudjEuVW5ncmFudENoYW5nZUgAEisKCHNlYXRfYWRkGAQgASgLMhcudGVhbWQudjEuU2VhdEFkZENoYW5nZUgAQggKBmNoYW5nZSJMCgtHcmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDQoFc2NvcGUYAyABKAkSDAoEbmFtZRgEIAEoCSI/Cg1VbmdyYW50Q2hhbmdlEgwKBHNlYXQYASABKAkSEgoKY2FwYWJpbGl0eRgCIAEoCRIMCgRuYW1lGAMgASgJIjoKDVNlYXRBZGRDaGFuZ2USDAoEc2VhdBgBIAEoCRIMCgRsaWtlGAIgASgJEg0KBXJvbGVzGAMgAygJIo8BChJBZG1pbmlzdGVyUmVzcG9uc2USCwoDc2VxGAEgASgEEgwKBGtpbmQYAiABKAkSEwoLcHJvcG9zYWxfaWQYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDwoHcmV2b2tlZBgFIAMoCRIjCgVsZWFzZRgGIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiEgoQUHJvcG9zYWxzUmVxdWVzdCKEAQoNUHJvcG9zYWxFbnRyeRITCgtwcm9wb3NhbF9pZBgBIAEoCRINCgVhc2tlchgCIAEoCRIMCgRraW5kGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgFIAEoBBITCgtpbnB1dF9zdGF0ZRgGIAEoCSI/ChFQcm9wb3NhbHNSZXNwb25zZRIqCglwcm9wb3NhbHMYASADKAsyFy50ZWFtZC52MS5Qcm9wb3NhbEVudHJ5IjkKDkNvbmZpcm1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkiPQoPQ29uZmlybVJlc3BvbnNlEioKBGRvbmUYASABKAsyHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2UiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDKnCgoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRJHCgpBZG1pbmlzdGVyEhsudGVhbWQudjEuQWRtaW5pc3RlclJlcXVlc3QaHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2USRAoJUHJvcG9zYWxzEhoudGVhbWQudjEuUHJvcG9zYWxzUmVxdWVzdBobLnRlYW1kLnYxLlByb3Bvc2Fsc1Jlc3BvbnNlEj4KB0NvbmZpcm0SGC50ZWFtZC52MS5Db25maXJtUmVxdWVzdBoZLnRlYW1kLnYxLkNvbmZpcm1SZXNwb25zZRI7CgZEZXBsb3kSFy50ZWFtZC52MS5EZXBsb3lSZXF1ZXN0GhgudGVhbWQudjEuRGVwbG95UmVzcG9uc2USOwoGQnJva2VyEhcudGVhbWQudjEuQnJva2VyUmVxdWVzdBoYLnRlYW1kLnYxLkJyb2tlclJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -1067,6 +1067,14 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
    * @generated from field: uint64 seq = 2;
    */
   seq: bigint;
+
+  /**
+   * A two-granter capability's lease waits for a second granter: the proposal to confirm
+   * (teamd-shim confirm), and no lease yet.
+   *
+   * @generated from field: string proposal_id = 3;
+   */
+  proposalId: string;
 };
 
 /**
@@ -1075,6 +1083,315 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
  */
 export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 33);
+
+/**
+ * @generated from message teamd.v1.AdministerRequest
+ */
+export type AdministerRequest = Message<"teamd.v1.AdministerRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from oneof teamd.v1.AdministerRequest.change
+   */
+  change: {
+    /**
+     * @generated from field: teamd.v1.GrantChange grant = 2;
+     */
+    value: GrantChange;
+    case: "grant";
+  } | {
+    /**
+     * @generated from field: teamd.v1.UngrantChange ungrant = 3;
+     */
+    value: UngrantChange;
+    case: "ungrant";
+  } | {
+    /**
+     * @generated from field: teamd.v1.SeatAddChange seat_add = 4;
+     */
+    value: SeatAddChange;
+    case: "seatAdd";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message teamd.v1.AdministerRequest.
+ * Use `create(AdministerRequestSchema)` to create a new message.
+ */
+export const AdministerRequestSchema: GenMessage<AdministerRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 34);
+
+/**
+ * Give a seat one more direct grant of an operational capability.
+ *
+ * @generated from message teamd.v1.GrantChange
+ */
+export type GrantChange = Message<"teamd.v1.GrantChange"> & {
+  /**
+   * @generated from field: string seat = 1;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string capability = 2;
+   */
+  capability: string;
+
+  /**
+   * As a lease writes it: "*", or dimension=value pairs joined by commas.
+   *
+   * @generated from field: string scope = 3;
+   */
+  scope: string;
+
+  /**
+   * The grant's name (§7), when the seat already holds this capability.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message teamd.v1.GrantChange.
+ * Use `create(GrantChangeSchema)` to create a new message.
+ */
+export const GrantChangeSchema: GenMessage<GrantChange> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 35);
+
+/**
+ * Take back one of a seat's direct grants (the only one of the capability, or the named one).
+ *
+ * @generated from message teamd.v1.UngrantChange
+ */
+export type UngrantChange = Message<"teamd.v1.UngrantChange"> & {
+  /**
+   * @generated from field: string seat = 1;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string capability = 2;
+   */
+  capability: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message teamd.v1.UngrantChange.
+ * Use `create(UngrantChangeSchema)` to create a new message.
+ */
+export const UngrantChangeSchema: GenMessage<UngrantChange> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 36);
+
+/**
+ * Add a seat like an existing one (its lab, roles, capabilities and start; never its
+ * administrative capabilities), with any roles added: a same copy when none is.
+ *
+ * @generated from message teamd.v1.SeatAddChange
+ */
+export type SeatAddChange = Message<"teamd.v1.SeatAddChange"> & {
+  /**
+   * @generated from field: string seat = 1;
+   */
+  seat: string;
+
+  /**
+   * @generated from field: string like = 2;
+   */
+  like: string;
+
+  /**
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message teamd.v1.SeatAddChange.
+ * Use `create(SeatAddChangeSchema)` to create a new message.
+ */
+export const SeatAddChangeSchema: GenMessage<SeatAddChange> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 37);
+
+/**
+ * @generated from message teamd.v1.AdministerResponse
+ */
+export type AdministerResponse = Message<"teamd.v1.AdministerResponse"> & {
+  /**
+   * The record that put the change in force (0 while pending).
+   *
+   * @generated from field: uint64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * "grant", "agreement" or "lease".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Set while the change waits for a second granter (two-granter, §10).
+   *
+   * @generated from field: string proposal_id = 3;
+   */
+  proposalId: string;
+
+  /**
+   * The change in words.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * Leases the change revoked with it (a take-back's cascade).
+   *
+   * @generated from field: repeated string revoked = 5;
+   */
+  revoked: string[];
+
+  /**
+   * A confirmed lease proposal: the lease issued.
+   *
+   * @generated from field: teamd.v1.LeaseEntry lease = 6;
+   */
+  lease?: LeaseEntry | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.AdministerResponse.
+ * Use `create(AdministerResponseSchema)` to create a new message.
+ */
+export const AdministerResponseSchema: GenMessage<AdministerResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 38);
+
+/**
+ * @generated from message teamd.v1.ProposalsRequest
+ */
+export type ProposalsRequest = Message<"teamd.v1.ProposalsRequest"> & {
+};
+
+/**
+ * Describes the message teamd.v1.ProposalsRequest.
+ * Use `create(ProposalsRequestSchema)` to create a new message.
+ */
+export const ProposalsRequestSchema: GenMessage<ProposalsRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 39);
+
+/**
+ * One proposal waiting for a second granter, in the controlled view of §3: the one change,
+ * scope paths outside the reader's read scope and credential-shaped values withheld.
+ *
+ * @generated from message teamd.v1.ProposalEntry
+ */
+export type ProposalEntry = Message<"teamd.v1.ProposalEntry"> & {
+  /**
+   * @generated from field: string proposal_id = 1;
+   */
+  proposalId: string;
+
+  /**
+   * @generated from field: string asker = 2;
+   */
+  asker: string;
+
+  /**
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * @generated from field: uint64 created_unix_ms = 5;
+   */
+  createdUnixMs: bigint;
+
+  /**
+   * The input state it was made over (policy record and lease set); a change voids it.
+   *
+   * @generated from field: string input_state = 6;
+   */
+  inputState: string;
+};
+
+/**
+ * Describes the message teamd.v1.ProposalEntry.
+ * Use `create(ProposalEntrySchema)` to create a new message.
+ */
+export const ProposalEntrySchema: GenMessage<ProposalEntry> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 40);
+
+/**
+ * @generated from message teamd.v1.ProposalsResponse
+ */
+export type ProposalsResponse = Message<"teamd.v1.ProposalsResponse"> & {
+  /**
+   * @generated from field: repeated teamd.v1.ProposalEntry proposals = 1;
+   */
+  proposals: ProposalEntry[];
+};
+
+/**
+ * Describes the message teamd.v1.ProposalsResponse.
+ * Use `create(ProposalsResponseSchema)` to create a new message.
+ */
+export const ProposalsResponseSchema: GenMessage<ProposalsResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 41);
+
+/**
+ * @generated from message teamd.v1.ConfirmRequest
+ */
+export type ConfirmRequest = Message<"teamd.v1.ConfirmRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string proposal_id = 2;
+   */
+  proposalId: string;
+};
+
+/**
+ * Describes the message teamd.v1.ConfirmRequest.
+ * Use `create(ConfirmRequestSchema)` to create a new message.
+ */
+export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 42);
+
+/**
+ * @generated from message teamd.v1.ConfirmResponse
+ */
+export type ConfirmResponse = Message<"teamd.v1.ConfirmResponse"> & {
+  /**
+   * What the confirmation put in force (its seq, kind, description; the lease issued).
+   *
+   * @generated from field: teamd.v1.AdministerResponse done = 1;
+   */
+  done?: AdministerResponse | undefined;
+};
+
+/**
+ * Describes the message teamd.v1.ConfirmResponse.
+ * Use `create(ConfirmResponseSchema)` to create a new message.
+ */
+export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 43);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeRequest
@@ -1096,7 +1413,7 @@ export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
  * Use `create(LeaseRevokeRequestSchema)` to create a new message.
  */
 export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 34);
+  messageDesc(file_teamd_v1_shim, 44);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeResponse
@@ -1115,7 +1432,7 @@ export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
  * Use `create(LeaseRevokeResponseSchema)` to create a new message.
  */
 export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 35);
+  messageDesc(file_teamd_v1_shim, 45);
 
 /**
  * @generated from message teamd.v1.LeaseListRequest
@@ -1128,7 +1445,7 @@ export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
  * Use `create(LeaseListRequestSchema)` to create a new message.
  */
 export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 36);
+  messageDesc(file_teamd_v1_shim, 46);
 
 /**
  * @generated from message teamd.v1.LeaseListResponse
@@ -1145,7 +1462,7 @@ export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
  * Use `create(LeaseListResponseSchema)` to create a new message.
  */
 export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 37);
+  messageDesc(file_teamd_v1_shim, 47);
 
 /**
  * @generated from message teamd.v1.DeployRequest
@@ -1185,7 +1502,7 @@ export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 38);
+  messageDesc(file_teamd_v1_shim, 48);
 
 /**
  * @generated from message teamd.v1.DeployResponse
@@ -1237,7 +1554,7 @@ export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
  * Use `create(DeployResponseSchema)` to create a new message.
  */
 export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 39);
+  messageDesc(file_teamd_v1_shim, 49);
 
 /**
  * @generated from message teamd.v1.BrokerRequest
@@ -1290,7 +1607,7 @@ export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
  * Use `create(BrokerRequestSchema)` to create a new message.
  */
 export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 40);
+  messageDesc(file_teamd_v1_shim, 50);
 
 /**
  * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
@@ -1351,7 +1668,7 @@ export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
  * Use `create(BrokerTaskSchema)` to create a new message.
  */
 export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 41);
+  messageDesc(file_teamd_v1_shim, 51);
 
 /**
  * @generated from message teamd.v1.BrokerResponse
@@ -1397,7 +1714,7 @@ export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
  * Use `create(BrokerResponseSchema)` to create a new message.
  */
 export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 42);
+  messageDesc(file_teamd_v1_shim, 52);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
@@ -1555,6 +1872,34 @@ export const ShimService: GenService<{
     methodKind: "unary";
     input: typeof LeaseListRequestSchema;
     output: typeof LeaseListResponseSchema;
+  },
+  /**
+   * Delegated administration (§9, §10): a grant holder's grant, take-back and seat add, an
+   * agree holder's same copy — each a new whole policy in force, decided by the kernel and
+   * recorded — and a second granter's view and confirmation of a two-granter proposal.
+   *
+   * @generated from rpc teamd.v1.ShimService.Administer
+   */
+  administer: {
+    methodKind: "unary";
+    input: typeof AdministerRequestSchema;
+    output: typeof AdministerResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.Proposals
+   */
+  proposals: {
+    methodKind: "unary";
+    input: typeof ProposalsRequestSchema;
+    output: typeof ProposalsResponseSchema;
+  },
+  /**
+   * @generated from rpc teamd.v1.ShimService.Confirm
+   */
+  confirm: {
+    methodKind: "unary";
+    input: typeof ConfirmRequestSchema;
+    output: typeof ConfirmResponseSchema;
   },
   /**
    * Deploy (§3, §10, §15): run the owner's hash-pinned command for an environment, outside

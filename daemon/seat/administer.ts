@@ -1,0 +1,399 @@
+import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
+import type { AdministerRequest, AdministerResponse, LeaseEntry, ProposalEntry } from "../../src/gen/teamd/v1/shim_pb.js";
+import {
+  applyDelegatedChange,
+  canonicalJson,
+  checkDelegatedChange,
+  describeChange,
+  refuse,
+  type DelegatedChange,
+  type KernelView,
+  type LeaseFact,
+  type Refusal,
+} from "../../src/kernel/index.js";
+import { decideLease } from "../../src/kernel/lease-choice.js";
+import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.js";
+import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
+import { fromHex, leaseDraft, leaseRevocationDraft, seatPrincipal, sha256, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
+import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
+import type { PolicySeqView } from "../../src/ledger/record-draft.js";
+import { leaseSetHash } from "../../src/ledger/input-state.js";
+import { policyInForce } from "../../src/ledger/policy-in-force.js";
+import { leaseEntry } from "../../src/rpc/lease-entry.js";
+import { RefusalError } from "../../src/rpc/index.js";
+import { credentialShape } from "../../src/teamfile/credentials.js";
+import { loadTeamFileData } from "../../src/teamfile/index.js";
+import { requestBytes, type SeatContext, type SeatIdentity, type SeatPipeline } from "./pipeline.js";
+
+/**
+ * Delegated administration through the shim (§9, §10): a grant holder grants, takes back, or
+ * adds a seat; an agree holder adds a same copy; where the owner put a capability behind
+ * two-granter, the change (or a lease of it) waits as a proposal until a second granter
+ * confirms it over the same input state. One agreement is a whole file: each change commits a
+ * new whole canonical policy — the one in force with the change applied, loaded by the owner's
+ * own loader — as a GRANT or AGREEMENT record the granting seat signs (its socket), in one batch
+ * with the revocations its cascade makes, and only while the policy it was decided over is still
+ * the one in force (a check at commit).
+ *
+ * Proposals live in the daemon's memory, bounded (per team, and by age): a restart, or any
+ * change to the input state, voids them — a re-proposal is one call.
+ */
+export interface SeatAdmin {
+  administer(identity: SeatIdentity, request: AdministerRequest): Promise<AdministerResponse>;
+  /** The proposals waiting for a second granter, as this seat may see them (§3's controlled view). */
+  proposals(identity: SeatIdentity): Promise<ProposalEntry[]>;
+  confirm(identity: SeatIdentity, requestId: string, proposalId: string): Promise<AdministerResponse>;
+  /** A lease of a two-granter capability (leases.ts hands it here): a proposal, never a lease alone. */
+  proposeLease(ctx: SeatContext, request: ProposedLease): Promise<string>;
+}
+
+export interface SeatAdminDeps {
+  readonly pipeline: SeatPipeline;
+  readonly newId: () => string;
+}
+
+/** A proposal waits at most this long for its second granter. */
+export const PROPOSAL_TTL_MS = 15 * 60 * 1000;
+/** At most this many proposals wait per team: a seat cannot fill the daemon's memory with them. */
+export const MAX_PROPOSALS_PER_TEAM = 16;
+
+type Pending = { readonly kind: "change"; readonly change: DelegatedChange } | { readonly kind: "lease"; readonly lease: ProposedLease };
+
+interface Proposal {
+  readonly id: string;
+  readonly team: string;
+  readonly asker: string;
+  readonly pending: Pending;
+  /** The canonical proposal's hash (hex): over the team, the asker, the change and the input state. */
+  readonly hash: string;
+  readonly inputState: string;
+  readonly createdAt: number;
+  readonly description: string;
+}
+
+const encoder = new TextEncoder();
+
+/** The change a request asks for, as the kernel reads it; a refusal for a malformed one. */
+function changeOf(request: AdministerRequest): DelegatedChange | Refusal {
+  const c = request.change;
+  switch (c.case) {
+    case "grant": {
+      const scope = parseLeaseScope(c.value.scope);
+      if (!("ok" in scope)) return scope;
+      return { kind: "grant", seat: c.value.seat, capability: c.value.capability, scope: scope.scope, ...(c.value.name !== "" ? { name: c.value.name } : {}) };
+    }
+    case "ungrant":
+      return { kind: "ungrant", seat: c.value.seat, capability: c.value.capability, ...(c.value.name !== "" ? { name: c.value.name } : {}) };
+    case "seatAdd":
+      return { kind: "add-seat", seat: c.value.seat, like: c.value.like, ...(c.value.roles.length > 0 ? { roles: [...c.value.roles] } : {}) };
+    default:
+      return refuse("request.malformed", "an administer request names a grant, an ungrant or a seat add");
+  }
+}
+
+export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
+  const { pipeline } = deps;
+  const proposals = new Map<string, Proposal>();
+
+  function prune(now: number): void {
+    for (const [id, p] of proposals) if (now - p.createdAt > PROPOSAL_TTL_MS) proposals.delete(id);
+  }
+
+  /** The decision view over the policy in force now (never the context's, which may be older) and the team's leases. */
+  function current(ledger: Ledger, team: string): { view: KernelView; inForce: NonNullable<ReturnType<Ledger["view"]["policy"]>>; inputState: string } {
+    // policyInForce refuses a team with none; the record it loaded from is the view's.
+    const { policy } = policyInForce(ledger, team);
+    const inForce = ledger.view.policy(team) as NonNullable<ReturnType<Ledger["view"]["policy"]>>;
+    const leases = leaseFactsFor(ledger, team);
+    const view = decisionView(policy, undefined, leases);
+    // §15's input state of an authority change: the policy record in force and the lease set.
+    return { view, inForce, inputState: `${inForce.seq}:${inForce.teamFileHash}:${toHex(leaseSetHash(leases))}` };
+  }
+
+  function proposalHash(team: string, asker: string, pending: Pending, inputState: string): string {
+    return toHex(sha256(encoder.encode(canonicalJson({ team, asker, pending: pending as never, inputState }))));
+  }
+
+  function stillInForce(team: string, seq: number) {
+    return (view: PolicySeqView): Refusal | undefined =>
+      view.policy(team)?.seq === seq
+        ? undefined
+        : refuse("grant.changed", `the policy in force of team ${team} changed before the change could be recorded; ask again over the new one`);
+  }
+
+  type Outcome = { seq: number; kind: string; description: string; revoked: string[]; lease?: LeaseEntry };
+
+  /**
+   * Decide and record one change under the pipeline's lock. `confirmation`: the second granter
+   * of a proposal (its principal and the proposal); without it a change behind two-granter
+   * becomes a proposal (a `twogranter.pending` refusal on record, the id in `pendingId`).
+   */
+  async function runChange(
+    ctx: SeatContext,
+    asker: string,
+    change: DelegatedChange,
+    bytes: { id: string; digest: Uint8Array },
+    confirmation: Proposal | undefined,
+    pendingId: { id?: string; stale?: boolean },
+  ): Promise<Outcome> {
+    const team = ctx.identity.team;
+    const description = describeChange(change);
+    let kind = "grant";
+    let revoked: string[] = [];
+    const action = confirmation !== undefined ? "policy.confirm" : change.kind === "add-seat" ? "seat.add" : `policy.${change.kind}`;
+    const record = await pipeline.record(ctx, action, { kind: TargetKind.TEAM, name: team }, bytes, (_view, now) => {
+      const { view, inForce, inputState } = current(ctx.ledger, team);
+      if (confirmation !== undefined) pendingId.stale = confirmation.inputState !== inputState;
+      const applied = applyDelegatedChange(JSON.parse(inForce.canonical) as unknown, change);
+      if ("decision" in applied) return applied;
+      const loaded = loadTeamFileData(applied.data, { startFileHashes: inForce.startFileHashes, proposal: true });
+      if (!loaded.ok) {
+        const first = loaded.errors[0];
+        return refuse(first?.rule ?? "teamfile.schema", `the policy with this change does not load: ${first?.message ?? "invalid"}`);
+      }
+      const pending: Pending = { kind: "change", change };
+      const hash = confirmation?.hash ?? proposalHash(team, asker, pending, inputState);
+      const confirmations =
+        confirmation === undefined
+          ? undefined
+          : [
+              { signer: asker, proposal: confirmation.hash, inputState: confirmation.inputState },
+              { signer: ctx.identity.seat, proposal: hash, inputState },
+            ];
+      const decided = checkDelegatedChange(
+        view,
+        { principal: asker, change, after: loaded.policy, inputState, proposal: hash, ...(confirmations !== undefined ? { confirmations } : {}) },
+        now,
+      );
+      if (decided.decision === "propose") {
+        const open = [...proposals.values()].filter((p) => p.team === team);
+        if (open.length >= MAX_PROPOSALS_PER_TEAM)
+          return refuse(
+            "twogranter.pending",
+            `team ${team} already has ${open.length} proposals waiting; confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`,
+          );
+        const id = deps.newId();
+        proposals.set(id, { id, team, asker, pending, hash, inputState, createdAt: now, description });
+        pendingId.id = id;
+        return refuse(
+          "twogranter.pending",
+          `${decided.reason}; proposal ${id} waits (teamd-shim confirm ${id}, by another granter, within ${PROPOSAL_TTL_MS / 60000} min)`,
+        );
+      }
+      if (decided.decision === "refuse") return decided;
+      kind = decided.agreement ? "agreement" : "grant";
+      revoked = decided.revocations.map((r) => r.lease);
+      const signer = seatPrincipal(team, asker);
+      const actor = seatPrincipal(team, ctx.identity.seat);
+      const draft: RecordDraft = {
+        type: decided.agreement ? RecordType.AGREEMENT : RecordType.GRANT,
+        team,
+        actor,
+        signer,
+        action: decided.agreement ? "policy.agree" : "policy.grant",
+        payload: {
+          domain: { team, repositoryRoot: ctx.team.repository },
+          target: {
+            kind: change.kind === "add-seat" ? TargetKind.SEAT : TargetKind.GRANT,
+            name: `${change.seat}${change.kind === "add-seat" ? "" : `/${change.capability}`}`,
+          },
+          after: { identity: { case: "contentSha256", value: fromHex(loaded.hashes.policy.replace(/^sha256:/, "")) } },
+          requestId: bytes.id,
+          requestDigest: bytes.digest,
+          inputState: { teamFileHash: fromHex(inForce.teamFileHash), leaseSetHash: leaseSetHash(leaseFactsFor(ctx.ledger, team)) },
+          detail: {
+            case: "policy",
+            value: {
+              teamFileHash: fromHex(loaded.hashes.policy.replace(/^sha256:/, "")),
+              canonical: loaded.canonical,
+              startFileHashes: { ...inForce.startFileHashes },
+              change: canonicalJson(change as never),
+              inForceSeq: BigInt(inForce.seq),
+            },
+          },
+        },
+        ...(confirmation !== undefined
+          ? {
+              coAuthorization: {
+                principal: actor,
+                proposalHash: fromHex(hash),
+                inputState: { teamFileHash: fromHex(inForce.teamFileHash), leaseSetHash: leaseSetHash(leaseFactsFor(ctx.ledger, team)) },
+                confirmedUnixMs: BigInt(now),
+              },
+            }
+          : {}),
+        check: stillInForce(team, inForce.seq),
+      };
+      const cascade = decided.revocations.map((r) => leaseRevocationDraft(team, r.lease, r.reason, actor, signer, bytes));
+      return [draft, ...cascade];
+    });
+    return { seq: record.seq, kind, description, revoked };
+  }
+
+  /** A confirmed lease proposal: the lease, issued by its asker, co-authorized by the confirmer (§10). */
+  async function runLease(ctx: SeatContext, proposal: Proposal, bytes: { id: string; digest: Uint8Array }, seen: { stale?: boolean }): Promise<Outcome> {
+    if (proposal.pending.kind !== "lease") throw new Error("not a lease proposal");
+    const { ttlMs, ...request } = proposal.pending.lease;
+    const team = ctx.identity.team;
+    let issued: LeaseFact | undefined;
+    const leaseId = deps.newId();
+    const record = await pipeline.record(ctx, "lease.confirm", { kind: TargetKind.LEASE, name: leaseId }, bytes, (_view, now) => {
+      const { view, inputState } = current(ctx.ledger, team);
+      seen.stale = proposal.inputState !== inputState;
+      const decided = decideLease(
+        view,
+        {
+          ...request,
+          leaseId,
+          expiresAt: now + ttlMs,
+          coSigned: {
+            proposal: proposal.hash,
+            inputState,
+            signatures: [
+              { signer: proposal.asker, proposal: proposal.hash, inputState: proposal.inputState },
+              { signer: ctx.identity.seat, proposal: proposal.hash, inputState },
+            ],
+          },
+        } as LeaseRequest,
+        now,
+      );
+      if (decided.decision === "refuse") return decided;
+      issued = decided.lease;
+      const draft = leaseDraft(team, decided.lease, seatPrincipal(team, ctx.identity.seat), bytes);
+      return [
+        {
+          ...draft,
+          signer: seatPrincipal(team, proposal.asker),
+          coAuthorization: {
+            principal: seatPrincipal(team, ctx.identity.seat),
+            proposalHash: fromHex(proposal.hash),
+            inputState: { leaseSetHash: leaseSetHash(leaseFactsFor(ctx.ledger, team)) },
+            confirmedUnixMs: BigInt(now),
+          },
+        },
+      ];
+    });
+    const view = pipeline.view(ctx);
+    const lease = issued ?? view.facts.leases?.[leaseId];
+    return {
+      seq: record.seq,
+      kind: "lease",
+      description: proposal.description,
+      revoked: [],
+      ...(lease !== undefined ? { lease: leaseEntry(view, lease, pipeline.clock()) } : {}),
+    };
+  }
+
+  function response(outcome: Outcome): AdministerResponse {
+    return {
+      seq: BigInt(outcome.seq),
+      kind: outcome.kind,
+      proposalId: "",
+      description: outcome.description,
+      revoked: outcome.revoked,
+      ...(outcome.lease !== undefined ? { lease: outcome.lease } : {}),
+    } as AdministerResponse;
+  }
+
+  /** The controlled view of a proposal's words (§3): a credential-shaped value withheld, bounded. */
+  function shown(text: string): string {
+    const words = text.split(/(\s+)/).map((w) => (credentialShape(w, () => false) !== undefined ? "[withheld: credential shape]" : w));
+    const joined = words.join("");
+    return joined.length > 400 ? `${joined.slice(0, 400)}…` : joined;
+  }
+
+  return {
+    async administer(identity, request) {
+      const ctx = await pipeline.context(identity, "policy.change", { guardInAct: true });
+      const change = changeOf(request);
+      if ("decision" in change) throw await pipeline.refuse(ctx, change, "policy.change");
+      const bytes = { id: request.requestId, digest: requestBytes(["administer", canonicalJson(change as never)]) };
+      const pendingId: { id?: string } = {};
+      prune(pipeline.clock());
+      try {
+        return response(await runChange(ctx, identity.seat, change, bytes, undefined, pendingId));
+      } catch (error) {
+        if (pendingId.id !== undefined && error instanceof RefusalError && error.rule === "twogranter.pending")
+          return { seq: 0n, kind: "grant", proposalId: pendingId.id, description: describeChange(change), revoked: [] } as unknown as AdministerResponse;
+        throw error;
+      }
+    },
+
+    async proposals(identity) {
+      const ctx = await pipeline.context(identity, "policy.proposals", { quiet: true });
+      prune(pipeline.clock());
+      // Only a granter sees proposals (§3: the view is for a seat that must confirm): the owner's or a grant holder's, never leads'.
+      const holdsGrant = (ctx.seat.admin ?? []).includes("grant") && ctx.policy.policy.leads?.seat !== identity.seat;
+      if (!holdsGrant) return [];
+      return [...proposals.values()]
+        .filter((p) => p.team === identity.team && p.asker !== identity.seat)
+        .map(
+          (p) =>
+            ({
+              proposalId: p.id,
+              asker: p.asker,
+              kind: p.pending.kind === "lease" ? "lease" : "grant",
+              description: shown(p.description),
+              createdUnixMs: BigInt(p.createdAt),
+              inputState: p.inputState,
+            }) as unknown as ProposalEntry,
+        );
+    },
+
+    async confirm(identity, requestId, proposalId) {
+      const ctx = await pipeline.context(identity, "policy.confirm", { guardInAct: true });
+      prune(pipeline.clock());
+      const proposal = proposals.get(proposalId);
+      if (proposal === undefined || proposal.team !== identity.team)
+        throw await pipeline.refuse(
+          ctx,
+          refuse(
+            "twogranter.void",
+            `no proposal ${proposalId.slice(0, 64)} waits in team ${identity.team} (it lapsed, was confirmed, or the daemon restarted); ask the granter to propose again`,
+          ),
+          "policy.confirm",
+        );
+      const bytes = { id: requestId, digest: requestBytes(["confirm", proposalId]) };
+      const seen: { stale?: boolean } = {};
+      try {
+        const outcome =
+          proposal.pending.kind === "lease"
+            ? await runLease(ctx, proposal, bytes, seen)
+            : await runChange(ctx, proposal.asker, proposal.pending.change, bytes, proposal, seen);
+        proposals.delete(proposalId);
+        return response(outcome);
+      } catch (error) {
+        // A changed input state voids the proposal for good (§10: re-propose); a refusal of this
+        // confirmer (its standing, its lab, the asker itself) leaves it for another granter.
+        if (seen.stale === true) proposals.delete(proposalId);
+        throw error;
+      }
+    },
+
+    async proposeLease(ctx, lease) {
+      const team = ctx.identity.team;
+      const now = pipeline.clock();
+      prune(now);
+      const open = [...proposals.values()].filter((p) => p.team === team);
+      if (open.length >= MAX_PROPOSALS_PER_TEAM)
+        throw await pipeline.refuse(ctx, refuse("twogranter.pending", `team ${team} already has ${open.length} proposals waiting`), "lease.issue");
+      const { inputState } = current(ctx.ledger, team);
+      const pending: Pending = { kind: "lease", lease };
+      const id = deps.newId();
+      const scope = Object.entries((lease.scope ?? {}) as Record<string, unknown>)
+        .map(([d, v]) => `${d}=${Array.isArray(v) ? v.join("|") : String(v)}`)
+        .join(",");
+      proposals.set(id, {
+        id,
+        team,
+        asker: ctx.identity.seat,
+        pending,
+        hash: proposalHash(team, ctx.identity.seat, pending, inputState),
+        inputState,
+        createdAt: now,
+        description: `lease ${lease.capability} ${scope || "*"} to ${lease.recipient} for ${Math.round(lease.ttlMs / 1000)} s`,
+      });
+      return id;
+    },
+  };
+}
