@@ -490,13 +490,15 @@ export const CORPUS: readonly Attack[] = [
     rows: ["seccomp"],
     claim: "the keyring between seats: no key added, found or read",
     tried: "leave a key in the uid's user keyring and look for one in /proc/keys",
-    control: "two seats of one uid without the filter and masks pass a canary through the keyring",
+    control:
+      "two seats of one uid without the filter and masks pass a canary through the keyring (a key's name, and its payload where the kernel lets the uid read it)",
     kind: "keyring",
     requires: "python3",
     judge: ({ facts, main, control }) => ({
       held: main.put !== "ok" && main.seen === "0",
-      controlOk: control.put === "ok" && control.got === `${facts.canary}-key`,
-      detail: show(main, ["put", "list", "seen"]),
+      // The name a key carries is a channel of its own (/proc/keys lists it to the uid); its payload too where the uid may read it.
+      controlOk: control.put === "ok" && (control.got ?? "").split(",").includes(`${facts.canary}-key`),
+      detail: `${show(main, ["put", "list", "seen"])}; control: ${show(control, ["put", "seen", "got", "read"])}`,
     }),
   },
   {

@@ -130,9 +130,8 @@ export function renderMap(doc: SelftestDocument): string {
     lines.push(`${mark}${row.here.padEnd(9)} ${row.piece}${row.here !== row.documented ? `   (documented: ${row.documented})` : ""}`);
     for (const id of row.attacks) {
       const a = doc.attacks.find((x) => x.id === id);
-      if (a) lines.push(`      ${a.outcome.padEnd(8)} ${a.claim} — ${a.detail}`);
+      if (a) lines.push(`      ${a.outcome.padEnd(8)} ${a.claim} — ${a.detail}${a.documentedCondition ? ` (as documented: ${a.documentedCondition})` : ""}`);
     }
-    if (row.note && row.attacks.length) lines.push(`      why: ${row.note}`);
     if (row.fix && row.here !== "A") lines.push(`      fix: ${row.fix}`);
   }
   const fixedRows = doc.rows.filter((r) => r.attacks.length === 0 && r.here === r.documented);

@@ -54,10 +54,12 @@ for pair in sys.argv[1:]:
 `;
 
 /**
- * python3 KEYRING.py put PAYLOAD [RELEASE_FILE]: add a key to the uid's user keyring readable by the
- * uid, print `@keyring put=ok|ERRNO`; hold it until RELEASE_FILE appears (at most 20 s), then
- * invalidate it (the selftest leaves no key behind).
- * python3 KEYRING.py get: find the keys named teamd-selftest in /proc/keys and read each.
+ * python3 KEYRING.py put PAYLOAD [RELEASE_FILE]: add a key named `teamd-selftest:PAYLOAD` holding
+ * PAYLOAD to the uid's user keyring (and let the uid read it, where the kernel allows: not from an
+ * unprivileged user namespace), print `@keyring put=ok|ERRNO`; hold it until RELEASE_FILE appears
+ * (at most 20 s), then invalidate it (the selftest leaves no key behind).
+ * python3 KEYRING.py get: list /proc/keys for such keys; print the payloads their names carry (a
+ * key's name alone is a channel: /proc/keys shows it to the uid) and those KEYCTL_READ returns.
  */
 export const KEYRING_PROBE = String.raw`
 import ctypes, errno, os, sys, time
@@ -65,7 +67,7 @@ l = ctypes.CDLL(None, use_errno=True)
 l.syscall.restype = ctypes.c_long
 if sys.argv[1] == "put":
     p = sys.argv[2].encode()
-    k = l.syscall(248, b"user", b"teamd-selftest", p, len(p), -4)
+    k = l.syscall(248, b"user", b"teamd-selftest:" + p, p, len(p), -4)
     if k >= 0:
         l.syscall(250, 5, k, 0x3F030000)
     print("@keyring put=" + ("ok" if k >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")), flush=True)
@@ -76,13 +78,14 @@ if sys.argv[1] == "put":
         l.syscall(250, 21, k)
 else:
     try:
-        seen = [int(x.split()[0], 16) for x in open("/proc/keys") if "teamd-selftest" in x]
+        seen = [(int(x.split()[0], 16), x.split("teamd-selftest:")[1].split(":")[0]) for x in open("/proc/keys") if "teamd-selftest:" in x]
         print("@keyring list=readable")
     except OSError:
         seen = []
         print("@keyring list=unreadable")
     print("@keyring seen=%d" % len(seen))
+    print("@keyring got=" + ",".join(name for _, name in seen))
     b = ctypes.create_string_buffer(256)
-    got = [b.value.decode() if l.syscall(250, 11, k, b, 256) > 0 else errno.errorcode.get(ctypes.get_errno(), "?") for k in seen]
-    print("@keyring got=" + ",".join(got))
+    read = [b.value.decode() if l.syscall(250, 11, k, b, 256) > 0 else errno.errorcode.get(ctypes.get_errno(), "?") for k, _ in seen]
+    print("@keyring read=" + ",".join(read))
 `;
