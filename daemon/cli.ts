@@ -31,6 +31,7 @@ const archive = async () => (await import("./commands/archive.js")).archiveComma
 const renew = async () => (await import("./commands/renew.js")).renewCommand;
 const seatCommands = () => import("./client-commands.js");
 const doctor = async () => (await import("./commands/doctor.js")).doctor;
+const selftest = async () => (await import("./commands/selftest.js")).selftestCommand;
 const stopAllCommand = async () => (await import("./commands/stop-all.js")).stopAllCommand;
 const resumeCommand = async () => (await import("./commands/resume.js")).resumeCommand;
 const leaseCommands = () => import("./commands/lease.js");
@@ -162,7 +163,16 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .command("doctor")
     .description("check whether seats can start here: bubblewrap, user namespaces, the seat user, cgroups, the shim bundle; a verdict per check")
     .option("--json", "print one JSON object (for scripts)")
-    .action(async (opts: { json?: boolean }) => (await doctor())(opts));
+    .action(async (opts: { json?: boolean }) => (await doctor())(opts, ambient));
+
+  program
+    .command("selftest")
+    .description(
+      "attack containment on this machine from inside throwaway seats (every host-bound row of docs/enforcement.md, each with its control) and print the enforcement map for this host; recorded for start, status and doctor; exit 1 unless every row holds as documented (--json: teamd.selftest/1, docs/selftest.md)",
+    )
+    .option("--json", "print the teamd.selftest/1 document (for scripts and monitoring)")
+    .option("--only <ROW...>", "run only these rows or attacks (ids as --json names them); a partial run is recorded only when it fails")
+    .action(async (opts: { json?: boolean; only?: string[] }) => (await selftest())(opts, ambient));
 
   program
     .command("init")

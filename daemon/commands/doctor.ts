@@ -11,6 +11,8 @@ import { lookupUser, SEAT_SYSTEM_USER } from "../host/users.js";
 import { subordinateRange } from "../host/seat-uids.js";
 import { untraversable } from "../host/traversal.js";
 import { join } from "node:path";
+import type { Ambient } from "../host/ambient.js";
+import { selftestStanding } from "../host/selftest-record.js";
 
 /**
  * `teamd doctor`: can seats start on this machine, and how contained are they? Each check
@@ -35,7 +37,7 @@ function readKnob(path: string): string | undefined {
   }
 }
 
-export async function runChecks(): Promise<Check[]> {
+export async function runChecks(now: number = 0): Promise<Check[]> {
   const checks: Check[] = [];
   if (process.platform !== "linux") {
     checks.push({ name: "platform", verdict: "fail", detail: `containment on ${process.platform} is not supported yet`, fix: "run seats on Linux" });
@@ -142,7 +144,43 @@ export async function runChecks(): Promise<Check[]> {
   );
   const loose = await uncontainedCheck();
   if (loose !== undefined) checks.push(loose);
+  checks.push(selftestCheck(now));
   return checks;
+}
+
+/**
+ * The last `teamd selftest` here (doctor probes features; the selftest attacks): passed and current,
+ * ok; none, incomplete, or teamd, bubblewrap or the kernel changed since, warn (seats start, unproven);
+ * failed, fail (contained seats do not start: containment.selftest-failed).
+ */
+function selftestCheck(now: number): Check {
+  const standing = selftestStanding(resolveHome());
+  const age = (at: string) => {
+    const minutes = Math.max(0, Math.round((now - Date.parse(at)) / 60_000));
+    return minutes < 120 ? `${minutes} min ago` : minutes < 2880 ? `${Math.round(minutes / 60)} h ago` : `${Math.round(minutes / 1440)} days ago`;
+  };
+  if (standing.kind === "passed") {
+    const d = standing.doc;
+    const partial = d.rows.filter((r) => r.here === "partial").map((r) => `${r.id}: ${r.note ?? ""}`);
+    return {
+      name: "selftest",
+      verdict: "ok",
+      detail: `passed ${age(d.startedAt)} (${d.startedAt}; ${d.host.bwrap}, kernel ${d.host.kernel}, ${(d.durationMs / 1000).toFixed(1)} s)${partial.length ? `; partial here, as documented: ${partial.join("; ")}` : ""}`,
+    };
+  }
+  if (standing.kind === "failed")
+    return {
+      name: "selftest",
+      verdict: "fail",
+      detail: `${standing.reason} (${age(standing.doc.startedAt)})`,
+      fix: "find what broke (teamd selftest names each row and attack), fix the host, then run teamd selftest until it passes",
+    };
+  return {
+    name: "selftest",
+    verdict: "warn",
+    detail: `${standing.reason}${standing.doc ? ` (last run ${age(standing.doc.startedAt)})` : ""}`,
+    fix: "teamd selftest",
+  };
 }
 
 /**
@@ -239,8 +277,8 @@ async function uncontainedCheck(): Promise<Check | undefined> {
   };
 }
 
-export async function doctor(options: { json?: boolean }): Promise<void> {
-  const checks = await runChecks();
+export async function doctor(options: { json?: boolean }, ambient: Ambient): Promise<void> {
+  const checks = await runChecks(ambient.now());
   const ok = checks.every((c) => c.verdict !== "fail");
   if (options.json) process.stdout.write(JSON.stringify({ ok, checks }) + "\n");
   else {

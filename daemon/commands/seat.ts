@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
+import { selftestSummary } from "../host/selftest-record.js";
 import { checkName } from "../host/names.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
 import { ScreenFilter } from "../host/screen-filter.js";
@@ -70,6 +71,11 @@ export async function startCommand(spec: string | undefined, options: { team?: s
         process.stdout.write(`started: ${s.seat}@${s.team} (init pid ${s.initPid}, limits: ${s.limits}, repository ${s.repository})\n`);
     // Loudly, and on stderr even with --json: the owner asked for it, and must not forget it.
     for (const s of reply.seats) if (s.containment === "none") process.stderr.write(`${uncontainedWarning(s.seat, userName(s.uid))}\n`);
+    // Containment not proven on this host by a current selftest: said, not refused (a broken one the daemon refuses).
+    if (reply.seats.some((s) => s.containment !== "none")) {
+      const last = selftestSummary(resolveHome());
+      if (last.standing === "unproven") process.stderr.write(`warning: ${last.reason}\n`);
+    }
   } finally {
     c.close();
   }

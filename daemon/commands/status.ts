@@ -1,5 +1,6 @@
 import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/index.js";
+import { selftestSummary, type SelftestSummary } from "../host/selftest-record.js";
 import { resolveHome } from "../host/home.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
@@ -64,10 +65,16 @@ function runWords(run: RunMeta): string {
 }
 
 /** The stable JSON shape (docs/status.md). */
-export function statusJson(reply: StatusResponse, unseen: number | undefined, last: readonly LastRun[] = []): Record<string, unknown> {
+export function statusJson(
+  reply: StatusResponse,
+  unseen: number | undefined,
+  last: readonly LastRun[] = [],
+  selftest?: SelftestSummary,
+): Record<string, unknown> {
   const ledger = reply.ledger;
   return {
     schema: STATUS_SCHEMA,
+    ...(selftest !== undefined ? { selftest } : {}),
     daemon: { running: true, protocol: reply.daemon?.protocol, version: reply.daemon?.program, instance: reply.daemonInstance, pid: reply.pid },
     mode: reply.mode,
     home: reply.home,
@@ -204,9 +211,17 @@ const TEAM_FILE_WORDS: Record<string, string> = {
 };
 
 /** The table for a terminal. */
-export function statusText(reply: StatusResponse, unseen: number | undefined, now: number, last: readonly LastRun[] = []): string {
+export function statusText(reply: StatusResponse, unseen: number | undefined, now: number, last: readonly LastRun[] = [], selftest?: SelftestSummary): string {
   const ledger = reply.ledger;
   const lines = [`teamd ${reply.daemon?.program} (protocol ${reply.daemon?.protocol}), pid ${reply.pid}, ${reply.mode} mode`, `home: ${reply.home}`];
+  if (selftest !== undefined)
+    lines.push(
+      selftest.standing === "passed"
+        ? `containment: proven on this host by teamd selftest (${selftest.at})`
+        : selftest.standing === "failed"
+          ? `containment: BROKEN on this host — ${selftest.reason}`
+          : `containment: unproven — ${selftest.reason?.replace(/^containment is unproven on this host: /, "")}`,
+    );
   if (ledger === undefined || ledger.state === "absent") lines.push("ledger: none yet (teamd init)");
   else if (ledger.state === "ready") lines.push(`ledger: ready, head ${ledger.headSeq} verified`);
   else lines.push(`ledger: ${ledger.state}${ledger.rule ? ` (${ledger.rule})` : ""}, head ${ledger.headSeq}: ${ledger.reason}`);
@@ -310,9 +325,12 @@ export async function status(options: { json?: boolean; socket?: string }, ambie
     const { unseenNotices } = await import("./notices.js");
     const unseen = unseenNotices(home);
     const last = await lastRuns(home, reply);
+    const selftest = selftestSummary(home);
     // Line by line through the one renderer: a reason may quote what a seat sent.
     process.stdout.write(
-      options.json ? terminalJson(JSON.stringify(statusJson(reply, unseen, last))) + "\n" : terminalLines(statusText(reply, unseen, ambient.now(), last)),
+      options.json
+        ? terminalJson(JSON.stringify(statusJson(reply, unseen, last, selftest))) + "\n"
+        : terminalLines(statusText(reply, unseen, ambient.now(), last, selftest)),
     );
   } finally {
     client.close();

@@ -33,6 +33,7 @@ import { listRuns } from "../host/run-logs.js";
 import { recordHandoff } from "./handoff.js";
 import { lastHandoffs, type RecordedHandoff } from "../../src/ledger/handoff.js";
 import { readFile } from "node:fs/promises";
+import { readSelftestRecord } from "../host/selftest-record.js";
 
 /**
  * The seat lifecycle in the daemon (DESIGN.md "Seat lifecycle", R's ordering): reserve
@@ -401,6 +402,18 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     // An owner's stop refuses every start (§11), read from the flags before anything else.
     const stopped = stopRefusal(options.ledger(), target.team);
     if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
+    // §11, "when containment exists and fails, work stops": the last selftest on this machine found
+    // containment broken, so no contained seat starts until one passes (host/selftest-record.ts).
+    if ((target.start.containment ?? "bwrap") !== "none") {
+      const last = readSelftestRecord(home);
+      if ("doc" in last && last.doc.status === "failed") {
+        const broken = last.doc.rows.filter((r) => r.here === "broken").map((r) => r.id);
+        throw new RefusalError(
+          "containment.selftest-failed",
+          `the last selftest on this host (${last.doc.startedAt}) found containment broken (${broken.join(", ") || "see its map"}); fix the host, then run teamd selftest until it passes`,
+        );
+      }
+    }
     if (slots.has(k))
       throw new RefusalError(
         "seat.running",

@@ -331,6 +331,10 @@ export const RULES = {
     section: "§11",
     summary: "containment exists and failed while a seat was being set up (a bind that failed, a sandbox that could not be built); work stops",
   },
+  "containment.selftest-failed": {
+    section: "§11",
+    summary: "the last `teamd selftest` on this machine found containment broken; no contained seat starts until it passes again",
+  },
   "containment.undecidable": {
     section: "§11",
     summary: "the containment plan cannot be decided from the facts given (a non-canonical path, a missing fact, a conflicting root); refused, never guessed",

@@ -1,98 +1,26 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { copyFile, chmod } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
+import { SECCOMP_FAMILIES, SECCOMP_FILTERED } from "../../src/selftest/corpus.js";
+import { SECCOMP_PROBE } from "../../src/selftest/seccomp-probe.js";
 
 /**
  * Proves (docs/enforcement.md): "Containment (§11): every seat and every contained git runs
  * under teamd's seccomp filter — io_uring, userfaultfd, the kernel keyring, perf, bpf, new or
  * joined namespaces, clone3, mounts, host administration, the NUMA page movers, personality
  * flags that turn mitigations off, TIOCSTI/TIOCLINUX, the x32 and i386 ABIs". Each probe is a
- * raw syscall from inside a real seat (test/escape/probes/seccomp-probe.py, python3's ctypes,
+ * raw syscall from inside a real seat (src/selftest/seccomp-probe.ts, python3's ctypes,
  * as an attacker with no tools would); the control is the same seat, same plan, same launcher
  * with only the filter left out, and shows the kernel's own answer. A probe proves its row
- * when the two differ: the filter answers ENOSYS for calls an unprivileged namespace already
+ * when the two differ (the tables are the selftest corpus's, src/selftest/corpus.ts): the filter answers ENOSYS for calls an unprivileged namespace already
  * refuses with EPERM, so the errno is the filter's signature, not the namespace's.
  */
-const PROBE = join(import.meta.dirname, "probes", "seccomp-probe.py");
 const PYTHON = "/usr/bin/python3";
 
-/** What the filter answers to each probe (the table's family errno). */
-const FILTERED: Record<string, string> = {
-  io_uring_setup: "EPERM",
-  userfaultfd: "EPERM",
-  add_key: "EPERM",
-  keyctl: "EPERM",
-  request_key: "EPERM",
-  perf_event_open: "EPERM",
-  bpf: "EPERM",
-  unshare_newuser: "EPERM",
-  unshare_newns: "EPERM",
-  clone_newuser: "EPERM",
-  setns: "EPERM",
-  clone3: "ENOSYS",
-  mount: "ENOSYS",
-  umount2: "ENOSYS",
-  chroot: "ENOSYS",
-  pivot_root: "ENOSYS",
-  fsopen: "ENOSYS",
-  open_tree: "ENOSYS",
-  init_module: "ENOSYS",
-  finit_module: "ENOSYS",
-  kexec_load: "ENOSYS",
-  reboot: "ENOSYS",
-  swapon: "ENOSYS",
-  acct: "ENOSYS",
-  syslog: "ENOSYS",
-  clock_settime: "ENOSYS",
-  settimeofday: "ENOSYS",
-  adjtimex: "ENOSYS",
-  open_by_handle_at: "ENOSYS",
-  iopl: "ENOSYS",
-  set_mempolicy: "EPERM",
-  move_pages: "EPERM",
-  mbind: "EPERM",
-  personality_norandom: "EPERM",
-  x32_getpid: "EPERM",
-  modify_ldt: "EPERM",
-  fanotify_init: "EPERM",
-  ioctl_tiocsti: "EPERM",
-  ioctl_tioclinux: "EPERM",
-  // SIGSYS: a syscall under another ABI kills the process.
-  i386_getpid: "killed:31",
-};
-/** The probes of each family of src/sandbox/seccomp-table.ts (and the ABI checks). */
-const FAMILIES: Record<string, readonly string[]> = {
-  io_uring: ["io_uring_setup"],
-  userfaultfd: ["userfaultfd"],
-  keyring: ["add_key", "keyctl", "request_key"],
-  perf: ["perf_event_open"],
-  bpf: ["bpf"],
-  namespaces: ["unshare_newuser", "unshare_newns", "clone_newuser", "setns"],
-  clone3: ["clone3"],
-  mount: ["mount", "umount2", "chroot", "pivot_root", "fsopen", "open_tree"],
-  "host-admin": [
-    "init_module",
-    "finit_module",
-    "kexec_load",
-    "reboot",
-    "swapon",
-    "acct",
-    "syslog",
-    "clock_settime",
-    "settimeofday",
-    "adjtimex",
-    "open_by_handle_at",
-    "iopl",
-  ],
-  numa: ["set_mempolicy", "move_pages", "mbind"],
-  personality: ["personality_norandom"],
-  tty: ["ioctl_tiocsti", "ioctl_tioclinux"],
-  ldt: ["modify_ldt"],
-  fanotify: ["fanotify_init"],
-  abi: ["x32_getpid", "i386_getpid"],
-};
+const FILTERED = SECCOMP_FILTERED;
+const FAMILIES = SECCOMP_FAMILIES;
 
 let seat: RealSeat;
 beforeEach(async () => {
@@ -105,8 +33,7 @@ afterEach(async () => {
 async function probe(filtered: boolean): Promise<Record<string, string>> {
   const script = join(seat.tmp, "seccomp-probe.py");
   if (!existsSync(script)) {
-    await copyFile(PROBE, script);
-    await chmod(script, 0o644);
+    await writeFile(script, SECCOMP_PROBE, { mode: 0o644 });
   }
   const out = await seat.run([PYTHON, script], { timeoutMs: 20_000, ...(filtered ? {} : { launcher: { withoutSeccompForControl: true } }) });
   expect(out.stderr).toBe("");

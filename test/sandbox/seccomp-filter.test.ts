@@ -222,7 +222,7 @@ describe("the builder", () => {
 });
 
 describe("the control's switch", () => {
-  it("is set by no product code: only the launcher that reads it names it", async () => {
+  it("is set by no product code but the selftest's own control seat: only the launcher that reads it and the selftest's world name it", async () => {
     const { readdirSync, readFileSync: read } = await import("node:fs");
     const { join: joinPath } = await import("node:path");
     const { ROOT } = await import("../support/programs.js");
@@ -235,7 +235,18 @@ describe("the control's switch", () => {
       }
     };
     for (const dir of ["src", "daemon", "shim", "scripts"]) walk(dir);
-    expect(named).toEqual(["src/sandbox/launcher-linux.ts"]);
+    expect(named).toEqual(["src/sandbox/launcher-linux.ts", "src/selftest/world.ts"]);
+    // And nothing that starts a seat for a team reaches the selftest's world: its launchers are its own.
+    const starters: string[] = [];
+    const walkImports = (dir: string) => {
+      for (const entry of readdirSync(joinPath(ROOT, dir), { withFileTypes: true })) {
+        const path = `${dir}/${entry.name}`;
+        if (entry.isDirectory()) walkImports(path);
+        else if (/\.ts$/.test(entry.name) && /from "[./]*\/(src\/)?selftest\//.test(read(joinPath(ROOT, path), "utf8"))) starters.push(path);
+      }
+    };
+    for (const dir of ["daemon/server", "daemon/seat", "daemon/lifecycle", "shim"]) walkImports(dir);
+    expect(starters).toEqual([]);
   });
 });
 

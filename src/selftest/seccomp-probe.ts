@@ -1,4 +1,11 @@
-# Probes every family of the seat's seccomp filter (src/sandbox/seccomp-table.ts) through raw
+/**
+ * The seccomp probe (python3, ctypes: raw syscalls, as an attacker with no tools would): every
+ * family of the seat's filter (src/sandbox/seccomp-table.ts), one JSON object out, probe name ->
+ * "ok", the errno's name, or "killed:N". Held here as text, once, so that the escape suite
+ * (test/escape/seccomp.test.ts, selftest-corpus.test.ts) and `teamd selftest` run the same bytes:
+ * each writes it into the seat's tmp and runs it with /usr/bin/python3. x86_64 only.
+ */
+export const SECCOMP_PROBE = String.raw`# Probes every family of the seat's seccomp filter (src/sandbox/seccomp-table.ts) through raw
 # syscalls, as an attacker in a seat would: libc's syscall(2) through ctypes, no helper tool.
 # Prints one JSON object: probe name -> "ok", the errno's name, or "killed:N" (the signal).
 # Each probe is chosen so that the kernel's own answer without the filter differs from the
@@ -122,3 +129,4 @@ status = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/sta
 out["status_seccomp"] = status.get("Seccomp", "?")
 out["pid1_seccomp"] = next((l.split(":")[1].strip() for l in open("/proc/1/status") if l.startswith("Seccomp:")), "?")
 print(json.dumps(out))
+`;
