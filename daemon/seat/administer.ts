@@ -12,6 +12,7 @@ import {
   type Refusal,
 } from "../../src/kernel/index.js";
 import { decideLease } from "../../src/kernel/lease-choice.js";
+import { readIsUnbounded, readScope } from "../../src/kernel/read-scope.js";
 import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
 import { fromHex, leaseDraft, leaseRevocationDraft, seatPrincipal, sha256, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
@@ -295,8 +296,25 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     } as AdministerResponse;
   }
 
-  /** The controlled view of a proposal's words (§3): a credential-shaped value withheld, bounded. */
-  function shown(text: string): string {
+  /**
+   * The controlled view of a proposal (§3): that one change, its paths within the confirmer's own
+   * read scope (every disclosure is a read), a credential-shaped value withheld, bounded.
+   */
+  function shown(ctx: SeatContext, proposal: Proposal): string {
+    let text = proposal.description;
+    const scope =
+      proposal.pending.kind === "change" && proposal.pending.change.kind === "grant"
+        ? proposal.pending.change.scope
+        : proposal.pending.kind === "lease"
+          ? proposal.pending.lease.scope
+          : undefined;
+    const paths =
+      scope !== null && typeof scope === "object" && Array.isArray((scope as { path?: unknown }).path) ? (scope as { path: unknown[] }).path.map(String) : [];
+    if (paths.length > 0 && !readIsUnbounded(ctx.policy.policy, ctx.seat)) {
+      const readable = readScope(ctx.policy.policy, ctx.seat, pipeline.clock());
+      for (const path of paths.filter((p) => !readable.file(p)).sort((a, b) => b.length - a.length))
+        text = text.split(path).join("(a path outside your read scope)");
+    }
     const words = text.split(/(\s+)/).map((w) => (credentialShape(w, () => false) !== undefined ? "[withheld: credential shape]" : w));
     const joined = words.join("");
     return joined.length > 400 ? `${joined.slice(0, 400)}…` : joined;
@@ -333,7 +351,7 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
               proposalId: p.id,
               asker: p.asker,
               kind: p.pending.kind === "lease" ? "lease" : "grant",
-              description: shown(p.description),
+              description: shown(ctx, p),
               createdUnixMs: BigInt(p.createdAt),
               inputState: p.inputState,
             }) as unknown as ProposalEntry,

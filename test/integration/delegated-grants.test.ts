@@ -47,7 +47,8 @@ seats:
   admin:
 ${seat("anthropic", "      read: ~\n      grant: ~\n")}  admin2:
 ${seat("openai", "      read: ~\n      grant: ~\n")}  admin3:
-${seat("anthropic", "      read: ~\n      grant: ~\n")}  clerk:
+${seat("anthropic", "      read: ~\n      grant: ~\n")}  admin4:
+${seat("google", "      read: { path: docs/ }\n      grant: ~\n")}  clerk:
 ${seat("google", "      read: ~\n      agree: ~\n")}  lead:
 ${seat("google", "      read: ~\n      grant: ~\n")}  worker:
 ${seat("openai", "      read: ~\n      write: { path: docs/ }\n")}  gater:
@@ -181,6 +182,16 @@ describe.runIf(process.platform === "linux")("delegated administration through r
     await shimRefused("twogranter.void", "admin2", "confirm", proposed.proposal as string);
     const who = await shimJson<{ capabilities: { capability: string }[] }>("worker2", "whoami");
     expect(who.capabilities.map((c) => c.capability)).not.toContain("merge");
+  });
+
+  it("the proposal view is the one change within the confirmer's own read scope (§3)", async () => {
+    const proposed = await shimJson<Done>("admin", "grant", "gater", "merge", "path=src/hidden-plan/");
+    const byWide = await shimJson<{ proposals: { proposal: string; change: string }[] }>("admin2", "proposals");
+    expect(byWide.proposals.find((p) => p.proposal === proposed.proposal)?.change).toContain("src/hidden-plan/");
+    const byNarrow = await shimJson<{ proposals: { proposal: string; change: string }[] }>("admin4", "proposals");
+    const seen = byNarrow.proposals.find((p) => p.proposal === proposed.proposal)?.change ?? "";
+    expect(seen).toContain("(a path outside your read scope)");
+    expect(seen).not.toContain("hidden-plan");
   });
 
   it("a lease of a two-granter capability issues only co-signed: the issuer's request waits, another lab's granter confirms", async () => {
