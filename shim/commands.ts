@@ -27,6 +27,12 @@ async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, 
 
 const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : text);
 
+const ADMIN_HINT: Record<string, string> = {
+  grant: "teamd-shim grant | ungrant | seat add | confirm",
+  agree: "teamd-shim seat add NEW --like SEAT (a same copy)",
+  leads: "the delegation envelope's root (teamd-shim lease issue)",
+};
+
 export async function whoami(opts: { json?: boolean }): Promise<void> {
   const reply = await withClient((c) => c.whoAmI());
   const value = {
@@ -39,6 +45,7 @@ export async function whoami(opts: { json?: boolean }): Promise<void> {
     lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
     containment: reply.containment || null,
     review: reply.reviewMode ? { mode: reply.reviewMode, floor: reply.reviewFloor } : null,
+    administrative: [...reply.administrative],
   };
   const lines = [
     `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
@@ -49,6 +56,7 @@ export async function whoami(opts: { json?: boolean }): Promise<void> {
         : []),
     ...(value.review ? [`review mode: ${value.review.mode}, floor ${value.review.floor}`] : []),
     ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
+    ...value.administrative.map((a) => `  ${a}  [administrative: ${ADMIN_HINT[a] ?? "§9"}]`),
     ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
     value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
   ];

@@ -65,7 +65,16 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       // Said to the seat itself too: an uncontained seat's refusals hold against a mistake only.
       const containment = ctx.policy.policy.seats[identity.seat]?.start?.containment ?? "bwrap";
       const review = ctx.policy.policy.constraints.review;
-      return { ...base, capabilities, leases, policySeq: BigInt(ctx.policy.seq), containment, reviewMode: review.mode, reviewFloor: review.floor };
+      return {
+        ...base,
+        capabilities,
+        leases,
+        policySeq: BigInt(ctx.policy.seq),
+        containment,
+        reviewMode: review.mode,
+        reviewFloor: review.floor,
+        administrative: [...(ctx.seat.admin ?? [])],
+      };
     },
     async listRefs(request) {
       return deps.git.listRefs(identity, request.forPush);

@@ -107,6 +107,9 @@ describe.runIf(process.platform === "linux")("delegated administration through r
   });
 
   it("a grant within the ceiling lets the grantee's push through; recorded as the granting seat's, the owner told, status says the file lags", async () => {
+    // The seat knows what it holds: whoami lists grant as administrative.
+    expect((await shimJson<{ administrative: string[] }>("admin", "whoami")).administrative).toEqual(["grant"]);
+    expect((await shimJson<{ administrative: string[] }>("worker", "whoami")).administrative).toEqual([]);
     const before = await pushSrc("one");
     expect(before.code, before.stdout + before.stderr).not.toBe(0);
     const done = await shimJson<Done>("admin", "grant", "worker", "write", "path=src/", "--name", "src");
