@@ -81,16 +81,21 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
   program
     .command("stop")
     .description(
-      "stop a seat (or every running seat of a team): its processes end, its socket goes; its repository and home stay. --all: the machine-wide stop, until teamd resume",
+      "stop a seat: its processes end, its socket goes; its repository and home stay. --team alone: the team's stop, which holds (every start and gated act of it refused) until teamd resume --team. --all: the machine-wide stop, until teamd resume",
     )
     .argument("[SEAT]", "the seat, as SEAT or SEAT@TEAM")
-    .option("--team <TEAM>", "the team (alone: every running seat of it)")
+    .option("--team <TEAM>", "the seat's team; alone (no SEAT): stop the team — signed, it holds with the daemon or the ledger down and across restarts")
     .option("--all", "stop every seat of every team and refuse every start until teamd resume (signed; works with the daemon hung or down)")
+    .option("--reason <TEXT>", "why, in your words (recorded with a team's or the machine's stop)")
     .option("--json", "print one JSON object (for scripts)")
-    .action(async (seat: string | undefined, opts: { team?: string; all?: boolean; json?: boolean }) => {
-      if (!opts.all) return (await seatCommands()).stopCommand(seat, opts);
-      if (seat !== undefined || opts.team !== undefined) throw new UsageError("--all stops every seat of every team: name no seat and no --team");
-      return (await stopAllCommand())(opts, ambient);
+    .action(async (seat: string | undefined, opts: { team?: string; all?: boolean; reason?: string; json?: boolean }) => {
+      if (opts.all) {
+        if (seat !== undefined || opts.team !== undefined) throw new UsageError("--all stops every seat of every team: name no seat and no --team");
+        return (await stopAllCommand())(opts, ambient);
+      }
+      // §9, §15: a team's stop is a durable, signed stop of that team only (it used to kill its running seats and no more).
+      if (seat === undefined && opts.team !== undefined) return (await stopAllCommand())({ ...opts, team: opts.team }, ambient);
+      return (await seatCommands()).stopCommand(seat, opts);
     });
 
   program
@@ -132,9 +137,10 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
 
   program
     .command("resume")
-    .description("clear the owner's stop (teamd stop --all): an owner act, signed; only it clears a stop")
+    .description("clear the owner's stops (teamd stop --all, teamd stop --team): an owner act, signed; only it clears a stop, whoever raised it")
+    .option("--team <TEAM>", "clear only this team's stop (a machine-wide stop stays)")
     .option("--json", "print one JSON object (for scripts)")
-    .action(async (opts: { json?: boolean }) => (await resumeCommand())(opts, ambient));
+    .action(async (opts: { team?: string; json?: boolean }) => (await resumeCommand())(opts, ambient));
 
   program
     .command("exec")

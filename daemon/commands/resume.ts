@@ -12,7 +12,7 @@ import type { Ambient } from "../host/ambient.js";
  * mode with the daemon down, the ledger directly): a stop held only by its flag is recorded
  * first, marked late, then cleared; the resume needs the store, so a stop outlives an outage.
  */
-export async function resumeCommand(options: { json?: boolean }, ambient: Ambient): Promise<void> {
+export async function resumeCommand(options: { json?: boolean; team?: string }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const layout = ledgerLayout(home);
   const pinned = readPinnedOwnerKey(layout);
@@ -23,14 +23,18 @@ export async function resumeCommand(options: { json?: boolean }, ambient: Ambien
     throw new Error(
       `flag ${bad.file} cannot be verified (${bad.reason}); a stop whose flag is unreadable cannot be cleared by naming it: move the file away only if you did not write it`,
     );
-  const flagIds = read.flags.filter((f) => f.kind === "stop").map((f) => f.id);
+  // --team: that team's stops only; a machine-wide stop is cleared by a plain resume.
+  const flagIds = read.flags
+    .filter((f) => f.kind === "stop" && (options.team === undefined || (f.scope === "team" && f.team === options.team)))
+    .map((f) => f.id);
   if (flagIds.length === 0) {
-    if (options.json) process.stdout.write(JSON.stringify({ resumed: false, flagIds: [], reason: "no stop is in force" }) + "\n");
-    else process.stdout.write("resume: no stop is in force; nothing to clear\n");
+    const none = options.team === undefined ? "no stop is in force" : `team ${options.team} has no stop of its own in force`;
+    if (options.json) process.stdout.write(JSON.stringify({ resumed: false, flagIds: [], reason: none }) + "\n");
+    else process.stdout.write(`resume: ${none}; nothing to clear\n`);
     return;
   }
   const key = await ownerKeyForAct();
-  const act = await signOwnerAct(resumeDraft({ flagIds }), key.seed);
+  const act = await signOwnerAct(resumeDraft({ flagIds, ...(options.team !== undefined ? { team: options.team } : {}) }), key.seed);
   const channel = await openOwnerChannel(home, ambient.now);
   try {
     const receipt = await channel.submit(OwnerActKind.RESUME, act);

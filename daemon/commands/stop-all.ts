@@ -19,14 +19,25 @@ import type { Ambient } from "../host/ambient.js";
 const DAEMON_DEADLINE_MS = 2_000;
 const KILL_WAIT_MS = 5_000;
 
-export async function stopAllCommand(options: { json?: boolean }, ambient: Ambient): Promise<void> {
+function stoppedSeats(
+  daemon: { answered: true; stopped: { team: string; seat: string }[] } | { answered: false },
+  byCli: readonly { team: string; seat: string }[],
+): { team: string; seat: string }[] {
+  const seen = new Map<string, { team: string; seat: string }>();
+  for (const s of [...(daemon.answered ? daemon.stopped : []), ...byCli]) seen.set(`${s.team}/${s.seat}`, { team: s.team, seat: s.seat });
+  return [...seen.values()];
+}
+
+export async function stopAllCommand(options: { json?: boolean; team?: string; reason?: string }, ambient: Ambient): Promise<void> {
+  const team = options.team;
+  const what = team === undefined ? "stop --all" : `stop --team ${team}`;
   const home = resolveHome();
   const layout = ledgerLayout(home);
   const pinned = readPinnedOwnerKey(layout);
   if (pinned === undefined)
     throw new Error(`no owner key is pinned under ${layout.keysDir}: this TEAMD_HOME was never initialised (teamd init), so there is nothing to stop`);
   const key = await ownerKeyForAct();
-  const act = await signOwnerAct(stopDraft({ reason: "teamd stop --all" }), key.seed);
+  const act = await signOwnerAct(stopDraft({ ...(team !== undefined ? { team } : {}), reason: options.reason ?? `teamd ${what}` }), key.seed);
   let flagId: string;
   try {
     flagId = (await createFlags({ dir: layout.flagsDir, ownerKey: publicKeyFromRaw(pinned) }).raise(act)).id;
@@ -54,7 +65,7 @@ export async function stopAllCommand(options: { json?: boolean }, ambient: Ambie
     client.close();
   }
 
-  const kills = await killRegisteredSeats(home, KILL_WAIT_MS, ambient.now);
+  const kills = await killRegisteredSeats(home, KILL_WAIT_MS, ambient.now, team);
   const byCli = kills.filter((k) => k.outcome === "killed");
   // A seat the CLI could not inspect (another uid's) counts as still running: never a false "stopped".
   const alive = kills.filter((k) => k.outcome === "alive" || k.outcome === "unseen");
@@ -64,22 +75,39 @@ export async function stopAllCommand(options: { json?: boolean }, ambient: Ambie
     ...(list("alive").length > 0 ? [`seat(s) still running after SIGKILL: ${list("alive").join(", ")}`] : []),
     ...(list("unseen").length > 0
       ? [
-          `seat(s) this user may neither inspect nor signal (they run as the seat user): ${list("unseen").join(", ")} — run teamd stop --all as root; the daemon stops them as soon as it runs again`,
+          `seat(s) this user may neither inspect nor signal (they run as the seat user): ${list("unseen").join(", ")} — run teamd ${what} as root; the daemon stops them as soon as it runs again`,
         ]
       : []),
   ];
   const problem =
-    problems.length === 0 ? undefined : `${problems.join("; ")}; the stop flag holds (no start, no owner act but resume) — check with teamd status`;
+    problems.length === 0
+      ? undefined
+      : `${problems.join("; ")}; the stop flag holds (no start, no ${team === undefined ? "owner act" : "gated act of the team"} but resume) — check with teamd status`;
 
   if (options.json) {
     process.stdout.write(
-      JSON.stringify({ stopped: alive.length === 0, flagId, path, daemon, killedByCli: byCli, alive, ...(problem ? { problem } : {}) }) + "\n",
+      JSON.stringify({
+        // The machine's stop says whether every seat is down; a team's lists the seats it stopped (as a seat stop does) and holds.
+        stopped: team === undefined ? alive.length === 0 : stoppedSeats(daemon, byCli),
+        scope: team === undefined ? "machine" : "team",
+        ...(team !== undefined ? { team, holds: true, allDown: alive.length === 0 } : {}),
+        flagId,
+        path,
+        daemon,
+        killedByCli: byCli,
+        alive,
+        ...(problem ? { problem } : {}),
+      }) + "\n",
     );
     // One object for scripts: the exit code says it failed, the object says why.
     if (problem) process.exitCode = EXIT.failure;
     return;
   } else {
-    const out: string[] = [`stop --all: in force (flag ${flagId.slice(0, 12)}); every start and owner act but teamd resume is refused`];
+    const out: string[] = [
+      team === undefined
+        ? `stop --all: in force (flag ${flagId.slice(0, 12)}); every start and owner act but teamd resume is refused`
+        : `stop --team ${team}: in force (flag ${flagId.slice(0, 12)}); every start and gated act of team ${team} is refused until teamd resume --team ${team} (other teams run on)`,
+    ];
     if (daemon.answered) {
       out.push(`the daemon stopped ${daemon.stopped.length} seat(s)${daemon.stopped.map((s) => ` ${s.seat}@${s.team}`).join(",")}`);
       out.push(daemon.recorded ? `recorded: record ${daemon.seq}` : `not recorded yet (${daemon.reason}); it is appended, marked late, when the store returns`);

@@ -41,9 +41,11 @@ async function unseen(entry: SeatRegistration): Promise<boolean> {
 }
 
 /** Kill every registered seat still running, then wait (at most waitMs on the caller's clock `now`) until each has left its namespace. */
-export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: () => number): Promise<SeatKill[]> {
+export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: () => number, team?: string): Promise<SeatKill[]> {
   const targets: { entry: SeatRegistration; sent: boolean; hidden: boolean }[] = [];
   for (const entry of await registrations(home, { prune: false })) {
+    // A team's stop reaches that team's seats only (§9).
+    if (team !== undefined && entry.team !== team) continue;
     let sent = false;
     // Running, but not this user's to inspect or signal (system mode, a non-root owner): its cgroup.kill below is the way.
     let hidden = await unseen(entry);

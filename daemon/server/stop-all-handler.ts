@@ -7,7 +7,8 @@ import type { LedgerSlot } from "../owner/acts.js";
 import type { SeatManager, SeatView } from "../lifecycle/manager.js";
 
 /**
- * The daemon's side of `teamd stop --all` (§11 the machine-wide stop, §15 failure boundary).
+ * The daemon's side of `teamd stop --all` (§11 the machine-wide stop, §15 failure boundary) and
+ * of `teamd stop --team T` (a team's stop, §9: the same flag, scoped to one team).
  * The order is the point: the owner's signature is checked and the flag raised first (the
  * CLI has usually raised it already; raising is idempotent), so the stop is in force before
  * any seat is touched and whatever the store does; then every seat of every team is killed
@@ -40,11 +41,14 @@ export async function handleStopAll(
 ): Promise<StopAllResult> {
   const flags = createFlags({ dir: ledgerLayout(home).flagsDir, ownerKey: ownerKeyOf(home, slot) });
   let flagId: string;
+  let team: string | undefined;
   try {
     const flag = await flags.raise(act);
-    if (flag.kind !== "stop" || flag.scope !== "machine")
-      throw new RefusalError("owner.act-invalid", "stop --all takes a machine-wide stop act (stopDraft without a team)");
+    if (flag.kind !== "stop" || flag.scope === undefined)
+      throw new RefusalError("owner.act-invalid", "a stop takes an owner-signed stop act: machine-wide (stop --all) or one team's (stop --team)");
     flagId = flag.id;
+    // A team's stop (§9, §15): that team's seats, never another's.
+    if (flag.scope === "team") team = flag.team;
     raised?.(flagId);
   } catch (error) {
     if (error instanceof LedgerRefusal) throw RefusalError.from(error.refusal);
@@ -62,6 +66,9 @@ export async function handleStopAll(
       return { recorded: false, seq: 0, reason: describeError(error) };
     }
   };
-  const [stopped, recorded] = await Promise.all([seats.stopAll("the owner's machine-wide stop", "stop-flag"), record()]);
+  const [stopped, recorded] = await Promise.all([
+    team === undefined ? seats.stopAll("the owner's machine-wide stop", "stop-flag") : seats.stop(team, undefined),
+    record(),
+  ]);
   return { flagId, ...recorded, stopped };
 }

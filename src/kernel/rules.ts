@@ -69,6 +69,11 @@ export const RULES = {
     section: "§15",
     summary: "a request id already used with another payload; a retry must be byte-identical",
   },
+  "stop.team": {
+    section: "§9, §15",
+    summary:
+      "the team is stopped (teamd stop --team): every start and gated act of it is refused, with the store down and across restarts, until an owner's teamd resume --team",
+  },
   "stop.active": {
     section: "§11",
     summary: "an owner's stop is in force (a local flag or a recorded stop); only an owner resume clears it",

@@ -321,14 +321,16 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       if (flag.kind === "stop" && !view.stopCleared(flag.id) && (flag.scope === "machine" || flag.team === team)) stopped ??= flag;
     }
     if (unrecorded && state.status === "ready") void recordPendingFlags();
+    // A machine stop is stop.active; a team's own stop is stop.team (§9: it never reaches another team).
     if (stopped)
-      return refuse(
-        "stop.active",
-        `the owner stopped ${stopped.scope === "machine" ? "this machine" : `team ${stopped.team}`} (flag ${stopped.id.slice(0, 12)})`,
-      );
+      return stopped.scope === "machine"
+        ? refuse("stop.active", `the owner stopped this machine (flag ${stopped.id.slice(0, 12)})`)
+        : refuse("stop.team", `team ${stopped.team} is stopped (flag ${stopped.id.slice(0, 12)}) until an owner's teamd resume --team ${stopped.team}`);
     const recorded = view.activeStops().find((s) => s.scope === "machine" || s.team === team);
     if (recorded)
-      return refuse("stop.active", `the owner stopped ${recorded.scope === "machine" ? "this machine" : `team ${recorded.team}`} (record ${recorded.seq})`);
+      return recorded.scope === "machine"
+        ? refuse("stop.active", `the owner stopped this machine (record ${recorded.seq})`)
+        : refuse("stop.team", `team ${recorded.team} is stopped (record ${recorded.seq}) until an owner's teamd resume --team ${recorded.team}`);
     checkStore();
     if (state.status === "unavailable") {
       void maybeReopen().catch(() => undefined);

@@ -11,5 +11,7 @@ import type { Refusal } from "../kernel/decision.js";
 export function stopRefusal(ledger: Ledger | undefined, team: string): Refusal | undefined {
   if (ledger === undefined) return undefined;
   const refusal = ledger.guard(team);
-  return refusal !== undefined && (refusal.rule === "stop.active" || refusal.rule === "flag.unverifiable") ? refusal : undefined;
+  return refusal !== undefined && (refusal.rule === "stop.active" || refusal.rule === "stop.team" || refusal.rule === "flag.unverifiable")
+    ? refusal
+    : undefined;
 }

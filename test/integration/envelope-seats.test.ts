@@ -61,5 +61,7 @@ describe.runIf(process.platform === "linux")("the envelope's seats per lab (§8)
     await h.ok(["start", "d"]);
     expect(await running()).toEqual(["c", "d"]);
     await h.ok(["stop", "--team", "proj"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
   }, 120_000);
 });

@@ -129,6 +129,8 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
 
   it("two launches at once cannot together pass the remainder", async () => {
     await h.ok(["stop", "--team", "proj"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
     // A report covers the stopped runs' reservations: $10 less $5 reported leaves room for one launch of $4.
     setUsage(500);
     await nextReport();
@@ -198,6 +200,8 @@ describe.runIf(process.platform === "linux")("the spend envelope (§8)", () => {
     // The provider saw the key, in its header: the meter did read with it.
     expect(provider.seen.some((r) => r.authorized)).toBe(true);
     await h.ok(["stop", "--team", "proj"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
   }, 60_000);
   it("a lab no meter reports counts as spent: with no cap of its own, the whole aggregate — every launch is refused, naming it", async () => {
     writeFileSync(join(h.repo, "teamd.yaml"), teamWith(sleeper("w", "anthropic") + sleeper("o", "openai")));

@@ -34,11 +34,15 @@ describe.runIf(process.platform === "linux" && asRoot)("one uid per seat (system
     expect(m).toBeDefined();
     expect(m).not.toBe(n);
     await h.ok(["stop", "--team", "proj"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
     await h.stopDaemon();
     await h.startDaemon();
     await h.ok(["start", "--team", "proj"]);
     expect([await uidOf("m"), await uidOf("n")]).toEqual([m, n]);
     await h.ok(["stop", "--team", "proj"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
   }, 90_000);
 
   it("never gives a seat of another TEAMD_HOME (another daemon of this machine) the same uid", async () => {

@@ -367,6 +367,8 @@ describe.runIf(process.platform === "linux")("seats: containment: none runs a se
     const read = await h.run(["exec", "loose", "--", "cat", canary]);
     expect(read.code).not.toBe(0);
     expect((await h.run(["stop", "--team", "proj"])).code).toBe(0);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
   }, 60_000);
 
   it("teamd stop --all with the daemon hung: the CLI kills the uncontained seat itself from the registry", async () => {

@@ -294,6 +294,8 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     const stopped = await h.run(["stop", "--team", "proj", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect((JSON.parse(stopped.stdout) as { stopped: Json[] }).stopped.map((s) => s.seat)).toEqual(["scout"]);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
     expect(readdirSync(socketDir)).toEqual([]);
   });
 });

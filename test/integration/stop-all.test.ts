@@ -99,6 +99,8 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     // Cleared: a start works again, and is stopped in the ordinary way.
     await startTeam();
     expect((await h.json<Json>(["stop", "--team", "proj", "--json"])).stopped).toHaveLength(2);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
   }, 90_000);
 
   it("(d) daemon killed (SIGKILL): the stop is written by the CLI, no seat is left, and a new daemon honours it until resume", async () => {
@@ -116,6 +118,8 @@ describe.runIf(process.platform === "linux")("teamd stop --all and teamd resume"
     expect(await h.json<Json>(["resume", "--json"])).toMatchObject({ resumed: true });
     await startTeam();
     expect((await h.json<Json>(["stop", "--team", "proj", "--json"])).stopped).toHaveLength(2);
+    // A team's stop holds (§9, §15) until the owner resumes it.
+    await h.ok(["resume", "--team", "proj"]);
     // The stop the dead daemon never saw is in the ledger, appended once the store was back.
     expect((await stopRecords()).length).toBeGreaterThan(0);
   }, 120_000);

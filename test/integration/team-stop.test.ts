@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { makeRepo } from "../support/repo.js";
+import { sleeperTeamFile } from "../support/team-file.js";
+import { appliedTeam } from "../support/applied-team.js";
+import type { TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * A team's stop (issue 30; §9 "a team stop never reaches another team", §15 "a stop holds until
+ * an owner act clears it"): `teamd stop --team T` is signed and raised as a flag, so it holds with
+ * the ledger's store gone and across a daemon restart; every start and gated act of that team is
+ * refused `stop.team`; another team of the same machine runs on; only `teamd resume --team T` lifts it.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+interface Json {
+  [key: string]: unknown;
+}
+
+describe.runIf(process.platform === "linux")("teamd stop --team: a stop that holds, for one team", () => {
+  let h: TeamdHarness;
+  let otherRepo = "";
+
+  const running = async (team: string) =>
+    ((await h.json<{ seats: { team: string; seat: string }[] }>(["status", "--json"])).seats ?? []).filter((s) => s.team === team).map((s) => s.seat);
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-teamstop-", sleeperTeamFile(["alpha", "beta"]));
+    // A second team on the same machine: its own repository, registered and applied.
+    otherRepo = makeRepo(h.dir, "other");
+    writeFileSync(join(otherRepo, "teamd.yaml"), sleeperTeamFile(["gamma"]).replace("team: proj", "team: other"));
+    await h.ok(["init", "--yes", "--json"], { cwd: otherRepo });
+    await h.ok(["apply", "--yes"], { cwd: otherRepo });
+  }, 120_000);
+  afterAll(async () => {
+    await h?.cleanup();
+  }, 30_000);
+
+  it("stops that team's seats, refuses its starts (stop.team), and leaves the other team running", async () => {
+    await h.ok(["start", "--team", "proj"]);
+    await h.ok(["start", "--team", "other"]);
+    const stopped = await h.json<Json>(["stop", "--team", "proj", "--reason", "checking a leak", "--json"]);
+    expect(stopped).toMatchObject({ scope: "team", team: "proj", holds: true, allDown: true });
+    expect((stopped.stopped as { seat: string }[]).map((s) => s.seat).sort()).toEqual(["alpha", "beta"]);
+    expect(await running("proj")).toEqual([]);
+    expect(await running("other")).toEqual(["gamma"]);
+    expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    // The other team is untouched: its seat acts (a gated act of its own), and it starts more.
+    const other = await h.run(["exec", "gamma@other", "--", "true"]);
+    expect(other.code, other.stderr).toBe(0);
+    const status = await h.json<{ stops: { scope: string; team: string }[] }>(["status", "--json"]);
+    expect(status.stops).toEqual([expect.objectContaining({ scope: "team", team: "proj" })]);
+  }, 90_000);
+
+  it("holds with the ledger's store gone and across a daemon restart; resume --team lifts it (and only it)", async () => {
+    h.ledgerAway();
+    expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    h.ledgerBack();
+    await h.stopDaemon();
+    await h.startDaemon();
+    expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    // A resume of another team clears nothing of this one.
+    expect(await h.json<Json>(["resume", "--team", "other", "--json"])).toMatchObject({ resumed: false });
+    expect(await h.json<Json>(["start", "alpha@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    expect(await h.json<Json>(["resume", "--team", "proj", "--json"])).toMatchObject({ resumed: true });
+    await h.ok(["start", "alpha@proj"]);
+    expect(await running("proj")).toEqual(["alpha"]);
+    const records = await h.records<{ action: string; team: string }>("--type", "stop");
+    expect(records.filter((r) => r.action === "stop.team" && r.team === "proj")).toHaveLength(1);
+    await h.ok(["stop", "alpha@proj"]);
+  }, 120_000);
+});
