@@ -203,6 +203,14 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     );
 
   program
+    .command("abandon")
+    .description("owner only (§9): leave the team without leads and revoke every live lease in it, in one signed act")
+    .requiredOption("--team <TEAM>", "the team")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (opts: { team: string; yes?: boolean; json?: boolean }) => (await import("./commands/abandon.js")).abandonCommand(opts, ambient));
+
+  program
     .command("policy")
     .description("the policy in force (§10): what the owner applied, with any delegated grants since")
     .command("export")

@@ -33,6 +33,11 @@ export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): N
   const team = entry.team ? `team ${entry.team}` : "this machine";
   switch (entry.type) {
     case "policy":
+      if (entry.action === "policy.abandon")
+        return {
+          subject: `team abandoned (${team})`,
+          text: `the owner abandoned ${team}: it has no leads, and every live lease in it was revoked (record ${entry.seq})`,
+        };
       return {
         subject: `policy applied (${team})${floors.length > 0 ? `: ${floors.length} floor(s) unmet, acts paused` : ""}`,
         text: `the owner applied a team file: record ${entry.seq} is the policy in force for ${team}${floors.map((f) => `; floor unmet: ${f}`).join("")}`,

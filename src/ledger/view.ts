@@ -62,6 +62,9 @@ export interface LeaseState {
   readonly holder: string;
 }
 
+/** An owner's abandon (`teamd abandon`, §9) is a policy record that renews nothing: not an apply of the owner's file. */
+export const ABANDON_ACTION = "policy.abandon";
+
 export interface PolicyInForce {
   readonly seq: number;
   readonly teamFileHash: string;
@@ -242,6 +245,7 @@ export function createView(): ViewProjector {
     // §8: only the owner's own acts renew a team's runtime — an apply of its file, a renew.
     if (
       (header.type === RecordType.POLICY || header.type === RecordType.RENEW) &&
+      header.action !== ABANDON_ACTION &&
       header.signer?.kind === PrincipalKind.OWNER &&
       header.signature &&
       team !== ""
