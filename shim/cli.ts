@@ -114,7 +114,7 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("as a grant holder (§10): take back one of a seat's direct grants, with the leases rooted in it")
     .action(async (seat: string, capability: string, opts: { name?: string; json?: boolean }) => (await acts()).ungrant(seat, capability, opts));
-  const seatCommand = program.command("seat").description("seats of your team (§9): add one as a grant or agree holder");
+  const seatCommand = program.command("seat").description("seats of your team (§9): add one as a grant or agree holder, remove one as leads");
   seatCommand
     .command("add")
     .argument("<name>", "the new seat's name")
@@ -123,6 +123,12 @@ export function buildProgram(): Command {
     .option("--json", "print one JSON object")
     .description("add a seat: a same copy needs agree, anything else grant (§9, §10)")
     .action(async (name: string, opts: { like: string; role?: string[]; json?: boolean }) => (await acts()).seatAdd(name, opts));
+  seatCommand
+    .command("remove")
+    .argument("<name>", "the seat to remove")
+    .option("--json", "print one JSON object")
+    .description("as leads (§9): remove a seat of your team, with every lease it holds or issued; a grant, agree or leads holder is the owner's to remove")
+    .action(async (name: string, opts: { json?: boolean }) => (await acts()).seatRemove(name, opts));
   program
     .command("proposals")
     .option("--json", "print one JSON object")

@@ -154,7 +154,7 @@ function printDone(json: boolean | undefined, r: Done): void {
   print(
     json,
     { seq: Number(r.seq), kind: r.kind, change: r.description, revoked: r.revoked, ...(lease !== undefined ? { lease } : {}) },
-    `${r.kind === "agreement" ? "agreed" : r.kind === "lease" ? "lease issued" : "granted"} (record ${r.seq}): ${lease !== undefined ? leaseLine(lease) : r.description}` +
+    `${r.kind === "agreement" ? "agreed" : r.kind === "lease" ? "lease issued" : "done"} (record ${r.seq}): ${lease !== undefined ? leaseLine(lease) : r.description}` +
       `${r.revoked.length > 0 ? `; revoked with it: ${r.revoked.join(", ")}` : ""}\n`,
   );
 }
@@ -175,6 +175,11 @@ export async function seatAdd(seat: string, opts: { like: string; role?: string[
   const r = await withClient((c) =>
     c.administer({ requestId: randomUUID(), change: { case: "seatAdd", value: { seat, like: opts.like, roles: opts.role ?? [] } } }),
   );
+  printDone(opts.json, r);
+}
+
+export async function seatRemove(seat: string, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.administer({ requestId: randomUUID(), change: { case: "seatRemove", value: { seat } } }));
   printDone(opts.json, r);
 }
 

@@ -87,8 +87,10 @@ function changeOf(request: AdministerRequest): DelegatedChange | Refusal {
       return { kind: "ungrant", seat: c.value.seat, capability: c.value.capability, ...(c.value.name !== "" ? { name: c.value.name } : {}) };
     case "seatAdd":
       return { kind: "add-seat", seat: c.value.seat, like: c.value.like, ...(c.value.roles.length > 0 ? { roles: [...c.value.roles] } : {}) };
+    case "seatRemove":
+      return { kind: "remove-seat", seat: c.value.seat };
     default:
-      return refuse("request.malformed", "an administer request names a grant, an ungrant or a seat add");
+      return refuse("request.malformed", "an administer request names a grant, an ungrant, a seat add or a seat removal");
   }
 }
 
@@ -141,7 +143,14 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     const description = describeChange(change);
     let kind = "grant";
     let revoked: string[] = [];
-    const action = confirmation !== undefined ? "policy.confirm" : change.kind === "add-seat" ? "seat.add" : `policy.${change.kind}`;
+    const action =
+      confirmation !== undefined
+        ? "policy.confirm"
+        : change.kind === "add-seat"
+          ? "seat.add"
+          : change.kind === "remove-seat"
+            ? "seat.remove"
+            : `policy.${change.kind}`;
     const record = await pipeline.record(ctx, action, { kind: TargetKind.TEAM, name: team }, bytes, (_view, now) => {
       const { view, inForce, inputState } = current(ctx.ledger, team);
       if (confirmation !== undefined) pendingId.stale = confirmation.inputState !== inputState;
@@ -191,12 +200,13 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         team,
         actor,
         signer,
-        action: decided.agreement ? "policy.agree" : "policy.grant",
+        // §9: a seat's removal (leads's) is a team-file change on record as a grant record, its action naming it.
+        action: decided.agreement ? "policy.agree" : change.kind === "remove-seat" ? "seat.remove" : "policy.grant",
         payload: {
           domain: { team, repositoryRoot: ctx.team.repository },
           target: {
-            kind: change.kind === "add-seat" ? TargetKind.SEAT : TargetKind.GRANT,
-            name: `${change.seat}${change.kind === "add-seat" ? "" : `/${change.capability}`}`,
+            kind: change.kind === "add-seat" || change.kind === "remove-seat" ? TargetKind.SEAT : TargetKind.GRANT,
+            name: `${change.seat}${change.kind === "add-seat" || change.kind === "remove-seat" ? "" : `/${change.capability}`}`,
           },
           after: { identity: { case: "contentSha256", value: fromHex(loaded.hashes.policy.replace(/^sha256:/, "")) } },
           requestId: bytes.id,

@@ -25,7 +25,9 @@ import { ADMINISTRATIVE_CAPABILITIES, capabilitySpec } from "./vocabulary.js";
 export type DelegatedChange =
   | { readonly kind: "grant"; readonly seat: string; readonly capability: string; readonly scope: unknown; readonly name?: string }
   | { readonly kind: "ungrant"; readonly seat: string; readonly capability: string; readonly name?: string }
-  | { readonly kind: "add-seat"; readonly seat: string; readonly like: string; readonly roles?: readonly string[] };
+  | { readonly kind: "add-seat"; readonly seat: string; readonly like: string; readonly roles?: readonly string[] }
+  /** §9: leads (or the owner) removes a seat; one holding grant, agree or leads is the owner's to remove. */
+  | { readonly kind: "remove-seat"; readonly seat: string };
 
 /** The change in words, for records, notices and the proposal view. */
 export function describeChange(change: DelegatedChange): string {
@@ -36,6 +38,8 @@ export function describeChange(change: DelegatedChange): string {
       return `take back ${change.seat}'s ${change.capability}${change.name !== undefined ? ` (name ${change.name})` : ""}`;
     case "add-seat":
       return `add seat ${change.seat} like ${change.like}${(change.roles ?? []).length > 0 ? ` with role ${(change.roles ?? []).join(", ")}` : ""}`;
+    case "remove-seat":
+      return `remove seat ${change.seat}`;
   }
 }
 
@@ -91,6 +95,13 @@ export function applyDelegatedChange(inForce: unknown, change: DelegatedChange):
     for (const role of change.roles ?? []) if (!roles.includes(role)) roles.push(role);
     copy.roles = roles;
     seats[change.seat] = copy;
+    return { data };
+  }
+  if (change.kind === "remove-seat") {
+    if (ownValue(seats, change.seat) === undefined) return refuse("seat.unknown", `seat '${change.seat}' is not in the policy in force`);
+    const leads = isPlainObject(data.leads) ? data.leads.seat : data.leads;
+    if (leads === change.seat) return refuse("table.principal", `seat ${change.seat} is leads, and is removed by the owner only (§9)`);
+    delete seats[change.seat];
     return { data };
   }
   const seat = seatData(data, change.seat);
@@ -202,7 +213,7 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
   const admin = adminGiven(view, after);
   if (admin !== undefined) return refuse("grant.administrative", `${admin}; only the owner gives an administrative capability (§10)`);
 
-  const kind: AuthorityChange["kind"] = change.kind === "add-seat" ? "add-seat" : "edit";
+  const kind: AuthorityChange["kind"] = change.kind === "add-seat" ? "add-seat" : change.kind === "remove-seat" ? "remove-seat" : "edit";
   const principal = { kind: "seat" as const, seat: request.principal };
   // Everything it confers sits inside the ceiling and meets no deny (§8: a second owner grants within them).
   const universe = { declared: after.declared };
@@ -215,7 +226,7 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
   // The table of §9 first (agree or grant), so a same copy is known before two-granter is asked.
   const table = checkAuthorityChange(
     view,
-    { kind, principal, ...(change.kind === "add-seat" ? { seat: change.seat } : {}), after, inputState: request.inputState },
+    { kind, principal, ...(change.kind === "add-seat" || change.kind === "remove-seat" ? { seat: change.seat } : {}), after, inputState: request.inputState },
     now,
   );
   if (table.decision === "refuse") return table;
@@ -231,7 +242,7 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
     if (void_ !== undefined) return void_;
   }
   // A grant re-keys nothing it did not name: its cascade would revoke another grant's leases.
-  if (change.kind !== "ungrant" && table.revocations.length > 0)
+  if ((change.kind === "grant" || change.kind === "add-seat") && table.revocations.length > 0)
     return refuse(
       "grant.rekeys",
       `the change would re-key an existing grant (going from one grant of a capability to several re-keys an unnamed one, §7) and so revoke ${table.revocations.length} lease(s) rooted in it (${table.revocations.map((r) => r.lease).join(", ")}); the owner names that grant (name:) in the team file first, or the leases end before this grant`,

@@ -207,6 +207,20 @@ describe.runIf(process.platform === "linux")("delegated administration through r
     expect(record).toMatchObject({ type: "lease", signer: "seat:proj/worker", coAuthorizer: "seat:proj/admin" });
   });
 
+  it("leads removes a seat, with the lease it holds; it may not remove a grant holder, and a grant holder removes none (§9)", async () => {
+    const leased = (await h.json<{ leases: { leaseId: string; holder: string; live: boolean }[] }>(["lease", "list", "--team", "proj", "--json"])).leases.find(
+      (l) => l.holder === "gater" && l.live,
+    );
+    expect(leased).toBeDefined();
+    await shimRefused("table.principal", "lead", "seat", "remove", "admin2");
+    await shimRefused("table.principal", "admin", "seat", "remove", "gater");
+    const done = await shimJson<Done>("lead", "seat", "remove", "gater");
+    expect(done.revoked).toContain(leased?.leaseId);
+    expect(await seatsInForce()).not.toContain("gater");
+    const record = (await log()).find((r) => r.seq === done.seq);
+    expect(record).toMatchObject({ type: "grant", action: "seat.remove", signer: "seat:proj/lead" });
+  });
+
   it("the owner's apply refuses to drop delegated grants silently; --keep-delegated keeps them; export writes them; --drop-delegated takes one back with its lease", async () => {
     const refused = await expectRefused(h.run(["apply", "--yes"]), "policy.delegated");
     expect(refused.stderr).toContain("grant worker write");

@@ -109,6 +109,10 @@ describe("delegated changes: the grant rows of §9 and the bounds of §8, §10",
       { kind: "add-seat", seat: "a4", like: "admin3" } as DelegatedChange,
       "agree.not-same-copy",
     ],
+    ["leads removes a seat (§9)", "lead", { kind: "remove-seat", seat: "worker" } as DelegatedChange, "commit"],
+    ["leads may not remove a grant holder (the owner's)", "lead", { kind: "remove-seat", seat: "admin" } as DelegatedChange, "table.principal"],
+    ["leads may not remove itself", "lead", { kind: "remove-seat", seat: "lead" } as DelegatedChange, "table.principal"],
+    ["a grant holder is not leads: it removes no seat", "admin", { kind: "remove-seat", seat: "worker" } as DelegatedChange, "table.principal"],
   ] as const)("%s", (_d, asker, change, expected) => {
     expect(decide(asker, change)).toBe(expected);
   });
