@@ -36,7 +36,10 @@ describe.runIf(process.platform === "linux")("teamd abandon", () => {
     const again = await h.shim("w", "lease", "issue", "r", "write", "path=src/", "--ttl", "1h");
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain("lease.no-leads");
-    const told = (await h.ok(["notices", "--json", "--all"])).trim().split("\n").map((l) => JSON.parse(l) as { subject: string });
+    const told = (await h.ok(["notices", "--json", "--all"]))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { subject: string });
     expect(told.some((n) => n.subject === "team abandoned (team proj)")).toBe(true);
     // A second abandon has nothing to do.
     expect(await h.json(["abandon", "--team", "proj", "--yes", "--json"])).toMatchObject({ abandoned: false });
