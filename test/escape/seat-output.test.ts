@@ -12,6 +12,15 @@ import type { TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
 import { filesUnder } from "../support/files-under.js";
 
+/** What start said, less the line every start prints on a host no selftest has proven (issue 31): that is not this attack's. */
+function withoutSelftestWarning(stderr: string): string {
+  return stderr
+    .split("\n")
+    .filter((line) => !line.startsWith("warning: containment is unproven on this host"))
+    .join("\n")
+    .trim();
+}
+
 /**
  * Attacks on what a seat reaches through the surfaces issue 22 added: its pty output kept on
  * disk (TEAMD_HOME/logs/TEAM/SEAT/RUN.log{,.1}, RUN.json) and shown to the owner by `teamd logs`
@@ -620,9 +629,9 @@ describe.runIf(process.platform === "linux")("escape: a /tmp tree deeper than PA
       statusOfDeep: status.seats.filter((s) => s.seat === "deep").map((s) => s.state),
       tmpLeft: existsSync(tmp),
       startAgain: again.code,
-      startAgainSaid: again.stderr.trim(),
+      startAgainSaid: withoutSelftestWarning(again.stderr),
       startAfterDaemonRestart: afterRestart.code,
-      startAfterDaemonRestartSaid: afterRestart.stderr.trim(),
+      startAfterDaemonRestartSaid: withoutSelftestWarning(afterRestart.stderr),
     };
     expect(seen).toEqual({
       daemonLogSaid: false,
