@@ -56,6 +56,25 @@ export interface SeatAdminDeps {
 export const PROPOSAL_TTL_MS = 15 * 60 * 1000;
 /** At most this many proposals wait per team: a seat cannot fill the daemon's memory with them. */
 export const MAX_PROPOSALS_PER_TEAM = 16;
+/** At most this many of them from one asker: one seat cannot hold the team's queue (and every other granter's proposal) off. */
+export const MAX_PROPOSALS_PER_ASKER = 4;
+/**
+ * A delegate's change may not grow the canonical policy past this many bytes (§8: the owner's
+ * file is the owner's; every delegated record carries the whole policy, and every decision loads
+ * it). A change that does not grow it (a take-back) is never held by the bound.
+ */
+export const MAX_DELEGATED_POLICY_BYTES = 256 * 1024;
+
+/** Why no more proposal may wait from `asker` in `team`, or undefined. */
+function queueFull(open: readonly { readonly team: string; readonly asker: string }[], team: string, asker: string): string | undefined {
+  const ofTeam = open.filter((p) => p.team === team);
+  if (ofTeam.length >= MAX_PROPOSALS_PER_TEAM)
+    return `team ${team} already has ${ofTeam.length} proposals waiting; confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`;
+  const mine = ofTeam.filter((p) => p.asker === asker).length;
+  if (mine >= MAX_PROPOSALS_PER_ASKER)
+    return `${asker} already has ${mine} proposals waiting in team ${team} (at most ${MAX_PROPOSALS_PER_ASKER}); confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`;
+  return undefined;
+}
 
 type Pending = { readonly kind: "change"; readonly change: DelegatedChange } | { readonly kind: "lease"; readonly lease: ProposedLease };
 
@@ -151,6 +170,12 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         const first = loaded.errors[0];
         return refuse(first?.rule ?? "teamfile.schema", `the policy with this change does not load: ${first?.message ?? "invalid"}`);
       }
+      const size = encoder.encode(loaded.canonical).length;
+      if (size > MAX_DELEGATED_POLICY_BYTES && size > encoder.encode(inForce.canonical).length)
+        return refuse(
+          "grant.bound",
+          `the policy with this change is ${size} bytes, past the ${MAX_DELEGATED_POLICY_BYTES} a delegate's change may grow it to; the owner writes a policy that large`,
+        );
       const pending: Pending = { kind: "change", change };
       const hash = confirmation?.hash ?? proposalHash(team, asker, pending, inputState);
       const confirmations =
@@ -166,12 +191,8 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         now,
       );
       if (decided.decision === "propose") {
-        const open = [...proposals.values()].filter((p) => p.team === team);
-        if (open.length >= MAX_PROPOSALS_PER_TEAM)
-          return refuse(
-            "twogranter.pending",
-            `team ${team} already has ${open.length} proposals waiting; confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`,
-          );
+        const full = queueFull([...proposals.values()], team, asker);
+        if (full !== undefined) return refuse("twogranter.pending", full);
         const id = deps.newId();
         proposals.set(id, { id, team, asker, pending, hash, inputState, createdAt: now, description });
         pendingId.id = id;
@@ -374,9 +395,15 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       const team = ctx.identity.team;
       const now = pipeline.clock();
       prune(now);
-      const open = [...proposals.values()].filter((p) => p.team === team);
-      if (open.length >= MAX_PROPOSALS_PER_TEAM)
-        throw await pipeline.refuse(ctx, refuse("twogranter.pending", `team ${team} already has ${open.length} proposals waiting`), "lease.issue");
+      const full = queueFull([...proposals.values()], team, ctx.identity.seat);
+      if (full !== undefined) throw await pipeline.refuse(ctx, refuse("twogranter.pending", full), "lease.issue");
+      // §10: only a lease that would issue but for its second granter waits — decided now, over
+      // the state now, as it will be again at the confirmation (never an unchecked request in the
+      // confirmer's view: its recipient, scope and source are a real lease's).
+      const { view: decisionNow } = current(ctx.ledger, team);
+      const { ttlMs, ...asked } = lease;
+      const trial = decideLease(decisionNow, { ...asked, leaseId: deps.newId(), expiresAt: now + ttlMs } as LeaseRequest, now);
+      if (trial.decision === "refuse" && trial.rule !== "lease.two-granter") throw await pipeline.refuse(ctx, trial, "lease.issue");
       const { inputState } = current(ctx.ledger, team);
       const pending: Pending = { kind: "lease", lease };
       const id = deps.newId();
