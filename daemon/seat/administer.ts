@@ -14,7 +14,17 @@ import {
 import { decideLease } from "../../src/kernel/lease-choice.js";
 import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
-import { fromHex, leaseDraft, leaseRevocationDraft, seatPrincipal, sha256, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
+import {
+  fromHex,
+  leaseDraft,
+  leaseRevocationDraft,
+  principalKey,
+  seatPrincipal,
+  sha256,
+  toHex,
+  type Ledger,
+  type RecordDraft,
+} from "../../src/ledger/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import type { PolicySeqView } from "../../src/ledger/record-draft.js";
 import { leaseSetHash } from "../../src/ledger/input-state.js";
@@ -305,6 +315,21 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     };
   }
 
+  /**
+   * §15: a byte-identical retry of a request that committed is answered from its record — never a
+   * second dispatch, never a refusal (the record's action is the change's, policy.grant or
+   * policy.agree, or the lease's, not the door's: the pipeline would call it another request).
+   */
+  function recorded(ctx: SeatContext, bytes: { id: string; digest: Uint8Array }): Outcome | undefined {
+    if (bytes.id === "") return undefined;
+    const prior = ctx.ledger.view.recordedRequest(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), bytes.id);
+    if (prior === undefined || prior.digest !== toHex(bytes.digest)) return undefined;
+    const kind =
+      prior.action === "policy.agree" ? "agreement" : prior.action === "policy.grant" ? "grant" : prior.action === "lease.issue" ? "lease" : undefined;
+    if (kind === undefined) return undefined;
+    return { seq: prior.seqs[0] ?? 0, kind, description: "", revoked: kind === "lease" ? [] : prior.subjects.slice(1) };
+  }
+
   function response(outcome: Outcome): AdministerResponse {
     return {
       seq: BigInt(outcome.seq),
@@ -329,6 +354,8 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       const change = changeOf(request);
       if ("decision" in change) throw await pipeline.refuse(ctx, change, "policy.change");
       const bytes = { id: request.requestId, digest: requestBytes(["administer", canonicalJson(change as never)]) };
+      const retried = recorded(ctx, bytes);
+      if (retried !== undefined) return response({ ...retried, description: describeChange(change) });
       const pendingId: { id?: string } = {};
       prune(pipeline.clock());
       try {
@@ -364,6 +391,9 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     async confirm(identity, requestId, proposalId) {
       const ctx = await pipeline.context(identity, "policy.confirm", { guardInAct: true });
       prune(pipeline.clock());
+      const bytes = { id: requestId, digest: requestBytes(["confirm", proposalId]) };
+      const retried = recorded(ctx, bytes);
+      if (retried !== undefined) return response(retried);
       const proposal = proposals.get(proposalId);
       if (proposal === undefined || proposal.team !== identity.team)
         throw await pipeline.refuse(
@@ -374,7 +404,6 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
           ),
           "policy.confirm",
         );
-      const bytes = { id: requestId, digest: requestBytes(["confirm", proposalId]) };
       const seen: { stale?: boolean } = {};
       try {
         const outcome =

@@ -350,6 +350,51 @@ describe.runIf(process.platform === "linux")("grant attack: delegated administra
     expect(await caps("worker")).not.toEqual(expect.arrayContaining([expect.stringContaining("docs/") && expect.stringMatching(/^read .*replay/)]));
   });
 
+  it("a retried request that made a proposal is answered as that proposal — never as a grant — and a retried confirmation as its record", async () => {
+    const admin2 = client("admin2");
+    const admin = client("admin");
+    try {
+      const ask = () =>
+        admin2.administer({
+          requestId: "retry-p",
+          change: { case: "grant", value: { seat: "gater", capability: "merge", scope: "path=src/retry/", name: "rt" } },
+        });
+      const first = await ask();
+      expect(first.proposalId).not.toBe("");
+      const again = await ask().then(
+        (r) => ({ seq: r.seq, proposalId: r.proposalId }),
+        (e: { rule?: string }) => ({ rule: e.rule }),
+      );
+      // Not "granted": either the same proposal, or a refusal that says it waits.
+      if ("proposalId" in again) expect(again.proposalId).not.toBe("");
+      else expect(again.rule).toBe("twogranter.pending");
+      expect(await caps("gater")).not.toEqual(expect.arrayContaining([expect.stringContaining("retry")]));
+      const done = await admin.confirm({ requestId: "retry-c", proposalId: first.proposalId });
+      const replay = await admin.confirm({ requestId: "retry-c", proposalId: first.proposalId }).then(
+        (r) => ({ seq: r.done?.seq }),
+        (e: { rule?: string }) => ({ rule: e.rule }),
+      );
+      expect(replay).toEqual({ seq: done.done?.seq });
+      // A take-back and a seat add retried byte for byte: the same record, once (§15), not another request.
+      const ungrant = () => admin.administer({ requestId: "retry-u", change: { case: "ungrant", value: { seat: "gater", capability: "merge", name: "rt" } } });
+      const u1 = await ungrant();
+      expect((await ungrant()).seq).toBe(u1.seq);
+      const add = () => admin.administer({ requestId: "retry-s", change: { case: "seatAdd", value: { seat: "gater5", like: "gater", roles: [] } } });
+      const s1 = await add();
+      expect((await add()).seq).toBe(s1.seq);
+      // Other bytes under a used id: refused.
+      await expect(
+        admin.administer({ requestId: "retry-s", change: { case: "seatAdd", value: { seat: "gater6", like: "gater", roles: [] } } }),
+      ).rejects.toMatchObject({ rule: "request.replay-mismatch" });
+    } finally {
+      admin.close();
+      admin2.close();
+    }
+    const records = (await log()).filter((r) => r.type === "grant" && (r.detail?.change ?? "").includes('"name":"rt"'));
+    expect(records.map((r) => (JSON.parse(r.detail?.change ?? "{}") as { kind: string }).kind)).toEqual(["grant", "ungrant"]);
+    expect((await log()).filter((r) => r.type === "grant" && (r.detail?.change ?? "").includes('"seat":"gater5"'))).toHaveLength(1);
+  });
+
   it("races: two grants at once both land whole (or one is told to ask again); a confirmation racing a grant never commits over a changed state", async () => {
     const a = client("admin");
     const b = client("admin2");
