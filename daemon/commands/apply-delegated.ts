@@ -1,5 +1,5 @@
 import type { PolicyInForceResponse } from "../../src/gen/teamd/v1/control_pb.js";
-import { applyDelegatedChange, describeChange, type DelegatedChange } from "../../src/kernel/index.js";
+import { applyDelegatedChange, canonicalJson, describeChange, type DelegatedChange } from "../../src/kernel/index.js";
 import { loadTeamFileData, type LoadedPolicy } from "../../src/teamfile/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { UsageError } from "../../src/rpc/errors.js";
@@ -31,8 +31,19 @@ export function delegatedInForce(inForce: PolicyInForceResponse): DelegatedInFor
   });
 }
 
-/** The file's canonical data with every delegated change made again over it; what no longer applies, named. */
-function keepOver(fileCanonical: string, delegated: readonly DelegatedInForce[]): { data: unknown; notApplying: string[] } {
+function seatIn(data: unknown, seat: string): string | undefined {
+  const seats = (data as { seats?: unknown } | null)?.seats;
+  if (seats === null || typeof seats !== "object" || !Object.prototype.hasOwnProperty.call(seats, seat)) return undefined;
+  return canonicalJson((seats as Record<string, unknown>)[seat] as never);
+}
+
+/**
+ * The file's canonical data with every delegated change made again over it; what no longer
+ * applies, named. A seat a delegate added is kept as it is in force — what was agreed or granted
+ * (§10: a new seat's list is whatever its agreed copy or grant says) — never as a copy of what
+ * the file now says of the seat it was copied from (which may hold more).
+ */
+function keepOver(fileCanonical: string, inForceCanonical: string, delegated: readonly DelegatedInForce[]): { data: unknown; notApplying: string[] } {
   let data: unknown = JSON.parse(fileCanonical);
   const notApplying: string[] = [];
   for (const d of delegated) {
@@ -43,6 +54,14 @@ function keepOver(fileCanonical: string, delegated: readonly DelegatedInForce[])
     const next = applyDelegatedChange(data, d.change);
     if ("decision" in next) notApplying.push(`${d.words} — ${next.reason}`);
     else data = next.data;
+  }
+  const inForce = JSON.parse(inForceCanonical) as unknown;
+  for (const d of delegated) {
+    if (d.change?.kind !== "add-seat") continue;
+    const agreed = seatIn(inForce, d.change.seat);
+    const kept = seatIn(data, d.change.seat);
+    if (agreed !== undefined && kept !== undefined && kept !== agreed)
+      notApplying.push(`${d.words} — ${d.change.like} changed in your file, so the copy kept would differ from the seat in force (what was agreed)`);
   }
   return { data, notApplying };
 }
@@ -58,8 +77,9 @@ export function withDelegated(
 ): { applied: LoadedPolicy; kept: number; dropped: readonly string[] } {
   if (options.keepDelegated && options.dropDelegated) throw new UsageError("--keep-delegated and --drop-delegated: choose one");
   const delegated = delegatedInForce(inForce);
-  if (delegated.length === 0) return { applied: file, kept: 0, dropped: [] };
-  const kept = keepOver(file.canonical, delegated);
+  // The file is the policy in force (an export): it says every delegated change, and drops none.
+  if (delegated.length === 0 || file.hashes.policy === inForce.teamFileHash) return { applied: file, kept: 0, dropped: [] };
+  const kept = keepOver(file.canonical, inForce.canonical, delegated);
   const loadedKept = loadTeamFileData(kept.data, { startFileHashes: { ...file.startFiles }, proposal: true });
   // Nothing dropped: the file already says every delegated change (an export applied, or the same edits made by hand).
   if (kept.notApplying.length === 0 && loadedKept.ok && loadedKept.hashes.policy === file.hashes.policy) return { applied: file, kept: 0, dropped: [] };

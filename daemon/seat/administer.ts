@@ -15,7 +15,17 @@ import { decideLease } from "../../src/kernel/lease-choice.js";
 import { readIsUnbounded, readScope } from "../../src/kernel/read-scope.js";
 import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
-import { fromHex, leaseDraft, leaseRevocationDraft, seatPrincipal, sha256, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
+import {
+  fromHex,
+  leaseDraft,
+  leaseRevocationDraft,
+  principalKey,
+  seatPrincipal,
+  sha256,
+  toHex,
+  type Ledger,
+  type RecordDraft,
+} from "../../src/ledger/index.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import type { PolicySeqView } from "../../src/ledger/record-draft.js";
 import { leaseSetHash } from "../../src/ledger/input-state.js";
@@ -57,6 +67,25 @@ export interface SeatAdminDeps {
 export const PROPOSAL_TTL_MS = 15 * 60 * 1000;
 /** At most this many proposals wait per team: a seat cannot fill the daemon's memory with them. */
 export const MAX_PROPOSALS_PER_TEAM = 16;
+/** At most this many of them from one asker: one seat cannot hold the team's queue (and every other granter's proposal) off. */
+export const MAX_PROPOSALS_PER_ASKER = 4;
+/**
+ * A delegate's change may not grow the canonical policy past this many bytes (§8: the owner's
+ * file is the owner's; every delegated record carries the whole policy, and every decision loads
+ * it). A change that does not grow it (a take-back) is never held by the bound.
+ */
+export const MAX_DELEGATED_POLICY_BYTES = 256 * 1024;
+
+/** Why no more proposal may wait from `asker` in `team`, or undefined. */
+function queueFull(open: readonly { readonly team: string; readonly asker: string }[], team: string, asker: string): string | undefined {
+  const ofTeam = open.filter((p) => p.team === team);
+  if (ofTeam.length >= MAX_PROPOSALS_PER_TEAM)
+    return `team ${team} already has ${ofTeam.length} proposals waiting; confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`;
+  const mine = ofTeam.filter((p) => p.asker === asker).length;
+  if (mine >= MAX_PROPOSALS_PER_ASKER)
+    return `${asker} already has ${mine} proposals waiting in team ${team} (at most ${MAX_PROPOSALS_PER_ASKER}); confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`;
+  return undefined;
+}
 
 type Pending = { readonly kind: "change"; readonly change: DelegatedChange } | { readonly kind: "lease"; readonly lease: ProposedLease };
 
@@ -161,6 +190,12 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         const first = loaded.errors[0];
         return refuse(first?.rule ?? "teamfile.schema", `the policy with this change does not load: ${first?.message ?? "invalid"}`);
       }
+      const size = encoder.encode(loaded.canonical).length;
+      if (size > MAX_DELEGATED_POLICY_BYTES && size > encoder.encode(inForce.canonical).length)
+        return refuse(
+          "grant.bound",
+          `the policy with this change is ${size} bytes, past the ${MAX_DELEGATED_POLICY_BYTES} a delegate's change may grow it to; the owner writes a policy that large`,
+        );
       const pending: Pending = { kind: "change", change };
       const hash = confirmation?.hash ?? proposalHash(team, asker, pending, inputState);
       const confirmations =
@@ -176,12 +211,8 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         now,
       );
       if (decided.decision === "propose") {
-        const open = [...proposals.values()].filter((p) => p.team === team);
-        if (open.length >= MAX_PROPOSALS_PER_TEAM)
-          return refuse(
-            "twogranter.pending",
-            `team ${team} already has ${open.length} proposals waiting; confirm or let them lapse (${PROPOSAL_TTL_MS / 60000} min) first`,
-          );
+        const full = queueFull([...proposals.values()], team, asker);
+        if (full !== undefined) return refuse("twogranter.pending", full);
         const id = deps.newId();
         proposals.set(id, { id, team, asker, pending, hash, inputState, createdAt: now, description });
         pendingId.id = id;
@@ -295,6 +326,21 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     };
   }
 
+  /**
+   * §15: a byte-identical retry of a request that committed is answered from its record — never a
+   * second dispatch, never a refusal (the record's action is the change's, policy.grant or
+   * policy.agree, or the lease's, not the door's: the pipeline would call it another request).
+   */
+  function recorded(ctx: SeatContext, bytes: { id: string; digest: Uint8Array }): Outcome | undefined {
+    if (bytes.id === "") return undefined;
+    const prior = ctx.ledger.view.recordedRequest(principalKey(seatPrincipal(ctx.identity.team, ctx.identity.seat)), bytes.id);
+    if (prior === undefined || prior.digest !== toHex(bytes.digest)) return undefined;
+    const kind =
+      prior.action === "policy.agree" ? "agreement" : prior.action === "policy.grant" ? "grant" : prior.action === "lease.issue" ? "lease" : undefined;
+    if (kind === undefined) return undefined;
+    return { seq: prior.seqs[0] ?? 0, kind, description: "", revoked: kind === "lease" ? [] : prior.subjects.slice(1) };
+  }
+
   function response(outcome: Outcome): AdministerResponse {
     return {
       seq: BigInt(outcome.seq),
@@ -336,6 +382,8 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       const change = changeOf(request);
       if ("decision" in change) throw await pipeline.refuse(ctx, change, "policy.change");
       const bytes = { id: request.requestId, digest: requestBytes(["administer", canonicalJson(change as never)]) };
+      const retried = recorded(ctx, bytes);
+      if (retried !== undefined) return response({ ...retried, description: describeChange(change) });
       const pendingId: { id?: string } = {};
       prune(pipeline.clock());
       try {
@@ -371,6 +419,9 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     async confirm(identity, requestId, proposalId) {
       const ctx = await pipeline.context(identity, "policy.confirm", { guardInAct: true });
       prune(pipeline.clock());
+      const bytes = { id: requestId, digest: requestBytes(["confirm", proposalId]) };
+      const retried = recorded(ctx, bytes);
+      if (retried !== undefined) return response(retried);
       const proposal = proposals.get(proposalId);
       if (proposal === undefined || proposal.team !== identity.team)
         throw await pipeline.refuse(
@@ -381,7 +432,6 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
           ),
           "policy.confirm",
         );
-      const bytes = { id: requestId, digest: requestBytes(["confirm", proposalId]) };
       const seen: { stale?: boolean } = {};
       try {
         const outcome =
@@ -402,9 +452,15 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       const team = ctx.identity.team;
       const now = pipeline.clock();
       prune(now);
-      const open = [...proposals.values()].filter((p) => p.team === team);
-      if (open.length >= MAX_PROPOSALS_PER_TEAM)
-        throw await pipeline.refuse(ctx, refuse("twogranter.pending", `team ${team} already has ${open.length} proposals waiting`), "lease.issue");
+      const full = queueFull([...proposals.values()], team, ctx.identity.seat);
+      if (full !== undefined) throw await pipeline.refuse(ctx, refuse("twogranter.pending", full), "lease.issue");
+      // §10: only a lease that would issue but for its second granter waits — decided now, over
+      // the state now, as it will be again at the confirmation (never an unchecked request in the
+      // confirmer's view: its recipient, scope and source are a real lease's).
+      const { view: decisionNow } = current(ctx.ledger, team);
+      const { ttlMs, ...asked } = lease;
+      const trial = decideLease(decisionNow, { ...asked, leaseId: deps.newId(), expiresAt: now + ttlMs } as LeaseRequest, now);
+      if (trial.decision === "refuse" && trial.rule !== "lease.two-granter") throw await pipeline.refuse(ctx, trial, "lease.issue");
       const { inputState } = current(ctx.ledger, team);
       const pending: Pending = { kind: "lease", lease };
       const id = deps.newId();

@@ -188,6 +188,20 @@ function adminGiven(view: KernelView, after: Policy): string | undefined {
 }
 
 /**
+ * An administrative capability the change would take from a seat. The owner writes grant and
+ * agree on a seat (§10) and removes a seat holding one (§9); a delegate taking one back would
+ * unseat a second owner (or the other lab's second granter) without the owner.
+ */
+function adminTaken(view: KernelView, after: Policy): string | undefined {
+  for (const seat of Object.values(view.policy.seats)) {
+    const now = ownValue(after.seats, seat.name)?.admin ?? [];
+    const lost = (seat.admin ?? []).filter((a) => !now.includes(a));
+    if (lost.length > 0) return `${seat.name} would lose ${lost.join(", ")}`;
+  }
+  return undefined;
+}
+
+/**
  * Decide a delegate's change: the table of §9 and §5 over standing plus leased authority
  * (checkAuthorityChange), and the bounds a second owner works within (§8, §10). Pure and total.
  */
@@ -212,6 +226,8 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
     );
   const admin = adminGiven(view, after);
   if (admin !== undefined) return refuse("grant.administrative", `${admin}; only the owner gives an administrative capability (§10)`);
+  const taken = adminTaken(view, after);
+  if (taken !== undefined) return refuse("grant.administrative", `${taken}; only the owner takes back an administrative capability it wrote (§9, §10)`);
 
   const kind: AuthorityChange["kind"] = change.kind === "add-seat" ? "add-seat" : change.kind === "remove-seat" ? "remove-seat" : "edit";
   const principal = { kind: "seat" as const, seat: request.principal };
@@ -230,7 +246,10 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
     now,
   );
   if (table.decision === "refuse") return table;
-  const behind = table.agreement ? [] : [...new Set(given.map((a) => a.capability).filter((c) => (view.policy.twoGranter ?? []).includes(c)))];
+  // A new seat that is not an agreed same copy is a grant of everything it holds (§9: "add any
+  // other seat — a grant, two-granter where the owner set it"), the copied authorities included.
+  const added = change.kind === "add-seat" && !table.agreement ? (ownValue(after.seats, change.seat)?.authorities ?? []) : [];
+  const behind = table.agreement ? [] : [...new Set([...given, ...added].map((a) => a.capability).filter((c) => (view.policy.twoGranter ?? []).includes(c)))];
   if (behind.length > 0) {
     if (request.confirmations === undefined || request.confirmations.length < 2)
       return {

@@ -288,6 +288,8 @@ export function compilePolicy(input: PolicyInput): CompileResult {
     const at = ["seats", name];
     const before = problems.length;
     if (!isName(name)) problems.push(problem("teamfile.schema", at, `'${name}' is not a valid seat name`, `use ${NAME_RULE}`, "key"));
+    // "owner" names the owner's principal wherever a signer is a name (a granter, a record's co-authorizer): never a seat.
+    else if (name === "owner") problems.push(problem("teamfile.schema", at, "'owner' names the owner, never a seat", "give the seat another name", "key"));
     if (seat.lab !== undefined && !declared.labs.includes(seat.lab)) {
       problems.push(problem("teamfile.schema", [...at, "lab"], `lab '${seat.lab}' is not declared`, `add '${seat.lab}' to declare.labs, or correct the name`));
     }

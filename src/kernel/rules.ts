@@ -285,6 +285,10 @@ export const RULES = {
     summary:
       "the policy in force holds delegated grants the owner's file does not say: keep them (--keep-delegated), take them back (--drop-delegated), or export them first",
   },
+  "grant.bound": {
+    section: "§8, §10",
+    summary: "a delegate's change would grow the policy in force past the tool's bound; the owner writes a policy that large",
+  },
   "grant.changed": {
     section: "§10",
     summary: "the policy in force changed between the decision and its record (a delegate's grant, another apply); decide again over the new one",

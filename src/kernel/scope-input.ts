@@ -41,6 +41,9 @@ const SCOPE_RULE: Readonly<Record<Dimension, RuleId>> = {
   task: "scope.task",
 };
 
+/** PATH_MAX: no file has a longer path, so a longer scope value only grows the policy. */
+const MAX_PATH_CHARS = 4096;
+
 /** Where each not-yet-enforced capability word is lifted. */
 const NOT_YET: Readonly<Record<string, string>> = {
   create: "create and its create-bounds (§10) are not built yet",
@@ -102,6 +105,8 @@ function readValue(dimension: Dimension, value: string, at: InputPath, ctx: Scop
     return undefined;
   };
   if (dimension === "path") {
+    if (value.length > MAX_PATH_CHARS)
+      return report(rule, `a path of ${value.length} characters: longer than any path a file system names (${MAX_PATH_CHARS})`, "name a shorter directory");
     if (value.includes("*"))
       return report(rule, `'${value}': paths are prefixes, not globs`, "name the directory instead (`docs/` covers everything under docs)");
     const canonical = canonicalPath(value);
