@@ -43,7 +43,7 @@ function seatIn(data: unknown, seat: string): string | undefined {
  * (§10: a new seat's list is whatever its agreed copy or grant says) — never as a copy of what
  * the file now says of the seat it was copied from (which may hold more).
  */
-function keepOver(fileCanonical: string, inForceCanonical: string, delegated: readonly DelegatedInForce[]): { data: unknown; notApplying: string[] } {
+function keepOver(fileCanonical: string, delegated: readonly DelegatedInForce[]): { data: unknown; notApplying: string[] } {
   let data: unknown = JSON.parse(fileCanonical);
   const notApplying: string[] = [];
   for (const d of delegated) {
@@ -55,15 +55,25 @@ function keepOver(fileCanonical: string, inForceCanonical: string, delegated: re
     if ("decision" in next) notApplying.push(`${d.words} — ${next.reason}`);
     else data = next.data;
   }
+  return { data, notApplying };
+}
+
+/**
+ * A seat a delegate added is kept as it is in force (what was agreed or granted), never a re-copy
+ * of what the owner's file now gives its source: compared in canonical form, after loading.
+ */
+function widenedCopies(keptCanonical: string, inForceCanonical: string, delegated: readonly DelegatedInForce[]): string[] {
+  const kept = JSON.parse(keptCanonical) as unknown;
   const inForce = JSON.parse(inForceCanonical) as unknown;
+  const out: string[] = [];
   for (const d of delegated) {
     if (d.change?.kind !== "add-seat") continue;
     const agreed = seatIn(inForce, d.change.seat);
-    const kept = seatIn(data, d.change.seat);
-    if (agreed !== undefined && kept !== undefined && kept !== agreed)
-      notApplying.push(`${d.words} — ${d.change.like} changed in your file, so the copy kept would differ from the seat in force (what was agreed)`);
+    const now = seatIn(kept, d.change.seat);
+    if (agreed !== undefined && now !== undefined && now !== agreed)
+      out.push(`${d.words} — ${d.change.like} changed in your file, so the copy kept would differ from the seat in force (what was agreed)`);
   }
-  return { data, notApplying };
+  return out;
 }
 
 /**
@@ -79,8 +89,11 @@ export function withDelegated(
   const delegated = delegatedInForce(inForce);
   // The file is the policy in force (an export): it says every delegated change, and drops none.
   if (delegated.length === 0 || file.hashes.policy === inForce.teamFileHash) return { applied: file, kept: 0, dropped: [] };
-  const kept = keepOver(file.canonical, inForce.canonical, delegated);
-  const loadedKept = loadTeamFileData(kept.data, { startFileHashes: { ...file.startFiles }, proposal: true });
+  const replayed = keepOver(file.canonical, delegated);
+  const loadedKept = loadTeamFileData(replayed.data, { startFileHashes: { ...file.startFiles }, proposal: true });
+  const kept = {
+    notApplying: [...replayed.notApplying, ...(loadedKept.ok ? widenedCopies(loadedKept.canonical, inForce.canonical, delegated) : [])],
+  };
   // Nothing dropped: the file already says every delegated change (an export applied, or the same edits made by hand).
   if (kept.notApplying.length === 0 && loadedKept.ok && loadedKept.hashes.policy === file.hashes.policy) return { applied: file, kept: 0, dropped: [] };
   const listed = delegated.map((d) => `  ${d.words}`).join("\n");

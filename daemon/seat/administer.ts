@@ -398,11 +398,13 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
     async proposals(identity) {
       const ctx = await pipeline.context(identity, "policy.proposals", { quiet: true });
       prune(pipeline.clock());
-      // Only a granter sees proposals (§3: the view is for a seat that must confirm): the owner's or a grant holder's, never leads'.
-      const holdsGrant = (ctx.seat.admin ?? []).includes("grant") && ctx.policy.policy.leads?.seat !== identity.seat;
-      if (!holdsGrant) return [];
+      // Only a seat that may confirm sees proposals (§3: the view is for a seat that must confirm), never leads: a grant
+      // holder every one; an agree holder a same copy's (§10: two can be asked to agree).
+      const admin = ctx.policy.policy.leads?.seat === identity.seat ? [] : (ctx.seat.admin ?? []);
+      const mayConfirm = (p: Proposal) =>
+        admin.includes("grant") || (admin.includes("agree") && p.pending.kind === "change" && p.pending.change.kind === "add-seat");
       return [...proposals.values()]
-        .filter((p) => p.team === identity.team && p.asker !== identity.seat)
+        .filter((p) => p.team === identity.team && p.asker !== identity.seat && mayConfirm(p))
         .map(
           (p) =>
             ({

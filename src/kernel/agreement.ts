@@ -94,13 +94,19 @@ export function checkGranters(
   proposal: string,
   inputState: string,
   signatures: readonly GranterSignature[],
+  /** What gives standing: grant (a grant), or — for a same-copy agreement, §10 "two can be asked to agree" — agree or grant. */
+  standing: readonly ("grant" | "agree")[] = ["grant"],
 ): Refusal | undefined {
   const [first, second] = signatures;
   if (signatures.length !== 2 || first === undefined || second === undefined)
     return refuse("twogranter.void", `a two-granter change needs exactly two confirmations, and has ${signatures.length}`);
   if (first.signer !== asker) return refuse("twogranter.void", `the asker ${asker} is one of the two granters, and the first`);
   if (first.signer === second.signer) return refuse("twogranter.void", `both confirmations are by ${first.signer}; two granters are two principals`);
-  return granterStanding(view, first.signer) ?? secondGranter(view, first.signer, second.signer) ?? checkTwoGranter(proposal, inputState, signatures);
+  return (
+    granterStanding(view, first.signer, standing) ??
+    secondGranter(view, first.signer, second.signer, standing) ??
+    checkTwoGranter(proposal, inputState, signatures)
+  );
 }
 
 /**
@@ -108,8 +114,8 @@ export function checkGranters(
  * its source): the owner or a grant holder that is not leads, and of another lab than the first
  * where the owner requires it (§10).
  */
-export function secondGranter(view: KernelView, first: string, second: string): Refusal | undefined {
-  const standing = granterStanding(view, second);
+export function secondGranter(view: KernelView, first: string, second: string, accepts: readonly ("grant" | "agree")[] = ["grant"]): Refusal | undefined {
+  const standing = granterStanding(view, second, accepts);
   if (standing !== undefined) return standing;
   if (view.policy.twoGranterLabs !== "distinct" || first === "owner" || second === "owner") return undefined;
   const a = ownValue(view.policy.seats, first)?.lab;
@@ -121,11 +127,12 @@ export function secondGranter(view: KernelView, first: string, second: string): 
   );
 }
 
-function granterStanding(view: KernelView, signer: string): Refusal | undefined {
+function granterStanding(view: KernelView, signer: string, accepts: readonly ("grant" | "agree")[] = ["grant"]): Refusal | undefined {
   if (signer === "owner") return undefined;
   if (view.policy.leads?.seat === signer) return refuse("twogranter.standing", `${signer} is leads, and leads has no grant power (§9): it is never a granter`);
   const seat = ownValue(view.policy.seats, signer);
   if (seat === undefined) return refuse("twogranter.standing", `${signer} is not in the policy in force`);
-  if (!(seat.admin ?? []).includes("grant")) return refuse("twogranter.standing", `${signer} holds no grant: a granter is the owner or a grant holder`);
+  if (!accepts.some((a) => (seat.admin ?? []).includes(a)))
+    return refuse("twogranter.standing", `${signer} holds no ${accepts.join(" or ")}: a granter is the owner or a ${accepts.join(" or ")} holder`);
   return undefined;
 }

@@ -49,6 +49,16 @@ function scopeWords(scope: unknown): string {
   return parts.length === 0 ? "unconstrained" : parts.join("; ");
 }
 
+/** C0 and C1 controls, and the bidirectional-text marks and overrides a reader's display obeys. */
+const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+function stringsIn(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsIn);
+  if (isPlainObject(value)) return Object.entries(value).flatMap(([k, v]) => [k, ...stringsIn(v)]);
+  return [];
+}
+
 /** A copy never carries these (§10); they are written by the owner on one seat. */
 const NEVER_COPIED: readonly string[] = ADMINISTRATIVE_CAPABILITIES;
 
@@ -109,6 +119,9 @@ export function applyDelegatedChange(inForce: unknown, change: DelegatedChange):
   const capabilities = isPlainObject(seat.capabilities) ? { ...seat.capabilities } : {};
   const held = scopesOf(ownValue(capabilities, change.capability));
   if (change.kind === "grant") {
+    // What a delegate writes is shown to the owner and to a confirmer: no control or bidi character in it (§11).
+    if ([...stringsIn(change.scope), change.name ?? ""].some((text) => UNSHOWABLE.test(text)))
+      return refuse("request.malformed", "a grant's scope and name hold no control or bidirectional-text character");
     const scope = isPlainObject(change.scope) ? { ...change.scope } : change.scope === undefined || change.scope === "*" ? {} : change.scope;
     if (change.name !== undefined) {
       if (!isPlainObject(scope)) return refuse("request.malformed", "a named grant's scope is a map of dimensions");
@@ -226,7 +239,8 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
     );
   const admin = adminGiven(view, after);
   if (admin !== undefined) return refuse("grant.administrative", `${admin}; only the owner gives an administrative capability (§10)`);
-  const taken = adminTaken(view, after);
+  // A removal is the table's (§9: a seat holding grant, agree or leads is removed by the owner only, table.principal).
+  const taken = change.kind === "remove-seat" ? undefined : adminTaken(view, after);
   if (taken !== undefined) return refuse("grant.administrative", `${taken}; only the owner takes back an administrative capability it wrote (§9, §10)`);
 
   const kind: AuthorityChange["kind"] = change.kind === "add-seat" ? "add-seat" : change.kind === "remove-seat" ? "remove-seat" : "edit";
@@ -248,8 +262,9 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
   if (table.decision === "refuse") return table;
   // A new seat that is not an agreed same copy is a grant of everything it holds (§9: "add any
   // other seat — a grant, two-granter where the owner set it"), the copied authorities included.
-  const added = change.kind === "add-seat" && !table.agreement ? (ownValue(after.seats, change.seat)?.authorities ?? []) : [];
-  const behind = table.agreement ? [] : [...new Set([...given, ...added].map((a) => a.capability).filter((c) => (view.policy.twoGranter ?? []).includes(c)))];
+  // A same copy too (§10: "two can be asked to agree"): a copy of a two-granter holder is agreed by two, the second an agree or grant holder.
+  const added = change.kind === "add-seat" ? (ownValue(after.seats, change.seat)?.authorities ?? []) : [];
+  const behind = [...new Set([...given, ...added].map((a) => a.capability).filter((c) => (view.policy.twoGranter ?? []).includes(c)))];
   if (behind.length > 0) {
     if (request.confirmations === undefined || request.confirmations.length < 2)
       return {
@@ -257,7 +272,14 @@ function decide(view: KernelView, request: DelegatedRequest, now: number): Chang
         capabilities: behind,
         reason: `${behind.join(", ")} is behind two-granter agreement (§10): a second granter (a grant holder${view.policy.twoGranterLabs === "distinct" ? " of another lab" : ""}, never leads) confirms this proposal before it commits`,
       };
-    const void_ = checkGranters(view, request.principal, request.proposal, request.inputState, request.confirmations);
+    const void_ = checkGranters(
+      view,
+      request.principal,
+      request.proposal,
+      request.inputState,
+      request.confirmations,
+      table.agreement ? ["agree", "grant"] : ["grant"],
+    );
     if (void_ !== undefined) return void_;
   }
   // A grant re-keys nothing it did not name: its cascade would revoke another grant's leases.

@@ -19,6 +19,7 @@ import type { ReservedSet } from "./reserved.js";
 import { NO_WRITE_TEMPLATES, ROLE_TEMPLATES, type RoleTemplate, isRoleTemplate, templateGrants } from "./roles.js";
 import { type Scope, canonicalDimension, scopeIntersect } from "./scope.js";
 import { type ScopeContext, type SeatAdministrative, readCapabilities, readScope } from "./scope-input.js";
+import { ownValue } from "./records.js";
 import { readStart, type StartContext } from "./start-context.js";
 import { canonicalNetwork } from "./egress-context.js";
 import { canonicalRestart } from "./start-restart.js";
@@ -342,6 +343,18 @@ export function compilePolicy(input: PolicyInput): CompileResult {
   }
   const program = readConstraintProgram(input.constraints, input.review, problems, (r) => Object.prototype.hasOwnProperty.call(roles, r));
   const delegation = readDelegation(input, Object.keys(seatsInput), ctx);
+  // §9: "leads has no grant power" — the leads seat holds no grant (it would grant alone as a seat what it may not as leads).
+  const leadsSeat = delegation.leads?.seat;
+  if (leadsSeat !== undefined && (ownValue(seats, leadsSeat)?.admin ?? []).includes("grant"))
+    problems.push(
+      problem(
+        "teamfile.schema",
+        ["seats", leadsSeat, "capabilities", "grant"],
+        `${leadsSeat} is leads, and leads has no grant power (§9)`,
+        "give grant to another seat (a deputy), or name another seat as leads",
+        "key",
+      ),
+    );
   if (input.review === undefined) {
     const problemText = reviewModeMissing(holdingSeats(seats, roles), delegation.leads?.envelope ?? []);
     if (problemText !== undefined)

@@ -50,7 +50,7 @@ ${seat("openai", "      read: ~\n      grant: ~\n")}  admin3:
 ${seat("anthropic", "      read: ~\n      grant: ~\n")}  admin4:
 ${seat("google", "      read: { path: docs/ }\n      grant: ~\n")}  clerk:
 ${seat("google", "      read: ~\n      agree: ~\n")}  lead:
-${seat("google", "      read: ~\n      grant: ~\n")}  worker:
+${seat("google", "      read: ~\n")}  worker:
 ${seat("openai", "      read: ~\n      write: { path: docs/ }\n")}  gater:
 ${seat("anthropic", "      read: ~\n")}`;
 

@@ -29,9 +29,10 @@ const TEAM = {
     admin2: { lab: "openai", capabilities: { read: null, grant: null } },
     admin3: { lab: "anthropic", capabilities: { grant: null } },
     clerk: { lab: "google", capabilities: { agree: null } },
-    lead: { lab: "google", capabilities: { read: null, grant: null } },
+    lead: { lab: "google", capabilities: { read: null } },
     worker: { lab: "openai", capabilities: { read: null, write: { path: "docs/" } }, start },
     gater: { lab: "anthropic", capabilities: { gate: null } },
+    merger: { lab: "anthropic", capabilities: { merge: null }, start },
   },
 };
 
@@ -85,12 +86,7 @@ describe("delegated changes: the grant rows of §9 and the bounds of §8, §10",
     ["agree, likewise", "admin", grant("worker", "agree", {}), "grant.administrative"],
     ["breaking a maximum", "admin", grant("worker", "gate", {}), "constraint.maximum"],
     ["a seat holding agree only may not grant", "clerk", grant("worker", "read", {}), "table.principal"],
-    [
-      "leads has no grant power as leads, and holds grant here as a seat: its grant commits",
-      "lead",
-      grant("worker", "write", { path: ["src/"] }, "s"),
-      "commit",
-    ],
+    ["leads has no grant power (§9)", "lead", grant("worker", "write", { path: ["src/"] }, "s"), "table.principal"],
     ["a seat holding nothing administrative", "worker", grant("gater", "read", {}), "table.principal"],
     ["a two-granter capability alone: a proposal", "admin", grant("worker", "merge", {}), "propose"],
     ["take back a direct grant", "admin", { kind: "ungrant", seat: "worker", capability: "write" } as DelegatedChange, "commit"],
@@ -134,6 +130,28 @@ describe("delegated changes: the grant rows of §9 and the bounds of §8, §10",
     expect(decide("admin", grant("worker", "write", { path: ["src/"] }, "src"))).toBe("commit");
   });
 
+  it("a scope or name with a control or bidirectional-text character is refused before it reaches a reader", () => {
+    expect(decide("admin", grant("worker", "write", { path: ["src/\u202etxt.exe"] }, "x"))).toBe("request.malformed");
+    expect(decide("admin", grant("worker", "write", { path: ["src/a\u0007"] }, "x"))).toBe("request.malformed");
+    expect(decide("admin", grant("worker", "write", { path: ["src/"] }, "x"))).toBe("commit");
+  });
+
+  it("the loader refuses grant on the leads seat (§9: leads has no grant power)", () => {
+    const data = JSON.parse(JSON.stringify(TEAM)) as { seats: { lead: { capabilities: Record<string, unknown> } } };
+    data.seats.lead.capabilities.grant = null;
+    const l = loadTeamFileData(data, { readStartFile, proposal: true });
+    expect(l.ok).toBe(false);
+    expect(l.ok ? [] : l.errors.map((e) => e.message)).toEqual(expect.arrayContaining([expect.stringMatching(/leads has no grant power/)]));
+  });
+
+  it("two-granter holds for a same copy too (§10: two can be asked to agree): the agree holder's copy of a two-granter holder waits", () => {
+    // merger holds merge (behind two-granter); clerk (agree) copies it.
+    expect(decide("clerk", { kind: "add-seat", seat: "m2", like: "merger" })).toBe("propose");
+    expect(decide("clerk", { kind: "add-seat", seat: "m2", like: "merger" }, { confirmations: [{ signer: "clerk" }, { signer: "admin2" }] })).toBe(
+      "commit agreement",
+    );
+  });
+
   it("a copy never carries grant or agree", () => {
     const applied = applyDelegatedChange(canonical, { kind: "add-seat", seat: "a4", like: "admin" });
     expect("data" in applied && (applied.data as { seats: Record<string, { capabilities: object }> }).seats.a4?.capabilities).toEqual({
@@ -146,7 +164,7 @@ describe("delegated changes: the grant rows of §9 and the bounds of §8, §10",
     it.each([
       ["a grant holder of another lab confirms", [{ signer: "admin" }, { signer: "admin2" }], "commit"],
       ["the same lab, where the owner requires distinct labs", [{ signer: "admin" }, { signer: "admin3" }], "twogranter.labs"],
-      ["leads is never a granter, even holding grant", [{ signer: "admin" }, { signer: "lead" }], "twogranter.standing"],
+      ["leads is never a granter", [{ signer: "admin" }, { signer: "lead" }], "twogranter.standing"],
       ["a seat without grant is no granter", [{ signer: "admin" }, { signer: "worker" }], "twogranter.standing"],
       ["the asker twice", [{ signer: "admin" }, { signer: "admin" }], "twogranter.void"],
       ["the first confirmation over an older state: void", [{ signer: "admin", inputState: "s0" }, { signer: "admin2" }], "twogranter.void"],
