@@ -58,10 +58,10 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
     expect(applied.code, applied.stdout + applied.stderr).toBe(0);
     return applied;
   };
-  const issueLease = async (ttl: string): Promise<string> => {
+  const issueLease = async (ttl: string): Promise<{ leaseId: string; expiresUnixMs: number }> => {
     const issued = await h.shim("lead", "lease", "issue", "m3", "merge", "branch=main", "--ttl", ttl, "--json");
     expect(issued.code, issued.stdout + issued.stderr).toBe(0);
-    return (JSON.parse(issued.stdout) as { leaseId: string }).leaseId;
+    return JSON.parse(issued.stdout) as { leaseId: string; expiresUnixMs: number };
   };
   const allNotices = async (): Promise<{ subject: string; text: string }[]> => {
     const out = await h.run(["notices", "--all", "--json"], { timeoutMs: 15_000 });
@@ -86,7 +86,7 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
   let leaseId = "";
 
   it("a live lease meets the floor: taking m2's merge away commits with nothing paused, and m1 merges", async () => {
-    leaseId = await issueLease("1h");
+    leaseId = (await issueLease("1h")).leaseId;
     const applied = await apply({ m2Merges: false, envelope: "main" });
     expect(applied.stderr).not.toContain("floor left unmet");
     await gatedChange(h, "one");
@@ -129,14 +129,14 @@ describe.runIf(process.platform === "linux")("floors over standing plus leased a
 
   it("a lease's expiry that breaks the floor pauses the merge the same way", async () => {
     await apply({ m2Merges: true, envelope: "main" });
-    const issuedAt = Date.now();
-    await issueLease("15s");
+    // The lease's own expiry, as the daemon set it (a busy machine may take a while to deliver the call).
+    const { expiresUnixMs } = await issueLease("15s");
     // While the lease lives it meets the floor: the apply pauses nothing.
     const applied = await apply({ m2Merges: false, envelope: "main" });
     expect(applied.stderr).not.toContain("floor left unmet");
     await gatedChange(h, "four");
     // Past the lease's expiry only m1 holds merge.
-    await new Promise((r) => setTimeout(r, Math.max(0, issuedAt + 16_000 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresUnixMs + 1_000 - Date.now())));
     await expectRefused(h.shim("m1", "merge", "seat/exec/four"), "constraint.paused");
     // The owner is told once, with no owner act to hang it on (the daemon's floor watch looks every 5 s).
     const expiryNotices = async () => (await allNotices()).filter((n) => n.subject.startsWith("floor unmet (team proj)"));
