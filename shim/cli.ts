@@ -130,6 +130,12 @@ export function buildProgram(): Command {
     .description("as leads (§9): remove a seat of your team, with every lease it holds or issued; a grant, agree or leads holder is the owner's to remove")
     .action(async (name: string, opts: { json?: boolean }) => (await acts()).seatRemove(name, opts));
   program
+    .command("stop-team")
+    .option("--reason <text>", "why, in a line (recorded; the owner is told)")
+    .option("--json", "print one JSON object")
+    .description("as leads (§9): stop your team — every seat of it, this one too; it holds until the owner's teamd resume")
+    .action(async (opts: { reason?: string; json?: boolean }) => (await acts()).stopTeam(opts));
+  program
     .command("proposals")
     .option("--json", "print one JSON object")
     .description("the two-granter proposals waiting for your confirmation (§10), each the one change it makes")

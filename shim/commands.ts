@@ -183,6 +183,15 @@ export async function seatRemove(seat: string, opts: { json?: boolean }): Promis
   printDone(opts.json, r);
 }
 
+export async function stopTeam(opts: { reason?: string; json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.stopTeam({ reason: opts.reason ?? "" }));
+  print(
+    opts.json,
+    { stopped: true, seq: Number(r.seq), seats: r.seats },
+    `team stopped (record ${r.seq}): its seats stop now (${r.seats.join(", ") || "none running"}), this one too; only the owner's teamd resume lifts it\n`,
+  );
+}
+
 export async function proposals(opts: { json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.proposals({}));
   const list = r.proposals.map((p) => ({

@@ -24,19 +24,20 @@ export async function resumeCommand(options: { json?: boolean; team?: string }, 
       `flag ${bad.file} cannot be verified (${bad.reason}); a stop whose flag is unreadable cannot be cleared by naming it: move the file away only if you did not write it`,
     );
   // --team: that team's stops only; a machine-wide stop is cleared by a plain resume.
-  const flagIds = read.flags
-    .filter((f) => f.kind === "stop" && (options.team === undefined || (f.scope === "team" && f.team === options.team)))
-    .map((f) => f.id);
-  if (flagIds.length === 0) {
-    const none = options.team === undefined ? "no stop is in force" : `team ${options.team} has no stop of its own in force`;
-    if (options.json) process.stdout.write(JSON.stringify({ resumed: false, flagIds: [], reason: none }) + "\n");
-    else process.stdout.write(`resume: ${none}; nothing to clear\n`);
-    return;
-  }
-  const key = await ownerKeyForAct();
-  const act = await signOwnerAct(resumeDraft({ flagIds, ...(options.team !== undefined ? { team: options.team } : {}) }), key.seed);
+  const mine = (scope: string | undefined, team: string) => options.team === undefined || (scope === "team" && team === options.team);
+  const flagged = read.flags.filter((f) => f.kind === "stop" && mine(f.scope, f.team)).map((f) => f.id);
   const channel = await openOwnerChannel(home, ambient.now);
   try {
+    // And leads's stops (§9), held by their records alone, named by seq: only an owner act clears a stop, whoever raised it.
+    const flagIds = [...flagged, ...(await channel.recordedStops()).filter((s) => mine(s.scope, s.team)).map((s) => s.flagId)];
+    if (flagIds.length === 0) {
+      const none = options.team === undefined ? "no stop is in force" : `team ${options.team} has no stop of its own in force`;
+      if (options.json) process.stdout.write(JSON.stringify({ resumed: false, flagIds: [], reason: none }) + "\n");
+      else process.stdout.write(`resume: ${none}; nothing to clear\n`);
+      return;
+    }
+    const key = await ownerKeyForAct();
+    const act = await signOwnerAct(resumeDraft({ flagIds, ...(options.team !== undefined ? { team: options.team } : {}) }), key.seed);
     const receipt = await channel.submit(OwnerActKind.RESUME, act);
     if (options.json) process.stdout.write(JSON.stringify({ resumed: true, seq: receipt.seq, flagIds, via: channel.via }) + "\n");
     else process.stdout.write(`resumed: ${flagIds.length} stop(s) cleared (record ${receipt.seq})\n`);

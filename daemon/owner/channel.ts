@@ -30,6 +30,8 @@ export interface OwnerChannel {
   policyInForce(team: string): Promise<PolicyInForceResponse>;
   /** The team's leases with their liveness now. */
   leases(team: string): Promise<LeasesResponse>;
+  /** The stops on record with no flag file (leads's stop of its team, §9), which a resume names by `seq:N`. */
+  recordedStops(): Promise<{ flagId: string; scope: string; team: string }[]>;
   close(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ async function daemonChannel(home: TeamdHome, deadlineMs: number): Promise<Owner
     ledgerStatus: () => client.ledgerStatus({}),
     policyInForce: (team) => client.policyInForce({ team }),
     leases: (team) => client.leases({ team }),
+    recordedStops: async () => (await client.status({})).stops.filter((s) => s.flagId.startsWith("seq:")),
     async close() {
       client.close();
     },
@@ -89,6 +92,13 @@ async function directChannel(home: TeamdHome, now: () => number): Promise<OwnerC
     ledgerStatus: async () => create(LedgerStatusResponseSchema, describeLedger(ledger, signer.publicKey.raw)),
     policyInForce: async (team) => describePolicyInForce(ledger, team),
     leases: async (team) => describeLeases(ledger, team, now()),
+    recordedStops: async () =>
+      ledger?.state.status === "ready"
+        ? ledger.view
+            .activeStops()
+            .filter((s) => s.flagId.startsWith("seq:"))
+            .map((s) => ({ flagId: s.flagId, scope: s.scope, team: s.team }))
+        : [],
     async close() {
       await ledger?.close();
       ledger = undefined;

@@ -17,6 +17,7 @@ import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.j
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
 import {
   fromHex,
+  LedgerRefusal,
   leaseDraft,
   leaseRevocationDraft,
   principalKey,
@@ -54,6 +55,8 @@ export interface SeatAdmin {
   /** The proposals waiting for a second granter, as this seat may see them (§3's controlled view). */
   proposals(identity: SeatIdentity): Promise<ProposalEntry[]>;
   confirm(identity: SeatIdentity, requestId: string, proposalId: string): Promise<AdministerResponse>;
+  /** leads stops its own team (§9, §15): recorded, held until the owner's resume; the team's seats stop after the reply. */
+  stopTeam(identity: SeatIdentity, reason: string): Promise<{ seq: number; seats: string[] }>;
   /** A lease of a two-granter capability (leases.ts hands it here): a proposal, never a lease alone. */
   proposeLease(ctx: SeatContext, request: ProposedLease): Promise<string>;
 }
@@ -61,6 +64,15 @@ export interface SeatAdmin {
 export interface SeatAdminDeps {
   readonly pipeline: SeatPipeline;
   readonly newId: () => string;
+  /** The team's running seats, and a way to stop them all (the composition root's seat manager). */
+  readonly teamSeats: (team: string) => string[];
+  readonly stopTeamSeats: (team: string) => Promise<void>;
+}
+
+/** A stop's reason as a seat wrote it: one line, printable, bounded. */
+function stopReason(text: string): string {
+  const line = [...text].filter((c) => c >= " " && !(c >= "\u007f" && c <= "\u009f") && !/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u.test(c)).join("");
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
 
 /** A proposal waits at most this long for its second granter. */
@@ -448,6 +460,27 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
         if (seen.stale === true) proposals.delete(proposalId);
         throw error;
       }
+    },
+
+    async stopTeam(identity, reason) {
+      const action = "stop.team";
+      const ctx = await pipeline.context(identity, action, { guardInAct: true });
+      // §9: "stop a team — owner, or leads for its own team"; the socket is the seat, its team the one it stops.
+      if (ctx.policy.policy.leads?.seat !== identity.seat)
+        throw await pipeline.refuse(
+          ctx,
+          refuse("table.principal", `stopping a team is the owner's, or leads's for its own team; seat ${identity.seat} is not leads of team ${identity.team}`),
+          action,
+        );
+      // leads's stop holds from its record: with the store down it cannot be made (the owner's holds by its flag).
+      const record = await ctx.ledger.leadsStop(identity.team, identity.seat, stopReason(reason) || "stopped by leads").catch(async (error: unknown) => {
+        if (error instanceof LedgerRefusal) throw await pipeline.refuse(ctx, error.refusal, action);
+        throw error;
+      });
+      const seats = deps.teamSeats(identity.team);
+      // After the reply has gone: leads's own seat is among those stopped.
+      setTimeout(() => void deps.stopTeamSeats(identity.team).catch(() => undefined), 250).unref();
+      return { seq: record.seq, seats };
     },
 
     async proposeLease(ctx, lease) {

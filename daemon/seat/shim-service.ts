@@ -114,6 +114,10 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async proposals() {
       return { proposals: await deps.admin.proposals(identity) };
     },
+    async stopTeam(request) {
+      const { seq, seats } = await deps.admin.stopTeam(identity, request.reason);
+      return { seq: BigInt(seq), seats };
+    },
     async confirm(request) {
       return { done: await deps.admin.confirm(identity, request.requestId, request.proposalId) };
     },

@@ -189,7 +189,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // files or variables the daemon's environment names); nothing of it reaches a seat. act-as
   // (a push, a comment) uses the same store: the daemon acts, the seat never holds the secret.
   const broker = createBroker({ teamdHome: home.root, env: process.env, ...(process.getuid ? { uid: process.getuid() } : {}) });
-  const admin = createSeatAdmin({ pipeline, newId });
+  const admin = createSeatAdmin({
+    pipeline,
+    newId,
+    teamSeats: (team) => (seats?.list() ?? []).filter((v) => v.team === team).map((v) => v.seat),
+    stopTeamSeats: async (team) => void (await seats?.stop(team, undefined)),
+  });
   const seatDeps = {
     daemonInstance: instance,
     admin,

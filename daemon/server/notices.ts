@@ -74,7 +74,7 @@ export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): N
     case "stop":
       return {
         subject: `stop (${team})`,
-        text: `the owner stopped ${entry.team ? team : "every team on this machine"} (record ${entry.seq}${entry.late ? ", recorded late" : ""}); every start and gated act is refused until teamd resume`,
+        text: `${entry.signer === "owner" ? "the owner" : `leads (${entry.signer})`} stopped ${entry.team ? team : "every team on this machine"} (record ${entry.seq}${entry.late ? ", recorded late" : ""}); every start and gated act is refused until your teamd resume${entry.team ? ` --team ${entry.team}` : ""}`,
       };
     case "resume":
       return { subject: `resumed (${team})`, text: `the owner resumed (record ${entry.seq})` };

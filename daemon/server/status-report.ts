@@ -41,7 +41,15 @@ export function stopsInForce(ledger: Ledger | undefined): MessageInitShape<typeo
     .filter((f) => f.kind === "stop" && !(ledger.state.status === "ready" && ledger.view.stopCleared(f.id)))
     .map((f) => ({ flagId: f.id, scope: f.scope ?? "", team: f.team, recordedSeq: recorded(f.id) }));
   const unverifiable = read.invalid.map((i) => ({ flagId: i.file, scope: "unverifiable", team: "", recordedSeq: 0n }));
-  return [...stops, ...unverifiable];
+  // A stop on record with no flag: leads's stop of its team (§9), held by its record until the owner's resume names it.
+  const byRecord =
+    ledger.state.status === "ready"
+      ? ledger.view
+          .activeStops()
+          .filter((s) => s.flagId.startsWith("seq:"))
+          .map((s) => ({ flagId: s.flagId, scope: s.scope, team: s.team, recordedSeq: BigInt(s.seq) }))
+      : [];
+  return [...stops, ...byRecord, ...unverifiable];
 }
 
 /** The team file on disk against the policy in force (§10: only an applied policy is ever in force). */

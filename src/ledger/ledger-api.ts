@@ -79,6 +79,8 @@ export interface Ledger {
    */
   /** `check`: re-run at commit time against the view as of the previous batch (an apply's policy in force still the one it was decided over). */
   appendOwnerAct(act: Uint8Array, companions?: readonly RecordDraft[], check?: RecordDraft["check"]): Promise<AppendedRecord>;
+  /** §9: leads stops its own team — a stop record leads signs, held until an owner's resume names it (`seq:N`). */
+  leadsStop(team: string, leads: string, reason: string): Promise<AppendedRecord>;
   /**
    * The owner's archive act (§15 archival, archive.ts): move the records below the cut to an
    * archive file, keep what the gate reads, record the cut, drop the rest, reopen. A replay

@@ -1,5 +1,6 @@
 import { mkdir } from "node:fs/promises";
-import { PrincipalKind, RecordType } from "../gen/teamd/v1/ledger_pb.js";
+import { randomBytes } from "node:crypto";
+import { PrincipalKind, RecordType, StopScope, TargetKind } from "../gen/teamd/v1/ledger_pb.js";
 import { refuse, type Refusal } from "../kernel/decision.js";
 import { archiveLedger } from "./archive.js";
 import { bytesEqual, headerHash } from "./codec.js";
@@ -403,6 +404,25 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return enqueue({ ...daemonRecord(draft), once: { key: `outcome:${intentSeq}`, recorded: (v) => v.intent(intentSeq)?.outcomeSeq } });
     },
     appendOwnerAct: (act, companions, check) => ownerActs.append(act, (companions ?? []).map(daemonRecord), check),
+    async leadsStop(team, leads, reason) {
+      // §9: leads stops its own team. A stop record the leads seat signs (its socket), with no flag:
+      // it needs the store (unlike the owner's, which holds by its flag), and holds from its record
+      // — across restarts — until an owner's resume names it (its id: seq:N).
+      const seat = { kind: PrincipalKind.SEAT, team, seat: leads };
+      return enqueue(
+        daemonRecord({
+          type: RecordType.STOP,
+          team,
+          actor: seat,
+          signer: seat,
+          action: "stop.team",
+          payload: {
+            target: { kind: TargetKind.TEAM, name: team },
+            detail: { case: "stop", value: { scope: StopScope.TEAM, team, reason, nonce: randomBytes(16) } },
+          },
+        }),
+      );
+    },
     async archive(act, archiveOptions) {
       // One archive at a time: a second would plan from the cut the first is about to move.
       if (archiving) throw new LedgerRefusal("ledger.unavailable", "an archive is in progress; try again when it is done");

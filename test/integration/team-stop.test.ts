@@ -72,4 +72,35 @@ describe.runIf(process.platform === "linux")("teamd stop --team: a stop that hol
     expect(records.filter((r) => r.action === "stop.team" && r.team === "proj")).toHaveLength(1);
     await h.ok(["stop", "alpha@proj"]);
   }, 120_000);
+
+  it("leads stops its own team (teamd-shim stop-team): held by its record across a restart, another seat may not, only the owner's resume lifts it", async () => {
+    writeFileSync(join(h.repo, "teamd.yaml"), sleeperTeamFile(["alpha", "beta"]).replace("seats:\n", "leads: alpha\nseats:\n"));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "--team", "proj"]);
+    // The other team's seat ended with the daemon restart above: start it again, to see it run on.
+    await h.ok(["start", "--team", "other"]);
+    const refused = await h.shim("beta", "stop-team");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("table.principal");
+    const stopped = await h.shim("alpha", "stop-team", "--reason", "tests are red", "--json");
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect((JSON.parse(stopped.stdout) as { seats: string[] }).seats.sort()).toEqual(["alpha", "beta"]);
+    for (let i = 0; i < 50 && (await running("proj")).length > 0; i++) await new Promise((r) => setTimeout(r, 200));
+    expect(await running("proj")).toEqual([]);
+    expect(await running("other")).toEqual(["gamma"]);
+    expect(await h.json<Json>(["start", "beta@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    const notices = (await h.ok(["notices", "--json", "--all"]))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { subject: string; text: string });
+    expect(notices.some((n) => n.subject === "stop (team proj)" && n.text.startsWith("leads (seat:proj/alpha) stopped"))).toBe(true);
+    await h.stopDaemon();
+    await h.startDaemon();
+    expect(await h.json<Json>(["start", "beta@proj", "--json"], { code: 3 })).toMatchObject({ rule: "stop.team" });
+    const resumed = await h.json<{ resumed: boolean; flagIds: string[] }>(["resume", "--team", "proj", "--json"]);
+    expect(resumed.resumed).toBe(true);
+    expect(resumed.flagIds.some((id) => id.startsWith("seq:"))).toBe(true);
+    await h.ok(["start", "beta@proj"]);
+    await h.ok(["stop", "beta@proj"]);
+  }, 120_000);
 });
