@@ -130,6 +130,12 @@ export function buildProgram(): Command {
     .description("as leads (§9): remove a seat of your team, with every lease it holds or issued; a grant, agree or leads holder is the owner's to remove")
     .action(async (name: string, opts: { json?: boolean }) => (await acts()).seatRemove(name, opts));
   program
+    .command("notices")
+    .option("--after <seq>", "only notices after this record (the previous call's next)")
+    .option("--json", "print one JSON object")
+    .description("as leads, the team-level address (§9): your team's notices — what happened, never content")
+    .action(async (opts: { after?: string; json?: boolean }) => (await acts()).teamNotices(opts));
+  program
     .command("stop-team")
     .option("--reason <text>", "why, in a line (recorded; the owner is told)")
     .option("--json", "print one JSON object")

@@ -183,6 +183,17 @@ export async function seatRemove(seat: string, opts: { json?: boolean }): Promis
   printDone(opts.json, r);
 }
 
+export async function teamNotices(opts: { after?: string; json?: boolean }): Promise<void> {
+  const after = /^\d+$/.test(opts.after ?? "0") ? BigInt(opts.after ?? "0") : usage(`--after '${opts.after ?? ""}' is not a record number`);
+  const r = await withClient((c) => c.teamNotices({ afterSeq: after }));
+  const list = r.notices.map((n) => ({ seq: Number(n.seq), time: new Date(Number(n.timeUnixMs)).toISOString(), subject: n.subject }));
+  print(
+    opts.json,
+    { notices: list, next: Number(r.nextAfterSeq) },
+    `${list.map((n) => `${n.seq}  ${n.time}  ${n.subject}`).join("\n")}${list.length > 0 ? "\n" : ""}(next: --after ${r.nextAfterSeq})\n`,
+  );
+}
+
 export async function stopTeam(opts: { reason?: string; json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.stopTeam({ reason: opts.reason ?? "" }));
   print(

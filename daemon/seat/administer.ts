@@ -57,6 +57,8 @@ export interface SeatAdmin {
   confirm(identity: SeatIdentity, requestId: string, proposalId: string): Promise<AdministerResponse>;
   /** leads stops its own team (§9, §15): recorded, held until the owner's resume; the team's seats stop after the reply. */
   stopTeam(identity: SeatIdentity, reason: string): Promise<{ seq: number; seats: string[] }>;
+  /** The team-level address (§9): the team's notices as leads may read them (§3's controlled view: subjects only). */
+  teamNotices(identity: SeatIdentity, afterSeq: number): Promise<{ notices: { seq: number; timeUnixMs: number; subject: string }[]; next: number }>;
   /** A lease of a two-granter capability (leases.ts hands it here): a proposal, never a lease alone. */
   proposeLease(ctx: SeatContext, request: ProposedLease): Promise<string>;
 }
@@ -481,6 +483,26 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       // After the reply has gone: leads's own seat is among those stopped.
       setTimeout(() => void deps.stopTeamSeats(identity.team).catch(() => undefined), 250).unref();
       return { seq: record.seq, seats };
+    },
+
+    async teamNotices(identity, afterSeq) {
+      const action = "notices.team";
+      const ctx = await pipeline.context(identity, action, { quiet: true });
+      if (ctx.policy.policy.leads?.seat !== identity.seat)
+        throw await pipeline.refuse(
+          ctx,
+          refuse(
+            "table.principal",
+            `the team's notices go to leads, its single team-level address (§9); seat ${identity.seat} is not leads of team ${identity.team}`,
+          ),
+          action,
+        );
+      const from = Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, afterSeq)) + 1;
+      const seen = ctx.ledger.entries(from, 200, RecordType.NOTICE);
+      const notices = seen
+        .filter((e) => e.team === identity.team && e.payload?.detail.case === "notice")
+        .map((e) => ({ seq: e.seq, timeUnixMs: e.timeUnixMs, subject: stopReason(e.payload?.detail.case === "notice" ? e.payload.detail.value.subject : "") }));
+      return { notices, next: seen.length > 0 ? (seen[seen.length - 1]?.seq ?? afterSeq) : afterSeq };
     },
 
     async proposeLease(ctx, lease) {

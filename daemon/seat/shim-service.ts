@@ -114,6 +114,11 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async proposals() {
       return { proposals: await deps.admin.proposals(identity) };
     },
+    async teamNotices(request) {
+      const after = request.afterSeq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(request.afterSeq);
+      const { notices, next } = await deps.admin.teamNotices(identity, after);
+      return { notices: notices.map((n) => ({ seq: BigInt(n.seq), timeUnixMs: BigInt(n.timeUnixMs), subject: n.subject })), nextAfterSeq: BigInt(next) };
+    },
     async stopTeam(request) {
       const { seq, seats } = await deps.admin.stopTeam(identity, request.reason);
       return { seq: BigInt(seq), seats };

@@ -79,6 +79,19 @@ describe.runIf(process.platform === "linux")("teamd stop --team: a stop that hol
     await h.ok(["start", "--team", "proj"]);
     // The other team's seat ended with the daemon restart above: start it again, to see it run on.
     await h.ok(["start", "--team", "other"]);
+    // The team-level address (§9): leads reads its team's notices (subjects, never content); another seat may not.
+    let subjects: string[] = [];
+    for (let i = 0; i < 40 && !subjects.includes("policy applied (team proj)"); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 250));
+      const read = await h.shim("alpha", "notices", "--json");
+      expect(read.code, read.stderr).toBe(0);
+      subjects = (JSON.parse(read.stdout) as { notices: { subject: string }[] }).notices.map((n) => n.subject);
+    }
+    expect(subjects).toContain("policy applied (team proj)");
+    expect(subjects.some((s) => s.includes("team other"))).toBe(false);
+    const notLeads = await h.shim("beta", "notices");
+    expect(notLeads.code).not.toBe(0);
+    expect(notLeads.stderr).toContain("table.principal");
     const refused = await h.shim("beta", "stop-team");
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("table.principal");
