@@ -319,7 +319,9 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
     let stopped: Flag | undefined;
     for (const flag of read.flags) {
       if (view.flagRecorded(flag.id) === undefined) unrecorded = true;
-      if (flag.kind === "stop" && !view.stopCleared(flag.id) && (flag.scope === "machine" || flag.team === team)) stopped ??= flag;
+      // The machine's stop first: it is the stronger one, and says so.
+      if (flag.kind === "stop" && !view.stopCleared(flag.id) && (flag.scope === "machine" || flag.team === team))
+        stopped = stopped?.scope === "machine" ? stopped : flag;
     }
     if (unrecorded && state.status === "ready") void recordPendingFlags();
     // A machine stop is stop.active; a team's own stop is stop.team (§9: it never reaches another team).
@@ -327,7 +329,7 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       return stopped.scope === "machine"
         ? refuse("stop.active", `the owner stopped this machine (flag ${stopped.id.slice(0, 12)})`)
         : refuse("stop.team", `team ${stopped.team} is stopped (flag ${stopped.id.slice(0, 12)}) until an owner's teamd resume --team ${stopped.team}`);
-    const recorded = view.activeStops().find((s) => s.scope === "machine" || s.team === team);
+    const recorded = view.activeStops().find((s) => s.scope === "machine") ?? view.activeStops().find((s) => s.team === team);
     if (recorded)
       return recorded.scope === "machine"
         ? refuse("stop.active", `the owner stopped this machine (record ${recorded.seq})`)

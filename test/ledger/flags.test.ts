@@ -70,9 +70,9 @@ describe("flags: stop and revocation without the store", () => {
     expect(l.guard("alpha")).toBeUndefined();
     const reply = await l.stop(await stopAct(e, "alpha"));
     expect(reply.recorded).toBeDefined();
-    expect(l.guard("alpha")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("alpha")).toMatchObject({ rule: "stop.team" });
     expect(l.guard("beta")).toBeUndefined();
-    await expect(l.submit(request("dev", "r1"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "stop.active" });
+    await expect(l.submit(request("dev", "r1"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "stop.team" });
     expect(l.view.activeStops()).toMatchObject([{ flagId: reply.flagId, scope: "team", team: "alpha", late: false }]);
     // A resume naming no active stop is refused; a replayed stop is not recorded twice.
     await expect(l.resume(await signOwnerAct(resumeDraft({ flagIds: ["00".repeat(32)] }), e.ownerSeed))).rejects.toMatchObject({ rule: "owner.act-invalid" });
@@ -111,7 +111,7 @@ describe("flags: stop and revocation without the store", () => {
     expect(mine.read().flags.map((f) => f.id)).toContain(raised.id);
     await mine.remove([raised.id]);
     expect(mine.read().flags.map((f) => f.team)).toEqual(["beta"]);
-    expect(l.guard("beta")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("beta")).toMatchObject({ rule: "stop.team" });
   });
 
   it("several stops and revocations coexist as separate files; a machine stop holds every team; bad flags fail closed", async () => {
@@ -133,7 +133,7 @@ describe("flags: stop and revocation without the store", () => {
         .sort(),
     ).toEqual(["revocation", "revocation", "stop", "stop"]);
     expect(l.guard("gamma")).toBeUndefined();
-    expect(l.guard("beta")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("beta")).toMatchObject({ rule: "stop.team" });
     expect(l.isRevoked(RevocationSubject.LEASE, "lease-1")).toBe(true);
     expect(l.isRevoked(RevocationSubject.LEASE, "lease-3")).toBe(false);
     await l.stop(await stopAct(e));
@@ -168,14 +168,14 @@ describe("store down: a signed stop still takes effect, acts are refused, the st
     expect(l.guard("alpha")).toMatchObject({ rule: "ledger.unavailable" });
     const stopped = await l.stop(await stopAct(e, "alpha"));
     expect(stopped).toMatchObject({ recorded: undefined, reason: expect.stringMatching(/ledger.unavailable/) });
-    expect(l.guard("alpha")).toMatchObject({ rule: "stop.active" });
-    await expect(l.submit(request("dev", "r"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "stop.active" });
+    expect(l.guard("alpha")).toMatchObject({ rule: "stop.team" });
+    await expect(l.submit(request("dev", "r"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "stop.team" });
     expect(l.guard("beta")).toMatchObject({ rule: "ledger.unavailable" });
     await expect(l.submit(request("dev", "r", "x", "beta"), async () => ({ result: "done" }))).rejects.toMatchObject({ rule: "ledger.unavailable" });
     putBack();
     expect(await l.reopen()).toEqual({ status: "ready" });
     expect(lateStops(l)).toMatchObject([{ flagId: stopped.flagId, late: true }]);
-    expect(l.guard("alpha")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("alpha")).toMatchObject({ rule: "stop.team" });
     expect(l.guard("beta")).toBeUndefined();
     expect(await l.verify()).toMatchObject({ ok: true });
   });
@@ -218,13 +218,13 @@ describe("store down: a signed stop still takes effect, acts are refused, the st
     await expect(notice(l)).rejects.toMatchObject({ rule: "ledger.unavailable", reason: expect.stringMatching(/locked|busy/i) });
     const stopped = await l.stop(await stopAct(e, "alpha"));
     expect(stopped.recorded).toBeUndefined();
-    expect(l.guard("alpha")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("alpha")).toMatchObject({ rule: "stop.team" });
     expect(l.guard("beta")).toMatchObject({ rule: "ledger.unavailable" });
     child.kill("SIGKILL");
     await new Promise((r) => child!.once("exit", r));
     await expect(notice(l)).resolves.toBeDefined();
     expect(lateStops(l)).toMatchObject([{ flagId: stopped.flagId }]);
-    expect(l.guard("alpha")).toMatchObject({ rule: "stop.active" });
+    expect(l.guard("alpha")).toMatchObject({ rule: "stop.team" });
     expect(l.integrityCheck()).toEqual(["ok"]);
   });
 });
