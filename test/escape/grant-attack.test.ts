@@ -5,6 +5,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { seatCalls, waitingSeat } from "../support/seat-calls.js";
 import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -26,8 +27,7 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const START = `    start:\n      command: [sleep, "3600"]\n`;
-const seat = (lab: string, caps: string) => `    lab: ${lab}\n    capabilities:\n${caps}${START}`;
+const seat = waitingSeat;
 const TEAM_FILE = `version: 1
 team: proj
 declare:
@@ -72,25 +72,10 @@ type Who = { capabilities: { capability: string; scope: string }[] };
 describe.runIf(process.platform === "linux")("grant attack: delegated administration from inside seats (§5, §7–§10, §15)", () => {
   let h: TeamdHarness;
 
-  const shimJson = async <T>(who: string, ...args: string[]): Promise<T> => {
-    const r = await h.shim(who, ...args, "--json");
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as T;
-  };
-  const shimRefused = async (rule: string, who: string, ...args: string[]) => {
-    const r = await h.shim(who, ...args);
-    expect(r.code, r.stdout + r.stderr).not.toBe(0);
-    expect(r.stderr).toContain(rule);
-    return r;
-  };
+  const shimJson = <T>(who: string, ...args: string[]): Promise<T> => seatCalls(h).json<T>(who, ...args);
+  const shimRefused = (rule: string, who: string, ...args: string[]) => seatCalls(h).refused(rule, who, ...args);
   const caps = async (who: string): Promise<string[]> => (await shimJson<Who>(who, "whoami")).capabilities.map((c) => `${c.capability} ${c.scope}`);
-  const log = async () =>
-    (await h.ok(["log", "--json"]))
-      .trim()
-      .split("\n")
-      .map(
-        (l) => JSON.parse(l) as { seq: number; type: string; actor: string; signer: string; coAuthorizer: string; detail?: { rule?: string; change?: string } },
-      );
+  const log = () => seatCalls(h).log();
   const client = (who: string) => createRpcClient(ShimService, h.seatSocket(who));
 
   beforeAll(async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureSeatUser } from "../support/seat-user.js";
+import { seatCalls, waitingSeat } from "../support/seat-calls.js";
 import { expectRefused, initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -17,8 +18,7 @@ import { expectRefused, initTeam, type TeamdHarness } from "../support/teamd-har
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const START = `    start:\n      command: [sleep, "3600"]\n`;
-const seat = (lab: string, caps: string) => `    lab: ${lab}\n    capabilities:\n${caps}${START}`;
+const seat = waitingSeat;
 const TEAM_FILE = `version: 1
 team: proj
 declare:
@@ -59,33 +59,9 @@ type Done = { seq?: number; kind?: string; pending?: boolean; proposal?: string;
 describe.runIf(process.platform === "linux")("delegated administration through real seats (§9, §10)", () => {
   let h: TeamdHarness;
 
-  const shimJson = async <T>(who: string, ...args: string[]): Promise<T> => {
-    const r = await h.shim(who, ...args, "--json");
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as T;
-  };
-  const shimRefused = async (rule: string, who: string, ...args: string[]) => {
-    const r = await h.shim(who, ...args);
-    expect(r.code, r.stdout + r.stderr).not.toBe(0);
-    expect(r.stderr).toContain(rule);
-    return r;
-  };
-  const log = async () =>
-    (await h.ok(["log", "--json"]))
-      .trim()
-      .split("\n")
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            seq: number;
-            type: string;
-            actor: string;
-            signer: string;
-            coAuthorizer: string;
-            action: string;
-            detail?: { rule?: string; change?: string };
-          },
-      );
+  const shimJson = <T>(who: string, ...args: string[]): Promise<T> => seatCalls(h).json<T>(who, ...args);
+  const shimRefused = (rule: string, who: string, ...args: string[]) => seatCalls(h).refused(rule, who, ...args);
+  const log = () => seatCalls(h).log();
   const pushSrc = (name: string) =>
     h.inSeat(
       "worker",
