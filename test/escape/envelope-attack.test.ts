@@ -46,6 +46,7 @@ type Rec = LogRecord & {
   actor?: string;
   signer?: string;
   target?: string;
+  intentSeq?: number;
   fields?: Record<string, string>;
   detail?: { rule?: string; subject?: string };
 };
@@ -708,7 +709,10 @@ describe.runIf(process.platform === "linux" && asRoot)("a seat that moves its cl
     expect(landed).toBeDefined();
     const results = await Promise.all(late);
     // Nothing of the seat's landed past the limit: only refusals (envelope.runtime) are on record.
-    const after = bySeat(await h.records<Rec>(), "w").filter((x) => x.timeUnixMs >= limitAt);
+    // (An act decided before the limit may close after it: its outcome names an intent from before, §15's two steps.)
+    const mine = bySeat(await h.records<Rec>(), "w");
+    const decidedBefore = new Set(mine.filter((x) => x.type === "intent" && x.timeUnixMs < limitAt).map((x) => x.seq));
+    const after = mine.filter((x) => x.timeUnixMs >= limitAt && !(x.type === "outcome" && decidedBefore.has(x.intentSeq ?? -1)));
     expect(after.filter((x) => x.type !== "refusal").map((x) => `${x.seq} ${x.type} ${x.action}`)).toEqual([]);
     for (const x of after) expect(x.detail?.rule ?? x.result).toMatch(/envelope\.runtime|request\.replay-mismatch/);
     // No restart while paused; a seat launched across the limit stands frozen (or was refused).

@@ -238,7 +238,10 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
     // The race is the daemon's timing, not the seat's to choose — but a crash-looping seat is
     // launching most of the time. Launch o just before the next read (every 10 s): until a report
     // lands after o's launch reserved and before o runs (read from the records' times).
-    for (const early of [1400, 1700, 1200, 2000]) {
+    // How early to launch before the read adapts to this machine's launch time: a report that
+    // landed after o ran means launch later; one that covered nothing of o's reservation, earlier.
+    let early = 1200;
+    for (let attempt = 0; attempt < 6; attempt++) {
       if (hit) break;
       await h.ok(["stop", "o"]);
       const was = started();
@@ -255,7 +258,11 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
       if (report === undefined || reserve === undefined || ran === undefined) throw new Error("records missing");
       hit = reserve.timeUnixMs <= Date.parse(report.detail?.to ?? "") && report.timeUnixMs < ran.timeUnixMs;
       seen.push(`early ${early}: reserve ${reserve.timeUnixMs} report.to ${report.detail?.to} report ${report.timeUnixMs} running ${ran.timeUnixMs}`);
-      if (!hit) continue;
+      if (!hit) {
+        if (report.timeUnixMs >= ran.timeUnixMs) early = Math.max(100, early - (report.timeUnixMs - ran.timeUnixMs) - 150);
+        else early += reserve.timeUnixMs - Date.parse(report.detail?.to ?? "") + 150;
+        continue;
+      }
       expect(await stateOf("o")).toBe("running");
       // o runs: its launch is held (again, at the report), not released with the report's cover.
       expect((await lab("openai")).reserved, seen.join("\n")).toBe(200);
@@ -263,7 +270,7 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
       expect(held.map((r) => r.detail?.why)).toEqual(["dispatch", "report"]);
     }
     expect(hit, `no report landed while o was starting:\n${seen.join("\n")}`).toBe(true);
-  }, 120_000);
+  }, 150_000);
 
   it("a crash-looping seat reserves at each launch, on record, bounded by its retries", async () => {
     const before = (await lab("anthropic")).reserved;
