@@ -73,7 +73,10 @@ export interface SeatAdminDeps {
 
 /** A stop's reason as a seat wrote it: one line, printable, bounded. */
 function stopReason(text: string): string {
-  const line = [...text].filter((c) => c >= " " && !(c >= "\u007f" && c <= "\u009f") && !/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u.test(c)).join("");
+  // Bounded before any work on it: the seat chose its length.
+  const line = [...text.slice(0, 1024)]
+    .filter((c) => c >= " " && !(c >= "\u007f" && c <= "\u009f") && !/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u.test(c))
+    .join("");
   return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
 
