@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RowId } from "./rows.js";
-import { HOST_REPLY, SEAT_REPLY } from "./world.js";
+import { HOST_REPLY, SEAT_REPLY, type WorldPaths } from "./world.js";
 
 /**
  * The attacks, defined once: run by `teamd selftest` on the owner's machine and by the escape suite
@@ -15,23 +15,7 @@ import { HOST_REPLY, SEAT_REPLY } from "./world.js";
  * no socket or /proc key masks), printing `@ATTACK KEY=VALUE` lines. The keyring and the limits
  * need seats of their own (runner.ts orchestrates them); their judges are here all the same.
  */
-export interface Facts {
-  readonly base: string;
-  readonly repo: string;
-  readonly home: string;
-  readonly tmp: string;
-  readonly shared: string;
-  readonly outside: string;
-  readonly secretFile: string;
-  readonly reservedFile: string;
-  readonly hardLink: string;
-  readonly reservedDir: string;
-  readonly sharedSocket: string;
-  readonly outsideSocket: string;
-  readonly abstractName: string;
-  readonly loopbackPort: number;
-  readonly victimPid: number;
-  readonly canary: string;
+export interface Facts extends WorldPaths {
   /** The selftest's (or the test runner's) own pid: the daemon's stand-in. */
   readonly selftestPid: number;
   /** The node runtime, at the same path inside every seat. */

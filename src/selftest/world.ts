@@ -46,7 +46,8 @@ export interface LiveSeat {
   readonly done: Promise<SeatRun>;
 }
 
-export interface World {
+/** The throwaway world's places and planted things, as the attacks name them (corpus.ts's Facts adds the runner's). */
+export interface WorldPaths {
   readonly base: string;
   readonly repo: string;
   readonly home: string;
@@ -63,6 +64,9 @@ export interface World {
   readonly loopbackPort: number;
   readonly victimPid: number;
   readonly canary: string;
+}
+
+export interface World extends WorldPaths {
   readonly user: WorldUser;
   /** The real plan (`production`), or the control's: every socket mask and the /proc key masks left out. */
   plan(variant: "production" | "unmasked", limits?: Limits): Promise<SandboxPlan>;
