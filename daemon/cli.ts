@@ -210,6 +210,38 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--json", "print one JSON object (for scripts)")
     .action(async (opts: { team: string; yes?: boolean; json?: boolean }) => (await import("./commands/abandon.js")).abandonCommand(opts, ambient));
 
+  const collect = (value: string, previous: string[] = []) => [...previous, value];
+  const bounds = program
+    .command("create-bounds")
+    .description("owner only (§10): which seat may create teams, and within what — written on the machine, signed by you, never in a team file");
+  bounds
+    .command("set")
+    .description("write SEAT@TEAM's create-bound (it replaces the one before; the teams made under the old one stay, and the new one counts afresh)")
+    .argument("<SEAT@TEAM>", "the creating seat (it must also hold `create: ~` in its own capabilities)")
+    .option("--teams <N>", "how many teams it may create under this bound (default 1)")
+    .option("--root <DIR>", "a repository a child team may live at (repeat; one child per root)", collect)
+    .option("--start <COMMAND>", "a start command a child's seats may pin: a JSON array or words (repeat)", collect)
+    .option("--also-start", "creating also starts the child's seats")
+    .option("--grant", "a child's seat may be given grant or agree (off unless given)")
+    .option("--spend <AMOUNT>", "the child's aggregate spend slice, carved from the creator's remainder")
+    .option("--lab <LAB:spend=AMOUNT,seats=N>", "one lab's part of the slice: its spend and its seat allowance (repeat)", collect)
+    .option("--runtime <DURATION>", "an explicit child-runtime window (default: the child runs down the creator's remaining runtime)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (ref: string, opts: Record<string, unknown>) => (await import("./commands/create-bounds.js")).createBoundsSet(ref, opts, ambient));
+  bounds
+    .command("show")
+    .description("the create-bounds in force, each with the teams made under it")
+    .argument("[SEAT@TEAM]", "only this seat's")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (ref: string | undefined, opts: { json?: boolean }) => (await import("./commands/create-bounds.js")).createBoundsShow(ref, opts));
+  bounds
+    .command("clear")
+    .description("clear SEAT@TEAM's create-bound: it creates nothing more (the teams it made stay)")
+    .argument("<SEAT@TEAM>", "the creating seat")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (ref: string, opts: { json?: boolean }) => (await import("./commands/create-bounds.js")).createBoundsClear(ref, opts, ambient));
+
   program
     .command("policy")
     .description("the policy in force (§10): what the owner applied, with any delegated grants since")

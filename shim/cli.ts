@@ -136,6 +136,13 @@ export function buildProgram(): Command {
     .description("as leads, the team-level address (§9): your team's notices — what happened, never content")
     .action(async (opts: { after?: string; json?: boolean }) => (await acts()).teamNotices(opts));
   program
+    .command("create")
+    .argument("<FILE>", "the child team's file (YAML), as you wrote it")
+    .requiredOption("--root <DIR>", "one of the repository roots your create-bound names: the child's repository")
+    .option("--json", "print one JSON object")
+    .description("with create (§10): a team of your making, within the create-bound the owner wrote on the machine; recorded as your act")
+    .action(async (file: string, opts: { root: string; json?: boolean }) => (await acts()).createTeam(file, opts));
+  program
     .command("stop-team")
     .option("--reason <text>", "why, in a line (recorded; the owner is told)")
     .option("--json", "print one JSON object")

@@ -194,6 +194,21 @@ export async function teamNotices(opts: { after?: string; json?: boolean }): Pro
   );
 }
 
+/** A child team file is read at most this long here too (the daemon refuses longer). */
+const MAX_CHILD_FILE_BYTES = 256 * 1024;
+
+export async function createTeam(file: string, opts: { root: string; json?: boolean }): Promise<void> {
+  const text = await readFile(file);
+  if (text.byteLength > MAX_CHILD_FILE_BYTES) usage(`${file} is longer than ${MAX_CHILD_FILE_BYTES / 1024} KiB; a team file is not`);
+  const r = await withClient((c) => c.createTeam({ requestId: randomUUID(), root: opts.root, teamFile: text }));
+  const deadline = r.deadlineUnixMs > 0n ? new Date(Number(r.deadlineUnixMs)).toISOString() : null;
+  print(
+    opts.json,
+    { created: true, team: r.team, teamSeq: Number(r.teamSeq), policySeq: Number(r.policySeq), started: r.started, deadline },
+    `team '${r.team}' created at ${opts.root} (records ${r.teamSeq}, ${r.policySeq}); ${r.started.length > 0 ? `started: ${r.started.join(", ")}` : "not started"}${deadline !== null ? `; its runtime ends ${deadline}` : ""}\n`,
+  );
+}
+
 export async function stopTeam(opts: { reason?: string; json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.stopTeam({ reason: opts.reason ?? "" }));
   print(

@@ -117,6 +117,8 @@ function teamJson(t: Team): Record<string, unknown> {
     policy: t.policySeq === 0n ? null : { seq: Number(t.policySeq), hash: t.policyHash },
     teamFile: { state: t.teamFile, detail: t.teamFileDetail },
     delegatedChanges: t.delegatedChanges,
+    // A team a seat created (§10): its parent and the creating seat; null for the owner's teams.
+    createdBy: t.parent === "" ? null : { parent: t.parent, seat: t.createdBy },
     policyProblem: t.policyProblem,
     leads: t.leads === "" ? null : t.leads,
     seats: [...t.seats],
@@ -238,7 +240,9 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
   lines.push(unseen === undefined ? "notices: no ledger" : unseen === 0 ? "notices: none new" : `notices: ${unseen} not yet seen (teamd notices)`);
   lines.push(reply.teams.length === 0 ? "teams: none (teamd init in a repository)" : "teams:");
   for (const t of reply.teams) {
-    lines.push(`  ${t.team}  ${t.repository}`);
+    lines.push(
+      `  ${t.team}  ${t.repository}${t.parent !== "" ? `  (created by ${t.createdBy}@${t.parent}; its policy is that seat's act until you apply its file)` : ""}`,
+    );
     lines.push(
       `    policy: ${t.policySeq === 0n ? "none applied" : `record ${t.policySeq} ${t.policyHash.slice(0, 19)}…`}; ${TEAM_FILE_WORDS[t.teamFile] ?? t.teamFile}${t.teamFileDetail && t.teamFile !== "differs" ? ` (${t.teamFileDetail})` : ""}`,
     );

@@ -1,5 +1,5 @@
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { runtimeLeftMs } from "../../src/kernel/envelope-runtime.js";
+import { runtimeLeftMs, runtimeWindowMs } from "../../src/kernel/envelope-runtime.js";
 import { git } from "../../src/effects/git.js";
 import { daemonPrincipal, type Ledger, type LedgerEntry } from "../../src/ledger/index.js";
 import { composeHandoff, HANDOFF_LIMITS, runEvidence, type Handoff, type HaltedRun } from "../../src/ledger/handoff.js";
@@ -30,10 +30,10 @@ export async function recordHandoff(ledger: Ledger, run: HaltedRun, now: number)
   let runtime: Handoff["facts"]["envelope"]["runtime"] = null;
   try {
     const { policy } = policyInForce(ledger, run.team);
-    const renewedAt = ledger.view.renewedAt(run.team);
-    const left = runtimeLeftMs(policy, renewedAt, now);
+    const clock = ledger.view.runtimeClock(run.team);
+    const left = runtimeLeftMs(policy, clock, now);
     if (left !== undefined)
-      runtime = { limitMs: policy.ceiling?.runtimeMs ?? 0, leftMs: Math.max(0, Math.ceil(left)), renewedAt: new Date(renewedAt).toISOString() };
+      runtime = { limitMs: runtimeWindowMs(policy, clock) ?? 0, leftMs: Math.max(0, Math.ceil(left)), renewedAt: new Date(clock.renewedAt).toISOString() };
   } catch {
     // A team without a policy in force has no envelope to state.
   }

@@ -14,6 +14,7 @@ import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
 import { policyInForce, policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
 import { checkSeatLaunch } from "../../src/kernel/envelope-seats.js";
 import { runtimeRefusal } from "../../src/kernel/envelope-runtime.js";
+import { seatCarve } from "../../src/kernel/create-bound.js";
 import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
 import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
@@ -425,8 +426,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const { policy } = policyInForce(readyLedger(options.ledger()), target.team);
     const lab = Object.prototype.hasOwnProperty.call(policy.seats, target.seat) ? policy.seats[target.seat]?.lab : undefined;
     const live = [...slots.values()].filter((s) => s.view.team === target.team).map((s) => ({ seat: s.view.seat, lab: s.view.lab }));
+    // Create (§8, §10): the allowances this team carved to its children, and a created team's own slice.
+    const carve = seatCarve(readyLedger(options.ledger()).view.teams(), target.team);
     const overCap =
-      checkSeatLaunch(policy, target.seat, live) ?? runtimeRefusal(policy, readyLedger(options.ledger()).view.renewedAt(target.team), options.now());
+      checkSeatLaunch(policy, target.seat, live, carve) ?? runtimeRefusal(policy, readyLedger(options.ledger()).view.runtimeClock(target.team), options.now());
     if (overCap) throw new RefusalError(overCap.rule, overCap.reason);
     const runId = options.newId();
     // System mode: a host uid of the seat's own (daemon/host/seat-uids.ts); user mode: the daemon's.

@@ -1,7 +1,7 @@
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
-import { OwnerActSchema, RecordPayloadSchema } from "../../src/gen/teamd/v1/ledger_pb.js";
+import { OwnerActSchema, RecordPayloadSchema, type RecordPayload } from "../../src/gen/teamd/v1/ledger_pb.js";
 import {
   checkOwnerAct,
   daemonPrincipal,
@@ -17,6 +17,7 @@ import { loadTeamFileData } from "../../src/teamfile/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import type { Refusal } from "../../src/kernel/decision.js";
 import type { Policy } from "../../src/kernel/index.js";
+import { canonicalBound, readBound } from "../../src/kernel/create-bound.js";
 import { leaseRevocationDraft, type RecordDraft } from "../../src/ledger/index.js";
 import { checkOwnerLease, checkOwnerRevoke, decideApply, ownerRevoke } from "./leases.js";
 import { checkTombstone } from "./tombstone.js";
@@ -155,6 +156,19 @@ function checkTeam(home: TeamdHome, ledger: Ledger, team: string, detail: { case
   return undefined;
 }
 
+/** A create-bound (§10): for a registered team, its canonical form exactly what the daemon reads back, for the seat the record names. */
+function checkCreateBound(ledger: Ledger, team: string, detail: RecordPayload["detail"]): Refusal | undefined {
+  const bad = (reason: string): Refusal => ({ decision: "refuse", rule: "owner.act-invalid", reason });
+  if (detail.case !== "createBound") return bad("a create-bound record carries the bound");
+  if (ledger.view.team(team) === undefined) return { decision: "refuse", rule: "team.unknown", reason: `team '${team}' is not registered on this machine` };
+  if (detail.value.canonical === "") return undefined;
+  const bound = readBound(detail.value.canonical);
+  if (typeof bound === "string") return bad(`the bound does not read: ${bound}`);
+  if (canonicalBound(bound) !== detail.value.canonical) return bad("the bound is not in its canonical form");
+  if (bound.team !== team || bound.seat !== detail.value.seat) return bad("the bound names another seat or team than its record");
+  return undefined;
+}
+
 /**
  * An owner act, checked and recorded; `now` is the clock it is decided on (a lease is checked for its lifetime at it).
  * `progress`: lines on a long act's way (an archive), where the caller can show them.
@@ -186,6 +200,7 @@ export async function handleOwnerAct(
     [OwnerActKind.TOMBSTONE]: RecordType.TOMBSTONE,
     [OwnerActKind.RENEW]: RecordType.RENEW,
     [OwnerActKind.ARCHIVE]: RecordType.ARCHIVE,
+    [OwnerActKind.CREATE_BOUND]: RecordType.CREATE_BOUND,
   }[kind as number];
   if (expected === undefined || checked.proposal.type !== expected) {
     throw new RefusalError("owner.act-invalid", `the act is a ${RecordType[checked.proposal.type]} record, not what ${OwnerActKind[kind]} submits`);
@@ -220,6 +235,7 @@ export async function handleOwnerAct(
   else if (kind === OwnerActKind.LEASE && before === undefined) problem = checkOwnerLease(ledger, team, checked, now());
   else if (kind === OwnerActKind.REVOKE) problem = checkOwnerRevoke(ledger, team, checked);
   else if (kind === OwnerActKind.TOMBSTONE && before === undefined) problem = checkTombstone(ledger, team, checked);
+  else if (kind === OwnerActKind.CREATE_BOUND) problem = checkCreateBound(ledger, team, checked.payload.detail);
   else if (kind === OwnerActKind.RENEW && ledger.view.team(team) === undefined)
     problem = { decision: "refuse", rule: "team.unknown", reason: `team '${team}' is not registered on this machine; there is no runtime to renew` };
   if (problem) {

@@ -494,7 +494,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
           );
         const retry = ctx.ledger.view.request(principal, gated.requestId) !== undefined;
         // §8: a team past its unattended runtime is paused — no new act (a retry is the act that happened).
-        const paused = retry ? undefined : runtimeRefusal(ctx.policy.policy, ctx.ledger.view.renewedAt(ctx.identity.team), clock());
+        const paused = retry ? undefined : runtimeRefusal(ctx.policy.policy, ctx.ledger.view.runtimeClock(ctx.identity.team), clock());
         if (paused !== undefined) throw await record(ctx.identity, ctx.ledger, paused, gated.action, gated.target, true, [gated.requestId]);
         const decision = request === undefined || retry ? undefined : authorizeFor(ctx, request, gated.facts);
         if (decision?.decision === "refuse")
@@ -564,7 +564,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
         if (guarded !== undefined) throw await record(ctx.identity, ctx.ledger, guarded, action, target);
         const spent = actBudgetSpent(ctx.identity);
         if (spent !== undefined) throw await record(ctx.identity, ctx.ledger, spent, action, target);
-        const paused = runtimeRefusal(ctx.policy.policy, ctx.ledger.view.renewedAt(ctx.identity.team), clock());
+        const paused = runtimeRefusal(ctx.policy.policy, ctx.ledger.view.runtimeClock(ctx.identity.team), clock());
         // §15, one retry rule, before the kernel decides again (under the lock: two copies of
         // one retry make one set of records): a request id this seat already used is answered
         // from its records when the bytes are the same, refused when they are not.

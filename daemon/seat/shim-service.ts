@@ -6,6 +6,7 @@ import { PROTOCOL_VERSION, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc
 import type { SeatFiles } from "./files.js";
 import type { SeatGit } from "./git.js";
 import type { SeatLeases } from "./leases.js";
+import type { SeatCreate } from "./create-team.js";
 import type { SeatAdmin } from "./administer.js";
 import type { SeatTrunk } from "./trunk.js";
 import type { SeatDeploy } from "./deploy.js";
@@ -25,6 +26,7 @@ export interface ShimServiceDeps {
   readonly trunk: SeatTrunk;
   readonly leases: SeatLeases;
   readonly admin: SeatAdmin;
+  readonly create: SeatCreate;
   readonly deploy: SeatDeploy;
   readonly broker: SeatBroker;
 }
@@ -118,6 +120,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
       const after = request.afterSeq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(request.afterSeq);
       const { notices, next } = await deps.admin.teamNotices(identity, after);
       return { notices: notices.map((n) => ({ seq: BigInt(n.seq), timeUnixMs: BigInt(n.timeUnixMs), subject: n.subject })), nextAfterSeq: BigInt(next) };
+    },
+    async createTeam(request) {
+      return deps.create.create(identity, request);
     },
     async stopTeam(request) {
       const { seq, seats } = await deps.admin.stopTeam(identity, request.reason);

@@ -12,6 +12,7 @@ import { watchStopFlags, type StopWatch } from "./stop-watch.js";
 import { createShimService, type SeatIdentity } from "../seat/shim-service.js";
 import { createSeatLeases } from "../seat/leases.js";
 import { createSeatAdmin } from "../seat/administer.js";
+import { createSeatCreate } from "../seat/create-team.js";
 import { refuseAll } from "../../src/rpc/refuse-all.js";
 import { daemonKey, ledgerLayout, openHostLedger } from "../host/ledger-host.js";
 import type { Ledger } from "../../src/ledger/index.js";
@@ -198,6 +199,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const seatDeps = {
     daemonInstance: instance,
     admin,
+    create: createSeatCreate({
+      pipeline,
+      home,
+      spendTree: (team) => spendBook.tree(team, now()),
+      liveSeats: (team) => (seats?.list() ?? []).filter((v) => v.team === team).map((v) => ({ seat: v.seat, lab: v.lab })),
+      startTeam: async (team) => (await (seats?.start(team, undefined) ?? Promise.resolve([]))).map((v) => v.seat),
+    }),
     pipeline,
     git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
     files: createSeatFiles({ home, pipeline, runs, newId, quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes }, seatCgroups }),

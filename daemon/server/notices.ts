@@ -32,7 +32,23 @@ const FIELD = (entry: LedgerEntry, key: string): string => entry.payload?.fields
 export function noticeFor(entry: LedgerEntry, floors: readonly string[] = []): Notice | undefined {
   const team = entry.team ? `team ${entry.team}` : "this machine";
   switch (entry.type) {
+    case "team": {
+      if (entry.action !== "team.create") return undefined;
+      // §10: a create is the creating seat's act, never the owner's; the owner is told of every one.
+      const detail = entry.payload?.detail.case === "team" ? entry.payload.detail.value : undefined;
+      return {
+        subject: `team created (${team})`,
+        text: `seat ${entry.signer} of team ${detail?.parent ?? "?"} created ${team} at ${detail?.repository ?? "?"} (record ${entry.seq}); its policy is that seat's act, never yours: read its teamd.yaml there, and teamd apply it to make it yours`,
+      };
+    }
     case "policy":
+      // A created team's first policy is told with its team record.
+      if (entry.action === "policy.create") return undefined;
+      if (entry.action === "policy.rebind")
+        return {
+          subject: `seat rebound (${team})`,
+          text: `the owner rebound ${entry.target.replace(/^seat:/, "seat ")} to another lab (record ${entry.seq}); the leases that rested on the old binding were revoked`,
+        };
       if (entry.action === "policy.abandon")
         return {
           subject: `team abandoned (${team})`,

@@ -1,5 +1,5 @@
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { runtimeLeftMs } from "../../src/kernel/envelope-runtime.js";
+import { runtimeLeftMs, runtimeWindowMs } from "../../src/kernel/envelope-runtime.js";
 import { showDuration } from "../../src/kernel/delegation-input.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { describeError } from "../../src/ledger/errors.js";
@@ -123,10 +123,10 @@ export function watchRuntime(options: {
         } catch {
           continue;
         }
-        const renewedAt = ledger.view.renewedAt(team);
-        const left = runtimeLeftMs(policy, renewedAt, options.now());
+        const clock = ledger.view.runtimeClock(team);
+        const left = runtimeLeftMs(policy, clock, options.now());
         const state = paused.get(team);
-        if (left !== undefined && left <= 0 && state === undefined) await pause(ledger, team, renewedAt, policy.ceiling?.runtimeMs ?? 0, seats);
+        if (left !== undefined && left <= 0 && state === undefined) await pause(ledger, team, clock.renewedAt, runtimeWindowMs(policy, clock) ?? 0, seats);
         else if (left !== undefined && left <= 0 && state !== undefined) {
           const done = await hold(team, state.frozen, seats);
           if (done.length > 0) options.log(`team ${team}: runtime spent, still paused (${done.join(", ")}: came up during the pause)`);

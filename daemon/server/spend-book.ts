@@ -8,8 +8,10 @@ import {
   spendPeriod,
   spendRemainder,
   type MeterState,
+  type SpendNode,
   type SpendTree,
 } from "../../src/kernel/envelope-spend.js";
+import { childCaps, readBound } from "../../src/kernel/create-bound.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import type { MeterConfig, MeterReading } from "../../src/meters/index.js";
@@ -34,6 +36,8 @@ import { RefusalError } from "../../src/rpc/index.js";
  *   staleness limit this period; otherwise it counts as spent (the kernel's fail-closed rule).
  */
 export interface SpendBook {
+  /** The spend tree `team` is a node of, now (§8, §10: what a create carves from); undefined when the team has no spend ceiling. */
+  tree(team: string, now: number): SpendTree | undefined;
   /** A launch of `seat` of `team` (run `runId`): undefined when the team has no spend ceiling; else a refusal, or the reservation's record to await. */
   dispatch(team: string, seat: string, runId: string, now: number): RefusalError | { readonly recorded: Promise<number> } | undefined;
   /** A meter's reading: recorded, counted; the running seats that must halt (their reservations no longer fit), in order. */
@@ -144,14 +148,52 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
     return book;
   }
 
-  function treeOf(ledger: Ledger, team: string, spend: SpendCeiling, book: TeamBook, now: number): SpendTree {
+  /** One team's node: its caps (the owner's ceiling, or a created team's slice tightened by its own ceiling) and what its book holds. */
+  function nodeOf(ledger: Ledger, team: string, parent: string | undefined, now: number): SpendNode {
+    const spend = spendOf(ledger, team);
+    const created = ledger.view.team(team)?.created;
+    const bound = created === undefined ? undefined : readBound(created.bound);
+    const caps =
+      parent === undefined || bound === undefined || typeof bound === "string"
+        ? { total: spend?.total ?? 0, labs: spend?.labs ?? {} }
+        : childCaps(bound, spend === undefined ? undefined : { total: spend.total, labs: spend.labs });
     const spent: Record<string, number> = {};
-    for (const { lab, reading } of book.readings.values()) spent[lab] = (spent[lab] ?? 0) + reading.amount;
     const reserved: Record<string, number> = {};
-    for (const h of book.held) reserved[h.lab] = (reserved[h.lab] ?? 0) + h.amount;
     const meters: Record<string, MeterState> = {};
-    for (const lab of labsOf(ledger, team)) meters[lab] = meterState(book, options.meters(), team, lab, spend, now);
-    return { currency: spend.currency, nodes: { [team]: { id: team, caps: { total: spend.total, labs: spend.labs }, spent, reserved, meters } } };
+    if (spend === undefined) {
+      // A created team without its own spend ceiling cannot establish its usage: all of its slice counts as spent (fail closed).
+      for (const lab of Object.keys(caps.labs)) meters[lab] = "unknown";
+      return { id: team, ...(parent !== undefined ? { parent } : {}), caps, spent, reserved, meters };
+    }
+    const book = bookOf(ledger, team, spend, now);
+    for (const { lab, reading } of book.readings.values()) spent[lab] = (spent[lab] ?? 0) + reading.amount;
+    for (const h of book.held) reserved[h.lab] = (reserved[h.lab] ?? 0) + h.amount;
+    for (const lab of new Set([...labsOf(ledger, team), ...(parent !== undefined ? Object.keys(caps.labs) : [])]))
+      meters[lab] = meterState(book, options.meters(), team, lab, spend, now);
+    return { id: team, ...(parent !== undefined ? { parent } : {}), caps, spent, reserved, meters };
+  }
+
+  /**
+   * The spend tree `team` is a node of (§8, §10): from the root of its line of creators (the
+   * owner's team) down through every team created under it, so a dispatch or a create anywhere
+   * in it is bounded by every level's remainder and the slices already carved.
+   */
+  function treeOf(ledger: Ledger, team: string, spend: SpendCeiling, _book: TeamBook, now: number): SpendTree {
+    const root = rootOf(ledger, team);
+    const rootSpend = root === team ? spend : (spendOf(ledger, root) ?? spend);
+    const nodes: Record<string, SpendNode> = {};
+    const children = new Map<string, string[]>();
+    for (const t of ledger.view.teams()) {
+      const parent = t.created?.parent;
+      if (parent !== undefined) children.set(parent, [...(children.get(parent) ?? []), t.team]);
+    }
+    const walk = (at: string, parent: string | undefined) => {
+      if (nodes[at] !== undefined) return;
+      nodes[at] = nodeOf(ledger, at, parent, now);
+      for (const child of children.get(at) ?? []) walk(child, at);
+    };
+    walk(root, undefined);
+    return { currency: rootSpend.currency, nodes };
   }
 
   async function record(ledger: Ledger, team: string, held: Held, spend: SpendCeiling, periodStart: number, why: string): Promise<number> {
@@ -182,11 +224,27 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
   }
 
   return {
-    dispatch(team, seat, runId, now) {
+    tree(team, now) {
       const ledger = options.ledger();
       if (ledger === undefined) return undefined;
       const spend = spendOf(ledger, team);
       if (spend === undefined) return undefined;
+      return treeOf(ledger, team, spend, bookOf(ledger, team, spend, now), now);
+    },
+    dispatch(team, seat, runId, now) {
+      const ledger = options.ledger();
+      if (ledger === undefined) return undefined;
+      const spend = spendOf(ledger, team);
+      if (spend === undefined) {
+        // A created team under a spend ceiling spends only from its slice: without a ceiling of its own it cannot reserve (fail closed).
+        const root = rootOf(ledger, team);
+        if (root !== team && spendOf(ledger, root) !== undefined)
+          return new RefusalError(
+            "envelope.spend",
+            `team '${team}' was created under ${root}'s spend ceiling and has none of its own: it cannot reserve against its slice; the owner writes ceiling.spend in its file`,
+          );
+        return undefined;
+      }
       const lab = labOf(ledger, team, seat);
       if (lab === undefined)
         return new RefusalError(
@@ -333,6 +391,17 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
 }
 
 /** A reservation a report covers: every meter of its lab has reported past the time it was made. */
+/** The root of a team's line of creators: the owner's team it descends from (itself, for an owner's team). */
+function rootOf(ledger: Ledger, team: string): string {
+  const seen = new Set<string>([team]);
+  let at = team;
+  for (let parent = ledger.view.team(at)?.created?.parent; parent !== undefined && !seen.has(parent); parent = ledger.view.team(at)?.created?.parent) {
+    seen.add(parent);
+    at = parent;
+  }
+  return at;
+}
+
 function covered(book: TeamBook, held: Held, meters: readonly MeterConfig[], team: string): boolean {
   const mine = meters.filter((m) => m.team === team && m.lab === held.lab);
   if (mine.length === 0) return false;

@@ -8,7 +8,8 @@ import { loadTeamFile } from "../../src/teamfile/index.js";
 import { describeLedger } from "../host/ledger-host.js";
 import { describeLeases } from "../owner/leases.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
-import { runtimeLeftMs } from "../../src/kernel/envelope-runtime.js";
+import { runtimeLeftMs, runtimeWindowMs } from "../../src/kernel/envelope-runtime.js";
+import { seatCarve } from "../../src/kernel/create-bound.js";
 import { TEAM_FILE_NAME } from "../host/team-file-placement.js";
 
 /**
@@ -108,12 +109,19 @@ function spendStatus(s: SpendStatus | undefined): { spend?: MessageInitShape<typ
 }
 
 /** Per declared lab, the envelope's caps against what is used now (§8): live seats by the lab they launched as. */
-function labEnvelopes(policy: Policy, live: readonly { readonly lab?: string }[]): MessageInitShape<typeof LabEnvelopeSchema>[] {
+function labEnvelopes(
+  policy: Policy,
+  live: readonly { readonly lab?: string }[],
+  carve: ReturnType<typeof seatCarve>,
+): MessageInitShape<typeof LabEnvelopeSchema>[] {
   const caps = policy.ceiling;
-  if (caps?.seats === undefined && caps?.visibility === undefined) return [];
+  if (caps?.seats === undefined && caps?.visibility === undefined && carve.slice === undefined) return [];
   return policy.declared.labs.map((lab) => {
-    const seatsCap = caps.seats?.[lab];
-    const visibility = caps.visibility?.[lab];
+    // The cap a launch meets (§8, §10): the ceiling's, a created team's slice where tighter, less what this team carved to its children.
+    const sliced = carve.slice === undefined ? undefined : Object.prototype.hasOwnProperty.call(carve.slice, lab) ? carve.slice[lab] : 0;
+    const capped = [caps?.seats?.[lab], sliced].filter((c): c is number => c !== undefined);
+    const seatsCap = capped.length === 0 ? undefined : Math.max(0, Math.min(...capped) - (carve.carved[lab] ?? 0));
+    const visibility = caps?.visibility?.[lab];
     return {
       lab,
       seatsCapped: seatsCap !== undefined,
@@ -150,11 +158,13 @@ export async function teamsStatus(
         review = policy.constraints.review;
         seats = Object.keys(policy.seats).sort();
         liveLeases = describeLeases(ledger, team.team, now).leases.filter((l) => l.live).length;
-        const left = runtimeLeftMs(policy, ledger.view.renewedAt(team.team), now);
-        if (left !== undefined) runtime = { runtimeMs: BigInt(policy.ceiling?.runtimeMs ?? 0), runtimeLeftMs: BigInt(Math.ceil(left)) };
+        const clock = ledger.view.runtimeClock(team.team);
+        const left = runtimeLeftMs(policy, clock, now);
+        if (left !== undefined) runtime = { runtimeMs: BigInt(runtimeWindowMs(policy, clock) ?? 0), runtimeLeftMs: BigInt(Math.ceil(left)) };
         envelope = labEnvelopes(
           policy,
           running.filter((s) => s.team === team.team),
+          seatCarve(ledger.view.teams(), team.team),
         );
       } catch (error) {
         policyProblem = error instanceof Error ? error.message : String(error);
@@ -176,6 +186,8 @@ export async function teamsStatus(
       hub: team.hub,
       policySeq: BigInt(inForce?.seq ?? 0),
       delegatedChanges: delegated,
+      parent: team.created?.parent ?? "",
+      createdBy: team.created?.by ?? "",
       policyHash: policyHash ?? "",
       ...file,
       policyProblem: policyProblem ?? "",

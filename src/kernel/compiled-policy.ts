@@ -37,7 +37,7 @@ export interface CompiledSeat {
   readonly capabilities: string;
   readonly start?: StartContext;
   /** grant and agree as the owner wrote them on this seat (§3, §10); never through a role. */
-  readonly admin?: readonly ("grant" | "agree")[];
+  readonly admin?: readonly ("grant" | "agree" | "create")[];
 }
 
 export interface CompiledPolicy {

@@ -15,10 +15,19 @@ export function checkSeatLaunch(
   policy: Pick<Policy, "seats" | "ceiling">,
   seat: string,
   live: readonly { readonly seat: string; readonly lab: string | undefined }[],
+  /**
+   * Create (§8, §10): per lab, the seat allowances this team carved to teams it created (its own
+   * cap less them), and — for a created team — its slice's allowance (a cap its own file can only lower).
+   */
+  carve: { readonly carved?: Readonly<Record<string, number>>; readonly slice?: Readonly<Record<string, number | undefined>> } = {},
 ): Refusal | undefined {
   const lab = Object.prototype.hasOwnProperty.call(policy.seats, seat) ? policy.seats[seat]?.lab : undefined;
-  const cap = lab === undefined ? undefined : policy.ceiling?.seats?.[lab];
-  if (lab === undefined || cap === undefined) return undefined;
+  if (lab === undefined) return undefined;
+  const own = policy.ceiling?.seats?.[lab];
+  const sliced = carve.slice === undefined ? undefined : Object.prototype.hasOwnProperty.call(carve.slice, lab) ? (carve.slice[lab] ?? undefined) : 0;
+  const caps = [own, sliced].filter((c): c is number => c !== undefined);
+  if (caps.length === 0) return undefined;
+  const cap = Math.max(0, Math.min(...caps) - (carve.carved?.[lab] ?? 0));
   const running = live.filter((s) => s.seat !== seat && s.lab === lab).map((s) => s.seat);
   if (running.length < cap) return undefined;
   return refuse(

@@ -88,3 +88,16 @@ export {
   resolveVocabulary,
 } from "./vocabulary.js";
 export { accountIdentity } from "./account-identities.js";
+export {
+  type CreateAllowed,
+  type CreateBound,
+  type CreateFacts,
+  type CreateRequest,
+  type LabSlice,
+  canonicalBound,
+  checkCreate,
+  checkCreator,
+  childCaps,
+  readBound,
+  seatCarve,
+} from "./create-bound.js";

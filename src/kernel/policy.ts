@@ -87,7 +87,7 @@ export interface Seat {
   readonly start?: StartContext;
   /**
    * Administrative capabilities the seat holds (§3, §10): leads (top-level `leads:`), and grant
-   * and agree as the owner wrote them in the seat's own capabilities. create is not built.
+   * agree and create as the owner wrote them in the seat's own capabilities.
    */
   readonly admin?: readonly AdministrativeCapability[];
 }

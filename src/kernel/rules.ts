@@ -268,6 +268,50 @@ export const RULES = {
     section: "§10",
     summary: "the change is behind two-granter agreement: it waits, as a proposal, for a second granter's confirmation over the same input state",
   },
+  "create.not-held": {
+    section: "§10",
+    summary: "the seat does not hold create: the owner writes it in a seat's own capabilities; it is never leased, copied or issued onward",
+  },
+  "create.bound": {
+    section: "§10",
+    summary: "no create-bound is written on the machine for this seat: create is bounded by what the owner wrote",
+  },
+  "create.count": {
+    section: "§10",
+    summary: "the seat has created as many teams as its create-bound allows",
+  },
+  "create.name": {
+    section: "§10",
+    summary: "the child team's name is already a registered team",
+  },
+  "create.root": {
+    section: "§10",
+    summary: "the child's repository root is not one the create-bound names, or already a team's",
+  },
+  "create.start": {
+    section: "§10",
+    summary: "a child seat's start command is not one the create-bound lets it pin, or would run uncontained",
+  },
+  "create.grant": {
+    section: "§10",
+    summary: "a child seat holds grant or agree, and the create-bound does not let the new team's seats be given it",
+  },
+  "create.owner-only": {
+    section: "§3",
+    summary: "a created team may not carry deploy commands, accounts or trackers: they act under the owner's identity",
+  },
+  "create.seats": {
+    section: "§8",
+    summary: "the child's seats do not fit its slice: a lab the bound does not name, or more seats than the lab's allowance",
+  },
+  "create.slice": {
+    section: "§8",
+    summary: "the child's slice does not fit the creator's remainder (aggregate or per lab, spend or seats), or cannot be debited",
+  },
+  "create.invalid": {
+    section: "§10",
+    summary: "the child's team file does not load, or the create request is malformed",
+  },
   "grant.administrative": {
     section: "§10",
     summary: "no agent holds grant, agree, create or leads unless the owner writes it: a delegate never gives one",

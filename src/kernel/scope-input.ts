@@ -46,14 +46,17 @@ const MAX_PATH_CHARS = 4096;
 
 /** Where each not-yet-enforced capability word is lifted. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  create: "create and its create-bounds (§10) are not built yet",
   leads: "leads (§9) is not a capability in a list: it is written once at the top of the file (`leads: <seat>`), and never leased or copied",
   [ALL_WORD]:
     "the all-capabilities word (§10: the vocabulary as agreed, with agree and without grant, leads or create) is not built: write each capability, and `agree: ~` on the seat that should hold it",
 };
 
-/** grant and agree (§3, §10): held by a seat, written in its own capabilities with no scope. */
-const SEAT_ADMIN = ["grant", "agree"] as const;
+/**
+ * grant, agree and create (§3, §10): held by a seat, written in its own capabilities with no
+ * scope. create's bounds are not in the team file at all: they are written on the machine
+ * (`teamd create-bounds`), so a seat holding create with no bound creates nothing.
+ */
+const SEAT_ADMIN = ["grant", "agree", "create"] as const;
 export type SeatAdministrative = (typeof SEAT_ADMIN)[number];
 
 function isSeatAdmin(name: string): name is SeatAdministrative {

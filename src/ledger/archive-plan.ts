@@ -182,6 +182,10 @@ export async function planCut(options: PlanOptions): Promise<CutPlan> {
         if (view.policy(team)?.ownerSeq === seq)
           return { why: `the owner's last apply for team ${team}: the delegated grants in force were made over it`, frame: false };
         return renewals.get(team) === seq ? { why: `team ${team}'s last renewal: its unattended runtime counts from it`, frame: false } : undefined;
+      case RecordType.CREATE_BOUND:
+        return detail.case === "createBound" && view.createBound(team, detail.value.seat)?.seq === seq
+          ? { why: `the create-bound of ${detail.value.seat}@${team} in force`, frame: false }
+          : undefined;
       case RecordType.RENEW:
         return renewals.get(team) === seq ? { why: `team ${team}'s last renewal: its unattended runtime counts from it`, frame: false } : undefined;
       case RecordType.GRANT:

@@ -185,6 +185,7 @@ const TYPE_NAMES: Readonly<Record<RecordType, string>> = {
   [RecordType.METER]: "meter",
   [RecordType.RESERVE]: "reserve",
   [RecordType.ARCHIVE]: "archive",
+  [RecordType.CREATE_BOUND]: "create_bound",
 };
 
 /** The lower-case name `teamd log` prints and `--type` accepts. */

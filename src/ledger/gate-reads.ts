@@ -26,6 +26,7 @@ export const READ_IN_FULL: Partial<Record<RecordType, string>> = {
   [RecordType.GRANT]: "a grant is authority in force",
   [RecordType.AGREEMENT]: "an agreement is authority in force",
   [RecordType.ARCHIVE]: "an archive's records say where the live chain resumes",
+  [RecordType.CREATE_BOUND]: "a create-bound is what a seat's create is decided against",
 };
 
 /** The types whose records the gate reads only through their state (settled or not) or never. */

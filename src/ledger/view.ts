@@ -94,6 +94,34 @@ export interface TeamState {
   readonly team: string;
   readonly repository: string;
   readonly hub: string;
+  /** When it was registered (its record's time). */
+  readonly timeUnixMs: number;
+  /** A team a seat created (§10): its parent, the creating seat, the bound record and form it was made under, and its inherited runtime deadline (0: none). */
+  readonly created?: {
+    readonly parent: string;
+    readonly by: string;
+    readonly boundSeq: number;
+    readonly bound: string;
+    readonly deadlineUnixMs: number;
+  };
+}
+
+/** A seat's create-bound in force (§10): its record and canonical form. */
+export interface CreateBoundState {
+  readonly seq: number;
+  readonly team: string;
+  readonly seat: string;
+  readonly canonical: string;
+}
+
+/**
+ * A team's unattended-runtime clock (§8): the time of the owner's last renewal of it (for a created
+ * team never renewed by the owner: its creation), and the deadline a created team inherited —
+ * until the owner's own act on it renews it.
+ */
+export interface RuntimeClock {
+  readonly renewedAt: number;
+  readonly deadline?: number;
 }
 
 export interface LedgerView extends TrunkFactsView {
@@ -124,6 +152,13 @@ export interface LedgerView extends TrunkFactsView {
   tombstoneOf(seq: number): number | undefined;
   /** When the owner last renewed the team's unattended runtime (§8): the time of its latest owner-signed policy or renew record; 0: never. */
   renewedAt(team: string): number;
+  /** The team's runtime clock: renewedAt, or for a created team the deadline it inherited until the owner renews it (§8). */
+  runtimeClock(team: string): RuntimeClock;
+  /** A seat's create-bound in force (§10), undefined when none is written or it was cleared. */
+  createBound(team: string, seat: string): CreateBoundState | undefined;
+  createBounds(): readonly CreateBoundState[];
+  /** How many teams were created under one create-bound record. */
+  createdUnder(boundSeq: number): number;
   intent(seq: number): RequestState | undefined;
   /** Intents with no outcome yet. */
   pendingIntents(): readonly RequestState[];
@@ -204,6 +239,8 @@ export function createView(): ViewProjector {
   const recordedRequests = new Map<string, RecordedRequest>();
   const tombstones = new Map<number, number>();
   const renewals = new Map<string, number>();
+  const bounds = new Map<string, CreateBoundState>();
+  const createdCount = new Map<number, number>();
   const intents = new Map<number, string>();
   const intentAfter = new Map<number, string>();
   const pending = new Set<number>();
@@ -288,7 +325,38 @@ export function createView(): ViewProjector {
         }
         break;
       case RecordType.TEAM:
-        if (detail.case === "team") teams.set(team, Object.freeze({ seq, team, repository: detail.value.repository, hub: detail.value.hub }));
+        if (detail.case === "team") {
+          const t = detail.value;
+          const created =
+            t.parent !== "" && header.signer?.kind === PrincipalKind.SEAT
+              ? Object.freeze({
+                  parent: t.parent,
+                  by: header.signer.seat,
+                  boundSeq: toSafeNumber(t.boundSeq, "bound seq"),
+                  bound: t.bound,
+                  deadlineUnixMs: toSafeNumber(t.deadlineUnixMs, "deadline"),
+                })
+              : undefined;
+          if (created !== undefined) createdCount.set(created.boundSeq, (createdCount.get(created.boundSeq) ?? 0) + 1);
+          teams.set(
+            team,
+            Object.freeze({
+              seq,
+              team,
+              repository: t.repository,
+              hub: t.hub,
+              timeUnixMs: toSafeNumber(header.timeUnixMs, "record time"),
+              ...(created !== undefined ? { created } : {}),
+            }),
+          );
+        }
+        break;
+      case RecordType.CREATE_BOUND:
+        if (detail.case === "createBound") {
+          const key = `${team}\u0000${detail.value.seat}`;
+          if (detail.value.canonical === "") bounds.delete(key);
+          else bounds.set(key, Object.freeze({ seq, team, seat: detail.value.seat, canonical: detail.value.canonical }));
+        }
         break;
       case RecordType.LEASE:
         noteRecordedRequest(record);
@@ -480,6 +548,19 @@ export function createView(): ViewProjector {
     recordedRequest: (principal, requestId) => recordedRequests.get(requestKey(principal, requestId)),
     tombstoneOf: (seq) => tombstones.get(seq),
     renewedAt: (team) => renewals.get(team) ?? 0,
+    runtimeClock: (team) => {
+      const created = teams.get(team);
+      const renewed = renewals.get(team);
+      // A created team's clock is inherited until the owner's own act on it (a later renewal than its creation).
+      if (created?.created !== undefined && (renewed === undefined || renewed < created.timeUnixMs))
+        return created.created.deadlineUnixMs > 0
+          ? { renewedAt: created.timeUnixMs, deadline: created.created.deadlineUnixMs }
+          : { renewedAt: created.timeUnixMs };
+      return { renewedAt: renewed ?? 0 };
+    },
+    createBound: (team, seat) => bounds.get(`${team}\u0000${seat}`),
+    createBounds: () => [...bounds.values()].sort((a, b) => a.seq - b.seq),
+    createdUnder: (seq) => createdCount.get(seq) ?? 0,
     intent: stateOf,
     pendingIntents: () => [...pending].sort((a, b) => a - b).flatMap((s) => stateOf(s) ?? []),
     pendingOn: (target) => [...(pendingByTarget.get(target) ?? [])].flatMap((s) => stateOf(s) ?? []),
@@ -510,6 +591,8 @@ export function createView(): ViewProjector {
         recordedRequests: sorted(recordedRequests),
         tombstones: Object.fromEntries([...tombstones].sort(([a], [b]) => a - b)),
         renewals: sorted(renewals),
+        createBounds: sorted(bounds),
+        createdCount: Object.fromEntries([...createdCount].sort(([a], [b]) => a - b)),
         requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),
         pending: [...pending].sort((a, b) => a - b),
         unknownByTarget: sorted([...unknownByTarget].map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as [string, number[]])),

@@ -20,15 +20,12 @@ const SHARED: Readonly<Record<string, string>> = {
   ceiling: AT_TOP("the ceiling"),
   deny: AT_TOP("the deny"),
   envelope: `the resource envelope — spend, unattended runtime, seats per lab, visibility (§8) — arrives with ${ENVELOPE}`,
-  create: "create and its create-bounds (§10) are not built yet",
 };
 
 export const NOT_SUPPORTED: Readonly<Record<Level, Readonly<Record<string, string>>>> = {
   top: {
     envelope: SHARED.envelope as string,
     leases: SHARED.leases as string,
-    create: SHARED.create as string,
-    "create-bounds": "create-bounds (§10) are not built yet",
   },
   declare: {
     roots:

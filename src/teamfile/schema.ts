@@ -57,7 +57,17 @@ class Reader {
             "key",
           ),
         );
-      } else if (!known.includes(key) && (key === "grant" || key === "agree")) {
+      } else if (!known.includes(key) && key === "create-bounds") {
+        this.problems.push(
+          problem(
+            "teamfile.schema",
+            [...at, key],
+            "create-bounds are not written in a team file: they are owner-sovereign and written on the machine (§10), where no seat's file can carry them",
+            "remove it, and run `teamd create-bounds set SEAT@TEAM …` as the owner",
+            "key",
+          ),
+        );
+      } else if (!known.includes(key) && (key === "grant" || key === "agree" || key === "create")) {
         this.problems.push(
           problem(
             "teamfile.schema",

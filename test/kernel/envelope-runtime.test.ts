@@ -29,11 +29,29 @@ describe("ceiling runtime", () => {
       ["renewed since", 95_000, 99_000, undefined, 6_000],
     ];
     for (const [name, renewedAt, now, rule, left] of CASES) {
-      expect(runtimeRefusal(p, renewedAt, now)?.rule, name).toBe(rule);
-      expect(runtimeLeftMs(p, renewedAt, now), name).toBe(left);
+      expect(runtimeRefusal(p, { renewedAt }, now)?.rule, name).toBe(rule);
+      expect(runtimeLeftMs(p, { renewedAt }, now), name).toBe(left);
     }
     const uncapped = loadTeamFileData({ version: 1, team: "t", seats: { a: {} } });
     if (!uncapped.ok) throw new Error("load");
-    expect(runtimeRefusal(uncapped.policy, 0, 1e12)).toBeUndefined();
+    expect(runtimeRefusal(uncapped.policy, { renewedAt: 0 }, 1e12)).toBeUndefined();
+  });
+
+  it("a created team runs down the deadline it inherited (§8: a create mints no fresh runtime); its own limit only brings it nearer", () => {
+    const own = load("10s");
+    const uncapped = loadTeamFileData({ version: 1, team: "t", seats: { a: {} } });
+    if (!own.ok || !uncapped.ok) throw new Error("load");
+    const CASES: [string, typeof own.policy, { renewedAt: number; deadline?: number }, number, string | undefined, number | undefined][] = [
+      ["inherited only, before it", uncapped.policy, { renewedAt: 1_000, deadline: 5_000 }, 4_000, undefined, 1_000],
+      ["inherited only, at it", uncapped.policy, { renewedAt: 1_000, deadline: 5_000 }, 5_000, "envelope.runtime", 0],
+      ["its own limit is later: the inherited deadline holds", own.policy, { renewedAt: 1_000, deadline: 5_000 }, 6_000, "envelope.runtime", -1_000],
+      ["its own limit is nearer: it holds", own.policy, { renewedAt: 1_000, deadline: 50_000 }, 11_000, "envelope.runtime", 0],
+      ["neither: no limit", uncapped.policy, { renewedAt: 1_000 }, 1e12, undefined, undefined],
+    ];
+    for (const [name, policy, clock, now, rule, left] of CASES) {
+      expect(runtimeRefusal(policy, clock, now)?.rule, name).toBe(rule);
+      expect(runtimeLeftMs(policy, clock, now), name).toBe(left);
+    }
+    expect(runtimeRefusal(uncapped.policy, { renewedAt: 1_000, deadline: 5_000 }, 5_000)?.reason).toMatch(/created by a seat/);
   });
 });

@@ -78,8 +78,8 @@ describe("every error carries its line and a fix", () => {
   it("formats errors as file:line:column with the rule, its section and the fix", () => {
     const text = formatTeamFileErrors(errorsOf(loadTeamFileText(`${HEAD}create-bounds: {}\n`)), "teamd.yaml");
     expect(text).toBe(
-      "teamd.yaml:3:1: 'create-bounds' is not supported yet: create-bounds (§10) are not built yet [teamfile.unsupported §2] (at create-bounds)\n" +
-        "  fix: remove it; teamd refuses what it does not enforce rather than accept it silently",
+      "teamd.yaml:3:1: create-bounds are not written in a team file: they are owner-sovereign and written on the machine (§10), where no seat's file can carry them [teamfile.schema §10] (at create-bounds)\n" +
+        "  fix: remove it, and run `teamd create-bounds set SEAT@TEAM …` as the owner",
     );
   });
 });
@@ -153,7 +153,6 @@ describe("keys for features not enforced yet are refused as not supported, namin
   const table: { where: string; yaml: string; area: RegExp }[] = [
     { where: "top: leases", yaml: `${HEAD}leases: []\n`, area: /§7.*never written in the team file/ },
     { where: "top: envelope", yaml: `${HEAD}envelope: {}\n`, area: /resource envelope/ },
-    { where: "top: create-bounds", yaml: `${HEAD}create-bounds: {}\n`, area: /§10/ },
     { where: "declare: roots", yaml: `${HEAD}declare:\n  roots: [sub]\n`, area: /repository roots/ },
     { where: "role: constraints", yaml: `${HEAD}roles:\n  r:\n    constraints: {}\n`, area: /§5/ },
     { where: "role: extends", yaml: `${HEAD}roles:\n  r:\n    extends: executor\n`, area: /§13/ },

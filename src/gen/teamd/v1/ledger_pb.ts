@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/ledger.proto.
  */
 export const file_teamd_v1_ledger: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgimQQKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luEjMKEGNvX2F1dGhvcml6YXRpb24YESABKAsyGS50ZWFtZC52MS5Db0F1dGhvcml6YXRpb24ilgEKD0NvQXV0aG9yaXphdGlvbhImCglwcmluY2lwYWwYASABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFQoNcHJvcG9zYWxfaGFzaBgCIAEoDBIpCgtpbnB1dF9zdGF0ZRgDIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSGQoRY29uZmlybWVkX3VuaXhfbXMYBCABKAQi4wEKCFByb3Bvc2FsEiIKBHR5cGUYASABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEgwKBHRlYW0YAiABKAkSDgoGYWN0aW9uGAMgASgJEisKCmNhcGFiaWxpdHkYBCABKAsyFy50ZWFtZC52MS5DYXBhYmlsaXR5VXNlEisKDHBheWxvYWRfdHlwZRgFIAEoDjIVLnRlYW1kLnYxLlBheWxvYWRUeXBlEhYKDnBheWxvYWRfZGlnZXN0GAYgASgMEiMKBnNpZ25lchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbCIvCgZEb21haW4SDAoEdGVhbRgBIAEoCRIXCg9yZXBvc2l0b3J5X3Jvb3QYAiABKAkiOgoGVGFyZ2V0EiIKBGtpbmQYASABKA4yFC50ZWFtZC52MS5UYXJnZXRLaW5kEgwKBG5hbWUYAiABKAkiDAoKTm9BcnRpZmFjdCKIAQoQQXJ0aWZhY3RJZGVudGl0eRIkCgRub25lGAEgASgLMhQudGVhbWQudjEuTm9BcnRpZmFjdEgAEhQKCmdpdF9jb21taXQYAiABKAlIABISCghnaXRfdHJlZRgDIAEoCUgAEhgKDmNvbnRlbnRfc2hhMjU2GAQgASgMSABCCgoIaWRlbnRpdHkiTwoKSW5wdXRTdGF0ZRIRCgl0cmVlX2hhc2gYASABKAkSFgoOdGVhbV9maWxlX2hhc2gYAiABKAwSFgoObGVhc2Vfc2V0X2hhc2gYAyABKAwiIwoFRmllbGQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIqsJCg1SZWNvcmRQYXlsb2FkEiAKBmRvbWFpbhgBIAEoCzIQLnRlYW1kLnYxLkRvbWFpbhIgCgZ0YXJnZXQYAiABKAsyEC50ZWFtZC52MS5UYXJnZXQSKgoGYmVmb3JlGAMgASgLMhoudGVhbWQudjEuQXJ0aWZhY3RJZGVudGl0eRIpCgVhZnRlchgEIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSEgoKcm9vdF9ncmFudBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJEhYKDnJlcXVlc3RfZGlnZXN0GAcgASgMEikKC2lucHV0X3N0YXRlGAggASgLMhQudGVhbWQudjEuSW5wdXRTdGF0ZRIRCgllZmZlY3RfaWQYCSABKAwSHwoGZmllbGRzGAogAygLMg8udGVhbWQudjEuRmllbGQSKgoHZ2VuZXNpcxgUIAEoCzIXLnRlYW1kLnYxLkdlbmVzaXNEZXRhaWxIABIoCgZwb2xpY3kYFSABKAsyFi50ZWFtZC52MS5Qb2xpY3lEZXRhaWxIABImCgVsZWFzZRgWIAEoCzIVLnRlYW1kLnYxLkxlYXNlRGV0YWlsSAASMAoKcmV2b2NhdGlvbhgXIAEoCzIaLnRlYW1kLnYxLlJldm9jYXRpb25EZXRhaWxIABIqCgdvdXRjb21lGBggASgLMhcudGVhbWQudjEuT3V0Y29tZURldGFpbEgAEiQKBGdhdGUYGSABKAsyFC50ZWFtZC52MS5HYXRlRGV0YWlsSAASKAoGcmV2aWV3GBogASgLMhYudGVhbWQudjEuUmV2aWV3RGV0YWlsSAASKgoHcmVmdXNhbBgbIAEoCzIXLnRlYW1kLnYxLlJlZnVzYWxEZXRhaWxIABIoCgZub3RpY2UYHCABKAsyFi50ZWFtZC52MS5Ob3RpY2VEZXRhaWxIABIkCgRzdG9wGB0gASgLMhQudGVhbWQudjEuU3RvcERldGFpbEgAEigKBnJlc3VtZRgeIAEoCzIWLnRlYW1kLnYxLlJlc3VtZURldGFpbEgAEi4KCXJlY29uY2lsZRgfIAEoCzIZLnRlYW1kLnYxLlJlY29uY2lsZURldGFpbEgAEiQKBHNlYXQYICABKAsyFC50ZWFtZC52MS5TZWF0RGV0YWlsSAASMAoKY2hlY2twb2ludBghIAEoCzIaLnRlYW1kLnYxLkNoZWNrcG9pbnREZXRhaWxIABIkCgR0ZWFtGCIgASgLMhQudGVhbWQudjEuVGVhbURldGFpbEgAEi4KCXRvbWJzdG9uZRgjIAEoCzIZLnRlYW1kLnYxLlRvbWJzdG9uZURldGFpbEgAEiYKBXJlbmV3GCQgASgLMhUudGVhbWQudjEuUmVuZXdEZXRhaWxIABIqCgdhcmNoaXZlGCUgASgLMhcudGVhbWQudjEuQXJjaGl2ZURldGFpbEgAEiYKBW1ldGVyGCYgASgLMhUudGVhbWQudjEuTWV0ZXJEZXRhaWxIABIqCgdyZXNlcnZlGCcgASgLMhcudGVhbWQudjEuUmVzZXJ2ZURldGFpbEgAQggKBmRldGFpbCJXCg1HZW5lc2lzRGV0YWlsEhgKEG93bmVyX3B1YmxpY19rZXkYASABKAwSGQoRZGFlbW9uX3B1YmxpY19rZXkYAiABKAwSEQoJbGVkZ2VyX2lkGAMgASgMIt8BCgxQb2xpY3lEZXRhaWwSFgoOdGVhbV9maWxlX2hhc2gYASABKAwSEQoJY2Fub25pY2FsGAIgASgJEkYKEXN0YXJ0X2ZpbGVfaGFzaGVzGAMgAygLMisudGVhbWQudjEuUG9saWN5RGV0YWlsLlN0YXJ0RmlsZUhhc2hlc0VudHJ5Eg4KBmNoYW5nZRgEIAEoCRIUCgxpbl9mb3JjZV9zZXEYBSABKAQaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASItCgpUZWFtRGV0YWlsEhIKCnJlcG9zaXRvcnkYASABKAkSCwoDaHViGAIgASgJIooBCgtMZWFzZURldGFpbBIQCghsZWFzZV9pZBgBIAEoCRIXCg9wYXJlbnRfbGVhc2VfaWQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIXCg9leHBpcmVzX3VuaXhfbXMYBCABKAQSIwoGaG9sZGVyGAUgASgLMhMudGVhbWQudjEuUHJpbmNpcGFsInMKEFJldm9jYXRpb25EZXRhaWwSLAoHc3ViamVjdBgBIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnN1YmplY3RfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMImkKDU91dGNvbWVEZXRhaWwSEgoKaW50ZW50X3NlcRgBIAEoBBInCgZyZXN1bHQYAiABKA4yFy50ZWFtZC52MS5PdXRjb21lUmVzdWx0EgwKBG5vdGUYAyABKAkSDQoFcmVwbHkYBCABKAwiMgoKR2F0ZURldGFpbBIkCgZyZXN1bHQYASABKA4yFC50ZWFtZC52MS5HYXRlUmVzdWx0Ih8KDFJldmlld0RldGFpbBIPCgd2ZXJkaWN0GAEgASgJIi0KDVJlZnVzYWxEZXRhaWwSDAoEcnVsZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiLQoMTm90aWNlRGV0YWlsEg8KB3N1YmplY3QYASABKAkSDAoEdGV4dBgCIAEoCSJdCgpTdG9wRGV0YWlsEiIKBXNjb3BlGAEgASgOMhMudGVhbWQudjEuU3RvcFNjb3BlEgwKBHRlYW0YAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMIi8KDFJlc3VtZURldGFpbBIQCghmbGFnX2lkcxgBIAMoCRINCgVub25jZRgCIAEoDCJyChVPdXRjb21lUmVjb25jaWxpYXRpb24SEgoKaW50ZW50X3NlcRgBIAEoBBItCghkZWNpc2lvbhgCIAEoDjIbLnRlYW1kLnYxLlJlY29uY2lsZURlY2lzaW9uEhYKDm5ld19yZXF1ZXN0X2lkGAMgASgJIqsBChJIZWFkUmVjb25jaWxpYXRpb24SDAoEcnVsZRgBIAEoCRIPCgd0aXBfc2VxGAIgASgEEhAKCHRpcF9oYXNoGAMgASgMEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoDBIPCgdkYW1hZ2VkGAYgASgIEhcKD2RhbWFnZV9mcm9tX3NlcRgHIAEoBBIVCg1kYW1hZ2VfZGlnZXN0GAggASgMIo0BCg9SZWNvbmNpbGVEZXRhaWwSMgoHb3V0Y29tZRgBIAEoCzIfLnRlYW1kLnYxLk91dGNvbWVSZWNvbmNpbGlhdGlvbkgAEiwKBGhlYWQYAiABKAsyHC50ZWFtZC52MS5IZWFkUmVjb25jaWxpYXRpb25IABINCgVub25jZRgDIAEoDEIJCgdzdWJqZWN0IioKClNlYXREZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkiQQoQQ2hlY2twb2ludERldGFpbBIMCgRub3RlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgdoYW5kb2ZmGAMgASgJIqEBCgtNZXRlckRldGFpbBINCgVtZXRlchgBIAEoCRIMCgRraW5kGAIgASgJEgsKA2xhYhgDIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgEIAEoAxIUCgxmcm9tX3VuaXhfbXMYBSABKAMSEgoKdG9fdW5peF9tcxgGIAEoAxIOCgZhbW91bnQYByABKAMSEAoIY3VycmVuY3kYCCABKAkihwEKDVJlc2VydmVEZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkSCwoDbGFiGAMgASgJEg4KBmFtb3VudBgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgGIAEoAxILCgN3aHkYByABKAkiHAoLUmVuZXdEZXRhaWwSDQoFbm9uY2UYASABKAwi5QEKD1RvbWJzdG9uZURldGFpbBILCgNzZXEYASABKAQSDgoGcmVhc29uGAIgASgJEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEiAKBnRhcmdldBgEIAEoCzIQLnRlYW1kLnYxLlRhcmdldBIWCg5wYXlsb2FkX2RpZ2VzdBgFIAEoDBI0Cg9yZXZva2VkX3N1YmplY3QYBiABKA4yGy50ZWFtZC52MS5SZXZvY2F0aW9uU3ViamVjdBISCgpyZXZva2VkX2lkGAcgASgJEg0KBW5vbmNlGAggASgMIlsKDVNlYWxTdGF0ZW1lbnQSEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEEhUKDWhlYWRlcl9oYXNoZXMYAyADKAwSDgoGa2V5X2lkGAQgASgMIiwKBFNlYWwSEQoJc3RhdGVtZW50GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQCg1IZWFkU3RhdGVtZW50EgsKA3NlcRgBIAEoBBIMCgRoYXNoGAIgASgMEhQKDHRpbWVfdW5peF9tcxgDIAEoBBIOCgZrZXlfaWQYBCABKAwiMgoKU2lnbmVkSGVhZBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIpwBCghPd25lckFjdBIQCghwcm9wb3NhbBgBIAEoDBIPCgdwYXlsb2FkGAIgASgMEikKCXNpZ25hdHVyZRgDIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIsCgxjb19zaWduYXR1cmUYBCABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSFAoMY2xhaW1lZF9uYW1lGAUgASgJIuMBCg1BcmNoaXZlRGV0YWlsEhIKCmJlZm9yZV9zZXEYASABKAQSDAoEZmlsZRgCIAEoCRIMCgRrZWVwGAMgASgIEg0KBW5vbmNlGAQgASgMEg8KB2N1dF9zZXEYBSABKAQSEAoIY3V0X2hhc2gYBiABKAwSEAoIZnJvbV9zZXEYByABKAQSIwoEa2VwdBgIIAMoCzIVLnRlYW1kLnYxLkFyY2hpdmVLZXB0EhAKCGFyY2hpdmVkGAkgASgEEhMKC2ZpbGVfZGlnZXN0GAogASgMEhIKCnNwZW50X2FjdHMYCyADKAwiNQoLQXJjaGl2ZUtlcHQSCwoDc2VxGAEgASgEEgwKBGhhc2gYAiABKAwSCwoDd2h5GAMgASgJKpoFCgpSZWNvcmRUeXBlEhsKF1JFQ09SRF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUkVDT1JEX1RZUEVfR0VORVNJUxABEhYKElJFQ09SRF9UWVBFX1BPTElDWRACEhUKEVJFQ09SRF9UWVBFX0dSQU5UEAMSGQoVUkVDT1JEX1RZUEVfQUdSRUVNRU5UEAQSFQoRUkVDT1JEX1RZUEVfTEVBU0UQBRIaChZSRUNPUkRfVFlQRV9SRVZPQ0FUSU9OEAYSFgoSUkVDT1JEX1RZUEVfSU5URU5UEAcSFwoTUkVDT1JEX1RZUEVfT1VUQ09NRRAIEhYKElJFQ09SRF9UWVBFX1JFVklFVxAJEhQKEFJFQ09SRF9UWVBFX0dBVEUQChIXChNSRUNPUkRfVFlQRV9SRUZVU0FMEAsSFgoSUkVDT1JEX1RZUEVfTk9USUNFEAwSFAoQUkVDT1JEX1RZUEVfU1RPUBANEhYKElJFQ09SRF9UWVBFX1JFU1VNRRAOEhkKFVJFQ09SRF9UWVBFX1JFQ09OQ0lMRRAPEhoKFlJFQ09SRF9UWVBFX1NFQVRfU1RBUlQQEBIZChVSRUNPUkRfVFlQRV9TRUFUX1NUT1AQERIaChZSRUNPUkRfVFlQRV9DSEVDS1BPSU5UEBISFAoQUkVDT1JEX1RZUEVfVEVBTRAWEhYKElJFQ09SRF9UWVBFX1NFUlZFRBAXEhkKFVJFQ09SRF9UWVBFX1RPTUJTVE9ORRAYEhUKEVJFQ09SRF9UWVBFX1JFTkVXEBkSFwoTUkVDT1JEX1RZUEVfQVJDSElWRRAaEhUKEVJFQ09SRF9UWVBFX01FVEVSEBsSFwoTUkVDT1JEX1RZUEVfUkVTRVJWRRAcIgQIExAVKn0KDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9PV05FUhABEhkKFVBSSU5DSVBBTF9LSU5EX0RBRU1PThACEhcKE1BSSU5DSVBBTF9LSU5EX1NFQVQQAyp4CgpTY29wZVN0YXRlEhsKF1NDT1BFX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZU0NPUEVfU1RBVEVfVU5DT05TVFJBSU5FRBABEhcKE1NDT1BFX1NUQVRFX0JPVU5ERUQQAhIVChFTQ09QRV9TVEFURV9FTVBUWRADKk8KC1BheWxvYWRUeXBlEhwKGFBBWUxPQURfVFlQRV9VTlNQRUNJRklFRBAAEiIKHlBBWUxPQURfVFlQRV9SRUNPUkRfUEFZTE9BRF9WMRABKpUCCgpUYXJnZXRLaW5kEhsKF1RBUkdFVF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPVEFSR0VUX0tJTkRfUkVGEAESGwoXVEFSR0VUX0tJTkRfRU5WSVJPTk1FTlQQAhIXChNUQVJHRVRfS0lORF9BQ0NPVU5UEAMSFAoQVEFSR0VUX0tJTkRfVEFTSxAEEhQKEFRBUkdFVF9LSU5EX1RFQU0QBRIUChBUQVJHRVRfS0lORF9TRUFUEAYSFQoRVEFSR0VUX0tJTkRfTEVBU0UQBxIVChFUQVJHRVRfS0lORF9HUkFOVBAIEhcKE1RBUkdFVF9LSU5EX01BQ0hJTkUQCRIWChJUQVJHRVRfS0lORF9MRURHRVIQCiqAAQoNT3V0Y29tZVJlc3VsdBIeChpPVVRDT01FX1JFU1VMVF9VTlNQRUNJRklFRBAAEhcKE09VVENPTUVfUkVTVUxUX0RPTkUQARIaChZPVVRDT01FX1JFU1VMVF9SRUZVU0VEEAISGgoWT1VUQ09NRV9SRVNVTFRfVU5LTk9XThADKpABChFSZXZvY2F0aW9uU3ViamVjdBIiCh5SRVZPQ0FUSU9OX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfTEVBU0UQARIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfR1JBTlQQAhIbChdSRVZPQ0FUSU9OX1NVQkpFQ1RfU0VBVBADKlUKCkdhdGVSZXN1bHQSGwoXR0FURV9SRVNVTFRfVU5TUEVDSUZJRUQQABIUChBHQVRFX1JFU1VMVF9QQVNTEAESFAoQR0FURV9SRVNVTFRfRkFJTBACKlQKCVN0b3BTY29wZRIaChZTVE9QX1NDT1BFX1VOU1BFQ0lGSUVEEAASFgoSU1RPUF9TQ09QRV9NQUNISU5FEAESEwoPU1RPUF9TQ09QRV9URUFNEAIqygEKEVJlY29uY2lsZURlY2lzaW9uEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9BQ0NFUFRfRE9ORRABEh0KGVJFQ09OQ0lMRV9ERUNJU0lPTl9SRVBFQVQQAhIkCiBSRUNPTkNJTEVfREVDSVNJT05fUkVTT0xWRURfRE9ORRADEigKJFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9OT1RfRE9ORRAEYgZwcm90bzM");
+  fileDesc("ChV0ZWFtZC92MS9sZWRnZXIucHJvdG8SCHRlYW1kLnYxIk4KCVByaW5jaXBhbBIlCgRraW5kGAEgASgOMhcudGVhbWQudjEuUHJpbmNpcGFsS2luZBIMCgR0ZWFtGAIgASgJEgwKBHNlYXQYAyABKAkiRQoMS2V5U2lnbmF0dXJlEg4KBmtleV9pZBgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwSEgoKcHVibGljX2tleRgDIAEoDCJTCg5TY29wZURpbWVuc2lvbhIMCgRuYW1lGAEgASgJEiMKBXN0YXRlGAIgASgOMhQudGVhbWQudjEuU2NvcGVTdGF0ZRIOCgZ2YWx1ZXMYAyADKAkiTAoNQ2FwYWJpbGl0eVVzZRISCgpjYXBhYmlsaXR5GAEgASgJEicKBXNjb3BlGAIgAygLMhgudGVhbWQudjEuU2NvcGVEaW1lbnNpb24iKwoKRmxhZ09yaWdpbhIPCgdmbGFnX2lkGAEgASgJEgwKBGxhdGUYAiABKAgimQQKDFJlY29yZEhlYWRlchIOCgZmb3JtYXQYASABKA0SCwoDc2VxGAIgASgEEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEhQKDHRpbWVfdW5peF9tcxgEIAEoBBIRCglwcmV2X2hhc2gYBSABKAwSDAoEdGVhbRgGIAEoCRIiCgVhY3RvchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbBIjCgZzaWduZXIYCCABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFAoMY2xhaW1lZF9uYW1lGAkgASgJEg4KBmFjdGlvbhgKIAEoCRIrCgpjYXBhYmlsaXR5GAsgASgLMhcudGVhbWQudjEuQ2FwYWJpbGl0eVVzZRIWCg5wYXlsb2FkX2RpZ2VzdBgMIAEoDBIrCgxwYXlsb2FkX3R5cGUYDSABKA4yFS50ZWFtZC52MS5QYXlsb2FkVHlwZRIpCglzaWduYXR1cmUYDiABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSLAoMY29fc2lnbmF0dXJlGA8gASgLMhYudGVhbWQudjEuS2V5U2lnbmF0dXJlEiIKBGZsYWcYECABKAsyFC50ZWFtZC52MS5GbGFnT3JpZ2luEjMKEGNvX2F1dGhvcml6YXRpb24YESABKAsyGS50ZWFtZC52MS5Db0F1dGhvcml6YXRpb24ilgEKD0NvQXV0aG9yaXphdGlvbhImCglwcmluY2lwYWwYASABKAsyEy50ZWFtZC52MS5QcmluY2lwYWwSFQoNcHJvcG9zYWxfaGFzaBgCIAEoDBIpCgtpbnB1dF9zdGF0ZRgDIAEoCzIULnRlYW1kLnYxLklucHV0U3RhdGUSGQoRY29uZmlybWVkX3VuaXhfbXMYBCABKAQi4wEKCFByb3Bvc2FsEiIKBHR5cGUYASABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEgwKBHRlYW0YAiABKAkSDgoGYWN0aW9uGAMgASgJEisKCmNhcGFiaWxpdHkYBCABKAsyFy50ZWFtZC52MS5DYXBhYmlsaXR5VXNlEisKDHBheWxvYWRfdHlwZRgFIAEoDjIVLnRlYW1kLnYxLlBheWxvYWRUeXBlEhYKDnBheWxvYWRfZGlnZXN0GAYgASgMEiMKBnNpZ25lchgHIAEoCzITLnRlYW1kLnYxLlByaW5jaXBhbCIvCgZEb21haW4SDAoEdGVhbRgBIAEoCRIXCg9yZXBvc2l0b3J5X3Jvb3QYAiABKAkiOgoGVGFyZ2V0EiIKBGtpbmQYASABKA4yFC50ZWFtZC52MS5UYXJnZXRLaW5kEgwKBG5hbWUYAiABKAkiDAoKTm9BcnRpZmFjdCKIAQoQQXJ0aWZhY3RJZGVudGl0eRIkCgRub25lGAEgASgLMhQudGVhbWQudjEuTm9BcnRpZmFjdEgAEhQKCmdpdF9jb21taXQYAiABKAlIABISCghnaXRfdHJlZRgDIAEoCUgAEhgKDmNvbnRlbnRfc2hhMjU2GAQgASgMSABCCgoIaWRlbnRpdHkiTwoKSW5wdXRTdGF0ZRIRCgl0cmVlX2hhc2gYASABKAkSFgoOdGVhbV9maWxlX2hhc2gYAiABKAwSFgoObGVhc2Vfc2V0X2hhc2gYAyABKAwiIwoFRmllbGQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIuAJCg1SZWNvcmRQYXlsb2FkEiAKBmRvbWFpbhgBIAEoCzIQLnRlYW1kLnYxLkRvbWFpbhIgCgZ0YXJnZXQYAiABKAsyEC50ZWFtZC52MS5UYXJnZXQSKgoGYmVmb3JlGAMgASgLMhoudGVhbWQudjEuQXJ0aWZhY3RJZGVudGl0eRIpCgVhZnRlchgEIAEoCzIaLnRlYW1kLnYxLkFydGlmYWN0SWRlbnRpdHkSEgoKcm9vdF9ncmFudBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJEhYKDnJlcXVlc3RfZGlnZXN0GAcgASgMEikKC2lucHV0X3N0YXRlGAggASgLMhQudGVhbWQudjEuSW5wdXRTdGF0ZRIRCgllZmZlY3RfaWQYCSABKAwSHwoGZmllbGRzGAogAygLMg8udGVhbWQudjEuRmllbGQSKgoHZ2VuZXNpcxgUIAEoCzIXLnRlYW1kLnYxLkdlbmVzaXNEZXRhaWxIABIoCgZwb2xpY3kYFSABKAsyFi50ZWFtZC52MS5Qb2xpY3lEZXRhaWxIABImCgVsZWFzZRgWIAEoCzIVLnRlYW1kLnYxLkxlYXNlRGV0YWlsSAASMAoKcmV2b2NhdGlvbhgXIAEoCzIaLnRlYW1kLnYxLlJldm9jYXRpb25EZXRhaWxIABIqCgdvdXRjb21lGBggASgLMhcudGVhbWQudjEuT3V0Y29tZURldGFpbEgAEiQKBGdhdGUYGSABKAsyFC50ZWFtZC52MS5HYXRlRGV0YWlsSAASKAoGcmV2aWV3GBogASgLMhYudGVhbWQudjEuUmV2aWV3RGV0YWlsSAASKgoHcmVmdXNhbBgbIAEoCzIXLnRlYW1kLnYxLlJlZnVzYWxEZXRhaWxIABIoCgZub3RpY2UYHCABKAsyFi50ZWFtZC52MS5Ob3RpY2VEZXRhaWxIABIkCgRzdG9wGB0gASgLMhQudGVhbWQudjEuU3RvcERldGFpbEgAEigKBnJlc3VtZRgeIAEoCzIWLnRlYW1kLnYxLlJlc3VtZURldGFpbEgAEi4KCXJlY29uY2lsZRgfIAEoCzIZLnRlYW1kLnYxLlJlY29uY2lsZURldGFpbEgAEiQKBHNlYXQYICABKAsyFC50ZWFtZC52MS5TZWF0RGV0YWlsSAASMAoKY2hlY2twb2ludBghIAEoCzIaLnRlYW1kLnYxLkNoZWNrcG9pbnREZXRhaWxIABIkCgR0ZWFtGCIgASgLMhQudGVhbWQudjEuVGVhbURldGFpbEgAEi4KCXRvbWJzdG9uZRgjIAEoCzIZLnRlYW1kLnYxLlRvbWJzdG9uZURldGFpbEgAEiYKBXJlbmV3GCQgASgLMhUudGVhbWQudjEuUmVuZXdEZXRhaWxIABIqCgdhcmNoaXZlGCUgASgLMhcudGVhbWQudjEuQXJjaGl2ZURldGFpbEgAEiYKBW1ldGVyGCYgASgLMhUudGVhbWQudjEuTWV0ZXJEZXRhaWxIABIqCgdyZXNlcnZlGCcgASgLMhcudGVhbWQudjEuUmVzZXJ2ZURldGFpbEgAEjMKDGNyZWF0ZV9ib3VuZBgoIAEoCzIbLnRlYW1kLnYxLkNyZWF0ZUJvdW5kRGV0YWlsSABCCAoGZGV0YWlsIlcKDUdlbmVzaXNEZXRhaWwSGAoQb3duZXJfcHVibGljX2tleRgBIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgCIAEoDBIRCglsZWRnZXJfaWQYAyABKAwi3wEKDFBvbGljeURldGFpbBIWCg50ZWFtX2ZpbGVfaGFzaBgBIAEoDBIRCgljYW5vbmljYWwYAiABKAkSRgoRc3RhcnRfZmlsZV9oYXNoZXMYAyADKAsyKy50ZWFtZC52MS5Qb2xpY3lEZXRhaWwuU3RhcnRGaWxlSGFzaGVzRW50cnkSDgoGY2hhbmdlGAQgASgJEhQKDGluX2ZvcmNlX3NlcRgFIAEoBBo2ChRTdGFydEZpbGVIYXNoZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInkKClRlYW1EZXRhaWwSEgoKcmVwb3NpdG9yeRgBIAEoCRILCgNodWIYAiABKAkSDgoGcGFyZW50GAMgASgJEhEKCWJvdW5kX3NlcRgEIAEoBBINCgVib3VuZBgFIAEoCRIYChBkZWFkbGluZV91bml4X21zGAYgASgEIjQKEUNyZWF0ZUJvdW5kRGV0YWlsEgwKBHNlYXQYASABKAkSEQoJY2Fub25pY2FsGAIgASgJIooBCgtMZWFzZURldGFpbBIQCghsZWFzZV9pZBgBIAEoCRIXCg9wYXJlbnRfbGVhc2VfaWQYAiABKAkSEgoKcm9vdF9ncmFudBgDIAEoCRIXCg9leHBpcmVzX3VuaXhfbXMYBCABKAQSIwoGaG9sZGVyGAUgASgLMhMudGVhbWQudjEuUHJpbmNpcGFsInMKEFJldm9jYXRpb25EZXRhaWwSLAoHc3ViamVjdBgBIAEoDjIbLnRlYW1kLnYxLlJldm9jYXRpb25TdWJqZWN0EhIKCnN1YmplY3RfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMImkKDU91dGNvbWVEZXRhaWwSEgoKaW50ZW50X3NlcRgBIAEoBBInCgZyZXN1bHQYAiABKA4yFy50ZWFtZC52MS5PdXRjb21lUmVzdWx0EgwKBG5vdGUYAyABKAkSDQoFcmVwbHkYBCABKAwiMgoKR2F0ZURldGFpbBIkCgZyZXN1bHQYASABKA4yFC50ZWFtZC52MS5HYXRlUmVzdWx0Ih8KDFJldmlld0RldGFpbBIPCgd2ZXJkaWN0GAEgASgJIi0KDVJlZnVzYWxEZXRhaWwSDAoEcnVsZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiLQoMTm90aWNlRGV0YWlsEg8KB3N1YmplY3QYASABKAkSDAoEdGV4dBgCIAEoCSJdCgpTdG9wRGV0YWlsEiIKBXNjb3BlGAEgASgOMhMudGVhbWQudjEuU3RvcFNjb3BlEgwKBHRlYW0YAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBW5vbmNlGAQgASgMIi8KDFJlc3VtZURldGFpbBIQCghmbGFnX2lkcxgBIAMoCRINCgVub25jZRgCIAEoDCJyChVPdXRjb21lUmVjb25jaWxpYXRpb24SEgoKaW50ZW50X3NlcRgBIAEoBBItCghkZWNpc2lvbhgCIAEoDjIbLnRlYW1kLnYxLlJlY29uY2lsZURlY2lzaW9uEhYKDm5ld19yZXF1ZXN0X2lkGAMgASgJIqsBChJIZWFkUmVjb25jaWxpYXRpb24SDAoEcnVsZRgBIAEoCRIPCgd0aXBfc2VxGAIgASgEEhAKCHRpcF9oYXNoGAMgASgMEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoDBIPCgdkYW1hZ2VkGAYgASgIEhcKD2RhbWFnZV9mcm9tX3NlcRgHIAEoBBIVCg1kYW1hZ2VfZGlnZXN0GAggASgMIo0BCg9SZWNvbmNpbGVEZXRhaWwSMgoHb3V0Y29tZRgBIAEoCzIfLnRlYW1kLnYxLk91dGNvbWVSZWNvbmNpbGlhdGlvbkgAEiwKBGhlYWQYAiABKAsyHC50ZWFtZC52MS5IZWFkUmVjb25jaWxpYXRpb25IABINCgVub25jZRgDIAEoDEIJCgdzdWJqZWN0IioKClNlYXREZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkiQQoQQ2hlY2twb2ludERldGFpbBIMCgRub3RlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgdoYW5kb2ZmGAMgASgJIqEBCgtNZXRlckRldGFpbBINCgVtZXRlchgBIAEoCRIMCgRraW5kGAIgASgJEgsKA2xhYhgDIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgEIAEoAxIUCgxmcm9tX3VuaXhfbXMYBSABKAMSEgoKdG9fdW5peF9tcxgGIAEoAxIOCgZhbW91bnQYByABKAMSEAoIY3VycmVuY3kYCCABKAkihwEKDVJlc2VydmVEZXRhaWwSDAoEc2VhdBgBIAEoCRIOCgZydW5faWQYAiABKAkSCwoDbGFiGAMgASgJEg4KBmFtb3VudBgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgGIAEoAxILCgN3aHkYByABKAkiHAoLUmVuZXdEZXRhaWwSDQoFbm9uY2UYASABKAwi5QEKD1RvbWJzdG9uZURldGFpbBILCgNzZXEYASABKAQSDgoGcmVhc29uGAIgASgJEiIKBHR5cGUYAyABKA4yFC50ZWFtZC52MS5SZWNvcmRUeXBlEiAKBnRhcmdldBgEIAEoCzIQLnRlYW1kLnYxLlRhcmdldBIWCg5wYXlsb2FkX2RpZ2VzdBgFIAEoDBI0Cg9yZXZva2VkX3N1YmplY3QYBiABKA4yGy50ZWFtZC52MS5SZXZvY2F0aW9uU3ViamVjdBISCgpyZXZva2VkX2lkGAcgASgJEg0KBW5vbmNlGAggASgMIlsKDVNlYWxTdGF0ZW1lbnQSEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEEhUKDWhlYWRlcl9oYXNoZXMYAyADKAwSDgoGa2V5X2lkGAQgASgMIiwKBFNlYWwSEQoJc3RhdGVtZW50GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQCg1IZWFkU3RhdGVtZW50EgsKA3NlcRgBIAEoBBIMCgRoYXNoGAIgASgMEhQKDHRpbWVfdW5peF9tcxgDIAEoBBIOCgZrZXlfaWQYBCABKAwiMgoKU2lnbmVkSGVhZBIRCglzdGF0ZW1lbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIpwBCghPd25lckFjdBIQCghwcm9wb3NhbBgBIAEoDBIPCgdwYXlsb2FkGAIgASgMEikKCXNpZ25hdHVyZRgDIAEoCzIWLnRlYW1kLnYxLktleVNpZ25hdHVyZRIsCgxjb19zaWduYXR1cmUYBCABKAsyFi50ZWFtZC52MS5LZXlTaWduYXR1cmUSFAoMY2xhaW1lZF9uYW1lGAUgASgJIuMBCg1BcmNoaXZlRGV0YWlsEhIKCmJlZm9yZV9zZXEYASABKAQSDAoEZmlsZRgCIAEoCRIMCgRrZWVwGAMgASgIEg0KBW5vbmNlGAQgASgMEg8KB2N1dF9zZXEYBSABKAQSEAoIY3V0X2hhc2gYBiABKAwSEAoIZnJvbV9zZXEYByABKAQSIwoEa2VwdBgIIAMoCzIVLnRlYW1kLnYxLkFyY2hpdmVLZXB0EhAKCGFyY2hpdmVkGAkgASgEEhMKC2ZpbGVfZGlnZXN0GAogASgMEhIKCnNwZW50X2FjdHMYCyADKAwiNQoLQXJjaGl2ZUtlcHQSCwoDc2VxGAEgASgEEgwKBGhhc2gYAiABKAwSCwoDd2h5GAMgASgJKrgFCgpSZWNvcmRUeXBlEhsKF1JFQ09SRF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUkVDT1JEX1RZUEVfR0VORVNJUxABEhYKElJFQ09SRF9UWVBFX1BPTElDWRACEhUKEVJFQ09SRF9UWVBFX0dSQU5UEAMSGQoVUkVDT1JEX1RZUEVfQUdSRUVNRU5UEAQSFQoRUkVDT1JEX1RZUEVfTEVBU0UQBRIaChZSRUNPUkRfVFlQRV9SRVZPQ0FUSU9OEAYSFgoSUkVDT1JEX1RZUEVfSU5URU5UEAcSFwoTUkVDT1JEX1RZUEVfT1VUQ09NRRAIEhYKElJFQ09SRF9UWVBFX1JFVklFVxAJEhQKEFJFQ09SRF9UWVBFX0dBVEUQChIXChNSRUNPUkRfVFlQRV9SRUZVU0FMEAsSFgoSUkVDT1JEX1RZUEVfTk9USUNFEAwSFAoQUkVDT1JEX1RZUEVfU1RPUBANEhYKElJFQ09SRF9UWVBFX1JFU1VNRRAOEhkKFVJFQ09SRF9UWVBFX1JFQ09OQ0lMRRAPEhoKFlJFQ09SRF9UWVBFX1NFQVRfU1RBUlQQEBIZChVSRUNPUkRfVFlQRV9TRUFUX1NUT1AQERIaChZSRUNPUkRfVFlQRV9DSEVDS1BPSU5UEBISFAoQUkVDT1JEX1RZUEVfVEVBTRAWEhYKElJFQ09SRF9UWVBFX1NFUlZFRBAXEhkKFVJFQ09SRF9UWVBFX1RPTUJTVE9ORRAYEhUKEVJFQ09SRF9UWVBFX1JFTkVXEBkSFwoTUkVDT1JEX1RZUEVfQVJDSElWRRAaEhUKEVJFQ09SRF9UWVBFX01FVEVSEBsSFwoTUkVDT1JEX1RZUEVfUkVTRVJWRRAcEhwKGFJFQ09SRF9UWVBFX0NSRUFURV9CT1VORBAdIgQIExAVKn0KDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9PV05FUhABEhkKFVBSSU5DSVBBTF9LSU5EX0RBRU1PThACEhcKE1BSSU5DSVBBTF9LSU5EX1NFQVQQAyp4CgpTY29wZVN0YXRlEhsKF1NDT1BFX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZU0NPUEVfU1RBVEVfVU5DT05TVFJBSU5FRBABEhcKE1NDT1BFX1NUQVRFX0JPVU5ERUQQAhIVChFTQ09QRV9TVEFURV9FTVBUWRADKk8KC1BheWxvYWRUeXBlEhwKGFBBWUxPQURfVFlQRV9VTlNQRUNJRklFRBAAEiIKHlBBWUxPQURfVFlQRV9SRUNPUkRfUEFZTE9BRF9WMRABKpUCCgpUYXJnZXRLaW5kEhsKF1RBUkdFVF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPVEFSR0VUX0tJTkRfUkVGEAESGwoXVEFSR0VUX0tJTkRfRU5WSVJPTk1FTlQQAhIXChNUQVJHRVRfS0lORF9BQ0NPVU5UEAMSFAoQVEFSR0VUX0tJTkRfVEFTSxAEEhQKEFRBUkdFVF9LSU5EX1RFQU0QBRIUChBUQVJHRVRfS0lORF9TRUFUEAYSFQoRVEFSR0VUX0tJTkRfTEVBU0UQBxIVChFUQVJHRVRfS0lORF9HUkFOVBAIEhcKE1RBUkdFVF9LSU5EX01BQ0hJTkUQCRIWChJUQVJHRVRfS0lORF9MRURHRVIQCiqAAQoNT3V0Y29tZVJlc3VsdBIeChpPVVRDT01FX1JFU1VMVF9VTlNQRUNJRklFRBAAEhcKE09VVENPTUVfUkVTVUxUX0RPTkUQARIaChZPVVRDT01FX1JFU1VMVF9SRUZVU0VEEAISGgoWT1VUQ09NRV9SRVNVTFRfVU5LTk9XThADKpABChFSZXZvY2F0aW9uU3ViamVjdBIiCh5SRVZPQ0FUSU9OX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfTEVBU0UQARIcChhSRVZPQ0FUSU9OX1NVQkpFQ1RfR1JBTlQQAhIbChdSRVZPQ0FUSU9OX1NVQkpFQ1RfU0VBVBADKlUKCkdhdGVSZXN1bHQSGwoXR0FURV9SRVNVTFRfVU5TUEVDSUZJRUQQABIUChBHQVRFX1JFU1VMVF9QQVNTEAESFAoQR0FURV9SRVNVTFRfRkFJTBACKlQKCVN0b3BTY29wZRIaChZTVE9QX1NDT1BFX1VOU1BFQ0lGSUVEEAASFgoSU1RPUF9TQ09QRV9NQUNISU5FEAESEwoPU1RPUF9TQ09QRV9URUFNEAIqygEKEVJlY29uY2lsZURlY2lzaW9uEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEiIKHlJFQ09OQ0lMRV9ERUNJU0lPTl9BQ0NFUFRfRE9ORRABEh0KGVJFQ09OQ0lMRV9ERUNJU0lPTl9SRVBFQVQQAhIkCiBSRUNPTkNJTEVfREVDSVNJT05fUkVTT0xWRURfRE9ORRADEigKJFJFQ09OQ0lMRV9ERUNJU0lPTl9SRVNPTFZFRF9OT1RfRE9ORRAEYgZwcm90bzM");
 
 /**
  * An authenticated principal. A caller-supplied name is never a Principal: it goes in
@@ -730,6 +730,12 @@ export type RecordPayload = Message<"teamd.v1.RecordPayload"> & {
      */
     value: ReserveDetail;
     case: "reserve";
+  } | {
+    /**
+     * @generated from field: teamd.v1.CreateBoundDetail create_bound = 40;
+     */
+    value: CreateBoundDetail;
+    case: "createBound";
   } | { case: undefined; value?: undefined };
 };
 
@@ -842,6 +848,30 @@ export type TeamDetail = Message<"teamd.v1.TeamDetail"> & {
    * @generated from field: string hub = 2;
    */
   hub: string;
+
+  /**
+   * A team a seat created (§10; the record's signer is that seat, never the owner): its parent
+   * team, the create-bound record it was decided under and that bound's canonical form (its slice),
+   * and the runtime deadline it inherited (0: none; §8: a create mints no fresh runtime).
+   *
+   * @generated from field: string parent = 3;
+   */
+  parent: string;
+
+  /**
+   * @generated from field: uint64 bound_seq = 4;
+   */
+  boundSeq: bigint;
+
+  /**
+   * @generated from field: string bound = 5;
+   */
+  bound: string;
+
+  /**
+   * @generated from field: uint64 deadline_unix_ms = 6;
+   */
+  deadlineUnixMs: bigint;
 };
 
 /**
@@ -850,6 +880,32 @@ export type TeamDetail = Message<"teamd.v1.TeamDetail"> & {
  */
 export const TeamDetailSchema: GenMessage<TeamDetail> = /*@__PURE__*/
   messageDesc(file_teamd_v1_ledger, 17);
+
+/**
+ * @generated from message teamd.v1.CreateBoundDetail
+ */
+export type CreateBoundDetail = Message<"teamd.v1.CreateBoundDetail"> & {
+  /**
+   * The creating seat (the record's team is its team).
+   *
+   * @generated from field: string seat = 1;
+   */
+  seat: string;
+
+  /**
+   * The bound's canonical JSON (src/kernel/create-bound.ts); empty: the seat's bound is cleared.
+   *
+   * @generated from field: string canonical = 2;
+   */
+  canonical: string;
+};
+
+/**
+ * Describes the message teamd.v1.CreateBoundDetail.
+ * Use `create(CreateBoundDetailSchema)` to create a new message.
+ */
+export const CreateBoundDetailSchema: GenMessage<CreateBoundDetail> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_ledger, 18);
 
 /**
  * A lease record adds its id, parent, root grant and expiry — and nothing mutable (§7).
@@ -892,7 +948,7 @@ export type LeaseDetail = Message<"teamd.v1.LeaseDetail"> & {
  * Use `create(LeaseDetailSchema)` to create a new message.
  */
 export const LeaseDetailSchema: GenMessage<LeaseDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 18);
+  messageDesc(file_teamd_v1_ledger, 19);
 
 /**
  * @generated from message teamd.v1.RevocationDetail
@@ -926,7 +982,7 @@ export type RevocationDetail = Message<"teamd.v1.RevocationDetail"> & {
  * Use `create(RevocationDetailSchema)` to create a new message.
  */
 export const RevocationDetailSchema: GenMessage<RevocationDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 19);
+  messageDesc(file_teamd_v1_ledger, 20);
 
 /**
  * @generated from message teamd.v1.OutcomeDetail
@@ -964,7 +1020,7 @@ export type OutcomeDetail = Message<"teamd.v1.OutcomeDetail"> & {
  * Use `create(OutcomeDetailSchema)` to create a new message.
  */
 export const OutcomeDetailSchema: GenMessage<OutcomeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 20);
+  messageDesc(file_teamd_v1_ledger, 21);
 
 /**
  * @generated from message teamd.v1.GateDetail
@@ -981,7 +1037,7 @@ export type GateDetail = Message<"teamd.v1.GateDetail"> & {
  * Use `create(GateDetailSchema)` to create a new message.
  */
 export const GateDetailSchema: GenMessage<GateDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 21);
+  messageDesc(file_teamd_v1_ledger, 22);
 
 /**
  * @generated from message teamd.v1.ReviewDetail
@@ -998,7 +1054,7 @@ export type ReviewDetail = Message<"teamd.v1.ReviewDetail"> & {
  * Use `create(ReviewDetailSchema)` to create a new message.
  */
 export const ReviewDetailSchema: GenMessage<ReviewDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 22);
+  messageDesc(file_teamd_v1_ledger, 23);
 
 /**
  * @generated from message teamd.v1.RefusalDetail
@@ -1022,7 +1078,7 @@ export type RefusalDetail = Message<"teamd.v1.RefusalDetail"> & {
  * Use `create(RefusalDetailSchema)` to create a new message.
  */
 export const RefusalDetailSchema: GenMessage<RefusalDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 23);
+  messageDesc(file_teamd_v1_ledger, 24);
 
 /**
  * @generated from message teamd.v1.NoticeDetail
@@ -1044,7 +1100,7 @@ export type NoticeDetail = Message<"teamd.v1.NoticeDetail"> & {
  * Use `create(NoticeDetailSchema)` to create a new message.
  */
 export const NoticeDetailSchema: GenMessage<NoticeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 24);
+  messageDesc(file_teamd_v1_ledger, 25);
 
 /**
  * @generated from message teamd.v1.StopDetail
@@ -1078,7 +1134,7 @@ export type StopDetail = Message<"teamd.v1.StopDetail"> & {
  * Use `create(StopDetailSchema)` to create a new message.
  */
 export const StopDetailSchema: GenMessage<StopDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 25);
+  messageDesc(file_teamd_v1_ledger, 26);
 
 /**
  * Only an owner act clears a stop, and it names the stops it clears.
@@ -1102,7 +1158,7 @@ export type ResumeDetail = Message<"teamd.v1.ResumeDetail"> & {
  * Use `create(ResumeDetailSchema)` to create a new message.
  */
 export const ResumeDetailSchema: GenMessage<ResumeDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 26);
+  messageDesc(file_teamd_v1_ledger, 27);
 
 /**
  * Resolves an unknown outcome (§15 "Order and effect").
@@ -1133,7 +1189,7 @@ export type OutcomeReconciliation = Message<"teamd.v1.OutcomeReconciliation"> & 
  * Use `create(OutcomeReconciliationSchema)` to create a new message.
  */
 export const OutcomeReconciliationSchema: GenMessage<OutcomeReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 27);
+  messageDesc(file_teamd_v1_ledger, 28);
 
 /**
  * The state an owner accepts when the ledger failed closed (§15 "A trusted head"). Every
@@ -1196,7 +1252,7 @@ export type HeadReconciliation = Message<"teamd.v1.HeadReconciliation"> & {
  * Use `create(HeadReconciliationSchema)` to create a new message.
  */
 export const HeadReconciliationSchema: GenMessage<HeadReconciliation> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 28);
+  messageDesc(file_teamd_v1_ledger, 29);
 
 /**
  * @generated from message teamd.v1.ReconcileDetail
@@ -1230,7 +1286,7 @@ export type ReconcileDetail = Message<"teamd.v1.ReconcileDetail"> & {
  * Use `create(ReconcileDetailSchema)` to create a new message.
  */
 export const ReconcileDetailSchema: GenMessage<ReconcileDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 29);
+  messageDesc(file_teamd_v1_ledger, 30);
 
 /**
  * @generated from message teamd.v1.SeatDetail
@@ -1252,7 +1308,7 @@ export type SeatDetail = Message<"teamd.v1.SeatDetail"> & {
  * Use `create(SeatDetailSchema)` to create a new message.
  */
 export const SeatDetailSchema: GenMessage<SeatDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 30);
+  messageDesc(file_teamd_v1_ledger, 31);
 
 /**
  * The handoff checkpoint the daemon builds when it halts a run (issue 27; the ownership
@@ -1289,7 +1345,7 @@ export type CheckpointDetail = Message<"teamd.v1.CheckpointDetail"> & {
  * Use `create(CheckpointDetailSchema)` to create a new message.
  */
 export const CheckpointDetailSchema: GenMessage<CheckpointDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 31);
+  messageDesc(file_teamd_v1_ledger, 32);
 
 /**
  * A meter's report (§8; docs/records.md): usage of one team in one lab over [from, to] of the
@@ -1346,7 +1402,7 @@ export type MeterDetail = Message<"teamd.v1.MeterDetail"> & {
  * Use `create(MeterDetailSchema)` to create a new message.
  */
 export const MeterDetailSchema: GenMessage<MeterDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 32);
+  messageDesc(file_teamd_v1_ledger, 33);
 
 /**
  * A spend reservation (§8): `amount` held for run `run_id` of `seat` in `lab` until a meter
@@ -1396,7 +1452,7 @@ export type ReserveDetail = Message<"teamd.v1.ReserveDetail"> & {
  * Use `create(ReserveDetailSchema)` to create a new message.
  */
 export const ReserveDetailSchema: GenMessage<ReserveDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 33);
+  messageDesc(file_teamd_v1_ledger, 34);
 
 /**
  * The owner renews a team's unattended runtime (§8): its clock starts again from this record.
@@ -1417,7 +1473,7 @@ export type RenewDetail = Message<"teamd.v1.RenewDetail"> & {
  * Use `create(RenewDetailSchema)` to create a new message.
  */
 export const RenewDetailSchema: GenMessage<RenewDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 34);
+  messageDesc(file_teamd_v1_ledger, 35);
 
 /**
  * What a tombstone hides, and the stub it leaves: the hidden record's seq, type, target and
@@ -1475,7 +1531,7 @@ export type TombstoneDetail = Message<"teamd.v1.TombstoneDetail"> & {
  * Use `create(TombstoneDetailSchema)` to create a new message.
  */
 export const TombstoneDetailSchema: GenMessage<TombstoneDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 35);
+  messageDesc(file_teamd_v1_ledger, 36);
 
 /**
  * What a seal signs: the header hashes of one commit batch, in order.
@@ -1509,7 +1565,7 @@ export type SealStatement = Message<"teamd.v1.SealStatement"> & {
  * Use `create(SealStatementSchema)` to create a new message.
  */
 export const SealStatementSchema: GenMessage<SealStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 36);
+  messageDesc(file_teamd_v1_ledger, 37);
 
 /**
  * Stored per commit batch, keyed by the batch's last seq. signature is the daemon's over
@@ -1534,7 +1590,7 @@ export type Seal = Message<"teamd.v1.Seal"> & {
  * Use `create(SealSchema)` to create a new message.
  */
 export const SealSchema: GenMessage<Seal> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 37);
+  messageDesc(file_teamd_v1_ledger, 38);
 
 /**
  * @generated from message teamd.v1.HeadStatement
@@ -1566,7 +1622,7 @@ export type HeadStatement = Message<"teamd.v1.HeadStatement"> & {
  * Use `create(HeadStatementSchema)` to create a new message.
  */
 export const HeadStatementSchema: GenMessage<HeadStatement> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 38);
+  messageDesc(file_teamd_v1_ledger, 39);
 
 /**
  * The trusted head (§15), in its own file. signature is the daemon's over
@@ -1591,7 +1647,7 @@ export type SignedHead = Message<"teamd.v1.SignedHead"> & {
  * Use `create(SignedHeadSchema)` to create a new message.
  */
 export const SignedHeadSchema: GenMessage<SignedHead> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 39);
+  messageDesc(file_teamd_v1_ledger, 40);
 
 /**
  * An owner act before the daemon places it in the chain: the proposal's fields, the payload
@@ -1631,7 +1687,7 @@ export type OwnerAct = Message<"teamd.v1.OwnerAct"> & {
  * Use `create(OwnerActSchema)` to create a new message.
  */
 export const OwnerActSchema: GenMessage<OwnerAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 40);
+  messageDesc(file_teamd_v1_ledger, 41);
 
 /**
  * Archival (§15; docs/records.md "Archival"). The owner's act names the request (before_seq,
@@ -1724,7 +1780,7 @@ export type ArchiveDetail = Message<"teamd.v1.ArchiveDetail"> & {
  * Use `create(ArchiveDetailSchema)` to create a new message.
  */
 export const ArchiveDetailSchema: GenMessage<ArchiveDetail> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 41);
+  messageDesc(file_teamd_v1_ledger, 42);
 
 /**
  * @generated from message teamd.v1.ArchiveKept
@@ -1753,7 +1809,7 @@ export type ArchiveKept = Message<"teamd.v1.ArchiveKept"> & {
  * Use `create(ArchiveKeptSchema)` to create a new message.
  */
 export const ArchiveKeptSchema: GenMessage<ArchiveKept> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_ledger, 42);
+  messageDesc(file_teamd_v1_ledger, 43);
 
 /**
  * What a record is. Later issues add egress, broker and tombstone (numbers 19..21 are kept
@@ -1924,6 +1980,14 @@ export enum RecordType {
    * @generated from enum value: RECORD_TYPE_RESERVE = 28;
    */
   RESERVE = 28,
+
+  /**
+   * An owner-signed create-bound (§10: create is written on the machine): which seat of which team
+   * may create teams, and within what. An empty canonical clears the seat's bound.
+   *
+   * @generated from enum value: RECORD_TYPE_CREATE_BOUND = 29;
+   */
+  CREATE_BOUND = 29,
 }
 
 /**
