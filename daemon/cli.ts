@@ -210,6 +210,17 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
     .option("--json", "print one JSON object (for scripts)")
     .action(async (opts: { team: string; yes?: boolean; json?: boolean }) => (await import("./commands/abandon.js")).abandonCommand(opts, ambient));
 
+  program
+    .command("rebind")
+    .description("owner only (§8): bind a seat to another lab; every lease it holds or issued is revoked in the same act, and its runtime keeps counting")
+    .argument("<SEAT@TEAM>", "the seat")
+    .requiredOption("--lab <LAB>", "the lab it is bound to from now (one the team declares)")
+    .option("--yes", "do not ask for confirmation")
+    .option("--json", "print one JSON object (for scripts)")
+    .action(async (ref: string, opts: { lab: string; yes?: boolean; json?: boolean }) =>
+      (await import("./commands/rebind.js")).rebindCommand(ref, opts, ambient),
+    );
+
   const collect = (value: string, previous: string[] = []) => [...previous, value];
   const bounds = program
     .command("create-bounds")

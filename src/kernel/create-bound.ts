@@ -226,6 +226,14 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
           `seat ${seat.name}'s start command ${JSON.stringify(start.command)} is not one the bound lets a child pin (${bound.starts.map((s) => JSON.stringify(s)).join(", ") || "none"})`,
         );
       if (start.containment === "none") return refuse("create.start", `seat ${seat.name} asks to run uncontained; a created team's seats run contained`);
+      // Reach and size are the owner's to give (§8): a child's seat gets no egress and no limits of its own until the owner applies its file.
+      if (start.network !== undefined)
+        return refuse("create.start", `seat ${seat.name} asks for egress; a created team's seats reach no network until the owner applies its file with one`);
+      if (start.limits !== undefined)
+        return refuse(
+          "create.start",
+          `seat ${seat.name} sets its own limits; a created team's seats run under teamd's defaults until the owner applies its file`,
+        );
     }
     if (!bound.grant && (seat.admin ?? []).some((a) => a === "grant" || a === "agree"))
       return refuse(

@@ -4,7 +4,7 @@ import { isTrunkRecord, READ_IN_FULL, unsettled } from "./gate-reads.js";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { StoreReader } from "./store.js";
 import { TRUNK_ACTIONS } from "./trunk-facts.js";
-import { ABANDON_ACTION, type LedgerView } from "./view.js";
+import { NOT_RENEWING, type LedgerView } from "./view.js";
 
 /**
  * Which records below an archive's cut the gate still reads (§15 archival; docs/records.md
@@ -153,7 +153,7 @@ export async function planCut(options: PlanOptions): Promise<CutPlan> {
       for (const row of page) {
         at = row.seq + 1;
         const header = decodeHeader(row.header);
-        if (header.signer?.kind !== PrincipalKind.OWNER || !header.signature || header.team === "" || header.action === ABANDON_ACTION) continue;
+        if (header.signer?.kind !== PrincipalKind.OWNER || !header.signature || header.team === "" || NOT_RENEWING.includes(header.action)) continue;
         if ((renewals.get(header.team) ?? -1) < row.seq) renewals.set(header.team, row.seq);
       }
     }

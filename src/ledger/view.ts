@@ -64,6 +64,10 @@ export interface LeaseState {
 
 /** An owner's abandon (`teamd abandon`, §9) is a policy record that renews nothing: not an apply of the owner's file. */
 export const ABANDON_ACTION = "policy.abandon";
+/** An owner's rebind of a seat's lab (`teamd rebind`, §8) renews nothing either: the clock keeps counting across it. */
+export const REBIND_ACTION = "policy.rebind";
+/** The policy records that are owner acts but no renewal of the team's runtime. */
+export const NOT_RENEWING: readonly string[] = [ABANDON_ACTION, REBIND_ACTION];
 
 export interface PolicyInForce {
   readonly seq: number;
@@ -282,7 +286,7 @@ export function createView(): ViewProjector {
     // §8: only the owner's own acts renew a team's runtime — an apply of its file, a renew.
     if (
       (header.type === RecordType.POLICY || header.type === RecordType.RENEW) &&
-      header.action !== ABANDON_ACTION &&
+      !NOT_RENEWING.includes(header.action) &&
       header.signer?.kind === PrincipalKind.OWNER &&
       header.signature &&
       team !== ""
