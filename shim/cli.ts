@@ -143,6 +143,12 @@ export function buildProgram(): Command {
     .description("with create (§10): a team of your making, within the create-bound the owner wrote on the machine; recorded as your act")
     .action(async (file: string, opts: { root: string; json?: boolean }) => (await acts()).createTeam(file, opts));
   program
+    .command("start-team")
+    .argument("[SEAT]", "one seat of your team (default: every seat with a start that does not run)")
+    .option("--json", "print one JSON object")
+    .description("as leads (§9): start your own team, or one seat of it — its pinned start only; a stopped team waits for the owner's teamd resume")
+    .action(async (seat: string | undefined, opts: { json?: boolean }) => (await acts()).startTeam(seat, opts));
+  program
     .command("stop-team")
     .option("--reason <text>", "why, in a line (recorded; the owner is told)")
     .option("--json", "print one JSON object")

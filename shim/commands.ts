@@ -209,6 +209,11 @@ export async function createTeam(file: string, opts: { root: string; json?: bool
   );
 }
 
+export async function startTeam(seat: string | undefined, opts: { json?: boolean }): Promise<void> {
+  const r = await withClient((c) => c.startTeam({ seat: seat ?? "" }));
+  print(opts.json, { started: r.started }, `started: ${r.started.join(", ") || "none (every seat with a start runs)"}\n`);
+}
+
 export async function stopTeam(opts: { reason?: string; json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.stopTeam({ reason: opts.reason ?? "" }));
   print(

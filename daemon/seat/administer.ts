@@ -12,6 +12,7 @@ import {
   type Refusal,
 } from "../../src/kernel/index.js";
 import { decideLease } from "../../src/kernel/lease-choice.js";
+import { tablePrincipal } from "../../src/kernel/authorization-table.js";
 import { readIsUnbounded, readScope } from "../../src/kernel/read-scope.js";
 import type { LeaseRequest, ProposedLease } from "../../src/kernel/lease-issue.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";
@@ -57,6 +58,8 @@ export interface SeatAdmin {
   confirm(identity: SeatIdentity, requestId: string, proposalId: string): Promise<AdministerResponse>;
   /** leads stops its own team (§9, §15): recorded, held until the owner's resume; the team's seats stop after the reply. */
   stopTeam(identity: SeatIdentity, reason: string): Promise<{ seq: number; seats: string[] }>;
+  /** leads starts its own team or one seat of it (§9): the pinned starts only, under every bound a start meets. */
+  startTeam(identity: SeatIdentity, seat: string): Promise<string[]>;
   /** The team-level address (§9): the team's notices as leads may read them (§3's controlled view: subjects only). */
   teamNotices(identity: SeatIdentity, afterSeq: number): Promise<{ notices: { seq: number; timeUnixMs: number; subject: string }[]; next: number }>;
   /** A lease of a two-granter capability (leases.ts hands it here): a proposal, never a lease alone. */
@@ -69,6 +72,8 @@ export interface SeatAdminDeps {
   /** The team's running seats, and a way to stop them all (the composition root's seat manager). */
   readonly teamSeats: (team: string) => string[];
   readonly stopTeamSeats: (team: string) => Promise<void>;
+  /** Start a team's seats (one, or every one with a start not running): the names started. */
+  readonly startTeamSeats: (team: string, seat: string | undefined) => Promise<string[]>;
 }
 
 /** A stop's reason as a seat wrote it: one line, printable, bounded. */
@@ -471,12 +476,8 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       const action = "stop.team";
       const ctx = await pipeline.context(identity, action, { guardInAct: true });
       // §9: "stop a team — owner, or leads for its own team"; the socket is the seat, its team the one it stops.
-      if (ctx.policy.policy.leads?.seat !== identity.seat)
-        throw await pipeline.refuse(
-          ctx,
-          refuse("table.principal", `stopping a team is the owner's, or leads's for its own team; seat ${identity.seat} is not leads of team ${identity.team}`),
-          action,
-        );
+      const principal = tablePrincipal("team.stop", { kind: "seat", seat: identity.seat, team: identity.team }, identity.team, ctx.policy.policy);
+      if (principal !== undefined) throw await pipeline.refuse(ctx, principal, action);
       // leads's stop holds from its record: with the store down it cannot be made (the owner's holds by its flag).
       const record = await ctx.ledger.leadsStop(identity.team, identity.seat, stopReason(reason) || "stopped by leads").catch(async (error: unknown) => {
         if (error instanceof LedgerRefusal) throw await pipeline.refuse(ctx, error.refusal, action);
@@ -486,6 +487,20 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       // After the reply has gone: leads's own seat is among those stopped.
       setTimeout(() => void deps.stopTeamSeats(identity.team).catch(() => undefined), 250).unref();
       return { seq: record.seq, seats };
+    },
+
+    async startTeam(identity, seat) {
+      const action = "start.team";
+      // The guards first (§15): a stopped team is started again only after the owner's resume.
+      const ctx = await pipeline.context(identity, action, { guardInAct: true });
+      const principal = tablePrincipal("team.start", { kind: "seat", seat: identity.seat, team: identity.team }, identity.team, ctx.policy.policy);
+      if (principal !== undefined) throw await pipeline.refuse(ctx, principal, action);
+      const guarded = ctx.ledger.guard(identity.team);
+      if (guarded !== undefined) throw await pipeline.refuse(ctx, guarded, action);
+      if (seat !== "" && !Object.prototype.hasOwnProperty.call(ctx.policy.policy.seats, seat))
+        throw await pipeline.refuse(ctx, refuse("seat.unknown", `seat '${seat}' is not in team ${identity.team}'s policy in force`), action);
+      // The start runs the pinned command and its whole hashed context, nothing the caller names (§9, §10); the seat manager's bounds (runtime, seats, spend) hold.
+      return deps.startTeamSeats(identity.team, seat === "" ? undefined : seat);
     },
 
     async teamNotices(identity, afterSeq) {

@@ -124,6 +124,9 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async createTeam(request) {
       return deps.create.create(identity, request);
     },
+    async startTeam(request) {
+      return { started: await deps.admin.startTeam(identity, request.seat) };
+    },
     async stopTeam(request) {
       const { seq, seats } = await deps.admin.stopTeam(identity, request.reason);
       return { seq: BigInt(seq), seats };

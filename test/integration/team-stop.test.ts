@@ -116,4 +116,20 @@ describe.runIf(process.platform === "linux")("teamd stop --team: a stop that hol
     await h.ok(["start", "beta@proj"]);
     await h.ok(["stop", "beta@proj"]);
   }, 120_000);
+
+  it("leads starts its own team, or a seat of it (teamd-shim start-team); another seat may not", async () => {
+    await h.ok(["start", "alpha@proj"]);
+    const unknown = await h.shim("alpha", "start-team", "nosuch");
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain("seat.unknown");
+    const started = await h.shim("alpha", "start-team", "--json");
+    expect(started.code, started.stderr).toBe(0);
+    expect((JSON.parse(started.stdout) as { started: string[] }).started).toEqual(["beta"]);
+    expect((await running("proj")).sort()).toEqual(["alpha", "beta"]);
+    const refused = await h.shim("beta", "start-team");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("table.principal");
+    await h.ok(["stop", "--team", "proj"]);
+    await h.ok(["resume", "--team", "proj"]);
+  }, 90_000);
 });
