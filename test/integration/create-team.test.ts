@@ -71,7 +71,7 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
     calls = seatCalls(h);
   }, 120_000);
   afterAll(async () => {
-    for (const t of ["kid", "kid2", "kid3", "kid4"]) await h?.run(["stop", "--team", t]).catch(() => undefined);
+    for (const t of ["kid", "kid2", "kid3", "kid4", "late"]) await h?.run(["stop", "--team", t]).catch(() => undefined);
     await h?.cleanup();
   }, 60_000);
 
@@ -222,4 +222,26 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
     expect(created).toEqual(expect.arrayContaining(["kid", "kid4"]));
     await h.ok(["verify"]);
   }, 90_000);
+
+  it("a child runs down its creator's remainder: paused when the creator's runtime ends, and the owner's renewal of the parent does not renew it", async () => {
+    // The owner gives proj a short runtime (an apply renews it from now): 25 s. The child created now inherits what is left.
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("runtime: 2h", "runtime: 25s"));
+    await h.ok(["apply", "--yes"]);
+    await h.ok(["start", "maker"]).catch(() => undefined);
+    const root = makeRepo(h.dir, "kid-late");
+    await h.ok(["create-bounds", "set", "maker@proj", "--root", root, "--start", "sleep 3600", "--yes"]);
+    const file = await put("maker", "late.yaml", childFile("late", ["k1"]));
+    const made = await calls.json<Created>("maker", "create", file, "--root", root);
+    const deadline = Date.parse(made.deadline as string);
+    expect(deadline - Date.now()).toBeLessThanOrEqual(25_000);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 1500));
+    expect(await h.json<{ rule: string }>(["start", "--team", "late", "--json"], { code: 3 })).toMatchObject({ rule: "envelope.runtime" });
+    // The owner's renewal of the parent renews the parent only (ยง8: a later owner act on the parent does not renew the child).
+    await h.ok(["renew", "--team", "proj"]);
+    expect(await h.json<{ rule: string }>(["start", "--team", "late", "--json"], { code: 3 })).toMatchObject({ rule: "envelope.runtime" });
+    // The owner's own act on the child does.
+    await h.ok(["renew", "--team", "late"]);
+    await h.ok(["start", "--team", "late"]);
+    await h.ok(["stop", "--team", "late"]);
+  }, 120_000);
 });
