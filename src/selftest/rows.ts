@@ -33,7 +33,7 @@ export const ENFORCEMENT_ROWS: readonly EnforcementRow[] = [
   { id: "leases", piece: "Leases: bounded, recorded, revocable", documented: "M", basis: fixed(DAEMON_SIDE) },
   { id: "ceiling-deny", piece: "Ceiling, deny, owner-sovereign limits", documented: "M", basis: fixed(DAEMON_SIDE) },
   { id: "resource-envelope", piece: "Resource envelope: spend, runtime, lab count", documented: "A", basis: fixed(DAEMON_SIDE) },
-  { id: "leads", piece: "leads authority root", documented: "not built", basis: fixed("not built") },
+  { id: "leads", piece: "leads authority root", documented: "M", basis: fixed(DAEMON_SIDE) },
   { id: "grant", piece: "Grant / agreement (§10)", documented: "M", basis: fixed(DAEMON_SIDE) },
   { id: "ledger", piece: "Record ledger: fields, chain, head", documented: "M", basis: fixed(DAEMON_SIDE) },
   { id: "records-bounded", piece: "Records are bounded", documented: "A", basis: fixed(DAEMON_SIDE) },
