@@ -126,8 +126,10 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       const filePath = written.path;
       let hubMade = false;
       try {
-        // Best effort, as init's: the owner's repository's own exclude list (git may refuse a root another user owns).
-        await excludeTeamFile(root).catch(() => undefined);
+        // As init's, best effort, and in user mode only: in system mode git would run as root in the
+        // owner's repository and leave root-owned files in its .git (the owner runs teamd init there).
+        const ownRepo = deps.home.mode === "user";
+        if (ownRepo) await excludeTeamFile(root).catch(() => undefined);
         const hub = await createHub(deps.home.root, child, root, deps.home.ownerGid === undefined ? {} : { sharedGid: deps.home.ownerGid });
         hubMade = hub.created;
         // A hub left under that name (a team once registered, or made by hand) is not the child's to take.
@@ -188,7 +190,7 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
           return drafts;
         });
         const teamRecord = ctx.ledger.view.team(child);
-        await ensureRemote(root, hub.path, { foreignHub: deps.home.mode === "system" }).catch(() => undefined);
+        if (ownRepo) await ensureRemote(root, hub.path).catch(() => undefined);
         const started = alsoStarts(bound) ? await deps.startTeam(child).catch(() => [] as string[]) : [];
         return {
           team: child,

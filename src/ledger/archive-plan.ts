@@ -176,7 +176,11 @@ export async function planCut(options: PlanOptions): Promise<CutPlan> {
       case RecordType.ARCHIVE:
         return undefined;
       case RecordType.TEAM:
-        return view.team(team)?.seq === seq ? { why: `team ${team}'s registration (its repository and hub)`, frame: false } : undefined;
+        if (view.team(team)?.seq === seq) return { why: `team ${team}'s registration (its repository and hub)`, frame: false };
+        // A created team's creation carries its lineage (parent, slice, inherited clock), which a later registration keeps.
+        return header.action === "team.create" && view.team(team)?.created !== undefined
+          ? { why: `team ${team}'s creation (its parent, its slice, its inherited runtime)`, frame: false }
+          : undefined;
       case RecordType.POLICY:
         if (view.policy(team)?.seq === seq) return { why: `the policy in force of team ${team}`, frame: false };
         if (view.policy(team)?.ownerSeq === seq)

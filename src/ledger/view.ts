@@ -342,6 +342,9 @@ export function createView(): ViewProjector {
                 })
               : undefined;
           if (created !== undefined) createdCount.set(created.boundSeq, (createdCount.get(created.boundSeq) ?? 0) + 1);
+          // The owner's `teamd init` in a created team's repository registers it again: its lineage (parent, slice, clock) stays.
+          const before = teams.get(team);
+          const lineage = created ?? (before?.repository === t.repository ? before.created : undefined);
           teams.set(
             team,
             Object.freeze({
@@ -349,8 +352,8 @@ export function createView(): ViewProjector {
               team,
               repository: t.repository,
               hub: t.hub,
-              timeUnixMs: toSafeNumber(header.timeUnixMs, "record time"),
-              ...(created !== undefined ? { created } : {}),
+              timeUnixMs: before !== undefined && lineage !== undefined ? before.timeUnixMs : toSafeNumber(header.timeUnixMs, "record time"),
+              ...(lineage !== undefined ? { created: lineage } : {}),
             }),
           );
         }

@@ -213,6 +213,8 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
     await h.ok(["create-bounds", "clear", "maker@proj"]);
     await calls.refused("create.bound", "maker", "create", fifth, "--root", roots[4] as string);
     expect(await h.ok(["create-bounds", "show"])).toMatch(/no create-bound is written/);
+    // The owner's teamd init in a child's repository registers it again (the remote, the exclude): its lineage stays.
+    await h.ok(["init", "--team", "kid", "--yes", "--json"], { cwd: roots[0] as string });
     // Across a restart the children are rebuilt from their records; the whole chain verifies (seat-signed team and policy records among it).
     await h.stopDaemon();
     await h.startDaemon();
