@@ -374,6 +374,10 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
       }));
       const reported = sum(node?.spent);
       const reserved = sum(node?.reserved);
+      // What the team carved to the teams it created (§8): their slices stay theirs, out of this remainder.
+      const carved = Object.values(tree.nodes)
+        .filter((n) => n.parent === team)
+        .reduce((a, n) => a + n.caps.total, 0);
       return {
         currency: spend.currency,
         periodStart: period.start,
@@ -381,7 +385,7 @@ export function createSpendBook(options: { readonly ledger: () => Ledger | undef
         limit: spend.total,
         reported,
         reserved,
-        remainder: Math.max(0, spend.total - reported - reserved),
+        remainder: Math.max(0, spend.total - reported - reserved - carved),
         overage: spendOverage(tree, team),
         perDispatch: spend.perDispatch,
         labs,
