@@ -110,7 +110,7 @@ const PTY_ROWS = SEAT_PTY_SIZE.rows;
 
 export interface SeatManager {
   /** One seat, or (seat undefined) every seat of the team that has a start. */
-  start(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
+  start(team: string | undefined, seat: string | undefined, by?: string): Promise<SeatView[]>;
   stop(team: string | undefined, seat: string | undefined): Promise<SeatView[]>;
   /**
    * Halt a running seat (§8, issue 27): SIGTERM to its command, a short grace for it to exit (not
@@ -398,7 +398,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     log(`seat ${seat}@${team}: restarting in ${delay / 1000} s (attempt ${attempt} of ${retries})`);
   }
 
-  async function startOne(target: StartableSeat, attempt: number, settling: boolean): Promise<SeatView> {
+  async function startOne(target: StartableSeat & { readonly by?: string }, attempt: number, settling: boolean): Promise<SeatView> {
     const k = key(target.team, target.seat);
     // An owner's stop refuses every start (§11), read from the flags before anything else.
     const stopped = stopRefusal(options.ledger(), target.team);
@@ -492,6 +492,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
           runId,
           {
             policy_seq: String(target.policySeq),
+            // §9: a start leads made for its own team names it (the owner's, and the daemon's restarts, name none).
+            ...(target.by !== undefined ? { started_by: target.by } : {}),
             ...(attempt > 0
               ? { restart: `attempt ${attempt} of ${target.start.restart?.retries ?? 0} (restart: ${target.start.restart?.when ?? "never"})` }
               : {}),
@@ -730,7 +732,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
-  async function startChecked(target: StartableSeat, attempt = 0, settling = true): Promise<SeatView> {
+  async function startChecked(target: StartableSeat & { readonly by?: string }, attempt = 0, settling = true): Promise<SeatView> {
     const view = await startOne(target, attempt, settling);
     const late = stopRefusal(options.ledger(), target.team);
     if (late) {
@@ -764,14 +766,14 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   return {
-    async start(team, seat) {
+    async start(team, seat, by) {
       // The stop first: it holds by its flag even when the store cannot record a start (§15).
       const stopped = stopRefusal(options.ledger(), team ?? "");
       if (stopped) throw new RefusalError(stopped.rule, `${stopped.reason}; run teamd resume to clear it`);
       const ledger = readyLedger(options.ledger());
       if (seat !== undefined) {
         const t = team ?? teamOf(seat, false);
-        const target = startableSeat(ledger, t, seat);
+        const target = { ...startableSeat(ledger, t, seat), ...(by !== undefined ? { by } : {}) };
         const view = await startChecked(target);
         await settle(target, view);
         return [slots.get(key(t, seat))?.view ?? view];
@@ -781,7 +783,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       // first, and a launch that fails stops the seats this call already started.
       const targets = Object.entries(policySeats(ledger, team))
         .filter(([name, s]) => s.start !== undefined && !slots.has(key(team, name)))
-        .map(([name]) => startableSeat(ledger, team, name));
+        .map(([name]) => ({ ...startableSeat(ledger, team, name), ...(by !== undefined ? { by } : {}) }));
       const started: SeatView[] = [];
       try {
         for (const target of targets) started.push(await startChecked(target));

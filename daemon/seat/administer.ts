@@ -73,7 +73,7 @@ export interface SeatAdminDeps {
   readonly teamSeats: (team: string) => string[];
   readonly stopTeamSeats: (team: string) => Promise<void>;
   /** Start a team's seats (one, or every one with a start not running): the names started. */
-  readonly startTeamSeats: (team: string, seat: string | undefined) => Promise<string[]>;
+  readonly startTeamSeats: (team: string, seat: string | undefined, by: string) => Promise<string[]>;
 }
 
 /** A stop's reason as a seat wrote it: one line, printable, bounded. */
@@ -500,7 +500,7 @@ export function createSeatAdmin(deps: SeatAdminDeps): SeatAdmin {
       if (seat !== "" && !Object.prototype.hasOwnProperty.call(ctx.policy.policy.seats, seat))
         throw await pipeline.refuse(ctx, refuse("seat.unknown", `seat '${seat}' is not in team ${identity.team}'s policy in force`), action);
       // The start runs the pinned command and its whole hashed context, nothing the caller names (§9, §10); the seat manager's bounds (runtime, seats, spend) hold.
-      return deps.startTeamSeats(identity.team, seat === "" ? undefined : seat);
+      return deps.startTeamSeats(identity.team, seat === "" ? undefined : seat, `leads:${identity.seat}`);
     },
 
     async teamNotices(identity, afterSeq) {

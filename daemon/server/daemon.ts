@@ -196,7 +196,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     teamSeats: (team) => (seats?.list() ?? []).filter((v) => v.team === team).map((v) => v.seat),
     stopTeamSeats: async (team) => void (await seats?.stop(team, undefined)),
     // Every seat with a start that does not run yet, or the one named: the manager's own bounds (stop, runtime, seats, spend) hold.
-    startTeamSeats: async (team, seat) => (seats === undefined ? [] : (await seats.start(team, seat)).map((v) => v.seat)),
+    startTeamSeats: async (team, seat, by) => (seats === undefined ? [] : (await seats.start(team, seat, by)).map((v) => v.seat)),
   });
   const seatDeps = {
     daemonInstance: instance,

@@ -126,6 +126,9 @@ describe.runIf(process.platform === "linux")("teamd stop --team: a stop that hol
     expect(started.code, started.stderr).toBe(0);
     expect((JSON.parse(started.stdout) as { started: string[] }).started).toEqual(["beta"]);
     expect((await running("proj")).sort()).toEqual(["alpha", "beta"]);
+    // On record as leads's start (§9: the start names its principal).
+    const starts = await h.records<{ target: string; fields?: Record<string, string> }>("--type", "seat_start");
+    expect(starts.at(-1)?.fields?.started_by).toBe("leads:alpha");
     const refused = await h.shim("beta", "start-team");
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("table.principal");
