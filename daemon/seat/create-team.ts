@@ -2,9 +2,11 @@ import { isAbsolute, resolve } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { CreateTeamRequest, CreateTeamResponse } from "../../src/gen/teamd/v1/shim_pb.js";
 import { checkCreate, checkCreator, readBound, seatCarve, refuse, type CreateFacts, type Refusal } from "../../src/kernel/index.js";
+import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import { fromHex, seatPrincipal, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
 import type { SpendTree } from "../../src/kernel/envelope-spend.js";
 import { readUnderRoot, removeMade, writeNewInRoot } from "../../src/effects/team-root.js";
+import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { loadTeamFileText, type LoadedPolicy } from "../../src/teamfile/index.js";
 import { createHub, ensureRemote, hubPath } from "../host/hub.js";
 import { checkName } from "../host/names.js";
@@ -48,10 +50,9 @@ async function loadChild(text: string, root: string): Promise<LoadedPolicy | Ref
   const loaded = files.size === 0 ? probe : loadTeamFileText(text, { readStartFile: (p) => files.get(p), isDirectory: () => false });
   if (!loaded.ok) {
     const first = loaded.errors[0];
-    return refuse(
-      "create.invalid",
-      `the child's team file does not load (${loaded.errors.length} error(s)): ${first ? `${first.at ? `${first.at}: ` : ""}${first.message}` : "invalid"}`,
-    );
+    // Recorded, and shown to the owner: a key, a name or a line the seat wrote may carry a credential's shape (§11: never recorded).
+    const said = first ? `${first.at ? `${first.at}: ` : ""}${first.message}` : "invalid";
+    return refuse("create.invalid", `the child's team file does not load (${loaded.errors.length} error(s)): ${redactCredentials(said)}`);
   }
   return loaded;
 }
@@ -59,10 +60,13 @@ async function loadChild(text: string, root: string): Promise<LoadedPolicy | Ref
 export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
   const { pipeline } = deps;
 
-  /** What the kernel decides a create over, read now. */
+  /**
+   * What the kernel decides a create over, read now — the policy in force included, read again
+   * (not the call's start: an owner act taking create away meanwhile holds at the lock).
+   */
   function facts(ledger: Ledger, ctx: SeatContext, boundSeq: number | undefined): CreateFacts {
     const team = ctx.identity.team;
-    const policy = ctx.policy.policy;
+    const policy = policyInForce(ledger, team).policy;
     const carve = seatCarve(ledger.view.teams(), team);
     const clock = ledger.view.runtimeClock(team);
     const limit = policy.ceiling?.runtimeMs;
@@ -87,7 +91,8 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       const action = "team.create";
       const ctx = await pipeline.context(identity, action, { guardInAct: true });
       const target = { kind: TargetKind.TEAM, name: identity.team };
-      const fail = async (refusal: Refusal) => pipeline.refuse(ctx, refusal, action, target);
+      // Every refusal of a create may echo what the seat wrote (a command, a name): recorded with credential shapes redacted.
+      const fail = async (refusal: Refusal) => pipeline.refuse(ctx, redacted(refusal), action, target);
       if (request.teamFile.byteLength > MAX_CHILD_FILE_BYTES)
         throw await fail(refuse("create.invalid", `a child's team file is at most ${MAX_CHILD_FILE_BYTES / 1024} KiB`));
       const root = request.root;
@@ -143,7 +148,7 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
           if (state?.seq !== boundState?.seq || typeof again === "string")
             return refuse("create.bound", "the create-bound changed while the create was prepared; ask again");
           const decided = checkCreate(again, ask, facts(ctx.ledger, ctx, state?.seq), now);
-          if (decided.decision === "refuse") return decided;
+          if (decided.decision === "refuse") return redacted(decided);
           const policyHash = fromHex(loaded.hashes.policy.replace(/^sha256:/, ""));
           const drafts: RecordDraft[] = [
             {
@@ -207,6 +212,11 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       }
     },
   };
+}
+
+/** A refusal as it is recorded and shown to the owner: no credential shape the seat wrote (§11). */
+function redacted(refusal: Refusal): Refusal {
+  return { ...refusal, reason: redactCredentials(refusal.reason) };
 }
 
 /** Whether the bound says creating also starts the child. */

@@ -243,6 +243,8 @@ export function createView(): ViewProjector {
   const recordedRequests = new Map<string, RecordedRequest>();
   const tombstones = new Map<number, number>();
   const renewals = new Map<string, number>();
+  /** When the owner last applied a policy of its own for a team (an apply; not an abandon or a rebind). */
+  const ownerPolicies = new Map<string, number>();
   const bounds = new Map<string, CreateBoundState>();
   const createdCount = new Map<number, number>();
   const intents = new Map<number, string>();
@@ -292,6 +294,8 @@ export function createView(): ViewProjector {
       team !== ""
     )
       renewals.set(team, toSafeNumber(header.timeUnixMs, "record time"));
+    if (header.type === RecordType.POLICY && header.action === "policy.apply" && header.signer?.kind === PrincipalKind.OWNER && header.signature && team !== "")
+      ownerPolicies.set(team, toSafeNumber(header.timeUnixMs, "record time"));
     switch (header.type) {
       case RecordType.POLICY:
       case RecordType.GRANT:
@@ -558,12 +562,18 @@ export function createView(): ViewProjector {
     runtimeClock: (team) => {
       const created = teams.get(team);
       const renewed = renewals.get(team);
-      // A created team's clock is inherited until the owner's own act on it (a later renewal than its creation).
-      if (created?.created !== undefined && (renewed === undefined || renewed < created.timeUnixMs))
-        return created.created.deadlineUnixMs > 0
-          ? { renewedAt: created.timeUnixMs, deadline: created.created.deadlineUnixMs }
-          : { renewedAt: created.timeUnixMs };
-      return { renewedAt: renewed ?? 0 };
+      const lineage = created?.created;
+      if (lineage === undefined || created === undefined) return { renewedAt: renewed ?? 0 };
+      const inherited = lineage.deadlineUnixMs > 0 ? lineage.deadlineUnixMs : undefined;
+      // Until the owner's own act on it (a renewal later than its creation), a created team runs to the deadline it inherited.
+      if (renewed === undefined || renewed < created.timeUnixMs)
+        return inherited !== undefined ? { renewedAt: created.timeUnixMs, deadline: inherited } : { renewedAt: created.timeUnixMs };
+      // The owner renewed it; while its policy is still the seat's (no apply of the owner's own since), a renewal gives
+      // it the window it was given again — never the limit the seat wrote, nor none (§8: the runtime is owner-sovereign).
+      const applied = ownerPolicies.get(team);
+      if ((applied === undefined || applied < created.timeUnixMs) && inherited !== undefined)
+        return { renewedAt: renewed, deadline: renewed + (inherited - created.timeUnixMs) };
+      return { renewedAt: renewed };
     },
     createBound: (team, seat) => bounds.get(`${team}\u0000${seat}`),
     createBounds: () => [...bounds.values()].sort((a, b) => a.seq - b.seq),
@@ -598,6 +608,7 @@ export function createView(): ViewProjector {
         recordedRequests: sorted(recordedRequests),
         tombstones: Object.fromEntries([...tombstones].sort(([a], [b]) => a - b)),
         renewals: sorted(renewals),
+        ownerPolicies: sorted(ownerPolicies),
         createBounds: sorted(bounds),
         createdCount: Object.fromEntries([...createdCount].sort(([a], [b]) => a - b)),
         requests: sorted([...requests].map(([k, v]) => [k, { ...v, reply: toHex(v.reply) }] as [string, unknown])),

@@ -241,8 +241,11 @@ describe.runIf(process.platform === "linux")("create through a real seat (§9, �
     // The owner's renewal of the parent renews the parent only (§8: a later owner act on the parent does not renew the child).
     await h.ok(["renew", "--team", "proj"]);
     expect(await h.json<{ rule: string }>(["start", "--team", "late", "--json"], { code: 3 })).toMatchObject({ rule: "envelope.runtime" });
-    // The owner's own act on the child does.
+    // The owner's own act on the child does — with the window it was given again, never none (its policy is still the seat's).
     await h.ok(["renew", "--team", "late"]);
+    const late = (await h.json<{ teams: { team: string; runtime: { leftMs: number } | null }[] }>(["status", "--json"])).teams.find((t) => t.team === "late");
+    expect(late?.runtime?.leftMs).toBeGreaterThan(0);
+    expect(late?.runtime?.leftMs).toBeLessThanOrEqual(25_000);
     await h.ok(["start", "--team", "late"]);
     await h.ok(["stop", "--team", "late"]);
   }, 120_000);
