@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -254,7 +255,8 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   // its per-lab seat allowance is named in the create-bound and atomically debited from the creator's
   // matching per-lab remainder"): a bound that names no --lab slice puts no cap on the child's seats at
   // all (checkCreate skips the per-lab check when the bound names no lab; seatCarve then gives the child
-  // no slice and debits nothing), although the creator's own ceiling caps anthropic at 6 (2 live, 2 carved
+  // no slice and debits nothing; the same for a lab the bound names with a spend and no seat count, e.g.
+  // --lab anthropic:spend=10), although the creator's own ceiling caps anthropic at 6 (2 live, 2 carved
   // to kid and kid-b). With --also-start, one create runs 5 more anthropic seats the owner never allowed. Spend has the rule
   // ("a spend ceiling and no slice: refused", create.slice); seats do not. Reproduce:
   //   teamd create-bounds set maker@proj --teams 1 --root R --start 'sleep 3600' --also-start --yes
@@ -502,9 +504,18 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       const res = await create(await put(text), r.r7 as string);
       expect(res.code, res.stdout + res.stderr).not.toBe(0);
     }
-    const seen = { log: await h.ok(["log", "-n", "60"]), notices: await h.ok(["notices"]), status: await h.ok(["status"]) };
-    for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202a-\u202e\u2066-\u2069]/);
     expect(existsSync(join(r.r7 as string, "teamd.yaml"))).toBe(false);
+    // And a child that lands with the same text where the kernel takes any text (an env value, a comment).
+    const landed = await create(await put(`# ${evil}\n${one("ctl", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${q} }` })}`), r.r7 as string);
+    expect(landed.code, landed.stdout + landed.stderr).toBe(0);
+    children.push("ctl");
+    const seen = {
+      log: await h.ok(["log", "-n", "60"]),
+      notices: await h.ok(["notices"]),
+      status: await h.ok(["status"]),
+      bounds: await h.ok(["create-bounds", "show"]),
+    };
+    for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202a-\u202e\u2066-\u2069]/);
   }, 120_000);
 
   it("creates at once cannot spend one count, one root or one slice: four racing over three roots, a slice that fits once — one lands, one file, one hub", async () => {
@@ -617,6 +628,63 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     await bound("--teams", "1", "--root", r.r16 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
     expect(await h.ok(["create-bounds", "show"])).not.toContain("ghost");
   }, 60_000);
+
+  // FINDING (ESCAPE of the owner's bound, a race; §10 "bounded by what the giver wrote", §8 owner-sovereign):
+  // daemon/seat/create-team.ts decides again under the lock "over the records as they stand now", but
+  // facts() there reads ctx.policy — the creator's policy read at the call's start, before the file
+  // write and the hub's clone. An owner apply that takes `create: ~` from the seat (or lowers its
+  // ceiling's seats or runtime) while the clone runs does not hold: the create lands after the owner's
+  // act, against the policy the owner replaced. The window is the clone of the owner's root (seconds
+  // for a large repository); the test widens it deterministically by SIGSTOPping the daemon's git on
+  // the root (by pid) while the owner applies. Reproduce: a bound on a large root; the seat runs
+  // create; meanwhile the owner applies a file without maker's `create: ~` → the create still lands.
+  // Safe: the lock-time check reads the policy in force under the lock (policyInForce), refuses
+  // create.not-held and undoes its file and hub. Marked it.fails until fixed.
+  it.fails(
+    "an owner act taking create away while a create is in flight holds: the create, decided again under the lock, reads the policy in force then",
+    async () => {
+      // A root whose clone takes a moment; the test holds the daemon's git on it (SIGSTOP, by pid) while the owner applies.
+      const big = makeRepo(h.dir, "big", { "README.md": "big\n" });
+      writeFileSync(join(big, "blob.bin"), randomBytes(48 * 1024 * 1024));
+      execFileSync("git", ["-C", big, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "add", "blob.bin"]);
+      execFileSync("git", ["-C", big, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "big"]);
+      await bound("--teams", "1", "--root", big, "--start", "sleep 3600", "--lab", "google:seats=1");
+      const file = await put(one("inflight", { lab: "google" }));
+      const pending = create(file, big);
+      const gitOnRoot = () =>
+        readdirSync("/proc")
+          .filter((p) => /^[0-9]+$/.test(p))
+          .find((p) => {
+            try {
+              const argv = readFileSync(`/proc/${p}/cmdline`, "utf8");
+              return argv.startsWith("git") && argv.includes("clone") && argv.includes(big);
+            } catch {
+              return false;
+            }
+          });
+      let pid: string | undefined;
+      for (const end = Date.now() + 15_000; pid === undefined && Date.now() < end;) {
+        pid = gitOnRoot();
+        if (pid === undefined) await new Promise((ok) => setTimeout(ok, 2));
+      }
+      expect(pid, "the daemon's clone of the root was not caught").toBeDefined();
+      process.kill(Number(pid), "SIGSTOP");
+      try {
+        writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("      create: ~\n", ""));
+        await h.ok(["apply", "--yes", "--keep-delegated"]);
+      } finally {
+        process.kill(Number(pid), "SIGCONT");
+      }
+      const res = await pending;
+      if (res.code === 0) children.push("inflight");
+      writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+      await h.ok(["apply", "--yes", "--keep-delegated"]);
+      expect(res.code, `maker no longer held create when the create was recorded: ${res.stdout}${res.stderr}`).not.toBe(0);
+      expect(await registered()).not.toContain("inflight");
+      expect(existsSync(join(big, "teamd.yaml"))).toBe(false);
+    },
+    120_000,
+  );
 
   it("a team stop holds against create: a create racing the stop lands before it or leaves nothing; after it the seat cannot ask", async () => {
     await bound("--teams", "1", "--root", r.r10 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
