@@ -107,6 +107,47 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       .split("\n")
       .filter((p) => p !== "" && p !== join(h.repo, "teamd.yaml") && !allowed.some((a) => p === join(a, "teamd.yaml")));
 
+  /** A repository whose clone takes a moment (48 MiB of random bytes in one commit). */
+  const bigRepo = (name: string) => {
+    const dir = makeRepo(h.dir, name, { "README.md": `${name}\n` });
+    writeFileSync(join(dir, "blob.bin"), randomBytes(48 * 1024 * 1024));
+    const git = (...args: string[]) => execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.invalid", ...args]);
+    git("add", "blob.bin");
+    git("commit", "-qm", "big");
+    return dir;
+  };
+  /**
+   * A create of `file` at `root`, with the daemon's `git clone` of the root held (SIGSTOP, by its pid:
+   * a child of the daemon this test started) while `during` runs — a slow clone, made deterministic.
+   */
+  const whileCloning = async (file: string, root: string, during: () => Promise<unknown>) => {
+    const pending = create(file, root);
+    const cloneOf = () =>
+      readdirSync("/proc")
+        .filter((p) => /^[0-9]+$/.test(p))
+        .find((p) => {
+          try {
+            const argv = readFileSync(`/proc/${p}/cmdline`, "utf8");
+            return argv.startsWith("git") && argv.includes("clone") && argv.includes(root);
+          } catch {
+            return false;
+          }
+        });
+    let pid: string | undefined;
+    for (const end = Date.now() + 15_000; pid === undefined && Date.now() < end;) {
+      pid = cloneOf();
+      if (pid === undefined) await new Promise((ok) => setTimeout(ok, 2));
+    }
+    expect(pid, "the daemon's clone of the root was not caught").toBeDefined();
+    process.kill(Number(pid), "SIGSTOP");
+    try {
+      await during();
+    } finally {
+      process.kill(Number(pid), "SIGCONT");
+    }
+    return pending;
+  };
+
   beforeAll(async () => {
     h = await initTeam("teamd-create-attack-");
     for (const name of ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "r16"])
@@ -643,39 +684,12 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   it.fails(
     "an owner act taking create away while a create is in flight holds: the create, decided again under the lock, reads the policy in force then",
     async () => {
-      // A root whose clone takes a moment; the test holds the daemon's git on it (SIGSTOP, by pid) while the owner applies.
-      const big = makeRepo(h.dir, "big", { "README.md": "big\n" });
-      writeFileSync(join(big, "blob.bin"), randomBytes(48 * 1024 * 1024));
-      execFileSync("git", ["-C", big, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "add", "blob.bin"]);
-      execFileSync("git", ["-C", big, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "big"]);
+      const big = bigRepo("big");
       await bound("--teams", "1", "--root", big, "--start", "sleep 3600", "--lab", "google:seats=1");
-      const file = await put(one("inflight", { lab: "google" }));
-      const pending = create(file, big);
-      const gitOnRoot = () =>
-        readdirSync("/proc")
-          .filter((p) => /^[0-9]+$/.test(p))
-          .find((p) => {
-            try {
-              const argv = readFileSync(`/proc/${p}/cmdline`, "utf8");
-              return argv.startsWith("git") && argv.includes("clone") && argv.includes(big);
-            } catch {
-              return false;
-            }
-          });
-      let pid: string | undefined;
-      for (const end = Date.now() + 15_000; pid === undefined && Date.now() < end;) {
-        pid = gitOnRoot();
-        if (pid === undefined) await new Promise((ok) => setTimeout(ok, 2));
-      }
-      expect(pid, "the daemon's clone of the root was not caught").toBeDefined();
-      process.kill(Number(pid), "SIGSTOP");
-      try {
+      const res = await whileCloning(await put(one("inflight", { lab: "google" })), big, async () => {
         writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("      create: ~\n", ""));
         await h.ok(["apply", "--yes", "--keep-delegated"]);
-      } finally {
-        process.kill(Number(pid), "SIGCONT");
-      }
-      const res = await pending;
+      });
       if (res.code === 0) children.push("inflight");
       writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
       await h.ok(["apply", "--yes", "--keep-delegated"]);
@@ -686,22 +700,27 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     120_000,
   );
 
-  it("a team stop holds against create: a create racing the stop lands before it or leaves nothing; after it the seat cannot ask", async () => {
-    await bound("--teams", "1", "--root", r.r10 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
-    const file = await put(one("late", { lab: "google" }));
-    const [res] = await Promise.all([create(file, r.r10 as string), h.ok(["stop", "--team", "proj"])]);
-    const records = await calls.log();
-    const stops = records.filter((x) => x.type === "stop" && x.action.includes("stop")).map((x) => x.seq);
-    const made = records.find((x) => x.type === "team" && x.action === "team.create" && x.seq > 0 && (x as unknown as { team?: string }).team === "late");
-    if (made !== undefined) {
-      children.push("late");
-      expect(made.seq).toBeLessThan(Math.max(...stops));
-    } else {
-      expect(existsSync(join(r.r10 as string, "teamd.yaml")), res?.stderr).toBe(false);
-      expect(hubs()).not.toContain("late.git");
-    }
-    const after = await h.shim("maker", "create", file, "--root", r.r10 as string);
-    expect(after.code).not.toBe(0);
+  it("a team stop and the machine stop hold against a create in flight: decided under the lock after the stop, refused and recorded, its file and hub undone", async () => {
+    const root = bigRepo("big2");
+    await bound("--teams", "2", "--root", root, "--start", "sleep 3600", "--lab", "google:seats=1");
+    const settled = async (team: string, before: number) => {
+      // The seat's call ends with the seat; the daemon's handler finishes on its own: wait for its refusal.
+      for (let i = 0; i < 40 && (await refusedRules()).length === before; i++) await new Promise((ok) => setTimeout(ok, 250));
+      expect((await refusedRules()).length, `no refusal recorded for ${team}`).toBeGreaterThan(before);
+      expect(await registered()).not.toContain(team);
+      expect(existsSync(join(root, "teamd.yaml"))).toBe(false);
+      expect(hubs()).not.toContain(`${team}.git`);
+    };
+    let before = (await refusedRules()).length;
+    await whileCloning(await put(one("late", { lab: "google" })), root, () => h.ok(["stop", "--team", "proj"]));
+    await settled("late", before);
+    // Stopped, the seat cannot ask at all.
+    expect((await h.shim("maker", "whoami")).code).not.toBe(0);
     await h.ok(["resume", "--team", "proj"]);
-  }, 120_000);
+    await h.ok(["start", "maker"]);
+    before = (await refusedRules()).length;
+    await whileCloning(await put(one("later", { lab: "google" })), root, () => h.ok(["stop", "--all"]));
+    await settled("later", before);
+    await h.ok(["resume"]);
+  }, 180_000);
 });
