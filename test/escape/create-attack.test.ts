@@ -230,6 +230,29 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(hubs()).toContain("kid-b.git");
   }, 120_000);
 
+  // FINDING (weakness, §8: the unattended-runtime window is owner-sovereign, and nothing the seat writes
+  // may widen a bound): a created team runs to its inherited deadline until the owner renews it; once
+  // renewed (`teamd renew --team CHILD`, the owner meaning "give it its time again") its clock is its own
+  // file's ceiling.runtime — a number the seat wrote (kid: 8760h) — or, with none written (kid-b), no
+  // limit at all (status runtime: null). Reproduce: create a child whose file says
+  // `ceiling: { runtime: 8760h }` (or nothing); `teamd renew --team kid` → status shows ~a year left;
+  // `teamd renew --team kid-b` → no runtime bound. Safe: a renewed created team gets a window the owner
+  // chose (the creator's, the bound's, or one given at renew), never one only the seat wrote, never none.
+  it.fails(
+    "an owner's renew of a created team does not hand it a runtime window only the seat wrote (or none)",
+    async () => {
+      await h.ok(["renew", "--team", "kid"]);
+      await h.ok(["renew", "--team", "kid-b"]);
+      const teams = (await status()).teams;
+      for (const t of ["kid", "kid-b"]) {
+        const left = teams.find((x) => x.team === t)?.runtime?.leftMs;
+        expect(left, `${t}: ${JSON.stringify(teams.find((x) => x.team === t)?.runtime)}`).toBeDefined();
+        expect(left as number, t).toBeLessThanOrEqual(2 * 3600_000);
+      }
+    },
+    60_000,
+  );
+
   it("the child's powers past the bound — grant, agree, uncontained, egress, limits, deploy, accounts, trackers, a lab not in the slice, one seat too many, a start not listed — each refused, nothing made", async () => {
     await bound("--teams", "4", "--root", r.r2 as string, "--start", '["sleep","3600"]', "--lab", "anthropic:seats=1");
     const cases: [string, string, string][] = [
@@ -545,6 +568,9 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       const res = await create(await put(text), r.r7 as string);
       expect(res.code, res.stdout + res.stderr).not.toBe(0);
     }
+    // A root the seat names with bidi and C1 control characters (the daemon's root check refuses C0 only).
+    const oddRoot = await create(await put(one("ctl", { lab: "google" })), `${r.r7}/\u009b2J\u202eexe\u0085x`);
+    expect(oddRoot.code).not.toBe(0);
     expect(existsSync(join(r.r7 as string, "teamd.yaml"))).toBe(false);
     // And a child that lands with the same text where the kernel takes any text (an env value, a comment).
     const landed = await create(await put(`# ${evil}\n${one("ctl", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${q} }` })}`), r.r7 as string);
@@ -556,7 +582,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       status: await h.ok(["status"]),
       bounds: await h.ok(["create-bounds", "show"]),
     };
-    for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202a-\u202e\u2066-\u2069]/);
+    for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
   }, 120_000);
 
   it("creates at once cannot spend one count, one root or one slice: four racing over three roots, a slice that fits once — one lands, one file, one hub", async () => {
