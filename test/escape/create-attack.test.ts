@@ -585,6 +585,43 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
   }, 120_000);
 
+  // FINDING (weakness, "nothing the seat chooses may make the daemon ... print/record a secret"; the
+  // loader's own words: "teamd does not ask for, store or print the labs' keys"): a credential-shaped
+  // string is refused (secret.shape), but where it is a KEY — an env name (`env: { ghp_…: x }`) or a top-level
+  // key (values, scopes and lines YAML cannot parse do not leak) — the refusal's reason names it (`seats.k1.start.env.ghp_…: a
+  // value has a known credential shape`) and the daemon records that reason: the token is in the ledger and
+  // `teamd log` prints it to the owner. Reproduce: a child file with `env: { <token>: x }`; teamd-shim create
+  // … → refused create.invalid; `teamd log --type refusal` shows the token. Safe: the reason names the place
+  // without the key's text (or with it redacted), as for a value. Marked it.fails until fixed.
+  it.fails(
+    "a credential-shaped string in the child's file is refused and never recorded or shown to the owner: in a value, a key, an unknown key, a line YAML cannot parse",
+    async () => {
+      await bound("--teams", "1", "--root", r.r7 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
+      // Built at run time: a fake token of GitHub's shape (not a credential).
+      const token = `${"gh"}p_${"Zq9".repeat(12)}`;
+      const attempts: [string, string][] = [
+        ["an env value", one("sec", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${token} }` })],
+        ["a scope value", one("sec", { lab: "google", caps: `read: { path: ${token} }` })],
+        ["an env name", one("sec", { lab: "google", start: `${SLEEP}\nenv: { ${token}: x }` })],
+        ["a top-level key", `${one("sec", { lab: "google" })}${token}: 1\n`],
+        ["a flow map YAML cannot parse", `version: 1\nteam: sec\nseats: { ${token}: [ }\n`],
+        ["a line YAML cannot parse", `version: 1\nteam: sec\n  ${token}\n bad: : :\n`],
+      ];
+      const leaked: string[] = [];
+      for (const [what, text] of attempts) {
+        const res = await create(await put(text), r.r7 as string);
+        expect(res.code, res.stdout + res.stderr).not.toBe(0);
+        // (What the seat is told back is its own text; what is recorded is the owner's to see.)
+        const last = (await h.records("--type", "refusal", "-n", "1"))[0];
+        if (JSON.stringify(last).includes(token)) leaked.push(what);
+      }
+      expect(await registered()).not.toContain("sec");
+      const shown = [await h.ok(["log", "-n", "40"]), await h.ok(["notices"]), await h.ok(["status"])].join("\n");
+      expect({ leaked, shown: shown.includes(token) }).toEqual({ leaked: [], shown: false });
+    },
+    90_000,
+  );
+
   it("creates at once cannot spend one count, one root or one slice: four racing over three roots, a slice that fits once — one lands, one file, one hub", async () => {
     // The slice is more than half of what proj has left in google, so one fits and two do not.
     const left = (await h.json<{ teams: { team: string; envelope: { lab: string; seats: { left: number } | null }[] }[] }>(["status", "--json"])).teams
