@@ -150,7 +150,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
 
   beforeAll(async () => {
     h = await initTeam("teamd-create-attack-");
-    for (const name of ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "r16"])
+    for (const name of ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "r16", "r17"])
       r[name] = makeRepo(h.dir, name);
     r.secret = makeRepo(h.dir, "secret", { "SECRET.md": "the owner's private notes\n" });
     secretCommit = execFileSync("git", ["-C", r.secret, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
@@ -502,18 +502,23 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       expect((await h.sh("maker", "mkdir -p race && echo ok")).code).toBe(0);
       const race = join(seatRepo(), "race");
       await bound("--teams", "1", "--root", race, "--start", "sleep 3600", "--lab", "google:seats=1");
-      const file = await put(one("racer", { lab: "google" }));
-      // The racer: whenever race/teamd.yaml is a plain file, rename a link to the canary over it (15 s).
-      const script = `const fs=require("fs");const end=Date.now()+15000;let n=0;while(Date.now()<end){try{const s=fs.lstatSync("race/teamd.yaml");if(!s.isSymbolicLink()){try{fs.symlinkSync(${JSON.stringify(canary)},"race/.l")}catch{}fs.renameSync("race/.l","race/teamd.yaml");n++}}catch{}}console.log("swaps",n)`;
+      // A long file (a comment pads it) keeps the daemon's write, between its open and its chown, a little longer.
+      const file = await put(`# ${"pad ".repeat(60_000)}\n${one("racer", { lab: "google" })}`);
+      // The racer: whenever race/teamd.yaml is a plain file, rename a link to the canary over it — until told to stop (60 s at most).
+      const script = `const fs=require("fs");const end=Date.now()+60000;let n=0;while(Date.now()<end&&!fs.existsSync("/tmp/stop-racer")){try{const s=fs.lstatSync("race/teamd.yaml");if(!s.isSymbolicLink()){try{fs.symlinkSync(${JSON.stringify(canary)},"race/.l")}catch{}fs.renameSync("race/.l","race/teamd.yaml");n++}}catch{}}console.log("swaps",n)`;
       const racer = h.sh("maker", `node -e '${script}'`);
       await new Promise((ok) => setTimeout(ok, 1500));
       let tries = 0;
-      for (; tries < 12 && statSync(canary).uid === 0; tries++) await create(file, race);
+      try {
+        for (; tries < 40 && statSync(canary).uid === 0; tries++) await create(file, race);
+      } finally {
+        writeFileSync(join(h.home, "seats/proj/maker/tmp/stop-racer"), "");
+      }
       const raced = await racer;
       expect(statSync(canary).uid, `after ${tries} creates; racer: ${raced.stdout}${raced.stderr}`).toBe(0);
       expect(readFileSync(canary, "utf8")).toBe("root's\n");
     },
-    90_000,
+    120_000,
   );
 
   it("huge, malformed and hostile YAML is refused quickly and the daemon answers after it; control: a plain file still lands", async () => {
@@ -596,7 +601,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   it.fails(
     "a credential-shaped string in the child's file is refused and never recorded or shown to the owner: in a value, a key, an unknown key, a line YAML cannot parse",
     async () => {
-      await bound("--teams", "1", "--root", r.r7 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
+      await bound("--teams", "1", "--root", r.r17 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
       // Built at run time: a fake token of GitHub's shape (not a credential).
       const token = `${"gh"}p_${"Zq9".repeat(12)}`;
       const attempts: [string, string][] = [
@@ -609,7 +614,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
       ];
       const leaked: string[] = [];
       for (const [what, text] of attempts) {
-        const res = await create(await put(text), r.r7 as string);
+        const res = await create(await put(text), r.r17 as string);
         expect(res.code, res.stdout + res.stderr).not.toBe(0);
         // (What the seat is told back is its own text; what is recorded is the owner's to see.)
         const last = (await h.records("--type", "refusal", "-n", "1"))[0];
