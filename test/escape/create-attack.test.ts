@@ -21,7 +21,19 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
  * control where one makes sense (the same call within the bound lands).
  *
  * Open findings are written as the safe behaviour and marked `it.fails` (they pass while the
- * weakness is there and turn red once it is fixed; drop the `.fails` then): see each one's comment.
+ * weakness is there and turn red once it is fixed; drop the `.fails` then): see each one's comment
+ * (FINDING), with its reproduction. In short:
+ * - ESCAPE: a bound with no seat count for a lab puts no cap on the child's seats (§8 carve);
+ * - ESCAPE: a child's start.env runs a command the bound does not list (BASH_ENV; §10 start commands);
+ * - ESCAPE: an owner act taking create away (or lowering the ceiling) while a create is in flight does
+ *   not hold — the lock-time re-check reads the policy from the call's start;
+ * - ESCAPE (a root within the seat's reach): the root swapped for a link — the daemon writes into and
+ *   clones another repository; a planted .git gitfile — another repository cloned into the hub; the new
+ *   team file swapped for a link before its chown — root chowns any host file to the seat's uid;
+ * - weakness: create issued onward (a child's seat may hold create); an owner's renew of a created team
+ *   hands it the runtime the seat wrote (or none); a credential-shaped key is recorded in a refusal and
+ *   printed by `teamd log`; a create that fails after its effects is INTERNAL and unrecorded; a create's
+ *   request id is not bound by the retry rule (§15).
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
