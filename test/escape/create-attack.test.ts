@@ -23,7 +23,8 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
  * Open findings are written as the safe behaviour and marked `it.fails` (they pass while the
  * weakness is there and turn red once it is fixed; drop the `.fails` then): see each one's comment
  * (FINDING), with its reproduction. In short:
- * - ESCAPE: a bound with no seat count for a lab puts no cap on the child's seats (§8 carve);
+ * - ESCAPE: a bound with no seat count for a lab puts no cap on the child's seats (§8 carve) — and
+ *   recursively, a child's seat gives a grandchild seats the child's own slice never had;
  * - ESCAPE: a child's start.env runs a command the bound does not list (BASH_ENV; §10 start commands);
  * - ESCAPE: an owner act taking create away (or lowering the ceiling) while a create is in flight does
  *   not hold — the lock-time re-check reads the policy from the call's start;
@@ -739,8 +740,31 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(anthropic.stdout + anthropic.stderr).toContain("create.slice");
     expect(existsSync(join(r.r14 as string, "teamd.yaml"))).toBe(false);
     expect(await registered()).not.toEqual(expect.arrayContaining(["grand-g", "grand-a"]));
-    await h.ok(["stop", "--team", "heir"]);
   }, 120_000);
+
+  // FINDING (ESCAPE, recursion past its own bound — the same hole as the seat-envelope finding above):
+  // heir's own slice is one anthropic seat (live); a bound the owner writes for heir's seat with no seat
+  // count lets heir's seat create a grandchild of three anthropic seats, which heir's slice never had.
+  // Reproduce: (heir made with create: ~ and slice anthropic:seats=1, started) teamd create-bounds set
+  // k1@heir --root R --start 'sleep 3600' --yes; (in k1@heir) teamd-shim create g.yaml --root R (three
+  // anthropic seats) → created. Safe: refused (create.slice): a child carves only from its own slice.
+  it.fails(
+    "a child that creates further cannot give a grandchild seats its own slice never had, by a bound naming no seat count",
+    async () => {
+      try {
+        const name = `grand-${++fileNo}.yaml`;
+        writeFileSync(join(h.home, "seats/heir/k1/tmp", name), childFile("grand-w", { g1: {}, g2: {}, g3: {} }), { mode: 0o644 });
+        await h.ok(["create-bounds", "set", "k1@heir", "--teams", "1", "--root", r.r14 as string, "--start", "sleep 3600", "--yes"]);
+        const res = await h.run(["exec", "k1@heir", "--", "teamd-shim", "create", `/tmp/${name}`, "--root", r.r14 as string, "--json"]);
+        if (res.code === 0) children.push("grand-w");
+        expect(res.code, res.stdout + res.stderr).not.toBe(0);
+        expect(await registered()).not.toContain("grand-w");
+      } finally {
+        await h.ok(["stop", "--team", "heir"]);
+      }
+    },
+    90_000,
+  );
 
   it("a bound cannot be written ahead for a team not yet registered (a child taking that name would hold it)", async () => {
     const set = await h.run(["create-bounds", "set", "k1@ghost", "--teams", "5", "--root", r.r15 as string, "--start", "sleep 3600", "--yes"]);
