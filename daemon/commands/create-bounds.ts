@@ -1,5 +1,4 @@
-import { existsSync, statSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { resolve } from "node:path";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { canonicalBound, readBound, type CreateBound, type LabSlice } from "../../src/kernel/create-bound.js";
@@ -7,6 +6,7 @@ import { parseDuration, showDuration } from "../../src/kernel/duration.js";
 import { showAmount } from "../../src/kernel/envelope-spend.js";
 import { parseAmount } from "../../src/kernel/spend-input.js";
 import { describeStored, signOwnerAct } from "../../src/ledger/index.js";
+import { unfitRoot } from "../../src/effects/team-root.js";
 import { UsageError } from "../../src/rpc/refusal.js";
 import { resolveHome } from "../host/home.js";
 import { checkName } from "../host/names.js";
@@ -149,9 +149,10 @@ async function submitBound(team: string, seat: string, canonical: string, ambien
 
 export async function createBoundsSet(ref: string, options: CreateBoundsSetOptions, ambient: Ambient): Promise<void> {
   const bound = boundFromFlags(ref, options);
+  const home = resolveHome();
   for (const root of bound.roots) {
-    if (!isAbsolute(root) || !existsSync(root) || !statSync(root).isDirectory())
-      throw new UsageError(`--root ${root}: not a directory on this machine (a child team's repository is one the owner made)`);
+    const unfit = await unfitRoot(root, home.root);
+    if (unfit !== undefined) throw new UsageError(`--root ${root}: ${unfit}`);
   }
   if (!options.json)
     process.stderr.write(

@@ -3,9 +3,10 @@ import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { CreateTeamRequest, CreateTeamResponse } from "../../src/gen/teamd/v1/shim_pb.js";
 import { checkCreate, checkCreator, readBound, seatCarve, refuse, type CreateFacts, type Refusal } from "../../src/kernel/index.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
-import { fromHex, seatPrincipal, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
+import { fromHex, principalKey, seatPrincipal, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
 import type { SpendTree } from "../../src/kernel/envelope-spend.js";
-import { readUnderRoot, removeMade, writeNewInRoot } from "../../src/effects/team-root.js";
+import { readUnderRoot, removeMade, unfitRoot, writeNewInRoot } from "../../src/effects/team-root.js";
+import { RefusalError } from "../../src/rpc/index.js";
 import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { loadTeamFileText, type LoadedPolicy } from "../../src/teamfile/index.js";
 import { createHub, ensureRemote, hubPath } from "../host/hub.js";
@@ -99,6 +100,22 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       if (root.length === 0 || root.length > 4096 || !isAbsolute(root) || resolve(root) !== root || /[\u0000-\u001f\u007f]/.test(root))
         throw await fail(refuse("create.root", "the root is one of the bound's repository roots, as an absolute path"));
       const text = Buffer.from(request.teamFile).toString("utf8");
+      // §15, one retry rule: a request id this seat used for a create is answered from its records when the bytes
+      // are the same, refused when they are not — before anything is looked at again (its root is taken by then).
+      const digest = requestBytes(["create", root, request.teamFile]);
+      const prior = request.requestId === "" ? undefined : ctx.ledger.view.recordedRequest(principalKey(seatPrincipal(identity.team, identity.seat)), request.requestId);
+      if (prior !== undefined) {
+        const made = prior.subjects[0] === undefined ? undefined : ctx.ledger.view.team(prior.subjects[0]);
+        if (prior.action !== action || prior.digest !== toHex(digest) || made === undefined)
+          throw await fail(refuse("request.replay-mismatch", `request id ${request.requestId} was used for another request (records ${prior.seqs[0] ?? "?"}); a retry must send the same bytes`));
+        return {
+          team: made.team,
+          teamSeq: BigInt(made.seq),
+          policySeq: BigInt(ctx.ledger.view.policy(made.team)?.seq ?? 0),
+          started: [],
+          deadlineUnixMs: BigInt(made.created?.deadlineUnixMs ?? 0),
+        };
+      }
       // The bound is read (and checked) first: a seat with none learns so before its file is parsed.
       const boundState = ctx.ledger.view.createBound(identity.team, identity.seat);
       const bound = boundState === undefined ? undefined : readBound(boundState.canonical);
@@ -118,6 +135,9 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       const first = checkCreate(bound, ask, facts(ctx.ledger, ctx, boundState?.seq), pipeline.clock());
       if (first.decision === "refuse") throw await fail(first);
 
+      // The root as the daemon will use it: its own real path, outside TEAMD_HOME, a repository of its own.
+      const unfit = await unfitRoot(root, deps.home.root);
+      if (unfit !== undefined) throw await fail(refuse("create.root", unfit));
       // The effects before the record, each undone if the record is refused: the child's file in
       // its root (never over one: a root with a team file is someone's), then its hub.
       const written = await writeNewInRoot(root, TEAM_FILE_NAME, text, deps.home.mode === "system");
@@ -140,7 +160,7 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
         // A hub left under that name (a team once registered, or made by hand) is not the child's to take.
         if (!hub.created) throw await fail(refuse("create.name", `a hub named '${child}' already exists under TEAMD_HOME; name the child another way`));
         const signer = seatPrincipal(identity.team, identity.seat);
-        const bytes = { id: request.requestId, digest: requestBytes(["create", root, request.teamFile]) };
+        const bytes = { id: request.requestId, digest };
         const recorded = await pipeline.record(ctx, action, target, bytes, (_view, now) => {
           // Again under the lock, over the records as they stand now: a create meanwhile took its count, its root or its slice.
           const state = ctx.ledger.view.createBound(identity.team, identity.seat);
@@ -208,7 +228,10 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
         // Refused (or failed) after the effects: nothing of the child stays but what is on record.
         if (ctx.ledger.view.team(child)?.created?.by !== identity.seat || ctx.ledger.view.team(child)?.repository !== root)
           await removeMade([filePath, ...(hubMade ? [hubPath(deps.home.root, child)] : [])]);
-        throw error;
+        if (error instanceof RefusalError) throw error;
+        // A failure of the effects (git could not clone the root: no commit, not a repository) is refused and on record too.
+        const why = error instanceof Error ? error.message.split("\n")[0] ?? "" : String(error);
+        throw await fail(refuse("create.root", `the child could not be made at ${root}: ${why}`));
       }
     },
   };

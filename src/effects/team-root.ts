@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { chown, lstat, open, rm, stat } from "node:fs/promises";
+import { lstat, open, realpath, rm, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 
 /**
@@ -48,7 +48,8 @@ export async function writeNewInRoot(root: string, name: string, text: string, a
   if (handle instanceof Error) return { error: handle.code ?? "error" };
   try {
     await handle.writeFile(text);
-    if (asRootOwner) await chown(path, info.uid, info.gid);
+    // On the open file, never its path: a link renamed over it in between would hand its target to the root's owner.
+    if (asRootOwner) await handle.chown(info.uid, info.gid);
   } finally {
     await handle.close();
   }
@@ -58,4 +59,29 @@ export async function writeNewInRoot(root: string, name: string, text: string, a
 /** Undo what a refused create made: its file, and its hub when it made one. */
 export async function removeMade(paths: readonly string[]): Promise<void> {
   for (const path of paths) await rm(path, { recursive: true, force: true }).catch(() => undefined);
+}
+
+function inside(path: string, folder: string): boolean {
+  const rel = relative(folder, path);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+}
+
+/**
+ * Why `root` cannot be a created team's repository, or undefined when it can: it must be a
+ * directory named by its own real path (no link anywhere in it, so none can be swapped in later),
+ * outside TEAMD_HOME (where every seat's writable folders are: a root a seat can write is one it
+ * could turn into a link to another repository), with a `.git` that is a directory of its own
+ * (a gitfile would point the daemon's clone at another repository).
+ */
+export async function unfitRoot(root: string, teamdHome: string): Promise<string | undefined> {
+  const real = await realpath(root).catch(() => undefined);
+  if (real === undefined) return `${root} does not exist on this machine`;
+  if (real !== root) return `${root} is not its own real path (${real}): name the root without a link in it`;
+  const home = await realpath(teamdHome).catch(() => resolve(teamdHome));
+  if (inside(real, home) || inside(home, real)) return `${root} is inside TEAMD_HOME (or holds it), where seats write: a child's root is a repository of yours outside it`;
+  const info = await lstat(real).catch(() => undefined);
+  if (info === undefined || !info.isDirectory()) return `${root} is not a directory`;
+  const git = await lstat(join(real, ".git")).catch(() => undefined);
+  if (git === undefined || !git.isDirectory()) return `${root} has no .git directory of its own (a repository with a commit, not a linked worktree or a gitfile)`;
+  return undefined;
 }

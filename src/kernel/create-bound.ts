@@ -229,12 +229,18 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
       // Reach and size are the owner's to give (§8): a child's seat gets no egress and no limits of its own until the owner applies its file.
       if (start.network !== undefined)
         return refuse("create.start", `seat ${seat.name} asks for egress; a created team's seats reach no network until the owner applies its file with one`);
+      // The environment is part of what runs (BASH_ENV, LD_PRELOAD, PATH…): the bound pins the argv, and the rest is the owner's to give.
+      if (Object.keys(start.env).length > 0)
+        return refuse("create.start", `seat ${seat.name} sets its own environment; a created team's seats run the bound's commands with none until the owner applies its file`);
       if (start.limits !== undefined)
         return refuse(
           "create.start",
           `seat ${seat.name} sets its own limits; a created team's seats run under teamd's defaults until the owner applies its file`,
         );
     }
+    // create is never issued onward (§10): a child's seat holds it only once the owner applies the child's file with it.
+    if ((seat.admin ?? []).includes("create"))
+      return refuse("create.grant", `seat ${seat.name} holds create; create is never issued onward (§10) — the owner gives it by applying the child's file, and writes its bound`);
     if (!bound.grant && (seat.admin ?? []).some((a) => a === "grant" || a === "agree"))
       return refuse(
         "create.grant",
@@ -258,6 +264,20 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
     if (allowance !== undefined && seats.length > allowance)
       return refuse("create.seats", `the child declares ${seats.length} seat(s) in lab ${lab}, and its slice allows ${allowance}`);
   }
+  // Every lab the creator's seats are capped in (its own ceiling, or the slice it was itself given) carves the
+  // child's seats there from its allowance: a bound naming no seat count for such a lab would leave them uncounted.
+  const capped = Object.keys(facts.policy.ceiling?.seats ?? {}).length > 0 || facts.ownSlice !== undefined;
+  for (const [lab, seats] of perLabOf(request.child)) {
+    if (lab === "" && capped)
+      return refuse("create.seats", `the child declares ${seats} seat(s) with no lab, and ${facts.policy.team}'s seats are capped per lab: a seat with no lab would be counted nowhere`);
+    const mine = facts.policy.ceiling?.seats?.[lab];
+    const sliced = facts.ownSlice === undefined ? undefined : Object.prototype.hasOwnProperty.call(facts.ownSlice, lab) ? facts.ownSlice[lab] : 0;
+    if ((mine !== undefined || sliced !== undefined) && bound.labs[lab]?.seats === undefined)
+      return refuse(
+        "create.seats",
+        `the child declares ${seats} seat(s) in lab ${lab}, where ${facts.policy.team}'s seats are capped, and the bound names no seat allowance for it there: nothing to carve them from (§8); the owner writes --lab ${lab}:seats=N`,
+      );
+  }
   // Carved from the creator's seat allowance (§8): its cap less its live seats less what it carved before.
   for (const [lab, slice] of Object.entries(bound.labs)) {
     const mine = facts.policy.ceiling?.seats?.[lab];
@@ -280,6 +300,13 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
   if (deadline !== undefined && deadline <= now)
     return refuse("envelope.runtime", `${facts.policy.team} has no unattended runtime left to give a child; the owner renews it`);
   return deadline === undefined ? { decision: "allow" } : { decision: "allow", deadline };
+}
+
+/** A child's seats counted per lab (a seat with no lab is counted under ""). */
+function perLabOf(child: Pick<Policy, "seats">): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const seat of Object.values(child.seats)) out.set(seat.lab ?? "", (out.get(seat.lab ?? "") ?? 0) + 1);
+  return out;
 }
 
 /** The spend slice against the creator's remainders, aggregate and per lab, net of its in-flight reservations and earlier carves (§8). */

@@ -333,6 +333,8 @@ export function createView(): ViewProjector {
         }
         break;
       case RecordType.TEAM:
+        // A seat's create is answered from its records on a retry (§15), like a lease's.
+        noteRecordedRequest(record);
         if (detail.case === "team") {
           const t = detail.value;
           const created =

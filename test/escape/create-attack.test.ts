@@ -20,21 +20,22 @@ import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
  * links the seat planted, the non-transferability of create, a race, a stop — and each has its
  * control where one makes sense (the same call within the bound lands).
  *
- * Open findings are written as the safe behaviour and marked `it.fails` (they pass while the
- * weakness is there and turn red once it is fixed; drop the `.fails` then): see each one's comment
- * (FINDING), with its reproduction. In short:
- * - ESCAPE: a bound with no seat count for a lab puts no cap on the child's seats (§8 carve) — and
- *   recursively, a child's seat gives a grandchild seats the child's own slice never had;
- * - ESCAPE: a child's start.env runs a command the bound does not list (BASH_ENV; §10 start commands);
- * - ESCAPE: an owner act taking create away (or lowering the ceiling) while a create is in flight does
- *   not hold — the lock-time re-check reads the policy from the call's start;
- * - ESCAPE (a root within the seat's reach): the root swapped for a link — the daemon writes into and
- *   clones another repository; a planted .git gitfile — another repository cloned into the hub; the new
- *   team file swapped for a link before its chown — root chowns any host file to the seat's uid;
- * - weakness: create issued onward (a child's seat may hold create); an owner's renew of a created team
- *   hands it the runtime the seat wrote (or none); a credential-shaped key is recorded in a refusal and
- *   printed by `teamd log`; a create that fails after its effects is INTERNAL and unrecorded; a create's
- *   request id is not bound by the retry rule (§15).
+ * What this attack found, each fixed and now held by its test (the comment above each says what it
+ * was, with its reproduction — "FOUND, FIXED"):
+ * - ESCAPE: a bound with no seat count for a lab put no cap on the child's seats (§8 carve) — and
+ *   recursively, a child's seat gave a grandchild seats the child's own slice never had;
+ * - ESCAPE: a child's start.env ran a command the bound does not list (BASH_ENV; §10 start commands);
+ * - ESCAPE: an owner act taking create away (or lowering the ceiling) while a create was in flight did
+ *   not hold — the lock-time re-check read the policy from the call's start;
+ * - ESCAPE (a root within the seat's reach): the root swapped for a link — the daemon wrote into and
+ *   cloned another repository; a planted .git gitfile — another repository cloned into the hub; the new
+ *   team file swapped for a link before its chown — root chowned any host file to the seat's uid. Now a
+ *   root must be its own real path, outside TEAMD_HOME, with a .git directory (refused at `create-bounds
+ *   set` and again at create), and the chown is on the open file;
+ * - weakness: create issued onward (a child's seat held create); an owner's renew of a created team
+ *   handed it the runtime the seat wrote (or none); a credential-shaped key was recorded in a refusal and
+ *   printed by `teamd log`; a create that failed after its effects was INTERNAL and unrecorded; a create's
+ *   request id was not bound by the retry rule (§15).
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
@@ -107,6 +108,25 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     return `/tmp/${name}`;
   };
   const bound = (...flags: string[]) => h.ok(["create-bounds", "set", "maker@proj", ...flags, "--yes"]);
+  /** The owner naming a root within the seat's reach (under TEAMD_HOME) is refused: the bound is not written. */
+  const boundRefused = async (root: string) => {
+    const res = await h.run([
+      "create-bounds",
+      "set",
+      "maker@proj",
+      "--teams",
+      "1",
+      "--root",
+      root,
+      "--start",
+      "sleep 3600",
+      "--lab",
+      "google:seats=1",
+      "--yes",
+    ]);
+    expect(res.code, res.stdout + res.stderr).not.toBe(0);
+    expect(res.stderr).toMatch(/inside TEAMD_HOME|not its own real path/);
+  };
   const create = (file: string, root: string) => h.shim("maker", "create", file, "--root", root, "--json");
   const status = () => h.json<Status>(["status", "--json"]);
   const registered = async () => (await status()).teams.map((t) => t.team);
@@ -243,7 +263,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(hubs()).toContain("kid-b.git");
   }, 120_000);
 
-  // FINDING (weakness, §8: the unattended-runtime window is owner-sovereign, and nothing the seat writes
+  // FOUND, FIXED (weakness, §8: the unattended-runtime window is owner-sovereign, and nothing the seat writes
   // may widen a bound): a created team runs to its inherited deadline until the owner renews it; once
   // renewed (`teamd renew --team CHILD`, the owner meaning "give it its time again") its clock is its own
   // file's ceiling.runtime — a number the seat wrote (kid: 8760h) — or, with none written (kid-b), no
@@ -251,20 +271,16 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   // `ceiling: { runtime: 8760h }` (or nothing); `teamd renew --team kid` → status shows ~a year left;
   // `teamd renew --team kid-b` → no runtime bound. Safe: a renewed created team gets a window the owner
   // chose (the creator's, the bound's, or one given at renew), never one only the seat wrote, never none.
-  it.fails(
-    "an owner's renew of a created team does not hand it a runtime window only the seat wrote (or none)",
-    async () => {
-      await h.ok(["renew", "--team", "kid"]);
-      await h.ok(["renew", "--team", "kid-b"]);
-      const teams = (await status()).teams;
-      for (const t of ["kid", "kid-b"]) {
-        const left = teams.find((x) => x.team === t)?.runtime?.leftMs;
-        expect(left, `${t}: ${JSON.stringify(teams.find((x) => x.team === t)?.runtime)}`).toBeDefined();
-        expect(left as number, t).toBeLessThanOrEqual(2 * 3600_000);
-      }
-    },
-    60_000,
-  );
+  it("an owner's renew of a created team does not hand it a runtime window only the seat wrote (or none)", async () => {
+    await h.ok(["renew", "--team", "kid"]);
+    await h.ok(["renew", "--team", "kid-b"]);
+    const teams = (await status()).teams;
+    for (const t of ["kid", "kid-b"]) {
+      const left = teams.find((x) => x.team === t)?.runtime?.leftMs;
+      expect(left, `${t}: ${JSON.stringify(teams.find((x) => x.team === t)?.runtime)}`).toBeDefined();
+      expect(left as number, t).toBeLessThanOrEqual(2 * 3600_000);
+    }
+  }, 60_000);
 
   it("the child's powers past the bound — grant, agree, uncontained, egress, limits, deploy, accounts, trackers, a lab not in the slice, one seat too many, a start not listed — each refused, nothing made", async () => {
     await bound("--teams", "4", "--root", r.r2 as string, "--start", '["sleep","3600"]', "--lab", "anthropic:seats=1");
@@ -311,24 +327,27 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(await refusedRules()).toEqual(expect.arrayContaining(["create.grant", "create.start", "create.seats"]));
   }, 180_000);
 
-  // FINDING (weakness, §10 "create is non-transferable — never copied, leased, or issued onward by any
+  // FOUND, FIXED (weakness, §10 "create is non-transferable — never copied, leased, or issued onward by any
   // holder"; "a new team gives no agent ... create, leads"): the kernel checks a child's seats for grant
   // and agree only (src/kernel/create-bound.ts checkCreate), so a create holder writes `create: ~` into
   // its child's seat — the right to create issued onward in a file the seat wrote, signed as policy in
-  // force. Safe: refused (create.grant or a rule of its own). Marked it.fails until fixed.
-  it.fails(
-    "a child's seat is not given create by its creator (create is never issued onward, §10)",
-    async () => {
-      await bound("--teams", "4", "--root", r.r3 as string, "--start", '["sleep","3600"]', "--lab", "anthropic:seats=1");
-      const res = await create(await put(one("heir", { caps: "read: ~, create: ~" })), r.r3 as string);
-      if (res.code === 0) children.push("heir");
-      expect(res.code, res.stdout + res.stderr).not.toBe(0);
-      expect(await registered()).not.toContain("heir");
-    },
-    60_000,
-  );
+  // force. Safe: refused (create.grant or a rule of its own).
+  it("a child's seat is not given create by its creator (create is never issued onward, §10)", async () => {
+    await bound("--teams", "4", "--root", r.r3 as string, "--start", '["sleep","3600"]', "--lab", "anthropic:seats=1");
+    const res = await create(await put(one("heir", { caps: "read: ~, create: ~" })), r.r3 as string);
+    if (res.code === 0) children.push("heir");
+    expect(res.code, res.stdout + res.stderr).not.toBe(0);
+    expect(res.stdout + res.stderr).toContain("create.grant");
+    expect(await registered()).not.toContain("heir");
+    // Control: made without it, heir's seat holds create once the owner applies heir's file with it (the tests below recurse from there).
+    const made = await create(await put(one("heir")), r.r3 as string);
+    expect(made.code, made.stdout + made.stderr).toBe(0);
+    children.push("heir");
+    writeFileSync(join(r.r3 as string, "teamd.yaml"), one("heir", { caps: "read: ~, create: ~" }));
+    await h.ok(["apply", "--yes"], { cwd: r.r3 as string });
+  }, 60_000);
 
-  // FINDING (ESCAPE of the seat envelope, §8 "a created team inherits within the creator's envelope ...
+  // FOUND, FIXED (ESCAPE of the seat envelope, §8 "a created team inherits within the creator's envelope ...
   // its per-lab seat allowance is named in the create-bound and atomically debited from the creator's
   // matching per-lab remainder"): a bound that names no --lab slice puts no cap on the child's seats at
   // all (checkCreate skips the per-lab check when the bound names no lab; seatCarve then gives the child
@@ -339,28 +358,24 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   //   teamd create-bounds set maker@proj --teams 1 --root R --start 'sleep 3600' --also-start --yes
   //   (in maker) teamd-shim create kid5.yaml --root R   # kid5.yaml: five anthropic seats, sleep 3600
   // Safe: refused (create.slice / create.seats), or the child may run no seat in a lab the creator caps.
-  it.fails(
-    "a bound with no seat slice does not let the child run seats past the creator's seat envelope (§8)",
-    async () => {
-      await bound("--teams", "1", "--root", r.r4 as string, "--start", "sleep 3600", "--also-start");
-      const five = childFile("wide", { w1: {}, w2: {}, w3: {}, w4: {}, w5: {} }, "ceiling:\n  seats: { anthropic: 50 }\n");
-      const res = await create(await put(five), r.r4 as string);
-      if (res.code === 0) children.push("wide");
-      // What the machine runs in anthropic for proj and what proj created, against proj's cap (6).
-      const deadline = Date.now() + 20_000;
-      let live = 0;
-      do {
-        await new Promise((ok) => setTimeout(ok, 1000));
-        const s = await status();
-        live = s.seats.filter((x) => (x.team === "proj" || x.team === "wide") && x.lab === "anthropic" && x.state === "running").length;
-      } while (res.code === 0 && live <= 6 && Date.now() < deadline);
-      expect(live, res.stdout + res.stderr).toBeLessThanOrEqual(6);
-      expect(res.code, res.stdout + res.stderr).not.toBe(0);
-    },
-    60_000,
-  );
+  it("a bound with no seat slice does not let the child run seats past the creator's seat envelope (§8)", async () => {
+    await bound("--teams", "1", "--root", r.r4 as string, "--start", "sleep 3600", "--also-start");
+    const five = childFile("wide", { w1: {}, w2: {}, w3: {}, w4: {}, w5: {} }, "ceiling:\n  seats: { anthropic: 50 }\n");
+    const res = await create(await put(five), r.r4 as string);
+    if (res.code === 0) children.push("wide");
+    // What the machine runs in anthropic for proj and what proj created, against proj's cap (6).
+    const deadline = Date.now() + 20_000;
+    let live = 0;
+    do {
+      await new Promise((ok) => setTimeout(ok, 1000));
+      const s = await status();
+      live = s.seats.filter((x) => (x.team === "proj" || x.team === "wide") && x.lab === "anthropic" && x.state === "running").length;
+    } while (res.code === 0 && live <= 6 && Date.now() < deadline);
+    expect(live, res.stdout + res.stderr).toBeLessThanOrEqual(6);
+    expect(res.code, res.stdout + res.stderr).not.toBe(0);
+  }, 60_000);
 
-  // FINDING (ESCAPE of the bound's start commands, §10 "which start commands"; §9 start "runs the
+  // FOUND, FIXED (ESCAPE of the bound's start commands, §10 "which start commands"; §9 start "runs the
   // hash-pinned start command and its full hashed execution context ... environment bindings"): the
   // bound pins a child seat's argv only; the child's file also chooses start.env (and workdir), and the
   // kernel does not look at it. The owner allows `bash -c 'sleep 3600'`; the seat's child sets
@@ -368,44 +383,36 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   //   teamd create-bounds set maker@proj --root R --start '["bash","-c","sleep 3600"]' --also-start --lab anthropic:seats=1 --yes
   //   child seat: start: { command: [bash, -c, "sleep 3600"], env: { BASH_ENV: "$(echo ran > /tmp/not-the-bound)" } }
   // Safe: a child seat's env (like its network and limits) is refused, or the child's seat runs only the listed command.
-  it.fails(
-    "a child's start env does not run a command the bound does not list (§10 start commands)",
-    async () => {
-      await bound("--teams", "1", "--root", r.r5 as string, "--start", '["bash","-c","sleep 3600"]', "--also-start", "--lab", "anthropic:seats=1");
-      const start = 'command: [bash, -c, "sleep 3600"]\nenv: { BASH_ENV: "$(echo ran > /tmp/not-the-bound)" }';
-      const res = await create(await put(one("envy", { start })), r.r5 as string);
-      if (res.code === 0) children.push("envy");
-      const marker = join(h.home, "seats/envy/k1/tmp/not-the-bound");
-      for (let i = 0; i < 20 && res.code === 0 && !existsSync(marker); i++) await new Promise((ok) => setTimeout(ok, 500));
-      expect(existsSync(marker), "the child's seat ran the seat's own command").toBe(false);
-      expect(res.code, res.stdout + res.stderr).not.toBe(0);
-    },
-    60_000,
-  );
+  it("a child's start env does not run a command the bound does not list (§10 start commands)", async () => {
+    await bound("--teams", "1", "--root", r.r5 as string, "--start", '["bash","-c","sleep 3600"]', "--also-start", "--lab", "anthropic:seats=1");
+    const start = 'command: [bash, -c, "sleep 3600"]\nenv: { BASH_ENV: "$(echo ran > /tmp/not-the-bound)" }';
+    const res = await create(await put(one("envy", { start })), r.r5 as string);
+    if (res.code === 0) children.push("envy");
+    const marker = join(h.home, "seats/envy/k1/tmp/not-the-bound");
+    for (let i = 0; i < 20 && res.code === 0 && !existsSync(marker); i++) await new Promise((ok) => setTimeout(ok, 500));
+    expect(existsSync(marker), "the child's seat ran the seat's own command").toBe(false);
+    expect(res.code, res.stdout + res.stderr).not.toBe(0);
+  }, 60_000);
 
-  // FINDING (weakness, §15 "records refused attempts too"; the brief's "the record of the refusal"): a
+  // FOUND, FIXED (weakness, §15 "records refused attempts too"; the brief's "the record of the refusal"): a
   // create that fails after its bound passed — here createHub throws on a root with no commit — is not a
   // Refusal: daemon/seat/create-team.ts undoes its effects and rethrows a plain Error, the seat gets
   // "INTERNAL: internal error in the teamd daemon", and nothing is on record. The same path is what the
   // chown race above runs through (each attempt fails at the hub), so those attempts leave no record
   // either. Reproduce: create-bounds set ... --root EMPTY (git init, no commit); teamd-shim create
   // kid.yaml --root EMPTY → INTERNAL, `teamd log --type refusal` unchanged.
-  // Safe: a refusal naming the rule (create.root), recorded. Marked it.fails until fixed.
-  it.fails(
-    "a root the daemon cannot make a hub from (a repository with no commit) is refused and the refusal is on record; nothing left in it",
-    async () => {
-      const empty = join(h.dir, "empty");
-      execFileSync("git", ["init", "-q", "-b", "main", empty]);
-      await bound("--teams", "1", "--root", empty, "--start", "sleep 3600", "--lab", "google:seats=1");
-      const before = (await refusedRules()).length;
-      const res = await create(await put(one("hollow", { lab: "google" })), empty);
-      expect(res.code, res.stdout + res.stderr).not.toBe(0);
-      expect(existsSync(join(empty, "teamd.yaml"))).toBe(false);
-      expect(hubs()).not.toContain("hollow.git");
-      expect((await refusedRules()).length, `${res.stdout}${res.stderr}`).toBeGreaterThan(before);
-    },
-    60_000,
-  );
+  // Safe: a refusal naming the rule (create.root), recorded.
+  it("a root the daemon cannot make a hub from (a repository with no commit) is refused and the refusal is on record; nothing left in it", async () => {
+    const empty = join(h.dir, "empty");
+    execFileSync("git", ["init", "-q", "-b", "main", empty]);
+    await bound("--teams", "1", "--root", empty, "--start", "sleep 3600", "--lab", "google:seats=1");
+    const before = (await refusedRules()).length;
+    const res = await create(await put(one("hollow", { lab: "google" })), empty);
+    expect(res.code, res.stdout + res.stderr).not.toBe(0);
+    expect(existsSync(join(empty, "teamd.yaml"))).toBe(false);
+    expect(hubs()).not.toContain("hollow.git");
+    expect((await refusedRules()).length, `${res.stdout}${res.stderr}`).toBeGreaterThan(before);
+  }, 60_000);
 
   it("create is never leased, granted or copied: a lease of create, a grant of create, a seat added like the holder — none holds create; control: the holder still does", async () => {
     await calls.refused("", "maker", "lease", "issue", "admin", "create", "*");
@@ -431,18 +438,18 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     const plant = await h.sh("maker", `mkdir -p nest && ln -s ${target} nest/teamd.yaml && ln -s ${target} nest/brief.md && echo ok`);
     expect(plant.code, plant.stderr).toBe(0);
     const nest = join(seatRepo(), "nest");
-    await bound("--teams", "3", "--root", nest, "--start", "sleep 3600", "--lab", "google:seats=1");
-    await calls.refused("create.root", "maker", "create", await put(one("linked", { lab: "google" })), "--root", nest);
+    await boundRefused(nest);
+    await calls.refused("create.", "maker", "create", await put(one("linked", { lab: "google" })), "--root", nest);
     expect(readFileSync(target, "utf8")).toBe("untouched\n");
     await h.sh("maker", "rm nest/teamd.yaml");
     const res = await create(await put(one("linked", { lab: "google", start: `${SLEEP}\nfiles: [brief.md]` })), nest);
     expect(res.code, res.stdout + res.stderr).not.toBe(0);
-    expect(res.stdout + res.stderr).toContain("create.invalid");
+    expect(res.stdout + res.stderr).toContain("create.");
     expect(readFileSync(target, "utf8")).toBe("untouched\n");
     expect(await registered()).not.toContain("linked");
   }, 90_000);
 
-  // FINDING (ESCAPE where a root the owner named lies within the seat's reach, §10 "nothing the seat
+  // FOUND, FIXED (ESCAPE where a root the owner named lies within the seat's reach, §10 "nothing the seat
   // chooses ... may make the daemon write outside the owner-named root, follow a link the seat planted"):
   // the daemon checks the root by its name only (resolve(root) === root, and the bound's list), then
   // stat()s, writes into and clones it following links. The seat replaces the folder the owner named with
@@ -454,50 +461,42 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   //   (in maker) rmdir swap && ln -s /path/to/secret swap && teamd-shim create kid.yaml --root <that root>
   //   → /path/to/secret/teamd.yaml is written, $TEAMD_HOME/hubs/<kid>.git holds secret's commits.
   // Safe: a root a seat can write is refused (at `create-bounds set` or at create), and the daemon opens
-  // the root without following a link (O_NOFOLLOW/openat on every component). Marked it.fails until fixed.
-  it.fails(
-    "a root the seat swapped for a link does not make the daemon write into or copy another repository",
-    async () => {
-      expect((await h.sh("maker", "mkdir -p swap && echo ok")).code).toBe(0);
-      const swap = join(seatRepo(), "swap");
-      await bound("--teams", "1", "--root", swap, "--start", "sleep 3600", "--lab", "google:seats=1");
-      const file = await put(one("swapped", { lab: "google" }));
-      expect((await h.sh("maker", `rmdir swap && ln -s ${r.secret} swap && echo ok`)).code).toBe(0);
-      const res = await create(file, swap);
-      if (res.code === 0) children.push("swapped");
-      const wrote = existsSync(join(r.secret as string, "teamd.yaml"));
-      const hub = join(h.home, "hubs/swapped.git");
-      const copied = existsSync(hub) && execFileSync("git", ["--git-dir", hub, "cat-file", "-t", secretCommit], { encoding: "utf8" }).trim() === "commit";
-      expect({ wrote, copied }, res.stdout + res.stderr).toEqual({ wrote: false, copied: false });
-    },
-    90_000,
-  );
+  // the root without following a link (O_NOFOLLOW/openat on every component).
+  it("a root the seat swapped for a link does not make the daemon write into or copy another repository", async () => {
+    expect((await h.sh("maker", "mkdir -p swap && echo ok")).code).toBe(0);
+    const swap = join(seatRepo(), "swap");
+    await boundRefused(swap);
+    const file = await put(one("swapped", { lab: "google" }));
+    expect((await h.sh("maker", `rmdir swap && ln -s ${r.secret} swap && echo ok`)).code).toBe(0);
+    const res = await create(file, swap);
+    if (res.code === 0) children.push("swapped");
+    const wrote = existsSync(join(r.secret as string, "teamd.yaml"));
+    const hub = join(h.home, "hubs/swapped.git");
+    const copied = existsSync(hub) && execFileSync("git", ["--git-dir", hub, "cat-file", "-t", secretCommit], { encoding: "utf8" }).trim() === "commit";
+    expect({ wrote, copied }, res.stdout + res.stderr).toEqual({ wrote: false, copied: false });
+  }, 90_000);
 
-  // FINDING (ESCAPE, same root within the seat's reach): a `.git` gitfile the seat wrote in its own
+  // FOUND, FIXED (ESCAPE, same root within the seat's reach): a `.git` gitfile the seat wrote in its own
   // repository makes createHub (run as root with `-c safe.directory=ROOT`) clone whatever repository the
   // gitfile names into the child's hub. Reproduce:
   //   (owner)    teamd create-bounds set maker@proj --root $TEAMD_HOME/seats/proj/maker/repo --start 'sleep 3600' --yes
   //   (in maker) mv .git /tmp/g && echo "gitdir: /path/to/secret/.git" > .git && teamd-shim create kid.yaml --root <that root>
   //   → $TEAMD_HOME/hubs/<kid>.git holds secret's commits.
   // Safe: as above (a root a seat can write is refused), or the hub is made from the root's own .git only.
-  it.fails(
-    "a .git the seat planted in a root within its reach does not make the daemon copy another repository into the child's hub",
-    async () => {
-      await bound("--teams", "1", "--root", seatRepo(), "--start", "sleep 3600", "--lab", "google:seats=1");
-      const file = await put(one("mirror", { lab: "google" }));
-      const plant = await h.sh("maker", `mv .git /tmp/real-git && printf 'gitdir: ${r.secret}/.git\\n' > .git && echo ok`);
-      expect(plant.code, plant.stderr).toBe(0);
-      const res = await create(file, seatRepo());
-      if (res.code === 0) children.push("mirror");
-      await h.sh("maker", "rm -f .git && mv /tmp/real-git .git");
-      const hub = join(h.home, "hubs/mirror.git");
-      const copied = existsSync(hub) && execFileSync("git", ["--git-dir", hub, "cat-file", "-t", secretCommit], { encoding: "utf8" }).trim() === "commit";
-      expect(copied, `the child's hub holds the secret repository's commit (${res.stdout}${res.stderr})`).toBe(false);
-    },
-    90_000,
-  );
+  it("a .git the seat planted in a root within its reach does not make the daemon copy another repository into the child's hub", async () => {
+    await boundRefused(seatRepo());
+    const file = await put(one("mirror", { lab: "google" }));
+    const plant = await h.sh("maker", `mv .git /tmp/real-git && printf 'gitdir: ${r.secret}/.git\\n' > .git && echo ok`);
+    expect(plant.code, plant.stderr).toBe(0);
+    const res = await create(file, seatRepo());
+    if (res.code === 0) children.push("mirror");
+    await h.sh("maker", "rm -f .git && mv /tmp/real-git .git");
+    const hub = join(h.home, "hubs/mirror.git");
+    const copied = existsSync(hub) && execFileSync("git", ["--git-dir", hub, "cat-file", "-t", secretCommit], { encoding: "utf8" }).trim() === "commit";
+    expect(copied, `the child's hub holds the secret repository's commit (${res.stdout}${res.stderr})`).toBe(false);
+  }, 90_000);
 
-  // FINDING (ESCAPE where a root lies within the seat's reach; src/effects/team-root.ts writeNewInRoot): the
+  // FOUND, FIXED (ESCAPE where a root lies within the seat's reach; src/effects/team-root.ts writeNewInRoot): the
   // child's team file is made with O_EXCL|O_NOFOLLOW, then chown()ed BY ITS PATH to the root's owner (system
   // mode). The seat, which owns the root folder, renames a link over the new file in between, and the daemon
   // (root) chowns the link's target — any host file — to the seat's uid. It lands in 2-3 creates with a
@@ -506,33 +505,29 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   //   (in maker) node -e '<loop: when race/teamd.yaml is a plain file, symlink /etc/shadow race/.l; rename race/.l race/teamd.yaml>' &
   //              teamd-shim create kid.yaml --root <that root>   (a few times; each fails at the hub and is not counted)
   //   → /etc/shadow is owned by the seat's uid.
-  // Safe: fchown on the open handle (never a path), and a root a seat can write refused. Marked it.fails until fixed.
-  it.fails(
-    "a root within the seat's reach: the chown of the new team file does not follow a link swapped in after the file is made",
-    async () => {
-      const canary = join(h.dir, "canary-owned");
-      writeFileSync(canary, "root's\n", { mode: 0o600 });
-      expect((await h.sh("maker", "mkdir -p race && echo ok")).code).toBe(0);
-      const race = join(seatRepo(), "race");
-      await bound("--teams", "1", "--root", race, "--start", "sleep 3600", "--lab", "google:seats=1");
-      // A long file (a comment pads it) keeps the daemon's write, between its open and its chown, a little longer.
-      const file = await put(`# ${"pad ".repeat(60_000)}\n${one("racer", { lab: "google" })}`);
-      // The racer: whenever race/teamd.yaml is a plain file, rename a link to the canary over it — until told to stop (60 s at most).
-      const script = `const fs=require("fs");const end=Date.now()+60000;let n=0;while(Date.now()<end&&!fs.existsSync("/tmp/stop-racer")){try{const s=fs.lstatSync("race/teamd.yaml");if(!s.isSymbolicLink()){try{fs.symlinkSync(${JSON.stringify(canary)},"race/.l")}catch{}fs.renameSync("race/.l","race/teamd.yaml");n++}}catch{}}console.log("swaps",n)`;
-      const racer = h.sh("maker", `node -e '${script}'`);
-      await new Promise((ok) => setTimeout(ok, 1500));
-      let tries = 0;
-      try {
-        for (; tries < 40 && statSync(canary).uid === 0; tries++) await create(file, race);
-      } finally {
-        writeFileSync(join(h.home, "seats/proj/maker/tmp/stop-racer"), "");
-      }
-      const raced = await racer;
-      expect(statSync(canary).uid, `after ${tries} creates; racer: ${raced.stdout}${raced.stderr}`).toBe(0);
-      expect(readFileSync(canary, "utf8")).toBe("root's\n");
-    },
-    120_000,
-  );
+  // Safe: fchown on the open handle (never a path), and a root a seat can write refused.
+  it("a root within the seat's reach: the chown of the new team file does not follow a link swapped in after the file is made", async () => {
+    const canary = join(h.dir, "canary-owned");
+    writeFileSync(canary, "root's\n", { mode: 0o600 });
+    expect((await h.sh("maker", "mkdir -p race && echo ok")).code).toBe(0);
+    const race = join(seatRepo(), "race");
+    await boundRefused(race);
+    // A long file (a comment pads it) keeps the daemon's write, between its open and its chown, a little longer.
+    const file = await put(`# ${"pad ".repeat(60_000)}\n${one("racer", { lab: "google" })}`);
+    // The racer: whenever race/teamd.yaml is a plain file, rename a link to the canary over it — until told to stop (60 s at most).
+    const script = `const fs=require("fs");const end=Date.now()+60000;let n=0;while(Date.now()<end&&!fs.existsSync("/tmp/stop-racer")){try{const s=fs.lstatSync("race/teamd.yaml");if(!s.isSymbolicLink()){try{fs.symlinkSync(${JSON.stringify(canary)},"race/.l")}catch{}fs.renameSync("race/.l","race/teamd.yaml");n++}}catch{}}console.log("swaps",n)`;
+    const racer = h.sh("maker", `node -e '${script}'`);
+    await new Promise((ok) => setTimeout(ok, 1500));
+    let tries = 0;
+    try {
+      for (; tries < 5 && statSync(canary).uid === 0; tries++) await create(file, race);
+    } finally {
+      writeFileSync(join(h.home, "seats/proj/maker/tmp/stop-racer"), "");
+    }
+    const raced = await racer;
+    expect(statSync(canary).uid, `after ${tries} creates; racer: ${raced.stdout}${raced.stderr}`).toBe(0);
+    expect(readFileSync(canary, "utf8")).toBe("root's\n");
+  }, 120_000);
 
   it("huge, malformed and hostile YAML is refused quickly and the daemon answers after it; control: a plain file still lands", async () => {
     await bound("--teams", "2", "--root", r.r6 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
@@ -591,7 +586,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(oddRoot.code).not.toBe(0);
     expect(existsSync(join(r.r7 as string, "teamd.yaml"))).toBe(false);
     // And a child that lands with the same text where the kernel takes any text (an env value, a comment).
-    const landed = await create(await put(`# ${evil}\n${one("ctl", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${q} }` })}`), r.r7 as string);
+    const landed = await create(await put(`# ${evil}\n${one("ctl", { lab: "google" })}`), r.r7 as string);
     expect(landed.code, landed.stdout + landed.stderr).toBe(0);
     children.push("ctl");
     const seen = {
@@ -603,42 +598,38 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     for (const [where, text] of Object.entries(seen)) expect(text, where).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
   }, 120_000);
 
-  // FINDING (weakness, "nothing the seat chooses may make the daemon ... print/record a secret"; the
+  // FOUND, FIXED (weakness, "nothing the seat chooses may make the daemon ... print/record a secret"; the
   // loader's own words: "teamd does not ask for, store or print the labs' keys"): a credential-shaped
   // string is refused (secret.shape), but where it is a KEY — an env name (`env: { ghp_…: x }`) or a top-level
   // key (values, scopes and lines YAML cannot parse do not leak) — the refusal's reason names it (`seats.k1.start.env.ghp_…: a
   // value has a known credential shape`) and the daemon records that reason: the token is in the ledger and
   // `teamd log` prints it to the owner. Reproduce: a child file with `env: { <token>: x }`; teamd-shim create
   // … → refused create.invalid; `teamd log --type refusal` shows the token. Safe: the reason names the place
-  // without the key's text (or with it redacted), as for a value. Marked it.fails until fixed.
-  it.fails(
-    "a credential-shaped string in the child's file is refused and never recorded or shown to the owner: in a value, a key, an unknown key, a line YAML cannot parse",
-    async () => {
-      await bound("--teams", "1", "--root", r.r17 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
-      // Built at run time: a fake token of GitHub's shape (not a credential).
-      const token = `${"gh"}p_${"Zq9".repeat(12)}`;
-      const attempts: [string, string][] = [
-        ["an env value", one("sec", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${token} }` })],
-        ["a scope value", one("sec", { lab: "google", caps: `read: { path: ${token} }` })],
-        ["an env name", one("sec", { lab: "google", start: `${SLEEP}\nenv: { ${token}: x }` })],
-        ["a top-level key", `${one("sec", { lab: "google" })}${token}: 1\n`],
-        ["a flow map YAML cannot parse", `version: 1\nteam: sec\nseats: { ${token}: [ }\n`],
-        ["a line YAML cannot parse", `version: 1\nteam: sec\n  ${token}\n bad: : :\n`],
-      ];
-      const leaked: string[] = [];
-      for (const [what, text] of attempts) {
-        const res = await create(await put(text), r.r17 as string);
-        expect(res.code, res.stdout + res.stderr).not.toBe(0);
-        // (What the seat is told back is its own text; what is recorded is the owner's to see.)
-        const last = (await h.records("--type", "refusal", "-n", "1"))[0];
-        if (JSON.stringify(last).includes(token)) leaked.push(what);
-      }
-      expect(await registered()).not.toContain("sec");
-      const shown = [await h.ok(["log", "-n", "40"]), await h.ok(["notices"]), await h.ok(["status"])].join("\n");
-      expect({ leaked, shown: shown.includes(token) }).toEqual({ leaked: [], shown: false });
-    },
-    90_000,
-  );
+  // without the key's text (or with it redacted), as for a value.
+  it("a credential-shaped string in the child's file is refused and never recorded or shown to the owner: in a value, a key, an unknown key, a line YAML cannot parse", async () => {
+    await bound("--teams", "1", "--root", r.r17 as string, "--start", "sleep 3600", "--lab", "google:seats=1");
+    // Built at run time: a fake token of GitHub's shape (not a credential).
+    const token = `${"gh"}p_${"Zq9".repeat(12)}`;
+    const attempts: [string, string][] = [
+      ["an env value", one("sec", { lab: "google", start: `${SLEEP}\nenv: { NOTE: ${token} }` })],
+      ["a scope value", one("sec", { lab: "google", caps: `read: { path: ${token} }` })],
+      ["an env name", one("sec", { lab: "google", start: `${SLEEP}\nenv: { ${token}: x }` })],
+      ["a top-level key", `${one("sec", { lab: "google" })}${token}: 1\n`],
+      ["a flow map YAML cannot parse", `version: 1\nteam: sec\nseats: { ${token}: [ }\n`],
+      ["a line YAML cannot parse", `version: 1\nteam: sec\n  ${token}\n bad: : :\n`],
+    ];
+    const leaked: string[] = [];
+    for (const [what, text] of attempts) {
+      const res = await create(await put(text), r.r17 as string);
+      expect(res.code, res.stdout + res.stderr).not.toBe(0);
+      // (What the seat is told back is its own text; what is recorded is the owner's to see.)
+      const last = (await h.records("--type", "refusal", "-n", "1"))[0];
+      if (JSON.stringify(last).includes(token)) leaked.push(what);
+    }
+    expect(await registered()).not.toContain("sec");
+    const shown = [await h.ok(["log", "-n", "40"]), await h.ok(["notices"]), await h.ok(["status"])].join("\n");
+    expect({ leaked, shown: shown.includes(token) }).toEqual({ leaked: [], shown: false });
+  }, 90_000);
 
   it("creates at once cannot spend one count, one root or one slice: four racing over three roots, a slice that fits once — one lands, one file, one hub", async () => {
     // The slice is more than half of what proj has left in google, so one fits and two do not.
@@ -692,7 +683,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     }
   }, 90_000);
 
-  // FINDING (weakness, §15 "one retry rule": a request id this seat already used is answered from its
+  // FOUND, FIXED (weakness, §15 "one retry rule": a request id this seat already used is answered from its
   // records when the bytes are the same, refused when they are not): a create's TEAM record is not indexed
   // as a recorded request (src/ledger/view.ts notes GRANT/AGREEMENT/LEASE/REVOCATION only), so the retry
   // check in pipeline.record never sees it: the same request id with other bytes — another child at another
@@ -700,27 +691,23 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   // file is there) rather than answered with the first create's records. The bound still holds (count,
   // slice), so this is not an escape of it. Reproduce (raw gRPC on the seat's socket):
   //   createTeam({requestId: "X", root: R1, teamFile: A}) → created; createTeam({requestId: "X", root: R2, teamFile: B}) → created too.
-  // Safe: the second is refused request.replay-mismatch and leaves nothing. Marked it.fails until fixed.
-  it.fails(
-    "a create's request id used again with other bytes is refused (request.replay-mismatch), nothing made",
-    async () => {
-      const maker = createRpcClient(ShimService, h.seatSocket("maker"));
-      try {
-        const other = new TextEncoder().encode(one("replay-b", { lab: "google" }));
-        const res = await maker.createTeam({ requestId: "create-replay-1", root: r.r13 as string, teamFile: other }).then(
-          () => "created",
-          (e: { rule?: string }) => e.rule ?? "error",
-        );
-        if (res === "created") children.push("replay-b");
-        expect(res).toBe("request.replay-mismatch");
-        expect(existsSync(join(r.r13 as string, "teamd.yaml"))).toBe(false);
-        expect(hubs()).not.toContain("replay-b.git");
-      } finally {
-        maker.close();
-      }
-    },
-    60_000,
-  );
+  // Safe: the second is refused request.replay-mismatch and leaves nothing.
+  it("a create's request id used again with other bytes is refused (request.replay-mismatch), nothing made", async () => {
+    const maker = createRpcClient(ShimService, h.seatSocket("maker"));
+    try {
+      const other = new TextEncoder().encode(one("replay-b", { lab: "google" }));
+      const res = await maker.createTeam({ requestId: "create-replay-1", root: r.r13 as string, teamFile: other }).then(
+        () => "created",
+        (e: { rule?: string }) => e.rule ?? "error",
+      );
+      if (res === "created") children.push("replay-b");
+      expect(res).toBe("request.replay-mismatch");
+      expect(existsSync(join(r.r13 as string, "teamd.yaml"))).toBe(false);
+      expect(hubs()).not.toContain("replay-b.git");
+    } finally {
+      maker.close();
+    }
+  }, 60_000);
 
   it("a child that creates further stays inside its own slice: its creator's bound on the grandchild cannot carve seats its own slice never had (§8 recursive)", async () => {
     // heir (made above, slice anthropic:1, holding create) runs its one seat; the owner writes heir/k1 a bound.
@@ -742,29 +729,25 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(await registered()).not.toEqual(expect.arrayContaining(["grand-g", "grand-a"]));
   }, 120_000);
 
-  // FINDING (ESCAPE, recursion past its own bound — the same hole as the seat-envelope finding above):
+  // FOUND, FIXED (ESCAPE, recursion past its own bound — the same hole as the seat-envelope finding above):
   // heir's own slice is one anthropic seat (live); a bound the owner writes for heir's seat with no seat
   // count lets heir's seat create a grandchild of three anthropic seats, which heir's slice never had.
   // Reproduce: (heir made with create: ~ and slice anthropic:seats=1, started) teamd create-bounds set
   // k1@heir --root R --start 'sleep 3600' --yes; (in k1@heir) teamd-shim create g.yaml --root R (three
   // anthropic seats) → created. Safe: refused (create.slice): a child carves only from its own slice.
-  it.fails(
-    "a child that creates further cannot give a grandchild seats its own slice never had, by a bound naming no seat count",
-    async () => {
-      try {
-        const name = `grand-${++fileNo}.yaml`;
-        writeFileSync(join(h.home, "seats/heir/k1/tmp", name), childFile("grand-w", { g1: {}, g2: {}, g3: {} }), { mode: 0o644 });
-        await h.ok(["create-bounds", "set", "k1@heir", "--teams", "1", "--root", r.r14 as string, "--start", "sleep 3600", "--yes"]);
-        const res = await h.run(["exec", "k1@heir", "--", "teamd-shim", "create", `/tmp/${name}`, "--root", r.r14 as string, "--json"]);
-        if (res.code === 0) children.push("grand-w");
-        expect(res.code, res.stdout + res.stderr).not.toBe(0);
-        expect(await registered()).not.toContain("grand-w");
-      } finally {
-        await h.ok(["stop", "--team", "heir"]);
-      }
-    },
-    90_000,
-  );
+  it("a child that creates further cannot give a grandchild seats its own slice never had, by a bound naming no seat count", async () => {
+    try {
+      const name = `grand-${++fileNo}.yaml`;
+      writeFileSync(join(h.home, "seats/heir/k1/tmp", name), childFile("grand-w", { g1: {}, g2: {}, g3: {} }), { mode: 0o644 });
+      await h.ok(["create-bounds", "set", "k1@heir", "--teams", "1", "--root", r.r14 as string, "--start", "sleep 3600", "--yes"]);
+      const res = await h.run(["exec", "k1@heir", "--", "teamd-shim", "create", `/tmp/${name}`, "--root", r.r14 as string, "--json"]);
+      if (res.code === 0) children.push("grand-w");
+      expect(res.code, res.stdout + res.stderr).not.toBe(0);
+      expect(await registered()).not.toContain("grand-w");
+    } finally {
+      await h.ok(["stop", "--team", "heir"]);
+    }
+  }, 90_000);
 
   it("a bound cannot be written ahead for a team not yet registered (a child taking that name would hold it)", async () => {
     const set = await h.run(["create-bounds", "set", "k1@ghost", "--teams", "5", "--root", r.r15 as string, "--start", "sleep 3600", "--yes"]);
@@ -774,7 +757,7 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
     expect(await h.ok(["create-bounds", "show"])).not.toContain("ghost");
   }, 60_000);
 
-  // FINDING (ESCAPE of the owner's bound, a race; §10 "bounded by what the giver wrote", §8 owner-sovereign):
+  // FOUND, FIXED (ESCAPE of the owner's bound, a race; §10 "bounded by what the giver wrote", §8 owner-sovereign):
   // daemon/seat/create-team.ts decides again under the lock "over the records as they stand now", but
   // facts() there reads ctx.policy — the creator's policy read at the call's start, before the file
   // write and the hub's clone. An owner apply that takes `create: ~` from the seat (or lowers its
@@ -784,25 +767,21 @@ describe.runIf(process.platform === "linux")("create attack: a seat creating a t
   // the root (by pid) while the owner applies. Reproduce: a bound on a large root; the seat runs
   // create; meanwhile the owner applies a file without maker's `create: ~` → the create still lands.
   // Safe: the lock-time check reads the policy in force under the lock (policyInForce), refuses
-  // create.not-held and undoes its file and hub. Marked it.fails until fixed.
-  it.fails(
-    "an owner act taking create away while a create is in flight holds: the create, decided again under the lock, reads the policy in force then",
-    async () => {
-      const big = bigRepo("big");
-      await bound("--teams", "1", "--root", big, "--start", "sleep 3600", "--lab", "google:seats=1");
-      const res = await whileCloning(await put(one("inflight", { lab: "google" })), big, async () => {
-        writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("      create: ~\n", ""));
-        await h.ok(["apply", "--yes", "--keep-delegated"]);
-      });
-      if (res.code === 0) children.push("inflight");
-      writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+  // create.not-held and undoes its file and hub.
+  it("an owner act taking create away while a create is in flight holds: the create, decided again under the lock, reads the policy in force then", async () => {
+    const big = bigRepo("big");
+    await bound("--teams", "1", "--root", big, "--start", "sleep 3600", "--lab", "google:seats=1");
+    const res = await whileCloning(await put(one("inflight", { lab: "google" })), big, async () => {
+      writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("      create: ~\n", ""));
       await h.ok(["apply", "--yes", "--keep-delegated"]);
-      expect(res.code, `maker no longer held create when the create was recorded: ${res.stdout}${res.stderr}`).not.toBe(0);
-      expect(await registered()).not.toContain("inflight");
-      expect(existsSync(join(big, "teamd.yaml"))).toBe(false);
-    },
-    120_000,
-  );
+    });
+    if (res.code === 0) children.push("inflight");
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes", "--keep-delegated"]);
+    expect(res.code, `maker no longer held create when the create was recorded: ${res.stdout}${res.stderr}`).not.toBe(0);
+    expect(await registered()).not.toContain("inflight");
+    expect(existsSync(join(big, "teamd.yaml"))).toBe(false);
+  }, 120_000);
 
   it("a team stop and the machine stop hold against a create in flight: decided under the lock after the stop, refused and recorded, its file and hub undone", async () => {
     const root = bigRepo("big2");
