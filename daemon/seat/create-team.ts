@@ -103,11 +103,17 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
       // §15, one retry rule: a request id this seat used for a create is answered from its records when the bytes
       // are the same, refused when they are not — before anything is looked at again (its root is taken by then).
       const digest = requestBytes(["create", root, request.teamFile]);
-      const prior = request.requestId === "" ? undefined : ctx.ledger.view.recordedRequest(principalKey(seatPrincipal(identity.team, identity.seat)), request.requestId);
+      const prior =
+        request.requestId === "" ? undefined : ctx.ledger.view.recordedRequest(principalKey(seatPrincipal(identity.team, identity.seat)), request.requestId);
       if (prior !== undefined) {
         const made = prior.subjects[0] === undefined ? undefined : ctx.ledger.view.team(prior.subjects[0]);
         if (prior.action !== action || prior.digest !== toHex(digest) || made === undefined)
-          throw await fail(refuse("request.replay-mismatch", `request id ${request.requestId} was used for another request (records ${prior.seqs[0] ?? "?"}); a retry must send the same bytes`));
+          throw await fail(
+            refuse(
+              "request.replay-mismatch",
+              `request id ${request.requestId} was used for another request (records ${prior.seqs[0] ?? "?"}); a retry must send the same bytes`,
+            ),
+          );
         return {
           team: made.team,
           teamSeq: BigInt(made.seq),
@@ -230,7 +236,7 @@ export function createSeatCreate(deps: SeatCreateDeps): SeatCreate {
           await removeMade([filePath, ...(hubMade ? [hubPath(deps.home.root, child)] : [])]);
         if (error instanceof RefusalError) throw error;
         // A failure of the effects (git could not clone the root: no commit, not a repository) is refused and on record too.
-        const why = error instanceof Error ? error.message.split("\n")[0] ?? "" : String(error);
+        const why = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
         throw await fail(refuse("create.root", `the child could not be made at ${root}: ${why}`));
       }
     },

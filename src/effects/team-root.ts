@@ -78,10 +78,12 @@ export async function unfitRoot(root: string, teamdHome: string): Promise<string
   if (real === undefined) return `${root} does not exist on this machine`;
   if (real !== root) return `${root} is not its own real path (${real}): name the root without a link in it`;
   const home = await realpath(teamdHome).catch(() => resolve(teamdHome));
-  if (inside(real, home) || inside(home, real)) return `${root} is inside TEAMD_HOME (or holds it), where seats write: a child's root is a repository of yours outside it`;
+  if (inside(real, home) || inside(home, real))
+    return `${root} is inside TEAMD_HOME (or holds it), where seats write: a child's root is a repository of yours outside it`;
   const info = await lstat(real).catch(() => undefined);
   if (info === undefined || !info.isDirectory()) return `${root} is not a directory`;
   const git = await lstat(join(real, ".git")).catch(() => undefined);
-  if (git === undefined || !git.isDirectory()) return `${root} has no .git directory of its own (a repository with a commit, not a linked worktree or a gitfile)`;
+  if (git === undefined || !git.isDirectory())
+    return `${root} has no .git directory of its own (a repository with a commit, not a linked worktree or a gitfile)`;
   return undefined;
 }

@@ -231,7 +231,10 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
         return refuse("create.start", `seat ${seat.name} asks for egress; a created team's seats reach no network until the owner applies its file with one`);
       // The environment is part of what runs (BASH_ENV, LD_PRELOAD, PATH…): the bound pins the argv, and the rest is the owner's to give.
       if (Object.keys(start.env).length > 0)
-        return refuse("create.start", `seat ${seat.name} sets its own environment; a created team's seats run the bound's commands with none until the owner applies its file`);
+        return refuse(
+          "create.start",
+          `seat ${seat.name} sets its own environment; a created team's seats run the bound's commands with none until the owner applies its file`,
+        );
       if (start.limits !== undefined)
         return refuse(
           "create.start",
@@ -240,7 +243,10 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
     }
     // create is never issued onward (§10): a child's seat holds it only once the owner applies the child's file with it.
     if ((seat.admin ?? []).includes("create"))
-      return refuse("create.grant", `seat ${seat.name} holds create; create is never issued onward (§10) — the owner gives it by applying the child's file, and writes its bound`);
+      return refuse(
+        "create.grant",
+        `seat ${seat.name} holds create; create is never issued onward (§10) — the owner gives it by applying the child's file, and writes its bound`,
+      );
     if (!bound.grant && (seat.admin ?? []).some((a) => a === "grant" || a === "agree"))
       return refuse(
         "create.grant",
@@ -269,7 +275,10 @@ export function checkCreate(bound: CreateBound | undefined, request: CreateReque
   const capped = Object.keys(facts.policy.ceiling?.seats ?? {}).length > 0 || facts.ownSlice !== undefined;
   for (const [lab, seats] of perLabOf(request.child)) {
     if (lab === "" && capped)
-      return refuse("create.seats", `the child declares ${seats} seat(s) with no lab, and ${facts.policy.team}'s seats are capped per lab: a seat with no lab would be counted nowhere`);
+      return refuse(
+        "create.seats",
+        `the child declares ${seats} seat(s) with no lab, and ${facts.policy.team}'s seats are capped per lab: a seat with no lab would be counted nowhere`,
+      );
     const mine = facts.policy.ceiling?.seats?.[lab];
     const sliced = facts.ownSlice === undefined ? undefined : Object.prototype.hasOwnProperty.call(facts.ownSlice, lab) ? facts.ownSlice[lab] : 0;
     if ((mine !== undefined || sliced !== undefined) && bound.labs[lab]?.seats === undefined)

@@ -235,8 +235,20 @@ describe("create (execute) within its bounds (§10, §8)", () => {
     ["no runtime left to give", bound(), child(), facts({ deadline: NOW }), "envelope.runtime"],
     ["seats in a lab the creator caps, the bound naming no allowance there", bound({ labs: {} }), child(), facts(), "create.seats"],
     ["a seat with no lab under per-lab caps", bound({ labs: {} }), withSeats({ k1: { capabilities: { read: null } } }), facts(), "create.seats"],
-    ["an environment of its own (BASH_ENV runs what the bound does not list)", bound(), withSeats({ k1: { lab: "anthropic", start: { command: ["sleep", "3600"], env: { BASH_ENV: "/tmp/x" } } } }), facts(), "create.start"],
-    ["create issued onward to a child's seat", bound({ grant: true }), withSeats({ k1: seat("anthropic", { read: null, create: null }) }), facts(), "create.grant"],
+    [
+      "an environment of its own (BASH_ENV runs what the bound does not list)",
+      bound(),
+      withSeats({ k1: { lab: "anthropic", start: { command: ["sleep", "3600"], env: { BASH_ENV: "/tmp/x" } } } }),
+      facts(),
+      "create.start",
+    ],
+    [
+      "create issued onward to a child's seat",
+      bound({ grant: true }),
+      withSeats({ k1: seat("anthropic", { read: null, create: null }) }),
+      facts(),
+      "create.grant",
+    ],
   ];
   it.each(CASES)("%s", (_name, b, request, f, rule) => {
     const decided = checkCreate(b, request, f, NOW);
