@@ -191,21 +191,12 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
   }, 90_000);
 
   it("one team too many is refused (the bound's count), and a cleared bound creates nothing", async () => {
-    // A new bound counts afresh; this one lets maker make one team, with no seat slice (proj's allowance is carved out already).
-    await h.ok([
-      "create-bounds",
-      "set",
-      "maker@proj",
-      "--teams",
-      "1",
-      "--root",
-      roots[3] as string,
-      "--root",
-      roots[4] as string,
-      "--start",
-      "sleep 3600",
-      "--yes",
-    ]);
+    // proj's allowance is carved out (cap 4: 2 live, 2 carved): the owner widens it (an owner act), and a new bound
+    // counts afresh โ€” this one lets maker make one team of one anthropic seat.
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("anthropic: 4", "anthropic: 8"));
+    await h.ok(["apply", "--yes"]);
+    const bound = ["--teams", "1", "--root", roots[3] as string, "--root", roots[4] as string, "--start", "sleep 3600", "--lab", "anthropic:seats=1"];
+    await h.ok(["create-bounds", "set", "maker@proj", ...bound, "--yes"]);
     const fourth = await put("maker", "fourth.yaml", childFile("kid4", ["k1"]));
     expect(await calls.json<Created>("maker", "create", fourth, "--root", roots[3] as string)).toMatchObject({ team: "kid4" });
     const fifth = await put("maker", "fifth.yaml", childFile("kid5", ["k1"]));
@@ -227,11 +218,11 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
 
   it("a child runs down its creator's remainder: paused when the creator's runtime ends, and the owner's renewal of the parent does not renew it", async () => {
     // The owner gives proj a short runtime (an apply renews it from now): 25 s. The child created now inherits what is left.
-    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("runtime: 2h", "runtime: 25s"));
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.replace("runtime: 2h", "runtime: 25s").replace("anthropic: 4", "anthropic: 8"));
     await h.ok(["apply", "--yes"]);
     await h.ok(["start", "maker"]).catch(() => undefined);
     const root = makeRepo(h.dir, "kid-late");
-    await h.ok(["create-bounds", "set", "maker@proj", "--root", root, "--start", "sleep 3600", "--yes"]);
+    await h.ok(["create-bounds", "set", "maker@proj", "--root", root, "--start", "sleep 3600", "--lab", "anthropic:seats=1", "--yes"]);
     const file = await put("maker", "late.yaml", childFile("late", ["k1"]));
     const made = await calls.json<Created>("maker", "create", file, "--root", root);
     const deadline = Date.parse(made.deadline as string);
