@@ -19,6 +19,7 @@ import {
   readRef,
   receivePack,
   RefMoved,
+  settled,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
@@ -447,8 +448,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       } else {
         commits = await newCommits(src.repo, q, update.newOid, { readable });
         const limits = await limitsFor(ctx);
-        await checkCommitText(src.repo, q, commits, limits);
-        paths = (await changedPaths(src.repo, q, commits, limits)).paths;
+        // Two contained reads of the same commits, at once (issue 26); the commits' text is
+        // answered first, as when they ran one after the other.
+        const [text, changed] = await settled([checkCommitText(src.repo, q, commits, limits), changedPaths(src.repo, q, commits, limits)]);
+        if (!text.ok) throw text.error;
+        if (!changed.ok) throw changed.error;
+        paths = changed.value.paths;
       }
     } catch (error) {
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));
