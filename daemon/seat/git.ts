@@ -10,16 +10,13 @@ import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.j
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitInput, gitSucceeds, treeOfCommit } from "../../src/effects/git.js";
 import {
-  changedPaths,
-  checkCommitText,
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
-  newCommits,
   PackRejected,
   readRef,
   receivePack,
   RefMoved,
-  settled,
+  pushedCommits,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
@@ -446,14 +443,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         commits = [];
         paths = [];
       } else {
-        commits = await newCommits(src.repo, q, update.newOid, { readable });
-        const limits = await limitsFor(ctx);
-        // Two contained reads of the same commits, at once (issue 26); the commits' text is
-        // answered first, as when they ran one after the other.
-        const [text, changed] = await settled([checkCommitText(src.repo, q, commits, limits), changedPaths(src.repo, q, commits, limits)]);
-        if (!text.ok) throw text.error;
-        if (!changed.ok) throw changed.error;
-        paths = changed.value.paths;
+        // The new commits (checked connected and self-contained), their text and the paths they
+        // change: newCommits, checkCommitText and changedPaths, their contained reads at once (issue 26).
+        ({ commits, paths } = await pushedCommits(src.repo, q, update.newOid, { readable, ...(await limitsFor(ctx)) }));
       }
     } catch (error) {
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));
