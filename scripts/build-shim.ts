@@ -6,6 +6,7 @@ import { LINUX_BASE } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
+import { decodedDescriptors } from "./decoded-descriptors.js";
 
 /**
  * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc's client,
@@ -66,6 +67,7 @@ export async function buildShim(root: string): Promise<string> {
     // Strict first: a directive after the banner would no longer be one.
     banner: '"use strict";\nconst __teamdImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
     sourcemap: true,
+    plugins: [decodedDescriptors(root)],
   });
   writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
@@ -119,6 +121,7 @@ async function buildSeatShim(root: string): Promise<string> {
     charset: "ascii",
     legalComments: "none",
     logLevel: "warning",
+    plugins: [decodedDescriptors(root)],
   });
   const lazySource = lazy.outputFiles[0]?.text.replace(/\n$/, "");
   if (lazySource === undefined) throw new Error("esbuild wrote no lazy part of the shim");
