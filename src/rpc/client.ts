@@ -140,6 +140,36 @@ class Deframer {
   }
 }
 
+/** The client's connection: its session, the first error it saw, and whether a gRPC server has answered on it. */
+interface Connection {
+  readonly s: ClientHttp2Session;
+  readonly ready: Promise<void>;
+  error: Error | undefined;
+}
+
+/** `ready` settled, or the deadline passed first (a timer holds at most 2^31-1 ms: a longer wait is taken in steps). */
+async function untilDeadline(ready: Promise<void>, deadline: number): Promise<"ready" | "deadline" | { readonly reached: boolean }> {
+  let timer: NodeJS.Timeout | undefined;
+  const passed = new Promise<"deadline">((resolve) => {
+    const arm = () => {
+      const left = deadline - Date.now();
+      timer = setTimeout(() => (deadline - Date.now() > 0 ? arm() : resolve("deadline")), Math.max(0, Math.min(left, 2 ** 31 - 1)));
+    };
+    arm();
+  });
+  try {
+    return await Promise.race([
+      ready.then(
+        () => "ready" as const,
+        (error: { reached: boolean }) => ({ reached: error.reached }),
+      ),
+      passed,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** One call on the wire: its messages as they come (a pull, so reading is what lets the server send more), then its status. */
 interface Call {
   /** The next reply, or undefined once the call has ended OK; throws the call's error otherwise. */
@@ -157,31 +187,73 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   checkSocketPath(socketPath);
   const deadlineMs = options.deadlineMs ?? 10_000;
   const streamDeadlineMs = options.streamDeadlineMs ?? 600_000;
-  let session: ClientHttp2Session | undefined;
-  let sessionError: Error | undefined;
+  let connection: Connection | undefined;
   let active = 0;
   let closed = false;
 
-  function open(): ClientHttp2Session {
-    if (session !== undefined && !session.closed && !session.destroyed) return session;
-    sessionError = undefined;
-    const s = connectH2("http://localhost", { createConnection: () => connectSocket(socketPath), settings: { enablePush: false } });
+  /** The client's one connection, made when a call first needs it (and again after it went). */
+  function open(): Connection {
+    if (connection !== undefined && !connection.s.closed && !connection.s.destroyed) return connection;
+    const socket = connectSocket(socketPath);
+    let reached = false;
+    socket.once("connect", () => (reached = true));
+    const s = connectH2("http://localhost", { createConnection: () => socket, settings: { enablePush: false } });
+    const c: Connection = {
+      s,
+      error: undefined,
+      // The server's SETTINGS: a gRPC server answered on this connection.
+      ready: new Promise<void>((resolve, reject) => {
+        s.once("remoteSettings", () => resolve());
+        s.once("close", () => reject(Object.assign(new Error("closed before the server's settings"), { reached })));
+      }),
+    };
+    c.ready.catch(() => undefined);
     s.on("error", (error: Error) => {
-      sessionError ??= error;
+      c.error ??= error;
     });
     const forget = () => {
-      if (session === s) session = undefined;
+      if (connection === c) connection = undefined;
     };
     s.on("goaway", forget);
     s.on("close", forget);
-    session = s;
-    return s;
+    connection = c;
+    return c;
   }
 
-  function start(path: string, deadline: number): Call {
-    if (closed) throw new RpcError(Status.CANCELLED, "Channel has been shut down");
-    const s = open();
-    const connected = !s.connecting;
+  /**
+   * A connection a gRPC server has answered on, for a call due by `deadline`. A connection that
+   * cannot be made (no socket, nobody listening) fails the call at once, in grpc-js's words. One
+   * the server accepted and closed before it said a word is tried again, shortly, within the
+   * deadline: a seat's socket closes a connection past SEAT_MAX_CONNECTIONS on arrival
+   * (server.ts), and grpc-js's channel, which connects again and holds the calls it has not
+   * sent, made those calls once a connection came free (twelve clients of one seat at once,
+   * test/escape/served-retry-attack.test.ts). Nothing of the call has been sent then.
+   */
+  async function acquire(deadline: number, startedAt: number): Promise<Connection> {
+    let pause = 5;
+    for (;;) {
+      if (closed) throw new RpcError(Status.CANCELLED, "Channel has been shut down");
+      const c = open();
+      const outcome = await untilDeadline(c.ready, deadline);
+      if (outcome === "ready") return c;
+      if (outcome === "deadline") {
+        const details = `Deadline exceeded after ${((Date.now() - startedAt) / 1000).toFixed(3)}s`;
+        throw toError({ code: Status.DEADLINE_EXCEEDED, details, metadata: {} }, socketPath);
+      }
+      if (!outcome.reached) {
+        const details = `No connection established. Last error: ${String(c.error)}. Resolution note: `;
+        throw toError({ code: Status.UNAVAILABLE, details, metadata: {} }, socketPath);
+      }
+      if (connection === c) connection = undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(pause, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 100);
+    }
+  }
+
+  async function start(path: string, deadline: number): Promise<Call> {
+    const startedAt = Date.now();
+    const c = await acquire(deadline, startedAt);
+    const s = c.s;
     const stream: ClientHttp2Stream = s.request(
       {
         [h2.HTTP2_HEADER_METHOD]: "POST",
@@ -195,7 +267,6 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     );
     active += 1;
     s.ref();
-    const startedAt = Date.now();
     const deframer = new Deframer();
     const queue: Buffer[] = [];
     let status: CallStatus | undefined;
@@ -213,7 +284,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
         done = true;
         clearTimeout(timer);
         active -= 1;
-        if (active === 0 && session === s) s.unref();
+        if (active === 0 && connection?.s === s) s.unref();
       }
       wake();
     };
@@ -278,14 +349,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       process.nextTick(() => {
         if (status !== undefined) return finish(status);
         const rst = stream.rstCode ?? h2.NGHTTP2_NO_ERROR;
-        if (!connected && sessionError !== undefined && httpCode === undefined) {
-          return finish({
-            code: Status.UNAVAILABLE,
-            details: `No connection established. Last error: ${String(sessionError)}. Resolution note: `,
-            metadata: {},
-          });
-        }
-        if (sessionError !== undefined && httpCode === undefined) {
+        if (c.error !== undefined && httpCode === undefined) {
           return finish({ code: Status.UNAVAILABLE, details: "Connection dropped", metadata: {} });
         }
         if (rst === h2.NGHTTP2_NO_ERROR) {
@@ -295,7 +359,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
         if (rst === h2.NGHTTP2_REFUSED_STREAM) return finish({ code: Status.UNAVAILABLE, details: "Stream refused by server", metadata: {} });
         if (rst === h2.NGHTTP2_CANCEL)
           return finish(
-            sessionError !== undefined
+            c.error !== undefined
               ? { code: Status.UNAVAILABLE, details: "Connection dropped", metadata: {} }
               : { code: Status.CANCELLED, details: "Call cancelled", metadata: {} },
           );
@@ -388,7 +452,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     if (method.methodKind === "server_streaming") {
       methods[method.localName] = async function* (init?: unknown) {
         const request = serialize(method.input, init);
-        const call = start(path, Date.now() + streamDeadlineMs);
+        const call = await start(path, Date.now() + streamDeadlineMs);
         const decode = decoder(method.output, call);
         try {
           void call.write(request);
@@ -402,7 +466,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     }
     if (method.methodKind === "client_streaming") {
       methods[method.localName] = async (inits: AsyncIterable<unknown>) => {
-        const call = start(path, Date.now() + streamDeadlineMs);
+        const call = await start(path, Date.now() + streamDeadlineMs);
         const sent = sendAll(call, method.input, inits).catch((error: unknown) => {
           call.cancel();
           throw error instanceof Error ? error : new Error(String(error));
@@ -420,7 +484,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       // The caller's messages are sent as its iterable yields them (with backpressure), while
       // the replies are read; leaving the loop (or a failing source) cancels the call.
       methods[method.localName] = async function* (inits: AsyncIterable<unknown>) {
-        const call = start(path, Date.now() + streamDeadlineMs);
+        const call = await start(path, Date.now() + streamDeadlineMs);
         const decode = decoder(method.output, call);
         let sendError: unknown;
         sendAll(call, method.input, inits).catch((error: unknown) => {
@@ -448,7 +512,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     if (method.methodKind !== "unary") continue;
     methods[method.localName] = async (init?: unknown) => {
       const request = serialize(method.input, init);
-      const call = start(path, Date.now() + deadlineMs);
+      const call = await start(path, Date.now() + deadlineMs);
       void call.write(request);
       call.end();
       return single(call, method.output);
@@ -456,8 +520,8 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   }
   methods.close = () => {
     closed = true;
-    const s = session;
-    session = undefined;
+    const s = connection?.s;
+    connection = undefined;
     // As grpc-js's close: calls in flight finish, then the connection goes.
     if (s !== undefined && !s.closed) s.close();
   };
