@@ -237,6 +237,9 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       const outcome = await untilDeadline(c.ready, deadline);
       if (outcome === "ready") return c;
       if (outcome === "deadline") {
+        // Nothing was sent on it; a server that never answered must not keep this process alive.
+        if (connection === c) connection = undefined;
+        c.s.destroy();
         const details = `Deadline exceeded after ${((Date.now() - startedAt) / 1000).toFixed(3)}s`;
         throw toError({ code: Status.DEADLINE_EXCEEDED, details, metadata: {} }, socketPath);
       }
@@ -522,8 +525,12 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     closed = true;
     const s = connection?.s;
     connection = undefined;
-    // As grpc-js's close: calls in flight finish, then the connection goes.
-    if (s !== undefined && !s.closed) s.close();
+    // As grpc-js's close: calls in flight finish, then the connection goes; with none, it goes now
+    // (a graceful close waits on a peer that may never answer: a hung daemon kept the CLI alive).
+    if (s !== undefined && !s.destroyed) {
+      if (active === 0) s.destroy();
+      else if (!s.closed) s.close();
+    }
   };
   return methods as RpcClient<S>;
 }
