@@ -6,10 +6,12 @@ import { LINUX_BASE } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
+import { decodedDescriptors } from "./decoded-descriptors.js";
 
 /**
- * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc,
- * src/gen, grpc-js, protobuf-es, commander) into one self-contained, executable file,
+ * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc's client,
+ * src/gen, protobuf-es, commander; not grpc-js, which only the daemon loads) into one
+ * self-contained, executable file,
  * dist/shim-bundle/teamd-shim.cjs. That one file is what a seat sees of teamd (bound
  * read-only at /run/teamd/shim, on PATH as `teamd-shim`): the daemon's own code and
  * node_modules are never bound into a seat, so the shim must need nothing beside itself.
@@ -46,9 +48,9 @@ export const CLI_BUNDLE_RELATIVE = "dist/bin/teamd.cjs";
 
 /**
  * `teamd status` and the seat commands (daemon/client-commands.ts), the CLI's front imports from
- * one more CommonJS file: each is a client of the daemon, and gRPC, protobuf-es and the generated
- * messages are ~100 modules through the module loader (status ~225 -> ~125 ms, exec ~247 -> ~180 ms,
- * host, clean env, 21 interleaved runs). The front loads it through src/rpc/bundle-loader.ts: with
+ * one more CommonJS file: each is a client of the daemon, and its gRPC client, protobuf-es and the
+ * generated messages were ~100 modules through the module loader (status ~225 -> ~125 ms, exec
+ * ~247 -> ~180 ms, host, clean env, 21 interleaved runs, when the client was still grpc-js). The front loads it through src/rpc/bundle-loader.ts: with
  * V8's code cache the build writes beside it (teamd-client.cjs.v8cache), and with its stack frames
  * mapped to their source (daemon/commands/seat.ts:219) only when a stack is formatted — Node's own
  * source maps read and indexed the 650 KB map at every start (~25 ms of `teamd status`). Native and lazily required packages stay in node_modules;
@@ -65,6 +67,7 @@ export async function buildShim(root: string): Promise<string> {
     // Strict first: a directive after the banner would no longer be one.
     banner: '"use strict";\nconst __teamdImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
     sourcemap: true,
+    plugins: [decodedDescriptors(root)],
   });
   writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
@@ -75,8 +78,8 @@ export async function buildShim(root: string): Promise<string> {
 }
 
 /**
- * The shim's modules that only a command (cli.ts and the acts) or the remote helper loads: gRPC,
- * protobuf-es, the generated messages, commander. Each stays lazy inside this part (esbuild keeps
+ * The shim's modules that only a command (cli.ts and the acts) or the remote helper loads: the
+ * gRPC client (src/rpc/client.ts, over node:http2), protobuf-es, the generated messages, commander. Each stays lazy inside this part (esbuild keeps
  * an import() behind an init function); the cache builder runs them all once.
  */
 const SHIM_LAZY_ENTRY = `export const cli = () => require("./cli.js");
@@ -118,6 +121,7 @@ async function buildSeatShim(root: string): Promise<string> {
     charset: "ascii",
     legalComments: "none",
     logLevel: "warning",
+    plugins: [decodedDescriptors(root)],
   });
   const lazySource = lazy.outputFiles[0]?.text.replace(/\n$/, "");
   if (lazySource === undefined) throw new Error("esbuild wrote no lazy part of the shim");

@@ -2,10 +2,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { describeStored, openStore, type LedgerEntry, type StoreReader } from "../../src/ledger/index.js";
+import { openStore, type StoreReader } from "../../src/ledger/store.js";
+import { describeStored, type LedgerEntry } from "../../src/ledger/entry.js";
 import { writeFileAtomic } from "../../src/ledger/atomic-file.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
-import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";
+import { ledgerExists, ledgerLayout } from "../host/ledger-layout.js";
 import { loadNotifyHook, notifyConfigPath, saveNotifyHook } from "../host/notify-config.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
 

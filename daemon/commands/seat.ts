@@ -1,7 +1,7 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { readFileSync } from "node:fs";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
-import { createRpcClient } from "../../src/rpc/index.js";
+import { createRpcClient } from "../../src/rpc/client.js";
 import { resolveHome } from "../host/home.js";
 import { selftestSummary } from "../host/selftest-record.js";
 import { checkName } from "../host/names.js";

@@ -1,5 +1,7 @@
 import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
-import { createRpcClient, DaemonUnavailableError, EXIT } from "../../src/rpc/index.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { DaemonUnavailableError } from "../../src/rpc/errors.js";
+import { EXIT } from "../../src/rpc/cli-outcome.js";
 import { selftestSummary, type SelftestSummary } from "../host/selftest-record.js";
 import { resolveHome } from "../host/home.js";
 import type { Ambient } from "../host/ambient.js";

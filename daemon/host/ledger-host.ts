@@ -1,12 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { writeFileAtomic } from "../../src/ledger/atomic-file.js";
-import { join } from "node:path";
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { loadDaemonKey, loadOrCreateDaemonKey, openLedger, type DaemonSigner, type Ledger } from "../../src/ledger/index.js";
 import { HeadReconciliationSchema } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LedgerStatusResponseSchema } from "../../src/gen/teamd/v1/control_pb.js";
 import type { TeamdHome } from "./home.js";
+import { ledgerExists, ledgerLayout, type LedgerLayout } from "./ledger-layout.js";
+
+export { ledgerExists, ledgerLayout, type LedgerLayout } from "./ledger-layout.js";
 
 /**
  * Where the ledger's pieces live under TEAMD_HOME, and how the daemon (or, in user mode
@@ -14,30 +16,6 @@ import type { TeamdHome } from "./home.js";
  * a copy of the owner's public key; the ledger's genesis pins both, and opening checks that
  * the copy matches the genesis (a swapped copy fails closed).
  */
-export interface LedgerLayout {
-  readonly dir: string;
-  readonly flagsDir: string;
-  readonly keysDir: string;
-  readonly daemonKey: string;
-  readonly ownerPublicKey: string;
-  readonly daemonPublicKey: string;
-  readonly db: string;
-}
-
-export function ledgerLayout(home: TeamdHome): LedgerLayout {
-  const dir = join(home.root, "ledger");
-  const keysDir = join(home.root, "keys");
-  return {
-    dir,
-    flagsDir: join(home.root, "flags"),
-    keysDir,
-    daemonKey: join(keysDir, "daemon.key"),
-    ownerPublicKey: join(keysDir, "owner.pub"),
-    daemonPublicKey: join(keysDir, "daemon.pub"),
-    db: join(dir, "ledger.db"),
-  };
-}
-
 /** The daemon's key, made on first use (keys/ is the daemon's alone: 0700, the key 0600). */
 export async function daemonKey(layout: LedgerLayout): Promise<DaemonSigner> {
   await mkdir(layout.keysDir, { recursive: true, mode: 0o700 });
@@ -67,10 +45,6 @@ export function readPinnedOwnerKey(layout: LedgerLayout): Uint8Array | undefined
 export async function writePinnedOwnerKey(layout: LedgerLayout, publicKey: Uint8Array): Promise<void> {
   await mkdir(layout.keysDir, { recursive: true, mode: 0o700 });
   await writeHexKey(layout.ownerPublicKey, publicKey);
-}
-
-export function ledgerExists(layout: LedgerLayout): boolean {
-  return existsSync(layout.db);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 /**
  * Team and seat names become parts of paths and record fields, so they are kept to a
  * small alphabet that cannot traverse, hide or collide: lower-case letters, digits and

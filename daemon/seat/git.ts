@@ -10,15 +10,13 @@ import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.j
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
 import { git, gitInput, gitSucceeds, treeOfCommit } from "../../src/effects/git.js";
 import {
-  changedPaths,
-  checkCommitText,
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
-  newCommits,
   PackRejected,
   readRef,
   receivePack,
   RefMoved,
+  pushedCommits,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack } from "../../src/effects/git-serve.js";
@@ -445,10 +443,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         commits = [];
         paths = [];
       } else {
-        commits = await newCommits(src.repo, q, update.newOid, { readable });
-        const limits = await limitsFor(ctx);
-        await checkCommitText(src.repo, q, commits, limits);
-        paths = (await changedPaths(src.repo, q, commits, limits)).paths;
+        // The new commits (checked connected and self-contained), their text and the paths they
+        // change: newCommits, checkCommitText and changedPaths, their contained reads at once (issue 26).
+        ({ commits, paths } = await pushedCommits(src.repo, q, update.newOid, { readable, ...(await limitsFor(ctx)) }));
       }
     } catch (error) {
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));

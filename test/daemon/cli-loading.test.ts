@@ -37,10 +37,13 @@ describe("teamd loads only what its command needs", () => {
     },
   );
 
-  it("the control: teamd status loads the gRPC client (the hook sees it)", () => {
+  it("the control: teamd status loads the gRPC client and its messages (the hook sees them), and not grpc-js", () => {
     const { code, urls } = loaded(["status", "--socket", "/nonexistent/teamd-cli-loading/control.sock"]);
     expect(code).not.toBe(0);
-    expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
+    expect(urls.some((url) => url.endsWith("/dist/src/rpc/client.js"))).toBe(true);
+    expect(urls.some((url) => /\/src\/gen\//.test(url))).toBe(true);
+    // The client speaks gRPC over node:http2 (src/rpc/client.ts); grpc-js is the daemon's.
+    expect(urls.filter((url) => /@grpc\/grpc-js/.test(url))).toEqual([]);
   });
 });
 
@@ -52,9 +55,11 @@ describe("teamd-shim loads only what its command needs", () => {
     expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
   });
 
-  it("the control: teamd-shim whoami loads the gRPC client", () => {
+  it("the control: teamd-shim whoami loads the gRPC client and its messages, and not grpc-js", () => {
     const { code, urls } = loaded(["whoami"], SHIM);
     expect(code).not.toBe(0);
-    expect(urls.some((url) => /@grpc\/grpc-js/.test(url))).toBe(true);
+    expect(urls.some((url) => url.endsWith("/dist/src/rpc/client.js"))).toBe(true);
+    expect(urls.some((url) => /\/src\/gen\//.test(url))).toBe(true);
+    expect(urls.filter((url) => /@grpc\/grpc-js/.test(url))).toEqual([]);
   });
 });
