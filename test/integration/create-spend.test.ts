@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { makeRepo } from "../support/repo.js";
-import { seatCalls, waitingSeat } from "../support/seat-calls.js";
+import { seatCalls, waitingSeat, writeInSeat } from "../support/seat-calls.js";
 import { createHarness, expectRefused, type TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
 import { anthropicMeter, writeMetersFile } from "../support/meters-file.js";
@@ -42,11 +42,7 @@ describe.runIf(process.platform === "linux")("create carves a spend slice (§8, 
   const roots: string[] = [];
   const spendOf = async (team: string) =>
     (JSON.parse(await h.ok(["status", "--json"])) as { teams: { team: string; spend: Spend | null }[] }).teams.find((t) => t.team === team)?.spend ?? null;
-  const put = async (name: string, text: string) => {
-    const r = await h.sh("maker", `echo ${Buffer.from(text).toString("base64")} | base64 -d > /tmp/${name}`);
-    expect(r.code, r.stderr).toBe(0);
-    return `/tmp/${name}`;
-  };
+  const put = (name: string, text: string) => writeInSeat(h, "maker", name, text);
 
   beforeAll(async () => {
     provider = await startFakeProvider({ key: KEY });

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { makeRepo } from "../support/repo.js";
-import { seatCalls, waitingSeat } from "../support/seat-calls.js";
+import { seatCalls, waitingSeat, writeInSeat } from "../support/seat-calls.js";
 import { initTeam, type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -55,11 +55,7 @@ describe.runIf(process.platform === "linux")("create through a real seat (ยง9, ย
   const roots: string[] = [];
 
   /** Put a child file in the seat's /tmp (the seat writes it; the shim reads it there). */
-  const put = async (seat: string, name: string, text: string) => {
-    const r = await h.sh(seat, `echo ${Buffer.from(text).toString("base64")} | base64 -d > /tmp/${name}`);
-    expect(r.code, r.stderr).toBe(0);
-    return `/tmp/${name}`;
-  };
+  const put = (seat: string, name: string, text: string) => writeInSeat(h, seat, name, text);
 
   beforeAll(async () => {
     h = await initTeam("teamd-create-");

@@ -47,3 +47,10 @@ export function seatCalls(h: TeamdHarness): {
     },
   };
 }
+
+/** A file the seat writes itself, in its own /tmp (through its shell: no host path involved): its path inside the seat. */
+export async function writeInSeat(h: TeamdHarness, seat: string, name: string, text: string): Promise<string> {
+  const r = await h.sh(seat, `echo ${Buffer.from(text).toString("base64")} | base64 -d > /tmp/${name}`);
+  expect(r.code, r.stderr).toBe(0);
+  return `/tmp/${name}`;
+}
