@@ -276,6 +276,10 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     let httpCode: number | undefined;
     let waiter: (() => void) | undefined;
     let done = false;
+    // Settles when the call ends: a write waiting for the window (a server that answered early, a refusal,
+    // stops reading) is released by it — else it waits on a drain that never comes, with nothing keeping the process alive.
+    let ended: () => void = () => undefined;
+    const over = new Promise<void>((resolve) => (ended = resolve));
     const wake = () => {
       const w = waiter;
       waiter = undefined;
@@ -285,6 +289,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       if (status === undefined) status = end;
       if (!done) {
         done = true;
+        ended();
         clearTimeout(timer);
         active -= 1;
         if (active === 0 && connection?.s === s) s.unref();
@@ -393,7 +398,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       },
       async write(message) {
         if (done || stream.destroyed) return;
-        if (!stream.write(frame(message))) await Promise.race([once(stream, "drain"), once(stream, "close")]);
+        if (!stream.write(frame(message))) await Promise.race([once(stream, "drain"), once(stream, "close"), over]);
       },
       end() {
         if (!stream.destroyed && !stream.writableEnded) stream.end();
