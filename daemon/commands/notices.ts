@@ -1,11 +1,10 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { openStore, type StoreReader } from "../../src/ledger/store.js";
 import { describeStored, type LedgerEntry } from "../../src/ledger/entry.js";
 import { writeFileAtomic } from "../../src/ledger/atomic-file.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
+import { countUnseen, isTold, lastSeenNotice, noticesSeenPath } from "../host/notice-mark.js";
 import { ledgerExists, ledgerLayout } from "../host/ledger-layout.js";
 import { loadNotifyHook, notifyConfigPath, saveNotifyHook } from "../host/notify-config.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
@@ -13,37 +12,18 @@ import { terminalJson, terminalText } from "../host/terminal-text.js";
 const PAGE = 500;
 
 /**
- * A notice the daemon told (action `notice`, daemon/server/notices.ts). Other records of the notice
- * type (an owner's `teamd exec`, recorded as `seat.exec`) are the log's, not the owner's inbox.
+ * How many notice records are newer than the last one the owner saw, read from the store here.
+ * `teamd status` asks the daemon (StatusResponse.notices_unseen); this is for a daemon too old
+ * to answer it.
  */
-const isTold = (entry: LedgerEntry): boolean => entry.action === "notice" && entry.actor === "daemon";
-
-/** The last notice the owner has seen, kept beside the ledger (the owner's own state, not a record). */
-const seenPath = (home: TeamdHome): string => join(home.root, "notices.seen");
-
-export function lastSeenNotice(home: TeamdHome): number {
-  try {
-    const n = Number(readFileSync(seenPath(home), "utf8").trim());
-    return Number.isSafeInteger(n) && n >= 0 ? n : -1;
-  } catch {
-    return -1;
-  }
-}
-
-/** How many notice records are newer than the last one the owner saw (for `teamd status`). */
 export function unseenNotices(home: TeamdHome): number | undefined {
   const layout = ledgerLayout(home);
   if (!ledgerExists(layout)) return undefined;
   let store: StoreReader | undefined;
   try {
-    store = openStore(layout.db, { readonly: true });
-    let n = 0;
-    for (let from = lastSeenNotice(home) + 1; ;) {
-      const rows = store.recordsOfType(RecordType.NOTICE, from, PAGE);
-      n += rows.filter((row) => isTold(describeStored(row))).length;
-      if (rows.length < PAGE) return n;
-      from = (rows[rows.length - 1] as { seq: number }).seq + 1;
-    }
+    const open = openStore(layout.db, { readonly: true });
+    store = open;
+    return countUnseen(home, (from, limit) => open.recordsOfType(RecordType.NOTICE, from, limit).map(describeStored), PAGE);
   } catch {
     return undefined;
   } finally {
@@ -75,7 +55,7 @@ export async function noticesCommand(options: { all?: boolean; follow?: boolean;
   let printed = 0;
   const markSeen = async (seq: number) => {
     // Best effort: a read-only TEAMD_HOME (another user's system daemon) still shows notices.
-    await writeFileAtomic(seenPath(home), new TextEncoder().encode(`${seq}\n`), { mode: 0o600 }).catch(() => undefined);
+    await writeFileAtomic(noticesSeenPath(home), new TextEncoder().encode(`${seq}\n`), { mode: 0o600 }).catch(() => undefined);
   };
   try {
     const print = async () => {

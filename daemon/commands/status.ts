@@ -1,8 +1,8 @@
-import { ControlService, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
+import { ControlService, type SelftestStanding, type StatusResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { DaemonUnavailableError } from "../../src/rpc/errors.js";
 import { EXIT } from "../../src/rpc/cli-outcome.js";
-import { selftestSummary, type SelftestSummary } from "../host/selftest-record.js";
+import type { SelftestSummary } from "../host/selftest-record.js";
 import { resolveHome } from "../host/home.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
@@ -308,6 +308,19 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
   return lines.join("\n") + "\n";
 }
 
+function fromDaemon(reply: StatusResponse, standing: SelftestStanding): { unseen: number | undefined; selftest: SelftestSummary } {
+  const kind = standing.standing === "passed" || standing.standing === "failed" ? standing.standing : "unproven";
+  return {
+    unseen: reply.noticesUnseen,
+    selftest: { standing: kind, ...(standing.at !== "" ? { at: standing.at } : {}), ...(kind !== "passed" ? { reason: standing.reason } : {}) },
+  };
+}
+
+async function readHere(home: TeamdHome): Promise<{ unseen: number | undefined; selftest: SelftestSummary }> {
+  const [{ unseenNotices }, { selftestSummary }] = await Promise.all([import("./notices.js"), import("../host/selftest-record.js")]);
+  return { unseen: unseenNotices(home), selftest: selftestSummary(home) };
+}
+
 export async function status(options: { json?: boolean; socket?: string }, ambient: Ambient): Promise<void> {
   const home = resolveHome();
   const socket = options.socket ?? home.controlSocket;
@@ -325,13 +338,11 @@ export async function status(options: { json?: boolean; socket?: string }, ambie
       process.exitCode = EXIT.unavailable;
       return;
     }
-    // Read here from the ledger (read-only): the seen mark is the owner's, beside the ledger.
-    // Imported here, not above: the ledger's store, SQLite and its generated messages are
-    // status's alone, and the seat commands (exec) share this bundle (issue 26).
-    const { unseenNotices } = await import("./notices.js");
-    const unseen = unseenNotices(home);
+    // The daemon counts the unseen notices and reads the last selftest (issue 26: no SQLite and
+    // no bubblewrap in this process). A daemon that answers neither is older than this client:
+    // then both are read here, as before — the ledger read-only, the seen mark beside it.
+    const { unseen, selftest } = reply.selftest !== undefined ? fromDaemon(reply, reply.selftest) : await readHere(home);
     const last = await lastRuns(home, reply);
-    const selftest = selftestSummary(home);
     // Line by line through the one renderer: a reason may quote what a seat sent.
     process.stdout.write(
       options.json

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { closeSync, constants, existsSync, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { release } from "node:os";
 import { join } from "node:path";
 import { TEAMD_VERSION } from "../../src/rpc/protocol.js";
@@ -24,14 +24,48 @@ export function selftestPath(home: TeamdHome): string {
 }
 
 /** What a selftest's result is bound to: teamd's version, bubblewrap's, the kernel's release. */
-export function hostFingerprint(): HostFingerprint {
-  const bwrap = BWRAP_CANDIDATES.find((p) => existsSync(p));
-  let bwrapVersion = "none";
-  if (bwrap !== undefined) {
-    const out = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: 5_000 });
-    bwrapVersion = (out.stdout ?? "").trim().split("\n")[0] || `${bwrap} (version unknown)`;
+export function hostFingerprint(bwrap: () => string = askBwrapVersion): HostFingerprint {
+  return { teamd: TEAMD_VERSION, bwrap: bwrap(), kernel: release(), arch: process.arch };
+}
+
+/** The first bubblewrap found, and its identity (device, inode, size, modification and change times). */
+function findBwrap(): { path: string; identity: string } | undefined {
+  for (const path of BWRAP_CANDIDATES) {
+    try {
+      const s = statSync(path);
+      return { path, identity: `${path}:${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}` };
+    } catch {
+      continue;
+    }
   }
-  return { teamd: TEAMD_VERSION, bwrap: bwrapVersion, kernel: release(), arch: process.arch };
+  return undefined;
+}
+
+function versionOf(path: string): { version: string; answered: boolean } {
+  const out = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 5_000 });
+  return { version: (out.stdout ?? "").trim().split("\n")[0] || `${path} (version unknown)`, answered: out.status === 0 };
+}
+
+function askBwrapVersion(): string {
+  const found = findBwrap();
+  return found === undefined ? "none" : versionOf(found.path).version;
+}
+
+/**
+ * bubblewrap's version, asked again only when another file answers to its name: the daemon
+ * reads the selftest's standing on every `teamd status`, and `bwrap --version` each time cost
+ * its event loop ~3 ms a call (issue 26). A run that did not answer is not remembered.
+ */
+export function rememberedBwrapVersion(): () => string {
+  let asked: { readonly identity: string; readonly version: string } | undefined;
+  return () => {
+    const found = findBwrap();
+    if (found === undefined) return "none";
+    if (asked?.identity === found.identity) return asked.version;
+    const { version, answered } = versionOf(found.path);
+    asked = answered ? { identity: found.identity, version } : undefined;
+    return version;
+  };
 }
 
 export function writeSelftestRecord(home: TeamdHome, doc: SelftestDocument, pid: number = process.pid): void {
@@ -118,8 +152,8 @@ export interface SelftestSummary {
   readonly reason?: string;
 }
 
-export function selftestSummary(home: TeamdHome): SelftestSummary {
-  const s = selftestStanding(home);
+export function selftestSummary(home: TeamdHome, now: HostFingerprint = hostFingerprint()): SelftestSummary {
+  const s = selftestStanding(home, now);
   return {
     standing: s.kind,
     ...(s.doc ? { at: s.doc.startedAt } : {}),

@@ -8,7 +8,8 @@ import { describeLedger } from "../host/ledger-host.js";
 import type { SeatManager, SeatView } from "../lifecycle/manager.js";
 import { checkName } from "../host/names.js";
 import { handleStopAll } from "./stop-all-handler.js";
-import { ledgerSummary, stopsInForce, teamsStatus } from "./status-report.js";
+import { rememberedBwrapVersion } from "../host/selftest-record.js";
+import { ledgerSummary, noticesUnseen, selftestStandingMessage, stopsInForce, teamsStatus } from "./status-report.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
 import { attachSession } from "./attach-session.js";
 import type { SpendStatus } from "./spend-book.js";
@@ -39,6 +40,7 @@ function named(kind: "team" | "seat", value: string): string | undefined {
 
 /** The owner-facing service, served only on the control socket. */
 export function createControlService(state: ControlState): ServiceImpl<typeof ControlService> {
+  const bwrapVersion = rememberedBwrapVersion();
   return {
     async hello() {
       return { daemon: { protocol: PROTOCOL_VERSION, program: TEAMD_VERSION } };
@@ -57,6 +59,9 @@ export function createControlService(state: ControlState): ServiceImpl<typeof Co
         ledger: ledgerSummary(state.ledger.get()),
         stops: stopsInForce(state.ledger.get()),
         teams: await teamsStatus(state.ledger.get(), state.now(), await state.seats(), (team) => state.spend?.(team)),
+        // Counted and read here, so the owner's status loads no SQLite and runs no bubblewrap (issue 26).
+        noticesUnseen: noticesUnseen(state.teamdHome, state.ledger.get()),
+        selftest: selftestStandingMessage(state.teamdHome, bwrapVersion),
       };
     },
     async ownerAct(request) {

@@ -1,6 +1,14 @@
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { LabEnvelopeSchema, LedgerSummarySchema, SpendStatusSchema, StopInForceSchema, TeamStatusSchema } from "../../src/gen/teamd/v1/control_pb.js";
+import type {
+  LabEnvelopeSchema,
+  LedgerSummarySchema,
+  SelftestStandingSchema,
+  SpendStatusSchema,
+  StopInForceSchema,
+  TeamStatusSchema,
+} from "../../src/gen/teamd/v1/control_pb.js";
+import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { SpendStatus } from "./spend-book.js";
 import type { Policy } from "../../src/kernel/index.js";
 import type { Ledger } from "../../src/ledger/index.js";
@@ -11,6 +19,9 @@ import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import { runtimeLeftMs, runtimeWindowMs } from "../../src/kernel/envelope-runtime.js";
 import { seatCarve } from "../../src/kernel/create-bound.js";
 import { TEAM_FILE_NAME } from "../host/team-file-placement.js";
+import type { TeamdHome } from "../host/home.js";
+import { countUnseen } from "../host/notice-mark.js";
+import { hostFingerprint, selftestSummary } from "../host/selftest-record.js";
 
 /**
  * What `teamd status` shows beyond the seats: the ledger's head, the owner's stops in force,
@@ -19,6 +30,22 @@ import { TEAM_FILE_NAME } from "../host/team-file-placement.js";
  * part answers on its own: a team whose policy no longer loads, or a ledger that is down,
  * is reported as such, never an error for the whole status.
  */
+
+/** The notices the owner has not seen (docs/status.md `notices.unseen`), counted in the daemon's own store; undefined when it has none. */
+export function noticesUnseen(home: TeamdHome, ledger: Ledger | undefined): number | undefined {
+  if (ledger === undefined) return undefined;
+  try {
+    return countUnseen(home, (from, limit) => ledger.entries(from, limit, RecordType.NOTICE));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The last selftest as a start reads it (the fingerprint of bubblewrap is remembered while its binary is unchanged). */
+export function selftestStandingMessage(home: TeamdHome, bwrapVersion: () => string): MessageInitShape<typeof SelftestStandingSchema> {
+  const s = selftestSummary(home, hostFingerprint(bwrapVersion));
+  return { standing: s.standing, at: s.at ?? "", reason: s.reason ?? "" };
+}
 
 export function ledgerSummary(ledger: Ledger | undefined): MessageInitShape<typeof LedgerSummarySchema> {
   // The same reading LedgerStatus gives (keys and the reconciliation observation left out).

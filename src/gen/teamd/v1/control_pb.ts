@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/control.proto.
  */
 export const file_teamd_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3QilgIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cyJzCg1MZWRnZXJTdW1tYXJ5Eg0KBXN0YXRlGAEgASgJEgwKBHJ1bGUYAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGhlYWRfc2VxGAQgASgEEhEKCWhlYWRfaGFzaBgFIAEoCRIQCgh2ZXJpZmllZBgGIAEoCCJRCgtTdG9wSW5Gb3JjZRIPCgdmbGFnX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHRlYW0YAyABKAkSFAoMcmVjb3JkZWRfc2VxGAQgASgEIsIDCgpUZWFtU3RhdHVzEgwKBHRlYW0YASABKAkSEgoKcmVwb3NpdG9yeRgCIAEoCRILCgNodWIYAyABKAkSEgoKcG9saWN5X3NlcRgEIAEoBBITCgtwb2xpY3lfaGFzaBgFIAEoCRIRCgl0ZWFtX2ZpbGUYBiABKAkSGAoQdGVhbV9maWxlX2RldGFpbBgHIAEoCRINCgVsZWFkcxgIIAEoCRINCgVzZWF0cxgJIAMoCRITCgtsaXZlX2xlYXNlcxgKIAEoDRIWCg5wb2xpY3lfcHJvYmxlbRgLIAEoCRITCgtyZXZpZXdfbW9kZRgMIAEoCRIUCgxyZXZpZXdfZmxvb3IYDSABKA0SJwoIZW52ZWxvcGUYDiADKAsyFS50ZWFtZC52MS5MYWJFbnZlbG9wZRISCgpydW50aW1lX21zGA8gASgEEhcKD3J1bnRpbWVfbGVmdF9tcxgQIAEoAxIkCgVzcGVuZBgRIAEoCzIVLnRlYW1kLnYxLlNwZW5kU3RhdHVzEhkKEWRlbGVnYXRlZF9jaGFuZ2VzGBIgASgNEg4KBnBhcmVudBgTIAEoCRISCgpjcmVhdGVkX2J5GBQgASgJIugBCgtTcGVuZFN0YXR1cxIQCghjdXJyZW5jeRgBIAEoCRIcChRwZXJpb2Rfc3RhcnRfdW5peF9tcxgCIAEoAxIaChJwZXJpb2RfZW5kX3VuaXhfbXMYAyABKAMSDQoFbGltaXQYBCABKAMSEAoIcmVwb3J0ZWQYBSABKAMSEAoIcmVzZXJ2ZWQYBiABKAMSEQoJcmVtYWluZGVyGAcgASgDEg8KB292ZXJhZ2UYCCABKAMSFAoMcGVyX2Rpc3BhdGNoGAkgASgDEiAKBGxhYnMYCiADKAsyEi50ZWFtZC52MS5MYWJTcGVuZCKkAQoITGFiU3BlbmQSCwoDbGFiGAEgASgJEg8KB2xpbWl0ZWQYAiABKAgSDQoFbGltaXQYAyABKAMSEAoIcmVwb3J0ZWQYBCABKAMSEAoIcmVzZXJ2ZWQYBSABKAMSEQoJcmVtYWluZGVyGAYgASgDEg0KBW1ldGVyGAcgASgJEiUKBm1ldGVycxgIIAMoCzIVLnRlYW1kLnYxLk1ldGVyU3RhdHVzIj4KC01ldGVyU3RhdHVzEgwKBG5hbWUYASABKAkSEgoKYXRfdW5peF9tcxgCIAEoAxINCgVlcnJvchgDIAEoCSKGAQoLTGFiRW52ZWxvcGUSCwoDbGFiGAEgASgJEhQKDHNlYXRzX2NhcHBlZBgCIAEoCBIRCglzZWF0c19jYXAYAyABKA0SEgoKc2VhdHNfbGl2ZRgEIAEoDRIZChF2aXNpYmlsaXR5X2NhcHBlZBgFIAEoCBISCgp2aXNpYmlsaXR5GAYgAygJIsECCgpTZWF0U3RhdHVzEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIOCgZzb2NrZXQYAyABKAkSDQoFc3RhdGUYBCABKAkSEAoIaW5pdF9waWQYBSABKA0SDgoGcnVuX2lkGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAkSDgoGbGltaXRzGAggASgJEhIKCnJlcG9zaXRvcnkYCSABKAkSCwoDdWlkGAogASgNEhMKC2NvbnRhaW5tZW50GAsgASgJEg4KBmNncm91cBgMIAEoCRIOCgZjcHVfbXMYDSABKAQSFAoMbWVtb3J5X2J5dGVzGA4gASgEEhIKCm1ldGVyZWRfYnkYDyABKAkSDgoGZnJvemVuGBAgASgIEhUKDXN0YXJ0X2NoYW5nZWQYESABKAkSCwoDbGFiGBIgASgJIj0KEUZyZWV6ZVNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIMCgR0aGF3GAMgASgIIkUKEkZyZWV6ZVNlYXRSZXNwb25zZRIiCgRzZWF0GAEgASgLMhQudGVhbWQudjEuU2VhdFN0YXR1cxILCgNzZXEYAiABKAQidgoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudGVhbWQudjEuQXR0YWNoT3BlbkgAEg4KBGtleXMYAiABKAxIABImCgZyZXNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplSABCBwoFaW5wdXQimwEKCkF0dGFjaE9wZW4SDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEiIKBHNpemUYAyABKAsyFC50ZWFtZC52MS5BdHRhY2hTaXplEg8KB2NvbW1hbmQYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRISCgpub190aW1lb3V0GAYgASgIEhQKDGZvcndhcmRfcG9ydBgHIAEoDSIoCgpBdHRhY2hTaXplEgwKBGNvbHMYASABKA0SDAoEcm93cxgCIAEoDSJ3Cg5BdHRhY2hSZXNwb25zZRImCgVyZWFkeRgBIAEoCzIVLnRlYW1kLnYxLkF0dGFjaFJlYWR5SAASDgoEZGF0YRgCIAEoDEgAEg8KBWVuZGVkGAMgASgJSAASEgoIZGV0YWNoZWQYBCABKAlIAEIICgZvdXRwdXQiXwoLQXR0YWNoUmVhZHkSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEhMKC2NvbnRhaW5tZW50GAMgASgJEgsKA3NlcRgEIAEoBBISCgpzY3JvbGxiYWNrGAUgASgNIi4KEFN0YXJ0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjgKEVN0YXJ0U2VhdFJlc3BvbnNlEiMKBXNlYXRzGAEgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyItCg9TdG9wU2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJIjkKEFN0b3BTZWF0UmVzcG9uc2USJQoHc3RvcHBlZBgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMicQoLRXhlY1JlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg8KB2NvbW1hbmQYAyADKAkSEgoKdGltZW91dF9tcxgEIAEoDRINCgVzdGRpbhgFIAEoDBISCgpub190aW1lb3V0GAYgASgIIl8KDEV4ZWNSZXNwb25zZRIQCgZzdGRvdXQYASABKAxIABIQCgZzdGRlcnIYAiABKAxIABIiCgRkb25lGAMgASgLMhIudGVhbWQudjEuRXhlY0RvbmVIAEIHCgVldmVudCJqCghFeGVjRG9uZRIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgMEg4KBnN0ZGVychgDIAEoDBILCgNob3cYBCABKAkSEQoJdHJ1bmNhdGVkGAUgASgIEgsKA3NlcRgGIAEoBCIVChNMZWRnZXJTdGF0dXNSZXF1ZXN0IrIBChRMZWRnZXJTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEwoLb2JzZXJ2YXRpb24YBiABKAwSGAoQb3duZXJfcHVibGljX2tleRgHIAEoDBIZChFkYWVtb25fcHVibGljX2tleRgIIAEoDCIdCg5TdG9wQWxsUmVxdWVzdBILCgNhY3QYASABKAwieAoPU3RvcEFsbFJlc3BvbnNlEg8KB2ZsYWdfaWQYASABKAkSEAoIcmVjb3JkZWQYAiABKAgSCwoDc2VxGAMgASgEEg4KBnJlYXNvbhgEIAEoCRIlCgdzdG9wcGVkGAUgAygLMhQudGVhbWQudjEuU2VhdFN0YXR1cyIkChRQb2xpY3lJbkZvcmNlUmVxdWVzdBIMCgR0ZWFtGAEgASgJIqoCChVQb2xpY3lJbkZvcmNlUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBILCgNzZXEYAiABKAQSFgoOdGVhbV9maWxlX2hhc2gYAyABKAkSEQoJY2Fub25pY2FsGAQgASgJEk8KEXN0YXJ0X2ZpbGVfaGFzaGVzGAUgAygLMjQudGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlc3BvbnNlLlN0YXJ0RmlsZUhhc2hlc0VudHJ5EhEKCW93bmVyX3NlcRgGIAEoBBIsCglkZWxlZ2F0ZWQYByADKAsyGS50ZWFtZC52MS5EZWxlZ2F0ZWRDaGFuZ2UaNgoUU3RhcnRGaWxlSGFzaGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ5Cg9EZWxlZ2F0ZWRDaGFuZ2USCwoDc2VxGAEgASgEEgwKBGtpbmQYAiABKAkSDgoGY2hhbmdlGAMgASgJEg4KBnNpZ25lchgEIAEoCRIVCg1jb19hdXRob3JpemVyGAUgASgJEhQKDHRpbWVfdW5peF9tcxgGIAEoBCIdCg1MZWFzZXNSZXF1ZXN0EgwKBHRlYW0YASABKAkiRwoOTGVhc2VzUmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeRIPCgdyZXZva2VkGAIgAygJIj0KD0hhbHRTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDgoGcmVhc29uGAMgASgJIkgKCkhhbHRlZFNlYXQSIgoEc2VhdBgBIAEoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSFgoOY2hlY2twb2ludF9zZXEYAiABKAQiOAoQSGFsdFNlYXRSZXNwb25zZRIkCgZoYWx0ZWQYASADKAsyFC50ZWFtZC52MS5IYWx0ZWRTZWF0KuACCgxPd25lckFjdEtpbmQSHgoaT1dORVJfQUNUX0tJTkRfVU5TUEVDSUZJRUQQABIaChZPV05FUl9BQ1RfS0lORF9HRU5FU0lTEAESFwoTT1dORVJfQUNUX0tJTkRfVEVBTRACEhgKFE9XTkVSX0FDVF9LSU5EX0FQUExZEAMSHAoYT1dORVJfQUNUX0tJTkRfUkVDT05DSUxFEAQSGQoVT1dORVJfQUNUX0tJTkRfUkVTVU1FEAUSGAoUT1dORVJfQUNUX0tJTkRfTEVBU0UQBhIZChVPV05FUl9BQ1RfS0lORF9SRVZPS0UQBxIcChhPV05FUl9BQ1RfS0lORF9UT01CU1RPTkUQCBIYChRPV05FUl9BQ1RfS0lORF9SRU5FVxAJEhoKFk9XTkVSX0FDVF9LSU5EX0FSQ0hJVkUQChIfChtPV05FUl9BQ1RfS0lORF9DUkVBVEVfQk9VTkQQCzLsBwoOQ29udHJvbFNlcnZpY2USVAoFSGVsbG8SJC50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVxdWVzdBolLnRlYW1kLnYxLkNvbnRyb2xTZXJ2aWNlSGVsbG9SZXNwb25zZRJXCgZXaG9BbUkSJS50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlcXVlc3QaJi50ZWFtZC52MS5Db250cm9sU2VydmljZVdob0FtSVJlc3BvbnNlEjsKBlN0YXR1cxIXLnRlYW1kLnYxLlN0YXR1c1JlcXVlc3QaGC50ZWFtZC52MS5TdGF0dXNSZXNwb25zZRJBCghPd25lckFjdBIZLnRlYW1kLnYxLk93bmVyQWN0UmVxdWVzdBoaLnRlYW1kLnYxLk93bmVyQWN0UmVzcG9uc2USTQoMTGVkZ2VyU3RhdHVzEh0udGVhbWQudjEuTGVkZ2VyU3RhdHVzUmVxdWVzdBoeLnRlYW1kLnYxLkxlZGdlclN0YXR1c1Jlc3BvbnNlElAKDVBvbGljeUluRm9yY2USHi50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVxdWVzdBofLnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZRJECglTdGFydFNlYXQSGi50ZWFtZC52MS5TdGFydFNlYXRSZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRTZWF0UmVzcG9uc2USQQoIU3RvcFNlYXQSGS50ZWFtZC52MS5TdG9wU2VhdFJlcXVlc3QaGi50ZWFtZC52MS5TdG9wU2VhdFJlc3BvbnNlEjcKBEV4ZWMSFS50ZWFtZC52MS5FeGVjUmVxdWVzdBoWLnRlYW1kLnYxLkV4ZWNSZXNwb25zZTABEj8KBkF0dGFjaBIXLnRlYW1kLnYxLkF0dGFjaFJlcXVlc3QaGC50ZWFtZC52MS5BdHRhY2hSZXNwb25zZSgBMAESPgoHU3RvcEFsbBIYLnRlYW1kLnYxLlN0b3BBbGxSZXF1ZXN0GhkudGVhbWQudjEuU3RvcEFsbFJlc3BvbnNlEjsKBkxlYXNlcxIXLnRlYW1kLnYxLkxlYXNlc1JlcXVlc3QaGC50ZWFtZC52MS5MZWFzZXNSZXNwb25zZRJHCgpGcmVlemVTZWF0EhsudGVhbWQudjEuRnJlZXplU2VhdFJlcXVlc3QaHC50ZWFtZC52MS5GcmVlemVTZWF0UmVzcG9uc2USQQoISGFsdFNlYXQSGS50ZWFtZC52MS5IYWx0U2VhdFJlcXVlc3QaGi50ZWFtZC52MS5IYWx0U2VhdFJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_shim]);
+  fileDesc("ChZ0ZWFtZC92MS9jb250cm9sLnByb3RvEgh0ZWFtZC52MSJECg9Pd25lckFjdFJlcXVlc3QSJAoEa2luZBgBIAEoDjIWLnRlYW1kLnYxLk93bmVyQWN0S2luZBILCgNhY3QYAiABKAwiMAoQT3duZXJBY3RSZXNwb25zZRILCgNzZXEYASABKAQSDwoHY3JlYXRlZBgCIAEoCCJHChpDb250cm9sU2VydmljZUhlbGxvUmVxdWVzdBIpCgZjbGllbnQYASABKAsyGS50ZWFtZC52MS5Qcm90b2NvbFZlcnNpb24iSAobQ29udHJvbFNlcnZpY2VIZWxsb1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbiIdChtDb250cm9sU2VydmljZVdob0FtSVJlcXVlc3QiSgocQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSFwoPZGFlbW9uX2luc3RhbmNlGAIgASgJIg8KDVN0YXR1c1JlcXVlc3Qi9AIKDlN0YXR1c1Jlc3BvbnNlEikKBmRhZW1vbhgBIAEoCzIZLnRlYW1kLnYxLlByb3RvY29sVmVyc2lvbhIXCg9kYWVtb25faW5zdGFuY2UYAiABKAkSCwoDcGlkGAMgASgNEgwKBG1vZGUYBCABKAkSDAoEaG9tZRgFIAEoCRIjCgVzZWF0cxgGIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSJwoGbGVkZ2VyGAcgASgLMhcudGVhbWQudjEuTGVkZ2VyU3VtbWFyeRIkCgVzdG9wcxgIIAMoCzIVLnRlYW1kLnYxLlN0b3BJbkZvcmNlEiMKBXRlYW1zGAkgAygLMhQudGVhbWQudjEuVGVhbVN0YXR1cxIbCg5ub3RpY2VzX3Vuc2VlbhgKIAEoDUgAiAEBEiwKCHNlbGZ0ZXN0GAsgASgLMhoudGVhbWQudjEuU2VsZnRlc3RTdGFuZGluZ0IRCg9fbm90aWNlc191bnNlZW4iQAoQU2VsZnRlc3RTdGFuZGluZxIQCghzdGFuZGluZxgBIAEoCRIKCgJhdBgCIAEoCRIOCgZyZWFzb24YAyABKAkicwoNTGVkZ2VyU3VtbWFyeRINCgVzdGF0ZRgBIAEoCRIMCgRydWxlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghoZWFkX3NlcRgEIAEoBBIRCgloZWFkX2hhc2gYBSABKAkSEAoIdmVyaWZpZWQYBiABKAgiUQoLU3RvcEluRm9yY2USDwoHZmxhZ19pZBgBIAEoCRINCgVzY29wZRgCIAEoCRIMCgR0ZWFtGAMgASgJEhQKDHJlY29yZGVkX3NlcRgEIAEoBCLCAwoKVGVhbVN0YXR1cxIMCgR0ZWFtGAEgASgJEhIKCnJlcG9zaXRvcnkYAiABKAkSCwoDaHViGAMgASgJEhIKCnBvbGljeV9zZXEYBCABKAQSEwoLcG9saWN5X2hhc2gYBSABKAkSEQoJdGVhbV9maWxlGAYgASgJEhgKEHRlYW1fZmlsZV9kZXRhaWwYByABKAkSDQoFbGVhZHMYCCABKAkSDQoFc2VhdHMYCSADKAkSEwoLbGl2ZV9sZWFzZXMYCiABKA0SFgoOcG9saWN5X3Byb2JsZW0YCyABKAkSEwoLcmV2aWV3X21vZGUYDCABKAkSFAoMcmV2aWV3X2Zsb29yGA0gASgNEicKCGVudmVsb3BlGA4gAygLMhUudGVhbWQudjEuTGFiRW52ZWxvcGUSEgoKcnVudGltZV9tcxgPIAEoBBIXCg9ydW50aW1lX2xlZnRfbXMYECABKAMSJAoFc3BlbmQYESABKAsyFS50ZWFtZC52MS5TcGVuZFN0YXR1cxIZChFkZWxlZ2F0ZWRfY2hhbmdlcxgSIAEoDRIOCgZwYXJlbnQYEyABKAkSEgoKY3JlYXRlZF9ieRgUIAEoCSLoAQoLU3BlbmRTdGF0dXMSEAoIY3VycmVuY3kYASABKAkSHAoUcGVyaW9kX3N0YXJ0X3VuaXhfbXMYAiABKAMSGgoScGVyaW9kX2VuZF91bml4X21zGAMgASgDEg0KBWxpbWl0GAQgASgDEhAKCHJlcG9ydGVkGAUgASgDEhAKCHJlc2VydmVkGAYgASgDEhEKCXJlbWFpbmRlchgHIAEoAxIPCgdvdmVyYWdlGAggASgDEhQKDHBlcl9kaXNwYXRjaBgJIAEoAxIgCgRsYWJzGAogAygLMhIudGVhbWQudjEuTGFiU3BlbmQipAEKCExhYlNwZW5kEgsKA2xhYhgBIAEoCRIPCgdsaW1pdGVkGAIgASgIEg0KBWxpbWl0GAMgASgDEhAKCHJlcG9ydGVkGAQgASgDEhAKCHJlc2VydmVkGAUgASgDEhEKCXJlbWFpbmRlchgGIAEoAxINCgVtZXRlchgHIAEoCRIlCgZtZXRlcnMYCCADKAsyFS50ZWFtZC52MS5NZXRlclN0YXR1cyI+CgtNZXRlclN0YXR1cxIMCgRuYW1lGAEgASgJEhIKCmF0X3VuaXhfbXMYAiABKAMSDQoFZXJyb3IYAyABKAkihgEKC0xhYkVudmVsb3BlEgsKA2xhYhgBIAEoCRIUCgxzZWF0c19jYXBwZWQYAiABKAgSEQoJc2VhdHNfY2FwGAMgASgNEhIKCnNlYXRzX2xpdmUYBCABKA0SGQoRdmlzaWJpbGl0eV9jYXBwZWQYBSABKAgSEgoKdmlzaWJpbGl0eRgGIAMoCSLBAgoKU2VhdFN0YXR1cxIMCgRzZWF0GAEgASgJEgwKBHRlYW0YAiABKAkSDgoGc29ja2V0GAMgASgJEg0KBXN0YXRlGAQgASgJEhAKCGluaXRfcGlkGAUgASgNEg4KBnJ1bl9pZBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEg4KBmxpbWl0cxgIIAEoCRISCgpyZXBvc2l0b3J5GAkgASgJEgsKA3VpZBgKIAEoDRITCgtjb250YWlubWVudBgLIAEoCRIOCgZjZ3JvdXAYDCABKAkSDgoGY3B1X21zGA0gASgEEhQKDG1lbW9yeV9ieXRlcxgOIAEoBBISCgptZXRlcmVkX2J5GA8gASgJEg4KBmZyb3plbhgQIAEoCBIVCg1zdGFydF9jaGFuZ2VkGBEgASgJEgsKA2xhYhgSIAEoCSI9ChFGcmVlemVTZWF0UmVxdWVzdBIMCgR0ZWFtGAEgASgJEgwKBHNlYXQYAiABKAkSDAoEdGhhdxgDIAEoCCJFChJGcmVlemVTZWF0UmVzcG9uc2USIgoEc2VhdBgBIAEoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMSCwoDc2VxGAIgASgEInYKDUF0dGFjaFJlcXVlc3QSJAoEb3BlbhgBIAEoCzIULnRlYW1kLnYxLkF0dGFjaE9wZW5IABIOCgRrZXlzGAIgASgMSAASJgoGcmVzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZUgAQgcKBWlucHV0IpsBCgpBdHRhY2hPcGVuEgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIiCgRzaXplGAMgASgLMhQudGVhbWQudjEuQXR0YWNoU2l6ZRIPCgdjb21tYW5kGAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SEgoKbm9fdGltZW91dBgGIAEoCBIUCgxmb3J3YXJkX3BvcnQYByABKA0iKAoKQXR0YWNoU2l6ZRIMCgRjb2xzGAEgASgNEgwKBHJvd3MYAiABKA0idwoOQXR0YWNoUmVzcG9uc2USJgoFcmVhZHkYASABKAsyFS50ZWFtZC52MS5BdHRhY2hSZWFkeUgAEg4KBGRhdGEYAiABKAxIABIPCgVlbmRlZBgDIAEoCUgAEhIKCGRldGFjaGVkGAQgASgJSABCCAoGb3V0cHV0Il8KC0F0dGFjaFJlYWR5EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRITCgtjb250YWlubWVudBgDIAEoCRILCgNzZXEYBCABKAQSEgoKc2Nyb2xsYmFjaxgFIAEoDSIuChBTdGFydFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI4ChFTdGFydFNlYXRSZXNwb25zZRIjCgVzZWF0cxgBIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiLQoPU3RvcFNlYXRSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCSI5ChBTdG9wU2VhdFJlc3BvbnNlEiUKB3N0b3BwZWQYASADKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzInEKC0V4ZWNSZXF1ZXN0EgwKBHRlYW0YASABKAkSDAoEc2VhdBgCIAEoCRIPCgdjb21tYW5kGAMgAygJEhIKCnRpbWVvdXRfbXMYBCABKA0SDQoFc3RkaW4YBSABKAwSEgoKbm9fdGltZW91dBgGIAEoCCJfCgxFeGVjUmVzcG9uc2USEAoGc3Rkb3V0GAEgASgMSAASEAoGc3RkZXJyGAIgASgMSAASIgoEZG9uZRgDIAEoCzISLnRlYW1kLnYxLkV4ZWNEb25lSABCBwoFZXZlbnQiagoIRXhlY0RvbmUSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoDBIOCgZzdGRlcnIYAyABKAwSCwoDaG93GAQgASgJEhEKCXRydW5jYXRlZBgFIAEoCBILCgNzZXEYBiABKAQiFQoTTGVkZ2VyU3RhdHVzUmVxdWVzdCKyAQoUTGVkZ2VyU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSDAoEcnVsZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSEAoIaGVhZF9zZXEYBCABKAQSEQoJaGVhZF9oYXNoGAUgASgJEhMKC29ic2VydmF0aW9uGAYgASgMEhgKEG93bmVyX3B1YmxpY19rZXkYByABKAwSGQoRZGFlbW9uX3B1YmxpY19rZXkYCCABKAwiHQoOU3RvcEFsbFJlcXVlc3QSCwoDYWN0GAEgASgMIngKD1N0b3BBbGxSZXNwb25zZRIPCgdmbGFnX2lkGAEgASgJEhAKCHJlY29yZGVkGAIgASgIEgsKA3NlcRgDIAEoBBIOCgZyZWFzb24YBCABKAkSJQoHc3RvcHBlZBgFIAMoCzIULnRlYW1kLnYxLlNlYXRTdGF0dXMiJAoUUG9saWN5SW5Gb3JjZVJlcXVlc3QSDAoEdGVhbRgBIAEoCSKqAgoVUG9saWN5SW5Gb3JjZVJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSCwoDc2VxGAIgASgEEhYKDnRlYW1fZmlsZV9oYXNoGAMgASgJEhEKCWNhbm9uaWNhbBgEIAEoCRJPChFzdGFydF9maWxlX2hhc2hlcxgFIAMoCzI0LnRlYW1kLnYxLlBvbGljeUluRm9yY2VSZXNwb25zZS5TdGFydEZpbGVIYXNoZXNFbnRyeRIRCglvd25lcl9zZXEYBiABKAQSLAoJZGVsZWdhdGVkGAcgAygLMhkudGVhbWQudjEuRGVsZWdhdGVkQ2hhbmdlGjYKFFN0YXJ0RmlsZUhhc2hlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEieQoPRGVsZWdhdGVkQ2hhbmdlEgsKA3NlcRgBIAEoBBIMCgRraW5kGAIgASgJEg4KBmNoYW5nZRgDIAEoCRIOCgZzaWduZXIYBCABKAkSFQoNY29fYXV0aG9yaXplchgFIAEoCRIUCgx0aW1lX3VuaXhfbXMYBiABKAQiHQoNTGVhc2VzUmVxdWVzdBIMCgR0ZWFtGAEgASgJIkcKDkxlYXNlc1Jlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSDwoHcmV2b2tlZBgCIAMoCSI9Cg9IYWx0U2VhdFJlcXVlc3QSDAoEdGVhbRgBIAEoCRIMCgRzZWF0GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJICgpIYWx0ZWRTZWF0EiIKBHNlYXQYASABKAsyFC50ZWFtZC52MS5TZWF0U3RhdHVzEhYKDmNoZWNrcG9pbnRfc2VxGAIgASgEIjgKEEhhbHRTZWF0UmVzcG9uc2USJAoGaGFsdGVkGAEgAygLMhQudGVhbWQudjEuSGFsdGVkU2VhdCrgAgoMT3duZXJBY3RLaW5kEh4KGk9XTkVSX0FDVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWT1dORVJfQUNUX0tJTkRfR0VORVNJUxABEhcKE09XTkVSX0FDVF9LSU5EX1RFQU0QAhIYChRPV05FUl9BQ1RfS0lORF9BUFBMWRADEhwKGE9XTkVSX0FDVF9LSU5EX1JFQ09OQ0lMRRAEEhkKFU9XTkVSX0FDVF9LSU5EX1JFU1VNRRAFEhgKFE9XTkVSX0FDVF9LSU5EX0xFQVNFEAYSGQoVT1dORVJfQUNUX0tJTkRfUkVWT0tFEAcSHAoYT1dORVJfQUNUX0tJTkRfVE9NQlNUT05FEAgSGAoUT1dORVJfQUNUX0tJTkRfUkVORVcQCRIaChZPV05FUl9BQ1RfS0lORF9BUkNISVZFEAoSHwobT1dORVJfQUNUX0tJTkRfQ1JFQVRFX0JPVU5EEAsy7AcKDkNvbnRyb2xTZXJ2aWNlElQKBUhlbGxvEiQudGVhbWQudjEuQ29udHJvbFNlcnZpY2VIZWxsb1JlcXVlc3QaJS50ZWFtZC52MS5Db250cm9sU2VydmljZUhlbGxvUmVzcG9uc2USVwoGV2hvQW1JEiUudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXF1ZXN0GiYudGVhbWQudjEuQ29udHJvbFNlcnZpY2VXaG9BbUlSZXNwb25zZRI7CgZTdGF0dXMSFy50ZWFtZC52MS5TdGF0dXNSZXF1ZXN0GhgudGVhbWQudjEuU3RhdHVzUmVzcG9uc2USQQoIT3duZXJBY3QSGS50ZWFtZC52MS5Pd25lckFjdFJlcXVlc3QaGi50ZWFtZC52MS5Pd25lckFjdFJlc3BvbnNlEk0KDExlZGdlclN0YXR1cxIdLnRlYW1kLnYxLkxlZGdlclN0YXR1c1JlcXVlc3QaHi50ZWFtZC52MS5MZWRnZXJTdGF0dXNSZXNwb25zZRJQCg1Qb2xpY3lJbkZvcmNlEh4udGVhbWQudjEuUG9saWN5SW5Gb3JjZVJlcXVlc3QaHy50ZWFtZC52MS5Qb2xpY3lJbkZvcmNlUmVzcG9uc2USRAoJU3RhcnRTZWF0EhoudGVhbWQudjEuU3RhcnRTZWF0UmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0U2VhdFJlc3BvbnNlEkEKCFN0b3BTZWF0EhkudGVhbWQudjEuU3RvcFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuU3RvcFNlYXRSZXNwb25zZRI3CgRFeGVjEhUudGVhbWQudjEuRXhlY1JlcXVlc3QaFi50ZWFtZC52MS5FeGVjUmVzcG9uc2UwARI/CgZBdHRhY2gSFy50ZWFtZC52MS5BdHRhY2hSZXF1ZXN0GhgudGVhbWQudjEuQXR0YWNoUmVzcG9uc2UoATABEj4KB1N0b3BBbGwSGC50ZWFtZC52MS5TdG9wQWxsUmVxdWVzdBoZLnRlYW1kLnYxLlN0b3BBbGxSZXNwb25zZRI7CgZMZWFzZXMSFy50ZWFtZC52MS5MZWFzZXNSZXF1ZXN0GhgudGVhbWQudjEuTGVhc2VzUmVzcG9uc2USRwoKRnJlZXplU2VhdBIbLnRlYW1kLnYxLkZyZWV6ZVNlYXRSZXF1ZXN0GhwudGVhbWQudjEuRnJlZXplU2VhdFJlc3BvbnNlEkEKCEhhbHRTZWF0EhkudGVhbWQudjEuSGFsdFNlYXRSZXF1ZXN0GhoudGVhbWQudjEuSGFsdFNlYXRSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_shim]);
 
 /**
  * @generated from message teamd.v1.OwnerActRequest
@@ -209,6 +209,23 @@ export type StatusResponse = Message<"teamd.v1.StatusResponse"> & {
    * @generated from field: repeated teamd.v1.TeamStatus teams = 9;
    */
   teams: TeamStatus[];
+
+  /**
+   * The notices the daemon told that the owner has not seen yet (`teamd notices`), counted
+   * from the seen mark beside the ledger; absent when there is no ledger to count them in.
+   *
+   * @generated from field: optional uint32 notices_unseen = 10;
+   */
+  noticesUnseen?: number | undefined;
+
+  /**
+   * The last selftest on this host, as a seat's start reads it. Set by every daemon that
+   * counts notices_unseen too: a client that finds it absent is talking to an older daemon
+   * and reads both itself.
+   *
+   * @generated from field: teamd.v1.SelftestStanding selftest = 11;
+   */
+  selftest?: SelftestStanding | undefined;
 };
 
 /**
@@ -217,6 +234,41 @@ export type StatusResponse = Message<"teamd.v1.StatusResponse"> & {
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_teamd_v1_control, 7);
+
+/**
+ * What the last `teamd selftest` on this host says of containment (daemon/host/selftest-record.ts).
+ *
+ * @generated from message teamd.v1.SelftestStanding
+ */
+export type SelftestStanding = Message<"teamd.v1.SelftestStanding"> & {
+  /**
+   * "passed", "failed" or "unproven".
+   *
+   * @generated from field: string standing = 1;
+   */
+  standing: string;
+
+  /**
+   * When the last run started (ISO 8601); empty when none has run.
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * Why it is not "passed"; empty when it is.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message teamd.v1.SelftestStanding.
+ * Use `create(SelftestStandingSchema)` to create a new message.
+ */
+export const SelftestStandingSchema: GenMessage<SelftestStanding> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_control, 8);
 
 /**
  * @generated from message teamd.v1.LedgerSummary
@@ -265,7 +317,7 @@ export type LedgerSummary = Message<"teamd.v1.LedgerSummary"> & {
  * Use `create(LedgerSummarySchema)` to create a new message.
  */
 export const LedgerSummarySchema: GenMessage<LedgerSummary> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 8);
+  messageDesc(file_teamd_v1_control, 9);
 
 /**
  * @generated from message teamd.v1.StopInForce
@@ -305,7 +357,7 @@ export type StopInForce = Message<"teamd.v1.StopInForce"> & {
  * Use `create(StopInForceSchema)` to create a new message.
  */
 export const StopInForceSchema: GenMessage<StopInForce> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 9);
+  messageDesc(file_teamd_v1_control, 10);
 
 /**
  * @generated from message teamd.v1.TeamStatus
@@ -449,7 +501,7 @@ export type TeamStatus = Message<"teamd.v1.TeamStatus"> & {
  * Use `create(TeamStatusSchema)` to create a new message.
  */
 export const TeamStatusSchema: GenMessage<TeamStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 10);
+  messageDesc(file_teamd_v1_control, 11);
 
 /**
  * A team's spend this period, in the currency's minor units (cents).
@@ -517,7 +569,7 @@ export type SpendStatus = Message<"teamd.v1.SpendStatus"> & {
  * Use `create(SpendStatusSchema)` to create a new message.
  */
 export const SpendStatusSchema: GenMessage<SpendStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 11);
+  messageDesc(file_teamd_v1_control, 12);
 
 /**
  * @generated from message teamd.v1.LabSpend
@@ -575,7 +627,7 @@ export type LabSpend = Message<"teamd.v1.LabSpend"> & {
  * Use `create(LabSpendSchema)` to create a new message.
  */
 export const LabSpendSchema: GenMessage<LabSpend> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 12);
+  messageDesc(file_teamd_v1_control, 13);
 
 /**
  * @generated from message teamd.v1.MeterStatus
@@ -606,7 +658,7 @@ export type MeterStatus = Message<"teamd.v1.MeterStatus"> & {
  * Use `create(MeterStatusSchema)` to create a new message.
  */
 export const MeterStatusSchema: GenMessage<MeterStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 13);
+  messageDesc(file_teamd_v1_control, 14);
 
 /**
  * One lab's share of the resource envelope (§8), as status shows it.
@@ -654,7 +706,7 @@ export type LabEnvelope = Message<"teamd.v1.LabEnvelope"> & {
  * Use `create(LabEnvelopeSchema)` to create a new message.
  */
 export const LabEnvelopeSchema: GenMessage<LabEnvelope> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 14);
+  messageDesc(file_teamd_v1_control, 15);
 
 /**
  * @generated from message teamd.v1.SeatStatus
@@ -790,7 +842,7 @@ export type SeatStatus = Message<"teamd.v1.SeatStatus"> & {
  * Use `create(SeatStatusSchema)` to create a new message.
  */
 export const SeatStatusSchema: GenMessage<SeatStatus> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 15);
+  messageDesc(file_teamd_v1_control, 16);
 
 /**
  * @generated from message teamd.v1.FreezeSeatRequest
@@ -819,7 +871,7 @@ export type FreezeSeatRequest = Message<"teamd.v1.FreezeSeatRequest"> & {
  * Use `create(FreezeSeatRequestSchema)` to create a new message.
  */
 export const FreezeSeatRequestSchema: GenMessage<FreezeSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 16);
+  messageDesc(file_teamd_v1_control, 17);
 
 /**
  * @generated from message teamd.v1.FreezeSeatResponse
@@ -843,7 +895,7 @@ export type FreezeSeatResponse = Message<"teamd.v1.FreezeSeatResponse"> & {
  * Use `create(FreezeSeatResponseSchema)` to create a new message.
  */
 export const FreezeSeatResponseSchema: GenMessage<FreezeSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 17);
+  messageDesc(file_teamd_v1_control, 18);
 
 /**
  * @generated from message teamd.v1.AttachRequest
@@ -884,7 +936,7 @@ export type AttachRequest = Message<"teamd.v1.AttachRequest"> & {
  * Use `create(AttachRequestSchema)` to create a new message.
  */
 export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 18);
+  messageDesc(file_teamd_v1_control, 19);
 
 /**
  * @generated from message teamd.v1.AttachOpen
@@ -939,7 +991,7 @@ export type AttachOpen = Message<"teamd.v1.AttachOpen"> & {
  * Use `create(AttachOpenSchema)` to create a new message.
  */
 export const AttachOpenSchema: GenMessage<AttachOpen> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 19);
+  messageDesc(file_teamd_v1_control, 20);
 
 /**
  * @generated from message teamd.v1.AttachSize
@@ -961,7 +1013,7 @@ export type AttachSize = Message<"teamd.v1.AttachSize"> & {
  * Use `create(AttachSizeSchema)` to create a new message.
  */
 export const AttachSizeSchema: GenMessage<AttachSize> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 20);
+  messageDesc(file_teamd_v1_control, 21);
 
 /**
  * @generated from message teamd.v1.AttachResponse
@@ -1010,7 +1062,7 @@ export type AttachResponse = Message<"teamd.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 21);
+  messageDesc(file_teamd_v1_control, 22);
 
 /**
  * @generated from message teamd.v1.AttachReady
@@ -1049,7 +1101,7 @@ export type AttachReady = Message<"teamd.v1.AttachReady"> & {
  * Use `create(AttachReadySchema)` to create a new message.
  */
 export const AttachReadySchema: GenMessage<AttachReady> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 22);
+  messageDesc(file_teamd_v1_control, 23);
 
 /**
  * @generated from message teamd.v1.StartSeatRequest
@@ -1073,7 +1125,7 @@ export type StartSeatRequest = Message<"teamd.v1.StartSeatRequest"> & {
  * Use `create(StartSeatRequestSchema)` to create a new message.
  */
 export const StartSeatRequestSchema: GenMessage<StartSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 23);
+  messageDesc(file_teamd_v1_control, 24);
 
 /**
  * @generated from message teamd.v1.StartSeatResponse
@@ -1090,7 +1142,7 @@ export type StartSeatResponse = Message<"teamd.v1.StartSeatResponse"> & {
  * Use `create(StartSeatResponseSchema)` to create a new message.
  */
 export const StartSeatResponseSchema: GenMessage<StartSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 24);
+  messageDesc(file_teamd_v1_control, 25);
 
 /**
  * @generated from message teamd.v1.StopSeatRequest
@@ -1114,7 +1166,7 @@ export type StopSeatRequest = Message<"teamd.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 25);
+  messageDesc(file_teamd_v1_control, 26);
 
 /**
  * @generated from message teamd.v1.StopSeatResponse
@@ -1131,7 +1183,7 @@ export type StopSeatResponse = Message<"teamd.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 26);
+  messageDesc(file_teamd_v1_control, 27);
 
 /**
  * @generated from message teamd.v1.ExecRequest
@@ -1182,7 +1234,7 @@ export type ExecRequest = Message<"teamd.v1.ExecRequest"> & {
  * Use `create(ExecRequestSchema)` to create a new message.
  */
 export const ExecRequestSchema: GenMessage<ExecRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 27);
+  messageDesc(file_teamd_v1_control, 28);
 
 /**
  * One message of an Exec stream: output as it comes, then the end.
@@ -1219,7 +1271,7 @@ export type ExecResponse = Message<"teamd.v1.ExecResponse"> & {
  * Use `create(ExecResponseSchema)` to create a new message.
  */
 export const ExecResponseSchema: GenMessage<ExecResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 28);
+  messageDesc(file_teamd_v1_control, 29);
 
 /**
  * The end of an Exec stream (stdout and stderr were streamed before it and are empty here).
@@ -1271,7 +1323,7 @@ export type ExecDone = Message<"teamd.v1.ExecDone"> & {
  * Use `create(ExecDoneSchema)` to create a new message.
  */
 export const ExecDoneSchema: GenMessage<ExecDone> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 29);
+  messageDesc(file_teamd_v1_control, 30);
 
 /**
  * @generated from message teamd.v1.LedgerStatusRequest
@@ -1284,7 +1336,7 @@ export type LedgerStatusRequest = Message<"teamd.v1.LedgerStatusRequest"> & {
  * Use `create(LedgerStatusRequestSchema)` to create a new message.
  */
 export const LedgerStatusRequestSchema: GenMessage<LedgerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 30);
+  messageDesc(file_teamd_v1_control, 31);
 
 /**
  * @generated from message teamd.v1.LedgerStatusResponse
@@ -1344,7 +1396,7 @@ export type LedgerStatusResponse = Message<"teamd.v1.LedgerStatusResponse"> & {
  * Use `create(LedgerStatusResponseSchema)` to create a new message.
  */
 export const LedgerStatusResponseSchema: GenMessage<LedgerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 31);
+  messageDesc(file_teamd_v1_control, 32);
 
 /**
  * @generated from message teamd.v1.StopAllRequest
@@ -1363,7 +1415,7 @@ export type StopAllRequest = Message<"teamd.v1.StopAllRequest"> & {
  * Use `create(StopAllRequestSchema)` to create a new message.
  */
 export const StopAllRequestSchema: GenMessage<StopAllRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 32);
+  messageDesc(file_teamd_v1_control, 33);
 
 /**
  * @generated from message teamd.v1.StopAllResponse
@@ -1411,7 +1463,7 @@ export type StopAllResponse = Message<"teamd.v1.StopAllResponse"> & {
  * Use `create(StopAllResponseSchema)` to create a new message.
  */
 export const StopAllResponseSchema: GenMessage<StopAllResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 33);
+  messageDesc(file_teamd_v1_control, 34);
 
 /**
  * @generated from message teamd.v1.PolicyInForceRequest
@@ -1428,7 +1480,7 @@ export type PolicyInForceRequest = Message<"teamd.v1.PolicyInForceRequest"> & {
  * Use `create(PolicyInForceRequestSchema)` to create a new message.
  */
 export const PolicyInForceRequestSchema: GenMessage<PolicyInForceRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 34);
+  messageDesc(file_teamd_v1_control, 35);
 
 /**
  * @generated from message teamd.v1.PolicyInForceResponse
@@ -1484,7 +1536,7 @@ export type PolicyInForceResponse = Message<"teamd.v1.PolicyInForceResponse"> & 
  * Use `create(PolicyInForceResponseSchema)` to create a new message.
  */
 export const PolicyInForceResponseSchema: GenMessage<PolicyInForceResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 35);
+  messageDesc(file_teamd_v1_control, 36);
 
 /**
  * One grant or agreement a delegate made (§10), as its record holds it.
@@ -1534,7 +1586,7 @@ export type DelegatedChange = Message<"teamd.v1.DelegatedChange"> & {
  * Use `create(DelegatedChangeSchema)` to create a new message.
  */
 export const DelegatedChangeSchema: GenMessage<DelegatedChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 36);
+  messageDesc(file_teamd_v1_control, 37);
 
 /**
  * @generated from message teamd.v1.LeasesRequest
@@ -1551,7 +1603,7 @@ export type LeasesRequest = Message<"teamd.v1.LeasesRequest"> & {
  * Use `create(LeasesRequestSchema)` to create a new message.
  */
 export const LeasesRequestSchema: GenMessage<LeasesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 37);
+  messageDesc(file_teamd_v1_control, 38);
 
 /**
  * @generated from message teamd.v1.LeasesResponse
@@ -1577,7 +1629,7 @@ export type LeasesResponse = Message<"teamd.v1.LeasesResponse"> & {
  * Use `create(LeasesResponseSchema)` to create a new message.
  */
 export const LeasesResponseSchema: GenMessage<LeasesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 38);
+  messageDesc(file_teamd_v1_control, 39);
 
 /**
  * @generated from message teamd.v1.HaltSeatRequest
@@ -1608,7 +1660,7 @@ export type HaltSeatRequest = Message<"teamd.v1.HaltSeatRequest"> & {
  * Use `create(HaltSeatRequestSchema)` to create a new message.
  */
 export const HaltSeatRequestSchema: GenMessage<HaltSeatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 39);
+  messageDesc(file_teamd_v1_control, 40);
 
 /**
  * @generated from message teamd.v1.HaltedSeat
@@ -1632,7 +1684,7 @@ export type HaltedSeat = Message<"teamd.v1.HaltedSeat"> & {
  * Use `create(HaltedSeatSchema)` to create a new message.
  */
 export const HaltedSeatSchema: GenMessage<HaltedSeat> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 40);
+  messageDesc(file_teamd_v1_control, 41);
 
 /**
  * @generated from message teamd.v1.HaltSeatResponse
@@ -1649,7 +1701,7 @@ export type HaltSeatResponse = Message<"teamd.v1.HaltSeatResponse"> & {
  * Use `create(HaltSeatResponseSchema)` to create a new message.
  */
 export const HaltSeatResponseSchema: GenMessage<HaltSeatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_control, 41);
+  messageDesc(file_teamd_v1_control, 42);
 
 /**
  * What the submitted act is for: decides the daemon's entry point.
