@@ -83,10 +83,11 @@ export async function buildShim(root: string): Promise<string> {
  * an import() behind an init function); the cache builder runs them all once.
  */
 const SHIM_LAZY_ENTRY = `export const cli = () => require("./cli.js");
+export const commands = () => require("./commands.js");
 export const gitRemote = () => require("./git-remote.js");
 export const warm = () => [require("./cli.js"), require("./git-remote.js"), require("./commands.js"), require("./handoff.js")];
 `;
-const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "git-remote.ts": "gitRemote" };
+const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "commands.ts": "commands", "git-remote.ts": "gitRemote" };
 
 /** How the shim compiles its lazy part, the same text at build time (for the cache) and in the seat. */
 const SHIM_LAZY_WRAP = ["(function (exports, require, module, __filename, __dirname) {", "\n});"] as const;
@@ -132,12 +133,14 @@ async function buildSeatShim(root: string): Promise<string> {
     "var __teamdShimLazyExports;",
     "function __teamdShimLazy() {",
     "  if (__teamdShimLazyExports !== undefined) return __teamdShimLazyExports;",
-    '  const text = require("node:fs").readFileSync(__filename, "utf8");',
-    `  const from = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_BEGIN}\n`)}) + ${SHIM_LAZY_BEGIN.length + 2};`,
-    `  const to = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_END}\n`)}, from);`,
-    `  const cacheAt = text.indexOf(${JSON.stringify(`\n${SHIM_LAZY_CACHE}`)}, to) + ${SHIM_LAZY_CACHE.length + 1};`,
-    '  const source = text.slice(from, to).replace(/^\\/\\//gm, "");',
-    '  const cachedData = Buffer.from(text.slice(cacheAt, text.indexOf("\\n", cacheAt)), "base64");',
+    // The file's bytes, searched as bytes, and only the part decoded (its comments may hold
+    // UTF-8) and its cache (base64: ASCII, read as latin1) — not the whole file as UTF-8.
+    '  const bytes = require("node:fs").readFileSync(__filename);',
+    `  const from = bytes.indexOf(${JSON.stringify(`\n${SHIM_LAZY_BEGIN}\n`)}) + ${SHIM_LAZY_BEGIN.length + 2};`,
+    `  const to = bytes.indexOf(${JSON.stringify(`\n${SHIM_LAZY_END}\n`)}, from);`,
+    `  const cacheAt = bytes.indexOf(${JSON.stringify(`\n${SHIM_LAZY_CACHE}`)}, to) + ${SHIM_LAZY_CACHE.length + 1};`,
+    '  const source = bytes.toString("utf8", from, to).replace(/^\\/\\//gm, "");',
+    '  const cachedData = Buffer.from(bytes.toString("latin1", cacheAt, bytes.indexOf(10, cacheAt)), "base64");',
     `  const script = new (require("node:vm").Script)(${JSON.stringify(SHIM_LAZY_WRAP[0])} + source + ${JSON.stringify(SHIM_LAZY_WRAP[1])}, { filename: __filename, cachedData });`,
     "  const lazyModule = { exports: {} };",
     "  script.runInThisContext().call(lazyModule.exports, lazyModule.exports, require, lazyModule, __filename, __dirname);",
@@ -154,7 +157,7 @@ const SHIM_LAZY_BEGIN = "//# teamd-shim lazy part: begin";
 const SHIM_LAZY_END = "//# teamd-shim lazy part: end";
 const SHIM_LAZY_CACHE = "//# teamd-shim lazy part's V8 code cache: ";
 
-/** main.ts's import() of cli.js and git-remote.js: from the lazy part held in the same file. */
+/** main.ts's import() of cli.js, commands.js and git-remote.js: from the lazy part held in the same file. */
 function shimLazyPart(root: string): Plugin {
   return {
     name: "shim-lazy-part",

@@ -29,6 +29,14 @@ async function main(argv: readonly string[]): Promise<void> {
     process.stdout.write(`${TEAMD_VERSION}\n`);
     return;
   }
+  // `whoami` (with or without --json), which agents run in loops, straight to its act: the
+  // command tree (commander and every command's definition, ~5 ms) is for anything else — another
+  // option, --help, a typo — which it parses, explains and refuses exactly as before.
+  if (argv[2] === "whoami" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
+    const { whoami } = await import("./commands.js");
+    await runCli("teamd-shim", { parseAsync: () => whoami({ json: argv.length === 4 }) }, argv);
+    return;
+  }
   const { buildProgram } = await import("./cli.js");
   await runCli("teamd-shim", buildProgram(), argv);
 }

@@ -62,4 +62,16 @@ describe("teamd-shim loads only what its command needs", () => {
     expect(urls.some((url) => /\/src\/gen\//.test(url))).toBe(true);
     expect(urls.filter((url) => /@grpc\/grpc-js/.test(url))).toEqual([]);
   });
+
+  it.each([[["whoami"]], [["whoami", "--json"]]])("teamd-shim %j goes straight to its act: no command tree, no commander", (args) => {
+    const { urls } = loaded(args, SHIM);
+    expect(urls.some((url) => url.endsWith("/dist/shim/commands.js"))).toBe(true);
+    expect(urls.filter((url) => url.endsWith("/dist/shim/cli.js") || /\/commander\//.test(url))).toEqual([]);
+  });
+
+  it.each([[["whoami", "--jsn"]], [["whoami", "extra"]], [["whoami", "--help"]]])("teamd-shim %j, any other argv, is the command tree's to parse", (args) => {
+    const r = loaded(args, SHIM);
+    expect(r.urls.some((url) => url.endsWith("/dist/shim/cli.js"))).toBe(true);
+    expect(r.code).toBe(args[1] === "--help" ? 0 : 2);
+  });
 });
