@@ -3,7 +3,6 @@ import { readFileSync } from "node:fs";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { resolveHome } from "../host/home.js";
-import { selftestSummary } from "../host/selftest-record.js";
 import { checkName } from "../host/names.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
 import { ScreenFilter } from "../host/screen-filter.js";
@@ -73,6 +72,8 @@ export async function startCommand(spec: string | undefined, options: { team?: s
     for (const s of reply.seats) if (s.containment === "none") process.stderr.write(`${uncontainedWarning(s.seat, userName(s.uid))}\n`);
     // Containment not proven on this host by a current selftest: said, not refused (a broken one the daemon refuses).
     if (reply.seats.some((s) => s.containment !== "none")) {
+      // Imported here: it runs bubblewrap (node:child_process), which status and exec, sharing this bundle, never need.
+      const { selftestSummary } = await import("../host/selftest-record.js");
       const last = selftestSummary(resolveHome());
       if (last.standing === "unproven") process.stderr.write(`warning: ${last.reason}\n`);
     }

@@ -1,4 +1,3 @@
-import { connect as connectH2, constants as h2, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { connect as connectSocket } from "node:net";
 import { once } from "node:events";
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
@@ -7,6 +6,7 @@ import { isRuleId } from "../kernel/rules.js";
 import { DaemonUnavailableError, RefusalError, RpcError } from "./errors.js";
 import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION, RULE_METADATA_KEY } from "./protocol.js";
 import { checkSocketPath } from "./unix-socket.js";
+import { H2Connection, H2_ERROR, type H2Headers, type H2Stream } from "./h2-client.js";
 
 export interface RpcClientOptions {
   /** Per-call deadline; a daemon that does not answer in time is reported unavailable. */
@@ -18,11 +18,12 @@ export interface RpcClientOptions {
 export type RpcClient<S> = ServiceClient<S> & { close(): void };
 
 /*
- * The client side of teamd's gRPC, over node:http2 alone (issue 26). grpc-js, which the daemon
- * serves with, cost every client's start ~30 ms of modules (with node:tls, node:dns, node:zlib
- * and its own ~60 files) for what a client of a local unix socket uses of it: one HTTP/2
- * connection, a request's headers, messages framed as gRPC frames them (a flag byte, a 4-byte
- * big-endian length, the bytes) and the status in the trailers. Every caller sees what it saw
+ * The client side of teamd's gRPC, over its own HTTP/2 client on node:net (h2-client.ts, issue
+ * 26). grpc-js, which the daemon serves with, cost every client's start ~30 ms of modules (with
+ * node:tls, node:dns, node:zlib and its own ~60 files), and node:http2 after it ~6.5 ms more (it
+ * loads node:http, node:tls and node:crypto), for what a client of a local unix socket uses:
+ * one HTTP/2 connection, a request's headers, messages framed as gRPC frames them (a flag byte,
+ * a 4-byte big-endian length, the bytes) and the status in the trailers. Every caller sees what it saw
  * with grpc-js: the same statuses, with grpc-js's own words for what this side decides (a
  * connection that cannot be made, a deadline, a message past the receive cap, a reset stream),
  * mapped by the same rules to RefusalError, DaemonUnavailableError and RpcError.
@@ -49,13 +50,12 @@ const MAX_RECEIVE_BYTES = 16 * 1024 * 1024;
 interface CallStatus {
   readonly code: number;
   readonly details: string;
-  readonly metadata: IncomingHttpHeaders;
+  readonly metadata: H2Headers;
 }
 
 /** The inverse of the daemon's toServiceError (refusal.ts), on a status read here. */
 function toError(status: CallStatus, socketPath: string): Error {
-  const raw = status.metadata[RULE_METADATA_KEY];
-  const rule = Array.isArray(raw) ? raw[0] : raw;
+  const rule = status.metadata[RULE_METADATA_KEY];
   if (typeof rule === "string" && isRuleId(rule)) return new RefusalError(rule, status.details);
   if (status.code === Status.UNAVAILABLE || status.code === Status.DEADLINE_EXCEEDED) {
     return new DaemonUnavailableError(socketPath, `${status.details || STATUS_NAMES[status.code]} (is \`teamd serve\` running?)`);
@@ -142,7 +142,7 @@ class Deframer {
 
 /** The client's connection: its session, the first error it saw, and whether a gRPC server has answered on it. */
 interface Connection {
-  readonly s: ClientHttp2Session;
+  readonly s: H2Connection;
   readonly ready: Promise<void>;
   error: Error | undefined;
 }
@@ -197,7 +197,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     const socket = connectSocket(socketPath);
     let reached = false;
     socket.once("connect", () => (reached = true));
-    const s = connectH2("http://localhost", { createConnection: () => socket, settings: { enablePush: false } });
+    const s = new H2Connection(socket);
     const c: Connection = {
       s,
       error: undefined,
@@ -257,17 +257,16 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     const startedAt = Date.now();
     const c = await acquire(deadline, startedAt);
     const s = c.s;
-    const stream: ClientHttp2Stream = s.request(
-      {
-        [h2.HTTP2_HEADER_METHOD]: "POST",
-        [h2.HTTP2_HEADER_PATH]: path,
-        [h2.HTTP2_HEADER_CONTENT_TYPE]: "application/grpc",
-        [h2.HTTP2_HEADER_TE]: "trailers",
-        "grpc-timeout": timeoutHeader(deadline - Date.now()),
-        [PROTOCOL_METADATA_KEY]: String(PROTOCOL_VERSION),
-      },
-      { endStream: false },
-    );
+    const stream: H2Stream = s.request([
+      [":method", "POST"],
+      [":scheme", "http"],
+      [":authority", "localhost"],
+      [":path", path],
+      ["content-type", "application/grpc"],
+      ["te", "trailers"],
+      ["grpc-timeout", timeoutHeader(deadline - Date.now())],
+      [PROTOCOL_METADATA_KEY, String(PROTOCOL_VERSION)],
+    ]);
     active += 1;
     s.ref();
     const deframer = new Deframer();
@@ -298,7 +297,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     };
     const fail = (code: number, details: string) => {
       finish({ code, details, metadata: {} });
-      if (!stream.destroyed) stream.close(h2.NGHTTP2_CANCEL);
+      if (!stream.destroyed) stream.close(H2_ERROR.CANCEL);
     };
     // A timer holds at most 2^31-1 ms (~24.8 days; a longer one fires at once): a longer deadline is waited for in steps.
     let timer: NodeJS.Timeout | undefined;
@@ -310,12 +309,10 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       );
     };
     arm();
-    const trailers = (headers: IncomingHttpHeaders) => {
-      const raw = headers["grpc-status"];
-      const code = Array.isArray(raw) ? raw[0] : raw;
+    const trailers = (headers: H2Headers) => {
+      const code = headers["grpc-status"];
       if (code !== undefined) {
-        const message = headers["grpc-message"];
-        const text = (Array.isArray(message) ? message[0] : message) ?? "";
+        const text = headers["grpc-message"] ?? "";
         let details: string;
         try {
           details = decodeURI(text);
@@ -329,8 +326,8 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       } else if (httpCode !== undefined && httpCode !== 200) finish({ ...httpStatus(httpCode), metadata: headers });
       else finish({ code: Status.UNKNOWN, details: "No status information received", metadata: headers });
     };
-    stream.on("response", (headers) => {
-      httpCode = Number(headers[h2.HTTP2_HEADER_STATUS]);
+    stream.on("response", (headers: H2Headers) => {
+      httpCode = Number(headers[":status"]);
       // Trailers-only: a call that ends before any message (a refusal) has its status here.
       if (headers["grpc-status"] !== undefined) trailers(headers);
     });
@@ -356,24 +353,24 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       if (status !== undefined && done) return;
       process.nextTick(() => {
         if (status !== undefined) return finish(status);
-        const rst = stream.rstCode ?? h2.NGHTTP2_NO_ERROR;
+        const rst = stream.rstCode ?? H2_ERROR.NO_ERROR;
         if (c.error !== undefined && httpCode === undefined) {
           return finish({ code: Status.UNAVAILABLE, details: "Connection dropped", metadata: {} });
         }
-        if (rst === h2.NGHTTP2_NO_ERROR) {
+        if (rst === H2_ERROR.NO_ERROR) {
           if (httpCode !== undefined && httpCode !== 200) return finish({ ...httpStatus(httpCode), metadata: {} });
           return finish({ code: Status.INTERNAL, details: `Received RST_STREAM with code ${rst} (Call ended without gRPC status)`, metadata: {} });
         }
-        if (rst === h2.NGHTTP2_REFUSED_STREAM) return finish({ code: Status.UNAVAILABLE, details: "Stream refused by server", metadata: {} });
-        if (rst === h2.NGHTTP2_CANCEL)
+        if (rst === H2_ERROR.REFUSED_STREAM) return finish({ code: Status.UNAVAILABLE, details: "Stream refused by server", metadata: {} });
+        if (rst === H2_ERROR.CANCEL)
           return finish(
             c.error !== undefined
               ? { code: Status.UNAVAILABLE, details: "Connection dropped", metadata: {} }
               : { code: Status.CANCELLED, details: "Call cancelled", metadata: {} },
           );
-        if (rst === h2.NGHTTP2_ENHANCE_YOUR_CALM)
+        if (rst === H2_ERROR.ENHANCE_YOUR_CALM)
           return finish({ code: Status.RESOURCE_EXHAUSTED, details: "Bandwidth exhausted or memory limit exceeded", metadata: {} });
-        if (rst === h2.NGHTTP2_INTERNAL_ERROR)
+        if (rst === H2_ERROR.INTERNAL_ERROR)
           return finish({ code: Status.INTERNAL, details: `Received RST_STREAM with code ${rst} (Internal server error)`, metadata: {} });
         return finish({ code: Status.INTERNAL, details: `Received RST_STREAM with code ${rst}`, metadata: {} });
       });
