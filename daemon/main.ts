@@ -2,6 +2,7 @@
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { buildProgram } from "./cli.js";
 import { terminalJson, terminalLines } from "./host/terminal-text.js";
+import { REAL_AMBIENT } from "./host/ambient.js";
 
 /**
  * `teamd`: the owner's program; its commands live in cli.ts. Its errors can quote a seat: printed escaped.
@@ -16,4 +17,12 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-void runCli("teamd", buildProgram(), process.argv, { text: terminalLines, json: terminalJson });
+const argv = process.argv;
+const render = { text: terminalLines, json: terminalJson };
+// `status` (with or without --json), which a person and a script run most, straight to its act:
+// the command tree (every command's definition, ~2 ms) is for anything else — another option,
+// --help, a typo — which it parses, explains and refuses exactly as before (issue 26).
+if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
+  const json = argv.length === 4;
+  void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).status({ json }, REAL_AMBIENT) }, argv, render);
+} else void runCli("teamd", buildProgram(), argv, render);

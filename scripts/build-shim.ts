@@ -79,7 +79,7 @@ export async function buildShim(root: string): Promise<string> {
 
 /**
  * The shim's modules that only a command (cli.ts and the acts) or the remote helper loads: the
- * gRPC client (src/rpc/client.ts, over node:http2), protobuf-es, the generated messages, commander. Each stays lazy inside this part (esbuild keeps
+ * gRPC client (src/rpc/client.ts, over its own HTTP/2 on node:net), protobuf-es, the generated messages, commander. Each stays lazy inside this part (esbuild keeps
  * an import() behind an init function); the cache builder runs them all once.
  */
 const SHIM_LAZY_ENTRY = `export const cli = () => require("./cli.js");

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
@@ -94,7 +94,7 @@ export async function fileRead(path: string): Promise<void> {
 
 /** A header, then the content in chunks under the seat socket's receive cap (protocol 3). */
 export async function fileWrite(path: string, opts: { from?: string; branch?: string; message?: string; json?: boolean }): Promise<void> {
-  const content = opts.from ? await readFile(opts.from) : await readStdin();
+  const content = opts.from ? readFileSync(opts.from) : await readStdin();
   async function* parts() {
     yield {
       part: {
@@ -203,7 +203,7 @@ export async function teamNotices(opts: { after?: string; json?: boolean }): Pro
 const MAX_CHILD_FILE_BYTES = 256 * 1024;
 
 export async function createTeam(file: string, opts: { root: string; json?: boolean }): Promise<void> {
-  const text = await readFile(file);
+  const text = readFileSync(file);
   if (text.byteLength > MAX_CHILD_FILE_BYTES) usage(`${file} is longer than ${MAX_CHILD_FILE_BYTES / 1024} KiB; a team file is not`);
   const r = await withClient((c) => c.createTeam({ requestId: randomUUID(), root: opts.root, teamFile: text }));
   const deadline = r.deadlineUnixMs > 0n ? new Date(Number(r.deadlineUnixMs)).toISOString() : null;

@@ -7,7 +7,7 @@ import { resolveHome } from "../host/home.js";
 import type { Ambient } from "../host/ambient.js";
 import { terminalJson, terminalLines } from "../host/terminal-text.js";
 import type { TeamdHome } from "../host/home.js";
-import { listRuns, runTail, type RunMeta } from "../host/run-logs.js";
+import type { RunMeta } from "../host/run-logs.js";
 import { lastPlainLines } from "../host/plain-text.js";
 import { describeRunEnd } from "../host/run-state.js";
 
@@ -42,6 +42,8 @@ export async function lastRuns(home: TeamdHome, reply: StatusResponse): Promise<
   for (const team of reply.teams) {
     for (const seat of team.seats) {
       if (running.has(`${team.team}/${seat}`)) continue;
+      // Imported for a seat that is not running only (its node:fs/promises is ~1 ms of a status).
+      const { listRuns, runTail } = await import("../host/run-logs.js");
       const run = (await listRuns(home, team.team, seat)).at(-1);
       if (run === undefined) continue;
       // The tail only: a status is quick whatever a seat left in its 16 MiB of log.

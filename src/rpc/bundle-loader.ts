@@ -7,8 +7,8 @@ import { Script } from "node:vm";
  * Load a CommonJS bundle (scripts/build-shim.ts) with V8's code cache beside it (issue 26).
  *
  * `require` compiles a bundle's text on every start: for the CLI's client bundle (then grpc-js,
- * protobuf-es, the generated messages: ~1.2 MB; ~0.3 MB since the client is src/rpc/client.ts
- * over node:http2) that was ~35 ms of `teamd status`. V8 can
+ * protobuf-es, the generated messages: ~1.2 MB; ~0.4 MB since the client is src/rpc/client.ts
+ * over its own HTTP/2) that was ~35 ms of `teamd status`. V8 can
  * instead deserialize the code it compiled on an earlier run: `BUNDLE.v8cache`, written by the
  * build (`writeBundleCache`, in a fresh node after the bundle ran once). V8 checks the cache
  * against the source's hash, its own version and its flags, and rejects one that does not

@@ -5,7 +5,7 @@ import type { AnyService, ServiceClient } from "./service-types.js";
 import { isRuleId } from "../kernel/rules.js";
 import { DaemonUnavailableError, RefusalError, RpcError } from "./errors.js";
 import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION, RULE_METADATA_KEY } from "./protocol.js";
-import { checkSocketPath } from "./unix-socket.js";
+import { checkSocketPath } from "./socket-path.js";
 import { H2Connection, H2_ERROR, type H2Headers, type H2Stream } from "./h2-client.js";
 
 export interface RpcClientOptions {

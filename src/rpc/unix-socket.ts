@@ -1,27 +1,8 @@
 import { connect } from "node:net";
 import { lstat, unlink, chmod, chown } from "node:fs/promises";
-import { isAbsolute } from "node:path";
+import { checkSocketPath } from "./socket-path.js";
 
-/**
- * The longest path a unix socket address can hold on Linux (sun_path is 108 bytes with the
- * terminating NUL); macOS allows 104. Refusing early beats a cryptic EINVAL from bind.
- */
-const MAX_SOCKET_PATH_BYTES = process.platform === "darwin" ? 103 : 107;
-
-export function unixAddress(socketPath: string): string {
-  return `unix:${socketPath}`;
-}
-
-export function checkSocketPath(socketPath: string): void {
-  if (!isAbsolute(socketPath)) throw new Error(`socket path must be absolute: ${socketPath}`);
-  const bytes = Buffer.byteLength(socketPath);
-  if (bytes > MAX_SOCKET_PATH_BYTES) {
-    throw new Error(
-      `socket path is ${bytes} bytes, longer than the ${MAX_SOCKET_PATH_BYTES} a unix socket allows: ${socketPath} ` +
-        `(set TEAMD_HOME to a shorter directory)`,
-    );
-  }
-}
+export { checkSocketPath, unixAddress } from "./socket-path.js";
 
 /** True when something accepts connections on the socket. */
 function isListening(socketPath: string): Promise<boolean> {

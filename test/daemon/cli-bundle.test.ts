@@ -38,6 +38,21 @@ describe("the bundled teamd", () => {
     expect(run(BUNDLE, args)).toEqual(run(TEAMD, args));
   });
 
+  it.each([[[]], [["--json"]]])("teamd status %j, taken straight to its act, answers as the command tree does with every option spelled out", (extra) => {
+    const home = "/nonexistent/teamd-cli-bundle";
+    for (const program of [BUNDLE, TEAMD]) {
+      const direct = run(program, ["status", ...extra], home);
+      expect(direct.code).toBe(4);
+      expect(direct).toEqual(run(program, ["status", ...extra, "--socket", join(home, "run/control.sock")], home));
+    }
+  });
+
+  it.each([[["status", "--jsn"]], [["status", "extra"]], [["status", "--help"]]])("teamd %j is the command tree's to parse (usage, help)", (args) => {
+    const r = run(BUNDLE, args);
+    expect(r.code).toBe(args[1] === "--help" ? 0 : 2);
+    expect(r.stdout + r.stderr).toMatch(args[1] === "--help" ? /Usage: teamd status/ : /unknown option|too many arguments/);
+  });
+
   it("a command's error keeps its exit code through the bundle: an unreachable daemon is 4", () => {
     const r = run(BUNDLE, ["lease", "list", "--team", "t"]);
     expect(r.code).toBe(4);
