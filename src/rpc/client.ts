@@ -109,18 +109,24 @@ function frame(bytes: Uint8Array): Buffer {
 class Deframer {
   private chunks: Buffer[] = [];
   private size = 0;
+  /** The bytes the message begun needs in all (its prefix read): nothing is joined before they are all here. */
+  private needed = 0;
   push(chunk: Buffer): Buffer[] {
     this.chunks.push(chunk);
     this.size += chunk.byteLength;
     const messages: Buffer[] = [];
     for (;;) {
-      if (this.size < 5) return messages;
+      if (this.size < 5 || this.size < this.needed) return messages;
       const head = this.take(5, false);
       const length = head.readUInt32BE(1);
       if (head.readUInt8(0) !== 0) throw Object.assign(new Error("Received a compressed message, which was not asked for"), { status: Status.INTERNAL });
       if (length > MAX_RECEIVE_BYTES)
         throw Object.assign(new Error(`Received message larger than max (${length} vs ${MAX_RECEIVE_BYTES})`), { status: Status.RESOURCE_EXHAUSTED });
-      if (this.size < 5 + length) return messages;
+      if (this.size < 5 + length) {
+        this.needed = 5 + length;
+        return messages;
+      }
+      this.needed = 0;
       this.take(5, true);
       messages.push(this.take(length, true));
     }
@@ -395,7 +401,14 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       },
       async write(message) {
         if (done || stream.destroyed) return;
-        if (!stream.write(frame(message))) await Promise.race([once(stream, "drain"), once(stream, "close"), over]);
+        if (stream.write(frame(message))) return;
+        // Each wait's listeners go with it: a long upload waits hundreds of times on one stream.
+        const waited = new AbortController();
+        try {
+          await Promise.race([once(stream, "drain", { signal: waited.signal }), once(stream, "close", { signal: waited.signal }), over]);
+        } finally {
+          waited.abort();
+        }
       },
       end() {
         if (!stream.destroyed && !stream.writableEnded) stream.end();

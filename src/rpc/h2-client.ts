@@ -55,6 +55,12 @@ const DEFAULT_WINDOW = 65_535;
 const MAX_WINDOW = 2 ** 31 - 1;
 /** A stream's queued writes past which write() asks the caller to wait for "drain". */
 const WRITE_HIGH_WATER = 64 * 1024;
+/** What this side lets wait in the socket unsent before it stops queueing DATA there (the rest stays in the streams' queues). */
+const SOCKET_HIGH_WATER = 1 << 20;
+/** A peer that makes this side answer (PING, SETTINGS) but does not read past this is refused: its answers would pile up here. */
+const MAX_UNREAD = 4 << 20;
+/** Each frame of a header block counts its 9-byte header too: empty CONTINUATIONs are no way past the bound. */
+const FRAME_HEADER = 9;
 
 /** A reply's headers as node:http2 gave them: lower-case names, a repeated one's values joined by ", ". */
 export type H2Headers = Record<string, string>;
@@ -93,13 +99,15 @@ export class H2Stream extends EventEmitter {
   private heldTrailers: H2Headers | undefined;
   private heldEnd: number | undefined;
 
+  /** 0 until the request is sent: a stream past the server's MAX_CONCURRENT_STREAMS waits, and ids go out in order. */
+  id = 0;
+
   constructor(
-    readonly id: number,
     private readonly connection: H2Connection,
-    sendWindow: number,
+    /** @internal The request's header fields, sent when the stream opens. */ readonly fields: readonly HeaderField[],
   ) {
     super();
-    this.sendWindow = sendWindow;
+    this.sendWindow = 0;
   }
 
   /** Queue bytes to send (DATA frames as the windows allow): false once the queue is past its high water, then "drain" when it empties. */
@@ -190,6 +198,9 @@ export class H2Connection extends EventEmitter {
   closed = false;
   destroyed = false;
   private readonly streams = new Map<number, H2Stream>();
+  /** Requests past the server's MAX_CONCURRENT_STREAMS, sent in order as streams end (nghttp2 ends the connection for one more). */
+  private readonly waiting: H2Stream[] = [];
+  private peerMaxStreams = Number.POSITIVE_INFINITY;
   private nextStreamId = 1;
   private readonly decoder = new HpackDecoder({ maxTableSize: OWN_TABLE_SIZE, maxListSize: MAX_HEADER_LIST });
   private input: Buffer = Buffer.alloc(0);
@@ -201,6 +212,8 @@ export class H2Connection extends EventEmitter {
   /** A header block in progress: its stream, flags and fragments, until END_HEADERS. */
   private continuing: { stream: number; endStream: boolean; fragments: Buffer[]; size: number } | undefined;
   private goawayLast = MAX_WINDOW;
+  /** The code of the server's GOAWAY: the streams it still had end with it when the connection goes (as node:http2 ended them). */
+  private goawayCode: number | undefined;
 
   constructor(private readonly socket: Socket) {
     super();
@@ -226,11 +239,21 @@ export class H2Connection extends EventEmitter {
   /** A new request: its header block sent at once (END_HEADERS; its body and end follow by write and end). */
   request(fields: readonly HeaderField[]): H2Stream {
     if (this.closed || this.destroyed) throw new Error("The session has been destroyed");
+    // Encoded now, so a header this side may not send fails the call that asked, at once.
+    encodeHeaders(fields);
+    const stream = new H2Stream(this, fields);
+    if (this.streams.size < this.peerMaxStreams) this.open(stream);
+    else this.waiting.push(stream);
+    return stream;
+  }
+
+  private open(stream: H2Stream): void {
     const id = this.nextStreamId;
     this.nextStreamId += 2;
-    const stream = new H2Stream(id, this, this.peerStreamWindow);
+    stream.id = id;
+    stream.sendWindow = this.peerStreamWindow;
     this.streams.set(id, stream);
-    const block = encodeHeaders(fields);
+    const block = encodeHeaders(stream.fields);
     // A block past the peer's frame size goes out as HEADERS and CONTINUATIONs.
     const frames: Buffer[] = [];
     for (let at = 0; at < block.byteLength || at === 0; at += this.peerMaxFrame) {
@@ -239,7 +262,12 @@ export class H2Connection extends EventEmitter {
       frames.push(frame(at === 0 ? FRAME.HEADERS : FRAME.CONTINUATION, last ? FLAG.END_HEADERS : 0, id, part));
     }
     this.socket.write(Buffer.concat(frames));
-    return stream;
+    this.pump();
+  }
+
+  /** Send the waiting requests the server's limit now has room for. */
+  private openWaiting(): void {
+    while (!this.destroyed && this.waiting.length > 0 && this.streams.size < this.peerMaxStreams) this.open(this.waiting.shift() as H2Stream);
   }
 
   ref(): void {
@@ -253,7 +281,7 @@ export class H2Connection extends EventEmitter {
   /** No new requests; the connection goes once its streams have ended. */
   close(): void {
     this.closed = true;
-    if (this.streams.size === 0) this.destroy();
+    if (this.streams.size === 0 && this.waiting.length === 0) this.destroy();
   }
 
   /** Now: every stream ends (CANCEL), the socket closes. */
@@ -262,8 +290,7 @@ export class H2Connection extends EventEmitter {
     this.destroyed = true;
     this.closed = true;
     if (error !== undefined) this.emit("error", error);
-    for (const stream of [...this.streams.values()]) stream.finish(H2_ERROR.CANCEL);
-    this.streams.clear();
+    this.endAll(error === undefined ? (this.goawayCode ?? H2_ERROR.CANCEL) : H2_ERROR.CANCEL);
     this.socket.destroy();
   }
 
@@ -271,7 +298,7 @@ export class H2Connection extends EventEmitter {
   pump(): void {
     if (this.destroyed) return;
     for (const stream of this.streams.values()) {
-      while (stream.queue.length > 0 && this.connectionSendWindow > 0 && stream.sendWindow > 0) {
+      while (stream.queue.length > 0 && this.connectionSendWindow > 0 && stream.sendWindow > 0 && this.socket.writableLength < SOCKET_HIGH_WATER) {
         const head = stream.queue[0] as Buffer;
         const n = Math.min(head.byteLength, this.peerMaxFrame, this.connectionSendWindow, stream.sendWindow);
         const last = n === head.byteLength && stream.queue.length === 1 && stream.endQueued;
@@ -306,6 +333,13 @@ export class H2Connection extends EventEmitter {
   }
 
   /** @internal */ reset(stream: H2Stream, code: number): void {
+    if (stream.id === 0) {
+      // Never sent: nothing to tell the server.
+      const at = this.waiting.indexOf(stream);
+      if (at >= 0) this.waiting.splice(at, 1);
+      stream.finish(code);
+      return;
+    }
     const rst = Buffer.alloc(4);
     rst.writeUInt32BE(code, 0);
     if (!this.destroyed) this.socket.write(frame(FRAME.RST_STREAM, 0, stream.id, rst));
@@ -315,7 +349,26 @@ export class H2Connection extends EventEmitter {
   private settle(stream: H2Stream, code: number): void {
     this.streams.delete(stream.id);
     stream.finish(code);
-    if (this.closed && this.streams.size === 0) this.destroy();
+    this.streamGone();
+  }
+
+  /** A stream left the wire: a waiting request may go, or a closing connection may end. */
+  private streamGone(): void {
+    this.openWaiting();
+    if (this.closed && this.streams.size === 0 && this.waiting.length === 0) this.destroy();
+  }
+
+  private endAll(code: number): void {
+    const open = [...this.streams.values(), ...this.waiting];
+    this.streams.clear();
+    this.waiting.length = 0;
+    for (const stream of open) stream.finish(code);
+  }
+
+  /** An answer this side owes the peer (a PING's, a SETTINGS's), unless the peer has stopped reading them. */
+  private answer(bytes: Buffer): void {
+    if (this.socket.writableLength > MAX_UNREAD) throw new ConnectionError(H2_ERROR.ENHANCE_YOUR_CALM, "the peer asks for answers it does not read");
+    this.socket.write(bytes);
   }
 
   private windowUpdate(id: number, increment: number): void {
@@ -328,8 +381,7 @@ export class H2Connection extends EventEmitter {
     if (!this.destroyed) {
       this.destroyed = true;
       this.closed = true;
-      for (const stream of [...this.streams.values()]) stream.finish(H2_ERROR.CANCEL);
-      this.streams.clear();
+      this.endAll(this.goawayCode ?? H2_ERROR.CANCEL);
     }
     this.emit("close");
   }
@@ -351,7 +403,9 @@ export class H2Connection extends EventEmitter {
         if (this.destroyed) return;
       }
     } catch (error) {
-      const code = error instanceof ConnectionError ? error.code : error instanceof HpackError ? H2_ERROR.COMPRESSION_ERROR : H2_ERROR.PROTOCOL_ERROR;
+      // A listener's own exception is the caller's, not the peer's: it propagates as node:http2's would.
+      if (!(error instanceof ConnectionError) && !(error instanceof HpackError)) throw error;
+      const code = error instanceof ConnectionError ? error.code : H2_ERROR.COMPRESSION_ERROR;
       const message = error instanceof Error ? error.message : String(error);
       const goaway = Buffer.alloc(8);
       goaway.writeUInt32BE(0, 0);
@@ -369,7 +423,7 @@ export class H2Connection extends EventEmitter {
       case FRAME.HEADERS: {
         const body = unpad(flags, payload, id);
         const block = flags & FLAG.PRIORITY ? priorityless(body) : body;
-        this.continuing = { stream: id, endStream: (flags & FLAG.END_STREAM) !== 0, fragments: [block], size: block.byteLength };
+        this.continuing = { stream: id, endStream: (flags & FLAG.END_STREAM) !== 0, fragments: [block], size: FRAME_HEADER + block.byteLength };
         if (flags & FLAG.END_HEADERS) this.endHeaders();
         return;
       }
@@ -377,7 +431,7 @@ export class H2Connection extends EventEmitter {
         const c = this.continuing;
         if (c === undefined || c.stream !== id) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a CONTINUATION outside a header block");
         c.fragments.push(payload);
-        c.size += payload.byteLength;
+        c.size += FRAME_HEADER + payload.byteLength;
         if (c.size > MAX_HEADER_LIST) throw new ConnectionError(H2_ERROR.ENHANCE_YOUR_CALM, `a header block past ${MAX_HEADER_LIST} bytes`);
         if (flags & FLAG.END_HEADERS) this.endHeaders();
         return;
@@ -397,15 +451,22 @@ export class H2Connection extends EventEmitter {
         throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a PUSH_PROMISE, with push disabled");
       case FRAME.PING:
         if (id !== 0 || payload.byteLength !== 8) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a malformed PING");
-        if ((flags & FLAG.ACK) === 0) this.socket.write(frame(FRAME.PING, FLAG.ACK, 0, payload));
+        if ((flags & FLAG.ACK) === 0) this.answer(frame(FRAME.PING, FLAG.ACK, 0, payload));
         return;
       case FRAME.GOAWAY: {
         if (id !== 0 || payload.byteLength < 8) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a malformed GOAWAY");
         this.goawayLast = payload.readUInt32BE(0) & 0x7fffffff;
+        this.goawayCode = payload.readUInt32BE(4);
         this.closed = true;
-        // Streams the server never took are refused: nothing of them was processed.
-        for (const stream of [...this.streams.values()]) if (stream.id > this.goawayLast) this.settle(stream, H2_ERROR.REFUSED_STREAM);
-        this.emit("goaway", payload.readUInt32BE(4));
+        // Streams the server never took, and those never sent, are refused: nothing of them was processed.
+        const refused = [...this.waiting, ...[...this.streams.values()].filter((stream) => stream.id > this.goawayLast)];
+        this.waiting.length = 0;
+        for (const stream of refused) {
+          this.streams.delete(stream.id);
+          stream.finish(H2_ERROR.REFUSED_STREAM);
+        }
+        this.emit("goaway", this.goawayCode);
+        if (this.streams.size === 0) this.destroy();
         return;
       }
       case FRAME.WINDOW_UPDATE: {
@@ -467,7 +528,7 @@ export class H2Connection extends EventEmitter {
       return;
     }
     if (stream.remoteEnded) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "HEADERS after a stream's end");
-    const headers: H2Headers = {};
+    const headers = Object.create(null) as H2Headers;
     for (const [name, value] of fields) headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
     const first = !stream.headersSeen;
     stream.headersSeen = true;
@@ -492,7 +553,7 @@ export class H2Connection extends EventEmitter {
     }
     this.streams.delete(stream.id);
     stream.endReceived(H2_ERROR.NO_ERROR);
-    if (this.closed && this.streams.size === 0) this.destroy();
+    this.streamGone();
   }
 
   private onSettings(flags: number, id: number, payload: Buffer): void {
@@ -509,16 +570,22 @@ export class H2Connection extends EventEmitter {
         if (value > MAX_WINDOW) throw new ConnectionError(H2_ERROR.FLOW_CONTROL_ERROR, "an initial window past 2^31-1");
         const delta = value - this.peerStreamWindow;
         this.peerStreamWindow = value;
-        for (const stream of this.streams.values()) stream.sendWindow += delta;
+        for (const stream of this.streams.values()) {
+          stream.sendWindow += delta;
+          if (stream.sendWindow > MAX_WINDOW) throw new ConnectionError(H2_ERROR.FLOW_CONTROL_ERROR, "a stream's window past 2^31-1");
+        }
       } else if (key === SETTING.MAX_FRAME_SIZE) {
         if (value < 16_384 || value > 16_777_215) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a max frame size out of range");
         this.peerMaxFrame = value;
+      } else if (key === SETTING.MAX_CONCURRENT_STREAMS) {
+        this.peerMaxStreams = value;
       } else if (key === SETTING.ENABLE_PUSH && value > 1) {
         throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "ENABLE_PUSH past 1");
       }
       // HEADER_TABLE_SIZE bounds the peer's decoder of what this side encodes: never indexed, so nothing to do.
     }
-    this.socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
+    this.answer(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
+    this.openWaiting();
     if (!this.settingsSeen) {
       this.settingsSeen = true;
       this.emit("remoteSettings");

@@ -188,6 +188,8 @@ export class HpackDecoder {
       let shift = 0;
       for (;;) {
         if (at >= block.length) throw new HpackError("a header block ends inside an integer");
+        // Past five continuation bytes no value fits in 31 bits (and 2^shift would reach Infinity, then NaN).
+        if (shift > 28) throw new HpackError("an integer past 2^31");
         const byte = block[at++] as number;
         value += (byte & 0x7f) * 2 ** shift;
         shift += 7;

@@ -184,6 +184,55 @@ describe("the client's HTTP/2 against nghttp2 (node:http2's server)", () => {
     expect(stream.write(Buffer.from("late"))).toBe(false);
   });
 
+  it("holds requests past the server's MAX_CONCURRENT_STREAMS and sends each as a stream ends (nghttp2 ends the connection for one more)", async () => {
+    const path = await socketPath();
+    const server = createH2Server({ settings: { maxConcurrentStreams: 2 } });
+    let open = 0;
+    let most = 0;
+    server.on("stream", (stream) => {
+      open++;
+      most = Math.max(most, open);
+      stream.on("close", () => open--);
+      stream.on("end", () => setTimeout(() => stream.respond({ ":status": 200 }, { endStream: true }), 20)).resume();
+    });
+    server.listen(path);
+    await once(server, "listening");
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const c = await client(path);
+    const streams = Array.from({ length: 7 }, (_, i) => c.request(REQUEST(`/m${i}`)));
+    const replies = streams.map((stream) => collect(stream));
+    for (const stream of streams) stream.end();
+    const done = await Promise.all(replies);
+    expect(done.map((r) => r.headers[":status"])).toEqual(Array.from({ length: 7 }, () => "200"));
+    expect(most).toBe(2);
+    // Ids in the order the requests went out.
+    expect(streams.map((stream) => stream.id)).toEqual([1, 3, 5, 7, 9, 11, 13]);
+  });
+
+  it("the streams a server's GOAWAY leaves open end with its code when it closes (as node:http2 ended them)", async () => {
+    let serverSession: ServerHttp2Session | undefined;
+    const { path, server } = await h2Server(() => undefined);
+    server.on("session", (s) => (serverSession = s));
+    const c = await client(path);
+    const stream = c.request(REQUEST());
+    const reply = collect(stream);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A session error: nghttp2 says GOAWAY INTERNAL_ERROR, then closes.
+    serverSession?.on("error", () => undefined);
+    serverSession?.destroy(new Error("the server failed"));
+    expect((await reply).rstCode).toBe(H2_ERROR.INTERNAL_ERROR);
+  });
+
+  it("a header's name is its own: no prototype's member answers for it", async () => {
+    const { path } = await h2Server((stream) => stream.respond({ ":status": 200, constructor: "c", "x-a": "1" }, { endStream: true }));
+    const c = await client(path);
+    const stream = c.request(REQUEST());
+    stream.end();
+    const r = await collect(stream);
+    expect(r.headers.constructor).toBe("c");
+    expect(r.headers.toString).toBeUndefined();
+  });
+
   it("answers the server's PING; a GOAWAY is told, and no request is made on the connection after it", async () => {
     let serverSession: ServerHttp2Session | undefined;
     const { path, server } = await h2Server(() => undefined);
@@ -262,6 +311,16 @@ describe("the client's HTTP/2 against a hostile peer: a malformed frame ends the
       /past a stream's window/,
     ],
     [
+      "a header block of empty CONTINUATIONs (each frame counts)",
+      () => Buffer.concat([rawFrame(1, 0, 1, Buffer.from([0x88])), ...Array.from({ length: 40_000 }, () => rawFrame(9, 0, 1, Buffer.alloc(0)))]),
+      /header block past/,
+    ],
+    [
+      "an integer of endless continuation bytes (HPACK)",
+      () => rawFrame(1, 4, 1, Buffer.from([0x3f, ...Array.from({ length: 200 }, () => 0x80), 0x01])),
+      /past 2\^31/,
+    ],
+    [
       "a WINDOW_UPDATE past 2^31-1",
       () => Buffer.concat([rawFrame(8, 0, 0, Buffer.from([0x7f, 0xff, 0xff, 0xff])), rawFrame(8, 0, 0, Buffer.from([0x7f, 0xff, 0xff, 0xff]))]),
       /past 2\^31-1/,
@@ -278,5 +337,34 @@ describe("the client's HTTP/2 against a hostile peer: a malformed frame ends the
     expect(stream.destroyed).toBe(true);
     expect(stream.rstCode).toBe(H2_ERROR.CANCEL);
     expect(errors.map((e) => e.message).join("\n")).toMatch(message);
+  });
+});
+
+describe("the client's HTTP/2 against a peer that does not read", () => {
+  it("PINGs it never reads the answers to end the connection (ENHANCE_YOUR_CALM), not this side's memory", async () => {
+    const path = await socketPath();
+    const sockets: Socket[] = [];
+    const server: NetServer = createNetServer((socket) => {
+      sockets.push(socket);
+      socket.on("error", () => undefined);
+      socket.write(rawFrame(4, 0, 0, Buffer.alloc(0)));
+      socket.once("data", () => {
+        socket.pause();
+        const ping = rawFrame(6, 0, 0, Buffer.alloc(8));
+        const burst = Buffer.concat(Array.from({ length: 10_000 }, () => ping));
+        for (let i = 0; i < 60; i++) socket.write(burst);
+      });
+    });
+    server.listen(path);
+    await once(server, "listening");
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const c = new H2Connection(connect(path));
+    const errors: Error[] = [];
+    c.on("error", (error: Error) => errors.push(error));
+    await new Promise<void>((resolve) => c.on("close", () => resolve()));
+    expect(errors.map((e) => e.message).join("\n")).toMatch(/answers it does not read/);
   });
 });

@@ -107,4 +107,28 @@ describe("rpc streaming", () => {
     expect(reply.results.map((r) => r.ref)).toEqual(["h:r1", "d:1000", "d:1001", "d:1002"]);
     await expect(client.push(parts(10))).rejects.toMatchObject({ rule: "push.pack" });
   });
+
+  it("sends 48 MiB up a client stream with backpressure, and no listener piles up on the stream while it waits (no warning)", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    cleanups.push(async () => void process.off("warning", onWarning));
+    const client = await serve({
+      async push(parts: AsyncIterable<PushRequest>) {
+        let bytes = 0;
+        for await (const part of parts) if (part.part.case === "data") bytes += part.part.value.byteLength;
+        return { results: [{ ref: String(bytes), ok: true }] };
+      },
+    });
+    // In the seat socket's chunks (its receive cap is 256 KiB a message).
+    const chunk = Buffer.alloc(128 * 1024, 5);
+    async function* parts() {
+      yield { part: { case: "header" as const, value: { requestId: "big" } } };
+      for (let i = 0; i < 48 * 8; i++) yield { part: { case: "data" as const, value: chunk } };
+    }
+    const reply = await client.push(parts());
+    expect(reply.results[0]?.ref).toBe(String(48 * 1024 * 1024));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings).toEqual([]);
+  });
 });
