@@ -342,24 +342,11 @@ describe("the client's HTTP/2 against a hostile peer: a malformed frame ends the
 
 describe("the client's HTTP/2 against a peer that does not read", () => {
   it("PINGs it never reads the answers to end the connection (ENHANCE_YOUR_CALM), not this side's memory", async () => {
-    const path = await socketPath();
-    const sockets: Socket[] = [];
-    const server: NetServer = createNetServer((socket) => {
-      sockets.push(socket);
-      socket.on("error", () => undefined);
-      socket.write(rawFrame(4, 0, 0, Buffer.alloc(0)));
-      socket.once("data", () => {
-        socket.pause();
-        const ping = rawFrame(6, 0, 0, Buffer.alloc(8));
-        const burst = Buffer.concat(Array.from({ length: 10_000 }, () => ping));
-        for (let i = 0; i < 60; i++) socket.write(burst);
-      });
-    });
-    server.listen(path);
-    await once(server, "listening");
-    cleanups.push(() => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
+    const path = await hostile((socket) => {
+      socket.pause();
+      const ping = rawFrame(6, 0, 0, Buffer.alloc(8));
+      const burst = Buffer.concat(Array.from({ length: 10_000 }, () => ping));
+      for (let i = 0; i < 60; i++) socket.write(burst);
     });
     const c = new H2Connection(connect(path));
     const errors: Error[] = [];
