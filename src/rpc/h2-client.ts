@@ -211,7 +211,6 @@ export class H2Connection extends EventEmitter {
   private settingsSeen = false;
   /** A header block in progress: its stream, flags and fragments, until END_HEADERS. */
   private continuing: { stream: number; endStream: boolean; fragments: Buffer[]; size: number } | undefined;
-  private goawayLast = MAX_WINDOW;
   /** The code of the server's GOAWAY: the streams it still had end with it when the connection goes (as node:http2 ended them). */
   private goawayCode: number | undefined;
 
@@ -455,11 +454,11 @@ export class H2Connection extends EventEmitter {
         return;
       case FRAME.GOAWAY: {
         if (id !== 0 || payload.byteLength < 8) throw new ConnectionError(H2_ERROR.PROTOCOL_ERROR, "a malformed GOAWAY");
-        this.goawayLast = payload.readUInt32BE(0) & 0x7fffffff;
+        const last = payload.readUInt32BE(0) & 0x7fffffff;
         this.goawayCode = payload.readUInt32BE(4);
         this.closed = true;
         // Streams the server never took, and those never sent, are refused: nothing of them was processed.
-        const refused = [...this.waiting, ...[...this.streams.values()].filter((stream) => stream.id > this.goawayLast)];
+        const refused = [...this.waiting, ...[...this.streams.values()].filter((stream) => stream.id > last)];
         this.waiting.length = 0;
         for (const stream of refused) {
           this.streams.delete(stream.id);
