@@ -545,8 +545,9 @@ time_t time(time_t *t) {
 }
 `;
 // The seat's agent: a counter twenty times a second, and gated acts in a loop under a faked
-// clock and a far time zone (once the test has put the LD_PRELOAD clock in its home).
-const CLOCK_AGENT = `( i=0; while :; do i=$((i+1)); echo $i > "$HOME/count"; sleep 0.05; done ) &
+// clock and a far time zone (once the test has put the LD_PRELOAD clock in its home). The count
+// is written whole (a rename): the host must never read it half-written, as an empty file.
+const CLOCK_AGENT = `( i=0; while :; do i=$((i+1)); echo $i > "$HOME/count.next"; mv -f "$HOME/count.next" "$HOME/count"; sleep 0.05; done ) &
 while [ ! -e "$HOME/fakeclock.so" ]; do sleep 0.1; done
 n=0
 while :; do
