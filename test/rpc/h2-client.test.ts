@@ -211,11 +211,18 @@ describe("the client's HTTP/2 against nghttp2 (node:http2's server)", () => {
 
   it("the streams a server's GOAWAY leaves open end with its code when it closes (as node:http2 ended them)", async () => {
     let serverSession: ServerHttp2Session | undefined;
-    const { path, server } = await h2Server(() => undefined);
+    let served = () => undefined as void;
+    const serving = new Promise<void>((resolve) => (served = resolve));
+    // The server's stream is destroyed with its session's error: its error is the test's, not unhandled.
+    const { path, server } = await h2Server((stream) => {
+      stream.on("error", () => undefined);
+      served();
+    });
     server.on("session", (s) => (serverSession = s));
     const c = await client(path);
     const stream = c.request(REQUEST());
     const reply = collect(stream);
+    await serving;
     await new Promise((resolve) => setTimeout(resolve, 50));
     // A session error: nghttp2 says GOAWAY INTERNAL_ERROR, then closes.
     serverSession?.on("error", () => undefined);
