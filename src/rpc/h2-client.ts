@@ -104,7 +104,7 @@ export class H2Stream extends EventEmitter {
 
   constructor(
     private readonly connection: H2Connection,
-    /** @internal The request's header fields, sent when the stream opens. */ readonly fields: readonly HeaderField[],
+    /** @internal The request's header block, encoded when asked for and sent when the stream opens. */ readonly block: Buffer,
   ) {
     super();
     this.sendWindow = 0;
@@ -239,8 +239,7 @@ export class H2Connection extends EventEmitter {
   request(fields: readonly HeaderField[]): H2Stream {
     if (this.closed || this.destroyed) throw new Error("The session has been destroyed");
     // Encoded now, so a header this side may not send fails the call that asked, at once.
-    encodeHeaders(fields);
-    const stream = new H2Stream(this, fields);
+    const stream = new H2Stream(this, encodeHeaders(fields));
     if (this.streams.size < this.peerMaxStreams) this.open(stream);
     else this.waiting.push(stream);
     return stream;
@@ -252,7 +251,7 @@ export class H2Connection extends EventEmitter {
     stream.id = id;
     stream.sendWindow = this.peerStreamWindow;
     this.streams.set(id, stream);
-    const block = encodeHeaders(stream.fields);
+    const block = stream.block;
     // A block past the peer's frame size goes out as HEADERS and CONTINUATIONs.
     const frames: Buffer[] = [];
     for (let at = 0; at < block.byteLength || at === 0; at += this.peerMaxFrame) {
