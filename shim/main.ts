@@ -32,13 +32,13 @@ async function main(argv: readonly string[]): Promise<void> {
   // `whoami` (with or without --json), which agents run in loops, straight to its act: the
   // command tree (commander and every command's definition, ~5 ms) is for anything else — another
   // option, --help, a typo — which it parses, explains and refuses exactly as before.
+  // Each loads its code inside runCli: a lazy part that cannot be read (scripts/build-shim.ts) is
+  // one line and exit 1, like any other failure, not a stack trace.
   if (argv[2] === "whoami" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
-    const { whoami } = await import("./commands.js");
-    await runCli("teamd-shim", { parseAsync: () => whoami({ json: argv.length === 4 }) }, argv);
+    await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }) }, argv);
     return;
   }
-  const { buildProgram } = await import("./cli.js");
-  await runCli("teamd-shim", buildProgram(), argv);
+  await runCli("teamd-shim", { parseAsync: async (args) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv);
 }
 
 void main(process.argv);

@@ -15,6 +15,7 @@ import { ledgerLayout } from "../host/ledger-host.js";
 import { openFilteredMirror } from "../../src/effects/git-filter.js";
 import { egressSocketPath } from "../host/seat-layout.js";
 import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "../host/seat-layout.js";
+import { SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
 import { seatDefaultEnv, seatGitIdentity } from "./seat-defaults.js";
@@ -117,7 +118,7 @@ export async function prepareSeat(target: StartableSeat, deps: PrepareDeps): Pro
     const egress =
       target.start.network === undefined
         ? undefined
-        : { socket: egressSocketPath(socket), launcher: await installShim(home, builtEgressBundle(), "teamd-egress") };
+        : { socket: egressSocketPath(socket), launcher: await installBuilt(home, builtEgressBundle(), "teamd-egress") };
     if (egress !== undefined && system) await chown(egress.socket, user.uid, user.gid);
     step("socket");
 
@@ -185,19 +186,41 @@ async function ownTree(path: string, user: SeatUser, system: boolean): Promise<v
 }
 
 /**
- * Copy the built bundle to TEAMD_HOME/shim (root-owned, world-readable): the seat binds the
+ * Copy a built bundle to TEAMD_HOME/shim (root-owned, world-readable): the seat binds the
  * copy, so teamd's installed code stays reserved and unbound, and a seat user in system
  * mode can reach it wherever teamd is installed.
  */
-async function installShim(home: TeamdHome, built = builtShimBundle(), name = "teamd-shim"): Promise<string> {
-  let bytes: Buffer;
+async function installBuilt(home: TeamdHome, built: string, name: string): Promise<string> {
+  // Its own extension (.cjs, .mjs): what Node reads it as where the seat runs it by its host path (containment none).
+  return installSeatFile(home, name, extname(built), await readBuilt(built), 0o755);
+}
+
+/**
+ * The shim: its front and its lazy part beside it (scripts/build-shim.ts), named by one digest
+ * of both, so a front is only ever installed beside its own lazy part — which is written first:
+ * a front on disk always has its part.
+ */
+async function installShim(home: TeamdHome): Promise<{ bundle: string; lazy: string }> {
+  const built = builtShimBundle();
+  const front = await readBuilt(built);
+  const lazyPart = await readBuilt(`${built}${SHIM_LAZY_SUFFIX}`);
+  const digest = contentDigest(front, lazyPart);
+  const lazy = await installSeatFile(home, "teamd-shim", `${extname(built)}${SHIM_LAZY_SUFFIX}`, lazyPart, 0o644, digest);
+  return { bundle: await installSeatFile(home, "teamd-shim", extname(built), front, 0o755, digest), lazy };
+}
+
+async function readBuilt(built: string): Promise<Buffer> {
   try {
-    bytes = await readFile(built);
+    return await readFile(built);
   } catch {
     throw new RefusalError("containment.failed", `the shim bundle ${built} is not built; fix: run npm run build (scripts/build-shim.ts)`);
   }
-  // Its own extension (.cjs, .mjs): what Node reads it as where the seat runs it by its host path (containment none).
-  return installSeatFile(home, name, extname(built), bytes, 0o755);
+}
+
+function contentDigest(...parts: readonly Buffer[]): string {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest("hex").slice(0, 16);
 }
 
 /**
@@ -205,8 +228,7 @@ async function installShim(home: TeamdHome, built = builtShimBundle(), name = "t
  * digest: written once, whole (a temporary name, then a rename), never changed in place while
  * a seat binds it.
  */
-async function installSeatFile(home: TeamdHome, name: string, extension: string, bytes: Buffer, mode: number): Promise<string> {
-  const digest = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+async function installSeatFile(home: TeamdHome, name: string, extension: string, bytes: Buffer, mode: number, digest = contentDigest(bytes)): Promise<string> {
   const dir = shimCopyDir(home);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await chmod(dir, 0o755);
@@ -253,7 +275,7 @@ async function planSeat(
   target: StartableSeat,
   layout: SeatLayout,
   socket: string,
-  shim: string,
+  shim: { readonly bundle: string; readonly lazy: string },
   user: SeatUser,
   home: TeamdHome,
   egress?: EgressInput,
@@ -289,7 +311,14 @@ async function planSeat(
     (bytes, mode) => installSeatFile(home, `pin-${mode.toString(8)}`, "", bytes, mode),
     home.mode === "system" ? user : undefined,
   );
-  const facts = await gatherHostFacts({ node: process.execPath, shimBundle: shim, shimCommand: SHIM_COMMAND, seatProfile, seatSocket: socket });
+  const facts = await gatherHostFacts({
+    node: process.execPath,
+    shimBundle: shim.bundle,
+    shimLazy: shim.lazy,
+    shimCommand: SHIM_COMMAND,
+    seatProfile,
+    seatSocket: socket,
+  });
   if (!facts.ok) throw fromRefusal(facts.refusal);
   const result = compilePlan({
     seat: { team: target.team, seat: target.seat },

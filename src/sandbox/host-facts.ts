@@ -17,6 +17,8 @@ export interface HostFactsRequest {
   /** The node binary seats run (normally process.execPath). */
   readonly node: string;
   readonly shimBundle?: string;
+  /** The bundle's lazy part beside it (plan-types HostFacts.shimLazy). */
+  readonly shimLazy?: string;
   /** The bundle's name on the seat's PATH (plan-types HostFacts.shimCommand). */
   readonly shimCommand?: string;
   /** teamd's /etc/profile for seats (plan-types HostFacts.seatProfile). */
@@ -55,6 +57,12 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
     if (!shim.ok) return fail(`the shim bundle: ${shim.reason}`, "build the shim bundle (npm run build)");
     shimBundle = shim.path;
   }
+  let shimLazy: string | undefined;
+  if (request.shimLazy !== undefined && shimBundle !== undefined) {
+    const lazy = await canonicalize(request.shimLazy);
+    if (!lazy.ok) return fail(`the shim's lazy part: ${lazy.reason}`, "build the shim bundle (npm run build)");
+    shimLazy = lazy.path;
+  }
   let seatProfile: string | undefined;
   if (request.seatProfile !== undefined) {
     const profile = await canonicalize(request.seatProfile);
@@ -75,6 +83,7 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
       etcListed,
       node: node.path,
       shimBundle,
+      ...(shimLazy !== undefined ? { shimLazy } : {}),
       ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}),
       ...(seatProfile !== undefined ? { seatProfile } : {}),
       seatSocket: { path: socket.path, id: socketId.info.id },

@@ -50,6 +50,8 @@ export const LINUX_BASE = Object.freeze({
   inside: Object.freeze({
     socket: "/run/teamd/shim.sock",
     shim: "/run/teamd/shim",
+    /** The shim's lazy part (its commands' code and V8's cache of it), beside it: the front reads it by its own name + SHIM_LAZY_SUFFIX. */
+    shimLazy: "/run/teamd/shim.lazy",
     /** The seat's last handoff checkpoint, when it has one (issue 27): read-only. */
     handoff: "/run/teamd/handoff.json",
     proc: "/proc",
@@ -63,6 +65,13 @@ export const LINUX_BASE = Object.freeze({
   /** PATH inside, before the node runtime's folder when that lies elsewhere. */
   path: Object.freeze(["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]),
 });
+
+/**
+ * The shim's lazy part is the file beside it, named as it is with this suffix
+ * (scripts/build-shim.ts): inside a seat /run/teamd/shim.lazy, installed as
+ * TEAMD_HOME/shim/teamd-shim-DIGEST.cjs.lazy.
+ */
+export const SHIM_LAZY_SUFFIX = ".lazy";
 
 /** The /etc folders whose children must be listed for the deny list to be applied inside them. */
 export function etcFoldersToList(deny: readonly string[] = LINUX_BASE.etcDeny): string[] {

@@ -60,6 +60,11 @@ export interface HostFacts {
   /** Canonical path of the shim's self-contained bundle (file or folder); undefined until it is built. */
   readonly shimBundle: string | undefined;
   /**
+   * Canonical path of the shim's lazy part, the file beside the bundle (linux-base.ts
+   * SHIM_LAZY_SUFFIX), bound read-only at inside.shimLazy; absent for a bundle that needs none.
+   */
+  readonly shimLazy?: string;
+  /**
    * The name the bundle answers to on the seat's PATH (e.g. "teamd-shim"): a symlink to it
    * under /run/teamd/bin, which PATH then ends with. Absent: the bundle is at TEAMD_SHIM only.
    */

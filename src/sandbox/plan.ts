@@ -81,6 +81,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     ["node runtime", host.node],
     ["seat socket", host.seatSocket.path],
     ...(host.shimBundle === undefined ? [] : [["shim bundle", host.shimBundle] as [string, string]]),
+    ...(host.shimLazy === undefined ? [] : [["shim's lazy part", host.shimLazy] as [string, string]]),
     ...(host.seatProfile === undefined ? [] : [["seat profile", host.seatProfile] as [string, string]]),
   ];
   for (const [what, path] of named) {
@@ -126,6 +127,11 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     const refused = checkPlainSource("shim bundle", host.shimBundle, input.reserved, base);
     if (refused) return refused;
     late.push({ op: "ro-bind", src: host.shimBundle, dest: base.inside.shim });
+    if (host.shimLazy !== undefined) {
+      const lazyRefused = checkPlainSource("shim's lazy part", host.shimLazy, input.reserved, base);
+      if (lazyRefused) return lazyRefused;
+      late.push({ op: "ro-bind", src: host.shimLazy, dest: base.inside.shimLazy });
+    }
     if (host.shimCommand !== undefined) {
       if (!NAME.test(host.shimCommand)) return undecidable(`the shim command name '${host.shimCommand}' is not a plain name`);
       late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${host.shimCommand}` });

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, chown, copyFile, mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { connectCommand, createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
+import { SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
 
 /**
  * Proves (docs/enforcement.md): "Containment (§11): a seat writes only its own repository,
@@ -60,6 +62,45 @@ describe.runIf(process.platform === "linux")("escape: write outside the seat's f
     expect(out.stderr).toMatch(/Device or resource busy/);
     // On the host the folder did move (it is the seat's own) and the socket is alive in it.
     expect((await stat(join(seat.home, "moved", "service.sock"))).isSocket()).toBe(true);
+  });
+
+  it("cannot change the shim or its lazy part (its commands' code and their V8 code cache), which every seat binds from the same two files", async () => {
+    // As the daemon installs them (daemon/lifecycle/prepare.ts): in user mode the copies are the
+    // daemon's user's, the seat's own uid outside — only the read-only binds stand between.
+    const dir = join(seat.base, "shim");
+    await mkdir(dir, { recursive: true });
+    const front = join(dir, "teamd-shim-test.cjs");
+    const part = `${front}${SHIM_LAZY_SUFFIX}`;
+    await copyFile(join(process.cwd(), "dist/shim-bundle/teamd-shim.cjs"), front);
+    await copyFile(join(process.cwd(), `dist/shim-bundle/teamd-shim.cjs${SHIM_LAZY_SUFFIX}`), part);
+    await chmod(front, 0o755);
+    await chmod(part, 0o644);
+    // As in user mode, the files are the seat's own uid's (as root the test seat runs as its own user).
+    for (const file of [dir, front, part]) await chown(file, seat.user.uid, seat.user.gid);
+    const digest = async (file: string) =>
+      createHash("sha256")
+        .update(await readFile(file))
+        .digest("hex");
+    const before = [await digest(front), await digest(part)];
+    const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: front, shimLazy: part, shimCommand: "teamd-shim" } }));
+    const attempts = ["/run/teamd/shim", "/run/teamd/shim.lazy"]
+      .map(
+        (f) =>
+          `echo pwn >> ${f}; echo pwn > ${f}; truncate -s 0 ${f}; chmod 777 ${f}; touch -d 2000-01-01 ${f}; ` +
+          `rm -f ${f}; mv ${f} ${f}.moved; echo x > ${f}.new && mv -f ${f}.new ${f}; ln -sf /tmp/evil ${f}; ` +
+          `mount --bind /tmp/evil ${f}; umount -l ${f}; ` +
+          `node -e 'try { require("fs").writeFileSync(process.argv[1], "pwn") } catch (e) { console.error(e.code) }' ${f}; `,
+      )
+      .join("");
+    const out = await seat.run(sh(`echo evil > /tmp/evil; ${attempts} sha256sum /run/teamd/shim /run/teamd/shim.lazy; teamd-shim --version`), { plan });
+    expect(out.stderr).toMatch(/Read-only file system|EROFS/);
+    // Unchanged inside, as the seat sees them after its attempts, and on the host.
+    expect(out.stdout).toBe(`${before[0]}  /run/teamd/shim\n${before[1]}  /run/teamd/shim.lazy\n0.1.0\n`);
+    expect([await digest(front), await digest(part)]).toEqual(before);
+    // Control: a command through the part runs (no daemon here: exit 4, unreachable).
+    const control = await seat.run(sh(`TEAMD_SOCKET=/tmp/none.sock teamd-shim whoami; echo rc=$?`), { plan });
+    expect(control.stderr).toContain("cannot reach the teamd daemon");
+    expect(control.stdout).toBe("rc=4\n");
   });
 
   it("does write its own repository, home and tmp (the control that writing works at all)", async () => {

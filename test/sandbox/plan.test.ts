@@ -192,6 +192,16 @@ describe("compilePlan: cases", () => {
     expect(at(plan({ ...baseInput(), host: facts({ seatProfile, etc: noProfile }) }))).toEqual([{ op: "ro-bind", src: seatProfile, dest: "/etc/profile" }]);
   });
 
+  it("binds the shim's lazy part read-only beside the shim, after it; none when the host facts name none", () => {
+    const shimLazy = "/var/lib/teamd/shim/teamd-shim-0123456789abcdef.cjs.lazy";
+    const q = plan({ ...baseInput(), host: facts({ shimLazy }) });
+    const shim = q.mounts.findIndex((m) => m.dest === "/run/teamd/shim");
+    const lazy = q.mounts.findIndex((m) => m.dest === "/run/teamd/shim.lazy");
+    expect(q.mounts[lazy]).toEqual({ op: "ro-bind", src: shimLazy, dest: "/run/teamd/shim.lazy" });
+    expect(lazy).toBeGreaterThan(shim);
+    expect(plan(baseInput()).mounts.some((m) => m.dest === "/run/teamd/shim.lazy")).toBe(false);
+  });
+
   it("binds each pinned start file read-only over its path in the seat's repository, after the repository itself", () => {
     const input = baseInput();
     const repo = input.writable.repository.path;
@@ -353,6 +363,24 @@ describe("compilePlan: cases", () => {
       (i) => ({ ...i, host: facts({ shimBundle: "/usr/lib/node_modules/teamd/dist/shim.mjs" }) }),
       "reserved.object",
       /shim bundle/,
+    ],
+    [
+      "a shim's lazy part inside teamd's reserved code",
+      (i) => ({ ...i, host: facts({ shimLazy: "/usr/lib/node_modules/teamd/dist/shim-bundle/teamd-shim.cjs.lazy" }) }),
+      "reserved.object",
+      /shim's lazy part/,
+    ],
+    [
+      "a shim's lazy part under /run, which the plan builds itself",
+      (i) => ({ ...i, host: facts({ shimLazy: "/run/teamd/shim.lazy" }) }),
+      "containment.undecidable",
+      /shim's lazy part \/run\/teamd\/shim.lazy lies under \/run/,
+    ],
+    [
+      "a shim's lazy part at a path that is not canonical",
+      (i) => ({ ...i, host: facts({ shimLazy: "/var/lib/teamd/shim/../shim/x.lazy" }) }),
+      "containment.undecidable",
+      /shim's lazy part path .* is not canonical/,
     ],
     [
       "a pinned start file bound outside the seat's repository",
