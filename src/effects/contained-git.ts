@@ -7,7 +7,7 @@ import { ISOLATION, missingFeatures, seccompFdAfter } from "../sandbox/bwrap-arg
 import { seatFilter } from "../sandbox/seccomp-filter.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
 import { collectBounded, GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
-import { BASH, closeFdsScript } from "../sandbox/close-fds.js";
+import { BASH, BASH_COMMAND, closeFdsScript } from "../sandbox/close-fds.js";
 
 /**
  * git run on content a seat wrote (a pushed pack, the objects quarantined from it) runs in
@@ -266,7 +266,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   ];
   // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
   // daemon inherited without close-on-exec.
-  const child = spawn(BASH, ["-c", closeFdsScript(seccompFd, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
+  const child = spawn(BASH, [...BASH_COMMAND, closeFdsScript(seccompFd, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",

@@ -12,6 +12,15 @@
  */
 export const BASH = "/bin/bash";
 
+/**
+ * How every launch chain runs bash: `bash --norc --noprofile -c SCRIPT NAME ARGS...`. Without
+ * --norc a bash whose stdin is a socket — and Node gives a child's stdin as a socketpair —
+ * takes itself for a remote shell and runs the daemon user's ~/.bashrc (Debian's bash does):
+ * before containment, with every fd still open, its output ahead of git's pack on stdout.
+ * Found measuring contained git (issue 26): ~1.3 ms and a `pyenv: command not found` a run.
+ */
+export const BASH_COMMAND: readonly string[] = Object.freeze(["--norc", "--noprofile", "-c"]);
+
 export function closeFdsScript(keep: number, then = 'exec "$@"'): string {
   return `for f in /proc/self/fd/*; do n=\${f##*/}; if [ "$n" -gt ${keep} ] && [ -e "$f" ]; then exec {n}>&-; fi; done; ${then}`;
 }

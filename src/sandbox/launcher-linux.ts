@@ -7,7 +7,7 @@ import { BWRAP_PROTOCOL } from "./launch-protocol.js";
 import { startedOnPipes } from "./launcher-pipes.js";
 import { LINUX_BASE } from "./linux-base.js";
 import { launchInPty, PTY_BLOCK_FD, PTY_STATUS_FD } from "./launcher-pty.js";
-import { BASH, closeFdsScript } from "./close-fds.js";
+import { BASH, BASH_COMMAND, closeFdsScript } from "./close-fds.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { explainNproc, launchChain } from "./launch-chain.js";
 import { isExecutable, switchIds } from "./seat-ids.js";
@@ -164,7 +164,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     }
     // The closer keeps the status fd, with a cgroup the block fd after it, and the filter's fd last.
     const lastFd = seccompFd ?? blockFd ?? statusFd;
-    const [file, ...rest] = [BASH, "-c", closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
       // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's.

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmod, lstat, mkdir, readlink, rename, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
-import { BASH } from "./close-fds.js";
+import { BASH, BASH_COMMAND } from "./close-fds.js";
 import type { Launcher, LaunchRequest, LaunchResult, ProbeResult } from "./launcher-types.js";
 import { explainNproc, launchChain, type ChainOptions } from "./launch-chain.js";
 import { UNCONTAINED_PROTOCOL } from "./launch-protocol.js";
@@ -86,7 +86,7 @@ export function createUncontainedLauncher(options: ChainOptions = {}): Launcher 
     let child: ChildProcess;
     try {
       // fd 3: the wrapper's report of its pid; fd 4 (with a cgroup): the byte it waits for.
-      child = spawn(BASH, ["-c", selfReportingWrapper("fd", cgroup !== undefined), "teamd-launch", ...argv], {
+      child = spawn(BASH, [...BASH_COMMAND, selfReportingWrapper("fd", cgroup !== undefined), "teamd-launch", ...argv], {
         stdio: cgroup === undefined ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", "pipe"],
         env: { ...run.env },
         cwd: run.cwd,

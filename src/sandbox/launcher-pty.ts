@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BASH, closeFdsScript } from "./close-fds.js";
+import { BASH, BASH_COMMAND, closeFdsScript } from "./close-fds.js";
 import { BWRAP_PROTOCOL, type LaunchProtocol } from "./launch-protocol.js";
 import { selfReportingWrapper } from "./uncontained-args.js";
 import type { LaunchResult, SeatExit, SeatProcess } from "./launcher-types.js";
@@ -127,7 +127,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   const removeDir = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
   let term: NodePtyModule.IPty;
   try {
-    term = nodePty.spawn(BASH, ["-c", wrapper, statusFile, ...request.argv], {
+    term = nodePty.spawn(BASH, [...BASH_COMMAND, wrapper, statusFile, ...request.argv], {
       name: "xterm-256color",
       cols: request.cols,
       rows: request.rows,
