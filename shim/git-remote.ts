@@ -43,6 +43,8 @@ export async function runGitRemote(socket: string): Promise<void> {
   };
   let listed: Listed[] = [];
   let verbose = 1;
+  /** This repository's refs, the fetch's haves: asked of git while the daemon answers the listing that comes before a fetch. */
+  let haves: Promise<string[]> | undefined;
   try {
     for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
       const [command = "", ...rest] = line.split(" ");
@@ -58,6 +60,10 @@ export async function runGitRemote(socket: string): Promise<void> {
         } else if (rest[0] === "progress") out("ok");
         else out("unsupported");
       } else if (command === "list") {
+        if (rest[0] !== "for-push") {
+          haves = localRefTips();
+          haves.catch(() => undefined);
+        }
         const reply = await client.listRefs({ forPush: rest[0] === "for-push" });
         listed = reply.refs.map((r) => ({ oid: r.oid, name: r.name }));
         for (const r of listed) out(`${r.oid} ${r.name}`);
@@ -69,7 +75,7 @@ export async function runGitRemote(socket: string): Promise<void> {
           const [, oid = ""] = more.split(" ");
           wants.push(oid);
         }
-        await fetchPack(client, [...new Set(wants)], verbose);
+        await fetchPack(client, [...new Set(wants)], await (haves ?? localRefTips()), verbose);
         out("");
       } else if (command === "push") {
         const specs = [rest.join(" ")];
@@ -91,8 +97,11 @@ function say(verbose: number, text: string): void {
   if (verbose > 0) process.stderr.write(`teamd: ${text}\n`);
 }
 
-async function fetchPack(client: Client, wants: string[], verbose: number): Promise<void> {
-  const haves = (await gitText(["for-each-ref", "--format=%(objectname)", "refs/"])).split("\n").filter((l) => l !== "");
+async function localRefTips(): Promise<string[]> {
+  return (await gitText(["for-each-ref", "--format=%(objectname)", "refs/"])).split("\n").filter((l) => l !== "");
+}
+
+async function fetchPack(client: Client, wants: string[], haves: readonly string[], verbose: number): Promise<void> {
   const child = spawn("git", ["index-pack", "--stdin", "--fix-thin"], { stdio: ["pipe", "ignore", "inherit"] });
   // index-pack may die on a bad pack before it read it all (EPIPE): its exit code is the answer.
   child.stdin.on("error", () => undefined);

@@ -210,8 +210,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
 
   /** The refs the seat may read, as it sees them (filtered images for a bounded seat). */
   async function visibleRefs(ctx: SeatContext, src: Source): Promise<{ refs: { name: string; oid: string }[]; head: string }> {
-    const trunk = await trunkOf(ctx.team.hub);
-    const hubRefs = (await listRefs(ctx.team.hub, ["refs/heads/"])).filter((r) => mayFetch(ctx.policy.policy, ctx.seat, r.name, trunk));
+    // Both questions at once: two git processes in line were ~5 ms of every listing and fetch (issue 26).
+    const [trunk, all] = await Promise.all([trunkOf(ctx.team.hub), listRefs(ctx.team.hub, ["refs/heads/"])]);
+    const hubRefs = all.filter((r) => mayFetch(ctx.policy.policy, ctx.seat, r.name, trunk));
     if (src.mirror === undefined) return { refs: hubRefs, head: trunk };
     const refs: { name: string; oid: string }[] = [];
     for (const r of hubRefs) {
