@@ -251,14 +251,27 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // On record before the pack leaves (§3): the tips it serves; the pack's bytes once it has
         // left, also of a pack cut short — a stream held open is already on record by its tips.
         const shown = tipsServed(refs.filter((r) => wants.includes(r.oid)));
-        const first = await deps.pipeline.served(ctx, { action: "git.fetch", ...shown });
+        // The pack's contained git starts while that record is made durable (issue 26); its first
+        // bytes wait for it, and a record that cannot be made stops it.
+        const pack = servePack(src.repo, wants, haves, await limitsFor(ctx))[Symbol.asyncIterator]();
+        const head = pack.next();
+        head.catch(() => undefined);
+        let first: Awaited<ReturnType<typeof deps.pipeline.served>>;
+        try {
+          first = await deps.pipeline.served(ctx, { action: "git.fetch", ...shown });
+        } catch (error) {
+          await head.catch(() => undefined);
+          await pack.return?.(undefined);
+          throw error;
+        }
         let bytes = 0;
         try {
-          for await (const chunk of servePack(src.repo, wants, haves, await limitsFor(ctx))) {
-            bytes += chunk.byteLength;
-            yield chunk;
+          for (let next = await head; next.done !== true; next = await pack.next()) {
+            bytes += next.value.byteLength;
+            yield next.value;
           }
         } finally {
+          await pack.return?.(undefined);
           if (bytes > 0)
             await deps.pipeline.servedEnd(ctx, { action: "git.fetch", target: shown.target }, first, [{ key: "pack_bytes", value: String(bytes) }]);
         }

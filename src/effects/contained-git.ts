@@ -366,7 +366,23 @@ export async function containedGitStream(args: readonly string[], options: Conta
   const spawned = await spawnContained(args, options);
   // Nobody may be waiting on `done` when the reader stops early; that must not be an unhandled rejection.
   spawned.done.catch(() => undefined);
-  return { stdout: spawned.stdout, done: spawned.done, kill: spawned.kill };
+  // Held until read, however late: when a child exits, Node resumes each of its output streams
+  // that has no 'readable' listener (child_process's flushStdio), and what git wrote is dropped.
+  // A caller that reads a moment later (a fetch's pack, held while its wants are checked) got
+  // nothing, and git's exit was still 0. A listener that reads nothing keeps it held, back-pressure too.
+  const hold = () => undefined;
+  spawned.stdout.on("readable", hold);
+  return {
+    stdout: spawned.stdout,
+    done: spawned.done,
+    kill() {
+      spawned.kill();
+      // What is left unread is dropped, so the stream ends and `done` settles (resume does
+      // nothing while a 'readable' listener is there).
+      spawned.stdout.off("readable", hold);
+      spawned.stdout.resume();
+    },
+  };
 }
 
 /** Whether contained git runs here (bubblewrap present, new enough, and allowed to make its namespaces), asked now. */

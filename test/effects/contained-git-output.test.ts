@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { containedGit, containmentAvailable, GitOutputTooLarge } from "../../src/effects/contained-git.js";
+import { containedGit, containedGitStream, containmentAvailable, GitOutputTooLarge } from "../../src/effects/contained-git.js";
 import { GIT_TEST_ENV } from "../support/git-cli.js";
 
 /**
@@ -43,6 +43,28 @@ describe.runIf(available)("containedGit's output bound", () => {
     await expect(containedGit(args, { gitDir: repo, readOnly: [repo], writable: [], maxOutputBytes: 2 ** 20 })).rejects.toBeInstanceOf(GitOutputTooLarge);
     const { stdout } = await containedGit(args, { gitDir: repo, readOnly: [repo], writable: [], maxOutputBytes: 4 * 2 ** 20 });
     expect(stdout.length).toBe(2 * 2 ** 20);
+  });
+
+  it("a stream read late still has all of git's output, though git has exited by then", async () => {
+    // Node resumes an exited child's unread output streams (and drops what they hold) unless
+    // something listens: a fetch's pack, held while its wants were checked, arrived empty.
+    // Small enough for the pipe, so git writes it all and exits before anything reads.
+    const small = g(["hash-object", "-w", "--stdin"], "y".repeat(16 * 1024));
+    const stream = await containedGitStream(["cat-file", "blob", small], { gitDir: repo, readOnly: [repo], writable: [] });
+    // Long past git's exit (~20 ms). (`done` settles only once the output is read to its end.)
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const parts: Buffer[] = [];
+    for await (const chunk of stream.stdout) parts.push(chunk);
+    await stream.done;
+    expect(Buffer.concat(parts).toString("latin1")).toBe("y".repeat(16 * 1024));
+  });
+
+  it("a stream stopped unread settles: its process is gone and `done` rejects", async () => {
+    const stream = await containedGitStream(["cat-file", "blob", blob], { gitDir: repo, readOnly: [repo], writable: [] });
+    // 2 MiB: more than the pipe holds, so git is still writing when it is stopped.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    stream.kill();
+    await expect(stream.done).rejects.toThrow();
   });
 
   it("a tree bomb's listing past the bound is stopped: a million paths from three small trees", async () => {
