@@ -164,7 +164,10 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     }
     // The closer keeps the status fd, with a cgroup the block fd after it, and the filter's fd last.
     const lastFd = seccompFd ?? blockFd ?? statusFd;
-    const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
+    const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [
+      string,
+      ...string[],
+    ];
     let child: ChildProcess;
     try {
       // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's.
