@@ -253,7 +253,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         const shown = tipsServed(refs.filter((r) => wants.includes(r.oid)));
         // The pack's contained git starts while that record is made durable (issue 26); its first
         // bytes wait for it, and a record that cannot be made stops it.
-        const pack = servePack(src.repo, wants, haves, await limitsFor(ctx))[Symbol.asyncIterator]();
+        const pack = servePack(src.repo, wants, haves, { ...(await limitsFor(ctx)), tips })[Symbol.asyncIterator]();
         const head = pack.next();
         head.catch(() => undefined);
         let first: Awaited<ReturnType<typeof deps.pipeline.served>>;

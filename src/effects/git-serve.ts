@@ -27,7 +27,15 @@ export async function* servePack(
   repo: string,
   wants: readonly string[],
   haves: readonly string[],
-  options: { readonly timeoutMs?: number; readonly limits?: ContainedGitOptions["limits"] } = {},
+  options: {
+    readonly timeoutMs?: number;
+    readonly limits?: ContainedGitOptions["limits"];
+    /**
+     * The tips of the repository's refs, as the caller listed them: the pack starts with the haves
+     * among them as its bases (the commits a seat's haves most often are), beside the check.
+     */
+    readonly tips?: ReadonlySet<string>;
+  } = {},
 ): AsyncIterable<Uint8Array> {
   for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
   const dir = await realpath(repo);
@@ -47,11 +55,15 @@ export async function* servePack(
       timeoutMs: options.timeoutMs ?? 600_000,
     });
   // The types and the pack at once (issue 26: two contained starts in line were ~15 ms of a
-  // fetch): the pack as if every have were a commit here, not one byte of it read — the pipe
-  // holds git back — until the types say every want is a commit. Where a have is not one (a
-  // seat's own commit, an unknown id), that pack is stopped and made again without it.
+  // fetch): the pack made on the haves it is likely to keep — those among the ref tips the caller
+  // names, else all — not one byte of it read (the pipe holds git back) until the types say every
+  // want is a commit. Where the commits among the haves are another set (a have that is not one
+  // here, a seat's own commit, an unknown id; or a commit that is no tip), it is stopped and made
+  // again on exactly them.
   const types = objectTypes(context, [...wants, ...wellFormedHaves]);
-  const speculative = await pack(wellFormedHaves).catch(async (error: unknown) => {
+  const tips = options.tips;
+  const likely = tips === undefined ? wellFormedHaves : wellFormedHaves.filter((oid) => tips.has(oid));
+  const speculative = await pack(likely).catch(async (error: unknown) => {
     await types.catch(() => undefined);
     throw error;
   });
@@ -60,7 +72,7 @@ export async function* servePack(
     const known = await types;
     for (const want of wants) if (known.get(want) !== "commit") throw new WantRefused(want);
     const bases = wellFormedHaves.filter((oid) => known.get(oid) === "commit");
-    if (bases.length < wellFormedHaves.length) {
+    if (bases.length !== likely.length || bases.some((oid, i) => oid !== likely[i])) {
       speculative.kill();
       stream = await pack(bases);
     }

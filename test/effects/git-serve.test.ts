@@ -115,6 +115,21 @@ describe("servePack", () => {
     expect(() => sh(repo, ["rev-list", "--objects", second])).not.toThrow();
   });
 
+  it("with the ref tips named: a seat's own commit among the haves leaves the pack as it is; a tip that is no commit, or a commit that is no tip, is checked and counted right", async () => {
+    const known = objectsIn(indexInFresh((await collect(servePack(hub, [second], [first]))).pack));
+    const secondTree = sh(hub, ["rev-parse", `${second}^{tree}`]);
+    // first a tip, the rest unknown here or not commits.
+    const mixed = await collect(servePack(hub, [second], ["f".repeat(40), first, secondTree], { tips: new Set([first, second]) }));
+    expect(objectsIn(indexInFresh(mixed.pack))).toEqual(known);
+    // A "tip" that is a tree (an owner's ref at one): not a base, so nothing of second's tree is left out.
+    const treeTip = indexInFresh((await collect(servePack(hub, [second], [secondTree], { tips: new Set([secondTree]) }))).pack);
+    expect(() => sh(treeTip, ["rev-list", "--objects", second])).not.toThrow();
+    // A commit that is no tip is still a base: the 2 MiB blob of `first` stays home.
+    const older = await collect(servePack(hub, [second], [first], { tips: new Set([second]) }));
+    expect(older.pack.length).toBeLessThan(64 * 1024);
+    expect(objectsIn(indexInFresh(older.pack))).toEqual(known);
+  });
+
   it("refuses a want that is not a commit of the repository", async () => {
     const tree = sh(hub, ["rev-parse", `${second}^{tree}`]);
     for (const want of ["e".repeat(40), tree, bigBlob, "--all", "main"]) {
