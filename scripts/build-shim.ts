@@ -110,7 +110,9 @@ const SHIM_LAZY_WRAP = ["(function (exports, require, module, __filename, __dirn
  * Nothing in a seat or at run time ever writes a cache or reads one from anywhere else: a seat
  * able to write code another run or seat executes would be a sandbox escape. V8 rejects a cache
  * made by another node or under other flags (the part is then compiled from its text, as
- * before), and checks it against the text.
+ * before), and checks it against the text's length only, not its content: what keeps the cache
+ * and the text one build's is the install (both named by one digest in TEAMD_HOME/shim, which no
+ * seat can reach, and bound read-only), and the front's check of the part's size.
  */
 async function buildSeatShim(root: string): Promise<string> {
   const lazy = await build({

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, chown, lchown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, extname, join } from "node:path";
+import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, extname, join } from "node:path";
 import { git } from "../../src/effects/git.js";
 import { buildReservedSet } from "../../src/objects/reserved-set.js";
 import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/host-facts.js";
@@ -234,10 +234,17 @@ async function installSeatFile(home: TeamdHome, name: string, extension: string,
   await chmod(dir, 0o755);
   const copy = join(dir, `${name}-${digest}${extension}`);
   if (!existsSync(copy)) {
-    const temp = `${copy}.${process.pid}.tmp`;
-    await writeFile(temp, bytes, { mode });
-    await chmod(temp, mode);
-    await rename(temp, copy);
+    // In a folder of its own: two seats starting at once install the same file, and a shared
+    // temporary name let one truncate what the other had just renamed into place.
+    const staging = await mkdtemp(join(dir, ".install-"));
+    try {
+      const temp = join(staging, basename(copy));
+      await writeFile(temp, bytes, { mode });
+      await chmod(temp, mode);
+      await rename(temp, copy);
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
   }
   return copy;
 }

@@ -253,13 +253,17 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         const shown = tipsServed(refs.filter((r) => wants.includes(r.oid)));
         // The pack's contained git starts while that record is made durable (issue 26); its first
         // bytes wait for it, and a record that cannot be made stops it.
-        const pack = servePack(src.repo, wants, haves, { ...(await limitsFor(ctx)), tips })[Symbol.asyncIterator]();
+        const stopPack = new AbortController();
+        const pack = servePack(src.repo, wants, haves, { ...(await limitsFor(ctx)), tips, signal: stopPack.signal })[Symbol.asyncIterator]();
         const head = pack.next();
         head.catch(() => undefined);
         let first: Awaited<ReturnType<typeof deps.pipeline.served>>;
         try {
           first = await deps.pipeline.served(ctx, { action: "git.fetch", ...shown });
         } catch (error) {
+          // Refused (the served rate, the act budget) or unrecorded: git stops now, not once the
+          // pack's first bytes are made (a whole pack's work for a refusal, found by review).
+          stopPack.abort();
           await head.catch(() => undefined);
           await pack.return?.(undefined);
           throw error;

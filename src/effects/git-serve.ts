@@ -35,6 +35,8 @@ export async function* servePack(
      * among them as its bases (the commits a seat's haves most often are), beside the check.
      */
     readonly tips?: ReadonlySet<string>;
+    /** Stops git at once, whichever pack runs (a fetch whose record was refused). */
+    readonly signal?: AbortSignal;
   } = {},
 ): AsyncIterable<Uint8Array> {
   for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
@@ -61,6 +63,8 @@ export async function* servePack(
   // here, a seat's own commit, an unknown id; or a commit that is no tip), it is stopped and made
   // again on exactly them.
   const types = objectTypes(context, [...wants, ...wellFormedHaves]);
+  // Awaited below, after the pack's start: a rejection before then is not unhandled.
+  types.catch(() => undefined);
   const tips = options.tips;
   const likely = tips === undefined ? wellFormedHaves : wellFormedHaves.filter((oid) => tips.has(oid));
   const speculative = await pack(likely).catch(async (error: unknown) => {
@@ -68,16 +72,23 @@ export async function* servePack(
     throw error;
   });
   let stream = speculative;
+  const stop = () => stream.kill();
+  options.signal?.addEventListener("abort", stop, { once: true });
+  if (options.signal?.aborted === true) stop();
   try {
     const known = await types;
+    options.signal?.throwIfAborted();
     for (const want of wants) if (known.get(want) !== "commit") throw new WantRefused(want);
     const bases = wellFormedHaves.filter((oid) => known.get(oid) === "commit");
     if (bases.length !== likely.length || bases.some((oid, i) => oid !== likely[i])) {
       speculative.kill();
       stream = await pack(bases);
+      options.signal?.throwIfAborted();
     }
   } catch (error) {
+    options.signal?.removeEventListener("abort", stop);
     speculative.kill();
+    stream.kill();
     throw error;
   }
   let finished = false;
@@ -86,6 +97,7 @@ export async function* servePack(
     await stream.done;
     finished = true;
   } finally {
+    options.signal?.removeEventListener("abort", stop);
     if (!finished) stream.kill();
   }
 }

@@ -137,6 +137,15 @@ describe("servePack", () => {
     }
   });
 
+  it("stops git when its signal aborts, before a byte: nothing is yielded", async () => {
+    const stop = new AbortController();
+    const pack = servePack(hub, [second], [], { signal: stop.signal })[Symbol.asyncIterator]();
+    const head = pack.next();
+    stop.abort();
+    await expect(head).rejects.toThrow(/abort/i);
+    expect(await pack.next()).toEqual({ done: true, value: undefined });
+  });
+
   it("stops git when the reader stops", async () => {
     const started = Date.now();
     for await (const chunk of servePack(hub, [second], [])) {
