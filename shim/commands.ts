@@ -3,6 +3,7 @@ import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
+import { randomUUID } from "./request-id.js";
 import { socketPath, usage } from "./seat-socket.js";
 
 /**
@@ -10,12 +11,6 @@ import { socketPath, usage } from "./seat-socket.js";
  * the seat's socket and prints its answer. Loaded only when a command runs, so `teamd-shim
  * --version` and `--help` load no gRPC and no generated code (issue 26).
  */
-
-/**
- * A request's id, from the global Web Crypto object (the same CSPRNG as node:crypto's
- * randomUUID): importing node:crypto cost every command ~1.7 ms, whoami too, which sends none.
- */
-const randomUUID = (): string => globalThis.crypto.randomUUID();
 
 function client(deadlineMs = 30_000) {
   return createRpcClient(ShimService, socketPath(), { deadlineMs });

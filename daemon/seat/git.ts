@@ -8,7 +8,7 @@ import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
 import type { EffectResult } from "../../src/ledger/index.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
-import { git, gitInput, gitSucceeds, treeOfCommit } from "../../src/effects/git.js";
+import { gitInput, gitSucceeds, symbolicHead, treeOfCommit } from "../../src/effects/git.js";
 import {
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
@@ -196,9 +196,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     return { limits: seatGitLimits(cgroupProcs, limits === undefined || limits === "none" ? undefined : limits.memoryBytes) };
   }
 
-  async function trunkOf(hub: string): Promise<string> {
-    const head = await git(["symbolic-ref", "HEAD"], { gitDir: hub });
-    return head.stdout.trim();
+  function trunkOf(hub: string): Promise<string> {
+    return symbolicHead(hub);
   }
 
   async function source(ctx: SeatContext): Promise<Source> {

@@ -1,4 +1,7 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { constants } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
 
 /**
  * git as teamd runs it: never with the machine's or the user's configuration, never with
@@ -102,6 +105,35 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
 export async function treeOfCommit(gitDir: string, commit: string | undefined): Promise<string> {
   if (commit === undefined || commit === "") return "";
   return (await git(["rev-parse", "--verify", "--end-of-options", `${commit}^{tree}`], { gitDir })).stdout.trim();
+}
+
+/**
+ * The branch HEAD names (`git symbolic-ref HEAD`: refs/heads/NAME), read from the file where it
+ * is the plain `ref: refs/heads/NAME` line git writes — for teamd's own repositories (the hub),
+ * never a seat's — and asked of git for anything else (a detached HEAD, a link, another ref
+ * storage, whose HEAD file names refs/heads/.invalid). A git process was ~1-2 ms of every ref
+ * listing and fetch a seat makes (issue 26). At most 256 bytes are read.
+ */
+export async function symbolicHead(gitDir: string): Promise<string> {
+  const text = await readHead(join(gitDir, "HEAD"));
+  const named = text === undefined ? undefined : /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n$/.exec(text)?.[1];
+  if (named !== undefined && !/(^|\/)\.|\.\.|\/\/|\/$|\.lock(\/|$)/.test(named.slice("refs/heads/".length))) return named;
+  return (await git(["symbolic-ref", "HEAD"], { gitDir })).stdout.trim();
+}
+
+async function readHead(path: string): Promise<string | undefined> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!(await handle.stat()).isFile()) return undefined;
+    const buffer = Buffer.alloc(256);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    return bytesRead === buffer.length ? undefined : buffer.toString("utf8", 0, bytesRead);
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
 }
 
 /** Like git(), but a non-zero exit is an answer (false), not an error. */
