@@ -152,28 +152,12 @@ export async function sweepSeatCgroups(
  * through its parent's cutime.
  */
 export async function walkNamespaceUsage(pidNamespace: string): Promise<SeatCgroupUsage> {
-  return sumUsage(await pidsInNamespace(pidNamespace));
-}
-
-/** The processes of a pid namespace (`pid:[N]`, as /proc/PID/ns/pid reads), from /proc. */
-export async function pidsInNamespace(pidNamespace: string): Promise<number[]> {
   const inNamespace: number[] = [];
   for (const entry of await readdir("/proc").catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
     if ((await readlink(`/proc/${entry}/ns/pid`).catch(() => undefined)) === pidNamespace) inNamespace.push(Number(entry));
   }
-  return inNamespace;
-}
-
-/** Wait (at most waitMs on the caller's clock `now`) until no process is left in a pid namespace; whether none is. */
-export async function namespaceEmptied(pidNamespace: string, waitMs: number, now: () => number): Promise<boolean> {
-  const deadline = now() + waitMs;
-  // Also a count of polls: a clock that stands still (a test's) never holds a stop forever.
-  for (let waited = 0; ; waited += 25) {
-    if ((await pidsInNamespace(pidNamespace)).length === 0) return true;
-    if (now() >= deadline || waited >= waitMs) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  return sumUsage(inNamespace);
 }
 
 /** The same for an uncontained seat without a cgroup: the process tree under its init (what its stop kills). */

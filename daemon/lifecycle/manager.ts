@@ -15,7 +15,7 @@ import { policyInForce, policySeats, readyLedger, startableSeat, type StartableS
 import { checkSeatLaunch } from "../../src/kernel/envelope-seats.js";
 import { runtimeRefusal } from "../../src/kernel/envelope-runtime.js";
 import { seatCarve } from "../../src/kernel/create-bound.js";
-import { namespaceEmptied, openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
+import { openSeatCgroup, sweepSeatCgroups, walkNamespaceUsage, walkTreeUsage } from "./cgroup.js";
 import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { pidNamespaceOf, register, registrations, sweep, unregister } from "./registry.js";
 import { resolveSeatUser, type SeatUser } from "./user.js";
@@ -291,11 +291,6 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
       }
-      // The run's exit is its launcher's: a process of its namespace can still be dying a moment
-      // after (seen once under load, by test/integration/stop-all.test.ts). A stop returns when
-      // nothing of the run is left, or says what was.
-      if (slot.pidNamespace !== undefined && slot.pidNamespace !== "" && !(await namespaceEmptied(slot.pidNamespace, STOP_WAIT_MS, options.now)))
-        log(`seat ${slot.view.team}/${slot.view.seat}: processes were left in its pid namespace ${slot.pidNamespace} ${STOP_WAIT_MS} ms after its stop`);
       const end = runEnd(exit, by !== undefined ? { by, reason: why, suspend } : undefined);
       slot.end = end;
       // The output's size and hash, never the output: it can hold anything the seat read.
