@@ -169,6 +169,12 @@ export interface SeatManagerOptions {
   /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
   readonly failAt?: string;
   /**
+   * Test seam (TEAMD_TEST_HOLD_START=FOLDER, daemon/server/start-hold.ts): a start waits here, its
+   * spend reserved and nothing launched, while the test holds it — so a race with the daemon's
+   * own timers (a meter report landing while a seat starts) is met every time, not by luck.
+   */
+  readonly holdStart?: (team: string, seat: string) => Promise<void>;
+  /**
    * The spend envelope's dispatch (daemon/server/spend-book.ts): called in the launch's deciding
    * turn; a refusal, the reservation's record to await before launch, or undefined (no spend ceiling).
    */
@@ -475,6 +481,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     let handed: RecordedHandoff | undefined;
     try {
       const reserveSeq = spendHold === undefined ? undefined : await spendHold.recorded;
+      await options.holdStart?.(target.team, target.seat);
       const ledger = readyLedger(options.ledger());
       handed = lastHandoffs(
         (from, limit) => ledger.entries(from, limit, RecordType.CHECKPOINT),

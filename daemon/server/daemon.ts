@@ -56,6 +56,8 @@ export interface DaemonOptions {
   readonly ambient?: Ambient;
   /** Test seam: fail a seat's prepare at a named step (TEAMD_TEST_FAIL_AT), to prove the unwind. */
   readonly failPrepareAt?: string;
+  /** Test seam (TEAMD_TEST_HOLD_START=FOLDER): a seat's start waits after its reservation while FOLDER/TEAM.SEAT exists (start-hold.ts). */
+  readonly holdStart?: (team: string, seat: string) => Promise<void>;
   /** Test seam (TEAMD_TEST_CRASH_AFTER_MERGE=1): SIGKILL the daemon after a merge moved the trunk, before its outcome. */
   readonly crashAfterMerge?: boolean;
   /** Test seam (TEAMD_TEST_CRASH_IN_DEPLOY=1): SIGKILL the daemon once a deploy's intent is durable, before its command runs. */
@@ -377,6 +379,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         now,
         newId,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
+        ...(options.holdStart !== undefined ? { holdStart: options.holdStart } : {}),
         spend: (team, seat, runId) => spendBook.dispatch(team, seat, runId, now()),
       });
       try {

@@ -1,6 +1,7 @@
 import { createDaemon } from "./daemon.js";
 import { resolveHome } from "../host/home.js";
 import { parseSeatSpec } from "../host/names.js";
+import { startHold } from "./start-hold.js";
 import type { Ambient } from "../host/ambient.js";
 
 export interface ServeOptions {
@@ -24,6 +25,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const failPrepareAt = process.env.TEAMD_TEST_FAIL_AT;
   const crashAfterMerge = process.env.TEAMD_TEST_CRASH_AFTER_MERGE === "1";
   const crashInDeploy = process.env.TEAMD_TEST_CRASH_IN_DEPLOY === "1";
+  const holdFolder = process.env.TEAMD_TEST_HOLD_START;
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
   const actBudget = parseActBudget(process.env.TEAMD_ACT_BUDGET);
   const servedRate = parseServedRate(process.env.TEAMD_SERVED_RATE);
@@ -35,6 +37,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
     ...(failPrepareAt ? { failPrepareAt } : {}),
     ...(crashAfterMerge ? { crashAfterMerge } : {}),
     ...(crashInDeploy ? { crashInDeploy } : {}),
+    ...(holdFolder ? { holdStart: startHold(holdFolder) } : {}),
     ...(refusalBudget ? { refusalBudget } : {}),
     ...(actBudget ? { actBudget } : {}),
     ...(servedRate ? { servedRate } : {}),

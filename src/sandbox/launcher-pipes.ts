@@ -17,6 +17,13 @@ import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 const DEFAULT_START_TIMEOUT_MS = 10_000;
 /** How much of stderr is kept to explain a setup failure. */
 const SNIFF_BYTES = 8192;
+/**
+ * How long a failed chain's explanation waits for the rest of its stderr. The child's exit can
+ * be seen before its last stderr bytes are read (Node reports the exit from the process, the
+ * pipe separately): under load a clean-clone run explained a failure as "no message" that
+ * bwrap had printed. Bounded: a process the chain left behind may hold the pipe open.
+ */
+const STDERR_SETTLE_MS = 2_000;
 
 export function startedOnPipes(
   child: ChildProcess,
@@ -34,6 +41,11 @@ export function startedOnPipes(
     if (sniffed.length < SNIFF_BYTES) sniffed += chunk.toString("utf8").slice(0, SNIFF_BYTES - sniffed.length);
   });
   stderrIn.pipe(stderr);
+  const stderrDone = new Promise<void>((resolve) => {
+    stderrIn.once("end", resolve);
+    stderrIn.once("close", resolve);
+    stderrIn.once("error", () => resolve());
+  });
 
   let statusText = "";
   let initPid: number | undefined;
@@ -64,7 +76,7 @@ export function startedOnPipes(
       resolve({ code: null, signal: null, error });
     });
   });
-  const exit: Promise<SeatExit> = Promise.all([processDone, statusDone]).then(([done]) => {
+  const exit: Promise<SeatExit> = Promise.all([processDone, statusDone]).then(async ([done]) => {
     exited = true;
     const code = done.code ?? (done.signal ? 128 + (osConstants.signals[done.signal] ?? 0) : 1);
     if (killed) return { kind: "killed", code };
@@ -72,6 +84,7 @@ export function startedOnPipes(
     if (done.signal) return { kind: "exited", code };
     // Uncontained: once the wrapper reported itself, it has exec'd the command; its exit is the command's.
     if (protocol.exitFrom === "process" && initPid !== undefined && done.error === undefined) return { kind: "exited", code };
+    if (done.error === undefined) await settled(stderrDone, STDERR_SETTLE_MS);
     const refusal = done.error
       ? refuseContainment(
           "containment.unavailable",
@@ -152,6 +165,13 @@ export function startedOnPipes(
       resolve({ ok: false, refusal: how.kind === "setup-failed" ? how.refusal : protocol.failure(sniffed) });
     });
   });
+}
+
+/** `done`, or `ms` passed, whichever is first (the timer never holds the process open). */
+async function settled(done: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms).unref()))]);
+  clearTimeout(timer);
 }
 
 function refused(rule: ContainmentRefusal["rule"], reason: string, fix: string): { ok: false; refusal: ContainmentRefusal } {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -124,12 +125,15 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
     expect(await waitFor(async () => (await meterCount()) > before, 30_000, 250)).toBe(true);
   };
 
+  // The daemon's start-hold seam (daemon/server/start-hold.ts): the owner's folder, not the seat's.
+  const holdDir = mkdtempSync(join(tmpdir(), "teamd-spend-hold-"));
+
   beforeAll(async () => {
     provider = await startFakeProvider({ key: KEY });
     provider.anthropic.push({ day: TODAY, workspace: WORKSPACE, amount: "0" });
     h = await createHarness("teamd-spend-attack-", {
       files: { "README.md": "hello\n" },
-      daemonEnv: { TEAMD_TEST_ANTHROPIC_KEY: KEY },
+      daemonEnv: { TEAMD_TEST_ANTHROPIC_KEY: KEY, TEAMD_TEST_HOLD_START: holdDir },
       onResult: (r) => outputs.push(r.stdout, r.stderr),
     });
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
@@ -160,6 +164,7 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
   afterAll(async () => {
     await h?.cleanup();
     await provider?.close();
+    rmSync(holdDir, { recursive: true, force: true });
   });
 
   it("a claim of a task already claimed — by the same seat or another — releases only its own reservation: the taken claim's stays", async () => {
@@ -232,45 +237,43 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
 
   it("a seat still starting when a report lands keeps its launch's reservation: held again at the report, never released", async () => {
     usage(0, 0);
-    const started = () => (existsSync(join(meterDir(), "started")) ? readFileSync(join(meterDir(), "started"), "utf8").trim() : "");
-    let hit = false;
-    const seen: string[] = [];
-    // The race is the daemon's timing, not the seat's to choose — but a crash-looping seat is
-    // launching most of the time. Launch o just before the next read (every 10 s): until a report
-    // lands after o's launch reserved and before o runs (read from the records' times).
-    // How early to launch before the read adapts to this machine's launch time: a report that
-    // landed after o ran means launch later; one that covered nothing of o's reservation, earlier.
-    let early = 1200;
-    for (let attempt = 0; attempt < 6; attempt++) {
-      if (hit) break;
-      await h.ok(["stop", "o"]);
-      const was = started();
-      expect(await waitFor(() => started() !== was, 15_000, 20)).toBe(true);
-      const next = Number(started()) / 1e6 + 10_000;
-      await sleep(Math.max(0, next - early - Date.now()));
-      const count = await meterCount();
-      await h.ok(["start", "o"]);
-      expect(await waitFor(async () => (await meterCount()) > count, 15_000, 100)).toBe(true);
-      const all = await h.records<Rec & { timeUnixMs: number; result?: string; detail?: { to?: string } }>();
-      const report = all.filter((r) => r.type === "meter" && r.detail?.lab === "openai").at(-1);
-      const reserve = all.filter((r) => r.type === "reserve" && r.detail?.seat === "o" && r.detail.why === "dispatch").at(-1);
-      const ran = all.filter((r) => r.type === "outcome" && r.action === "seat.start" && (r.target === "seat:o" || r.target === "o")).at(-1);
-      if (report === undefined || reserve === undefined || ran === undefined) throw new Error("records missing");
-      hit = reserve.timeUnixMs <= Date.parse(report.detail?.to ?? "") && report.timeUnixMs < ran.timeUnixMs;
-      seen.push(`early ${early}: reserve ${reserve.timeUnixMs} report.to ${report.detail?.to} report ${report.timeUnixMs} running ${ran.timeUnixMs}`);
-      if (!hit) {
-        if (report.timeUnixMs >= ran.timeUnixMs) early = Math.max(100, early - (report.timeUnixMs - ran.timeUnixMs) - 150);
-        else early += reserve.timeUnixMs - Date.parse(report.detail?.to ?? "") + 150;
-        continue;
-      }
-      expect(await stateOf("o")).toBe("running");
-      // o runs: its launch is held (again, at the report), not released with the report's cover.
-      expect((await lab("openai")).reserved, seen.join("\n")).toBe(200);
-      const held = (await reserves()).filter((r) => r.detail?.runId === reserve.detail?.runId);
-      expect(held.map((r) => r.detail?.why)).toEqual(["dispatch", "report"]);
+    await h.ok(["stop", "o"]);
+    type Timed = Rec & { timeUnixMs: number; detail?: Rec["detail"] & { to?: string } };
+    const launches = async () => (await h.records<Timed>("--type", "reserve")).filter((r) => r.detail?.seat === "o" && r.detail.why === "dispatch");
+    const before = (await launches()).length;
+    // The race is the daemon's timing, not the seat's to choose: the daemon's test seam holds o's
+    // start once its launch is reserved (nothing launched yet), until a meter report has landed
+    // that covers that reservation; then the start goes on. Met every time, not by luck.
+    const hold = join(holdDir, "proj.o");
+    writeFileSync(hold, "");
+    let reserve: Timed | undefined;
+    let report: Timed | undefined;
+    const starting = h.ok(["start", "o"]);
+    starting.catch(() => undefined);
+    try {
+      expect(await waitFor(async () => (reserve = (await launches())[before]) !== undefined, 20_000, 100)).toBe(true);
+      const at = (reserve as Timed).timeUnixMs;
+      expect(await stateOf("o")).toBe("starting");
+      const covering = async () =>
+        (report = (await h.records<Timed>("--type", "meter")).find((r) => r.detail?.lab === "openai" && Date.parse(r.detail?.to ?? "") >= at));
+      expect(await waitFor(async () => (await covering()) !== undefined, 30_000, 200)).toBe(true);
+      // The report landed while o was still starting (the hold is still on).
+      expect(await stateOf("o")).toBe("starting");
+    } finally {
+      rmSync(hold, { force: true });
     }
-    expect(hit, `no report landed while o was starting:\n${seen.join("\n")}`).toBe(true);
-  }, 150_000);
+    await starting;
+    const ran = (await h.records<Timed>())
+      .filter((r) => r.type === "outcome" && r.action === "seat.start" && (r.target === "seat:o" || r.target === "o"))
+      .at(-1);
+    expect(ran).toBeDefined();
+    expect((report as Timed).timeUnixMs).toBeLessThan((ran as Timed).timeUnixMs);
+    expect(await stateOf("o")).toBe("running");
+    // o runs: its launch is held (again, at the report), not released with the report's cover.
+    expect((await lab("openai")).reserved).toBe(200);
+    const held = (await reserves()).filter((r) => r.detail?.runId === reserve?.detail?.runId);
+    expect(held.map((r) => r.detail?.why)).toEqual(["dispatch", "report"]);
+  }, 90_000);
 
   it("a crash-looping seat reserves at each launch, on record, bounded by its retries", async () => {
     const before = (await lab("anthropic")).reserved;

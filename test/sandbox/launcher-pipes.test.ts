@@ -1,0 +1,57 @@
+import { spawn } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { BWRAP_PROTOCOL } from "../../src/sandbox/launch-protocol.js";
+import { startedOnPipes } from "../../src/sandbox/launcher-pipes.js";
+import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
+
+/**
+ * A chain that fails before its command ran is explained from its stderr — all of it, even when
+ * the chain's exit is seen before its last stderr bytes are read. A clean-clone run under load
+ * explained a bwrap failure (a pids-limited `teamd exec`) as "no message": the explanation had
+ * been made at the exit, before the pipe was drained.
+ *
+ * A real child on real pipes: it exits at once (status fd closed, no init reported) and leaves a
+ * grandchild holding its stderr, which writes bwrap's line 300 ms later, so the exit is always
+ * seen first.
+ */
+const plan = { limits: "none" } as unknown as SandboxPlan;
+const LINE = "bwrap: Can't fork for pid 1: Resource temporarily unavailable";
+
+function lateStderrChain(delaySeconds: number) {
+  return spawn("bash", ["--norc", "--noprofile", "-c", `(exec 3>&-; sleep ${delaySeconds}; echo "${LINE}" >&2) & exit 1`], {
+    stdio: ["pipe", "pipe", "pipe", "pipe"],
+  });
+}
+
+describe.runIf(process.platform === "linux")("a chain's failure read from its whole stderr (launcher-pipes.ts)", () => {
+  it("a line printed after the exit was seen still explains the failure", async () => {
+    const child = lateStderrChain(0.3);
+    let exitedAt = 0;
+    child.once("exit", () => (exitedAt = performance.now()));
+    const result = await startedOnPipes(child, { plan, command: ["true"] }, { partial: false, notes: [] }, undefined, BWRAP_PROTOCOL);
+    // The control: the exit came first; the explanation waited for the line.
+    expect(exitedAt).toBeGreaterThan(0);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.refusal.reason).toContain("Can't fork for pid 1: Resource temporarily unavailable");
+    expect(result.refusal.reason).not.toContain("no message");
+  });
+
+  it("a stderr held open past the bound does not hold the refusal: it says what it had", async () => {
+    // The grandchild holds stderr for 30 s and prints nothing; its pid comes on stdout.
+    const child = spawn("bash", ["--norc", "--noprofile", "-c", "(exec 3>&-; exec sleep 30) & echo $!; exit 1"], { stdio: ["pipe", "pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const started = performance.now();
+    try {
+      const result = await startedOnPipes(child, { plan, command: ["true"] }, { partial: false, notes: [] }, undefined, BWRAP_PROTOCOL);
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.refusal.reason).toContain("no message");
+      // Far below the grandchild's 30 s (the bound is 2 s; no tighter timing is asserted).
+      expect(performance.now() - started).toBeLessThan(25_000);
+    } finally {
+      const pid = Number(out.trim());
+      if (pid > 1) process.kill(pid, "SIGKILL");
+    }
+  }, 30_000);
+});
