@@ -6,7 +6,7 @@ import type { DaemonProcess } from "../support/programs.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
-import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { namespaceInode, processesInNamespace, seatNamespace } from "../sandbox/fixture/real-seat.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 import { waitFor } from "../support/wait.js";
 
@@ -85,9 +85,9 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     const scout = (await status()).seats.find((s) => s.seat === "scout");
     expect(scout?.state).toBe("running");
     const init = scout?.initPid as number;
-    const ns = readlinkSync(`/proc/${init}/ns/pid`);
+    const ns = await seatNamespace(init);
     leftoverNamespaces.push(ns);
-    expect(ns).not.toBe(readlinkSync("/proc/self/ns/pid"));
+    expect(namespaceInode(ns)).not.toBe(readlinkSync("/proc/self/ns/pid"));
     // Control: the seat is really running — its init (the inner bwrap) and `sleep` in its namespace,
     // the outer bwrap its parent, whose parent (directly, or through the uid switch) is the daemon.
     const inNs = await processesInNamespace(ns);
@@ -129,7 +129,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     expect(again.code, again.stderr).toBe(0);
     const scout = (await status()).seats.find((s) => s.seat === "scout");
     expect(scout?.state).toBe("running");
-    leftoverNamespaces.push(readlinkSync(`/proc/${scout?.initPid}/ns/pid`));
+    leftoverNamespaces.push(await seatNamespace(scout?.initPid as number));
     const who = await h.run(["exec", "scout", "--", "teamd-shim", "whoami", "--json"]);
     expect(who.code, who.stderr).toBe(0);
     expect(JSON.parse(who.stdout)).toMatchObject({ seat: "scout", team: "proj" });
@@ -177,7 +177,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     // The kernel reuses a dead namespace's inode number, and other files' seats start side by
     // side with this one: the id may name someone else's namespace by now. What the case needs
     // is that the recorded pid is not in the recorded namespace.
-    const deadNs = leftoverNamespaces[0] as string;
+    const deadNs = namespaceInode(leftoverNamespaces[0] as string);
     expect(deadNs).not.toBe(hostNs);
     expect(await processesInNamespace(deadNs)).not.toContain(pid);
     entry("recycled", pid, deadNs);

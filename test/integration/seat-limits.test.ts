@@ -100,9 +100,14 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
     it("a low processes limit is the seat's own: two processes are enough to start it", async () => {
       const started = await h.run(["start", "tight@proj", "--json"]);
       expect(started.code, started.stdout + started.stderr).toBe(0);
-      const exec = await h.run(["exec", "tight@proj", "--", "sh", "-c", "sleep 1 & sleep 1 & wait; echo done"]);
-      expect(exec.stdout + exec.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i); // the seat's budget is 2, the exec's shell forks past it
-      expect((await h.run(["stop", "tight@proj"])).code).toBe(0);
+      try {
+        const exec = await h.run(["exec", "tight@proj", "--", "sh", "-c", "sleep 1 & sleep 1 & wait; echo done"]);
+        expect(exec.stdout + exec.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i); // the seat's budget is 2, the exec's shell forks past it
+        expect(exec.stdout).not.toContain("done");
+      } finally {
+        // Stopped whatever the case found: a seat left running is listed beside the next case's.
+        expect((await h.run(["stop", "tight@proj"])).code).toBe(0);
+      }
     }, 120_000);
 
     it("starts the seat in its cgroups with the limits in force; status meters a busy seat; stop removes them", async () => {
@@ -115,7 +120,9 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       expect(Number(readFileSync(join(leaf("memory"), "memory.limit_in_bytes"), "utf8"))).toBe(256 * 1024 ** 2);
       expect(readFileSync(join(leaf("cpu"), "cpu.cfs_quota_us"), "utf8").trim()).toBe("50000");
       // The seat's init and its command are inside (the command was born there).
-      const [seat] = await status();
+      // By name: a seat another case left running may be listed first.
+      const busy = async () => (await status()).find((s) => s.seat === "busy") as SeatJson;
+      const seat = await busy();
       const procs = readFileSync(join(leaf("pids"), "cgroup.procs"), "utf8")
         .trim()
         .split("\n")
@@ -131,9 +138,9 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
 
       // Metering: the busy loop's CPU shows, and grows.
       const t0 = Date.now();
-      const c0 = ((await status())[0] as SeatJson).cpuMs;
+      const c0 = (await busy()).cpuMs;
       await sleep(1500);
-      const first = (await status())[0] as SeatJson;
+      const first = await busy();
       expect(first.cpuMs).toBeGreaterThan(100);
       // Reported, not asserted (no timing asserts): the busy loop's CPU per wall second under cpus: 0.5.
       console.log(`seat-limits: busy seat under cpus 0.5 used ${first.cpuMs - c0} ms CPU in ${Date.now() - t0} ms wall; memory ${first.memoryBytes} bytes`);
@@ -187,7 +194,7 @@ describe.runIf(process.platform === "linux")("seat limits and metering through a
       console.log("seat-limits: not root — no cgroup to write here; testing the rlimit fallback (the cgroup tests need root)");
       const started = await h.run(["start", "soft@proj", "--json"]);
       expect(started.code, started.stderr).toBe(0);
-      const [seat] = await status();
+      const seat = (await status()).find((s) => s.seat === "soft");
       expect(seat?.limits).toMatch(/^partial: memory: RLIMIT_DATA/);
       expect(seat?.cgroup).toMatch(/^none: /);
       expect(seat?.meteredBy).toBe("proc walk");

@@ -6,7 +6,7 @@ import { ROOT, TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
-import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { processesInNamespace, seatNamespace } from "../sandbox/fixture/real-seat.js";
 
 /**
  * The seat lifecycle end to end (issue 7): a real daemon, a real repository initialised and
@@ -261,8 +261,7 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
 
   it("stops the seat: no process, socket, registry file, tmp or mount is left; repository and home stay", async () => {
     const before = (await status()).seats.find((s) => s.seat === "scout");
-    const ns =
-      readFileSync(`/proc/${before?.initPid}/stat`, "utf8") && execFileSync("readlink", [`/proc/${before?.initPid}/ns/pid`], { encoding: "utf8" }).trim();
+    const ns = await seatNamespace(before?.initPid as number);
     expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
     const stopped = await h.run(["stop", "scout", "--json"]);
     expect(stopped.code, stopped.stderr).toBe(0);

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdir, readdir, readFile, readlink, rm, chmod, chown, writeFile, mkdtemp, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { createRealSeat, processesInNamespace, SEAT_REPLY, type RealSeat } from "./fixture/real-seat.js";
+import { createRealSeat, processesInNamespace, seatNamespace, SEAT_REPLY, type RealSeat } from "./fixture/real-seat.js";
 import { createLinuxLauncher } from "../../src/sandbox/launcher-linux.js";
 import { compilePlan } from "../../src/sandbox/plan.js";
 import { buildReservedSet } from "../../src/objects/reserved-set.js";
@@ -133,7 +133,7 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
     const launched = await seat.launch(plan, sh("setsid sh -c 'sleep 300' & sleep 300"));
     if (!launched.ok) throw new Error(launched.refusal.reason);
     const { seat: proc } = launched;
-    const ns = await readlink(`/proc/${proc.initPid}/ns/pid`);
+    const ns = await seatNamespace(proc.initPid);
     let members: number[] = [];
     let sessions = new Set<string | undefined>();
     const sessionOf = async (pid: number) => {
@@ -166,7 +166,7 @@ describe.runIf(process.platform === "linux")("the Linux launcher runs a command 
     const launched = await seat.launch(await seat.plan(), sh("sleep 300"));
     if (!launched.ok) throw new Error(launched.refusal.reason);
     const { seat: proc } = launched;
-    const ns = await readlink(`/proc/${proc.initPid}/ns/pid`);
+    const ns = await seatNamespace(proc.initPid);
     let members: number[] = [];
     for (let i = 0; i < 100 && members.length < 2; i++) {
       members = await processesInNamespace(ns);

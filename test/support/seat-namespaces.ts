@@ -1,16 +1,16 @@
-import { readlinkSync } from "node:fs";
 import { expect } from "vitest";
-import { processesInNamespace } from "../sandbox/fixture/real-seat.js";
+import { processesInNamespace, seatNamespace } from "../sandbox/fixture/real-seat.js";
 
 /**
- * The pid namespace of each seat a `teamd start --json` answer names (the proof of what must
+ * The pid namespace of each seat (its inode and its init) a `teamd start --json` answer names (the proof of what must
  * die), after checking that `count` seats started and that each namespace runs something (the
  * control for a later `expectNoneLeft`).
  */
 export async function startedNamespaces(answer: Promise<unknown>, count: number): Promise<string[]> {
   const started = (await answer) as { started: Array<{ initPid: number }> };
   expect(started.started).toHaveLength(count);
-  const namespaces = started.started.map((s) => readlinkSync(`/proc/${s.initPid}/ns/pid`));
+  // Each named with its init (fixture/real-seat.ts seatNamespace): an inode alone is reused.
+  const namespaces = await Promise.all(started.started.map((s) => seatNamespace(s.initPid)));
   for (const ns of namespaces) expect((await processesInNamespace(ns)).length).toBeGreaterThan(0); // control
   return namespaces;
 }
