@@ -111,6 +111,30 @@ export const SECCOMP_FILTERED: Readonly<Record<string, string>> = {
   i386_getpid: "killed:31",
 };
 
+/**
+ * Answers that mean a probe's call never reached the kernel's syscall entry, where no filter
+ * sees it: on a host whose CPU or hypervisor faults a 64-bit process's `int 0x80` (a PVM guest
+ * did, kernel 6.18 with IA32 emulation built in), the i386 probe dies of SIGSEGV with the filter
+ * and without it. Where the control dies the same way, the host holds that probe, and the
+ * filter's own answer to it cannot be seen here: it counts as held, never as proving its family.
+ */
+export const HOST_REFUSED: Readonly<Record<string, string>> = { i386_getpid: "killed:11" };
+
+/** Whether a probe got the filter's answer, or (HOST_REFUSED) the host refused it with the filter and without. */
+export function seccompProbeHeld(name: string, inside: Readonly<Record<string, string>>, control: Readonly<Record<string, string>>): boolean {
+  const host = HOST_REFUSED[name];
+  return inside[name] === SECCOMP_FILTERED[name] || (host !== undefined && inside[name] === host && control[name] === host);
+}
+
+/**
+ * Whether a probe's control tells the filter from this kernel: without the filter the kernel
+ * answered otherwise — and not by the host's refusal before its syscall entry (HOST_REFUSED),
+ * which the filter never sees.
+ */
+export function seccompProbeProves(name: string, control: Readonly<Record<string, string>>): boolean {
+  return control[name] !== SECCOMP_FILTERED[name] && (HOST_REFUSED[name] === undefined || control[name] !== HOST_REFUSED[name]);
+}
+
 /** The probes of each family of src/sandbox/seccomp-table.ts (and the ABI checks). */
 export const SECCOMP_FAMILIES: Readonly<Record<string, readonly string[]>> = {
   io_uring: ["io_uring_setup"],
@@ -158,11 +182,12 @@ export function judgeSeccomp(insideText: string | undefined, controlText: string
   const control = parseJson(controlText);
   if (inside === undefined || control === undefined) return { held: false, controlOk: false, detail: "the probe printed no result" };
   const wrong = Object.entries(SECCOMP_FILTERED)
-    .filter(([name, answer]) => inside[name] !== answer)
+    .filter(([name]) => !seccompProbeHeld(name, inside, control))
     .map(([name, answer]) => `${name}: ${inside[name] ?? "?"} (filter: ${answer})`);
+  const byHost = Object.keys(HOST_REFUSED).filter((name) => inside[name] !== SECCOMP_FILTERED[name] && seccompProbeHeld(name, inside, control));
   const loaded = inside.status_seccomp === "2" && inside.pid1_seccomp === "2";
   const unproven = Object.entries(SECCOMP_FAMILIES)
-    .filter(([, names]) => names.every((name) => control[name] === SECCOMP_FILTERED[name]))
+    .filter(([, names]) => !names.some((name) => seccompProbeProves(name, control)))
     .map(([family]) => family);
   const works = ["fork", "thread", "personality_query"].every((n) => inside[n] === "ok" && control[n] === "ok");
   const held = loaded && wrong.length === 0;
@@ -171,7 +196,7 @@ export function judgeSeccomp(insideText: string | undefined, controlText: string
     held,
     controlOk,
     detail: held
-      ? `every probe got the filter's answer (Seccomp: ${inside.status_seccomp}, pid 1: ${inside.pid1_seccomp})${unproven.length ? `; no probe tells the filter from this kernel for ${unproven.join(", ")}` : "; without the filter, the kernel answered otherwise in every family"}`
+      ? `every probe got the filter's answer (Seccomp: ${inside.status_seccomp}, pid 1: ${inside.pid1_seccomp})${byHost.length ? `, but ${byHost.map((n) => `${n} (${inside[n]}) is refused by this host before the kernel's syscall entry, filter or not`).join(", ")}` : ""}${unproven.length ? `; no probe tells the filter from this kernel for ${unproven.join(", ")}` : "; without the filter, the kernel answered otherwise in every family"}`
       : `${loaded ? "" : `the filter is not loaded (Seccomp: ${inside.status_seccomp ?? "?"}, pid 1: ${inside.pid1_seccomp ?? "?"}); `}${wrong.slice(0, 8).join("; ")}${wrong.length > 8 ? `; ${wrong.length - 8} more` : ""}`,
   };
 }

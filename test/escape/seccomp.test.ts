@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
-import { SECCOMP_FAMILIES, SECCOMP_FILTERED } from "../../src/selftest/corpus.js";
+import { SECCOMP_FAMILIES, SECCOMP_FILTERED, seccompProbeHeld, seccompProbeProves } from "../../src/selftest/corpus.js";
 import { SECCOMP_PROBE } from "../../src/selftest/seccomp-probe.js";
 
 /**
@@ -15,7 +15,9 @@ import { SECCOMP_PROBE } from "../../src/selftest/seccomp-probe.js";
  * as an attacker with no tools would); the control is the same seat, same plan, same launcher
  * with only the filter left out, and shows the kernel's own answer. A probe proves its row
  * when the two differ (the tables are the selftest corpus's, src/selftest/corpus.ts): the filter answers ENOSYS for calls an unprivileged namespace already
- * refuses with EPERM, so the errno is the filter's signature, not the namespace's.
+ * refuses with EPERM, so the errno is the filter's signature, not the namespace's. A probe the
+ * host refuses before the kernel's syscall entry, filter or not (HOST_REFUSED in the corpus: the
+ * i386 ABI where the CPU or hypervisor faults `int 0x80`), is held there and proves nothing.
  */
 const PYTHON = "/usr/bin/python3";
 
@@ -49,10 +51,16 @@ describe.runIf(runs)("escape: the seccomp filter, every family, from inside a re
     // bwrap loads the filter into its pid-1 init as well: a seat that ptraces its init gains nothing.
     expect(inside.pid1_seccomp).toBe("2");
     expect(control.status_seccomp).toBe("0");
-    for (const [name, answer] of Object.entries(FILTERED)) expect(inside[name], name).toBe(answer);
+    for (const [name, answer] of Object.entries(FILTERED)) {
+      // A host that faults the call before the kernel's syscall entry (HOST_REFUSED: the i386
+      // ABI on a PVM guest) holds it with the filter and without: held, and proves nothing.
+      if (inside[name] !== answer && seccompProbeHeld(name, inside, control))
+        console.log(`seccomp: ${name} is refused by this host itself (${inside[name]}, and ${control[name]} without the filter)`);
+      else expect(inside[name], name).toBe(answer);
+    }
     const proven: Record<string, string[]> = {};
     for (const [family, names] of Object.entries(FAMILIES)) {
-      proven[family] = names.filter((name) => control[name] !== FILTERED[name]);
+      proven[family] = names.filter((name) => seccompProbeProves(name, control));
       // Where this kernel lacks a call (no modules, no kexec), it answers ENOSYS itself; the
       // family is still proven by its other probes.
       expect(
