@@ -1,5 +1,5 @@
 import { spawn, execFile } from "node:child_process";
-import { access, lstat, readFile, readlink, realpath } from "node:fs/promises";
+import { access, lstat, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -89,9 +89,10 @@ export { GitOutputTooLarge };
  * unbounded"). `cgroupProcs`: the seat's own cgroups — the launch chain writes its own pid
  * into each `cgroup.procs` before bwrap starts, so git and every process it forks count
  * against the seat's memory and pids (and die with the seat's cgroup.kill); a write that fails
- * fails the run (git never starts unbounded). `memoryBytes` as RLIMIT_DATA per process
- * through prlimit(1), with or without them (a seat's cgroups may hold no memory limit); without
- * them, `processes` as RLIMIT_NPROC — per host uid,
+ * fails the run (git never starts unbounded). `memoryBytes` as RLIMIT_DATA per process, set
+ * by the launch chain's own shell (`ulimit`, soft and hard) before it execs bwrap, with or
+ * without them (a seat's cgroups may hold no memory limit); without them, `processes` as
+ * RLIMIT_NPROC — per host uid,
  * which root does not obey (see src/sandbox/rlimit-args.ts): as root without cgroups, the
  * process bound is only the per-seat bound on concurrent runs (daemon/seat/git.ts).
  */
@@ -100,8 +101,6 @@ export interface ContainedGitLimits {
   readonly memoryBytes?: number;
   readonly processes?: number;
 }
-
-const PRLIMIT = "/usr/bin/prlimit";
 
 /** What every contained run needs of the host, checked once per holder (an operation's context), not once per process. */
 export interface GitSandbox {
@@ -158,6 +157,16 @@ export function createGitSandbox(): GitSandbox {
   };
 }
 
+/**
+ * Each bwrap's check (its --help, for the features contained git needs), by the file's identity:
+ * every operation makes its own sandbox holder, and a push's dozen contained runs asked bwrap
+ * --help five times, each a process start on the push's path (~25 ms on a slow host). The same
+ * file answers the same; a file replaced or changed (device, inode, size, times) is checked
+ * again, and a failed check is never kept (bubblewrap may be installed meanwhile).
+ */
+// eslint-disable-next-line teamd/module-state -- a memo keyed by a frozen input: the bwrap file's identity, whose check's answer it is
+const BWRAP_CHECKS = new Map<string, Promise<string>>();
+
 async function findBwrap(): Promise<string> {
   let found: string | undefined;
   for (const candidate of BWRAP_CANDIDATES) {
@@ -176,6 +185,18 @@ async function findBwrap(): Promise<string> {
       `bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(", ")}); git on seat content runs only contained — scripts/setup.sh installs bubblewrap`,
     );
   }
+  const file = await stat(found).catch(() => undefined);
+  if (file === undefined) return checkBwrap(found);
+  const key = [found, file.dev, file.ino, file.size, file.mtimeMs, file.ctimeMs].join(":");
+  const known = BWRAP_CHECKS.get(key);
+  if (known !== undefined) return known;
+  const checking = checkBwrap(found);
+  BWRAP_CHECKS.set(key, checking);
+  checking.catch(() => BWRAP_CHECKS.delete(key));
+  return checking;
+}
+
+async function checkBwrap(found: string): Promise<string> {
   const help = await new Promise<string>((resolve) => {
     execFile(found, ["--help"], { env: {}, timeout: 5_000, encoding: "utf8" }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
@@ -266,7 +287,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   ];
   // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
   // daemon inherited without close-on-exec.
-  const child = spawn(BASH, [...BASH_COMMAND, closeFdsScript(seccompFd, joinCgroups(options.limits)), "teamd-git", ...rlimits(options.limits), file, ...argv], {
+  const child = spawn(BASH, [...BASH_COMMAND, closeFdsScript(seccompFd, chainSteps(options.limits)), "teamd-git", file, ...argv], {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",
@@ -328,23 +349,34 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   return { stdout: child.stdout as Readable, done, kill: () => void child.kill("SIGKILL") };
 }
 
-/** The chain's last step: join each of the seat's cgroups (this shell's pid, before it execs the rest), then exec. */
-function joinCgroups(limits: ContainedGitLimits | undefined): string {
+/**
+ * The chain's last steps: the rlimits no cgroup of the seat's carries (bash's `ulimit`, which
+ * sets soft and hard alike, as prlimit --data=N:N did — one exec fewer a run: a process start is
+ * ~10 ms on a slow host, and a push makes a dozen runs), then join each of the seat's cgroups
+ * (this shell's pid, before it execs the rest), then exec. A step that fails ends the chain
+ * before bwrap: git never starts unbounded.
+ */
+function chainSteps(limits: ContainedGitLimits | undefined): string {
   const procs = limits?.cgroupProcs ?? [];
   for (const file of procs)
     if (!isAbsolute(file) || !file.endsWith("/cgroup.procs") || /['\u0000\n]/.test(file))
       throw new ContainmentError(`cannot join the cgroup ${JSON.stringify(file)}`);
-  return [...procs.map((file) => `echo $$ > '${file}'`), 'exec "$@"'].join(" && ");
+  return [...ulimits(limits), ...procs.map((file) => `echo $$ > '${file}'`), 'exec "$@"'].join(" && ");
 }
 
-/** prlimit(1) before bwrap for what no cgroup of the seat's carries. */
-function rlimits(limits: ContainedGitLimits | undefined): string[] {
+/** `ulimit` steps for what no cgroup of the seat's carries: RLIMIT_DATA in KiB (bash's unit, rounded down), RLIMIT_NPROC. */
+function ulimits(limits: ContainedGitLimits | undefined): string[] {
   if (limits === undefined) return [];
-  const flags: string[] = [];
+  const steps: string[] = [];
   // With cgroups too: a seat's cgroup may carry no memory limit (its pids and kill only).
-  if (limits.memoryBytes !== undefined) flags.push(`--data=${limits.memoryBytes}:${limits.memoryBytes}`);
-  if (limits.processes !== undefined && (limits.cgroupProcs?.length ?? 0) === 0) flags.push(`--nproc=${limits.processes}:${limits.processes}`);
-  return flags.length === 0 ? [] : [PRLIMIT, ...flags, "--"];
+  if (limits.memoryBytes !== undefined) steps.push(`ulimit -d ${wholeLimit(Math.floor(limits.memoryBytes / 1024), "memory")}`);
+  if (limits.processes !== undefined && (limits.cgroupProcs?.length ?? 0) === 0) steps.push(`ulimit -u ${wholeLimit(limits.processes, "processes")}`);
+  return steps;
+}
+
+function wholeLimit(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new ContainmentError(`contained git's ${what} limit ${value} is not a positive whole number`);
+  return value;
 }
 
 /** Run git contained; stdout whole, as bytes (packs are binary). Rejects with GitError on a non-zero exit, ContainmentError when no sandbox could be made. */
