@@ -55,6 +55,14 @@ export const PTY_STATUS_FD = 3;
 /** The fd the wrapper opens the block FIFO on (with a cgroup); bwrap's --block-fd must name it. */
 export const PTY_BLOCK_FD = 4;
 const SNIFF_BYTES = 8192;
+/**
+ * What the command prints before anyone listens is held, up to this much, for the first listener.
+ * The command runs as soon as its init is released, and the launch resolves only after that (the
+ * block fd closed, the launch folder removed) and the caller listens later still (after its own
+ * awaits): under load a seat's first lines — an agent's banner, `teamd exec -t`'s prompt — were
+ * printed into no listener and lost (a clean-clone run; three runs in three under CPU load).
+ */
+const EARLY_BYTES = 1024 * 1024;
 const POLL_MS = 10;
 // Inherited fds are closed first (close-fds.ts), then fd 3 is opened on the status file.
 // `stty -isig`: the seat runs in a session of its own (bwrap --new-session), so the pty's
@@ -154,9 +162,18 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   let initPid: number | undefined;
   let exited = false;
   let killed = false;
+  const early: Buffer[] = [];
+  let earlyBytes = 0;
   term.onData((data) => {
     const chunk = typeof data === "string" ? Buffer.from(data, "utf8") : (data as Buffer);
     if (sniffed.length < SNIFF_BYTES) sniffed += chunk.toString("utf8").slice(0, SNIFF_BYTES - sniffed.length);
+    if (listeners.length === 0) {
+      if (earlyBytes + chunk.length <= EARLY_BYTES) {
+        early.push(chunk);
+        earlyBytes += chunk.length;
+      }
+      return;
+    }
     for (const listener of listeners) listener(chunk);
   });
 
@@ -274,7 +291,12 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
         initPid: pid,
         io: {
           kind: "pty",
-          onData: (listener) => listeners.push(listener),
+          onData: (listener) => {
+            listeners.push(listener);
+            // The first listener gets what came before it, in order, before anything later.
+            if (listeners.length === 1) for (const chunk of early.splice(0)) listener(chunk);
+            earlyBytes = 0;
+          },
           write: (data) => {
             if (!exited) term.write(Buffer.from(data) as unknown as string);
           },

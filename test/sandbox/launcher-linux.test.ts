@@ -277,6 +277,27 @@ describe.runIf(process.platform === "linux")("the Linux launcher fails closed", 
     if (process.getuid?.() === 0) expect(groups).not.toContain("0");
   });
 
+  it("holds what a pty seat prints before anyone listens, for the first listener", async () => {
+    const result = await createLinuxLauncher().launch({
+      plan: await seat.plan(),
+      command: ["/bin/sh", "-c", "echo EARLY-LINE; read x; echo LATE-$x; exit 5"],
+      io: { kind: "pty", cols: 80, rows: 24 },
+    });
+    expect(result.ok).toBe(true);
+    if (!result.ok || result.seat.io.kind !== "pty") return;
+    const pty = result.seat.io;
+    // The command has printed its first line long before the caller listens (the control: a
+    // listener that came late got nothing of it before this, under load, in a clean-clone run).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    let out = "";
+    pty.onData((chunk) => (out += chunk.toString("utf8")));
+    expect(out).toContain("EARLY-LINE");
+    pty.write(Buffer.from("ok\r"));
+    expect(await result.seat.exit).toEqual({ kind: "exited", code: 5 });
+    expect(out).toContain("LATE-ok");
+    expect(out.indexOf("EARLY-LINE")).toBeLessThan(out.indexOf("LATE-ok"));
+  });
+
   it("delivers Ctrl-C to a pty seat's program as a byte instead of signalling bwrap (which ended the seat)", async () => {
     const result = await createLinuxLauncher().launch({
       plan: await seat.plan(),
