@@ -27,7 +27,7 @@ const TEAM_FILE = teamFile(`  w:
       read: ~
       write: { path: src/ }
     start:
-      command: [sh, -c, "i=0; while :; do i=$((i+1)); echo $i > count.txt; sleep 0.05; done"]
+      command: [sh, -c, "i=0; while :; do i=$((i+1)); echo $i > count.tmp; mv count.tmp count.txt; sleep 0.05; done"]
   x:
     lab: anthropic
     roles: [observer]
@@ -48,7 +48,11 @@ describe.runIf(process.platform === "linux" && asRoot)("the envelope's unattende
       client.close();
     }
   };
-  /** The seat's counter (it writes count.txt in its repository twenty times a second). */
+  /**
+   * The seat's counter (count.txt in its repository, twenty times a second), written whole and
+   * renamed into place: a plain `echo > count.txt` was read empty between its truncate and its
+   * write (a clean-clone run read 0 right after the thaw).
+   */
   const count = async () => {
     const seat = (JSON.parse(await h.ok(["status", "--json"])) as { seats: { seat: string; repository: string }[] }).seats.find((x) => x.seat === "w");
     const n = Number(readFileSync(join(seat?.repository ?? "/nonexistent", "count.txt"), "utf8").trim());

@@ -23,7 +23,7 @@ const TEAM_FILE = teamFile(`  counter:
     lab: anthropic
     roles: [observer]
     start:
-      command: [sh, -c, "i=0; while :; do i=$((i+1)); echo $i > count.txt; sleep 0.02; done"]
+      command: [sh, -c, "i=0; while :; do i=$((i+1)); echo $i > count.tmp; mv count.tmp count.txt; sleep 0.02; done"]
 `);
 
 interface SeatJson {
