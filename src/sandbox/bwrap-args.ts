@@ -46,6 +46,12 @@ export interface BwrapArgsOptions {
    * bwrap loads it into the namespace's init and the seat's command, just before it runs them.
    */
   readonly seccompFd?: number;
+  /**
+   * By a copyable bind's dest: the fd its file's content is read from and the bits it gets
+   * (etc-copies.ts). Such a bind becomes `--perms P --file FD DEST`: a file in the seat's
+   * root, which the plan makes read-only at the end, and no mount. Absent: every bind a bind.
+   */
+  readonly copies?: ReadonlyMap<string, { readonly fd: number; readonly perms: number }>;
 }
 
 /** The fd after the status fd and, when there is one, the block fd: where a launch passes the filter. */
@@ -83,7 +89,10 @@ export function bwrapArgs(plan: SandboxPlan, command: readonly string[], options
     "--clearenv",
   ];
   for (const [name, value] of Object.entries(plan.env)) args.push("--setenv", name, value);
-  for (const op of plan.mounts) args.push(...mountArgs(op));
+  for (const op of plan.mounts) {
+    const copy = op.op === "ro-bind" && op.copyable === true ? options.copies?.get(op.dest) : undefined;
+    args.push(...(copy === undefined ? mountArgs(op) : ["--perms", (copy.perms & 0o555).toString(8).padStart(4, "0"), "--file", String(copy.fd), op.dest]));
+  }
   // A seat with egress runs every command under its egress launcher (src/sandbox/plan-egress.ts).
   const argv = plan.egress === undefined ? command : [...plan.egress.argv, ...command];
   args.push("--chdir", plan.cwd, "--json-status-fd", String(options.statusFd ?? STATUS_FD));

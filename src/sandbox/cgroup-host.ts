@@ -1,5 +1,5 @@
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
-import { constants as fsConstants } from "node:fs";
+import { constants as fsConstants, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cpuMillis, parseCgroupMounts, parseSelfCgroup, type CgroupFacts, type CgroupPlan } from "./cgroup-plan.js";
 import type { CgroupLimit } from "./rlimit-args.js";
@@ -106,9 +106,12 @@ export function handle(plan: CgroupPlan): SeatCgroup {
     byCgroup,
     summary: plan.summary,
     async place(pid) {
+      // Written in line, not through libuv's thread pool: the init waits on its block fd until
+      // this ends, and each pool round trip cost a launch ~1-3 ms (a few files, one line each;
+      // measured 0.2-2.8 ms a write through the pool against 0.05-0.5 ms in line, issue 26).
       for (const file of plan.procs) {
         try {
-          await writeFile(file, String(pid));
+          writeFileSync(file, String(pid));
         } catch (error) {
           throw new Error(`cannot move the seat's init (pid ${pid}) into ${file}: ${(error as Error).message}`);
         }

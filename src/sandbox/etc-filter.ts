@@ -11,7 +11,9 @@ import { refuseContainment } from "./refusal.js";
  * secret exposed until someone lists it — each allowed entry is bound on its own: a denied
  * entry does not exist inside at all. Inside a folder that holds a denied child (/etc/ssh,
  * /etc/ssl) the children are bound one by one. Sockets, FIFOs and devices are never bound.
- * An entry that is reserved (§3) is left out like a secret.
+ * An entry that is reserved (§3) is left out like a secret. A file's bind is marked copyable:
+ * a pipes launch gives a small world-readable one as a read-only copy (etc-copies.ts), which is
+ * what the seat could read through the bind, without a mount.
  */
 export function etcMounts(
   entries: readonly EtcEntry[],
@@ -68,6 +70,7 @@ export function etcMounts(
 function entryOp(entry: EtcEntry, path: string): MountOp | undefined | "refuse" {
   switch (entry.kind) {
     case "file":
+      return { op: "ro-bind", src: path, dest: path, copyable: true };
     case "dir":
       return { op: "ro-bind", src: path, dest: path };
     case "symlink":

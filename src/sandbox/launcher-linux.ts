@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { lstatSync } from "node:fs";
 import { lstat, readlink } from "node:fs/promises";
 import { BLOCK_FD, bwrapArgs, missingFeatures, seccompFdAfter, STATUS_FD } from "./bwrap-args.js";
 import { classifyBwrapFailure } from "./bwrap-failure.js";
@@ -12,6 +13,7 @@ import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { explainNproc, launchChain } from "./launch-chain.js";
 import { isExecutable, switchIds } from "./seat-ids.js";
 import { seatFilter } from "./seccomp-filter.js";
+import { openEtcCopies, type EtcCopies } from "./etc-copies.js";
 
 /**
  * The Linux launcher: the one file that runs bubblewrap. It checks what can be checked
@@ -111,10 +113,11 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     if (!bwrap.ok) return bwrap;
     const ids = switchIds(plan);
     if ("refusal" in ids) return { ok: false, refusal: ids.refusal };
-    // Every source at once, judged in the plan's order (the first missing one is named, as before):
-    // a seat's plan binds hundreds (each entry of /etc), and one awaited lstat after another was
-    // the better part of `teamd exec`'s wait (issue 26).
-    const sourceStats = await Promise.all(plan.sources.map((source) => lstat(source).catch(() => undefined)));
+    // Every source, judged in the plan's order (the first missing one is named): a seat's plan
+    // binds ~150 (each entry of /etc). In line, not awaited: one awaited lstat after another was
+    // the better part of `teamd exec`'s wait, and all at once through libuv's pool of four
+    // threads still ~6-9 ms on a slow machine, against ~1 ms in line (issue 26).
+    const sourceStats = plan.sources.map((source) => lstatSync(source, { throwIfNoEntry: false }));
     for (const [at, source] of plan.sources.entries()) {
       const stats = sourceStats[at];
       if (stats === undefined) {
@@ -137,17 +140,43 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const blockFd = cgroup === undefined ? undefined : pty ? PTY_BLOCK_FD : BLOCK_FD;
     const statusFd = pty ? PTY_STATUS_FD : STATUS_FD;
     const seccompFd = filter === undefined ? undefined : seccompFdAfter(blockFd ?? statusFd);
+    // A pipes launch can hand bwrap more fds: /etc's small world-readable files go as copies
+    // on the fds after the others (etc-copies.ts). A pty launch (node-pty passes no fd) binds them.
+    const copies = pty ? undefined : openEtcCopies(plan, (seccompFd ?? blockFd ?? statusFd) + 1);
+    try {
+      return await launchWith(request, bwrap.bwrap, ids.spawn, { statusFd, blockFd, seccompFd, filter, copies });
+    } finally {
+      copies?.close();
+    }
+  }
+
+  async function launchWith(
+    request: LaunchRequest,
+    bwrap: string,
+    spawnIds: { uid?: number; gid?: number },
+    fds: {
+      statusFd: number;
+      blockFd: number | undefined;
+      seccompFd: number | undefined;
+      filter: Extract<ReturnType<typeof seatFilter>, { ok: true }> | undefined;
+      copies: EtcCopies | undefined;
+    },
+  ): Promise<LaunchResult> {
+    const { plan, cgroup } = request;
+    const pty = request.io?.kind === "pty" ? request.io : undefined;
+    const { statusFd, blockFd, seccompFd, filter, copies } = fds;
     const args = bwrapArgs(plan, request.command, {
       statusFd,
       ...(seccompFd !== undefined ? { seccompFd } : {}),
       ...(blockFd !== undefined ? { blockFd } : {}),
+      ...(copies !== undefined ? { copies: copies.byDest } : {}),
     });
     if (!args.ok) return { ok: false, refusal: args.refusal as ContainmentRefusal };
-    const chained = await launchChain(plan, request.io, cgroup, ids.spawn, options);
+    const chained = await launchChain(plan, request.io, cgroup, spawnIds, options);
     if (!chained.ok) return chained;
     const { chain } = chained;
     if (pty) {
-      const argv = [...chain.asUser, ...chain.rlimits, bwrap.bwrap, ...args.value] as [string, ...string[]];
+      const argv = [...chain.asUser, ...chain.rlimits, bwrap, ...args.value] as [string, ...string[]];
       return explainNproc(
         await launchInPty({
           argv,
@@ -162,20 +191,19 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
         cgroup,
       );
     }
-    // The closer keeps the status fd, with a cgroup the block fd after it, and the filter's fd last.
-    const lastFd = seccompFd ?? blockFd ?? statusFd;
-    const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap.bwrap, ...args.value] as [
-      string,
-      ...string[],
-    ];
+    // The closer keeps the status fd, with a cgroup the block fd after it, the filter's fd, then the copies'.
+    const pipesTo = seccompFd ?? blockFd ?? statusFd;
+    const copyFds = copies?.fds ?? [];
+    const lastFd = pipesTo + copyFds.length;
+    const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap, ...args.value] as [string, ...string[]];
     let child: ChildProcess;
     try {
-      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's.
+      // fd 3: bwrap's status; fd 4 (with a cgroup): the block fd the init waits on; then the filter's; then /etc's copies.
       child = spawn(file, rest, {
-        stdio: Array.from({ length: lastFd + 1 }, () => "pipe" as const),
+        stdio: [...Array.from({ length: pipesTo + 1 }, () => "pipe" as const), ...copyFds],
         env: {},
         cwd: "/",
-        ...ids.spawn,
+        ...spawnIds,
       });
     } catch (error) {
       return refused("containment.unavailable", `cannot start ${file}: ${(error as Error).message}`, "check that teamd may run bubblewrap as the seat's user");

@@ -165,7 +165,12 @@ export interface PlanInput {
 
 /** One step of building the seat's root, in order; bwrap-args.ts turns each into flags. */
 export type MountOp =
-  | { readonly op: "ro-bind"; readonly src: string; readonly dest: string }
+  /**
+   * copyable: a file of /etc that the launcher may give as a read-only copy of its content
+   * rather than a bind (src/sandbox/etc-copies.ts) — bubblewrap re-reads the whole mount table
+   * after each bind, so a seat's ~140 binds of /etc were most of its launch (issue 26).
+   */
+  | { readonly op: "ro-bind"; readonly src: string; readonly dest: string; readonly copyable?: true }
   | { readonly op: "bind"; readonly src: string; readonly dest: string }
   | { readonly op: "symlink"; readonly target: string; readonly dest: string }
   /** size: bytes the tmpfs may hold (its memory is the host's); absent = the kernel's default. */

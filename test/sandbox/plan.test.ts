@@ -184,7 +184,7 @@ describe("compilePlan: cases", () => {
 
   it("binds teamd's login profile at /etc/profile in place of the host's, so a login shell keeps the seat's PATH", () => {
     const at = (q: SandboxPlan) => q.mounts.filter((m) => m.dest === "/etc/profile");
-    expect(at(plan(baseInput()))).toEqual([{ op: "ro-bind", src: "/etc/profile", dest: "/etc/profile" }]);
+    expect(at(plan(baseInput()))).toEqual([{ op: "ro-bind", src: "/etc/profile", dest: "/etc/profile", copyable: true }]);
     const seatProfile = "/var/lib/teamd/shim/seat-profile-0123456789abcdef.sh";
     expect(at(plan({ ...baseInput(), host: facts({ seatProfile }) }))).toEqual([{ op: "ro-bind", src: seatProfile, dest: "/etc/profile" }]);
     // Also where the host has none.
