@@ -57,7 +57,7 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
         if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error;
         hidden = true;
       }
-    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
+    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace, entry.initStart)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
         sent = true;
@@ -94,7 +94,7 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
   const stillIn = async (e: SeatRegistration) =>
     e.containment === "none"
       ? isRecordedUncontained(e) && !(await downByCgroup(e))
-      : (await isRecordedInit(e.initPid, e.pidNamespace)) || ((await unseen(e)) && !(await downByCgroup(e)));
+      : (await isRecordedInit(e.initPid, e.pidNamespace, e.initStart)) || ((await unseen(e)) && !(await downByCgroup(e)));
   const deadline = now() + waitMs;
   for (;;) {
     const alive = [];
@@ -110,7 +110,7 @@ export async function killRegisteredSeats(home: TeamdHome, waitMs: number, now: 
       result.push({ team: t.entry.team, seat: t.entry.seat, initPid: t.entry.initPid, outcome });
       continue;
     }
-    const alive = await isRecordedInit(t.entry.initPid, t.entry.pidNamespace);
+    const alive = await isRecordedInit(t.entry.initPid, t.entry.pidNamespace, t.entry.initStart);
     const hidden = !alive && (await unseen(t.entry));
     const byCgroup = hidden && (await downByCgroup(t.entry));
     const outcome = alive ? "alive" : hidden && !byCgroup ? "unseen" : t.sent || byCgroup || (t.hidden && leavesOf(t.entry).length > 0) ? "killed" : "gone";

@@ -595,7 +595,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const none = uncontained(slot);
       const pidNamespace = none ? "" : ((await pidNamespaceOf(proc.initPid)) ?? "");
       if (!none) slot.pidNamespace = pidNamespace;
-      const initStart = none ? processStartTime(proc.initPid) : undefined;
+      // Both: the start time names the init whatever number its pid or namespace is given again later.
+      const initStart = processStartTime(proc.initPid);
       await register(home, {
         team: target.team,
         seat: target.seat,
@@ -605,7 +606,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         daemonPid: process.pid,
         startedAt,
         ...(opened.cgroup !== undefined ? { cgroups: opened.cgroup.plan.leaves } : {}),
-        ...(none ? { containment: "none" as const, ...(initStart !== undefined ? { initStart } : {}) } : {}),
+        ...(none ? { containment: "none" as const } : {}),
+        ...(initStart !== undefined ? { initStart } : {}),
       });
       slot.prepared = prepared;
       slot.plan = prepared.plan;

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { TeamdHome } from "../host/home.js";
 import { removeSocket } from "../../src/rpc/unix-socket.js";
 import { seatLayout, seatRegistryDir } from "../host/seat-layout.js";
-import { killProcessTree, processRunning } from "../../src/sandbox/process-tree.js";
+import { killProcessTree, processRunning, processStartTime } from "../../src/sandbox/process-tree.js";
 
 /**
  * The registry of running seats: TEAMD_HOME/run/seats.d/<team>.<seat>.json, one file per
@@ -27,11 +27,18 @@ export interface SeatRegistration {
   readonly cgroups?: readonly string[];
   /**
    * "none": an uncontained seat (`containment: none`). It has no pid namespace (pidNamespace
-   * is empty): its init is named by pid and `initStart` (its start time, /proc/<pid>/stat),
-   * and the stop and the sweep kill the process tree under it (src/sandbox/process-tree.ts)
-   * as well as its cgroups. Absent: bwrap.
+   * is empty): its init is named by pid and `initStart`, and the stop and the sweep kill the
+   * process tree under it (src/sandbox/process-tree.ts) as well as its cgroups. Absent: bwrap.
    */
   readonly containment?: "none";
+  /**
+   * The init's start time (/proc/<pid>/stat field 22). For a bwrap seat too: the kernel hands a
+   * freed pid namespace's inode number to the next namespace made (seen: four unshares gave 174,
+   * 175, 176, 174), and contained git and every exec make namespaces all the time, so a reused
+   * pid that is init of a namespace under the recorded number can be another sandbox's init —
+   * the sweep would have killed it. A registration without it (an older daemon's) is judged by
+   * pid and namespace alone, as before.
+   */
   readonly initStart?: string;
 }
 
@@ -48,11 +55,13 @@ export async function pidNamespaceOf(pid: number): Promise<string | undefined> {
  * Whether `pid` is, right now, the init of the pid namespace `recorded` — the only process the
  * sweep may kill. A seat's init is never in the sweeping daemon's own namespace, and is pid 1
  * of its own (the last NSpid field): a record naming no namespace, the host's namespace, or a
- * pid that is not its namespace's init (a reused pid, a reused namespace inode) is never killed.
- * A pid reused between this check and the kill is the window pidfd would close (Node has none).
+ * pid that is not its namespace's init (a reused pid, a reused namespace inode) is never killed;
+ * nor, when the registration names the init's start time, a process that started at another
+ * time. A pid reused between this check and the kill is the window pidfd would close (Node has none).
  */
-export async function isRecordedInit(pid: number, recorded: string): Promise<boolean> {
+export async function isRecordedInit(pid: number, recorded: string, start?: string): Promise<boolean> {
   if (!Number.isInteger(pid) || pid <= 1 || !/^pid:\[\d+\]$/.test(recorded)) return false;
+  if (start !== undefined && processStartTime(pid) !== start) return false;
   const own = await pidNamespaceOf(process.pid);
   if (own === undefined || recorded === own) return false;
   if ((await pidNamespaceOf(pid)) !== recorded) return false;
@@ -106,7 +115,7 @@ export async function sweep(home: TeamdHome, log: (line: string) => void): Promi
       const killed = killProcessTree(entry.initPid, entry.initStart);
       if (killed.length > 0)
         log(`sweep: killed the leftover uncontained seat ${entry.team}/${entry.seat} (init pid ${entry.initPid}, ${killed.length} process(es) in its tree)`);
-    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace)) {
+    } else if (await isRecordedInit(entry.initPid, entry.pidNamespace, entry.initStart)) {
       try {
         process.kill(entry.initPid, "SIGKILL");
         log(`sweep: killed the leftover seat ${entry.team}/${entry.seat} (init pid ${entry.initPid})`);

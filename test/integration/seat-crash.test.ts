@@ -7,6 +7,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 import { namespaceInode, processesInNamespace, seatNamespace } from "../sandbox/fixture/real-seat.js";
+import { processStartTime } from "../../src/sandbox/process-tree.js";
 import { sleeperTeamFile } from "../support/team-file.js";
 import { waitFor } from "../support/wait.js";
 
@@ -97,6 +98,12 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     expect(readFileSync(`/proc/${outer}/cmdline`, "utf8")).toMatch(/bwrap/);
     // Registry, socket and tmp exist while it runs.
     expect(readdirSync(join(h.home, "run/seats.d"))).toEqual(["proj.scout.json"]);
+    // The registration names the init by its start time too (a pid and a namespace number are both reused).
+    expect(JSON.parse(readFileSync(join(h.home, "run/seats.d/proj.scout.json"), "utf8"))).toMatchObject({
+      initPid: init,
+      pidNamespace: namespaceInode(ns),
+      initStart: processStartTime(init),
+    });
     expect(existsSync(join(socketDir, "proj.scout.sock"))).toBe(true);
     expect(existsSync(join(h.home, "seats/proj/scout/tmp"))).toBe(true);
 
@@ -168,10 +175,19 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     expect(readlinkSync(`/proc/${otherSleep}/ns/pid`)).toBe(otherNs);
 
     const registry = join(h.home, "run/seats.d");
-    const entry = (seat: string, initPid: number, pidNamespace: string) =>
+    const entry = (seat: string, initPid: number, pidNamespace: string, initStart?: string) =>
       writeFileSync(
         join(registry, `proj.${seat}.json`),
-        JSON.stringify({ team: "proj", seat, runId: "r", initPid, pidNamespace, daemonPid: 1, startedAt: new Date().toISOString() }) + "\n",
+        JSON.stringify({
+          team: "proj",
+          seat,
+          runId: "r",
+          initPid,
+          pidNamespace,
+          daemonPid: 1,
+          startedAt: new Date().toISOString(),
+          ...(initStart !== undefined ? { initStart } : {}),
+        }) + "\n",
       );
     // A dead seat's namespace (recorded at publish, gone now), its pid reused by the bystander.
     // The kernel reuses a dead namespace's inode number, and other files' seats start side by
@@ -187,9 +203,15 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     entry("blank", pid, "");
     // The recorded namespace is alive, but the pid is not its init (pid 2 in it).
     entry("notinit", otherSleep, otherNs);
+    // The pid is the init of a namespace under the recorded number, but it started at another
+    // time than the recorded init: a reused pid in a reused namespace number (another sandbox's).
+    const otherStart = processStartTime(otherInit) as string;
+    expect(otherStart).toMatch(/^\d+$/);
+    entry("reborn", otherInit, otherNs, String(Number(otherStart) - 1));
     daemon = await h.startDaemon();
     const log = daemon.stderr();
-    for (const seat of ["recycled", "hostns", "blank", "notinit"]) expect(log).toMatch(new RegExp(`swept what a previous run left of seat proj/${seat}`));
+    for (const seat of ["recycled", "hostns", "blank", "notinit", "reborn"])
+      expect(log).toMatch(new RegExp(`swept what a previous run left of seat proj/${seat}`));
     expect(log).not.toMatch(/killed the leftover seat/);
     expect(readdirSync(registry)).toEqual([]);
     await new Promise((r) => setTimeout(r, 200));
@@ -203,7 +225,7 @@ describe.runIf(process.platform === "linux")("seats: a daemon crash leaves nothi
     // (and with it, the kernel ends the namespace's other processes).
     await daemon.stop();
     daemon = undefined;
-    entry("leftover", otherInit, otherNs);
+    entry("leftover", otherInit, otherNs, otherStart);
     daemon = await h.startDaemon();
     expect(daemon.stderr()).toMatch(new RegExp(`sweep: killed the leftover seat proj/leftover \\(init pid ${otherInit}\\)`));
     expect(await waitFor(async () => (await processesInNamespace(otherNs)).length === 0, 5000)).toBe(true);
