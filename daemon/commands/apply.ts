@@ -17,6 +17,7 @@ import type { Ambient } from "../host/ambient.js";
 import type { Ceiling } from "../../src/kernel/ceiling.js";
 import { showDuration } from "../../src/kernel/duration.js";
 import { showAmount } from "../../src/kernel/envelope-spend.js";
+import { START_CHANGED_REMOVED } from "../../src/rpc/protocol.js";
 
 function hashBytes(prefixed: string): Uint8Array {
   return Uint8Array.from(Buffer.from(prefixed.replace(/^sha256:/, ""), "hex"));
@@ -108,7 +109,7 @@ export async function apply(
     const receipt = await channel.submit(OwnerActKind.APPLY, act);
     const seats = Object.keys(loaded.policy.seats).length;
     // A start changed by this apply takes effect at the seat's next start: name the running seats it concerns.
-    const { restartNeeded, spendNow } = await afterApply(home, team);
+    const { restartNeeded, removedRunning, spendNow } = await afterApply(home, team);
     if (options.json)
       process.stdout.write(
         JSON.stringify({
@@ -122,6 +123,7 @@ export async function apply(
           revokedLeases: revocations,
           pausedFloors: paused.map((v) => v.message),
           restartNeeded,
+          removedRunning,
           delegatedKept: kept,
           delegatedDropped: dropped,
           envelope: envelopeWords(loaded.policy.ceiling),
@@ -136,6 +138,8 @@ export async function apply(
         process.stdout.write(
           `restart needed: ${seat}@${team} runs the start it had; teamd stop ${seat}@${team} && teamd start ${seat}@${team} runs the new one\n`,
         );
+      for (const seat of removedRunning)
+        process.stdout.write(`removed: ${seat}@${team} still runs; teamd refuses its every act, and teamd stop ${seat}@${team} ends it\n`);
     }
   } finally {
     await channel.close();
@@ -168,21 +172,23 @@ function envelopeWords(ceiling: Ceiling | undefined): string[] {
  * whose start the policy in force no longer pins (status's startChanged), and its spend this
  * period in words (reported, reserved, left: the limit itself is in the envelope's words).
  */
-async function afterApply(home: TeamdHome, team: string): Promise<{ restartNeeded: string[]; spendNow: string | undefined }> {
+async function afterApply(home: TeamdHome, team: string): Promise<{ restartNeeded: string[]; removedRunning: string[]; spendNow: string | undefined }> {
   const client = createRpcClient(ControlService, home.controlSocket, { deadlineMs: 5000 });
   try {
     const reply = await client.status();
     const spend = reply.teams.find((t) => t.team === team)?.spend;
     const amount = (minor: bigint) => showAmount(Number(minor), spend?.currency ?? "");
     return {
-      restartNeeded: reply.seats.filter((s) => s.team === team && s.startChanged !== "").map((s) => s.seat),
+      restartNeeded: reply.seats.filter((s) => s.team === team && s.startChanged !== "" && s.startChanged !== START_CHANGED_REMOVED).map((s) => s.seat),
+      // A running seat the file no longer has: no restart brings it back; only a stop ends it.
+      removedRunning: reply.seats.filter((s) => s.team === team && s.startChanged === START_CHANGED_REMOVED).map((s) => s.seat),
       spendNow:
         spend === undefined
           ? undefined
           : `reported ${amount(spend.reported)}, reserved ${amount(spend.reserved)}, ${amount(spend.remainder)} left of ${amount(spend.limit)} this period (teamd status shows each lab and meter)`,
     };
   } catch {
-    return { restartNeeded: [], spendNow: undefined };
+    return { restartNeeded: [], removedRunning: [], spendNow: undefined };
   } finally {
     client.close();
   }

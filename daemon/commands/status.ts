@@ -10,6 +10,7 @@ import type { TeamdHome } from "../host/home.js";
 import type { RunMeta } from "../host/run-logs.js";
 import { lastPlainLines } from "../host/plain-text.js";
 import { describeRunEnd } from "../host/run-state.js";
+import { START_CHANGED_REMOVED } from "../../src/rpc/protocol.js";
 
 /**
  * `teamd status`: what the daemon serves, from the control socket — the daemon, the ledger's
@@ -297,7 +298,8 @@ export function statusText(reply: StatusResponse, unseen: number | undefined, no
       lines.push(
         `      limits: ${s.limits}${cgroup}; cpu ${s.cpuMs} ms, memory ${(Number(s.memoryBytes) / 2 ** 20).toFixed(1)} MiB (${s.meteredBy || "not metered"})`,
       );
-      if (s.startChanged !== "")
+      if (s.startChanged === START_CHANGED_REMOVED) lines.push(`      REMOVED: ${s.startChanged}; it runs until teamd stop ${s.seat}@${s.team}`);
+      else if (s.startChanged !== "")
         lines.push(`      RESTART NEEDED: ${s.startChanged}; it runs the start it had: teamd stop ${s.seat}@${s.team} && teamd start ${s.seat}@${s.team}`);
     }
   }

@@ -5,6 +5,8 @@ import { createRpcServer, type RpcServer } from "../../src/rpc/index.js";
 import { seatSocketPath, type TeamdHome } from "../host/home.js";
 import { REAL_AMBIENT, type Ambient } from "../host/ambient.js";
 import { createInternalErrorLog } from "./internal-errors.js";
+import { RefusalError } from "../../src/rpc/errors.js";
+import { START_CHANGED_REMOVED } from "../../src/rpc/protocol.js";
 import { createControlService } from "./control-service.js";
 import { handleStopAll } from "./stop-all-handler.js";
 import { openToOwnerGroup } from "./owner-group.js";
@@ -452,7 +454,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
   };
 }
 
-/** Why a running seat's start is not the one the policy in force pins, or "" (status and apply name such seats). */
+/**
+ * Why a running seat's start is not the one the policy in force pins, or "" (status and apply
+ * name such seats). A seat the policy no longer has at all is START_CHANGED_REMOVED: it is not a
+ * restart that it needs (its start would be refused), and every act it asks for is refused.
+ */
 function startChanged(ledger: Ledger | undefined, run: { team: string; seat: string; state: string; context?: string }): string {
   if (run.context === undefined || run.state !== "running" || ledger === undefined) return "";
   try {
@@ -460,6 +466,7 @@ function startChanged(ledger: Ledger | undefined, run: { team: string; seat: str
       ? ""
       : "the policy in force pins another start for it (command, env, files, network, limits or restart)";
   } catch (error) {
+    if (error instanceof RefusalError && error.rule === "seat.unknown") return START_CHANGED_REMOVED;
     return `the policy in force does not start it now (${error instanceof Error ? error.message : String(error)})`;
   }
 }

@@ -18,3 +18,10 @@ export const RULE_METADATA_KEY = "teamd-rule";
  * equals package.json's version.
  */
 export const TEAMD_VERSION = "0.1.0";
+
+/**
+ * SeatStatus.start_changed for a running seat the policy in force no longer has: it needs no
+ * restart (its start would be refused), every act it asks for is refused (`seat.unknown`), and
+ * it runs until the owner stops it. status and apply say so rather than "restart needed".
+ */
+export const START_CHANGED_REMOVED = "removed from the policy in force: teamd refuses its every act";

@@ -162,6 +162,15 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
       (await h.json<{ seats: Array<{ seat: string; startChanged: string | null }> }>(["status", "--json"])).seats.find((s) => s.seat === "chatty")
         ?.startChanged,
     ).toBeNull();
+    // Removed from the file while it runs: no restart brings it back, so apply and status say what does end it.
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.slice(0, TEAM_FILE.indexOf("  chatty:")));
+    const removed = await h.json<{ restartNeeded: string[]; removedRunning: string[] }>(["apply", "--yes", "--json"]);
+    expect(removed).toMatchObject({ restartNeeded: [], removedRunning: ["chatty"] });
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
+    await h.ok(["apply", "--yes"]);
+    writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE.slice(0, TEAM_FILE.indexOf("  chatty:")));
+    expect(await h.ok(["apply", "--yes"])).toMatch(/removed: chatty@proj still runs; teamd refuses its every act, and teamd stop chatty@proj ends it/);
+    expect(await h.ok(["status"])).toMatch(/REMOVED: removed from the policy in force: teamd refuses its every act; it runs until teamd stop chatty@proj/);
     await h.ok(["stop", "chatty"]);
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
     await h.ok(["apply", "--yes"]);
