@@ -59,12 +59,16 @@ export interface ContainedGitOptions {
 export const SEAT_DATA_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 
 /**
- * The limits contained git for a seat runs under: the seat's cgroups where it has them, and a
- * memory rlimit wherever no cgroup carries one — the seat's own memory limit, or for a seat
- * without one SEAT_DATA_MEMORY_BYTES (a 256 MiB pack's index-pack fits in it).
+ * The limits contained git for a seat runs under: the seat's cgroups where it has them, and
+ * always a memory rlimit per process — the seat's own memory limit, or for a seat without one
+ * SEAT_DATA_MEMORY_BYTES (a 256 MiB pack's index-pack fits in it). Always: the seat's cgroups
+ * need not carry its memory (a host whose cgroups have no memory controller still gives the
+ * seat pids and cpu ones, and the seat itself then falls back to RLIMIT_DATA), and with only
+ * the cgroups a seat limited to 32 MiB had a delta bomb's 48 MiB blob indexed into the hub
+ * (found by an attack, round seven). Where the cgroup does carry it, the rlimit at the same
+ * figure is the looser bound of the two for any one process.
  */
 export function seatGitLimits(cgroupProcs: readonly string[], seatMemoryBytes: number | undefined): ContainedGitLimits {
-  if (cgroupProcs.length > 0 && seatMemoryBytes !== undefined) return { cgroupProcs };
   return { ...(cgroupProcs.length > 0 ? { cgroupProcs } : {}), memoryBytes: seatMemoryBytes ?? SEAT_DATA_MEMORY_BYTES };
 }
 

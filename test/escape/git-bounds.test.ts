@@ -337,6 +337,9 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     const one = await heldFetches(1);
     expect(one.packObjects, one.output).toBe(1);
     expect(one.processes).toBeGreaterThanOrEqual(2);
+    // Its own memory limit (2G) per process as well, cgroups or not: a seat's cgroups need not
+    // carry its memory (a host without the memory controller), and then only this bounds git.
+    expect(one.dataLimits).toEqual([String(2 * 1024 * 1024 * 1024)]);
     // As root the seat has cgroups of its own (its limits), and the daemon's git for it runs in them.
     if (asRoot) {
       const status = await h.ok(["status", "--json"]);
