@@ -11,6 +11,7 @@ import { selfReportingWrapper } from "./uncontained-args.js";
 import type { LaunchResult, SeatExit, SeatProcess } from "./launcher-types.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import type * as NodePtyModule from "node-pty";
+import { EarlyOutput } from "./early-output.js";
 
 /**
  * A seat in a pty (node-pty): the daemon holds the master; the seat's stdin, stdout and
@@ -162,16 +163,12 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
   let initPid: number | undefined;
   let exited = false;
   let killed = false;
-  const early: Buffer[] = [];
-  let earlyBytes = 0;
+  const early = new EarlyOutput(EARLY_BYTES);
   term.onData((data) => {
     const chunk = typeof data === "string" ? Buffer.from(data, "utf8") : (data as Buffer);
     if (sniffed.length < SNIFF_BYTES) sniffed += chunk.toString("utf8").slice(0, SNIFF_BYTES - sniffed.length);
     if (listeners.length === 0) {
-      if (earlyBytes + chunk.length <= EARLY_BYTES) {
-        early.push(chunk);
-        earlyBytes += chunk.length;
-      }
+      early.hold(chunk);
       return;
     }
     for (const listener of listeners) listener(chunk);
@@ -294,8 +291,7 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
           onData: (listener) => {
             listeners.push(listener);
             // The first listener gets what came before it, in order, before anything later.
-            if (listeners.length === 1) for (const chunk of early.splice(0)) listener(chunk);
-            earlyBytes = 0;
+            if (listeners.length === 1) for (const chunk of early.drain()) listener(chunk);
           },
           write: (data) => {
             if (!exited) term.write(Buffer.from(data) as unknown as string);
