@@ -1,5 +1,6 @@
-import { closeSync, constants, fstatSync, openSync } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, openSync } from "node:fs";
 import type { SandboxPlan } from "./plan-types.js";
+import type { SeatAccess } from "./etc-readable.js";
 
 /**
  * The seat's /etc files as copies, not binds (issue 26). bubblewrap re-reads the whole mount
@@ -10,16 +11,22 @@ import type { SandboxPlan } from "./plan-types.js";
  * makes read-only, so the seat holds a read-only copy of what it could have read through a
  * read-only bind — and no more:
  *
- * - only what anyone may read (the "other" read bit, checked on the open file): a copy is
- *   read by the daemon, which as root could read anything, where a bind leaves the check to
- *   the kernel at the seat's uid. A file only some may read stays a bind, checked as before;
+ * - only what anyone may read (the "other" read bit, checked on the open file), and only what
+ *   the kernel lets the seat's own uid read: a copy is read by the daemon, which as root could
+ *   read anything, where a bind leaves the check to the kernel at the seat's uid. In system mode
+ *   the seat's uid is asked (etc-readable.ts: ACLs, its group, every folder on the way; a world-
+ *   readable file an ACL denied the seat was readable through the copy, found by an attack);
+ *   in user mode the daemon is that uid, and its own open is the answer. What the seat may
+ *   not read stays a bind, checked by the kernel as before;
  * - only regular files, opened without following a link and without blocking (a FIFO would
  *   hang the read); each at most COPY_FILE_BYTES, all at most COPY_TOTAL_BYTES, at most
  *   COPY_COUNT: the copies live in the seat's root, in the host's memory;
  * - a seat with an open-files limit gets no more copies than fit under it with room to spare
  *   (COPY_FD_ROOM): the fds are open in the launch chain, under its rlimits, until bwrap has
  *   read each (found by the suite: a seat limited to 64 files had bwrap fail to load its libraries);
- * - the copy keeps the file's read and execute bits, never a write, setuid or setgid bit;
+ * - the copy is read-only to everyone and executable where the seat's uid may execute the file
+ *   (access(2)'s answer: the copy is the seat's own inside, so the file's own bits would not do);
+ *   never a write, setuid or setgid bit;
  * - only where the plan marked the bind copyable (etc-filter.ts: /etc's files, never a seat's
  *   own tree). What is not copied is bound as the plan says, so a failure here costs time only.
  *
@@ -49,6 +56,11 @@ export interface EtcCopies {
   close(): void;
 }
 
+/** The host files a plan marks copyable, in its order. */
+export function copyableSources(plan: SandboxPlan): string[] {
+  return plan.mounts.flatMap((op) => (op.op === "ro-bind" && op.copyable === true ? [op.src] : []));
+}
+
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
 /**
@@ -57,7 +69,7 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
  * file are a few microseconds each, and through libuv's pool of four threads the ~130 of a
  * seat's /etc cost more than the mounts they save (measured: ~8 ms against ~1 ms).
  */
-export function openEtcCopies(plan: SandboxPlan, firstFd: number): EtcCopies {
+export function openEtcCopies(plan: SandboxPlan, firstFd: number, seatAccess?: ReadonlyMap<string, SeatAccess>): EtcCopies {
   const byDest = new Map<string, EtcCopy>();
   const fds: number[] = [];
   let total = 0;
@@ -66,13 +78,16 @@ export function openEtcCopies(plan: SandboxPlan, firstFd: number): EtcCopies {
   for (const op of plan.mounts) {
     if (op.op !== "ro-bind" || op.copyable !== true || byDest.has(op.dest)) continue;
     if (fds.length >= count) break;
+    const access = seatAccess?.get(op.src);
+    if (seatAccess !== undefined && access?.read !== true) continue;
     let fd: number | undefined;
     try {
       fd = openSync(op.src, OPEN_FLAGS);
       const stats = fstatSync(fd);
       if (stats.isFile() && (stats.mode & 0o004) !== 0 && stats.size <= COPY_FILE_BYTES && total + stats.size <= COPY_TOTAL_BYTES) {
         total += stats.size;
-        byDest.set(op.dest, { fd: firstFd + fds.length, perms: stats.mode & 0o555 });
+        const exec = access !== undefined ? access.exec : mayExecute(op.src);
+        byDest.set(op.dest, { fd: firstFd + fds.length, perms: exec ? 0o555 : 0o444 });
         fds.push(fd);
         fd = undefined;
       }
@@ -95,4 +110,14 @@ export function openEtcCopies(plan: SandboxPlan, firstFd: number): EtcCopies {
       }
     },
   };
+}
+
+/** access(2) as the daemon: in user mode the seat's own answer. */
+function mayExecute(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -13,7 +13,8 @@ import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { explainNproc, launchChain } from "./launch-chain.js";
 import { isExecutable, switchIds } from "./seat-ids.js";
 import { seatFilter } from "./seccomp-filter.js";
-import { openEtcCopies, type EtcCopies } from "./etc-copies.js";
+import { copyableSources, openEtcCopies, type EtcCopies } from "./etc-copies.js";
+import { createSeatReadable } from "./etc-readable.js";
 
 /**
  * The Linux launcher: the one file that runs bubblewrap. It checks what can be checked
@@ -49,6 +50,8 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
   // Per launcher, not per module: the bwrap that passed the check. A failed check is not
   // kept — the owner may install bubblewrap and try again without restarting teamd.
   let checked: Promise<{ ok: true; bwrap: string } | { ok: false; refusal: ContainmentRefusal }> | undefined;
+  // Per launcher: what each seat uid may read of /etc's copyable files, asked again only when they change.
+  const seatReadable = createSeatReadable();
 
   function checkBwrap() {
     const pending = (checked ??= (async () => {
@@ -142,7 +145,10 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const seccompFd = filter === undefined ? undefined : seccompFdAfter(blockFd ?? statusFd);
     // A pipes launch can hand bwrap more fds: /etc's small world-readable files go as copies
     // on the fds after the others (etc-copies.ts). A pty launch (node-pty passes no fd) binds them.
-    const copies = pty ? undefined : openEtcCopies(plan, (seccompFd ?? blockFd ?? statusFd) + 1);
+    // As another uid (system mode), only what the kernel lets that uid read and execute is copied.
+    const asSeat = ids.spawn.uid !== undefined && ids.spawn.gid !== undefined ? { uid: ids.spawn.uid, gid: ids.spawn.gid } : undefined;
+    const seatAccess = pty || asSeat === undefined ? undefined : await seatReadable(copyableSources(plan), asSeat);
+    const copies = pty ? undefined : openEtcCopies(plan, (seccompFd ?? blockFd ?? statusFd) + 1, seatAccess);
     try {
       return await launchWith(request, bwrap.bwrap, ids.spawn, { statusFd, blockFd, seccompFd, filter, copies });
     } finally {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { chmod, chown, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
@@ -102,6 +103,76 @@ describe.runIf(process.platform === "linux")("escape: the seat's /etc copies", (
     expect(mounted(out.stdout, "/etc/zz-public.conf")).toBe(true);
     expect(mounted(out.stdout, "/etc/zz-tool")).toBe(true);
   });
+
+  it.runIf(process.getuid?.() === 0)(
+    "as another uid (system mode): what the kernel denies the seat's uid is not copied — its group's bits, an ACL, a folder it cannot enter — and a copy is executable only where the seat could execute the file",
+    async () => {
+      const user = seat.user;
+      await writeFile(join(files, "group.conf"), "GROUP-DENIED-CANARY\n");
+      await chown(join(files, "group.conf"), 0, user.gid);
+      // Anyone may read it but the seat's own group: the kernel takes the group's bits for the seat.
+      await chmod(join(files, "group.conf"), 0o604);
+      await writeFile(join(files, "acl.conf"), "ACL-DENIED-CANARY\n");
+      await chmod(join(files, "acl.conf"), 0o644);
+      let acl = true;
+      try {
+        execFileSync("setfacl", ["-m", `u:${user.uid}:---`, join(files, "acl.conf")], { stdio: "ignore" });
+      } catch {
+        acl = false; // no setfacl here (the acl package): the group case asks the same access(2)
+      }
+      await writeFile(join(files, "owner-only-exec"), "#!/bin/sh\necho ran-owner-only\n");
+      await chmod(join(files, "owner-only-exec"), 0o744);
+      const base = await planWith(true);
+      const last = base.mounts.length - 1;
+      const extra: MountOp[] = ["group.conf", "acl.conf", "owner-only-exec"].map((name) => ({
+        op: "ro-bind",
+        src: join(files, name),
+        dest: `/etc/zz-${name}`,
+        copyable: true,
+      }));
+      const plan = {
+        ...base,
+        mounts: [...base.mounts.slice(0, last), ...extra, ...base.mounts.slice(last)],
+        sources: [...base.sources, ...extra.map((op) => (op as { src: string }).src)],
+      };
+      const out = await seat.run(
+        sh(
+          "cat /etc/zz-group.conf; echo group=$?; cat /etc/zz-acl.conf; echo acl=$?; stat -c 'mode=%a' /etc/zz-owner-only-exec; /etc/zz-owner-only-exec; echo exec=$?; echo ---; cat /proc/self/mountinfo",
+        ),
+        { plan },
+      );
+      const [lines, mountinfo] = out.stdout.split("---\n");
+      expect(out.stdout).not.toContain("GROUP-DENIED-CANARY");
+      expect(lines).toMatch(/group=1/);
+      expect(mounted(mountinfo ?? "", "/etc/zz-group.conf")).toBe(true);
+      if (acl) {
+        expect(out.stdout).not.toContain("ACL-DENIED-CANARY");
+        expect(lines).toMatch(/acl=1/);
+      }
+      // Readable by anyone, executable by its owner (root) alone: a read-only, unexecutable copy.
+      expect(lines).toMatch(/mode=444/);
+      expect(lines).not.toContain("ran-owner-only");
+      expect(mounted(mountinfo ?? "", "/etc/zz-owner-only-exec")).toBe(false);
+
+      // A world-readable file behind a folder only root may enter: as a bind, the seat's bwrap
+      // cannot reach it (the launch fails); copied, it would be read. It is not copied.
+      const locked = join(files, "locked");
+      await mkdir(locked, { mode: 0o700 });
+      await chmod(locked, 0o700);
+      await writeFile(join(locked, "inner.conf"), "BEHIND-0700-CANARY\n");
+      await chmod(join(locked, "inner.conf"), 0o644);
+      const inner: MountOp = { op: "ro-bind", src: join(locked, "inner.conf"), dest: "/etc/zz-inner.conf", copyable: true };
+      const lockedPlan = { ...base, mounts: [...base.mounts.slice(0, last), inner, ...base.mounts.slice(last)], sources: [...base.sources, inner.src] };
+      const launched = await seat.launch(lockedPlan, sh("cat /etc/zz-inner.conf; echo read=$?"));
+      let seen = "";
+      if (launched.ok) {
+        const io = launched.seat.io;
+        if (io.kind === "pipes") io.stdout.on("data", (chunk: Buffer) => (seen += chunk.toString()));
+        expect((await launched.seat.exit).kind).toBe("setup-failed");
+      }
+      expect(seen).not.toContain("BEHIND-0700-CANARY");
+    },
+  );
 
   it("the seat's own /etc files come as copies by default", async () => {
     const out = await seat.run(sh("cat /proc/self/mountinfo; echo ---; cat /etc/passwd | head -1"), {});
