@@ -1,6 +1,6 @@
 import { OutcomeResult, RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { boundText, RECORD_TEXT_BYTES } from "../../src/ledger/bounded-text.js";
-import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
+import { daemonPrincipal, LedgerRefusal, type Ledger } from "../../src/ledger/index.js";
 import { RefusalError } from "../../src/rpc/index.js";
 import { UsageError } from "../../src/rpc/refusal.js";
 import type { ForwardedConnection } from "../../src/effects/forward-hub.js";
@@ -242,20 +242,30 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     fields: Record<string, string>,
     requestId = "",
   ) {
-    const ledger = readyLedger(options.ledger());
-    return ledger.append({
-      type,
-      team: target.team,
-      actor: daemonPrincipal(),
-      signer: daemonPrincipal(),
-      action,
-      payload: {
-        target: { kind: TargetKind.SEAT, name: target.seat },
-        requestId,
-        fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
-        detail: { case: "seat", value: { seat: target.seat, runId } },
-      },
-    });
+    // An unavailable store is left to the append, which gives it one chance to come back (a
+    // store put back is opened again); refused here only when there is none or it is blocked.
+    // Otherwise an owner's exec after the store came back was refused until a seat acted.
+    const found = options.ledger();
+    const ledger = found !== undefined && found.state.status === "unavailable" ? found : readyLedger(found);
+    // A store that failed under the append (gone, unwritable) is a refusal to the caller, in its
+    // rule's words — an exec answered "internal error" when the ledger's file was gone.
+    return ledger
+      .append({
+        type,
+        team: target.team,
+        actor: daemonPrincipal(),
+        signer: daemonPrincipal(),
+        action,
+        payload: {
+          target: { kind: TargetKind.SEAT, name: target.seat },
+          requestId,
+          fields: Object.entries(fields).map(([k, value]) => ({ key: k, value })),
+          detail: { case: "seat", value: { seat: target.seat, runId } },
+        },
+      })
+      .catch((error: unknown) => {
+        throw error instanceof LedgerRefusal ? RefusalError.from(error.refusal) : error;
+      });
   }
 
   /**
@@ -697,25 +707,56 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** One exec's command in the running seat's exact containment: its plan, and its own cgroups (one pids and memory budget). */
-  async function launchInSeat(slot: Slot, plan: SandboxPlan, command: readonly string[], io: Parameters<Launcher["launch"]>[0]["io"]): Promise<SeatProcess> {
+  async function launchInSeat(
+    slot: Slot,
+    plan: SandboxPlan,
+    command: readonly string[],
+    io: Parameters<Launcher["launch"]>[0]["io"],
+    recording: Promise<{ seq: number }>,
+  ): Promise<SeatProcess> {
+    // Nothing of the command runs before its record is durable. With the seat's cgroups the
+    // exec's init waits on its block fd until it is placed: it is placed only once the record
+    // is, so the record and the sandbox's setup overlap (issue 26: ~5 ms of an exec). Without
+    // them there is no such wait, and the launch starts after the record.
+    const outcome = recording.then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
+    const { cgroup } = slot;
+    if (cgroup === undefined) {
+      const failed = await outcome;
+      if (failed !== undefined) throw failed.error;
+    }
     const launched = await options.launcher.launch({
       plan,
       command,
       io,
       containment: uncontained(slot) ? "none" : "bwrap",
-      ...(slot.cgroup !== undefined ? { cgroup: slot.cgroup } : {}),
+      ...(cgroup !== undefined
+        ? {
+            cgroup: {
+              byCgroup: cgroup.byCgroup,
+              summary: cgroup.summary,
+              place: async (pid: number) => {
+                await recording;
+                await cgroup.place(pid);
+              },
+            },
+          }
+        : {}),
     });
+    // A record that failed is the answer, not the refused placement it caused (the init was killed unreleased).
+    const failed = await outcome;
+    if (failed !== undefined) {
+      if (launched.ok) launched.seat.kill();
+      throw failed.error;
+    }
     if (!launched.ok) throw fromRefusal(launched.refusal);
     return launched.seat;
   }
 
-  /** A running, unfrozen seat for `teamd exec`, and the exec's record (written before it runs). */
-  async function execSlot(
-    team: string | undefined,
-    seat: string,
-    command: readonly string[],
-    tty: boolean,
-  ): Promise<{ slot: Slot; recorded: { seq: number } }> {
+  /** A running, unfrozen seat for `teamd exec`, and the exec's record (being written: the command waits for it, launchInSeat). */
+  function execSlot(team: string | undefined, seat: string, command: readonly string[], tty: boolean): { slot: Slot; recording: Promise<{ seq: number }> } {
     const t = team ?? teamOf(seat, true);
     const slot = slots.get(key(t, seat));
     if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
@@ -729,7 +770,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
     if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
     // Recorded before it runs: an owner act that cannot be recorded does not happen.
-    const recorded = await record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
+    const recording = record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
       by: "owner",
       // An owner may pass a key to log an agent in: a value of a known credential shape is on record only as its shape, length and hash.
       command: JSON.stringify(command.map(redactCredentials)),
@@ -737,7 +778,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       containment: slot.view.containment,
       strength: strength(slot),
     });
-    return { slot, recorded };
+    // Answered by launchInSeat; never an unhandled rejection while the launch starts.
+    recording.catch(() => undefined);
+    return { slot, recording };
   }
 
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
@@ -869,19 +912,28 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return { view, checkpointSeq };
     },
     async exec(team, seat, command, execOptions, sink) {
-      const { slot, recorded } = await execSlot(team, seat, command, false);
+      const { slot, recording } = execSlot(team, seat, command, false);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      const result = await streamRun(await launchInSeat(slot, slot.plan, command, { kind: "pipes" }), execOptions, sink);
+      const proc = await launchInSeat(slot, slot.plan, command, { kind: "pipes" }, recording);
+      const recorded = await recording;
+      const result = await streamRun(proc, execOptions, sink);
       return { ...result, seq: recorded.seq };
     },
     async execTty(team, seat, command, size, ttyOptions) {
-      const { slot, recorded } = await execSlot(team, seat, command, true);
+      const { slot, recording } = execSlot(team, seat, command, true);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      const proc = await launchInSeat(slot, slot.plan, command, {
-        kind: "pty",
-        cols: size.cols > 0 ? Math.min(size.cols, 1000) : PTY_COLS,
-        rows: size.rows > 0 ? Math.min(size.rows, 1000) : PTY_ROWS,
-      });
+      const proc = await launchInSeat(
+        slot,
+        slot.plan,
+        command,
+        {
+          kind: "pty",
+          cols: size.cols > 0 ? Math.min(size.cols, 1000) : PTY_COLS,
+          rows: size.rows > 0 ? Math.min(size.rows, 1000) : PTY_ROWS,
+        },
+        recording,
+      );
+      const recorded = await recording;
       const pty = proc.io;
       if (pty.kind !== "pty") {
         proc.kill();

@@ -7,6 +7,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
 import { processesInNamespace, seatNamespace } from "../sandbox/fixture/real-seat.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The seat lifecycle end to end (issue 7): a real daemon, a real repository initialised and
@@ -222,6 +223,23 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     // And what the seat's own command wrote: its init's /tmp is the same folder.
     const tmp = join(h.home, "seats", "proj", "scout", "tmp", "shared-note");
     expect(existsSync(tmp)).toBe(true);
+  });
+
+  it("an exec whose record cannot be made does not run: nothing of it happens in the seat (the record and the sandbox's setup overlap)", async () => {
+    const mark = join(h.home, "seats", "proj", "scout", "tmp", "unrecorded-exec");
+    h.ledgerAway();
+    try {
+      const refused = await h.run(["exec", "scout", "--", "sh", "-c", "echo ran > /tmp/unrecorded-exec"]);
+      expect(refused.code, refused.stderr).toBe(3);
+      expect(refused.stderr).toMatch(/ledger\.unavailable/);
+    } finally {
+      h.ledgerBack();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(mark)).toBe(false);
+    // Control: with the store back, the same exec opens it again (no seat act or resume needed), runs and is recorded.
+    expect(await waitFor(async () => (await h.run(["exec", "scout", "--", "sh", "-c", "echo ran > /tmp/unrecorded-exec"])).code === 0, 10_000)).toBe(true);
+    expect(existsSync(mark)).toBe(true);
   });
 
   it("starts a seat whose read scope is bounded on a filtered history; refuses one without a start and one not in the applied policy", async () => {
