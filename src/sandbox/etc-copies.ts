@@ -1,6 +1,6 @@
 import { accessSync, closeSync, constants, fstatSync, openSync } from "node:fs";
 import type { SandboxPlan } from "./plan-types.js";
-import type { SeatAccess } from "./etc-readable.js";
+import { identity, signature, type SeatAccess } from "./etc-readable.js";
 
 /**
  * The seat's /etc files as copies, not binds (issue 26). bubblewrap re-reads the whole mount
@@ -83,9 +83,13 @@ export function openEtcCopies(plan: SandboxPlan, firstFd: number, seatAccess?: R
     let fd: number | undefined;
     try {
       fd = openSync(op.src, OPEN_FLAGS);
-      const stats = fstatSync(fd);
-      if (stats.isFile() && (stats.mode & 0o004) !== 0 && stats.size <= COPY_FILE_BYTES && total + stats.size <= COPY_TOTAL_BYTES) {
-        total += stats.size;
+      const stats = fstatSync(fd, { bigint: true });
+      const size = Number(stats.size);
+      // As another uid: the file opened is the one the seat's uid was asked about, under the
+      // same folders still (a file or folder swapped between the check and this open is bound).
+      const same = access === undefined || (access.sig.split("\0")[1] === identity(stats) && signature(op.src) === access.sig);
+      if (same && stats.isFile() && (stats.mode & 0o004n) !== 0n && size <= COPY_FILE_BYTES && total + size <= COPY_TOTAL_BYTES) {
+        total += size;
         const exec = access !== undefined ? access.exec : mayExecute(op.src);
         byDest.set(op.dest, { fd: firstFd + fds.length, perms: exec ? 0o555 : 0o444 });
         fds.push(fd);

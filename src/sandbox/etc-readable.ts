@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { lstatSync } from "node:fs";
-import { dirname } from "node:path";
+import { lstatSync, realpathSync, type BigIntStats } from "node:fs";
+import { basename, dirname } from "node:path";
 import { BASH, BASH_COMMAND } from "./close-fds.js";
 
 /**
@@ -21,9 +21,19 @@ import { BASH, BASH_COMMAND } from "./close-fds.js";
 export interface SeatAccess {
   readonly read: boolean;
   readonly exec: boolean;
+  /**
+   * The identity of the file and of every folder above it (through the links on the way) that
+   * the answer holds for: the launch copies the file only when what it opened still has it
+   * (etc-copies.ts) — otherwise a file swapped between the check and the daemon's open (as
+   * root) reached the seat as a copy (found by an attack, round eight).
+   */
+  readonly sig: string;
 }
 
 export type SeatReadable = (paths: readonly string[], ids: { readonly uid: number; readonly gid: number }) => Promise<ReadonlyMap<string, SeatAccess>>;
+
+/** The kernel's answer for one path, before it is tied to what it held for. */
+export type Answer = Omit<SeatAccess, "sig">;
 
 /** The answers kept for this many seat uids at most (the oldest is forgotten first). */
 const USERS_KEPT = 256;
@@ -38,47 +48,69 @@ export function createSeatReadable(check: typeof askKernel = askKernel): SeatRea
     users.delete(user);
     users.set(user, known);
     while (users.size > USERS_KEPT) users.delete(users.keys().next().value as string);
-    const sigs = new Map<string, string | undefined>();
+    const before = new Map<string, string | undefined>();
     const out = new Map<string, SeatAccess>();
     const ask: string[] = [];
     for (const path of paths) {
-      const sig = signature(path, sigs);
+      const sig = signature(path, before);
       if (sig === undefined) continue;
       const kept = known.get(path);
       if (kept !== undefined && kept.sig === sig) out.set(path, kept.access);
       else ask.push(path);
     }
     if (ask.length > 0) {
-      const answers = await check(ask, ids).catch(() => new Map<string, SeatAccess>());
+      const answers = await check(ask, ids).catch(() => new Map<string, Answer>());
+      // Taken again after the kernel answered: an answer holds only for what was there both
+      // before and after it (a file or folder changed meanwhile is not copied, and the answer
+      // is not kept — found by an attack, round eight: a flapping mount poisoned the cache).
+      const after = new Map<string, string | undefined>();
       for (const path of ask) {
-        const access = answers.get(path) ?? { read: false, exec: false };
+        const answer = answers.get(path);
+        const sig = signature(path, after);
+        if (answer === undefined || sig === undefined || sig !== signature(path, before)) continue;
+        const access = { ...answer, sig };
         out.set(path, access);
-        const sig = signature(path, sigs);
-        if (sig !== undefined && answers.has(path)) known.set(path, { sig, access });
+        known.set(path, { sig, access });
       }
     }
     return out;
   };
 }
 
-/** The identity of `path` and every folder above it, or undefined when any is missing. */
-function signature(path: string, memo: Map<string, string | undefined>): string | undefined {
-  const parts: string[] = [];
-  for (let at = path; ; at = dirname(at)) {
+/**
+ * The identity of `path` and of every folder above it, or undefined when any is missing. The
+ * folders are those of its real path (a link on the way is followed, and its text kept), so a
+ * folder reached through a link is the folder that counts (found by an attack, round eight).
+ * `memo` holds what one pass has read; a pass after a check starts a new one.
+ */
+export function signature(path: string, memo: Map<string, string | undefined> = new Map()): string | undefined {
+  let real: string;
+  try {
+    real = `${realpathSync.native(dirname(path))}/${basename(path)}`;
+  } catch {
+    return undefined;
+  }
+  const parts: string[] = [real];
+  for (let at = real; ; at = dirname(at)) {
     let sig = memo.get(at);
     if (!memo.has(at)) {
       const stats = lstatSync(at, { bigint: true, throwIfNoEntry: false });
-      sig = stats === undefined ? undefined : `${stats.dev}:${stats.ino}:${stats.mode}:${stats.uid}:${stats.gid}:${stats.ctimeNs}`;
+      sig = stats === undefined ? undefined : identity(stats);
       memo.set(at, sig);
     }
     if (sig === undefined) return undefined;
     parts.push(sig);
-    if (at === dirname(at)) return parts.join("/");
+    if (at === dirname(at)) return parts.join("\0");
   }
 }
 
+/** What names one file as it is now: which file, its mode and owners, and its change time (chmod, chown and setfacl move it). */
+export function identity(stats: BigIntStats): string {
+  return `${stats.dev}:${stats.ino}:${stats.mode}:${stats.uid}:${stats.gid}:${stats.ctimeNs}`;
+}
+
 /** One bash as the seat's ids: each path's read and execute answer from access(2). */
-export function askKernel(paths: readonly string[], ids: { readonly uid: number; readonly gid: number }): Promise<Map<string, SeatAccess>> {
+export function askKernel(paths: readonly string[], ids: { readonly uid: number; readonly gid: number }): Promise<Map<string, Answer>> {
   return new Promise((resolve, reject) => {
     const child = spawn(BASH, [...BASH_COMMAND, SCRIPT, "teamd-readable", ...paths], {
       uid: ids.uid,
@@ -95,7 +127,7 @@ export function askKernel(paths: readonly string[], ids: { readonly uid: number;
     child.once("close", (code) => {
       if (code !== 0) return reject(new Error(`the access check as uid ${ids.uid} ended ${String(code)}`));
       const asked = new Set(paths);
-      const answers = new Map<string, SeatAccess>();
+      const answers = new Map<string, Answer>();
       for (const entry of Buffer.concat(chunks).toString("utf8").split("\0")) {
         if (entry.length < 3) continue;
         const path = entry.slice(2);

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { lstat, opendir, readlink, realpath } from "node:fs/promises";
+import { lstat, readdir, readlink, realpath } from "node:fs/promises";
 import { canonicalize } from "../objects/canonical.js";
 import { identify } from "../objects/identity.js";
 import type { ReservedSet } from "../objects/reserved-set.js";
@@ -126,10 +126,22 @@ async function list(folder: string, prefix: string): Promise<Checked<EtcEntry[]>
   const entries: EtcEntry[] = [];
   try {
     const real = await realpath(folder);
-    for await (const entry of await opendir(real)) {
-      const name = `${prefix}${entry.name}`;
-      if (entry.isSymbolicLink()) entries.push({ name, kind: "symlink", target: await readlink(`${real}/${entry.name}`) });
-      else if (entry.isDirectory()) entries.push({ name, kind: "dir" });
+    for (const entry of await readdir(real, { withFileTypes: true, encoding: "buffer" })) {
+      const raw = Buffer.from(entry.name);
+      const text = raw.toString("utf8");
+      const name = `${prefix}${text}`;
+      // A name that is not UTF-8 cannot be named to bwrap as it is: it is left out (never
+      // bound), not bound under a decoded name that does not exist — which refused every seat
+      // (found by an attack, round eight). Likewise a link whose text is not UTF-8.
+      if (!Buffer.from(text, "utf8").equals(raw)) {
+        entries.push({ name, kind: "other" });
+        continue;
+      }
+      if (entry.isSymbolicLink()) {
+        const target = await readlink(`${real}/${text}`, { encoding: "buffer" });
+        const targetText = target.toString("utf8");
+        entries.push(Buffer.from(targetText, "utf8").equals(target) ? { name, kind: "symlink", target: targetText } : { name, kind: "other" });
+      } else if (entry.isDirectory()) entries.push({ name, kind: "dir" });
       else if (entry.isFile()) entries.push({ name, kind: "file" });
       else entries.push({ name, kind: "other" });
     }

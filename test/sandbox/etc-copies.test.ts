@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COPY_COUNT, COPY_FD_ROOM, COPY_FILE_BYTES, COPY_TOTAL_BYTES, openEtcCopies } from "../../src/sandbox/etc-copies.js";
 import { bwrapArgs } from "../../src/sandbox/bwrap-args.js";
+import { signature } from "../../src/sandbox/etc-readable.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
 
 /**
@@ -112,6 +113,38 @@ describe("openEtcCopies", () => {
     );
     expect(none.byDest.size).toBe(3);
     none.close();
+  });
+});
+
+describe("openEtcCopies as another uid", () => {
+  it("copies only what the seat's uid was answered for, as it was then: a file swapped since is bound", async () => {
+    for (const name of ["kept", "swapped", "denied", "unasked"]) {
+      await writeFile(join(dir, name), `${name}\n`);
+      await chmod(join(dir, name), 0o644);
+    }
+    const access = new Map(
+      ["kept", "swapped", "denied"].map((name) => [join(dir, name), { read: name !== "denied", exec: false, sig: signature(join(dir, name)) as string }]),
+    );
+    // Changed after the answer (its mode here; an ACL or owner moves the same change time).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await chmod(join(dir, "swapped"), 0o604);
+    const copies = openEtcCopies(planOf([bind("kept"), bind("swapped"), bind("denied"), bind("unasked")]), 5, access);
+    try {
+      expect([...copies.byDest.keys()]).toEqual(["/etc/kept"]);
+    } finally {
+      copies.close();
+    }
+    // Replaced by another file under its name (as a config tool does, by rename): the folder
+    // changed with it, and nothing under it is copied until the seat's uid is asked again.
+    await writeFile(join(dir, "kept.new"), "other\n");
+    await chmod(join(dir, "kept.new"), 0o644);
+    execFileSync("mv", [join(dir, "kept.new"), join(dir, "kept")]);
+    const after = openEtcCopies(planOf([bind("kept")]), 5, access);
+    try {
+      expect(after.byDest.size).toBe(0);
+    } finally {
+      after.close();
+    }
   });
 });
 

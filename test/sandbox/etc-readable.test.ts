@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { chmod, chown, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { askKernel, createSeatReadable, type SeatAccess } from "../../src/sandbox/etc-readable.js";
+import { askKernel, createSeatReadable, signature, type Answer } from "../../src/sandbox/etc-readable.js";
 import { seatUser } from "./fixture/real-seat.js";
 
 /**
@@ -26,7 +26,7 @@ describe("createSeatReadable", () => {
     const asked: string[][] = [];
     const check = (paths: readonly string[]) => {
       asked.push([...paths]);
-      return Promise.resolve(new Map<string, SeatAccess>(paths.map((p) => [p, { read: true, exec: p.endsWith("tool") }])));
+      return Promise.resolve(new Map<string, Answer>(paths.map((p) => [p, { read: true, exec: p.endsWith("tool") }])));
     };
     const readable = createSeatReadable(check);
     const [a, tool, missing] = [join(dir, "a"), join(dir, "tool"), join(dir, "missing")];
@@ -34,10 +34,9 @@ describe("createSeatReadable", () => {
     await writeFile(tool, "t");
     const first = await readable([a, tool, missing], ids);
     expect(asked).toEqual([[a, tool]]);
-    expect([...first.entries()]).toEqual([
-      [a, { read: true, exec: false }],
-      [tool, { read: true, exec: true }],
-    ]);
+    expect([...first.keys()]).toEqual([a, tool]);
+    expect(first.get(a)).toMatchObject({ read: true, exec: false, sig: signature(a) });
+    expect(first.get(tool)).toMatchObject({ read: true, exec: true, sig: signature(tool) });
     await readable([a, tool], ids);
     expect(asked).toHaveLength(1);
     // Another user is asked for itself.
@@ -55,7 +54,7 @@ describe("createSeatReadable", () => {
     expect(asked[3]).toEqual([a, tool]);
   });
 
-  it("a check that cannot run answers nothing readable, and keeps nothing", async () => {
+  it("a check that cannot run answers nothing, and keeps nothing", async () => {
     let calls = 0;
     const readable = createSeatReadable(() => {
       calls += 1;
@@ -63,8 +62,47 @@ describe("createSeatReadable", () => {
     });
     await writeFile(join(dir, "a"), "a");
     const answer = await readable([join(dir, "a")], ids);
-    expect(answer.get(join(dir, "a"))).toEqual({ read: false, exec: false });
+    expect(answer.get(join(dir, "a"))).toBeUndefined();
     await readable([join(dir, "a")], ids);
+    expect(calls).toBe(2);
+  });
+
+  it("a file or folder that changed while the kernel was asked gets no answer, and none is kept", async () => {
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    await writeFile(a, "a");
+    await writeFile(b, "b");
+    let calls = 0;
+    const readable = createSeatReadable(async (paths) => {
+      calls += 1;
+      // The host changes a under the check (a swap, a chmod): what was asked is not what is there.
+      if (calls === 1) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        await chmod(a, 0o640);
+      }
+      return new Map(paths.map((p) => [p, { read: true, exec: false }]));
+    });
+    const first = await readable([a, b], ids);
+    expect(first.has(a)).toBe(false);
+    expect(first.get(b)).toMatchObject({ read: true });
+    await readable([a, b], ids);
+    expect(calls).toBe(2);
+  });
+
+  it("a folder reached through a link counts as itself: a change to it is seen through the link", async () => {
+    const real = join(dir, "real");
+    await mkdir(real);
+    await writeFile(join(real, "f.conf"), "f");
+    await symlink(real, join(dir, "link"));
+    const path = join(dir, "link", "f.conf");
+    let calls = 0;
+    const readable = createSeatReadable((paths) => {
+      calls += 1;
+      return Promise.resolve(new Map(paths.map((p) => [p, { read: true, exec: false }])));
+    });
+    await readable([path], ids);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await chmod(real, 0o700);
+    await readable([path], ids);
     expect(calls).toBe(2);
   });
 });

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { existsSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -36,6 +37,29 @@ describe.runIf(process.platform === "linux")("gatherHostFacts", () => {
     for (const folder of facts.value.etcListed) expect(facts.value.etc.find((e) => e.name === folder)?.kind).toBe("dir");
     expect(facts.value.seatSocket.path).toBe(join(dir, "seat.sock"));
   });
+
+  it.runIf(process.getuid?.() === 0)(
+    "leaves out an /etc entry whose name or link text is not UTF-8 (bound under a decoded name, it refused every seat)",
+    async () => {
+      const tag = `zz-teamd-facts-${process.pid}-`;
+      const badName = Buffer.concat([Buffer.from(`/etc/${tag}`), Buffer.from([0xff, 0xfe]), Buffer.from(".conf")]);
+      const badLink = Buffer.from(`/etc/${tag}link`);
+      writeFileSync(badName, "x\n");
+      symlinkSync(Buffer.concat([Buffer.from("target-"), Buffer.from([0xff])]), badLink);
+      try {
+        const facts = await gatherHostFacts({ node: process.execPath, seatSocket: await socket() });
+        if (!facts.ok) throw new Error(facts.refusal.reason);
+        const ours = facts.value.etc.filter((e) => e.name.startsWith(tag));
+        expect(ours.map((e) => e.kind)).toEqual(["other", "other"]);
+        // Every path the plan would name exists (the plan is the next test's; here its /etc entries).
+        for (const entry of facts.value.etc.filter((e) => e.kind === "file" || e.kind === "dir"))
+          expect(existsSync(`/etc/${entry.name}`), entry.name).toBe(true);
+      } finally {
+        rmSync(badName, { force: true });
+        rmSync(badLink, { force: true });
+      }
+    },
+  );
 
   it("compiles a plan from them", async () => {
     const set = await buildReservedSet([]);
