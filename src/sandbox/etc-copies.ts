@@ -75,6 +75,8 @@ export function openEtcCopies(plan: SandboxPlan, firstFd: number, seatAccess?: R
   let total = 0;
   const openFiles = plan.limits === "none" ? undefined : plan.limits.openFiles;
   const count = Math.min(COPY_COUNT, openFiles === undefined ? COPY_COUNT : openFiles - firstFd - COPY_FD_ROOM);
+  // One pass over the folders for every file: read after the opens began, shared between them.
+  const seen = new Map<string, string | undefined>();
   for (const op of plan.mounts) {
     if (op.op !== "ro-bind" || op.copyable !== true || byDest.has(op.dest)) continue;
     if (fds.length >= count) break;
@@ -87,7 +89,7 @@ export function openEtcCopies(plan: SandboxPlan, firstFd: number, seatAccess?: R
       const size = Number(stats.size);
       // As another uid: the file opened is the one the seat's uid was asked about, under the
       // same folders still (a file or folder swapped between the check and this open is bound).
-      const same = access === undefined || (access.sig.split("\0")[1] === identity(stats) && signature(op.src) === access.sig);
+      const same = access === undefined || (access.sig.split("\0")[1] === identity(stats) && signature(op.src, seen) === access.sig);
       if (same && stats.isFile() && (stats.mode & 0o004n) !== 0n && size <= COPY_FILE_BYTES && total + size <= COPY_TOTAL_BYTES) {
         total += size;
         const exec = access !== undefined ? access.exec : mayExecute(op.src);

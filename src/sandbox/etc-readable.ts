@@ -84,12 +84,18 @@ export function createSeatReadable(check: typeof askKernel = askKernel): SeatRea
  * `memo` holds what one pass has read; a pass after a check starts a new one.
  */
 export function signature(path: string, memo: Map<string, string | undefined> = new Map()): string | undefined {
-  let real: string;
-  try {
-    real = `${realpathSync.native(dirname(path))}/${basename(path)}`;
-  } catch {
-    return undefined;
+  const folder = dirname(path);
+  const realKey = `\0real:${folder}`;
+  if (!memo.has(realKey)) {
+    try {
+      memo.set(realKey, realpathSync.native(folder));
+    } catch {
+      memo.set(realKey, undefined);
+    }
   }
+  const realFolder = memo.get(realKey);
+  if (realFolder === undefined) return undefined;
+  const real = `${realFolder === "/" ? "" : realFolder}/${basename(path)}`;
   const parts: string[] = [real];
   for (let at = real; ; at = dirname(at)) {
     let sig = memo.get(at);

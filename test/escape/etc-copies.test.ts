@@ -1,8 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { chmod, chown, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
+import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
 
 /**
@@ -15,12 +16,19 @@ import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
  */
 let seat: RealSeat;
 let files: string;
+// The files under /var/tmp, not the seat's /tmp folder: a copy is made only while the file and
+// every folder above it are as the seat's uid was answered for, and /tmp changes all the time
+// under a parallel suite (test/support/quiet-dir.ts).
+let dirs: QuietDirs;
+beforeAll(async () => {
+  dirs = await quietDirs("escape-etc-copies");
+});
+afterAll(async () => {
+  await dirs.remove();
+});
 beforeEach(async () => {
   seat = await createRealSeat();
-  files = join(seat.outside, "etc-files");
-  await mkdir(files, { recursive: true });
-  await chmod(seat.outside, 0o755);
-  await chmod(files, 0o755);
+  files = await dirs.next();
   await writeFile(join(files, "public.conf"), "public-etc-content\n");
   await chmod(join(files, "public.conf"), 0o644);
   await writeFile(join(files, "tool"), "#!/bin/sh\necho tool-ran\n");

@@ -1,12 +1,12 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { chmod, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { COPY_COUNT, COPY_FD_ROOM, COPY_FILE_BYTES, COPY_TOTAL_BYTES, openEtcCopies } from "../../src/sandbox/etc-copies.js";
 import { bwrapArgs } from "../../src/sandbox/bwrap-args.js";
 import { signature } from "../../src/sandbox/etc-readable.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
+import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
 
 /**
  * Which of a plan's /etc files the launcher gives as copies (src/sandbox/etc-copies.ts), on
@@ -14,12 +14,16 @@ import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
  * hang the read), within the size, total and open-files bounds; and how bwrap-args.ts writes a
  * copy. What a seat can do to a copy is attacked in test/escape/etc-copies.test.ts.
  */
+let dirs: QuietDirs;
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "teamd-etc-copies-"));
+beforeAll(async () => {
+  dirs = await quietDirs("etc-copies");
 });
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+afterAll(async () => {
+  await dirs.remove();
+});
+beforeEach(async () => {
+  dir = await dirs.next();
 });
 
 const bind = (name: string, copyable = true): MountOp =>
