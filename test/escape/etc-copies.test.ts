@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { chmod, chown, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
-import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
+import { quietDirPerTest } from "../support/quiet-dir.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
 
 /**
@@ -19,16 +19,10 @@ let files: string;
 // The files under /var/tmp, not the seat's /tmp folder: a copy is made only while the file and
 // every folder above it are as the seat's uid was answered for, and /tmp changes all the time
 // under a parallel suite (test/support/quiet-dir.ts).
-let dirs: QuietDirs;
-beforeAll(async () => {
-  dirs = await quietDirs("escape-etc-copies");
-});
-afterAll(async () => {
-  await dirs.remove();
-});
+const testDir = quietDirPerTest("escape-etc-copies");
 beforeEach(async () => {
   seat = await createRealSeat();
-  files = await dirs.next();
+  files = testDir();
   await writeFile(join(files, "public.conf"), "public-etc-content\n");
   await chmod(join(files, "public.conf"), 0o644);
   await writeFile(join(files, "tool"), "#!/bin/sh\necho tool-ran\n");

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { chmod, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -6,7 +6,7 @@ import { COPY_COUNT, COPY_FD_ROOM, COPY_FILE_BYTES, COPY_TOTAL_BYTES, openEtcCop
 import { bwrapArgs } from "../../src/sandbox/bwrap-args.js";
 import { signature } from "../../src/sandbox/etc-readable.js";
 import type { MountOp, SandboxPlan } from "../../src/sandbox/plan-types.js";
-import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
+import { quietDirPerTest } from "../support/quiet-dir.js";
 
 /**
  * Which of a plan's /etc files the launcher gives as copies (src/sandbox/etc-copies.ts), on
@@ -14,16 +14,10 @@ import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
  * hang the read), within the size, total and open-files bounds; and how bwrap-args.ts writes a
  * copy. What a seat can do to a copy is attacked in test/escape/etc-copies.test.ts.
  */
-let dirs: QuietDirs;
+const testDir = quietDirPerTest("etc-copies");
 let dir: string;
-beforeAll(async () => {
-  dirs = await quietDirs("etc-copies");
-});
-afterAll(async () => {
-  await dirs.remove();
-});
-beforeEach(async () => {
-  dir = await dirs.next();
+beforeEach(() => {
+  dir = testDir();
 });
 
 const bind = (name: string, copyable = true): MountOp =>

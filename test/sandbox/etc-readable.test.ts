@@ -1,25 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { chmod, chown, mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { askKernel, createSeatReadable, signature, type Answer } from "../../src/sandbox/etc-readable.js";
 import { seatUser } from "./fixture/real-seat.js";
-import { quietDirs, type QuietDirs } from "../support/quiet-dir.js";
+import { quietDirPerTest } from "../support/quiet-dir.js";
 
 /**
  * What the seat's uid may read and execute of the files a launch would copy into its /etc
  * (src/sandbox/etc-readable.ts): asked of the kernel as that uid, kept until the file or a
  * folder above it changes, and nothing readable when the check cannot run.
  */
-let dirs: QuietDirs;
+const testDir = quietDirPerTest("etc-readable");
 let dir: string;
-beforeAll(async () => {
-  dirs = await quietDirs("etc-readable");
-});
-afterAll(async () => {
-  await dirs.remove();
-});
-beforeEach(async () => {
-  dir = await dirs.next();
+beforeEach(() => {
+  dir = testDir();
 });
 
 const ids = { uid: 4242, gid: 4242 };

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, beforeEach } from "vitest";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -44,5 +45,27 @@ export async function quietDirs(name: (typeof QUIET_NAMES)[number]): Promise<Qui
     async remove() {
       for (const entry of await readdir(base)) await rm(join(base, entry), { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A fresh quiet folder for each test of the calling file: registers the file's hooks and
+ * returns what gives this test's folder (call it in a test or a later beforeEach).
+ */
+export function quietDirPerTest(name: (typeof QUIET_NAMES)[number]): () => string {
+  let dirs: QuietDirs | undefined;
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dirs = await quietDirs(name);
+  });
+  afterAll(async () => {
+    await dirs?.remove();
+  });
+  beforeEach(async () => {
+    dir = await dirs?.next();
+  });
+  return () => {
+    if (dir === undefined) throw new Error("no quiet folder: quietDirPerTest's hooks have not run");
+    return dir;
   };
 }
