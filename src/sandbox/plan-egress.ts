@@ -8,7 +8,7 @@ import { refuseContainment } from "./refusal.js";
  * a seat whose execution context declares egress gets, inside that namespace, the shim's
  * proxy on 127.0.0.1:3128 and the env that points clients at it. The proxy is started by the
  * seat's launcher — a small program (shim/egress.ts, its own bundle: no gRPC to load) that
- * binds the proxy's port and then spawns the seat's command at once as its child, so every
+ * binds the proxy's port and spawns the seat's command as its child once it listens, so every
  * command run in this plan (`teamd start` and `teamd exec` alike, each its own namespace)
  * finds the proxy listening. Each proxied connection goes to the daemon over the seat's
  * egress socket (/run/teamd/egress.sock), where it is decided (daemon/seat/egress.ts).
