@@ -18,8 +18,9 @@ function connectFirstThing(delayMs: number): string {
   return execFileSync(
     "bwrap",
     [
-      ...["--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"],
-      ...["--setenv", "TEAMD_TEST_EGRESS_LISTEN_DELAY_MS", String(delayMs), "--setenv", "TEAMD_EGRESS_SOCKET", "/tmp/none.sock"],
+      // The host's tree read-only as it is (the bundle may live under /tmp: a clean clone's did).
+      ...["--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"],
+      ...["--setenv", "TEAMD_TEST_EGRESS_LISTEN_DELAY_MS", String(delayMs), "--setenv", "TEAMD_EGRESS_SOCKET", "/nonexistent/teamd-egress.sock"],
       process.execPath,
       bundle,
       "--",
@@ -27,7 +28,7 @@ function connectFirstThing(delayMs: number): string {
       "-c",
       "exec 3<>/dev/tcp/127.0.0.1/3128 && echo connected || echo refused",
     ],
-    { encoding: "utf8", timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] },
+    { encoding: "utf8", timeout: 20_000, stdio: ["ignore", "pipe", "pipe"] },
   ).trim();
 }
 
