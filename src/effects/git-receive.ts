@@ -15,6 +15,7 @@ import { git, GitError, splitNul } from "./git.js";
 import { commitTextProblem } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
+import { plainRefName, readFileRef } from "./ref-files.js";
 
 /**
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
@@ -427,6 +428,9 @@ export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, r
 /** The object id a ref points at, or undefined when there is no such ref. */
 export async function readRef(repo: string, ref: string): Promise<string | undefined> {
   if (!ref.startsWith("refs/")) throw new Error(`${JSON.stringify(ref)} is not a full ref name`);
+  // Read in line where git's files format makes it certain (ref-files.ts); else git answers.
+  const read = readFileRef(repo, ref);
+  if (read !== undefined) return read ?? undefined;
   const { stdout } = await git(["for-each-ref", "--format=%(objectname) %(refname)", "--", ref], { gitDir: repo });
   for (const line of stdout.split("\n")) {
     const at = line.indexOf(" ");
@@ -437,6 +441,8 @@ export async function readRef(repo: string, ref: string): Promise<string | undef
 
 async function checkRefName(repo: string, ref: string): Promise<void> {
   if (!ref.startsWith("refs/")) throw new Error(`${JSON.stringify(ref)} is not a full ref name`);
+  // A name of plain components is one check-ref-format accepts: no process for it (issue 26).
+  if (plainRefName(ref)) return;
   try {
     await git(["check-ref-format", ref], { gitDir: repo });
   } catch (error) {
