@@ -35,6 +35,8 @@ interface Listed {
 
 export async function runGitRemote(socket: string): Promise<void> {
   const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000 });
+  // Connected while git sends its first commands: the listing's call then goes out at once (issue 26).
+  client.connect();
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
   const next = async () => {
@@ -60,11 +62,15 @@ export async function runGitRemote(socket: string): Promise<void> {
         } else if (rest[0] === "progress") out("ok");
         else out("unsupported");
       } else if (command === "list") {
+        // The call first, then git's process for the haves: starting a process holds this one
+        // for a few milliseconds (issue 26), and the daemon answers meanwhile.
+        const listing = client.listRefs({ forPush: rest[0] === "for-push" });
+        listing.catch(() => undefined);
         if (rest[0] !== "for-push") {
           haves = localRefTips();
           haves.catch(() => undefined);
         }
-        const reply = await client.listRefs({ forPush: rest[0] === "for-push" });
+        const reply = await listing;
         listed = reply.refs.map((r) => ({ oid: r.oid, name: r.name }));
         for (const r of listed) out(`${r.oid} ${r.name}`);
         if (reply.head && listed.some((r) => r.name === reply.head)) out(`@${reply.head} HEAD`);
@@ -102,7 +108,18 @@ async function localRefTips(): Promise<string[]> {
 }
 
 async function fetchPack(client: Client, wants: string[], haves: readonly string[], verbose: number): Promise<void> {
-  const child = spawn("git", ["index-pack", "--stdin", "--fix-thin"], { stdio: ["pipe", "ignore", "inherit"] });
+  // The call first, then index-pack: the daemon makes the pack while this process starts git (issue 26).
+  // Haves only make the pack smaller; at most MAX_HAVES keep the request under the seat socket's receive cap.
+  const replies = client.fetch({ wants, haves: [...new Set(haves)].slice(0, MAX_HAVES) })[Symbol.asyncIterator]();
+  const head = replies.next();
+  head.catch(() => undefined);
+  let child;
+  try {
+    child = spawn("git", ["index-pack", "--stdin", "--fix-thin"], { stdio: ["pipe", "ignore", "inherit"] });
+  } catch (error) {
+    await replies.return?.(undefined);
+    throw error;
+  }
   // index-pack may die on a bad pack before it read it all (EPIPE): its exit code is the answer.
   child.stdin.on("error", () => undefined);
   let closed = false;
@@ -115,9 +132,9 @@ async function fetchPack(client: Client, wants: string[], haves: readonly string
   });
   let bytes = 0;
   try {
-    // Haves only make the pack smaller; at most MAX_HAVES keep the request under the seat socket's receive cap.
-    for await (const chunk of client.fetch({ wants, haves: [...new Set(haves)].slice(0, MAX_HAVES) })) {
+    for (let next = await head; next.done !== true; next = await replies.next()) {
       if (closed) break; // index-pack gave up: its exit code below says why
+      const chunk = next.value;
       bytes += chunk.data.byteLength;
       if (!child.stdin.write(chunk.data)) await Promise.race([new Promise((resolve) => child.stdin.once("drain", resolve)), exited]);
     }
@@ -125,6 +142,8 @@ async function fetchPack(client: Client, wants: string[], haves: readonly string
     child.kill("SIGKILL");
     throw error;
   } finally {
+    // Leaving early (index-pack gave up, or an error) cancels the call, as the for-await did.
+    await replies.return?.(undefined);
     child.stdin.end();
   }
   const code = await exited;

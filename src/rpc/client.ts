@@ -15,7 +15,15 @@ export interface RpcClientOptions {
   readonly streamDeadlineMs?: number;
 }
 
-export type RpcClient<S> = ServiceClient<S> & { close(): void };
+export type RpcClient<S> = ServiceClient<S> & {
+  close(): void;
+  /**
+   * Makes the connection now, for a caller that will call soon and has other work first (the
+   * remote helper while git sends its first commands): the server's settings are then there
+   * when the first call starts. A connection that cannot be made fails that call, as always.
+   */
+  connect(): void;
+};
 
 /*
  * The client side of teamd's gRPC, over its own HTTP/2 client on node:net (h2-client.ts, issue
@@ -536,6 +544,9 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
       return single(call, method.output);
     };
   }
+  methods.connect = () => {
+    if (!closed) open();
+  };
   methods.close = () => {
     closed = true;
     const s = connection?.s;

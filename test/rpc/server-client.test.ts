@@ -3,8 +3,9 @@ import * as grpc from "@grpc/grpc-js";
 import { toBinary, fromBinary } from "@bufbuild/protobuf";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, createRpcServer, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
+import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
@@ -40,6 +41,41 @@ describe("rpc server and client", () => {
     const reply = await client.whoAmI({});
     expect(reply.seat).toBe("seat:test");
     expect(reply.team).toBe("t");
+  });
+
+  it("connect() makes the connection before any call, and the first call uses it", async () => {
+    // A listener that only counts connections: the client's own, made with no call at all.
+    const home = await makeTempHome();
+    const path = join(home.dir, "count.sock");
+    const seen: Socket[] = [];
+    const counter = createServer((socket) => seen.push(socket));
+    await new Promise<void>((resolve) => counter.listen(path, resolve));
+    const lazy = createRpcClient(ShimService, path);
+    const eager = createRpcClient(ShimService, path);
+    eager.connect();
+    for (const deadline = Date.now() + 5_000; seen.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    expect(seen).toHaveLength(1);
+    lazy.close();
+    eager.close();
+    for (const socket of seen) socket.destroy();
+    await new Promise<void>((resolve) => counter.close(() => resolve()));
+    await home.remove();
+
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) });
+    const client = createRpcClient(ShimService, socketPath);
+    cleanups.push(async () => client.close());
+    client.connect();
+    client.connect(); // a second is the same connection
+    expect((await client.whoAmI({})).seat).toBe("s");
+  });
+
+  it("connect() where no daemon listens throws nothing; the call says the daemon is unavailable, as without it", async () => {
+    const home = await makeTempHome();
+    cleanups.push(() => home.remove());
+    const client = createRpcClient(ShimService, join(home.dir, "absent.sock"));
+    cleanups.push(async () => client.close());
+    client.connect();
+    await expect(client.whoAmI({})).rejects.toBeInstanceOf(DaemonUnavailableError);
   });
 
   it("carries a refusal's rule and reason to the client", async () => {
