@@ -19,7 +19,7 @@ import {
   pushedCommits,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
-import { listRefs, servePack } from "../../src/effects/git-serve.js";
+import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contained-git.js";
 import type { PackBounds } from "../../src/effects/pack-scan.js";
@@ -155,11 +155,49 @@ interface Source {
   readonly mirror: FilteredMirror | undefined;
 }
 
+/**
+ * How long a pack-objects started at a seat's listing waits for the fetch that follows (git asks
+ * within milliseconds): past it, it is killed. Held short, as it runs in the seat's cgroups.
+ */
+const READY_PACK_IDLE_MS = 2_000;
+
 export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const work = gitWorkDir(deps.home);
   const bounds = deps.bounds ?? SEAT_GIT_BOUNDS;
   /** Fetches and pushes running now, by seat. */
   const running = new Map<string, number>();
+  /** The pack-objects started at each seat's last listing for a fetch (startReadyPack): at most one a seat. */
+  const readyPacks = new Map<string, Promise<ReadyPack | undefined>>();
+
+  /**
+   * After a listing for a fetch: the fetch's contained pack-objects starts now, while git
+   * decides what to ask for (issue 26). Only for a seat that reads the hub itself (a bounded
+   * seat's mirror is made again as its filter changes). A seat listing again keeps the one it
+   * has; one that cannot start is no matter (the fetch starts its own, and says why if that
+   * fails too).
+   */
+  function prepareFetch(ctx: SeatContext, src: Source): void {
+    if (src.mirror !== undefined) return;
+    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const before = readyPacks.get(key);
+    const next = (async () => {
+      const kept = await before;
+      if (kept?.state === "ready") return kept;
+      return startReadyPack(src.repo, { ...(await limitsFor(ctx)), idleMs: READY_PACK_IDLE_MS });
+    })().catch(() => undefined);
+    readyPacks.set(key, next);
+    void next.then((ready) => {
+      if (ready === undefined && readyPacks.get(key) === next) readyPacks.delete(key);
+    });
+  }
+
+  /** The seat's ready pack, taken (no other fetch gets it). */
+  async function takeReadyPack(ctx: SeatContext): Promise<ReadyPack | undefined> {
+    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const entry = readyPacks.get(key);
+    readyPacks.delete(key);
+    return entry;
+  }
 
   /** Take one of the seat's concurrent git slots, or a recorded refusal thrown; the release is idempotent. */
   async function slot(ctx: SeatContext, action: string): Promise<() => void> {
@@ -222,18 +260,29 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   }
 
   return {
-    async listRefs(identity) {
+    async listRefs(identity, forPush) {
       const ctx = await deps.pipeline.context(identity, "git.list");
-      const shown = await visibleRefs(ctx, await source(ctx));
+      const src = await source(ctx);
+      const shown = await visibleRefs(ctx, src);
       // What it was shown (§3): the refs and their tips, as a count and a digest, the first few by name.
       await deps.pipeline.served(ctx, { action: "git.list", ...tipsServed(shown.refs) });
+      if (!forPush) prepareFetch(ctx, src);
       return shown;
     },
 
     async *fetch(identity, wants, haves) {
       const ctx = await deps.pipeline.context(identity, "git.fetch");
-      // Held until the stream ends or the seat goes away (the RPC edge returns this generator).
-      const release = await slot(ctx, "git.fetch");
+      // Held until the stream ends or the seat goes away (the RPC edge returns this generator),
+      // and its end is on record.
+      const ready = await takeReadyPack(ctx);
+      let release: () => void;
+      try {
+        release = await slot(ctx, "git.fetch");
+      } catch (error) {
+        ready?.discard();
+        throw error;
+      }
+      let ending: Promise<void> | undefined;
       try {
         const src = await source(ctx);
         const { refs } = await visibleRefs(ctx, src);
@@ -253,7 +302,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // The pack's contained git starts while that record is made durable (issue 26); its first
         // bytes wait for it, and a record that cannot be made stops it.
         const stopPack = new AbortController();
-        const pack = servePack(src.repo, wants, haves, { ...(await limitsFor(ctx)), tips, signal: stopPack.signal })[Symbol.asyncIterator]();
+        const pack = servePack(src.repo, wants, haves, {
+          ...(await limitsFor(ctx)),
+          tips,
+          signal: stopPack.signal,
+          ...(ready !== undefined && src.mirror === undefined ? { ready } : {}),
+        })[Symbol.asyncIterator]();
         const head = pack.next();
         head.catch(() => undefined);
         let first: Awaited<ReturnType<typeof deps.pipeline.served>>;
@@ -275,11 +329,18 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           }
         } finally {
           await pack.return?.(undefined);
+          // The pack's bytes once it has left, made durable after the stream's end: what it
+          // serves was on record before its first byte (above), and git waited for this record
+          // (~10-18 ms of every fetch, issue 26). The seat's slot is held until it is written;
+          // servedEnd never throws (a record it cannot make is in the daemon's log).
           if (bytes > 0)
-            await deps.pipeline.servedEnd(ctx, { action: "git.fetch", target: shown.target }, first, [{ key: "pack_bytes", value: String(bytes) }]);
+            ending = deps.pipeline.servedEnd(ctx, { action: "git.fetch", target: shown.target }, first, [{ key: "pack_bytes", value: String(bytes) }]);
         }
       } finally {
-        release();
+        // Not fed (refused before the pack, or another run was needed): killed now.
+        ready?.discard();
+        if (ending === undefined) release();
+        else void ending.then(release, release);
       }
     },
 
@@ -415,6 +476,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     };
     // What the seat's side of the ref is now: in a bounded seat's terms, the filtered image.
     const currentHub = await readRef(ctx.team.hub, hubRef);
+    // The hub's tree at the ref (for the record), read while the checks below run: it reads
+    // only what the hub holds, nothing the seat sent (issue 26: ~11 ms in line).
+    const treeHash = treeOfCommit(ctx.team.hub, currentHub);
+    treeHash.catch(() => undefined);
     const currentSeen = src.mirror === undefined || currentHub === undefined ? currentHub : await src.mirror.syncRef(hubRef, currentHub);
     if (!update.force && (update.oldOid || undefined) !== currentSeen) {
       return fail(
@@ -435,7 +500,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           target,
           requestId: `${requestId}:${hubRef}`,
           request,
-          treeHash: await treeOfCommit(ctx.team.hub, currentHub),
+          treeHash: await treeHash,
           payload: { before: { identity: { case: "gitCommit", value: currentHub } } },
         },
         async () =>
@@ -498,7 +563,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           target,
           requestId: `${requestId}:${hubRef}`,
           request,
-          treeHash: await treeOfCommit(ctx.team.hub, currentHub),
+          treeHash: await treeHash,
           payload: {
             ...(currentHub ? { before: { identity: { case: "gitCommit", value: currentHub } } } : {}),
             fields: [

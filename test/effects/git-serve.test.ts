@@ -5,7 +5,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listRefs, servePack, WantRefused } from "../../src/effects/git-serve.js";
+import { listRefs, servePack, startReadyPack, WantRefused } from "../../src/effects/git-serve.js";
+import { seatGitLimits } from "../../src/effects/contained-git.js";
 import { GIT_TEST_ENV, sh } from "../support/git-cli.js";
 
 /** Real repositories and real bubblewrap: the hub serves, a fresh repository plays the seat. */
@@ -130,6 +131,16 @@ describe("servePack", () => {
     expect(objectsIn(indexInFresh(older.pack))).toEqual(known);
   });
 
+  it("every want and have a tip: the same pack, with no types to ask (issue 26)", async () => {
+    const known = objectsIn(indexInFresh((await collect(servePack(hub, [second], [first]))).pack));
+    const tips = await collect(servePack(hub, [second], [first], { tips: new Set([first, second, other]) }));
+    expect(tips.pack.length).toBeLessThan(64 * 1024);
+    expect(objectsIn(indexInFresh(tips.pack))).toEqual(known);
+    const everything = await collect(servePack(hub, [second, other], [], { tips: new Set([second, other]) }));
+    const repo = indexInFresh(everything.pack);
+    for (const oid of [second, other, first, bigBlob]) expect(has(repo, oid)).toBe(true);
+  });
+
   it("refuses a want that is not a commit of the repository", async () => {
     const tree = sh(hub, ["rev-parse", `${second}^{tree}`]);
     for (const want of ["e".repeat(40), tree, bigBlob, "--all", "main"]) {
@@ -153,6 +164,46 @@ describe("servePack", () => {
       break;
     }
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("a ready pack (started before its wants are known)", () => {
+  it("is fed by the fetch that follows: the same pack, from the process started before", async () => {
+    const ready = await startReadyPack(hub, { idleMs: 30_000 });
+    expect(ready.state).toBe("ready");
+    const known = objectsIn(indexInFresh((await collect(servePack(hub, [second], [first]))).pack));
+    const { pack } = await collect(servePack(hub, [second], [first], { ready }));
+    expect(ready.state).toBe("fed");
+    expect(objectsIn(indexInFresh(pack))).toEqual(known);
+    await ready.ended;
+  });
+
+  it("is not used where the pack would run otherwise (other limits): killed, and the pack made fresh", async () => {
+    const ready = await startReadyPack(hub, { idleMs: 30_000 });
+    const { pack } = await collect(servePack(hub, [second], [], { ready, limits: seatGitLimits([], 512 * 1024 * 1024) }));
+    expect(ready.state).toBe("gone");
+    await ready.ended;
+    const repo = indexInFresh(pack);
+    for (const oid of [second, first, bigBlob]) expect(has(repo, oid)).toBe(true);
+  });
+
+  it("is killed when the fetch is refused before its pack, and after its idle time unfed", async () => {
+    // Refused before any pack (not an id): never fed.
+    const refused = await startReadyPack(hub, { idleMs: 30_000 });
+    await expect(collect(servePack(hub, ["--all"], [], { ready: refused }))).rejects.toBeInstanceOf(WantRefused);
+    expect(refused.state).toBe("gone");
+    await refused.ended;
+    // Refused by the types once the pack was fed (no commit here): the pack is stopped all the same.
+    const typed = await startReadyPack(hub, { idleMs: 30_000 });
+    await expect(collect(servePack(hub, ["e".repeat(40)], [], { ready: typed }))).rejects.toBeInstanceOf(WantRefused);
+    expect(typed.state).toBe("fed");
+    await typed.ended;
+    const idle = await startReadyPack(hub, { idleMs: 200 });
+    await idle.ended;
+    expect(idle.state).toBe("gone");
+    // Gone is gone: a fetch after it makes its own pack.
+    const { pack } = await collect(servePack(hub, [other], [first], { ready: idle }));
+    expect(has(indexInFresh(pack), other)).toBe(true);
   });
 });
 

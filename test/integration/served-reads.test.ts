@@ -73,8 +73,12 @@ describe.runIf(process.platform === "linux")("served reads are on record (ยง3, ย
     const before = (await served()).length;
     const fetched = await h.inSeat("w", "git fetch -q teamd 2>&1");
     expect(fetched.code, fetched.stdout + fetched.stderr).toBe(0);
-    // Before the pack leaves, its tips; once it has, its bytes, pointing at the first.
-    const fetches = (await served()).slice(before).filter((r) => r.action === "git.fetch");
+    // Before the pack leaves, its tips; once it has, its bytes, pointing at the first. The
+    // second is written after the stream's end (git does not wait for it): looked for until it is.
+    const fetchesNow = async () => (await served()).slice(before).filter((r) => r.action === "git.fetch");
+    let fetches = await fetchesNow();
+    for (const deadline = Date.now() + 10_000; fetches.length < 2 && Date.now() < deadline; fetches = await fetchesNow())
+      await new Promise((resolve) => setTimeout(resolve, 100));
     const tip = h.hubGit("rev-parse", "refs/heads/seat/w/b");
     expect(fetches).toHaveLength(2);
     expect(fetches[0]?.fields?.tip).toContain(tip);
