@@ -135,6 +135,8 @@ export class ContainmentError extends Error {
 
 const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
 const STATUS_FD = 3;
+/** How long a kill waits for bubblewrap to name its init before it kills bubblewrap alone (see spawnContained). */
+const KILL_REPORT_WAIT_MS = 10_000;
 /** Enough of git's stderr to explain a failure; a hostile pack must not make the daemon hold more. */
 const STDERR_BYTES = 64 * 1024;
 /** git follows alternates of alternates this deep (its own limit); so do the binds. */
@@ -306,10 +308,50 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
   });
   let statusText = "";
   const status = child.stdio[STATUS_FD] as Readable;
+  // Killed only once bubblewrap has named its sandbox's init, the init first (below).
+  let killWanted = false;
+  let gone = false;
+  let killWait: NodeJS.Timeout | undefined;
+  const killReported = (): boolean => {
+    const init = /"child-pid"\s*:\s*(\d+)/.exec(statusText);
+    if (init === null) return false;
+    // Not once it has reported the command's exit: bubblewrap has reaped it then, and its pid is free.
+    if (!/"exit-code"/.test(statusText)) {
+      try {
+        process.kill(Number(init[1]), "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+    child.kill("SIGKILL");
+    return true;
+  };
+  /**
+   * SIGKILL to bubblewrap alone, between its clone and its report of the init, left the init
+   * waiting forever on bubblewrap's signal — reparented to pid 1, holding a pid and this run's
+   * pipes, so `done` never settled (found by an attack: a seat's fetch whose speculative pack
+   * was stopped at once left one such process every ~17 fetches). So a kill waits for the
+   * init's pid (bubblewrap reports it within milliseconds of its start) and kills the init — and
+   * with it every process of its pid namespace — then bubblewrap; and bubblewrap alone only if
+   * it has not reported in KILL_REPORT_WAIT_MS.
+   */
+  const kill = (): void => {
+    if (gone) return;
+    killWanted = true;
+    if (killReported()) return;
+    killWait ??= setTimeout(() => {
+      if (!gone && !killReported()) child.kill("SIGKILL");
+    }, KILL_REPORT_WAIT_MS);
+  };
   status.setEncoding("utf8").on("data", (chunk: string) => {
     if (statusText.length < 4096) statusText += chunk;
+    if (killWanted && !gone) killReported();
   });
   status.on("error", () => undefined);
+  child.once("exit", () => {
+    gone = true;
+    if (killWait !== undefined) clearTimeout(killWait);
+  });
 
   if (options.input !== undefined) {
     const stdin = child.stdin as Writable;
@@ -329,7 +371,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
       ? undefined
       : setTimeout(() => {
           timedOut = true;
-          child.kill("SIGKILL");
+          kill();
         }, options.timeoutMs);
 
   const done = new Promise<{ stderr: string }>((resolve, reject) => {
@@ -350,7 +392,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
       else resolve({ stderr });
     });
   });
-  return { stdout: child.stdout as Readable, done, kill: () => void child.kill("SIGKILL") };
+  return { stdout: child.stdout as Readable, done, kill };
 }
 
 /**
