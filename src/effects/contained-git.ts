@@ -74,12 +74,17 @@ export function seatGitLimits(cgroupProcs: readonly string[], seatMemoryBytes: n
 
 /** Options to read a hub's seat-written trees contained: the hub and its object stores read-only, held to SEAT_DATA_MEMORY_BYTES (git holds a whole diff before it prints). */
 export async function hubReadContext(hubDir: string): Promise<ContainedGitOptions> {
+  return repoReadContext(hubDir, { memoryBytes: SEAT_DATA_MEMORY_BYTES });
+}
+
+/** Options to read a repository (its real path) contained: it and its object stores read-only, nothing writable, under `limits` where given. */
+export async function repoReadContext(dir: string, limits: ContainedGitLimits | undefined): Promise<ContainedGitOptions> {
   return {
-    gitDir: hubDir,
-    readOnly: [hubDir, ...(await objectStores(hubDir))],
+    gitDir: dir,
+    readOnly: [dir, ...(await objectStores(dir))],
     writable: [],
     sandbox: createGitSandbox(),
-    limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES },
+    ...(limits !== undefined ? { limits } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { realpath } from "node:fs/promises";
-import { containedGitStream, createGitSandbox, objectStores, objectTypes, type ContainedGitOptions, type ContainedGitStream } from "./contained-git.js";
+import { containedGitStream, objectTypes, repoReadContext, type ContainedGitOptions, type ContainedGitStream } from "./contained-git.js";
 import { PassThrough } from "node:stream";
 import { git } from "./git.js";
 import { readFileRefs } from "./ref-files.js";
@@ -49,19 +49,10 @@ export interface ReadyPack {
 }
 
 export async function startReadyPack(repo: string, options: { readonly limits?: ContainedGitOptions["limits"]; readonly idleMs: number }): Promise<ReadyPack> {
-  const dir = await realpath(repo);
-  const readOnly = [dir, ...(await objectStores(dir))];
+  const context = await repoReadContext(await realpath(repo), options.limits);
   const input = new PassThrough();
-  const stream = await containedGitStream(PACK_ARGS, {
-    gitDir: dir,
-    readOnly,
-    writable: [],
-    sandbox: createGitSandbox(),
-    input,
-    timeoutMs: PACK_TIMEOUT_MS,
-    ...(options.limits !== undefined ? { limits: options.limits } : {}),
-  });
-  const shape = runShape(readOnly, options.limits);
+  const stream = await containedGitStream(PACK_ARGS, { ...context, input, timeoutMs: PACK_TIMEOUT_MS });
+  const shape = runShape(context.readOnly, options.limits);
   let state: "ready" | "fed" | "gone" = "ready";
   const discard = () => {
     if (state !== "ready") return;
@@ -124,13 +115,7 @@ export async function* servePack(
   try {
     for (const want of wants) if (!OID.test(want)) throw new WantRefused(want);
     const dir = await realpath(repo);
-    const context: ContainedGitOptions = {
-      gitDir: dir,
-      readOnly: [dir, ...(await objectStores(dir))],
-      writable: [],
-      sandbox: createGitSandbox(),
-      ...(options.limits !== undefined ? { limits: options.limits } : {}),
-    };
+    const context = await repoReadContext(dir, options.limits);
     const shape = runShape(context.readOnly, options.limits);
     const wellFormedHaves = [...new Set(haves.filter((oid) => OID.test(oid)))];
     // Only full ids reach git's stdin, so no line can be an option (--revs reads `--not` there).

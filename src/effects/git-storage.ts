@@ -1,5 +1,5 @@
 import { realpath } from "node:fs/promises";
-import { containedGit, createGitSandbox, objectStores, type ContainedGitOptions } from "./contained-git.js";
+import { containedGit, repoReadContext, type ContainedGitOptions } from "./contained-git.js";
 import { listRefs } from "./git-serve.js";
 
 /**
@@ -21,13 +21,7 @@ export async function seatStorage(hub: string, prefix: string, options: { readon
   const dir = await realpath(hub);
   const refs = await listRefs(dir, [prefix]);
   if (refs.length === 0) return { refs: 0, refNames: new Set(), objects: 0, bytes: 0 };
-  const context: ContainedGitOptions = {
-    gitDir: dir,
-    readOnly: [dir, ...(await objectStores(dir))],
-    writable: [],
-    sandbox: createGitSandbox(),
-    ...(options.limits !== undefined ? { limits: options.limits } : {}),
-  };
+  const context = await repoReadContext(dir, options.limits);
   const range = ["--objects", `--glob=${prefix}*`, "--not", `--exclude=${prefix}*`, "--glob=refs/*"];
   const [count, usage] = await Promise.all([
     containedGit(["rev-list", "--count", ...range], context),
