@@ -173,7 +173,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
    * After a listing for a fetch: the fetch's contained pack-objects starts now, while git
    * decides what to ask for (issue 26). Only for a seat that reads the hub itself (a bounded
    * seat's mirror is made again as its filter changes). A seat listing again keeps the one it
-   * has; one that cannot start is no matter (the fetch starts its own, and says why if that
+   * has, and gets none while the last one's process has not ended; one that cannot start is no matter (the fetch starts its own, and says why if that
    * fails too).
    */
   function prepareFetch(ctx: SeatContext, src: Source): void {
@@ -183,6 +183,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     const next = (async () => {
       const kept = await before;
       if (kept?.state === "ready") return kept;
+      // The last one's stop still under way (a stop can wait on bubblewrap): none beside it.
+      if (kept !== undefined && !kept.exited) return kept;
       return startReadyPack(src.repo, { ...(await limitsFor(ctx)), idleMs: READY_PACK_IDLE_MS });
     })().catch(() => undefined);
     readyPacks.set(key, next);

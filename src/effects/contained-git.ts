@@ -8,6 +8,7 @@ import { seatFilter } from "../sandbox/seccomp-filter.js";
 import { LINUX_BASE } from "../sandbox/linux-base.js";
 import { collectBounded, GIT_OUTPUT_BYTES, GitError, GitOutputTooLarge, HARDENING, gitEnv } from "./git.js";
 import { BASH, BASH_COMMAND, closeFdsScript } from "../sandbox/close-fds.js";
+import { killWithChildren } from "../sandbox/kill-with-children.js";
 
 /**
  * git run on content a seat wrote (a pushed pack, the objects quarantined from it) runs in
@@ -338,14 +339,17 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
    * was stopped at once left one such process every ~17 fetches). So a kill waits for the
    * init's pid (bubblewrap reports it within milliseconds of its start) and kills the init — and
    * with it every process of its pid namespace — then bubblewrap; and bubblewrap alone only if
-   * it has not reported in KILL_REPORT_WAIT_MS.
+   * it has not reported in KILL_REPORT_WAIT_MS — stopped first, with every child it has made by
+   * then (killWithChildren).
    */
   const kill = (): void => {
     if (gone) return;
     killWanted = true;
     if (killReported()) return;
     killWait ??= setTimeout(() => {
-      if (!gone && !killReported()) child.kill("SIGKILL");
+      // Not named in time (a seat starved of CPU can hold bubblewrap this long): bubblewrap
+      // stopped, then whatever it has started (an init it has not reported yet), then itself.
+      if (!gone && !killReported() && child.pid !== undefined) void killWithChildren(child.pid);
     }, KILL_REPORT_WAIT_MS);
   };
   status.setEncoding("utf8").on("data", (chunk: string) => {

@@ -42,6 +42,8 @@ export interface ReadyPack {
   readonly state: "ready" | "fed" | "gone";
   /** Settles once its process has ended (fed, once the pack is made; killed, once it is gone). */
   readonly ended: Promise<void>;
+  /** Whether its process has ended (`ended` has settled). */
+  readonly exited: boolean;
   /** Kills it unless it was fed (idempotent). */
   discard(): void;
   /** @internal The run, fed with `input` — or undefined where it is not the run of `shape`. */
@@ -62,16 +64,22 @@ export async function startReadyPack(repo: string, options: { readonly limits?: 
     input.destroy();
   };
   stream.done.then(discard, discard);
+  let exited = false;
+  const ended = stream.done.then(
+    () => undefined,
+    () => undefined,
+  );
+  void ended.then(() => (exited = true));
   const idle = setTimeout(discard, options.idleMs);
   idle.unref();
   return {
     get state() {
       return state;
     },
-    ended: stream.done.then(
-      () => undefined,
-      () => undefined,
-    ),
+    ended,
+    get exited() {
+      return exited;
+    },
     discard,
     feed(wanted, bytes) {
       if (state !== "ready" || wanted !== shape) {
@@ -180,6 +188,7 @@ async function* packOf(
     options.signal?.removeEventListener("abort", stop);
     speculative.kill();
     stream.kill();
+    await ended(speculative, stream);
     throw error;
   }
   let finished = false;
@@ -190,7 +199,15 @@ async function* packOf(
   } finally {
     options.signal?.removeEventListener("abort", stop);
     if (!finished) stream.kill();
+    // Returned only once every process of the pack is gone: a stop can wait on bubblewrap
+    // (contained-git.ts), and the caller's bound on a seat's fetches counts this one till then.
+    await ended(speculative, stream);
   }
+}
+
+/** Each run ended (a stopped one too), whatever its outcome. */
+async function ended(...runs: readonly ContainedGitStream[]): Promise<void> {
+  await Promise.all(runs.map((run) => run.done.catch(() => undefined)));
 }
 
 /** The repository's refs (all, or those matching for-each-ref patterns), by name. */
