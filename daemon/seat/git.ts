@@ -173,12 +173,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
    * After a listing for a fetch: the fetch's contained pack-objects starts now, while git
    * decides what to ask for (issue 26). Only for a seat that reads the hub itself (a bounded
    * seat's mirror is made again as its filter changes). A seat listing again keeps the one it
-   * has, and gets none while the last one's process has not ended; one that cannot start is no matter (the fetch starts its own, and says why if that
-   * fails too).
+   * has, and gets none while the last one's process has not ended; one that cannot start is no
+   * matter (the fetch starts its own, and says why if that fails too).
    */
   function prepareFetch(ctx: SeatContext, src: Source): void {
     if (src.mirror !== undefined) return;
-    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const key = seatKey(ctx);
     const before = readyPacks.get(key);
     const next = (async () => {
       const kept = await before;
@@ -195,15 +195,20 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
 
   /** The seat's ready pack, taken (no other fetch gets it). */
   async function takeReadyPack(ctx: SeatContext): Promise<ReadyPack | undefined> {
-    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const key = seatKey(ctx);
     const entry = readyPacks.get(key);
     readyPacks.delete(key);
     return entry;
   }
 
+  /** A seat's key in this module's maps. */
+  function seatKey(ctx: SeatContext): string {
+    return `${ctx.identity.team}\0${ctx.identity.seat}`;
+  }
+
   /** Take one of the seat's concurrent git slots, or a recorded refusal thrown; the release is idempotent. */
   async function slot(ctx: SeatContext, action: string): Promise<() => void> {
-    const key = `${ctx.identity.team}\0${ctx.identity.seat}`;
+    const key = seatKey(ctx);
     const now = running.get(key) ?? 0;
     if (now >= bounds.concurrent) {
       throw await deps.pipeline.refuse(
