@@ -16,6 +16,7 @@ import { commitTextProblem } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
 import { plainRefName, readFileRef } from "./ref-files.js";
+import { quarantinedObjects } from "./pack-index.js";
 
 /**
  * The daemon's side of `git push teamd`: a seat's pack is hostile until proven otherwise.
@@ -70,6 +71,12 @@ export interface ReceiveOptions {
   readonly limits?: ContainedGitOptions["limits"];
   /** For index-pack; default 10 minutes. */
   readonly timeoutMs?: number;
+  /**
+   * Whether the pack may be taken in at all (the seat's storage quota), decided while it
+   * arrives: nothing of the pack is read until it resolves, and a rejection stops the write at
+   * the next chunk, removes the quarantine and is thrown as is.
+   */
+  readonly admitted?: Promise<unknown>;
 }
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -110,7 +117,12 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
   try {
     await mkdir(join(objects, "pack"), { recursive: true, mode: 0o700 });
     const incoming = join(dir, "incoming.pack");
-    const size = await writeBounded(pack, incoming, options.maxBytes);
+    let refusal: { readonly error: unknown } | undefined;
+    options.admitted?.catch((error: unknown) => {
+      refusal = { error };
+    });
+    const size = await writeBounded(pack, incoming, options.maxBytes, () => refusal);
+    await options.admitted;
     if (size > 0) {
       // The headers first: what git would build in memory is bounded before git sees a byte.
       const scan = await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS);
@@ -177,45 +189,60 @@ export async function pushedCommits(
 }
 
 /**
- * newCommits' reads of the quarantine, and `next` on the commits once they are listed. They do
- * not depend on one another (`next` only on the list): each is a contained process whose start
- * (bash, prlimit, bwrap's namespaces, the seat's cgroups) is most of its time, so they run at
- * once — one after another they were ~190 ms of a 1 MiB push (issue 26). Each is answered in
- * the order it was written in, `next` last: a push failing two checks is refused for the first,
- * as before, and a later check's result is not looked at when an earlier one refused. Every run
- * has settled when this returns, so none is left in the quarantine the caller disposes next.
+ * newCommits' reads of the quarantine, and `next` on the commits once they are listed. Each
+ * read is a contained process whose start (bash, bwrap's namespaces, the seat's cgroups: ~30 ms
+ * of a process start here, most of it CPU) is most of its time, so they are as few as the
+ * checks allow and all start at once (issue 26):
+ * - the commits, listed (`next` on them: their text and paths, pushedCommits). The tip is the
+ *   last of them when it is a new commit; otherwise (none listed: the hub has it, or it is no
+ *   commit, or nothing) a `cat-file -t` names what it is;
+ * - with `readable`, the walk from the tip to what the seat may read, whose every object must
+ *   be in the pack (checkSelfContained). It is also the connectivity check: the seat's
+ *   readable tips are refs of the hub, so the walk covers every object `--not --all` would,
+ *   and it fails on a missing one. Without `readable`, connectivity is its own walk.
+ * Each is answered in the order it was written in — the tip's type, connectivity, the pack's
+ * objects, the listing, `next` — so a push failing two checks is refused for the first, and a
+ * later check's result is not looked at when an earlier one refused. Every run has settled
+ * when this returns, so none is left in the quarantine the caller disposes next.
  */
 async function checkedCommits<T>(
   hub: string,
   q: Quarantine,
   tip: string,
-  options: { readonly readable?: readonly string[] },
+  options: { readonly readable?: readonly string[]; readonly limits?: ContainedGitLimits },
   next: (commits: string[]) => Promise<T>,
 ): Promise<{ readonly commits: string[]; readonly next: T }> {
   if (!OID.test(tip)) throw new PackRejected(`${JSON.stringify(tip)} is not an object id`);
-  const context = await quarantineContext(hub, q);
+  const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  const readable = options.readable?.filter((oid) => OID.test(oid));
   const listing = containedGit(["rev-list", "--topo-order", "--reverse", tip, "--not", "--all"], context).then((listed) => lines(listed.stdout));
-  const [type, connected, selfContained, listed, after] = await settled([
-    containedGit(["cat-file", "-t", tip], context),
-    containedGit(["rev-list", "--objects", "--quiet", "--missing=error", tip, "--not", "--all"], context),
-    options.readable === undefined ? Promise.resolve() : checkSelfContained(context, q, tip, options.readable),
+  const kind = listing.then(
+    async (listed) => (listed.at(-1) === tip ? "commit" : tipType(context, tip)),
+    () => tipType(context, tip),
+  );
+  const [typed, reached, listed, after] = await settled([
+    kind,
+    readable === undefined
+      ? containedGit(["rev-list", "--objects", "--quiet", "--missing=error", tip, "--not", "--all"], context)
+      : checkSelfContained(context, q, tip, readable),
     listing,
     listing.then(next),
   ]);
-  if (!type.ok) {
-    if (type.error instanceof GitError) throw new PackRejected(`the pushed tip ${tip} is in neither the pack nor the hub`);
-    throw type.error;
+  if (!typed.ok) throw typed.error;
+  if (typed.value === "missing") throw new PackRejected(`the pushed tip ${tip} is in neither the pack nor the hub`);
+  if (typed.value !== "commit") throw new PackRejected(`the pushed tip ${tip} is a ${typed.value}, not a commit`);
+  if (!reached.ok) {
+    if (reached.error instanceof GitError) throw new PackRejected(`the push is not connected: ${gitMessage(reached.error.stderr)}`);
+    throw reached.error;
   }
-  const kind = type.value.stdout.toString("utf8").trim();
-  if (kind !== "commit") throw new PackRejected(`the pushed tip ${tip} is a ${kind}, not a commit`);
-  if (!connected.ok) {
-    if (connected.error instanceof GitError) throw new PackRejected(`the push is not connected: ${gitMessage(connected.error.stderr)}`);
-    throw connected.error;
-  }
-  if (!selfContained.ok) throw selfContained.error;
   if (!listed.ok) throw listed.error;
   if (!after.ok) throw after.error;
   return { commits: listed.value, next: after.value };
+}
+
+/** The tip's type, or "missing" where neither the pack nor the hub has it. */
+async function tipType(context: ContainedGitOptions, tip: string): Promise<string> {
+  return (await objectTypes(context, [tip])).get(tip) ?? "missing";
 }
 
 type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
@@ -265,25 +292,37 @@ export async function checkCommitText(
   }
 }
 
+/**
+ * Every object the tip reaches that what the seat may read (`readable`: its refs' tips) does
+ * not must be in the pack: naming an unread blob by id never lands it on a branch. The walk
+ * fails (GitError) on an object in neither the pack nor the hub, which checkedCommits answers
+ * as unconnected; a readable tip that is not there is passed over (--ignore-missing: it names
+ * only revisions, a missing object met on the walk still fails it). Which objects the pack
+ * holds is read from its index in line where that is certain (pack-index.ts), else asked of
+ * a contained `cat-file` over the quarantine alone.
+ */
 async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string, readable: readonly string[]): Promise<void> {
-  const types = await objectTypes(
-    context,
-    readable.filter((oid) => OID.test(oid)),
-  );
-  const bases = [...types].filter(([, type]) => type === "commit").map(([oid]) => `^${oid}\n`);
-  const reached = await containedGit(["rev-list", "--objects", "--no-object-names", "--stdin", tip], { ...context, input: Buffer.from(bases.join("")) });
+  const reached = await containedGit(["rev-list", "--objects", "--no-object-names", "--ignore-missing", "--stdin", tip], {
+    ...context,
+    input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")),
+  });
   const oids = lines(reached.stdout);
   if (oids.length === 0) return;
-  // The quarantine alone, without the hub behind it.
-  const own = await containedGit(["cat-file", "--batch-check=%(objectname)"], {
-    ...context,
-    env: { GIT_OBJECT_DIRECTORY: q.objects },
-    input: Buffer.from(oids.map((oid) => `${oid}\n`).join("")),
-  });
-  const absent = lines(own.stdout).find((line) => line.endsWith(" missing"));
-  if (absent !== undefined) {
-    throw new PackRejected(`the pack lacks object ${absent.split(" ")[0]}, which the push needs and the pusher was never served`);
+  const held = await quarantinedObjects(q.objects);
+  let absent: string | undefined;
+  if (held !== undefined) absent = oids.find((oid) => !held.has(oid));
+  else {
+    // The quarantine alone, without the hub behind it.
+    const own = await containedGit(["cat-file", "--batch-check=%(objectname)"], {
+      ...context,
+      env: { GIT_OBJECT_DIRECTORY: q.objects },
+      input: Buffer.from(oids.map((oid) => `${oid}\n`).join("")),
+    });
+    absent = lines(own.stdout)
+      .find((line) => line.endsWith(" missing"))
+      ?.split(" ")[0];
   }
+  if (absent !== undefined) throw new PackRejected(`the pack lacks object ${absent}, which the push needs and the pusher was never served`);
 }
 
 /**
@@ -526,12 +565,19 @@ async function quarantineContext(hub: string, q: Quarantine): Promise<ContainedG
   return { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir], writable: [], env: q.env, sandbox: createGitSandbox() };
 }
 
-async function writeBounded(pack: Uint8Array | AsyncIterable<Uint8Array>, path: string, maxBytes: number): Promise<number> {
+async function writeBounded(
+  pack: Uint8Array | AsyncIterable<Uint8Array>,
+  path: string,
+  maxBytes: number,
+  refused: () => { readonly error: unknown } | undefined,
+): Promise<number> {
   const handle = await open(path, "wx", 0o600);
   let size = 0;
   try {
     const chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = pack instanceof Uint8Array ? [pack] : pack;
     for await (const chunk of chunks) {
+      const stop = refused();
+      if (stop !== undefined) throw stop.error;
       size += chunk.byteLength;
       // Stop reading at once: the rest of an oversized push is never taken in.
       if (size > maxBytes) throw new PackRejected(`pack exceeds ${formatBytes(maxBytes)}`);

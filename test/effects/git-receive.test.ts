@@ -194,6 +194,32 @@ describe("receivePack", () => {
     expect(readdirSync(quarantineRoot)).toEqual([]);
   });
 
+  it("refuses a tip whose history lacks an object, with and without `readable` (the walk to the readable is the connectivity check then)", async () => {
+    // A quarantine index-pack could not have made (it refuses a pack that is not connected):
+    // loose objects, a commit and its tree, the tree's blob in neither it nor the hub.
+    const dir = join(quarantineRoot, "hand-made");
+    const objects = join(dir, "objects");
+    mkdirSync(objects, { recursive: true });
+    const env = { ...GIT_TEST_ENV, GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(hub, "objects") };
+    const run = (args: readonly string[], input?: string) =>
+      execFileSync("git", ["--git-dir", hub, ...args], { cwd: root, env, input, encoding: "utf8" }).trim();
+    const lost = run(["hash-object", "--stdin"], "never stored\n");
+    const tree = run(["mktree", "--missing"], `100644 blob ${lost}\tlost.txt\n`);
+    const tip = run(["commit-tree", "-p", base, "-m", "lost blob", tree]);
+    const q: Quarantine = {
+      dir,
+      objects,
+      env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(hub, "objects") },
+      dispose: () => rm(dir, { recursive: true, force: true }),
+    };
+    try {
+      await expect(newCommits(hub, q, tip)).rejects.toThrow(/the push is not connected/);
+      await expect(newCommits(hub, q, tip, { readable: [base] })).rejects.toThrow(/the push is not connected/);
+    } finally {
+      await q.dispose();
+    }
+  });
+
   it("refuses a thin pack (a delta against an object it does not carry)", async () => {
     sh(work, ["checkout", "-q", "-b", "thin", base]);
     const big = Array.from({ length: 500 }, (_, i) => `thin ${i}\n`).join("");
