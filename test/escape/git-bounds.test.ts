@@ -412,6 +412,41 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(hubRef("refs/heads/seat/w1/understated")).toBeUndefined();
   }, 60_000);
 
+  it("answers a push past the byte quota for the quota, whatever its pack or its stream holds (the quota is decided while the pack arrives)", async () => {
+    // The seat holds q2 (1.5 MiB, the test before last); 2 MiB more is past its 3 MiB.
+    const body = randomBytes(2 * 1024 * 1024);
+    const header = (id: string) => ({
+      part: {
+        case: "header" as const,
+        value: { requestId: id, updates: [{ ref: "refs/heads/over", newOid: "b".repeat(40) }], packBytes: BigInt(body.length) },
+      },
+    });
+    async function* garbage() {
+      yield header("over-garbage");
+      for (let at = 0; at < body.length; at += 64 * 1024) yield { part: { case: "data" as const, value: body.subarray(at, at + 64 * 1024) } };
+    }
+    async function* malformed() {
+      yield header("over-malformed");
+      yield { part: { case: "data" as const, value: body.subarray(0, 64 * 1024) } };
+      yield header("over-malformed-again");
+    }
+    const [quotaBefore, malformedBefore, packBefore] = [await refusals("push.quota"), await refusals("rpc.malformed"), await refusals("push.pack")];
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    try {
+      // Not a pack at all: read, it would be refused push.pack ("pack is corrupt").
+      await expect(client.push(garbage())).rejects.toMatchObject({ rule: "push.quota" });
+      // A second header: rpc.malformed — answered after the quota, which refuses it first.
+      await expect(client.push(malformed())).rejects.toMatchObject({ rule: "push.quota" });
+    } finally {
+      client.close();
+    }
+    // One refusal each, on record under the quota's rule; none for what the pack was.
+    expect(await refusals("push.quota")).toBe(quotaBefore + 2);
+    expect(await refusals("rpc.malformed")).toBe(malformedBefore);
+    expect(await refusals("push.pack")).toBe(packBefore);
+    expect(hubRef("refs/heads/seat/w1/over")).toBeUndefined();
+  }, 60_000);
+
   it("refuses a push that would give the seat more branches than its quota; those under it land", async () => {
     // q2 is one; three more reach the quota of four.
     const under = await h.inSeat("w1", `git checkout -q --detach ${start} && git push teamd HEAD:refs/heads/r2 HEAD:refs/heads/r3 HEAD:refs/heads/r4 2>&1`);
