@@ -290,7 +290,8 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         const cgroupProcs = (await deps.seatCgroups?.(identity)) ?? [];
         const memoryBytes = ctx.seat.start?.limits !== undefined && ctx.seat.start.limits !== "none" ? ctx.seat.start.limits.memoryBytes : undefined;
         const limits = { limits: seatGitLimits(cgroupProcs, memoryBytes) };
-        const storage = await seatStorage(hub, prefix, limits);
+        // Without the contained walks where the whole hub with this file is under the quota.
+        const storage = await seatStorage(hub, prefix, { ...limits, enough: (atMost) => atMost.bytes + declared <= quota.bytes });
         if (storage.bytes + declared > quota.bytes)
           throw await over(`your branches hold ${storage.bytes} bytes in the hub and this file is ${declared}; a seat may hold at most ${quota.bytes}`);
       }

@@ -21,6 +21,7 @@ import {
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
+import type { StoreUsage } from "../../src/effects/store-usage.js";
 import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contained-git.js";
 import type { PackBounds } from "../../src/effects/pack-scan.js";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
@@ -407,7 +408,13 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       const quota = (what: string) =>
         deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "git.push");
       if (Number(header.packBytes) > bounds.bytes) throw await quota(`this pack is ${header.packBytes} bytes; a seat may hold at most ${bounds.bytes}`);
-      const admitted = seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, limits).then(async (storage) => {
+      // Where the whole hub is small enough that even all of it would be under the quota with
+      // this pack (and the most objects a pack may carry), the walks are not run (store-usage.ts).
+      const storageOf = (enough?: (atMost: StoreUsage) => boolean) =>
+        seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, { ...limits, ...(enough !== undefined ? { enough } : {}) });
+      const admitted = storageOf(
+        (atMost) => atMost.bytes + Number(header.packBytes) <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects,
+      ).then(async (storage) => {
         const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
         if (storage.refs + creates > bounds.refs)
           throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
@@ -457,7 +464,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           } catch (error) {
             await unreadable(error);
           }
-          const storage = await admitted;
+          let storage = await admitted;
+          // Refused only on the exact figures (the bound above makes this walk all but unreachable).
+          if (quarantine?.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects && !storage.exact) storage = await storageOf();
           if (quarantine?.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects) {
             throw await quota(
               `your branches hold ${storage.objects} objects in the hub and this pack carries ${quarantine.pack.objects}; a seat may hold at most ${bounds.objects}`,

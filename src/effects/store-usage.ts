@@ -1,0 +1,81 @@
+import { lstat, open, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { objectStores } from "./contained-git.js";
+
+/**
+ * At most how many objects, and how many bytes on disk, a repository's object store holds:
+ * every pack's object count (its index's fan-out total) and file size, and every loose
+ * object's size, read in line. An object held twice is counted twice, so this is an upper
+ * bound of anything a walk over the store counts (`rev-list --count --objects`,
+ * `--disk-usage`: an object's bytes in the one copy git reads). The storage quota uses it to
+ * skip its contained walks when even the whole store is under the quota (issue 26: two
+ * contained runs, ~50 ms of CPU, on every push).
+ *
+ * Undefined — the caller walks — wherever the bound is not certain or not cheap: a store with
+ * alternates, an entry that is neither a plain file nor a folder, a pack without a readable
+ * index, more than MAX_PACKS packs or MAX_LOOSE loose objects.
+ */
+export interface StoreUsage {
+  readonly objects: number;
+  readonly bytes: number;
+}
+
+const MAX_PACKS = 512;
+const MAX_LOOSE = 4096;
+const IDX_MAGIC = 0xff744f63;
+const IDX_HEADER_BYTES = 8 + 256 * 4;
+
+export async function storeUsage(gitDir: string): Promise<StoreUsage | undefined> {
+  if ((await objectStores(gitDir)).length > 0) return undefined;
+  const objects = join(gitDir, "objects");
+  const top = await readdir(objects, { withFileTypes: true }).catch(() => undefined);
+  if (top === undefined) return undefined;
+  let count = 0;
+  let bytes = 0;
+  let loose = 0;
+  for (const entry of top) {
+    if (entry.name === "pack" || entry.name === "info") {
+      if (!entry.isDirectory()) return undefined;
+      continue;
+    }
+    if (!/^[0-9a-f]{2}$/.test(entry.name)) continue;
+    if (!entry.isDirectory()) return undefined;
+    const names = await readdir(join(objects, entry.name)).catch(() => undefined);
+    if (names === undefined) return undefined;
+    for (const name of names) {
+      if ((loose += 1) > MAX_LOOSE) return undefined;
+      const file = await lstat(join(objects, entry.name, name)).catch(() => undefined);
+      if (file === undefined || !file.isFile()) return undefined;
+      count += 1;
+      bytes += file.size;
+    }
+  }
+  const packDir = join(objects, "pack");
+  const packFiles = (await readdir(packDir).catch(() => [] as string[])).filter((name) => name.endsWith(".pack"));
+  if (packFiles.length > MAX_PACKS) return undefined;
+  for (const name of packFiles) {
+    const pack = await lstat(join(packDir, name)).catch(() => undefined);
+    if (pack === undefined || !pack.isFile()) return undefined;
+    const objectsIn = await indexCount(join(packDir, `${name.slice(0, -".pack".length)}.idx`));
+    if (objectsIn === undefined) return undefined;
+    count += objectsIn;
+    bytes += pack.size;
+  }
+  return { objects: count, bytes };
+}
+
+/** A version 2 index's object count (the last fan-out entry), or undefined. */
+async function indexCount(path: string): Promise<number | undefined> {
+  const file = await lstat(path).catch(() => undefined);
+  if (file === undefined || !file.isFile() || file.size < IDX_HEADER_BYTES) return undefined;
+  const handle = await open(path, "r").catch(() => undefined);
+  if (handle === undefined) return undefined;
+  try {
+    const header = Buffer.alloc(IDX_HEADER_BYTES);
+    const { bytesRead } = await handle.read(header, 0, IDX_HEADER_BYTES, 0);
+    if (bytesRead !== IDX_HEADER_BYTES || header.readUInt32BE(0) !== IDX_MAGIC || header.readUInt32BE(4) !== 2) return undefined;
+    return header.readUInt32BE(IDX_HEADER_BYTES - 4);
+  } finally {
+    await handle.close();
+  }
+}
