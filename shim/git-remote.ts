@@ -3,6 +3,7 @@ import { createReadStream } from "node:fs";
 import { open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import type { Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
@@ -33,9 +34,10 @@ interface Listed {
   readonly name: string;
 }
 
-export async function runGitRemote(socket: string): Promise<void> {
-  const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000 });
-  // Connected while git sends its first commands: the listing's call then goes out at once (issue 26).
+export async function runGitRemote(socket: string, early?: Socket): Promise<void> {
+  const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000, ...(early !== undefined ? { socket: early } : {}) });
+  // Connected while git sends its first commands (on the socket main.ts connected while this
+  // code loaded): the listing's call then goes out at once (issue 26).
   client.connect();
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();

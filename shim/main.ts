@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { connect } from "node:net";
 import { basename } from "node:path";
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { TEAMD_VERSION } from "../src/rpc/protocol.js";
@@ -15,9 +16,15 @@ async function main(argv: readonly string[]): Promise<void> {
   if (basename(argv[1] ?? "") === "git-remote-teamd") {
     // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
     // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
+    // The daemon's socket first, connected while the helper's code loads (~35 ms in a seat):
+    // the daemon's settings are waiting when the listing's call starts (issue 26). Its error is
+    // the client's to meet: it drops a failed socket and connects again, saying why as always.
+    const socket = socketPath();
+    const early = connect(socket);
+    early.on("error", () => undefined);
     try {
       const { runGitRemote } = await import("./git-remote.js");
-      await runGitRemote(socketPath());
+      await runGitRemote(socket, early);
       process.exit(0);
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));

@@ -1,4 +1,4 @@
-import { connect as connectSocket } from "node:net";
+import { connect as connectSocket, type Socket } from "node:net";
 import { once } from "node:events";
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import type { AnyService, ServiceClient } from "./service-types.js";
@@ -13,6 +13,13 @@ export interface RpcClientOptions {
   readonly deadlineMs?: number;
   /** Deadline of a whole streaming call (a pack can be large). Default 10 minutes. */
   readonly streamDeadlineMs?: number;
+  /**
+   * The first connection's socket, connected to `socketPath` by a caller that had the time
+   * before it could load this client (the remote helper, earlySocket): the server's settings
+   * are then there when the first call starts. One that has failed or closed by then is
+   * dropped and a connection made as always, so its errors read the same.
+   */
+  readonly socket?: Socket;
 }
 
 export type RpcClient<S> = ServiceClient<S> & {
@@ -204,12 +211,16 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   let connection: Connection | undefined;
   let active = 0;
   let closed = false;
+  let early = options.socket;
 
   /** The client's one connection, made when a call first needs it (and again after it went). */
   function open(): Connection {
     if (connection !== undefined && !connection.s.closed && !connection.s.destroyed) return connection;
-    const socket = connectSocket(socketPath);
-    let reached = false;
+    const given = early !== undefined && !early.destroyed && early.readyState !== "closed" ? early : undefined;
+    if (early !== undefined && given === undefined) early.destroy();
+    early = undefined;
+    const socket = given ?? connectSocket(socketPath);
+    let reached = given !== undefined && !given.connecting;
     socket.once("connect", () => (reached = true));
     const s = new H2Connection(socket);
     const c: Connection = {
@@ -549,6 +560,8 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   };
   methods.close = () => {
     closed = true;
+    early?.destroy();
+    early = undefined;
     const s = connection?.s;
     connection = undefined;
     // As grpc-js's close: calls in flight finish, then the connection goes; with none, it goes now

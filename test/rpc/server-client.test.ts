@@ -3,7 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import { toBinary, fromBinary } from "@bufbuild/protobuf";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { createServer, type Socket } from "node:net";
+import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
@@ -76,6 +76,40 @@ describe("rpc server and client", () => {
     cleanups.push(async () => client.close());
     client.connect();
     await expect(client.whoAmI({})).rejects.toBeInstanceOf(DaemonUnavailableError);
+  });
+
+  it("a socket connected before the client (the remote helper's, made while its code loads) carries the first call", async () => {
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) });
+    // The server's settings arrive on it, unread, before the client exists.
+    const early = connectSocket(socketPath);
+    await new Promise((resolve) => early.once("connect", resolve));
+    for (const deadline = Date.now() + 5_000; early.readableLength === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
+    expect(early.readableLength).toBeGreaterThan(0);
+    const client = createRpcClient(ShimService, socketPath, { socket: early });
+    cleanups.push(async () => client.close());
+    const before = early.bytesWritten;
+    expect((await client.whoAmI({})).seat).toBe("s");
+    // The call went out on the given socket (the client's preface and the request).
+    expect(before).toBe(0);
+    expect(early.bytesWritten).toBeGreaterThan(0);
+    client.close();
+    expect(early.destroyed).toBe(true);
+  });
+
+  it("a socket connected early that failed (no daemon) is dropped: the call says the daemon is unavailable, in the same words as without it", async () => {
+    const home = await makeTempHome();
+    cleanups.push(() => home.remove());
+    const path = join(home.dir, "absent.sock");
+    const early = connectSocket(path);
+    early.on("error", () => undefined);
+    await new Promise((resolve) => early.once("close", resolve));
+    const withEarly = createRpcClient(ShimService, path, { socket: early });
+    const without = createRpcClient(ShimService, path);
+    cleanups.push(async () => withEarly.close());
+    cleanups.push(async () => without.close());
+    const [a, b] = await Promise.all([withEarly.whoAmI({}).catch((e: unknown) => e), without.whoAmI({}).catch((e: unknown) => e)]);
+    expect(a).toBeInstanceOf(DaemonUnavailableError);
+    expect((a as Error).message).toBe((b as Error).message);
   });
 
   it("carries a refusal's rule and reason to the client", async () => {
