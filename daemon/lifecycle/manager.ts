@@ -166,6 +166,8 @@ export interface SeatManagerOptions {
   /** The daemon's clock (unix ms) and id source, from the composition root: a seat's start time and run id. */
   readonly now: () => number;
   readonly newId: () => string;
+  /** How long an owner's start watches the seat's command before it answers (default START_SETTLE_MS; TEAMD_START_SETTLE_MS). */
+  readonly startSettleMs?: number;
   /** Test seam (TEAMD_TEST_FAIL_AT=STEP:SEAT): fail that seat's start at a named step (dirs, repo, home, socket, plan, publish), to prove the unwind. */
   readonly failAt?: string;
   /**
@@ -230,6 +232,7 @@ const FAILED_START_LINE_CHARS = 240;
 
 export function createSeatManager(options: SeatManagerOptions): SeatManager {
   const { home, log } = options;
+  const settleMs = options.startSettleMs ?? START_SETTLE_MS;
   const slots = new Map<string, Slot>();
   const restarts = new Map<string, PendingRestart>();
   const key = (team: string, seat: string) => `${team}/${seat}`;
@@ -668,7 +671,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /**
-   * The settle window: a seat whose command ends within START_SETTLE_MS of its start did not
+   * The settle window: a seat whose command ends within settleMs (START_SETTLE_MS unless the owner set it) of its start did not
    * start. Its run is torn down (recorded, its log kept) and the start fails naming how it
    * ended, why where teamd can tell (the command is not in the seat's view), and its last lines.
    */
@@ -677,10 +680,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const proc = slot?.process;
     if (slot === undefined || proc === undefined || slot.view.runId !== view.runId) return;
     let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([
-      proc.exit.then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), START_SETTLE_MS))),
-    ]);
+    const ended = await Promise.race([proc.exit.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), settleMs)))]);
     clearTimeout(timer);
     if (!ended) {
       slot.settling = false;
@@ -700,7 +700,7 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       // The cause in its own words first, when teamd can tell it; else how the command ended.
       (missing !== undefined
         ? `seat ${seat} did not start: ${missing}`
-        : `seat ${seat}: its command ${describeRunEnd(end)} within ${START_SETTLE_MS / 1000} s of its start`) +
+        : `seat ${seat}: its command ${describeRunEnd(end)} within ${settleMs / 1000} s of its start`) +
         (lines.length > 0 ? `; its last lines:\n${lines.map((l) => `    ${l}`).join("\n")}\n` : "; it printed nothing; ") +
         `(teamd logs ${seat} shows its output)`,
     );

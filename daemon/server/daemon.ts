@@ -72,6 +72,8 @@ export interface DaemonOptions {
   readonly servedRate?: Rate;
   /** The owner's bounds on a seat's git work, as `teamd serve` reads them from TEAMD_SEAT_GIT_BOUNDS (parseSeatGitBounds in daemon/seat/git.ts); unset, the defaults. */
   readonly seatGitBounds?: string;
+  /** How long `teamd start` watches a seat's command (`teamd serve` reads TEAMD_START_SETTLE_MS); unset, START_SETTLE_MS. */
+  readonly startSettleMs?: number;
 }
 
 export interface Daemon {
@@ -382,6 +384,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         newId,
         ...(options.failPrepareAt !== undefined ? { failAt: options.failPrepareAt } : {}),
         ...(options.holdStart !== undefined ? { holdStart: options.holdStart } : {}),
+        ...(options.startSettleMs !== undefined ? { startSettleMs: options.startSettleMs } : {}),
         spend: (team, seat, runId) => spendBook.dispatch(team, seat, runId, now()),
       });
       try {

@@ -29,6 +29,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
   const refusalBudget = parseRefusalBudget(process.env.TEAMD_REFUSAL_BUDGET);
   const actBudget = parseActBudget(process.env.TEAMD_ACT_BUDGET);
   const servedRate = parseServedRate(process.env.TEAMD_SERVED_RATE);
+  const startSettleMs = parseStartSettle(process.env.TEAMD_START_SETTLE_MS);
   const daemon = createDaemon({
     home,
     seats,
@@ -42,6 +43,7 @@ export async function serve(options: ServeOptions, ambient: Ambient): Promise<vo
     ...(actBudget ? { actBudget } : {}),
     ...(servedRate ? { servedRate } : {}),
     ...(process.env.TEAMD_SEAT_GIT_BOUNDS ? { seatGitBounds: process.env.TEAMD_SEAT_GIT_BOUNDS } : {}),
+    ...(startSettleMs !== undefined ? { startSettleMs } : {}),
   });
   await daemon.start();
 
@@ -78,6 +80,19 @@ function parseRate(name: string, value: string | undefined, example: string, uni
   const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
   if (match === null || Number(match[1]) < 1) throw new Error(`${name} is '${value}'; it is BURST/PER_MINUTE, e.g. ${example} (BURST at least 1)`);
   return { burst: Number(match[1]) * unit, perMinute: Number(match[2]) * unit };
+}
+
+/**
+ * TEAMD_START_SETTLE_MS=N (0 to 60000): how long `teamd start` watches a seat's command before it
+ * answers — a command that ends within it is a failed start, with its last lines. Unset, 2000. A
+ * script that starts seats whose commands it knows to run long may lower it; anything but a whole
+ * number in range is refused at start, never guessed.
+ */
+export function parseStartSettle(value: string | undefined): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 60_000)
+    throw new Error(`TEAMD_START_SETTLE_MS is '${value}'; it is a whole number of milliseconds from 0 to 60000 (unset: 2000)`);
+  return Number(value);
 }
 
 /** TEAMD_REFUSAL_BUDGET=BURST/PER_MINUTE (e.g. 300/60): each seat's refusal budget; unset, the default. */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { cliTerminals } from "../support/cli-terminal.js";
-import { TEAMD } from "../support/programs.js";
+import { FAILED_START_WINDOW, TEAMD } from "../support/programs.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
@@ -168,7 +168,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's output through te
   const terminals = cliTerminals(() => h);
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-esc-out-", VIEW_TEAM, { "README.md": "hello\n", ...VIEW_SCRIPTS }, { timeoutMs: 60_000 });
+    h = await appliedTeam("teamd-esc-out-", VIEW_TEAM, { "README.md": "hello\n", ...VIEW_SCRIPTS }, { timeoutMs: 60_000, daemonEnv: FAILED_START_WINDOW });
   }, 90_000);
   afterEach(() => terminals.closeAll());
   afterAll(async () => {
@@ -503,7 +503,7 @@ describe.runIf(process.platform === "linux")("escape: a seat's output against th
   let h: TeamdHarness;
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-esc-cpu-", CPU_TEAM, { "README.md": "hello\n", ...CPU_SCRIPTS }, { timeoutMs: 60_000 });
+    h = await appliedTeam("teamd-esc-cpu-", CPU_TEAM, { "README.md": "hello\n", ...CPU_SCRIPTS }, { timeoutMs: 60_000, daemonEnv: FAILED_START_WINDOW });
     await h.ok(["start", "bystander"]);
   }, 90_000);
   afterAll(async () => {
@@ -584,7 +584,7 @@ describe.runIf(process.platform === "linux")("escape: a /tmp tree deeper than PA
   let h: TeamdHarness;
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-esc-deep-", teamFile(sleeper("deep")), undefined, { timeoutMs: 60_000 });
+    h = await appliedTeam("teamd-esc-deep-", teamFile(sleeper("deep")), undefined, { timeoutMs: 60_000, daemonEnv: FAILED_START_WINDOW });
   }, 90_000);
   afterAll(async () => {
     // fs.rm cannot remove what the attack made (nor could the harness's cleanup): GNU rm walks by fd.

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
+import { FAILED_START_WINDOW } from "../support/programs.js";
 
 /**
  * A seat's output kept, and a start that tells the truth (issue 22, items 1 and 2), through a
@@ -58,7 +59,7 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     tools = join(h.dir, "host-tools");
     mkdirSync(tools, { recursive: true });
     writeFileSync(join(tools, "teamd-hidden-agent"), "#!/bin/sh\necho hidden\n", { mode: 0o755 });
-    await h.startDaemon({ env: { PATH: `${tools}:${process.env.PATH ?? "/usr/bin:/bin"}` } });
+    await h.startDaemon({ env: { ...FAILED_START_WINDOW, PATH: `${tools}:${process.env.PATH ?? "/usr/bin:/bin"}` } });
     await h.ok(["init", "--yes", "--json"]);
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
     await h.ok(["apply", "--yes"]);

@@ -4,6 +4,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 import { appliedTeam } from "../support/applied-team.js";
+import { FAILED_START_WINDOW } from "../support/programs.js";
 
 /**
  * start.restart (issue 22, item 5) through a real daemon and real seats: on-failure brings a
@@ -57,7 +58,7 @@ describe.runIf(process.platform === "linux")("start.restart through a real daemo
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-restart-", TEAM_FILE);
+    h = await appliedTeam("teamd-restart-", TEAM_FILE, undefined, { daemonEnv: FAILED_START_WINDOW });
   }, 60_000);
   afterAll(async () => {
     await h?.cleanup();

@@ -8,6 +8,7 @@ import { ensureSeatUser } from "./seat-user.js";
 import { teamFile } from "./team-file.js";
 import { createHarness, type TeamdHarness } from "./teamd-harness.js";
 import { waitFor } from "./wait.js";
+import { FAILED_START_WINDOW } from "./programs.js";
 
 /**
  * One real agent CLI in one real seat (issue 23): the CLI at the version pinned in
@@ -69,7 +70,7 @@ export function describeAgentInSeat(spec: AgentSpec): void {
       const repo = join(h.home, "seats/proj/coder/repo");
       api = await spec.startApi(spec.script({ repo, push: PUSH, done: DONE }));
       const base = `http://${spec.host}:${api.port}`;
-      await h.startDaemon({ env: { TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ [spec.host]: "127.0.0.1" }) } });
+      await h.startDaemon({ env: { ...FAILED_START_WINDOW, TEAMD_TEST_EGRESS_HOSTS: JSON.stringify({ [spec.host]: "127.0.0.1" }) } });
       await h.ok(["init", "--yes", "--json"]);
       const start = spec.start({ base });
       const env = Object.entries(start.env ?? {}).map(([name, value]) => `\n        ${name}: ${JSON.stringify(value)}`);

@@ -55,6 +55,17 @@ export interface DaemonProcess {
   stop(): Promise<number | null>;
 }
 
+/**
+ * `teamd start`'s settle window in tests (TEAMD_START_SETTLE_MS): what a test waits for most —
+ * every start waited the daemon's 2 s, ~a fifth of the suite's time — and looked at only by the
+ * tests of a start that fails: those run with the daemon's own default, giving
+ * `TEAMD_START_SETTLE_MS: undefined` (FAILED_START_WINDOW). Every seat command of the others that
+ * must outlive the window (a crash after it, a first run that lives 2.5 s) outlives 2 s too.
+ */
+export const TEST_START_SETTLE_MS = "500";
+/** The env a test of failed starts gives its daemon: the daemon's own settle window (2 s), as an owner has it. */
+export const FAILED_START_WINDOW: NodeJS.ProcessEnv = Object.freeze({ TEAMD_START_SETTLE_MS: undefined });
+
 /** Start a real `teamd serve` and wait for its ready line. */
 export function startDaemon(
   home: string,
@@ -66,7 +77,7 @@ export function startDaemon(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TEAMD, "serve", ...args], {
       ...as,
-      env: { ...process.env, ...env, TEAMD_HOME: home },
+      env: { ...process.env, TEAMD_START_SETTLE_MS: TEST_START_SETTLE_MS, ...env, TEAMD_HOME: home },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
