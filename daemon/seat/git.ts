@@ -415,10 +415,13 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       const admitted = storageOf(
         (atMost) => atMost.bytes + Number(header.packBytes) <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects,
       ).then(async (storage) => {
+        // Only what adds to the seat's holding is refused: a seat over its quota (pushes that
+        // raced each other) can still delete its branches to come back under it (found by an
+        // attack, round eleven: the delete the refusal told it to make was refused).
         const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
-        if (storage.refs + creates > bounds.refs)
+        if (creates > 0 && storage.refs + creates > bounds.refs)
           throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
-        if (storage.bytes + Number(header.packBytes) > bounds.bytes)
+        if (header.packBytes > 0n && storage.bytes + Number(header.packBytes) > bounds.bytes)
           throw await quota(
             `your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`,
           );
@@ -459,24 +462,34 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
               // is held lower (found by an audit: up to the 1 GiB every push may declare).
               bounds: src.mirror === undefined ? bounds.pack : { ...bounds.pack, maxTotalBytes: Math.min(bounds.pack.maxTotalBytes, BOUNDED_REPLAY_BYTES) },
               admitted,
+              // The objects the pack's header declares, against the quota, before any of it is
+              // read further: a push past the objects quota is refused for that, whatever its
+              // objects are (found by an attack, round eleven: a corrupt one was push.pack).
+              admitObjects: async (objects) => {
+                let storage = await admitted;
+                // Refused only on the exact figures (the bound above makes this walk all but unreachable).
+                if (storage.objects + objects > bounds.objects && !storage.exact) storage = await storageOf();
+                if (storage.objects + objects > bounds.objects)
+                  throw await quota(
+                    `your branches hold ${storage.objects} objects in the hub and this pack carries ${objects}; a seat may hold at most ${bounds.objects}`,
+                  );
+              },
               ...limits,
             });
           } catch (error) {
             await unreadable(error);
           }
-          let storage = await admitted;
-          // Refused only on the exact figures (the bound above makes this walk all but unreachable).
-          if (quarantine?.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects && !storage.exact) storage = await storageOf();
-          if (quarantine?.pack !== undefined && storage.objects + quarantine.pack.objects > bounds.objects) {
-            throw await quota(
-              `your branches hold ${storage.objects} objects in the hub and this pack carries ${quarantine.pack.objects}; a seat may hold at most ${bounds.objects}`,
-            );
-          }
         } else {
           await admitted;
-          // Drain what was sent so the call completes; a push with nothing to receive ignores it.
+          // Drain what was sent so the call completes; a push with nothing to receive ignores
+          // it — but no more of it than was declared (found by an attack, round eleven: a push
+          // declaring 0 bytes streamed 2 GB, every byte read and hashed).
           try {
-            for await (const chunk of pack()) void chunk;
+            let drained = 0;
+            for await (const chunk of pack()) {
+              drained += chunk.byteLength;
+              if (drained > Number(header.packBytes)) throw new PackRejected(`the push sent more than the ${header.packBytes} bytes it declared`);
+            }
           } catch (error) {
             await unreadable(error);
           }
@@ -618,7 +631,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         async () =>
           refusedOutcome(hubRef, async () => {
             if (src.mirror === undefined) {
-              await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, q, hubRef, update.newOid, currentHub ?? ""));
+              // No new commit: the tip is one the hub has, and nothing of the pack is needed —
+              // none of it lands (a seat, one without write too, landed packs of objects no ref
+              // reaches with pushes that moved nothing: found by an attack, round eleven).
+              await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, commits.length === 0 ? undefined : q, hubRef, update.newOid, currentHub ?? ""));
               return { result: "done", reply: new TextEncoder().encode(update.newOid) };
             }
             // A bounded seat: its commits are replayed onto the real base as new hub commits.

@@ -42,7 +42,8 @@ import { createSeatDeploy } from "../seat/deploy.js";
 import { createSeatBroker } from "../seat/broker.js";
 import { createBroker } from "../../src/broker/index.js";
 import { resolveMergeOutcomes } from "./merge-recovery.js";
-import { seatLayout } from "../host/seat-layout.js";
+import { gitWorkDir, seatLayout } from "../host/seat-layout.js";
+import { sweepQuarantineRoot } from "../../src/effects/push-replay.js";
 import { openEgressServer, type EgressServer } from "../seat/egress.js";
 import { egressSocketPath } from "../host/seat-layout.js";
 import { createEgressResolver, hostAddresses } from "../../src/effects/egress-resolve.js";
@@ -392,6 +393,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         // Merges a crash left unknown: ask the hub, and record what it says (§15).
         // A deploy a crash interrupted left its folder; its outcome is the ledger's business (unknown).
         for (const left of await seatDeps.deploy.sweep()) log(`removed the deploy folder ${left} a previous run left`);
+        for (const left of await sweepQuarantineRoot(gitWorkDir(home).quarantine)) log(`removed ${left} a previous run left among pushes' quarantines`);
         if (ledger)
           await resolveMergeOutcomes(ledger, log).catch((error: unknown) =>
             log(`could not settle unknown merges: ${error instanceof Error ? error.message : String(error)}`),

@@ -42,7 +42,18 @@ export async function quarantinedObjects(objects: string): Promise<{ has(oid: st
   if (bytes === undefined || bytes.length > MAX_INDEX_BYTES) return undefined;
   const names = indexNames(bytes);
   if (names === undefined) return undefined;
-  return { has: (oid) => /^[0-9a-f]{40}$/.test(oid) && contains(names, Buffer.from(oid, "hex")) };
+  // The fan-out (checked against the names by indexNames) narrows each search to the names
+  // sharing its first byte: ~10 comparisons in 200,000 names, not ~18.
+  const fanout = Array.from({ length: 256 }, (_, b) => bytes.readUInt32BE(8 + b * 4));
+  const wanted = Buffer.alloc(HASH_BYTES);
+  return {
+    has: (oid) => {
+      if (!/^[0-9a-f]{40}$/.test(oid)) return false;
+      wanted.write(oid, "hex");
+      const first = wanted[0] as number;
+      return contains(names, wanted, first === 0 ? 0 : (fanout[first - 1] as number), (fanout[first] as number) - 1);
+    },
+  };
 }
 
 /** The sorted names table of a version 2 index, or undefined when any check fails. */
@@ -58,8 +69,9 @@ export function indexNames(bytes: Buffer): Buffer | undefined {
   // Names, CRCs and 4-byte offsets for each object, then the pack's and the index's checksums.
   if (bytes.length < HEADER_BYTES + count * (HASH_BYTES + 4 + 4) + 2 * HASH_BYTES) return undefined;
   const names = bytes.subarray(HEADER_BYTES, HEADER_BYTES + count * HASH_BYTES);
+  // Compared in place (no view made per name): 200,000 names are read in a few milliseconds.
   for (let i = 1; i < count; i++) {
-    if (Buffer.compare(names.subarray((i - 1) * HASH_BYTES, i * HASH_BYTES), names.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES)) >= 0) return undefined;
+    if (names.compare(names, i * HASH_BYTES, (i + 1) * HASH_BYTES, (i - 1) * HASH_BYTES, i * HASH_BYTES) >= 0) return undefined;
   }
   // The fan-out must agree with the names: entry b counts the names whose first byte is at most b.
   for (let i = 0, b = 0; b < 256; b++) {
@@ -69,12 +81,12 @@ export function indexNames(bytes: Buffer): Buffer | undefined {
   return names;
 }
 
-function contains(names: Buffer, oid: Buffer): boolean {
-  let low = 0;
-  let high = names.length / HASH_BYTES - 1;
+function contains(names: Buffer, oid: Buffer, from: number, to: number): boolean {
+  let low = from;
+  let high = to;
   while (low <= high) {
     const mid = (low + high) >>> 1;
-    const order = Buffer.compare(names.subarray(mid * HASH_BYTES, (mid + 1) * HASH_BYTES), oid);
+    const order = names.compare(oid, 0, HASH_BYTES, mid * HASH_BYTES, (mid + 1) * HASH_BYTES);
     if (order === 0) return true;
     if (order < 0) low = mid + 1;
     else high = mid - 1;

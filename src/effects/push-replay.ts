@@ -1,4 +1,4 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -9,6 +9,19 @@ import { join } from "node:path";
  * replay folder there. No folder outlives its push: a replay folder is removed whether the
  * replay landed, was refused or failed.
  */
+
+/**
+ * At the daemon's start, before it takes a push: remove what a daemon stopped in the middle of
+ * pushes left in the root — a pushed pack's quarantine (`push-*`), a replay folder (`replay-*`),
+ * any other folder of work — so none outlives its push across a restart (found by an attack,
+ * round eleven: a stalled 3 MB push's pack stayed through three restarts). Links are removed,
+ * never followed. Returns the names removed.
+ */
+export async function sweepQuarantineRoot(root: string): Promise<string[]> {
+  const left = await readdir(root).catch(() => [] as string[]);
+  for (const name of left) await rm(join(root, name), { recursive: true, force: true });
+  return left;
+}
 
 /** Make the quarantine root (0700, with its parents) if it is missing, before a pack is received into it. */
 export async function prepareQuarantineRoot(root: string): Promise<void> {

@@ -220,6 +220,43 @@ describe("receivePack", () => {
     }
   });
 
+  it("stops writing a pack the moment its admission is refused, though the stream stalls, and leaves nothing in the quarantine", async () => {
+    const tip = commit("stalled", { "src/stall.txt": "s\n" });
+    const pack = packOf(tip, [base]);
+    let release: () => void = () => undefined;
+    async function* stalled() {
+      yield pack.subarray(0, 10);
+      // The seat's stream goes quiet (it never ends here until the test lets it).
+      await new Promise<void>((resolve) => (release = resolve));
+      yield pack.subarray(10);
+    }
+    const refusal = new Error("over the quota");
+    const admitted = new Promise<never>((_resolve, reject) => setTimeout(() => reject(refusal), 100));
+    admitted.catch(() => undefined);
+    await expect(receivePack(hub, stalled(), { quarantineRoot, maxBytes: 1024 * 1024, admitted })).rejects.toBe(refusal);
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+    release();
+  });
+
+  it("asks admitObjects of the header's count before reading on: its refusal wins over a pack that is corrupt past its header", async () => {
+    const tip = commit("counted", { "src/count.txt": "c\n" });
+    const pack = packOf(tip, [base]);
+    const corrupt = Buffer.concat([pack.subarray(0, 12), Buffer.alloc(pack.length - 12, 0xee)]);
+    const asked: number[] = [];
+    const refusal = new Error("past the objects quota");
+    const admitObjects = async (objects: number) => {
+      asked.push(objects);
+      throw refusal;
+    };
+    await expect(receivePack(hub, corrupt, { quarantineRoot, maxBytes: 1024 * 1024, admitObjects })).rejects.toBe(refusal);
+    expect(asked).toEqual([pack.readUInt32BE(8)]);
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+    // Control: admitted, the same corrupt pack is refused for what it is.
+    await expect(receivePack(hub, corrupt, { quarantineRoot, maxBytes: 1024 * 1024, admitObjects: async () => undefined })).rejects.toBeInstanceOf(
+      PackRejected,
+    );
+  });
+
   it("refuses a thin pack (a delta against an object it does not carry)", async () => {
     sh(work, ["checkout", "-q", "-b", "thin", base]);
     const big = Array.from({ length: 500 }, (_, i) => `thin ${i}\n`).join("");

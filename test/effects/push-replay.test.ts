@@ -1,9 +1,9 @@
-import { existsSync, lstatSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
+import { prepareQuarantineRoot, sweepQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
 
 /**
  * The daemon-side folders a seat's push passes through (src/effects/push-replay.ts), on real
@@ -29,6 +29,24 @@ describe("prepareQuarantineRoot", () => {
     writeFileSync(join(quarantine, "kept"), "x");
     await prepareQuarantineRoot(quarantine);
     expect(readdirSync(quarantine)).toEqual(["kept"]);
+  });
+});
+
+describe("sweepQuarantineRoot", () => {
+  it("removes what a stopped daemon left (a quarantine, a replay folder, a scratch index), following no link; a missing root is nothing to do", async () => {
+    const quarantine = join(root, "q-sweep");
+    const outside = join(root, "outside");
+    mkdirSync(join(outside, "keep"), { recursive: true });
+    writeFileSync(join(outside, "keep", "file"), "x");
+    mkdirSync(join(quarantine, "push-abc", "objects", "pack"), { recursive: true });
+    writeFileSync(join(quarantine, "push-abc", "incoming.pack"), "PACK");
+    mkdirSync(join(quarantine, "replay-1", "pack"), { recursive: true });
+    writeFileSync(join(quarantine, "index-2"), "");
+    symlinkSync(outside, join(quarantine, "push-link"));
+    expect((await sweepQuarantineRoot(quarantine)).sort()).toEqual(["index-2", "push-abc", "push-link", "replay-1"]);
+    expect(readdirSync(quarantine)).toEqual([]);
+    expect(existsSync(join(outside, "keep", "file"))).toBe(true);
+    expect(await sweepQuarantineRoot(join(root, "never-made"))).toEqual([]);
   });
 });
 

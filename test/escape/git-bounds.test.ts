@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
@@ -392,6 +395,50 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(hubRef("refs/heads/seat/w1/q2")).toBeDefined();
   }, 120_000);
 
+  it("refuses a push that declares no pack and streams one anyway, at the first byte past what it declared (it was read and hashed without end)", async () => {
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    const body = randomBytes(2 * 1024 * 1024);
+    async function* parts() {
+      yield {
+        part: { case: "header" as const, value: { requestId: "undeclared-1", updates: [{ ref: "refs/heads/undeclared", newOid: start }], packBytes: 0n } },
+      };
+      for (let at = 0; at < body.length; at += 64 * 1024) yield { part: { case: "data" as const, value: body.subarray(at, at + 64 * 1024) } };
+    }
+    try {
+      await expect(client.push(parts())).rejects.toMatchObject({ rule: "push.pack", reason: expect.stringMatching(/sent more than the 0 bytes it declared/) });
+    } finally {
+      client.close();
+    }
+    expect(hubRef("refs/heads/seat/w1/undeclared")).toBeUndefined();
+  }, 60_000);
+
+  it("a push that adds no commit (a branch at a commit the hub has) lands none of the objects its pack carries", async () => {
+    const objects = mkdtempSync(join(tmpdir(), "teamd-junk-objects-"));
+    const env = { ...process.env, GIT_OBJECT_DIRECTORY: objects };
+    const junk = execFileSync("git", ["hash-object", "-w", "--stdin"], { env, input: randomBytes(256 * 1024) })
+      .toString()
+      .trim();
+    const pack = execFileSync("git", ["pack-objects", "--stdout", "-q"], { env, input: `${junk}\n`, maxBuffer: 16 * 1024 * 1024 });
+    rmSync(objects, { recursive: true, force: true });
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    async function* parts() {
+      yield {
+        part: { case: "header" as const, value: { requestId: "junk-1", updates: [{ ref: "refs/heads/junk", newOid: start }], packBytes: BigInt(pack.length) } },
+      };
+      for (let at = 0; at < pack.length; at += 64 * 1024) yield { part: { case: "data" as const, value: pack.subarray(at, at + 64 * 1024) } };
+    }
+    try {
+      const reply = await client.push(parts());
+      expect(reply.results[0]?.ok, JSON.stringify(reply.results)).toBe(true);
+    } finally {
+      client.close();
+    }
+    expect(hubRef("refs/heads/seat/w1/junk")).toBe(start);
+    // The branch is made; the blob it carried beside it is nowhere in the hub (it landed, uncounted, before).
+    expect(hubHas(junk)).toBe(false);
+    expect((await h.inSeat("w1", "git push -q teamd --delete refs/heads/seat/w1/junk 2>&1")).code).toBe(0);
+  }, 60_000);
+
   it("refuses a pack longer than the size its header declared (the size the quota counted)", async () => {
     const client = createRpcClient(ShimService, h.seatSocket("w1"));
     const body = randomBytes(2 * 1024 * 1024);
@@ -446,6 +493,69 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(await refusals("push.pack")).toBe(packBefore);
     expect(hubRef("refs/heads/seat/w1/over")).toBeUndefined();
   }, 60_000);
+
+  it("pushes that race past the byte quota land (each measured the seat before the other landed); the seat over it may still delete, and may add nothing until it is under", async () => {
+    // The seat holds q2 (1.5 MiB of 3). Two 1 MiB pushes whose headers arrive together are each
+    // measured at 1.5 MiB and admitted: the bound is a push's own view, so concurrent pushes
+    // (at most `concurrent`) can overshoot it (docs/enforcement.md says so).
+    // The packs are made beside the hub (its objects behind a folder of their own), never in it.
+    const objects = mkdtempSync(join(tmpdir(), "teamd-race-objects-"));
+    const env = { ...process.env, GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(h.hub, "objects") };
+    const git = (args: readonly string[], input?: Buffer | string) =>
+      execFileSync("git", ["--git-dir", h.hub, ...args], { env, input, maxBuffer: 16 * 1024 * 1024 });
+    const packs = ["raceA", "raceB"].map((name) => {
+      const blob = git(["hash-object", "-w", "--stdin"], randomBytes(1024 * 1024))
+        .toString()
+        .trim();
+      // The start's tree with src/<name>.bin added (the seat writes under src/ only).
+      const index = { ...env, GIT_INDEX_FILE: join(objects, `${name}.index`) };
+      execFileSync("git", ["--git-dir", h.hub, "read-tree", start], { env: index });
+      execFileSync("git", ["--git-dir", h.hub, "update-index", "--add", "--cacheinfo", `100644,${blob},src/${name}.bin`], { env: index });
+      const tree = execFileSync("git", ["--git-dir", h.hub, "write-tree"], { env: index }).toString().trim();
+      const commit = git(["commit-tree", "-p", start, "-m", name, tree]).toString().trim();
+      const pack = git(["pack-objects", "--revs", "--stdout", "-q"], `${commit}\n^${start}\n`);
+      return { name, commit, pack };
+    });
+    rmSync(objects, { recursive: true, force: true });
+    const client = createRpcClient(ShimService, h.seatSocket("w1"), { deadlineMs: 60_000 });
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const calls = packs.map(({ name, commit, pack }) =>
+        client.push(
+          (async function* () {
+            yield {
+              part: {
+                case: "header" as const,
+                value: { requestId: `race-${name}`, updates: [{ ref: `refs/heads/${name}`, newOid: commit }], packBytes: BigInt(pack.length) },
+              },
+            };
+            yield { part: { case: "data" as const, value: pack.subarray(0, 1024) } };
+            await held;
+            for (let at = 1024; at < pack.length; at += 64 * 1024) yield { part: { case: "data" as const, value: pack.subarray(at, at + 64 * 1024) } };
+          })(),
+        ),
+      );
+      await sleep(1_500);
+      release();
+      const results = await Promise.all(calls);
+      for (const result of results) expect(result.results[0]?.ok, JSON.stringify(result.results)).toBe(true);
+    } finally {
+      client.close();
+    }
+    // Over the quota now (1.5 + 1 + 1 MiB of 3): nothing more is taken in...
+    const more = await h.inSeat(
+      "w1",
+      `git checkout -q --detach ${start} && head -c 4096 /dev/urandom > src/m.bin && git add src/m.bin && git commit -qm m && git push teamd HEAD:refs/heads/more 2>&1`,
+    );
+    expect(more.code).not.toBe(0);
+    expect(more.stdout).toMatch(/push\.quota/);
+    // ...but the deletes its refusal tells it to make are (they were refused too: found by an attack, round eleven).
+    const freed = await h.inSeat("w1", "git push teamd --delete refs/heads/seat/w1/raceA refs/heads/seat/w1/raceB 2>&1");
+    expect(freed.code, freed.stdout).toBe(0);
+    expect(hubRef("refs/heads/seat/w1/raceA")).toBeUndefined();
+    expect(hubRef("refs/heads/seat/w1/raceB")).toBeUndefined();
+  }, 90_000);
 
   it("refuses a push that would give the seat more branches than its quota; those under it land", async () => {
     // q2 is one; three more reach the quota of four.
