@@ -26,6 +26,11 @@ const TEAM_FILE = teamFile(`  quick:
     roles: [observer]
     start:
       command: [sh, -c, "echo starting up; echo 'Unable to connect to Anthropic services' >&2; exit 1"]
+  late:
+    lab: anthropic
+    roles: [observer]
+    start:
+      command: [sh, -c, "sleep 3; echo gave up; exit 4"]
   ghost:
     lab: anthropic
     roles: [observer]
@@ -176,6 +181,24 @@ describe.runIf(process.platform === "linux")("a seat's output and a truthful sta
     writeFileSync(join(h.repo, "teamd.yaml"), TEAM_FILE);
     await h.ok(["apply", "--yes"]);
   });
+
+  it("the owner's TEAMD_START_SETTLE_MS sets the window (a command that ends after 3 s fails a start that watches 5 s); one the daemon cannot read stops its start, naming it", async () => {
+    const env = { ...FAILED_START_WINDOW, PATH: `${tools}:${process.env.PATH ?? "/usr/bin:/bin"}` };
+    await h.stopDaemon();
+    try {
+      await expect(h.startDaemon({ env: { ...env, TEAMD_START_SETTLE_MS: "2s" } })).rejects.toThrow(
+        /TEAMD_START_SETTLE_MS is '2s'; it is a whole number of milliseconds/,
+      );
+      await h.startDaemon({ env: { ...env, TEAMD_START_SETTLE_MS: "5000" } });
+      const r = await h.run(["start", "late"]);
+      expect(r.code, r.stdout).toBe(3);
+      expect(r.stderr).toMatch(/ended \(exit 4\) within 5 s/);
+      expect(r.stderr).toMatch(/gave up/);
+    } finally {
+      await h.stopDaemon();
+      await h.startDaemon({ env });
+    }
+  }, 60_000);
 
   it.runIf(asRoot)("a folder the seat's uid cannot traverse is named with its mode, before anything runs", async () => {
     chmodSync(h.dir, 0o700);
