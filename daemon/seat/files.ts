@@ -107,7 +107,7 @@ export interface SeatFilesDeps {
    * The seat's storage quota in the hub, the same a push meets (`push.quota`, the owner's
    * TEAMD_SEAT_GIT_BOUNDS): a file write makes branches and objects too. Unset: not checked.
    */
-  readonly quota?: { readonly refs: number; readonly bytes: number };
+  readonly quota?: { readonly refs: number; readonly bytes: number; readonly objects: number };
   /** The `cgroup.procs` files of the seat's own cgroups while it runs with them: the quota's walk joins them. */
   seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
 }
@@ -290,10 +290,18 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
         const cgroupProcs = (await deps.seatCgroups?.(identity)) ?? [];
         const memoryBytes = ctx.seat.start?.limits !== undefined && ctx.seat.start.limits !== "none" ? ctx.seat.start.limits.memoryBytes : undefined;
         const limits = { limits: seatGitLimits(cgroupProcs, memoryBytes) };
+        // The objects the write makes: its blob, a tree for each folder of the path and the
+        // root's, and its commit (they were not counted: found by an attack, round twelve).
+        const made = clean.split("/").length + 2;
         // Without the contained walks where the whole hub with this file is under the quota.
-        const storage = await seatStorage(hub, prefix, { ...limits, enough: (atMost) => atMost.bytes + declared <= quota.bytes });
+        const storage = await seatStorage(hub, prefix, {
+          ...limits,
+          enough: (atMost) => atMost.bytes + declared <= quota.bytes && atMost.objects + made <= quota.objects,
+        });
         if (storage.bytes + declared > quota.bytes)
           throw await over(`your branches hold ${storage.bytes} bytes in the hub and this file is ${declared}; a seat may hold at most ${quota.bytes}`);
+        if (storage.objects + made > quota.objects)
+          throw await over(`your branches hold ${storage.objects} objects in the hub and this write makes ${made}; a seat may hold at most ${quota.objects}`);
       }
       const target = { kind: TargetKind.REF, name: ref } as const;
       const release = await turn(seatKey(identity));

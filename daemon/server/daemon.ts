@@ -217,7 +217,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }),
     pipeline,
     git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
-    files: createSeatFiles({ home, pipeline, runs, newId, quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes }, seatCgroups }),
+    files: createSeatFiles({
+      home,
+      pipeline,
+      runs,
+      newId,
+      quota: { refs: seatGitBounds.refs, bytes: seatGitBounds.bytes, objects: seatGitBounds.objects },
+      seatCgroups,
+    }),
     trunk: createSeatTrunk({ pipeline, runs, ...(options.crashAfterMerge ? { afterMerge: () => process.kill(process.pid, "SIGKILL") } : {}) }),
     leases: createSeatLeases({ pipeline, newId, proposeLease: (ctx, lease) => admin.proposeLease(ctx, lease) }),
     deploy: createSeatDeploy({
