@@ -64,6 +64,8 @@ function tipsServed(refs: readonly { name: string; oid: string }[]): Omit<Served
 }
 
 export const MAX_PACK_BYTES = 256 * 1024 * 1024;
+/** A push's changed paths checked in one turn of the daemon's thread (a few milliseconds). */
+const PATHS_A_TURN = 8192;
 
 /**
  * What the daemon's git work for one seat is held to (DESIGN.md "The daemon never works for a
@@ -596,9 +598,13 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     // What git would refuse inside the effect is refused here, before the intent (§15: unknown
     // is only for an effect that may or may not have happened): a path git's verify_path
     // refuses, a new ref that cannot live beside the refs that exist.
-    for (const path of paths) {
-      const problem = gitPathProblem(path);
-      if (problem !== undefined) return fail(refuse("git.path", `${JSON.stringify(path)}: ${problem}`));
+    // In turns, the daemon's one thread given back between them: a push may change 200,000 paths.
+    for (let at = 0; at < paths.length; at += PATHS_A_TURN) {
+      if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const path of paths.slice(at, at + PATHS_A_TURN)) {
+        const problem = gitPathProblem(path);
+        if (problem !== undefined) return fail(refuse("git.path", `${JSON.stringify(path)}: ${problem}`));
+      }
     }
     if (currentHub === undefined) {
       const conflict = refConflict(

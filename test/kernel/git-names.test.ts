@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   commitMessageProblem,
@@ -10,6 +11,7 @@ import {
   MAX_MESSAGE_BYTES,
   refConflict,
   refNameProblem,
+  utf8ByteLength,
 } from "../../src/kernel/git-names.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { destination } from "../../src/kernel/seat-refs.js";
@@ -261,5 +263,24 @@ describe("noteRule (a refused outcome's note names its rule)", () => {
     { note: "", rule: undefined },
   ])("$note", ({ note, rule }) => {
     expect(noteRule(note)?.rule).toBe(rule);
+  });
+});
+
+describe("utf8ByteLength", () => {
+  it("counts as TextEncoder writes: every string, lone surrogates included (property)", () => {
+    const encoder = new TextEncoder();
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: "binary" }),
+          fc.string({ unit: "grapheme" }),
+          fc.string({ unit: fc.integer({ min: 0xd7f0, max: 0xe010 }).map((c) => String.fromCharCode(c)) }),
+        ),
+        (text) => {
+          expect(utf8ByteLength(text)).toBe(encoder.encode(text).byteLength);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
