@@ -23,7 +23,9 @@ import { join } from "node:path";
  */
 const MAGIC = 0xff744f63;
 const HASH_BYTES = 20;
-const HEADER_BYTES = 8 + 256 * 4;
+/** A version 2 index's header: the magic, the version and the fan-out table. */
+export const INDEX_HEADER_BYTES = 8 + 256 * 4;
+const HEADER_BYTES = INDEX_HEADER_BYTES;
 /** A file past this is not read in line (200,000 objects, a push's bound, index in ~5.6 MB). */
 const MAX_INDEX_BYTES = 64 * 1024 * 1024;
 
@@ -56,9 +58,15 @@ export async function quarantinedObjects(objects: string): Promise<{ has(oid: st
   };
 }
 
+/** The object count a version 2 index's header declares (its fan-out's last entry), or undefined for another header. */
+export function indexHeaderCount(header: Buffer): number | undefined {
+  if (header.length < HEADER_BYTES || header.readUInt32BE(0) !== MAGIC || header.readUInt32BE(4) !== 2) return undefined;
+  return header.readUInt32BE(HEADER_BYTES - 4);
+}
+
 /** The sorted names table of a version 2 index, or undefined when any check fails. */
 export function indexNames(bytes: Buffer): Buffer | undefined {
-  if (bytes.length < HEADER_BYTES || bytes.readUInt32BE(0) !== MAGIC || bytes.readUInt32BE(4) !== 2) return undefined;
+  if (indexHeaderCount(bytes) === undefined) return undefined;
   let previous = 0;
   for (let i = 0; i < 256; i++) {
     const count = bytes.readUInt32BE(8 + i * 4);

@@ -1,6 +1,7 @@
 import { lstat, open, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { objectStores } from "./contained-git.js";
+import { INDEX_HEADER_BYTES, indexHeaderCount } from "./pack-index.js";
 
 /**
  * At most how many objects, and how many bytes on disk, a repository's object store holds:
@@ -22,8 +23,6 @@ export interface StoreUsage {
 
 const MAX_PACKS = 512;
 const MAX_LOOSE = 4096;
-const IDX_MAGIC = 0xff744f63;
-const IDX_HEADER_BYTES = 8 + 256 * 4;
 
 export async function storeUsage(gitDir: string): Promise<StoreUsage | undefined> {
   if ((await objectStores(gitDir)).length > 0) return undefined;
@@ -64,17 +63,16 @@ export async function storeUsage(gitDir: string): Promise<StoreUsage | undefined
   return { objects: count, bytes };
 }
 
-/** A version 2 index's object count (the last fan-out entry), or undefined. */
+/** A version 2 index file's object count (indexHeaderCount), or undefined. */
 async function indexCount(path: string): Promise<number | undefined> {
   const file = await lstat(path).catch(() => undefined);
-  if (file === undefined || !file.isFile() || file.size < IDX_HEADER_BYTES) return undefined;
+  if (file === undefined || !file.isFile() || file.size < INDEX_HEADER_BYTES) return undefined;
   const handle = await open(path, "r").catch(() => undefined);
   if (handle === undefined) return undefined;
   try {
-    const header = Buffer.alloc(IDX_HEADER_BYTES);
-    const { bytesRead } = await handle.read(header, 0, IDX_HEADER_BYTES, 0);
-    if (bytesRead !== IDX_HEADER_BYTES || header.readUInt32BE(0) !== IDX_MAGIC || header.readUInt32BE(4) !== 2) return undefined;
-    return header.readUInt32BE(IDX_HEADER_BYTES - 4);
+    const header = Buffer.alloc(INDEX_HEADER_BYTES);
+    const { bytesRead } = await handle.read(header, 0, INDEX_HEADER_BYTES, 0);
+    return indexHeaderCount(header.subarray(0, bytesRead));
   } finally {
     await handle.close();
   }
