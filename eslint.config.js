@@ -154,6 +154,29 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // src/rpc/'s barrel and refusal.ts load the gRPC server (grpc-js, ~65 modules): a command or
+    // a module the CLI loads that reached them through an error class paid for it at every start
+    // (issue 26). Outside src/rpc/, import the module that defines what is needed.
+    files: ["src/**/*.ts", "daemon/**/*.ts", "shim/**/*.ts"],
+    ignores: ["src/rpc/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [{ name: "@grpc/grpc-js", message: "Only src/rpc/ imports @grpc/grpc-js; use its typed servers and clients." }],
+          patterns: [
+            {
+              group: ["**/rpc/index.js", "**/rpc/refusal.js"],
+              allowTypeImports: true,
+              message:
+                "it loads the gRPC server into whatever imports it; import from the module that defines the name (src/rpc/errors.js, client.js, server.js, cli-outcome.js, protocol.js)",
+            },
+          ],
+        },
+      ],
+    },
+  },
   { files: ["src/kernel/**/*.ts"], rules: kernelRules },
   // Wall 8: inside daemon/seat/, only the pipeline constructs a RefusalError (eslint-rules/seat-refusals.js):
   // its own rule, so it never replaces (nor is replaced by) another block's no-restricted-syntax.

@@ -1,8 +1,7 @@
 import type { PolicyInForceResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { applyDelegatedChange, canonicalJson, describeChange, type DelegatedChange } from "../../src/kernel/index.js";
 import { loadTeamFileData, type LoadedPolicy } from "../../src/teamfile/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
-import { UsageError } from "../../src/rpc/errors.js";
+import { RefusalError, UsageError } from "../../src/rpc/errors.js";
 
 /**
  * The owner's apply over delegated grants (§10). Delegates' grants and agreements since the

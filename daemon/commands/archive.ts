@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { archiveDraft, decodeHeader, decodePayload, findCut, signOwnerAct, toHex, toSafeNumber, type StoreReader } from "../../src/ledger/index.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { terminalText } from "../host/terminal-text.js";
 import { openOwnerChannel } from "../owner/channel.js";

@@ -1,6 +1,6 @@
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { describeStored } from "../../src/ledger/index.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { checkName } from "../host/names.js";
 import { terminalJson, terminalText } from "../host/terminal-text.js";
 import { lastHandoffs, type Handoff } from "../../src/ledger/handoff.js";

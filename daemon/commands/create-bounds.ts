@@ -7,7 +7,7 @@ import { showAmount } from "../../src/kernel/envelope-spend.js";
 import { parseAmount } from "../../src/kernel/spend-input.js";
 import { describeStored, signOwnerAct } from "../../src/ledger/index.js";
 import { unfitRoot } from "../../src/effects/team-root.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { checkName } from "../host/names.js";
 import { openOwnerChannel } from "../owner/channel.js";

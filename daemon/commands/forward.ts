@@ -1,8 +1,8 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { AsyncQueue } from "../../src/rpc/async-queue.js";
-import { createRpcClient } from "../../src/rpc/index.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { seatTarget } from "./seat.js";
 

@@ -1,11 +1,10 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { RefusalError, UsageError } from "../../src/rpc/errors.js";
 import { existsSync } from "node:fs";
 import { mkdir, open, rm } from "node:fs/promises";
 import { basename, join, relative, isAbsolute } from "node:path";
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { genesisDraft, signOwnerAct } from "../../src/ledger/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
 import { createHub, ensureRemote, hubPath, repositoryRoot } from "../host/hub.js";
 import { checkName } from "../host/names.js";

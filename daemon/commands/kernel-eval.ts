@@ -1,4 +1,4 @@
-import { EXIT } from "../../src/rpc/index.js";
+import { EXIT } from "../../src/rpc/cli-outcome.js";
 import { type CaseFileReport, type CaseOutcome, runCaseFiles } from "../../src/teamfile/index.js";
 import type { Expectation } from "../../src/teamfile/case-format.js";
 

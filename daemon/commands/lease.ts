@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { RefusalError, UsageError } from "../../src/rpc/errors.js";
 import { OwnerActKind, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { LeaseEntry } from "../../src/gen/teamd/v1/shim_pb.js";
@@ -6,7 +6,6 @@ import { leaseJson, leaseLine } from "../../src/rpc/lease-view.js";
 import { parseDuration, type LeaseFact } from "../../src/kernel/index.js";
 import { createFlags, LedgerRefusal, leasePayload, publicKeyFromRaw, revocationDraft, signOwnerAct } from "../../src/ledger/index.js";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "../host/ledger-host.js";
 import { parseLeaseScope } from "../../src/kernel/lease-scope.js";

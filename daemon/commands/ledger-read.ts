@@ -1,6 +1,6 @@
 import { describeStored, openStore, type LedgerEntry, type StoreReader } from "../../src/ledger/index.js";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { parseDuration } from "../../src/kernel/delegation-input.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerExists, ledgerLayout } from "../host/ledger-host.js";

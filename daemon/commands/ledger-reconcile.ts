@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { HeadReconciliationSchema, ReconcileDecision } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";

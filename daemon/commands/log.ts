@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { findCut, recordTypeFromName, toHex, type LedgerEntry } from "../../src/ledger/index.js";
 import { RecordType, ScopeState } from "../../src/gen/teamd/v1/ledger_pb.js";

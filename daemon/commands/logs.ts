@@ -1,6 +1,6 @@
 import { open, readdir } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { resolveHome, type TeamdHome } from "../host/home.js";
 import { plainLines } from "../host/plain-text.js";
 import { drawsScreen, readableLines } from "../host/screen-text.js";

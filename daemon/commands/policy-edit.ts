@@ -3,7 +3,7 @@ import type { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { RecordType } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { signOwnerAct } from "../../src/ledger/index.js";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { openOwnerChannel } from "../owner/channel.js";
 import { ownerKeyForAct } from "./owner-session.js";

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { repositoryRoot } from "../host/hub.js";
 import { TEAM_FILE_NAME } from "../host/team-file-placement.js";

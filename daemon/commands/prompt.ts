@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
 

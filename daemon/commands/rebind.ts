@@ -1,6 +1,6 @@
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { REBIND_ACTION } from "../../src/ledger/view.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { checkName } from "../host/names.js";
 import { askYesNo } from "./prompt.js";
 import { ownerPolicyEdit } from "./policy-edit.js";

@@ -1,6 +1,8 @@
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createFlags, LedgerRefusal, publicKeyFromRaw, signOwnerAct, stopDraft } from "../../src/ledger/index.js";
-import { createRpcClient, EXIT, RefusalError } from "../../src/rpc/index.js";
+import { EXIT } from "../../src/rpc/cli-outcome.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "../host/ledger-host.js";
 import { ownerKeyForAct } from "./owner-session.js";

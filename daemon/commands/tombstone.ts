@@ -1,4 +1,4 @@
-import { UsageError } from "../../src/rpc/refusal.js";
+import { UsageError } from "../../src/rpc/errors.js";
 import { OwnerActKind } from "../../src/gen/teamd/v1/control_pb.js";
 import { describeStored, signOwnerAct, tombstoneDraft } from "../../src/ledger/index.js";
 import { utf8Bytes } from "../../src/ledger/bounded-text.js";

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { verifyLedgerFiles } from "../../src/ledger/index.js";
-import { EXIT } from "../../src/rpc/index.js";
+import { EXIT } from "../../src/rpc/cli-outcome.js";
 import { RULES } from "../../src/kernel/rules.js";
 import { resolveHome } from "../host/home.js";
 import { ledgerExists, ledgerLayout, readHexKey, readPinnedOwnerKey } from "../host/ledger-host.js";

@@ -1,6 +1,6 @@
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "./home.js";
 import { SEAT_SYSTEM_USER, type SeatUser } from "./users.js";
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chmod, chown, readdir, readFile, readlink } from "node:fs/promises";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import {
   createSeatCgroup,
   handle,

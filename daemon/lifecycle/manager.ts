@@ -1,8 +1,7 @@
 import { OutcomeResult, RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import { boundText, RECORD_TEXT_BYTES } from "../../src/ledger/bounded-text.js";
 import { daemonPrincipal, LedgerRefusal, type Ledger } from "../../src/ledger/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
-import { UsageError } from "../../src/rpc/refusal.js";
+import { RefusalError, UsageError } from "../../src/rpc/errors.js";
 import type { ForwardedConnection } from "../../src/effects/forward-hub.js";
 import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher.js";
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";

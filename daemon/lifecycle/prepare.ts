@@ -8,7 +8,7 @@ import { describeRoot, gatherHostFacts, reservedFacts } from "../../src/sandbox/
 import { compilePlan } from "../../src/sandbox/plan.js";
 import { SEAT_PROFILE } from "../../src/sandbox/seat-profile.js";
 import type { EgressInput, SandboxPlan } from "../../src/sandbox/plan-types.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { Refusal } from "../../src/kernel/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { ledgerLayout } from "../host/ledger-host.js";

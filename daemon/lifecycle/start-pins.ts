@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { isPinnedFile, makeMissingFile, pinnedPathIsFile, readPinnedFile } from "../../src/effects/deploy-folder.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { sha256 } from "../../src/teamfile/hashes.js";
 
 /**

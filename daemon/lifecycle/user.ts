@@ -1,4 +1,4 @@
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { Mode } from "../host/home.js";
 import { lookupUser, SEAT_SYSTEM_USER, type SeatUser } from "../host/users.js";
 

@@ -14,7 +14,7 @@ import {
 } from "../../src/ledger/index.js";
 import { isRefusal } from "../../src/ledger/owner-act.js";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { Refusal } from "../../src/kernel/decision.js";
 import type { Policy } from "../../src/kernel/index.js";
 import { canonicalBound, readBound } from "../../src/kernel/create-bound.js";

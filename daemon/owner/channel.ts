@@ -8,7 +8,8 @@ import {
   type OwnerActKind,
   type PolicyInForceResponse,
 } from "../../src/gen/teamd/v1/control_pb.js";
-import { createRpcClient, DaemonUnavailableError } from "../../src/rpc/index.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { DaemonUnavailableError } from "../../src/rpc/errors.js";
 import type { Ledger } from "../../src/ledger/index.js";
 import type { TeamdHome } from "../host/home.js";
 import { daemonKey, describeLedger, ledgerLayout, openHostLedger } from "../host/ledger-host.js";

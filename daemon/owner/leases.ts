@@ -4,7 +4,7 @@ import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.
 import { type ChangeDecision, checkAuthorityChange, effectiveSeats, lostMinimums, revokeLease, type Policy, type Refusal } from "../../src/kernel/index.js";
 import { checkOwnerLease as decideOwnerLease, checkOwnerRevoke as decideOwnerRevoke } from "../../src/kernel/owner-lease.js";
 import { daemonPrincipal, leaseFactOf, leaseRevocationDraft, LedgerRefusal, type CheckedOwnerAct, type Ledger } from "../../src/ledger/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";

@@ -33,7 +33,7 @@ import type { PolicySeqView } from "../../src/ledger/record-draft.js";
 import { leaseSetHash } from "../../src/ledger/input-state.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import { leaseEntry } from "../../src/rpc/lease-entry.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { credentialShape } from "../../src/teamfile/credentials.js";
 import { loadTeamFileData } from "../../src/teamfile/index.js";
 import { requestBytes, type SeatContext, type SeatIdentity, type SeatPipeline } from "./pipeline.js";

@@ -6,7 +6,7 @@ import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import { fromHex, principalKey, seatPrincipal, toHex, type Ledger, type RecordDraft } from "../../src/ledger/index.js";
 import type { SpendTree } from "../../src/kernel/envelope-spend.js";
 import { readUnderRoot, removeMade, unfitRoot, writeNewInRoot } from "../../src/effects/team-root.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { redactCredentials } from "../../src/teamfile/credentials.js";
 import { loadTeamFileText, type LoadedPolicy } from "../../src/teamfile/index.js";
 import { createHub, ensureRemote, hubPath } from "../host/hub.js";

@@ -6,7 +6,7 @@ import { checkEgressHost, parseEgressTarget, type EgressTarget } from "../../src
 import { relay, relayNote } from "../../src/effects/egress-relay.js";
 import { bigReads, type BigReads } from "../../src/rpc/big-reads.js";
 import type { EgressResolver } from "../../src/effects/egress-resolve.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { clearStaleSocket, removeSocket, restrictSocket, type SocketAccess } from "../../src/rpc/unix-socket.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 import { createForwardHub, type ForwardHub } from "../../src/effects/forward-hub.js";

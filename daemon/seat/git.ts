@@ -26,7 +26,7 @@ import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contai
 import type { PackBounds } from "../../src/effects/pack-scan.js";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
 import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity, type ServedRead } from "./pipeline.js";

@@ -18,7 +18,7 @@ import {
   type TargetInit,
   type TeamState,
 } from "../../src/ledger/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import { decisionView, leaseFactsFor } from "../../src/ledger/decision-view.js";
 import { capabilityUse, leaseSetHash } from "../../src/ledger/input-state.js";
 import { runtimeRefusal } from "../../src/kernel/envelope-runtime.js";

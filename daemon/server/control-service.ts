@@ -1,5 +1,7 @@
 import type { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
-import { PROTOCOL_VERSION, RefusalError, TEAMD_VERSION, type ServiceImpl } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
+import { PROTOCOL_VERSION, TEAMD_VERSION } from "../../src/rpc/protocol.js";
+import { type ServiceImpl } from "../../src/rpc/service-types.js";
 import type { Mode, TeamdHome } from "../host/home.js";
 import { handleOwnerAct, type LedgerSlot } from "../owner/acts.js";
 import { describePolicyInForce } from "../owner/channel.js";

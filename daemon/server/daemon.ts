@@ -1,7 +1,7 @@
 import { mkdir, chmod, chown } from "node:fs/promises";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
-import { createRpcServer, type RpcServer } from "../../src/rpc/index.js";
+import { createRpcServer, type RpcServer } from "../../src/rpc/server.js";
 import { seatSocketPath, type TeamdHome } from "../host/home.js";
 import { REAL_AMBIENT, type Ambient } from "../host/ambient.js";
 import { createInternalErrorLog } from "./internal-errors.js";

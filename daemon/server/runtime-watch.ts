@@ -4,7 +4,7 @@ import { showDuration } from "../../src/kernel/delegation-input.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { describeError } from "../../src/ledger/errors.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { SeatManager } from "../lifecycle/manager.js";
 
 /**

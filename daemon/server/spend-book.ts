@@ -15,7 +15,7 @@ import { childCaps, readBound } from "../../src/kernel/create-bound.js";
 import { daemonPrincipal, type Ledger } from "../../src/ledger/index.js";
 import { policyInForce } from "../../src/ledger/policy-in-force.js";
 import type { MeterConfig, MeterReading } from "../../src/meters/index.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 
 /**
  * The spend envelope's book (§8; issue 28): per team with `ceiling.spend`, what its meters

@@ -1,6 +1,6 @@
 import { createFlags, LedgerRefusal, publicKeyFromRaw, type PublicKey } from "../../src/ledger/index.js";
 import { describeError } from "../../src/ledger/errors.js";
-import { RefusalError } from "../../src/rpc/index.js";
+import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
 import { ledgerLayout, readPinnedOwnerKey } from "../host/ledger-host.js";
 import type { LedgerSlot } from "../owner/acts.js";

@@ -1,7 +1,7 @@
 import { fromHex, type Ledger } from "./index.js";
 import { deepFreeze, type Seat, type StartContext } from "../kernel/index.js";
 import { loadTeamFileData } from "../teamfile/index.js";
-import { RefusalError } from "../rpc/index.js";
+import { RefusalError } from "../rpc/errors.js";
 import type { ReadFilter } from "../effects/git-filter.js";
 import { readFilter, readIsUnbounded } from "../effects/read-filter.js";
 import type { PolicyInForce } from "./decision-cache.js";
