@@ -59,21 +59,42 @@ export const CLI_BUNDLE_RELATIVE = "dist/bin/teamd.cjs";
  */
 export const CLIENT_BUNDLE_RELATIVE = "dist/bin/teamd-client.cjs";
 
+/**
+ * The rest of the owner's commands (daemon/commands/*: init, apply, log, create-bounds, lease,
+ * stop --team, ...), every one the CLI's front imports, in a third CommonJS file, loaded as the
+ * client bundle is (V8's code cache beside it, stack frames mapped to their source when a stack
+ * is formatted). Through the module loader each read a few hundred of dist/'s modules and
+ * protobuf-es's: `teamd create-bounds set` spent ~0.4 s of CPU before its act, `teamd log --json`
+ * ~0.3 s. Each command's module is still evaluated only when it runs (the entry holds each behind
+ * a function); the build runs them all once for the cache. The daemon (`teamd serve`) is not in
+ * it: it starts once and stays, from tsc's output.
+ */
+export const OWNER_BUNDLE_RELATIVE = "dist/bin/teamd-owner.cjs";
+
+/** What the client and owner bundles share: native and lazily required packages stay in node_modules; import.meta.url is the bundle's own. */
+const COMMAND_BUNDLE = {
+  external: ["better-sqlite3", "node-pty", "@xterm/headless"],
+  define: { "import.meta.url": "__teamdImportMetaUrl" },
+  // Strict first: a directive after the banner would no longer be one.
+  banner: '"use strict";\nconst __teamdImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
+  sourcemap: true,
+} as const;
+
 export async function buildShim(root: string): Promise<string> {
   await bundle(root, "shim/egress.ts", EGRESS_BUNDLE_RELATIVE, "esm");
-  await bundle(root, "daemon/client-commands.ts", CLIENT_BUNDLE_RELATIVE, "cjs", {
-    external: ["better-sqlite3", "node-pty", "@xterm/headless"],
-    define: { "import.meta.url": "__teamdImportMetaUrl" },
-    // Strict first: a directive after the banner would no longer be one.
-    banner: '"use strict";\nconst __teamdImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
+  await bundle(root, "daemon/client-commands.ts", CLIENT_BUNDLE_RELATIVE, "cjs", { ...COMMAND_BUNDLE, plugins: [decodedDescriptors(root)] });
+  writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
+  const ownerCommands = new Set<string>();
+  await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
+    plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE, ownerCommands), lazyChildProcess],
     sourcemap: true,
+  });
+  await bundle(root, OWNER_ENTRY, OWNER_BUNDLE_RELATIVE, "cjs", {
+    ...COMMAND_BUNDLE,
+    entryText: ownerEntry([...ownerCommands].sort()),
     plugins: [decodedDescriptors(root)],
   });
-  writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
-  await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
-    plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE), lazyChildProcess],
-    sourcemap: true,
-  });
+  writeCodeCache(join(root, OWNER_BUNDLE_RELATIVE));
   return buildSeatShim(root);
 }
 
@@ -218,25 +239,50 @@ function writeCodeCache(bundleFile: string): void {
   execFileSync(process.execPath, ["--input-type=module", "-e", program], { env, stdio: ["ignore", "ignore", "inherit"] });
 }
 
+/** The owner bundle's entry (no file of its own: ownerEntry writes it), named for its source map. */
+const OWNER_ENTRY = "daemon/owner-commands.ts";
+
 /**
- * Every import() in the CLI's front: left to run at its time, from tsc's output (dist/), named
- * relative to the bundle — but the client commands, from their own bundle beside it.
+ * The owner bundle's entry: each command module the front imports behind a function of its path
+ * (daemon/commands/log.js -> "commands/log"), so a command evaluates only its own; `warm`, which
+ * the build's cache writer calls (src/rpc/bundle-loader.ts), evaluates them all.
  */
-function commandsFromDist(root: string, relativeOut: string): Plugin {
+function ownerEntry(commands: readonly string[]): string {
+  const entries = commands.map((name) => `  ${JSON.stringify(name)}: () => require(${JSON.stringify(`./${name}.js`)}),`);
+  return `module.exports = {\n${entries.join("\n")}\n  warm: () => [${commands.map((name) => `require(${JSON.stringify(`./${name}.js`)})`).join(", ")}],\n};\n`;
+}
+
+/**
+ * Every import() in the CLI's front: the client commands from their own bundle beside it, the
+ * other commands (daemon/commands/*, each named into `ownerCommands`) from the owner bundle,
+ * through V8's code cache the build wrote beside each (src/rpc/bundle-loader.ts); anything else
+ * (the daemon) left to run at its time, from tsc's output (dist/), named relative to the bundle.
+ */
+function commandsFromDist(root: string, relativeOut: string, ownerCommands: Set<string>): Plugin {
   return {
     name: "commands-from-dist",
     setup(b) {
-      const client = `./${basename(CLIENT_BUNDLE_RELATIVE)}`;
-      // Through V8's code cache the build wrote beside it (src/rpc/bundle-loader.ts), not require.
-      b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({
-        contents: `const { loadBundle } = require(${JSON.stringify(join(root, "src", "rpc", "bundle-loader.ts"))});\nmodule.exports = loadBundle(require("node:path").join(__dirname, ${JSON.stringify(client)}));`,
+      const loaded = (bundleRelative: string) =>
+        `const { loadBundle } = require(${JSON.stringify(join(root, "src", "rpc", "bundle-loader.ts"))});\nmodule.exports = loadBundle(require("node:path").join(__dirname, ${JSON.stringify(`./${basename(bundleRelative)}`)}));`;
+      b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({ contents: loaded(CLIENT_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
+      // One load of the owner bundle, whichever commands a run imports.
+      b.onResolve({ filter: /^owner-bundle$/, namespace: "teamd-owner" }, () => ({ path: "owner-bundle", namespace: "teamd-owner-bundle" }));
+      b.onLoad({ filter: /.*/, namespace: "teamd-owner-bundle" }, () => ({ contents: loaded(OWNER_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
+      b.onLoad({ filter: /.*/, namespace: "teamd-owner" }, (args) => ({
+        contents: `module.exports = require("owner-bundle")[${JSON.stringify(args.path)}]();`,
         loader: "js",
         resolveDir: root,
       }));
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind !== "dynamic-import") return undefined;
+        const target = join(args.resolveDir, args.path);
         // A require, not an import(): Node's import() of a CommonJS file lexes all of it for its export names first.
-        if (join(args.resolveDir, args.path) === join(root, "daemon", "client-commands.js")) return { path: "client-commands", namespace: "teamd-client" };
+        if (target === join(root, "daemon", "client-commands.js")) return { path: "client-commands", namespace: "teamd-client" };
+        if (dirname(target) === join(root, "daemon", "commands")) {
+          const name = relative(join(root, "daemon"), target).replace(/\.js$/, "").split(sep).join("/");
+          ownerCommands.add(name);
+          return { path: name, namespace: "teamd-owner" };
+        }
         const compiled = join(root, "dist", relative(root, join(args.resolveDir, args.path)));
         const path = relative(dirname(join(root, relativeOut)), compiled)
           .split(sep)
@@ -252,13 +298,23 @@ async function bundle(
   entry: string,
   relativeOut: string,
   format: "esm" | "cjs",
-  options: { plugins?: Plugin[]; sourcemap?: boolean; external?: string[]; define?: Record<string, string>; banner?: string } = {},
+  options: {
+    plugins?: Plugin[];
+    sourcemap?: boolean;
+    external?: readonly string[];
+    define?: Readonly<Record<string, string>>;
+    banner?: string;
+    /** The entry's text, where it has no file of its own (`entry` then names it, in its folder). */
+    entryText?: string;
+  } = {},
 ): Promise<string> {
   const outfile = join(root, relativeOut);
   const temp = `${outfile}.${process.pid}.tmp`;
   await mkdir(dirname(outfile), { recursive: true });
   const result = await build({
-    entryPoints: [join(root, entry)],
+    ...(options.entryText !== undefined
+      ? { stdin: { contents: options.entryText, resolveDir: join(root, dirname(entry)), sourcefile: basename(entry), loader: "js" as const } }
+      : { entryPoints: [join(root, entry)] }),
     outfile: temp,
     write: false,
     bundle: true,
@@ -271,8 +327,8 @@ async function bundle(
       : options.banner !== undefined
         ? { banner: { js: options.banner } }
         : {}),
-    external: options.external ?? [],
-    define: options.define ?? {},
+    external: [...(options.external ?? [])],
+    define: { ...(options.define ?? {}) },
     ...(options.sourcemap ? { sourcemap: "external" as const, sourcesContent: false } : {}),
     plugins: options.plugins ?? [],
     legalComments: "none",

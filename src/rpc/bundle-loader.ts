@@ -54,10 +54,15 @@ export function loadBundle(file: string): unknown {
   return run(script, file);
 }
 
-/** The build's half: run the bundle once in this (fresh) process, then write what V8 compiled. */
+/**
+ * The build's half: run the bundle once in this (fresh) process — and its `warm`, where it exports
+ * one (the owner bundle: every command's module evaluated, so their code is in the cache too) —
+ * then write what V8 compiled.
+ */
 export function writeBundleCache(file: string): string {
   const script = compile(file, undefined);
-  run(script, file);
+  const exported = run(script, file) as { warm?: unknown };
+  if (typeof exported.warm === "function") (exported.warm as () => unknown)();
   const out = `${file}${CODE_CACHE_SUFFIX}`;
   const temp = `${out}.${process.pid}.tmp`;
   writeFileSync(temp, script.createCachedData(), { mode: 0o644 });

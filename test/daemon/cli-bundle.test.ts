@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTempHome, ROOT, startDaemon, TEAMD, type DaemonProcess } from "../support/programs.js";
+import { makeTempHome, ROOT, startDaemon, TEAMD_UNBUNDLED, type DaemonProcess } from "../support/programs.js";
 
 /**
  * npm's `teamd` is the CLI's front bundled into one CommonJS file (dist/bin/teamd.cjs,
@@ -11,6 +11,7 @@ import { makeTempHome, ROOT, startDaemon, TEAMD, type DaemonProcess } from "../s
  * runCli holds another copy (exit 4 for an unreachable daemon, not 1).
  */
 const BUNDLE = join(ROOT, "dist/bin/teamd.cjs");
+const TEAMD = TEAMD_UNBUNDLED;
 
 function run(program: string, args: readonly string[], home = "/nonexistent/teamd-cli-bundle") {
   const r = spawnSync(process.execPath, [program, ...args], {
@@ -34,6 +35,12 @@ describe("the bundled teamd", () => {
     [["status", "--json", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
     [["lease", "list", "--team", "t"]],
     [["exec", "--json", "some-seat", "--", "true"]],
+    // The owner bundle's commands (dist/bin/teamd-owner.cjs).
+    [["log", "--json"]],
+    [["create-bounds", "show"]],
+    [["verify", "--json"]],
+    [["kernel", "eval"]],
+    [["stop", "--team", "t", "--json"]],
   ])("teamd %j: the same output and exit code as dist/daemon/main.js", (args) => {
     expect(run(BUNDLE, args)).toEqual(run(TEAMD, args));
   });
@@ -58,6 +65,28 @@ describe("the bundled teamd", () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("cannot reach the teamd daemon");
   });
+});
+
+/**
+ * A stack through a command bundle names the source, not the bundle: the owner bundle's
+ * kernel-eval, given no list of files, throws inside it.
+ */
+describe("the command bundles' stack traces", () => {
+  it.each([["dist/bin/teamd-owner.cjs", "commands/kernel-eval", "kernelEval", "daemon/commands/kernel-eval.ts"]])(
+    "%s: a throw inside %s names %s's source file and line",
+    (bundle, entry, fn, source) => {
+      const program = [
+        `const { loadBundle } = await import(${JSON.stringify(join(ROOT, "dist/src/rpc/bundle-loader.js"))});`,
+        `const commands = loadBundle(${JSON.stringify(join(ROOT, bundle))});`,
+        `try { await commands[${JSON.stringify(entry)}]()[${JSON.stringify(fn)}](null, {}); } catch (error) { process.stdout.write(error.stack); }`,
+      ].join("\n");
+      const r = spawnSync(process.execPath, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 20_000 });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^TypeError: /);
+      expect(r.stdout.split("\n")[1]).toContain(`${fn} (${join(ROOT, source)}:`);
+      expect(r.stdout).not.toContain(bundle);
+    },
+  );
 });
 
 /** The client commands come from a second bundle (dist/bin/teamd-client.cjs): the same answers from a real daemon. */

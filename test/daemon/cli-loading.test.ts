@@ -1,14 +1,17 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { SHIM, TEAMD } from "../support/programs.js";
+import { SHIM, TEAMD_UNBUNDLED } from "../support/programs.js";
 
 /**
  * What `teamd` loads for a command that needs none of the daemon (issue 26): `--version`, `--help`
  * and a usage error parse argv and print, so they must not load grpc-js, the generated messages,
  * SQLite or the daemon's server — each costs start-up time a person waits for. A module hook
  * (node:module register) lists every module the ESM loader loads; the control, `teamd status`
- * against a socket that is not there, loads the client and proves the hook sees them.
+ * against a socket that is not there, loads the client and proves the hook sees them. The hook
+ * sees what the module loader loads, so these run tsc's output (dist/daemon/main.js): the bundled
+ * program loads the same modules from its bundles.
  */
+const TEAMD = TEAMD_UNBUNDLED;
 const HOOKS = `export async function load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); }`;
 const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`;
 
@@ -36,6 +39,17 @@ describe("teamd loads only what its command needs", () => {
       expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
     },
   );
+
+  it.each([
+    [["log", "--json"], "log"],
+    [["create-bounds", "show"], "create-bounds"],
+    [["stop", "--team", "t"], "stop-all"],
+    [["apply", "--yes"], "apply"],
+  ])("teamd %j, an owner command, loads its module (%s) and not grpc-js (the daemon's server)", (args, module) => {
+    const { urls } = loaded(args);
+    expect(urls.some((url) => url.endsWith(`/dist/daemon/commands/${module}.js`))).toBe(true);
+    expect(urls.filter((url) => /@grpc\/grpc-js|\/src\/rpc\/server\.js|\/daemon\/server\//.test(url))).toEqual([]);
+  });
 
   it("the control: teamd status loads the gRPC client and its messages (the hook sees them), and not grpc-js", () => {
     const { code, urls } = loaded(["status", "--socket", "/nonexistent/teamd-cli-loading/control.sock"]);

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { TEAMD, type RunAs } from "../support/programs.js";
+import { ROOT, TEAMD, type RunAs } from "../support/programs.js";
 import { createHarness, type TeamdHarness } from "../support/teamd-harness.js";
 import { makeRepo } from "../support/repo.js";
 import { ensureOwnerKey } from "../../daemon/host/owner-key.js";
@@ -191,7 +191,7 @@ describe.skipIf(!asRoot)("init and apply through the daemon (system mode)", () =
   it("refuses, and records, an apply signed by another key", async () => {
     execFileSync(process.execPath, [
       "-e",
-      `import(${JSON.stringify(join(TEAMD, "../host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(h.dir, "intruder.key"))}))`,
+      `import(${JSON.stringify(join(ROOT, "dist/daemon/host/owner-key.js"))}).then((m) => m.ensureOwnerKey(${JSON.stringify(join(h.dir, "intruder.key"))}))`,
     ]);
     const signed = await h.run(["apply", join(h.repo, "teamd.yaml"), "--yes", "--json"], {
       env: { TEAMD_OWNER_KEY: join(h.dir, "intruder.key") },

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const TEAMD = join(ROOT, "dist/daemon/main.js");
+/**
+ * The owner's CLI as npm installs it (package.json's bin): the bundled front and its command
+ * bundles (scripts/build-shim.ts). TEAMD_UNBUNDLED is the same program from tsc's output, which
+ * test/daemon/cli-bundle.test.ts holds it to.
+ */
+export const TEAMD = join(ROOT, "dist/bin/teamd.cjs");
+export const TEAMD_UNBUNDLED = join(ROOT, "dist/daemon/main.js");
 export const SHIM = join(ROOT, "dist/shim/main.js");
 
 export interface RunResult {
