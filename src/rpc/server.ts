@@ -7,7 +7,7 @@ import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
 import { RefusalError, toServiceError } from "./refusal.js";
 import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from "./protocol.js";
-import { clearStaleSocket, removeSocket, restrictSocket, unixAddress, type SocketAccess } from "./unix-socket.js";
+import { clearStaleSocket, listenInPlace, removeSocket, unixAddress, type SocketAccess, type SocketIdentity } from "./unix-socket.js";
 
 export interface RpcServerOptions {
   /** Absolute path of the unix socket to serve on. */
@@ -225,6 +225,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   const server = new grpc.Server(seat ? SEAT_SERVER_OPTIONS : CONTROL_SERVER_OPTIONS);
   const hooks: HandlerContext = { channel: options.channel, onInternalError: options.onInternalError ?? (() => undefined), onRefusal: options.onRefusal };
   let listening = false;
+  // The socket file this server made, which close removes (and no other made at its path since).
+  let made: SocketIdentity | undefined;
   // A seat's socket is served by a listener of ours handing each connection to grpc-js, so
   // that the number of connections is bounded (grpc-js has no option for it).
   let listener: NetServer | undefined;
@@ -269,23 +271,33 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
           options.onConnectionDropped?.(SEAT_MAX_CONNECTIONS, dropped);
           dropped = 0;
         });
-        await new Promise<void>((resolve, reject) => {
-          net.once("error", reject);
-          net.listen(options.socketPath, () => {
-            net.off("error", reject);
-            resolve();
-          });
-        });
+        // Held before it listens, so that close() closes it whatever listening meets.
+        listener = net;
+        made = await listenInPlace(
+          options.socketPath,
+          options.access,
+          (path) =>
+            new Promise<void>((resolve, reject) => {
+              net.once("error", reject);
+              net.listen(path, () => {
+                net.off("error", reject);
+                resolve();
+              });
+            }),
+        );
         // After listening, a failed accept (EMFILE) is reported, never thrown at the daemon.
         net.on("error", (error) => hooks.onInternalError(error, "accept"));
-        listener = net;
       } else {
-        await new Promise<void>((resolve, reject) => {
-          server.bindAsync(unixAddress(options.socketPath), grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
-        });
+        made = await listenInPlace(
+          options.socketPath,
+          options.access,
+          (path) =>
+            new Promise<void>((resolve, reject) => {
+              server.bindAsync(unixAddress(path), grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
+            }),
+        );
       }
       listening = true;
-      await restrictSocket(options.socketPath, options.access);
     },
 
     async close(graceMs = 2000) {
@@ -307,7 +319,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       } else {
         server.forceShutdown();
       }
-      await removeSocket(options.socketPath);
+      // Only a socket this server made: none where listening failed (another's may be there).
+      if (made !== undefined) await removeSocket(options.socketPath, made);
     },
   };
 }

@@ -10,7 +10,7 @@ import { isAbsolute } from "node:path";
  * The longest path a unix socket address can hold on Linux (sun_path is 108 bytes with the
  * terminating NUL); macOS allows 104. Refusing early beats a cryptic EINVAL from bind.
  */
-const MAX_SOCKET_PATH_BYTES = process.platform === "darwin" ? 103 : 107;
+export const MAX_SOCKET_PATH_BYTES = process.platform === "darwin" ? 103 : 107;
 
 export function unixAddress(socketPath: string): string {
   return `unix:${socketPath}`;

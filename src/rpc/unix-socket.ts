@@ -1,6 +1,8 @@
 import { connect } from "node:net";
-import { lstat, unlink, chmod, chown } from "node:fs/promises";
-import { checkSocketPath } from "./socket-path.js";
+import { randomBytes } from "node:crypto";
+import { dirname, join } from "node:path";
+import { lstat, link, unlink, chmod, chown } from "node:fs/promises";
+import { checkSocketPath, MAX_SOCKET_PATH_BYTES } from "./socket-path.js";
 
 export { checkSocketPath, unixAddress } from "./socket-path.js";
 
@@ -51,15 +53,62 @@ export interface SocketAccess {
  * directory only the daemon (and in system mode its group) can enter, so the moment
  * between bind and chmod is not a window for anyone else.
  */
-export async function restrictSocket(socketPath: string, access: SocketAccess): Promise<void> {
-  if (access.gid !== undefined) await chown(socketPath, process.getuid?.() ?? 0, access.gid);
-  await chmod(socketPath, access.mode);
+/** Which file a listener made: removeSocket with it leaves a socket another listener made at the same path since. */
+export interface SocketIdentity {
+  readonly dev: number;
+  readonly ino: number;
 }
 
-export async function removeSocket(socketPath: string): Promise<void> {
+export async function restrictSocket(socketPath: string, access: SocketAccess): Promise<SocketIdentity> {
+  if (access.gid !== undefined) await chown(socketPath, process.getuid?.() ?? 0, access.gid);
+  await chmod(socketPath, access.mode);
+  const stat = await lstat(socketPath);
+  return { dev: stat.dev, ino: stat.ino };
+}
+
+/**
+ * Listen at `socketPath` (made free by clearStaleSocket first), as `listenAt` listens, through a
+ * private name beside it: the socket is made there, given its owner and mode, then linked into
+ * place (refused if anything is there by then) and the private name dropped. Node's listener
+ * unlinks the name it listened at when it closes, whatever file that name then holds — so a
+ * daemon stopped after its home was removed and made again unlinked the socket of the daemon
+ * listening there since. Listening at a private name, its close unlinks only that (gone by
+ * then), and removeSocket with the identity returned removes this listener's socket and no
+ * other. The socket is never reachable at its path before its mode is set. Where the private
+ * name would not fit a socket address, the listener listens at the path itself, as before.
+ */
+export async function listenInPlace(socketPath: string, access: SocketAccess, listenAt: (path: string) => Promise<void>): Promise<SocketIdentity> {
+  const room = MAX_SOCKET_PATH_BYTES - Buffer.byteLength(join(dirname(socketPath), "."));
+  const chars = Math.min(16, room - (room % 2));
+  if (chars < 8) {
+    await listenAt(socketPath);
+    return restrictSocket(socketPath, access);
+  }
+  const privateName = join(dirname(socketPath), `.${randomBytes(chars / 2).toString("hex")}`);
+  try {
+    await listenAt(privateName);
+    const made = await restrictSocket(privateName, access);
+    await link(privateName, socketPath).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "EEXIST") throw new Error(`${socketPath} was made by another process while this one started (is another \`teamd serve\` running?)`);
+      throw error;
+    });
+    return made;
+  } finally {
+    await unlink(privateName).catch(() => undefined);
+  }
+}
+
+/**
+ * Remove a socket file — with `made`, only the one this listener made: a daemon stopped after its
+ * home was removed and made again (and a new daemon listening there) unlinked the new daemon's
+ * socket, leaving it running and unreachable.
+ */
+export async function removeSocket(socketPath: string, made?: SocketIdentity): Promise<void> {
   try {
     const stat = await lstat(socketPath);
-    if (stat.isSocket()) await unlink(socketPath);
+    if (!stat.isSocket()) return;
+    if (made !== undefined && (stat.dev !== made.dev || stat.ino !== made.ino)) return;
+    await unlink(socketPath);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }

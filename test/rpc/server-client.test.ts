@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { toBinary, fromBinary } from "@bufbuild/protobuf";
 import { join } from "node:path";
-import { writeFileSync } from "node:fs";
+import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
@@ -200,6 +200,30 @@ describe("rpc server and client", () => {
       expect((await client.whoAmI({})).seat).toBe("x");
       expect(seen.length).toBe(1);
     }
+  });
+
+  it("close removes only the socket it made: a second server listening at the path since (its home made again) keeps its own", async () => {
+    const home = await makeTempHome();
+    cleanups.push(() => home.remove());
+    const socketPath = join(home.dir, "s.sock");
+    const serve = (seat: string) => {
+      const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "x" });
+      server.addService(ShimService, withUnused({ hello: async () => ({}), whoAmI: async () => ({ seat }) }) as never);
+      return server;
+    };
+    const first = serve("first");
+    await first.listen();
+    unlinkSync(socketPath); // the home removed and made again, with the first still running
+    const second = serve("second");
+    await second.listen();
+    cleanups.push(() => second.close(0));
+    await first.close(0);
+    const client = createRpcClient(ShimService, socketPath);
+    cleanups.push(async () => client.close());
+    expect((await client.whoAmI({})).seat).toBe("second");
+    // Control: the second removes its own.
+    await second.close(0);
+    expect(existsSync(socketPath)).toBe(false);
   });
 
   it("refuses to bind over a file that is not a socket", async () => {
