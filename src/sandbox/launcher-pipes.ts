@@ -5,6 +5,7 @@ import type { CgroupPlacement, LaunchRequest, LaunchResult, SeatExit, SeatProces
 import type { LaunchProtocol } from "./launch-protocol.js";
 import { BLOCK_FD, STATUS_FD } from "./bwrap-args.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
+import { killWithChildren } from "./kill-with-children.js";
 
 /**
  * A seat on pipes (`teamd exec`, tests), for both launchers: the chain was spawned with fd 3
@@ -98,9 +99,14 @@ export function startedOnPipes(
   return new Promise<LaunchResult>((resolve) => {
     const timeoutMs = request.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     const timer = setTimeout(() => {
-      // Nothing reported in time: stop what we started (by its pid) and refuse.
+      // Nothing reported in time: stop what we started (by its pid) and refuse. With its
+      // children: bubblewrap that has cloned the seat's init but not reported it, killed alone,
+      // left that init waiting forever under pid 1 (as in contained-git.ts; killWithChildren).
       onInit = undefined;
-      if (child.pid !== undefined && !exited) child.kill("SIGKILL");
+      if (child.pid !== undefined && !exited) {
+        killed = true;
+        void killWithChildren(child.pid);
+      }
       resolve(
         refused(
           "containment.failed",

@@ -5,6 +5,7 @@ import { promisify } from "node:util";
 import { watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { killWithChildren } from "./kill-with-children.js";
 import { BASH, BASH_COMMAND, closeFdsScript } from "./close-fds.js";
 import { BWRAP_PROTOCOL, type LaunchProtocol } from "./launch-protocol.js";
 import { selfReportingWrapper } from "./uncontained-args.js";
@@ -228,14 +229,11 @@ export async function launchInPty(request: PtyLaunch): Promise<LaunchResult> {
     };
     const timer = setTimeout(() => {
       // bwrap said nothing in time: stop what we started (the wrapper's pid, which is
-      // bwrap's after exec) and refuse.
+      // bwrap's after exec) with its children — an init it cloned but did not report, killed
+      // without it, waited forever under pid 1 (killWithChildren) — and refuse.
       if (!exited) {
         killed = true;
-        try {
-          process.kill(term.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
+        void killWithChildren(term.pid);
       }
       settle(
         refused(

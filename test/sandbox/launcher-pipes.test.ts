@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BWRAP_PROTOCOL } from "../../src/sandbox/launch-protocol.js";
 import { startedOnPipes } from "../../src/sandbox/launcher-pipes.js";
@@ -36,6 +37,37 @@ describe.runIf(process.platform === "linux")("a chain's failure read from its wh
     expect(result.refusal.reason).toContain("Can't fork for pid 1: Resource temporarily unavailable");
     expect(result.refusal.reason).not.toContain("no message");
   });
+
+  it("a chain silent past the start timeout is stopped with its children: an init bubblewrap cloned but never named is not left behind", async () => {
+    // In bubblewrap's place: a process that starts a child (as bwrap clones the seat's init) and
+    // reports nothing on the status fd. Killed alone, its child stayed, reparented to pid 1.
+    const mark = `7${process.pid}${Date.now() % 1000}`;
+    const child = spawn("bash", ["--norc", "--noprofile", "-c", `sleep ${mark} & wait`], { stdio: ["pipe", "pipe", "pipe", "pipe"] });
+    const left = () =>
+      readdirSync("/proc")
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return readFileSync(`/proc/${p}/cmdline`, "latin1") === `sleep\0${mark}\0`;
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    try {
+      const launch = startedOnPipes(child, { plan, command: ["true"], startTimeoutMs: 2_000 }, { partial: false, notes: [] }, undefined, BWRAP_PROTOCOL);
+      for (const deadline = Date.now() + 1_500; left().length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+      expect(left()).toHaveLength(1); // control: the child it started runs while the launch waits
+      const result = await launch;
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.refusal.reason).toContain("did not report the seat's init within 2000 ms");
+      for (const deadline = Date.now() + 10_000; left().length > 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+      expect(left()).toEqual([]);
+    } finally {
+      for (const pid of left()) process.kill(pid, "SIGKILL");
+      if (child.pid !== undefined && child.exitCode === null) child.kill("SIGKILL");
+    }
+  }, 30_000);
 
   it("a stderr held open past the bound does not hold the refusal: it says what it had", async () => {
     // The grandchild holds stderr for 30 s and prints nothing; its pid comes on stdout.
