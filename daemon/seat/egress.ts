@@ -7,7 +7,7 @@ import { relay, relayNote } from "../../src/effects/egress-relay.js";
 import { bigReads, type BigReads } from "../../src/rpc/big-reads.js";
 import type { EgressResolver } from "../../src/effects/egress-resolve.js";
 import { RefusalError } from "../../src/rpc/errors.js";
-import { clearStaleSocket, listenInPlace, removeSocket, type SocketAccess } from "../../src/rpc/unix-socket.js";
+import { clearStaleSocket, listenInPlace, netListenAt, removeSocket, type SocketAccess } from "../../src/rpc/unix-socket.js";
 import { requestBytes, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 import { createForwardHub, type ForwardHub } from "../../src/effects/forward-hub.js";
 
@@ -191,18 +191,7 @@ export async function openEgressServer(identity: SeatIdentity, socketPath: strin
       )
       .catch(() => undefined);
   });
-  const made = await listenInPlace(
-    socketPath,
-    access,
-    (path) =>
-      new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(path, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      }),
-  ).catch((error: unknown) => {
+  const made = await listenInPlace(socketPath, access, netListenAt(server)).catch((error: unknown) => {
     server.close();
     throw error;
   });

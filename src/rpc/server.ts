@@ -7,7 +7,7 @@ import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
 import { RefusalError, toServiceError } from "./refusal.js";
 import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from "./protocol.js";
-import { clearStaleSocket, listenInPlace, removeSocket, unixAddress, type SocketAccess, type SocketIdentity } from "./unix-socket.js";
+import { clearStaleSocket, listenInPlace, netListenAt, removeSocket, unixAddress, type SocketAccess, type SocketIdentity } from "./unix-socket.js";
 
 export interface RpcServerOptions {
   /** Absolute path of the unix socket to serve on. */
@@ -273,18 +273,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         });
         // Held before it listens, so that close() closes it whatever listening meets.
         listener = net;
-        made = await listenInPlace(
-          options.socketPath,
-          options.access,
-          (path) =>
-            new Promise<void>((resolve, reject) => {
-              net.once("error", reject);
-              net.listen(path, () => {
-                net.off("error", reject);
-                resolve();
-              });
-            }),
-        );
+        made = await listenInPlace(options.socketPath, options.access, netListenAt(net));
         // After listening, a failed accept (EMFILE) is reported, never thrown at the daemon.
         net.on("error", (error) => hooks.onInternalError(error, "accept"));
       } else {

@@ -1,4 +1,4 @@
-import { connect } from "node:net";
+import { connect, type Server } from "node:net";
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { lstat, link, unlink, chmod, chown } from "node:fs/promises";
@@ -64,6 +64,18 @@ export async function restrictSocket(socketPath: string, access: SocketAccess): 
   await chmod(socketPath, access.mode);
   const stat = await lstat(socketPath);
   return { dev: stat.dev, ino: stat.ino };
+}
+
+/** listenInPlace's `listenAt` for a node:net server: listen at the path, rejecting on the server's error. */
+export function netListenAt(server: Server): (path: string) => Promise<void> {
+  return (path) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(path, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
 }
 
 /**
