@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { teamFile } from "../support/team-file.js";
 import { createHarness, expectRefused, type LogRecord, type TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
 import { anthropicMeter, writeMetersFile } from "../support/meters-file.js";
+import { pidsRunning } from "../support/seat-procs.js";
 
 /**
  * Attacks on the spend envelope (§8; issue 28: daemon/server/spend-book.ts, meter-watch.ts,
@@ -361,16 +362,7 @@ describe.runIf(process.platform === "linux" && asRoot)("the spend envelope under
 
   it("a seat halted by spend leaves nothing running and does not come back (restart: always); the other lab dispatches on", async () => {
     const mark = "7777";
-    const marked = () =>
-      readdirSync("/proc")
-        .filter((p) => /^\d+$/.test(p))
-        .some((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, "utf8") === `sleep\0${mark}\0`;
-          } catch {
-            return false;
-          }
-        });
+    const marked = () => pidsRunning(["sleep", mark]).length > 0;
     expect(await waitFor(marked, 5_000, 100), "control: the seat's detached process (its start's setsid) runs").toBe(true);
     const startsOf = async () => (await h.records<Rec>("--type", "seat_start")).filter((r) => r.target === "seat:o" || r.target === "o").length;
     const starts = await startsOf();

@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BWRAP_PROTOCOL } from "../../src/sandbox/launch-protocol.js";
 import { startedOnPipes } from "../../src/sandbox/launcher-pipes.js";
 import type { SandboxPlan } from "../../src/sandbox/plan-types.js";
+import { pidsRunning } from "../support/seat-procs.js";
 
 /**
  * A chain that fails before its command ran is explained from its stderr — all of it, even when
@@ -43,17 +43,7 @@ describe.runIf(process.platform === "linux")("a chain's failure read from its wh
     // reports nothing on the status fd. Killed alone, its child stayed, reparented to pid 1.
     const mark = `7${process.pid}${Date.now() % 1000}`;
     const child = spawn("bash", ["--norc", "--noprofile", "-c", `sleep ${mark} & wait`], { stdio: ["pipe", "pipe", "pipe", "pipe"] });
-    const left = () =>
-      readdirSync("/proc")
-        .filter((p) => /^\d+$/.test(p))
-        .filter((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, "latin1") === `sleep\0${mark}\0`;
-          } catch {
-            return false;
-          }
-        })
-        .map(Number);
+    const left = () => pidsRunning(["sleep", mark]);
     try {
       const launch = startedOnPipes(child, { plan, command: ["true"], startTimeoutMs: 2_000 }, { partial: false, notes: [] }, undefined, BWRAP_PROTOCOL);
       for (const deadline = Date.now() + 1_500; left().length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));

@@ -48,3 +48,18 @@ export function cmdline(pid: number): string {
     return "(gone)";
   }
 }
+
+/** Every pid on the host running exactly `argv` (its /proc cmdline, argument by argument). */
+export function pidsRunning(argv: readonly string[]): number[] {
+  const wanted = argv.map((arg) => `${arg}\0`).join("");
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "latin1") === wanted) found.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
