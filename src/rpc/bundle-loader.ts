@@ -1,7 +1,8 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
-import { createRequire, SourceMap } from "node:module";
+import { createRequire } from "node:module";
 import { dirname, resolve } from "node:path";
 import { Script } from "node:vm";
+import { lineSourceMap, type LineSourceMap, type SourceMapPayload } from "./source-map-lines.js";
 
 /**
  * Load a CommonJS bundle (scripts/build-shim.ts) with V8's code cache beside it (issue 26).
@@ -73,14 +74,16 @@ export function writeBundleCache(file: string): string {
 /**
  * Stack traces name the source (daemon/commands/seat.ts:219), as `--enable-source-maps` would
  * make them, but the map (~650 KB) is read only when a stack that passes through the bundle is
- * formatted: Node's own source-map support reads and indexes it at every start (~25 ms).
+ * formatted: Node's own source-map support reads and indexes it at every start (~25 ms). It is
+ * held line-indexed (source-map-lines.ts), not decoded whole: the daemon formats stacks in its
+ * ordinary work, and Node's SourceMap of its bundle's map held ~54 MB from then on.
  */
 function mapStacks(file: string): void {
-  let map: SourceMap | null | undefined;
+  let map: LineSourceMap | null | undefined;
   const sourceMap = () => {
     if (map !== undefined) return map;
     try {
-      map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8")) as ConstructorParameters<typeof SourceMap>[0]);
+      map = lineSourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8")) as SourceMapPayload);
     } catch {
       map = null;
     }
@@ -105,11 +108,11 @@ function headline(error: Error): string {
   return text;
 }
 
-function mapped(frame: NodeJS.CallSite, file: string, map: SourceMap | null): string {
+function mapped(frame: NodeJS.CallSite, file: string, map: LineSourceMap | null): string {
   const line = frame.getLineNumber();
   const column = frame.getColumnNumber();
   if (map === null || frame.getFileName() !== file || line === null || column === null) return frame.toString();
-  const entry = map.findEntry(line - 1, column - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number; name?: string };
+  const entry = map.findEntry(line - 1, column - 1);
   if (entry.originalSource === undefined || entry.originalLine === undefined || entry.originalColumn === undefined) return frame.toString();
   const source = resolve(dirname(file), entry.originalSource.replace(/^file:\/\//, ""));
   const where = `${source}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;

@@ -22,7 +22,7 @@ function unit(...args: string[]): string {
 describe.runIf(process.platform === "linux")("install-service: the systemd unit", () => {
   it.each([[[]], [["--user"]]])("%j runs teamd serve from this checkout, reloads on HUP, stops by SIGTERM then kills what is left", (args) => {
     const text = unit(...args);
-    expect(text).toMatch(new RegExp(`^ExecStart=\\S+/node ${join(ROOT, "dist/daemon/main.js").replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} serve$`, "m"));
+    expect(text).toMatch(new RegExp(`^ExecStart=\\S+/node ${join(ROOT, "dist/bin/teamd.cjs").replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} serve$`, "m"));
     expect(text).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
     expect(text).toMatch(/^KillMode=mixed$/m);
     expect(text).toMatch(/^KillSignal=SIGTERM$/m);
