@@ -19,7 +19,8 @@ import { startChild, stopChild } from "./lib/child.js";
  * stops the whole machine (a start is then refused) and resumes. Everything lives in one
  * temp directory, removed at the end; the exit code says whether every step behaved.
  */
-const TEAMD = fileURLToPath(new URL("../daemon/main.js", import.meta.url));
+// The program npm installs (dist/bin/teamd.cjs: the CLI's front and its bundles, the daemon's among them).
+const TEAMD = fileURLToPath(new URL("../bin/teamd.cjs", import.meta.url));
 const SHIM = fileURLToPath(new URL("../shim/main.js", import.meta.url));
 
 function run(program: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<{ code: number; out: string }> {
