@@ -107,6 +107,31 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
     expect(() => h.hubGit("fsck", "--strict", "--no-dangling")).not.toThrow();
   });
 
+  it("sends only what the hub lacks: a one-line commit on a branch the daemon holds travels in a pack of a few hundred bytes", async () => {
+    // The helper excludes what the daemon's listed refs hold that this repository has (one
+    // `git cat-file --batch-check` with the pushed tips): without it the second pack carries the 256 KiB again.
+    const first = await h.inSeat(
+      "w1",
+      `git checkout -q -b big teamd/main && head -c 262144 /dev/urandom > src/big.bin && git add -A && git commit -qm big && git push teamd big 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const second = await h.inSeat(
+      "w1",
+      `git checkout -q big && ${commitOn("small")} && git push -v teamd big 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    const sent = /pushing (\d+) bytes to the daemon/.exec(second.stdout);
+    expect(sent, second.stdout).not.toBeNull();
+    expect(Number(sent?.[1])).toBeLessThan(4096);
+    expect(hubRef("refs/heads/seat/w1/big")).toBe((await local("w1", "big"))[0]);
+  });
+
+  it("lands nothing for a push whose source is no commit (a blob)", async () => {
+    const pushed = await h.inSeat("w1", `git push teamd $(git rev-parse HEAD:README.md):refs/heads/blob 2>&1`);
+    expect(pushed.code).not.toBe(0);
+    expect(hubRef("refs/heads/seat/w1/blob")).toBeUndefined();
+  });
+
   it("lands three refs of one line of history in one push", async () => {
     const pushed = await h.inSeat(
       "w1",
