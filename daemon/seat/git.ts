@@ -17,6 +17,7 @@ import {
   receivePack,
   RefMoved,
   pushedCommits,
+  quarantineAncestry,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
@@ -572,6 +573,15 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     if (!/^[0-9a-f]{40}$/.test(update.newOid)) return fail(refuse("rpc.malformed", `${update.newOid} is not an object name`));
     let commits: string[];
     let paths: readonly string[];
+    // Whether the push is a fast-forward: asked of contained git beside the checks below, under
+    // the seat's limits — the walk reads the commits the seat sent (it was plain git, on the
+    // daemon's own account). Settled before this returns, as the checks are: the quarantine is
+    // disposed next.
+    const checkedLimits = await limitsFor(ctx);
+    const ancestry =
+      q !== undefined && !update.force && currentSeen !== undefined ? quarantineAncestry(src.repo, q, currentSeen, update.newOid, checkedLimits) : undefined;
+    ancestry?.catch(() => undefined);
+    let fastForward: boolean | undefined;
     try {
       if (q === undefined) {
         // Nothing sent: the new tip must be a commit the seat may already read (one it was
@@ -584,13 +594,15 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       } else {
         // The new commits (checked connected and self-contained), their text and the paths they
         // change: newCommits, checkCommitText and changedPaths, their contained reads at once (issue 26).
-        ({ commits, paths } = await pushedCommits(src.repo, q, update.newOid, { readable, ...(await limitsFor(ctx)) }));
+        ({ commits, paths } = await pushedCommits(src.repo, q, update.newOid, { readable, ...checkedLimits }));
       }
+      fastForward = await ancestry;
     } catch (error) {
+      await ancestry?.catch(() => undefined);
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));
       throw error;
     }
-    if (!update.force && currentSeen !== undefined && !(await isAncestor(src.repo, q, currentSeen, update.newOid))) {
+    if (!update.force && currentSeen !== undefined && !(fastForward ?? (await isAncestor(src.repo, currentSeen, update.newOid)))) {
       return fail(
         refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`),
       );
@@ -706,6 +718,7 @@ async function servedCommit(repo: string, oid: string, readable: readonly string
   return unreached?.toString("utf8").trim() === "0";
 }
 
-async function isAncestor(repo: string, q: Quarantine | undefined, ancestor: string, tip: string): Promise<boolean> {
-  return gitSucceeds(["merge-base", "--is-ancestor", ancestor, tip], { gitDir: repo, env: q?.env ?? {} });
+/** Ancestry among the hub's own commits (a push that sent nothing): nothing the seat sent is read. */
+async function isAncestor(repo: string, ancestor: string, tip: string): Promise<boolean> {
+  return gitSucceeds(["merge-base", "--is-ancestor", ancestor, tip], { gitDir: repo });
 }

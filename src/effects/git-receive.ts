@@ -340,6 +340,30 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
 }
 
 /**
+ * Whether `ancestor` is an ancestor of `tip`, over the quarantine and the hub behind it (is a
+ * push a fast-forward?), asked of contained git under the seat's limits: the walk reads commits
+ * the seat sent. A walk that does not finish within them refuses the push (push.pack).
+ */
+export async function quarantineAncestry(
+  hub: string,
+  q: Quarantine,
+  ancestor: string,
+  tip: string,
+  options: { readonly limits?: ContainedGitLimits } = {},
+): Promise<boolean> {
+  for (const oid of [ancestor, tip]) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
+  const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  try {
+    await containedGit(["merge-base", "--is-ancestor", ancestor, tip], context);
+    return true;
+  } catch (error) {
+    if (!(error instanceof GitError)) throw error;
+    if (error.code === 1) return false;
+    throw new PackRejected(`the push's history could not be walked within your limits (git: ${String(error.code)})`);
+  }
+}
+
+/**
  * The most paths one push may change (its commits' diffs, every commit's counted): more files
  * than a large real repository holds (the Linux kernel: about 90,000), so an import fits, while
  * a seat's trees naming one another (a few hundred bytes listing a million paths) are refused

@@ -7,7 +7,17 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containedGit, containmentAvailable } from "../../src/effects/contained-git.js";
 import { git, GitError } from "../../src/effects/git.js";
-import { changedPaths, migrateAndUpdate, newCommits, PackRejected, readRef, receivePack, RefMoved, type Quarantine } from "../../src/effects/git-receive.js";
+import {
+  changedPaths,
+  migrateAndUpdate,
+  newCommits,
+  PackRejected,
+  quarantineAncestry,
+  readRef,
+  receivePack,
+  RefMoved,
+  type Quarantine,
+} from "../../src/effects/git-receive.js";
 import { GIT_TEST_ENV, sh } from "../support/git-cli.js";
 
 /**
@@ -465,6 +475,31 @@ describe("migrateAndUpdate", () => {
       expect(await newCommits(hub, q, first, { readable: [base] })).toEqual([first]);
       await migrateAndUpdate(hub, q, "refs/heads/seat/alice/taker", first, "");
       await expect(newCommits(hub, q, taken, { readable: [base, first] })).rejects.toThrow(new RegExp(`lacks object ${blob}`));
+    } finally {
+      await q.dispose();
+    }
+  });
+});
+
+describe("quarantineAncestry", () => {
+  it("answers whether a hub commit is an ancestor of a pushed tip, over the quarantine, in contained git under the seat's limits", async () => {
+    // A commit the hub has that the pushed line does not descend from, and a pushed line from base.
+    sh(work, ["checkout", "-q", "-b", "elsewhere", base]);
+    const elsewhere = commit("elsewhere", { "src/elsewhere.txt": "e\n" });
+    sh(work, ["push", "-q", hub, "elsewhere"]);
+    sh(work, ["checkout", "-q", "-b", "line", base]);
+    commit("line 1", { "src/line.txt": "1\n" });
+    const tip = commit("line 2", { "src/line.txt": "2\n" });
+    const q = await receivePack(hub, packOf(tip, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      expect(hubHas(tip)).toBe(false);
+      expect(await quarantineAncestry(hub, q, base, tip)).toBe(true);
+      expect(await quarantineAncestry(hub, q, elsewhere, tip)).toBe(false);
+      // The seat's limits hold the walk: with 1 MiB of data git cannot run at all, so the push is
+      // refused (push.pack) — git on the daemon's own account would have answered true.
+      const walked = quarantineAncestry(hub, q, base, tip, { limits: { memoryBytes: 1024 * 1024 } });
+      await expect(walked).rejects.toBeInstanceOf(PackRejected);
+      await expect(walked).rejects.toThrow(/within your limits/);
     } finally {
       await q.dispose();
     }

@@ -126,6 +126,23 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
     expect(hubRef("refs/heads/seat/w1/big")).toBe((await local("w1", "big"))[0]);
   });
 
+  it("lands a fast-forward of a branch the daemon holds, and refuses one that is not (push.stale), told by contained git over the pack", async () => {
+    const first = await h.inSeat("w1", `git checkout -q -b ff teamd/main && ${commitOn("ff1")} && git push -q teamd ff 2>&1`);
+    expect(first.code, first.stdout).toBe(0);
+    const forward = await h.inSeat("w1", `${commitOn("ff2")} && git push -q teamd ff 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`);
+    expect(forward.code, forward.stdout).toBe(0);
+    const [ff] = await local("w1", "ff");
+    expect(hubRef("refs/heads/seat/w1/ff")).toBe(ff);
+    // git refuses a non-fast-forward itself before its helper runs; the helper, driven by hand
+    // after a listing, sends the daemon's own tip as the old one — only the daemon can refuse it.
+    const sideways = await h.inSeat(
+      "w1",
+      `git checkout -q -b side teamd/main && ${commitOn("side1")} && printf 'list for-push\npush refs/heads/side:refs/heads/ff\n\n' | git-remote-teamd teamd teamd::seat 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
+    );
+    expect(sideways.stdout).toMatch(/^error refs\/heads\/ff teamd: push\.stale: .*not a fast-forward/m);
+    expect(hubRef("refs/heads/seat/w1/ff")).toBe(ff);
+  });
+
   it("lands nothing for a push whose source is no commit (a blob)", async () => {
     const pushed = await h.inSeat("w1", `git push teamd $(git rev-parse HEAD:README.md):refs/heads/blob 2>&1`);
     expect(pushed.code).not.toBe(0);
