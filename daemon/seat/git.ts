@@ -8,7 +8,7 @@ import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
 import type { EffectResult } from "../../src/ledger/index.js";
 import { RefBusy, RefConflict, retryRefLock } from "../../src/effects/ref-lock.js";
 import { destination, mayFetch } from "../../src/kernel/seat-refs.js";
-import { gitInput, gitSucceeds, symbolicHead, treeOfCommit } from "../../src/effects/git.js";
+import { symbolicHead, treeOfCommit } from "../../src/effects/git.js";
 import {
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
@@ -17,7 +17,8 @@ import {
   receivePack,
   RefMoved,
   pushedCommits,
-  quarantineAncestry,
+  commitAncestry,
+  servedCommit,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
@@ -574,19 +575,18 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     let commits: string[];
     let paths: readonly string[];
     // Whether the push is a fast-forward: asked of contained git beside the checks below, under
-    // the seat's limits — the walk reads the commits the seat sent (it was plain git, on the
+    // the seat's limits — the walk reads history the seat wrote (it was plain git, on the
     // daemon's own account). Settled before this returns, as the checks are: the quarantine is
     // disposed next.
     const checkedLimits = await limitsFor(ctx);
-    const ancestry =
-      q !== undefined && !update.force && currentSeen !== undefined ? quarantineAncestry(src.repo, q, currentSeen, update.newOid, checkedLimits) : undefined;
+    const ancestry = !update.force && currentSeen !== undefined ? commitAncestry(src.repo, q, currentSeen, update.newOid, checkedLimits) : undefined;
     ancestry?.catch(() => undefined);
     let fastForward: boolean | undefined;
     try {
       if (q === undefined) {
         // Nothing sent: the new tip must be a commit the seat may already read (one it was
         // served), never one it merely knows the name of.
-        if (!(await servedCommit(src.repo, update.newOid, readable))) {
+        if (!(await servedCommit(src.repo, update.newOid, readable, checkedLimits))) {
           return fail(refuse("push.pack", `${update.newOid} was not sent and is not a commit you were served; push again with its objects`));
         }
         commits = [];
@@ -602,7 +602,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       if (error instanceof PackRejected) return fail(refuse(error.rule, error.reason));
       throw error;
     }
-    if (!update.force && currentSeen !== undefined && !(fastForward ?? (await isAncestor(src.repo, currentSeen, update.newOid)))) {
+    if (!update.force && currentSeen !== undefined && fastForward !== true) {
       return fail(
         refuse("push.stale", `${update.ref} is not a fast-forward of ${hubRef}; fetch and rebase, or push with --force (allowed in your own namespace)`),
       );
@@ -701,24 +701,4 @@ function replyResult(update: RefUpdate, hubRef: string, status: "done" | "refuse
   if (status === "unknown") return { ref: update.ref, hubRef, ok: false, rule: "ledger.unknown-outcome", reason: note || "the push's outcome is unknown" };
   const named = noteRule(note);
   return { ref: update.ref, hubRef, ok: false, rule: named?.rule ?? "push.pack", reason: named?.reason ?? (note || `the push's outcome is ${status}`) };
-}
-
-/**
- * Is `oid` a commit reachable from what the seat was served? One walk for every tip at once —
- * the commits of `oid` that no tip reaches number zero exactly when some tip reaches it —
- * where it was one `merge-base` process per readable tip (up to the seat's 512 refs and more,
- * for each of a push's 32 updates: found by an audit).
- */
-async function servedCommit(repo: string, oid: string, readable: readonly string[]): Promise<boolean> {
-  if (!(await gitSucceeds(["cat-file", "-e", `${oid}^{commit}`], { gitDir: repo }))) return false;
-  if (readable.includes(oid)) return true;
-  if (readable.length === 0) return false;
-  // A tip git cannot walk fails the walk: then not served (fail closed), as a tip no walk reaches.
-  const unreached = await gitInput(["rev-list", "--count", "--stdin"], repo, `${oid}\n${readable.map((tip) => `^${tip}`).join("\n")}\n`).catch(() => undefined);
-  return unreached?.toString("utf8").trim() === "0";
-}
-
-/** Ancestry among the hub's own commits (a push that sent nothing): nothing the seat sent is read. */
-async function isAncestor(repo: string, ancestor: string, tip: string): Promise<boolean> {
-  return gitSucceeds(["merge-base", "--is-ancestor", ancestor, tip], { gitDir: repo });
 }

@@ -7,6 +7,7 @@ import {
   GitOutputTooLarge,
   objectStores,
   objectTypes,
+  repoReadContext,
   SEAT_DATA_MEMORY_BYTES,
   type ContainedGitLimits,
   type ContainedGitOptions,
@@ -340,27 +341,66 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
 }
 
 /**
- * Whether `ancestor` is an ancestor of `tip`, over the quarantine and the hub behind it (is a
- * push a fast-forward?), asked of contained git under the seat's limits: the walk reads commits
- * the seat sent. A walk that does not finish within them refuses the push (push.pack).
+ * Whether `ancestor` is an ancestor of `tip` (is a push a fast-forward?): over the quarantine and
+ * the hub behind it, or over the hub alone for a push that sent nothing — its tip is a commit an
+ * earlier push landed, as seat-written as any. Either way the walk is as long as the seat made
+ * the history, so it runs in contained git under the seat's limits (found by an attack: a push
+ * of 32 refs and no pack ran 32 plain walks of a 60,000-commit history on the daemon's own
+ * account). A walk that does not finish within them refuses the push (push.pack).
  */
-export async function quarantineAncestry(
+export async function commitAncestry(
   hub: string,
-  q: Quarantine,
+  q: Quarantine | undefined,
   ancestor: string,
   tip: string,
   options: { readonly limits?: ContainedGitLimits } = {},
 ): Promise<boolean> {
   for (const oid of [ancestor, tip]) if (!OID.test(oid)) throw new PackRejected(`${JSON.stringify(oid)} is not an object id`);
-  const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
   try {
-    await containedGit(["merge-base", "--is-ancestor", ancestor, tip], context);
+    await containedGit(["merge-base", "--is-ancestor", ancestor, tip], await pushReadContext(hub, q, options.limits));
     return true;
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     if (error.code === 1) return false;
     throw new PackRejected(`the push's history could not be walked within your limits (git: ${String(error.code)})`);
   }
+}
+
+/**
+ * Is `oid` a commit reachable from what the seat was served (`readable`, the tips of the refs it
+ * may read)? For a push that sent nothing: its tip must be such a commit, never one it merely
+ * knows the name of. One walk for every tip at once — the commits of `oid` that no tip reaches
+ * number zero exactly when some tip reaches it — where it was one `merge-base` per readable tip
+ * (found by an audit); contained, under the seat's limits, as commitAncestry. A walk that fails
+ * (a tip git cannot walk, the limits) answers no: fail closed.
+ */
+export async function servedCommit(
+  hub: string,
+  oid: string,
+  readable: readonly string[],
+  options: { readonly limits?: ContainedGitLimits } = {},
+): Promise<boolean> {
+  if (!OID.test(oid)) return false;
+  const context = await pushReadContext(hub, undefined, options.limits);
+  const isCommit = await containedGit(["cat-file", "-e", `${oid}^{commit}`], context).then(
+    () => true,
+    () => false,
+  );
+  if (!isCommit) return false;
+  if (readable.includes(oid)) return true;
+  const tips = readable.filter((tip) => OID.test(tip));
+  if (tips.length === 0) return false;
+  const unreached = await containedGit(["rev-list", "--count", "--stdin"], {
+    ...context,
+    input: Buffer.from(`${oid}\n${tips.map((tip) => `^${tip}`).join("\n")}\n`),
+  }).catch(() => undefined);
+  return unreached?.stdout.toString("utf8").trim() === "0";
+}
+
+/** What a push's reads of seat-written history see: the quarantine and the hub behind it, or the hub alone; under `limits`. */
+async function pushReadContext(hub: string, q: Quarantine | undefined, limits: ContainedGitLimits | undefined): Promise<ContainedGitOptions> {
+  const base = q !== undefined ? await quarantineContext(hub, q) : await repoReadContext(await realpath(hub), undefined);
+  return { ...base, ...(limits !== undefined ? { limits } : {}) };
 }
 
 /**

@@ -12,10 +12,11 @@ import {
   migrateAndUpdate,
   newCommits,
   PackRejected,
-  quarantineAncestry,
+  commitAncestry,
   readRef,
   receivePack,
   RefMoved,
+  servedCommit,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { GIT_TEST_ENV, sh } from "../support/git-cli.js";
@@ -481,7 +482,7 @@ describe("migrateAndUpdate", () => {
   });
 });
 
-describe("quarantineAncestry", () => {
+describe("commitAncestry", () => {
   it("answers whether a hub commit is an ancestor of a pushed tip, over the quarantine, in contained git under the seat's limits", async () => {
     // A commit the hub has that the pushed line does not descend from, and a pushed line from base.
     sh(work, ["checkout", "-q", "-b", "elsewhere", base]);
@@ -493,15 +494,37 @@ describe("quarantineAncestry", () => {
     const q = await receivePack(hub, packOf(tip, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
     try {
       expect(hubHas(tip)).toBe(false);
-      expect(await quarantineAncestry(hub, q, base, tip)).toBe(true);
-      expect(await quarantineAncestry(hub, q, elsewhere, tip)).toBe(false);
+      expect(await commitAncestry(hub, q, base, tip)).toBe(true);
+      expect(await commitAncestry(hub, q, elsewhere, tip)).toBe(false);
       // The seat's limits hold the walk: with 1 MiB of data git cannot run at all, so the push is
       // refused (push.pack) — git on the daemon's own account would have answered true.
-      const walked = quarantineAncestry(hub, q, base, tip, { limits: { memoryBytes: 1024 * 1024 } });
+      const walked = commitAncestry(hub, q, base, tip, { limits: { memoryBytes: 1024 * 1024 } });
       await expect(walked).rejects.toBeInstanceOf(PackRejected);
       await expect(walked).rejects.toThrow(/within your limits/);
     } finally {
       await q.dispose();
     }
+    // A push that sent nothing: over the hub alone, contained all the same (found by an attack:
+    // a push of no pack walked seat-written history with plain git).
+    expect(await commitAncestry(hub, undefined, base, elsewhere)).toBe(true);
+    expect(await commitAncestry(hub, undefined, elsewhere, base)).toBe(false);
+    await expect(commitAncestry(hub, undefined, base, elsewhere, { limits: { memoryBytes: 1024 * 1024 } })).rejects.toThrow(/within your limits/);
+  });
+});
+
+describe("servedCommit", () => {
+  it("answers whether a hub commit is reachable from the tips the seat may read, in contained git under its limits (failing closed)", async () => {
+    sh(work, ["checkout", "-q", "-b", "served", base]);
+    const served = commit("served", { "src/served.txt": "s\n" });
+    sh(work, ["push", "-q", hub, "served"]);
+    expect(await servedCommit(hub, base, [served])).toBe(true);
+    expect(await servedCommit(hub, served, [served])).toBe(true);
+    expect(await servedCommit(hub, served, [base])).toBe(false);
+    expect(await servedCommit(hub, served, [])).toBe(false);
+    // Not a commit (its tree), and not there at all.
+    expect(await servedCommit(hub, sh(work, ["rev-parse", `${served}^{tree}`]), [served])).toBe(false);
+    expect(await servedCommit(hub, "0".repeat(40), [served])).toBe(false);
+    // Under limits git cannot run in, the walk fails and the answer is no (plain git answered yes).
+    expect(await servedCommit(hub, base, [served], { limits: { memoryBytes: 1024 * 1024 } })).toBe(false);
   });
 });
