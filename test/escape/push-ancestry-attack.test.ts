@@ -28,7 +28,8 @@ const TEAM_FILE = teamFile(`  w1:
       command: [sleep, "3600"]
 `);
 
-const DEEP = 60_000;
+// Deep enough that each walk takes a visible while (the process poll sees them), light enough for a suite that runs files side by side.
+const DEEP = 20_000;
 
 describe.runIf(process.platform === "linux")("attack: the fast-forward check of a push", () => {
   let h: TeamdHarness;
