@@ -130,13 +130,7 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
   let h: TeamdHarness;
   let start: string;
 
-  const hubRef = (ref: string) => {
-    try {
-      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
-    } catch {
-      return undefined;
-    }
-  };
+  const hubRef = (ref: string) => h.hubRef(ref);
   const hubHas = (oid: string) => {
     try {
       h.hubGit("cat-file", "-e", oid);

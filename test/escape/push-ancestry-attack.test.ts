@@ -35,13 +35,7 @@ describe.runIf(process.platform === "linux")("attack: the fast-forward check of 
   let h: TeamdHarness;
   let ff: string;
 
-  const hubRef = (ref: string) => {
-    try {
-      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
-    } catch {
-      return undefined;
-    }
-  };
+  const hubRef = (ref: string) => h.hubRef(ref);
   const commitOn = (file: string) => `echo ${file} > src/${file}.txt && git add -A && git commit -qm ${file}`;
   const helper = (lines: string, pathPrefix = "") =>
     `printf '${lines}' | ${pathPrefix}git-remote-teamd teamd teamd::seat 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`;

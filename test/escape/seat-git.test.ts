@@ -64,13 +64,7 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
   /** The trunk when the seats were cloned (the owner moves it later). */
   let startTrunk: string | undefined;
 
-  const hubRef = (ref: string) => {
-    try {
-      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
-    } catch {
-      return undefined;
-    }
-  };
+  const hubRef = (ref: string) => h.hubRef(ref);
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-seat-git-", TEAM_FILE, {

@@ -68,13 +68,7 @@ describe.runIf(process.platform === "linux")("unknown means unknown: a seat cann
   let h: TeamdHarness;
 
   const hubRefs = () => h.hubGit("for-each-ref", "--format=%(refname)").split("\n").filter(Boolean);
-  const hubRef = (ref: string) => {
-    try {
-      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
-    } catch {
-      return undefined;
-    }
-  };
+  const hubRef = (ref: string) => h.hubRef(ref);
   /** Records after `since`: the unknown outcomes, the notices, the refusals with each rule. */
   async function since(seq: number) {
     const log = (await h.records<LogRecord>()).filter((r) => r.seq > seq);

@@ -45,13 +45,7 @@ interface LogRecord {
 describe.runIf(process.platform === "linux")("seat git: one push of several refs sharing new objects", () => {
   let h: TeamdHarness;
 
-  const hubRef = (ref: string) => {
-    try {
-      return h.hubGit("rev-parse", "--verify", "--quiet", ref);
-    } catch {
-      return undefined;
-    }
-  };
+  const hubRef = (ref: string) => h.hubRef(ref);
   const local = async (seat: string, ...refs: string[]) => (await h.inSeat(seat, `git rev-parse ${refs.join(" ")}`)).stdout.trim().split("\n");
   const commitOn = (file: string) => `echo ${file} > src/${file}.txt && git add -A && git commit -qm ${file}`;
 

@@ -68,6 +68,8 @@ export interface TeamdHarness {
   inSeat(seat: string, script: string): Promise<RunResult>;
   /** git on the team's hub: trimmed stdout, or a thrown error. */
   hubGit(...args: string[]): string;
+  /** The hub's ref `ref` (its object id), or undefined where there is none. */
+  hubRef(ref: string): string | undefined;
   /** A seat's socket: under `seat-sockets/` in system mode (as root), `run/seats/` otherwise. */
   seatSocket(seat: string): string;
   /** Start `teamd serve` on the harness's home and wait for its ready line. */
@@ -156,6 +158,16 @@ export async function createHarness(prefix: string, options: HarnessOptions = {}
     sh: (seat, script) => harness.exec(seat, ["sh", "-c", script]),
     inSeat: (seat, script) => harness.sh(seat, `git config user.name ${seat} && git config user.email ${seat}@seat.invalid && ${script}`),
     hubGit: (...args) => execFileSync("git", ["--git-dir", hub, ...args], { encoding: "utf8" }).trim(),
+    hubRef: (ref) => {
+      try {
+        return execFileSync("git", ["--git-dir", hub, "rev-parse", "--verify", "--quiet", ref], {
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "ignore"],
+        }).trim();
+      } catch {
+        return undefined;
+      }
+    },
     seatSocket: (seat) => join(home, asRoot ? `seat-sockets/${TEAM}.${seat}.sock` : `run/seats/${TEAM}.${seat}.sock`),
     async startDaemon(o: DaemonOptions = {}) {
       current = await startDaemon(home, [], 15_000, { HOME: tmp.dir, ...options.daemonEnv, ...o.env }, options.owner);
