@@ -151,9 +151,6 @@ export interface SeatGitDeps {
   seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
 }
 
-/** The most a bounded seat's pack may declare it expands to: its replay holds that much in the daemon's memory, twice. */
-const BOUNDED_REPLAY_BYTES = 128 * 1024 * 1024;
-
 /** Where a seat reads from: the hub itself, or its filtered mirror. */
 interface Source {
   readonly repo: string;
@@ -461,10 +458,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             quarantine = await receivePack(src.repo, pack(), {
               quarantineRoot: work.quarantine,
               maxBytes: Number(header.packBytes),
-              // A bounded seat's push is replayed in the daemon's own memory (its content is
-              // read whole, then packed again: git-filter.ts), so what its pack may expand to
-              // is held lower (found by an audit: up to the 1 GiB every push may declare).
-              bounds: src.mirror === undefined ? bounds.pack : { ...bounds.pack, maxTotalBytes: Math.min(bounds.pack.maxTotalBytes, BOUNDED_REPLAY_BYTES) },
+              // A bounded seat's pack has the same bounds as any: its replay copies the blobs with
+              // contained git, never through the daemon's memory (git-filter.ts; it was read
+              // whole there, so such a pack was held to 128 MiB expanded).
+              bounds: bounds.pack,
               admitted,
               // The objects the pack's header declares, against the quota, before any of it is
               // read further: a push past the objects quota is refused for that, whatever its
@@ -658,7 +655,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             // A bounded seat: its commits are replayed onto the real base as new hub commits.
             const mirror = src.mirror;
             return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
-              const tip = commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out)).tip;
+              const tip =
+                commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out, checkedLimits.limits)).tip;
               if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
               await retryRefLock(hubRef, () =>
                 migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? ""),
@@ -692,6 +690,8 @@ async function refusedOutcome(hubRef: string, effect: () => Promise<EffectResult
     if (error instanceof RefBusy) return { result: "refused", note: `git.ref-busy: ${error.message}; push again` };
     if (error instanceof RefConflict) return { result: "refused", note: `git.ref-name: ${error.message}` };
     if (error instanceof ReplayRefused) return { result: "refused", note: `push.bounded-merge: ${error.reason}` };
+    // The replay's contained reads, past the seat's limits: nothing was written to the hub.
+    if (error instanceof PackRejected) return { result: "refused", note: `${error.rule}: ${error.reason}` };
     throw error;
   }
 }

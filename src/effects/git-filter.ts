@@ -1,9 +1,22 @@
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, realpath, rename, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { PassThrough } from "node:stream";
 import { deflateSync } from "node:zlib";
-import { git, GitError, gitInput, spawnGit } from "./git.js";
+import {
+  containedGit,
+  containedGitStream,
+  createGitSandbox,
+  GitOutputTooLarge,
+  objectStores,
+  objectTypes,
+  SEAT_DATA_MEMORY_BYTES,
+  type ContainedGitLimits,
+  type ContainedGitOptions,
+  type ContainedGitStream,
+} from "./contained-git.js";
+import { git, GitError, gitInput } from "./git.js";
+import { PackRejected } from "./git-receive.js";
 
 /**
  * Filtered mirrors: the repository a seat with a bounded READ scope fetches from. It holds,
@@ -48,11 +61,17 @@ export interface FilteredMirror {
    *
    * A replayed commit becomes a known parent for the seat's next push only once its objects
    * are in the hub and the mirror has filtered it (syncRef / filterCommit).
+   *
+   * Every read of what the seat sent runs in contained git under `limits` (the pusher's), and
+   * its blobs never pass through the daemon: those the hub lacks are copied by contained
+   * `pack-objects` straight into `hubObjectsOut`. Past the limits the push is refused
+   * (PackRejected).
    */
   replay(
     pushed: readonly string[],
     objectsEnv: Record<string, string>,
     hubObjectsOut: string,
+    limits?: ContainedGitLimits,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }>;
 }
 
@@ -74,6 +93,10 @@ const DROPPED_HEADERS = new Set(["tree", "parent", "gpgsig", "gpgsig-sha256", "m
 const UNPACK_LIMIT = 100;
 /** Every object write is made durable before a memo line or ref names it. */
 const DURABLE = ["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"];
+/** The largest commit or tree read into the daemon: a pack may declare no larger object (DEFAULT_PACK_BOUNDS). */
+const READ_OBJECT_BYTES = 64 * 1024 * 1024;
+/** A replay's or a filtering's reads, all of them: as long as a push's index-pack may take. */
+const READ_TIMEOUT_MS = 600_000;
 
 function runGit(args: readonly string[], gitDir: string, input: Buffer | string, env: Record<string, string> = {}): Promise<Buffer> {
   return gitInput(args, gitDir, input, env);
@@ -84,38 +107,42 @@ interface GitObject {
   readonly content: Buffer;
 }
 
-/** A long-lived `git cat-file --batch`: one process for all reads of an operation, not one per object. */
+/**
+ * A long-lived contained `git cat-file --batch`: one process for all reads of an operation, not
+ * one per object. The objects it reads were written by seats (a push's quarantine, the hub
+ * their pushes built), so git parses them in a bubblewrap sandbox under the limits the caller
+ * gives, and no object larger than READ_OBJECT_BYTES is taken into the daemon: the reader is
+ * for commits and trees, never blobs.
+ */
 class ObjectReader {
-  private readonly child: ChildProcessWithoutNullStreams;
   private readonly waiting: { resolve: (o: GitObject | undefined) => void; reject: (e: Error) => void }[] = [];
   private chunks: Buffer[] = [];
   private length = 0;
   private header: { type: string; size: number } | undefined;
   private failure: Error | undefined;
-  private stderr = "";
   private readonly exited: Promise<void>;
 
-  constructor(gitDir: string, env: Record<string, string>) {
-    this.child = spawnGit(["cat-file", "--batch"], gitDir, env);
-    this.child.stdout.on("data", (chunk: Buffer) => {
-      this.chunks.push(chunk);
-      this.length += chunk.length;
-      this.drain();
-    });
-    this.child.stderr.on("data", (chunk: Buffer) => {
-      this.stderr += chunk.toString("utf8");
-    });
-    this.child.stdin.on("error", () => undefined);
-    this.exited = new Promise((done) => {
-      this.child.on("error", (error) => {
-        this.fail(error);
-        done();
-      });
-      this.child.on("close", (code) => {
-        this.fail(new GitError(["cat-file", "--batch"], code, this.stderr || "exited"));
-        done();
-      });
-    });
+  static async open(context: ContainedGitOptions): Promise<ObjectReader> {
+    const input = new PassThrough();
+    const stream = await containedGitStream(["cat-file", "--batch"], { ...context, input, timeoutMs: context.timeoutMs ?? READ_TIMEOUT_MS });
+    return new ObjectReader(input, stream);
+  }
+
+  private constructor(
+    private readonly input: PassThrough,
+    private readonly stream: ContainedGitStream,
+  ) {
+    const pumped = (async () => {
+      for await (const chunk of stream.stdout) {
+        this.chunks.push(chunk);
+        this.length += chunk.length;
+        this.drain();
+      }
+    })();
+    this.exited = Promise.all([pumped, stream.done]).then(
+      () => this.fail(new Error("cat-file --batch exited")),
+      (error: unknown) => this.fail(error instanceof Error ? error : new Error(String(error))),
+    );
   }
 
   read(oid: string): Promise<GitObject | undefined> {
@@ -123,12 +150,13 @@ class ObjectReader {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolvePromise, reject) => {
       this.waiting.push({ resolve: resolvePromise, reject });
-      this.child.stdin.write(`${oid}\n`);
+      this.input.write(`${oid}\n`);
     });
   }
 
   async close(): Promise<void> {
-    this.child.stdin.end();
+    this.input.end();
+    if (this.failure) this.stream.kill();
     await this.exited;
   }
 
@@ -161,7 +189,13 @@ class ObjectReader {
           this.waiting.shift()?.resolve(undefined);
           continue;
         }
-        this.header = { type: fields[1] ?? "", size: Number(fields[2]) };
+        const size = Number(fields[2]);
+        if (!(Number.isSafeInteger(size) && size <= READ_OBJECT_BYTES)) {
+          this.fail(new PackRejected(`object ${fields[0] ?? ""} is ${fields[2] ?? "?"} bytes, more than the ${READ_OBJECT_BYTES} a commit or tree may be`));
+          this.stream.kill();
+          return;
+        }
+        this.header = { type: fields[1] ?? "", size };
       }
       if (this.length < this.header.size + 1) return;
       const content = Buffer.from(this.flat().subarray(0, this.header.size));
@@ -293,16 +327,6 @@ function buildPack(objects: Pending, algo: Algo): Buffer {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Of `oids`, those the object store of `gitDir` (as `env` shapes it) lacks. */
-async function missingFrom(oids: readonly string[], gitDir: string, env: Record<string, string>): Promise<string[]> {
-  const out = await runGit(["cat-file", "--batch-check"], gitDir, `${oids.join("\n")}\n`, env);
-  return out
-    .toString("latin1")
-    .split("\n")
-    .filter((line) => line.endsWith(" missing"))
-    .map((line) => line.slice(0, line.indexOf(" ")));
-}
-
 async function syncDir(path: string): Promise<void> {
   const handle = await open(path, "r");
   try {
@@ -358,6 +382,8 @@ class Mirror implements FilteredMirror {
   /** (tree oid, path prefix) -> filtered tree oid, null when nothing readable is left. */
   private readonly trees = new Map<string, string | null>();
   private queue: Promise<unknown> = Promise.resolve();
+  /** The checked bubblewrap, once for every contained read of this mirror. */
+  private readonly sandbox = createGitSandbox();
   private readonly hashLength: number;
   private readonly memoPath: string;
 
@@ -398,8 +424,35 @@ class Mirror implements FilteredMirror {
     pushed: readonly string[],
     objectsEnv: Record<string, string>,
     hubObjectsOut: string,
+    limits?: ContainedGitLimits,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
-    return this.exclusive(() => this.replayLocked(pushed, objectsEnv, resolve(hubObjectsOut)));
+    return this.exclusive(() => this.replayLocked(pushed, objectsEnv, resolve(hubObjectsOut), limits));
+  }
+
+  /**
+   * Contained git over the mirror, seeing `objectsEnv`'s object folders (a push's quarantine)
+   * in front of the mirror's and the hub's, every one bound read-only at its real path.
+   */
+  private async readContext(objectsEnv: Record<string, string> = {}): Promise<ContainedGitOptions & { env: Record<string, string> }> {
+    const real = (path: string) => realpath(path);
+    const mirror = await real(this.dir);
+    const hubObjects = await real(join(this.hub, "objects"));
+    const given = await Promise.all(
+      (objectsEnv.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? "")
+        .split(":")
+        .filter((d) => d !== "")
+        .map(real),
+    );
+    const objects = objectsEnv.GIT_OBJECT_DIRECTORY === undefined ? undefined : await real(objectsEnv.GIT_OBJECT_DIRECTORY);
+    const alternates = [...new Set([...given, ...(objects === undefined ? [] : [join(mirror, "objects")]), hubObjects])];
+    const readOnly = [...new Set([mirror, ...alternates, ...(await objectStores(this.hub)), ...(objects === undefined ? [] : [objects])])];
+    return {
+      gitDir: mirror,
+      readOnly,
+      writable: [],
+      env: { ...(objects === undefined ? {} : { GIT_OBJECT_DIRECTORY: objects }), GIT_ALTERNATE_OBJECT_DIRECTORIES: alternates.join(":") },
+      sandbox: this.sandbox,
+    };
   }
 
   /** One operation at a time: the memo and the staged objects of a run must not interleave. */
@@ -421,7 +474,8 @@ class Mirror implements FilteredMirror {
     const known = this.toFiltered.get(hubOid);
     if (known) return known;
     if (this.toHub.has(hubOid)) throw new Error(`${hubOid} is a commit of the filtered mirror, not of the hub`);
-    const reader = new ObjectReader(this.dir, {});
+    // The hub's commits and trees were written by seats: read contained, held as a diff of them is.
+    const reader = await ObjectReader.open({ ...(await this.readContext()), limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES } });
     const commits = new Map<string, string>();
     const trees = new Map<string, string | null>();
     const pending: Pending = new Map();
@@ -541,78 +595,109 @@ class Mirror implements FilteredMirror {
     pushed: readonly string[],
     objectsEnv: Record<string, string>,
     out: string,
+    limits: ContainedGitLimits | undefined,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
     if (pushed.length === 0) throw new Error("replay: no commits given");
     // objectsEnv should show quarantine + mirror + hub; a caller's quarantine made against the
     // mirror alone (which reaches the hub only through its own alternates file) still works.
-    const env = {
-      ...objectsEnv,
-      GIT_ALTERNATE_OBJECT_DIRECTORIES: [objectsEnv.GIT_ALTERNATE_OBJECT_DIRECTORIES, join(this.dir, "objects"), join(this.hub, "objects")]
-        .filter((dir) => dir !== undefined && dir !== "")
-        .join(":"),
-    };
-    const reader = new ObjectReader(this.dir, env);
+    const context = { ...(await this.readContext(objectsEnv)), ...(limits !== undefined ? { limits } : {}) };
     const map = new Map<string, string>();
     const hubTrees = new Map<string, string>();
     const pending: Pending = new Map();
     /** Blob oid -> a path the pushed trees put it at. */
     const blobs = new Map<string, string>();
-    try {
-      const commitOf = async (oid: string): Promise<ParsedCommit> => {
-        const object = await reader.read(oid);
-        if (object?.type !== "commit") throw new Error(`commit ${oid} is missing from the quarantine, the mirror and the hub`);
-        return parseCommit(object.content);
-      };
-      for (const oid of pushed) {
-        if (map.has(oid)) continue;
-        // A commit the mirror made (the seat pushed a branch at something it fetched) is its hub commit.
-        const made = this.toHub.get(oid);
-        if (made) {
-          map.set(oid, made);
-          continue;
-        }
-        const commit = await commitOf(oid);
-        if (commit.parents.length > 1) {
-          throw new ReplayRefused(
-            `commit ${oid} is a merge; a seat that may read only part of the repository pushes linear history: rebase instead of merging`,
-          );
-        }
-        let base: string | null = null;
-        let seen: string | null = null;
-        const parents: string[] = [];
-        const parent = commit.parents[0];
-        if (parent !== undefined) {
-          const hubParent = map.get(parent) ?? this.toHub.get(parent);
-          if (hubParent === undefined) {
-            throw new ReplayRefused(
-              `commit ${oid} has parent ${parent}, which is neither a commit fetched from teamd nor one being pushed: fetch from teamd and rebase onto what it serves`,
-            );
-          }
-          parents.push(hubParent);
-          base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
-          seen = (await commitOf(parent)).tree;
-        }
-        const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs)) ?? this.emptyTree(pending);
-        const data = buildCommit(tree, parents, commit);
-        const replayed = hashObject(this.algo, "commit", data);
-        pending.set(replayed, { type: "commit", data });
-        map.set(oid, replayed);
-        hubTrees.set(replayed, tree);
-      }
-      if (blobs.size > 0) {
-        await this.refuseUnserved(pushed, blobs, objectsEnv.GIT_OBJECT_DIRECTORY, env);
-        // Only blobs the hub lacks travel; the seat may well have re-added content the hub has.
-        for (const blob of await missingFrom([...blobs.keys()], this.hub, {})) {
-          const object = await reader.read(blob);
-          if (object?.type !== "blob") throw new Error(`blob ${blob} is missing from the quarantine`);
-          pending.set(blob, { type: "blob", data: object.content });
-        }
-      }
-    } finally {
-      await reader.close();
-    }
     await mkdir(join(out, "pack"), { recursive: true });
     await mkdir(join(out, "info"), { recursive: true });
+    await asPackRejected(async () => {
+      const reader = await ObjectReader.open(context);
+      try {
+        const commitOf = async (oid: string): Promise<ParsedCommit> => {
+          const object = await reader.read(oid);
+          if (object?.type !== "commit") throw new Error(`commit ${oid} is missing from the quarantine, the mirror and the hub`);
+          return parseCommit(object.content);
+        };
+        for (const oid of pushed) {
+          if (map.has(oid)) continue;
+          // A commit the mirror made (the seat pushed a branch at something it fetched) is its hub commit.
+          const made = this.toHub.get(oid);
+          if (made) {
+            map.set(oid, made);
+            continue;
+          }
+          const commit = await commitOf(oid);
+          if (commit.parents.length > 1) {
+            throw new ReplayRefused(
+              `commit ${oid} is a merge; a seat that may read only part of the repository pushes linear history: rebase instead of merging`,
+            );
+          }
+          let base: string | null = null;
+          let seen: string | null = null;
+          const parents: string[] = [];
+          const parent = commit.parents[0];
+          if (parent !== undefined) {
+            const hubParent = map.get(parent) ?? this.toHub.get(parent);
+            if (hubParent === undefined) {
+              throw new ReplayRefused(
+                `commit ${oid} has parent ${parent}, which is neither a commit fetched from teamd nor one being pushed: fetch from teamd and rebase onto what it serves`,
+              );
+            }
+            parents.push(hubParent);
+            base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
+            seen = (await commitOf(parent)).tree;
+          }
+          const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs)) ?? this.emptyTree(pending);
+          const data = buildCommit(tree, parents, commit);
+          const replayed = hashObject(this.algo, "commit", data);
+          pending.set(replayed, { type: "commit", data });
+          map.set(oid, replayed);
+          hubTrees.set(replayed, tree);
+        }
+      } finally {
+        await reader.close();
+      }
+      if (blobs.size > 0) {
+        const oids = [...blobs.keys()];
+        const hub = await realpath(this.hub);
+        const quarantine = context.env.GIT_OBJECT_DIRECTORY;
+        const [inHub, carried] = await Promise.all([
+          objectTypes(
+            { gitDir: hub, readOnly: [hub, ...(await objectStores(hub))], writable: [], sandbox: this.sandbox, ...(limits !== undefined ? { limits } : {}) },
+            oids,
+          ),
+          quarantine === undefined
+            ? new Map<string, string>()
+            : objectTypes({ ...context, env: { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" } }, oids),
+        ]);
+        for (const oid of oids) {
+          // index-pack --strict has refused a file entry naming anything but a blob; this keeps
+          // the copy below from ever taking another kind of object, whatever reached here.
+          const type = [carried.get(oid), inHub.get(oid)].find((t) => t !== undefined && t !== "missing" && t !== "blob");
+          if (type !== undefined) throw new ReplayRefused(`${blobs.get(oid) ?? oid}: names a ${type} (${oid}) where a file goes; push the file's content`);
+        }
+        await this.refuseUnserved(
+          pushed,
+          blobs,
+          oids.filter((oid) => carried.get(oid) !== "blob"),
+          context,
+        );
+        // Only blobs the hub lacks travel (the seat may well have re-added content the hub has),
+        // and git copies them: their bytes never pass through the daemon.
+        const lacking = oids.filter((oid) => inHub.get(oid) !== "blob");
+        if (lacking.length > 0) {
+          // git writes the pack beside its objects first: `out` is the object folder, and what
+          // it reads from (the quarantine first) stands behind it.
+          const real = await realpath(out);
+          const behind = [context.env.GIT_OBJECT_DIRECTORY, context.env.GIT_ALTERNATE_OBJECT_DIRECTORIES].filter((d) => d !== undefined && d !== "");
+          await containedGit([...DURABLE, "pack-objects", "-q", join(real, "pack", "pack")], {
+            ...context,
+            env: { GIT_OBJECT_DIRECTORY: real, GIT_ALTERNATE_OBJECT_DIRECTORIES: behind.join(":") },
+            writable: [real],
+            input: Buffer.from(lacking.map((oid) => `${oid}\n`).join("")),
+            timeoutMs: READ_TIMEOUT_MS,
+          });
+        }
+      }
+    });
     await this.store(pending, this.dir, out, {
       GIT_OBJECT_DIRECTORY: out,
       GIT_ALTERNATE_OBJECT_DIRECTORIES: join(this.hub, "objects"),
@@ -630,17 +715,17 @@ class Mirror implements FilteredMirror {
   private async refuseUnserved(
     pushed: readonly string[],
     blobs: ReadonlyMap<string, string>,
-    quarantine: string | undefined,
-    env: Record<string, string>,
+    notCarried: readonly string[],
+    context: ContainedGitOptions,
   ): Promise<void> {
-    const absent = new Set(
-      quarantine === undefined
-        ? blobs.keys()
-        : await missingFrom([...blobs.keys()], this.dir, { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" }),
-    );
+    const absent = new Set(notCarried);
     if (absent.size === 0) return;
-    const unserved = await runGit(["rev-list", "--objects", "--no-object-names", "--stdin", "--not", "--all"], this.dir, `${pushed.join("\n")}\n`, env);
-    for (const oid of unserved.toString("latin1").split("\n")) {
+    const unserved = await containedGit(["rev-list", "--objects", "--no-object-names", "--stdin", "--not", "--all"], {
+      ...context,
+      input: Buffer.from(`${pushed.join("\n")}\n`),
+      timeoutMs: READ_TIMEOUT_MS,
+    });
+    for (const oid of unserved.stdout.toString("latin1").split("\n")) {
       if (absent.has(oid)) {
         throw new ReplayRefused(
           `${blobs.get(oid) ?? oid}: the push names content (${oid}) it does not carry and that teamd never served you; push the file's content itself`,
@@ -720,6 +805,20 @@ class Mirror implements FilteredMirror {
     if (!changed) return base;
     if (result.length === 0) return null;
     return this.addTree(result.sort(treeOrder), pending);
+  }
+}
+
+/** What contained git refuses for what the seat sent (its limits, its time, its output's bound) is a refused push, never an unknown outcome. */
+async function asPackRejected<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof GitOutputTooLarge) throw new PackRejected(`replaying the push's commits lists more than ${error.maxBytes} bytes of objects`);
+    if (error instanceof GitError) {
+      const why = typeof error.code === "string" ? `(${error.code})` : `(git: ${String(error.code)})`;
+      throw new PackRejected(`the push's commits could not be replayed within your limits ${why}`);
+    }
+    throw error;
   }
 }
 

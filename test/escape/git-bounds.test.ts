@@ -251,20 +251,15 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
       `git checkout -q "$back"; rm -f src/${branch}-*.bin; exit $code`,
     ].join(" && ");
 
-  it("refuses a bounded seat's push that expands past 128 MiB (three 50 MiB files of zeros, each its own blob, a 150 KB pack) before it is replayed", async () => {
-    const before = await refusals("push.object-size");
-    const attack = await h.inSeat("w3", zeroFilesPush(3, "zeros3"));
-    expect(attack.code, attack.stdout + attack.stderr).not.toBe(0);
-    expect(attack.stdout + attack.stderr).toMatch(/push\.object-size/);
-    expect(hubRef("refs/heads/seat/w3/zeros3")).toBeUndefined();
-    expect(await refusals("push.object-size")).toBeGreaterThan(before);
-  }, 120_000);
-
-  it("control: the same bounded seat's push of two such files (100 MiB) is replayed and lands", async () => {
-    const control = await h.inSeat("w3", zeroFilesPush(2, "zeros2"));
-    expect(control.code, control.stdout + control.stderr).toBe(0);
-    expect(hubRef("refs/heads/seat/w3/zeros2")).toBeDefined();
-    const deleted = await h.inSeat("w3", "git push -q teamd --delete refs/heads/seat/w3/zeros2 2>&1");
+  it("a bounded seat's push of three 50 MiB files of zeros (150 MiB expanded, a 150 KB pack) is replayed and lands, under the seat's 2G", async () => {
+    // It was refused past 128 MiB while the replay read blobs into the daemon; it now copies
+    // them with contained git (test/escape/bounded-replay-attack.test.ts holds the daemon's memory to it).
+    const pushed = await h.inSeat("w3", zeroFilesPush(3, "zeros3"));
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const landed = hubRef("refs/heads/seat/w3/zeros3");
+    expect(landed).toBeDefined();
+    expect(h.hubGit("cat-file", "-s", `${landed}:src/zeros3-3.bin`)).toBe(String(52428800 + 2));
+    const deleted = await h.inSeat("w3", "git push -q teamd --delete refs/heads/seat/w3/zeros3 2>&1");
     expect(deleted.code, deleted.stdout).toBe(0);
   }, 120_000);
 
