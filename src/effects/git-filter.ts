@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { mkdir, open, readFile, realpath, rename, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { PassThrough } from "node:stream";
-import { deflateSync } from "node:zlib";
+import { promisify } from "node:util";
+import { deflate, deflateSync } from "node:zlib";
 import {
   containedGit,
   containedGitStream,
@@ -95,6 +96,15 @@ const UNPACK_LIMIT = 100;
 const DURABLE = ["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"];
 /** The largest commit or tree read into the daemon: a pack may declare no larger object (DEFAULT_PACK_BOUNDS). */
 const READ_OBJECT_BYTES = 64 * 1024 * 1024;
+/**
+ * The most a replay may build (its new trees and commits, held until they are stored): as much
+ * as a pushed pack may declare in the daemon's memory at the old cap. A commit that changes a
+ * folder the seat reads only part of rebuilds that folder's whole tree, and the seat never sends
+ * those bytes: 200 commits under a folder of 20,000 unreadable files build ~150 MB.
+ */
+const REPLAY_BUILT_BYTES = 128 * 1024 * 1024;
+/** A filtering stores what it built whenever it holds this much (a first sync of a long history). */
+const FILTER_FLUSH_BYTES = 64 * 1024 * 1024;
 /** A replay's or a filtering's reads, all of them: as long as a push's index-pack may take. */
 const READ_TIMEOUT_MS = 600_000;
 
@@ -212,7 +222,34 @@ class ObjectReader {
 
 type Algo = "sha1" | "sha256";
 type ObjectType = "commit" | "tree" | "blob";
-type Pending = Map<string, { readonly type: ObjectType; readonly data: Buffer }>;
+/**
+ * Objects built in memory before git stores them, their bytes counted. Past `limit` a set
+ * throws: a replay building that much is refused (REPLAY_BUILT_BYTES).
+ */
+class Pending extends Map<string, { readonly type: ObjectType; readonly data: Buffer }> {
+  bytes = 0;
+  constructor(private readonly limit = Number.POSITIVE_INFINITY) {
+    super();
+  }
+
+  override set(oid: string, object: { readonly type: ObjectType; readonly data: Buffer }): this {
+    if (!this.has(oid)) {
+      this.bytes += object.data.length;
+      if (this.bytes > this.limit) {
+        throw new PackRejected(
+          `replaying the push onto the real trees builds more than ${this.limit} bytes of new trees and commits (a folder you can read only part of is large, and every commit that changes it makes a new copy of it); push fewer commits at a time, or squash them`,
+          "push.object-size",
+        );
+      }
+    }
+    return super.set(oid, object);
+  }
+
+  override clear(): void {
+    this.bytes = 0;
+    super.clear();
+  }
+}
 
 interface TreeEntry {
   readonly mode: string;
@@ -300,14 +337,21 @@ function buildCommit(tree: string, parents: readonly string[], commit: ParsedCom
 }
 
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+const deflateAsync = promisify(deflate);
+/** Objects this large are deflated on libuv's pool, not the daemon's thread. */
+const DEFLATE_OFF_THREAD_BYTES = 64 * 1024;
+/** Small objects deflated in one turn of the daemon's thread. */
+const OBJECTS_A_TURN = 2048;
 
 /** A version-2 pack of whole (undeltified) objects: what unpack-objects / index-pack read. */
-function buildPack(objects: Pending, algo: Algo): Buffer {
+async function buildPack(objects: Pending, algo: Algo): Promise<Buffer> {
   const header = Buffer.alloc(12);
   header.write("PACK", 0, "latin1");
   header.writeUInt32BE(2, 4);
   header.writeUInt32BE(objects.size, 8);
   const parts: Buffer[] = [header];
+  const hash = createHash(algo).update(header);
+  let done = 0;
   for (const { type, data } of objects.values()) {
     let size = data.length;
     const bytes: number[] = [];
@@ -319,10 +363,15 @@ function buildPack(objects: Pending, algo: Algo): Buffer {
       size = Math.floor(size / 128);
     }
     bytes.push(byte);
-    parts.push(Buffer.from(bytes), deflateSync(data));
+    // A large tree is compressed off the daemon's one thread; many small ones in turns that give it back.
+    const deflated = data.length >= DEFLATE_OFF_THREAD_BYTES ? await deflateAsync(data) : deflateSync(data);
+    if (++done % OBJECTS_A_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    const prefix = Buffer.from(bytes);
+    hash.update(prefix).update(deflated);
+    parts.push(prefix, deflated);
   }
-  const body = Buffer.concat(parts);
-  return Buffer.concat([body, createHash(algo).update(body).digest()]);
+  parts.push(hash.digest());
+  return Buffer.concat(parts);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,7 +527,7 @@ class Mirror implements FilteredMirror {
     const reader = await ObjectReader.open({ ...(await this.readContext()), limits: { memoryBytes: SEAT_DATA_MEMORY_BYTES } });
     const commits = new Map<string, string>();
     const trees = new Map<string, string | null>();
-    const pending: Pending = new Map();
+    const pending = new Pending();
     try {
       const filteredOf = (oid: string): string | undefined => this.toFiltered.get(oid) ?? commits.get(oid);
       const parsed = new Map<string, ParsedCommit>();
@@ -510,6 +559,11 @@ class Mirror implements FilteredMirror {
         commits.set(oid, filtered);
         parsed.delete(oid);
         stack.pop();
+        // Objects before any memo line names them, in parts: the daemon never holds a whole history's trees.
+        if (pending.bytes > FILTER_FLUSH_BYTES) {
+          await this.store(pending, this.dir, join(this.dir, "objects"), {});
+          pending.clear();
+        }
       }
     } finally {
       await reader.close();
@@ -565,7 +619,7 @@ class Mirror implements FilteredMirror {
   private async store(pending: Pending, gitDir: string, objects: string, env: Record<string, string>): Promise<void> {
     if (pending.size === 0) return;
     const command = pending.size < UNPACK_LIMIT ? ["unpack-objects", "-q"] : ["index-pack", "--stdin"];
-    await runGit([...DURABLE, ...command], gitDir, buildPack(pending, this.algo), env);
+    await runGit([...DURABLE, ...command], gitDir, await buildPack(pending, this.algo), env);
     // git fsyncs each object file but not the directory entry its rename made; a memo line
     // or ref must not outlive the object it names.
     const dirs = new Set([join(objects, "pack"), objects]);
@@ -603,7 +657,7 @@ class Mirror implements FilteredMirror {
     const context = { ...(await this.readContext(objectsEnv)), ...(limits !== undefined ? { limits } : {}) };
     const map = new Map<string, string>();
     const hubTrees = new Map<string, string>();
-    const pending: Pending = new Map();
+    const pending = new Pending(REPLAY_BUILT_BYTES);
     /** Blob oid -> a path the pushed trees put it at. */
     const blobs = new Map<string, string>();
     await mkdir(join(out, "pack"), { recursive: true });

@@ -23,13 +23,15 @@ if (asRoot) ensureSeatUser();
 const TEAM_FILE = teamFile(`  narrow:
     lab: anthropic
     capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: src/ }
+      read: { path: [src/, README.md, vendor/NOTES.md] }
+      write: { path: [src/, vendor/NOTES.md] }
     start:
       command: [sleep, "3600"]
 `);
 
 const MiB = 1024 * 1024;
+/** A folder narrow reads one file of: 2,000 files it cannot read, long names, a tree of ~450 KB. */
+const VENDOR = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`vendor/${"v".repeat(190)}${String(i).padStart(5, "0")}.txt`, "x\n"]));
 
 describe.runIf(process.platform === "linux")("attack: the replay of a bounded seat's push", () => {
   let h: TeamdHarness;
@@ -71,7 +73,13 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-replay-attack-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n", "docs/secret.md": "not for narrow\n" });
+    h = await appliedTeam("teamd-replay-attack-", TEAM_FILE, {
+      "README.md": "hello\n",
+      "src/a.txt": "a\n",
+      "docs/secret.md": "not for narrow\n",
+      "vendor/NOTES.md": "notes\n",
+      ...VENDOR,
+    });
     await h.ok(["start", "--team", "proj"]);
     expect((await h.inSeat("narrow", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);
   }, 120_000);
@@ -97,7 +105,7 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
     expect(landed).toBeDefined();
     expect(
       h
-        .hubGit("ls-tree", "-r", "--name-only", landed as string)
+        .hubGit("ls-tree", "-r", "--name-only", landed as string, "--", "README.md", "docs", "src")
         .split("\n")
         .sort(),
     ).toEqual(["README.md", "docs/secret.md", "src/a.txt", ...Array.from({ length: 8 }, (_, i) => `src/big${i + 1}.bin`)]);
@@ -155,4 +163,28 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
     expect(control.code, control.stdout).toBe(0);
     expect(hubRef("refs/heads/seat/narrow/confused")).toBeDefined();
   }, 120_000);
+
+  it("300 commits each changing the one file narrow reads in a folder of 2,000 it cannot: the replay would build ~135 MB of trees the seat never sent; refused push.object-size, nothing lands", async () => {
+    const made = await h.inSeat(
+      "narrow",
+      `git reset -q && git checkout -q -B notes teamd/main && for i in $(seq 1 300); do echo $i > vendor/NOTES.md && git commit -qam n$i || exit 1; done && git count-objects -v | grep -E '^(count|size-pack)'`,
+    );
+    expect(made.code, made.stdout + made.stderr).toBe(0);
+    const r = await h.inSeat("narrow", "git push teamd notes 2>&1");
+    expect(r.code, r.stdout).not.toBe(0);
+    expect(r.stdout).toMatch(/teamd: push\.object-size: replaying the push onto the real trees builds more than 134217728 bytes/);
+    expect(hubRef("refs/heads/seat/narrow/notes")).toBeUndefined();
+    expect(quarantineLeft()).toEqual([]);
+    expect(h.daemon?.stderr() ?? "").not.toMatch(/internal|unhandled|TypeError/i);
+    // Control: ten such commits land, the 2,000 files kept.
+    const control = await h.inSeat(
+      "narrow",
+      "git checkout -q -B notes10 teamd/main && for i in $(seq 1 10); do echo $i > vendor/NOTES.md && git commit -qam n$i || exit 1; done && git push -q teamd notes10 2>&1",
+    );
+    expect(control.code, control.stdout).toBe(0);
+    const landed = hubRef("refs/heads/seat/narrow/notes10");
+    expect(landed).toBeDefined();
+    expect(h.hubGit("show", `${landed}:vendor/NOTES.md`)).toBe("10");
+    expect(h.hubGit("ls-tree", "--name-only", `${landed}:vendor`).split("\n")).toHaveLength(2001);
+  }, 180_000);
 });

@@ -1,0 +1,312 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appliedTeam } from "../support/applied-team.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+import { evilGit } from "../support/evil-git.js";
+
+/**
+ * A hostile bounded-read seat against the replay of its push (src/effects/git-filter.ts, its
+ * callers in daemon/seat/git.ts and the checks of src/effects/git-receive.ts), from inside a
+ * real seat of a real daemon: every byte of the pushed commits and trees is the seat's, made
+ * with git's plumbing (`hash-object --literally`, `mktree`, `fast-import`) and, where git's
+ * own pack-objects would not send it, packed by the seat's own `git` first on the helper's PATH.
+ *
+ * The seat `narrow` may read src/ and README.md and write src/ only; the hub holds
+ * docs/secret.md with a canary. Each case asserts the secure outcome — refused with a rule, or
+ * landed with nothing outside the seat's scopes changed — with a control beside it. Cases
+ * this attack broke are `it.fails` (the assertion is the secure outcome; the case passes
+ * while the hole is open and starts failing once it is closed), each with its figures.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const CANARY = "CANARY-replay-4c1f not for narrow";
+
+const TEAM_FILE = teamFile(`  narrow:
+    lab: anthropic
+    capabilities:
+      read: { path: [src/, README.md] }
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+`);
+
+const MiB = 1024 * 1024;
+const AUTHOR = "author n <n@seat.invalid> 1700000000 +0000\\ncommitter n <n@seat.invalid> 1700000000 +0000";
+
+describe.runIf(process.platform === "linux")("attack: a bounded seat's push, replayed by the daemon (helper's round)", () => {
+  let h: TeamdHarness;
+  let main: string;
+
+  const hubRef = (ref: string) => h.hubRef(ref);
+  const daemonPid = () => {
+    const pid = h.daemon?.child.pid;
+    if (pid === undefined) throw new Error("no daemon pid");
+    return pid;
+  };
+  const memory = () => {
+    const status = readFileSync(`/proc/${daemonPid()}/status`, "utf8");
+    const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? "NaN") * 1024;
+    return { rss: field("VmRSS"), peak: field("VmHWM") };
+  };
+  const resetPeak = () => execFileSync("sh", ["-c", `echo 5 > /proc/${daemonPid()}/clear_refs`]);
+  /** The daemon process's own CPU time (user + system), in seconds: not its children's. */
+  const cpu = () => {
+    const stat = readFileSync(`/proc/${daemonPid()}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  };
+  const quarantineLeft = () => {
+    const dir = join(h.home, "git", "quarantine");
+    return existsSync(dir) ? readdirSync(dir) : [];
+  };
+  /** The raw bytes of a hub tree, latin1 (modes and names as they are stored, not as git prints them). */
+  const rawTree = (treeish: string) =>
+    execFileSync("git", ["--git-dir", h.hub, "cat-file", "tree", treeish], { encoding: "latin1" });
+  const hubPaths = (commit: string) =>
+    h
+      .hubGit("ls-tree", "-r", "--name-only", commit)
+      .split("\n")
+      .filter((l) => l !== "")
+      .sort();
+  /** In the seat: start from the trunk as served, on branch `name`. */
+  const fresh = (name: string) => `git fetch -q teamd && rm -f .git/index && git checkout -q -f -B ${name} teamd/main && git clean -qfdx`;
+  /** In the seat: push `ref` through the remote helper with the seat's own pack-objects, packing exactly `objects` (shell words, expanded now). */
+  const evilPush = (ref: string, objects: string) =>
+    [
+      `mkdir -p /tmp/evil && printf '%s\\n' ${objects} > /tmp/evil/objects`,
+      evilGit("/usr/bin/git pack-objects --stdout -q < /tmp/evil/objects"),
+      `printf 'push refs/heads/${ref}:refs/heads/${ref}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+    ].join(" && ");
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-replay-helper-", TEAM_FILE, {
+      "README.md": "hello\n",
+      "src/a.txt": "a\n",
+      "docs/secret.md": `${CANARY}\n`,
+    });
+    await h.ok(["start", "--team", "proj"]);
+    main = hubRef("refs/heads/main") as string;
+    expect((await h.inSeat("narrow", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);
+  }, 120_000);
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  // -------------------------------------------------------------------------------------------
+  // Write scope: what the daemon's checks see versus what the replay applies.
+
+  it.fails(
+    "a commit git reads as a root commit (its `parent` header after `committer`) but the replay reads as a child of the trunk: README.md, outside the write scope, must not be deleted",
+    async () => {
+      // git (rev-list, diff-tree, fsck) takes parents only from the lines right after `tree`;
+      // parseCommit (git-filter.ts) takes every `parent` line of the header. So the write check
+      // sees a root commit adding src/* only, and the replay diffs the trunk's filtered tree
+      // against one without README.md: README.md "was deleted".
+      const r = await h.inSeat(
+        "narrow",
+        [
+          fresh("rootlike"),
+          "echo new > src/new.txt && git add src/new.txt",
+          "s=$(git rev-parse $(git write-tree):src)",
+          "root=$(printf '040000 tree %s\\tsrc\\n' $s | git mktree)",
+          `c=$(printf 'tree %s\\n${AUTHOR}\\nparent %s\\n\\nrootlike\\n' $root $(git rev-parse teamd/main) | git hash-object -t commit -w --stdin --literally)`,
+          "git update-ref refs/heads/rootlike $c",
+          "git rev-list --parents -n1 $c",
+          "git push teamd rootlike 2>&1",
+        ].join(" && "),
+      );
+      console.log(`root-like commit push: code ${r.code}\n${r.stdout}${r.stderr}`);
+      const landed = hubRef("refs/heads/seat/narrow/rootlike");
+      if (landed !== undefined) {
+        console.log(`landed ${landed}: parents ${h.hubGit("rev-list", "--parents", "-n1", landed)}; paths ${hubPaths(landed).join(", ")}`);
+        // Nothing outside the write scope changed: README.md is there, as on the trunk.
+        expect(hubPaths(landed)).toContain("README.md");
+        expect(h.hubGit("rev-parse", `${landed}:README.md`)).toBe(h.hubGit("rev-parse", `${main}:README.md`));
+      } else {
+        expect(r.code).not.toBe(0);
+        expect(r.stdout).not.toMatch(/internal|unknown-outcome/);
+      }
+    },
+    60_000,
+  );
+
+  it("control: the same deletion of README.md as an ordinary commit is refused by the write scope, and lands nothing", async () => {
+    const r = await h.inSeat("narrow", [fresh("delreadme"), "git rm -q README.md && git commit -qm del", "git push teamd delreadme 2>&1"].join(" && "));
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/README\.md/);
+    expect(hubRef("refs/heads/seat/narrow/delreadme")).toBeUndefined();
+    expect(quarantineLeft()).toEqual([]);
+  }, 60_000);
+
+  it.fails(
+    "README.md's mode rewritten to a non-canonical 100600 (same blob): must be refused or land with the trunk's 100644",
+    async () => {
+      // git's tree walk canonicalizes modes (100600 reads as 100644) so diff-tree lists no
+      // changed path and the push asks the kernel nothing; index-pack --strict only warns
+      // (badFilemode); the replay compares the raw mode strings and takes the seat's entry.
+      const r = await h.inSeat(
+        "narrow",
+        [
+          fresh("modes"),
+          "root=$(git ls-tree HEAD | sed 's/^100644 \\(blob [0-9a-f]*\\tREADME\\.md\\)$/100600 \\1/' | git mktree)",
+          "c=$(git commit-tree $root -p HEAD -m modes)",
+          "git update-ref refs/heads/modes $c",
+          "git diff-tree -r --name-status HEAD $c | wc -l",
+          "git push teamd modes 2>&1",
+        ].join(" && "),
+      );
+      console.log(`mode-only push: code ${r.code}\n${r.stdout}${r.stderr}`);
+      const landed = hubRef("refs/heads/seat/narrow/modes");
+      if (landed !== undefined) {
+        const raw = rawTree(`${landed}^{tree}`);
+        console.log(`landed ${landed}: root tree entries ${JSON.stringify(raw.replace(/\0[\s\S]{20}/g, " | "))}`);
+        expect(raw).toContain("100644 README.md\0");
+      } else {
+        expect(r.code).not.toBe(0);
+      }
+    },
+    60_000,
+  );
+
+  it("control: README.md made executable (100755, a real mode change) is refused by the write scope", async () => {
+    const r = await h.inSeat(
+      "narrow",
+      [fresh("exec"), "git update-index --chmod=+x README.md && git commit -qm x", "git push teamd exec 2>&1"].join(" && "),
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/README\.md/);
+    expect(hubRef("refs/heads/seat/narrow/exec")).toBeUndefined();
+  }, 60_000);
+
+  // -------------------------------------------------------------------------------------------
+  // Read scope: what the seat learns or lands of docs/secret.md.
+
+  it.fails(
+    "naming content the seat guesses at a path it may write, without sending it: the refusal must not say whether the hub holds that content",
+    async () => {
+      // The seat guesses docs/secret.md's content, hashes it, and names the id at src/probe.txt
+      // without sending the blob; a wrong guess is the control. If the two refusals differ, the
+      // seat has an oracle for any content of the hub, readable or not.
+      const probe = async (content: string, branch: string) => {
+        const r = await h.inSeat(
+          "narrow",
+          [
+            fresh(branch),
+            `b=$(printf '%s\\n' '${content}' | git hash-object --stdin)`,
+            "git update-index --add --cacheinfo 100644,$b,src/probe.txt",
+            "t=$(git write-tree --missing-ok)",
+            `c=$(git commit-tree $t -p HEAD -m ${branch})`,
+            `git update-ref refs/heads/${branch} $c && git reset -q`,
+            evilPush(branch, `$c $t $(git rev-parse $t:src)`),
+          ].join(" && "),
+        );
+        expect(hubRef(`refs/heads/seat/narrow/${branch}`)).toBeUndefined();
+        return r.stdout.replace(/\b[0-9a-f]{40}\b/g, "<oid>").trim();
+      };
+      const right = await probe(CANARY, "guess-right");
+      const wrong = await probe("CANARY-replay-0000 not for narrow", "guess-wrong");
+      console.log(`guess of the secret's content, right: ${right}\nwrong: ${wrong}`);
+      expect(right).toMatch(/^error refs\/heads\/guess-right /m);
+      expect(wrong).toMatch(/^error refs\/heads\/guess-wrong /m);
+      expect(right.replace("guess-right", "X")).toBe(wrong.replace("guess-wrong", "X"));
+    },
+    90_000,
+  );
+
+  /** In the seat, after a fetch: no object of its repository holds the canary (the seat was served none of docs/secret.md). */
+  const noCanary = `git fetch -q teamd 2>&1 && ! (git cat-file --batch-all-objects --batch | grep -aq '${CANARY}') && echo no-canary`;
+
+  it("a gitlink (160000) naming the secret blob's id lands only as a link: fetching the branch back never serves the secret", async () => {
+    const r = await h.inSeat(
+      "narrow",
+      [
+        fresh("gitlink"),
+        `b=$(printf '%s\\n' '${CANARY}' | git hash-object --stdin)`,
+        "git update-index --add --cacheinfo 160000,$b,src/sub",
+        "t=$(git write-tree --missing-ok)",
+        "c=$(git commit-tree $t -p HEAD -m gitlink)",
+        "git update-ref refs/heads/gitlink $c && git reset -q",
+        "git push teamd gitlink 2>&1",
+        noCanary,
+      ].join(" && "),
+    );
+    console.log(`gitlink push: code ${r.code}\n${r.stdout}${r.stderr}`);
+    expect(r.stdout).toContain("no-canary");
+    const landed = hubRef("refs/heads/seat/narrow/gitlink");
+    // Observed: it lands (the replay copies no gitlink target and index-pack does not follow one).
+    expect(landed).toBeDefined();
+    expect(h.hubGit("ls-tree", landed as string, "src/sub")).toMatch(/^160000 commit [0-9a-f]{40}\tsrc\/sub$/);
+    expect(h.hubGit("rev-parse", `${landed}:docs`)).toBe(h.hubGit("rev-parse", `${main}:docs`));
+    expect(h.hubGit("rev-parse", `${landed}:README.md`)).toBe(h.hubGit("rev-parse", `${main}:README.md`));
+  }, 60_000);
+
+  it("symlinks src/link -> ../docs/secret.md and src/dir -> ../docs land as links: the seat's fetch of the branch serves no secret", async () => {
+    const r = await h.inSeat(
+      "narrow",
+      [fresh("symlink"), "ln -s ../docs/secret.md src/link && ln -s ../docs src/dir && git add src/link src/dir && git commit -qm link", "git push teamd symlink 2>&1", noCanary].join(" && "),
+    );
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("no-canary");
+    const landed = hubRef("refs/heads/seat/narrow/symlink") as string;
+    expect(h.hubGit("ls-tree", landed, "src/link")).toMatch(/^120000 blob /);
+    expect(h.hubGit("cat-file", "blob", `${landed}:src/link`)).toBe("../docs/secret.md");
+    expect(hubPaths(landed)).toEqual(["README.md", "docs/secret.md", "src/a.txt", "src/dir", "src/link"]);
+  }, 60_000);
+
+  // -------------------------------------------------------------------------------------------
+  // Odd names: refused (index-pack --strict, or the UTF-8 check on changed paths), nothing lands.
+
+  it("tree entries with odd names (a '/', '..', '.git', duplicates, a file and a directory of one name, unsorted, non-UTF-8) are refused and land nothing", async () => {
+    // Each src/ tree is written raw by perl ($B the blob's binary id, $S a subtree's).
+    const cases: [string, string][] = [
+      ["slash", `"100644 a/b\\0$B"`],
+      ["dotdot", `"100644 ..\\0$B"`],
+      ["dotgit", `"100644 .git\\0$B"`],
+      ["dup", `"100644 a\\0$B" . "100644 a\\0$B"`],
+      ["df", `"100644 a\\0$B" . "100644 a.b\\0$B" . "40000 a\\0$S"`],
+      ["unsorted", `"100644 b\\0$B" . "100644 a\\0$B"`],
+      ["nonutf8", `"100644 \\xff\\xfe\\0$B"`],
+      ["zeropad", `"0100644 a\\0$B"`],
+    ];
+    for (const [name, entries] of cases) {
+      const r = await h.inSeat(
+        "narrow",
+        [
+          fresh(`odd-${name}`),
+          "b=$(echo odd | git hash-object -w --stdin)",
+          "s=$(printf '100644 blob %s\\tf\\n' $b | git mktree)",
+          `src=$(perl -e '$B = pack("H*", $ARGV[0]); $S = pack("H*", $ARGV[1]); print ${entries}' $b $s | git hash-object -t tree -w --stdin --literally)`,
+          "root=$(git ls-tree HEAD | grep -v 'src$' | { cat; printf '040000 tree %s\\tsrc\\n' $src; } | git mktree)",
+          `c=$(git commit-tree $root -p HEAD -m odd-${name})`,
+          `git update-ref refs/heads/odd-${name} $c`,
+          evilPush(`odd-${name}`, "$c $root $src $b $s"),
+        ].join(" && "),
+      );
+      console.log(`odd name ${name}: ${r.stdout.trim()} ${r.stderr.trim()}`);
+      expect(r.stdout, name).toMatch(new RegExp(`^error refs/heads/odd-${name} teamd: (push\\.pack|git\\.path)`, "m"));
+      expect(r.stdout).not.toMatch(/internal|unknown-outcome/);
+      expect(hubRef(`refs/heads/seat/narrow/odd-${name}`)).toBeUndefined();
+    }
+    // Control: the same construction with an ordinary name lands.
+    const ok = await h.inSeat(
+      "narrow",
+      [
+        fresh("odd-control"),
+        "b=$(echo odd | git hash-object -w --stdin)",
+        `src=$(perl -e '$B = pack("H*", $ARGV[0]); print "100644 a.txt\\0$B" . "100644 odd\\0$B"' $b | git hash-object -t tree -w --stdin --literally)`,
+        "root=$(git ls-tree HEAD | grep -v 'src$' | { cat; printf '040000 tree %s\\tsrc\\n' $src; } | git mktree)",
+        "c=$(git commit-tree $root -p HEAD -m odd-control)",
+        "git update-ref refs/heads/odd-control $c",
+        evilPush("odd-control", "$c $root $src $b"),
+      ].join(" && "),
+    );
+    expect(ok.stdout).toMatch(/^ok refs\/heads\/odd-control/m);
+    expect(hubPaths(hubRef("refs/heads/seat/narrow/odd-control") as string)).toEqual(["README.md", "docs/secret.md", "src/a.txt", "src/odd"]);
+    expect(quarantineLeft()).toEqual([]);
+  }, 180_000);
+});
