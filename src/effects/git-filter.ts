@@ -442,6 +442,7 @@ class Mirror implements FilteredMirror {
     private readonly filter: ReadFilter,
     private readonly algo: Algo,
     memo: readonly [string, string][],
+    private readonly flushBytes: number,
   ) {
     this.hashLength = algo === "sha1" ? 20 : 32;
     this.memoPath = join(dir, MEMO_FILE);
@@ -560,7 +561,7 @@ class Mirror implements FilteredMirror {
         parsed.delete(oid);
         stack.pop();
         // Objects before any memo line names them, in parts: the daemon never holds a whole history's trees.
-        if (pending.bytes > FILTER_FLUSH_BYTES) {
+        if (pending.bytes > this.flushBytes) {
           await this.store(pending, this.dir, join(this.dir, "objects"), {});
           pending.clear();
         }
@@ -877,7 +878,12 @@ async function asPackRejected<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Opens (creating or rebuilding as needed) the filtered mirror at `dir` of the bare hub `hub`. */
-export async function openFilteredMirror(dir: string, hub: string, filter: ReadFilter): Promise<FilteredMirror> {
+export async function openFilteredMirror(
+  dir: string,
+  hub: string,
+  filter: ReadFilter,
+  options: { /** Default FILTER_FLUSH_BYTES; tests set it low to store in many parts. */ readonly flushBytes?: number } = {},
+): Promise<FilteredMirror> {
   const mirror = resolve(dir);
   const hubDir = resolve(hub);
   const format = (await git(["rev-parse", "--show-object-format"], { gitDir: hubDir })).stdout.trim();
@@ -919,5 +925,5 @@ export async function openFilteredMirror(dir: string, hub: string, filter: ReadF
     await rename(`${idPath}.tmp`, idPath);
     await syncDir(mirror);
   }
-  return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath));
+  return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath), options.flushBytes ?? FILTER_FLUSH_BYTES);
 }

@@ -234,8 +234,14 @@ describe("filterCommit", () => {
     const a = [await one.filterCommit(main), await one.filterCommit(feature)];
     const b = [await two.filterCommit(feature), await two.filterCommit(main)].reverse();
     const c = await Promise.all([slow.filterCommit(main), slow.filterCommit(feature)]);
+    // Stored in parts (after every commit) as a long history's first filtering is: the same images, every object there.
+    const parts = await openFilteredMirror(join(root, "parts"), hub, readable, { flushBytes: 1 });
+    const d = [await parts.filterCommit(main), await parts.filterCommit(feature)];
     expect(b).toEqual(a);
     expect(c).toEqual(a);
+    expect(d).toEqual(a);
+    // Every object the images reach is in the mirror (rev-list fails on a missing one).
+    expect(sh(["rev-list", "--objects", ...d], { gitDir: parts.dir }).split("\n").length).toBeGreaterThan(d.length);
   });
 
   it("syncRef points and deletes mirror refs, and HEAD follows the hub", async () => {

@@ -230,7 +230,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
         "git update-index --add --cacheinfo 160000,$b,src/sub",
         "t=$(git write-tree --missing-ok)",
         "c=$(git commit-tree $t -p HEAD -m gitlink)",
-        "git update-ref refs/heads/gitlink $c && git reset -q",
+        "git update-ref refs/heads/gitlink $c",
         "git push teamd gitlink 2>&1",
         noCanary,
       ].join(" && "),
