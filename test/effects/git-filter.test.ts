@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { appendFileSync, chmodSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { openFilteredMirror, ReplayRefused, type FilteredMirror, type ReadFilter } from "../../src/effects/git-filter.js";
+import { PackRejected } from "../../src/effects/git-receive.js";
 
 /** Real repositories in a temp dir: a hub with a history that has merges, symlinks, modes and gitlinks. */
 
@@ -444,6 +445,22 @@ describe("replay", () => {
     // The image is the seat's commit less its signature (an unsigned commit is its own image: above).
     const image = await mirror.filterCommit(tip);
     expect(commitBody(mirror.dir, image)).toBe(commitBody(hub, tip).replace(/^tree \S+\nparent \S+\n/, `tree ${tree}\nparent ${parent}\n`));
+  });
+
+  it("reads and copies the push under the seat's limits: where git cannot run within them the replay is refused, not failed, and no pack is stored", async () => {
+    write(seat, "src/limited.ts", "x\n");
+    g("add", "-A");
+    g("commit", "-q", "-m", "limited");
+    const { pushed, env } = push();
+    const out = join(root, "out-limited");
+    // With 1 MiB of data git cannot run at all; plain git on the daemon's account would have.
+    await expect(mirror.replay(pushed, env, out, { memoryBytes: 1024 * 1024 })).rejects.toThrow(PackRejected);
+    await expect(mirror.replay(pushed, env, out, { memoryBytes: 1024 * 1024 })).rejects.toThrow(/within your limits/);
+    // No pack stored (git's temporary files stay for the caller to remove with the folder: withReplayFolder).
+    expect(readdirSync(join(out, "pack")).filter((f) => /\.(pack|idx)$/.test(f))).toEqual([]);
+    // Control: under the 2 GiB a seat without limits gets, it replays.
+    const { tip } = await mirror.replay(pushed, env, join(root, "out-unlimited"), { memoryBytes: 2 * 1024 * 1024 * 1024 });
+    expect(tip).toMatch(/^[0-9a-f]{40}$/);
   });
 
   it("refuses a merge, an unknown parent, and a file over a directory the seat cannot read", async () => {

@@ -259,6 +259,124 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
   }, 60_000);
 
   // -------------------------------------------------------------------------------------------
+  // The daemon's own memory and CPU: the replay parses and rebuilds every changed tree in the
+  // daemon's thread and holds every tree it makes until the end of the push.
+
+  /**
+   * In the seat: a fast-import of branch `wide` from the trunk — one commit adding `n` files
+   * under src/wide/ (one blob), then `k` commits each changing src/wide/f000001 (to content i,
+   * or, `alternate`, to one of two contents: the trees then take only two shapes).
+   */
+  const wideHistory = (n: number, k: number, alternate: boolean) =>
+    [
+      fresh("wide-base"),
+      `perl -e '
+        my ($n, $k, $alt, $base) = @ARGV;
+        print "blob\nmark :1\ndata 2\nx\n\n";
+        print "commit refs/heads/wide\ncommitter n <n\@seat.invalid> 1700000000 +0000\ndata 5\nwide\n\nfrom $base\n";
+        printf "M 100644 :1 src/wide/f%06d\n", $_ for 1 .. $n;
+        print "\n";
+        for my $i (1 .. $k) {
+          my $d = ($alt ? $i % 2 : $i) . "\n";
+          my $m = "c$i\n";
+          print "commit refs/heads/wide\ncommitter n <n\@seat.invalid> " . (1700000000 + $i) . " +0000\ndata " . length($m) . "\n$m\n";
+          print "M 100644 inline src/wide/f000001\ndata " . length($d) . "\n$d\n";
+        }' ${n} ${k} ${alternate ? 1 : 0} $(git rev-parse teamd/main) | git fast-import --quiet --force`,
+      "git branch -D -q wide-base >/dev/null 2>&1; git count-objects -v | grep size-pack",
+      "git cat-file -s wide:src/wide",
+    ].join(" && ");
+
+  /** Runs `push` while sampling the daemon: its own CPU seconds, its peak RSS growth, plain (unwrapped) git it started, and how long `teamd status` took at worst. */
+  const measured = async (push: () => Promise<{ code: number; stdout: string; stderr: string }>) => {
+    resetPeak();
+    const before = { ...memory(), cpu: cpu() };
+    const started = Date.now();
+    const plain = new Set<string>();
+    const daemon = String(daemonPid());
+    const poll = setInterval(() => {
+      for (const l of execFileSync("ps", ["-eo", "pid=,ppid=,cmd="], { encoding: "utf8" }).split("\n")) {
+        const [, ppid, cmd] = l.trim().split(/\s+/);
+        if (ppid === daemon && cmd !== undefined && /(^|\/)git$/.test(cmd)) plain.add(l.trim().split(/\s+/).slice(2).join(" ").slice(0, 160));
+      }
+    }, 20);
+    let slowest = 0;
+    let stop = false;
+    const statusProbe = (async () => {
+      while (!stop) {
+        const t = Date.now();
+        await h.run(["status"]);
+        slowest = Math.max(slowest, Date.now() - t);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    try {
+      const result = await push();
+      return {
+        result,
+        seconds: (Date.now() - started) / 1000,
+        cpu: cpu() - before.cpu,
+        growth: memory().peak - before.rss,
+        plain: [...plain],
+        slowestStatusMs: slowest,
+      };
+    } finally {
+      clearInterval(poll);
+      stop = true;
+      await statusProbe;
+    }
+  };
+
+  it.fails(
+    "200 commits each changing one file of a 60,000-entry directory (a push of a few MiB): the daemon must not hold the trees it rebuilds (its peak must grow < 160 MiB)",
+    async () => {
+      const made = await h.inSeat("narrow", wideHistory(60_000, 200, false));
+      expect(made.code, made.stdout + made.stderr).toBe(0);
+      console.log(`distinct wide history: ${made.stdout.trim().replace(/\n/g, "; ")}`);
+      const m = await measured(() => h.inSeat("narrow", "git push -q teamd wide 2>&1"));
+      console.log(
+        `distinct: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; ` +
+          `slowest teamd status ${m.slowestStatusMs} ms; plain git started by the daemon: ${JSON.stringify(m.plain)}\n${m.result.stdout}`,
+      );
+      // Not vacuous: it landed, with the 200 commits replayed and the secret kept.
+      expect(m.result.code, m.result.stdout).toBe(0);
+      const landed = hubRef("refs/heads/seat/narrow/wide") as string;
+      expect(h.hubGit("rev-list", "--count", `${main}..${landed}`)).toBe("201");
+      expect(h.hubGit("rev-parse", `${landed}:docs`)).toBe(h.hubGit("rev-parse", `${main}:docs`));
+      expect(quarantineLeft()).toEqual([]);
+      expect(m.growth).toBeLessThan(160 * MiB);
+    },
+    240_000,
+  );
+
+  it.fails(
+    "120 commits alternating between two shapes of a 150,000-entry directory (the pack holds two big trees): the daemon's own CPU for the replay must stay < 10 s",
+    async () => {
+      const made = await h.inSeat("narrow", wideHistory(150_000, 120, true));
+      expect(made.code, made.stdout + made.stderr).toBe(0);
+      console.log(`alternating wide history: ${made.stdout.trim().replace(/\n/g, "; ")}`);
+      const m = await measured(() => h.inSeat("narrow", "git push -q --force teamd wide 2>&1"));
+      console.log(
+        `alternating: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; ` +
+          `slowest teamd status ${m.slowestStatusMs} ms; plain git started by the daemon: ${JSON.stringify(m.plain)}\n${m.result.stdout}`,
+      );
+      expect(m.result.code, m.result.stdout).toBe(0);
+      expect(quarantineLeft()).toEqual([]);
+      expect(m.cpu).toBeLessThan(10);
+    },
+    240_000,
+  );
+
+  it("control: 120 commits over a 10-entry directory cost the daemon little", async () => {
+    const made = await h.inSeat("narrow", wideHistory(10, 120, true).replace(/refs\/heads\/wide\\n/g, "refs/heads/wide\\n"));
+    expect(made.code, made.stdout + made.stderr).toBe(0);
+    const m = await measured(() => h.inSeat("narrow", "git push -q --force teamd wide 2>&1"));
+    console.log(`control: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB`);
+    expect(m.result.code, m.result.stdout).toBe(0);
+    expect(m.cpu).toBeLessThan(10);
+    expect(m.growth).toBeLessThan(160 * MiB);
+  }, 120_000);
+
+  // -------------------------------------------------------------------------------------------
   // Odd names: refused (index-pack --strict, or the UTF-8 check on changed paths), nothing lands.
 
   it("tree entries with odd names (a '/', '..', '.git', duplicates, a file and a directory of one name, unsorted, non-UTF-8) are refused and land nothing", async () => {
