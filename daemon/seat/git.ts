@@ -447,7 +447,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         await admitted;
         if (malformed) throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push carries one header, then pack data only"), "git.push");
         if (!(error instanceof PackRejected)) throw error;
-        throw await deps.pipeline.refuse(ctx, refuse(error.rule, `${error.reason}; nothing reached the hub`), "git.push");
+        const reason = error.reason.endsWith("; nothing reached the hub") ? error.reason : `${error.reason}; nothing reached the hub`;
+        throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
       };
       let quarantine: Quarantine | undefined;
       try {

@@ -103,6 +103,10 @@ const READ_OBJECT_BYTES = 64 * 1024 * 1024;
  * those bytes: 200 commits under a folder of 20,000 unreadable files build ~150 MB.
  */
 const REPLAY_BUILT_BYTES = 128 * 1024 * 1024;
+/** The tree entries one replay may compare, over all its commits (ReplayWork): a few seconds of the daemon's thread. */
+const REPLAY_ENTRIES = 500_000;
+/** Parsed trees one replay keeps for its next commits. */
+const PARSED_TREE_BYTES = 8 * 1024 * 1024;
 /** A filtering stores what it built whenever it holds this much (a first sync of a long history). */
 const FILTER_FLUSH_BYTES = 64 * 1024 * 1024;
 /** A replay's or a filtering's reads, all of them: as long as a push's index-pack may take. */
@@ -261,6 +265,30 @@ interface TreeEntry {
 const isTreeMode = (mode: string): boolean => mode === "40000" || mode === "040000";
 const isGitlink = (mode: string): boolean => mode === "160000";
 
+const CANONICAL_MODES = new Set(["100644", "100755", "120000", "40000", "160000"]);
+
+/**
+ * A tree entry's mode as git reads it (canon_mode): any regular file is 100644 or 100755 (by its
+ * owner's execute bit), and anything that is not a file, link or folder is a gitlink. git's diff
+ * of a push compares these, so the replay does: comparing the raw strings, a 100600 the seat
+ * wrote over an unchanged file the write check never saw was landed (found by an attack, round
+ * twelve).
+ */
+function canonicalMode(mode: string): string {
+  if (CANONICAL_MODES.has(mode)) return mode;
+  const value = /^[0-7]{1,6}$/.test(mode) ? parseInt(mode, 8) : 0;
+  switch (value & 0o170000) {
+    case 0o100000:
+      return value & 0o100 ? "100755" : "100644";
+    case 0o120000:
+      return "120000";
+    case 0o040000:
+      return "40000";
+    default:
+      return "160000";
+  }
+}
+
 function hashObject(algo: Algo, type: ObjectType, data: Buffer): string {
   return createHash(algo).update(`${type} ${data.length}\0`, "latin1").update(data).digest("hex");
 }
@@ -283,15 +311,72 @@ function parseTree(data: Buffer, hashLength: number): TreeEntry[] {
 }
 
 function serializeTree(entries: readonly TreeEntry[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const entry of entries) parts.push(Buffer.from(`${entry.mode} `, "latin1"), entry.name, Buffer.from([0]), Buffer.from(entry.oid, "hex"));
-  return Buffer.concat(parts);
+  // One allocation for the whole tree: a folder of 60,000 entries was 240,000 small buffers.
+  let length = 0;
+  for (const entry of entries) length += entry.mode.length + 1 + entry.name.length + 1 + entry.oid.length / 2;
+  const out = Buffer.allocUnsafe(length);
+  let at = 0;
+  for (const entry of entries) {
+    at += out.write(entry.mode, at, "latin1");
+    out[at++] = 32;
+    at += entry.name.copy(out, at);
+    out[at++] = 0;
+    at += out.write(entry.oid, at, "hex");
+  }
+  return out;
 }
 
-/** git's tree order: names compare as bytes, a directory as if it ended in "/". */
-function treeOrder(a: TreeEntry, b: TreeEntry): number {
-  const key = (e: TreeEntry): Buffer => (isTreeMode(e.mode) ? Buffer.concat([e.name, Buffer.from("/")]) : e.name);
-  return Buffer.compare(key(a), key(b));
+/** Entries in git's tree order: names compare as bytes, a directory as if it ended in "/" (each key made once, not per comparison). */
+function inTreeOrder(entries: readonly TreeEntry[]): TreeEntry[] {
+  const keyed = entries.map((entry) => ({ entry, key: isTreeMode(entry.mode) ? Buffer.concat([entry.name, SLASH]) : entry.name }));
+  // Mostly in order already (the hub's entries first, as they were): sorted only when not.
+  let ordered = true;
+  for (let i = 1; i < keyed.length && ordered; i++) ordered = Buffer.compare((keyed[i - 1] as { key: Buffer }).key, (keyed[i] as { key: Buffer }).key) < 0;
+  if (!ordered) keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return keyed.map((k) => k.entry);
+}
+const SLASH = Buffer.from("/");
+
+/**
+ * What one replay has parsed, and how much work it has done. Parsed trees are kept by id (a
+ * commit's base is the tree the last commit built, its `from` the last commit's `to`), up to
+ * PARSED_TREE_BYTES, oldest out first. Past REPLAY_ENTRIES entries compared the push is refused:
+ * a commit that changes a large folder compares all of it, on the daemon's thread, and a seat
+ * that reads one file of a 60,000-entry folder sends none of those bytes (found by an attack,
+ * round twelve: 50 commits of ~100 bytes held the daemon's thread ~30 s).
+ */
+class ReplayWork {
+  constructor(private readonly limit: number) {}
+
+  private readonly parsed = new Map<string, { readonly entries: ReadonlyMap<string, TreeEntry>; readonly bytes: number }>();
+  private parsedBytes = 0;
+  private entries = 0;
+
+  tree(oid: string): ReadonlyMap<string, TreeEntry> | undefined {
+    return this.parsed.get(oid)?.entries;
+  }
+
+  keep(oid: string, entries: ReadonlyMap<string, TreeEntry>, bytes: number): void {
+    if (this.parsed.has(oid)) return;
+    const size = bytes > 0 ? bytes : entries.size * 64;
+    this.parsed.set(oid, { entries, bytes: size });
+    this.parsedBytes += size;
+    for (const [old, kept] of this.parsed) {
+      if (this.parsedBytes <= PARSED_TREE_BYTES) break;
+      this.parsed.delete(old);
+      this.parsedBytes -= kept.bytes;
+    }
+  }
+
+  count(entries: number): void {
+    this.entries += entries;
+    if (this.entries > this.limit) {
+      throw new PackRejected(
+        `replaying the push compares more than ${this.limit} tree entries (a large folder, changed in many commits); push fewer commits at a time, or squash them`,
+        "push.paths",
+      );
+    }
+  }
 }
 
 interface ParsedCommit {
@@ -303,6 +388,14 @@ interface ParsedCommit {
   readonly body: string | undefined;
 }
 
+/**
+ * A commit as git itself reads it (commit.c): the first line names the tree and the parents
+ * are the lines right after it. A `tree` or `parent` line anywhere else is an ordinary header
+ * to git (fsck accepts it after `committer`), so it is one here too, and dropped: read as a
+ * parent, a commit git walks as a root would have been replayed as a child of the trunk, and
+ * every path of the trunk it lacks deleted past the write check, which saw git's root commit
+ * (found by an attack, round twelve).
+ */
 function parseCommit(data: Buffer): ParsedCommit {
   const text = data.toString("latin1");
   const end = text.indexOf("\n\n");
@@ -310,21 +403,20 @@ function parseCommit(data: Buffer): ParsedCommit {
   const body = end < 0 ? undefined : text.slice(end + 2);
   const lines = head.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
-  let tree: string | undefined;
+  const first = lines[0] ?? "";
+  const tree = first.startsWith("tree ") ? first.slice("tree ".length) : undefined;
   const parents: string[] = [];
+  let at = 1;
+  for (; at < lines.length && (lines[at] as string).startsWith("parent "); at++) parents.push((lines[at] as string).slice("parent ".length));
   let rest = "";
   let keep = false;
-  for (const line of lines) {
+  for (const line of lines.slice(at)) {
     if (line.startsWith(" ")) {
       if (keep) rest += `${line}\n`;
       continue;
     }
     const space = line.indexOf(" ");
-    const key = space < 0 ? line : line.slice(0, space);
-    const value = space < 0 ? "" : line.slice(space + 1);
-    if (key === "tree" && tree === undefined) tree = value;
-    else if (key === "parent") parents.push(value);
-    keep = !DROPPED_HEADERS.has(key);
+    keep = !DROPPED_HEADERS.has(space < 0 ? line : line.slice(0, space));
     if (keep) rest += `${line}\n`;
   }
   if (tree === undefined || !OID.test(tree) || !parents.every((p) => OID.test(p))) throw new Error("malformed commit object");
@@ -442,7 +534,7 @@ class Mirror implements FilteredMirror {
     private readonly filter: ReadFilter,
     private readonly algo: Algo,
     memo: readonly [string, string][],
-    private readonly flushBytes: number,
+    private readonly bounds: Required<MirrorOptions>,
   ) {
     this.hashLength = algo === "sha1" ? 20 : 32;
     this.memoPath = join(dir, MEMO_FILE);
@@ -561,7 +653,7 @@ class Mirror implements FilteredMirror {
         parsed.delete(oid);
         stack.pop();
         // Objects before any memo line names them, in parts: the daemon never holds a whole history's trees.
-        if (pending.bytes > this.flushBytes) {
+        if (pending.bytes > this.bounds.flushBytes) {
           await this.store(pending, this.dir, join(this.dir, "objects"), {});
           pending.clear();
         }
@@ -658,9 +750,10 @@ class Mirror implements FilteredMirror {
     const context = { ...(await this.readContext(objectsEnv)), ...(limits !== undefined ? { limits } : {}) };
     const map = new Map<string, string>();
     const hubTrees = new Map<string, string>();
-    const pending = new Pending(REPLAY_BUILT_BYTES);
+    const pending = new Pending(this.bounds.replayBuiltBytes);
     /** Blob oid -> a path the pushed trees put it at. */
     const blobs = new Map<string, string>();
+    const work = new ReplayWork(this.bounds.replayEntries);
     await mkdir(join(out, "pack"), { recursive: true });
     await mkdir(join(out, "info"), { recursive: true });
     await asPackRejected(async () => {
@@ -700,7 +793,7 @@ class Mirror implements FilteredMirror {
             base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
             seen = (await commitOf(parent)).tree;
           }
-          const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs)) ?? this.emptyTree(pending);
+          const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs, work)) ?? this.emptyTree(pending);
           const data = buildCommit(tree, parents, commit);
           const replayed = hashObject(this.algo, "commit", data);
           pending.set(replayed, { type: "commit", data });
@@ -802,39 +895,46 @@ class Mirror implements FilteredMirror {
     prefix: string,
     pending: Pending,
     blobs: Map<string, string>,
+    work: ReplayWork,
   ): Promise<string | null> {
     if (from === to) return base;
-    const entries = async (oid: string | null): Promise<Map<string, TreeEntry>> => {
-      const map = new Map<string, TreeEntry>();
-      if (oid === null) return map;
+    const entries = async (oid: string | null): Promise<ReadonlyMap<string, TreeEntry>> => {
+      if (oid === null) return new Map();
+      const known = work.tree(oid);
+      if (known !== undefined) return known;
       // A tree made for an earlier commit of this push is not written anywhere yet.
       const object = pending.get(oid) ?? (await reader.read(oid));
       if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
       const data = "data" in object ? object.data : object.content;
+      const map = new Map<string, TreeEntry>();
       for (const entry of parseTree(data, this.hashLength)) map.set(entry.name.toString("latin1"), entry);
+      work.keep(oid, map, data.length);
       return map;
     };
     const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
     const names = new Set([...b.keys(), ...f.keys(), ...t.keys()]);
+    work.count(names.size);
     const result: TreeEntry[] = [];
     let changed = false;
     for (const name of names) {
       const was = b.get(name);
       const old = f.get(name);
-      const now = t.get(name);
-      if (old?.mode === now?.mode && old?.oid === now?.oid) {
+      const seat = t.get(name);
+      // The seat's entries as git reads them (canonicalMode); the hub's are kept as they are.
+      const now = seat === undefined || CANONICAL_MODES.has(seat.mode) ? seat : { ...seat, mode: canonicalMode(seat.mode) };
+      if ((old && canonicalMode(old.mode)) === now?.mode && old?.oid === now?.oid) {
         if (was) result.push(was);
         continue;
       }
       changed = true;
       const path = prefix + Buffer.from(name, "latin1").toString("utf8");
-      const wasTree = was && isTreeMode(was.mode) ? was.oid : null;
-      const oldTree = old && isTreeMode(old.mode) ? old.oid : null;
+      const wasTree = was && isTreeMode(canonicalMode(was.mode)) ? was.oid : null;
+      const oldTree = old && isTreeMode(canonicalMode(old.mode)) ? old.oid : null;
       const nowTree = now && isTreeMode(now.mode) ? now.oid : null;
       if (now && !nowTree) {
         if (oldTree !== null) {
           // The seat turned a directory into a file: fine only if nothing it cannot see is in it.
-          if ((await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs)) !== null) {
+          if ((await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs, work)) !== null) {
             throw new ReplayRefused(`${path}: this directory also holds files outside your read scope, so it cannot become a file; choose another name`);
           }
         } else if (wasTree !== null) {
@@ -846,10 +946,10 @@ class Mirror implements FilteredMirror {
         if (was && wasTree === null && (!old || oldTree !== null)) {
           throw new ReplayRefused(`${path}: the repository has a file there that you cannot read; choose another name`);
         }
-        const sub = await this.apply(reader, wasTree, oldTree, nowTree, `${path}/`, pending, blobs);
+        const sub = await this.apply(reader, wasTree, oldTree, nowTree, `${path}/`, pending, blobs, work);
         if (sub !== null) result.push({ mode: "40000", name: Buffer.from(name, "latin1"), oid: sub });
       } else if (oldTree !== null) {
-        const sub = await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs);
+        const sub = await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs, work);
         if (sub !== null) result.push({ mode: "40000", name: Buffer.from(name, "latin1"), oid: sub });
       } else if (wasTree !== null) {
         // Cannot happen when `from` is the seat's view of `base`; never drop a directory on a guess.
@@ -859,7 +959,10 @@ class Mirror implements FilteredMirror {
     }
     if (!changed) return base;
     if (result.length === 0) return null;
-    return this.addTree(result.sort(treeOrder), pending);
+    const sorted = inTreeOrder(result);
+    const oid = this.addTree(sorted, pending);
+    work.keep(oid, new Map(sorted.map((e) => [e.name.toString("latin1"), e])), 0);
+    return oid;
   }
 }
 
@@ -877,13 +980,18 @@ async function asPackRejected<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Bounds of a mirror's work, each with its default; tests set them low. */
+export interface MirrorOptions {
+  /** A filtering stores what it built whenever it holds this much; default FILTER_FLUSH_BYTES. */
+  readonly flushBytes?: number;
+  /** The most a replay builds; default REPLAY_BUILT_BYTES. */
+  readonly replayBuiltBytes?: number;
+  /** The most tree entries a replay compares; default REPLAY_ENTRIES. */
+  readonly replayEntries?: number;
+}
+
 /** Opens (creating or rebuilding as needed) the filtered mirror at `dir` of the bare hub `hub`. */
-export async function openFilteredMirror(
-  dir: string,
-  hub: string,
-  filter: ReadFilter,
-  options: { /** Default FILTER_FLUSH_BYTES; tests set it low to store in many parts. */ readonly flushBytes?: number } = {},
-): Promise<FilteredMirror> {
+export async function openFilteredMirror(dir: string, hub: string, filter: ReadFilter, options: MirrorOptions = {}): Promise<FilteredMirror> {
   const mirror = resolve(dir);
   const hubDir = resolve(hub);
   const format = (await git(["rev-parse", "--show-object-format"], { gitDir: hubDir })).stdout.trim();
@@ -925,5 +1033,9 @@ export async function openFilteredMirror(
     await rename(`${idPath}.tmp`, idPath);
     await syncDir(mirror);
   }
-  return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath), options.flushBytes ?? FILTER_FLUSH_BYTES);
+  return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath), {
+    flushBytes: options.flushBytes ?? FILTER_FLUSH_BYTES,
+    replayBuiltBytes: options.replayBuiltBytes ?? REPLAY_BUILT_BYTES,
+    replayEntries: options.replayEntries ?? REPLAY_ENTRIES,
+  });
 }

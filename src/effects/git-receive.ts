@@ -149,6 +149,8 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
         });
       } catch (error) {
         if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
+        const unsent = /did not receive expected object ([0-9a-f]{40}|[0-9a-f]{64})/.exec(error instanceof GitError ? error.stderr : "")?.[1];
+        if (unsent !== undefined) throw new PackRejected(unsentObject(unsent));
         if (error instanceof GitError) throw new PackRejected(`pack is corrupt: ${gitMessage(error.stderr)}`);
         throw error;
       }
@@ -337,7 +339,17 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
       .find((line) => line.endsWith(" missing"))
       ?.split(" ")[0];
   }
-  if (absent !== undefined) throw new PackRejected(`the pack lacks object ${absent}, which the push needs and the pusher was never served`);
+  if (absent !== undefined) throw new PackRejected(unsentObject(absent));
+}
+
+/**
+ * The refusal of a push that names an object it does not carry: the same words whether the hub
+ * holds the object (checkSelfContained: the seat was never served it) or not (index-pack
+ * --strict: no such object anywhere), or a seat could learn which contents the hub holds by
+ * naming the hash of a guess (found by an attack, round twelve).
+ */
+export function unsentObject(oid: string): string {
+  return `the pack lacks object ${oid}, which the push needs and the pusher was never served; nothing reached the hub`;
 }
 
 /**

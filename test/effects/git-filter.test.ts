@@ -463,6 +463,27 @@ describe("replay", () => {
     expect(tip).toMatch(/^[0-9a-f]{40}$/);
   });
 
+  it("holds a replay to what it may build and compare (push.object-size, push.paths); under both it replays", async () => {
+    write(seat, "src/bounded.ts", "x\n");
+    g("add", "-A");
+    g("commit", "-q", "-m", "bounded");
+    const { pushed, env } = push();
+    const bounded = async (name: string, options: { replayBuiltBytes?: number; replayEntries?: number }) => {
+      const other = await openFilteredMirror(join(root, name), hub, readable, options);
+      await other.syncRef("refs/heads/main", hubMain);
+      return other;
+    };
+    const built = await bounded("m-built", { replayBuiltBytes: 64 });
+    await expect(built.replay(pushed, env, join(root, "o-built"))).rejects.toThrow(/builds more than 64 bytes of new trees and commits/);
+    await expect(built.replay(pushed, env, join(root, "o-built"))).rejects.toMatchObject({ rule: "push.object-size" });
+    const compared = await bounded("m-compared", { replayEntries: 3 });
+    await expect(compared.replay(pushed, env, join(root, "o-compared"))).rejects.toMatchObject({ rule: "push.paths" });
+    await expect(compared.replay(pushed, env, join(root, "o-compared"))).rejects.toThrow(/compares more than 3 tree entries/);
+    // Control: the same push under the defaults.
+    const { tip } = await (await bounded("m-default", {})).replay(pushed, env, join(root, "o-default"));
+    expect(tip).toMatch(/^[0-9a-f]{40}$/);
+  });
+
   it("refuses a merge, an unknown parent, and a file over a directory the seat cannot read", async () => {
     g("checkout", "-q", "-b", "side");
     write(seat, "src/side.ts", "side\n");
