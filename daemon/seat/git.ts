@@ -13,6 +13,7 @@ import {
   DEFAULT_PACK_BOUNDS,
   migrateAndUpdate,
   PackRejected,
+  checkPushSelfContained,
   readRef,
   receivePack,
   RefMoved,
@@ -500,6 +501,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // What the seat was (or could have been) served: any object beyond these must travel
         // in its pack — naming an unread blob by id never lands it on a branch (git-receive.ts).
         const readable = (await visibleRefs(ctx, src)).refs.map((r) => r.oid);
+        // Several moves: an object named but not sent refuses the whole push, before any ref
+        // lands, as when the hub lacks it (checkPushSelfContained). One move needs no walk more.
+        const moves = accepted.map((a) => a.update.newOid).filter((oid) => oid !== "");
+        if (quarantine !== undefined && moves.length > 1) {
+          await checkPushSelfContained(src.repo, quarantine, moves, readable, await limitsFor(ctx)).catch(unreadable);
+        }
         // The refs one by one over the one quarantine, which each ref's move leaves whole
         // (migrateAndUpdate): a later ref built on an earlier one is checked against what the
         // pack carried, as the first was, not against what the first ref's move left behind.

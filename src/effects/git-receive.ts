@@ -312,11 +312,14 @@ export async function checkCommitText(
  * holds is read from its index in line where that is certain (pack-index.ts), else asked of
  * a contained `cat-file` over the quarantine alone.
  */
-async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string, readable: readonly string[]): Promise<void> {
-  const reached = await containedGit(["rev-list", "--objects", "--no-object-names", "--ignore-missing", "--stdin", tip], {
-    ...context,
-    input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")),
-  });
+async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string | readonly string[], readable: readonly string[]): Promise<void> {
+  const reached = await containedGit(
+    ["rev-list", "--objects", "--no-object-names", "--ignore-missing", "--stdin", ...(typeof tip === "string" ? [tip] : tip)],
+    {
+      ...context,
+      input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")),
+    },
+  );
   const oids = lines(reached.stdout);
   if (oids.length === 0) return;
   const held = await quarantinedObjects(q.objects);
@@ -340,6 +343,38 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
       ?.split(" ")[0];
   }
   if (absent !== undefined) throw new PackRejected(unsentObject(absent));
+}
+
+/**
+ * Before any ref of a push of several moves: every object their tips reach that the seat was
+ * not served is in the pack. A push naming an object it neither carries nor was served is then
+ * refused whole, as index-pack refuses it whole when the hub lacks the object too — checked ref
+ * by ref, the push's other refs landed only when the hub held it, and a seat could learn so
+ * whether a guess of content it may not read is in the hub (found by an attack, round twelve).
+ * One contained walk for all the tips.
+ */
+export async function checkPushSelfContained(
+  hub: string,
+  q: Quarantine,
+  tips: readonly string[],
+  readable: readonly string[],
+  options: { readonly limits?: ContainedGitLimits } = {},
+): Promise<void> {
+  const wanted = [...new Set(tips.filter((tip) => OID.test(tip)))];
+  if (wanted.length === 0) return;
+  const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  try {
+    await checkSelfContained(
+      context,
+      q,
+      wanted,
+      readable.filter((oid) => OID.test(oid)),
+    );
+  } catch (error) {
+    // A walk git cannot finish (a missing object, the seat's limits) is left to each ref's own checks.
+    if (error instanceof GitError) return;
+    throw error;
+  }
 }
 
 /**

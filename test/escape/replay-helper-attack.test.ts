@@ -32,8 +32,9 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * - read scope, an existence oracle: a blob id named without its content is refused as
  *   "the pack lacks object" when the hub holds it and as "did not receive expected object"
  *   when it does not — the seat learns whether a guess of docs/secret.md is right. Fixed: one
- *   message (unsentObject). Still open: a push of two refs, one naming the guess, lands the
- *   other only when the hub holds it (the pack is indexed), and the two fail at different times.
+ *   message (unsentObject), and a push of several refs is refused whole before any lands
+ *   (checkPushSelfContained: the other ref had landed only when the guess was right). Still
+ *   open: the two refusals come at different times (index-pack's, or the walk's after it).
  * - the daemon's own CPU and memory: every changed tree is parsed into Maps, rebuilt and
  *   hashed in the daemon's thread, once per commit, under REPLAY_BUILT_BYTES (128 MiB of built
  *   objects) — 50 commits x a 60,000-entry directory build ~105 MB, under it: 28-35 s of the
@@ -279,6 +280,50 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     expect(right).toMatch(/^error refs\/heads\/guess-right /m);
     expect(wrong).toMatch(/^error refs\/heads\/guess-wrong /m);
     expect(right.replace("guess-right", "X")).toBe(wrong.replace("guess-wrong", "X"));
+  }, 90_000);
+
+  it("the same guess pushed beside a clean ref: the whole push is refused either way, the clean ref lands in neither (it landed only when the guess was right)", async () => {
+    const probe = async (content: string, branch: string) => {
+      const r = await h.inSeat(
+        "narrow",
+        [
+          fresh(branch),
+          `echo ${branch} > src/clean-${branch}.txt && git add src/clean-${branch}.txt && git commit -qm clean && git branch -f ${branch}-clean HEAD && git reset -q --hard teamd/main`,
+          `k=$(git rev-parse ${branch}-clean) && kt=$(git rev-parse $k^{tree}) && ks=$(git rev-parse $k:src) && kb=$(git rev-parse $k:src/clean-${branch}.txt)`,
+          `b=$(printf '%s\\n' '${content}' | git hash-object --stdin)`,
+          "git update-index --add --cacheinfo 100644,$b,src/probe.txt",
+          "t=$(git write-tree --missing-ok)",
+          `c=$(git commit-tree $t -p HEAD -m ${branch})`,
+          `git update-ref refs/heads/${branch} $c && git reset -q`,
+          `mkdir -p /tmp/evil && printf '%s\\n' $c $t $(git rev-parse $t:src) $k $kt $ks $kb > /tmp/evil/objects`,
+          `printf '#!/bin/sh\\nif [ "$1" = pack-objects ]; then exec /usr/bin/git pack-objects --stdout -q < /tmp/evil/objects; fi\\nexec /usr/bin/git "$@"\\n' > /tmp/evil/git && chmod +x /tmp/evil/git`,
+          `printf 'push refs/heads/${branch}-clean:refs/heads/${branch}-clean\\npush refs/heads/${branch}:refs/heads/${branch}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+        ].join(" && "),
+      );
+      expect(hubRef(`refs/heads/seat/narrow/${branch}`)).toBeUndefined();
+      const clean = hubRef(`refs/heads/seat/narrow/${branch}-clean`);
+      return {
+        clean,
+        said: r.stdout
+          .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
+          .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+          .replaceAll(branch, "X")
+          .trim(),
+      };
+    };
+    const right = await probe(CANARY, "pair-right");
+    const wrong = await probe("CANARY-replay-0000 not for narrow", "pair-wrong");
+    console.log(
+      `a guess beside a clean ref, right: ${right.said} (clean ${right.clean ?? "not landed"})\nwrong: ${wrong.said} (clean ${wrong.clean ?? "not landed"})`,
+    );
+    expect(wrong.said).toMatch(/^error refs\/heads\/X-clean teamd: push\.pack/m);
+    expect(right.clean).toBeUndefined();
+    expect(wrong.clean).toBeUndefined();
+    expect(right.said).toBe(wrong.said);
+    // Control: the clean ref alone lands.
+    const control = await h.inSeat("narrow", "git push -q teamd pair-right-clean 2>&1");
+    expect(control.code, control.stdout).toBe(0);
+    expect(hubRef("refs/heads/seat/narrow/pair-right-clean")).toBeDefined();
   }, 90_000);
 
   /** In the seat, after a fetch: no object of its repository holds the canary (the seat was served none of docs/secret.md). */

@@ -183,7 +183,7 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
     expect(h.hubGit("show", `${nb}:src/na1.txt`)).toBe("na1");
   });
 
-  it("still refuses, on the second ref of one push, an unread blob named by id and never sent, after the first ref landed", async () => {
+  it("refuses a push whose second ref names an unread blob by id and never sends it, whole: its first ref does not land either (as when the hub lacks the blob)", async () => {
     const secretBlob = h.hubGit("rev-parse", "main:docs/secret.md");
     expect(h.hubGit("cat-file", "-p", secretBlob)).toBe(CANARY); // control: the hub has it, by that id
     const attack = await h.inSeat(
@@ -203,16 +203,22 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
         "printf 'push refs/heads/good:refs/heads/good\\npush refs/heads/stolen:refs/heads/stolen\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1",
       ].join(" && "),
     );
-    expect(attack.stdout).toMatch(/^ok refs\/heads\/good/m);
-    expect(attack.stdout).toMatch(/^error refs\/heads\/stolen teamd: push\.(pack|bounded-merge)/m);
-    expect(hubRef("refs/heads/seat/narrow/good")).toBeDefined();
+    // Whole: had the first ref landed, the seat would learn that the hub holds the blob (a
+    // push naming one the hub lacks fails whole at index-pack: checkPushSelfContained).
+    expect(attack.stdout).toMatch(/^error refs\/heads\/good teamd: push\.pack: the pack lacks object/m);
+    expect(attack.stdout).toMatch(/^error refs\/heads\/stolen teamd: push\.pack: the pack lacks object/m);
+    expect(hubRef("refs/heads/seat/narrow/good")).toBeUndefined();
     expect(hubRef("refs/heads/seat/narrow/stolen")).toBeUndefined();
+    // Control: the good ref alone lands.
+    const alone = await h.inSeat("narrow", "git push -q teamd good 2>&1");
+    expect(alone.code, alone.stdout).toBe(0);
+    expect(hubRef("refs/heads/seat/narrow/good")).toBeDefined();
     const fetched = await h.inSeat("narrow", `git fetch -q teamd; git cat-file -e ${secretBlob} && echo LEAKED || echo absent`);
     expect(fetched.stdout.trim().split("\n").pop()).toBe("absent");
     await h.inSeat("narrow", "git checkout -q --detach teamd/main; git update-ref -d refs/heads/stolen");
   });
 
-  it("still refuses, on the second ref of an unbounded seat's push, a blob it was never served, after the first ref's objects reached the hub", async () => {
+  it("refuses an unbounded seat's push whose second ref names a blob it was never served, whole: neither ref lands", async () => {
     const unserved = h.hubGit("rev-parse", "refs/heads/seat/narrow/good:src/good.txt");
     expect(h.hubGit("cat-file", "-p", unserved)).toBe(NARROW_ONLY); // control: the hub has it, by that id
     expect((await h.inSeat("w1", "git ls-remote teamd")).stdout).not.toContain("seat/narrow/"); // and w1 may not fetch it
@@ -234,11 +240,15 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
         "printf 'push refs/heads/first:refs/heads/first\\npush refs/heads/taken:refs/heads/taken\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1",
       ].join(" && "),
     );
-    expect(attack.stdout).toMatch(/^ok refs\/heads\/first/m);
+    expect(attack.stdout).toMatch(/^error refs\/heads\/first teamd: push\.pack/m);
     expect(attack.stdout).toMatch(/^error refs\/heads\/taken teamd: push\.pack/m);
     expect(attack.stdout).toContain(`lacks object ${unserved}`);
-    expect(hubRef("refs/heads/seat/w1/first")).toBe((await local("w1", "first"))[0]);
+    expect(hubRef("refs/heads/seat/w1/first")).toBeUndefined();
     expect(hubRef("refs/heads/seat/w1/taken")).toBeUndefined();
+    // Control: the first ref alone lands.
+    const alone = await h.inSeat("w1", "git push -q teamd first 2>&1");
+    expect(alone.code, alone.stdout).toBe(0);
+    expect(hubRef("refs/heads/seat/w1/first")).toBe((await local("w1", "first"))[0]);
     await h.inSeat("w1", "git checkout -q --detach teamd/main; git update-ref -d refs/heads/taken");
   });
 });
