@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
+import { daemonMemory, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -37,23 +37,9 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
   let h: TeamdHarness;
 
   const hubRef = (ref: string) => h.hubRef(ref);
-  const daemonPid = () => {
-    const pid = h.daemon?.child.pid;
-    if (pid === undefined) throw new Error("no daemon pid");
-    return pid;
-  };
-  /** The daemon's resident memory now and at its peak (VmRSS, VmHWM), in bytes. */
-  const memory = () => {
-    const status = readFileSync(`/proc/${daemonPid()}/status`, "utf8");
-    const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? "NaN") * 1024;
-    return { rss: field("VmRSS"), peak: field("VmHWM") };
-  };
-  /** Resets the daemon's peak to what it holds now (writing 5 to clear_refs; root or the daemon's own uid). */
-  const resetPeak = () => execFileSync("sh", ["-c", `echo 5 > /proc/${daemonPid()}/clear_refs`]);
-  const quarantineLeft = () => {
-    const dir = join(h.home, "git", "quarantine");
-    return existsSync(dir) ? readdirSync(dir) : [];
-  };
+  const memory = () => daemonMemory(h);
+  const resetPeak = () => resetDaemonPeak(h);
+  const quarantineLeft = () => leftIn(h);
   /** Every git process reading this test's hub or quarantine, with its parent's command line, while `run` runs. */
   const watchGit = async <T>(run: () => Promise<T>): Promise<{ result: T; seen: Map<string, string> }> => {
     const seen = new Map<string, string>();

@@ -1,8 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
+import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -67,27 +66,11 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
   let main: string;
 
   const hubRef = (ref: string) => h.hubRef(ref);
-  const daemonPid = () => {
-    const pid = h.daemon?.child.pid;
-    if (pid === undefined) throw new Error("no daemon pid");
-    return pid;
-  };
-  const memory = () => {
-    const status = readFileSync(`/proc/${daemonPid()}/status`, "utf8");
-    const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? "NaN") * 1024;
-    return { rss: field("VmRSS"), peak: field("VmHWM") };
-  };
-  const resetPeak = () => execFileSync("sh", ["-c", `echo 5 > /proc/${daemonPid()}/clear_refs`]);
-  /** The daemon process's own CPU time (user + system), in seconds: not its children's. */
-  const cpu = () => {
-    const stat = readFileSync(`/proc/${daemonPid()}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  };
-  const quarantineLeft = () => {
-    const dir = join(h.home, "git", "quarantine");
-    return existsSync(dir) ? readdirSync(dir) : [];
-  };
+  const daemonPid = () => pidOf(h);
+  const memory = () => daemonMemory(h);
+  const resetPeak = () => resetDaemonPeak(h);
+  const cpu = () => daemonCpu(h);
+  const quarantineLeft = () => leftIn(h);
   /** The raw bytes of a hub tree, latin1 (modes and names as they are stored, not as git prints them). */
   const rawTree = (treeish: string) => execFileSync("git", ["--git-dir", h.hub, "cat-file", "tree", treeish], { encoding: "latin1" });
   const hubPaths = (commit: string) =>
