@@ -11,6 +11,7 @@ import {
   GitOutputTooLarge,
   objectStores,
   objectTypes,
+  repoReadContext,
   SEAT_DATA_MEMORY_BYTES,
   type ContainedGitLimits,
   type ContainedGitOptions,
@@ -808,10 +809,7 @@ class Mirror implements FilteredMirror {
         const hub = await realpath(this.hub);
         const quarantine = context.env.GIT_OBJECT_DIRECTORY;
         const [inHub, carried] = await Promise.all([
-          objectTypes(
-            { gitDir: hub, readOnly: [hub, ...(await objectStores(hub))], writable: [], sandbox: this.sandbox, ...(limits !== undefined ? { limits } : {}) },
-            oids,
-          ),
+          objectTypes({ ...(await repoReadContext(hub, limits)), sandbox: this.sandbox }, oids),
           quarantine === undefined
             ? new Map<string, string>()
             : objectTypes({ ...context, env: { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" } }, oids),
