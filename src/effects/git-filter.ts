@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, open, readFile, realpath, rename, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { PassThrough } from "node:stream";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { promisify } from "node:util";
 import { deflate, deflateSync } from "node:zlib";
 import {
@@ -294,10 +295,31 @@ function hashObject(algo: Algo, type: ObjectType, data: Buffer): string {
   return createHash(algo).update(`${type} ${data.length}\0`, "latin1").update(data).digest("hex");
 }
 
-function parseTree(data: Buffer, hashLength: number): TreeEntry[] {
+/**
+ * Counts tree work and says when to give the daemon's one thread back: a seat's folder of 150,000
+ * entries is ~1 s of parsing, comparing and writing on a loaded host, and done in one piece it
+ * held every other seat's calls that long (found on a re-read of round twelve's fix: each tree
+ * of a push's replay was one piece, up to ~1.4 s).
+ */
+class Turns {
+  private steps = 0;
+
+  /** True once every ENTRIES_A_TURN steps: the caller then awaits yieldToLoop(). */
+  due(steps = 1): boolean {
+    this.steps += steps;
+    if (this.steps < ENTRIES_A_TURN) return false;
+    this.steps = 0;
+    return true;
+  }
+}
+/** Tree entries between two turns of the daemon's thread: ~10-25 ms of tree work here. */
+const ENTRIES_A_TURN = 8192;
+
+async function parseTree(data: Buffer, hashLength: number, turns: Turns): Promise<TreeEntry[]> {
   const entries: TreeEntry[] = [];
   let at = 0;
   while (at < data.length) {
+    if (turns.due()) await yieldToLoop();
     const space = data.indexOf(32, at);
     const nul = data.indexOf(0, space + 1);
     if (space < 0 || nul < 0 || nul + 1 + hashLength > data.length) throw new Error("malformed tree object");
@@ -311,13 +333,14 @@ function parseTree(data: Buffer, hashLength: number): TreeEntry[] {
   return entries;
 }
 
-function serializeTree(entries: readonly TreeEntry[]): Buffer {
+async function serializeTree(entries: readonly TreeEntry[], turns: Turns): Promise<Buffer> {
   // One allocation for the whole tree: a folder of 60,000 entries was 240,000 small buffers.
   let length = 0;
   for (const entry of entries) length += entry.mode.length + 1 + entry.name.length + 1 + entry.oid.length / 2;
   const out = Buffer.allocUnsafe(length);
   let at = 0;
   for (const entry of entries) {
+    if (turns.due()) await yieldToLoop();
     at += out.write(entry.mode, at, "latin1");
     out[at++] = 32;
     at += entry.name.copy(out, at);
@@ -328,15 +351,50 @@ function serializeTree(entries: readonly TreeEntry[]): Buffer {
 }
 
 /** Entries in git's tree order: names compare as bytes, a directory as if it ended in "/" (each key made once, not per comparison). */
-function inTreeOrder(entries: readonly TreeEntry[]): TreeEntry[] {
-  const keyed = entries.map((entry) => ({ entry, key: isTreeMode(entry.mode) ? Buffer.concat([entry.name, SLASH]) : entry.name }));
-  // Mostly in order already (the hub's entries first, as they were): sorted only when not.
-  let ordered = true;
-  for (let i = 1; i < keyed.length && ordered; i++) ordered = Buffer.compare((keyed[i - 1] as { key: Buffer }).key, (keyed[i] as { key: Buffer }).key) < 0;
-  if (!ordered) keyed.sort((a, b) => Buffer.compare(a.key, b.key));
-  return keyed.map((k) => k.entry);
+async function inTreeOrder(entries: readonly TreeEntry[], turns: Turns): Promise<TreeEntry[]> {
+  // Keys as latin1 strings: one UTF-16 unit per byte, so `<` on them is git's byte order.
+  let runs: Keyed[][] = [];
+  let run: Keyed[] = [];
+  for (const entry of entries) {
+    if (turns.due()) await yieldToLoop();
+    const next = { entry, key: isTreeMode(entry.mode) ? `${entry.name.toString("latin1")}/` : entry.name.toString("latin1") };
+    const last = run[run.length - 1];
+    if (last !== undefined && !(last.key < next.key)) {
+      runs.push(run);
+      run = [];
+    }
+    run.push(next);
+  }
+  runs.push(run);
+  // Mostly in order already: the hub's names, then the seat's new ones of each side, each an
+  // ordered run. The runs are merged pairwise in turns of the daemon's thread, never sorted in one
+  // piece (a seat's two shapes of a 150,000-entry folder held the thread ~0.7 s in a sort).
+  while (runs.length > 1) {
+    const merged: Keyed[][] = [];
+    for (let i = 0; i < runs.length; i += 2)
+      merged.push(i + 1 < runs.length ? await mergeRuns(runs[i] as Keyed[], runs[i + 1] as Keyed[], turns) : (runs[i] as Keyed[]));
+    runs = merged;
+  }
+  return (runs[0] ?? []).map((k) => k.entry);
 }
-const SLASH = Buffer.from("/");
+
+interface Keyed {
+  readonly entry: TreeEntry;
+  readonly key: string;
+}
+
+async function mergeRuns(a: readonly Keyed[], b: readonly Keyed[], turns: Turns): Promise<Keyed[]> {
+  const out: Keyed[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (turns.due()) await yieldToLoop();
+    out.push((b[j] as Keyed).key < (a[i] as Keyed).key ? (b[j++] as Keyed) : (a[i++] as Keyed));
+  }
+  while (i < a.length) out.push(a[i++] as Keyed);
+  while (j < b.length) out.push(b[j++] as Keyed);
+  return out;
+}
 
 /**
  * What one replay has parsed, and how much work it has done. Parsed trees are kept by id (a
@@ -348,6 +406,9 @@ const SLASH = Buffer.from("/");
  */
 class ReplayWork {
   constructor(private readonly limit: number) {}
+
+  /** When the replay gives the daemon's thread back (every ENTRIES_A_TURN entries parsed, compared or written). */
+  readonly turns = new Turns();
 
   private readonly parsed = new Map<string, { readonly entries: ReadonlyMap<string, TreeEntry>; readonly bytes: number }>();
   private parsedBytes = 0;
@@ -622,6 +683,7 @@ class Mirror implements FilteredMirror {
     const commits = new Map<string, string>();
     const trees = new Map<string, string | null>();
     const pending = new Pending();
+    const turns = new Turns();
     try {
       const filteredOf = (oid: string): string | undefined => this.toFiltered.get(oid) ?? commits.get(oid);
       const parsed = new Map<string, ParsedCommit>();
@@ -645,7 +707,7 @@ class Mirror implements FilteredMirror {
           stack.push(...todo.reverse());
           continue;
         }
-        const tree = (await this.filterTree(reader, commit.tree, "", trees, pending)) ?? this.emptyTree(pending);
+        const tree = (await this.filterTree(reader, commit.tree, "", trees, pending, turns)) ?? (await this.emptyTree(pending));
         const parents = [...new Set(commit.parents.map((p) => filteredOf(p) as string))];
         const data = buildCommit(tree, parents, commit);
         const filtered = hashObject(this.algo, "commit", data);
@@ -671,7 +733,14 @@ class Mirror implements FilteredMirror {
     return this.toFiltered.get(hubOid) as string;
   }
 
-  private async filterTree(reader: ObjectReader, oid: string, prefix: string, staged: Map<string, string | null>, pending: Pending): Promise<string | null> {
+  private async filterTree(
+    reader: ObjectReader,
+    oid: string,
+    prefix: string,
+    staged: Map<string, string | null>,
+    pending: Pending,
+    turns: Turns,
+  ): Promise<string | null> {
     const key = `${oid}\0${prefix}`;
     const memo = this.trees.has(key) ? this.trees.get(key) : staged.get(key);
     if (memo !== undefined) return memo;
@@ -679,34 +748,35 @@ class Mirror implements FilteredMirror {
     if (object?.type !== "tree") throw new Error(`tree ${oid} is missing from the hub`);
     const kept: TreeEntry[] = [];
     let changed = false;
-    for (const entry of parseTree(object.content, this.hashLength)) {
+    for (const entry of await parseTree(object.content, this.hashLength, turns)) {
+      if (turns.due()) await yieldToLoop();
       const path = prefix + entry.name.toString("utf8");
       if (isTreeMode(entry.mode)) {
         const scope = this.filter.dir(path);
         if (scope === "all") kept.push(entry);
         else if (scope === "none") changed = true;
         else {
-          const sub = await this.filterTree(reader, entry.oid, `${path}/`, staged, pending);
+          const sub = await this.filterTree(reader, entry.oid, `${path}/`, staged, pending, turns);
           if (sub !== entry.oid) changed = true;
           if (sub !== null) kept.push(sub === entry.oid ? entry : { ...entry, oid: sub });
         }
       } else if (this.filter.file(path)) kept.push(entry);
       else changed = true;
     }
-    const result = !changed ? oid : kept.length === 0 ? null : this.addTree(kept, pending);
+    const result = !changed ? oid : kept.length === 0 ? null : await this.addTree(kept, pending, turns);
     staged.set(key, result);
     return result;
   }
 
-  private addTree(entries: readonly TreeEntry[], pending: Pending): string {
-    const data = serializeTree(entries);
+  private async addTree(entries: readonly TreeEntry[], pending: Pending, turns: Turns): Promise<string> {
+    const data = await serializeTree(entries, turns);
     const oid = hashObject(this.algo, "tree", data);
     pending.set(oid, { type: "tree", data });
     return oid;
   }
 
-  private emptyTree(pending: Pending): string {
-    return this.addTree([], pending);
+  private emptyTree(pending: Pending): Promise<string> {
+    return this.addTree([], pending, new Turns());
   }
 
   /** Stores objects in `objects` (the mirror's, or the objects dir `env` names), durably. */
@@ -794,7 +864,7 @@ class Mirror implements FilteredMirror {
             base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
             seen = (await commitOf(parent)).tree;
           }
-          const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs, work)) ?? this.emptyTree(pending);
+          const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs, work)) ?? (await this.emptyTree(pending));
           const data = buildCommit(tree, parents, commit);
           const replayed = hashObject(this.algo, "commit", data);
           pending.set(replayed, { type: "commit", data });
@@ -905,16 +975,26 @@ class Mirror implements FilteredMirror {
       if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
       const data = "data" in object ? object.data : object.content;
       const map = new Map<string, TreeEntry>();
-      for (const entry of parseTree(data, this.hashLength)) map.set(entry.name.toString("latin1"), entry);
+      for (const entry of await parseTree(data, this.hashLength, work.turns)) {
+        if (work.turns.due()) await yieldToLoop();
+        map.set(entry.name.toString("latin1"), entry);
+      }
       work.keep(oid, map, data.length);
       return map;
     };
     const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
-    const names = new Set([...b.keys(), ...f.keys(), ...t.keys()]);
-    work.count(names.size);
     const result: TreeEntry[] = [];
     let changed = false;
-    for (const name of names) {
+    // Every name of the three trees once, in the order a Set of them would hold (base's first),
+    // each counted as it is compared, in turns of the daemon's thread.
+    const names = function* (): Generator<string> {
+      for (const name of b.keys()) yield name;
+      for (const name of f.keys()) if (!b.has(name)) yield name;
+      for (const name of t.keys()) if (!b.has(name) && !f.has(name)) yield name;
+    };
+    for (const name of names()) {
+      work.count(1);
+      if (work.turns.due()) await yieldToLoop();
       const was = b.get(name);
       const old = f.get(name);
       const seat = t.get(name);
@@ -957,9 +1037,14 @@ class Mirror implements FilteredMirror {
     }
     if (!changed) return base;
     if (result.length === 0) return null;
-    const sorted = inTreeOrder(result);
-    const oid = this.addTree(sorted, pending);
-    work.keep(oid, new Map(sorted.map((e) => [e.name.toString("latin1"), e])), 0);
+    const sorted = await inTreeOrder(result, work.turns);
+    const oid = await this.addTree(sorted, pending, work.turns);
+    const map = new Map<string, TreeEntry>();
+    for (const entry of sorted) {
+      if (work.turns.due()) await yieldToLoop();
+      map.set(entry.name.toString("latin1"), entry);
+    }
+    work.keep(oid, map, 0);
     return oid;
   }
 }
