@@ -1,6 +1,7 @@
 import { createReadStream, existsSync } from "node:fs";
 import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import {
   containedGit,
   createGitSandbox,
@@ -12,7 +13,7 @@ import {
   type ContainedGitLimits,
   type ContainedGitOptions,
 } from "./contained-git.js";
-import { git, GitError, splitNul } from "./git.js";
+import { git, GitError } from "./git.js";
 import { commitTextProblem } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
@@ -514,15 +515,19 @@ export async function changedPaths(
   const perCommit = new Map<string, Set<string>>(commits.map((oid) => [oid, new Set<string>()]));
   // Every distinct path as it comes: refused the moment there are too many, never held past it.
   const everyPath = new Set<string>();
-  const tokens = splitNul(stdout);
+  // Token by token off git's output, in turns of the daemon's one thread: up to 48 MiB of it, and
+  // split and parsed in one piece it held every other seat's calls ~1 s (found on a re-read of
+  // round twelve: twenty commits that each rename a 150,000-entry folder's files).
+  const tokens = nulCursor(stdout);
   let current: Set<string> | undefined;
   const decoder = new TextDecoder("utf-8", { fatal: true });
-  for (let i = 0; i < tokens.length;) {
-    const token = (tokens[i] as Buffer).toString("latin1");
+  let turn = 0;
+  for (let next = tokens.next(); next !== undefined; next = tokens.next()) {
+    if (++turn % PATHS_A_TURN === 0) await yieldToLoop();
+    const token = next.toString("latin1");
     const header = perCommit.get(token);
     if (header !== undefined) {
       current = header;
-      i += 1;
       continue;
     }
     if (current === undefined) throw new Error(`git diff-tree printed ${JSON.stringify(token)} before any commit`);
@@ -532,9 +537,9 @@ export async function changedPaths(
     if (/^[A-Z][0-9]*$/.test(token)) count = token[0] === "R" || token[0] === "C" ? 2 : 1;
     else if (/^[A-Z]{2,}$/.test(token)) count = token.length + 1;
     else throw new Error(`git diff-tree printed an unexpected status ${JSON.stringify(token)}`);
-    const names = tokens.slice(i + 1, i + 1 + count);
-    if (names.length !== count) throw new Error("git diff-tree output ended inside an entry");
-    for (const name of names) {
+    for (let n = 0; n < count; n++) {
+      const name = tokens.next();
+      if (name === undefined) throw new Error("git diff-tree output ended inside an entry");
       let path: string;
       try {
         path = decoder.decode(name);
@@ -546,11 +551,38 @@ export async function changedPaths(
       everyPath.add(path);
       if (everyPath.size > maxPaths) throw tooWide();
     }
-    i += 1 + count;
   }
-  // everyPath is already the union of the commits' paths (counted as they came).
-  const detail = commits.map((oid) => ({ oid, paths: [...(perCommit.get(oid) as Set<string>)].sort() }));
+  // everyPath is already the union of the commits' paths (counted as they came). Each list is
+  // sorted in one piece (V8's sort; ~0.1 s for 200,000 paths here), the thread given back between them.
+  const detail: { oid: string; paths: string[] }[] = [];
+  let sorted = 0;
+  for (const oid of commits) {
+    const paths = [...(perCommit.get(oid) as Set<string>)].sort();
+    detail.push({ oid, paths });
+    sorted += paths.length + 1;
+    if (sorted >= PATHS_A_TURN) {
+      sorted = 0;
+      await yieldToLoop();
+    }
+  }
   return { paths: [...everyPath].sort(), commits: detail };
+}
+
+/** Paths (and status tokens) parsed between two turns of the daemon's thread. */
+const PATHS_A_TURN = 8192;
+
+/** git's NUL-separated output, token by token as splitNul (git.ts) splits it, each made only when it is read. */
+function nulCursor(buffer: Buffer): { next(): Buffer | undefined } {
+  let start = 0;
+  return {
+    next() {
+      if (start >= buffer.length) return undefined;
+      const end = buffer.indexOf(0, start);
+      const token = buffer.subarray(start, end < 0 ? buffer.length : end);
+      start = end < 0 ? buffer.length : end + 1;
+      return token;
+    },
+  };
 }
 
 /**
