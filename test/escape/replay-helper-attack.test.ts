@@ -1,5 +1,8 @@
 import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
+import { createRpcClient } from "../../src/rpc/client.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -420,6 +423,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
       }
     }, 20);
     let slowest = 0;
+    let slowestAnswer = 0;
     let stop = false;
     const statusProbe = (async () => {
       while (!stop) {
@@ -427,6 +431,16 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
         await h.run(["status"]);
         slowest = Math.max(slowest, Date.now() - t);
         await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    // The daemon's own answer time, without a CLI's start: how long its one thread was held.
+    const control = createRpcClient(ControlService, join(h.home, "run/control.sock"), { deadlineMs: 60_000 });
+    const answerProbe = (async () => {
+      while (!stop) {
+        const t = performance.now();
+        await control.whoAmI({});
+        slowestAnswer = Math.max(slowestAnswer, performance.now() - t);
+        await new Promise((r) => setTimeout(r, 20));
       }
     })();
     try {
@@ -438,11 +452,14 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
         growth: memory().peak - before.rss,
         plain: [...plain],
         slowestStatusMs: slowest,
+        slowestAnswerMs: Math.round(slowestAnswer),
       };
     } finally {
       clearInterval(poll);
       stop = true;
       await statusProbe;
+      await answerProbe;
+      control.close();
     }
   };
 
@@ -451,7 +468,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     expect(made.code, made.stdout + made.stderr).toBe(0);
     const m = await measured(() => longInSeat("git push -q teamd wide 2>&1", 230_000));
     console.log(
-      `distinct: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; slowest teamd status ${m.slowestStatusMs} ms`,
+      `distinct: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; slowest teamd status ${m.slowestStatusMs} ms, slowest answer ${m.slowestAnswerMs} ms`,
     );
     // It was replayed whole: 28-35 s of the daemon's CPU, +395-420 MiB.
     expect(m.result.stdout).toMatch(/teamd: push\.paths: replaying the push compares more than 500000 tree entries/);
@@ -466,7 +483,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     expect(made.code, made.stdout + made.stderr).toBe(0);
     const m = await measured(() => longInSeat("git push -q --force teamd wide 2>&1", 230_000));
     console.log(
-      `alternating: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; slowest teamd status ${m.slowestStatusMs} ms`,
+      `alternating: push code ${m.result.code} in ${m.seconds} s; the daemon's own CPU ${m.cpu.toFixed(1)} s, peak grew ${Math.round(m.growth / MiB)} MiB; slowest teamd status ${m.slowestStatusMs} ms, slowest answer ${m.slowestAnswerMs} ms`,
     );
     // It was replayed whole: 35-40 s of the daemon's CPU, +~665 MiB, `teamd status` ~5.4 s.
     expect(m.result.stdout).toMatch(/teamd: push\.paths: replaying the push compares more than 500000 tree entries/);
