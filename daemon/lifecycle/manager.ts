@@ -336,6 +336,18 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     return slot.teardown;
   }
 
+  /**
+   * Once a run whose command has exited is torn down: its teardown starts after the output's drain
+   * (OUTPUT_DRAIN_MAX_MS at most) or with a stop or halt under way; waited for at most as long as
+   * those and the teardown's own wait for the init take, never forever.
+   */
+  async function tornDown(slot: Slot): Promise<void> {
+    const deadline = performance.now() + OUTPUT_DRAIN_MAX_MS + STOP_WAIT_MS;
+    while (slot.teardown === undefined && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (slot.teardown === undefined) return;
+    await Promise.race([slot.teardown.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS + 5_000).unref())]);
+  }
+
   function finishLog(slot: Slot, end: RunEnd): { bytes: number; hmac: string } | undefined {
     try {
       return slot.runLog?.finish(end, new Date(options.now()).toISOString());
@@ -1021,7 +1033,13 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         resize: (cols, rows) => {
           if (cols > 0 && rows > 0 && cols <= 1000 && rows <= 1000) pty.resize(cols, rows);
         },
-        ended: proc.exit.then((how) => `${how.kind} ${how.code}`),
+        // Told once the run is torn down, not at the command's exit: the output it drains after its
+        // exit still reaches the owner, and a `teamd status` right after the attachment ends no
+        // longer lists the seat (under load it did, for the drain and the stop's record).
+        ended: proc.exit.then(async (how) => {
+          await tornDown(slot);
+          return `${how.kind} ${how.code}`;
+        }),
         detach(how) {
           detached ??= (async () => {
             if (slot.attached === relay) slot.attached = undefined;
