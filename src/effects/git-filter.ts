@@ -297,9 +297,9 @@ function hashObject(algo: Algo, type: ObjectType, data: Buffer): string {
 
 /**
  * Counts tree work and says when to give the daemon's one thread back: a seat's folder of 150,000
- * entries is ~1 s of parsing, comparing and writing on a loaded host, and done in one piece it
- * held every other seat's calls that long (found on a re-read of round twelve's fix: each tree
- * of a push's replay was one piece, up to ~1.4 s).
+ * entries is most of a second of parsing, comparing and writing on a loaded host, and each tree of
+ * a replay was one piece of it, every other seat's calls waiting (found by a profile, round
+ * thirteen).
  */
 class Turns {
   private steps = 0;
