@@ -305,9 +305,8 @@ class Turns {
   private steps = 0;
 
   /** True once every ENTRIES_A_TURN steps: the caller then awaits yieldToLoop(). */
-  due(steps = 1): boolean {
-    this.steps += steps;
-    if (this.steps < ENTRIES_A_TURN) return false;
+  due(): boolean {
+    if (++this.steps < ENTRIES_A_TURN) return false;
     this.steps = 0;
     return true;
   }
@@ -376,6 +375,16 @@ async function inTreeOrder(entries: readonly TreeEntry[], turns: Turns): Promise
     runs = merged;
   }
   return (runs[0] ?? []).map((k) => k.entry);
+}
+
+/** A tree's entries by their raw name (latin1 keeps the bytes), made in turns. */
+async function byName(entries: readonly TreeEntry[], turns: Turns): Promise<Map<string, TreeEntry>> {
+  const map = new Map<string, TreeEntry>();
+  for (const entry of entries) {
+    if (turns.due()) await yieldToLoop();
+    map.set(entry.name.toString("latin1"), entry);
+  }
+  return map;
 }
 
 interface Keyed {
@@ -519,7 +528,7 @@ async function buildPack(objects: Pending, algo: Algo): Promise<Buffer> {
     bytes.push(byte);
     // A large tree is compressed off the daemon's one thread; many small ones in turns that give it back.
     const deflated = data.length >= DEFLATE_OFF_THREAD_BYTES ? await deflateAsync(data) : deflateSync(data);
-    if (++done % OBJECTS_A_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (++done % OBJECTS_A_TURN === 0) await yieldToLoop();
     const prefix = Buffer.from(bytes);
     hash.update(prefix).update(deflated);
     parts.push(prefix, deflated);
@@ -974,11 +983,7 @@ class Mirror implements FilteredMirror {
       const object = pending.get(oid) ?? (await reader.read(oid));
       if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
       const data = "data" in object ? object.data : object.content;
-      const map = new Map<string, TreeEntry>();
-      for (const entry of await parseTree(data, this.hashLength, work.turns)) {
-        if (work.turns.due()) await yieldToLoop();
-        map.set(entry.name.toString("latin1"), entry);
-      }
+      const map = await byName(await parseTree(data, this.hashLength, work.turns), work.turns);
       work.keep(oid, map, data.length);
       return map;
     };
@@ -1039,12 +1044,7 @@ class Mirror implements FilteredMirror {
     if (result.length === 0) return null;
     const sorted = await inTreeOrder(result, work.turns);
     const oid = await this.addTree(sorted, pending, work.turns);
-    const map = new Map<string, TreeEntry>();
-    for (const entry of sorted) {
-      if (work.turns.due()) await yieldToLoop();
-      map.set(entry.name.toString("latin1"), entry);
-    }
-    work.keep(oid, map, 0);
+    work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }
 }

@@ -329,7 +329,7 @@ async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, t
     // In turns, the daemon's one thread given back between them: a push may reach 200,000
     // objects, for each of up to 32 refs (found by an attack, round eleven: ~0.6 s a ref in one piece).
     for (let at = 0; at < oids.length && absent === undefined; at += LOOKUPS_A_TURN) {
-      if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (at > 0) await yieldToLoop();
       absent = oids.slice(at, at + LOOKUPS_A_TURN).find((oid) => !held.has(oid));
     }
   } else {
