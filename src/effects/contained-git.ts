@@ -436,6 +436,18 @@ function wholeLimit(value: number, what: string): number {
 
 /** Run git contained; stdout whole, as bytes (packs are binary). Rejects with GitError on a non-zero exit, ContainmentError when no sandbox could be made. */
 export async function containedGit(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitResult> {
+  const run = await containedGitExit(args, options);
+  if (run.code !== 0) throw new GitError(args, run.code, run.stderr);
+  return { stdout: run.stdout, stderr: run.stderr };
+}
+
+/**
+ * Run git contained, and answer git's own exit status with what it wrote before it, rather than
+ * reject on it: a walk that stops at an object it cannot read tells, by what it listed first,
+ * where it stopped. Still rejects when git did not exit on its own (a time out, a signal: the
+ * seat's limits), when its output was over the bound, or when no sandbox could be made.
+ */
+export async function containedGitExit(args: readonly string[], options: ContainedGitOptions): Promise<ContainedGitResult & { readonly code: number }> {
   const spawned = await spawnContained(args, { ...options, timeoutMs: options.timeoutMs ?? 120_000 });
   const max = options.maxOutputBytes ?? CONTAINED_OUTPUT_BYTES;
   const out = collectBounded(spawned.stdout, max, spawned.kill);
@@ -444,8 +456,12 @@ export async function containedGit(args: readonly string[], options: ContainedGi
     (error: unknown) => ({ error }),
   );
   if (out.over()) throw new GitOutputTooLarge(args, max);
-  if ("error" in finished) throw finished.error;
-  return { stdout: out.bytes(), stderr: finished.value.stderr };
+  if ("error" in finished) {
+    const { error } = finished;
+    if (error instanceof GitError && typeof error.code === "number") return { stdout: out.bytes(), stderr: error.stderr, code: error.code };
+    throw error;
+  }
+  return { stdout: out.bytes(), stderr: finished.value.stderr, code: 0 };
 }
 
 /** Run git contained and hand its stdout on as it comes (a fetch's pack can be large). */

@@ -93,7 +93,7 @@ export async function exportTree(
   return { files: entries.length, bytes };
 }
 
-/** A tree path as written: UTF-8, no empty, `.`, `..` or `.git` component (index-pack --strict already refuses those). */
+/** A tree path as written: UTF-8, no empty, `.`, `..` or `.git` component (a push's fsck of each object already refuses those). */
 function checkedPath(bytes: Buffer): string {
   let path: string;
   try {

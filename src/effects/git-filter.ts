@@ -894,7 +894,7 @@ class Mirror implements FilteredMirror {
             : objectTypes({ ...context, env: { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" } }, oids),
         ]);
         for (const oid of oids) {
-          // index-pack --strict has refused a file entry naming anything but a blob; this keeps
+          // The push's walk has refused a file entry naming anything but a blob; this keeps
           // the copy below from ever taking another kind of object, whatever reached here.
           const type = [carried.get(oid), inHub.get(oid)].find((t) => t !== undefined && t !== "missing" && t !== "blob");
           if (type !== undefined) throw new ReplayRefused(`${blobs.get(oid) ?? oid}: names a ${type} (${oid}) where a file goes; push the file's content`);

@@ -173,8 +173,9 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
  * alternative — a writable scratch object folder in front of the hub's — would leave those
  * objects to be carried into the hub afterwards, and a compromised contained git could put
  * anything in that folder under any name, so they would have to be packed and checked again
- * (index-pack --strict) before the hub took them: a second receive path for one tree. Here
- * git reads objects that were all checked on their way in (index-pack --strict at receive)
+ * (index-pack and the walk) before the hub took them: a second receive path for one tree.
+ * Here git reads objects that were all checked on their way in (fsck of each at receive, and
+ * what each names by the walk from the pushed tip, git-receive.ts)
  * and adds objects only, no ref; the hardening keeps the hub's content from running
  * anything (no hooks, no external diff; a merge driver would need config, which a seat
  * cannot write). What remains is git's merge code parsing seat-written blobs outside the

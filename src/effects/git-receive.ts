@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import {
   containedGit,
+  containedGitExit,
   createGitSandbox,
   GitOutputTooLarge,
   objectStores,
@@ -102,11 +103,18 @@ const MiB = 1024 * KiB;
 export const DEFAULT_PACK_BOUNDS: PackBounds = Object.freeze({ maxObjects: 200_000, maxObjectBytes: 64 * MiB, maxTotalBytes: 1024 * MiB });
 
 /**
- * Receive a pack into a fresh quarantine and have contained git index it with --strict
- * (fsck of every object, and every object an object names must exist in the pack or the
- * hub). No --fix-thin: a thin pack, with deltas against objects it does not carry, is
- * refused. An empty input is a push that carries no objects (a ref moved to a commit the
- * hub has).
+ * Receive a pack into a fresh quarantine and have contained git index it, every object
+ * checked on its own (fsck: --fsck-objects, .gitmodules and .gitattributes included). No
+ * --fix-thin: a thin pack, with deltas against objects it does not carry, is refused. An
+ * empty input is a push that carries no objects (a ref moved to a commit the hub has).
+ *
+ * What an object names is checked by the walk from each pushed tip (checkedCommits,
+ * checkPushSelfContained), not here: with --strict, index-pack refused a push naming an object
+ * the hub lacks at once, and the walk one naming an object the hub holds a contained run
+ * later, so how long a refusal took told a seat whether the hub holds content it guessed
+ * (round twelve's open point). Now both are refused by the same walk. An object of the pack
+ * that no pushed tip reaches is checked on its own but not for what it names: it stays
+ * unreachable — no fetch serves it, and a later push that reaches it must send it again.
  */
 export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<Uint8Array>, options: ReceiveOptions): Promise<Quarantine> {
   if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) throw new Error(`maxBytes must be a positive integer, not ${options.maxBytes}`);
@@ -139,7 +147,7 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
       if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
       scanned = { bytes: size, objects: scan.objects };
       try {
-        await containedGit(["index-pack", "--strict", "--stdin", `--max-input-size=${options.maxBytes}`], {
+        await containedGit(["index-pack", "--fsck-objects", "--stdin", `--max-input-size=${options.maxBytes}`], {
           gitDir: hubDir,
           readOnly: [hubDir, ...stores],
           writable: [dir],
@@ -150,6 +158,8 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
         });
       } catch (error) {
         if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
+        // Not a check of links any more (the walk's), but git's words for a missing object are
+        // the same refusal wherever they come from.
         const unsent = /did not receive expected object ([0-9a-f]{40}|[0-9a-f]{64})/.exec(error instanceof GitError ? error.stderr : "")?.[1];
         if (unsent !== undefined) throw new PackRejected(unsentObject(unsent));
         if (error instanceof GitError) throw new PackRejected(`pack is corrupt: ${gitMessage(error.stderr)}`);
@@ -209,11 +219,12 @@ export async function pushedCommits(
  *   last of them when it is a new commit; otherwise (none listed: the hub has it, or it is no
  *   commit, or nothing) a `cat-file -t` names what it is;
  * - with `readable`, the walk from the tip to what the seat may read, whose every object must
- *   be in the pack (checkSelfContained). It is also the connectivity check: the seat's
- *   readable tips are refs of the hub, so the walk covers every object `--not --all` would,
- *   and it fails on a missing one. Without `readable`, connectivity is its own walk.
- * Each is answered in the order it was written in — the tip's type, connectivity, the pack's
- * objects, the listing, `next` — so a push failing two checks is refused for the first, and a
+ *   be in the pack (checkSelfContained). It is also the check of links and their types (the
+ *   seat's readable tips are refs of the hub, so the walk covers every object `--not --all`
+ *   would) and refuses a missing object as one the hub holds unread. Without `readable`, the
+ *   links are checked by a walk of their own.
+ * They are answered in a fixed order — an object named and not sent, the tip's type, the
+ * links, the listing, `next` — so a push failing two checks is refused for the first, and a
  * later check's result is not looked at when an earlier one refused. Every run has settled
  * when this returns, so none is left in the quarantine the caller disposes next.
  */
@@ -235,13 +246,19 @@ async function checkedCommits<T>(
   const [typed, reached, listed, after] = await settled([
     kind,
     readable === undefined
-      ? containedGit(["rev-list", "--objects", "--quiet", "--missing=error", tip, "--not", "--all"], context)
-      : checkSelfContained(context, q, tip, readable),
+      ? containedGit(["rev-list", "--objects", "--verify-objects", "--quiet", "--missing=error", tip, "--not", "--all"], context).then(checkTypes)
+      : checkSelfContained(context, q, [tip], readable),
     listing,
     listing.then(next),
   ]);
+  // An object named and not sent first, whatever the tip is: the walk refuses it in the same
+  // words and in the same run whether the hub holds it or not, and so must the tip's type — a
+  // tip naming a blob the hub holds was "a blob, not a commit", one it lacks "in neither the
+  // pack nor the hub" (found by an audit, round fourteen: a guess of content as the tip).
+  if (!reached.ok && reached.error instanceof PackRejected) throw reached.error;
   if (!typed.ok) throw typed.error;
-  if (typed.value === "missing") throw new PackRejected(`the pushed tip ${tip} is in neither the pack nor the hub`);
+  if (typed.value === "missing")
+    throw new PackRejected(readable === undefined ? `the pushed tip ${tip} is in neither the pack nor the hub` : unsentObject(tip));
   if (typed.value !== "commit") throw new PackRejected(`the pushed tip ${tip} is a ${typed.value}, not a commit`);
   if (!reached.ok) {
     if (reached.error instanceof GitError) throw new PackRejected(`the push is not connected: ${gitMessage(reached.error.stderr)}`);
@@ -306,53 +323,103 @@ export async function checkCommitText(
 
 /**
  * Every object the tip reaches that what the seat may read (`readable`: its refs' tips) does
- * not must be in the pack: naming an unread blob by id never lands it on a branch. The walk
- * fails (GitError) on an object in neither the pack nor the hub, which checkedCommits answers
- * as unconnected; a readable tip that is not there is passed over (--ignore-missing: it names
- * only revisions, a missing object met on the walk still fails it). Which objects the pack
- * holds is read from its index in line where that is certain (pack-index.ts), else asked of
- * a contained `cat-file` over the quarantine alone.
+ * not must be in the pack: naming an unread blob by id never lands it on a branch. This walk is
+ * also what checks an object's links (index-pack checks each object alone, receivePack), so it
+ * must refuse an object named and not sent in the same words, and in the same run, whether the
+ * hub holds it or not — or the refusal's words or its time tell a seat whether the hub holds
+ * content it guessed:
+ * - git lists what it reaches in an order that does not depend on what the hub holds (the
+ *   commits, then each tree depth-first), and stops at an object it cannot read, naming it
+ *   (exit 128: `missing blob object`, `bad tree object`, `Could not read`). The object refused
+ *   is the first listed that the pack does not hold, or else the one git named as it stopped:
+ *   the same object either way.
+ * - --verify-objects reads every object reached, so one the pack carries as another type than
+ *   what names it claims is refused as corrupt (what index-pack --strict's check of links did).
+ * - a readable tip that is not there is passed over (--ignore-missing names only revisions).
+ * Which objects the pack holds is read from its index in line where that is certain
+ * (pack-index.ts), else asked of a contained `cat-file` over the quarantine alone. A walk that
+ * fails otherwise rejects with its GitError.
  */
-async function checkSelfContained(context: ContainedGitOptions, q: Quarantine, tip: string | readonly string[], readable: readonly string[]): Promise<void> {
-  const reached = await containedGit(
-    ["rev-list", "--objects", "--no-object-names", "--ignore-missing", "--stdin", ...(typeof tip === "string" ? [tip] : tip)],
-    {
-      ...context,
-      input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")),
-    },
-  );
-  const oids = lines(reached.stdout);
-  if (oids.length === 0) return;
-  const held = await quarantinedObjects(q.objects);
-  let absent: string | undefined;
-  if (held !== undefined) {
-    // In turns, the daemon's one thread given back between them: a push may reach 200,000
-    // objects, for each of up to 32 refs (found by an attack, round eleven: ~0.6 s a ref in one piece).
-    for (let at = 0; at < oids.length && absent === undefined; at += LOOKUPS_A_TURN) {
-      if (at > 0) await yieldToLoop();
-      absent = oids.slice(at, at + LOOKUPS_A_TURN).find((oid) => !held.has(oid));
-    }
-  } else {
-    // The quarantine alone, without the hub behind it.
-    const own = await containedGit(["cat-file", "--batch-check=%(objectname)"], {
-      ...context,
-      env: { GIT_OBJECT_DIRECTORY: q.objects },
-      input: Buffer.from(oids.map((oid) => `${oid}\n`).join("")),
-    });
-    absent = lines(own.stdout)
-      .find((line) => line.endsWith(" missing"))
-      ?.split(" ")[0];
+async function checkSelfContained(
+  context: ContainedGitOptions,
+  q: Quarantine,
+  tips: readonly string[],
+  readable: readonly string[],
+  tipTypes?: Promise<ReadonlyMap<string, string>>,
+): Promise<void> {
+  const args = ["rev-list", "--objects", "--verify-objects", "--no-object-names", "--ignore-missing", "--stdin", ...tips];
+  const walk = await containedGitExit(args, { ...context, input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")) });
+  const reached = lines(walk.stdout);
+  const stoppedAt = walk.code === 0 ? [] : [...walk.stderr.matchAll(STOPPED_AT)].map((m) => m[1] as string);
+  // The tips first, in the push's order, where their types were asked: one the walk listed (the
+  // hub holds it, unread) and one not there at all (which the walk passes over) are the same
+  // refusal, for the same tip, whichever of them is in the hub.
+  let tipsFirst: string[] = [];
+  if (tipTypes !== undefined) {
+    const types = await tipTypes;
+    const listed = new Set(reached);
+    tipsFirst = tips.filter((tip) => listed.has(tip) || (types.get(tip) ?? "missing") === "missing");
   }
+  const absent = await firstNotHeld(context, q, [...tipsFirst, ...reached], stoppedAt);
   if (absent !== undefined) throw new PackRejected(unsentObject(absent));
+  if (walk.code !== 0 && !/\bis an? [a-z]+, not an? [a-z]+$/m.test(walk.stderr)) throw new GitError(args, walk.code, walk.stderr);
+  checkTypes(walk);
+}
+
+/**
+ * Where rev-list stopped: an object it could not read as what named it claims (git 2.39's words:
+ * a missing blob, a tree or a parent it cannot read or parse). Not its words for an object it
+ * had already met as another type ("object X is a tree, not a blob"): that object was met
+ * earlier in the walk, so it is the pack's or one the seat may read, and the walk's failure is
+ * a corrupt pack, not an object unsent.
+ */
+const STOPPED_AT = /(?:missing [a-z]+ object '?|bad tree object |Could not read |Object )([0-9a-f]{64}|[0-9a-f]{40})\b/g;
+
+/**
+ * The first of `reached`, then of `named`, that the pack does not hold. In turns, the daemon's
+ * one thread given back between them: a push may reach 200,000 objects, for each of up to 32
+ * refs (found by an attack, round eleven: ~0.6 s a ref in one piece).
+ */
+async function firstNotHeld(context: ContainedGitOptions, q: Quarantine, reached: readonly string[], named: readonly string[]): Promise<string | undefined> {
+  if (reached.length === 0 && named.length === 0) return undefined;
+  const held = await quarantinedObjects(q.objects);
+  if (held !== undefined) {
+    for (let at = 0; at < reached.length; at += LOOKUPS_A_TURN) {
+      if (at > 0) await yieldToLoop();
+      const absent = reached.slice(at, at + LOOKUPS_A_TURN).find((oid) => !held.has(oid));
+      if (absent !== undefined) return absent;
+    }
+    return named.find((oid) => !held.has(oid));
+  }
+  // The quarantine alone, without the hub behind it.
+  const asked = [...reached, ...named];
+  const own = await containedGit(["cat-file", "--batch-check=%(objectname)"], {
+    ...context,
+    env: { GIT_OBJECT_DIRECTORY: q.objects },
+    input: Buffer.from(asked.map((oid) => `${oid}\n`).join("")),
+  });
+  return lines(own.stdout)
+    .find((line) => line.endsWith(" missing"))
+    ?.split(" ")[0];
+}
+
+/**
+ * A walk with --verify-objects: git says when an object it read is not of the type what names
+ * it claims (a blob's entry naming a tree), and exits 0 where it read the object only to verify
+ * it, 128 where it had met it before as the other type. Refused as corrupt either way.
+ */
+function checkTypes(walk: { readonly stderr: string }): void {
+  if (/^error:/m.test(walk.stderr)) throw new PackRejected(`pack is corrupt: ${gitMessage(walk.stderr)}`);
 }
 
 /**
  * Before any ref of a push of several moves: every object their tips reach that the seat was
  * not served is in the pack. A push naming an object it neither carries nor was served is then
- * refused whole, as index-pack refuses it whole when the hub lacks the object too — checked ref
- * by ref, the push's other refs landed only when the hub held it, and a seat could learn so
- * whether a guess of content it may not read is in the hub (found by an attack, round twelve).
- * One contained walk for all the tips.
+ * refused whole, whether the hub holds the object or not — checked ref by ref, the push's other
+ * refs landed only when the hub held it, and a seat could learn so whether a guess of content
+ * it may not read is in the hub (found by an attack, round twelve). One contained walk for all
+ * the tips, and beside it their types: a tip that is nowhere is refused whole too, as one the
+ * hub holds unread is (the walk passes over a tip that is not there).
  */
 export async function checkPushSelfContained(
   hub: string,
@@ -364,15 +431,18 @@ export async function checkPushSelfContained(
   const wanted = [...new Set(tips.filter((tip) => OID.test(tip)))];
   if (wanted.length === 0) return;
   const context = { ...(await quarantineContext(hub, q)), ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+  const types = objectTypes(context, wanted);
+  types.catch(() => undefined);
   try {
     await checkSelfContained(
       context,
       q,
       wanted,
       readable.filter((oid) => OID.test(oid)),
+      types,
     );
   } catch (error) {
-    // A walk git cannot finish (a missing object, the seat's limits) is left to each ref's own checks.
+    // A walk git cannot finish otherwise (the seat's limits) is left to each ref's own checks.
     if (error instanceof GitError) return;
     throw error;
   }
@@ -380,9 +450,9 @@ export async function checkPushSelfContained(
 
 /**
  * The refusal of a push that names an object it does not carry: the same words whether the hub
- * holds the object (checkSelfContained: the seat was never served it) or not (index-pack
- * --strict: no such object anywhere), or a seat could learn which contents the hub holds by
- * naming the hash of a guess (found by an attack, round twelve).
+ * holds the object (the seat was never served it) or not (no such object anywhere), or a seat
+ * could learn which contents the hub holds by naming the hash of a guess (found by an attack,
+ * round twelve). Both come from the same walk (checkSelfContained).
  */
 export function unsentObject(oid: string): string {
   return `the pack lacks object ${oid}, which the push needs and the pusher was never served; nothing reached the hub`;

@@ -10,8 +10,11 @@ import { git, GitError } from "../../src/effects/git.js";
 import {
   changedPaths,
   migrateAndUpdate,
+  checkPushSelfContained,
   newCommits,
   PackRejected,
+  pushedCommits,
+  unsentObject,
   commitAncestry,
   readRef,
   receivePack,
@@ -225,7 +228,8 @@ describe("receivePack", () => {
     };
     try {
       await expect(newCommits(hub, q, tip)).rejects.toThrow(/the push is not connected/);
-      await expect(newCommits(hub, q, tip, { readable: [base] })).rejects.toThrow(/the push is not connected/);
+      // With `readable`, in the words of an object named and not sent (unsentObject), as when the hub holds it.
+      await expect(newCommits(hub, q, tip, { readable: [base] })).rejects.toThrow(new RegExp(`^push refused: the pack lacks object ${lost}, `));
     } finally {
       await q.dispose();
     }
@@ -330,6 +334,121 @@ describe("receivePack", () => {
     } finally {
       await q2.dispose();
     }
+  });
+});
+
+describe("an object named and not sent: one refusal whether the hub holds it or not (round fourteen)", () => {
+  // The hub holds a blob, a tree and a commit on a branch the seat may not read; the seat names
+  // each without sending it, and beside it an id of the same kind the hub lacks. index-pack
+  // --strict refused the second at once, the walk the first a contained run later: the time of
+  // the refusal said whether the hub holds a guess. Both now pass index-pack and are refused by
+  // the same walk, in the same words.
+  let hidden: { blob: string; tree: string; commit: string };
+  let lacking: { blob: string; tree: string; commit: string };
+  beforeAll(() => {
+    sh(work, ["checkout", "-q", "-b", "unread", base]);
+    const tip = commit("unread", { "unread/key.txt": "the unread key\n" });
+    sh(work, ["push", "-q", hub, "unread"]);
+    sh(work, ["checkout", "-q", "main"]);
+    hidden = { blob: sh(work, ["rev-parse", `${tip}:unread/key.txt`]), tree: sh(work, ["rev-parse", `${tip}:unread`]), commit: tip };
+    const blob = sh(work, ["hash-object", "--stdin"], "a guess the hub lacks\n");
+    const tree = sh(work, ["mktree", "--missing"], `100644 blob ${blob}\tkey.txt\n`);
+    const made = sh(work, ["commit-tree", "-p", base, "-m", "nowhere", tree]);
+    lacking = { blob, tree, commit: made };
+  });
+
+  /** A commit on `base` whose tree names `oid` (as `kind`) at guess/, sent without it. */
+  function naming(kind: "blob" | "tree" | "commit", oid: string): { tip: string; pack: Buffer } {
+    const mode = { blob: "100644", tree: "040000", commit: "160000" }[kind];
+    const tree = sh(work, ["mktree", "--missing"], `${mode} ${kind} ${oid}\tguess\n`);
+    const tip =
+      kind === "commit"
+        ? sh(work, ["commit-tree", "-p", oid, "-m", "on a guess", sh(work, ["rev-parse", `${base}^{tree}`])])
+        : sh(work, ["commit-tree", "-p", base, "-m", "a guess", tree]);
+    return { tip, pack: shBuffer(work, ["pack-objects", "--stdout", "-q"], kind === "commit" ? `${tip}\n` : `${tip}\n${tree}\n`) };
+  }
+
+  async function refusal(pack: Buffer, check: (q: Quarantine) => Promise<unknown>): Promise<string> {
+    // index-pack takes the pack either way: what it names is the walk's to check.
+    const q = await receivePack(hub, pack, { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      const refused = await check(q).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(PackRejected);
+      return (refused as PackRejected).reason;
+    } finally {
+      await q.dispose();
+    }
+  }
+
+  it.each(["blob", "tree", "commit"] as const)("a %s named in the pushed history", async (kind) => {
+    const held = naming(kind, hidden[kind]);
+    const lacked = naming(kind, lacking[kind]);
+    const said = {
+      held: await refusal(held.pack, (q) => pushedCommits(hub, q, held.tip, { readable: [base] })),
+      lacked: await refusal(lacked.pack, (q) => pushedCommits(hub, q, lacked.tip, { readable: [base] })),
+    };
+    expect(said.held).toBe(unsentObject(hidden[kind]));
+    expect(said.lacked).toBe(unsentObject(lacking[kind]));
+    expect(readdirSync(quarantineRoot)).toEqual([]);
+  });
+
+  it.each(["blob", "tree", "commit"] as const)("a %s named as the pushed tip (a blob was 'a blob, not a commit' when the hub held it)", async (kind) => {
+    const pack = packOf(commit(`beside a ${kind} tip`, { [`src/${kind}.txt`]: `${kind}\n` }), [base]);
+    expect(await refusal(pack, (q) => pushedCommits(hub, q, hidden[kind], { readable: [base] }))).toBe(unsentObject(hidden[kind]));
+    expect(await refusal(pack, (q) => pushedCommits(hub, q, lacking[kind], { readable: [base] }))).toBe(unsentObject(lacking[kind]));
+    // Control: a tip the pack carries is judged for its type, as before.
+    const sent = sh(work, ["hash-object", "-w", "--stdin"], `a ${kind} sent as the tip\n`);
+    const withBlob = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${sent}\n`);
+    expect(await refusal(withBlob, (q) => pushedCommits(hub, q, sent, { readable: [base] }))).toBe(`the pushed tip ${sent} is a blob, not a commit`);
+  });
+
+  it("a push of several refs: refused whole either way, for the guess, whether it is in the history or the tip", async () => {
+    const clean = commit("clean beside", { "src/clean.txt": "clean\n" });
+    for (const kind of ["blob", "tree"] as const) {
+      for (const oid of [hidden[kind], lacking[kind]]) {
+        const guess = naming(kind, oid);
+        const pack = packOf(clean, [base]);
+        const cleanObjects = sh(work, ["rev-list", "--objects", "--no-object-names", clean, "--not", base]).split("\n");
+        const guessObjects = [guess.tip, sh(work, ["rev-parse", `${guess.tip}^{tree}`])];
+        const both = shBuffer(work, ["pack-objects", "--stdout", "-q"], [...cleanObjects, ...guessObjects].map((oid) => `${oid}\n`).join(""));
+        expect(await refusal(both, (q) => checkPushSelfContained(hub, q, [clean, guess.tip], [base]))).toBe(unsentObject(oid));
+        // The guess as the second ref's tip, beside the clean one.
+        expect(await refusal(pack, (q) => checkPushSelfContained(hub, q, [clean, oid], [base]))).toBe(unsentObject(oid));
+      }
+    }
+  });
+
+  it("an object the pack carries as another type than what names it claims is refused as corrupt, by the walk (index-pack --strict did)", async () => {
+    const blob = sh(work, ["hash-object", "-w", "--stdin"], "inside\n");
+    const inner = sh(work, ["mktree"], `100644 blob ${blob}\tinner.txt\n`);
+    // A tree entry of blob mode naming a tree: git's mktree will not write it, so it is written by hand.
+    const entry = Buffer.concat([Buffer.from("100644 confused\0"), Buffer.from(inner, "hex")]);
+    const outer = execFileSync("git", ["hash-object", "-w", "-t", "tree", "--literally", "--stdin"], { cwd: work, env: GIT_TEST_ENV, input: entry })
+      .toString("utf8")
+      .trim();
+    const tip = sh(work, ["commit-tree", "-p", base, "-m", "confused", outer]);
+    const pack = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${tip}\n${outer}\n${inner}\n${blob}\n`);
+    expect(await refusal(pack, (q) => pushedCommits(hub, q, tip, { readable: [base] }))).toMatch(
+      /^pack is corrupt: .*is a (?:tree, not a blob|blob, not a tree)/,
+    );
+    expect(await refusal(pack, (q) => newCommits(hub, q, tip))).toMatch(/^pack is corrupt: .*is a (?:tree, not a blob|blob, not a tree)/);
+    // A blob's entry naming a tree the seat may read: corrupt too, not an object unsent.
+    const readableTree = sh(work, ["rev-parse", `${base}:src`]);
+    const onReadable = execFileSync("git", ["hash-object", "-w", "-t", "tree", "--literally", "--stdin"], {
+      cwd: work,
+      env: GIT_TEST_ENV,
+      input: Buffer.concat([Buffer.from("100644 confused\0"), Buffer.from(readableTree, "hex")]),
+    })
+      .toString("utf8")
+      .trim();
+    const tip2 = sh(work, ["commit-tree", "-p", base, "-m", "confused by a readable tree", onReadable]);
+    const pack2 = shBuffer(work, ["pack-objects", "--stdout", "-q"], `${tip2}\n${onReadable}\n`);
+    expect(await refusal(pack2, (q) => pushedCommits(hub, q, tip2, { readable: [base] }))).toMatch(
+      /^pack is corrupt: .*is a (?:tree, not a blob|blob, not a tree)/,
+    );
   });
 });
 
