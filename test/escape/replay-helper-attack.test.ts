@@ -28,15 +28,18 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  *   deletes README.md (readable, not writable) on the landed branch; the intent records only
  *   the src/ path. Fixed: parseCommit reads parents as git does; the commit lands as a root.
  * - write scope, a non-canonical file mode (README.md 100644 -> 100600, same blob): diff-tree
- *   canonicalizes it away (no changed path, so no kernel decision at all), index-pack --strict
+ *   canonicalizes it away (no changed path, so no kernel decision at all), index-pack's fsck
  *   only warns (badFilemode), the replay copies the raw mode: the hub's tree says 100600.
  *   Fixed: the replay compares modes as git reads them (canonicalMode).
  * - read scope, an existence oracle: a blob id named without its content is refused as
  *   "the pack lacks object" when the hub holds it and as "did not receive expected object"
  *   when it does not — the seat learns whether a guess of docs/secret.md is right. Fixed: one
  *   message (unsentObject), and a push of several refs is refused whole before any lands
- *   (checkPushSelfContained: the other ref had landed only when the guess was right). Still
- *   open: the two refusals come at different times (index-pack's, or the walk's after it).
+ *   (checkPushSelfContained: the other ref had landed only when the guess was right). The two
+ *   refusals still came at different times (index-pack's, or the walk's a contained run
+ *   after it); round fourteen: index-pack checks objects alone and the one walk refuses both.
+ *   Found then by an audit: the guess named as the pushed tip was "a blob, not a commit" when
+ *   right and "in neither the pack nor the hub" when wrong; one refusal now.
  * - the daemon's own CPU and memory: every changed tree is parsed into Maps, rebuilt and
  *   hashed in the daemon's thread, once per commit, under REPLAY_BUILT_BYTES (128 MiB of built
  *   objects) — 50 commits x a 60,000-entry directory build ~105 MB, under it: 28-35 s of the
@@ -152,7 +155,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
 
   it("README.md's mode rewritten to a non-canonical 100600 (same blob): lands with the trunk's 100644 (the replay compares modes as git does; it copied the raw 100600)", async () => {
     // git's tree walk canonicalizes modes (100600 reads as 100644) so diff-tree lists no
-    // changed path and the push asks the kernel nothing; index-pack --strict only warns
+    // changed path and the push asks the kernel nothing; index-pack's fsck only warns
     // (badFilemode); the replay compares the raw mode strings and takes the seat's entry.
     const r = await h.inSeat(
       "narrow",
@@ -183,7 +186,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     expect(hubRef("refs/heads/seat/narrow/exec")).toBeUndefined();
   }, 60_000);
 
-  it("a commit with two `tree` lines (git and the replay could read different trees) is refused by index-pack --strict, never replayed", async () => {
+  it("a commit with two `tree` lines (git and the replay could read different trees) is refused by index-pack's fsck, never replayed", async () => {
     for (const [name, head] of [["twotrees", "tree %s\\ntree $(git rev-parse HEAD^{tree})\\nparent $(git rev-parse HEAD)\\n"]] as const) {
       const r = await h.inSeat(
         "narrow",
@@ -219,8 +222,10 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
       ].join(" && "),
     );
     expect(made.code, made.stdout + made.stderr).toBe(0);
-    const [a, b] = await Promise.all([h.inSeat("narrow", "git push teamd r1:race 2>&1"), h.inSeat("narrow", "git push teamd r2:race 2>&1")]);
-    console.log(`race: ${a.code} ${a.stdout.trim()}\n---\n${b.code} ${b.stdout.trim()}`);
+    // h.sh, not h.inSeat: the identity is set above, and two `git config` at once race for its
+    // lock (one failed so, 255, before it pushed: a flake of the test's, not of the push).
+    const [a, b] = await Promise.all([h.sh("narrow", "git push teamd r1:race 2>&1"), h.sh("narrow", "git push teamd r2:race 2>&1")]);
+    console.log(`race: ${a.code} ${a.stdout.trim()} ${a.stderr}\n---\n${b.code} ${b.stdout.trim()} ${b.stderr}`);
     expect([a.code, b.code].filter((c) => c === 0)).toHaveLength(1);
     const lost = a.code === 0 ? b : a;
     expect(lost.stdout).toMatch(/push\.stale|git\.ref-busy|fetch first|non-fast-forward/);
@@ -310,6 +315,37 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     const control = await h.inSeat("narrow", "git push -q teamd pair-right-clean 2>&1");
     expect(control.code, control.stdout).toBe(0);
     expect(hubRef("refs/heads/seat/narrow/pair-right-clean")).toBeDefined();
+  }, 90_000);
+
+  it("the guess named as the pushed tip, beside a pack: the same refusal whether the hub holds it or not (it was 'a blob, not a commit' when it did)", async () => {
+    // The helper sends commits only as tips; the seat's git is its own, so a cat-file that
+    // answers the guess's id for its branch makes the helper name the blob as the tip. The pack
+    // beside it is an honest commit's. Before round fourteen a right guess was "a blob, not a
+    // commit" and a wrong one "in neither the pack nor the hub": an oracle in the words.
+    const probe = async (content: string, branch: string) => {
+      const r = await h.inSeat(
+        "narrow",
+        [
+          fresh(branch),
+          `b=$(printf '%s\\n' '${content}' | git hash-object --stdin)`,
+          `echo ${branch} > src/${branch}.txt && git add src/${branch}.txt && git commit -qm ${branch} && c=$(git rev-parse HEAD)`,
+          "mkdir -p /tmp/evil && git rev-list --objects teamd/main..HEAD | cut -d' ' -f1 > /tmp/evil/objects",
+          `printf '#!/bin/sh\\nif [ "$1" = pack-objects ]; then exec /usr/bin/git pack-objects --stdout -q < /tmp/evil/objects; fi\\nif [ "$1" = cat-file ]; then /usr/bin/git "$@" | sed "s/^%s commit/%s commit/"; exit 0; fi\\nexec /usr/bin/git "$@"\\n' $c $b > /tmp/evil/git && chmod +x /tmp/evil/git`,
+          `printf 'push refs/heads/${branch}:refs/heads/${branch}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+        ].join(" && "),
+      );
+      expect(hubRef(`refs/heads/seat/narrow/${branch}`)).toBeUndefined();
+      return r.stdout
+        .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
+        .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+        .replaceAll(branch, "X")
+        .trim();
+    };
+    const right = await probe(CANARY, "tip-right");
+    const wrong = await probe("CANARY-replay-0000 not for narrow", "tip-wrong");
+    console.log(`the guess as the tip, right: ${right}\nwrong: ${wrong}`);
+    expect(right).toMatch(/^error refs\/heads\/X teamd: push\.pack: the pack lacks object <oid>, /m);
+    expect(right).toBe(wrong);
   }, 90_000);
 
   /** In the seat, after a fetch: no object of its repository holds the canary (the seat was served none of docs/secret.md). */
@@ -538,7 +574,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
   }, 240_000);
 
   // -------------------------------------------------------------------------------------------
-  // Odd names: refused (index-pack --strict, or the UTF-8 check on changed paths), nothing lands.
+  // Odd names: refused (index-pack's fsck, or the UTF-8 check on changed paths), nothing lands.
 
   it("tree entries with odd names (a '/', '..', '.git', duplicates, a file and a directory of one name, unsorted, non-UTF-8) are refused and land nothing", async () => {
     // Each src/ tree is written raw by perl ($B the blob's binary id, $S a subtree's).
