@@ -144,7 +144,7 @@ const STATUS_FD = 3;
 /** How long a kill waits for bubblewrap to name its init before it kills bubblewrap alone (see spawnContained). */
 const KILL_REPORT_WAIT_MS = 10_000;
 /** Enough of git's stderr to explain a failure; a hostile pack must not make the daemon hold more. */
-const STDERR_BYTES = 64 * 1024;
+export const CONTAINED_STDERR_BYTES = 64 * 1024;
 /** git follows alternates of alternates this deep (its own limit); so do the binds. */
 const ALTERNATES_DEPTH = 5;
 const NOT_BOUND = ["/", "/proc", "/dev"];
@@ -310,7 +310,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
 
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    if (stderr.length < STDERR_BYTES) stderr += chunk.slice(0, STDERR_BYTES - stderr.length);
+    if (stderr.length < CONTAINED_STDERR_BYTES) stderr += chunk.slice(0, CONTAINED_STDERR_BYTES - stderr.length);
   });
   let statusText = "";
   const status = child.stdio[STATUS_FD] as Readable;

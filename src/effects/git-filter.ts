@@ -274,11 +274,15 @@ const CANONICAL_MODES = new Set(["100644", "100755", "120000", "40000", "160000"
  * owner's execute bit), and anything that is not a file, link or folder is a gitlink. git's diff
  * of a push compares these, so the replay does: comparing the raw strings, a 100600 the seat
  * wrote over an unchanged file the write check never saw was landed (found by an attack, round
- * twelve).
+ * twelve). The digits are read as git's get_mode reads them, however many (an unsigned 32-bit
+ * shift, wrapping): read as at most six, a 1100644 over README.md — a file to git, so no changed
+ * path and no write check — was a gitlink to the replay and landed as one (found by an attack,
+ * round fourteen).
  */
-function canonicalMode(mode: string): string {
+export function canonicalMode(mode: string): string {
   if (CANONICAL_MODES.has(mode)) return mode;
-  const value = /^[0-7]{1,6}$/.test(mode) ? parseInt(mode, 8) : 0;
+  let value = 0;
+  if (/^[0-7]+$/.test(mode)) for (const digit of mode) value = ((value << 3) + Number(digit)) >>> 0;
   switch (value & 0o170000) {
     case 0o100000:
       return value & 0o100 ? "100755" : "100644";

@@ -196,6 +196,20 @@ export function isDotGitmodules(component: string): boolean {
   return /^(?:gitmod|gi7eba)~[1-9]/i.test(component);
 }
 
+/**
+ * Is this one path component `.gitattributes` as git's fsck would find it on HFS+ or NTFS (as
+ * isDotGitmodules; NTFS's short names `gitatt~N`, `gi7d29~N`)? Folding more than git does only
+ * asks more.
+ */
+export function isDotGitattributes(component: string): boolean {
+  const end = spelled(component, ".gitattributes", 0, hfsIgnored);
+  if (end >= 0) {
+    const rest = [...component.slice(end)].filter((ch) => !hfsIgnored(ch.codePointAt(0) as number)).join("");
+    if (/^[ .]*(?::.*)?$/.test(rest)) return true;
+  }
+  return /^(?:gitatt|gi7d29)~[1-9]/i.test(component);
+}
+
 /** The longest line fsck lets a `.gitattributes` blob hold (git's ATTR_MAX_LINE_LENGTH). */
 export const MAX_ATTRIBUTES_LINE_BYTES = 2048;
 

@@ -4,7 +4,7 @@ import { appendFileSync, chmodSync, cpSync, mkdirSync, readdirSync, readFileSync
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { openFilteredMirror, ReplayRefused, type FilteredMirror, type ReadFilter } from "../../src/effects/git-filter.js";
+import { canonicalMode, openFilteredMirror, ReplayRefused, type FilteredMirror, type ReadFilter } from "../../src/effects/git-filter.js";
 import { PackRejected } from "../../src/effects/git-receive.js";
 
 /** Real repositories in a temp dir: a hub with a history that has merges, symlinks, modes and gitlinks. */
@@ -601,5 +601,31 @@ describe("a longer history", () => {
     const reopened = await openFilteredMirror(join(root, "big-mirror"), bare, filter);
     expect(await reopened.hubCommitOf(filtered)).toBe(tip);
     expect(await reopened.hubCommitOf(mirrorCommits[299] as string)).toBe(hubCommits[299]);
+  });
+});
+
+describe("canonicalMode: a tree entry's mode as git reads it (get_mode, then canon_mode)", () => {
+  it.each([
+    ["100644", "100644"],
+    ["100755", "100755"],
+    ["100600", "100644"],
+    ["100700", "100755"],
+    // Any number of digits (round fourteen: read as at most six, these were gitlinks to the replay).
+    ["1100644", "100644"],
+    ["1100755", "100755"],
+    ["1040000", "40000"],
+    ["1120000", "120000"],
+    ["0000100644", "100644"],
+    // An unsigned 32-bit shift: 4 * 8^11 wraps away.
+    ["400000100644", "100644"],
+    ["40000", "40000"],
+    ["040000", "40000"],
+    ["120000", "120000"],
+    ["160000", "160000"],
+    ["0", "160000"],
+    ["", "160000"],
+    ["8", "160000"],
+  ])("%j -> %s", (mode, canonical) => {
+    expect(canonicalMode(mode)).toBe(canonical);
   });
 });
