@@ -50,6 +50,8 @@ export interface ContainedGitOptions {
    * seat's objects expand to (a tree of a few hundred bytes can list a million paths).
    */
   readonly maxOutputBytes?: number;
+  /** containedGit only: stop git (as a time out does) once this aborts. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -451,10 +453,14 @@ export async function containedGitExit(args: readonly string[], options: Contain
   const spawned = await spawnContained(args, { ...options, timeoutMs: options.timeoutMs ?? 120_000 });
   const max = options.maxOutputBytes ?? CONTAINED_OUTPUT_BYTES;
   const out = collectBounded(spawned.stdout, max, spawned.kill);
+  const stop = () => spawned.kill();
+  if (options.signal?.aborted === true) stop();
+  options.signal?.addEventListener("abort", stop, { once: true });
   const finished = await spawned.done.then(
     (value) => ({ value }),
     (error: unknown) => ({ error }),
   );
+  options.signal?.removeEventListener("abort", stop);
   if (out.over()) throw new GitOutputTooLarge(args, max);
   if ("error" in finished) {
     const { error } = finished;

@@ -5,6 +5,7 @@ import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
+import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -85,17 +86,9 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
       .split("\n")
       .filter((l) => l !== "")
       .sort();
-  /** In the seat: start from the trunk as served, on branch `name`. */
-  const fresh = (name: string) => `git fetch -q teamd && rm -f .git/index && git checkout -q -f -B ${name} teamd/main && git clean -qfdx`;
+  const fresh = freshFromTrunk;
   /** In the seat: push `ref` through the remote helper with the seat's own pack-objects, packing exactly `objects` (shell words, expanded now). */
-  const evilPush = (ref: string, objects: string) =>
-    [
-      `mkdir -p /tmp/evil && printf '%s\\n' ${objects} > /tmp/evil/objects`,
-      // As test/support/evil-git.ts, but one && list (its heredoc ends the list: a failed step before it would not stop the push).
-      `printf '#!/bin/sh\\nif [ "$1" = pack-objects ]; then exec /usr/bin/git pack-objects --stdout -q < /tmp/evil/objects; fi\\nexec /usr/bin/git "$@"\\n' > /tmp/evil/git`,
-      "chmod +x /tmp/evil/git",
-      `printf 'push refs/heads/${ref}:refs/heads/${ref}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
-    ].join(" && ");
+  const evilPush = (ref: string, objects: string) => `${evilGitPacking(objects)} && ${helperPush(ref)}`;
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-replay-helper-", TEAM_FILE, {

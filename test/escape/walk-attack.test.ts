@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
+import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -49,16 +50,8 @@ describe.runIf(process.platform === "linux")("attack: the walk and the checks of
 
   const hubRef = (ref: string) => h.hubRef(ref);
   const rawTree = (treeish: string) => execFileSync("git", ["--git-dir", h.hub, "cat-file", "tree", treeish], { encoding: "latin1" });
-  /** In the seat: start from the trunk as served, on branch `name`. */
-  const fresh = (name: string) => `git fetch -q teamd && rm -f .git/index && git checkout -q -f -B ${name} teamd/main && git clean -qfdx`;
-  /** The seat's own git first on the helper's PATH: pack-objects answers exactly `objects` (shell words, expanded now). */
-  const evilGit = (objects: string) =>
-    [
-      `mkdir -p /tmp/evil && printf '%s\\n' ${objects} > /tmp/evil/objects`,
-      `printf '#!/bin/sh\\nif [ "$1" = pack-objects ]; then exec /usr/bin/git pack-objects --stdout -q < /tmp/evil/objects; fi\\nexec /usr/bin/git "$@"\\n' > /tmp/evil/git`,
-      "chmod +x /tmp/evil/git",
-    ].join(" && ");
-  const helperPush = (ref: string) => `printf 'push refs/heads/${ref}:refs/heads/${ref}\\n\\n' | PATH=/tmp/evil:$PATH git-remote-teamd teamd teamd::seat 2>&1`;
+  const fresh = freshFromTrunk;
+  const evilGit = evilGitPacking;
   const evilPush = (ref: string, objects: string) => `${evilGit(objects)} && ${helperPush(ref)}`;
   /** What a refusal says, without what differs by construction (ids, branch names, the pack's size). */
   const normal = (text: string, branch: string) =>
