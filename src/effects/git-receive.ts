@@ -253,25 +253,43 @@ export async function pushedCommits(
  * read when it came. Only when a push changes such a path does this run git.
  */
 async function checkSpecialFiles(hub: string, context: ContainedGitOptions, q: Quarantine, commits: ChangedPaths["commits"]): Promise<void> {
-  const asked = commits.map((c) => ({ commit: c.oid, paths: c.paths.filter((path) => isSpecialFile(path)) })).filter((c) => c.paths.length > 0);
+  // A path with a line break cannot be asked in cat-file's lines; it is refused before the intent (gitPathProblem).
+  const asked = commits.flatMap((c) => c.paths.filter((path) => isSpecialFile(path) && !/[\n\r]/.test(path)).map((path) => ({ commit: c.oid, path })));
   if (asked.length === 0) return;
+  const { stdout } = await containedGit(["cat-file", "--batch-check=%(objectname) %(objecttype)"], {
+    ...context,
+    input: Buffer.from(asked.map((a) => `${a.commit}:${a.path}\n`).join("")),
+  });
+  const answers = lines(stdout);
   const held = await quarantinedObjects(q.objects);
-  for (const { commit, paths } of asked) {
-    const { stdout } = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", ...paths], {
+  const unread = new Map<string, { commit: string; path: string }>();
+  for (const [at, a] of asked.entries()) {
+    const answer = answers[at] ?? "";
+    // A path the commit deleted (the diff's old side): nothing to read.
+    if (answer.endsWith(" missing")) continue;
+    const oid = answer.split(" ")[0] ?? "";
+    if (held?.has(oid) === true) continue;
+    unread.set(`${oid} ${a.path.slice(a.path.lastIndexOf("/") + 1)}`, a);
+  }
+  if (unread.size > SPECIAL_FILES_READ) {
+    throw new PackRejected(
+      `the push names ${unread.size} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
+    );
+  }
+  for (const { commit, path } of unread.values()) {
+    const listed = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", path], {
       ...context,
       env: { ...context.env, GIT_LITERAL_PATHSPECS: "1" },
     });
-    // A path the commit deleted (the diff's old side) is not listed. (One that is not UTF-8 is
-    // not found either, and is refused before the intent: gitPathProblem.)
-    for (const entry of stdout.toString("latin1").split("\0")) {
-      const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(entry);
-      if (m === null) continue;
-      const [, mode, type, oid, path] = m as unknown as [string, string, string, string, string];
-      if (held?.has(oid) === true) continue;
-      await checkAsSpecialFile(hub, context, q, { mode, type, oid, name: path.slice(path.lastIndexOf("/") + 1) }, Buffer.from(path, "latin1").toString("utf8"));
-    }
+    const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(listed.stdout.toString("latin1").split("\0")[0] ?? "");
+    if (m === null) throw new PackRejected(`${JSON.stringify(path)}: cannot be read back from the push`);
+    const [, mode, type, oid, raw] = m as unknown as [string, string, string, string, string];
+    await checkAsSpecialFile(hub, context, q, { mode, type, oid, name: raw.slice(raw.lastIndexOf("/") + 1) }, path);
   }
 }
+
+/** The most .gitattributes and .gitmodules a push may name without carrying their content: each is three contained runs. */
+const SPECIAL_FILES_READ = 16;
 
 /**
  * git's fsck of one .gitattributes or .gitmodules the pack does not carry: a tree holding it
@@ -311,17 +329,19 @@ async function checkAsSpecialFile(
     });
     const pack = (await readdir(dir)).find((name) => name.startsWith("two-") && name.endsWith(".pack"));
     if (pack === undefined) throw new PackRejected(`${JSON.stringify(path)}: cannot be packed to be read`);
-    try {
-      await containedGit(["index-pack", "--fsck-objects", "--stdin"], {
-        ...context,
-        writable: [dir],
-        env: { GIT_OBJECT_DIRECTORY: checked, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" },
-        input: createReadStream(join(dir, pack)),
-      });
-    } catch (error) {
-      if (error instanceof GitError && typeof error.code === "number") throw new PackRejected(`${JSON.stringify(path)}: ${gitMessage(error.stderr)}`);
-      throw error;
-    }
+    await containedGit(["index-pack", "--fsck-objects", "--stdin"], {
+      ...context,
+      writable: [dir],
+      env: { GIT_OBJECT_DIRECTORY: checked, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" },
+      input: createReadStream(join(dir, pack)),
+    });
+  } catch (error) {
+    // git's verdict on the file (or on a name it cannot make a tree of), or the seat's limits: the push is refused for it.
+    if (error instanceof GitError)
+      throw new PackRejected(
+        `${JSON.stringify(path)}: ${typeof error.code === "number" ? gitMessage(error.stderr) : `could not be read within your limits (git: ${error.code})`}`,
+      );
+    throw error;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
