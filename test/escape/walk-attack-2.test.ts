@@ -16,6 +16,10 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * The seat `narrow` may read src/ and README.md and write src/ only; the hub holds
  * docs/secret.md with a canary. Each case asserts the SECURE outcome: a failing case is a hole.
  *
+ * Proves docs/enforcement.md's rows "read / lab-visibility refusal (c5) (§3, §8)" (an object
+ * named and not sent: one refusal whether the hub holds it or not) and "Capability vocabulary +
+ * gate (§3)" (the write scope through the replay's reading of modes).
+ *
  * Found when written (git 2.39.5):
  * - a word oracle (checkSelfContained): a guess S (docs/secret.md's blob, or the docs/ tree
  *   holding it) named in one pushed tree as a file (src/x) and as a folder (src/y), S not sent.

@@ -15,6 +15,10 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * The seat `narrow` may read src/ and README.md and write src/ only; the hub holds
  * docs/secret.md with a canary. Each case asserts the SECURE outcome: a failing case is a hole.
  *
+ * Proves docs/enforcement.md's rows "read / lab-visibility refusal (c5) (§3, §8)" (an object
+ * named and not sent: one refusal whether the hub holds it or not) and "Capability vocabulary +
+ * gate (§3)" (the write scope through the replay's reading of modes).
+ *
  * Written by an attacker told only what the seat can reach (round fourteen); four broke, each
  * fixed (src/effects/git-receive.ts, git-filter.ts):
  * - a guess of docs/secret.md named at src/.gitattributes: "the pack lacks object" when right,
