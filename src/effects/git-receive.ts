@@ -262,28 +262,35 @@ async function checkSpecialFiles(hub: string, context: ContainedGitOptions, q: Q
   });
   const answers = lines(stdout);
   const held = await quarantinedObjects(q.objects);
-  const unread = new Map<string, { commit: string; path: string }>();
+  // What is not a blob the pack carries is looked at with its mode (ls-tree): a blob it does not
+  // carry is read (checkAsSpecialFile); a path gone is a deletion; a submodule link is refused
+  // whatever it names — the walk never follows one, so its target may be anything the seat
+  // guessed, and reading it told whether the hub holds it (found by an attack, round fourteen).
+  const looked = new Map<string, { commit: string; path: string }>();
   for (const [at, a] of asked.entries()) {
-    const answer = answers[at] ?? "";
-    // A path the commit deleted (the diff's old side): nothing to read.
-    if (answer.endsWith(" missing")) continue;
-    const oid = answer.split(" ")[0] ?? "";
-    if (held?.has(oid) === true) continue;
-    unread.set(`${oid} ${a.path.slice(a.path.lastIndexOf("/") + 1)}`, a);
+    const [oid, type] = (answers[at] ?? "").split(" ");
+    if (type === "blob" && oid !== undefined && held?.has(oid) === true) continue;
+    looked.set(`${a.commit}:${a.path}`, a);
   }
-  if (unread.size > SPECIAL_FILES_READ) {
+  if (looked.size > SPECIAL_FILES_READ) {
     throw new PackRejected(
-      `the push names ${unread.size} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
+      `the push names ${looked.size} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
     );
   }
-  for (const { commit, path } of unread.values()) {
+  for (const { commit, path } of looked.values()) {
     const listed = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", path], {
       ...context,
       env: { ...context.env, GIT_LITERAL_PATHSPECS: "1" },
     });
-    const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(listed.stdout.toString("latin1").split("\0")[0] ?? "");
+    const entry = listed.stdout.toString("latin1").split("\0")[0] ?? "";
+    // Not there: the commit deleted it.
+    if (entry === "") continue;
+    const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(entry);
     if (m === null) throw new PackRejected(`${JSON.stringify(path)}: cannot be read back from the push`);
     const [, mode, type, oid, raw] = m as unknown as [string, string, string, string, string];
+    if (type === "commit")
+      throw new PackRejected(`${JSON.stringify(path)}: a .gitattributes or .gitmodules cannot be a submodule link (mode ${mode}); make it a file`);
+    if (held?.has(oid) === true) continue;
     await checkAsSpecialFile(hub, context, q, { mode, type, oid, name: raw.slice(raw.lastIndexOf("/") + 1) }, path);
   }
 }
