@@ -266,36 +266,48 @@ async function checkSpecialFiles(hub: string, context: ContainedGitOptions, q: Q
   // carry is read (checkAsSpecialFile); a path gone is a deletion; a submodule link is refused
   // whatever it names — the walk never follows one, so its target may be anything the seat
   // guessed, and reading it told whether the hub holds it (found by an attack, round fourteen).
-  const looked = new Map<string, { commit: string; path: string }>();
+  const looked = new Map<string, string[]>();
   for (const [at, a] of asked.entries()) {
     const [oid, type] = (answers[at] ?? "").split(" ");
     if (type === "blob" && oid !== undefined && held?.has(oid) === true) continue;
-    looked.set(`${a.commit}:${a.path}`, a);
+    looked.set(a.commit, [...(looked.get(a.commit) ?? []), a.path]);
   }
+  // One ls-tree a commit, bounded: a push of many commits each naming such a file in a way that
+  // needs looking at is refused for that, with the bound's words.
   if (looked.size > SPECIAL_FILES_READ) {
     throw new PackRejected(
-      `the push names ${looked.size} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
+      `${looked.size} commits of the push change a .gitattributes or .gitmodules whose content the push does not carry; teamd looks at ${SPECIAL_FILES_READ} a push: push fewer at a time`,
     );
   }
-  for (const { commit, path } of looked.values()) {
-    const listed = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", path], {
+  const unread: { entry: { mode: string; type: string; oid: string; name: string }; path: string }[] = [];
+  for (const [commit, paths] of looked) {
+    const listed = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", ...paths], {
       ...context,
       env: { ...context.env, GIT_LITERAL_PATHSPECS: "1" },
     });
-    const entry = listed.stdout.toString("latin1").split("\0")[0] ?? "";
-    // Not there: the commit deleted it.
-    if (entry === "") continue;
-    const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(entry);
-    if (m === null) throw new PackRejected(`${JSON.stringify(path)}: cannot be read back from the push`);
-    const [, mode, type, oid, raw] = m as unknown as [string, string, string, string, string];
-    if (type === "commit")
-      throw new PackRejected(`${JSON.stringify(path)}: a .gitattributes or .gitmodules cannot be a submodule link (mode ${mode}); make it a file`);
-    if (held?.has(oid) === true) continue;
-    await checkAsSpecialFile(hub, context, q, { mode, type, oid, name: raw.slice(raw.lastIndexOf("/") + 1) }, path);
+    // A path not listed is one the commit deleted.
+    for (const entry of listed.stdout.toString("latin1").split("\0")) {
+      if (entry === "") continue;
+      const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(entry);
+      if (m === null) throw new PackRejected(`a .gitattributes or .gitmodules of the push cannot be read back: ${JSON.stringify(entry)}`);
+      const [, mode, type, oid, raw] = m as unknown as [string, string, string, string, string];
+      const path = Buffer.from(raw, "latin1").toString("utf8");
+      if (type === "commit")
+        throw new PackRejected(`${JSON.stringify(path)}: a .gitattributes or .gitmodules cannot be a submodule link (mode ${mode}); make it a file`);
+      if (held?.has(oid) === true) continue;
+      if (!unread.some((u) => u.entry.oid === oid && u.entry.name === raw.slice(raw.lastIndexOf("/") + 1) && u.entry.mode === mode))
+        unread.push({ entry: { mode, type, oid, name: raw.slice(raw.lastIndexOf("/") + 1) }, path });
+    }
   }
+  if (unread.length > SPECIAL_FILES_READ) {
+    throw new PackRejected(
+      `the push names ${unread.length} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
+    );
+  }
+  for (const { entry, path } of unread) await checkAsSpecialFile(hub, context, q, entry, path);
 }
 
-/** The most .gitattributes and .gitmodules a push may name without carrying their content: each is three contained runs. */
+/** The most commits whose .gitattributes or .gitmodules are looked at, and files read, a push (each read is three contained runs). */
 const SPECIAL_FILES_READ = 16;
 
 /**

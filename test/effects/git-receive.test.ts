@@ -480,6 +480,30 @@ describe("an object named and not sent: one refusal whether the hub holds it or 
     sh(work, ["checkout", "-q", "main"]);
   });
 
+  it("twenty .gitattributes deleted in one commit, and a .gitattributes moved: no false refusal (one ls-tree a commit, deletions not read)", async () => {
+    sh(work, ["checkout", "-q", "-b", "many-attributes", base]);
+    const files = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`d${i}/.gitattributes`, `*.d${i} text\n`]));
+    const made = commit("many attributes", files);
+    sh(work, ["push", "-q", hub, "many-attributes"]);
+    const gone = commit("none left", Object.fromEntries(Object.keys(files).map((path) => [path, null])));
+    const moved = (() => {
+      sh(work, ["checkout", "-q", made]);
+      sh(work, ["mv", "d0/.gitattributes", "d0/sub.gitattributes"]);
+      mkdirSync(join(work, "e"), { recursive: true });
+      sh(work, ["mv", "d1/.gitattributes", "e/.gitattributes"]);
+      return commit("moved", {});
+    })();
+    for (const tip of [gone, moved]) {
+      const q = await receivePack(hub, packOf(tip, [made]), { quarantineRoot, maxBytes: 1024 * 1024 });
+      try {
+        expect((await pushedCommits(hub, q, tip, { readable: [made] })).commits).toEqual([tip]);
+      } finally {
+        await q.dispose();
+      }
+    }
+    sh(work, ["checkout", "-q", "main"]);
+  });
+
   it("an object the pack carries as another type than what names it claims is refused as corrupt, by the walk (index-pack --strict did)", async () => {
     const blob = sh(work, ["hash-object", "-w", "--stdin"], "inside\n");
     const inner = sh(work, ["mktree"], `100644 blob ${blob}\tinner.txt\n`);
