@@ -408,7 +408,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // first — and nothing of it is read until the quota admits it; a refusal stops the write.
       const limits = await limitsFor(ctx);
       const quota = (what: string) =>
-        deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete <branch>)`), "git.push");
+        deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete seat/${ctx.identity.seat}/BRANCH: git knows them by the hub's names)`), "git.push");
       if (Number(header.packBytes) > bounds.bytes) throw await quota(`this pack is ${header.packBytes} bytes; a seat may hold at most ${bounds.bytes}`);
       // Where the whole hub is small enough that even all of it would be under the quota with
       // this pack (and the most objects a pack may carry), the walks are not run (store-usage.ts).
@@ -511,7 +511,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // (migrateAndUpdate): a later ref built on an earlier one is checked against what the
         // pack carried, as the first was, not against what the first ref's move left behind.
         for (const { update, hubRef } of accepted) {
-          results.push(await pushOne(ctx, src, header.requestId, packDigest, update, hubRef, quarantine, readable));
+          const result = await pushOne(ctx, src, header.requestId, packDigest, update, hubRef, quarantine, readable);
+          results.push(result);
+          // What this push landed the seat may read from now on: a later ref built on it lists
+          // as new only its own commits (the new commits are those the readable tips do not
+          // reach: git-receive.ts; they were those no ref of the hub reached).
+          if (result.ok && update.newOid !== "") readable.push(update.newOid);
         }
       } finally {
         await quarantine?.dispose();

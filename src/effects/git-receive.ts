@@ -405,7 +405,18 @@ async function checkedCommits<T>(
   // names, ~1.8 s, and stopped at once at one it lacks, ~0.16 s).
   const stop = new AbortController();
   const others = { ...context, signal: stop.signal };
-  const listing = containedGit(["rev-list", "--topo-order", "--reverse", tip, "--not", "--all"], others).then((listed) => lines(listed.stdout));
+  // The new commits are those the seat's readable tips do not reach, not the hub's refs: a
+  // commit already on another seat's branch, sent whole, was no new commit, so it changed no
+  // path and met no write check, and landed (found by an attack, round fourteen: another
+  // seat's lib/ change on w1's branch; and a right guess of that commit landed, a wrong one not).
+  const listing = (
+    readable === undefined
+      ? containedGit(["rev-list", "--topo-order", "--reverse", tip, "--not", "--all"], others)
+      : containedGit(["rev-list", "--topo-order", "--reverse", "--ignore-missing", "--stdin", tip], {
+          ...others,
+          input: Buffer.from([...new Set(readable)].map((oid) => `^${oid}\n`).join("")),
+        })
+  ).then((listed) => lines(listed.stdout));
   const kind = listing.then(
     async (listed) => (listed.at(-1) === tip ? "commit" : tipType(others, tip)),
     () => tipType(others, tip),
