@@ -408,7 +408,14 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // first — and nothing of it is read until the quota admits it; a refusal stops the write.
       const limits = await limitsFor(ctx);
       const quota = (what: string) =>
-        deps.pipeline.refuse(ctx, refuse("push.quota", `${what}; delete branches you no longer need (git push teamd --delete seat/${ctx.identity.seat}/BRANCH: git knows them by the hub's names)`), "git.push");
+        deps.pipeline.refuse(
+          ctx,
+          refuse(
+            "push.quota",
+            `${what}; delete branches you no longer need (git push teamd --delete seat/${ctx.identity.seat}/BRANCH: git knows them by the hub's names)`,
+          ),
+          "git.push",
+        );
       if (Number(header.packBytes) > bounds.bytes) throw await quota(`this pack is ${header.packBytes} bytes; a seat may hold at most ${bounds.bytes}`);
       // Where the whole hub is small enough that even all of it would be under the quota with
       // this pack (and the most objects a pack may carry), the walks are not run (store-usage.ts).
