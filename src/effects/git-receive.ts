@@ -253,61 +253,46 @@ export async function pushedCommits(
  * read when it came. Only when a push changes such a path does this run git.
  */
 async function checkSpecialFiles(hub: string, context: ContainedGitOptions, q: Quarantine, commits: ChangedPaths["commits"]): Promise<void> {
-  // A path with a line break cannot be asked in cat-file's lines; it is refused before the intent (gitPathProblem).
-  const asked = commits.flatMap((c) => c.paths.filter((path) => isSpecialFile(path) && !/[\n\r]/.test(path)).map((path) => ({ commit: c.oid, path })));
+  const asked = commits.filter((c) => c.paths.some((path) => isSpecialFile(path))).map((c) => c.oid);
   if (asked.length === 0) return;
-  const { stdout } = await containedGit(["cat-file", "--batch-check=%(objectname) %(objecttype)"], {
+  // Their modes and ids, from one diff of those commits against each parent, read from stdin
+  // and NUL-separated: a path per argument (ls-tree) did not start past ARG_MAX (found by an
+  // attack, round fourteen: 12,000 folders of long names each holding a copy of the trunk's
+  // .gitattributes, an internal error).
+  const { stdout } = await containedGit(["diff-tree", "--stdin", "-r", "-t", "-m", "--raw", "--no-renames", "--no-abbrev", "-z"], {
     ...context,
-    input: Buffer.from(asked.map((a) => `${a.commit}:${a.path}\n`).join("")),
+    input: Buffer.from(asked.map((oid) => `${oid}\n`).join("")),
+    maxOutputBytes: PUSH_PATHS_OUTPUT_BYTES,
   });
-  const answers = lines(stdout);
   const held = await quarantinedObjects(q.objects);
-  // What is not a blob the pack carries is looked at with its mode (ls-tree): a blob it does not
-  // carry is read (checkAsSpecialFile); a path gone is a deletion; a submodule link is refused
-  // whatever it names — the walk never follows one, so its target may be anything the seat
-  // guessed, and reading it told whether the hub holds it (found by an attack, round fourteen).
-  const looked = new Map<string, string[]>();
-  for (const [at, a] of asked.entries()) {
-    const [oid, type] = (answers[at] ?? "").split(" ");
-    if (type === "blob" && oid !== undefined && held?.has(oid) === true) continue;
-    looked.set(a.commit, [...(looked.get(a.commit) ?? []), a.path]);
+  const unread = new Map<string, { entry: { mode: string; type: string; oid: string; name: string }; path: string }>();
+  const tokens = nulCursor(stdout);
+  let turn = 0;
+  for (let token = tokens.next(); token !== undefined; token = tokens.next()) {
+    if (++turn % PATHS_A_TURN === 0) await yieldToLoop();
+    // ":oldmode newmode oldid newid status", then the path; a commit's own id heads its entries.
+    const head = token.toString("latin1");
+    if (!head.startsWith(":")) continue;
+    const raw = tokens.next()?.toString("latin1") ?? "";
+    const [, newMode = "", , newOid = "", status = ""] = head.slice(1).split(" ");
+    const name = raw.slice(raw.lastIndexOf("/") + 1);
+    const path = Buffer.from(raw, "latin1").toString("utf8");
+    if (status === "D" || !isSpecialFile(path)) continue;
+    if (newMode === "160000")
+      throw new PackRejected(`${JSON.stringify(path)}: a .gitattributes or .gitmodules cannot be a submodule link (mode 160000); make it a file`);
+    if (held?.has(newOid) === true) continue;
+    const type = newMode === "040000" ? "tree" : "blob";
+    unread.set(`${newMode} ${newOid} ${name}`, { entry: { mode: newMode, type, oid: newOid, name }, path });
   }
-  // One ls-tree a commit, bounded: a push of many commits each naming such a file in a way that
-  // needs looking at is refused for that, with the bound's words.
-  if (looked.size > SPECIAL_FILES_READ) {
+  if (unread.size > SPECIAL_FILES_READ) {
     throw new PackRejected(
-      `${looked.size} commits of the push change a .gitattributes or .gitmodules whose content the push does not carry; teamd looks at ${SPECIAL_FILES_READ} a push: push fewer at a time`,
+      `the push names ${unread.size} different .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
     );
   }
-  const unread: { entry: { mode: string; type: string; oid: string; name: string }; path: string }[] = [];
-  for (const [commit, paths] of looked) {
-    const listed = await containedGit(["ls-tree", "-z", "--full-tree", commit, "--", ...paths], {
-      ...context,
-      env: { ...context.env, GIT_LITERAL_PATHSPECS: "1" },
-    });
-    // A path not listed is one the commit deleted.
-    for (const entry of listed.stdout.toString("latin1").split("\0")) {
-      if (entry === "") continue;
-      const m = /^([0-7]+) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^]+)$/.exec(entry);
-      if (m === null) throw new PackRejected(`a .gitattributes or .gitmodules of the push cannot be read back: ${JSON.stringify(entry)}`);
-      const [, mode, type, oid, raw] = m as unknown as [string, string, string, string, string];
-      const path = Buffer.from(raw, "latin1").toString("utf8");
-      if (type === "commit")
-        throw new PackRejected(`${JSON.stringify(path)}: a .gitattributes or .gitmodules cannot be a submodule link (mode ${mode}); make it a file`);
-      if (held?.has(oid) === true) continue;
-      if (!unread.some((u) => u.entry.oid === oid && u.entry.name === raw.slice(raw.lastIndexOf("/") + 1) && u.entry.mode === mode))
-        unread.push({ entry: { mode, type, oid, name: raw.slice(raw.lastIndexOf("/") + 1) }, path });
-    }
-  }
-  if (unread.length > SPECIAL_FILES_READ) {
-    throw new PackRejected(
-      `the push names ${unread.length} .gitattributes or .gitmodules files whose content it does not carry; teamd reads at most ${SPECIAL_FILES_READ} a push: push fewer at a time`,
-    );
-  }
-  for (const { entry, path } of unread) await checkAsSpecialFile(hub, context, q, entry, path);
+  for (const { entry, path } of unread.values()) await checkAsSpecialFile(hub, context, q, entry, path);
 }
 
-/** The most commits whose .gitattributes or .gitmodules are looked at, and files read, a push (each read is three contained runs). */
+/** The most different .gitattributes and .gitmodules a push may name without carrying their content (each read is three contained runs). */
 const SPECIAL_FILES_READ = 16;
 
 /**
