@@ -6,8 +6,8 @@ import { createRpcClient } from "../../src/rpc/client.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
 import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
+import { NARROW_TEAM_FILE, narrowRepoFiles } from "../support/narrow-seat.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -56,14 +56,7 @@ if (asRoot) ensureSeatUser();
 
 const CANARY = "CANARY-replay-4c1f not for narrow";
 
-const TEAM_FILE = teamFile(`  narrow:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = NARROW_TEAM_FILE;
 
 const MiB = 1024 * 1024;
 const AUTHOR = "author n <n@seat.invalid> 1700000000 +0000\\ncommitter n <n@seat.invalid> 1700000000 +0000";
@@ -91,11 +84,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
   const evilPush = (ref: string, objects: string) => `${evilGitPacking(objects)} && ${helperPush(ref)}`;
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-replay-helper-", TEAM_FILE, {
-      "README.md": "hello\n",
-      "src/a.txt": "a\n",
-      "docs/secret.md": `${CANARY}\n`,
-    });
+    h = await appliedTeam("teamd-replay-helper-", TEAM_FILE, narrowRepoFiles(CANARY));
     await h.ok(["start", "--team", "proj"]);
     main = hubRef("refs/heads/main") as string;
     expect((await h.inSeat("narrow", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);

@@ -2,8 +2,8 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { evilGitPacking, freshFromTrunk } from "../support/evil-git.js";
+import { NARROW_TEAM_FILE, narrowRepoFiles, refusalWords } from "../support/narrow-seat.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -49,14 +49,7 @@ if (asRoot) ensureSeatUser();
 const CANARY = "CANARY-walk2-5b7e never for narrow";
 const WRONG = "CANARY-walk2-0000 never for narrow";
 
-const TEAM_FILE = teamFile(`  narrow:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = NARROW_TEAM_FILE;
 
 describe.runIf(process.platform === "linux")("attack 2: the walk, the reads beside it and the special files of a bounded seat's push", () => {
   let h: TeamdHarness;
@@ -70,15 +63,7 @@ describe.runIf(process.platform === "linux")("attack 2: the walk, the reads besi
   const helperPush = (ref: string) => helperPushRefs([ref]);
   /** The probe's push, then its local ref deleted (a ref naming what the seat lacks, or as two types, breaks its own later fetches). */
   const evilPush = (ref: string, objects: string) => `${evilGit(objects)} && ${helperPush(ref)}; git update-ref -d refs/heads/${ref}`;
-  /** What a refusal says, without what differs by construction (ids, branch names, the pack's size). */
-  const normal = (text: string, ...branches: string[]) => {
-    let out = text
-      .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
-      .trim();
-    for (const [i, b] of branches.entries()) out = out.replaceAll(b, `X${i}`);
-    return out;
-  };
+  const normal = refusalWords;
   /** In the seat: S (the guess's blob id, never written) and D (a docs/ tree holding it, written to a scratch repository only). */
   const guess = (content: string) =>
     [
@@ -106,12 +91,7 @@ describe.runIf(process.platform === "linux")("attack 2: the walk, the reads besi
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-walk-attack2-", TEAM_FILE, {
-      "README.md": "hello\n",
-      "src/a.txt": "a\n",
-      "src/.gitattributes": "*.txt text\n",
-      "docs/secret.md": `${CANARY}\n`,
-    });
+    h = await appliedTeam("teamd-walk-attack2-", TEAM_FILE, { ...narrowRepoFiles(CANARY), "src/.gitattributes": "*.txt text\n" });
     await h.ok(["start", "--team", "proj"]);
     main = hubRef("refs/heads/main") as string;
     expect((await h.inSeat("narrow", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);

@@ -2,8 +2,8 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { evilGitPacking, freshFromTrunk } from "../support/evil-git.js";
+import { NARROW_TEAM_FILE, narrowRepoFiles } from "../support/narrow-seat.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -32,14 +32,7 @@ const CANARY = "CANARY-walk3-71c4 never for narrow";
 const WRONG = "CANARY-walk3-0000 never for narrow";
 const GITMODULES = '[submodule "lib"]\n\tpath = src/lib\n\turl = https://example.invalid/lib.git\n';
 
-const TEAM_FILE = teamFile(`  narrow:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = NARROW_TEAM_FILE;
 
 describe.runIf(process.platform === "linux")("attack 3: special files the pack does not carry, thin packs, histories that name and unname a guess", () => {
   let h: TeamdHarness;
@@ -104,11 +97,9 @@ describe.runIf(process.platform === "linux")("attack 3: special files the pack d
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-walk-attack3-", TEAM_FILE, {
-      "README.md": "hello\n",
-      "src/a.txt": "a\n",
+      ...narrowRepoFiles(CANARY),
       "src/.gitattributes": "*.txt text\n",
       "src/.gitmodules": GITMODULES,
-      "docs/secret.md": `${CANARY}\n`,
     });
     await h.ok(["start", "--team", "proj"]);
     main = hubRef("refs/heads/main") as string;

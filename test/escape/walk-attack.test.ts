@@ -2,8 +2,8 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
+import { NARROW_TEAM_FILE, narrowRepoFiles, refusalWords } from "../support/narrow-seat.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -39,14 +39,7 @@ if (asRoot) ensureSeatUser();
 const CANARY = "CANARY-walk-9e2d never for narrow";
 const WRONG = "CANARY-walk-0000 never for narrow";
 
-const TEAM_FILE = teamFile(`  narrow:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: src/ }
-    start:
-      command: [sleep, "3600"]
-`);
+const TEAM_FILE = NARROW_TEAM_FILE;
 
 describe.runIf(process.platform === "linux")("attack: the walk and the checks of a bounded seat's pushed objects", () => {
   let h: TeamdHarness;
@@ -57,20 +50,10 @@ describe.runIf(process.platform === "linux")("attack: the walk and the checks of
   const fresh = freshFromTrunk;
   const evilGit = evilGitPacking;
   const evilPush = (ref: string, objects: string) => `${evilGit(objects)} && ${helperPush(ref)}`;
-  /** What a refusal says, without what differs by construction (ids, branch names, the pack's size). */
-  const normal = (text: string, branch: string) =>
-    text
-      .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
-      .replaceAll(branch, "X")
-      .trim();
+  const normal = refusalWords;
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-walk-attack-", TEAM_FILE, {
-      "README.md": "hello\n",
-      "src/a.txt": "a\n",
-      "docs/secret.md": `${CANARY}\n`,
-    });
+    h = await appliedTeam("teamd-walk-attack-", TEAM_FILE, narrowRepoFiles(CANARY));
     await h.ok(["start", "--team", "proj"]);
     main = hubRef("refs/heads/main") as string;
     expect((await h.inSeat("narrow", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);
@@ -103,8 +86,8 @@ describe.runIf(process.platform === "linux")("attack: the walk and the checks of
     const right = await probe(CANARY, "ga-right");
     const wrong = await probe(WRONG, "ga-wrong");
     console.log(`[gitattributes oracle] right guess: ${right}\n[gitattributes oracle] wrong guess: ${wrong}`);
-    expect(right).toMatch(/^error refs\/heads\/X /m);
-    expect(wrong).toMatch(/^error refs\/heads\/X /m);
+    expect(right).toMatch(/^error refs\/heads\/X0 /m);
+    expect(wrong).toMatch(/^error refs\/heads\/X0 /m);
     expect(right).toBe(wrong);
   }, 90_000);
 

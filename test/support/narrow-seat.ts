@@ -1,0 +1,35 @@
+import { teamFile } from "./team-file.js";
+
+/**
+ * The escape suite's bounded seat for push attacks: `narrow` may read src/ and README.md and
+ * write src/ only, so its pushes are replayed onto the real trunk (git-filter.ts), and the hub
+ * holds docs/secret.md, which it may never read.
+ */
+export const NARROW_TEAM_FILE = teamFile(`  narrow:
+    lab: anthropic
+    capabilities:
+      read: { path: [src/, README.md] }
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+`);
+
+/** The repository those attacks start from: docs/secret.md holds `canary`. */
+export const narrowRepoFiles = (canary: string): Record<string, string> => ({
+  "README.md": "hello\n",
+  "src/a.txt": "a\n",
+  "docs/secret.md": `${canary}\n`,
+});
+
+/**
+ * What a refusal says, without what differs by construction between two probes: object ids,
+ * the pack's size, and each of `branches` (as X0, X1, …).
+ */
+export function refusalWords(text: string, ...branches: readonly string[]): string {
+  let out = text
+    .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
+    .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+    .trim();
+  for (const [i, branch] of branches.entries()) out = out.replaceAll(branch, `X${i}`);
+  return out;
+}
