@@ -122,7 +122,7 @@ export const DEFAULT_PACK_BOUNDS: PackBounds = Object.freeze({ maxObjects: 200_0
  * verdict said whether the hub holds content a seat guessed and named there ("unable to read"
  * when it lacks it, or what git found in it; found by an attack, round fourteen). Alone, it
  * checks those the pack carries; one it does not carry is either as its parent had it (checked
- * when it came) or refused by checkSpecialFiles. A .gitattributes it does not carry makes git
+ * when it came) or read by checkSpecialFiles. A .gitattributes it does not carry makes git
  * 2.39's index-pack fail after the pack and its index are written: that failure alone is taken
  * as passed (carriedOnly).
  */
