@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { evilGitPacking, freshFromTrunk } from "../support/evil-git.js";
 import { NARROW_TEAM_FILE, narrowRepoFiles, refusalWords } from "../support/narrow-seat.js";
+import { spread, timeGuesses } from "../support/guess-timing.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
@@ -234,32 +235,10 @@ describe.runIf(process.platform === "linux")("attack 2: the walk, the reads besi
     );
     expect(made.code, made.stdout + made.stderr).toBe(0);
     console.log(made.stdout.trim());
-    const once = async (which: "right" | "wrong") => {
-      const r = await h.sh(
-        "narrow",
-        `cp /tmp/evil/pack-${which} /tmp/evil/pack-cur && s=$(date +%s%N) && out=$(${helperPush(`amp-${which}`)}) ; e=$(date +%s%N); echo "$out"; echo "ms $(( (e - s) / 1000000 ))"`,
-      );
-      const ms = Number(/^ms (\d+)$/m.exec(r.stdout)?.[1]);
-      return { ms, said: normal(r.stdout.replace(/^ms \d+$/m, ""), `amp-${which}`) };
-    };
-    const times: Record<"right" | "wrong", number[]> = { right: [], wrong: [] };
-    const said = new Set<string>();
-    const until = Date.now() + 45_000;
-    for (let i = 0; i < 8 && Date.now() < until; i++) {
-      const order: readonly ("right" | "wrong")[] = i % 2 === 0 ? ["right", "wrong"] : ["wrong", "right"];
-      for (const which of order) {
-        const { ms, said: s } = await once(which);
-        times[which].push(ms);
-        said.add(`${which}: ${s}`);
-      }
-    }
-    const stats = (xs: number[]) => {
-      const s = [...xs].sort((a, b) => a - b);
-      return `median ${s[Math.floor(s.length / 2)]} ms, min ${s[0]}, max ${s[s.length - 1]} (n=${s.length}) [${xs.join(", ")}]`;
-    };
+    const { times, said } = await timeGuesses(h, { seat: "narrow", prefix: "amp", rounds: 8, budgetMs: 45_000, push: helperPush, words: normal });
     await h.sh("narrow", "git update-ref -d refs/heads/amp-right; git update-ref -d refs/heads/amp-wrong");
     console.log(
-      `[diff-tree timing oracle] right guess: ${stats(times.right)}\n[diff-tree timing oracle] wrong guess: ${stats(times.wrong)}\n${[...said].join("\n")}`,
+      `[diff-tree timing oracle] right guess: ${spread(times.right)}\n[diff-tree timing oracle] wrong guess: ${spread(times.wrong)}\n${[...said].join("\n")}`,
     );
     expect(hubRef("refs/heads/seat/narrow/amp-right")).toBeUndefined();
     expect(hubRef("refs/heads/seat/narrow/amp-wrong")).toBeUndefined();

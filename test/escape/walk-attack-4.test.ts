@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
+import { spread } from "../support/guess-timing.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -108,10 +109,6 @@ describe.runIf(process.platform === "linux")("attack 4: an unbounded seat agains
     const r = await h.sh("w1", `s=$(date +%s%N); out=$( { ${script} ; } 2>&1 ); e=$(date +%s%N); echo "$out"; echo "ms $(( (e - s) / 1000000 ))"`);
     return { text: r.stdout, ms: Number(/^ms (\d+)$/m.exec(r.stdout)?.[1]) };
   };
-  const stats = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return `median ${s[Math.floor(s.length / 2)]} ms, min ${s[0]}, max ${s[s.length - 1]} (n=${s.length}) [${xs.join(", ")}]`;
-  };
   /** Alternate two probes `rounds` times (ABBA), print their times; return each one's set of normalized words. */
   const alternate = async (label: string, a: () => Promise<Said>, b: () => Promise<Said>, rounds: number, norm: (t: string) => string) => {
     const times = { a: [] as number[], b: [] as number[] };
@@ -123,7 +120,7 @@ describe.runIf(process.platform === "linux")("attack 4: an unbounded seat agains
         words[which].add(norm(r.text));
       }
     }
-    console.log(`[${label}] right: ${stats(times.a)}\n[${label}] wrong: ${stats(times.b)}`);
+    console.log(`[${label}] right: ${spread(times.a)}\n[${label}] wrong: ${spread(times.b)}`);
     return { a: [...words.a].sort().join(" || "), b: [...words.b].sort().join(" || ") };
   };
 

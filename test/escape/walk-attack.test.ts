@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
 import { NARROW_TEAM_FILE, narrowRepoFiles, refusalWords } from "../support/narrow-seat.js";
+import { spread, timeGuesses } from "../support/guess-timing.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
@@ -154,31 +155,8 @@ describe.runIf(process.platform === "linux")("attack: the walk and the checks of
     );
     expect(made.code, made.stdout + made.stderr).toBe(0);
     console.log(made.stdout.trim());
-    const once = async (which: "right" | "wrong") => {
-      const r = await h.sh(
-        "narrow",
-        `cp /tmp/evil/pack-${which} /tmp/evil/pack-cur && s=$(date +%s%N) && out=$(${helperPush(`tm-${which}`)}) ; e=$(date +%s%N); echo "$out"; echo "ms $(( (e - s) / 1000000 ))"`,
-      );
-      const ms = Number(/^ms (\d+)$/m.exec(r.stdout)?.[1]);
-      return { ms, said: normal(r.stdout.replace(/^ms \d+$/m, ""), `tm-${which}`) };
-    };
-    const times: Record<"right" | "wrong", number[]> = { right: [], wrong: [] };
-    const said = new Set<string>();
-    const rounds = 5;
-    const until = Date.now() + 140_000;
-    for (let i = 0; i < rounds && Date.now() < until; i++) {
-      const order: readonly ("right" | "wrong")[] = i % 2 === 0 ? ["right", "wrong"] : ["wrong", "right"];
-      for (const which of order) {
-        const { ms, said: s } = await once(which);
-        times[which].push(ms);
-        said.add(`${which}: ${s}`);
-      }
-    }
-    const stats = (xs: number[]) => {
-      const s = [...xs].sort((a, b) => a - b);
-      return `median ${s[Math.floor(s.length / 2)]} ms, min ${s[0]}, max ${s[s.length - 1]} (n=${s.length}) [${xs.join(", ")}]`;
-    };
-    console.log(`[timing oracle] right guess: ${stats(times.right)}\n[timing oracle] wrong guess: ${stats(times.wrong)}\n${[...said].join("\n")}`);
+    const { times, said } = await timeGuesses(h, { seat: "narrow", prefix: "tm", rounds: 5, budgetMs: 140_000, push: helperPush, words: normal });
+    console.log(`[timing oracle] right guess: ${spread(times.right)}\n[timing oracle] wrong guess: ${spread(times.wrong)}\n${[...said].join("\n")}`);
     expect(hubRef("refs/heads/seat/narrow/tm-right")).toBeUndefined();
     expect(hubRef("refs/heads/seat/narrow/tm-wrong")).toBeUndefined();
   }, 240_000);
