@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PushHeader, PushRequest, PushResponseSchema, RefResultSchema, RefUpdate } from "../../src/gen/teamd/v1/shim_pb.js";
-import { refuse, type Refusal } from "../../src/kernel/index.js";
+import { blindWriteRefusal, refuse, type Refusal } from "../../src/kernel/index.js";
 import { noteRule } from "../../src/kernel/rules.js";
 import { gitPathProblem, refConflict } from "../../src/kernel/git-names.js";
 import type { EffectResult } from "../../src/ledger/index.js";
@@ -27,7 +27,7 @@ import { seatStorage } from "../../src/effects/git-storage.js";
 import type { StoreUsage } from "../../src/effects/store-usage.js";
 import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contained-git.js";
 import type { PackBounds } from "../../src/effects/pack-scan.js";
-import { openFilteredMirror, ReplayRefused, type FilteredMirror } from "../../src/effects/git-filter.js";
+import { openFilteredMirror, ReplayRefused, type BlindWrite, type FilteredMirror } from "../../src/effects/git-filter.js";
 import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
 import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
@@ -676,7 +676,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             const mirror = src.mirror;
             return withReplayFolder(work.quarantine, deps.newId(), async (out) => {
               const tip =
-                commits.length === 0 ? await mirror.hubCommitOf(update.newOid) : (await mirror.replay(commits, q?.env ?? {}, out, checkedLimits.limits)).tip;
+                commits.length === 0
+                  ? await mirror.hubCommitOf(update.newOid)
+                  : (await mirror.replay(commits, q?.env ?? {}, out, checkedLimits.limits, blindWriteOf(deps.pipeline, ctx))).tip;
               if (tip === undefined) return { result: "refused", note: `${update.newOid} does not stand for a hub commit` };
               await retryRefLock(hubRef, () =>
                 migrateAndUpdate(ctx.team.hub, { dir: out, objects: out, env: {}, dispose: async () => undefined }, hubRef, tip, currentHub ?? ""),
@@ -721,4 +723,16 @@ function replyResult(update: RefUpdate, hubRef: string, status: "done" | "refuse
   if (status === "unknown") return { ref: update.ref, hubRef, ok: false, rule: "ledger.unknown-outcome", reason: note || "the push's outcome is unknown" };
   const named = noteRule(note);
   return { ref: update.ref, hubRef, ok: false, rule: named?.rule ?? "push.pack", reason: named?.reason ?? (note || `the push's outcome is ${status}`) };
+}
+
+/**
+ * What the seat may write over unseen, for its replay: the kernel's answer over the view the act
+ * was decided on (its leases read once), the policy's alone (blindWriteRefusal).
+ */
+function blindWriteOf(pipeline: SeatPipeline, ctx: SeatContext): BlindWrite {
+  const { view, now } = pipeline.decisionInputs(ctx);
+  return (path, as) => {
+    const refusal = blindWriteRefusal(view, ctx.identity.seat, path, as, now);
+    return refusal === undefined ? undefined : `${refusal.reason} (${refusal.rule})`;
+  };
 }

@@ -121,6 +121,12 @@ export interface SeatPipeline {
   /** Step 3 without an intent (a read, or a check before an effect is prepared): allow, or a recorded refusal thrown. */
   decide(ctx: SeatContext, request: Omit<KernelRequest, "seat">, action: string, facts?: KernelFacts): Promise<Allow>;
   /**
+   * What a decision would see now — the policy, the team's leases, the time — for a kernel
+   * question asked inside an effect whose act was decided and recorded (a replay's writes over
+   * what the seat cannot read): nothing is recorded for it.
+   */
+  decisionInputs(ctx: SeatContext): { readonly view: KernelView; readonly now: number };
+  /**
    * Steps 3–6 for one gated act: decide and append the intent under the machine's one lock,
    * then run the effect. `request` undefined: an act no capability governs (moving a ref in
    * the seat's own namespace to a commit the hub already has) — recorded all the same.
@@ -457,6 +463,9 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
 
   return {
     context,
+    decisionInputs(ctx) {
+      return { view: viewFor(ctx), now: clock() };
+    },
     async decide(ctx, request, action, facts) {
       const decision = authorizeFor(ctx, request, facts);
       if (decision.decision === "refuse") throw await record(ctx.identity, ctx.ledger, decision, action, undefined, true, inputsOf(request));

@@ -59,8 +59,10 @@ export interface FilteredMirror {
    * signature over another tree would be a lie). New objects go to `hubObjectsOut` only.
    *
    * Refused (ReplayRefused, with a reason the agent can act on): a merge; a parent that is
-   * neither a filtered commit nor pushed; a file over a directory holding paths the seat
-   * cannot read (or the reverse); a blob the push names but neither carries nor was served.
+   * neither a filtered commit nor pushed; a name set where the seat may not read all of the
+   * path, unless `blindWrite` (the policy) lets it go over whatever is there — decided the same
+   * whether the hub holds anything there or not; a blob the push names but neither carries nor
+   * was served.
    *
    * A replayed commit becomes a known parent for the seat's next push only once its objects
    * are in the hub and the mirror has filtered it (syncRef / filterCommit).
@@ -75,8 +77,22 @@ export interface FilteredMirror {
     objectsEnv: Record<string, string>,
     hubObjectsOut: string,
     limits?: ContainedGitLimits,
+    blindWrite?: BlindWrite,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }>;
 }
+
+/**
+ * Whether the seat may write over whatever the hub holds at `path` without reading it (§3:
+ * write is not read, so a path a seat may change need not be one it may see): as a "folder",
+ * the one name (a file of that name, if the hub holds one, goes); as a "file", the name and
+ * all under it (a folder of that name, if the hub holds one, goes whole). Undefined when it
+ * may; otherwise why not, naming the rule. Asked of the policy alone — never of what the hub
+ * holds there, which is what the seat may not learn.
+ */
+export type BlindWrite = (path: string, as: "file" | "folder") => string | undefined;
+
+/** A replay given no policy to ask: no write over what the seat cannot read (fail closed). */
+export const NO_BLIND_WRITE: BlindWrite = () => "this replay was given no write over what you cannot read";
 
 /** A push the mirror will not replay, with a reason the agent that pushed can act on. */
 export class ReplayRefused extends Error {
@@ -418,7 +434,11 @@ async function mergeRuns(a: readonly Keyed[], b: readonly Keyed[], turns: Turns)
  * round twelve: 50 commits of ~100 bytes held the daemon's thread ~30 s).
  */
 class ReplayWork {
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    /** What the policy lets the seat write over unseen (BlindWrite). */
+    readonly blindWrite: BlindWrite,
+  ) {}
 
   /** When the replay gives the daemon's thread back (every ENTRIES_A_TURN entries parsed, compared or written). */
   readonly turns = new Turns();
@@ -642,8 +662,9 @@ class Mirror implements FilteredMirror {
     objectsEnv: Record<string, string>,
     hubObjectsOut: string,
     limits?: ContainedGitLimits,
+    blindWrite: BlindWrite = NO_BLIND_WRITE,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
-    return this.exclusive(() => this.replayLocked(pushed, objectsEnv, resolve(hubObjectsOut), limits));
+    return this.exclusive(() => this.replayLocked(pushed, objectsEnv, resolve(hubObjectsOut), limits, blindWrite));
   }
 
   /**
@@ -827,6 +848,7 @@ class Mirror implements FilteredMirror {
     objectsEnv: Record<string, string>,
     out: string,
     limits: ContainedGitLimits | undefined,
+    blindWrite: BlindWrite,
   ): Promise<{ readonly map: ReadonlyMap<string, string>; readonly tip: string }> {
     if (pushed.length === 0) throw new Error("replay: no commits given");
     // objectsEnv should show quarantine + mirror + hub; a caller's quarantine made against the
@@ -837,7 +859,7 @@ class Mirror implements FilteredMirror {
     const pending = new Pending(this.bounds.replayBuiltBytes);
     /** Blob oid -> a path the pushed trees put it at. */
     const blobs = new Map<string, string>();
-    const work = new ReplayWork(this.bounds.replayEntries);
+    const work = new ReplayWork(this.bounds.replayEntries, blindWrite);
     await mkdir(join(out, "pack"), { recursive: true });
     await mkdir(join(out, "info"), { recursive: true });
     await asPackRejected(async () => {
@@ -1018,8 +1040,19 @@ class Mirror implements FilteredMirror {
       const wasTree = was && isTreeMode(canonicalMode(was.mode)) ? was.oid : null;
       const oldTree = old && isTreeMode(canonicalMode(old.mode)) ? old.oid : null;
       const nowTree = now && isTreeMode(now.mode) ? now.oid : null;
+      // A name the seat sets where it saw nothing (or a folder of its view it made a file), at a
+      // path it may not read all of: the hub may hold there what the seat was never shown. Whether
+      // the write goes over it is asked of the policy alone, before anything of the hub's there
+      // is looked at, so the outcome is the same whether the hub holds something there or not.
+      // Refusals that hung on it told a seat that writes blind which names the hub holds (found
+      // by an attack, round fourteen: test/escape/walk-attack-6.test.ts).
+      const blind = now !== undefined && (old === undefined || (oldTree !== null && nowTree === null)) && this.filter.dir(path) !== "all";
+      if (blind) refuseBlindWrite(work.blindWrite, path, nowTree !== null ? "folder" : "file");
       if (now && !nowTree) {
-        if (oldTree !== null) {
+        if (blind) {
+          // Over whatever the hub holds there: a folder of that name goes whole (the policy
+          // allowed a file over all of the path).
+        } else if (oldTree !== null) {
           // The seat turned a directory into a file: fine only if nothing it cannot see is in it.
           if ((await this.apply(reader, wasTree, oldTree, null, `${path}/`, pending, blobs, work)) !== null) {
             throw new ReplayRefused(`${path}: this directory also holds files outside your read scope, so it cannot become a file; choose another name`);
@@ -1030,7 +1063,8 @@ class Mirror implements FilteredMirror {
         if (!isGitlink(now.mode) && !blobs.has(now.oid)) blobs.set(now.oid, path);
         result.push(now);
       } else if (nowTree !== null) {
-        if (was && wasTree === null && (!old || oldTree !== null)) {
+        // Blind, a file of that name goes (wasTree is null: the folder is built fresh).
+        if (!blind && was && wasTree === null && (!old || oldTree !== null)) {
           throw new ReplayRefused(`${path}: the repository has a file there that you cannot read; choose another name`);
         }
         const sub = await this.apply(reader, wasTree, oldTree, nowTree, `${path}/`, pending, blobs, work);
@@ -1051,6 +1085,17 @@ class Mirror implements FilteredMirror {
     work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }
+}
+
+/** The refusal of a blind write the policy does not allow, in words that say nothing of what the hub holds there. */
+function refuseBlindWrite(blindWrite: BlindWrite, path: string, as: "file" | "folder"): void {
+  const why = blindWrite(path, as);
+  if (why === undefined) return;
+  throw new ReplayRefused(
+    as === "folder"
+      ? `${path}: you may not read this path, so a folder made there goes over a file of that name if the repository holds one, and ${why}; choose another name, or ask for write over ${path} itself`
+      : `${path}: you may not read all of this path, so a file written there goes over a folder of that name, and all it holds, if the repository holds one, and ${why}; choose another name, or ask for write over all of ${path}`,
+  );
 }
 
 /** What contained git refuses for what the seat sent (its limits, its time, its output's bound) is a refused push, never an unknown outcome. */

@@ -12,7 +12,7 @@ import { canonicalPath } from "./paths.js";
 import type { Policy, Seat } from "./policy.js";
 import { type KernelRequest, readRequest, type ReadRequest } from "./request.js";
 import { normalizeBranch } from "./refs.js";
-import { effectReservedReason } from "./reserved.js";
+import { type ReservedSet, effectReservedReason, reservedReason } from "./reserved.js";
 import type { ScopeUniverse } from "./scope.js";
 import type { KernelView } from "./view.js";
 import { DIMENSIONS, type OperationalCapability, type OperationalSpec, capabilitySpec, resolveVocabulary } from "./vocabulary.js";
@@ -40,9 +40,23 @@ import { DIMENSIONS, type OperationalCapability, type OperationalSpec, capabilit
  * read by the act-time stage, the revocation filter and the lease walk.
  */
 export function authorize(view: KernelView, request: KernelRequest, now: number): Decision {
+  return decideTotally(view, request, now, effectReservedReason);
+}
+
+/**
+ * `authorize` for effects that reach only the named paths themselves, never anything under
+ * them: a reserved object below a path is no bar (reservedReason, not effectReservedReason).
+ * Asked where a folder made blind goes over a file of its name (blind-write.ts), which is all
+ * such a write can take away; every other stage is authorize's own.
+ */
+export function authorizeNamesOnly(view: KernelView, request: KernelRequest, now: number): Decision {
+  return decideTotally(view, request, now, reservedReason);
+}
+
+function decideTotally(view: KernelView, request: KernelRequest, now: number, reservedOf: ReservedOf): Decision {
   try {
     // Typed for callers; read as unknown, because a total function answers anything it is given.
-    return decide(view, request as unknown, now);
+    return decide(view, request as unknown, now, reservedOf);
   } catch (error) {
     const what = error instanceof Error ? error.message : "a non-error value was thrown";
     return refuse("kernel.fault", `the decision could not be evaluated (${what}); refused (fail closed)`);
@@ -52,7 +66,9 @@ export function authorize(view: KernelView, request: KernelRequest, now: number)
 /** The broker operations use-broker decides (§11): the one list, the broker handler reads it too. */
 export const BROKER_OPERATIONS: readonly string[] = Object.freeze(["pull", "claim", "read", "comment"]);
 
-function decide(view: KernelView, input: unknown, now: number): Decision {
+type ReservedOf = (reserved: ReservedSet, path: string) => string | undefined;
+
+function decide(view: KernelView, input: unknown, now: number, reservedOf: ReservedOf): Decision {
   if (typeof now !== "number" || !Number.isFinite(now)) return refuse("request.malformed", "the decision time is not a finite number");
   const request = readRequest(input);
   if ("decision" in request) return request;
@@ -83,7 +99,7 @@ function decide(view: KernelView, input: unknown, now: number): Decision {
   const effect = canonicalEffect(request);
   if ("decision" in effect) return effect;
   for (const path of effect.path ?? []) {
-    const why = effectReservedReason(policy.reserved, path);
+    const why = reservedOf(policy.reserved, path);
     if (why !== undefined) return refuse("reserved.object", `${why}; no scope opens a reserved object to a seat's ${capability}`);
   }
   const broker = checkBroker(policy, capability, request);

@@ -71,6 +71,7 @@ export {
 export { type Tri, globIntersection, globMatch, globsIncluded } from "./glob.js";
 export { canonicalPath, pathCovers } from "./paths.js";
 export { readIsUnbounded, readScope, readScopeKey, type ReadScope } from "./read-scope.js";
+export { blindWriteRefusal } from "./blind-write.js";
 export { normalizeBranch } from "./refs.js";
 export { canonicalJson, type CanonicalValue } from "./canonical.js";
 export { deepFreeze } from "./freeze.js";

@@ -522,21 +522,90 @@ describe("replay", () => {
     sh(["unpack-objects", "-q"], { gitDir: mirror.dir, input: stolenPack, env: stealEnv });
     await expect(mirror.replay([stolen], stealEnv, join(root, "out-steal"))).rejects.toThrow(/src\/stolen: the push names content .* never served you/);
 
-    g("reset", "-q", "--hard", "origin/main");
-    write(seat, "secret", "a file where the hub has a directory\n");
-    g("add", "-A");
-    g("commit", "-q", "-m", "collide");
-    const collide = push();
-    await expect(mirror.replay(collide.pushed, collide.env, join(root, "out3"))).rejects.toThrow(/secret: the repository has a directory there/);
+    // A file at a name the seat cannot read (the hub's folder secret/, and nothing at nosuch):
+    // with no write over it given, both refused in the same words (the words named the folder
+    // once: an oracle of names, round fourteen).
+    const fileAt = (name: string) => {
+      g("reset", "-q", "--hard", "origin/main");
+      write(seat, name, "a file written blind\n");
+      g("add", "-A");
+      g("commit", "-q", "-m", `file at ${name}`);
+      return push();
+    };
+    const collide = fileAt("secret");
+    const free = fileAt("nosuch");
+    const said = async (pushed: { pushed: string[]; env: Record<string, string> }, out: string, name: string) =>
+      (
+        await mirror.replay(pushed.pushed, pushed.env, join(root, out)).then(
+          () => "landed",
+          (error: Error) => error.message,
+        )
+      ).replaceAll(name, "N");
+    expect(await said(collide, "out3", "secret")).toMatch(/^N: you may not read all of this path, so a file written there goes over a folder/);
+    expect(await said(collide, "out3", "secret")).toBe(await said(free, "out3b", "nosuch"));
 
-    // Turning a directory into a file is fine only when it held nothing the seat cannot see.
+    // Turning a folder it sees part of into a file: refused the same way, whatever else is in it.
     g("reset", "-q", "--hard", "origin/main");
     g("rm", "-rq", "conf");
     write(seat, "conf", "now a file\n");
     g("add", "-A");
     g("commit", "-q", "-m", "conf as file");
     const dirToFile = push();
-    await expect(mirror.replay(dirToFile.pushed, dirToFile.env, join(root, "out4"))).rejects.toThrow(/conf: this directory also holds files outside/);
+    await expect(mirror.replay(dirToFile.pushed, dirToFile.env, join(root, "out4"))).rejects.toThrow(/conf: you may not read all of this path/);
+
+    // Given write over them (the policy's answer, asked of the path alone), each lands, over
+    // whatever the hub held there: secret/ goes whole, conf/ with what the seat never saw.
+    const asked: string[] = [];
+    const anyWrite = (path: string, as: "file" | "folder") => {
+      asked.push(`${as} ${path}`);
+      return undefined;
+    };
+    for (const [pushed, out, gone] of [
+      [collide, "out3w", "secret/"],
+      [free, "out3bw", undefined],
+      [dirToFile, "out4w", "conf/"],
+    ] as const) {
+      const { tip } = await mirror.replay(pushed.pushed, pushed.env, join(root, out), undefined, anyWrite);
+      migrate(join(root, out));
+      const paths = lsTree(hub, tip).map((e) => e.path);
+      if (gone !== undefined) expect(paths.filter((p) => p.startsWith(gone))).toEqual([]);
+      expect(paths).toContain("docs/more.md");
+    }
+    expect(asked).toEqual(["file secret", "file nosuch", "file conf"]);
+
+    // A folder at a name the seat cannot read: the hub's file secret/key.txt, and nothing at
+    // secret/nokey.txt. Refused alike with no write given; given it, each lands, the file gone.
+    const folderAt = (name: string) => {
+      g("reset", "-q", "--hard", "origin/main");
+      write(seat, `${name}/x.md`, "a folder made blind\n");
+      g("add", "-A");
+      g("commit", "-q", "-m", `folder at ${name}`);
+      return push();
+    };
+    const overFile = folderAt("secret/key.txt");
+    const overNothing = folderAt("secret/nokey.txt");
+    expect(await said(overFile, "out6", "key.txt")).toMatch(/^secret: you may not read this path, so a folder made there goes over a file/);
+    expect(await said(overFile, "out6", "key.txt")).toBe(await said(overNothing, "out6b", "nokey.txt"));
+    asked.length = 0;
+    for (const [pushed, out, keyKept] of [
+      [overFile, "out6w", false],
+      [overNothing, "out6bw", true],
+    ] as const) {
+      const { tip } = await mirror.replay(pushed.pushed, pushed.env, join(root, out), undefined, anyWrite);
+      migrate(join(root, out));
+      const paths = lsTree(hub, tip).map((e) => e.path);
+      expect(paths).toContain("secret/other.txt");
+      expect(paths.filter((p) => p.endsWith("x.md"))).toHaveLength(1);
+      expect(paths.includes("secret/key.txt")).toBe(keyKept);
+    }
+    expect(asked).toEqual([
+      "folder secret",
+      "folder secret/key.txt",
+      "file secret/key.txt/x.md",
+      "folder secret",
+      "folder secret/nokey.txt",
+      "file secret/nokey.txt/x.md",
+    ]);
 
     g("reset", "-q", "--hard", "origin/main");
     g("rm", "-rq", "src/lib");

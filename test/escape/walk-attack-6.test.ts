@@ -18,13 +18,14 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * canary. Each case asserts the SECURE outcome: a failing case is a hole.
  *
  * Proves docs/enforcement.md's row "read / lab-visibility refusal (c5) (§3, §8)" for the fetch
- * side and the owner's views; its one failing case is skipped and listed there as open.
+ * side, blind writes and the owner's views.
  *
- * Found when written (open): wo, which may write docs/ but not read it, learns which names docs/
- * holds from the replay's refusal. A folder pushed at docs/secret.md/ is refused "push.bounded-merge:
- * docs/secret.md: the repository has a file there that you cannot read", one at docs/nosuch.md/
- * lands; "docs" pushed as a file is refused "docs: the repository has a directory there that you
- * cannot read" (apply() in src/effects/git-filter.ts). Held: the fetch side (a
+ * Found when written (open in round fourteen, closed in round fifteen): wo, which may write docs/
+ * but not read it, learned which names docs/ holds from the replay's refusal. A folder pushed at
+ * docs/secret.md/ was refused "push.bounded-merge: docs/secret.md: the repository has a file there
+ * that you cannot read", one at docs/nosuch.md/ landed; "docs" pushed as a file was refused "docs:
+ * the repository has a directory there that you cannot read" (apply() in
+ * src/effects/git-filter.ts). Now both land, over whatever is there. Held: the fetch side (a
  * right guess of docs/secret.md rebuilt as the hub's commit and sent as a fetch's have leaves the
  * pack as it is: 9 objects right and wrong, 4 with the served commit as the have).
  */
@@ -140,29 +141,24 @@ describe.runIf(process.platform === "linux")("attack 6: fetch haves after a push
 
   // -------------------------------------------------------------------------------------------
   // wo may write docs/ but not read it: its pushes are replayed onto the hub's docs/ it never
-  // saw. The replay's refusals ("a file there that you cannot read", "a directory there") depend
+  // saw. The replay's refusals ("a file there that you cannot read", "a directory there") hung
   // on what the hub holds at a path the seat cannot read: an oracle of names (and of whether a
-  // path is a file or a folder) in docs/.
-
-  // OPEN, not fixed (round fourteen): skipped so the suite stays green while the hole is on
-  // record here and in docs/enforcement.md. A seat whose write scope reaches where it may not
-  // read learns which names are there from the replay's refusals; closing it is a decision on
-  // what a blind write over unseen content does (refuse every shape change there, or overwrite),
-  // not a one-line fix. Run it with it.skip removed: it fails.
-  it.skip("wo (writes docs/ blind): a folder pushed at docs/secret.md/ (a file the hub holds) and at docs/nosuch.md/ (nothing): the same outcome", async () => {
+  // path is a file or a folder) in docs/. Found open in round fourteen; now a write over what
+  // the seat cannot see is decided on the policy alone (src/kernel/blind-write.ts), and wo's
+  // write over docs/ goes over whatever is there (test/escape/blind-write.test.ts has more).
+  it("wo (writes docs/ blind): a folder pushed at docs/secret.md/ (a file the hub holds) and at docs/nosuch.md/ (nothing): the same outcome", async () => {
     const said: string[] = [];
     const landed: Record<string, boolean> = {};
     for (const [label, path] of [
       ["held", "docs/secret.md/x.md"],
       ["absent", "docs/nosuch.md/x.md"],
-      ["held-dir-as-file", "docs"],
     ] as const) {
       const branch = `wo-${label}`;
       const r = await h.inSeat(
         "wo",
         [
           freshFromTrunk(branch),
-          path === "docs" ? "printf 'file\\n' > docs" : `mkdir -p $(dirname ${path}) && printf 'x\\n' > ${path}`,
+          `mkdir -p $(dirname ${path}) && printf 'x\\n' > ${path}`,
           `git add -A && git commit -qm ${branch}`,
           `git push teamd ${branch} 2>&1; echo push-exit $?`,
           "git checkout -q --detach teamd/main",
@@ -178,6 +174,11 @@ describe.runIf(process.platform === "linux")("attack 6: fetch haves after a push
     console.log(said.join("\n"));
     expect(landed.held).toBe(landed.absent);
     expect(said[0]?.replace(/secret\.md/g, "N")).toBe(said[1]?.replace(/nosuch\.md/g, "N").replace("absent", "held"));
+    // Both land: wo's write reaches docs/, so its folder goes over the file it never saw.
+    expect(landed.held).toBe(true);
+    const tip = hubRef("refs/heads/seat/wo/wo-held") as string;
+    expect(h.hubGit("ls-tree", "-r", "--name-only", tip, "docs/")).toBe("docs/secret.md/x.md");
+    expect(h.hubGit("cat-file", "blob", `${main}:docs/secret.md`)).toBe(CANARY);
   }, 60_000);
 
   it("wo: a new file docs/new.md lands beside docs/secret.md (kept), and wo's fetch of its branch serves nothing of docs/", async () => {
