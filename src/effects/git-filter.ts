@@ -1029,6 +1029,11 @@ class Mirror implements FilteredMirror {
       const was = b.get(name);
       const old = f.get(name);
       const seat = t.get(name);
+      // A name the seat sets where it saw nothing counts once more when the hub holds it: the
+      // count is then |b| + |t \ f| whatever the hub holds at the names the seat sets, and a push
+      // padded to sit on the bound cannot tell by it whether a name it guessed is there (found
+      // by an attack, round fifteen: test/escape/blind-write-attack.test.ts).
+      if (was !== undefined && old === undefined && seat !== undefined) work.count(1);
       // The seat's entries as git reads them (canonicalMode); the hub's are kept as they are.
       const now = seat === undefined || CANONICAL_MODES.has(seat.mode) ? seat : { ...seat, mode: canonicalMode(seat.mode) };
       if ((old && canonicalMode(old.mode)) === now?.mode && old?.oid === now?.oid) {
