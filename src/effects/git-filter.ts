@@ -255,8 +255,13 @@ class Pending extends Map<string, { readonly type: ObjectType; readonly data: Bu
   }
 
   override set(oid: string, object: { readonly type: ObjectType; readonly data: Buffer }): this {
+    return this.charge(oid, object, object.data.length);
+  }
+
+  /** Adds `object`, counting `bytes` against the bound (at least its length: see apply). */
+  charge(oid: string, object: { readonly type: ObjectType; readonly data: Buffer }, bytes: number): this {
     if (!this.has(oid)) {
-      this.bytes += object.data.length;
+      this.bytes += Math.max(bytes, object.data.length);
       if (this.bytes > this.limit) {
         throw new PackRejected(
           `replaying the push onto the real trees builds more than ${this.limit} bytes of new trees and commits (a folder you can read only part of is large, and every commit that changes it makes a new copy of it); push fewer commits at a time, or squash them`,
@@ -281,6 +286,25 @@ interface TreeEntry {
 }
 
 const isTreeMode = (mode: string): boolean => mode === "40000" || mode === "040000";
+
+/** A tree entry's bytes in its tree object. */
+const entryBytes = (entry: TreeEntry): number => entry.mode.length + 1 + entry.name.length + 1 + entry.oid.length / 2;
+
+/** The hub's names a seat never saw, at one folder, are counted in blocks of this many (apply). */
+const UNSEEN_NAMES_BLOCK = 64;
+/** And their entries' bytes in blocks of this many. */
+const UNSEEN_BYTES_BLOCK = 4096;
+
+/**
+ * What `amount` of the hub's unseen content at one folder counts against a replay's bound:
+ * whole blocks, and one even for none where the seat saw no folder at all — so a folder it
+ * names blind counts the same whether the hub holds it, with up to a block of names, or not.
+ * Larger folders tell their size, to a block (docs/enforcement.md).
+ */
+function unseenCharge(amount: number, block: number, unseenFolder: boolean): number {
+  const blocks = Math.ceil(amount / block);
+  return (unseenFolder ? Math.max(1, blocks) : blocks) * block;
+}
 const isGitlink = (mode: string): boolean => mode === "160000";
 
 const CANONICAL_MODES = new Set(["100644", "100755", "120000", "40000", "160000"]);
@@ -802,10 +826,11 @@ class Mirror implements FilteredMirror {
     return result;
   }
 
-  private async addTree(entries: readonly TreeEntry[], pending: Pending, turns: Turns): Promise<string> {
+  /** `charged`: what the built-bytes bound counts for it (its length unless told). */
+  private async addTree(entries: readonly TreeEntry[], pending: Pending, turns: Turns, charged?: number): Promise<string> {
     const data = await serializeTree(entries, turns);
     const oid = hashObject(this.algo, "tree", data);
-    pending.set(oid, { type: "tree", data });
+    pending.charge(oid, { type: "tree", data }, charged ?? data.length);
     return oid;
   }
 
@@ -1014,26 +1039,31 @@ class Mirror implements FilteredMirror {
       return map;
     };
     const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
+    // The replay's bounds count what the seat could know — the names of its own trees, one by
+    // one — and what the hub holds here that it never saw in blocks (unseenCharge), at least one
+    // where it saw no folder at all: counted name by name, a push padded to sit on a bound told
+    // whether a name it guessed, or a folder it named, was there (found by an attack, round
+    // fifteen: test/escape/blind-write-attack.test.ts). The charge covers the work: the hub's
+    // names are compared below, and its bytes kept in the tree built, at most as many.
+    const unseenFolder = from === null && (prefix === "" || this.filter.dir(prefix.slice(0, -1)) !== "all");
+    let seenHere = 0;
+    for (const name of f.keys()) if (b.has(name)) seenHere += 1;
+    work.count(unseenCharge(b.size - seenHere, UNSEEN_NAMES_BLOCK, unseenFolder));
     const result: TreeEntry[] = [];
     let changed = false;
     // Every name of the three trees once, in the order a Set of them would hold (base's first),
-    // each counted as it is compared, in turns of the daemon's thread.
+    // the seat's counted as they are compared, in turns of the daemon's thread.
     const names = function* (): Generator<string> {
       for (const name of b.keys()) yield name;
       for (const name of f.keys()) if (!b.has(name)) yield name;
       for (const name of t.keys()) if (!b.has(name) && !f.has(name)) yield name;
     };
     for (const name of names()) {
-      work.count(1);
+      if (f.has(name) || t.has(name)) work.count(1);
       if (work.turns.due()) await yieldToLoop();
       const was = b.get(name);
       const old = f.get(name);
       const seat = t.get(name);
-      // A name the seat sets where it saw nothing counts once more when the hub holds it: the
-      // count is then |b| + |t \ f| whatever the hub holds at the names the seat sets, and a push
-      // padded to sit on the bound cannot tell by it whether a name it guessed is there (found
-      // by an attack, round fifteen: test/escape/blind-write-attack.test.ts).
-      if (was !== undefined && old === undefined && seat !== undefined) work.count(1);
       // The seat's entries as git reads them (canonicalMode); the hub's are kept as they are.
       const now = seat === undefined || CANONICAL_MODES.has(seat.mode) ? seat : { ...seat, mode: canonicalMode(seat.mode) };
       if ((old && canonicalMode(old.mode)) === now?.mode && old?.oid === now?.oid) {
@@ -1086,7 +1116,15 @@ class Mirror implements FilteredMirror {
     if (!changed) return base;
     if (result.length === 0) return null;
     const sorted = await inTreeOrder(result, work.turns);
-    const oid = await this.addTree(sorted, pending, work.turns);
+    // Its bytes as the bound sees them: the seat's names' entries, and the hub's unseen in blocks.
+    let seatBytes = 0;
+    for (const entry of sorted) {
+      const name = entry.name.toString("latin1");
+      if (f.has(name) || t.has(name)) seatBytes += entryBytes(entry);
+    }
+    let unseenBytes = 0;
+    for (const [name, entry] of b) if (!f.has(name)) unseenBytes += entryBytes(entry);
+    const oid = await this.addTree(sorted, pending, work.turns, seatBytes + unseenCharge(unseenBytes, UNSEEN_BYTES_BLOCK, unseenFolder));
     work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }

@@ -484,6 +484,47 @@ describe("replay", () => {
     expect(tip).toMatch(/^[0-9a-f]{40}$/);
   });
 
+  it("counts a folder named blind the same against both bounds whether the hub holds it (secret/, two files it cannot read) or not (zecret/)", async () => {
+    // Found by an attack (round fifteen, test/escape/blind-write-attack.test.ts): counted name by
+    // name and byte by byte, a push sitting on a bound landed or was refused by what the hub held
+    // where the seat cannot read. Each bound is searched for where the absent folder's push
+    // flips; the held folder's must flip at the same place.
+    const folderAt = (name: string) => {
+      g("reset", "-q", "--hard", "origin/main");
+      write(seat, `${name}/x.md`, "made blind\n");
+      g("add", "-A");
+      g("commit", "-q", "-m", `folder at ${name}`);
+      return push();
+    };
+    const held = folderAt("secret");
+    const absent = folderAt("zecret"); // the same length: the seat's own bytes alike
+    const anyWrite = () => undefined;
+    let made = 0;
+    const lands = async (pushed: { pushed: string[]; env: Record<string, string> }, options: { replayBuiltBytes?: number; replayEntries?: number }) => {
+      const name = `m-flip-${made++}`;
+      const other = await openFilteredMirror(join(root, name), hub, readable, options);
+      await other.syncRef("refs/heads/main", hubMain);
+      return other.replay(pushed.pushed, pushed.env, join(root, `o-${name}`), undefined, anyWrite).then(
+        () => true,
+        (error: Error) => {
+          if (!(error instanceof PackRejected)) throw error;
+          return false;
+        },
+      );
+    };
+    for (const option of ["replayBuiltBytes", "replayEntries"] as const) {
+      let [lo, hi] = [1, 1 << 16];
+      expect(await lands(absent, { [option]: hi })).toBe(true);
+      expect(await lands(absent, { [option]: lo })).toBe(false);
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (await lands(absent, { [option]: mid })) hi = mid;
+        else lo = mid;
+      }
+      expect([await lands(held, { [option]: hi }), await lands(held, { [option]: lo })], `${option} flips at ${hi}`).toEqual([true, false]);
+    }
+  });
+
   it("refuses a merge, an unknown parent, and a file over a directory the seat cannot read", async () => {
     g("checkout", "-q", "-b", "side");
     write(seat, "src/side.ts", "side\n");

@@ -55,7 +55,7 @@ const TEAM_FILE = teamFile(`  wo:
 /** The replay's bound on tree entries compared (REPLAY_ENTRIES in src/effects/git-filter.ts). */
 const REPLAY_ENTRIES = 500_000;
 /** Padding: M commits, each changing one file of a src/pad folder of K entries (each replayed commit compares all K). */
-const K = 49_990;
+const K = 49_900;
 const M = 10;
 
 /**
@@ -134,73 +134,87 @@ describe.runIf(process.platform === "linux")("blind-write attack: what a seat th
     };
   }
 
-  /**
-   * The entries the padding compares, whatever docs/ holds: per commit the hub's root names, src's
-   * three and the K of src/pad, and src/fine's once. The hub's root count is what the attacker's
-   * search of FINE finds (the checker reads it from the hub here to save the search's pushes).
-   */
-  const padding = () => M * (h.hubGit("ls-tree", "--name-only", main).split("\n").length + 3 + K);
-  const hubDocs = () => h.hubGit("ls-tree", "--name-only", `${main}:docs`).split("\n").length;
-
   // -------------------------------------------------------------------------------------------
-  // The replay's bound on tree entries compared (ReplayWork.count) once counted the names of the
-  // three trees at each level a changed path passes through as one set: a blind name the hub
-  // already held at docs/ was one name, one it did not hold one more. Padded with its own entries
-  // so an absent name's push compared exactly REPLAY_ENTRIES + 1, a push of docs/secret.md landed
-  // where one of docs/other.md was refused (found by this file, round fifteen). Now a name the
-  // seat sets where it saw nothing counts once more when the hub holds it (|b| + |t \ f|): the
-  // seat's own calibration (an absent name lands at the bound, is refused one past it) gives the
-  // same outcome for a held name. The model: the padding, the hub's docs/ names, the name set,
-  // and docs itself once more at the root (the seat sets it where it saw nothing; the hub holds it).
+  // The replay's bounds once counted every name of the three trees at each level a changed path
+  // passes through, the hub's unseen names one by one: a blind name the hub held at docs/ was one
+  // name, one it did not hold one more. Padded with its own entries so an absent name's push
+  // compared exactly REPLAY_ENTRIES + 1, a push of docs/secret.md landed where one of
+  // docs/other.md was refused; a folder at docs/sub holding s.md landed where one holding t.md was
+  // refused (found by this file, round fifteen). Now the seat's own names count one by one and
+  // the hub's unseen ones in blocks, at least one where the seat saw no folder: the seat's own
+  // calibration (a search for where a made-up name's push flips) gives the same outcomes for a
+  // held name, a right guess, a wrong one, and a folder the hub does not hold.
+
+  /**
+   * The attacker's calibration, on a name it made up (`docs` prints a tree naming it): the FINE at
+   * which its padded push lands and one more is refused, found by halving [lo, hi], each end checked.
+   */
+  async function boundary(tag: string, docs: string, lo: number, hi: number): Promise<number> {
+    expect((await padded(`${tag}-lo`, lo, docs)).landed).toBe(true);
+    expect((await padded(`${tag}-hi`, hi, docs)).landed).toBe(false);
+    let probe = 0;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if ((await padded(`${tag}-${probe++}`, mid, docs)).landed) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * Where the model of the count puts the bound, `blind` folders named under docs/ (the test's
+   * guess, which `boundary` checks and refines): per commit the seat's root and src/ names and
+   * src/pad's K; once, the hub's unseen root names (docs) and each blind folder as a block of 64,
+   * and the names the seat sets there.
+   */
+  const estimate = (blind: number) => REPLAY_ENTRIES - M * (K + 3 + 3) - 64 * (1 + blind) - blind;
 
   it("a file at docs/secret.md (held) and at docs/other.md (absent), padded to sit on the replay's entry bound and one past it: the same outcomes", async () => {
-    const fine = REPLAY_ENTRIES - padding() - hubDocs() - 2;
     const blob = "printf 'x\\n' | git hash-object -w --stdin";
     const docsWith = (name: string) => `printf '100644 blob %s\\t${name}\\n' $(${blob}) | git mktree`;
-    // The attacker's calibration on a name it made up: the bound sits between FINE and FINE+1.
+    const fine = await boundary("cal1", docsWith("other.md"), estimate(1) - 64, estimate(1) + 64);
     const absent = await padded("cnt-absent", fine, docsWith("other.md"));
     const absentPast = await padded("cnt-absent-hi", fine + 1, docsWith("other.md"));
     const held = await padded("cnt-held", fine, docsWith("secret.md"));
     const heldPast = await padded("cnt-held-hi", fine + 1, docsWith("secret.md"));
     console.log(
       [
-        `[entry bound] FINE ${fine}: padding ${padding()} + docs/ names ${hubDocs()} + 2`,
+        `[entry bound] FINE ${fine} (estimate ${estimate(1)})`,
         `[absent, FINE]   ${absent.landed ? "LANDED" : "refused"} ${absent.ms} ms: ${absent.said.replace(/\n/g, " / ")}`,
         `[absent, FINE+1] ${absentPast.landed ? "LANDED" : "refused"} ${absentPast.ms} ms: ${absentPast.said.replace(/\n/g, " / ")}`,
         `[held, FINE]     ${held.landed ? "LANDED" : "refused"} ${held.ms} ms: ${held.said.replace(/\n/g, " / ")}`,
         `[held, FINE+1]   ${heldPast.landed ? "LANDED" : "refused"} ${heldPast.ms} ms: ${heldPast.said.replace(/\n/g, " / ")}`,
       ].join("\n"),
     );
-    // The calibration holds: the bound is where the seat's own counting puts it.
+    // The calibration holds again: the bound is where the seat's own search put it.
     expect([absent.landed, absentPast.landed]).toEqual([true, false]);
     // A held name: the same outcomes, in the same words.
     expect([held.landed, heldPast.landed]).toEqual([absent.landed, absentPast.landed]);
     expect(heldPast.said).toBe(absentPast.said);
-  }, 120_000);
+  }, 240_000);
 
-  it("a folder at docs/sub holding s.md (the hub's name, right guess) and t.md (wrong guess), padded to the bound and one past it: the same outcomes", async () => {
-    // docs/: the hub's names, sub once more (set where the seat saw nothing); docs/sub: s.md and
-    // the guess (|b| + |t \ f| = 2 either way); docs once more at the root.
-    const fine = REPLAY_ENTRIES - padding() - hubDocs() - 4;
-    const inSub = (name: string) =>
-      `printf '040000 tree %s\\tsub\\n' $(printf '100644 blob %s\\t${name}\\n' $(printf 'x\\n' | git hash-object -w --stdin) | git mktree) | git mktree`;
-    const wrong = await padded("cnt-wrong", fine, inSub("t.md"));
-    const wrongPast = await padded("cnt-wrong-hi", fine + 1, inSub("t.md"));
-    const right = await padded("cnt-right", fine, inSub("s.md"));
-    const rightPast = await padded("cnt-right-hi", fine + 1, inSub("s.md"));
-    console.log(
-      [
-        `[entry bound] FINE ${fine}`,
-        `[docs/sub/t.md, FINE]   ${wrong.landed ? "LANDED" : "refused"} ${wrong.ms} ms: ${wrong.said.replace(/\n/g, " / ")}`,
-        `[docs/sub/t.md, FINE+1] ${wrongPast.landed ? "LANDED" : "refused"} ${wrongPast.ms} ms`,
-        `[docs/sub/s.md, FINE]   ${right.landed ? "LANDED" : "refused"} ${right.ms} ms: ${right.said.replace(/\n/g, " / ")}`,
-        `[docs/sub/s.md, FINE+1] ${rightPast.landed ? "LANDED" : "refused"} ${rightPast.ms} ms`,
-      ].join("\n"),
-    );
-    expect([wrong.landed, wrongPast.landed]).toEqual([true, false]);
-    expect([right.landed, rightPast.landed]).toEqual([wrong.landed, wrongPast.landed]);
-    expect(rightPast.said).toBe(wrongPast.said);
-  }, 120_000);
+  it("a folder at docs/sub holding s.md (the hub's name, right guess) and t.md (wrong guess), and at docs/nosub (no folder), padded to the bound and one past it: the same outcomes", async () => {
+    const blob = "printf 'x\\n' | git hash-object -w --stdin";
+    const inFolder = (folder: string, name: string) =>
+      `printf '040000 tree %s\\t${folder}\\n' $(printf '100644 blob %s\\t${name}\\n' $(${blob}) | git mktree) | git mktree`;
+    const fine = await boundary("cal2", inFolder("nosub", "t.md"), estimate(2) - 64, estimate(2) + 64);
+    const cases = [
+      ["docs/nosub/t.md", inFolder("nosub", "t.md")],
+      ["docs/sub/t.md", inFolder("sub", "t.md")],
+      ["docs/sub/s.md", inFolder("sub", "s.md")],
+    ] as const;
+    const seen: string[] = [];
+    for (const [label, docs] of cases) {
+      const at = await padded(`cnt-${seen.length}`, fine, docs);
+      const past = await padded(`cnt-${seen.length}-hi`, fine + 1, docs);
+      seen.push(`${at.landed ? "LANDED" : "refused"} / ${past.landed ? "LANDED" : "refused"}: ${past.said}`);
+      console.log(`[${label}, FINE ${fine} / FINE+1] ${seen.at(-1)?.replace(/\n/g, " / ")}`);
+    }
+    expect(seen[0]).toMatch(/^LANDED \/ refused/);
+    // A right guess, a wrong one inside a folder the hub holds, and a folder it does not: alike.
+    expect(seen[1]).toBe(seen[0]);
+    expect(seen[2]).toBe(seen[0]);
+  }, 240_000);
 
   // -------------------------------------------------------------------------------------------
   // The deny, against every mode: docs/a (holding docs/a/keep/, denied) and docs/b (nothing; the
