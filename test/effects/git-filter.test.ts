@@ -339,6 +339,15 @@ describe("replay", () => {
     return { pushed, env };
   }
 
+  /** One commit on the trunk writing `path` (its folders made as needed), pushed (`push`). */
+  function pushedWriting(path: string, text: string): { pushed: string[]; env: Record<string, string> } {
+    g("reset", "-q", "--hard", "origin/main");
+    write(seat, path, text);
+    g("add", "-A");
+    g("commit", "-q", "-m", `write ${path}`);
+    return push();
+  }
+
   /** The caller's part after its checks: move the new objects into the hub. */
   function migrate(out: string): void {
     cpSync(out, join(hub, "objects"), { recursive: true, force: false });
@@ -489,13 +498,7 @@ describe("replay", () => {
     // name and byte by byte, a push sitting on a bound landed or was refused by what the hub held
     // where the seat cannot read. Each bound is searched for where the absent folder's push
     // flips; the held folder's must flip at the same place.
-    const folderAt = (name: string) => {
-      g("reset", "-q", "--hard", "origin/main");
-      write(seat, `${name}/x.md`, "made blind\n");
-      g("add", "-A");
-      g("commit", "-q", "-m", `folder at ${name}`);
-      return push();
-    };
+    const folderAt = (name: string) => pushedWriting(`${name}/x.md`, "made blind\n");
     const held = folderAt("secret");
     const absent = folderAt("zecret"); // the same length: the seat's own bytes alike
     const anyWrite = () => undefined;
@@ -566,13 +569,7 @@ describe("replay", () => {
     // A file at a name the seat cannot read (the hub's folder secret/, and nothing at nosuch):
     // with no write over it given, both refused in the same words (the words named the folder
     // once: an oracle of names, round fourteen).
-    const fileAt = (name: string) => {
-      g("reset", "-q", "--hard", "origin/main");
-      write(seat, name, "a file written blind\n");
-      g("add", "-A");
-      g("commit", "-q", "-m", `file at ${name}`);
-      return push();
-    };
+    const fileAt = (name: string) => pushedWriting(name, "a file written blind\n");
     const collide = fileAt("secret");
     const free = fileAt("nosuch");
     const said = async (pushed: { pushed: string[]; env: Record<string, string> }, out: string, name: string) =>
@@ -616,13 +613,7 @@ describe("replay", () => {
 
     // A folder at a name the seat cannot read: the hub's file secret/key.txt, and nothing at
     // secret/nokey.txt. Refused alike with no write given; given it, each lands, the file gone.
-    const folderAt = (name: string) => {
-      g("reset", "-q", "--hard", "origin/main");
-      write(seat, `${name}/x.md`, "a folder made blind\n");
-      g("add", "-A");
-      g("commit", "-q", "-m", `folder at ${name}`);
-      return push();
-    };
+    const folderAt = (name: string) => pushedWriting(`${name}/x.md`, "a folder made blind\n");
     const overFile = folderAt("secret/key.txt");
     const overNothing = folderAt("secret/nokey.txt");
     expect(await said(overFile, "out6", "key.txt")).toMatch(/^secret: you may not read this path, so a folder made there goes over a file/);

@@ -4,7 +4,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
 import { spread } from "../support/guess-timing.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { BLIND_WRITER_TEAM_FILE } from "../support/narrow-seat.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -43,14 +43,7 @@ if (asRoot) ensureSeatUser();
 const CANARY = "CANARY-bwa-3d71 never for wo";
 const SUB_CANARY = "CANARY-bwa-8a52 never for wo";
 
-const TEAM_FILE = teamFile(`  wo:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: [src/, docs/] }
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "deny:\n  write: { path: [docs/a/keep/, docs/b/keep/] }\nseats:\n");
+const TEAM_FILE = BLIND_WRITER_TEAM_FILE;
 
 /** The replay's bound on tree entries compared (REPLAY_ENTRIES in src/effects/git-filter.ts). */
 const REPLAY_ENTRIES = 500_000;

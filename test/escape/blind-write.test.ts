@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { BLIND_WRITER_TEAM_FILE } from "../support/narrow-seat.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -28,14 +28,7 @@ if (asRoot) ensureSeatUser();
 const CANARY = "CANARY-bw-7c21 never for wo";
 const SUB_CANARY = "CANARY-bw-9e04 never for wo";
 
-const TEAM_FILE = teamFile(`  wo:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: [src/, docs/] }
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "deny:\n  write: { path: [docs/a/keep/, docs/b/keep/] }\nseats:\n");
+const TEAM_FILE = BLIND_WRITER_TEAM_FILE;
 
 describe.runIf(process.platform === "linux")("blind writes: what a seat that writes where it cannot read learns from its pushes", () => {
   let h: TeamdHarness;

@@ -14,6 +14,20 @@ export const NARROW_TEAM_FILE = teamFile(`  narrow:
       command: [sleep, "3600"]
 `);
 
+/**
+ * The escape suite's blind writer: `wo` may read src/ and README.md and write src/ and docs/, so
+ * everything it sets under docs/ is set blind (src/kernel/blind-write.ts); the owner denies
+ * write under docs/a/keep/ and docs/b/keep/.
+ */
+export const BLIND_WRITER_TEAM_FILE = teamFile(`  wo:
+    lab: anthropic
+    capabilities:
+      read: { path: [src/, README.md] }
+      write: { path: [src/, docs/] }
+    start:
+      command: [sleep, "3600"]
+`).replace("seats:\n", "deny:\n  write: { path: [docs/a/keep/, docs/b/keep/] }\nseats:\n");
+
 /** The repository those attacks start from: docs/secret.md holds `canary`. */
 export const narrowRepoFiles = (canary: string): Record<string, string> => ({
   "README.md": "hello\n",
