@@ -290,21 +290,14 @@ const isTreeMode = (mode: string): boolean => mode === "40000" || mode === "0400
 /** A tree entry's bytes in its tree object. */
 const entryBytes = (entry: TreeEntry): number => entry.mode.length + 1 + entry.name.length + 1 + entry.oid.length / 2;
 
-/** The hub's names a seat never saw, at one folder, are counted in blocks of this many (apply). */
-const UNSEEN_NAMES_BLOCK = 64;
-/** And their entries' bytes in blocks of this many. */
-const UNSEEN_BYTES_BLOCK = 4096;
-
 /**
- * What `amount` of the hub's unseen content at one folder counts against a replay's bound:
- * whole blocks, and one even for none where the seat saw no folder at all — so a folder it
- * names blind counts the same whether the hub holds it, with up to a block of names, or not.
- * Larger folders tell their size, to a block (docs/enforcement.md).
+ * The most the hub may hold unseen by the seat at one folder a bounded seat's push changes:
+ * names, and their entries' bytes. Past either the push is refused; under both, the replay's
+ * bound counts UNSEEN_BYTES for the folder whatever it holds (apply) — so a bound tells a seat
+ * nothing of what it cannot read but whether such a folder is larger than this.
  */
-function unseenCharge(amount: number, block: number, unseenFolder: boolean): number {
-  const blocks = Math.ceil(amount / block);
-  return (unseenFolder ? Math.max(1, blocks) : blocks) * block;
-}
+const UNSEEN_NAMES = 2048;
+const UNSEEN_BYTES = 128 * 1024;
 const isGitlink = (mode: string): boolean => mode === "160000";
 
 const CANONICAL_MODES = new Set(["100644", "100755", "120000", "40000", "160000"]);
@@ -463,6 +456,16 @@ class ReplayWork {
     /** What the policy lets the seat write over unseen (BlindWrite). */
     readonly blindWrite: BlindWrite,
   ) {}
+
+  /**
+   * The trees the push starts from: the hub's (`hub`) and the seat's image of it (`served`),
+   * the parent of its first commit, set by the replay before its first commit (null: none).
+   * What the hub holds there that the seat never saw is theirs alone, whatever the push's
+   * commits then set (apply's unseen count).
+   */
+  original: { readonly hub: string | null; readonly served: string | null } | undefined;
+  /** The unseen part of each folder of `original`, by prefix, as it was read. */
+  readonly unseen = new Map<string, { readonly names: number; readonly bytes: number }>();
 
   /** When the replay gives the daemon's thread back (every ENTRIES_A_TURN entries parsed, compared or written). */
   readonly turns = new Turns();
@@ -924,6 +927,7 @@ class Mirror implements FilteredMirror {
             base = hubTrees.get(hubParent) ?? (await commitOf(hubParent)).tree;
             seen = (await commitOf(parent)).tree;
           }
+          work.original ??= { hub: base, served: seen };
           const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs, work)) ?? (await this.emptyTree(pending));
           const data = buildCommit(tree, parents, commit);
           const replayed = hashObject(this.algo, "commit", data);
@@ -1011,6 +1015,67 @@ class Mirror implements FilteredMirror {
   }
 
   /**
+   * What the hub held unseen by the seat at `prefix` when the push started (work.original): the
+   * names and entry bytes of the hub's folder there less the seat's image of it. Past
+   * UNSEEN_NAMES or UNSEEN_BYTES the push is refused, in words that name only the seat's path.
+   */
+  private async refuseLargeUnseen(reader: ObjectReader, prefix: string, pending: Pending, work: ReplayWork): Promise<void> {
+    let unseen = work.unseen.get(prefix);
+    if (unseen === undefined) {
+      const [hub, served] = await Promise.all([
+        this.folderAt(reader, work.original?.hub ?? null, prefix, pending, work),
+        this.folderAt(reader, work.original?.served ?? null, prefix, pending, work),
+      ]);
+      let names = 0;
+      let bytes = 0;
+      for (const [name, entry] of hub) {
+        if (served.has(name)) continue;
+        names += 1;
+        bytes += entryBytes(entry);
+      }
+      unseen = { names, bytes };
+      work.unseen.set(prefix, unseen);
+    }
+    if (unseen.names > UNSEEN_NAMES || unseen.bytes > UNSEEN_BYTES) {
+      const shown = prefix === "" ? "the repository's top folder" : prefix.slice(0, -1);
+      throw new PackRejected(
+        `${shown}: a folder you may not read all of holds more than ${UNSEEN_NAMES} names (or ${UNSEEN_BYTES / 1024} KiB of them) you cannot see, and teamd replays a push into such a folder only up to that; ask for read over it, or write elsewhere`,
+        "push.paths",
+      );
+    }
+  }
+
+  /** The entries of the folder at `prefix` under tree `root` (empty where there is none, or it is not a folder). */
+  private async folderAt(
+    reader: ObjectReader,
+    root: string | null,
+    prefix: string,
+    pending: Pending,
+    work: ReplayWork,
+  ): Promise<ReadonlyMap<string, TreeEntry>> {
+    let oid = root;
+    for (const name of prefix === "" ? [] : prefix.slice(0, -1).split("/")) {
+      if (oid === null) break;
+      const entry = (await this.treeEntries(reader, oid, pending, work)).get(Buffer.from(name, "utf8").toString("latin1"));
+      oid = entry !== undefined && isTreeMode(canonicalMode(entry.mode)) ? entry.oid : null;
+    }
+    return oid === null ? new Map() : this.treeEntries(reader, oid, pending, work);
+  }
+
+  /** A tree's entries by name, parsed once a replay (work.keep). */
+  private async treeEntries(reader: ObjectReader, oid: string, pending: Pending, work: ReplayWork): Promise<ReadonlyMap<string, TreeEntry>> {
+    const known = work.tree(oid);
+    if (known !== undefined) return known;
+    // A tree made for an earlier commit of this push is not written anywhere yet.
+    const object = pending.get(oid) ?? (await reader.read(oid));
+    if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
+    const data = "data" in object ? object.data : object.content;
+    const map = await byName(await parseTree(data, this.hashLength, work.turns), work.turns);
+    work.keep(oid, map, data.length);
+    return map;
+  }
+
+  /**
    * The hub tree `base` with the change from tree `from` to tree `to` applied path by path:
    * a path that differs takes `to`'s entry (or goes), every other path of `base` — above all
    * those the seat cannot read — stays as it is. Null when nothing is left.
@@ -1026,29 +1091,18 @@ class Mirror implements FilteredMirror {
     work: ReplayWork,
   ): Promise<string | null> {
     if (from === to) return base;
-    const entries = async (oid: string | null): Promise<ReadonlyMap<string, TreeEntry>> => {
-      if (oid === null) return new Map();
-      const known = work.tree(oid);
-      if (known !== undefined) return known;
-      // A tree made for an earlier commit of this push is not written anywhere yet.
-      const object = pending.get(oid) ?? (await reader.read(oid));
-      if (object?.type !== "tree") throw new Error(`tree ${oid} is missing`);
-      const data = "data" in object ? object.data : object.content;
-      const map = await byName(await parseTree(data, this.hashLength, work.turns), work.turns);
-      work.keep(oid, map, data.length);
-      return map;
-    };
+    const entries = async (oid: string | null): Promise<ReadonlyMap<string, TreeEntry>> =>
+      oid === null ? new Map() : this.treeEntries(reader, oid, pending, work);
     const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
-    // The replay's bounds count what the seat could know — the names of its own trees, one by
-    // one — and what the hub holds here that it never saw in blocks (unseenCharge), at least one
-    // where it saw no folder at all: counted name by name, a push padded to sit on a bound told
-    // whether a name it guessed, or a folder it named, was there (found by an attack, round
-    // fifteen: test/escape/blind-write-attack.test.ts). The charge covers the work: the hub's
-    // names are compared below, and its bytes kept in the tree built, at most as many.
-    const unseenFolder = from === null && (prefix === "" || this.filter.dir(prefix.slice(0, -1)) !== "all");
-    let seenHere = 0;
-    for (const name of f.keys()) if (b.has(name)) seenHere += 1;
-    work.count(unseenCharge(b.size - seenHere, UNSEEN_NAMES_BLOCK, unseenFolder));
+    // The replay's bounds count what the seat could know — its own trees' names and bytes, one
+    // by one — and, at a folder it may not read all of, a constant for what the hub holds there
+    // unseen, which may be at most UNSEEN_NAMES and UNSEEN_BYTES (what the push started from,
+    // work.original: never what its own commits set there). Counted as they were, a push padded
+    // to sit on a bound told whether a name it guessed, a folder it named, or a right guess
+    // among a folder's names was there (found by two attacks, round fifteen:
+    // test/escape/blind-write-attack.test.ts, blind-write-attack-2.test.ts).
+    const partial = prefix === "" || this.filter.dir(prefix.slice(0, -1)) !== "all";
+    if (partial) await this.refuseLargeUnseen(reader, prefix, pending, work);
     const result: TreeEntry[] = [];
     let changed = false;
     // Every name of the three trees once, in the order a Set of them would hold (base's first),
@@ -1116,15 +1170,13 @@ class Mirror implements FilteredMirror {
     if (!changed) return base;
     if (result.length === 0) return null;
     const sorted = await inTreeOrder(result, work.turns);
-    // Its bytes as the bound sees them: the seat's names' entries, and the hub's unseen in blocks.
+    // Its bytes as the bound sees them: the seat's names' entries, and the constant for the unseen.
     let seatBytes = 0;
     for (const entry of sorted) {
       const name = entry.name.toString("latin1");
       if (f.has(name) || t.has(name)) seatBytes += entryBytes(entry);
     }
-    let unseenBytes = 0;
-    for (const [name, entry] of b) if (!f.has(name)) unseenBytes += entryBytes(entry);
-    const oid = await this.addTree(sorted, pending, work.turns, seatBytes + unseenCharge(unseenBytes, UNSEEN_BYTES_BLOCK, unseenFolder));
+    const oid = await this.addTree(sorted, pending, work.turns, seatBytes + (partial ? UNSEEN_BYTES : 0));
     work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }

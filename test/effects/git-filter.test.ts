@@ -516,7 +516,7 @@ describe("replay", () => {
       );
     };
     for (const option of ["replayBuiltBytes", "replayEntries"] as const) {
-      let [lo, hi] = [1, 1 << 16];
+      let [lo, hi] = [1, 1 << 24];
       expect(await lands(absent, { [option]: hi })).toBe(true);
       expect(await lands(absent, { [option]: lo })).toBe(false);
       while (hi - lo > 1) {
