@@ -490,14 +490,24 @@ class ReplayWork {
     }
   }
 
+  private blindEntries = 0;
+
+  /** The blind writes' pre-pass (checkBlindWrites): the seat's own tree entries, held to the same bound. */
+  countBlind(entries: number): void {
+    this.blindEntries += entries;
+    if (this.blindEntries > this.limit) throw this.tooMany();
+  }
+
   count(entries: number): void {
     this.entries += entries;
-    if (this.entries > this.limit) {
-      throw new PackRejected(
-        `replaying the push compares more than ${this.limit} tree entries (a large folder, changed in many commits); push fewer commits at a time, or squash them`,
-        "push.paths",
-      );
-    }
+    if (this.entries > this.limit) throw this.tooMany();
+  }
+
+  private tooMany(): PackRejected {
+    return new PackRejected(
+      `replaying the push compares more than ${this.limit} tree entries (a large folder, changed in many commits); push fewer commits at a time, or squash them`,
+      "push.paths",
+    );
   }
 }
 
@@ -928,6 +938,7 @@ class Mirror implements FilteredMirror {
             seen = (await commitOf(parent)).tree;
           }
           work.original ??= { hub: base, served: seen };
+          await this.checkBlindWrites(reader, seen, commit.tree, "", pending, work);
           const tree = (await this.apply(reader, base, seen, commit.tree, "", pending, blobs, work)) ?? (await this.emptyTree(pending));
           const data = buildCommit(tree, parents, commit);
           const replayed = hashObject(this.algo, "commit", data);
@@ -1011,6 +1022,38 @@ class Mirror implements FilteredMirror {
           `${blobs.get(oid) ?? oid}: the push names content (${oid}) it does not carry and that teamd never served you; push the file's content itself`,
         );
       }
+    }
+  }
+
+  /**
+   * Every name a commit sets blind (isBlind), asked of the policy (work.blindWrite) in the order
+   * of the seat's own trees, before the replay reads anything of the hub's for the commit. Asked
+   * as the replay met them, the hub's names first, which refusal a push with two such names got
+   * told whether one of them was a name the hub holds. Counted as the replay counts (its own
+   * bound), so a large tree of the seat's is refused here as it would be there.
+   */
+  private async checkBlindWrites(
+    reader: ObjectReader,
+    from: string | null,
+    to: string | null,
+    prefix: string,
+    pending: Pending,
+    work: ReplayWork,
+  ): Promise<void> {
+    if (from === to || to === null) return;
+    const f = from === null ? new Map<string, TreeEntry>() : await this.treeEntries(reader, from, pending, work);
+    const t = await this.treeEntries(reader, to, pending, work);
+    for (const [name, seat] of t) {
+      work.countBlind(1);
+      if (work.turns.due()) await yieldToLoop();
+      const old = f.get(name);
+      const now = CANONICAL_MODES.has(seat.mode) ? seat : { ...seat, mode: canonicalMode(seat.mode) };
+      if (old !== undefined && canonicalMode(old.mode) === now.mode && old.oid === now.oid) continue;
+      const path = prefix + Buffer.from(name, "latin1").toString("utf8");
+      const nowTree = isTreeMode(now.mode) ? now.oid : null;
+      if (isBlind(old, now, this.filter.dir(path))) refuseBlindWrite(work.blindWrite, path, nowTree !== null ? "folder" : "file");
+      const oldTree = old !== undefined && isTreeMode(canonicalMode(old.mode)) ? old.oid : null;
+      if (nowTree !== null) await this.checkBlindWrites(reader, oldTree, nowTree, `${path}/`, pending, work);
     }
   }
 
@@ -1129,14 +1172,9 @@ class Mirror implements FilteredMirror {
       const wasTree = was && isTreeMode(canonicalMode(was.mode)) ? was.oid : null;
       const oldTree = old && isTreeMode(canonicalMode(old.mode)) ? old.oid : null;
       const nowTree = now && isTreeMode(now.mode) ? now.oid : null;
-      // A name the seat sets where it saw nothing (or a folder of its view it made a file), at a
-      // path it may not read all of: the hub may hold there what the seat was never shown. Whether
-      // the write goes over it is asked of the policy alone, before anything of the hub's there
-      // is looked at, so the outcome is the same whether the hub holds something there or not.
-      // Refusals that hung on it told a seat that writes blind which names the hub holds (found
-      // by an attack, round fourteen: test/escape/walk-attack-6.test.ts).
-      const blind = now !== undefined && (old === undefined || (oldTree !== null && nowTree === null)) && this.filter.dir(path) !== "all";
-      if (blind) refuseBlindWrite(work.blindWrite, path, nowTree !== null ? "folder" : "file");
+      // Set blind (isBlind): the policy allowed it over whatever the hub holds here, asked before
+      // this commit's replay looked at anything of the hub's (checkBlindWrites).
+      const blind = now !== undefined && isBlind(old, now, this.filter.dir(path));
       if (now && !nowTree) {
         if (blind) {
           // Over whatever the hub holds there: a folder of that name goes whole (the policy
@@ -1180,6 +1218,19 @@ class Mirror implements FilteredMirror {
     work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }
+}
+
+/**
+ * Whether the seat sets this name blind: where it saw nothing (or a folder of its view it made a
+ * file), at a path it may not read all of (`access`: the read filter's verdict for the folder or
+ * file there) — where the hub may hold what the seat was never shown. Whether the write goes over
+ * it is asked of the policy alone (BlindWrite), so the outcome is the same whether the hub holds
+ * something there or not: refusals that hung on it told a seat that writes blind which names the
+ * hub holds (found by an attack, round fourteen: test/escape/walk-attack-6.test.ts).
+ */
+function isBlind(old: TreeEntry | undefined, now: TreeEntry, access: "all" | "some" | "none"): boolean {
+  const madeFile = old !== undefined && isTreeMode(canonicalMode(old.mode)) && !isTreeMode(now.mode);
+  return (old === undefined || madeFile) && access !== "all";
 }
 
 /** The refusal of a blind write the policy does not allow, in words that say nothing of what the hub holds there. */

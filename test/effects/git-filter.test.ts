@@ -528,6 +528,32 @@ describe("replay", () => {
     }
   });
 
+  it("asks the policy of every name set blind in the seat's own order, before anything of the hub's: of two refused, the same one is told whether the hub holds the other (secret/) or not (zecret/)", async () => {
+    // Asked as the replay met names — the hub's first — a push setting aaa and secret blind was
+    // refused for secret (a name the hub holds, met first) where one setting aaa and zecret was
+    // refused for aaa: which name the refusal named told whether the hub held the guess.
+    const twoAt = (guess: string) => {
+      g("reset", "-q", "--hard", "origin/main");
+      write(seat, "aaa", "one\n");
+      write(seat, guess, "two\n");
+      g("add", "-A");
+      g("commit", "-q", "-m", `aaa and ${guess}`);
+      return push();
+    };
+    const refuseEach = (path: string) => `no write over ${path} here`;
+    const said = async (pushed: { pushed: string[]; env: Record<string, string> }, out: string, guess: string) =>
+      (
+        await mirror.replay(pushed.pushed, pushed.env, join(root, out), undefined, refuseEach).then(
+          () => "landed",
+          (error: Error) => error.message,
+        )
+      ).replaceAll(guess, "N");
+    const held = await said(twoAt("secret"), "o-two-held", "secret");
+    const absent = await said(twoAt("zecret"), "o-two-absent", "zecret");
+    expect(absent).toMatch(/^aaa: /);
+    expect(held).toBe(absent);
+  });
+
   it("refuses a merge, an unknown parent, and a file over a directory the seat cannot read", async () => {
     g("checkout", "-q", "-b", "side");
     write(seat, "src/side.ts", "side\n");
