@@ -738,9 +738,6 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       const failed = await outcome;
       if (failed !== undefined) throw failed.error;
     }
-    // The chain that becomes bwrap joins the cgroups while it sets the sandbox up; a failure
-    // there is answered by the init's own placement, which then fails as it would have.
-    let early: Promise<unknown> = Promise.resolve();
     const launched = await options.launcher.launch({
       plan,
       command,
@@ -751,12 +748,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
             cgroup: {
               byCgroup: cgroup.byCgroup,
               summary: cgroup.summary,
-              prepare: (pid: number) => {
-                early = cgroup.placeEarly(pid).catch(() => undefined);
-              },
               place: async (pid: number) => {
                 await recording;
-                await early;
                 await cgroup.place(pid);
               },
             },

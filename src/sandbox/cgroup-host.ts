@@ -49,15 +49,6 @@ export interface SeatCgroup {
   readonly summary: string;
   /** Move `pid` (the seat's init, not yet running the seat's command) into every seat cgroup. */
   place(pid: number): Promise<void>;
-  /**
-   * Move `pid` — the launch chain that becomes bwrap, just spawned — into every seat cgroup
-   * through libuv's pool, while it sets the sandbox up: the init it clones is then born inside
-   * them, and `place` after it is quick. The first `cgroup.procs` write after a quiet while
-   * waits in the kernel for an RCU grace period (cgroup_threadgroup_rwsem's rcu_sync: 10-23 ms
-   * measured on a 2-core guest), which `place` paid on the daemon's thread, after the sandbox
-   * was set up (issue 26). Rejects as a write fails; `place` then fails as it would have.
-   */
-  placeEarly(pid: number): Promise<void>;
   usage(): Promise<SeatCgroupUsage>;
   /** cgroup.kill (v2): every process in the seat's cgroup, `teamd exec`'s included. False without v2. */
   kill(): Promise<boolean>;
@@ -125,9 +116,6 @@ export function handle(plan: CgroupPlan): SeatCgroup {
           throw new Error(`cannot move the seat's init (pid ${pid}) into ${file}: ${(error as Error).message}`);
         }
       }
-    },
-    async placeEarly(pid) {
-      for (const file of plan.procs) await writeFile(file, String(pid));
     },
     async usage() {
       const read = (file: string | undefined) => (file === undefined ? Promise.resolve(undefined) : readFile(file, "utf8").catch(() => undefined));

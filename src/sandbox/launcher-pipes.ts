@@ -33,8 +33,6 @@ export function startedOnPipes(
   cgroup: CgroupPlacement | undefined,
   protocol: LaunchProtocol,
 ): Promise<LaunchResult> {
-  // Into the seat's cgroups while bwrap sets the sandbox up (CgroupPlacement.prepare).
-  if (child.pid !== undefined) cgroup?.prepare?.(child.pid);
   const status = child.stdio[STATUS_FD] as Readable;
   const stdout = child.stdout as Readable;
   const stderrIn = child.stderr as Readable;

@@ -39,8 +39,6 @@ export interface CgroupPlacement {
   /** In words, e.g. "v2 (kill), v1 (memory 536870912, pids 256)". */
   readonly summary: string;
   place(pid: number): Promise<void>;
-  /** The launch chain's pid, as soon as it is spawned (SeatCgroup.placeEarly); `place` waits for it. */
-  prepare?(pid: number): void;
 }
 
 export interface PipeStreams {

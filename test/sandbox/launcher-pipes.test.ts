@@ -76,34 +76,4 @@ describe.runIf(process.platform === "linux")("a chain's failure read from its wh
       if (pid > 1) process.kill(pid, "SIGKILL");
     }
   }, 30_000);
-
-  it("with cgroups, the chain's own pid is handed to `prepare` as it is spawned, before the init is placed (issue 26: the kernel's wait is paid while bwrap sets up)", async () => {
-    // In bubblewrap's place: a chain that reports an init (a sleep it started) on the status fd,
-    // waits on the block fd until released, then ends.
-    const child = spawn(
-      "bash",
-      ["--norc", "--noprofile", "-c", `sleep 30 & echo "{\\"child-pid\\": $!}" >&3; exec 3>&-; head -c 1 <&4 >/dev/null; kill $!; exit 0`],
-      { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"] },
-    );
-    const calls: string[] = [];
-    const cgroup = {
-      byCgroup: new Set<never>(),
-      summary: "test",
-      prepare: (pid: number) => calls.push(`prepare ${pid}`),
-      place: async (pid: number) => {
-        calls.push(`place ${pid}`);
-      },
-    };
-    try {
-      const result = await startedOnPipes(child, { plan, command: ["true"] }, { partial: false, notes: [] }, cgroup, BWRAP_PROTOCOL);
-      expect(result.ok).toBe(true);
-      expect(calls).toHaveLength(2);
-      expect(calls[0]).toBe(`prepare ${child.pid}`);
-      expect(calls[1]).toMatch(/^place \d+$/);
-      expect(calls[1]).not.toBe(`place ${child.pid}`);
-      if (result.ok) await result.seat.exit;
-    } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
-    }
-  }, 30_000);
 });
