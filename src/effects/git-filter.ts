@@ -291,13 +291,20 @@ const isTreeMode = (mode: string): boolean => mode === "40000" || mode === "0400
 const entryBytes = (entry: TreeEntry): number => entry.mode.length + 1 + entry.name.length + 1 + entry.oid.length / 2;
 
 /**
- * The most the hub may hold unseen by the seat at one folder a bounded seat's push changes:
- * names, and their entries' bytes. Past either the push is refused; under both, the replay's
- * bound counts UNSEEN_BYTES for the folder whatever it holds (apply) — so a bound tells a seat
- * nothing of what it cannot read but whether such a folder is larger than this.
+ * What the hub held unseen by the seat at a folder a bounded seat's push changes counts against
+ * the replay's bounds as the power of two at or above it, and at least these: names, and their
+ * entries' bytes (unseenCharge) — so a bound tells a seat nothing of a folder under them (not
+ * even whether it is there), and of a larger one only its size to a power of two.
  */
-const UNSEEN_NAMES = 2048;
-const UNSEEN_BYTES = 128 * 1024;
+const UNSEEN_NAMES_FLOOR = 1024;
+const UNSEEN_BYTES_FLOOR = 64 * 1024;
+
+/** The charge for `amount` of unseen content: the power of two at or above it, at least `floor`. */
+function unseenCharge(amount: number, floor: number): number {
+  let charge = floor;
+  while (charge < amount) charge *= 2;
+  return charge;
+}
 const isGitlink = (mode: string): boolean => mode === "160000";
 
 const CANONICAL_MODES = new Set(["100644", "100755", "120000", "40000", "160000"]);
@@ -1059,33 +1066,31 @@ class Mirror implements FilteredMirror {
 
   /**
    * What the hub held unseen by the seat at `prefix` when the push started (work.original): the
-   * names and entry bytes of the hub's folder there less the seat's image of it. Past
-   * UNSEEN_NAMES or UNSEEN_BYTES the push is refused, in words that name only the seat's path.
+   * names and entry bytes of the hub's folder there less the seat's image of it — never what the
+   * push's own commits set there, so a guess the seat names does not change it.
    */
-  private async refuseLargeUnseen(reader: ObjectReader, prefix: string, pending: Pending, work: ReplayWork): Promise<void> {
-    let unseen = work.unseen.get(prefix);
-    if (unseen === undefined) {
-      const [hub, served] = await Promise.all([
-        this.folderAt(reader, work.original?.hub ?? null, prefix, pending, work),
-        this.folderAt(reader, work.original?.served ?? null, prefix, pending, work),
-      ]);
-      let names = 0;
-      let bytes = 0;
-      for (const [name, entry] of hub) {
-        if (served.has(name)) continue;
-        names += 1;
-        bytes += entryBytes(entry);
-      }
-      unseen = { names, bytes };
-      work.unseen.set(prefix, unseen);
+  private async unseenAt(
+    reader: ObjectReader,
+    prefix: string,
+    pending: Pending,
+    work: ReplayWork,
+  ): Promise<{ readonly names: number; readonly bytes: number }> {
+    const known = work.unseen.get(prefix);
+    if (known !== undefined) return known;
+    const [hub, served] = await Promise.all([
+      this.folderAt(reader, work.original?.hub ?? null, prefix, pending, work),
+      this.folderAt(reader, work.original?.served ?? null, prefix, pending, work),
+    ]);
+    let names = 0;
+    let bytes = 0;
+    for (const [name, entry] of hub) {
+      if (served.has(name)) continue;
+      names += 1;
+      bytes += entryBytes(entry);
     }
-    if (unseen.names > UNSEEN_NAMES || unseen.bytes > UNSEEN_BYTES) {
-      const shown = prefix === "" ? "the repository's top folder" : prefix.slice(0, -1);
-      throw new PackRejected(
-        `${shown}: a folder you may not read all of holds more than ${UNSEEN_NAMES} names (or ${UNSEEN_BYTES / 1024} KiB of them) you cannot see, and teamd replays a push into such a folder only up to that; ask for read over it, or write elsewhere`,
-        "push.paths",
-      );
-    }
+    const unseen = { names, bytes };
+    work.unseen.set(prefix, unseen);
+    return unseen;
   }
 
   /** The entries of the folder at `prefix` under tree `root` (empty where there is none, or it is not a folder). */
@@ -1138,14 +1143,14 @@ class Mirror implements FilteredMirror {
       oid === null ? new Map() : this.treeEntries(reader, oid, pending, work);
     const [b, f, t] = [await entries(base), await entries(from), await entries(to)];
     // The replay's bounds count what the seat could know — its own trees' names and bytes, one
-    // by one — and, at a folder it may not read all of, a constant for what the hub holds there
-    // unseen, which may be at most UNSEEN_NAMES and UNSEEN_BYTES (what the push started from,
-    // work.original: never what its own commits set there). Counted as they were, a push padded
-    // to sit on a bound told whether a name it guessed, a folder it named, or a right guess
-    // among a folder's names was there (found by two attacks, round fifteen:
-    // test/escape/blind-write-attack.test.ts, blind-write-attack-2.test.ts).
+    // by one — and, at a folder it may not read all of, what the hub held there unseen when the
+    // push started (never what its own commits set there) as a power of two, at least a floor
+    // (unseenCharge). Counted as they were, a push padded to sit on a bound told whether a name
+    // it guessed, a folder it named, or a right guess among a folder's names was there (found by
+    // two attacks, round fifteen: test/escape/blind-write-attack.test.ts, -2.test.ts).
     const partial = prefix === "" || this.filter.dir(prefix.slice(0, -1)) !== "all";
-    if (partial) await this.refuseLargeUnseen(reader, prefix, pending, work);
+    const unseen = partial ? await this.unseenAt(reader, prefix, pending, work) : undefined;
+    if (unseen !== undefined) work.count(unseenCharge(unseen.names, UNSEEN_NAMES_FLOOR));
     const result: TreeEntry[] = [];
     let changed = false;
     // Every name of the three trees once, in the order a Set of them would hold (base's first),
@@ -1214,7 +1219,7 @@ class Mirror implements FilteredMirror {
       const name = entry.name.toString("latin1");
       if (f.has(name) || t.has(name)) seatBytes += entryBytes(entry);
     }
-    const oid = await this.addTree(sorted, pending, work.turns, seatBytes + (partial ? UNSEEN_BYTES : 0));
+    const oid = await this.addTree(sorted, pending, work.turns, seatBytes + (unseen !== undefined ? unseenCharge(unseen.bytes, UNSEEN_BYTES_FLOOR) : 0));
     work.keep(oid, await byName(sorted, work.turns), 0);
     return oid;
   }

@@ -27,13 +27,13 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  *
  * Found when written (each model of the count matched the seat's own search exactly, ~2.5 s a
  * probe), all closed in round fifteen (each folder the seat changes that it may not read all of
- * now counts a constant, and what the hub held unseen there when the push started may be at most
- * 2,048 names and 128 KiB): shape A — at the FINE where docs/nosub/t.md landed and FINE+1 was
+ * now counts what the hub held unseen there when the push started — never what the push's own
+ * commits set — as the power of two at or above it, at least 1,024 names and 64 KiB): shape A — at the FINE where docs/nosub/t.md landed and FINE+1 was
  * refused (push.paths), docs/sub/t.md, docs/few/t.md, docs/big/t.md were refused at FINE,
  * docs/sub/s.md landed; the same through two levels (docs/n1/n2, docs/n1/zz) and a delete in
  * commit 2; in the 100-file folder a 36th right name flipped the count (f001 with f002..f036
  * landed at FINE+1, zz9 refused); the bytes bound alike (push.object-size). On record as weak: a
- * folder past 2,048 unseen names is refused for its size (docs/huge), and the replay's time grows
+ * folder past the floor tells its size to a power of two (docs/huge), and the replay's time grows
  * with an unseen folder's size (30 commits into docs/huge took ~1.29 s against ~0.94 s before it
  * was refused). Held: a file at the guessed folder's name, the deny through several commits, .git
  * aliases, refs outside seat/wo/.
@@ -73,8 +73,10 @@ const hubFiles = (): Record<string, string> => {
 /** The replay's bound on tree entries compared (REPLAY_ENTRIES in src/effects/git-filter.ts). */
 const REPLAY_ENTRIES = 500_000;
 /** Padding: M commits, each changing one file of a src/pad folder of K entries. */
-const K = 49_900;
+const K = 45_700;
 const M = 10;
+/** What the replay counts for a folder the seat may not read all of that holds little unseen (src/effects/git-filter.ts, UNSEEN_NAMES_FLOOR). */
+const UNSEEN_FLOOR = 1024;
 
 /**
  * In the seat: /tmp/pad2.sh BRANCH FINE DOCSFILE — DOCSFILE defines a shell function `docs I`
@@ -187,8 +189,8 @@ describe.runIf(process.platform === "linux")("blind-write attack 2: the replay's
     return seen;
   }
 
-  /** Roughly where the bound is for a push whose docs visit `folders` folders blind, each changed in every commit: the seat's own names only. */
-  const estimate = (folders: number) => REPLAY_ENTRIES - M * (K + 6) - M - M * folders;
+  /** Roughly where the bound is for a push whose docs visit `folders` folders blind, each changed in every commit: the seat's own names, and the floor for each folder it may not read all of (the root, docs, and them). */
+  const estimate = (folders: number) => REPLAY_ENTRIES - M * (K + 6) - M - M * folders - UNSEEN_FLOOR * M * (2 + folders);
 
   it("several commits into a folder set blind (docs/G/t.md made, then changed in commits 2..10): a guessed folder the hub holds (sub: 1 file; few: 3; big: 100) counts like one it does not, and a file at the folder's name (secret.md) too; a right name in the one-file folder (sub/s.md) like a wrong one (sub/t.md)", async () => {
     const est = estimate(1);
@@ -229,7 +231,7 @@ describe.runIf(process.platform === "linux")("blind-write attack 2: the replay's
   }, 240_000);
 
   it("a delete: docs/G/t.md made in commit 1, docs/ gone in commit 2 (G = sub, held, against zzdel, made up): the same outcomes", async () => {
-    const est = estimate(1) + (M - 2) * 3;
+    const est = estimate(1) + (M - 2) * 3 + UNSEEN_FLOOR * (2 * M - 4);
     const fine = await boundary(oneFileIn("zzdel", "t.md", true), est - 8, est + 8);
     console.log(`[shape D] calibrated FINE ${fine} on docs/zzdel/t.md (model ${est})`);
     const seen = await probe(fine, [["docs/sub/t.md, then deleted", oneFileIn("sub", "t.md", true)]]);
@@ -307,10 +309,16 @@ EOS`;
     };
   }
 
-  it("the bytes bound: docs/G/t.md made, then changed in commits 2..32, G = sub (held, 1 file) with t.md (wrong) and s.md (right), against zub (made up): the same outcomes", async () => {
+  // Skipped since the floors (round fifteen): this padding — tree entries of 283 bytes — now meets
+  // the entry bound first (each folder the seat may not read all of counts 1,024 names a commit:
+  // ~98,000 over 32 commits of three such folders), so the bytes bound is no longer reachable
+  // this way. The bound itself counts unseen bytes as the entries are counted (a power of two, at
+  // least 64 KiB), and test/effects/git-filter.test.ts searches it for a held and an absent folder;
+  // a padding through the seat's own commit messages, which would reach it, is not written here.
+  it.skip("the bytes bound: docs/G/t.md made, then changed in commits 2..32, G = sub (held, 1 file) with t.md (wrong) and s.md (right), against zub (made up): the same outcomes", async () => {
     expect((await h.inSeat("wo", BPAD_SCRIPT)).code).toBe(0);
-    // The seat's own bytes, one by one, and 128 KiB a commit for each folder it cannot read all of: the root, docs, zub.
-    const model = (commitBytes: number) => BUILT - (M2 * (98 + 95 + K2 * 283 + 30 + 32 + 3 * 128 * 1024) + commitBytes + 29);
+    // The seat's own bytes, one by one, and 64 KiB (the floor) a commit for each folder it cannot read all of: the root, docs, zub.
+    const model = (commitBytes: number) => BUILT - (M2 * (98 + 95 + K2 * 283 + 30 + 32 + 3 * 64 * 1024) + commitBytes + 29);
     const first = await bpadded(model(M2 * 230), oneFileIn("zub", "t.md"));
     const est = model(first.commitBytes);
     console.log(`[bytes] first probe ${first.landed ? "LANDED" : "refused"} ${first.ms} ms; commit bytes ${first.commitBytes}; model T ${est}`);
@@ -351,7 +359,7 @@ EOS`;
     // A one-commit shape: docs(I) the same tree in every commit, so only commit 1 visits docs/.
     const same = (g: string) =>
       `docs() { b=$(printf 'v\\n' | git hash-object -w --stdin); t=$(printf '100644 blob %s\\tt.md\\n' $b | git mktree); printf '040000 tree %s\\t${g}\\n' $t | git mktree; }`;
-    const est = REPLAY_ENTRIES - M * (K + 6) - 2;
+    const est = REPLAY_ENTRIES - M * (K + 6) - 2 - UNSEEN_FLOOR * (M + 2);
     const fine = await boundary(same("zzbig"), est - 8, est + 8);
     console.log(`[shape S] calibrated FINE ${fine} on docs/zzbig/t.md (model ${est})`);
     const seen = await probe(fine, [
@@ -360,8 +368,8 @@ EOS`;
     ]);
     expect(seen["docs/big/t.md (100)"]).toBe("LANDED / refused");
     // What is left, on record in docs/enforcement.md: a folder holding more unseen names than the
-    // replay takes (2,048) is refused for that, whatever else the push does — one bit, that such
-    // a folder is there, and nothing of its names.
+    // floor (1,024) counts the power of two above them (8,192 for 5,000), so its size class is
+    // told — that such a folder is there, and nothing of its names.
     expect(seen["docs/huge/t.md (5,000)"]).toBe("refused / refused");
   }, 240_000);
 
@@ -396,7 +404,7 @@ EOS`;
     };
     console.log(`[timing] big: ${line(times.held)}\n[timing] nobig: ${line(times.free)}\n[timing] said: ${[...said].join(" | ").replace(/\n/g, " / ")}`);
     // One set of words, and landed: what differs is only the time, which grows with the folder's
-    // unseen size (on record as weak; a 5,000-name folder is refused for its size instead).
+    // unseen size (on record as weak).
     expect(said.size).toBe(1);
     expect([...said][0]).toMatch(/landed on seat\/wo\//);
   }, 120_000);
