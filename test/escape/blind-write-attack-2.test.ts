@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { teamFile } from "../support/team-file.js";
+import { BLIND_WRITER_TEAM_FILE } from "../support/narrow-seat.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -45,14 +45,7 @@ const CANARY = "CANARY-bwa2-51c9 never for wo";
 const SUB_CANARY = "CANARY-bwa2-7e04 never for wo";
 const LONG = `${"l".repeat(196)}.md`;
 
-const TEAM_FILE = teamFile(`  wo:
-    lab: anthropic
-    capabilities:
-      read: { path: [src/, README.md] }
-      write: { path: [src/, docs/] }
-    start:
-      command: [sleep, "3600"]
-`).replace("seats:\n", "deny:\n  write: { path: [docs/a/keep/, docs/b/keep/] }\nseats:\n");
+const TEAM_FILE = BLIND_WRITER_TEAM_FILE;
 
 const hubFiles = (): Record<string, string> => {
   const files: Record<string, string> = {
