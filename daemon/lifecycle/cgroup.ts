@@ -1,3 +1,4 @@
+import { warmCgroupMoves } from "../../src/sandbox/cgroup-warm.js";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chmod, chown, readdir, readFile, readlink } from "node:fs/promises";
@@ -44,6 +45,8 @@ export async function openSeatCgroup(home: TeamdHome, team: string, seat: string
   const decision = planCgroups(await readCgroupFacts(), { home: homeKey(home), team, seat, run: runId.replace(/-/g, "").slice(0, 12) }, limits);
   // No cgroup teamd may write: the launcher falls back to rlimits (partial) or refuses what none expresses.
   if (decision.kind === "none") return { missing: decision.reason };
+  // The kernel's wait before the init may join them, begun while they are made (cgroup-warm.ts).
+  warmCgroupMoves();
   try {
     const cgroup = await createSeatCgroup(decision.plan);
     await openKillToOwnerGroup(home, cgroup);

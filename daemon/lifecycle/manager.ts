@@ -7,6 +7,7 @@ import type { Launcher, SeatExit, SeatProcess } from "../../src/sandbox/launcher
 import type { SeatCgroup } from "../../src/sandbox/cgroup-host.js";
 import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
+import { warmCgroupMoves } from "../../src/sandbox/cgroup-warm.js";
 import { EXEC_DEFAULT_TIMEOUT_MS, streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
@@ -780,6 +781,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     if (slot.view.frozen === true)
       throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
     if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+    // The kernel's wait before the exec's init may join the seat's cgroups, begun now (cgroup-warm.ts).
+    if (slot.cgroup !== undefined) warmCgroupMoves();
     // Recorded before it runs: an owner act that cannot be recorded does not happen.
     const recording = record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
       by: "owner",

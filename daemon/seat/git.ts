@@ -1,3 +1,4 @@
+import { warmCgroupMoves } from "../../src/sandbox/cgroup-warm.js";
 import { createHash } from "node:crypto";
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -407,6 +408,9 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // written to the quarantine — no more than it declared, which is held to the quota alone
       // first — and nothing of it is read until the quota admits it; a refusal stops the write.
       const limits = await limitsFor(ctx);
+      // The kernel's wait before the push's contained runs may join the seat's cgroups, begun
+      // while the pack arrives (cgroup-warm.ts): the first of them, index-pack, is on the push's path.
+      if ((limits.limits.cgroupProcs?.length ?? 0) > 0) warmCgroupMoves();
       const quota = (what: string) =>
         deps.pipeline.refuse(
           ctx,
