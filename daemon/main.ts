@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { runCli } from "../src/rpc/cli-outcome.js";
-import { buildProgram } from "./cli.js";
 import { terminalJson, terminalLines } from "./host/terminal-text.js";
 import { REAL_AMBIENT } from "./host/ambient.js";
 
@@ -25,4 +24,18 @@ const render = { text: terminalLines, json: terminalJson };
 if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
   const json = argv.length === 4;
   void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).status({ json }, REAL_AMBIENT) }, argv, render);
-} else void runCli("teamd", buildProgram(), argv, render);
+} else if (plainExec(argv)) {
+  // `exec SEAT -- CMD...` with no option of teamd's: the command is what follows the first `--`,
+  // as the command tree gives it (test/daemon/cli-fast-paths.test.ts holds the two to the same).
+  const [seat, command] = [argv[3] as string, argv.slice(5)];
+  void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).execCommand(seat, command, {}) }, argv, render);
+} else {
+  // The command tree (commander and every command's definition) is its own bundle, read with
+  // V8's code cache (scripts/build-shim.ts): the two acts above never compile it.
+  void runCli("teamd", { parseAsync: async (args: readonly string[]) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv, render);
+}
+
+/** `teamd exec SEAT -- CMD...`: a seat that cannot be an option, then `--`, then at least one word. */
+function plainExec(args: readonly string[]): boolean {
+  return args[2] === "exec" && args.length >= 6 && args[4] === "--" && !(args[3] ?? "-").startsWith("-");
+}

@@ -54,6 +54,27 @@ describe("the bundled teamd", () => {
     }
   });
 
+  it.each([[["sh", "-c", "true"]], [["--", "true"]], [["--help"]]])(
+    "teamd exec SEAT -- %j, taken straight to its act, answers as the command tree does with an option spelled out",
+    (command) => {
+      const home = "/nonexistent/teamd-cli-bundle";
+      for (const program of [BUNDLE, TEAMD]) {
+        const direct = run(program, ["exec", "some-seat", "--", ...command], home);
+        expect(direct.code).toBe(4);
+        // --timeout 60 is the default: the same act, through the command tree.
+        expect(direct).toEqual(run(program, ["exec", "some-seat", "--timeout", "60", "--", ...command], home));
+      }
+    },
+  );
+
+  it.each([[["exec", "--team", "t", "--", "true"]], [["exec", "-t", "--", "true"]], [["exec", "some-seat", "--"]], [["exec", "some-seat", "true"]]])(
+    "teamd %j is the command tree's to parse (an option where the seat would be, no command, no `--`)",
+    (args) => {
+      expect(run(BUNDLE, args)).toEqual(run(TEAMD, args));
+      expect(run(BUNDLE, args).code).not.toBe(0);
+    },
+  );
+
   it.each([[["status", "--jsn"]], [["status", "extra"]], [["status", "--help"]]])("teamd %j is the command tree's to parse (usage, help)", (args) => {
     const r = run(BUNDLE, args);
     expect(r.code).toBe(args[1] === "--help" ? 0 : 2);
@@ -87,6 +108,21 @@ describe("the command bundles' stack traces", () => {
       expect(r.stdout).not.toContain(bundle);
     },
   );
+
+  it("dist/bin/teamd-tree.cjs: a refusal thrown by a command's action in the tree names daemon/cli.ts and its line", () => {
+    const bundle = "dist/bin/teamd-tree.cjs";
+    const program = [
+      `const { loadBundle } = await import(${JSON.stringify(join(ROOT, "dist/src/rpc/bundle-loader.js"))});`,
+      `const tree = loadBundle(${JSON.stringify(join(ROOT, bundle))});`,
+      // teamd log takes no seat: its action throws a UsageError before it loads anything.
+      `try { await tree.buildProgram().parseAsync(["node", "teamd", "log", "some-seat"]); } catch (error) { process.stdout.write(error.stack); }`,
+    ].join("\n");
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 20_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^UsageError: teamd log is the ledger's records/);
+    expect(r.stdout.split("\n")[1]).toContain(`${join(ROOT, "daemon/cli.ts")}:`);
+    expect(r.stdout).not.toContain(bundle);
+  });
 });
 
 /** The client commands come from a second bundle (dist/bin/teamd-client.cjs): the same answers from a real daemon. */

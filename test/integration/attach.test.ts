@@ -166,6 +166,14 @@ describe.runIf(process.platform === "linux")("attach and streaming exec through 
     expect(t.output()).toContain("second-line");
   });
 
+  it("`exec SEAT -- CMD`, taken straight to its act (daemon/main.ts), runs the words the command tree gives: a second `--` and option-like words are the command's", async () => {
+    const command = ["sh", "-c", 'printf "[%s]" "$@"', "zero", "--", "--help", "-t", "--team"];
+    const direct = await h.run(["exec", "talker@proj", "--", ...command]);
+    expect(direct).toMatchObject({ code: 0, stdout: "[--][--help][-t][--team]" });
+    // Control: the same through the command tree (--timeout 60 is the default).
+    expect(await h.run(["exec", "talker@proj", "--timeout", "60", "--", ...command])).toMatchObject({ code: 0, stdout: direct.stdout });
+  });
+
   it("keeps exec's stdout and stderr apart and its exit code", async () => {
     const result = await h.run(["exec", "talker@proj", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
     expect(result).toMatchObject({ code: 7, stdout: "out\n", stderr: "err\n" });
