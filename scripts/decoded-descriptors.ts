@@ -5,6 +5,7 @@ import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/p
 import type { Plugin } from "esbuild";
 import { file_teamd_v1_common } from "../src/gen/teamd/v1/common_pb.js";
 import { file_teamd_v1_control } from "../src/gen/teamd/v1/control_pb.js";
+import { file_teamd_v1_lease } from "../src/gen/teamd/v1/lease_pb.js";
 import { file_teamd_v1_ledger } from "../src/gen/teamd/v1/ledger_pb.js";
 import { file_teamd_v1_shim } from "../src/gen/teamd/v1/shim_pb.js";
 
@@ -29,6 +30,7 @@ import { file_teamd_v1_shim } from "../src/gen/teamd/v1/shim_pb.js";
 const GENERATED: Readonly<Record<string, DescFile>> = {
   file_teamd_v1_common,
   file_teamd_v1_control,
+  file_teamd_v1_lease,
   file_teamd_v1_ledger,
   file_teamd_v1_shim,
 };

@@ -1,7 +1,7 @@
 import { RefusalError, UsageError } from "../../src/rpc/errors.js";
 import { OwnerActKind, type LeasesResponse } from "../../src/gen/teamd/v1/control_pb.js";
 import { RecordType, RevocationSubject } from "../../src/gen/teamd/v1/ledger_pb.js";
-import type { LeaseEntry } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { LeaseEntry } from "../../src/gen/teamd/v1/lease_pb.js";
 import { leaseJson, leaseLine } from "../../src/rpc/lease-view.js";
 import { parseDuration, type LeaseFact } from "../../src/kernel/index.js";
 import { createFlags, LedgerRefusal, leasePayload, publicKeyFromRaw, revocationDraft, signOwnerAct } from "../../src/ledger/index.js";

@@ -1,5 +1,6 @@
 import { RecordType, TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import type { AdministerRequest, AdministerResponse, LeaseEntry, ProposalEntry } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { LeaseEntry } from "../../src/gen/teamd/v1/lease_pb.js";
+import type { AdministerRequest, AdministerResponse, ProposalEntry } from "../../src/gen/teamd/v1/shim_pb.js";
 import {
   applyDelegatedChange,
   canonicalJson,

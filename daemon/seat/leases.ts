@@ -1,5 +1,6 @@
 import { TargetKind } from "../../src/gen/teamd/v1/ledger_pb.js";
-import type { LeaseEntry, LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { LeaseEntry } from "../../src/gen/teamd/v1/lease_pb.js";
+import type { LeaseIssueRequest, LeaseRevokeRequest } from "../../src/gen/teamd/v1/shim_pb.js";
 import { refuse, revokeLease, type LeaseFact } from "../../src/kernel/index.js";
 import { decideLease } from "../../src/kernel/lease-choice.js";
 import { leaseDraft, leaseRevocationDraft, principalKey, seatPrincipal, type RecordDraft } from "../../src/ledger/index.js";

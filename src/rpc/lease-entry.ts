@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { LeaseEntrySchema, type LeaseEntry } from "../gen/teamd/v1/shim_pb.js";
+import { LeaseEntrySchema, type LeaseEntry } from "../gen/teamd/v1/lease_pb.js";
 import {
   canonicalJson,
   deepFreeze,

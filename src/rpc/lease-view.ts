@@ -1,4 +1,4 @@
-import type { LeaseEntry } from "../gen/teamd/v1/shim_pb.js";
+import type { LeaseEntry } from "../gen/teamd/v1/lease_pb.js";
 
 /**
  * How a lease (§7) reads on the command line, the same for the owner (`teamd lease list`) and

@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { ProtocolVersion } from "./common_pb.js";
 import { file_teamd_v1_common } from "./common_pb.js";
+import type { LeaseEntry } from "./lease_pb.js";
+import { file_teamd_v1_lease } from "./lease_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkivwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNEhYKDmFkbWluaXN0cmF0aXZlGAwgAygJIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIj4KEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkSDAoEc2l6ZRgDIAEoBCJiCg9GaWxlV3JpdGVIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJEgwKBHNpemUYBiABKAQiVwoQRmlsZVdyaXRlUmVxdWVzdBIrCgZoZWFkZXIYASABKAsyGS50ZWFtZC52MS5GaWxlV3JpdGVIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAkigAIKCkxlYXNlRW50cnkSEAoIbGVhc2VfaWQYASABKAkSDgoGcGFyZW50GAIgASgJEhIKCnJvb3RfZ3JhbnQYAyABKAkSDgoGaXNzdWVyGAQgASgJEg4KBmhvbGRlchgFIAEoCRISCgpjYXBhYmlsaXR5GAYgASgJEg0KBXNjb3BlGAcgASgJEhIKCnNjb3BlX2pzb24YCCABKAkSFgoOaXNzdWVkX3VuaXhfbXMYCSABKAQSFwoPZXhwaXJlc191bml4X21zGAogASgEEgwKBGxpdmUYCyABKAgSEQoJZGVhZF9ydWxlGAwgASgJEhMKC2RlYWRfcmVhc29uGA0gASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIlsKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEEhMKC3Byb3Bvc2FsX2lkGAMgASgJIuUBChFBZG1pbmlzdGVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiYKBWdyYW50GAIgASgLMhUudGVhbWQudjEuR3JhbnRDaGFuZ2VIABIqCgd1bmdyYW50GAMgASgLMhcudGVhbWQudjEuVW5ncmFudENoYW5nZUgAEisKCHNlYXRfYWRkGAQgASgLMhcudGVhbWQudjEuU2VhdEFkZENoYW5nZUgAEjEKC3NlYXRfcmVtb3ZlGAUgASgLMhoudGVhbWQudjEuU2VhdFJlbW92ZUNoYW5nZUgAQggKBmNoYW5nZSIgChBTZWF0UmVtb3ZlQ2hhbmdlEgwKBHNlYXQYASABKAkiTAoLR3JhbnRDaGFuZ2USDAoEc2VhdBgBIAEoCRISCgpjYXBhYmlsaXR5GAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBG5hbWUYBCABKAkiPwoNVW5ncmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEbmFtZRgDIAEoCSI6Cg1TZWF0QWRkQ2hhbmdlEgwKBHNlYXQYASABKAkSDAoEbGlrZRgCIAEoCRINCgVyb2xlcxgDIAMoCSKPAQoSQWRtaW5pc3RlclJlc3BvbnNlEgsKA3NlcRgBIAEoBBIMCgRraW5kGAIgASgJEhMKC3Byb3Bvc2FsX2lkGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3Jldm9rZWQYBSADKAkSIwoFbGVhc2UYBiABKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5IhIKEFByb3Bvc2Fsc1JlcXVlc3QihAEKDVByb3Bvc2FsRW50cnkSEwoLcHJvcG9zYWxfaWQYASABKAkSDQoFYXNrZXIYAiABKAkSDAoEa2luZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBSABKAQSEwoLaW5wdXRfc3RhdGUYBiABKAkiPwoRUHJvcG9zYWxzUmVzcG9uc2USKgoJcHJvcG9zYWxzGAEgAygLMhcudGVhbWQudjEuUHJvcG9zYWxFbnRyeSInChJUZWFtTm90aWNlc1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEIkAKClRlYW1Ob3RpY2USCwoDc2VxGAEgASgEEhQKDHRpbWVfdW5peF9tcxgCIAEoBBIPCgdzdWJqZWN0GAMgASgJIlQKE1RlYW1Ob3RpY2VzUmVzcG9uc2USJQoHbm90aWNlcxgBIAMoCzIULnRlYW1kLnYxLlRlYW1Ob3RpY2USFgoObmV4dF9hZnRlcl9zZXEYAiABKAQiSAoRQ3JlYXRlVGVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRyb290GAIgASgJEhEKCXRlYW1fZmlsZRgDIAEoDCJzChJDcmVhdGVUZWFtUmVzcG9uc2USDAoEdGVhbRgBIAEoCRIQCgh0ZWFtX3NlcRgCIAEoBBISCgpwb2xpY3lfc2VxGAMgASgEEg8KB3N0YXJ0ZWQYBCADKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoBCIgChBTdGFydFRlYW1SZXF1ZXN0EgwKBHNlYXQYASABKAkiJAoRU3RhcnRUZWFtUmVzcG9uc2USDwoHc3RhcnRlZBgBIAMoCSIhCg9TdG9wVGVhbVJlcXVlc3QSDgoGcmVhc29uGAEgASgJIi4KEFN0b3BUZWFtUmVzcG9uc2USCwoDc2VxGAEgASgEEg0KBXNlYXRzGAIgAygJIjkKDkNvbmZpcm1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkiPQoPQ29uZmlybVJlc3BvbnNlEioKBGRvbmUYASABKAsyHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2UiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLFDAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRJHCgpBZG1pbmlzdGVyEhsudGVhbWQudjEuQWRtaW5pc3RlclJlcXVlc3QaHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2USRAoJUHJvcG9zYWxzEhoudGVhbWQudjEuUHJvcG9zYWxzUmVxdWVzdBobLnRlYW1kLnYxLlByb3Bvc2Fsc1Jlc3BvbnNlEj4KB0NvbmZpcm0SGC50ZWFtZC52MS5Db25maXJtUmVxdWVzdBoZLnRlYW1kLnYxLkNvbmZpcm1SZXNwb25zZRJBCghTdG9wVGVhbRIZLnRlYW1kLnYxLlN0b3BUZWFtUmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BUZWFtUmVzcG9uc2USRAoJU3RhcnRUZWFtEhoudGVhbWQudjEuU3RhcnRUZWFtUmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0VGVhbVJlc3BvbnNlEkcKCkNyZWF0ZVRlYW0SGy50ZWFtZC52MS5DcmVhdGVUZWFtUmVxdWVzdBocLnRlYW1kLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJKCgtUZWFtTm90aWNlcxIcLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVxdWVzdBodLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVzcG9uc2USOwoGRGVwbG95EhcudGVhbWQudjEuRGVwbG95UmVxdWVzdBoYLnRlYW1kLnYxLkRlcGxveVJlc3BvbnNlEjsKBkJyb2tlchIXLnRlYW1kLnYxLkJyb2tlclJlcXVlc3QaGC50ZWFtZC52MS5Ccm9rZXJSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkivwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNEhYKDmFkbWluaXN0cmF0aXZlGAwgAygJIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgiWgoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBCJNCgtQdXNoUmVxdWVzdBImCgZoZWFkZXIYASABKAsyFC50ZWFtZC52MS5QdXNoSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiYAoJUmVmUmVzdWx0EgsKA3JlZhgBIAEoCRIPCgdodWJfcmVmGAIgASgJEgoKAm9rGAMgASgIEgwKBHJ1bGUYBCABKAkSDgoGcmVhc29uGAUgASgJEgsKA29pZBgGIAEoCSI0CgxQdXNoUmVzcG9uc2USJAoHcmVzdWx0cxgBIAMoCzITLnRlYW1kLnYxLlJlZlJlc3VsdCIfCg9GaWxlU3RhdFJlcXVlc3QSDAoEcGF0aBgBIAEoCSJLChBGaWxlU3RhdFJlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCBIMCgRraW5kGAIgASgJEgwKBHNpemUYAyABKAQSCwoDb2lkGAQgASgJIh8KD0ZpbGVSZWFkUmVxdWVzdBIMCgRwYXRoGAEgASgJIj4KEEZpbGVSZWFkUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBILCgNvaWQYAiABKAkSDAoEc2l6ZRgDIAEoBCJiCg9GaWxlV3JpdGVIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBmJyYW5jaBgEIAEoCRIPCgdtZXNzYWdlGAUgASgJEgwKBHNpemUYBiABKAQiVwoQRmlsZVdyaXRlUmVxdWVzdBIrCgZoZWFkZXIYASABKAsyGS50ZWFtZC52MS5GaWxlV3JpdGVIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCI0ChFGaWxlV3JpdGVSZXNwb25zZRIPCgdodWJfcmVmGAEgASgJEg4KBmNvbW1pdBgCIAEoCSI1ChFDaGVja3BvaW50UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBG5vdGUYAiABKAkiPQoSQ2hlY2twb2ludFJlc3BvbnNlEhIKCmludGVudF9zZXEYASABKAQSEwoLb3V0Y29tZV9zZXEYAiABKAQiUgoNUmV2aWV3UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEg8KB2FwcHJvdmUYBCABKAgiTQoLR2F0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIMCgRwYXNzGAQgASgIIkAKDE1lcmdlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJIjEKDlJldmlld1Jlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0Ii8KDEdhdGVSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIwCg1NZXJnZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IoABCghUcnVua0FjdBIRCgllZmZlY3RfaWQYASABKAkSEgoKaW50ZW50X3NlcRgCIAEoBBITCgtvdXRjb21lX3NlcRgDIAEoBBIMCgRiYXNlGAQgASgJEgwKBGhlYWQYBSABKAkSDAoEdHJlZRgGIAEoCRIOCgZjb21taXQYByABKAkijQEKEUxlYXNlSXNzdWVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEhIKCmNhcGFiaWxpdHkYAyABKAkSDQoFc2NvcGUYBCABKAkSDgoGdHRsX21zGAUgASgEEg4KBnBhcmVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkiWwoSTGVhc2VJc3N1ZVJlc3BvbnNlEiMKBWxlYXNlGAEgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeRILCgNzZXEYAiABKAQSEwoLcHJvcG9zYWxfaWQYAyABKAki5QEKEUFkbWluaXN0ZXJSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJgoFZ3JhbnQYAiABKAsyFS50ZWFtZC52MS5HcmFudENoYW5nZUgAEioKB3VuZ3JhbnQYAyABKAsyFy50ZWFtZC52MS5VbmdyYW50Q2hhbmdlSAASKwoIc2VhdF9hZGQYBCABKAsyFy50ZWFtZC52MS5TZWF0QWRkQ2hhbmdlSAASMQoLc2VhdF9yZW1vdmUYBSABKAsyGi50ZWFtZC52MS5TZWF0UmVtb3ZlQ2hhbmdlSABCCAoGY2hhbmdlIiAKEFNlYXRSZW1vdmVDaGFuZ2USDAoEc2VhdBgBIAEoCSJMCgtHcmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDQoFc2NvcGUYAyABKAkSDAoEbmFtZRgEIAEoCSI/Cg1VbmdyYW50Q2hhbmdlEgwKBHNlYXQYASABKAkSEgoKY2FwYWJpbGl0eRgCIAEoCRIMCgRuYW1lGAMgASgJIjoKDVNlYXRBZGRDaGFuZ2USDAoEc2VhdBgBIAEoCRIMCgRsaWtlGAIgASgJEg0KBXJvbGVzGAMgAygJIo8BChJBZG1pbmlzdGVyUmVzcG9uc2USCwoDc2VxGAEgASgEEgwKBGtpbmQYAiABKAkSEwoLcHJvcG9zYWxfaWQYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDwoHcmV2b2tlZBgFIAMoCRIjCgVsZWFzZRgGIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiEgoQUHJvcG9zYWxzUmVxdWVzdCKEAQoNUHJvcG9zYWxFbnRyeRITCgtwcm9wb3NhbF9pZBgBIAEoCRINCgVhc2tlchgCIAEoCRIMCgRraW5kGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgFIAEoBBITCgtpbnB1dF9zdGF0ZRgGIAEoCSI/ChFQcm9wb3NhbHNSZXNwb25zZRIqCglwcm9wb3NhbHMYASADKAsyFy50ZWFtZC52MS5Qcm9wb3NhbEVudHJ5IicKElRlYW1Ob3RpY2VzUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQiQAoKVGVhbU5vdGljZRILCgNzZXEYASABKAQSFAoMdGltZV91bml4X21zGAIgASgEEg8KB3N1YmplY3QYAyABKAkiVAoTVGVhbU5vdGljZXNSZXNwb25zZRIlCgdub3RpY2VzGAEgAygLMhQudGVhbWQudjEuVGVhbU5vdGljZRIWCg5uZXh0X2FmdGVyX3NlcRgCIAEoBCJIChFDcmVhdGVUZWFtUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHJvb3QYAiABKAkSEQoJdGVhbV9maWxlGAMgASgMInMKEkNyZWF0ZVRlYW1SZXNwb25zZRIMCgR0ZWFtGAEgASgJEhAKCHRlYW1fc2VxGAIgASgEEhIKCnBvbGljeV9zZXEYAyABKAQSDwoHc3RhcnRlZBgEIAMoCRIYChBkZWFkbGluZV91bml4X21zGAUgASgEIiAKEFN0YXJ0VGVhbVJlcXVlc3QSDAoEc2VhdBgBIAEoCSIkChFTdGFydFRlYW1SZXNwb25zZRIPCgdzdGFydGVkGAEgAygJIiEKD1N0b3BUZWFtUmVxdWVzdBIOCgZyZWFzb24YASABKAkiLgoQU3RvcFRlYW1SZXNwb25zZRILCgNzZXEYASABKAQSDQoFc2VhdHMYAiADKAkiOQoOQ29uZmlybVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRITCgtwcm9wb3NhbF9pZBgCIAEoCSI9Cg9Db25maXJtUmVzcG9uc2USKgoEZG9uZRgBIAEoCzIcLnRlYW1kLnYxLkFkbWluaXN0ZXJSZXNwb25zZSI6ChJMZWFzZVJldm9rZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghsZWFzZV9pZBgCIAEoCSImChNMZWFzZVJldm9rZVJlc3BvbnNlEg8KB3Jldm9rZWQYASADKAkiEgoQTGVhc2VMaXN0UmVxdWVzdCI5ChFMZWFzZUxpc3RSZXNwb25zZRIkCgZsZWFzZXMYASADKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5IlYKDURlcGxveVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRILCgNlbnYYAiABKAkSEAoIYXJ0aWZhY3QYAyABKAkSEgoKYXNfYWNjb3VudBgEIAEoCSKKAQoORGVwbG95UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QSCwoDZW52GAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRITCgtvdXRwdXRfdGFpbBgEIAEoCRIRCglwdXNoZWRfdG8YBSABKAkSDwoHYWNjb3VudBgGIAEoCSJyCg1Ccm9rZXJSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEgwKBHRhc2sYAyABKAkSCgoCaWQYBCABKAkSEgoKYXNfYWNjb3VudBgFIAEoCRIMCgRib2R5GAYgASgJIoQBCgpCcm9rZXJUYXNrEgoKAmlkGAEgASgJEg0KBXRpdGxlGAIgASgJEg0KBXN0YXRlGAMgASgJEg4KBmxhYmVscxgEIAMoCRIQCghhc3NpZ25lZRgFIAEoCRILCgN1cmwYBiABKAkSDwoHY2xhaW1lZBgHIAEoCBIMCgRib2R5GAggASgJIpABCg5Ccm9rZXJSZXNwb25zZRIRCglvcGVyYXRpb24YASABKAkSDAoEdGFzaxgCIAEoCRIjCgV0YXNrcxgDIAMoCzIULnRlYW1kLnYxLkJyb2tlclRhc2sSDwoHdHJhY2tlchgEIAEoCRISCgppbnRlbnRfc2VxGAUgASgEEhMKC291dGNvbWVfc2VxGAYgASgEMsUMCgtTaGltU2VydmljZRI4CgVIZWxsbxIWLnRlYW1kLnYxLkhlbGxvUmVxdWVzdBoXLnRlYW1kLnYxLkhlbGxvUmVzcG9uc2USOwoGV2hvQW1JEhcudGVhbWQudjEuV2hvQW1JUmVxdWVzdBoYLnRlYW1kLnYxLldob0FtSVJlc3BvbnNlEkEKCExpc3RSZWZzEhkudGVhbWQudjEuTGlzdFJlZnNSZXF1ZXN0GhoudGVhbWQudjEuTGlzdFJlZnNSZXNwb25zZRI6CgVGZXRjaBIWLnRlYW1kLnYxLkZldGNoUmVxdWVzdBoXLnRlYW1kLnYxLkZldGNoUmVzcG9uc2UwARI3CgRQdXNoEhUudGVhbWQudjEuUHVzaFJlcXVlc3QaFi50ZWFtZC52MS5QdXNoUmVzcG9uc2UoARJBCghGaWxlU3RhdBIZLnRlYW1kLnYxLkZpbGVTdGF0UmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVTdGF0UmVzcG9uc2USQwoIRmlsZVJlYWQSGS50ZWFtZC52MS5GaWxlUmVhZFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlUmVhZFJlc3BvbnNlMAESRgoJRmlsZVdyaXRlEhoudGVhbWQudjEuRmlsZVdyaXRlUmVxdWVzdBobLnRlYW1kLnYxLkZpbGVXcml0ZVJlc3BvbnNlKAESRwoKQ2hlY2twb2ludBIbLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVhbWQudjEuQ2hlY2twb2ludFJlc3BvbnNlEjsKBlJldmlldxIXLnRlYW1kLnYxLlJldmlld1JlcXVlc3QaGC50ZWFtZC52MS5SZXZpZXdSZXNwb25zZRI1CgRHYXRlEhUudGVhbWQudjEuR2F0ZVJlcXVlc3QaFi50ZWFtZC52MS5HYXRlUmVzcG9uc2USOAoFTWVyZ2USFi50ZWFtZC52MS5NZXJnZVJlcXVlc3QaFy50ZWFtZC52MS5NZXJnZVJlc3BvbnNlEkcKCkxlYXNlSXNzdWUSGy50ZWFtZC52MS5MZWFzZUlzc3VlUmVxdWVzdBocLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXNwb25zZRJKCgtMZWFzZVJldm9rZRIcLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVxdWVzdBodLnRlYW1kLnYxLkxlYXNlUmV2b2tlUmVzcG9uc2USRAoJTGVhc2VMaXN0EhoudGVhbWQudjEuTGVhc2VMaXN0UmVxdWVzdBobLnRlYW1kLnYxLkxlYXNlTGlzdFJlc3BvbnNlEkcKCkFkbWluaXN0ZXISGy50ZWFtZC52MS5BZG1pbmlzdGVyUmVxdWVzdBocLnRlYW1kLnYxLkFkbWluaXN0ZXJSZXNwb25zZRJECglQcm9wb3NhbHMSGi50ZWFtZC52MS5Qcm9wb3NhbHNSZXF1ZXN0GhsudGVhbWQudjEuUHJvcG9zYWxzUmVzcG9uc2USPgoHQ29uZmlybRIYLnRlYW1kLnYxLkNvbmZpcm1SZXF1ZXN0GhkudGVhbWQudjEuQ29uZmlybVJlc3BvbnNlEkEKCFN0b3BUZWFtEhkudGVhbWQudjEuU3RvcFRlYW1SZXF1ZXN0GhoudGVhbWQudjEuU3RvcFRlYW1SZXNwb25zZRJECglTdGFydFRlYW0SGi50ZWFtZC52MS5TdGFydFRlYW1SZXF1ZXN0GhsudGVhbWQudjEuU3RhcnRUZWFtUmVzcG9uc2USRwoKQ3JlYXRlVGVhbRIbLnRlYW1kLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhwudGVhbWQudjEuQ3JlYXRlVGVhbVJlc3BvbnNlEkoKC1RlYW1Ob3RpY2VzEhwudGVhbWQudjEuVGVhbU5vdGljZXNSZXF1ZXN0Gh0udGVhbWQudjEuVGVhbU5vdGljZXNSZXNwb25zZRI7CgZEZXBsb3kSFy50ZWFtZC52MS5EZXBsb3lSZXF1ZXN0GhgudGVhbWQudjEuRGVwbG95UmVzcG9uc2USOwoGQnJva2VyEhcudGVhbWQudjEuQnJva2VyUmVxdWVzdBoYLnRlYW1kLnYxLkJyb2tlclJlc3BvbnNlYgZwcm90bzM", [file_teamd_v1_common, file_teamd_v1_lease]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -916,95 +918,6 @@ export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 30);
 
 /**
- * One lease record (§7) as the ledger holds it, with its liveness walked now.
- *
- * @generated from message teamd.v1.LeaseEntry
- */
-export type LeaseEntry = Message<"teamd.v1.LeaseEntry"> & {
-  /**
-   * @generated from field: string lease_id = 1;
-   */
-  leaseId: string;
-
-  /**
-   * The held lease a re-lease attenuates ("" for a root lease).
-   *
-   * @generated from field: string parent = 2;
-   */
-  parent: string;
-
-  /**
-   * The originating authority: a standing grant id or a leads envelope entry.
-   *
-   * @generated from field: string root_grant = 3;
-   */
-  rootGrant: string;
-
-  /**
-   * @generated from field: string issuer = 4;
-   */
-  issuer: string;
-
-  /**
-   * @generated from field: string holder = 5;
-   */
-  holder: string;
-
-  /**
-   * @generated from field: string capability = 6;
-   */
-  capability: string;
-
-  /**
-   * For reading: "branch: main; path: src/" or "unconstrained".
-   *
-   * @generated from field: string scope = 7;
-   */
-  scope: string;
-
-  /**
-   * The scope as the record writes it (canonical JSON of dimension -> "*" or values).
-   *
-   * @generated from field: string scope_json = 8;
-   */
-  scopeJson: string;
-
-  /**
-   * @generated from field: uint64 issued_unix_ms = 9;
-   */
-  issuedUnixMs: bigint;
-
-  /**
-   * @generated from field: uint64 expires_unix_ms = 10;
-   */
-  expiresUnixMs: bigint;
-
-  /**
-   * @generated from field: bool live = 11;
-   */
-  live: boolean;
-
-  /**
-   * Why it is not live (the rule and reason of the chain walk); "" when live.
-   *
-   * @generated from field: string dead_rule = 12;
-   */
-  deadRule: string;
-
-  /**
-   * @generated from field: string dead_reason = 13;
-   */
-  deadReason: string;
-};
-
-/**
- * Describes the message teamd.v1.LeaseEntry.
- * Use `create(LeaseEntrySchema)` to create a new message.
- */
-export const LeaseEntrySchema: GenMessage<LeaseEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 31);
-
-/**
  * @generated from message teamd.v1.LeaseIssueRequest
  */
 export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
@@ -1059,7 +972,7 @@ export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
  * Use `create(LeaseIssueRequestSchema)` to create a new message.
  */
 export const LeaseIssueRequestSchema: GenMessage<LeaseIssueRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 32);
+  messageDesc(file_teamd_v1_shim, 31);
 
 /**
  * @generated from message teamd.v1.LeaseIssueResponse
@@ -1089,7 +1002,7 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
  * Use `create(LeaseIssueResponseSchema)` to create a new message.
  */
 export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 33);
+  messageDesc(file_teamd_v1_shim, 32);
 
 /**
  * @generated from message teamd.v1.AdministerRequest
@@ -1135,7 +1048,7 @@ export type AdministerRequest = Message<"teamd.v1.AdministerRequest"> & {
  * Use `create(AdministerRequestSchema)` to create a new message.
  */
 export const AdministerRequestSchema: GenMessage<AdministerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 34);
+  messageDesc(file_teamd_v1_shim, 33);
 
 /**
  * Remove a seat (§9: leads, or the owner; a seat holding grant, agree or leads by the owner
@@ -1155,7 +1068,7 @@ export type SeatRemoveChange = Message<"teamd.v1.SeatRemoveChange"> & {
  * Use `create(SeatRemoveChangeSchema)` to create a new message.
  */
 export const SeatRemoveChangeSchema: GenMessage<SeatRemoveChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 35);
+  messageDesc(file_teamd_v1_shim, 34);
 
 /**
  * Give a seat one more direct grant of an operational capability.
@@ -1193,7 +1106,7 @@ export type GrantChange = Message<"teamd.v1.GrantChange"> & {
  * Use `create(GrantChangeSchema)` to create a new message.
  */
 export const GrantChangeSchema: GenMessage<GrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 36);
+  messageDesc(file_teamd_v1_shim, 35);
 
 /**
  * Take back one of a seat's direct grants (the only one of the capability, or the named one).
@@ -1222,7 +1135,7 @@ export type UngrantChange = Message<"teamd.v1.UngrantChange"> & {
  * Use `create(UngrantChangeSchema)` to create a new message.
  */
 export const UngrantChangeSchema: GenMessage<UngrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 37);
+  messageDesc(file_teamd_v1_shim, 36);
 
 /**
  * Add a seat like an existing one (its lab, roles, capabilities and start; never its
@@ -1252,7 +1165,7 @@ export type SeatAddChange = Message<"teamd.v1.SeatAddChange"> & {
  * Use `create(SeatAddChangeSchema)` to create a new message.
  */
 export const SeatAddChangeSchema: GenMessage<SeatAddChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 38);
+  messageDesc(file_teamd_v1_shim, 37);
 
 /**
  * @generated from message teamd.v1.AdministerResponse
@@ -1306,7 +1219,7 @@ export type AdministerResponse = Message<"teamd.v1.AdministerResponse"> & {
  * Use `create(AdministerResponseSchema)` to create a new message.
  */
 export const AdministerResponseSchema: GenMessage<AdministerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 39);
+  messageDesc(file_teamd_v1_shim, 38);
 
 /**
  * @generated from message teamd.v1.ProposalsRequest
@@ -1319,7 +1232,7 @@ export type ProposalsRequest = Message<"teamd.v1.ProposalsRequest"> & {
  * Use `create(ProposalsRequestSchema)` to create a new message.
  */
 export const ProposalsRequestSchema: GenMessage<ProposalsRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 40);
+  messageDesc(file_teamd_v1_shim, 39);
 
 /**
  * One proposal waiting for a second granter, in the controlled view of §3: the one change,
@@ -1366,7 +1279,7 @@ export type ProposalEntry = Message<"teamd.v1.ProposalEntry"> & {
  * Use `create(ProposalEntrySchema)` to create a new message.
  */
 export const ProposalEntrySchema: GenMessage<ProposalEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 41);
+  messageDesc(file_teamd_v1_shim, 40);
 
 /**
  * @generated from message teamd.v1.ProposalsResponse
@@ -1383,7 +1296,7 @@ export type ProposalsResponse = Message<"teamd.v1.ProposalsResponse"> & {
  * Use `create(ProposalsResponseSchema)` to create a new message.
  */
 export const ProposalsResponseSchema: GenMessage<ProposalsResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 42);
+  messageDesc(file_teamd_v1_shim, 41);
 
 /**
  * @generated from message teamd.v1.TeamNoticesRequest
@@ -1402,7 +1315,7 @@ export type TeamNoticesRequest = Message<"teamd.v1.TeamNoticesRequest"> & {
  * Use `create(TeamNoticesRequestSchema)` to create a new message.
  */
 export const TeamNoticesRequestSchema: GenMessage<TeamNoticesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 43);
+  messageDesc(file_teamd_v1_shim, 42);
 
 /**
  * @generated from message teamd.v1.TeamNotice
@@ -1431,7 +1344,7 @@ export type TeamNotice = Message<"teamd.v1.TeamNotice"> & {
  * Use `create(TeamNoticeSchema)` to create a new message.
  */
 export const TeamNoticeSchema: GenMessage<TeamNotice> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 44);
+  messageDesc(file_teamd_v1_shim, 43);
 
 /**
  * @generated from message teamd.v1.TeamNoticesResponse
@@ -1455,7 +1368,7 @@ export type TeamNoticesResponse = Message<"teamd.v1.TeamNoticesResponse"> & {
  * Use `create(TeamNoticesResponseSchema)` to create a new message.
  */
 export const TeamNoticesResponseSchema: GenMessage<TeamNoticesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 45);
+  messageDesc(file_teamd_v1_shim, 44);
 
 /**
  * @generated from message teamd.v1.CreateTeamRequest
@@ -1486,7 +1399,7 @@ export type CreateTeamRequest = Message<"teamd.v1.CreateTeamRequest"> & {
  * Use `create(CreateTeamRequestSchema)` to create a new message.
  */
 export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 46);
+  messageDesc(file_teamd_v1_shim, 45);
 
 /**
  * @generated from message teamd.v1.CreateTeamResponse
@@ -1529,7 +1442,7 @@ export type CreateTeamResponse = Message<"teamd.v1.CreateTeamResponse"> & {
  * Use `create(CreateTeamResponseSchema)` to create a new message.
  */
 export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 47);
+  messageDesc(file_teamd_v1_shim, 46);
 
 /**
  * @generated from message teamd.v1.StartTeamRequest
@@ -1548,7 +1461,7 @@ export type StartTeamRequest = Message<"teamd.v1.StartTeamRequest"> & {
  * Use `create(StartTeamRequestSchema)` to create a new message.
  */
 export const StartTeamRequestSchema: GenMessage<StartTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 48);
+  messageDesc(file_teamd_v1_shim, 47);
 
 /**
  * @generated from message teamd.v1.StartTeamResponse
@@ -1567,7 +1480,7 @@ export type StartTeamResponse = Message<"teamd.v1.StartTeamResponse"> & {
  * Use `create(StartTeamResponseSchema)` to create a new message.
  */
 export const StartTeamResponseSchema: GenMessage<StartTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 49);
+  messageDesc(file_teamd_v1_shim, 48);
 
 /**
  * @generated from message teamd.v1.StopTeamRequest
@@ -1586,7 +1499,7 @@ export type StopTeamRequest = Message<"teamd.v1.StopTeamRequest"> & {
  * Use `create(StopTeamRequestSchema)` to create a new message.
  */
 export const StopTeamRequestSchema: GenMessage<StopTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 50);
+  messageDesc(file_teamd_v1_shim, 49);
 
 /**
  * @generated from message teamd.v1.StopTeamResponse
@@ -1612,7 +1525,7 @@ export type StopTeamResponse = Message<"teamd.v1.StopTeamResponse"> & {
  * Use `create(StopTeamResponseSchema)` to create a new message.
  */
 export const StopTeamResponseSchema: GenMessage<StopTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 51);
+  messageDesc(file_teamd_v1_shim, 50);
 
 /**
  * @generated from message teamd.v1.ConfirmRequest
@@ -1634,7 +1547,7 @@ export type ConfirmRequest = Message<"teamd.v1.ConfirmRequest"> & {
  * Use `create(ConfirmRequestSchema)` to create a new message.
  */
 export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 52);
+  messageDesc(file_teamd_v1_shim, 51);
 
 /**
  * @generated from message teamd.v1.ConfirmResponse
@@ -1653,7 +1566,7 @@ export type ConfirmResponse = Message<"teamd.v1.ConfirmResponse"> & {
  * Use `create(ConfirmResponseSchema)` to create a new message.
  */
 export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 53);
+  messageDesc(file_teamd_v1_shim, 52);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeRequest
@@ -1675,7 +1588,7 @@ export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
  * Use `create(LeaseRevokeRequestSchema)` to create a new message.
  */
 export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 54);
+  messageDesc(file_teamd_v1_shim, 53);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeResponse
@@ -1694,7 +1607,7 @@ export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
  * Use `create(LeaseRevokeResponseSchema)` to create a new message.
  */
 export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 55);
+  messageDesc(file_teamd_v1_shim, 54);
 
 /**
  * @generated from message teamd.v1.LeaseListRequest
@@ -1707,7 +1620,7 @@ export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
  * Use `create(LeaseListRequestSchema)` to create a new message.
  */
 export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 56);
+  messageDesc(file_teamd_v1_shim, 55);
 
 /**
  * @generated from message teamd.v1.LeaseListResponse
@@ -1724,7 +1637,7 @@ export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
  * Use `create(LeaseListResponseSchema)` to create a new message.
  */
 export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 57);
+  messageDesc(file_teamd_v1_shim, 56);
 
 /**
  * @generated from message teamd.v1.DeployRequest
@@ -1764,7 +1677,7 @@ export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 58);
+  messageDesc(file_teamd_v1_shim, 57);
 
 /**
  * @generated from message teamd.v1.DeployResponse
@@ -1816,7 +1729,7 @@ export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
  * Use `create(DeployResponseSchema)` to create a new message.
  */
 export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 59);
+  messageDesc(file_teamd_v1_shim, 58);
 
 /**
  * @generated from message teamd.v1.BrokerRequest
@@ -1869,7 +1782,7 @@ export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
  * Use `create(BrokerRequestSchema)` to create a new message.
  */
 export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 60);
+  messageDesc(file_teamd_v1_shim, 59);
 
 /**
  * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
@@ -1930,7 +1843,7 @@ export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
  * Use `create(BrokerTaskSchema)` to create a new message.
  */
 export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 61);
+  messageDesc(file_teamd_v1_shim, 60);
 
 /**
  * @generated from message teamd.v1.BrokerResponse
@@ -1976,7 +1889,7 @@ export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
  * Use `create(BrokerResponseSchema)` to create a new message.
  */
 export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 62);
+  messageDesc(file_teamd_v1_shim, 61);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
