@@ -47,6 +47,15 @@ export const EGRESS_BUNDLE_RELATIVE = "dist/shim-bundle/teamd-egress.mjs";
 export const CLI_BUNDLE_RELATIVE = "dist/bin/teamd.cjs";
 
 /**
+ * The command tree (daemon/cli.ts and commander), which the front imports for anything but its
+ * two straight acts (`teamd status`, `teamd exec SEAT -- CMD`): a CommonJS file of its own, loaded
+ * as the client bundle is (V8's code cache beside it, stack frames mapped to their source when a
+ * stack is formatted). In the front it was ~200 KB compiled on every start, the two acts' too
+ * (~2.4 ms of `teamd exec`'s CPU on the 2-core machine, issue 26).
+ */
+export const TREE_BUNDLE_RELATIVE = "dist/bin/teamd-tree.cjs";
+
+/**
  * `teamd status` and the seat commands (daemon/client-commands.ts), the CLI's front imports from
  * one more CommonJS file: each is a client of the daemon, and its gRPC client, protobuf-es and the
  * generated messages were ~100 modules through the module loader (status ~225 -> ~125 ms, exec
@@ -97,9 +106,15 @@ export async function buildShim(root: string): Promise<string> {
   writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
   const ownerCommands = new Set<string>();
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
-    plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE, ownerCommands), lazyChildProcess],
+    plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE, ownerCommands)],
     sourcemap: true,
   });
+  await bundle(root, TREE_ENTRY, TREE_BUNDLE_RELATIVE, "cjs", {
+    ...COMMAND_BUNDLE,
+    entryText: 'module.exports = { ...require("./cli.js"), warm: () => require("./cli.js").buildProgram() };\n',
+    plugins: [commandsFromDist(root, TREE_BUNDLE_RELATIVE, ownerCommands), lazyChildProcess],
+  });
+  writeCodeCache(join(root, TREE_BUNDLE_RELATIVE));
   await bundle(root, OWNER_ENTRY, OWNER_BUNDLE_RELATIVE, "cjs", {
     ...COMMAND_BUNDLE,
     entryText: ownerEntry([...ownerCommands].sort()),
@@ -255,6 +270,9 @@ function writeCodeCache(bundleFile: string): void {
   execFileSync(process.execPath, ["--input-type=module", "-e", program], { env, stdio: ["ignore", "ignore", "inherit"] });
 }
 
+/** The command tree's entry (no file of its own): cli.ts's exports, and `warm`, which builds the tree once for the cache. */
+const TREE_ENTRY = "daemon/cli-tree.ts";
+
 /** The owner bundle's entry (no file of its own: ownerEntry writes it), named for its source map. */
 const OWNER_ENTRY = "daemon/owner-commands.ts";
 
@@ -283,6 +301,7 @@ function commandsFromDist(root: string, relativeOut: string, ownerCommands: Set<
         `const { loadBundle } = require(${JSON.stringify(join(root, "src", "rpc", "bundle-loader.ts"))});\nmodule.exports = loadBundle(require("node:path").join(__dirname, ${JSON.stringify(`./${basename(bundleRelative)}`)}));`;
       b.onLoad({ filter: /.*/, namespace: "teamd-client" }, () => ({ contents: loaded(CLIENT_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
       b.onLoad({ filter: /.*/, namespace: "teamd-daemon" }, () => ({ contents: loaded(DAEMON_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
+      b.onLoad({ filter: /.*/, namespace: "teamd-tree" }, () => ({ contents: loaded(TREE_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
       // One load of the owner bundle, whichever commands a run imports.
       b.onResolve({ filter: /^owner-bundle$/, namespace: "teamd-owner" }, () => ({ path: "owner-bundle", namespace: "teamd-owner-bundle" }));
       b.onLoad({ filter: /.*/, namespace: "teamd-owner-bundle" }, () => ({ contents: loaded(OWNER_BUNDLE_RELATIVE), loader: "js", resolveDir: root }));
@@ -296,6 +315,7 @@ function commandsFromDist(root: string, relativeOut: string, ownerCommands: Set<
         const target = join(args.resolveDir, args.path);
         // A require, not an import(): Node's import() of a CommonJS file lexes all of it for its export names first.
         if (target === join(root, "daemon", "client-commands.js")) return { path: "client-commands", namespace: "teamd-client" };
+        if (target === join(root, "daemon", "cli.js")) return { path: "cli", namespace: "teamd-tree" };
         if (target === join(root, "daemon", "server", "serve.js")) return { path: "serve", namespace: "teamd-daemon" };
         if (dirname(target) === join(root, "daemon", "commands")) {
           const name = relative(join(root, "daemon"), target).replace(/\.js$/, "").split(sep).join("/");
