@@ -26,7 +26,8 @@ if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] 
   void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).status({ json }, REAL_AMBIENT) }, argv, render);
 } else if (plainExec(argv)) {
   // `exec SEAT -- CMD...` with no option of teamd's: the command is what follows the first `--`,
-  // as the command tree gives it (test/daemon/cli-fast-paths.test.ts holds the two to the same).
+  // as the command tree gives it (test/daemon/cli-bundle.test.ts and test/integration/attach.test.ts
+  // hold the two to the same).
   const [seat, command] = [argv[3] as string, argv.slice(5)];
   void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).execCommand(seat, command, {}) }, argv, render);
 } else {
