@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { BLIND_WRITER_TEAM_FILE } from "../support/narrow-seat.js";
+import { BLIND_WRITER_TEAM_FILE, blindWriterRepoFiles, expectBlindWriterContained } from "../support/narrow-seat.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -49,11 +48,7 @@ const TEAM_FILE = BLIND_WRITER_TEAM_FILE;
 
 const hubFiles = (): Record<string, string> => {
   const files: Record<string, string> = {
-    "README.md": "hello\n",
-    "src/a.txt": "a\n",
-    "docs/secret.md": `${CANARY}\n`,
-    "docs/sub/s.md": `${SUB_CANARY}\n`,
-    "docs/a/keep/k.md": "kept\n",
+    ...blindWriterRepoFiles(CANARY, SUB_CANARY),
     "docs/n1/n2/n3.md": "deep\n",
     [`docs/${LONG}`]: "long\n",
   };
@@ -484,10 +479,6 @@ EOS`;
   }, 60_000);
 
   it("control: the trunk untouched, the hub's objects whole, wo served nothing of docs/", async () => {
-    expect(hubRef("refs/heads/main")).toBe(main);
-    expect(h.hubGit("cat-file", "blob", `${main}:docs/a/keep/k.md`)).toBe("kept");
-    execFileSync("git", ["--git-dir", h.hub, "fsck", "--connectivity-only", "--no-dangling"], { stdio: "ignore" });
-    const r = await h.inSeat("wo", "git fetch -q teamd 2>&1; git cat-file --batch-all-objects --batch | grep -c 'CANARY-bwa2' || true");
-    expect(r.stdout.trim().split("\n").at(-1)).toBe("0");
+    await expectBlindWriterContained(h, main, "CANARY-bwa2");
   }, 60_000);
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
 import { freshFromTrunk } from "../support/evil-git.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { BLIND_WRITER_TEAM_FILE } from "../support/narrow-seat.js";
+import { BLIND_WRITER_TEAM_FILE, blindWriterRepoFiles } from "../support/narrow-seat.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -36,13 +36,7 @@ describe.runIf(process.platform === "linux")("blind writes: what a seat that wri
   const hubRef = (ref: string) => h.hubRef(ref);
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-blind-write-", TEAM_FILE, {
-      "README.md": "hello\n",
-      "src/a.txt": "a\n",
-      "docs/secret.md": `${CANARY}\n`,
-      "docs/sub/s.md": `${SUB_CANARY}\n`,
-      "docs/a/keep/k.md": "kept\n",
-    });
+    h = await appliedTeam("teamd-blind-write-", TEAM_FILE, blindWriterRepoFiles(CANARY, SUB_CANARY));
     await h.ok(["start", "--team", "proj"]);
     main = hubRef("refs/heads/main") as string;
     expect((await h.inSeat("wo", "git fetch -q teamd 2>&1 && git checkout -q --detach teamd/main")).code).toBe(0);

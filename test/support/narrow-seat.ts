@@ -1,4 +1,7 @@
+import { execFileSync } from "node:child_process";
+import { expect } from "vitest";
 import { teamFile } from "./team-file.js";
+import { type TeamdHarness } from "./teamd-harness.js";
 
 /**
  * The escape suite's bounded seat for push attacks: `narrow` may read src/ and README.md and
@@ -34,6 +37,25 @@ export const narrowRepoFiles = (canary: string): Record<string, string> => ({
   "src/a.txt": "a\n",
   "docs/secret.md": `${canary}\n`,
 });
+
+/** The repository the blind writer's attacks start from: both canaries under docs/, and docs/a/keep/, which the owner's deny keeps. */
+export const blindWriterRepoFiles = (canary: string, subCanary: string): Record<string, string> => ({
+  ...narrowRepoFiles(canary),
+  "docs/sub/s.md": `${subCanary}\n`,
+  "docs/a/keep/k.md": "kept\n",
+});
+
+/**
+ * The blind writer's attacks' closing control: the trunk is where it was, what the deny keeps
+ * is whole, the hub passes fsck, and `wo` fetches nothing that holds `canaryTag`.
+ */
+export async function expectBlindWriterContained(h: TeamdHarness, main: string, canaryTag: string): Promise<void> {
+  expect(h.hubRef("refs/heads/main")).toBe(main);
+  expect(h.hubGit("cat-file", "blob", `${main}:docs/a/keep/k.md`)).toBe("kept");
+  execFileSync("git", ["--git-dir", h.hub, "fsck", "--connectivity-only", "--no-dangling"], { stdio: "ignore" });
+  const r = await h.inSeat("wo", `git fetch -q teamd 2>&1; git cat-file --batch-all-objects --batch | grep -c '${canaryTag}' || true`);
+  expect(r.stdout.trim().split("\n").at(-1)).toBe("0");
+}
 
 /**
  * What a refusal says, without what differs by construction between two probes: object ids,
