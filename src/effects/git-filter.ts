@@ -1273,8 +1273,33 @@ export interface MirrorOptions {
   readonly replayEntries?: number;
 }
 
-/** Opens (creating or rebuilding as needed) the filtered mirror at `dir` of the bare hub `hub`. */
-export async function openFilteredMirror(dir: string, hub: string, filter: ReadFilter, options: MirrorOptions = {}): Promise<FilteredMirror> {
+/**
+ * Opens (creating or rebuilding as needed) the filtered mirror at `dir` of the bare hub `hub`.
+ * The opens of one mirror go one at a time: two at once (a seat's two pushes, or a listing and
+ * a fetch) both ran `git init` on it, and one failed on the lock of its config, an internal error
+ * the seat could cause at will (found in a clean-clone run of replay-helper-attack.test.ts; the
+ * rebuild of a filter that changed raced the same way).
+ */
+export function openFilteredMirror(dir: string, hub: string, filter: ReadFilter, options: MirrorOptions = {}): Promise<FilteredMirror> {
+  const key = resolve(dir);
+  // What is queued never rejects (`settled`), so this open runs after the last one, whatever its end.
+  const opening = (MIRROR_OPENS.get(key) ?? Promise.resolve()).then(() => openMirrorAlone(dir, hub, filter, options));
+  const settled = opening.then(
+    () => undefined,
+    () => undefined,
+  );
+  MIRROR_OPENS.set(key, settled);
+  void settled.then(() => {
+    if (MIRROR_OPENS.get(key) === settled) MIRROR_OPENS.delete(key);
+  });
+  return opening;
+}
+
+/** The open in progress (or last) of each mirror, by its resolved path: the next waits for it. */
+// eslint-disable-next-line teamd/module-state -- a queue per mirror folder, which every open in this process must share to take turns; emptied as each settles
+const MIRROR_OPENS = new Map<string, Promise<void>>();
+
+async function openMirrorAlone(dir: string, hub: string, filter: ReadFilter, options: MirrorOptions): Promise<FilteredMirror> {
   const mirror = resolve(dir);
   const hubDir = resolve(hub);
   const format = (await git(["rev-parse", "--show-object-format"], { gitDir: hubDir })).stdout.trim();

@@ -225,6 +225,18 @@ describe("filterCommit", () => {
     for (const [oid, type] of objects) if (type === "blob") expect(readableBlobs.has(oid)).toBe(true);
   });
 
+  it("opens of one mirror at once take turns: every one succeeds, a new mirror and a changed filter alike (two at once ran `git init` on it and one failed on its config's lock: an internal error a seat could cause)", async () => {
+    const dir = join(root, "at-once");
+    const first = await Promise.allSettled(Array.from({ length: 8 }, () => openFilteredMirror(dir, hub, readable)));
+    expect(first.filter((r) => r.status === "rejected")).toEqual([]);
+    // A filter that changed is a rebuild (its refs deleted, its id rewritten): the same at once.
+    const changed = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => openFilteredMirror(dir, hub, scope(i % 2 === 0 ? "v2" : "v3", SCOPE))));
+    expect(changed.filter((r) => r.status === "rejected")).toEqual([]);
+    const main = sh(["rev-parse", "main"], { gitDir: hub }).trim();
+    const mirror = await openFilteredMirror(dir, hub, readable);
+    expect(await mirror.filterCommit(main)).toMatch(/^[0-9a-f]{40}$/);
+  });
+
   it("gives the same oids in another directory and without the directory fast path", async () => {
     const one = await openFilteredMirror(join(root, "one"), hub, readable);
     const two = await openFilteredMirror(join(root, "two"), hub, readable);
