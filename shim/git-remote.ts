@@ -1,7 +1,4 @@
 import { spawn } from "node:child_process";
-import { createReadStream } from "node:fs";
-import { open, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
@@ -191,20 +188,28 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
     const landing = spec.dst.startsWith(`refs/heads/seat/`) ? spec.dst : spec.dst.replace(/^refs\/heads\//, `refs/heads/seat/${me}/`);
     return { ref: spec.dst, oldOid: known.get(landing) ?? "", newOid: newOids[i] ?? "", force: spec.force };
   });
-  const packFile = join(process.env.GIT_DIR ?? ".git", `teamd-push-${randomUUID()}.pack`);
   try {
-    let size = 0;
-    if (tips.length > 0) {
-      await gitToFile(["pack-objects", "--revs", "--stdout", "-q"], [...tips, ...exclude].join("\n") + "\n", packFile);
-      size = (await stat(packFile)).size;
-      say(verbose, `pushing ${size} bytes to the daemon`);
-    }
+    // The pack goes to the daemon as pack-objects writes it (issue 26): its compression, the
+    // trip over the socket and the daemon's write of it overlap, where the pack was written to
+    // a file, then sent. The daemon holds a streamed pack to the seat's quota as it arrives.
+    const packing = tips.length > 0 ? packObjects([...tips, ...exclude].join("\n") + "\n") : undefined;
+    let sent = 0;
     async function* parts() {
-      yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates, packBytes: BigInt(size) } } };
-      if (size === 0) return;
-      for await (const chunk of createReadStream(packFile, { highWaterMark: CHUNK })) yield { part: { case: "data" as const, value: chunk as Buffer } };
+      yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates, packStreamed: packing !== undefined } } };
+      if (packing === undefined) return;
+      for await (const chunk of packing.output) {
+        for (let at = 0; at < chunk.byteLength; at += CHUNK) {
+          const part = chunk.subarray(at, at + CHUNK);
+          sent += part.byteLength;
+          yield { part: { case: "data" as const, value: part } };
+        }
+      }
+      // A pack-objects that failed has sent a pack cut short: the call is cancelled (the
+      // daemon takes in nothing of it) and git is told why.
+      await packing.done;
+      say(verbose, `pushed ${sent} bytes to the daemon`);
     }
-    const reply = await client.push(parts());
+    const reply = await client.push(parts()).finally(() => packing?.stop());
     return reply.results.map((r) => {
       if (r.ok) {
         if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);
@@ -215,9 +220,31 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
   } catch (error) {
     if (error instanceof RefusalError) return specs.map((s) => `error ${s.dst} teamd: ${error.rule}: ${error.reason.replace(/\n/g, " ")}`);
     throw error;
-  } finally {
-    await rm(packFile, { force: true });
   }
+}
+
+/**
+ * `git pack-objects --revs --stdout` of `input`, its output as it comes: `done` settles once it
+ * has exited (an Error on a non-zero exit), `stop` kills it if it still runs (the call ended first).
+ */
+function packObjects(input: string): { output: AsyncIterable<Buffer>; done: Promise<void>; stop(): void } {
+  const args = ["pack-objects", "--revs", "--stdout", "-q"];
+  const child = spawn("git", args, { stdio: ["pipe", "pipe", "inherit"] });
+  const done = new Promise<void>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
+  });
+  done.catch(() => undefined);
+  // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
+  child.stdin.on("error", () => undefined);
+  child.stdin.end(input);
+  return {
+    output: child.stdout,
+    done,
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -259,20 +286,4 @@ function gitText(args: readonly string[]): Promise<string> {
     child.on("error", reject);
     child.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
   });
-}
-
-async function gitToFile(args: readonly string[], input: string, file: string): Promise<void> {
-  const handle = await open(file, "wx", 0o600);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn("git", args, { stdio: ["pipe", handle.fd, "inherit"] });
-      child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
-      // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
-      child.stdin?.on("error", () => undefined);
-      child.stdin?.end(input);
-    });
-  } finally {
-    await handle.close();
-  }
 }

@@ -396,6 +396,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           results.push({ ref: update.ref, ok: false, rule: dest.rule, reason: dest.reason });
         } else accepted.push({ update, hubRef: dest.hubRef });
       }
+      // A streamed pack (the helper sends it as its pack-objects writes it) declares no size:
+      // it is held to the quota and to MAX_PACK_BYTES as it arrives (receivePack's room).
+      const streamed = header.packStreamed;
+      if (streamed && header.packBytes !== 0n) {
+        throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a streamed pack declares no size (pack_bytes 0)"), "git.push");
+      }
       if (header.packBytes > BigInt(MAX_PACK_BYTES)) {
         throw await deps.pipeline.refuse(
           ctx,
@@ -406,11 +412,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // The seat's storage quota: what only its branches hold now, and this pack. Its walks
       // (two contained runs, ~60-80 ms here) run while the pack arrives (issue 26): the pack is
       // written to the quarantine — no more than it declared, which is held to the quota alone
-      // first — and nothing of it is read until the quota admits it; a refusal stops the write.
+      // first, or a streamed pack no more than the quota alone until the seat's room is known,
+      // then no more than the room — and nothing of it is read until the quota admits it; a
+      // refusal stops the write.
       const limits = await limitsFor(ctx);
-      // The kernel's wait before the push's contained runs may join the seat's cgroups, begun
-      // while the pack arrives (cgroup-warm.ts): the first of them, index-pack, is on the push's path.
-      if ((limits.limits.cgroupProcs?.length ?? 0) > 0) warmCgroupMoves();
       const quota = (what: string) =>
         deps.pipeline.refuse(
           ctx,
@@ -425,31 +430,43 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // this pack (and the most objects a pack may carry), the walks are not run (store-usage.ts).
       const storageOf = (enough?: (atMost: StoreUsage) => boolean) =>
         seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, { ...limits, ...(enough !== undefined ? { enough } : {}) });
-      const admitted = storageOf(
-        (atMost) => atMost.bytes + Number(header.packBytes) <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects,
-      ).then(async (storage) => {
-        // Only what adds to the seat's holding is refused: a seat over its quota (pushes that
-        // raced each other) can still delete its branches to come back under it (found by an
-        // attack, round eleven: the delete the refusal told it to make was refused).
-        const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
-        if (creates > 0 && storage.refs + creates > bounds.refs)
-          throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
-        if (header.packBytes > 0n && storage.bytes + Number(header.packBytes) > bounds.bytes)
-          throw await quota(
-            `your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`,
-          );
-        return storage;
-      });
+      // The most this push's pack may be: its declared size, or for a streamed pack all it may carry.
+      const packAtMost = streamed ? Math.min(MAX_PACK_BYTES, bounds.bytes) : Number(header.packBytes);
+      const admitted = storageOf((atMost) => atMost.bytes + packAtMost <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects).then(
+        async (storage) => {
+          // Only what adds to the seat's holding is refused: a seat over its quota (pushes that
+          // raced each other) can still delete its branches to come back under it (found by an
+          // attack, round eleven: the delete the refusal told it to make was refused).
+          const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
+          if (creates > 0 && storage.refs + creates > bounds.refs)
+            throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
+          if (header.packBytes > 0n && storage.bytes + Number(header.packBytes) > bounds.bytes)
+            throw await quota(
+              `your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`,
+            );
+          return storage;
+        },
+      );
       admitted.catch(() => undefined);
       const digest = createHash("sha256");
       // A part that is not data is answered once the quota is (below): a push refused by the
       // quota is refused for that, as when the quota was decided before the pack was read.
       let malformed = false;
+      let firstSeen = false;
+      const warm = (limits.limits.cgroupProcs?.length ?? 0) > 0;
       async function* pack(): AsyncIterable<Uint8Array> {
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
           if (next.value.part.case !== "data") {
             malformed = true;
             throw new Error("malformed push");
+          }
+          if (!firstSeen) {
+            firstSeen = true;
+            // The kernel's wait before the push's contained runs may join the seat's cgroups,
+            // begun as the pack starts to arrive (cgroup-warm.ts): the first of them, index-pack,
+            // is on the push's path. Not sooner: a streamed pack's header comes while the seat's
+            // git still compresses, and the lock is cold again ~20 ms after a warm write.
+            if (warm) warmCgroupMoves();
           }
           digest.update(next.value.part.value);
           yield next.value.part.value;
@@ -464,13 +481,28 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       };
       let quarantine: Quarantine | undefined;
       try {
-        if (header.packBytes > 0n && accepted.some((a) => a.update.newOid !== "")) {
+        if ((header.packBytes > 0n || streamed) && accepted.some((a) => a.update.newOid !== "")) {
           await prepareQuarantineRoot(work.quarantine);
           try {
             // At most the size the header declared (and the quota counted): a pack longer than it is refused.
             quarantine = await receivePack(src.repo, pack(), {
               quarantineRoot: work.quarantine,
-              maxBytes: Number(header.packBytes),
+              maxBytes: streamed ? MAX_PACK_BYTES : Number(header.packBytes),
+              // A streamed pack: stopped at the chunk that takes the seat past its quota.
+              ...(streamed
+                ? {
+                    room: {
+                      atMost: bounds.bytes,
+                      bytes: admitted.then((storage) => Math.max(0, bounds.bytes - storage.bytes)),
+                      over: async (size: number): Promise<never> => {
+                        const storage = await admitted;
+                        throw await quota(
+                          `your branches hold ${storage.bytes} bytes in the hub and this pack is at least ${size}; a seat may hold at most ${bounds.bytes}`,
+                        );
+                      },
+                    },
+                  }
+                : {}),
               // A bounded seat's pack has the same bounds as any: its replay copies the blobs with
               // contained git, never through the daemon's memory (git-filter.ts; it was read
               // whole there, so such a pack was held to 128 MiB expanded).
@@ -502,7 +534,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             let drained = 0;
             for await (const chunk of pack()) {
               drained += chunk.byteLength;
-              if (drained > Number(header.packBytes)) throw new PackRejected(`the push sent more than the ${header.packBytes} bytes it declared`);
+              if (drained > packAtMost)
+                throw new PackRejected(`the push sent more than the ${packAtMost} bytes ${streamed ? "a push may carry" : "it declared"}`);
             }
           } catch (error) {
             await unreadable(error);

@@ -87,6 +87,14 @@ export interface ReceiveOptions {
    * its header. A rejection is thrown as is.
    */
   readonly admitObjects?: (objects: number) => Promise<void>;
+  /**
+   * A pack whose size was not declared (streamed as the seat's git writes it): `room`, once
+   * known, is the most of it the seat may hold (its storage quota's room), and a pack that grows
+   * past it is stopped at that chunk and rejects with what `over(size)` rejects with. Until
+   * `bytes` is known the write is held to `atMost` (the quota alone), as a declared pack is to
+   * the size it declared, which was held to the quota alone.
+   */
+  readonly room?: { readonly atMost: number; readonly bytes: Promise<number>; over(size: number): Promise<never> };
 }
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -144,7 +152,7 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
   try {
     await mkdir(join(objects, "pack"), { recursive: true, mode: 0o700 });
     const incoming = join(dir, "incoming.pack");
-    const size = await writeBounded(pack, incoming, options.maxBytes, options.admitted);
+    const size = await writeBounded(pack, incoming, options.maxBytes, options.admitted, options.room);
     await options.admitted;
     if (size > 0 && options.admitObjects !== undefined) {
       const declared = await packHeaderCount(incoming);
@@ -972,13 +980,26 @@ async function quarantineContext(hub: string, q: Quarantine): Promise<ContainedG
  * not at the next chunk: a seat that stalls its stream must not keep a refused pack on disk
  * (found by an attack, round eleven: 3.5 MB held for the two minutes the seat waited).
  */
-async function writeBounded(pack: Uint8Array | AsyncIterable<Uint8Array>, path: string, maxBytes: number, admitted?: Promise<unknown>): Promise<number> {
+async function writeBounded(
+  pack: Uint8Array | AsyncIterable<Uint8Array>,
+  path: string,
+  maxBytes: number,
+  admitted?: Promise<unknown>,
+  room?: ReceiveOptions["room"],
+): Promise<number> {
   const handle = await open(path, "wx", 0o600);
   let size = 0;
   const refused = new Promise<never>((_resolve, reject) => {
     admitted?.catch(reject);
+    room?.bytes.catch(reject);
   });
   refused.catch(() => undefined);
+  // The room, once known, read at each chunk without a wait: the write goes on while the quota is asked.
+  let roomBytes: number | undefined;
+  room?.bytes.then(
+    (bytes) => (roomBytes = bytes),
+    () => undefined,
+  );
   try {
     const iterator = (pack instanceof Uint8Array ? [pack] : pack) as AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
     const chunks = Symbol.asyncIterator in iterator ? iterator[Symbol.asyncIterator]() : toAsync(iterator[Symbol.iterator]());
@@ -989,8 +1010,11 @@ async function writeBounded(pack: Uint8Array | AsyncIterable<Uint8Array>, path: 
       size += chunk.byteLength;
       // Stop reading at once: the rest of an oversized push is never taken in.
       if (size > maxBytes) throw new PackRejected(`pack exceeds ${formatBytes(maxBytes)}`);
+      if (room !== undefined && size > Math.min(roomBytes ?? room.atMost, room.atMost)) await room.over(size);
       await handle.write(chunk);
     }
+    // A stream that ended before its room was known is held to it now.
+    if (room !== undefined && size > (await Promise.race([room.bytes, refused]))) await room.over(size);
   } finally {
     await handle.close();
   }

@@ -253,6 +253,103 @@ describe("receivePack", () => {
     release();
   });
 
+  describe("a streamed pack (no size declared): held to its room as it arrives", () => {
+    const KiB = 1024;
+    /** `total` bytes of `pack` (repeated as needed) in 16 KiB chunks; `pulled` counts what was taken. */
+    function chunks(pack: Buffer, total: number, pulled: { bytes: number }, hold?: Promise<void>) {
+      return (async function* () {
+        for (let at = 0; at < total; at += 16 * KiB) {
+          if (at === 16 * KiB && hold !== undefined) await hold;
+          const n = Math.min(16 * KiB, total - at);
+          pulled.bytes += n;
+          yield Buffer.alloc(n, pack.subarray(0, Math.min(pack.length, n)));
+        }
+      })();
+    }
+    const overQuota = new Error("past the quota");
+
+    it("stops at the chunk that passes the room once it is known, with over()'s rejection, and reads no further", async () => {
+      const pack = packOf(commit("streamed big", { "src/streamed.txt": "x\n" }), [base]);
+      const pulled = { bytes: 0 };
+      const sizes: number[] = [];
+      const room = {
+        atMost: 1024 * KiB,
+        bytes: Promise.resolve(64 * KiB),
+        over: async (size: number): Promise<never> => {
+          sizes.push(size);
+          throw overQuota;
+        },
+      };
+      await expect(receivePack(hub, chunks(pack, 512 * KiB, pulled), { quarantineRoot, maxBytes: 1024 * KiB, room })).rejects.toBe(overQuota);
+      // The fifth chunk is the first past 64 KiB: the stream was not read on.
+      expect(sizes).toEqual([80 * KiB]);
+      expect(pulled.bytes).toBe(80 * KiB);
+      expect(readdirSync(quarantineRoot)).toEqual([]);
+    });
+
+    it("is held to atMost until the room is known, and to the room once it is, though the stream ended first", async () => {
+      const pack = packOf(commit("streamed early", { "src/early.txt": "e\n" }), [base]);
+      let known: (bytes: number) => void = () => undefined;
+      const late = new Promise<number>((resolve) => (known = resolve));
+      const sizes: number[] = [];
+      const room = {
+        atMost: 48 * KiB,
+        bytes: late,
+        over: async (size: number): Promise<never> => {
+          sizes.push(size);
+          throw overQuota;
+        },
+      };
+      // Past atMost with the room not yet known: refused at the chunk that passes it.
+      await expect(receivePack(hub, chunks(pack, 256 * KiB, { bytes: 0 }), { quarantineRoot, maxBytes: 1024 * KiB, room })).rejects.toBe(overQuota);
+      expect(sizes).toEqual([64 * KiB]);
+      // Under atMost, ended before the room is known: held to the room once it comes (32 KiB).
+      const pending = receivePack(hub, chunks(pack, 40 * KiB, { bytes: 0 }), { quarantineRoot, maxBytes: 1024 * KiB, room });
+      pending.catch(() => undefined);
+      setTimeout(() => known(32 * KiB), 50);
+      await expect(pending).rejects.toBe(overQuota);
+      expect(sizes).toEqual([64 * KiB, 40 * KiB]);
+      expect(readdirSync(quarantineRoot)).toEqual([]);
+    });
+
+    it("control: a real pack within its room is taken in and indexed, as a declared one is", async () => {
+      const tip = commit("streamed ok", { "src/ok-streamed.txt": "ok\n" });
+      const pack = packOf(tip, [base]);
+      const over = async (): Promise<never> => {
+        throw overQuota;
+      };
+      const streamed = (async function* () {
+        for (let at = 0; at < pack.length; at += 100) yield pack.subarray(at, at + 100);
+      })();
+      const q = await receivePack(hub, streamed, {
+        quarantineRoot,
+        maxBytes: 1024 * KiB,
+        room: { atMost: 1024 * KiB, bytes: Promise.resolve(pack.length), over },
+      });
+      try {
+        // The commits of this file's branch since base, this one last.
+        expect((await newCommits(hub, q, tip)).at(-1)).toBe(tip);
+        expect(q.pack?.bytes).toBe(pack.length);
+      } finally {
+        await q.dispose();
+      }
+    });
+
+    it("a refused admission stops a streamed pack too, though its room never comes", async () => {
+      const pack = packOf(commit("streamed refused", { "src/refused.txt": "r\n" }), [base]);
+      let release: () => void = () => undefined;
+      const hold = new Promise<void>((resolve) => (release = resolve));
+      const admitted = new Promise<never>((_resolve, reject) => setTimeout(() => reject(overQuota), 50));
+      admitted.catch(() => undefined);
+      const room = { atMost: 1024 * KiB, bytes: admitted.then(() => 0), over: async (): Promise<never> => Promise.reject(new Error("not this")) };
+      await expect(receivePack(hub, chunks(pack, 64 * KiB, { bytes: 0 }, hold), { quarantineRoot, maxBytes: 1024 * KiB, admitted, room })).rejects.toBe(
+        overQuota,
+      );
+      expect(readdirSync(quarantineRoot)).toEqual([]);
+      release();
+    });
+  });
+
   it("asks admitObjects of the header's count before reading on: its refusal wins over a pack that is corrupt past its header", async () => {
     const tip = commit("counted", { "src/count.txt": "c\n" });
     const pack = packOf(tip, [base]);

@@ -115,7 +115,7 @@ describe.runIf(process.platform === "linux")("blind-write attack 2: the replay's
   const normal = (text: string, branch: string) =>
     text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .split(branch)
       .join("B")
       .trim();

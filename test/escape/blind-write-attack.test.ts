@@ -86,7 +86,7 @@ describe.runIf(process.platform === "linux")("blind-write attack: what a seat th
   const normal = (text: string, branch: string, names: readonly string[] = []) => {
     let said = text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .split(branch)
       .join("B");
     for (const name of names) said = said.split(name).join("N");

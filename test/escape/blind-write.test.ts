@@ -59,7 +59,7 @@ describe.runIf(process.platform === "linux")("blind writes: what a seat that wri
     );
     let said = (r.stdout + r.stderr)
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .replace(new RegExp(branch, "g"), "B");
     for (const name of names) said = said.split(name).join("N");
     return { landed: hubRef(`refs/heads/seat/wo/${branch}`) !== undefined, said: said.trim() };

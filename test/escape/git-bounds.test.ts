@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
+import { quarantineLeft } from "../support/daemon-proc.js";
 import { BOMB_SCRIPT } from "../support/pack-bomb.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
@@ -481,6 +482,66 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(await refusals("rpc.malformed")).toBe(malformedBefore);
     expect(await refusals("push.pack")).toBe(packBefore);
     expect(hubRef("refs/heads/seat/w1/over")).toBeUndefined();
+  }, 60_000);
+
+  it("a streamed pack (no size declared) past the byte quota is refused for the quota as it arrives: held to the quota alone until the seat's room is known, never read to its end", async () => {
+    // The seat holds q2 (1.5 MiB) of its 3 MiB; 8 MiB streamed is far past what is left.
+    const total = 8 * 1024 * 1024;
+    const chunk = randomBytes(64 * 1024);
+    async function* parts() {
+      yield {
+        part: {
+          case: "header" as const,
+          value: { requestId: "streamed-over-1", updates: [{ ref: "refs/heads/streamed-over", newOid: "c".repeat(40) }], packStreamed: true },
+        },
+      };
+      for (let sent = 0; sent < total; sent += chunk.length) yield { part: { case: "data" as const, value: chunk } };
+    }
+    const [quotaBefore, packBefore] = [await refusals("push.quota"), await refusals("push.pack")];
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    let refusal: { rule?: string; reason?: string } = {};
+    try {
+      refusal = await client.push(parts()).then(
+        () => ({}),
+        (error: { rule?: string; reason?: string }) => error,
+      );
+    } finally {
+      client.close();
+    }
+    expect(refusal.rule, refusal.reason).toBe("push.quota");
+    const words = /^your branches hold (\d+) bytes in the hub and this pack is at least (\d+); a seat may hold at most 3145728/.exec(refusal.reason ?? "");
+    expect(words, refusal.reason).not.toBeNull();
+    // The daemon's own count of what it had read when it refused: past the room, and never past
+    // the quota alone (what it is held to while the quota's walks find the room; the chunk that
+    // passes the room once it is known is refused: test/effects/git-receive.test.ts), far from the 8 MiB.
+    const room = QUOTA_BYTES - Number(words?.[1]);
+    const read = Number(words?.[2]);
+    expect(room).toBeGreaterThan(1024 * 1024);
+    expect(read).toBeGreaterThan(room);
+    expect(read).toBeLessThanOrEqual(QUOTA_BYTES + chunk.length);
+    expect(await refusals("push.quota")).toBe(quotaBefore + 1);
+    expect(await refusals("push.pack")).toBe(packBefore);
+    expect(hubRef("refs/heads/seat/w1/streamed-over")).toBeUndefined();
+    expect(quarantineLeft(h)).toEqual([]);
+  }, 60_000);
+
+  it("refuses a pack streamed and declared at once (a streamed pack declares no size), before any of it is read", async () => {
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    async function* parts() {
+      yield {
+        part: {
+          case: "header" as const,
+          value: { requestId: "streamed-declared-1", updates: [{ ref: "refs/heads/streamed-declared", newOid: start }], packBytes: 1024n, packStreamed: true },
+        },
+      };
+      yield { part: { case: "data" as const, value: randomBytes(1024) } };
+    }
+    try {
+      await expect(client.push(parts())).rejects.toMatchObject({ rule: "rpc.malformed", reason: expect.stringMatching(/declares no size/) });
+    } finally {
+      client.close();
+    }
+    expect(hubRef("refs/heads/seat/w1/streamed-declared")).toBeUndefined();
   }, 60_000);
 
   it("pushes that race past the byte quota land (each measured the seat before the other landed); the seat over it may still delete, and may add nothing until it is under", async () => {

@@ -190,7 +190,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
   it("a branch pushed at the served (filtered) trunk commit with no pack lands at the real trunk commit, not at the filtered one", async () => {
     const r = await h.inSeat("narrow", "git push teamd teamd/main:refs/heads/atmain 2>&1");
     expect(r.code, r.stdout).toBe(0);
-    expect(r.stdout).toMatch(/pushing 0 bytes|atmain/);
+    expect(r.stdout).toMatch(/pushed \d+ bytes|atmain/);
     expect(hubRef("refs/heads/seat/narrow/atmain")).toBe(main);
   }, 60_000);
 
@@ -244,7 +244,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
       // Every line but the size of what the seat sent (a guess compresses as it does).
       return r.stdout
         .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-        .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+        .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
         .trim();
     };
     const right = await probe(CANARY, "guess-right");
@@ -279,7 +279,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
         clean,
         said: r.stdout
           .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-          .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+          .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
           .replaceAll(branch, "X")
           .trim(),
       };
@@ -319,7 +319,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
       expect(hubRef(`refs/heads/seat/narrow/${branch}`)).toBeUndefined();
       return r.stdout
         .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-        .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+        .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
         .replaceAll(branch, "X")
         .trim();
     };
@@ -533,10 +533,10 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     const before = gitChildren();
     const onRecord = async () => (await h.records()).filter((x) => x.target === "ref:refs/heads/seat/narrow/wide" && x.action === "git.push");
     const seqBefore = Math.max(0, ...(await onRecord()).map((x) => x.seq));
-    // Killed 4 s after the helper says the pack is on its way (the replay is then under way).
+    // Killed 4 s after the helper says the pack is sent (the replay is then under way).
     const r = await h.inSeat(
       "narrow",
-      `perl -e 'pipe(R, W); $p = fork; if (!$p) { setpgrp(0, 0); close R; open STDERR, ">&W"; open STDOUT, ">&W"; exec @ARGV } close W; while (<R>) { print; if (/pushing/) { sleep 4; kill "KILL", -$p; print "killed\n"; last } } waitpid $p, 0' git push --force teamd wide`,
+      `perl -e 'pipe(R, W); $p = fork; if (!$p) { setpgrp(0, 0); close R; open STDERR, ">&W"; open STDOUT, ">&W"; exec @ARGV } close W; while (<R>) { print; if (/pushed \\d+ bytes/) { sleep 4; kill "KILL", -$p; print "killed\n"; last } } waitpid $p, 0' git push --force teamd wide`,
     );
     console.log(r.stdout.trim());
     expect(r.stdout).toContain("killed");

@@ -48,7 +48,7 @@ describe.runIf(process.platform === "linux")("attack 3: special files the pack d
   const normal = (text: string, ...branches: string[]) => {
     let out = text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .replace(/\b(?:request|req)[-_ ]?id[:= ][^\s]+/gi, "<req>")
       .trim();
     for (const [i, b] of branches.entries()) out = out.replaceAll(b, `X${i}`);

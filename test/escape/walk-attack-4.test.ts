@@ -98,7 +98,7 @@ describe.runIf(process.platform === "linux")("attack 4: an unbounded seat agains
   const normal = (text: string, ...names: string[]) => {
     let out = text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .replace(/^ms \d+$/m, "")
       .trim();
     for (const [i, b] of names.entries()) out = out.replaceAll(b, `X${i}`);

@@ -67,7 +67,7 @@ describe.runIf(process.platform === "linux")("attack 5: special files not carrie
   const normal = (text: string) =>
     text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .trim();
   /** The git and bwrap processes the daemon has running now. */
   const daemonGits = () =>

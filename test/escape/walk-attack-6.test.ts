@@ -61,7 +61,7 @@ describe.runIf(process.platform === "linux")("attack 6: fetch haves after a push
   const normal = (text: string) =>
     text
       .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-      .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+      .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
       .trim();
 
   beforeAll(async () => {

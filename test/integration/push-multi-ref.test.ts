@@ -114,7 +114,7 @@ describe.runIf(process.platform === "linux")("seat git: one push of several refs
       `git checkout -q big && ${commitOn("small")} && git push -v teamd big 2>&1; s=$?; git checkout -q --detach teamd/main; exit $s`,
     );
     expect(second.code, second.stdout + second.stderr).toBe(0);
-    const sent = /pushing (\d+) bytes to the daemon/.exec(second.stdout);
+    const sent = /pushed (\d+) bytes to the daemon/.exec(second.stdout);
     expect(sent, second.stdout).not.toBeNull();
     expect(Number(sent?.[1])).toBeLessThan(4096);
     expect(hubRef("refs/heads/seat/w1/big")).toBe((await local("w1", "big"))[0]);

@@ -64,7 +64,7 @@ export async function expectBlindWriterContained(h: TeamdHarness, main: string, 
 export function refusalWords(text: string, ...branches: readonly string[]): string {
   let out = text
     .replace(/\b[0-9a-f]{40}\b/g, "<oid>")
-    .replace(/^teamd: pushing \d+ bytes to the daemon$/m, "")
+    .replace(/^teamd: pushed \d+ bytes to the daemon$/m, "")
     .trim();
   for (const [i, branch] of branches.entries()) out = out.replaceAll(branch, `X${i}`);
   return out;
