@@ -1,4 +1,4 @@
-import { spawn, execFile } from "node:child_process";
+import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { access, lstat, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import { isAbsolute, join, normalize, resolve as resolvePath } from "node:path";
@@ -52,6 +52,8 @@ export interface ContainedGitOptions {
   readonly maxOutputBytes?: number;
   /** containedGit only: stop git (as a time out does) once this aborts. */
   readonly signal?: AbortSignal;
+  /** A push's git session (git-session.ts): the run goes there when it can, else to a sandbox of its own. */
+  readonly session?: GitSessionHost;
 }
 
 /**
@@ -142,7 +144,7 @@ export class ContainmentError extends Error {
 }
 
 const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
-const STATUS_FD = 3;
+export const STATUS_FD = 3;
 /** How long a kill waits for bubblewrap to name its init before it kills bubblewrap alone (see spawnContained). */
 const KILL_REPORT_WAIT_MS = 10_000;
 /** Enough of git's stderr to explain a failure; a hostile pack must not make the daemon hold more. */
@@ -262,18 +264,43 @@ function depth(path: string): number {
   return path.split("/").length;
 }
 
-interface Spawned {
+/** A contained run as its callers see it: its stdout, its end, and a way to stop it. */
+export interface Spawned {
   readonly stdout: Readable;
   readonly done: Promise<{ stderr: string }>;
   kill(): void;
 }
 
-async function spawnContained(args: readonly string[], options: ContainedGitOptions): Promise<Spawned> {
+/**
+ * A sandbox already running that may take a run in place of a fresh one (git-session.ts):
+ * `spawn` answers undefined for a run it cannot take as the run asks (other binds, env or
+ * limits, streamed input, no lane free, the session gone), which then gets a sandbox of its own.
+ */
+export interface GitSessionHost {
+  spawn(gitArgs: readonly string[], args: readonly string[], options: ContainedGitOptions): Promise<Spawned | undefined>;
+}
+
+/** git's argv as every contained run gives it: the hardening first, then the repository named. */
+export function containedGitArgv(args: readonly string[], gitDir: string | undefined): string[] {
+  const gitArgs = ["git", ...HARDENING, ...(gitDir ? ["--git-dir", gitDir] : []), ...args];
+  if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
+  return gitArgs;
+}
+
+/**
+ * The launch chain of a contained run of `command` (bash's fd closer, the limits' steps, then
+ * bwrap with the binds, env, status fd 3 and seccomp fd 4 of `options`), and the filter's bytes
+ * to write to fd 4. `keepFds`: the highest fd the chain passes on (more than fd 4: a git
+ * session's lanes, git-session.ts).
+ */
+export async function containedChain(
+  command: readonly string[],
+  options: ContainedGitOptions,
+  keepFds = seccompFdAfter(STATUS_FD),
+): Promise<{ readonly file: string; readonly bashArgs: string[]; readonly filter: Uint8Array; readonly seccompFd: number }> {
   const sandbox = options.sandbox ?? createGitSandbox();
   const file = await sandbox.bwrap();
   const env = gitEnv({ PATH: LINUX_BASE.path.join(":"), ...(options.env ?? {}) });
-  const gitArgs = ["git", ...HARDENING, ...(options.gitDir ? ["--git-dir", options.gitDir] : []), ...args];
-  if (gitArgs.some((arg) => arg.includes("\u0000"))) throw new ContainmentError("a git argument contains a NUL byte");
   // The seat's own filter: git reading a seat's objects is as hostile a place as the seat.
   const filter = seatFilter(process.arch);
   if (!filter.ok) throw new ContainmentError(`contained git cannot run: ${filter.refusal.reason}`);
@@ -297,25 +324,88 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     "--seccomp",
     String(seccompFd),
     "--",
-    ...gitArgs,
+    ...command,
   ];
   // Through the fd closer (src/sandbox/close-fds.ts): bwrap would hand git every fd the
   // daemon inherited without close-on-exec.
-  const child = spawn(BASH, [...BASH_COMMAND, closeFdsScript(seccompFd, chainSteps(options.limits)), "teamd-git", file, ...argv], {
+  return {
+    file,
+    bashArgs: [...BASH_COMMAND, closeFdsScript(keepFds, chainSteps(options.limits)), "teamd-git", file, ...argv],
+    filter: filter.bytes,
+    seccompFd,
+  };
+}
+
+async function spawnContained(args: readonly string[], options: ContainedGitOptions): Promise<Spawned> {
+  const gitArgs = containedGitArgv(args, options.gitDir);
+  // A run the push's git session can take (git-session.ts) costs a fork of git, not a sandbox.
+  const inSession = await options.session?.spawn(gitArgs, args, options);
+  if (inSession !== undefined) return inSession;
+  const { file, bashArgs, filter, seccompFd } = await containedChain(gitArgs, options);
+  const child = spawn(BASH, bashArgs, {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe", "pipe", "pipe"],
     env: {},
     cwd: "/",
   });
   const filterPipe = child.stdio[seccompFd] as Writable;
   filterPipe.on("error", () => undefined);
-  filterPipe.end(filter.bytes);
+  filterPipe.end(filter);
 
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
     if (stderr.length < CONTAINED_STDERR_BYTES) stderr += chunk.slice(0, CONTAINED_STDERR_BYTES - stderr.length);
   });
+  const watched = watchSandbox(child, child.stdio[STATUS_FD] as Readable);
+  const { kill } = watched;
+
+  if (options.input !== undefined) {
+    const stdin = child.stdin as Writable;
+    // git may stop reading early (a corrupt pack); its exit status says why, not EPIPE.
+    stdin.on("error", () => undefined);
+    if (Buffer.isBuffer(options.input)) stdin.end(options.input);
+    else {
+      const input = options.input as NodeJS.ReadableStream & { on(event: "error", listener: (error: Error) => void): unknown };
+      input.on("error", (error: Error) => stdin.destroy(error));
+      input.pipe(stdin);
+    }
+  }
+
+  let timedOut = false;
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          kill();
+        }, options.timeoutMs);
+
+  const done = new Promise<{ stderr: string }>((resolve, reject) => {
+    child.once("error", (error) => {
+      if (timer !== undefined) clearTimeout(timer);
+      (child.stdio[STATUS_FD] as Readable).destroy();
+      reject(new ContainmentError(`cannot run ${file}: ${error.message}`));
+    });
+    child.once("close", (code, signal) => {
+      if (timer !== undefined) clearTimeout(timer);
+      const started = /"child-pid"\s*:\s*\d+/.test(watched.status());
+      const exit = /"exit-code"\s*:\s*(\d+)/.exec(watched.status());
+      if (timedOut) reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
+      else if (!started)
+        reject(new ContainmentError(`contained git could not start (bubblewrap exit ${code ?? signal}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`));
+      else if (exit === null) reject(new GitError(args, signal ?? code, stderr));
+      else if (Number(exit[1]) !== 0) reject(new GitError(args, Number(exit[1]), stderr));
+      else resolve({ stderr });
+    });
+  });
+  return { stdout: child.stdout as Readable, done, kill };
+}
+
+/**
+ * A sandbox's bubblewrap (`child`) and what it reports on its JSON status fd (`status`): the
+ * report so far, and a kill that takes the sandbox's init (its whole pid namespace) first.
+ */
+export function watchSandbox(child: ChildProcess, status: Readable): { kill(): void; status(): string } {
   let statusText = "";
-  const status = child.stdio[STATUS_FD] as Readable;
   // Killed only once bubblewrap has named its sandbox's init, the init first (below).
   let killWanted = false;
   let gone = false;
@@ -363,47 +453,7 @@ async function spawnContained(args: readonly string[], options: ContainedGitOpti
     gone = true;
     if (killWait !== undefined) clearTimeout(killWait);
   });
-
-  if (options.input !== undefined) {
-    const stdin = child.stdin as Writable;
-    // git may stop reading early (a corrupt pack); its exit status says why, not EPIPE.
-    stdin.on("error", () => undefined);
-    if (Buffer.isBuffer(options.input)) stdin.end(options.input);
-    else {
-      const input = options.input as NodeJS.ReadableStream & { on(event: "error", listener: (error: Error) => void): unknown };
-      input.on("error", (error: Error) => stdin.destroy(error));
-      input.pipe(stdin);
-    }
-  }
-
-  let timedOut = false;
-  const timer =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          kill();
-        }, options.timeoutMs);
-
-  const done = new Promise<{ stderr: string }>((resolve, reject) => {
-    child.once("error", (error) => {
-      if (timer !== undefined) clearTimeout(timer);
-      status.destroy();
-      reject(new ContainmentError(`cannot run ${file}: ${error.message}`));
-    });
-    child.once("close", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer);
-      const started = /"child-pid"\s*:\s*\d+/.test(statusText);
-      const exit = /"exit-code"\s*:\s*(\d+)/.exec(statusText);
-      if (timedOut) reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
-      else if (!started)
-        reject(new ContainmentError(`contained git could not start (bubblewrap exit ${code ?? signal}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`));
-      else if (exit === null) reject(new GitError(args, signal ?? code, stderr));
-      else if (Number(exit[1]) !== 0) reject(new GitError(args, Number(exit[1]), stderr));
-      else resolve({ stderr });
-    });
-  });
-  return { stdout: child.stdout as Readable, done, kill };
+  return { kill, status: () => statusText };
 }
 
 /**

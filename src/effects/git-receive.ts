@@ -13,9 +13,11 @@ import {
   repoReadContext,
   SEAT_DATA_MEMORY_BYTES,
   type ContainedGitLimits,
+  type GitSessionHost,
   type ContainedGitOptions,
 } from "./contained-git.js";
 import { git, GitError } from "./git.js";
+import { openGitSession, type GitSession } from "./git-session.js";
 import { commitTextProblem, isDotGitattributes, isDotGitmodules } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
@@ -37,6 +39,8 @@ export interface Quarantine {
   readonly env: Record<string, string>;
   /** What the header scan read of the pack (absent for a push without a pack). */
   readonly pack?: { readonly bytes: number; readonly objects: number };
+  /** The sandbox the push's reads of it run in (git-session.ts), where one was made; dispose stops it. */
+  readonly session?: GitSessionHost;
   /** Remove the quarantine; safe to call more than once. */
   dispose(): Promise<void>;
 }
@@ -95,6 +99,8 @@ export interface ReceiveOptions {
    * the size it declared, which was held to the quota alone.
    */
   readonly room?: { readonly atMost: number; readonly bytes: Promise<number>; over(size: number): Promise<never> };
+  /** Whether the quarantine's reads share one sandbox (git-session.ts); default true. */
+  readonly session?: boolean;
 }
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -140,14 +146,22 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
   const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
   const objects = join(dir, "objects");
   let scanned: Quarantine["pack"];
+  let session: GitSession | undefined;
+  const env = { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: alternatePath(join(hubDir, "objects")) };
   const quarantine: Quarantine = {
     get pack() {
       return scanned;
     },
+    get session() {
+      return session;
+    },
     dir,
     objects,
-    env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: alternatePath(join(hubDir, "objects")) },
-    dispose: () => rm(dir, { recursive: true, force: true }),
+    env,
+    dispose: async () => {
+      await session?.close();
+      await rm(dir, { recursive: true, force: true });
+    },
   };
   try {
     await mkdir(join(objects, "pack"), { recursive: true, mode: 0o700 });
@@ -163,6 +177,12 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
       const scan = await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS);
       if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
       scanned = { bytes: size, objects: scan.objects };
+      // The push's reads of the quarantine get their sandbox now, while index-pack runs: made
+      // as quarantineContext's, it is one sandbox start for them all, off the push's path.
+      if (options.session !== false) {
+        const limits = options.limits !== undefined ? { limits: options.limits } : {};
+        session = openGitSession({ gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), dir], writable: [], env, ...limits });
+      }
       try {
         await containedGit(["index-pack", "--fsck-objects", "--stdin", `--max-input-size=${options.maxBytes}`], {
           gitDir: hubDir,
@@ -972,7 +992,14 @@ async function syncFile(path: string): Promise<void> {
 /** Contained git over the hub, read-only, seeing the quarantined objects in front of the hub's; its runs share one host check. */
 async function quarantineContext(hub: string, q: Quarantine): Promise<ContainedGitOptions & { readonly env: Record<string, string> }> {
   const hubDir = await realpath(hub);
-  return { gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir], writable: [], env: q.env, sandbox: createGitSandbox() };
+  return {
+    gitDir: hubDir,
+    readOnly: [hubDir, ...(await objectStores(hubDir)), q.dir],
+    writable: [],
+    env: q.env,
+    sandbox: createGitSandbox(),
+    ...(q.session !== undefined ? { session: q.session } : {}),
+  };
 }
 
 /**

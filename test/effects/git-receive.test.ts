@@ -253,6 +253,48 @@ describe("receivePack", () => {
     release();
   });
 
+  it("runs a push's reads of its quarantine in the quarantine's one git session, not a sandbox each; without one, the same answers", async () => {
+    const tip = commit("session", { "src/session.txt": "one sandbox\n" });
+    const pack = packOf(tip, [base]);
+    const limits = { memoryBytes: 1024 * 1024 * 1024 };
+    const q = await receivePack(hub, pack, { quarantineRoot, maxBytes: 1024 * 1024, limits });
+    const alone = await receivePack(hub, pack, { quarantineRoot, maxBytes: 1024 * 1024, limits, session: false });
+    try {
+      expect(q.session).toBeDefined();
+      expect(alone.session).toBeUndefined();
+      const taken: string[] = [];
+      const fellBack: string[] = [];
+      const host = q.session as NonNullable<Quarantine["session"]>;
+      const counted: Quarantine = {
+        ...q,
+        dir: q.dir,
+        objects: q.objects,
+        env: q.env,
+        dispose: q.dispose,
+        session: {
+          async spawn(gitArgs, args, options) {
+            const spawned = await host.spawn(gitArgs, args, options);
+            (spawned === undefined ? fellBack : taken).push(args[0] ?? "");
+            return spawned;
+          },
+        },
+      };
+      const inSession = await pushedCommits(hub, counted, tip, { readable: [base], limits });
+      const ancestor = await commitAncestry(hub, counted, base, tip, { limits });
+      // The listing, the walk, the commit text and the changed paths, and the ancestry: each a run of the session.
+      expect(taken.length).toBeGreaterThanOrEqual(5);
+      expect(fellBack).toEqual([]);
+      // The same answers from runs of their own.
+      expect(await pushedCommits(hub, alone, tip, { readable: [base], limits })).toEqual(inSession);
+      expect(await commitAncestry(hub, alone, base, tip, { limits })).toBe(ancestor);
+      expect(inSession.commits.at(-1)).toBe(tip);
+      expect(inSession.paths).toContain("src/session.txt");
+    } finally {
+      await q.dispose();
+      await alone.dispose();
+    }
+  });
+
   describe("a streamed pack (no size declared): held to its room as it arrives", () => {
     const KiB = 1024;
     /** `total` bytes of `pack` (repeated as needed) in 16 KiB chunks; `pulled` counts what was taken. */
