@@ -67,6 +67,10 @@ const SESSION_SCRIPT = [
   "      for ((k = 0; k < n; k++)); do IFS= read -r -d '' a || exit 1; args+=(\"$a\"); done",
   "      li=$((first + 3 * lane)); lo=$((li + 1)); le=$((li + 2))",
   "      (",
+  // A subshell that cannot start git (its fork failed past bash's retries: the seat's pids ran
+  // out) or ends otherwise says so: its run would else wait for a report that never comes.
+  "        told=",
+  `        trap '[[ -n $told ]] || echo "$id lost"' EXIT`,
   "        for ((f = first; f < end; f++)); do",
   "          if ((f != li && f != lo && f != le)) && [[ -e /proc/self/fd/$f ]]; then exec {f}>&-; fi",
   "        done",
@@ -76,7 +80,9 @@ const SESSION_SCRIPT = [
   "        exec {li}<&- {lo}>&- {le}>&-",
   '        echo "$id pid $g"',
   '        wait "$g"',
-  '        echo "$id exit $?"',
+  "        status=$?",
+  "        told=1",
+  '        echo "$id exit $status"',
   "      ) &",
   "      exec {li}<&- {lo}>&- {le}>&-",
   "      ;;",
@@ -160,11 +166,12 @@ export function openGitSession(context: ContainedGitOptions): GitSession {
       for (let at = pending.indexOf("\n"); at >= 0; at = pending.indexOf("\n")) {
         const line = pending.slice(0, at);
         pending = pending.slice(at + 1);
-        const report = /^(\d+) (pid|exit) (\d+)$/.exec(line);
+        const report = /^(\d+) (?:(pid|exit) (\d+)|(lost))$/.exec(line);
         const run = report === null ? undefined : runs.get(Number(report[1]));
         if (run === undefined || report === null) continue;
         const value = Number(report[3]);
-        if (report[2] === "pid") {
+        if (report[4] === "lost") run.ended("contained git could not be started in the push's git session (the seat's processes ran out?)");
+        else if (report[2] === "pid") {
           run.pid = value;
           if (run.killWanted) signal(state, value);
         } else run.exited(value);
@@ -265,15 +272,19 @@ function runOnLane(
     },
   };
   const kill = (): void => {
-    if (!runs.has(id)) return;
+    if (!runs.has(id) || run.killWanted) return;
     run.killWanted = true;
     if (run.pid !== undefined) signal(state, run.pid);
   };
   runs.set(id, run);
+  // A time out answers at once, whether or not git has a pid yet or its exit is ever reported:
+  // a run that never started (its fork failed) waited for ever (found by an attack on this
+  // change). Whatever still runs is killed when its pid comes, and with the session at the end.
   if (options.timeoutMs !== undefined) {
     timer = setTimeout(() => {
       timedOut = true;
       kill();
+      settle?.reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
     }, options.timeoutMs);
   }
   // git reads its input to its end, or stops early (its exit status says why, not EPIPE).
