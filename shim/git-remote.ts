@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
 import { createInterface } from "node:readline";
 import type { Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
@@ -46,6 +47,8 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
   let verbose = 1;
   /** This repository's refs, the fetch's haves: asked of git while the daemon answers the listing that comes before a fetch. */
   let haves: Promise<string[]> | undefined;
+  /** The push's two git processes, started while the daemon answers the listing that comes before a push. */
+  let ahead: PushAhead | undefined;
   try {
     for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
       const [command = "", ...rest] = line.split(" ");
@@ -68,7 +71,7 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
         if (rest[0] !== "for-push") {
           haves = localRefTips();
           haves.catch(() => undefined);
-        }
+        } else ahead ??= startPushAhead();
         const reply = await listing;
         listed = reply.refs.map((r) => ({ oid: r.oid, name: r.name }));
         for (const r of listed) out(`${r.oid} ${r.name}`);
@@ -85,13 +88,16 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
       } else if (command === "push") {
         const specs = [rest.join(" ")];
         for (let more = await next(); more !== undefined && more !== ""; more = await next()) specs.push(more.slice("push ".length));
-        for (const result of await push(client, specs, listed, verbose)) out(result);
+        const started = ahead;
+        ahead = undefined;
+        for (const result of await push(client, specs, listed, verbose, started)) out(result);
         out("");
       } else {
         throw new Error(`git-remote-teamd: unknown command '${command}' from git`);
       }
     }
   } finally {
+    ahead?.stop();
     client.close();
   }
 }
@@ -163,7 +169,16 @@ function parseSpec(text: string): Spec {
   return { force, src: at < 0 ? body : body.slice(0, at), dst: at < 0 ? body : body.slice(at + 1) };
 }
 
-async function push(client: Client, texts: string[], listed: Listed[], verbose: number): Promise<string[]> {
+async function push(client: Client, texts: string[], listed: Listed[], verbose: number, ahead: PushAhead = startPushAhead()): Promise<string[]> {
+  try {
+    return await pushWith(client, texts, listed, verbose, ahead);
+  } finally {
+    // Whatever of them still runs: the daemon answered before the pack's end, or the push went another way.
+    ahead.stop();
+  }
+}
+
+async function pushWith(client: Client, texts: string[], listed: Listed[], verbose: number, ahead: PushAhead): Promise<string[]> {
   const specs = texts.map(parseSpec);
   // Asked while git works below (issue 26: one round trip less in line); awaited before its answer is needed.
   const whoAmI = client.whoAmI();
@@ -172,7 +187,7 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
   const sources = specs.filter((spec) => spec.src !== "").map((spec) => spec.src);
   const listedOids = [...new Set(known.values())].filter((oid) => OBJECT_ID.test(oid));
   // The pushed tips and which of the daemon's refs this repository has, in one process.
-  const named = await commitsNamed([...sources, ...listedOids]);
+  const named = await commitsNamed([...sources, ...listedOids], ahead.named);
   const tipOf = new Map(sources.map((src, i) => [src, named[i]]));
   const newOids = specs.map((spec) => {
     if (spec.src === "") return "";
@@ -192,7 +207,7 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
     // The pack goes to the daemon as pack-objects writes it (issue 26): its compression, the
     // trip over the socket and the daemon's write of it overlap, where the pack was written to
     // a file, then sent. The daemon holds a streamed pack to the seat's quota as it arrives.
-    const packing = tips.length > 0 ? packObjects([...tips, ...exclude].join("\n") + "\n") : undefined;
+    const packing = tips.length > 0 ? packObjects(ahead.pack, [...tips, ...exclude].join("\n") + "\n") : undefined;
     let sent = 0;
     async function* parts() {
       yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates, packStreamed: packing !== undefined } } };
@@ -209,7 +224,7 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
       await packing.done;
       say(verbose, `pushed ${sent} bytes to the daemon`);
     }
-    const reply = await client.push(parts()).finally(() => packing?.stop());
+    const reply = await client.push(parts());
     return reply.results.map((r) => {
       if (r.ok) {
         if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);
@@ -224,27 +239,58 @@ async function push(client: Client, texts: string[], listed: Listed[], verbose: 
 }
 
 /**
- * `git pack-objects --revs --stdout` of `input`, its output as it comes: `done` settles once it
- * has exited (an Error on a non-zero exit), `stop` kills it if it still runs (the call ended first).
+ * A push's git processes, started before their input is known (issue 26): each start is a few
+ * milliseconds in a seat, and the listing's round trip, which comes first, is longer. `stop`
+ * kills whichever still runs (the push ended, or went another way).
  */
-function packObjects(input: string): { output: AsyncIterable<Buffer>; done: Promise<void>; stop(): void } {
-  const args = ["pack-objects", "--revs", "--stdout", "-q"];
-  const child = spawn("git", args, { stdio: ["pipe", "pipe", "inherit"] });
+interface PushAhead {
+  /** `git cat-file --batch-check` for commitsNamed, its output gathered from the start. */
+  readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; readonly answer: Promise<string | undefined> };
+  /** `git pack-objects --revs --stdout`, its output held (not read) until the pack is sent. */
+  readonly pack: { readonly child: ChildProcessByStdio<Writable, Readable, null>; readonly done: Promise<void> };
+  stop(): void;
+}
+
+const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
+
+function startPushAhead(): PushAhead {
+  const catFile = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
+  let text = "";
+  catFile.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  catFile.stdin.on("error", () => undefined);
+  const answer = new Promise<string | undefined>((resolve) => {
+    catFile.on("error", () => resolve(undefined));
+    catFile.on("close", (code) => resolve(code === 0 ? text : undefined));
+  });
+  const packer = spawn("git", PACK_OBJECTS, { stdio: ["pipe", "pipe", "inherit"] });
+  // Held until read: when a child exits, Node drops the unread output of a stream nobody
+  // listens to (its flushStdio), and a small pack can be written and git gone before the call
+  // that sends it reads a byte.
+  packer.stdout.on("readable", () => undefined);
+  // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
+  packer.stdin.on("error", () => undefined);
   const done = new Promise<void>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${args.join(" ")} failed (${code})`))));
+    packer.on("error", reject);
+    packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
   });
   done.catch(() => undefined);
-  // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
-  child.stdin.on("error", () => undefined);
-  child.stdin.end(input);
+  const stop = (child: ChildProcessByStdio<Writable, Readable, null>) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
   return {
-    output: child.stdout,
-    done,
+    named: { child: catFile, answer },
+    pack: { child: packer, done },
     stop: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      stop(catFile);
+      stop(packer);
     },
   };
+}
+
+/** The pack of `input` from the started pack-objects, its output as it comes; `done` settles once it has exited (an Error on a non-zero exit). */
+function packObjects(started: PushAhead["pack"], input: string): { output: AsyncIterable<Buffer>; done: Promise<void> } {
+  started.child.stdin.end(input);
+  return { output: started.child.stdout, done: started.done };
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -257,18 +303,11 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  * line of cat-file's input (whitespace, a control character) names none; git never sends one.
  * Where git cannot answer at all (no repository), none is named.
  */
-async function commitsNamed(revisions: readonly string[]): Promise<(string | undefined)[]> {
+async function commitsNamed(revisions: readonly string[], started: PushAhead["named"]): Promise<(string | undefined)[]> {
   const asked = revisions.filter((rev) => rev !== "" && !/[\s\x00-\x1f\x7f]/.test(rev));
+  started.child.stdin.end(asked.map((rev) => `${rev}^{commit}\n`).join(""));
   if (asked.length === 0) return revisions.map(() => undefined);
-  const answer = await new Promise<string | undefined>((resolve) => {
-    const child = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
-    let text = "";
-    child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
-    child.on("error", () => resolve(undefined));
-    child.on("close", (code) => resolve(code === 0 ? text : undefined));
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(asked.map((rev) => `${rev}^{commit}\n`).join(""));
-  });
+  const answer = await started.answer;
   const lines = answer?.split("\n") ?? [];
   const byRevision = new Map<string, string | undefined>();
   asked.forEach((rev, i) => {

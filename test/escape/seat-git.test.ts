@@ -101,6 +101,28 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     expect(log.some((r) => r.type === "outcome" && r.action === "git.push" && JSON.stringify(r).includes("done"))).toBe(true);
   });
 
+  it("the remote helper's git processes, started before the push is known, end with every kind of push: one that lands, a delete, an up-to-date push, a name that is no commit", async () => {
+    // Each push started cat-file and pack-objects during the listing (shim/git-remote.ts);
+    // none of them may be left waiting on its input once git push has returned.
+    const script = [
+      "git checkout -q -b ahead teamd/main && echo ahead > src/ahead.txt && git add -A && git commit -qm ahead",
+      "git push -q teamd HEAD:ahead 2>&1; echo landed=$?",
+      "git push -q teamd HEAD:ahead 2>&1; echo again=$?",
+      "git push -q teamd no-such-branch:nothing 2>&1; echo missing=$?",
+      "git push -q teamd --delete refs/heads/seat/w1/ahead 2>&1; echo deleted=$?",
+      "git checkout -q --detach teamd/main",
+      "sleep 0.3",
+      'n=0; for c in /proc/[0-9]*/comm; do [ "$(cat $c 2>/dev/null)" = git ] && n=$((n + 1)); done; echo gits=$n',
+    ].join("\n");
+    const r = await h.inSeat("w1", script);
+    expect(r.stdout).toMatch(/landed=0/);
+    expect(r.stdout).toMatch(/again=0/);
+    expect(r.stdout).toMatch(/missing=[1-9]/);
+    expect(r.stdout).toMatch(/deleted=0/);
+    expect(r.stdout).toMatch(/gits=0\b/);
+    expect(hubRef("refs/heads/seat/w1/ahead")).toBeUndefined();
+  });
+
   it("lets a seat fetch another seat's branch only when it holds review over it", async () => {
     const listed = await h.inSeat("rev", "git ls-remote teamd");
     expect(listed.code, listed.stderr).toBe(0);
