@@ -1,6 +1,7 @@
 import { createReadStream, existsSync } from "node:fs";
 import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import {
   CONTAINED_STDERR_BYTES,
@@ -77,7 +78,7 @@ export interface ReceiveOptions {
   readonly bounds?: PackBounds;
   /** Bounds of the seat's for the contained index-pack (its cgroups, or rlimits of its own). */
   readonly limits?: ContainedGitOptions["limits"];
-  /** For index-pack; default 10 minutes. */
+  /** For index-pack, counted from the pack's first byte (it is started then); default 10 minutes. */
   readonly timeoutMs?: number;
   /**
    * Whether the pack may be taken in at all (the seat's storage quota), decided while it
@@ -163,8 +164,37 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
       await rm(dir, { recursive: true, force: true });
     },
   };
+  // index-pack and the push's read sandbox are started as the pack starts to come, their
+  // sandboxes made while the daemon waits for it (a streamed pack's header arrives while the
+  // seat's git still compresses: issue 26). index-pack is given nothing before the pack is in,
+  // admitted and scanned; anything that ends the receive first stops it, and it has ended
+  // before the quarantine is removed.
+  const stopIndex = new AbortController();
+  const feed = new PassThrough();
+  let indexing: Promise<unknown> | undefined;
+  const stopIndexing = async (): Promise<void> => {
+    stopIndex.abort();
+    feed.destroy();
+    await indexing?.catch(() => undefined);
+  };
   try {
     await mkdir(join(objects, "pack"), { recursive: true, mode: 0o700 });
+    const limits = options.limits !== undefined ? { limits: options.limits } : {};
+    indexing = containedGit(["index-pack", "--fsck-objects", "--stdin", `--max-input-size=${options.maxBytes}`], {
+      gitDir: hubDir,
+      readOnly: [hubDir],
+      writable: [dir],
+      env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" },
+      input: feed,
+      signal: stopIndex.signal,
+      ...limits,
+      timeoutMs: options.timeoutMs ?? 600_000,
+    });
+    indexing.catch(() => undefined);
+    // Made as quarantineContext's: one sandbox start for all the push's reads of the quarantine.
+    if (options.session !== false) {
+      session = openGitSession({ gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), dir], writable: [], env, ...limits });
+    }
     const incoming = join(dir, "incoming.pack");
     const size = await writeBounded(pack, incoming, options.maxBytes, options.admitted, options.room);
     await options.admitted;
@@ -177,22 +207,11 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
       const scan = await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS);
       if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
       scanned = { bytes: size, objects: scan.objects };
-      // The push's reads of the quarantine get their sandbox now, while index-pack runs: made
-      // as quarantineContext's, it is one sandbox start for them all, off the push's path.
-      if (options.session !== false) {
-        const limits = options.limits !== undefined ? { limits: options.limits } : {};
-        session = openGitSession({ gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), dir], writable: [], env, ...limits });
-      }
+      const read = createReadStream(incoming);
+      read.on("error", (error) => feed.destroy(error));
+      read.pipe(feed);
       try {
-        await containedGit(["index-pack", "--fsck-objects", "--stdin", `--max-input-size=${options.maxBytes}`], {
-          gitDir: hubDir,
-          readOnly: [hubDir],
-          writable: [dir],
-          env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" },
-          input: createReadStream(incoming),
-          ...(options.limits !== undefined ? { limits: options.limits } : {}),
-          timeoutMs: options.timeoutMs ?? 600_000,
-        });
+        await indexing;
       } catch (error) {
         if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
         if (error instanceof GitError && (await carriedOnly(objects, error.stderr))) return quarantineWithout(incoming, quarantine);
@@ -204,8 +223,11 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
         throw error;
       }
     }
+    // No pack (an empty push): index-pack has nothing to do.
+    if (size === 0) await stopIndexing();
     return await quarantineWithout(incoming, quarantine);
   } catch (error) {
+    await stopIndexing();
     await quarantine.dispose();
     throw error;
   }

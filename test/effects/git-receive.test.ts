@@ -66,6 +66,21 @@ function hubHas(oid: string): boolean {
   }
 }
 
+/** Host processes whose command line names `path` (a contained run binds its quarantine by name). */
+function processesNaming(path: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (argv.includes(path)) found.push(`${entry}: ${argv.replace(/\0/g, " ").slice(0, 120)}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 function hubSnapshot(): string {
   return `${readdirSync(join(hub, "objects", "pack"))
     .sort()
@@ -250,6 +265,8 @@ describe("receivePack", () => {
     admitted.catch(() => undefined);
     await expect(receivePack(hub, stalled(), { quarantineRoot, maxBytes: 1024 * 1024, admitted })).rejects.toBe(refusal);
     expect(readdirSync(quarantineRoot)).toEqual([]);
+    // index-pack and the read sandbox, started as the pack began, have ended with it.
+    expect(processesNaming(quarantineRoot)).toEqual([]);
     release();
   });
 
