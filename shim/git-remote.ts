@@ -49,6 +49,8 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
   let haves: Promise<string[]> | undefined;
   /** The push's two git processes, started while the daemon answers the listing that comes before a push. */
   let ahead: PushAhead | undefined;
+  /** Whether they are still to start: not once the push has begun, or the helper ends. */
+  let wantAhead = false;
   try {
     for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
       const [command = "", ...rest] = line.split(" ");
@@ -71,7 +73,13 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
         if (rest[0] !== "for-push") {
           haves = localRefTips();
           haves.catch(() => undefined);
-        } else ahead ??= startPushAhead();
+        } else {
+          // After the call is on the wire: a spawn holds this thread for a few milliseconds.
+          wantAhead = true;
+          setImmediate(() => {
+            if (wantAhead) ahead ??= startPushAhead();
+          });
+        }
         const reply = await listing;
         listed = reply.refs.map((r) => ({ oid: r.oid, name: r.name }));
         for (const r of listed) out(`${r.oid} ${r.name}`);
@@ -90,6 +98,7 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
         for (let more = await next(); more !== undefined && more !== ""; more = await next()) specs.push(more.slice("push ".length));
         const started = ahead;
         ahead = undefined;
+        wantAhead = false;
         for (const result of await push(client, specs, listed, verbose, started)) out(result);
         out("");
       } else {
@@ -97,6 +106,7 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
       }
     }
   } finally {
+    wantAhead = false;
     ahead?.stop();
     client.close();
   }

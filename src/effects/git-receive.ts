@@ -78,7 +78,7 @@ export interface ReceiveOptions {
   readonly bounds?: PackBounds;
   /** Bounds of the seat's for the contained index-pack (its cgroups, or rlimits of its own). */
   readonly limits?: ContainedGitOptions["limits"];
-  /** For index-pack, counted from the pack's first byte (it is started then); default 10 minutes. */
+  /** For index-pack, counted from the receive's start (it is started as the pack begins to come); default 10 minutes. */
   readonly timeoutMs?: number;
   /**
    * Whether the pack may be taken in at all (the seat's storage quota), decided while it
