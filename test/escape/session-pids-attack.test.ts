@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containedGit, containmentAvailable, ContainmentError, type ContainedGitOptions } from "../../src/effects/contained-git.js";
 import { GitError } from "../../src/effects/git.js";
-import { openGitSession } from "../../src/effects/git-session.js";
+import { openGitSession, type GitSession } from "../../src/effects/git-session.js";
 import { GIT_TEST_ENV } from "../support/git-cli.js";
 
 /**
@@ -75,22 +75,18 @@ describe.runIf(process.platform === "linux" && asRoot && existsSync(join(PIDS_RO
       rmSync(root, { recursive: true, force: true });
     });
 
-    it("a run whose git cannot be forked is answered at its time out, not never; the session goes on once the seat has processes again", async (t) => {
-      if (!(await containmentAvailable())) t.skip();
+    /**
+     * A session warmed (its sandbox up), the seat's cgroup then filled to one fork short of its
+     * bound, `attack` run, the cgroup freed; then the session must take a new run, and closed,
+     * leave nothing of it in the cgroup.
+     */
+    async function withSeatFull(attack: (session: GitSession) => Promise<void>): Promise<void> {
       const session = openGitSession(context);
       try {
         expect((await containedGit(["--version"], { ...context, session })).stdout.toString()).toMatch(/^git version/);
         // One fork left: the session's subshell for the run takes it, and git has none.
         await fillTo(MAX - 1);
-        const started = Date.now();
-        const run = containedGit(["--version"], { ...context, session, timeoutMs: 3_000 }).then(
-          () => "ran",
-          (error: unknown) => error,
-        );
-        const answer = await Promise.race([run, sleep(8_000).then(() => "pending")]);
-        expect(answer).toBeInstanceOf(GitError);
-        expect(String(answer)).toMatch(/timed out after 3000 ms/);
-        expect(Date.now() - started).toBeLessThan(8_000);
+        await attack(session);
         release();
         // The run's git, if bash's retry started it meanwhile, was killed when its pid came: the session takes new runs.
         const later = await containedGit(["--version"], { ...context, session, timeoutMs: 30_000 });
@@ -101,14 +97,26 @@ describe.runIf(process.platform === "linux" && asRoot && existsSync(join(PIDS_RO
       }
       for (let i = 0; i < 50 && current() > 0; i++) await sleep(100);
       expect(current()).toBe(0);
+    }
+
+    it("a run whose git cannot be forked is answered at its time out, not never; the session goes on once the seat has processes again", async (t) => {
+      if (!(await containmentAvailable())) t.skip();
+      await withSeatFull(async (session) => {
+        const started = Date.now();
+        const run = containedGit(["--version"], { ...context, session, timeoutMs: 3_000 }).then(
+          () => "ran",
+          (error: unknown) => error,
+        );
+        const answer = await Promise.race([run, sleep(8_000).then(() => "pending")]);
+        expect(answer).toBeInstanceOf(GitError);
+        expect(String(answer)).toMatch(/timed out after 3000 ms/);
+        expect(Date.now() - started).toBeLessThan(8_000);
+      });
     }, 60_000);
 
     it("a run whose git cannot be started at all (past bash's retries) is answered as containment failing, at once, with no time out of its own", async (t) => {
       if (!(await containmentAvailable())) t.skip();
-      const session = openGitSession(context);
-      try {
-        expect((await containedGit(["--version"], { ...context, session })).stdout.toString()).toMatch(/^git version/);
-        await fillTo(MAX - 1);
+      await withSeatFull(async (session) => {
         const started = Date.now();
         // The default time out (120 s) is far past the test: only the subshell's own report answers it.
         const answer = await containedGit(["--version"], { ...context, session }).then(
@@ -116,20 +124,12 @@ describe.runIf(process.platform === "linux" && asRoot && existsSync(join(PIDS_RO
           (error: unknown) => error,
         );
         const took = Date.now() - started;
-        release();
         expect(answer).toBeInstanceOf(ContainmentError);
         expect(String(answer)).toMatch(/could not be started in the push's git session/);
         // bash retries a failed fork for ~15 s (1 + 2 + 4 + 8), then gives up.
         expect(took).toBeGreaterThan(10_000);
         expect(took).toBeLessThan(40_000);
-        const later = await containedGit(["--version"], { ...context, session, timeoutMs: 30_000 });
-        expect(later.stdout.toString()).toMatch(/^git version/);
-      } finally {
-        release();
-        await session.close();
-      }
-      for (let i = 0; i < 50 && current() > 0; i++) await sleep(100);
-      expect(current()).toBe(0);
+      });
     }, 90_000);
   },
 );
