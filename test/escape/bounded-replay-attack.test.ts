@@ -1,6 +1,6 @@
-import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rowsWithAncestors } from "../support/process-ancestry.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { daemonMemory, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -44,12 +44,11 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
   const watchGit = async <T>(run: () => Promise<T>): Promise<{ result: T; seen: Map<string, string> }> => {
     const seen = new Map<string, string>();
     const poll = setInterval(() => {
-      const rows = execFileSync("ps", ["-eo", "pid=,ppid=,cmd="], { encoding: "utf8" }).split("\n");
-      const byPid = new Map(rows.map((l) => [l.trim().split(/\s+/)[0], l.trim()]));
-      for (const l of rows) {
-        const [, ppid, cmd] = l.trim().split(/\s+/);
-        if (cmd !== undefined && /(^|\/)git$/.test(cmd) && /\b(cat-file|rev-list|pack-objects)\b/.test(l)) seen.set(l.trim(), byPid.get(ppid ?? "") ?? "?");
-      }
+      const rows = rowsWithAncestors((l) => {
+        const cmd = l.split(/\s+/)[2];
+        return cmd !== undefined && /(^|\/)git$/.test(cmd) && /\b(cat-file|rev-list|pack-objects)\b/.test(l);
+      });
+      for (const [row, ancestors] of rows) seen.set(row, ancestors);
     }, 5);
     try {
       return { result: await run(), seen };
@@ -116,7 +115,8 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
     console.log(`git reading the push seen: ${onHub.length}, of them the replay's reader: ${replayReads.length}`);
     // Not vacuous: the replay's reader was seen (it lives for the whole chain).
     expect(replayReads.length).toBeGreaterThan(0);
-    for (const [cmd, parent] of onHub) expect(`${cmd}  <=  ${parent}`).toMatch(/bwrap/);
+    // Inside a sandbox: bwrap among its ancestors (its parent, or its git session's bash).
+    for (const [cmd, ancestors] of onHub) expect(`${cmd}  <=  ${ancestors}`).toMatch(/bwrap/);
     expect(quarantineLeft()).toEqual([]);
   }, 180_000);
 

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rowsWithAncestors } from "../support/process-ancestry.js";
 import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
@@ -220,13 +221,7 @@ describe.runIf(process.platform === "linux")("attack: the fast-forward check of 
     expect(made.code, made.stdout).toBe(0);
     const seen = new Map<string, string>();
     const poll = setInterval(() => {
-      const rows = execFileSync("ps", ["-eo", "pid=,ppid=,cmd="], { encoding: "utf8" }).split("\n");
-      const byPid = new Map(rows.map((l) => [l.trim().split(/\s+/)[0], l.trim()]));
-      for (const l of rows)
-        if (l.includes("merge-base --is-ancestor") && l.includes(h.hub)) {
-          const [, ppid] = l.trim().split(/\s+/);
-          seen.set(l.trim(), byPid.get(ppid ?? "") ?? "?");
-        }
+      for (const [row, ancestors] of rowsWithAncestors((l) => l.includes("merge-base --is-ancestor") && l.includes(h.hub))) seen.set(row, ancestors);
     }, 10);
     const started = Date.now();
     let r;
@@ -248,7 +243,8 @@ describe.runIf(process.platform === "linux")("attack: the fast-forward check of 
     }
     // Not vacuous: the walks were seen (each takes a good part of a second over this history).
     expect(seen.size).toBeGreaterThan(0);
-    for (const [cmd, parent] of seen) expect(`${cmd}  <=  ${parent}`).toMatch(/bwrap/);
+    // Inside a sandbox: bwrap among its ancestors (its parent, or its git session's bash).
+    for (const [cmd, ancestors] of seen) expect(`${cmd}  <=  ${ancestors}`).toMatch(/bwrap/);
     await settledClean();
   }, 180_000);
 });
