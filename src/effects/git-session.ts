@@ -53,16 +53,17 @@ const SESSION_STDERR_BYTES = 4096;
 
 /**
  * The session's bash, inside the sandbox. Requests arrive on its stdin as NUL-ended fields:
- * `run ID LANE N ARG1 … ARGN` or `kill PID`; anything else ends the session. It answers
- * `ID pid PID` and `ID exit STATUS` lines on its stdout (each one write, under PIPE_BUF).
+ * `run LANE N ARG1 … ARGN` or `kill PID`; anything else ends the session. It answers
+ * `LANE pid PID`, `LANE exit STATUS` and `LANE lost` lines on its stdout (each one write, under
+ * PIPE_BUF). A lane carries one run, so its number names the run.
  */
 const SESSION_SCRIPT = [
   "first=$1; lanes=$2; end=$((first + 3 * lanes))",
   "while IFS= read -r -d '' op; do",
   "  case $op in",
   "    run)",
-  "      IFS= read -r -d '' id && IFS= read -r -d '' lane && IFS= read -r -d '' n || exit 1",
-  "      [[ $id =~ ^[0-9]+$ && $lane =~ ^[0-9]+$ && $n =~ ^[0-9]+$ ]] && ((lane < lanes && n < 4096)) || exit 1",
+  "      IFS= read -r -d '' lane && IFS= read -r -d '' n || exit 1",
+  "      [[ $lane =~ ^[0-9]+$ && $n =~ ^[0-9]+$ ]] && ((lane < lanes && n < 4096)) || exit 1",
   "      args=()",
   "      for ((k = 0; k < n; k++)); do IFS= read -r -d '' a || exit 1; args+=(\"$a\"); done",
   "      li=$((first + 3 * lane)); lo=$((li + 1)); le=$((li + 2))",
@@ -70,7 +71,7 @@ const SESSION_SCRIPT = [
   // A subshell that cannot start git (its fork failed past bash's retries: the seat's pids ran
   // out) or ends otherwise says so: its run would else wait for a report that never comes.
   "        told=",
-  `        trap '[[ -n $told ]] || echo "$id lost"' EXIT`,
+  `        trap '[[ -n $told ]] || echo "$lane lost"' EXIT`,
   "        for ((f = first; f < end; f++)); do",
   "          if ((f != li && f != lo && f != le)) && [[ -e /proc/self/fd/$f ]]; then exec {f}>&-; fi",
   "        done",
@@ -78,11 +79,11 @@ const SESSION_SCRIPT = [
   '        "${args[@]}" <&"$li" >&"$lo" 2>&"$le" {li}<&- {lo}>&- {le}>&- &',
   "        g=$!",
   "        exec {li}<&- {lo}>&- {le}>&-",
-  '        echo "$id pid $g"',
+  '        echo "$lane pid $g"',
   '        wait "$g"',
   "        status=$?",
   "        told=1",
-  '        echo "$id exit $status"',
+  '        echo "$lane exit $status"',
   "      ) &",
   "      exec {li}<&- {lo}>&- {le}>&-",
   "      ;;",
@@ -96,7 +97,6 @@ const SESSION_SCRIPT = [
 ].join("\n");
 
 interface Run {
-  readonly args: readonly string[];
   pid?: number;
   killWanted: boolean;
   exited(status: number): void;
@@ -119,7 +119,6 @@ interface Live {
 export function openGitSession(context: ContainedGitOptions): GitSession {
   const readOnly = new Set(context.readOnly);
   const runs = new Map<number, Run>();
-  let nextId = 0;
   let nextLane = 0;
   let closing = false;
   const live: Promise<Live | undefined> = start().catch(() => undefined);
@@ -198,9 +197,8 @@ export function openGitSession(context: ContainedGitOptions): GitSession {
       const state = await live;
       if (state === undefined || state.gone || closing || nextLane >= SESSION_LANES) return undefined;
       const lane = nextLane++;
-      const id = nextId++;
       const { stdin, stdout, stderr: errors } = state.lanes[lane] as Live["lanes"][number];
-      return runOnLane(state, runs, id, lane, gitArgs, args, options, stdin, stdout, errors);
+      return runOnLane(state, runs, lane, gitArgs, args, options, stdin, stdout, errors);
     },
     async close() {
       closing = true;
@@ -234,7 +232,6 @@ function signal(state: Live, pid: number): void {
 function runOnLane(
   state: Live,
   runs: Map<number, Run>,
-  id: number,
   lane: number,
   gitArgs: readonly string[],
   args: readonly string[],
@@ -248,48 +245,45 @@ function runOnLane(
     if (stderr.length < CONTAINED_STDERR_BYTES) stderr += chunk.slice(0, CONTAINED_STDERR_BYTES - stderr.length);
   });
   const streamsEnded = Promise.all([ended(stdout), ended(errors)]);
-  let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
   let settle: { resolve(value: { stderr: string }): void; reject(error: Error): void } | undefined;
   const done = new Promise<{ stderr: string }>((resolve, reject) => (settle = { resolve, reject }));
   const run: Run = {
-    args,
     killWanted: false,
     exited(status) {
-      runs.delete(id);
+      runs.delete(lane);
       void streamsEnded.then(() => {
         if (timer !== undefined) clearTimeout(timer);
-        if (timedOut) settle?.reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
-        else if (status !== 0) settle?.reject(new GitError(args, status, stderr));
+        // A run its time out answered stays answered (a promise settles once).
+        if (status !== 0) settle?.reject(new GitError(args, status, stderr));
         else settle?.resolve({ stderr });
       });
     },
     ended(reason) {
-      runs.delete(id);
+      runs.delete(lane);
       if (timer !== undefined) clearTimeout(timer);
       // Its lane's sockets end with the sandbox (no process holds them any more).
       settle?.reject(new ContainmentError(reason));
     },
   };
   const kill = (): void => {
-    if (!runs.has(id) || run.killWanted) return;
+    if (!runs.has(lane) || run.killWanted) return;
     run.killWanted = true;
     if (run.pid !== undefined) signal(state, run.pid);
   };
-  runs.set(id, run);
+  runs.set(lane, run);
   // A time out answers at once, whether or not git has a pid yet or its exit is ever reported:
   // a run that never started (its fork failed) waited for ever (found by an attack on this
   // change). Whatever still runs is killed when its pid comes, and with the session at the end.
   if (options.timeoutMs !== undefined) {
     timer = setTimeout(() => {
-      timedOut = true;
       kill();
       settle?.reject(new GitError(args, `timed out after ${options.timeoutMs} ms`, stderr));
     }, options.timeoutMs);
   }
   // git reads its input to its end, or stops early (its exit status says why, not EPIPE).
   stdin.end(Buffer.isBuffer(options.input) ? options.input : undefined);
-  state.requests.write(Buffer.from([`run\0${id}\0${lane}\0${gitArgs.length}\0`, ...gitArgs.map((arg) => `${arg}\0`)].join(""), "utf8"));
+  state.requests.write(Buffer.from([`run\0${lane}\0${gitArgs.length}\0`, ...gitArgs.map((arg) => `${arg}\0`)].join(""), "utf8"));
   return { stdout, done, kill };
 }
 
