@@ -139,7 +139,8 @@ describe.runIf(process.platform === "linux")("blind-write attack 2: the replay's
       `git fetch -q teamd && cat > /tmp/docs-${branch}.sh <<'EOD'\n${docsFn}\nEOD\ns=$(date +%s%N); sh /tmp/pad2.sh ${branch} ${fine} /tmp/docs-${branch}.sh ${k}; e=$(date +%s%N); echo "ms $(( (e - s) / 1000000 ))"`,
     );
     const said = normal((r.stdout + r.stderr).replace(/^ms \d+$/m, ""), branch);
-    if (!/push-exit/.test(said)) throw new Error(`pad script failed: ${said}`);
+    // Its exit status too: an empty output with no push-exit was once a whole run cut at the harness's time out.
+    if (!/push-exit/.test(said)) throw new Error(`pad script failed (teamd exec exit ${r.code}): ${said}`);
     return { landed: hubRef(`refs/heads/seat/wo/${branch}`) !== undefined, said, ms: Number(/^ms (\d+)$/m.exec(r.stdout)?.[1]) };
   }
 
@@ -288,7 +289,7 @@ EOS`;
       `git fetch -q teamd && cat > /tmp/docs-${branch}.sh <<'EOD'\n${docsFn}\nEOD\ns=$(date +%s%N); sh /tmp/bpad.sh ${branch} ${t} /tmp/docs-${branch}.sh; e=$(date +%s%N); echo "ms $(( (e - s) / 1000000 ))"`,
     );
     const said = normal((r.stdout + r.stderr).replace(/^ms \d+$/m, ""), branch);
-    if (!/push-exit/.test(said)) throw new Error(`bpad script failed: ${said}`);
+    if (!/push-exit/.test(said)) throw new Error(`bpad script failed (teamd exec exit ${r.code}): ${said}`);
     return {
       landed: hubRef(`refs/heads/seat/wo/${branch}`) !== undefined,
       said,
