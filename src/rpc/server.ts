@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
-import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
+import { CONTROL_SERVER_OPTIONS, SEAT_CONNECTION_WINDOW, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS, SEAT_STREAM_WINDOW } from "./channel-options.js";
+import type { Http2Session } from "node:http2";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
@@ -258,7 +259,9 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     async listen() {
       await clearStaleSocket(options.socketPath);
       if (seat) {
+        const before = new Set(http2ServersOf(server));
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+        for (const made of http2ServersOf(server)) if (!before.has(made)) made.on("session", widenWindows);
         const net = createServer((connection) => injector.injectConnection(connection));
         net.maxConnections = SEAT_MAX_CONNECTIONS;
         // Told at most once per 10 s (a seat opening connections in a loop cannot flood the log), with the count since.
@@ -312,4 +315,24 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       if (made !== undefined) await removeSocket(options.socketPath, made);
     },
   };
+}
+
+/**
+ * The HTTP/2 servers grpc-js made for this server. grpc-js exports no way to them and has no
+ * option for a server's flow-control windows, so its own map is read (grpc-js 1.14.x, pinned);
+ * `server-client.test.ts` fails if it moves, and the windows are then HTTP/2's defaults again.
+ */
+function http2ServersOf(server: grpc.Server): { on(event: "session", listener: (session: Http2Session) => void): unknown }[] {
+  const map = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  return map instanceof Map ? [...(map.keys() as Iterable<{ on(event: "session", listener: (session: Http2Session) => void): unknown }>)] : [];
+}
+
+/** A seat connection's receive windows (channel-options.ts): the connection's at once, each stream's by SETTINGS. */
+function widenWindows(session: Http2Session): void {
+  try {
+    session.setLocalWindowSize(SEAT_CONNECTION_WINDOW);
+    session.settings({ initialWindowSize: SEAT_STREAM_WINDOW });
+  } catch {
+    // A session already closing keeps HTTP/2's defaults: it carries nothing more.
+  }
 }

@@ -7,6 +7,8 @@ import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
+import { SEAT_CONNECTION_WINDOW, SEAT_STREAM_WINDOW } from "../../src/rpc/channel-options.js";
+import { connect as connectHttp2 } from "node:http2";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
 import { whoAmIWithProtocol } from "./raw-call.js";
@@ -110,6 +112,24 @@ describe("rpc server and client", () => {
     const [a, b] = await Promise.all([withEarly.whoAmI({}).catch((e: unknown) => e), without.whoAmI({}).catch((e: unknown) => e)]);
     expect(a).toBeInstanceOf(DaemonUnavailableError);
     expect((a as Error).message).toBe((b as Error).message);
+  });
+
+  it("a seat socket's receive windows are its own, not HTTP/2's 64 KiB: a client may send 1 MiB ahead on a stream and on the connection", async () => {
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) });
+    const session = connectHttp2("http://seat", { createConnection: () => connectSocket(socketPath) });
+    cleanups.push(async () => {
+      session.destroy();
+    });
+    // The server's SETTINGS (the stream window) and its connection's WINDOW_UPDATE come at once.
+    for (
+      let i = 0;
+      i < 100 && (session.remoteSettings.initialWindowSize !== SEAT_STREAM_WINDOW || session.state.remoteWindowSize !== SEAT_CONNECTION_WINDOW);
+      i++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(session.remoteSettings.initialWindowSize).toBe(SEAT_STREAM_WINDOW);
+    expect(session.state.remoteWindowSize).toBe(SEAT_CONNECTION_WINDOW);
+    expect(SEAT_STREAM_WINDOW).toBeGreaterThan(65_535);
   });
 
   it("carries a refusal's rule and reason to the client", async () => {
