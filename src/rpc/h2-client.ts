@@ -295,6 +295,17 @@ export class H2Connection extends EventEmitter {
   /** @internal Send what the windows allow of each stream's queue, and each end that is due. */
   pump(): void {
     if (this.destroyed) return;
+    // The frames of one pump leave in one write (writev): a 64 KiB message is four DATA frames
+    // of 16 KiB, and a write each was a system call and a wake of the daemon each (issue 26).
+    this.socket.cork();
+    try {
+      this.pumpStreams();
+    } finally {
+      this.socket.uncork();
+    }
+  }
+
+  private pumpStreams(): void {
     for (const stream of this.streams.values()) {
       while (stream.queue.length > 0 && this.connectionSendWindow > 0 && stream.sendWindow > 0 && this.socket.writableLength < SOCKET_HIGH_WATER) {
         const head = stream.queue[0] as Buffer;
