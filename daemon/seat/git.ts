@@ -138,6 +138,8 @@ export interface SeatGit {
   listRefs(identity: SeatIdentity, forPush: boolean): Promise<{ refs: { name: string; oid: string }[]; head: string }>;
   fetch(identity: SeatIdentity, wants: readonly string[], haves: readonly string[]): AsyncIterable<Uint8Array>;
   push(identity: SeatIdentity, parts: AsyncIterable<PushRequest>): Promise<MessageInitShape<typeof PushResponseSchema>>;
+  /** Settles once no push's quarantine is still being removed after its reply (the daemon's stop waits for it). */
+  idle(): Promise<void>;
 }
 
 export interface SeatGitDeps {
@@ -151,6 +153,8 @@ export interface SeatGitDeps {
   readonly bounds?: SeatGitBounds;
   /** The `cgroup.procs` files of the seat's own cgroups while it runs with them: contained git run for it joins them. */
   seatCgroups?(identity: SeatIdentity): Promise<readonly string[] | undefined>;
+  /** The daemon's log: what failed after a reply had gone (a quarantine not removed). */
+  readonly log?: (line: string) => void;
 }
 
 /** Where a seat reads from: the hub itself, or its filtered mirror. */
@@ -168,6 +172,8 @@ const READY_PACK_IDLE_MS = 2_000;
 export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const work = gitWorkDir(deps.home);
   const bounds = deps.bounds ?? SEAT_GIT_BOUNDS;
+  /** Quarantines being removed after their push's reply. */
+  const cleanups = new Set<Promise<void>>();
   /** Fetches and pushes running now, by seat. */
   const running = new Map<string, number>();
   /** The pack-objects started at each seat's last listing for a fetch (startReadyPack): at most one a seat. */
@@ -271,6 +277,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   }
 
   return {
+    async idle() {
+      await Promise.all([...cleanups]);
+    },
+
     async listRefs(identity, forPush) {
       const ctx = await deps.pipeline.context(identity, "git.list");
       const src = await source(ctx);
@@ -375,15 +385,30 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         );
       }
       const release = await slot(ctx, "git.push");
+      // A push that answered before its quarantine was removed holds the seat's slot until it is.
+      let cleanup: Promise<void> | undefined;
       try {
-        return await pushWith(ctx, header, iterator);
+        return await pushWith(ctx, header, iterator, (removing) => (cleanup = removing));
       } finally {
-        release();
+        if (cleanup === undefined) release();
+        else {
+          const removing = cleanup;
+          cleanups.add(removing);
+          void removing.then(() => {
+            cleanups.delete(removing);
+            release();
+          });
+        }
       }
     },
   };
 
-  async function pushWith(ctx: SeatContext, header: PushHeader, iterator: AsyncIterator<PushRequest>): Promise<MessageInitShape<typeof PushResponseSchema>> {
+  async function pushWith(
+    ctx: SeatContext,
+    header: PushHeader,
+    iterator: AsyncIterator<PushRequest>,
+    afterReply: (cleanup: Promise<void>) => void,
+  ): Promise<MessageInitShape<typeof PushResponseSchema>> {
     {
       const src = await source(ctx);
       const trunk = await trunkOf(ctx.team.hub);
@@ -480,6 +505,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
       };
       let quarantine: Quarantine | undefined;
+      let answered = false;
       try {
         if ((header.packBytes > 0n || streamed) && accepted.some((a) => a.update.newOid !== "")) {
           await prepareQuarantineRoot(work.quarantine);
@@ -562,8 +588,23 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           // reach: git-receive.ts; they were those no ref of the hub reached).
           if (result.ok && update.newOid !== "") readable.push(update.newOid);
         }
+        answered = true;
       } finally {
-        await quarantine?.dispose();
+        if (answered && quarantine !== undefined) {
+          // Every ref is answered and on record: the reply goes now, and the quarantine (its read
+          // sandbox, the pack) is removed after it (issue 26: ~2 ms of every push), the seat's
+          // git slot held until it is. A refusal above still waits: it leaves nothing behind.
+          const q = quarantine;
+          afterReply(
+            q
+              .dispose()
+              .catch((error: unknown) =>
+                deps.log?.(
+                  `a push quarantine of ${ctx.identity.team}/${ctx.identity.seat} was not removed: ${error instanceof Error ? error.message : String(error)}`,
+                ),
+              ),
+          );
+        } else await quarantine?.dispose();
       }
       const ordered = header.updates.map(
         (u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" },

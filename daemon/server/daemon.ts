@@ -193,6 +193,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   // The live run and home of each running seat: independence facts (O) and push authorship.
   const runs = (team: string) =>
     Object.fromEntries((seats?.list() ?? []).filter((v) => v.team === team).map((v) => [v.seat, { run: v.runId, home: seatLayout(home, team, v.seat).home }]));
+  const seatGit = createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups, log });
   // The broker reads the owner's tracker and account credentials from TEAMD_HOME/broker/ (or the
   // files or variables the daemon's environment names); nothing of it reaches a seat. act-as
   // (a push, a comment) uses the same store: the daemon acts, the seat never holds the secret.
@@ -216,7 +217,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       startTeam: async (team) => (await (seats?.start(team, undefined) ?? Promise.resolve([]))).map((v) => v.seat),
     }),
     pipeline,
-    git: createSeatGit({ home, pipeline, runs, newId, bounds: seatGitBounds, seatCgroups }),
+    git: seatGit,
     files: createSeatFiles({
       home,
       pipeline,
@@ -455,6 +456,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
         await server.close();
       }
       seatServers.clear();
+      // A push answered before its quarantine was removed: removed before the daemon ends.
+      await seatGit.idle();
       await control?.close();
       control = undefined;
       // Notices of the last records (the seats' stops) are recorded before the ledger closes.
