@@ -254,8 +254,11 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
  * kills whichever still runs (the push ended, or went another way).
  */
 interface PushAhead {
-  /** `git cat-file --batch-check` for commitsNamed, its output gathered from the start. */
-  readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; readonly answer: Promise<string | undefined> };
+  /**
+   * `git cat-file --batch-check` for commitsNamed, its output gathered from the start: `answer(n)`
+   * once it printed n lines (one a revision asked), or it ended — not its exit, ~2 ms later in a seat.
+   */
+  readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; answer(lines: number): Promise<string | undefined> };
   /** `git pack-objects --revs --stdout`, its output held (not read) until the pack is sent. */
   readonly pack: { readonly child: ChildProcessByStdio<Writable, Readable, null>; readonly done: Promise<void> };
   stop(): void;
@@ -266,12 +269,21 @@ const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
 function startPushAhead(): PushAhead {
   const catFile = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
   let text = "";
-  catFile.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  catFile.stdin.on("error", () => undefined);
-  const answer = new Promise<string | undefined>((resolve) => {
-    catFile.on("error", () => resolve(undefined));
-    catFile.on("close", (code) => resolve(code === 0 ? text : undefined));
+  let wanted = Number.POSITIVE_INFINITY;
+  let answered: ((text: string | undefined) => void) | undefined;
+  const answer = new Promise<string | undefined>((resolve) => (answered = resolve));
+  const enough = () => {
+    let lines = 0;
+    for (let at = text.indexOf("\n"); at >= 0 && lines < wanted; at = text.indexOf("\n", at + 1)) lines += 1;
+    if (lines >= wanted) answered?.(text);
+  };
+  catFile.stdout.on("data", (chunk: Buffer) => {
+    text += chunk.toString();
+    enough();
   });
+  catFile.stdin.on("error", () => undefined);
+  catFile.on("error", () => answered?.(undefined));
+  catFile.on("close", (code) => answered?.(code === 0 ? text : undefined));
   const packer = spawn("git", PACK_OBJECTS, { stdio: ["pipe", "pipe", "inherit"] });
   // Held until read: when a child exits, Node drops the unread output of a stream nobody
   // listens to (its flushStdio), and a small pack can be written and git gone before the call
@@ -288,7 +300,14 @@ function startPushAhead(): PushAhead {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
   return {
-    named: { child: catFile, answer },
+    named: {
+      child: catFile,
+      answer: (lines) => {
+        wanted = lines;
+        enough();
+        return answer;
+      },
+    },
     pack: { child: packer, done },
     stop: () => {
       stop(catFile);
@@ -317,7 +336,7 @@ async function commitsNamed(revisions: readonly string[], started: PushAhead["na
   const asked = revisions.filter((rev) => rev !== "" && !/[\s\x00-\x1f\x7f]/.test(rev));
   started.child.stdin.end(asked.map((rev) => `${rev}^{commit}\n`).join(""));
   if (asked.length === 0) return revisions.map(() => undefined);
-  const answer = await started.answer;
+  const answer = await started.answer(asked.length);
   const lines = answer?.split("\n") ?? [];
   const byRevision = new Map<string, string | undefined>();
   asked.forEach((rev, i) => {
