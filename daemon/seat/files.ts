@@ -18,6 +18,7 @@ import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
+import { DURABLE_GIT, syncRefFolders } from "../../src/effects/durable-git.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
 
@@ -420,16 +421,17 @@ async function commitFile(
   };
   return withScratchIndex(scratch, id, async (index) => {
     const env = { GIT_INDEX_FILE: index };
-    const blob = (await gitInput(["hash-object", "-w", "--stdin"], hub, content)).toString("utf8").trim();
+    // Its objects and ref are on disk before the outcome says the file was written (durable-git.ts).
+    const blob = (await gitInput([...DURABLE_GIT, "hash-object", "-w", "--stdin"], hub, content)).toString("utf8").trim();
     await git(["read-tree", parent], { gitDir: hub, env });
     await git(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`], { gitDir: hub, env });
-    const tree = (await git(["write-tree"], { gitDir: hub, env })).stdout.trim();
+    const tree = (await git([...DURABLE_GIT, "write-tree"], { gitDir: hub, env })).stdout.trim();
     const message = request.message || `teamd-shim file write ${path}`;
-    const commit = (await git(["commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
+    const commit = (await git([...DURABLE_GIT, "commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
     // Compare-and-swap; a lock another update holds is tried again, then refused (ref-lock.ts).
     await retryRefLock(ref, async () => {
       try {
-        await git(["update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
+        await git([...DURABLE_GIT, "update-ref", ref, commit, base ?? "0000000000000000000000000000000000000000"], { gitDir: hub });
       } catch (error) {
         const now = await readRef(hub, ref);
         if (now === commit) return;
@@ -437,6 +439,7 @@ async function commitFile(
         throw await explainRefFailure(hub, ref, error);
       }
     });
+    await syncRefFolders(hub, ref);
     return commit;
   });
 }

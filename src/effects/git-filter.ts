@@ -19,6 +19,7 @@ import {
   type ContainedGitStream,
 } from "./contained-git.js";
 import { git, GitError, gitInput } from "./git.js";
+import { DURABLE_GIT, syncFolder } from "./durable-git.js";
 import { PackRejected } from "./git-receive.js";
 
 /**
@@ -110,8 +111,6 @@ const MEMO_LINE = /^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64})$/;
 const DROPPED_HEADERS = new Set(["tree", "parent", "gpgsig", "gpgsig-sha256", "mergetag"]);
 /** Below this many objects a write goes loose (as git's transfer.unpackLimit does), above it one pack. */
 const UNPACK_LIMIT = 100;
-/** Every object write is made durable before a memo line or ref names it. */
-const DURABLE = ["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"];
 /** The largest commit or tree read into the daemon: a pack may declare no larger object (DEFAULT_PACK_BOUNDS). */
 const READ_OBJECT_BYTES = 64 * 1024 * 1024;
 /**
@@ -607,15 +606,6 @@ async function buildPack(objects: Pending, algo: Algo): Promise<Buffer> {
 
 // ---------------------------------------------------------------------------------------------
 
-async function syncDir(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 async function writeDurably(path: string, text: string): Promise<void> {
   const handle = await open(path, "w");
   try {
@@ -688,11 +678,11 @@ class Mirror implements FilteredMirror {
     return this.exclusive(async () => {
       if (!/^refs\/[^\0\n\r ]+$/.test(ref)) throw new Error(`not a ref name: ${JSON.stringify(ref)}`);
       if (hubOid === undefined) {
-        await runGit([...DURABLE, "update-ref", "--stdin"], this.dir, `delete ${ref}\n`);
+        await runGit([...DURABLE_GIT, "update-ref", "--stdin"], this.dir, `delete ${ref}\n`);
         return undefined;
       }
       const filtered = await this.filterLocked(hubOid);
-      await runGit([...DURABLE, "update-ref", "--stdin"], this.dir, `update ${ref} ${filtered}\n`);
+      await runGit([...DURABLE_GIT, "update-ref", "--stdin"], this.dir, `update ${ref} ${filtered}\n`);
       return filtered;
     });
   }
@@ -862,13 +852,13 @@ class Mirror implements FilteredMirror {
   private async store(pending: Pending, gitDir: string, objects: string, env: Record<string, string>): Promise<void> {
     if (pending.size === 0) return;
     const command = pending.size < UNPACK_LIMIT ? ["unpack-objects", "-q"] : ["index-pack", "--stdin"];
-    await runGit([...DURABLE, ...command], gitDir, await buildPack(pending, this.algo), env);
+    await runGit([...DURABLE_GIT, ...command], gitDir, await buildPack(pending, this.algo), env);
     // git fsyncs each object file but not the directory entry its rename made; a memo line
     // or ref must not outlive the object it names.
     const dirs = new Set([join(objects, "pack"), objects]);
     for (const oid of pending.keys()) dirs.add(join(objects, oid.slice(0, 2)));
     for (const dir of dirs) {
-      await syncDir(dir).catch((error: NodeJS.ErrnoException) => {
+      await syncFolder(dir).catch((error: NodeJS.ErrnoException) => {
         // An object git found already present (here or in an alternate) made no directory.
         if (error.code !== "ENOENT") throw error;
       });
@@ -986,7 +976,7 @@ class Mirror implements FilteredMirror {
           // it reads from (the quarantine first) stands behind it.
           const real = await realpath(out);
           const behind = [context.env.GIT_OBJECT_DIRECTORY, context.env.GIT_ALTERNATE_OBJECT_DIRECTORIES].filter((d) => d !== undefined && d !== "");
-          await containedGit([...DURABLE, "pack-objects", "-q", join(real, "pack", "pack")], {
+          await containedGit([...DURABLE_GIT, "pack-objects", "-q", join(real, "pack", "pack")], {
             ...context,
             env: { GIT_OBJECT_DIRECTORY: real, GIT_ALTERNATE_OBJECT_DIRECTORIES: behind.join(":") },
             writable: [real],
@@ -1328,18 +1318,18 @@ async function openMirrorAlone(dir: string, hub: string, filter: ReadFilter, opt
     await unlink(idPath).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;
     });
-    await syncDir(mirror);
+    await syncFolder(mirror);
     const refs = (await git(["for-each-ref", "--format=%(refname)"], { gitDir: mirror })).stdout;
     const deletes = refs
       .split("\n")
       .filter((r) => r !== "")
       .map((r) => `delete ${r}\n`)
       .join("");
-    if (deletes !== "") await runGit([...DURABLE, "update-ref", "--stdin"], mirror, deletes);
+    if (deletes !== "") await runGit([...DURABLE_GIT, "update-ref", "--stdin"], mirror, deletes);
     await writeDurably(memoPath, "");
     await writeDurably(`${idPath}.tmp`, filter.id);
     await rename(`${idPath}.tmp`, idPath);
-    await syncDir(mirror);
+    await syncFolder(mirror);
   }
   return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath), {
     flushBytes: options.flushBytes ?? FILTER_FLUSH_BYTES,

@@ -5,6 +5,7 @@ import { containedGit, hubReadContext } from "./contained-git.js";
 import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
 import { retryRefLock } from "./ref-lock.js";
+import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
 
 /**
  * The daemon's merge of a seat's branch into the trunk. What a merge would change is read
@@ -136,7 +137,7 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
   const merged = await mergeTree(hubDir, trunkRef, branchRef, base, head);
   if (merged !== tree) throw new Error(`the summary's tree ${tree} is not the merge of ${base} and ${head} (git gives ${merged})`);
 
-  const { stdout } = await git(["commit-tree", "-p", base, "-p", head, "-m", message, tree], {
+  const { stdout } = await git([...DURABLE_GIT, "commit-tree", "-p", base, "-p", head, "-m", message, tree], {
     gitDir: hubDir,
     env: { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email },
   });
@@ -151,7 +152,7 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
   // never an unknown outcome (ref-lock.ts).
   const transaction = `verify ${branchRef} ${head}\nupdate ${trunkRef} ${commit} ${base}\n`;
   await retryRefLock(trunkRef, async () => {
-    const result = await runGit(["update-ref", "--stdin"], hubDir, transaction);
+    const result = await runGit([...DURABLE_GIT, "update-ref", "--stdin"], hubDir, transaction);
     if (result.code !== 0) {
       const trunkAfter = await readRef(hubDir, trunkRef);
       // At the merge commit: the transaction landed though git said otherwise; the merge is made.
@@ -162,6 +163,7 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
       throw new GitError(["update-ref", "--stdin"], result.code, result.stderr);
     }
   });
+  await syncRefFolders(hubDir, trunkRef);
   return commit;
 }
 
@@ -183,7 +185,8 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
  */
 async function mergeTree(hubDir: string, trunkRef: string, branchRef: string, base: string, head: string): Promise<string> {
   const args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, head];
-  const result = await runGit(args, hubDir);
+  // Its trees and merged blobs are written into the hub: durably, before a commit names them.
+  const result = await runGit([...DURABLE_GIT, ...args], hubDir);
   // Exit 1 is git's "merged, with conflicts", the output still well formed; anything else is a failure.
   if (result.code !== 0 && result.code !== 1) throw new GitError(args, result.code, result.stderr);
   const fields = splitNul(result.stdout).map((field) => decodePath(field));

@@ -22,6 +22,7 @@ import { openGitSession, type GitSession } from "./git-session.js";
 import { commitTextProblem, isDotGitattributes, isDotGitmodules } from "../kernel/git-names.js";
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
+import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
 import { plainRefName, readFileRef } from "./ref-files.js";
 import { quarantinedObjects } from "./pack-index.js";
 
@@ -916,12 +917,14 @@ export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, r
   // The zero id as old value: the ref must not exist yet.
   const args = newOid === "" ? ["update-ref", "-d", ref, oldOid] : ["update-ref", ref, newOid, oldOid || "0".repeat(newOid.length)];
   try {
-    await git(args, { gitDir: hubDir });
+    await git([...DURABLE_GIT, ...args], { gitDir: hubDir });
   } catch (error) {
     const now = await readRef(hubDir, ref);
     if (now !== (oldOid || undefined)) throw new RefMoved(ref, oldOid || undefined, now);
     throw await explainRefFailure(hubDir, ref, error);
   }
+  // On disk before the outcome says the ref moved (durable-git.ts).
+  await syncRefFolders(hubDir, ref);
 }
 
 /** The object id a ref points at, or undefined when there is no such ref. */

@@ -1,0 +1,40 @@
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+
+/**
+ * What the daemon writes into a repository through git is on disk before the act's outcome
+ * says it happened (§15: an outcome `done` whose ref a power cut took back would be a record
+ * of something the hub does not hold). git 2.39 fsyncs packs by default, but neither a loose
+ * object nor a ref: a new ref's file could come back empty after a crash. These options make
+ * git fsync both before it renames them into place.
+ */
+export const DURABLE_GIT: readonly string[] = Object.freeze(["-c", "core.fsync=objects,reference", "-c", "core.fsyncMethod=fsync"]);
+
+/**
+ * git fsyncs a ref's file, not the folders its rename changed: each folder of the ref's path
+ * (a new branch may have made some) and the repository's own (packed-refs, which a delete
+ * rewrites) is synced here, after git moved the ref and before the outcome is recorded. A
+ * folder that is gone (git removes a deleted ref's emptied folders) has nothing to sync.
+ */
+export async function syncRefFolders(gitDir: string, ref: string, sync: (folder: string) => Promise<void> = syncFolder): Promise<void> {
+  const parts = ref.split("/").slice(0, -1);
+  const folders = [gitDir];
+  for (let i = 1; i <= parts.length; i++) folders.push(join(gitDir, ...parts.slice(0, i)));
+  await Promise.all(
+    folders.map((folder) =>
+      sync(folder).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "ENOENT") throw error;
+      }),
+    ),
+  );
+}
+
+/** fsync a folder: the entries made, renamed or removed in it are on disk. */
+export async function syncFolder(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
