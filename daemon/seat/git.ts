@@ -505,7 +505,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
       };
       let quarantine: Quarantine | undefined;
-      let answered = false;
+      let landed = false;
       try {
         if ((header.packBytes > 0n || streamed) && accepted.some((a) => a.update.newOid !== "")) {
           await prepareQuarantineRoot(work.quarantine);
@@ -588,12 +588,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           // reach: git-receive.ts; they were those no ref of the hub reached).
           if (result.ok && update.newOid !== "") readable.push(update.newOid);
         }
-        answered = true;
+        landed = results.every((r) => r.ok === true);
       } finally {
-        if (answered && quarantine !== undefined) {
-          // Every ref is answered and on record: the reply goes now, and the quarantine (its read
+        if (landed && quarantine !== undefined) {
+          // Every ref landed and is on record: the reply goes now, and the quarantine (its read
           // sandbox, the pack) is removed after it (issue 26: ~2 ms of every push), the seat's
-          // git slot held until it is. A refusal above still waits: it leaves nothing behind.
+          // git slot held until it is. A push with a refusal still waits: it leaves nothing behind.
           const q = quarantine;
           afterReply(
             q

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rowsWithAncestors } from "../support/process-ancestry.js";
 import { appliedTeam } from "../support/applied-team.js";
-import { daemonMemory, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
+import { daemonMemory, quarantineLeft as leftIn, quarantineLeftAfterLanding, resetDaemonPeak } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -96,7 +96,7 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
     ).toEqual(["README.md", "docs/secret.md", "src/a.txt", ...Array.from({ length: 8 }, (_, i) => `src/big${i + 1}.bin`)]);
     expect(h.hubGit("cat-file", "-s", `${landed}:src/big3.bin`)).toBe(String(56 * MiB + 2));
     expect(growth).toBeLessThan(160 * MiB);
-    expect(quarantineLeft()).toEqual([]);
+    expect(await quarantineLeftAfterLanding(h)).toEqual([]);
   }, 180_000);
 
   it("every git that reads the pushed objects runs in bubblewrap, never as plain git on the daemon's account", async () => {
@@ -117,7 +117,7 @@ describe.runIf(process.platform === "linux")("attack: the replay of a bounded se
     expect(replayReads.length).toBeGreaterThan(0);
     // Inside a sandbox: bwrap among its ancestors (its parent, or its git session's bash).
     for (const [cmd, ancestors] of onHub) expect(`${cmd}  <=  ${ancestors}`).toMatch(/bwrap/);
-    expect(quarantineLeft()).toEqual([]);
+    expect(await quarantineLeftAfterLanding(h)).toEqual([]);
   }, 180_000);
 
   it("a file entry naming a tree the hub has, not sent (the replay would copy what the hub lacks): refused push.pack by the walk that checks what each pushed object names (index-pack --strict did, before round fourteen), nothing lands", async () => {

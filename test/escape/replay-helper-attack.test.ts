@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlService } from "../../src/gen/teamd/v1/control_pb.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { appliedTeam } from "../support/applied-team.js";
-import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, resetDaemonPeak } from "../support/daemon-proc.js";
+import { daemonCpu, daemonMemory, daemonPid as pidOf, quarantineLeft as leftIn, quarantineLeftAfterLanding, resetDaemonPeak } from "../support/daemon-proc.js";
 import { evilGitPacking, freshFromTrunk, helperPush } from "../support/evil-git.js";
 import { NARROW_TEAM_FILE, narrowRepoFiles } from "../support/narrow-seat.js";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -217,7 +217,7 @@ describe.runIf(process.platform === "linux")("attack: a bounded seat's push, rep
     expect(h.hubGit("rev-parse", `${landed}:docs`)).toBe(h.hubGit("rev-parse", `${main}:docs`));
     const unknown = (await h.records()).filter((x) => x.type === "outcome" && x.result === "unknown");
     expect(unknown).toEqual([]);
-    expect(quarantineLeft()).toEqual([]);
+    expect(await quarantineLeftAfterLanding(h)).toEqual([]);
   }, 60_000);
 
   // -------------------------------------------------------------------------------------------

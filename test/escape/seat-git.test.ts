@@ -9,7 +9,7 @@ import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 import { evilGit } from "../support/evil-git.js";
-import { quarantineLeft } from "../support/daemon-proc.js";
+import { quarantineLeftAfterLanding } from "../support/daemon-proc.js";
 
 /**
  * Seat git and files through the shim (issue 8), attacked from inside real seats started by
@@ -101,8 +101,7 @@ describe.runIf(process.platform === "linux")("seat git: push and fetch through t
     expect(JSON.stringify(intent)).toContain("w1");
     expect(log.some((r) => r.type === "outcome" && r.action === "git.push" && JSON.stringify(r).includes("done"))).toBe(true);
     // The reply goes before the push's quarantine is removed (issue 26): it is removed right after.
-    for (let i = 0; i < 100 && quarantineLeft(h).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(quarantineLeft(h)).toEqual([]);
+    expect(await quarantineLeftAfterLanding(h)).toEqual([]);
   });
 
   it("the remote helper's git processes, started before the push is known, end with every kind of push: one that lands, a delete, an up-to-date push, a name that is no commit", async () => {

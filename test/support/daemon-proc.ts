@@ -37,3 +37,13 @@ export function quarantineLeft(h: TeamdHarness): string[] {
   const dir = join(h.home, "git", "quarantine");
   return existsSync(dir) ? readdirSync(dir) : [];
 }
+
+/**
+ * The quarantines left once a landed push's have had their time: a push that landed answers
+ * before its quarantine is removed (daemon/seat/git.ts), so one is gone a moment after the
+ * reply, not at it. A refused push's is gone at its reply (quarantineLeft, at once).
+ */
+export async function quarantineLeftAfterLanding(h: TeamdHarness, withinMs = 5_000): Promise<string[]> {
+  for (const until = Date.now() + withinMs; quarantineLeft(h).length > 0 && Date.now() < until;) await new Promise((resolve) => setTimeout(resolve, 50));
+  return quarantineLeft(h);
+}
