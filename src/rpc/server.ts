@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { CONTROL_SERVER_OPTIONS, SEAT_CONNECTION_WINDOW, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS, SEAT_STREAM_WINDOW } from "./channel-options.js";
 import type { Http2Session } from "node:http2";
+import { boundMessageDecoding } from "./message-decoder.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
@@ -223,6 +224,8 @@ const HANDLERS = {
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const seat = (options.limits ?? "seat") === "seat";
+  // An unfinished message costs its bytes, not an object per DATA frame (message-decoder.ts).
+  boundMessageDecoding();
   const server = new grpc.Server(seat ? SEAT_SERVER_OPTIONS : CONTROL_SERVER_OPTIONS);
   const hooks: HandlerContext = { channel: options.channel, onInternalError: options.onInternalError ?? (() => undefined), onRefusal: options.onRefusal };
   let listening = false;

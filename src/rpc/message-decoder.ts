@@ -1,0 +1,73 @@
+import { StreamDecoder } from "@grpc/grpc-js/build/src/stream-decoder.js";
+
+/**
+ * grpc-js's server reads each gRPC message with its StreamDecoder, which keeps an unfinished
+ * message as one slice per chunk node's http2 hands it — one chunk per DATA frame. A frame may
+ * carry one byte, so a message under the receive cap cost the daemon one Buffer object per byte
+ * the seat sent: found by an attack (issue 26's round eighteen), 4 MiB sent on one seat
+ * connection as 1-byte DATA frames, never finishing its 16 messages, held ~500 MiB, and 32 MiB
+ * on eight connections ~3.9 GiB, near node's heap limit, where every seat's calls end with the
+ * daemon. The bound of the seat socket (channel-options.ts) counts bytes; this makes the bytes
+ * what it costs: a message's buffer is allocated whole once its 5-byte prefix says its size
+ * (held to the receive cap, refused as before past it) and every chunk is copied into it, so an
+ * unfinished message holds its declared size and nothing per frame. The message given to
+ * grpc-js is the same bytes as before, prefix and all.
+ *
+ * grpc-js exports no way to change its decoder; its class is patched in place, once, for every
+ * server in the process (grpc-js 1.14.x, pinned; `test/rpc/message-decoder.test.ts` fails if the
+ * class moves or its output changes).
+ */
+interface DecoderFields {
+  maxReadMessageLength: number;
+  prefix?: Buffer;
+  prefixRead?: number;
+  message?: Buffer | undefined;
+  filled?: number;
+}
+
+function write(this: DecoderFields, data: Buffer): Buffer[] {
+  const messages: Buffer[] = [];
+  let at = 0;
+  while (at < data.length) {
+    if (this.message === undefined) {
+      const prefix = (this.prefix ??= Buffer.alloc(5));
+      const read = this.prefixRead ?? 0;
+      const take = Math.min(5 - read, data.length - at);
+      data.copy(prefix, read, at, at + take);
+      at += take;
+      if (read + take < 5) {
+        this.prefixRead = read + take;
+        break;
+      }
+      this.prefixRead = 0;
+      const size = prefix.readUInt32BE(1);
+      // grpc-js's own check and words: the server answers RESOURCE_EXHAUSTED with them.
+      if (this.maxReadMessageLength !== -1 && size > this.maxReadMessageLength)
+        throw new Error(`Received message larger than max (${size} vs ${this.maxReadMessageLength})`);
+      this.message = Buffer.allocUnsafe(5 + size);
+      prefix.copy(this.message, 0, 0, 5);
+      this.filled = 5;
+    }
+    const message = this.message;
+    const filled = this.filled ?? 5;
+    const take = Math.min(message.length - filled, data.length - at);
+    data.copy(message, filled, at, at + take);
+    at += take;
+    this.filled = filled + take;
+    if (this.filled === message.length) {
+      messages.push(message);
+      this.message = undefined;
+    }
+  }
+  return messages;
+}
+
+/** Install the decoder above in grpc-js (installing it again changes nothing). */
+export function boundMessageDecoding(): void {
+  (StreamDecoder.prototype as unknown as { write: typeof write }).write = write;
+}
+
+/** Whether grpc-js's decoder is the one above (tests). */
+export function messageDecodingBound(): boolean {
+  return (StreamDecoder.prototype as unknown as { write: unknown }).write === write;
+}

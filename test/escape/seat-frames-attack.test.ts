@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { appliedTeam } from "../support/applied-team.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { ROOT } from "../support/programs.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+import { srcWriterTeamFile } from "../support/team-file.js";
+
+/**
+ * Attacks docs/enforcement.md's "One seat cannot exhaust the daemon's memory through its socket"
+ * (bound: 8 connections x 16 streams x (256 KiB message + 256 KiB window) = 64 MiB a seat) from
+ * inside a real `teamd start`ed seat, over `/run/teamd/shim.sock`, with HTTP/2 written by hand
+ * (raw frames on a unix socket: no grpc-js, no node:http2 client, which would coalesce writes).
+ *
+ * The bound counts bytes; the daemon's cost was per DATA frame. grpc-js's StreamDecoder kept an
+ * unfinished message as one `data.slice()` per DATA frame (readPartialMessage), and node's
+ * http2 hands JS one Buffer per DATA frame. A message of 256 KiB - 1 (under the receive cap)
+ * sent as 1-byte DATA frames was 262,143 Buffer objects held by the daemon for 256 KiB of
+ * payload: found by an attack (round eighteen), 4 MiB sent on one connection held ~500 MiB, and
+ * 32 MiB on eight ~3.9 GiB. Nothing else bounded it: the stream is being read (its window is
+ * given back at once), the message is under the cap, nghttp2's session memory does not see what
+ * JS holds. Now a message is one buffer of its declared size (src/rpc/message-decoder.ts). Any
+ * method will do (a unary one here: the message is never finished, so no handler ever runs).
+ *
+ * The control is the same number of bytes per stream in 16 KiB DATA frames, on all 8
+ * connections: within the bound.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+
+/**
+ * The attacker: CONNS connections to SOCKET, STREAMS streams each calling METHOD, each sending a
+ * gRPC prefix declaring SIZE bytes then SIZE - 1 of them in DATA frames of FRAME bytes, within
+ * the server's flow-control windows (tracked from its SETTINGS and WINDOW_UPDATEs). It answers
+ * SETTINGS and PING (the daemon's keepalive), and holds everything HOLD ms after the last byte
+ * went out (or MAX ms in all), then prints one JSON line of what it saw.
+ */
+const ATTACK = `
+const net = require("net");
+const [socket, method, conns, streams, size, frame, hold, max] = process.argv.slice(1);
+const C = +conns, S = +streams, N = +size, F = +frame, H = +hold;
+const u = (len, type, flags, id) => { const b = Buffer.alloc(9); b.writeUIntBE(len, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(id, 5); return b; };
+const lit = (n, v) => { n = Buffer.from(n); v = Buffer.from(v); return Buffer.concat([Buffer.from([0, n.length]), n, Buffer.from([v.length]), v]); };
+const block = Buffer.concat([lit(":method", "POST"), lit(":scheme", "http"), lit(":path", method), lit(":authority", "seat"),
+  lit("content-type", "application/grpc"), lit("te", "trailers"), lit("teamd-protocol", process.env.PROTOCOL)]);
+const stats = { conns: 0, closed: 0, goaway: 0, rst: 0, ended: 0, sent: 0, frames: 0, sendMs: -1 };
+const payload = Buffer.alloc(Math.max(F, 16), 0x61);
+const total = C * S * (N - 1);
+const t0 = Date.now();
+let finishing = false;
+const finish = () => { console.log(JSON.stringify(stats)); process.exit(0); };
+function conn() {
+  const sock = net.connect(socket);
+  let connWin = 65535, initWin = 65535, buf = Buffer.alloc(0), gone = false, pumping = false, nextId = 1;
+  const st = new Map();
+  sock.on("error", () => {});
+  sock.on("connect", () => stats.conns++);
+  sock.on("close", () => { stats.closed++; gone = true; });
+  sock.write(Buffer.from("PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n"));
+  sock.write(u(0, 4, 0, 0));
+  for (let i = 0; i < S; i++) {
+    const id = nextId; nextId += 2;
+    st.set(id, { win: 65535, left: N - 1, prefixed: false, dead: false });
+    sock.write(Buffer.concat([u(block.length, 1, 4, id), block]));
+  }
+  sock.on("data", (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
+      if (buf.length < 9 + len) break;
+      const p = buf.subarray(9, 9 + len); buf = buf.subarray(9 + len);
+      if (type === 4 && !(flags & 1)) {
+        for (let o = 0; o + 6 <= p.length; o += 6) if (p.readUInt16BE(o) === 4) { const v = p.readUInt32BE(o + 2); for (const s of st.values()) s.win += v - initWin; initWin = v; }
+        sock.write(u(0, 4, 1, 0));
+      } else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
+      else if (type === 8) { const inc = p.readUInt32BE(0) & 0x7fffffff; if (id === 0) connWin += inc; else if (st.has(id)) st.get(id).win += inc; }
+      else if (type === 3) { stats.rst++; if (st.has(id)) st.get(id).dead = true; }
+      else if (type === 7) stats.goaway++;
+      else if (type === 1 && (flags & 1)) { stats.ended++; if (st.has(id)) st.get(id).dead = true; }
+    }
+    pump();
+  });
+  function pump() {
+    if (pumping || gone) return;
+    const out = []; let bytes = 0;
+    for (const [id, s] of st) {
+      if (s.dead) continue;
+      if (!s.prefixed) {
+        if (s.win < 5 || connWin < 5) continue;
+        const pre = Buffer.alloc(5); pre.writeUInt32BE(N, 1);
+        out.push(u(5, 0, 0, id), pre); s.win -= 5; connWin -= 5; s.prefixed = true; bytes += 14;
+      }
+      while (s.left > 0 && s.win > 0 && connWin > 0 && bytes < 1 << 20) {
+        const n = Math.min(F, s.left, s.win, connWin);
+        out.push(u(n, 0, 0, id), payload.subarray(0, n));
+        s.left -= n; s.win -= n; connWin -= n; bytes += 9 + n; stats.sent += n; stats.frames++;
+      }
+    }
+    if (stats.sent === total && !finishing) { finishing = true; stats.sendMs = Date.now() - t0; setTimeout(finish, H); }
+    if (out.length === 0) return;
+    if (sock.write(Buffer.concat(out))) setImmediate(pump);
+    else { pumping = true; sock.once("drain", () => { pumping = false; pump(); }); }
+  }
+}
+for (let c = 0; c < C; c++) conn();
+setTimeout(finish, +max);
+`;
+
+const ATTACK_B64 = Buffer.from(ATTACK).toString("base64");
+const METHOD = "/teamd.v1.ShimService/Checkpoint";
+
+interface Shape {
+  readonly conns: number;
+  readonly streams: number;
+  /** What each stream's message declares (it sends all but the last byte). */
+  readonly size: number;
+  /** Payload bytes per DATA frame. */
+  readonly frame: number;
+}
+
+interface AttackStats {
+  conns: number;
+  closed: number;
+  goaway: number;
+  rst: number;
+  ended: number;
+  sent: number;
+  frames: number;
+  sendMs: number;
+}
+
+function status(pid: number): { rss: number; hwm: number } {
+  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(text)?.[1] ?? NaN) * KIB;
+  return { rss: field("VmRSS"), hwm: field("VmHWM") };
+}
+
+/** One message of 256 KiB - 1 byte per stream: under the 256 KiB receive cap, never finished. */
+const SIZE = 256 * KIB;
+const HOLD_MS = 5000;
+/** The 1-byte flood's connections (default 1: 16 streams are enough; ATTACK_CONNS=8 is the whole socket). */
+const ATTACK_CONNS = Number(process.env.ATTACK_CONNS ?? 1);
+
+describe.runIf(process.platform === "linux")("escape: one seat against the daemon's memory, DATA frame by DATA frame", () => {
+  let h: TeamdHarness;
+  let daemonPid: number;
+  let protocol: string;
+
+  /** Runs the attacker in seat alpha, sampling the daemon's RSS every 100 ms until it exits. */
+  const attack = async (shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: AttackStats }> => {
+    const before = status(daemonPid);
+    let peak = before.rss;
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, status(daemonPid).rss);
+      } catch {
+        /* the daemon is gone: the assertions say so */
+      }
+    }, 100);
+    try {
+      const maxMs = 240_000;
+      const r = await h.run(
+        [
+          "exec",
+          "--timeout",
+          String(maxMs / 1000 + 10),
+          "alpha@proj",
+          "--",
+          "sh",
+          "-c",
+          `PROTOCOL=${protocol} node -e "$(echo ${ATTACK_B64} | base64 -d)" /run/teamd/shim.sock ${METHOD} ${shape.conns} ${shape.streams} ${shape.size} ${shape.frame} ${HOLD_MS} ${maxMs}`,
+        ],
+        { timeoutMs: maxMs + 30_000 },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const held = status(daemonPid);
+      peak = Math.max(peak, held.rss);
+      const line = r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .pop();
+      if (line === undefined) throw new Error(`the attacker printed no result: ${r.stdout}`);
+      return { growth: peak - before.rss, held: held.rss - before.rss, hwm: held.hwm, stats: JSON.parse(line) as AttackStats };
+    } finally {
+      clearInterval(sampler);
+    }
+  };
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-frames-", srcWriterTeamFile("alpha"), { "README.md": "hello\n" }, { timeoutMs: 60_000 });
+    await h.ok(["start", "--team", "proj", "--json"]);
+    const pid = h.daemon?.child.pid;
+    if (pid === undefined) throw new Error("no daemon pid");
+    daemonPid = pid;
+    protocol = /PROTOCOL_VERSION = (\d+)/.exec(readFileSync(join(ROOT, "src/rpc/protocol.ts"), "utf8"))?.[1] ?? "";
+    expect(protocol).not.toBe("");
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.cleanup();
+  }, 60_000);
+
+  it("control: 8 connections x 16 streams of 256 KiB - 1 in 16 KiB DATA frames stay within the 64 MiB bound", async () => {
+    const shape: Shape = { conns: 8, streams: 16, size: SIZE, frame: 16 * KIB };
+    const r = await attack(shape);
+    console.log(
+      `control (16 KiB frames, ${shape.conns}x${shape.streams}): sent ${(r.stats.sent / MIB).toFixed(1)} MiB in ${r.stats.frames} DATA frames (${r.stats.sendMs} ms); daemon RSS peak growth ${(r.growth / MIB).toFixed(1)} MiB, held ${(r.held / MIB).toFixed(1)} MiB, VmHWM ${(r.hwm / MIB).toFixed(0)} MiB; ${JSON.stringify(r.stats)}`,
+    );
+    expect(r.stats.sent).toBe(shape.conns * shape.streams * (shape.size - 1));
+    expect(r.growth).toBeLessThan(64 * MIB);
+    expect((await h.shim("alpha", "whoami", "--json")).code).toBe(0);
+  }, 300_000);
+
+  it("attack: 16 streams of 256 KiB - 1 in 1-byte DATA frames (4 MiB sent) leave the daemon within the 64 MiB bound (they held ~500 MiB)", async () => {
+    const shape: Shape = { conns: ATTACK_CONNS, streams: 16, size: SIZE, frame: 1 };
+    const r = await attack(shape);
+    console.log(
+      `attack (1-byte frames, ${shape.conns}x${shape.streams}): sent ${(r.stats.sent / MIB).toFixed(1)} MiB in ${r.stats.frames} DATA frames (${r.stats.sendMs} ms); daemon RSS peak growth ${(r.growth / MIB).toFixed(1)} MiB, held ${(r.held / MIB).toFixed(1)} MiB, VmHWM ${(r.hwm / MIB).toFixed(0)} MiB; ${JSON.stringify(r.stats)}`,
+    );
+    // Every byte went in (the daemon refused nothing: no RST, no GOAWAY, no stream ended).
+    expect(r.stats.sent).toBe(shape.conns * shape.streams * (shape.size - 1));
+    expect(r.stats.rst + r.stats.goaway + r.stats.ended).toBe(0);
+    // The documented bound for the whole socket (8 x 16 x (256 KiB + 256 KiB)); without the
+    // bounded decoder it grew ~500 MiB here.
+    expect(r.growth, `the daemon grew by ${(r.growth / MIB).toFixed(1)} MiB for ${(r.stats.sent / MIB).toFixed(1)} MiB sent`).toBeLessThan(64 * MIB);
+  }, 300_000);
+});
