@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { CONTROL_SERVER_OPTIONS, SEAT_CONNECTION_WINDOW, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS, SEAT_STREAM_WINDOW } from "./channel-options.js";
-import type { Http2Session } from "node:http2";
+import { constants as http2Constants, type Http2Session, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
@@ -264,7 +264,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       if (seat) {
         const before = new Set(http2ServersOf(server));
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-        for (const made of http2ServersOf(server)) if (!before.has(made)) made.on("session", widenWindows);
+        for (const made of http2ServersOf(server)) {
+          if (before.has(made)) continue;
+          made.on("session", widenWindows);
+          made.on("stream", boundDataFrames);
+        }
         const net = createServer((connection) => injector.injectConnection(connection));
         net.maxConnections = SEAT_MAX_CONNECTIONS;
         // Told at most once per 10 s (a seat opening connections in a loop cannot flood the log), with the count since.
@@ -325,9 +329,47 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
  * option for a server's flow-control windows, so its own map is read (grpc-js 1.14.x, pinned);
  * `server-client.test.ts` fails if it moves, and the windows are then HTTP/2's defaults again.
  */
-function http2ServersOf(server: grpc.Server): { on(event: "session", listener: (session: Http2Session) => void): unknown }[] {
+interface Http2Events {
+  on(event: "session", listener: (session: Http2Session) => void): unknown;
+  on(event: "stream", listener: (stream: ServerHttp2Stream) => void): unknown;
+}
+
+function http2ServersOf(server: grpc.Server): Http2Events[] {
   const map = (server as unknown as { http2Servers?: unknown }).http2Servers;
-  return map instanceof Map ? [...(map.keys() as Iterable<{ on(event: "session", listener: (session: Http2Session) => void): unknown }>)] : [];
+  return map instanceof Map ? [...(map.keys() as Iterable<Http2Events>)] : [];
+}
+
+/**
+ * A seat's DATA frames cost the daemon their bytes, not an object each (found by an attack,
+ * round eighteen). node's http2 hands a stream each DATA frame as its own Buffer, a view of the
+ * socket read it came in; a stream grpc-js has paused (one message ahead of a handler that
+ * waits, a file write waiting its turn) keeps them, up to its window: 1-byte frames made 4 MiB
+ * sent on one connection hold ~440 MiB, and each 1-byte frame sent after 64 KiB of frames HTTP/2
+ * ignores kept that whole read alive (3 GiB for 52 KB of payload). So each chunk a seat's stream
+ * gets is copied when it is a small part of its read (it then keeps only itself), and a stream
+ * whose frames average under `SEAT_FRAME_BYTES` past its first `SEAT_FREE_FRAMES` is reset
+ * (ENHANCE_YOUR_CALM): every client of teamd's sends frames of up to 16 KiB, a message whole.
+ */
+const SEAT_FREE_FRAMES = 64;
+const SEAT_FRAME_BYTES = 1024;
+
+function boundDataFrames(stream: ServerHttp2Stream): void {
+  const push = stream.push.bind(stream);
+  let frames = 0;
+  let bytes = 0;
+  let over = false;
+  stream.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
+    if (!Buffer.isBuffer(chunk)) return push(chunk, encoding);
+    if (over) return false;
+    frames += 1;
+    bytes += chunk.byteLength;
+    if (frames > SEAT_FREE_FRAMES + bytes / SEAT_FRAME_BYTES) {
+      over = true;
+      process.nextTick(() => stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM));
+      return false;
+    }
+    return push(chunk.byteLength * 2 < chunk.buffer.byteLength ? Buffer.from(chunk) : chunk, encoding);
+  };
 }
 
 /** A seat connection's receive windows (channel-options.ts): the connection's at once, each stream's by SETTINGS. */

