@@ -19,7 +19,7 @@ const COMMON: ChannelOptions = {
  * A seat's socket (issue 20, finding 3): the seat is hostile, and the daemon's death would end
  * every seat, so every byte the server holds for it is bounded. grpc-js 1.14 buffers each
  * message whole until its last byte arrives, so what one connection can make the daemon hold
- * is its streams times the receive cap plus their flow-control windows (`SEAT_STREAM_WINDOW`); the
+ * is its streams times the receive cap (plus each stream's 64 KiB flow-control window); the
  * connections of one socket are bounded by the server itself (`SEAT_MAX_CONNECTIONS`, where
  * grpc-js has no option). Read in grpc-js's server.js / server-interceptors.js, all honoured:
  *
@@ -39,22 +39,6 @@ export const SEAT_RECEIVE_BYTES = 256 * 1024;
 
 /** What a seat's client sends per message of a byte stream (file content, a pack): well under the receive cap. */
 export const SEAT_CHUNK_BYTES = 128 * 1024;
-
-/**
- * The seat socket's HTTP/2 receive windows (issue 26): how much a seat's client may send on one
- * stream ahead of what the daemon has read, and on its connection in all. HTTP/2's default of
- * 64 KiB held a pushed pack's trip to about one round trip between the two processes per 64 KiB
- * message (each message is a few bytes more than the window). With 256 KiB a push of 1 MiB came
- * back ~6 ms sooner (158 against 164.5 ms, medians of 12 pushes alternating in one daemon; 1 MiB
- * gave ~11 ms). The cost is what a seat can make the daemon hold: a waiting stream holds what it
- * sent up to its window (measured: at 1 MiB, a flood of file writes on 64 streams grew the
- * daemon by ~100 MiB against ~48), so a seat's bound is 8 connections x 16 streams x (a 256 KiB
- * message + a 256 KiB window) = 64 MiB, where it was 40 MiB. The connection's window is raised
- * too: at 64 KiB it would hold every stream to 64 KiB in flight. grpc-js has no option for a
- * server's windows: server.ts sets them on each session.
- */
-export const SEAT_STREAM_WINDOW = 256 * 1024;
-export const SEAT_CONNECTION_WINDOW = 1024 * 1024;
 
 /** Connections one seat's socket serves at once; one more is closed on arrival (and logged). */
 export const SEAT_MAX_CONNECTIONS = 8;

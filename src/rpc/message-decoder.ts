@@ -8,10 +8,12 @@ import { StreamDecoder } from "@grpc/grpc-js/build/src/stream-decoder.js";
  * connection as 1-byte DATA frames, never finishing its 16 messages, held ~500 MiB, and 32 MiB
  * on eight connections ~3.9 GiB, near node's heap limit, where every seat's calls end with the
  * daemon. The bound of the seat socket (channel-options.ts) counts bytes; this makes the bytes
- * what it costs: a message's buffer is allocated whole once its 5-byte prefix says its size
- * (held to the receive cap, refused as before past it) and every chunk is copied into it, so an
- * unfinished message holds its declared size and nothing per frame. The message given to
- * grpc-js is the same bytes as before, prefix and all.
+ * what it costs: every chunk is copied into one buffer for the message, which grows (doubling,
+ * never past the size its 5-byte prefix declared, held to the receive cap and refused as before
+ * past it) as the bytes arrive — not allocated whole at the prefix, where 5 bytes sent on a
+ * stream opened and reset in a loop would each have cost the daemon 256 KiB (found by a third
+ * attack). An unfinished message holds at most twice what was sent of it, and nothing per
+ * frame. The message given to grpc-js is the same bytes as before, prefix and all.
  *
  * grpc-js exports no way to change its decoder; its class is patched in place, once, for every
  * server in the process (grpc-js 1.14.x, pinned; `test/rpc/message-decoder.test.ts` fails if the
@@ -23,7 +25,11 @@ interface DecoderFields {
   prefixRead?: number;
   message?: Buffer | undefined;
   filled?: number;
+  size?: number;
 }
+
+/** A message's first buffer: small messages need no more, large ones double from it. */
+const FIRST_BYTES = 16 * 1024;
 
 function write(this: DecoderFields, data: Buffer): Buffer[] {
   const messages: Buffer[] = [];
@@ -44,18 +50,26 @@ function write(this: DecoderFields, data: Buffer): Buffer[] {
       // grpc-js's own check and words: the server answers RESOURCE_EXHAUSTED with them.
       if (this.maxReadMessageLength !== -1 && size > this.maxReadMessageLength)
         throw new Error(`Received message larger than max (${size} vs ${this.maxReadMessageLength})`);
-      this.message = Buffer.allocUnsafe(5 + size);
+      this.size = 5 + size;
+      this.message = Buffer.allocUnsafeSlow(Math.min(this.size, FIRST_BYTES));
       prefix.copy(this.message, 0, 0, 5);
       this.filled = 5;
     }
-    const message = this.message;
+    const whole = this.size ?? 5;
+    let message = this.message;
     const filled = this.filled ?? 5;
-    const take = Math.min(message.length - filled, data.length - at);
+    const take = Math.min(whole - filled, data.length - at);
+    if (filled + take > message.length) {
+      // Its own backing store, never node's shared pool: a small buffer left alive there keeps the whole slab.
+      const grown = Buffer.allocUnsafeSlow(Math.min(whole, Math.max(filled + take, message.length * 2)));
+      message.copy(grown, 0, 0, filled);
+      message = this.message = grown;
+    }
     data.copy(message, filled, at, at + take);
     at += take;
     this.filled = filled + take;
-    if (this.filled === message.length) {
-      messages.push(message);
+    if (this.filled === whole) {
+      messages.push(message.length === whole ? message : message.subarray(0, whole));
       this.message = undefined;
     }
   }

@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
-import { CONTROL_SERVER_OPTIONS, SEAT_CONNECTION_WINDOW, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS, SEAT_STREAM_WINDOW } from "./channel-options.js";
-import { constants as http2Constants, type Http2Session, type ServerHttp2Stream } from "node:http2";
+import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
+import { constants as http2Constants, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
@@ -266,7 +266,6 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("session", widenWindows);
           made.on("stream", boundDataFrames);
         }
         const net = createServer((connection) => injector.injectConnection(connection));
@@ -325,12 +324,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 }
 
 /**
- * The HTTP/2 servers grpc-js made for this server. grpc-js exports no way to them and has no
- * option for a server's flow-control windows, so its own map is read (grpc-js 1.14.x, pinned);
- * `server-client.test.ts` fails if it moves, and the windows are then HTTP/2's defaults again.
+ * The HTTP/2 servers grpc-js made for this server. grpc-js exports no way to them, so its own map
+ * is read (grpc-js 1.14.x, pinned); `server-client.test.ts` fails if it moves (a seat stream of
+ * 1-byte frames is then not reset).
  */
 interface Http2Events {
-  on(event: "session", listener: (session: Http2Session) => void): unknown;
   on(event: "stream", listener: (stream: ServerHttp2Stream) => void): unknown;
 }
 
@@ -353,6 +351,13 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
+/** A copy with a backing store of its own: one from node's shared pool (Buffer.from, under 4 KiB) keeps its whole 8 KiB slab alive (found by a third attack: ~286 MiB held). */
+function ownCopy(chunk: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(chunk.byteLength);
+  chunk.copy(copy);
+  return copy;
+}
+
 function boundDataFrames(stream: ServerHttp2Stream): void {
   const push = stream.push.bind(stream);
   let frames = 0;
@@ -368,16 +373,6 @@ function boundDataFrames(stream: ServerHttp2Stream): void {
       process.nextTick(() => stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM));
       return false;
     }
-    return push(chunk.byteLength * 2 < chunk.buffer.byteLength ? Buffer.from(chunk) : chunk, encoding);
+    return push(chunk.byteLength * 2 < chunk.buffer.byteLength ? ownCopy(chunk) : chunk, encoding);
   };
-}
-
-/** A seat connection's receive windows (channel-options.ts): the connection's at once, each stream's by SETTINGS. */
-function widenWindows(session: Http2Session): void {
-  try {
-    session.setLocalWindowSize(SEAT_CONNECTION_WINDOW);
-    session.settings({ initialWindowSize: SEAT_STREAM_WINDOW });
-  } catch {
-    // A session already closing keeps HTTP/2's defaults: it carries nothing more.
-  }
 }

@@ -47,7 +47,15 @@ describe("bounded message decoding", () => {
     expect(() => decoder.write(prefix)).toThrow("Received message larger than max (1025 vs 1024)");
   });
 
-  it("holds an unfinished message sent a byte at a time as one buffer of its declared size, not a piece per byte", () => {
+  it("holds a message's prefix alone in 16 KiB, not the 256 KiB it declares: a stream opened and reset in a loop costs what it sent", () => {
+    boundMessageDecoding();
+    const decoder = new StreamDecoder(256 * 1024);
+    expect(decoder.write(framed(randomBytes(256 * 1024 - 1)).subarray(0, 5))).toEqual([]);
+    const buffers = Object.values(decoder as unknown as Record<string, unknown>).filter((v): v is Buffer => Buffer.isBuffer(v));
+    expect(buffers.reduce((sum, b) => sum + b.length, 0)).toBeLessThanOrEqual(16 * 1024 + 16);
+  });
+
+  it("holds an unfinished message sent a byte at a time as one buffer of at most twice what was sent, not a piece per byte", () => {
     boundMessageDecoding();
     const decoder = new StreamDecoder(256 * 1024);
     const stream = framed(randomBytes(256 * 1024 - 1)).subarray(0, 200_000);

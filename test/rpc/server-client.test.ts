@@ -7,8 +7,7 @@ import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { ShimService, WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
 import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
-import { SEAT_CONNECTION_WINDOW, SEAT_STREAM_WINDOW } from "../../src/rpc/channel-options.js";
-import { connect as connectHttp2 } from "node:http2";
+import { connect as connectHttp2, constants as httpConstants } from "node:http2";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
 import { whoAmIWithProtocol } from "./raw-call.js";
@@ -114,22 +113,30 @@ describe("rpc server and client", () => {
     expect((a as Error).message).toBe((b as Error).message);
   });
 
-  it("a seat socket's receive windows are its own, not HTTP/2's 64 KiB: a client may send 1 MiB ahead on a stream and on the connection", async () => {
+  it("a seat socket resets a stream whose DATA frames are tiny (ENHANCE_YOUR_CALM): each would cost the daemon an object, not its byte", async () => {
     const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) });
     const session = connectHttp2("http://seat", { createConnection: () => connectSocket(socketPath) });
     cleanups.push(async () => {
       session.destroy();
     });
-    // The server's SETTINGS (the stream window) and its connection's WINDOW_UPDATE come at once.
-    for (
-      let i = 0;
-      i < 100 && (session.remoteSettings.initialWindowSize !== SEAT_STREAM_WINDOW || session.state.remoteWindowSize !== SEAT_CONNECTION_WINDOW);
-      i++
-    )
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(session.remoteSettings.initialWindowSize).toBe(SEAT_STREAM_WINDOW);
-    expect(session.state.remoteWindowSize).toBe(SEAT_CONNECTION_WINDOW);
-    expect(SEAT_STREAM_WINDOW).toBeGreaterThan(65_535);
+    const stream = session.request({ ":method": "POST", ":path": "/teamd.v1.ShimService/WhoAmI", "content-type": "application/grpc", te: "trailers" });
+    stream.on("error", () => undefined);
+    const closed = new Promise<void>((resolve) => stream.on("close", resolve));
+    // A prefix declaring 1,000 bytes, then its bytes one frame each.
+    stream.write(Buffer.from([0, 0, 0, 0x03, 0xe8]));
+    for (let i = 0; i < 400 && !stream.closed; i++) {
+      stream.write(Buffer.from([0x61]));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await closed;
+    expect(stream.rstCode).toBe(httpConstants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // The same bytes in one frame are a call like any other (an unfinished one here: no reset).
+    const whole = session.request({ ":method": "POST", ":path": "/teamd.v1.ShimService/WhoAmI", "content-type": "application/grpc", te: "trailers" });
+    whole.on("error", () => undefined);
+    whole.write(Buffer.concat([Buffer.from([0, 0, 0, 0x03, 0xe8]), Buffer.alloc(999, 0x61)]));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(whole.closed).toBe(false);
+    whole.close();
   });
 
   it("carries a refusal's rule and reason to the client", async () => {
