@@ -8,12 +8,14 @@ import { StreamDecoder } from "@grpc/grpc-js/build/src/stream-decoder.js";
  * connection as 1-byte DATA frames, never finishing its 16 messages, held ~500 MiB, and 32 MiB
  * on eight connections ~3.9 GiB, near node's heap limit, where every seat's calls end with the
  * daemon. The bound of the seat socket (channel-options.ts) counts bytes; this makes the bytes
- * what it costs: every chunk is copied into one buffer for the message, which grows (doubling,
- * never past the size its 5-byte prefix declared, held to the receive cap and refused as before
- * past it) as the bytes arrive — not allocated whole at the prefix, where 5 bytes sent on a
- * stream opened and reset in a loop would each have cost the daemon 256 KiB (found by a third
- * attack). An unfinished message holds at most twice what was sent of it, and nothing per
- * frame. The message given to grpc-js is the same bytes as before, prefix and all.
+ * what it costs: every chunk is copied into one buffer for the message, which grows (fourfold
+ * from 16 KiB, never past the size its 5-byte prefix declared, held to the receive cap and
+ * refused as before past it) as the bytes arrive — not allocated whole at the prefix, where 5
+ * bytes sent on a stream opened and reset in a loop would each have cost the daemon 256 KiB. An
+ * unfinished message holds at most four times what was sent of it, and nothing per frame; the
+ * buffers it outgrew are a third of its size in all (doubling left as much again: 8 x 16 streams
+ * of 256 KiB messages grew the daemon past 64 MiB in a run of seat-frames-attack.test.ts's
+ * control). The message given to grpc-js is the same bytes as before, prefix and all.
  *
  * grpc-js exports no way to change its decoder; its class is patched in place, once, for every
  * server in the process (grpc-js 1.14.x, pinned; `test/rpc/message-decoder.test.ts` fails if the
@@ -28,7 +30,7 @@ interface DecoderFields {
   size?: number;
 }
 
-/** A message's first buffer: small messages need no more, large ones double from it. */
+/** A message's first buffer: small messages need no more, large ones grow fourfold from it. */
 const FIRST_BYTES = 16 * 1024;
 
 function write(this: DecoderFields, data: Buffer): Buffer[] {
@@ -61,7 +63,7 @@ function write(this: DecoderFields, data: Buffer): Buffer[] {
     const take = Math.min(whole - filled, data.length - at);
     if (filled + take > message.length) {
       // Its own backing store, never node's shared pool: a small buffer left alive there keeps the whole slab.
-      const grown = Buffer.allocUnsafeSlow(Math.min(whole, Math.max(filled + take, message.length * 2)));
+      const grown = Buffer.allocUnsafeSlow(Math.min(whole, Math.max(filled + take, message.length * 4)));
       message.copy(grown, 0, 0, filled);
       message = this.message = grown;
     }

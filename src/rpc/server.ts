@@ -373,6 +373,9 @@ function boundDataFrames(stream: ServerHttp2Stream): void {
       process.nextTick(() => stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM));
       return false;
     }
-    return push(chunk.byteLength * 2 < chunk.buffer.byteLength ? ownCopy(chunk) : chunk, encoding);
+    // Copied only where it will wait in the stream (paused, or behind what waits): one that flows
+    // goes to the decoder now, which copies it and lets the read go.
+    const waits = stream.readableFlowing !== true || stream.readableLength > 0;
+    return push(waits && chunk.byteLength * 2 < chunk.buffer.byteLength ? ownCopy(chunk) : chunk, encoding);
   };
 }

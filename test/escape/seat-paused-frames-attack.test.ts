@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { appliedTeam } from "../support/applied-team.js";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { ROOT } from "../support/programs.js";
+import { attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
-import { srcWriterTeamFile } from "../support/team-file.js";
 
 /**
  * Attacks docs/enforcement.md's "One seat cannot exhaust the daemon's memory through its socket"
@@ -138,8 +134,6 @@ for (let c = 0; c < C; c++) conn(c);
 setTimeout(finish, +max);
 `;
 
-const ATTACK_B64 = Buffer.from(ATTACK).toString("base64");
-
 interface Shape {
   readonly conns: number;
   readonly streams: number;
@@ -165,12 +159,6 @@ interface AttackStats {
   sendMs: number;
 }
 
-function status(pid: number): { rss: number; hwm: number } {
-  const text = readFileSync(`/proc/${pid}/status`, "utf8");
-  const field = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(text)?.[1] ?? NaN) * KIB;
-  return { rss: field("VmRSS"), hwm: field("VmHWM") };
-}
-
 /** The third message declares 256 KiB (the receive cap): never finished. */
 const SIZE = 256 * KIB;
 const QUIET_MS = 4000;
@@ -184,66 +172,30 @@ const ATTACK_MAX_MS = process.env.ATTACK_MAX_MS === undefined ? undefined : Numb
 const mib = (n: number): string => (n / MIB).toFixed(1);
 
 describe.runIf(process.platform === "linux")("escape: one seat against the daemon's memory, on streams grpc-js has paused", () => {
+  let target: MemoryTarget;
   let h: TeamdHarness;
-  let daemonPid: number;
-  let protocol: string;
 
-  /** Runs the attacker in seat alpha, sampling the daemon's RSS every 100 ms until it exits. */
+  /** Runs the attacker in seat alpha, the daemon's RSS sampled while it runs. */
   const attack = async (label: string, shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: AttackStats }> => {
-    const before = status(daemonPid);
-    let peak = before.rss;
-    const sampler = setInterval(() => {
-      try {
-        peak = Math.max(peak, status(daemonPid).rss);
-      } catch {
-        /* the daemon is gone: the assertions say so */
-      }
-    }, 100);
-    try {
-      const maxMs = shape.maxMs ?? 200_000;
-      const r = await h.run(
-        [
-          "exec",
-          "--timeout",
-          String(maxMs / 1000 + 10),
-          "alpha@proj",
-          "--",
-          "sh",
-          "-c",
-          `PROTOCOL=${protocol} node -e "$(echo ${ATTACK_B64} | base64 -d)" /run/teamd/shim.sock ${shape.conns} ${shape.streams} ${SIZE} ${shape.frame} ${shape.filler} ${QUIET_MS} ${HOLD_MS} ${maxMs}`,
-        ],
-        { timeoutMs: maxMs + 30_000 },
-      );
-      expect(r.code, r.stderr).toBe(0);
-      const held = status(daemonPid);
-      peak = Math.max(peak, held.rss);
-      const line = r.stdout
-        .trim()
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .pop();
-      if (line === undefined) throw new Error(`the attacker printed no result: ${r.stdout}`);
-      const stats = JSON.parse(line) as AttackStats;
-      const out = { growth: peak - before.rss, held: held.rss - before.rss, hwm: held.hwm, stats };
-      console.log(
-        `${label} (${shape.frame}-byte frames, filler ${shape.filler}, ${shape.conns}x${shape.streams}): sent ${mib(stats.sent)} MiB in ${stats.frames} DATA frames (${mib(stats.wire)} MiB on the wire, ${stats.sendMs} ms); daemon RSS before ${mib(before.rss)} MiB, peak growth ${mib(out.growth)} MiB, held ${mib(out.held)} MiB, VmHWM ${mib(out.hwm)} MiB; ${JSON.stringify(stats)}`,
-      );
-      // Give the daemon its moment to let the abandoned writes go before the next shape.
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      return out;
-    } finally {
-      clearInterval(sampler);
-    }
+    const maxMs = shape.maxMs ?? 200_000;
+    const r = await attackFromSeat(
+      target,
+      ATTACK,
+      ["/run/teamd/shim.sock", shape.conns, shape.streams, SIZE, shape.frame, shape.filler, QUIET_MS, HOLD_MS, maxMs],
+      maxMs,
+    );
+    const stats = JSON.parse(r.line) as AttackStats;
+    console.log(
+      `${label} (${shape.frame}-byte frames, filler ${shape.filler}, ${shape.conns}x${shape.streams}): sent ${mib(stats.sent)} MiB in ${stats.frames} DATA frames (${mib(stats.wire)} MiB on the wire, ${stats.sendMs} ms); daemon RSS before ${mib(r.before)} MiB, peak growth ${mib(r.growth)} MiB, held ${mib(r.held)} MiB, VmHWM ${mib(r.hwm)} MiB; ${JSON.stringify(stats)}`,
+    );
+    // Give the daemon its moment to let the abandoned writes go before the next shape.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    return { growth: r.growth, held: r.held, hwm: r.hwm, stats };
   };
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-paused-", srcWriterTeamFile("alpha"), { "README.md": "hello\n" }, { timeoutMs: 60_000 });
-    await h.ok(["start", "--team", "proj", "--json"]);
-    const pid = h.daemon?.child.pid;
-    if (pid === undefined) throw new Error("no daemon pid");
-    daemonPid = pid;
-    protocol = /PROTOCOL_VERSION = (\d+)/.exec(readFileSync(join(ROOT, "src/rpc/protocol.ts"), "utf8"))?.[1] ?? "";
-    expect(protocol).not.toBe("");
+    target = await memoryTarget("teamd-paused-");
+    h = target.h;
   }, 120_000);
 
   afterAll(async () => {

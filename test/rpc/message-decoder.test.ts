@@ -55,7 +55,7 @@ describe("bounded message decoding", () => {
     expect(buffers.reduce((sum, b) => sum + b.length, 0)).toBeLessThanOrEqual(16 * 1024 + 16);
   });
 
-  it("holds an unfinished message sent a byte at a time as one buffer of at most twice what was sent, not a piece per byte", () => {
+  it("holds an unfinished message sent a byte at a time as one buffer of at most four times what was sent, not a piece per byte", () => {
     boundMessageDecoding();
     const decoder = new StreamDecoder(256 * 1024);
     const stream = framed(randomBytes(256 * 1024 - 1)).subarray(0, 200_000);

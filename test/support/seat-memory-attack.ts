@@ -1,0 +1,91 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { appliedTeam } from "./applied-team.js";
+import { ROOT } from "./programs.js";
+import { type TeamdHarness } from "./teamd-harness.js";
+import { srcWriterTeamFile } from "./team-file.js";
+
+/**
+ * The frame of the attacks on the daemon's memory through a seat's socket (test/escape/seat-*-attack.test.ts):
+ * a real daemon with seat alpha started, an attacker (node source, raw HTTP/2 on the seat's socket)
+ * run inside the seat, and the daemon's resident memory read from the host while it runs.
+ */
+export interface MemoryTarget {
+  readonly h: TeamdHarness;
+  readonly daemonPid: number;
+  /** The protocol version a raw client sends in its `teamd-protocol` header. */
+  readonly protocol: string;
+}
+
+const KIB = 1024;
+
+/** A team whose seat alpha writes src/, started. */
+export async function memoryTarget(prefix: string): Promise<MemoryTarget> {
+  const h = await appliedTeam(prefix, srcWriterTeamFile("alpha"), { "README.md": "hello\n" }, { timeoutMs: 60_000 });
+  await h.ok(["start", "--team", "proj", "--json"]);
+  const daemonPid = h.daemon?.child.pid;
+  if (daemonPid === undefined) throw new Error("no daemon pid");
+  const protocol = /PROTOCOL_VERSION = (\d+)/.exec(readFileSync(join(ROOT, "src/rpc/protocol.ts"), "utf8"))?.[1];
+  if (protocol === undefined) throw new Error("no PROTOCOL_VERSION in src/rpc/protocol.ts");
+  return { h, daemonPid, protocol };
+}
+
+/** A process's resident memory now and at its peak (VmRSS, VmHWM), in bytes. */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(text)?.[1] ?? NaN) * KIB;
+  return { rss: field("VmRSS"), hwm: field("VmHWM") };
+}
+
+export interface AttackRun {
+  /** The daemon's RSS before the attacker started. */
+  readonly before: number;
+  /** Its peak RSS over that, sampled every 100 ms while the attacker ran. */
+  readonly growth: number;
+  /** What it still held once the attacker ended. */
+  readonly held: number;
+  readonly hwm: number;
+  /** The attacker's last line of JSON. */
+  readonly line: string;
+}
+
+/** Runs `script` with `args` by node in seat alpha (PROTOCOL in its environment), for at most `maxMs`. */
+export async function attackFromSeat(target: MemoryTarget, script: string, args: readonly (string | number)[], maxMs: number): Promise<AttackRun> {
+  const before = memoryOf(target.daemonPid);
+  let peak = before.rss;
+  const sampler = setInterval(() => {
+    try {
+      peak = Math.max(peak, memoryOf(target.daemonPid).rss);
+    } catch {
+      /* the daemon is gone: the caller's assertions say so */
+    }
+  }, 100);
+  try {
+    const encoded = Buffer.from(script).toString("base64");
+    const r = await target.h.run(
+      [
+        "exec",
+        "--timeout",
+        String(Math.ceil(maxMs / 1000) + 10),
+        "alpha@proj",
+        "--",
+        "sh",
+        "-c",
+        `PROTOCOL=${target.protocol} node -e "$(echo ${encoded} | base64 -d)" ${args.join(" ")}`,
+      ],
+      { timeoutMs: maxMs + 30_000 },
+    );
+    if (r.code !== 0) throw new Error(`the attacker failed (${r.code}): ${r.stderr}`);
+    const held = memoryOf(target.daemonPid);
+    peak = Math.max(peak, held.rss);
+    const line = r.stdout
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .pop();
+    if (line === undefined) throw new Error(`the attacker printed no result: ${r.stdout}`);
+    return { before: before.rss, growth: peak - before.rss, held: held.rss - before.rss, hwm: held.hwm, line };
+  } finally {
+    clearInterval(sampler);
+  }
+}
