@@ -1063,6 +1063,7 @@ async function writeBounded(
   try {
     const iterator = (pack instanceof Uint8Array ? [pack] : pack) as AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
     const chunks = Symbol.asyncIterator in iterator ? iterator[Symbol.asyncIterator]() : toAsync(iterator[Symbol.iterator]());
+    let writing: Promise<unknown> = Promise.resolve();
     for (;;) {
       const next = await Promise.race([chunks.next(), refused]);
       if (next.done === true) break;
@@ -1071,8 +1072,14 @@ async function writeBounded(
       // Stop reading at once: the rest of an oversized push is never taken in.
       if (size > maxBytes) throw new PackRejected(`pack exceeds ${formatBytes(maxBytes)}`);
       if (room !== undefined && size > Math.min(roomBytes ?? room.atMost, room.atMost)) await room.over(size);
-      await handle.write(chunk);
+      // The next chunk is taken in while this one is written, one write at a time (issue 26: each
+      // chunk waited for its write before the socket's next was read). Awaited before the next
+      // write or the end; a throw before then leaves it unawaited, and close waits for it.
+      await writing;
+      writing = handle.write(chunk);
+      writing.catch(() => undefined);
     }
+    await writing;
     // A stream that ended before its room was known is held to it now.
     if (room !== undefined && size > (await Promise.race([room.bytes, refused]))) await room.over(size);
   } finally {

@@ -21,6 +21,10 @@ export const RULES = {
     section: "§11",
     summary: "the request could not be decoded; what cannot be read is refused, never guessed",
   },
+  "rpc.frames": {
+    section: "§11",
+    summary: "a seat's stream came in DATA frames too small for what they carry (each costs the daemon an object); the stream is reset",
+  },
   "ledger.unavailable": {
     section: "§15",
     summary: "the ledger store cannot be opened or written; an act that cannot be recorded is refused",

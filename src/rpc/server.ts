@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
-import { constants as http2Constants, type ServerHttp2Stream } from "node:http2";
+import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
@@ -266,7 +266,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("stream", boundDataFrames);
+          made.on("stream", (stream, headers) => boundDataFrames(stream, headers, hooks));
         }
         const net = createServer((connection) => injector.injectConnection(connection));
         net.maxConnections = SEAT_MAX_CONNECTIONS;
@@ -329,7 +329,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
  * 1-byte frames is then not reset).
  */
 interface Http2Events {
-  on(event: "stream", listener: (stream: ServerHttp2Stream) => void): unknown;
+  on(event: "stream", listener: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): unknown;
 }
 
 function http2ServersOf(server: grpc.Server): Http2Events[] {
@@ -351,6 +351,12 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
+/** The method a stream's path names, or "unknown": the path is the seat's text, and goes on record only as a plain name. */
+function methodOf(path: string | undefined): string {
+  const name = /^\/[A-Za-z0-9_.]{1,128}\/([A-Za-z0-9_]{1,64})$/.exec(path ?? "")?.[1];
+  return name ?? "unknown";
+}
+
 /** A copy with a backing store of its own: one from node's shared pool (Buffer.from, under 4 KiB) keeps its whole 8 KiB slab alive (found by a third attack: ~286 MiB held). */
 function ownCopy(chunk: Buffer): Buffer {
   const copy = Buffer.allocUnsafeSlow(chunk.byteLength);
@@ -358,7 +364,7 @@ function ownCopy(chunk: Buffer): Buffer {
   return copy;
 }
 
-function boundDataFrames(stream: ServerHttp2Stream): void {
+function boundDataFrames(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, hooks: HandlerContext): void {
   const push = stream.push.bind(stream);
   let frames = 0;
   let bytes = 0;
@@ -371,6 +377,12 @@ function boundDataFrames(stream: ServerHttp2Stream): void {
     if (frames > SEAT_FREE_FRAMES + bytes / SEAT_FRAME_BYTES) {
       over = true;
       process.nextTick(() => stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM));
+      // The seat's attempt, on record (§11), counted against its refusal budget like any other.
+      const refusal = new RefusalError(
+        "rpc.frames",
+        `the stream's ${frames} DATA frames carried ${bytes} bytes; past its first ${SEAT_FREE_FRAMES}, a seat's frames must average ${SEAT_FRAME_BYTES} bytes or more (reset: ENHANCE_YOUR_CALM)`,
+      );
+      void hooks.onRefusal?.(refusal, methodOf(headers[":path"])).catch(() => undefined);
       return false;
     }
     // Copied only where it will wait in the stream (paused, or behind what waits): one that flows

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { attackFromSeat, framesRefusals, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -186,6 +186,10 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
     // Each stream is reset (ENHANCE_YOUR_CALM) once its frames average under 1 KiB past its
     // first 64 (server.ts, boundDataFrames); before, every byte went in and nothing was refused.
     expect(r.stats.rst).toBe(shape.conns * shape.streams);
+    // And each reset is the seat's refused attempt, on record (before, none was: the ledger did not show the attack).
+    const recorded = await framesRefusals(target);
+    expect(recorded).toHaveLength(shape.conns * shape.streams);
+    expect(new Set(recorded.map((x) => `${x.actor} ${x.action}`))).toEqual(new Set([`seat:proj/alpha rpc.${METHOD.split("/").pop() ?? ""}`]));
     // What was in flight when the reset came went in; the rest never did.
     expect(r.stats.sent).toBeLessThan(shape.conns * shape.streams * (shape.size - 1));
     // The documented bound for the whole socket (8 x 16 x (256 KiB + 256 KiB)); with neither the

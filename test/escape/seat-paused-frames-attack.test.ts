@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { attackFromSeat, framesRefusals, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -215,8 +215,11 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
     // 4 streams for 5 s held ~3 GiB for 52 KB of payload. Now a small chunk is copied, and the
     // stream is reset past its first 64 frames.
     const shape: Shape = { conns: 1, streams: 4, frame: 1, filler: 64 * KIB - 9, maxMs: 5_000 };
+    const before = (await framesRefusals(target)).length;
     const r = await attack("filler", shape);
     expect(r.stats.rst).toBe(shape.streams);
+    // Each reset is on record as the seat's refused attempt (rpc.frames).
+    expect((await framesRefusals(target)).length - before).toBe(shape.streams);
     expect(r.growth, `the daemon grew by ${mib(r.growth)} MiB for ${mib(r.stats.sent)} MiB sent`).toBeLessThan(64 * MIB);
     expect((await h.shim("alpha", "whoami", "--json")).code).toBe(0);
   }, 300_000);

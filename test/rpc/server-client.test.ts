@@ -18,10 +18,20 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function serveShim(impl: Parameters<RpcServer["addService"]>[1], onInternalError?: (e: unknown) => void) {
+async function serveShim(
+  impl: Parameters<RpcServer["addService"]>[1],
+  onInternalError?: (e: unknown) => void,
+  onRefusal?: (refusal: RefusalError, method: string) => Promise<void>,
+) {
   const home = await makeTempHome();
   const socketPath = join(home.dir, "s.sock");
-  const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test", ...(onInternalError ? { onInternalError } : {}) });
+  const server = createRpcServer({
+    socketPath,
+    access: { mode: 0o600 },
+    channel: "seat:test",
+    ...(onInternalError ? { onInternalError } : {}),
+    ...(onRefusal ? { onRefusal } : {}),
+  });
   server.addService(ShimService, withUnused(impl as Record<string, unknown>) as never);
   await server.listen();
   cleanups.push(async () => {
@@ -113,8 +123,11 @@ describe("rpc server and client", () => {
     expect((a as Error).message).toBe((b as Error).message);
   });
 
-  it("a seat socket resets a stream whose DATA frames are tiny (ENHANCE_YOUR_CALM): each would cost the daemon an object, not its byte", async () => {
-    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) });
+  it("a seat socket resets a stream whose DATA frames are tiny (ENHANCE_YOUR_CALM), and hands the refusal on for the record: each frame would cost the daemon an object, not its byte", async () => {
+    const refused: { rule: string; reason: string; method: string }[] = [];
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) }, undefined, async (refusal, method) => {
+      refused.push({ rule: refusal.rule, reason: refusal.reason, method });
+    });
     const session = connectHttp2("http://seat", { createConnection: () => connectSocket(socketPath) });
     cleanups.push(async () => {
       session.destroy();
@@ -130,6 +143,10 @@ describe("rpc server and client", () => {
     }
     await closed;
     expect(stream.rstCode).toBe(httpConstants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // Once for the stream (its later frames are dropped, not refused again), by the method its path names.
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ rule: "rpc.frames", method: "WhoAmI" });
+    expect(refused[0]?.reason).toMatch(/^the stream's 65 DATA frames carried \d+ bytes; past its first 64, a seat's frames must average 1024 bytes or more/);
     // The same bytes in one frame are a call like any other (an unfinished one here: no reset).
     const whole = session.request({ ":method": "POST", ":path": "/teamd.v1.ShimService/WhoAmI", "content-type": "application/grpc", te: "trailers" });
     whole.on("error", () => undefined);
@@ -137,6 +154,7 @@ describe("rpc server and client", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(whole.closed).toBe(false);
     whole.close();
+    expect(refused).toHaveLength(1);
   });
 
   it("carries a refusal's rule and reason to the client", async () => {

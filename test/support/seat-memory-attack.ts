@@ -89,3 +89,9 @@ export async function attackFromSeat(target: MemoryTarget, script: string, args:
     clearInterval(sampler);
   }
 }
+
+/** The refusals on record for streams a seat's socket reset for their tiny DATA frames (rpc.frames), by seat alpha. */
+export async function framesRefusals(target: MemoryTarget): Promise<{ readonly action: string; readonly actor: string }[]> {
+  const records = await target.h.records<{ type: string; action: string; actor: string; detail?: { rule?: string } }>();
+  return records.filter((r) => r.type === "refusal" && r.detail?.rule === "rpc.frames").map((r) => ({ action: r.action, actor: r.actor }));
+}
