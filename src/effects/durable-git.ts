@@ -1,5 +1,5 @@
-import { open } from "node:fs/promises";
 import { join } from "node:path";
+import { fsyncPath } from "./fsync-path.js";
 
 /**
  * What the daemon writes into a repository through git is on disk before the act's outcome
@@ -16,7 +16,7 @@ export const DURABLE_GIT: readonly string[] = Object.freeze(["-c", "core.fsync=o
  * rewrites) is synced here, after git moved the ref and before the outcome is recorded. A
  * folder that is gone (git removes a deleted ref's emptied folders) has nothing to sync.
  */
-export async function syncRefFolders(gitDir: string, ref: string, sync: (folder: string) => Promise<void> = syncFolder): Promise<void> {
+export async function syncRefFolders(gitDir: string, ref: string, sync: (folder: string) => Promise<void> = fsyncPath): Promise<void> {
   const parts = ref.split("/").slice(0, -1);
   const folders = [gitDir];
   for (let i = 1; i <= parts.length; i++) folders.push(join(gitDir, ...parts.slice(0, i)));
@@ -27,14 +27,4 @@ export async function syncRefFolders(gitDir: string, ref: string, sync: (folder:
       }),
     ),
   );
-}
-
-/** fsync a folder: the entries made, renamed or removed in it are on disk. */
-export async function syncFolder(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }

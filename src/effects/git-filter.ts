@@ -19,7 +19,8 @@ import {
   type ContainedGitStream,
 } from "./contained-git.js";
 import { git, GitError, gitInput } from "./git.js";
-import { DURABLE_GIT, syncFolder } from "./durable-git.js";
+import { DURABLE_GIT } from "./durable-git.js";
+import { fsyncPath } from "./fsync-path.js";
 import { PackRejected } from "./git-receive.js";
 
 /**
@@ -858,7 +859,7 @@ class Mirror implements FilteredMirror {
     const dirs = new Set([join(objects, "pack"), objects]);
     for (const oid of pending.keys()) dirs.add(join(objects, oid.slice(0, 2)));
     for (const dir of dirs) {
-      await syncFolder(dir).catch((error: NodeJS.ErrnoException) => {
+      await fsyncPath(dir).catch((error: NodeJS.ErrnoException) => {
         // An object git found already present (here or in an alternate) made no directory.
         if (error.code !== "ENOENT") throw error;
       });
@@ -1318,7 +1319,7 @@ async function openMirrorAlone(dir: string, hub: string, filter: ReadFilter, opt
     await unlink(idPath).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;
     });
-    await syncFolder(mirror);
+    await fsyncPath(mirror);
     const refs = (await git(["for-each-ref", "--format=%(refname)"], { gitDir: mirror })).stdout;
     const deletes = refs
       .split("\n")
@@ -1329,7 +1330,7 @@ async function openMirrorAlone(dir: string, hub: string, filter: ReadFilter, opt
     await writeDurably(memoPath, "");
     await writeDurably(`${idPath}.tmp`, filter.id);
     await rename(`${idPath}.tmp`, idPath);
-    await syncFolder(mirror);
+    await fsyncPath(mirror);
   }
   return new Mirror(mirror, hubDir, filter, format, await loadMemo(memoPath), {
     flushBytes: options.flushBytes ?? FILTER_FLUSH_BYTES,

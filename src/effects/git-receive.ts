@@ -23,6 +23,7 @@ import { commitTextProblem, isDotGitattributes, isDotGitmodules } from "../kerne
 import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
 import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
+import { fsyncPath } from "./fsync-path.js";
 import { plainRefName, readFileRef } from "./ref-files.js";
 import { quarantinedObjects } from "./pack-index.js";
 
@@ -962,10 +963,10 @@ async function migrateObjects(hubDir: string, q: Quarantine): Promise<void> {
   await mkdir(to, { recursive: true });
   // Everything but the index first; then the index, which is what makes git see the pack.
   const ordered = [...names.filter((name) => !name.endsWith(".idx")), ...names.filter((name) => name.endsWith(".idx"))];
-  await Promise.all(ordered.map((name) => syncFile(join(from, name))));
+  await Promise.all(ordered.map((name) => fsyncPath(join(from, name))));
   for (const name of ordered) {
     await placeCopy(join(from, name), to, name);
-    await syncFile(to);
+    await fsyncPath(to);
   }
 }
 
@@ -988,7 +989,7 @@ async function placeCopy(source: string, to: string, name: string): Promise<void
   }
   const temporary = join(to, `.incoming-${name}`);
   await copyFile(source, temporary);
-  await syncFile(temporary);
+  await fsyncPath(temporary);
   await rename(temporary, target);
 }
 
@@ -1005,20 +1006,11 @@ async function migrateLoose(hubDir: string, objects: string): Promise<void> {
     for (const name of await readdir(join(objects, fanout))) {
       if (!/^[0-9a-f]{38,62}$/.test(name)) continue;
       const source = join(objects, fanout, name);
-      await syncFile(source);
+      await fsyncPath(source);
       if (existsSync(join(to, name))) continue;
       await placeCopy(source, to, name);
     }
-    await syncFile(to);
-  }
-}
-
-async function syncFile(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
+    await fsyncPath(to);
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { link, open, readdir, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { fsyncPath } from "../effects/fsync-path.js";
 
 /**
  * Atomic file replacement for the signed head and the local flags: write a temp file in the
@@ -13,14 +14,8 @@ import { basename, dirname, join } from "node:path";
 /** Temp names carry this suffix; nothing else in teamd's directories ends with it. */
 export const TEMP_SUFFIX = ".tmp";
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
+/** fsync a folder: its entries (a rename into it) on disk. */
+export const fsyncDir: (dir: string) => Promise<void> = fsyncPath;
 
 export interface AtomicWriteOptions {
   readonly mode?: number;
