@@ -18,7 +18,7 @@ import { withScratchIndex } from "../../src/effects/git-scratch-index.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir } from "../host/seat-layout.js";
-import { DURABLE_GIT, syncRefFolders } from "../../src/effects/durable-git.js";
+import { DURABLE_GIT, syncNewObjects, syncRefFolders } from "../../src/effects/durable-git.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity } from "./pipeline.js";
 import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
 
@@ -399,8 +399,9 @@ export function createSeatFiles(deps: SeatFilesDeps): SeatFiles {
 /**
  * One commit on `on.parent` (the seat's branch, or the trunk where it has none, as the checks saw
  * it), compare-and-swapped onto the branch from `on.old` (undefined: the branch must not exist).
+ * Exported for test/effects/durable-git.test.ts.
  */
-async function commitFile(
+export async function commitFile(
   hub: string,
   ref: string,
   on: { readonly parent: string; readonly old: string | undefined },
@@ -428,6 +429,7 @@ async function commitFile(
     const tree = (await git([...DURABLE_GIT, "write-tree"], { gitDir: hub, env })).stdout.trim();
     const message = request.message || `teamd-shim file write ${path}`;
     const commit = (await git([...DURABLE_GIT, "commit-tree", tree, "-p", parent, "-m", message], { gitDir: hub, env: author })).stdout.trim();
+    await syncNewObjects(hub, commit, [parent]);
     // Compare-and-swap; a lock another update holds is tried again, then refused (ref-lock.ts).
     await retryRefLock(ref, async () => {
       try {

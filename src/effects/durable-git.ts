@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { fsyncPath } from "./fsync-path.js";
+import { git } from "./git.js";
 
 /**
  * What the daemon writes into a repository through git is on disk before the act's outcome
@@ -22,6 +23,36 @@ export async function syncRefFolders(gitDir: string, ref: string, sync: (folder:
   for (let i = 1; i <= parts.length; i++) folders.push(join(gitDir, ...parts.slice(0, i)));
   await Promise.all(
     folders.map((folder) =>
+      sync(folder).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "ENOENT") throw error;
+      }),
+    ),
+  );
+}
+
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * git fsyncs a new loose object's file (DURABLE_GIT), not the folder it renamed it into: on a
+ * filesystem whose later fsync of the ref does not carry that entry (ext4's journal does; btrfs's
+ * log of one file need not), a power cut could keep the ref and lose an object it names. Here the
+ * objects `tip` has that `known` do not — a file write's blob, trees and commit, a merge's merged
+ * trees and blobs and its commit, whenever git wrote them — have their loose-object folders
+ * synced, and the object store's own (a new folder is an entry in it), before the ref moves. A
+ * folder that does not exist (the object is packed) has nothing to sync.
+ */
+export async function syncNewObjects(
+  gitDir: string,
+  tip: string,
+  known: readonly string[],
+  sync: (folder: string) => Promise<void> = fsyncPath,
+): Promise<void> {
+  const { stdout } = await git(["rev-list", "--objects", "--no-object-names", tip, "--not", ...known], { gitDir });
+  const objects = join(gitDir, "objects");
+  const folders = new Set([objects]);
+  for (const line of stdout.split("\n")) if (OBJECT_ID.test(line)) folders.add(join(objects, line.slice(0, 2)));
+  await Promise.all(
+    [...folders].map((folder) =>
       sync(folder).catch((error: NodeJS.ErrnoException) => {
         if (error.code !== "ENOENT") throw error;
       }),

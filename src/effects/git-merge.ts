@@ -5,7 +5,7 @@ import { containedGit, hubReadContext } from "./contained-git.js";
 import { git, GitError, gitEnv, HARDENING, splitNul } from "./git.js";
 import { readRef, RefMoved } from "./git-receive.js";
 import { retryRefLock } from "./ref-lock.js";
-import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
+import { DURABLE_GIT, syncNewObjects, syncRefFolders } from "./durable-git.js";
 
 /**
  * The daemon's merge of a seat's branch into the trunk. What a merge would change is read
@@ -143,6 +143,8 @@ export async function mergeInto(hub: string, summary: ChangeSummary, who: { read
   });
   const commit = stdout.trim();
   if (!OID.test(commit)) throw new Error(`git commit-tree printed ${JSON.stringify(commit)}, not an object id`);
+  // The merged trees and blobs (merge-tree wrote them, here or when the merge was gated) and the commit, on disk before the trunk names them.
+  await syncNewObjects(hubDir, commit, [base, head]);
 
   // Without start/commit, update-ref --stdin runs every line as one transaction: all refs
   // locked and checked, then all changed, or none. The ref names passed check-ref-format,
