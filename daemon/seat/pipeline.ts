@@ -307,14 +307,19 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
       );
   }
 
-  /** One refusal against the seat's budget (after it is on record); the one that finds it empty stops the seat. */
+  /** One refusal against the seat's budget (one already on record: an act's outcome); the one that finds it empty stops the seat. */
   function charge(identity: SeatIdentity): void {
     const k = seatKey(identity);
     if (refusals.take(k, 1) >= 0 || halted.has(k)) return;
     halted.add(k);
+    stopForBudget(identity);
+  }
+
+  /** The seat found its refusal budget empty: it is stopped (the daemon's onRefusalBudget), once. */
+  function stopForBudget(identity: SeatIdentity): void {
     deps.onRefusalBudget?.(
       identity,
-      `halted: refusal budget (${refusals.taken(k)} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`,
+      `halted: refusal budget (${refusals.taken(seatKey(identity))} refusals this run; the budget is ${budget.burst} at once, then ${budget.perMinute} a minute)`,
     );
   }
 
@@ -349,6 +354,15 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, known, RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
     const target = unboundedTarget === undefined ? undefined : { ...unboundedTarget, name: boundText(unboundedTarget.name ?? "", RECORD_NAME_BYTES) };
     if (remember) last.set(seatKey(identity), refusal);
+    const k = seatKey(identity);
+    // Past its budget the seat is being stopped: its further refusals are refused, not recorded
+    // (a flood of stream resets put ~1,000 on record in the ~200 ms the stop takes, against a
+    // budget of 300: found by an attack, round nineteen).
+    if (halted.has(k)) return RefusalError.from(refusal);
+    // The budget is taken before the record is written, so refusals made faster than records are
+    // written cannot outrun it; the one that finds it empty is on record before the seat stops.
+    const within = refusals.take(k, 1) >= 0;
+    if (!within) halted.add(k);
     // §15 records refused attempts too; where the store is what refused, it cannot: the
     // refusal still happens (fail closed) — the caller is refused whether or not this lands.
     if (ledger === undefined || ledger.state.status !== "ready") {
@@ -368,7 +382,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
           ),
         );
     }
-    charge(identity);
+    if (!within) stopForBudget(identity);
     return RefusalError.from(refusal);
   }
 

@@ -228,6 +228,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   boundMessageDecoding();
   const server = new grpc.Server(seat ? SEAT_SERVER_OPTIONS : CONTROL_SERVER_OPTIONS);
   const hooks: HandlerContext = { channel: options.channel, onInternalError: options.onInternalError ?? (() => undefined), onRefusal: options.onRefusal };
+  /** The methods this server serves, by path: a stream's path names one only where it is one of them. */
+  const served = new Map<string, string>();
   let listening = false;
   // The socket file this server made, which close removes (and no other made at its path since).
   let made: SocketIdentity | undefined;
@@ -243,6 +245,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
       const handlers: grpc.UntypedServiceImplementation = {};
       for (const method of service.methods) {
+        served.set(`/${service.typeName}/${method.name}`, method.name);
         const handler = (impl as Record<string, AnyHandler>)[method.localName];
         if (!handler) throw new Error(`${service.typeName}.${method.name} has no handler`);
         definition[method.name] = {
@@ -266,7 +269,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("stream", (stream, headers) => boundDataFrames(stream, headers, hooks));
+          made.on("stream", (stream, headers) => boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks));
         }
         const net = createServer((connection) => injector.injectConnection(connection));
         net.maxConnections = SEAT_MAX_CONNECTIONS;
@@ -351,12 +354,6 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
-/** The method a stream's path names, or "unknown": the path is the seat's text, and goes on record only as a plain name. */
-function methodOf(path: string | undefined): string {
-  const name = /^\/[A-Za-z0-9_.]{1,128}\/([A-Za-z0-9_]{1,64})$/.exec(path ?? "")?.[1];
-  return name ?? "unknown";
-}
-
 /** A copy with a backing store of its own: one from node's shared pool (Buffer.from, under 4 KiB) keeps its whole 8 KiB slab alive (found by a third attack: ~286 MiB held). */
 function ownCopy(chunk: Buffer): Buffer {
   const copy = Buffer.allocUnsafeSlow(chunk.byteLength);
@@ -364,7 +361,7 @@ function ownCopy(chunk: Buffer): Buffer {
   return copy;
 }
 
-function boundDataFrames(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, hooks: HandlerContext): void {
+function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: HandlerContext): void {
   const push = stream.push.bind(stream);
   let frames = 0;
   let bytes = 0;
@@ -382,7 +379,7 @@ function boundDataFrames(stream: ServerHttp2Stream, headers: IncomingHttpHeaders
         "rpc.frames",
         `the stream's ${frames} DATA frames carried ${bytes} bytes; past its first ${SEAT_FREE_FRAMES}, a seat's frames must average ${SEAT_FRAME_BYTES} bytes or more (reset: ENHANCE_YOUR_CALM)`,
       );
-      void hooks.onRefusal?.(refusal, methodOf(headers[":path"])).catch(() => undefined);
+      void hooks.onRefusal?.(refusal, method).catch(() => undefined);
       return false;
     }
     // Copied only where it will wait in the stream (paused, or behind what waits): one that flows

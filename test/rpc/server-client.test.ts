@@ -157,6 +157,46 @@ describe("rpc server and client", () => {
     expect(refused).toHaveLength(1);
   });
 
+  it("names on record only a method the socket serves: a path of the seat's own making is 'unknown'", async () => {
+    const refused: { rule: string; method: string }[] = [];
+    const { socketPath } = await serveShim({ hello: async () => ({}), whoAmI: async () => ({ seat: "s", team: "t" }) }, undefined, async (refusal, method) => {
+      refused.push({ rule: refusal.rule, method });
+    });
+    // Raw HTTP/2: the path's HEADERS and 70 one-byte DATA frames in one write, before the server can answer the path.
+    const frame = (len: number, type: number, flags: number, id: number) => {
+      const b = Buffer.alloc(9);
+      b.writeUIntBE(len, 0, 3);
+      b[3] = type;
+      b[4] = flags;
+      b.writeUInt32BE(id, 5);
+      return b;
+    };
+    const literal = (name: string, value: string) =>
+      Buffer.concat([Buffer.from([0, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+    for (const [id, path] of [
+      [1, "/evil.Forged/OwnerApprovedThisPush"],
+      [3, "/teamd.v1.ShimService/WhoAmI"],
+    ] as const) {
+      const block = Buffer.concat([
+        literal(":method", "POST"),
+        literal(":scheme", "http"),
+        literal(":path", path),
+        literal(":authority", "seat"),
+        literal("content-type", "application/grpc"),
+        literal("te", "trailers"),
+      ]);
+      const parts = [frame(block.length, 1, 4, id), block];
+      for (let i = 0; i < 70; i++) parts.push(frame(1, 0, 0, id), Buffer.from([0]));
+      const socket = connectSocket(socketPath);
+      cleanups.push(async () => void socket.destroy());
+      socket.on("error", () => undefined);
+      socket.on("data", () => undefined);
+      socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0, 4, 0, 0), ...parts]));
+    }
+    for (let waited = 0; refused.length < 2 && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(refused.map((r) => `${r.rule} ${r.method}`).sort()).toEqual(["rpc.frames WhoAmI", "rpc.frames unknown"]);
+  });
+
   it("carries a refusal's rule and reason to the client", async () => {
     const { socketPath } = await serveShim({
       hello: async () => ({}),

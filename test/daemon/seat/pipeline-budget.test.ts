@@ -67,4 +67,31 @@ describe("the refusal budget", () => {
     expect(await refusal()).toBe("ledger.unavailable");
     expect(halts).toHaveLength(1);
   });
+
+  it("is taken before a refusal's record is written: refusals made faster than records are written put the burst and one on record, no more", async () => {
+    const halts: string[] = [];
+    const appended: unknown[] = [];
+    // A ledger whose appends take a while, as durable ones do: a flood of refusals all start before the first lands.
+    const ledger = {
+      state: { status: "ready" },
+      append: async (draft: unknown) => {
+        appended.push(draft);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return { seq: appended.length };
+      },
+    };
+    const pipeline = createSeatPipeline({
+      ledger: () => ledger as never,
+      clock: () => 0,
+      refusalBudget: { burst: 3, perMinute: 60 },
+      onRefusalBudget: (_identity, why) => void halts.push(why),
+    });
+    const seat = { team: "proj", seat: "w" };
+    const flood = await Promise.all(
+      Array.from({ length: 50 }, () => pipeline.refuseCall(seat, { decision: "refuse", rule: "rpc.frames", reason: "tiny frames" } as never, "rpc.WhoAmI")),
+    );
+    expect(flood.every((e) => e instanceof RefusalError && e.rule === "rpc.frames")).toBe(true);
+    expect(appended).toHaveLength(4);
+    expect(halts).toEqual(["halted: refusal budget (4 refusals this run; the budget is 3 at once, then 60 a minute)"]);
+  });
 });
