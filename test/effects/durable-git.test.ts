@@ -37,40 +37,18 @@ describe("durable git", () => {
   });
 
   it("moves a pushed ref in the hub with git told to fsync it (git 2.39 does not by default)", async () => {
-    const dir = await folder();
-    const hub = join(dir, "hub.git");
-    execFileSync("git", ["init", "-q", "--bare", hub], { env: GIT_TEST_ENV });
-    const tree = execFileSync("git", ["--git-dir", hub, "mktree"], { input: "", env: GIT_TEST_ENV, encoding: "utf8" }).trim();
-    const commit = execFileSync("git", ["--git-dir", hub, "commit-tree", "-m", "c", tree], { env: GIT_TEST_ENV, encoding: "utf8" }).trim();
-    // A git on PATH that notes its arguments, then runs the real one.
-    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
-    const bin = join(dir, "bin");
-    execFileSync("mkdir", [bin]);
-    const log = join(dir, "git.log");
-    writeFileSync(join(bin, "git"), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(real)} "$@"\n`);
-    chmodSync(join(bin, "git"), 0o755);
-    const path = process.env.PATH;
-    process.env.PATH = `${bin}:${path ?? ""}`;
-    try {
-      await migrateAndUpdate(hub, undefined, "refs/heads/seat/w1/fix", commit, "");
-    } finally {
-      process.env.PATH = path;
-    }
-    expect(execFileSync("git", ["--git-dir", hub, "rev-parse", "refs/heads/seat/w1/fix"], { encoding: "utf8" }).trim()).toBe(commit);
-    const updates = readFileSync(log, "utf8")
-      .split("\n")
-      .filter((line) => line.includes("update-ref"));
+    const { dir, hub, hubGit } = await bareHub();
+    const commit = hubGit(["commit-tree", "-m", "c", hubGit(["mktree"], "")]);
+    const log = await withGitLog(dir, () => migrateAndUpdate(hub, undefined, "refs/heads/seat/w1/fix", commit, ""));
+    expect(hubGit(["rev-parse", "refs/heads/seat/w1/fix"])).toBe(commit);
+    const updates = log.filter((line) => line.includes("update-ref"));
     expect(updates.length).toBe(1);
     expect(updates[0]).toContain("core.fsync=objects,reference");
     expect(updates[0]).toContain("core.fsyncMethod=fsync");
   });
 
   it("syncs the loose-object folders of the objects a commit adds to its parents, and the object store's own", async () => {
-    const dir = await folder();
-    const hub = join(dir, "hub.git");
-    execFileSync("git", ["init", "-q", "--bare", hub], { env: GIT_TEST_ENV });
-    const hubGit = (args: string[], input?: string) =>
-      execFileSync("git", ["--git-dir", hub, ...args], { env: GIT_TEST_ENV, encoding: "utf8", ...(input !== undefined ? { input } : {}) }).trim();
+    const { hub, hubGit } = await bareHub();
     const blobA = hubGit(["hash-object", "-w", "--stdin"], "a\n");
     const treeA = hubGit(["mktree"], `100644 blob ${blobA}\ta.txt\n`);
     const a = hubGit(["commit-tree", "-m", "a", treeA]);
@@ -95,11 +73,7 @@ describe("durable git", () => {
   });
 
   it("a merge syncs its new objects' folders before it moves the trunk", async () => {
-    const dir = await folder();
-    const hub = join(dir, "hub.git");
-    execFileSync("git", ["init", "-q", "--bare", "-b", "main", hub], { env: GIT_TEST_ENV });
-    const hubGit = (args: string[], input?: string) =>
-      execFileSync("git", ["--git-dir", hub, ...args], { env: GIT_TEST_ENV, encoding: "utf8", ...(input !== undefined ? { input } : {}) }).trim();
+    const { dir, hub, hubGit } = await bareHub();
     const blob = (text: string) => hubGit(["hash-object", "-w", "--stdin"], text);
     const tree = (entries: Record<string, string>) =>
       hubGit(
@@ -123,11 +97,7 @@ describe("durable git", () => {
 
 describe("durable git: a file write", () => {
   it("syncs its new objects' folders before it moves the seat's branch", async () => {
-    const dir = await folder();
-    const hub = join(dir, "hub.git");
-    execFileSync("git", ["init", "-q", "--bare", "-b", "main", hub], { env: GIT_TEST_ENV });
-    const hubGit = (args: string[], input?: string) =>
-      execFileSync("git", ["--git-dir", hub, ...args], { env: GIT_TEST_ENV, encoding: "utf8", ...(input !== undefined ? { input } : {}) }).trim();
+    const { dir, hub, hubGit } = await bareHub();
     const trunk = hubGit(["commit-tree", "-m", "base", hubGit(["mktree"], `100644 blob ${hubGit(["hash-object", "-w", "--stdin"], "a\n")}\ta.txt\n`)]);
     hubGit(["update-ref", "refs/heads/main", trunk]);
     const ref = "refs/heads/seat/w1/notes";
@@ -152,6 +122,16 @@ describe("durable git: a file write", () => {
     expect(at(`rev-list --objects --no-object-names ${commit} --not ${trunk}`)).toBeLessThan(at("update-ref"));
   });
 });
+
+/** A bare hub (trunk main) in a fresh folder, and git run on it (stdin `input`, stdout trimmed). */
+async function bareHub(): Promise<{ dir: string; hub: string; hubGit: (args: string[], input?: string) => string }> {
+  const dir = await folder();
+  const hub = join(dir, "hub.git");
+  execFileSync("git", ["init", "-q", "--bare", "-b", "main", hub], { env: GIT_TEST_ENV });
+  const hubGit = (args: string[], input?: string) =>
+    execFileSync("git", ["--git-dir", hub, ...args], { env: GIT_TEST_ENV, encoding: "utf8", ...(input !== undefined ? { input } : {}) }).trim();
+  return { dir, hub, hubGit };
+}
 
 /** Runs `act` with a git on PATH that notes each call's arguments, then runs the real one; the calls, in order. */
 async function withGitLog(dir: string, act: () => Promise<unknown>): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { RAW_H2, attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -50,11 +50,10 @@ const MIB = 1024 * KIB;
  * for QUIET ms (the paused streams' windows are spent) holds everything HOLD ms, then prints one
  * JSON line of what it saw (or at MAX ms in all).
  */
-const ATTACK = `
+const ATTACK = `${RAW_H2}
 const net = require("net");
 const [socket, conns, streams, size, frame, spacerArg, quiet, hold, max] = process.argv.slice(1);
 const C = +conns, S = +streams, N = +size, F = +frame, SP = +spacerArg, Q = +quiet, H = +hold;
-const u = (len, type, flags, id) => { const b = Buffer.alloc(9); b.writeUIntBE(len, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(id, 5); return b; };
 const lit = (n, v) => { n = Buffer.from(n); v = Buffer.from(v); return Buffer.concat([Buffer.from([0, n.length]), n, Buffer.from([v.length]), v]); };
 const blockFor = (path) => Buffer.concat([lit(":method", "POST"), lit(":scheme", "http"), lit(":path", path), lit(":authority", "seat"),
   lit("content-type", "application/grpc"), lit("te", "trailers"), lit("teamd-protocol", process.env.PROTOCOL)]);
@@ -83,7 +82,7 @@ setInterval(() => {
 const SPACER_FRAMES = SP > 0 ? Math.floor((N - 1) / SP) : 0;
 function conn(c) {
   const sock = net.connect(socket);
-  let connWin = 65535, initWin = 65535, buf = Buffer.alloc(0), gone = false, pumping = false, nextId = 1, settled = false;
+  let connWin = 65535, initWin = 65535, gone = false, pumping = false, nextId = 1, settled = false;
   const st = new Map();
   // The spacer: a unary call whose one message (declared N bytes) is read into the bounded
   // decoder and never finished; reset by us once SPACER_FRAMES frames went, and replaced.
@@ -106,24 +105,17 @@ function conn(c) {
     st.set(id, s); sts.push(s);
     sock.write(Buffer.concat([u(block.length, 1, 4, id), block]));
   }
-  sock.on("data", (d) => {
-    buf = Buffer.concat([buf, d]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
-      if (buf.length < 9 + len) break;
-      const p = buf.subarray(9, 9 + len); buf = buf.subarray(9 + len);
-      if (type === 4 && !(flags & 1)) {
-        settled = true;
-        for (let o = 0; o + 6 <= p.length; o += 6) if (p.readUInt16BE(o) === 4) { const v = p.readUInt32BE(o + 2); for (const s of st.values()) s.win += v - initWin; if (spacer) spacer.win += v - initWin; initWin = v; }
-        sock.write(u(0, 4, 1, 0));
-      } else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
-      else if (type === 8) { const inc = p.readUInt32BE(0) & 0x7fffffff; if (id === 0) connWin += inc; else if (st.has(id)) st.get(id).win += inc; else if (spacer && spacer.id === id) spacer.win += inc; }
-      else if (type === 3) { if (st.has(id)) { stats.rst++; st.get(id).dead = true; } else { stats.spacerRst++; if (spacer && spacer.id === id) spacer.dead = true; } }
-      else if (type === 7) stats.goaway++;
-      else if (type === 1 && (flags & 1)) { if (st.has(id)) { stats.ended++; st.get(id).dead = true; } else if (spacer && spacer.id === id) spacer.dead = true; }
-    }
-    pump();
-  });
+  sock.on("data", frameReader((type, flags, id, p) => {
+    if (type === 4 && !(flags & 1)) {
+      settled = true;
+      for (let o = 0; o + 6 <= p.length; o += 6) if (p.readUInt16BE(o) === 4) { const v = p.readUInt32BE(o + 2); for (const s of st.values()) s.win += v - initWin; if (spacer) spacer.win += v - initWin; initWin = v; }
+      sock.write(u(0, 4, 1, 0));
+    } else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
+    else if (type === 8) { const inc = p.readUInt32BE(0) & 0x7fffffff; if (id === 0) connWin += inc; else if (st.has(id)) st.get(id).win += inc; else if (spacer && spacer.id === id) spacer.win += inc; }
+    else if (type === 3) { if (st.has(id)) { stats.rst++; st.get(id).dead = true; } else { stats.spacerRst++; if (spacer && spacer.id === id) spacer.dead = true; } }
+    else if (type === 7) stats.goaway++;
+    else if (type === 1 && (flags & 1)) { if (st.has(id)) { stats.ended++; st.get(id).dead = true; } else if (spacer && spacer.id === id) spacer.dead = true; }
+  }, pump));
   function pump() {
     // Once the server's SETTINGS are in (its windows, whatever they are).
     if (pumping || gone || !settled) return;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { RAW_H2, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
 
 /**
  * A seat's stream resets (rpc.frames, src/rpc/server.ts's boundDataFrames) are refusals on
@@ -20,11 +20,10 @@ const BURST = 300;
 const FLOOD_MS = 15_000;
 
 /** The flooder: CONNS connections, up to INFLIGHT streams each, each stream HEADERS then FRAMES one-byte DATA frames in one write; a new one per reset; reconnects; stops at DUR ms or when the seat is stopped. */
-const FLOODER = `
+const FLOODER = `${RAW_H2}
 const net = require("net");
 const [socket, conns, inflight, framesArg, dur] = process.argv.slice(1);
 const C = +conns, IN = +inflight, NF = +framesArg, DUR = +dur;
-const u = (len, type, flags, id) => { const b = Buffer.alloc(9); b.writeUIntBE(len, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(id, 5); return b; };
 const lit = (n, v) => { n = Buffer.from(n); v = Buffer.from(v); return Buffer.concat([Buffer.from([0, n.length]), n, Buffer.from([v.length]), v]); };
 const block = Buffer.concat([lit(":method", "POST"), lit(":scheme", "http"), lit(":path", "/teamd.v1.ShimService/WhoAmI"), lit(":authority", "seat"),
   lit("content-type", "application/grpc"), lit("te", "trailers"), lit("teamd-protocol", process.env.PROTOCOL)]);
@@ -36,7 +35,7 @@ setTimeout(finish, DUR);
 function conn() {
   if (done) return;
   const sock = net.connect(socket);
-  let buf = Buffer.alloc(0), nextId = 1, connWin = 65535, gone = false, open = 0;
+  let nextId = 1, connWin = 65535, gone = false, open = 0;
   sock.on("error", () => {});
   sock.on("close", () => { gone = true; stats.closes++; if (!done && Date.now() - t0 < DUR) setTimeout(conn, 5); });
   const wu = Buffer.alloc(4); wu.writeUInt32BE(1 << 30);
@@ -50,20 +49,13 @@ function conn() {
     }
     if (out.length) sock.write(Buffer.concat(out));
   }
-  sock.on("data", (d) => {
-    buf = Buffer.concat([buf, d]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
-      if (buf.length < 9 + len) break;
-      const p = buf.subarray(9, 9 + len); buf = buf.subarray(9 + len);
-      if (type === 4 && !(flags & 1)) sock.write(u(0, 4, 1, 0));
-      else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
-      else if (type === 8 && id === 0) connWin += p.readUInt32BE(0) & 0x7fffffff;
-      else if (type === 3) { stats.rst++; open--; }
-      else if (type === 7) stats.goaway++;
-    }
-    more();
-  });
+  sock.on("data", frameReader((type, flags, id, p) => {
+    if (type === 4 && !(flags & 1)) sock.write(u(0, 4, 1, 0));
+    else if (type === 6 && !(flags & 1)) sock.write(Buffer.concat([u(8, 6, 1, 0), p]));
+    else if (type === 8 && id === 0) connWin += p.readUInt32BE(0) & 0x7fffffff;
+    else if (type === 3) { stats.rst++; open--; }
+    else if (type === 7) stats.goaway++;
+  }, more));
   more();
 }
 for (let c = 0; c < C; c++) conn();

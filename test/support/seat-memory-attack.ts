@@ -19,6 +19,29 @@ export interface MemoryTarget {
 
 const KIB = 1024;
 
+/**
+ * The start of every raw HTTP/2 attacker script run in a seat (test/escape/seat-*-attack.test.ts,
+ * seat-reset-flood.test.ts): `u(len, type, flags, id)`, a frame header, and
+ * `frameReader(onFrame, after)`, a socket's data handler that cuts what the server sends into
+ * frames, calls `onFrame(type, flags, id, payload)` for each whole one, then `after()`.
+ */
+export const RAW_H2 = `
+const u = (len, type, flags, id) => { const b = Buffer.alloc(9); b.writeUIntBE(len, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(id, 5); return b; };
+const frameReader = (onFrame, after) => {
+  let buf = Buffer.alloc(0);
+  return (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
+      if (buf.length < 9 + len) break;
+      const p = buf.subarray(9, 9 + len); buf = buf.subarray(9 + len);
+      onFrame(type, flags, id, p);
+    }
+    after();
+  };
+};
+`;
+
 /** A team whose seat alpha writes src/, started. */
 export async function memoryTarget(prefix: string): Promise<MemoryTarget> {
   const h = await appliedTeam(prefix, srcWriterTeamFile("alpha"), { "README.md": "hello\n" }, { timeoutMs: 60_000 });
