@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { RAW_H2, attackFromSeat, framesRefusals, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { RAW_H2, attackFromSeat, framesRefusals, memoryTarget, type MemoryTarget, type FrameAttackStats } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -116,17 +116,6 @@ interface Shape {
   readonly frame: number;
 }
 
-interface AttackStats {
-  conns: number;
-  closed: number;
-  goaway: number;
-  rst: number;
-  ended: number;
-  sent: number;
-  frames: number;
-  sendMs: number;
-}
-
 /** One message of 256 KiB - 1 byte per stream: under the 256 KiB receive cap, never finished. */
 const SIZE = 256 * KIB;
 const HOLD_MS = 5000;
@@ -138,7 +127,7 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
   let h: TeamdHarness;
 
   /** Runs the attacker in seat alpha, the daemon's RSS sampled while it runs. */
-  const attack = async (shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: AttackStats }> => {
+  const attack = async (shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: FrameAttackStats }> => {
     const maxMs = 240_000;
     const r = await attackFromSeat(
       target,
@@ -146,7 +135,7 @@ describe.runIf(process.platform === "linux")("escape: one seat against the daemo
       ["/run/teamd/shim.sock", METHOD, shape.conns, shape.streams, shape.size, shape.frame, HOLD_MS, maxMs],
       maxMs,
     );
-    return { growth: r.growth, held: r.held, hwm: r.hwm, stats: JSON.parse(r.line) as AttackStats };
+    return { growth: r.growth, held: r.held, hwm: r.hwm, stats: JSON.parse(r.line) as FrameAttackStats };
   };
 
   beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSeatUser } from "../support/seat-user.js";
-import { RAW_H2, attackFromSeat, memoryTarget, type MemoryTarget } from "../support/seat-memory-attack.js";
+import { RAW_H2, memoryTarget, type MemoryTarget, mib, pausedStreamsAttack } from "../support/seat-memory-attack.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
 
 /**
@@ -175,47 +175,12 @@ interface Shape {
   readonly maxMs?: number;
 }
 
-interface AttackStats {
-  conns: number;
-  closed: number;
-  goaway: number;
-  rst: number;
-  ended: number;
-  sent: number;
-  frames: number;
-  wire: number;
-  /** Streams that sent all of their third message but its last byte (read: the turn holders). */
-  full: number;
-  sendMs: number;
-}
-
-/** The third message declares 256 KiB (the receive cap): never finished. */
-const SIZE = 256 * KIB;
-const QUIET_MS = 4000;
-const HOLD_MS = 4000;
-const mib = (n: number): string => (n / MIB).toFixed(1);
-
 describe.runIf(process.platform === "linux")("escape: one seat against the daemon's memory, on streams grpc-js has paused", () => {
   let target: MemoryTarget;
   let h: TeamdHarness;
 
   /** Runs the attacker in seat alpha, the daemon's RSS sampled while it runs. */
-  const attack = async (label: string, shape: Shape): Promise<{ growth: number; held: number; hwm: number; stats: AttackStats }> => {
-    const maxMs = shape.maxMs ?? 200_000;
-    const r = await attackFromSeat(
-      target,
-      ATTACK,
-      ["/run/teamd/shim.sock", shape.conns, shape.streams, SIZE, shape.frame, shape.spacer, QUIET_MS, HOLD_MS, maxMs],
-      maxMs,
-    );
-    const stats = JSON.parse(r.line) as AttackStats;
-    console.log(
-      `${label} (${shape.frame}-byte frames, spacer ${shape.spacer}, ${shape.conns}x${shape.streams}): sent ${mib(stats.sent)} MiB in ${stats.frames} DATA frames (${mib(stats.wire)} MiB on the wire, ${stats.sendMs} ms); daemon RSS before ${mib(r.before)} MiB, peak growth ${mib(r.growth)} MiB, held ${mib(r.held)} MiB, VmHWM ${mib(r.hwm)} MiB; ${JSON.stringify(stats)}`,
-    );
-    // Give the daemon its moment to let the abandoned writes go before the next shape.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    return { growth: r.growth, held: r.held, hwm: r.hwm, stats };
-  };
+  const attack = (label: string, shape: Shape) => pausedStreamsAttack(target, ATTACK, label, shape, { name: "spacer", bytes: shape.spacer });
 
   beforeAll(async () => {
     target = await memoryTarget("teamd-pool-");

@@ -118,3 +118,62 @@ export async function framesRefusals(target: MemoryTarget): Promise<{ readonly a
   const records = await target.h.records<{ type: string; action: string; actor: string; detail?: { rule?: string } }>();
   return records.filter((r) => r.type === "refusal" && r.detail?.rule === "rpc.frames").map((r) => ({ action: r.action, actor: r.actor }));
 }
+
+/** Mebibytes, one decimal, for the attacks' lines. */
+export const mib = (n: number): string => (n / (KIB * KIB)).toFixed(1);
+
+/** What a frame attacker prints on its last line: connections, what ended them and its streams, what it sent. */
+export interface FrameAttackStats {
+  conns: number;
+  closed: number;
+  goaway: number;
+  rst: number;
+  ended: number;
+  sent: number;
+  frames: number;
+  sendMs: number;
+}
+
+/** What a paused-stream attacker (seat-paused-frames-attack, seat-pool-pin-attack) prints besides. */
+export interface PausedAttackStats extends FrameAttackStats {
+  wire: number;
+  /** Streams that sent all of their third message but its last byte (read: the turn holders). */
+  full: number;
+}
+
+export interface PausedShape {
+  readonly conns: number;
+  readonly streams: number;
+  /** Payload bytes per DATA frame. */
+  readonly frame: number;
+  /** The attacker's whole run, ms (default 200 s). */
+  readonly maxMs?: number;
+}
+
+/**
+ * Runs a paused-stream attacker in seat alpha with its arguments (SOCKET CONNS STREAMS SIZE FRAME
+ * EXTRA QUIET HOLD MAX: a third message declaring 256 KiB, the receive cap, never finished; 4 s
+ * without progress, then 4 s held), the daemon's RSS sampled while it runs; logs one line, then
+ * gives the daemon 3 s to let the abandoned writes go before the next shape.
+ */
+export async function pausedStreamsAttack(
+  target: MemoryTarget,
+  script: string,
+  label: string,
+  shape: PausedShape,
+  extra: { readonly name: string; readonly bytes: number },
+): Promise<{ growth: number; held: number; hwm: number; stats: PausedAttackStats }> {
+  const maxMs = shape.maxMs ?? 200_000;
+  const r = await attackFromSeat(
+    target,
+    script,
+    ["/run/teamd/shim.sock", shape.conns, shape.streams, 256 * KIB, shape.frame, extra.bytes, 4000, 4000, maxMs],
+    maxMs,
+  );
+  const stats = JSON.parse(r.line) as PausedAttackStats;
+  console.log(
+    `${label} (${shape.frame}-byte frames, ${extra.name} ${extra.bytes}, ${shape.conns}x${shape.streams}): sent ${mib(stats.sent)} MiB in ${stats.frames} DATA frames (${mib(stats.wire)} MiB on the wire, ${stats.sendMs} ms); daemon RSS before ${mib(r.before)} MiB, peak growth ${mib(r.growth)} MiB, held ${mib(r.held)} MiB, VmHWM ${mib(r.hwm)} MiB; ${JSON.stringify(stats)}`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  return { growth: r.growth, held: r.held, hwm: r.hwm, stats };
+}
