@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkivwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNEhYKDmFkbWluaXN0cmF0aXZlGAwgAygJIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgicQoKUHVzaEhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEiQKB3VwZGF0ZXMYAiADKAsyEy50ZWFtZC52MS5SZWZVcGRhdGUSEgoKcGFja19ieXRlcxgDIAEoBBIVCg1wYWNrX3N0cmVhbWVkGAQgASgIIk0KC1B1c2hSZXF1ZXN0EiYKBmhlYWRlchgBIAEoCzIULnRlYW1kLnYxLlB1c2hIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCJgCglSZWZSZXN1bHQSCwoDcmVmGAEgASgJEg8KB2h1Yl9yZWYYAiABKAkSCgoCb2sYAyABKAgSDAoEcnVsZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSCwoDb2lkGAYgASgJIjQKDFB1c2hSZXNwb25zZRIkCgdyZXN1bHRzGAEgAygLMhMudGVhbWQudjEuUmVmUmVzdWx0Ih8KD0ZpbGVTdGF0UmVxdWVzdBIMCgRwYXRoGAEgASgJIksKEEZpbGVTdGF0UmVzcG9uc2USDgoGZXhpc3RzGAEgASgIEgwKBGtpbmQYAiABKAkSDAoEc2l6ZRgDIAEoBBILCgNvaWQYBCABKAkiHwoPRmlsZVJlYWRSZXF1ZXN0EgwKBHBhdGgYASABKAkiPgoQRmlsZVJlYWRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgsKA29pZBgCIAEoCRIMCgRzaXplGAMgASgEImIKD0ZpbGVXcml0ZUhlYWRlchISCgpyZXF1ZXN0X2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDgoGYnJhbmNoGAQgASgJEg8KB21lc3NhZ2UYBSABKAkSDAoEc2l6ZRgGIAEoBCJXChBGaWxlV3JpdGVSZXF1ZXN0EisKBmhlYWRlchgBIAEoCzIZLnRlYW1kLnYxLkZpbGVXcml0ZUhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IjQKEUZpbGVXcml0ZVJlc3BvbnNlEg8KB2h1Yl9yZWYYASABKAkSDgoGY29tbWl0GAIgASgJIjUKEUNoZWNrcG9pbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEbm90ZRgCIAEoCSI9ChJDaGVja3BvaW50UmVzcG9uc2USEgoKaW50ZW50X3NlcRgBIAEoBBITCgtvdXRjb21lX3NlcRgCIAEoBCJSCg1SZXZpZXdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDwoHYXBwcm92ZRgEIAEoCCJNCgtHYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBmJyYW5jaBgCIAEoCRIMCgRpbnRvGAMgASgJEgwKBHBhc3MYBCABKAgiQAoMTWVyZ2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkiMQoOUmV2aWV3UmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiLwoMR2F0ZVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0IjAKDU1lcmdlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QigAEKCFRydW5rQWN0EhEKCWVmZmVjdF9pZBgBIAEoCRISCgppbnRlbnRfc2VxGAIgASgEEhMKC291dGNvbWVfc2VxGAMgASgEEgwKBGJhc2UYBCABKAkSDAoEaGVhZBgFIAEoCRIMCgR0cmVlGAYgASgJEg4KBmNvbW1pdBgHIAEoCSKNAQoRTGVhc2VJc3N1ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIRCglyZWNpcGllbnQYAiABKAkSEgoKY2FwYWJpbGl0eRgDIAEoCRINCgVzY29wZRgEIAEoCRIOCgZ0dGxfbXMYBSABKAQSDgoGcGFyZW50GAYgASgJEg4KBnNvdXJjZRgHIAEoCSJbChJMZWFzZUlzc3VlUmVzcG9uc2USIwoFbGVhc2UYASABKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5EgsKA3NlcRgCIAEoBBITCgtwcm9wb3NhbF9pZBgDIAEoCSLlAQoRQWRtaW5pc3RlclJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRImCgVncmFudBgCIAEoCzIVLnRlYW1kLnYxLkdyYW50Q2hhbmdlSAASKgoHdW5ncmFudBgDIAEoCzIXLnRlYW1kLnYxLlVuZ3JhbnRDaGFuZ2VIABIrCghzZWF0X2FkZBgEIAEoCzIXLnRlYW1kLnYxLlNlYXRBZGRDaGFuZ2VIABIxCgtzZWF0X3JlbW92ZRgFIAEoCzIaLnRlYW1kLnYxLlNlYXRSZW1vdmVDaGFuZ2VIAEIICgZjaGFuZ2UiIAoQU2VhdFJlbW92ZUNoYW5nZRIMCgRzZWF0GAEgASgJIkwKC0dyYW50Q2hhbmdlEgwKBHNlYXQYASABKAkSEgoKY2FwYWJpbGl0eRgCIAEoCRINCgVzY29wZRgDIAEoCRIMCgRuYW1lGAQgASgJIj8KDVVuZ3JhbnRDaGFuZ2USDAoEc2VhdBgBIAEoCRISCgpjYXBhYmlsaXR5GAIgASgJEgwKBG5hbWUYAyABKAkiOgoNU2VhdEFkZENoYW5nZRIMCgRzZWF0GAEgASgJEgwKBGxpa2UYAiABKAkSDQoFcm9sZXMYAyADKAkijwEKEkFkbWluaXN0ZXJSZXNwb25zZRILCgNzZXEYASABKAQSDAoEa2luZBgCIAEoCRITCgtwcm9wb3NhbF9pZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIPCgdyZXZva2VkGAUgAygJEiMKBWxlYXNlGAYgASgLMhQudGVhbWQudjEuTGVhc2VFbnRyeSISChBQcm9wb3NhbHNSZXF1ZXN0IoQBCg1Qcm9wb3NhbEVudHJ5EhMKC3Byb3Bvc2FsX2lkGAEgASgJEg0KBWFza2VyGAIgASgJEgwKBGtpbmQYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSFwoPY3JlYXRlZF91bml4X21zGAUgASgEEhMKC2lucHV0X3N0YXRlGAYgASgJIj8KEVByb3Bvc2Fsc1Jlc3BvbnNlEioKCXByb3Bvc2FscxgBIAMoCzIXLnRlYW1kLnYxLlByb3Bvc2FsRW50cnkiJwoSVGVhbU5vdGljZXNSZXF1ZXN0EhEKCWFmdGVyX3NlcRgBIAEoBCJACgpUZWFtTm90aWNlEgsKA3NlcRgBIAEoBBIUCgx0aW1lX3VuaXhfbXMYAiABKAQSDwoHc3ViamVjdBgDIAEoCSJUChNUZWFtTm90aWNlc1Jlc3BvbnNlEiUKB25vdGljZXMYASADKAsyFC50ZWFtZC52MS5UZWFtTm90aWNlEhYKDm5leHRfYWZ0ZXJfc2VxGAIgASgEIkgKEUNyZWF0ZVRlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcm9vdBgCIAEoCRIRCgl0ZWFtX2ZpbGUYAyABKAwicwoSQ3JlYXRlVGVhbVJlc3BvbnNlEgwKBHRlYW0YASABKAkSEAoIdGVhbV9zZXEYAiABKAQSEgoKcG9saWN5X3NlcRgDIAEoBBIPCgdzdGFydGVkGAQgAygJEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAQiIAoQU3RhcnRUZWFtUmVxdWVzdBIMCgRzZWF0GAEgASgJIiQKEVN0YXJ0VGVhbVJlc3BvbnNlEg8KB3N0YXJ0ZWQYASADKAkiIQoPU3RvcFRlYW1SZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSIuChBTdG9wVGVhbVJlc3BvbnNlEgsKA3NlcRgBIAEoBBINCgVzZWF0cxgCIAMoCSI5Cg5Db25maXJtUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhMKC3Byb3Bvc2FsX2lkGAIgASgJIj0KD0NvbmZpcm1SZXNwb25zZRIqCgRkb25lGAEgASgLMhwudGVhbWQudjEuQWRtaW5pc3RlclJlc3BvbnNlIjoKEkxlYXNlUmV2b2tlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhAKCGxlYXNlX2lkGAIgASgJIiYKE0xlYXNlUmV2b2tlUmVzcG9uc2USDwoHcmV2b2tlZBgBIAMoCSISChBMZWFzZUxpc3RSZXF1ZXN0IjkKEUxlYXNlTGlzdFJlc3BvbnNlEiQKBmxlYXNlcxgBIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkiVgoNRGVwbG95UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA2VudhgCIAEoCRIQCghhcnRpZmFjdBgDIAEoCRISCgphc19hY2NvdW50GAQgASgJIooBCg5EZXBsb3lSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdBILCgNlbnYYAiABKAkSEQoJZXhpdF9jb2RlGAMgASgFEhMKC291dHB1dF90YWlsGAQgASgJEhEKCXB1c2hlZF90bxgFIAEoCRIPCgdhY2NvdW50GAYgASgJInIKDUJyb2tlclJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSDAoEdGFzaxgDIAEoCRIKCgJpZBgEIAEoCRISCgphc19hY2NvdW50GAUgASgJEgwKBGJvZHkYBiABKAkihAEKCkJyb2tlclRhc2sSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFc3RhdGUYAyABKAkSDgoGbGFiZWxzGAQgAygJEhAKCGFzc2lnbmVlGAUgASgJEgsKA3VybBgGIAEoCRIPCgdjbGFpbWVkGAcgASgIEgwKBGJvZHkYCCABKAkikAEKDkJyb2tlclJlc3BvbnNlEhEKCW9wZXJhdGlvbhgBIAEoCRIMCgR0YXNrGAIgASgJEiMKBXRhc2tzGAMgAygLMhQudGVhbWQudjEuQnJva2VyVGFzaxIPCgd0cmFja2VyGAQgASgJEhIKCmludGVudF9zZXEYBSABKAQSEwoLb3V0Y29tZV9zZXEYBiABKAQyxQwKC1NoaW1TZXJ2aWNlEjgKBUhlbGxvEhYudGVhbWQudjEuSGVsbG9SZXF1ZXN0GhcudGVhbWQudjEuSGVsbG9SZXNwb25zZRI7CgZXaG9BbUkSFy50ZWFtZC52MS5XaG9BbUlSZXF1ZXN0GhgudGVhbWQudjEuV2hvQW1JUmVzcG9uc2USQQoITGlzdFJlZnMSGS50ZWFtZC52MS5MaXN0UmVmc1JlcXVlc3QaGi50ZWFtZC52MS5MaXN0UmVmc1Jlc3BvbnNlEjoKBUZldGNoEhYudGVhbWQudjEuRmV0Y2hSZXF1ZXN0GhcudGVhbWQudjEuRmV0Y2hSZXNwb25zZTABEjcKBFB1c2gSFS50ZWFtZC52MS5QdXNoUmVxdWVzdBoWLnRlYW1kLnYxLlB1c2hSZXNwb25zZSgBEkEKCEZpbGVTdGF0EhkudGVhbWQudjEuRmlsZVN0YXRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVN0YXRSZXNwb25zZRJDCghGaWxlUmVhZBIZLnRlYW1kLnYxLkZpbGVSZWFkUmVxdWVzdBoaLnRlYW1kLnYxLkZpbGVSZWFkUmVzcG9uc2UwARJGCglGaWxlV3JpdGUSGi50ZWFtZC52MS5GaWxlV3JpdGVSZXF1ZXN0GhsudGVhbWQudjEuRmlsZVdyaXRlUmVzcG9uc2UoARJHCgpDaGVja3BvaW50EhsudGVhbWQudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWFtZC52MS5DaGVja3BvaW50UmVzcG9uc2USOwoGUmV2aWV3EhcudGVhbWQudjEuUmV2aWV3UmVxdWVzdBoYLnRlYW1kLnYxLlJldmlld1Jlc3BvbnNlEjUKBEdhdGUSFS50ZWFtZC52MS5HYXRlUmVxdWVzdBoWLnRlYW1kLnYxLkdhdGVSZXNwb25zZRI4CgVNZXJnZRIWLnRlYW1kLnYxLk1lcmdlUmVxdWVzdBoXLnRlYW1kLnYxLk1lcmdlUmVzcG9uc2USRwoKTGVhc2VJc3N1ZRIbLnRlYW1kLnYxLkxlYXNlSXNzdWVSZXF1ZXN0GhwudGVhbWQudjEuTGVhc2VJc3N1ZVJlc3BvbnNlEkoKC0xlYXNlUmV2b2tlEhwudGVhbWQudjEuTGVhc2VSZXZva2VSZXF1ZXN0Gh0udGVhbWQudjEuTGVhc2VSZXZva2VSZXNwb25zZRJECglMZWFzZUxpc3QSGi50ZWFtZC52MS5MZWFzZUxpc3RSZXF1ZXN0GhsudGVhbWQudjEuTGVhc2VMaXN0UmVzcG9uc2USRwoKQWRtaW5pc3RlchIbLnRlYW1kLnYxLkFkbWluaXN0ZXJSZXF1ZXN0GhwudGVhbWQudjEuQWRtaW5pc3RlclJlc3BvbnNlEkQKCVByb3Bvc2FscxIaLnRlYW1kLnYxLlByb3Bvc2Fsc1JlcXVlc3QaGy50ZWFtZC52MS5Qcm9wb3NhbHNSZXNwb25zZRI+CgdDb25maXJtEhgudGVhbWQudjEuQ29uZmlybVJlcXVlc3QaGS50ZWFtZC52MS5Db25maXJtUmVzcG9uc2USQQoIU3RvcFRlYW0SGS50ZWFtZC52MS5TdG9wVGVhbVJlcXVlc3QaGi50ZWFtZC52MS5TdG9wVGVhbVJlc3BvbnNlEkQKCVN0YXJ0VGVhbRIaLnRlYW1kLnYxLlN0YXJ0VGVhbVJlcXVlc3QaGy50ZWFtZC52MS5TdGFydFRlYW1SZXNwb25zZRJHCgpDcmVhdGVUZWFtEhsudGVhbWQudjEuQ3JlYXRlVGVhbVJlcXVlc3QaHC50ZWFtZC52MS5DcmVhdGVUZWFtUmVzcG9uc2USSgoLVGVhbU5vdGljZXMSHC50ZWFtZC52MS5UZWFtTm90aWNlc1JlcXVlc3QaHS50ZWFtZC52MS5UZWFtTm90aWNlc1Jlc3BvbnNlEjsKBkRlcGxveRIXLnRlYW1kLnYxLkRlcGxveVJlcXVlc3QaGC50ZWFtZC52MS5EZXBsb3lSZXNwb25zZRI7CgZCcm9rZXISFy50ZWFtZC52MS5Ccm9rZXJSZXF1ZXN0GhgudGVhbWQudjEuQnJva2VyUmVzcG9uc2ViBnByb3RvMw", [file_teamd_v1_common, file_teamd_v1_lease]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkivwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNEhYKDmFkbWluaXN0cmF0aXZlGAwgAygJIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgihAEKClB1c2hIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIkCgd1cGRhdGVzGAIgAygLMhMudGVhbWQudjEuUmVmVXBkYXRlEhIKCnBhY2tfYnl0ZXMYAyABKAQSFQoNcGFja19zdHJlYW1lZBgEIAEoCBIRCglwYWNrX2ZpbGUYBSABKAkiHAoLUGFja1dyaXR0ZW4SDQoFYnl0ZXMYASABKAQidwoLUHVzaFJlcXVlc3QSJgoGaGVhZGVyGAEgASgLMhQudGVhbWQudjEuUHVzaEhlYWRlckgAEg4KBGRhdGEYAiABKAxIABIoCgd3cml0dGVuGAMgASgLMhUudGVhbWQudjEuUGFja1dyaXR0ZW5IAEIGCgRwYXJ0ImAKCVJlZlJlc3VsdBILCgNyZWYYASABKAkSDwoHaHViX3JlZhgCIAEoCRIKCgJvaxgDIAEoCBIMCgRydWxlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRILCgNvaWQYBiABKAkiNAoMUHVzaFJlc3BvbnNlEiQKB3Jlc3VsdHMYASADKAsyEy50ZWFtZC52MS5SZWZSZXN1bHQiHwoPRmlsZVN0YXRSZXF1ZXN0EgwKBHBhdGgYASABKAkiSwoQRmlsZVN0YXRSZXNwb25zZRIOCgZleGlzdHMYASABKAgSDAoEa2luZBgCIAEoCRIMCgRzaXplGAMgASgEEgsKA29pZBgEIAEoCSIfCg9GaWxlUmVhZFJlcXVlc3QSDAoEcGF0aBgBIAEoCSI+ChBGaWxlUmVhZFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSCwoDb2lkGAIgASgJEgwKBHNpemUYAyABKAQiYgoPRmlsZVdyaXRlSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRIMCgRzaXplGAYgASgEIlcKEEZpbGVXcml0ZVJlcXVlc3QSKwoGaGVhZGVyGAEgASgLMhkudGVhbWQudjEuRmlsZVdyaXRlSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiNAoRRmlsZVdyaXRlUmVzcG9uc2USDwoHaHViX3JlZhgBIAEoCRIOCgZjb21taXQYAiABKAkiNQoRQ2hlY2twb2ludFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRub3RlGAIgASgJIj0KEkNoZWNrcG9pbnRSZXNwb25zZRISCgppbnRlbnRfc2VxGAEgASgEEhMKC291dGNvbWVfc2VxGAIgASgEIlIKDVJldmlld1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIPCgdhcHByb3ZlGAQgASgIIk0KC0dhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDAoEcGFzcxgEIAEoCCJACgxNZXJnZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCSIxCg5SZXZpZXdSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIvCgxHYXRlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiMAoNTWVyZ2VSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCKAAQoIVHJ1bmtBY3QSEQoJZWZmZWN0X2lkGAEgASgJEhIKCmludGVudF9zZXEYAiABKAQSEwoLb3V0Y29tZV9zZXEYAyABKAQSDAoEYmFzZRgEIAEoCRIMCgRoZWFkGAUgASgJEgwKBHRyZWUYBiABKAkSDgoGY29tbWl0GAcgASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIlsKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEEhMKC3Byb3Bvc2FsX2lkGAMgASgJIuUBChFBZG1pbmlzdGVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiYKBWdyYW50GAIgASgLMhUudGVhbWQudjEuR3JhbnRDaGFuZ2VIABIqCgd1bmdyYW50GAMgASgLMhcudGVhbWQudjEuVW5ncmFudENoYW5nZUgAEisKCHNlYXRfYWRkGAQgASgLMhcudGVhbWQudjEuU2VhdEFkZENoYW5nZUgAEjEKC3NlYXRfcmVtb3ZlGAUgASgLMhoudGVhbWQudjEuU2VhdFJlbW92ZUNoYW5nZUgAQggKBmNoYW5nZSIgChBTZWF0UmVtb3ZlQ2hhbmdlEgwKBHNlYXQYASABKAkiTAoLR3JhbnRDaGFuZ2USDAoEc2VhdBgBIAEoCRISCgpjYXBhYmlsaXR5GAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBG5hbWUYBCABKAkiPwoNVW5ncmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEbmFtZRgDIAEoCSI6Cg1TZWF0QWRkQ2hhbmdlEgwKBHNlYXQYASABKAkSDAoEbGlrZRgCIAEoCRINCgVyb2xlcxgDIAMoCSKPAQoSQWRtaW5pc3RlclJlc3BvbnNlEgsKA3NlcRgBIAEoBBIMCgRraW5kGAIgASgJEhMKC3Byb3Bvc2FsX2lkGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3Jldm9rZWQYBSADKAkSIwoFbGVhc2UYBiABKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5IhIKEFByb3Bvc2Fsc1JlcXVlc3QihAEKDVByb3Bvc2FsRW50cnkSEwoLcHJvcG9zYWxfaWQYASABKAkSDQoFYXNrZXIYAiABKAkSDAoEa2luZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBSABKAQSEwoLaW5wdXRfc3RhdGUYBiABKAkiPwoRUHJvcG9zYWxzUmVzcG9uc2USKgoJcHJvcG9zYWxzGAEgAygLMhcudGVhbWQudjEuUHJvcG9zYWxFbnRyeSInChJUZWFtTm90aWNlc1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEIkAKClRlYW1Ob3RpY2USCwoDc2VxGAEgASgEEhQKDHRpbWVfdW5peF9tcxgCIAEoBBIPCgdzdWJqZWN0GAMgASgJIlQKE1RlYW1Ob3RpY2VzUmVzcG9uc2USJQoHbm90aWNlcxgBIAMoCzIULnRlYW1kLnYxLlRlYW1Ob3RpY2USFgoObmV4dF9hZnRlcl9zZXEYAiABKAQiSAoRQ3JlYXRlVGVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRyb290GAIgASgJEhEKCXRlYW1fZmlsZRgDIAEoDCJzChJDcmVhdGVUZWFtUmVzcG9uc2USDAoEdGVhbRgBIAEoCRIQCgh0ZWFtX3NlcRgCIAEoBBISCgpwb2xpY3lfc2VxGAMgASgEEg8KB3N0YXJ0ZWQYBCADKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoBCIgChBTdGFydFRlYW1SZXF1ZXN0EgwKBHNlYXQYASABKAkiJAoRU3RhcnRUZWFtUmVzcG9uc2USDwoHc3RhcnRlZBgBIAMoCSIhCg9TdG9wVGVhbVJlcXVlc3QSDgoGcmVhc29uGAEgASgJIi4KEFN0b3BUZWFtUmVzcG9uc2USCwoDc2VxGAEgASgEEg0KBXNlYXRzGAIgAygJIjkKDkNvbmZpcm1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkiPQoPQ29uZmlybVJlc3BvbnNlEioKBGRvbmUYASABKAsyHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2UiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLFDAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRJHCgpBZG1pbmlzdGVyEhsudGVhbWQudjEuQWRtaW5pc3RlclJlcXVlc3QaHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2USRAoJUHJvcG9zYWxzEhoudGVhbWQudjEuUHJvcG9zYWxzUmVxdWVzdBobLnRlYW1kLnYxLlByb3Bvc2Fsc1Jlc3BvbnNlEj4KB0NvbmZpcm0SGC50ZWFtZC52MS5Db25maXJtUmVxdWVzdBoZLnRlYW1kLnYxLkNvbmZpcm1SZXNwb25zZRJBCghTdG9wVGVhbRIZLnRlYW1kLnYxLlN0b3BUZWFtUmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BUZWFtUmVzcG9uc2USRAoJU3RhcnRUZWFtEhoudGVhbWQudjEuU3RhcnRUZWFtUmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0VGVhbVJlc3BvbnNlEkcKCkNyZWF0ZVRlYW0SGy50ZWFtZC52MS5DcmVhdGVUZWFtUmVxdWVzdBocLnRlYW1kLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJKCgtUZWFtTm90aWNlcxIcLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVxdWVzdBodLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVzcG9uc2USOwoGRGVwbG95EhcudGVhbWQudjEuRGVwbG95UmVxdWVzdBoYLnRlYW1kLnYxLkRlcGxveVJlc3BvbnNlEjsKBkJyb2tlchIXLnRlYW1kLnYxLkJyb2tlclJlcXVlc3QaGC50ZWFtZC52MS5Ccm9rZXJSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_lease]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -376,6 +376,16 @@ export type PushHeader = Message<"teamd.v1.PushHeader"> & {
    * @generated from field: bool pack_streamed = 4;
    */
   packStreamed: boolean;
+
+  /**
+   * The pack is a file the seat's git writes in the seat's own tmp folder (TEAMD_TMP inside),
+   * by this name (.teamd-pack-UUID.pack), its end told by a PackWritten part; no data parts
+   * follow. The daemon copies it into its quarantine from its own path to that folder, never
+   * following a link, and holds it as a streamed pack (pack_bytes 0, pack_streamed false).
+   *
+   * @generated from field: string pack_file = 5;
+   */
+  packFile: string;
 };
 
 /**
@@ -384,6 +394,25 @@ export type PushHeader = Message<"teamd.v1.PushHeader"> & {
  */
 export const PushHeaderSchema: GenMessage<PushHeader> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 11);
+
+/**
+ * The seat's pack file is whole: its size in bytes, which the file must have.
+ *
+ * @generated from message teamd.v1.PackWritten
+ */
+export type PackWritten = Message<"teamd.v1.PackWritten"> & {
+  /**
+   * @generated from field: uint64 bytes = 1;
+   */
+  bytes: bigint;
+};
+
+/**
+ * Describes the message teamd.v1.PackWritten.
+ * Use `create(PackWrittenSchema)` to create a new message.
+ */
+export const PackWrittenSchema: GenMessage<PackWritten> = /*@__PURE__*/
+  messageDesc(file_teamd_v1_shim, 12);
 
 /**
  * @generated from message teamd.v1.PushRequest
@@ -404,6 +433,12 @@ export type PushRequest = Message<"teamd.v1.PushRequest"> & {
      */
     value: Uint8Array;
     case: "data";
+  } | {
+    /**
+     * @generated from field: teamd.v1.PackWritten written = 3;
+     */
+    value: PackWritten;
+    case: "written";
   } | { case: undefined; value?: undefined };
 };
 
@@ -412,7 +447,7 @@ export type PushRequest = Message<"teamd.v1.PushRequest"> & {
  * Use `create(PushRequestSchema)` to create a new message.
  */
 export const PushRequestSchema: GenMessage<PushRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 12);
+  messageDesc(file_teamd_v1_shim, 13);
 
 /**
  * @generated from message teamd.v1.RefResult
@@ -462,7 +497,7 @@ export type RefResult = Message<"teamd.v1.RefResult"> & {
  * Use `create(RefResultSchema)` to create a new message.
  */
 export const RefResultSchema: GenMessage<RefResult> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 13);
+  messageDesc(file_teamd_v1_shim, 14);
 
 /**
  * @generated from message teamd.v1.PushResponse
@@ -479,7 +514,7 @@ export type PushResponse = Message<"teamd.v1.PushResponse"> & {
  * Use `create(PushResponseSchema)` to create a new message.
  */
 export const PushResponseSchema: GenMessage<PushResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 14);
+  messageDesc(file_teamd_v1_shim, 15);
 
 /**
  * @generated from message teamd.v1.FileStatRequest
@@ -498,7 +533,7 @@ export type FileStatRequest = Message<"teamd.v1.FileStatRequest"> & {
  * Use `create(FileStatRequestSchema)` to create a new message.
  */
 export const FileStatRequestSchema: GenMessage<FileStatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 15);
+  messageDesc(file_teamd_v1_shim, 16);
 
 /**
  * @generated from message teamd.v1.FileStatResponse
@@ -534,7 +569,7 @@ export type FileStatResponse = Message<"teamd.v1.FileStatResponse"> & {
  * Use `create(FileStatResponseSchema)` to create a new message.
  */
 export const FileStatResponseSchema: GenMessage<FileStatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 16);
+  messageDesc(file_teamd_v1_shim, 17);
 
 /**
  * @generated from message teamd.v1.FileReadRequest
@@ -551,7 +586,7 @@ export type FileReadRequest = Message<"teamd.v1.FileReadRequest"> & {
  * Use `create(FileReadRequestSchema)` to create a new message.
  */
 export const FileReadRequestSchema: GenMessage<FileReadRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 17);
+  messageDesc(file_teamd_v1_shim, 18);
 
 /**
  * One chunk of the file, in order. The first names the blob and the content's size in
@@ -581,7 +616,7 @@ export type FileReadResponse = Message<"teamd.v1.FileReadResponse"> & {
  * Use `create(FileReadResponseSchema)` to create a new message.
  */
 export const FileReadResponseSchema: GenMessage<FileReadResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 18);
+  messageDesc(file_teamd_v1_shim, 19);
 
 /**
  * @generated from message teamd.v1.FileWriteHeader
@@ -622,7 +657,7 @@ export type FileWriteHeader = Message<"teamd.v1.FileWriteHeader"> & {
  * Use `create(FileWriteHeaderSchema)` to create a new message.
  */
 export const FileWriteHeaderSchema: GenMessage<FileWriteHeader> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 19);
+  messageDesc(file_teamd_v1_shim, 20);
 
 /**
  * @generated from message teamd.v1.FileWriteRequest
@@ -651,7 +686,7 @@ export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
  * Use `create(FileWriteRequestSchema)` to create a new message.
  */
 export const FileWriteRequestSchema: GenMessage<FileWriteRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 20);
+  messageDesc(file_teamd_v1_shim, 21);
 
 /**
  * @generated from message teamd.v1.FileWriteResponse
@@ -675,7 +710,7 @@ export type FileWriteResponse = Message<"teamd.v1.FileWriteResponse"> & {
  * Use `create(FileWriteResponseSchema)` to create a new message.
  */
 export const FileWriteResponseSchema: GenMessage<FileWriteResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 21);
+  messageDesc(file_teamd_v1_shim, 22);
 
 /**
  * @generated from message teamd.v1.CheckpointRequest
@@ -699,7 +734,7 @@ export type CheckpointRequest = Message<"teamd.v1.CheckpointRequest"> & {
  * Use `create(CheckpointRequestSchema)` to create a new message.
  */
 export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 22);
+  messageDesc(file_teamd_v1_shim, 23);
 
 /**
  * @generated from message teamd.v1.CheckpointResponse
@@ -723,7 +758,7 @@ export type CheckpointResponse = Message<"teamd.v1.CheckpointResponse"> & {
  * Use `create(CheckpointResponseSchema)` to create a new message.
  */
 export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 23);
+  messageDesc(file_teamd_v1_shim, 24);
 
 /**
  * @generated from message teamd.v1.ReviewRequest
@@ -759,7 +794,7 @@ export type ReviewRequest = Message<"teamd.v1.ReviewRequest"> & {
  * Use `create(ReviewRequestSchema)` to create a new message.
  */
 export const ReviewRequestSchema: GenMessage<ReviewRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 24);
+  messageDesc(file_teamd_v1_shim, 25);
 
 /**
  * @generated from message teamd.v1.GateRequest
@@ -791,7 +826,7 @@ export type GateRequest = Message<"teamd.v1.GateRequest"> & {
  * Use `create(GateRequestSchema)` to create a new message.
  */
 export const GateRequestSchema: GenMessage<GateRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 25);
+  messageDesc(file_teamd_v1_shim, 26);
 
 /**
  * @generated from message teamd.v1.MergeRequest
@@ -818,7 +853,7 @@ export type MergeRequest = Message<"teamd.v1.MergeRequest"> & {
  * Use `create(MergeRequestSchema)` to create a new message.
  */
 export const MergeRequestSchema: GenMessage<MergeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 26);
+  messageDesc(file_teamd_v1_shim, 27);
 
 /**
  * @generated from message teamd.v1.ReviewResponse
@@ -835,7 +870,7 @@ export type ReviewResponse = Message<"teamd.v1.ReviewResponse"> & {
  * Use `create(ReviewResponseSchema)` to create a new message.
  */
 export const ReviewResponseSchema: GenMessage<ReviewResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 27);
+  messageDesc(file_teamd_v1_shim, 28);
 
 /**
  * @generated from message teamd.v1.GateResponse
@@ -852,7 +887,7 @@ export type GateResponse = Message<"teamd.v1.GateResponse"> & {
  * Use `create(GateResponseSchema)` to create a new message.
  */
 export const GateResponseSchema: GenMessage<GateResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 28);
+  messageDesc(file_teamd_v1_shim, 29);
 
 /**
  * @generated from message teamd.v1.MergeResponse
@@ -869,7 +904,7 @@ export type MergeResponse = Message<"teamd.v1.MergeResponse"> & {
  * Use `create(MergeResponseSchema)` to create a new message.
  */
 export const MergeResponseSchema: GenMessage<MergeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 29);
+  messageDesc(file_teamd_v1_shim, 30);
 
 /**
  * What a trunk act was decided on and what it recorded.
@@ -924,7 +959,7 @@ export type TrunkAct = Message<"teamd.v1.TrunkAct"> & {
  * Use `create(TrunkActSchema)` to create a new message.
  */
 export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 30);
+  messageDesc(file_teamd_v1_shim, 31);
 
 /**
  * @generated from message teamd.v1.LeaseIssueRequest
@@ -981,7 +1016,7 @@ export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
  * Use `create(LeaseIssueRequestSchema)` to create a new message.
  */
 export const LeaseIssueRequestSchema: GenMessage<LeaseIssueRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 31);
+  messageDesc(file_teamd_v1_shim, 32);
 
 /**
  * @generated from message teamd.v1.LeaseIssueResponse
@@ -1011,7 +1046,7 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
  * Use `create(LeaseIssueResponseSchema)` to create a new message.
  */
 export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 32);
+  messageDesc(file_teamd_v1_shim, 33);
 
 /**
  * @generated from message teamd.v1.AdministerRequest
@@ -1057,7 +1092,7 @@ export type AdministerRequest = Message<"teamd.v1.AdministerRequest"> & {
  * Use `create(AdministerRequestSchema)` to create a new message.
  */
 export const AdministerRequestSchema: GenMessage<AdministerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 33);
+  messageDesc(file_teamd_v1_shim, 34);
 
 /**
  * Remove a seat (§9: leads, or the owner; a seat holding grant, agree or leads by the owner
@@ -1077,7 +1112,7 @@ export type SeatRemoveChange = Message<"teamd.v1.SeatRemoveChange"> & {
  * Use `create(SeatRemoveChangeSchema)` to create a new message.
  */
 export const SeatRemoveChangeSchema: GenMessage<SeatRemoveChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 34);
+  messageDesc(file_teamd_v1_shim, 35);
 
 /**
  * Give a seat one more direct grant of an operational capability.
@@ -1115,7 +1150,7 @@ export type GrantChange = Message<"teamd.v1.GrantChange"> & {
  * Use `create(GrantChangeSchema)` to create a new message.
  */
 export const GrantChangeSchema: GenMessage<GrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 35);
+  messageDesc(file_teamd_v1_shim, 36);
 
 /**
  * Take back one of a seat's direct grants (the only one of the capability, or the named one).
@@ -1144,7 +1179,7 @@ export type UngrantChange = Message<"teamd.v1.UngrantChange"> & {
  * Use `create(UngrantChangeSchema)` to create a new message.
  */
 export const UngrantChangeSchema: GenMessage<UngrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 36);
+  messageDesc(file_teamd_v1_shim, 37);
 
 /**
  * Add a seat like an existing one (its lab, roles, capabilities and start; never its
@@ -1174,7 +1209,7 @@ export type SeatAddChange = Message<"teamd.v1.SeatAddChange"> & {
  * Use `create(SeatAddChangeSchema)` to create a new message.
  */
 export const SeatAddChangeSchema: GenMessage<SeatAddChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 37);
+  messageDesc(file_teamd_v1_shim, 38);
 
 /**
  * @generated from message teamd.v1.AdministerResponse
@@ -1228,7 +1263,7 @@ export type AdministerResponse = Message<"teamd.v1.AdministerResponse"> & {
  * Use `create(AdministerResponseSchema)` to create a new message.
  */
 export const AdministerResponseSchema: GenMessage<AdministerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 38);
+  messageDesc(file_teamd_v1_shim, 39);
 
 /**
  * @generated from message teamd.v1.ProposalsRequest
@@ -1241,7 +1276,7 @@ export type ProposalsRequest = Message<"teamd.v1.ProposalsRequest"> & {
  * Use `create(ProposalsRequestSchema)` to create a new message.
  */
 export const ProposalsRequestSchema: GenMessage<ProposalsRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 39);
+  messageDesc(file_teamd_v1_shim, 40);
 
 /**
  * One proposal waiting for a second granter, in the controlled view of §3: the one change,
@@ -1288,7 +1323,7 @@ export type ProposalEntry = Message<"teamd.v1.ProposalEntry"> & {
  * Use `create(ProposalEntrySchema)` to create a new message.
  */
 export const ProposalEntrySchema: GenMessage<ProposalEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 40);
+  messageDesc(file_teamd_v1_shim, 41);
 
 /**
  * @generated from message teamd.v1.ProposalsResponse
@@ -1305,7 +1340,7 @@ export type ProposalsResponse = Message<"teamd.v1.ProposalsResponse"> & {
  * Use `create(ProposalsResponseSchema)` to create a new message.
  */
 export const ProposalsResponseSchema: GenMessage<ProposalsResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 41);
+  messageDesc(file_teamd_v1_shim, 42);
 
 /**
  * @generated from message teamd.v1.TeamNoticesRequest
@@ -1324,7 +1359,7 @@ export type TeamNoticesRequest = Message<"teamd.v1.TeamNoticesRequest"> & {
  * Use `create(TeamNoticesRequestSchema)` to create a new message.
  */
 export const TeamNoticesRequestSchema: GenMessage<TeamNoticesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 42);
+  messageDesc(file_teamd_v1_shim, 43);
 
 /**
  * @generated from message teamd.v1.TeamNotice
@@ -1353,7 +1388,7 @@ export type TeamNotice = Message<"teamd.v1.TeamNotice"> & {
  * Use `create(TeamNoticeSchema)` to create a new message.
  */
 export const TeamNoticeSchema: GenMessage<TeamNotice> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 43);
+  messageDesc(file_teamd_v1_shim, 44);
 
 /**
  * @generated from message teamd.v1.TeamNoticesResponse
@@ -1377,7 +1412,7 @@ export type TeamNoticesResponse = Message<"teamd.v1.TeamNoticesResponse"> & {
  * Use `create(TeamNoticesResponseSchema)` to create a new message.
  */
 export const TeamNoticesResponseSchema: GenMessage<TeamNoticesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 44);
+  messageDesc(file_teamd_v1_shim, 45);
 
 /**
  * @generated from message teamd.v1.CreateTeamRequest
@@ -1408,7 +1443,7 @@ export type CreateTeamRequest = Message<"teamd.v1.CreateTeamRequest"> & {
  * Use `create(CreateTeamRequestSchema)` to create a new message.
  */
 export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 45);
+  messageDesc(file_teamd_v1_shim, 46);
 
 /**
  * @generated from message teamd.v1.CreateTeamResponse
@@ -1451,7 +1486,7 @@ export type CreateTeamResponse = Message<"teamd.v1.CreateTeamResponse"> & {
  * Use `create(CreateTeamResponseSchema)` to create a new message.
  */
 export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 46);
+  messageDesc(file_teamd_v1_shim, 47);
 
 /**
  * @generated from message teamd.v1.StartTeamRequest
@@ -1470,7 +1505,7 @@ export type StartTeamRequest = Message<"teamd.v1.StartTeamRequest"> & {
  * Use `create(StartTeamRequestSchema)` to create a new message.
  */
 export const StartTeamRequestSchema: GenMessage<StartTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 47);
+  messageDesc(file_teamd_v1_shim, 48);
 
 /**
  * @generated from message teamd.v1.StartTeamResponse
@@ -1489,7 +1524,7 @@ export type StartTeamResponse = Message<"teamd.v1.StartTeamResponse"> & {
  * Use `create(StartTeamResponseSchema)` to create a new message.
  */
 export const StartTeamResponseSchema: GenMessage<StartTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 48);
+  messageDesc(file_teamd_v1_shim, 49);
 
 /**
  * @generated from message teamd.v1.StopTeamRequest
@@ -1508,7 +1543,7 @@ export type StopTeamRequest = Message<"teamd.v1.StopTeamRequest"> & {
  * Use `create(StopTeamRequestSchema)` to create a new message.
  */
 export const StopTeamRequestSchema: GenMessage<StopTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 49);
+  messageDesc(file_teamd_v1_shim, 50);
 
 /**
  * @generated from message teamd.v1.StopTeamResponse
@@ -1534,7 +1569,7 @@ export type StopTeamResponse = Message<"teamd.v1.StopTeamResponse"> & {
  * Use `create(StopTeamResponseSchema)` to create a new message.
  */
 export const StopTeamResponseSchema: GenMessage<StopTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 50);
+  messageDesc(file_teamd_v1_shim, 51);
 
 /**
  * @generated from message teamd.v1.ConfirmRequest
@@ -1556,7 +1591,7 @@ export type ConfirmRequest = Message<"teamd.v1.ConfirmRequest"> & {
  * Use `create(ConfirmRequestSchema)` to create a new message.
  */
 export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 51);
+  messageDesc(file_teamd_v1_shim, 52);
 
 /**
  * @generated from message teamd.v1.ConfirmResponse
@@ -1575,7 +1610,7 @@ export type ConfirmResponse = Message<"teamd.v1.ConfirmResponse"> & {
  * Use `create(ConfirmResponseSchema)` to create a new message.
  */
 export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 52);
+  messageDesc(file_teamd_v1_shim, 53);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeRequest
@@ -1597,7 +1632,7 @@ export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
  * Use `create(LeaseRevokeRequestSchema)` to create a new message.
  */
 export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 53);
+  messageDesc(file_teamd_v1_shim, 54);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeResponse
@@ -1616,7 +1651,7 @@ export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
  * Use `create(LeaseRevokeResponseSchema)` to create a new message.
  */
 export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 54);
+  messageDesc(file_teamd_v1_shim, 55);
 
 /**
  * @generated from message teamd.v1.LeaseListRequest
@@ -1629,7 +1664,7 @@ export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
  * Use `create(LeaseListRequestSchema)` to create a new message.
  */
 export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 55);
+  messageDesc(file_teamd_v1_shim, 56);
 
 /**
  * @generated from message teamd.v1.LeaseListResponse
@@ -1646,7 +1681,7 @@ export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
  * Use `create(LeaseListResponseSchema)` to create a new message.
  */
 export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 56);
+  messageDesc(file_teamd_v1_shim, 57);
 
 /**
  * @generated from message teamd.v1.DeployRequest
@@ -1686,7 +1721,7 @@ export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 57);
+  messageDesc(file_teamd_v1_shim, 58);
 
 /**
  * @generated from message teamd.v1.DeployResponse
@@ -1738,7 +1773,7 @@ export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
  * Use `create(DeployResponseSchema)` to create a new message.
  */
 export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 58);
+  messageDesc(file_teamd_v1_shim, 59);
 
 /**
  * @generated from message teamd.v1.BrokerRequest
@@ -1791,7 +1826,7 @@ export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
  * Use `create(BrokerRequestSchema)` to create a new message.
  */
 export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 59);
+  messageDesc(file_teamd_v1_shim, 60);
 
 /**
  * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
@@ -1852,7 +1887,7 @@ export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
  * Use `create(BrokerTaskSchema)` to create a new message.
  */
 export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 60);
+  messageDesc(file_teamd_v1_shim, 61);
 
 /**
  * @generated from message teamd.v1.BrokerResponse
@@ -1898,7 +1933,7 @@ export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
  * Use `create(BrokerResponseSchema)` to create a new message.
  */
 export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 61);
+  messageDesc(file_teamd_v1_shim, 62);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
@@ -1951,7 +1986,8 @@ export const ShimService: GenService<{
     output: typeof FetchResponseSchema;
   },
   /**
-   * Push is the seat's write (§3): a PushHeader, then the pack's bytes in chunks. The
+   * Push is the seat's write (§3): a PushHeader, then the pack's bytes in chunks (or, for a
+   * pack the seat wrote to a file in its tmp folder, one PackWritten). The
    * daemon checks every path the pushed commits change before any hub ref moves.
    *
    * @generated from rpc teamd.v1.ShimService.Push
