@@ -1,0 +1,127 @@
+import { execFileSync } from "node:child_process";
+import { linkSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { PackRejected } from "../../src/effects/git-receive.js";
+import { PACK_FILE_NAME, packFileName } from "../../src/effects/pack-file-name.js";
+import { seatPackFile } from "../../src/effects/seat-pack-file.js";
+
+/**
+ * The daemon's read of a pack a seat wrote to a file in its tmp folder (seat-pack-file.ts), on
+ * real files: what the seat controls (name, type, links, size, bytes while they are read) never
+ * makes the daemon read anything but that one regular file, or block on it.
+ */
+const made: string[] = [];
+const servers: Server[] = [];
+afterEach(() => {
+  for (const server of servers.splice(0)) server.close();
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function folder(): string {
+  const dir = mkdtempSync(join(tmpdir(), "teamd-pack-file-"));
+  made.push(dir);
+  return dir;
+}
+
+const NAME = packFileName("0123abcd-4567-89ab-cdef-0123456789ab");
+
+async function readAll(dir: string, name: string, bytes: number | bigint): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of seatPackFile(dir, name, BigInt(bytes))) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+async function refusal(read: Promise<unknown>): Promise<PackRejected> {
+  const error = await read.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PackRejected);
+  expect((error as PackRejected).rule).toBe("push.pack");
+  return error as PackRejected;
+}
+
+describe("seatPackFile", () => {
+  it("reads the whole file, in chunks of at most 1 MiB, byte for byte", async () => {
+    const dir = folder();
+    const body = Buffer.alloc(2.5 * 1024 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 31 + (i >> 11)) & 0xff;
+    writeFileSync(join(dir, NAME), body);
+    const sizes: number[] = [];
+    for await (const chunk of seatPackFile(dir, NAME, BigInt(body.length))) sizes.push(chunk.byteLength);
+    expect(sizes).toEqual([1024 * 1024, 1024 * 1024, 512 * 1024]);
+    expect((await readAll(dir, NAME, body.length)).equals(body)).toBe(true);
+  });
+
+  it("opens nothing but the one name a pack file has", async () => {
+    const dir = folder();
+    writeFileSync(join(dir, "x.pack"), "x");
+    for (const name of ["x.pack", "../x.pack", `sub/${NAME}`, `${NAME}/..`, NAME.toUpperCase(), `${NAME}\n`]) {
+      expect(PACK_FILE_NAME.test(name)).toBe(false);
+      expect((await refusal(readAll(dir, name, 1))).reason).toMatch(/name is not \.teamd-pack-UUID\.pack/);
+    }
+    expect(PACK_FILE_NAME.test(NAME)).toBe(true);
+  });
+
+  it("refuses a symbolic link, to a readable file or not, without following it", async () => {
+    const dir = folder();
+    writeFileSync(join(dir, "secret"), "TEAMD-CANARY-pack-file\n");
+    symlinkSync(join(dir, "secret"), join(dir, NAME));
+    const error = await refusal(readAll(dir, NAME, 23));
+    expect(error.reason).toMatch(/symbolic link/);
+    expect(error.reason).not.toContain("CANARY");
+  });
+
+  it("refuses a FIFO without waiting for a writer", async () => {
+    const dir = folder();
+    execFileSync("mkfifo", [join(dir, NAME)]);
+    // An open without O_NONBLOCK would wait here for a writer that never comes (vitest's timeout).
+    expect((await refusal(readAll(dir, NAME, 0))).reason).toMatch(/not a regular file/);
+  });
+
+  it("refuses a socket and a folder", async () => {
+    const dir = folder();
+    const server = createServer();
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(join(dir, NAME), resolve));
+    expect((await refusal(readAll(dir, NAME, 0))).reason).toMatch(/socket/);
+    const other = folder();
+    execFileSync("mkdir", [join(other, NAME)]);
+    expect((await refusal(readAll(other, NAME, 0))).reason).toMatch(/not a regular file/);
+  });
+
+  it("refuses a file with a second name (a hard link)", async () => {
+    const dir = folder();
+    writeFileSync(join(dir, "elsewhere"), "pack");
+    linkSync(join(dir, "elsewhere"), join(dir, NAME));
+    expect((await refusal(readAll(dir, NAME, 4))).reason).toMatch(/2 names \(a hard link\)/);
+  });
+
+  it("refuses a missing file, naming TEAMD_TMP, and a file of another size than the seat said", async () => {
+    const dir = folder();
+    expect((await refusal(readAll(dir, NAME, 4))).reason).toMatch(/no such file: TEAMD_TMP/);
+    writeFileSync(join(dir, NAME), "pack");
+    expect((await refusal(readAll(dir, NAME, 5))).reason).toMatch(/is 4 bytes, not the 5/);
+    expect((await refusal(readAll(dir, NAME, 2n ** 60n))).reason).toMatch(/said to be/);
+  });
+
+  it("refuses a file that shrinks while it is read, and reads no further than its size when it grows", async () => {
+    const dir = folder();
+    const path = join(dir, NAME);
+    writeFileSync(path, Buffer.alloc(3 * 1024 * 1024, 1));
+    const shrinking = (async () => {
+      for await (const _chunk of seatPackFile(dir, NAME, BigInt(3 * 1024 * 1024))) truncateSync(path, 1024 * 1024 + 10);
+    })();
+    expect((await refusal(shrinking)).reason).toMatch(/ended at 1048586 of its 3145728 bytes/);
+    writeFileSync(path, Buffer.alloc(1024, 2));
+    let read = 0;
+    for await (const chunk of seatPackFile(dir, NAME, 1024n)) {
+      read += chunk.byteLength;
+      writeFileSync(path, Buffer.alloc(4096, 3), { flag: "a" });
+    }
+    expect(read).toBe(1024);
+  });
+});
