@@ -1,4 +1,6 @@
-import { spawn, type ChildProcessByStdio } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
+import { closeSync, constants, openSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
@@ -6,6 +8,7 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
+import { packFileName } from "../src/effects/pack-file-name.js";
 
 /**
  * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so
@@ -248,14 +251,25 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
     return { ref: spec.dst, oldOid: known.get(landing) ?? "", newOid: newOids[i] ?? "", force: spec.force };
   });
   try {
-    // The pack goes to the daemon as pack-objects writes it (issue 26): its compression, the
-    // trip over the socket and the daemon's write of it overlap, where the pack was written to
-    // a file, then sent. The daemon holds a streamed pack to the seat's quota as it arrives.
+    // The pack goes to the daemon as pack-objects writes it (issue 26). Where the seat has its
+    // tmp folder (TEAMD_TMP), pack-objects writes it to a file there and the daemon reads the
+    // file once it is whole (seat-pack-file.ts): the socket's messages each waited a round trip
+    // on HTTP/2's window. Otherwise it streams over the socket, the daemon holding it to the
+    // seat's quota as it arrives, as it does the file.
     const packing = tips.length > 0 ? packObjects(ahead.pack, [...tips, ...exclude].join("\n") + "\n") : undefined;
+    const file = packing !== undefined ? ahead.pack.file : undefined;
     let sent = 0;
     async function* parts() {
-      yield { part: { case: "header" as const, value: { requestId: randomUUID(), updates, packStreamed: packing !== undefined } } };
+      const header = { requestId: randomUUID(), updates, packStreamed: packing !== undefined && file === undefined, packFile: file?.name ?? "" };
+      yield { part: { case: "header" as const, value: header } };
       if (packing === undefined) return;
+      if (file !== undefined) {
+        await packing.done;
+        sent = statSync(file.path).size;
+        yield { part: { case: "written" as const, value: { bytes: BigInt(sent) } } };
+        say(verbose, `pushed ${sent} bytes to the daemon`);
+        return;
+      }
       for await (const chunk of packing.output) {
         for (let at = 0; at < chunk.byteLength; at += CHUNK) {
           const part = chunk.subarray(at, at + CHUNK);
@@ -293,9 +307,34 @@ interface PushAhead {
    * once it printed n lines (one a revision asked), or it ended — not its exit, ~2 ms later in a seat.
    */
   readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; answer(lines: number): Promise<string | undefined> };
-  /** `git pack-objects --revs --stdout`, its output held (not read) until the pack is sent. */
-  readonly pack: { readonly child: ChildProcessByStdio<Writable, Readable, null>; readonly done: Promise<void> };
+  /**
+   * `git pack-objects --revs --stdout`: its output held (not read) until the pack is sent, or,
+   * with `file`, written to that file in the seat's tmp folder, which `stop` removes.
+   */
+  readonly pack: { readonly child: ChildProcessByStdio<Writable, Readable | null, null>; readonly done: Promise<void>; readonly file?: PackFile };
   stop(): void;
+}
+
+interface PackFile {
+  readonly name: string;
+  readonly path: string;
+}
+
+/**
+ * A new file for the pack in the seat's tmp folder (TEAMD_TMP, set by the seat's plan), opened
+ * for pack-objects' output; undefined where there is none (the pack then streams).
+ */
+function openPackFile(): (PackFile & { readonly fd: number }) | undefined {
+  const folder = process.env.TEAMD_TMP;
+  if (folder === undefined || !folder.startsWith("/")) return undefined;
+  const name = packFileName(randomUUID());
+  const path = join(folder, name);
+  try {
+    const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    return { name, path, fd };
+  } catch {
+    return undefined;
+  }
 }
 
 const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
@@ -318,11 +357,17 @@ function startPushAhead(): PushAhead {
   catFile.stdin.on("error", () => undefined);
   catFile.on("error", () => answered?.(undefined));
   catFile.on("close", (code) => answered?.(code === 0 ? text : undefined));
-  const packer = spawn("git", PACK_OBJECTS, { stdio: ["pipe", "pipe", "inherit"] });
+  const file = openPackFile();
+  let packer: ChildProcessByStdio<Writable, Readable | null, null>;
+  try {
+    packer = spawn("git", PACK_OBJECTS, { stdio: ["pipe", file?.fd ?? "pipe", "inherit"] }) as ChildProcessByStdio<Writable, Readable | null, null>;
+  } finally {
+    if (file !== undefined) closeSync(file.fd);
+  }
   // Held until read: when a child exits, Node drops the unread output of a stream nobody
   // listens to (its flushStdio), and a small pack can be written and git gone before the call
   // that sends it reads a byte.
-  packer.stdout.on("readable", () => undefined);
+  packer.stdout?.on("readable", () => undefined);
   // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
   packer.stdin.on("error", () => undefined);
   const done = new Promise<void>((resolve, reject) => {
@@ -330,7 +375,7 @@ function startPushAhead(): PushAhead {
     packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
   });
   done.catch(() => undefined);
-  const stop = (child: ChildProcessByStdio<Writable, Readable, null>) => {
+  const stop = (child: ChildProcess) => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
   return {
@@ -342,10 +387,11 @@ function startPushAhead(): PushAhead {
         return answer;
       },
     },
-    pack: { child: packer, done },
+    pack: { child: packer, done, ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}) },
     stop: () => {
       stop(catFile);
       stop(packer);
+      if (file !== undefined) rmSync(file.path, { force: true });
     },
   };
 }
@@ -353,7 +399,7 @@ function startPushAhead(): PushAhead {
 /** The pack of `input` from the started pack-objects, its output as it comes; `done` settles once it has exited (an Error on a non-zero exit). */
 function packObjects(started: PushAhead["pack"], input: string): { output: AsyncIterable<Buffer>; done: Promise<void> } {
   started.child.stdin.end(input);
-  return { output: started.child.stdout, done: started.done };
+  return { output: started.child.stdout ?? (async function* () {})(), done: started.done };
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

@@ -32,7 +32,9 @@ import { openFilteredMirror, ReplayRefused, type BlindWrite, type FilteredMirror
 import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-replay.js";
 import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
-import { gitWorkDir } from "../host/seat-layout.js";
+import { gitWorkDir, seatLayout } from "../host/seat-layout.js";
+import { seatPackFile } from "../../src/effects/seat-pack-file.js";
+import { PACK_FILE_NAME } from "../../src/effects/pack-file-name.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity, type ServedRead } from "./pipeline.js";
 import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
 import { readFilter, readIsUnbounded } from "../../src/effects/read-filter.js";
@@ -422,10 +424,20 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         } else accepted.push({ update, hubRef: dest.hubRef });
       }
       // A streamed pack (the helper sends it as its pack-objects writes it) declares no size:
-      // it is held to the quota and to MAX_PACK_BYTES as it arrives (receivePack's room).
-      const streamed = header.packStreamed;
+      // it is held to the quota and to MAX_PACK_BYTES as it arrives (receivePack's room). So is
+      // a pack the seat's git wrote to a file in the seat's tmp (seat-pack-file.ts), read as it
+      // would have arrived.
+      const fromFile = header.packFile !== "";
+      const streamed = header.packStreamed || fromFile;
       if (streamed && header.packBytes !== 0n) {
         throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a streamed pack declares no size (pack_bytes 0)"), "git.push");
+      }
+      if (fromFile && (header.packStreamed || !PACK_FILE_NAME.test(header.packFile))) {
+        throw await deps.pipeline.refuse(
+          ctx,
+          refuse("rpc.malformed", "a pack file is named .teamd-pack-UUID.pack and is not also streamed (pack_streamed false)"),
+          "git.push",
+        );
       }
       if (header.packBytes > BigInt(MAX_PACK_BYTES)) {
         throw await deps.pipeline.refuse(
@@ -479,27 +491,52 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       let malformed = false;
       let firstSeen = false;
       const warm = (limits.limits.cgroupProcs?.length ?? 0) > 0;
-      async function* pack(): AsyncIterable<Uint8Array> {
+      const firstData = () => {
+        if (firstSeen) return;
+        firstSeen = true;
+        // The kernel's wait before the push's contained runs may join the seat's cgroups,
+        // begun as the pack starts to arrive (cgroup-warm.ts): the first of them, index-pack,
+        // is on the push's path. Not sooner: a streamed pack's header comes while the seat's
+        // git still compresses, and the lock is cold again ~20 ms after a warm write.
+        if (warm) warmCgroupMoves();
+      };
+      /** The pack's bytes as they come; a pack file's only when `read` (a push with nothing to receive reads none). */
+      async function* pack(read = true): AsyncIterable<Uint8Array> {
+        if (fromFile) {
+          // One PackWritten, then the end of the call: the file is whole.
+          const written = await iterator.next();
+          if (written.done || written.value.part.case !== "written" || !(await iterator.next()).done) {
+            malformed = true;
+            throw new Error("malformed push");
+          }
+          if (!read) return;
+          firstData();
+          for await (const chunk of seatPackFile(
+            seatLayout(deps.home, ctx.identity.team, ctx.identity.seat).tmp,
+            header.packFile,
+            written.value.part.value.bytes,
+          )) {
+            digest.update(chunk);
+            yield chunk;
+          }
+          return;
+        }
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
           if (next.value.part.case !== "data") {
             malformed = true;
             throw new Error("malformed push");
           }
-          if (!firstSeen) {
-            firstSeen = true;
-            // The kernel's wait before the push's contained runs may join the seat's cgroups,
-            // begun as the pack starts to arrive (cgroup-warm.ts): the first of them, index-pack,
-            // is on the push's path. Not sooner: a streamed pack's header comes while the seat's
-            // git still compresses, and the lock is cold again ~20 ms after a warm write.
-            if (warm) warmCgroupMoves();
-          }
+          firstData();
           digest.update(next.value.part.value);
           yield next.value.part.value;
         }
       }
       const unreadable = async (error: unknown): Promise<never> => {
         await admitted;
-        if (malformed) throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push carries one header, then pack data only"), "git.push");
+        if (malformed) {
+          const carries = fromFile ? "one header, then one PackWritten" : "one header, then pack data only";
+          throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", `a push carries ${carries}`), "git.push");
+        }
         if (!(error instanceof PackRejected)) throw error;
         const reason = error.reason.endsWith("; nothing reached the hub") ? error.reason : `${error.reason}; nothing reached the hub`;
         throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
@@ -558,7 +595,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           // declaring 0 bytes streamed 2 GB, every byte read and hashed).
           try {
             let drained = 0;
-            for await (const chunk of pack()) {
+            for await (const chunk of pack(false)) {
               drained += chunk.byteLength;
               if (drained > packAtMost)
                 throw new PackRejected(`the push sent more than the ${packAtMost} bytes ${streamed ? "a push may carry" : "it declared"}`);

@@ -196,6 +196,9 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     TEAMD_SOCKET: base.inside.socket,
     TEAMD_TEAM: seat.team,
     TMPDIR: input.writable.tmp.path,
+    // The same folder by a name a seat's own tools do not change: where `git push teamd` writes
+    // its pack for the daemon to read (src/effects/seat-pack-file.ts).
+    TEAMD_TMP: input.writable.tmp.path,
     ...(host.shimBundle === undefined ? {} : { TEAMD_SHIM: base.inside.shim }),
     ...(input.handoff === undefined ? {} : { TEAMD_HANDOFF: base.inside.handoff }),
     ...(egress === undefined ? {} : egressEnv()),

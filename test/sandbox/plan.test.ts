@@ -143,6 +143,7 @@ describe("compilePlan: what the base plan holds", () => {
       TEAMD_SHIM: "/run/teamd/shim",
       TEAMD_SOCKET: "/run/teamd/shim.sock",
       TEAMD_TEAM: "alpha",
+      TEAMD_TMP: `${SEATS}/tmp`,
       TERM: "xterm-256color",
       TMPDIR: `${SEATS}/tmp`,
     });

@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ShimService, type PushRequestSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { createRpcClient } from "../../src/rpc/index.js";
+import { appliedTeam } from "../support/applied-team.js";
+import { quarantineLeft } from "../support/daemon-proc.js";
+import { ensureSeatUser } from "../support/seat-user.js";
+import { teamFile } from "../support/team-file.js";
+import { type TeamdHarness } from "../support/teamd-harness.js";
+
+/**
+ * A pushed pack is a file the seat's git writes in the seat's tmp folder, which the daemon
+ * reads (issue 26, src/effects/seat-pack-file.ts). The seat owns that file and its folder at
+ * every moment: attacked from inside a real seat, with the real remote helper and a `git` first
+ * on its PATH whose pack-objects writes the real pack, then puts something else under the
+ * file's name before the helper tells the daemon the file is whole:
+ *
+ * - a symbolic link to the real pack (a daemon that followed it would land the push), and one
+ *   to a host file the seat cannot read, at a path the seat's own /tmp mirrors with a decoy of
+ *   the same size (what the helper measures is the decoy; what the daemon would read, the host's);
+ * - a FIFO (an open that waits for a writer would hold one of the daemon's four fs threads);
+ * - a hard link to the real pack (a second name, which could be a file the seat may not read).
+ *
+ * Each is refused push.pack, nothing lands, the quarantine is gone, and the same push with the
+ * file left as written lands (the control). Rows: docs/enforcement.md, "seat git: pushed packs".
+ */
+const asRoot = process.getuid?.() === 0;
+if (asRoot) ensureSeatUser();
+
+const TEAM_FILE = teamFile(`  w1:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
+`);
+
+const CANARY = "TEAMD-CANARY-pack-file-7c1e";
+
+/**
+ * A `git` for the helper's PATH: its pack-objects writes the real pack to $TEAMD_TMP/real.pack,
+ * then leaves under the pack file's name (its stdout's path) what MODE says.
+ */
+const FAKE_GIT = [
+  "#!/bin/sh",
+  'if [ "$1" = pack-objects ]; then',
+  "  p=$(readlink /proc/$$/fd/1)",
+  '  /usr/bin/git "$@" > "$TEAMD_TMP/real.pack" || exit 1',
+  '  case "$MODE" in',
+  '    copy) cat "$TEAMD_TMP/real.pack" > "$p" ;;',
+  '    link) rm -f "$p"; ln -s "$TEAMD_TMP/real.pack" "$p" ;;',
+  '    host) rm -f "$p"; mkdir -p "$(dirname "$SECRET")"; head -c "$SECRET_BYTES" /dev/zero > "$SECRET"; ln -s "$SECRET" "$p" ;;',
+  '    hard) rm -f "$p"; ln "$TEAMD_TMP/real.pack" "$p" ;;',
+  '    fifo) rm -f "$p"; mkfifo "$p" ;;',
+  "  esac",
+  "  exit 0",
+  "fi",
+  'exec /usr/bin/git "$@"',
+].join("\n");
+
+describe.runIf(process.platform === "linux")("escape: the seat's pack file", () => {
+  let h: TeamdHarness;
+  let secretDir: string;
+  let secret: string;
+  let start: string;
+
+  beforeAll(async () => {
+    h = await appliedTeam("teamd-pack-file-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n" });
+    await h.ok(["start", "--team", "proj"]);
+    start = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
+    expect(start).toMatch(/^[0-9a-f]{40}$/);
+    // A host file the seat may not read, at a path under the host's /tmp — which, inside the
+    // seat, is the seat's own tmp folder, where the attacker puts a decoy by the same path.
+    secretDir = mkdtempSync(join(tmpdir(), "teamd-pack-secret-"));
+    secret = join(secretDir, "secret.pack");
+    writeFileSync(secret, `${CANARY}\n`.repeat(64), { mode: 0o600 });
+    chmodSync(secretDir, 0o700);
+  }, 180_000);
+  afterAll(async () => {
+    await h?.cleanup();
+    if (secretDir !== undefined) rmSync(secretDir, { recursive: true, force: true });
+  });
+
+  const refusals = async (rule: string) => (await h.records()).filter((r) => r.type === "refusal" && JSON.stringify(r).includes(`"${rule}"`)).length;
+
+  /** A fresh commit under src/ pushed to BRANCH through the helper, its pack-objects the fake one in MODE. */
+  const attack = (mode: string, branch: string) =>
+    h.inSeat(
+      "w1",
+      [
+        "mkdir -p /tmp/evil-pack && cat > /tmp/evil-pack/git <<'EOS'",
+        FAKE_GIT,
+        "EOS",
+        "chmod +x /tmp/evil-pack/git",
+        `git checkout -q -B ${branch} ${start}`,
+        `head -c 70000 /dev/urandom > src/${branch}.bin && git add src && git commit -qm ${branch}`,
+        // The helper itself, as git runs it (git puts its own folder first on a helper's PATH).
+        `printf 'push refs/heads/${branch}:refs/heads/${branch}\\n\\n' | MODE=${mode} SECRET=${secret} SECRET_BYTES=${CANARY.length * 64 + 64} PATH=/tmp/evil-pack:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+        // Whatever the attack left in the seat's tmp is the seat's own; only the helper's file must be gone.
+        "echo left=$(ls -a $TEAMD_TMP | grep -c '^.teamd-pack-')",
+      ].join("\n"),
+    );
+
+  it("control: the pack file as pack-objects wrote it lands, and the helper removes its file", async () => {
+    const pushed = await attack("copy", "control");
+    expect(pushed.stdout, pushed.stderr).toMatch(/^ok refs\/heads\/control$/m);
+    expect(h.hubRef("refs/heads/seat/w1/control")).toBeDefined();
+    expect(pushed.stdout).toMatch(/^left=0$/m);
+  }, 120_000);
+
+  it.each([
+    ["a symbolic link to the real pack (followed, the push would land)", "link", /symbolic link/],
+    ["a symbolic link to a host file the seat cannot read, its decoy in the seat's /tmp", "host", /symbolic link/],
+    ["a FIFO (an open that waits for a writer would hold a daemon thread)", "fifo", /not a regular file/],
+    ["a hard link to the real pack (a second name)", "hard", /2 names \(a hard link\)/],
+  ])(
+    "refuses a pack file that is %s: push.pack, nothing lands, nothing is left",
+    async (_what, mode, reason) => {
+      const before = await refusals("push.pack");
+      const pushed = await attack(mode, `evil-${mode}`);
+      const line = new RegExp(`^error refs/heads/evil-${mode} teamd: push\\.pack: .*${reason.source}`, "m");
+      expect(pushed.stdout, pushed.stderr).toMatch(line);
+      expect(pushed.stdout).toMatch(/^left=0$/m);
+      expect(h.hubRef(`refs/heads/seat/w1/evil-${mode}`)).toBeUndefined();
+      expect(await refusals("push.pack")).toBe(before + 1);
+      expect(quarantineLeft(h)).toEqual([]);
+      // The host's file was never read: its canary is nowhere the seat or the owner looks.
+      expect(pushed.stdout + pushed.stderr).not.toContain(CANARY);
+      expect(JSON.stringify(await h.records())).not.toContain(CANARY);
+      expect(h.daemon?.stderr() ?? "").not.toContain(CANARY);
+      expect(readFileSync(secret, "utf8")).toContain(CANARY);
+    },
+    120_000,
+  );
+
+  it("the daemon still serves the seat after them: the same push with the file as written lands", async () => {
+    const pushed = await attack("copy", "after");
+    expect(pushed.stdout, pushed.stderr).toMatch(/^ok refs\/heads\/after$/m);
+    expect(h.hubRef("refs/heads/seat/w1/after")).toBeDefined();
+  }, 120_000);
+
+  /** A push over the seat socket whose header names a pack file: its parts as given. */
+  async function rawPush(parts: readonly MessageInitShape<typeof PushRequestSchema>["part"][]): Promise<{ rule?: string; reason?: string }> {
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    async function* messages() {
+      for (const part of parts) yield { part };
+    }
+    try {
+      return await client.push(messages()).then(
+        () => ({}),
+        (error: { rule?: string; reason?: string }) => error,
+      );
+    } finally {
+      client.close();
+    }
+  }
+  const header = (id: string, extra: Record<string, unknown>) => ({
+    case: "header" as const,
+    value: { requestId: id, updates: [{ ref: `refs/heads/${id}`, newOid: start }], ...extra },
+  });
+  const NAME = ".teamd-pack-0123abcd-4567-89ab-cdef-0123456789ab.pack";
+
+  it.each([
+    ["a name that is not a pack file's (a path out of the folder)", { packFile: "../../hubs/proj.git/HEAD" }, "rpc.malformed", /named \.teamd-pack-UUID\.pack/],
+    ["a pack file that is also streamed", { packFile: NAME, packStreamed: true }, "rpc.malformed", /not also streamed/],
+    ["a pack file with a declared size", { packFile: NAME, packBytes: 10n }, "rpc.malformed", /declares no size/],
+  ])(
+    "refuses %s before anything is opened",
+    async (_what, extra, rule, reason) => {
+      const id = `raw-${rule}-${Object.keys(extra).join("-")}`;
+      const refusal = await rawPush([header(id, extra), { case: "written", value: { bytes: 1n } }]);
+      expect(refusal.rule, refusal.reason).toBe(rule);
+      expect(refusal.reason).toMatch(reason);
+      expect(h.hubRef(`refs/heads/seat/w1/${id}`)).toBeUndefined();
+    },
+    60_000,
+  );
+
+  it("refuses pack data after a pack file's header, and a pack file that is not in the seat's tmp folder", async () => {
+    const data = await rawPush([header("raw-data", { packFile: NAME }), { case: "data", value: new Uint8Array(16) }]);
+    expect(data.rule, data.reason).toBe("rpc.malformed");
+    expect(data.reason).toMatch(/one header, then one PackWritten/);
+    const missing = await rawPush([header("raw-missing", { packFile: NAME }), { case: "written", value: { bytes: 16n } }]);
+    expect(missing.rule, missing.reason).toBe("push.pack");
+    expect(missing.reason).toMatch(/no such file: TEAMD_TMP/);
+    expect(quarantineLeft(h)).toEqual([]);
+  }, 60_000);
+});
