@@ -21,6 +21,7 @@ import {
   pushedCommits,
   commitAncestry,
   servedCommit,
+  type FilledPack,
   type Quarantine,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
@@ -33,7 +34,7 @@ import { prepareQuarantineRoot, withReplayFolder } from "../../src/effects/push-
 import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir, seatLayout } from "../host/seat-layout.js";
-import { seatPackFile } from "../../src/effects/seat-pack-file.js";
+import { openSeatPackFile } from "../../src/effects/seat-pack-file.js";
 import { PACK_FILE_NAME } from "../../src/effects/pack-file-name.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity, type ServedRead } from "./pipeline.js";
 import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
@@ -500,25 +501,25 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // git still compresses, and the lock is cold again ~20 ms after a warm write.
         if (warm) warmCgroupMoves();
       };
-      /** The pack's bytes as they come; a pack file's only when `read` (a push with nothing to receive reads none). */
-      async function* pack(read = true): AsyncIterable<Uint8Array> {
+      /** A pack file's size, once the seat says it is whole: one PackWritten, then the end of the call. */
+      async function packWritten(): Promise<bigint> {
+        const written = await iterator.next();
+        if (written.done || written.value.part.case !== "written" || !(await iterator.next()).done) {
+          malformed = true;
+          throw new Error("malformed push");
+        }
+        return written.value.part.value.bytes;
+      }
+      /** The seat's pack file, opened once it is whole (seat-pack-file.ts): copied as the scan reads it. */
+      const packFile = async (): Promise<FilledPack> => {
+        const bytes = await packWritten();
+        firstData();
+        return openSeatPackFile(seatLayout(deps.home, ctx.identity.team, ctx.identity.seat).tmp, header.packFile, bytes, digest);
+      };
+      /** The pack's bytes as they come over the socket (none for a pack file: its part is taken, the file not read). */
+      async function* pack(): AsyncIterable<Uint8Array> {
         if (fromFile) {
-          // One PackWritten, then the end of the call: the file is whole.
-          const written = await iterator.next();
-          if (written.done || written.value.part.case !== "written" || !(await iterator.next()).done) {
-            malformed = true;
-            throw new Error("malformed push");
-          }
-          if (!read) return;
-          firstData();
-          for await (const chunk of seatPackFile(
-            seatLayout(deps.home, ctx.identity.team, ctx.identity.seat).tmp,
-            header.packFile,
-            written.value.part.value.bytes,
-          )) {
-            digest.update(chunk);
-            yield chunk;
-          }
+          await packWritten();
           return;
         }
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
@@ -542,13 +543,17 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
       };
       let quarantine: Quarantine | undefined;
+      /** The seat's pack file, when the push has one: closed whatever became of the receive. */
+      let file: Promise<FilledPack> | undefined;
       let landed = false;
       try {
         if ((header.packBytes > 0n || streamed) && accepted.some((a) => a.update.newOid !== "")) {
           await prepareQuarantineRoot(work.quarantine);
           try {
             // At most the size the header declared (and the quota counted): a pack longer than it is refused.
-            quarantine = await receivePack(src.repo, pack(), {
+            file = fromFile ? packFile() : undefined;
+            file?.catch(() => undefined);
+            quarantine = await receivePack(src.repo, file !== undefined ? { file } : pack(), {
               quarantineRoot: work.quarantine,
               maxBytes: streamed ? MAX_PACK_BYTES : Number(header.packBytes),
               // A streamed pack: stopped at the chunk that takes the seat past its quota.
@@ -595,7 +600,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           // declaring 0 bytes streamed 2 GB, every byte read and hashed).
           try {
             let drained = 0;
-            for await (const chunk of pack(false)) {
+            for await (const chunk of pack()) {
               drained += chunk.byteLength;
               if (drained > packAtMost)
                 throw new PackRejected(`the push sent more than the ${packAtMost} bytes ${streamed ? "a push may carry" : "it declared"}`);
@@ -627,6 +632,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         }
         landed = results.every((r) => r.ok === true);
       } finally {
+        // A receive that failed before it took the file in leaves it open: closed here, once (it may still be opening).
+        void file?.then(
+          (opened) => opened.close(),
+          () => undefined,
+        );
         if (landed && quarantine !== undefined) {
           // Every ref landed and is on record: the reply goes now, and the quarantine (its read
           // sandbox, the pack) is removed after it (issue 26: ~2 ms of every push), the seat's

@@ -1,5 +1,5 @@
 import { createReadStream, existsSync } from "node:fs";
-import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink } from "node:fs/promises";
+import { copyFile, link, mkdir, mkdtemp, open, readdir, realpath, rename, rm, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
@@ -20,7 +20,7 @@ import {
 import { git, GitError } from "./git.js";
 import { openGitSession, type GitSession } from "./git-session.js";
 import { commitTextProblem, isDotGitattributes, isDotGitmodules } from "../kernel/git-names.js";
-import { scanPack, type PackBounds, type PackScanRule } from "./pack-scan.js";
+import { scanPack, scanPackSource, type PackBounds, type PackScan, type PackScanRule, type PackSource } from "./pack-scan.js";
 import { explainRefFailure } from "./ref-lock.js";
 import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
 import { fsyncPath } from "./fsync-path.js";
@@ -143,7 +143,11 @@ export const DEFAULT_PACK_BOUNDS: PackBounds = Object.freeze({ maxObjects: 200_0
  * 2.39's index-pack fail after the pack and its index are written: that failure alone is taken
  * as passed (carriedOnly).
  */
-export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<Uint8Array>, options: ReceiveOptions): Promise<Quarantine> {
+export async function receivePack(
+  hub: string,
+  pack: Uint8Array | AsyncIterable<Uint8Array> | { readonly file: Promise<FilledPack> },
+  options: ReceiveOptions,
+): Promise<Quarantine> {
   if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) throw new Error(`maxBytes must be a positive integer, not ${options.maxBytes}`);
   const hubDir = await realpath(hub);
   const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
@@ -206,15 +210,20 @@ export async function receivePack(hub: string, pack: Uint8Array | AsyncIterable<
       session = openGitSession({ gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), dir], writable: [], env, ...limits });
     }
     const incoming = join(dir, "incoming.pack");
-    const size = await writeBounded(pack, incoming, options.maxBytes, options.admitted, options.room);
-    await options.admitted;
-    if (size > 0 && options.admitObjects !== undefined) {
-      const declared = await packHeaderCount(incoming);
-      if (declared !== undefined) await options.admitObjects(declared);
+    // A pack file is scanned as it is copied (copyScanned); a stream, once written.
+    const copied = "file" in pack ? await copyScanned(await pack.file, incoming, options) : undefined;
+    const size =
+      copied?.size ?? (await writeBounded(pack as Uint8Array | AsyncIterable<Uint8Array>, incoming, options.maxBytes, options.admitted, options.room));
+    if (copied === undefined) {
+      await options.admitted;
+      if (size > 0 && options.admitObjects !== undefined) {
+        const declared = await packHeaderCount(incoming);
+        if (declared !== undefined) await options.admitObjects(declared);
+      }
     }
     if (size > 0) {
       // The headers first: what git would build in memory is bounded before git sees a byte.
-      const scan = await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS);
+      const scan = copied?.scan ?? (await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS));
       if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
       scanned = { bytes: size, objects: scan.objects };
       const read = createReadStream(incoming);
@@ -1078,6 +1087,47 @@ async function writeBounded(
     await handle.close();
   }
   return size;
+}
+
+/**
+ * A pack the daemon copies from a file the seat wrote (seat-pack-file.ts): read as a PackSource,
+ * it copies into the file given to fillInto as far as it has been read, each byte once, in order.
+ */
+export interface FilledPack extends PackSource {
+  fillInto(copy: FileHandle): void;
+  /** Copies the rest (what the scan did not read: the checksum). */
+  finish(): Promise<void>;
+  /** Closes the seat's file (once; a copy in progress ends first). */
+  close(): Promise<void>;
+}
+
+/**
+ * A pack file's copy, made as its scan reads it: its size is known, so it is held to the most a
+ * push may carry and, once the quota has admitted the push, to the seat's room before a byte is
+ * read; the objects quota is asked of its header's count; then the scan reads it from the start,
+ * the copy never more than its window ahead (a file of holes or garbage is refused where the
+ * scan meets it, not once all of it is copied); then the rest is copied. Its size.
+ */
+async function copyScanned(file: FilledPack, path: string, options: ReceiveOptions): Promise<{ readonly size: number; readonly scan?: PackScan }> {
+  const handle = await open(path, "wx+", 0o600);
+  try {
+    if (file.size > options.maxBytes) throw new PackRejected(`pack exceeds ${formatBytes(options.maxBytes)}`);
+    await options.admitted;
+    if (options.room !== undefined && file.size > Math.min(await options.room.bytes, options.room.atMost)) await options.room.over(file.size);
+    if (file.size === 0) return { size: 0 };
+    file.fillInto(handle);
+    if (options.admitObjects !== undefined) {
+      const header = Buffer.alloc(12);
+      const { bytesRead } = await file.read(header, 0, 12, 0);
+      if (bytesRead === 12 && header.toString("latin1", 0, 4) === "PACK") await options.admitObjects(header.readUInt32BE(8));
+    }
+    const scan = await scanPackSource(file, options.bounds ?? DEFAULT_PACK_BOUNDS);
+    if (scan.ok) await file.finish();
+    return { size: file.size, scan };
+  } finally {
+    await file.close();
+    await handle.close();
+  }
 }
 
 function toAsync<T>(iterator: Iterator<T>): AsyncIterator<T> {

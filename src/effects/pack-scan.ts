@@ -1,4 +1,4 @@
-import { open, type FileHandle } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { createInflate, inflateSync } from "node:zlib";
 
 /**
@@ -58,25 +58,44 @@ class Refused extends Error {
   }
 }
 
+/**
+ * Where a scan reads a pack: a file, or a copy filled as the scan reads it (seat-pack-file.ts),
+ * so that a pack refused early is copied little further than where it was refused.
+ */
+export interface PackSource {
+  readonly size: number;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ readonly bytesRead: number }>;
+}
+
 /** Scan the pack at `path` (never throws for what the pack holds: a refusal is a value; I/O errors throw). */
 export async function scanPack(path: string, bounds: PackBounds): Promise<PackScan> {
   const handle = await open(path, "r");
   try {
-    return await scan(handle, bounds);
-  } catch (error) {
-    if (error instanceof Refused) return { ok: false, rule: error.rule, reason: error.reason };
-    throw error;
+    return await scanPackSource(
+      { size: (await handle.stat()).size, read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position) },
+      bounds,
+    );
   } finally {
     await handle.close();
   }
 }
 
-/** A window over the file: bytes at an absolute position, read in blocks. */
+/** Scan the pack `source` holds, as scanPack. It reads from the start on, never more than a few windows (256 KiB each) past what it has checked. */
+export async function scanPackSource(source: PackSource, bounds: PackBounds): Promise<PackScan> {
+  try {
+    return await scan(source, bounds);
+  } catch (error) {
+    if (error instanceof Refused) return { ok: false, rule: error.rule, reason: error.reason };
+    throw error;
+  }
+}
+
+/** A window over the pack: bytes at an absolute position, read in blocks. */
 class Reader {
   private buffer = Buffer.alloc(0);
   private start = 0;
   constructor(
-    private readonly handle: FileHandle,
+    private readonly handle: PackSource,
     readonly size: number,
   ) {}
 
@@ -105,10 +124,10 @@ class Reader {
   }
 }
 
-async function scan(handle: FileHandle, bounds: PackBounds): Promise<PackScan> {
+async function scan(source: PackSource, bounds: PackBounds): Promise<PackScan> {
   const hashBytes = bounds.hashBytes ?? 20;
-  const size = (await handle.stat()).size;
-  const reader = new Reader(handle, size);
+  const size = source.size;
+  const reader = new Reader(source, size);
   const header = await reader.at(0, 12);
   if (header.length < 12 || header.toString("latin1", 0, 4) !== "PACK") throw new Refused("push.pack", "the pack does not start with a pack header");
   const version = header.readUInt32BE(4);

@@ -1,13 +1,14 @@
 import { constants } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
+import type { Hash } from "node:crypto";
 import { join } from "node:path";
-import { PackRejected } from "./git-receive.js";
+import { PackRejected, type FilledPack } from "./git-receive.js";
 import { PACK_FILE_NAME } from "./pack-file-name.js";
 
 /**
  * A pushed pack the seat's git wrote to a file in the seat's own tmp folder, read by the daemon
  * from its own path to that folder (issue 26). Streamed over the seat socket, a 1 MiB pack's
- * 64 KiB messages each waited a round trip on HTTP/2's window (~15-20 ms of a push); a wider
+ * 64 KiB messages each waited a round trip on HTTP/2's window (~15-28 ms of a push); a wider
  * window would let a seat make the daemon hold more of its unread data. A file costs the
  * daemon one read of what the seat already wrote to its own disk.
  *
@@ -16,26 +17,31 @@ import { PACK_FILE_NAME } from "./pack-file-name.js";
  * - the folder is the daemon's own path to the seat's tmp (seat-layout.ts), never a path the
  *   seat sent; the name is one fixed pattern (pack-file-name.ts), so nothing is resolved but it;
  * - the file is opened without following a link (a link to a file the seat cannot read, which
- *   the daemon as root could, is refused) and without blocking (a FIFO would hang the read);
+ *   the daemon as root could, is refused) and without blocking (a FIFO would hang the open);
  * - only a regular file with one name: a second name is a hard link, which could be to a file
  *   the seat may not read (where protected_hardlinks is off);
  * - it must be the size the seat said it wrote, and exactly that many bytes are read: a file
  *   that shrinks while it is read is refused, one that grows is read no further;
- * - what is read is copied into the daemon's quarantine (git-receive.ts), and every check runs
- *   on that copy: bytes the seat changes during the read are bytes it sent, as over the socket.
+ * - it is copied into the daemon's quarantine as the pack's scan reads it (pack-scan.ts), each
+ *   byte once and in order, and every check runs on the copy: bytes the seat changes during the
+ *   read are bytes it sent, as over the socket. A sparse file costs the seat nothing to make, so
+ *   the copy never runs more than the scan's window ahead of what the scan has checked: a file
+ *   that is no pack, or a pack with a hole, is refused where the scan finds it, not after the
+ *   daemon has copied all of it (found by an attack: 256 MiB of holes copied per push, ~15 GiB a
+ *   minute of the daemon's disk within the refusal budget).
  * Nothing here writes or removes in the seat's folder: the seat's helper removes its file.
  */
-/** What one read takes: the quarantine's write of a chunk overlaps the read of the next (git-receive.ts). */
-const READ_BYTES = 1024 * 1024;
-
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
+/** The least one fill copies: small reads of the scan's header and windows come in a few turns. */
+const FILL_BYTES = 64 * 1024;
+
 /**
- * The bytes of the seat's pack file `name` in `folder` (the seat's tmp, as the daemon knows it),
- * which the seat says is `bytes` long; a PackRejected (push.pack) for anything else. Read as
- * the consumer asks: a consumer that stops early (a pack over its bounds) reads no more.
+ * Opens the seat's pack file `name` in `folder` (the seat's tmp, as the daemon knows it), which
+ * the seat says is `bytes` long; a PackRejected (push.pack) for anything else. `digest` is
+ * given the bytes as they are copied, in order.
  */
-export async function* seatPackFile(folder: string, name: string, bytes: bigint): AsyncIterable<Uint8Array> {
+export async function openSeatPackFile(folder: string, name: string, bytes: bigint, digest?: Hash): Promise<FilledPack> {
   if (!PACK_FILE_NAME.test(name)) throw new PackRejected("the pack file's name is not .teamd-pack-UUID.pack");
   if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) throw new PackRejected(`the pack file is said to be ${bytes} bytes`);
   const size = Number(bytes);
@@ -50,19 +56,79 @@ export async function* seatPackFile(folder: string, name: string, bytes: bigint)
     if (!stats.isFile()) throw new PackRejected(`the pack file ${name} is not a regular file`);
     if (stats.nlink !== 1) throw new PackRejected(`the pack file ${name} has ${stats.nlink} names (a hard link); write it once, by its own name`);
     if (stats.size !== size) throw new PackRejected(`the pack file ${name} is ${stats.size} bytes, not the ${size} it was said to be`);
-    for (let at = 0; at < size;) {
-      const chunk = Buffer.allocUnsafe(Math.min(READ_BYTES, size - at));
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return new SeatPackCopy(handle, name, size, digest);
+}
+
+/** The seat's open pack file, copied into the quarantine's file as far as it has been read. */
+class SeatPackCopy implements FilledPack {
+  private copy: FileHandle | undefined;
+  private copied = 0;
+  /** The copy in progress: one at a time, each from where the last ended. */
+  private filling: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly seatFile: FileHandle,
+    private readonly name: string,
+    readonly size: number,
+    private readonly digest: Hash | undefined,
+  ) {}
+
+  fillInto(copy: FileHandle): void {
+    this.copy = copy;
+  }
+
+  async read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ readonly bytesRead: number }> {
+    const end = Math.min(position + length, this.size);
+    await this.fill(end);
+    if (position >= end) return { bytesRead: 0 };
+    return this.target().read(buffer, offset, end - position, position);
+  }
+
+  finish(): Promise<void> {
+    return this.fill(this.size);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.filling.catch(() => undefined);
+    await this.seatFile.close().catch(() => undefined);
+  }
+
+  private target(): FileHandle {
+    if (this.copy === undefined) throw new Error("the pack file's copy has no file to fill");
+    return this.copy;
+  }
+
+  /** Copies the seat's bytes up to `end` (at least FILL_BYTES more, never past the size). */
+  private fill(end: number): Promise<void> {
+    const next = this.filling.then(async () => {
+      if (this.copied >= end) return;
+      const upTo = Math.min(this.size, Math.max(end, this.copied + FILL_BYTES));
+      const chunk = Buffer.allocUnsafe(upTo - this.copied);
       let filled = 0;
       while (filled < chunk.byteLength) {
-        const { bytesRead } = await handle.read(chunk, filled, chunk.byteLength - filled, at + filled);
-        if (bytesRead === 0) throw new PackRejected(`the pack file ${name} ended at ${at + filled} of its ${size} bytes (it changed while it was read)`);
+        const { bytesRead } = await this.seatFile.read(chunk, filled, chunk.byteLength - filled, this.copied + filled);
+        if (bytesRead === 0) {
+          throw new PackRejected(`the pack file ${this.name} ended at ${this.copied + filled} of its ${this.size} bytes (it changed while it was read)`);
+        }
         filled += bytesRead;
       }
-      at += filled;
-      yield chunk;
-    }
-  } finally {
-    await handle.close();
+      const target = this.target();
+      for (let written = 0; written < chunk.byteLength;) {
+        const { bytesWritten } = await target.write(chunk, written, chunk.byteLength - written, this.copied + written);
+        written += bytesWritten;
+      }
+      this.digest?.update(chunk);
+      this.copied = upTo;
+    });
+    this.filling = next;
+    return next;
   }
 }
 
@@ -74,7 +140,7 @@ function openProblem(error: unknown): string {
     case "ELOOP":
       return "it is a symbolic link";
     case "ENXIO":
-      return "it is a socket";
+      return "it is a socket or a device";
     default:
       return code ?? "it could not be opened";
   }

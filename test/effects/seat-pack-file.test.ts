@@ -1,12 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { linkSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { linkSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PackRejected } from "../../src/effects/git-receive.js";
 import { PACK_FILE_NAME, packFileName } from "../../src/effects/pack-file-name.js";
-import { seatPackFile } from "../../src/effects/seat-pack-file.js";
+import { openSeatPackFile } from "../../src/effects/seat-pack-file.js";
 
 /**
  * The daemon's read of a pack a seat wrote to a file in its tmp folder (seat-pack-file.ts), on
@@ -28,10 +30,23 @@ function folder(): string {
 
 const NAME = packFileName("0123abcd-4567-89ab-cdef-0123456789ab");
 
-async function readAll(dir: string, name: string, bytes: number | bigint): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of seatPackFile(dir, name, BigInt(bytes))) chunks.push(chunk);
-  return Buffer.concat(chunks);
+/** Opens the seat's file and copies all of it (as the scan's reads and finish would) into `copy` in `dir`; the copy's bytes. */
+async function readAll(dir: string, name: string, bytes: number | bigint, during?: (copied: number) => void): Promise<Buffer> {
+  const file = await openSeatPackFile(dir, name, BigInt(bytes));
+  const copy = await open(join(dir, "copy"), "w+");
+  try {
+    file.fillInto(copy);
+    const buffer = Buffer.alloc(64 * 1024);
+    for (let at = 0; at < file.size; at += buffer.length) {
+      await file.read(buffer, 0, buffer.length, at);
+      during?.(at);
+    }
+    await file.finish();
+  } finally {
+    await file.close();
+    await copy.close();
+  }
+  return readFileSync(join(dir, "copy"));
 }
 
 async function refusal(read: Promise<unknown>): Promise<PackRejected> {
@@ -45,15 +60,46 @@ async function refusal(read: Promise<unknown>): Promise<PackRejected> {
 }
 
 describe("seatPackFile", () => {
-  it("reads the whole file, in chunks of at most 1 MiB, byte for byte", async () => {
+  it("copies the whole file byte for byte, its digest over the bytes in order", async () => {
     const dir = folder();
     const body = Buffer.alloc(2.5 * 1024 * 1024);
     for (let i = 0; i < body.length; i++) body[i] = (i * 31 + (i >> 11)) & 0xff;
     writeFileSync(join(dir, NAME), body);
-    const sizes: number[] = [];
-    for await (const chunk of seatPackFile(dir, NAME, BigInt(body.length))) sizes.push(chunk.byteLength);
-    expect(sizes).toEqual([1024 * 1024, 1024 * 1024, 512 * 1024]);
     expect((await readAll(dir, NAME, body.length)).equals(body)).toBe(true);
+    const digest = createHash("sha256");
+    const file = await openSeatPackFile(dir, NAME, BigInt(body.length), digest);
+    const copy = await open(join(dir, "copy2"), "w+");
+    file.fillInto(copy);
+    const head = Buffer.alloc(12);
+    expect((await file.read(head, 0, 12, 0)).bytesRead).toBe(12);
+    expect(head.equals(body.subarray(0, 12))).toBe(true);
+    await file.finish();
+    await file.close();
+    await copy.close();
+    expect(digest.digest("hex")).toBe(createHash("sha256").update(body).digest("hex"));
+  });
+
+  it("copies no further than what has been read, and a little more: a file of holes is never copied whole", async () => {
+    const dir = folder();
+    writeFileSync(join(dir, NAME), "PACK");
+    truncateSync(join(dir, NAME), 256 * 1024 * 1024);
+    const file = await openSeatPackFile(dir, NAME, BigInt(256 * 1024 * 1024));
+    const copy = await open(join(dir, "copy"), "w+");
+    try {
+      file.fillInto(copy);
+      const head = Buffer.alloc(12);
+      await file.read(head, 0, 12, 0);
+      expect(statSync(join(dir, "copy")).size).toBe(64 * 1024);
+      const window = Buffer.alloc(256 * 1024);
+      await file.read(window, 0, window.length, 100_000);
+      expect(statSync(join(dir, "copy")).size).toBe(100_000 + 256 * 1024);
+      // A read of what is copied copies nothing more.
+      await file.read(head, 0, 12, 50_000);
+      expect(statSync(join(dir, "copy")).size).toBe(100_000 + 256 * 1024);
+    } finally {
+      await file.close();
+      await copy.close();
+    }
   });
 
   it("opens nothing but the one name a pack file has", async () => {
@@ -112,16 +158,12 @@ describe("seatPackFile", () => {
     const dir = folder();
     const path = join(dir, NAME);
     writeFileSync(path, Buffer.alloc(3 * 1024 * 1024, 1));
-    const shrinking = (async () => {
-      for await (const _chunk of seatPackFile(dir, NAME, BigInt(3 * 1024 * 1024))) truncateSync(path, 1024 * 1024 + 10);
-    })();
+    const shrinking = readAll(dir, NAME, 3 * 1024 * 1024, (at) => {
+      if (at === 0) truncateSync(path, 1024 * 1024 + 10);
+    });
     expect((await refusal(shrinking)).reason).toMatch(/ended at 1048586 of its 3145728 bytes/);
     writeFileSync(path, Buffer.alloc(1024, 2));
-    let read = 0;
-    for await (const chunk of seatPackFile(dir, NAME, 1024n)) {
-      read += chunk.byteLength;
-      writeFileSync(path, Buffer.alloc(4096, 3), { flag: "a" });
-    }
-    expect(read).toBe(1024);
+    const grown = await readAll(dir, NAME, 1024, () => writeFileSync(path, Buffer.alloc(4096, 3), { flag: "a" }));
+    expect(grown.equals(Buffer.alloc(1024, 2))).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import { ShimService, type PushRequestSchema } from "../../src/gen/teamd/v1/shim
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createRpcClient } from "../../src/rpc/index.js";
 import { appliedTeam } from "../support/applied-team.js";
-import { quarantineLeft } from "../support/daemon-proc.js";
+import { daemonPid, quarantineLeft } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -56,6 +56,10 @@ const FAKE_GIT = [
   '    host) rm -f "$p"; mkdir -p "$(dirname "$SECRET")"; head -c "$SECRET_BYTES" /dev/zero > "$SECRET"; ln -s "$SECRET" "$p" ;;',
   '    hard) rm -f "$p"; ln "$TEAMD_TMP/real.pack" "$p" ;;',
   '    fifo) rm -f "$p"; mkfifo "$p" ;;',
+  // Holes cost the seat nothing: no bytes written, no blocks.
+  '    sparse) truncate -s "$SPARSE" "$p" ;;',
+  `    header) printf 'PACK\\000\\000\\000\\002\\000\\000\\000\\001' > "$p"; truncate -s "$SPARSE" "$p" ;;`,
+  '    tail) cat "$TEAMD_TMP/real.pack" > "$p"; truncate -s "$SPARSE" "$p" ;;',
   "  esac",
   "  exit 0",
   "fi",
@@ -88,7 +92,7 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
   const refusals = async (rule: string) => (await h.records()).filter((r) => r.type === "refusal" && JSON.stringify(r).includes(`"${rule}"`)).length;
 
   /** A fresh commit under src/ pushed to BRANCH through the helper, its pack-objects the fake one in MODE. */
-  const attack = (mode: string, branch: string) =>
+  const attack = (mode: string, branch: string, sparse = 0) =>
     h.inSeat(
       "w1",
       [
@@ -99,7 +103,7 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
         `git checkout -q -B ${branch} ${start}`,
         `head -c 70000 /dev/urandom > src/${branch}.bin && git add src && git commit -qm ${branch}`,
         // The helper itself, as git runs it (git puts its own folder first on a helper's PATH).
-        `printf 'push refs/heads/${branch}:refs/heads/${branch}\\n\\n' | MODE=${mode} SECRET=${secret} SECRET_BYTES=${CANARY.length * 64 + 64} PATH=/tmp/evil-pack:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
+        `printf 'push refs/heads/${branch}:refs/heads/${branch}\\n\\n' | MODE=${mode} SPARSE=${sparse} SECRET=${secret} SECRET_BYTES=${CANARY.length * 64 + 64} PATH=/tmp/evil-pack:$PATH git-remote-teamd teamd teamd::seat 2>&1`,
         // Whatever the attack left in the seat's tmp is the seat's own; only the helper's file must be gone.
         "echo left=$(ls -a $TEAMD_TMP | grep -c '^.teamd-pack-')",
       ].join("\n"),
@@ -133,6 +137,29 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
       expect(JSON.stringify(await h.records())).not.toContain(CANARY);
       expect(h.daemon?.stderr() ?? "").not.toContain(CANARY);
       expect(readFileSync(secret, "utf8")).toContain(CANARY);
+    },
+    120_000,
+  );
+
+  /** What the daemon process has written (wchar: to its files, the quarantine's copy among them). */
+  const daemonWrote = () => Number(/^wchar: (\d+)/m.exec(readFileSync(`/proc/${daemonPid(h)}/io`, "utf8"))?.[1] ?? Number.NaN);
+
+  it.each([
+    ["256 MiB of holes, no pack header", "sparse", 256 * 1024 * 1024, /does not start with a pack header/],
+    ["a pack header declaring one object, then 200 MiB of holes", "header", 200 * 1024 * 1024, /object 1 at offset 12 has type 0/],
+    ["the real pack, then holes to 200 MiB", "tail", 200 * 1024 * 1024, /bytes after its \d+ objects/],
+    ["4 GiB of holes, past the most a push may carry", "sparse", 4 * 1024 * 1024 * 1024, /pack exceeds 256 MiB/],
+  ])(
+    "refuses a pack file of %s where the scan meets it, the daemon copying a few MiB at most (found by an attack: it copied all 256 MiB)",
+    async (_what, mode, sparse, reason) => {
+      const before = daemonWrote();
+      const pushed = await attack(mode, `holes-${mode}-${sparse}`, sparse);
+      const wrote = daemonWrote() - before;
+      expect(pushed.stdout, pushed.stderr).toMatch(new RegExp(`^error refs/heads/holes-${mode}-${sparse} teamd: push\\.pack: .*${reason.source}`, "m"));
+      expect(h.hubRef(`refs/heads/seat/w1/holes-${mode}-${sparse}`)).toBeUndefined();
+      expect(quarantineLeft(h)).toEqual([]);
+      // The record, the quarantine's folder and the copy's first windows: never the file.
+      expect(wrote).toBeLessThan(8 * 1024 * 1024);
     },
     120_000,
   );
