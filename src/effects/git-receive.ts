@@ -149,6 +149,10 @@ export async function receivePack(
   options: ReceiveOptions,
 ): Promise<Quarantine> {
   if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) throw new Error(`maxBytes must be a positive integer, not ${options.maxBytes}`);
+  // The room follows the admission: a refused admission rejects it too, whether or not the
+  // receive got to ask it (a pack file refused first, or refused for the quota before its room
+  // was asked, left the rejection unhandled, and node ended the daemon: found by the suite).
+  options.room?.bytes.catch(() => undefined);
   const hubDir = await realpath(hub);
   const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
   const objects = join(dir, "objects");

@@ -618,6 +618,33 @@ describe.runIf(process.platform === "linux")("seat git bounds: the daemon's git 
     expect(hubRef("refs/heads/seat/w1/r5")).toBeUndefined();
   }, 120_000);
 
+  it("refuses a pack file's push past the refs quota for the quota, its file missing too, and the daemon lives on (a rejection it did not wait for ended it)", async () => {
+    // The seat holds its four (the test above). The room the push would be held to follows the
+    // refused admission; the receive, refused first for the file, never asked it.
+    async function* parts() {
+      yield {
+        part: {
+          case: "header" as const,
+          value: {
+            requestId: "file-over-refs",
+            updates: [{ ref: "refs/heads/file-over", newOid: start }],
+            packFile: ".teamd-pack-0123abcd-4567-89ab-cdef-0123456789ab.pack",
+          },
+        },
+      };
+      yield { part: { case: "written" as const, value: { bytes: 100n } } };
+    }
+    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+    try {
+      await expect(client.push(parts())).rejects.toMatchObject({ rule: "push.quota" });
+    } finally {
+      client.close();
+    }
+    expect(hubRef("refs/heads/seat/w1/file-over")).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await h.run(["status"])).code).toBe(0);
+  }, 60_000);
+
   it("refuses a file write that would give the seat a branch past its quota; one on a branch it holds lands (control)", async () => {
     // The seat holds its four (the test above). Found by an outside attack: file write made branches past the quota a push meets.
     const over = await h.sh("w1", "printf 'x' | teamd-shim file write src/fw.txt --branch fw-over");
