@@ -3,7 +3,7 @@ import type { CgroupPlacement, LaunchResult, SeatIo, SeatProcess } from "./launc
 import type { SandboxPlan } from "./plan-types.js";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 import { rlimitPrefix } from "./rlimit-args.js";
-import { isExecutable } from "./seat-ids.js";
+import { isExecutableNow } from "./seat-ids.js";
 
 /**
  * The part of a seat's launch chain both launchers share (the bwrap one and the uncontained
@@ -42,14 +42,14 @@ export async function launchChain(
       "run teamd as root (system mode) or give it a delegated cgroup subtree (systemd: Delegate=yes), or drop that limit from start.limits in the team file (or write `limits: none`)",
     );
   }
-  if (prefix.argv.length > 0 && !(await isExecutable(prlimit))) {
+  if (prefix.argv.length > 0 && !isExecutableNow(prlimit)) {
     return refused(
       "containment.limit",
       `the seat asks for limits and ${prlimit} (util-linux) is missing`,
       "install util-linux, or set `limits: none` in the team file",
     );
   }
-  if (!(await isExecutable(BASH))) {
+  if (!isExecutableNow(BASH)) {
     return refused(
       "containment.unavailable",
       `${BASH} is missing; teamd needs it to close the fds it inherited before a seat starts (src/sandbox/close-fds.ts)`,
@@ -60,7 +60,7 @@ export async function launchChain(
   if (io?.kind === "pty" && spawnIds.uid !== undefined) {
     const setpriv = options.setpriv ?? "/usr/bin/setpriv";
     asUser = [setpriv, `--reuid=${spawnIds.uid}`, `--regid=${spawnIds.gid}`, "--clear-groups", "--"];
-    if (!(await isExecutable(setpriv))) {
+    if (!isExecutableNow(setpriv)) {
       return refused(
         "containment.unavailable",
         `a seat in a pty as uid ${spawnIds.uid} needs ${setpriv} (util-linux) to drop root's groups, and it is missing`,

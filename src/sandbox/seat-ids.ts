@@ -1,5 +1,5 @@
 import { access } from "node:fs/promises";
-import { constants as fsConstants } from "node:fs";
+import { accessSync, constants as fsConstants } from "node:fs";
 import { refuseContainment, type ContainmentRefusal } from "./refusal.js";
 
 /**
@@ -40,6 +40,20 @@ export function switchIds(user: { uid: number; gid: number } | undefined): { spa
     };
   }
   return { spawn: {} };
+}
+
+/**
+ * access(2) in line: a launch checks its chain's programs (bash, prlimit, setpriv) on every
+ * start, and through libuv's pool each answer waited a turn of a busy daemon (~0.3-0.5 ms each
+ * of every `teamd exec`, issue 26), where the call itself takes microseconds.
+ */
+export function isExecutableNow(path: string): boolean {
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export async function isExecutable(path: string): Promise<boolean> {
