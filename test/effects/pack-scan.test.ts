@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { deflateSync } from "node:zlib";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -179,5 +181,29 @@ describe("scanPack", () => {
     const good = gitBuffer(["pack-objects", "--revs", "--stdout", "-q"], "HEAD\n");
     const lying = Buffer.concat([good.subarray(0, 8), Buffer.from([0xff, 0xff, 0xff, 0xff]), good.subarray(12)]);
     expect(await scanPack(packFile("lying.pack", lying), BOUNDS)).toMatchObject({ ok: false, rule: "push.pack-objects" });
+  });
+
+  it("holds what the scan inflates, a delta's own data too, to the pack's total before it inflates it (found by an attack: 64 deltas of 64 MiB of zeros, a 4 MB pack, were 4 GiB inflated)", async () => {
+    // REF_DELTAs whose data declares 8 MiB each: the sizes 0 and 0, then zeros (~8 KB deflated).
+    const data = deflateSync(Buffer.concat([Buffer.from([0, 0]), Buffer.alloc(8 * 1024 * 1024 - 2)]), { level: 9 });
+    const header = (size: number) => {
+      const bytes = [(7 << 4) | (size & 15)];
+      for (let rest = Math.floor(size / 16); rest > 0; rest = Math.floor(rest / 128)) {
+        bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) | 0x80;
+        bytes.push(rest & 0x7f);
+      }
+      return Buffer.from(bytes);
+    };
+    const object = Buffer.concat([header(8 * 1024 * 1024), Buffer.alloc(20, 0x11), data]);
+    const body = Buffer.concat([Buffer.from("PACK"), Buffer.from([0, 0, 0, 2, 0, 0, 0, 8]), ...Array.from({ length: 8 }, () => object)]);
+    const pack = packFile("delta-data.pack", Buffer.concat([body, createHash("sha1").update(body).digest()]));
+    // 8 x 8 MiB of data against a total of 20 MiB: refused at the third, before it is inflated.
+    expect(await scanPack(pack, { ...BOUNDS, maxTotalBytes: 20 * 1024 * 1024 })).toMatchObject({
+      ok: false,
+      rule: "push.object-size",
+      reason: expect.stringMatching(/data declare more than 20971520 bytes in all \(by object 3 of 8\)/),
+    });
+    // Within the total, the same pack passes the scan (its deltas' bases are index-pack's to find).
+    expect(await scanPack(pack, BOUNDS)).toMatchObject({ ok: true, objects: 8, deltas: 8 });
   });
 });
