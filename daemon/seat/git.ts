@@ -71,6 +71,15 @@ function tipsServed(refs: readonly { name: string; oid: string }[]): Omit<Served
 }
 
 export const MAX_PACK_BYTES = 256 * 1024 * 1024;
+
+/**
+ * A refused push of a pack file takes one more of the seat's refusal budget for every this many
+ * bytes the daemon read of it (at most MAX_PACK_BYTES): a file of holes, or one file pushed again
+ * and again, costs the seat nothing, while the daemon copies and scans it each time (found by an
+ * attack, round twenty: stored deflate blocks over holes, 256 MiB copied a push for ~16 MiB of
+ * the seat's disk, written once). A 256 MiB refusal takes 33 of the 300 at once.
+ */
+export const FILE_BYTES_A_REFUSAL = 8 * 1024 * 1024;
 /** A push's changed paths checked in one turn of the daemon's thread (a few milliseconds). */
 const PATHS_A_TURN = 8192;
 
@@ -140,7 +149,8 @@ type RefResultInit = MessageInitShape<typeof RefResultSchema>;
 export interface SeatGit {
   listRefs(identity: SeatIdentity, forPush: boolean): Promise<{ refs: { name: string; oid: string }[]; head: string }>;
   fetch(identity: SeatIdentity, wants: readonly string[], haves: readonly string[]): AsyncIterable<Uint8Array>;
-  push(identity: SeatIdentity, parts: AsyncIterable<PushRequest>): Promise<MessageInitShape<typeof PushResponseSchema>>;
+  /** `signal`: the call's, aborted when the seat hangs up: a pack file's copy and scan stop then. */
+  push(identity: SeatIdentity, parts: AsyncIterable<PushRequest>, signal?: AbortSignal): Promise<MessageInitShape<typeof PushResponseSchema>>;
   /** Settles once no push's quarantine is still being removed after its reply (the daemon's stop waits for it). */
   idle(): Promise<void>;
 }
@@ -368,7 +378,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       }
     },
 
-    async push(identity, parts) {
+    async push(identity, parts, signal) {
       const iterator = parts[Symbol.asyncIterator]();
       const first = await iterator.next();
       // The context first: a malformed push is a refused attempt, on record like any other (§15).
@@ -391,7 +401,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // A push that answered before its quarantine was removed holds the seat's slot until it is.
       let cleanup: Promise<void> | undefined;
       try {
-        return await pushWith(ctx, header, iterator, (removing) => (cleanup = removing));
+        return await pushWith(ctx, header, iterator, (removing) => (cleanup = removing), signal);
       } finally {
         if (cleanup === undefined) release();
         else {
@@ -411,6 +421,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     header: PushHeader,
     iterator: AsyncIterator<PushRequest>,
     afterReply: (cleanup: Promise<void>) => void,
+    signal: AbortSignal | undefined,
   ): Promise<MessageInitShape<typeof PushResponseSchema>> {
     {
       const src = await source(ctx);
@@ -501,6 +512,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // git still compresses, and the lock is cold again ~20 ms after a warm write.
         if (warm) warmCgroupMoves();
       };
+      /** What a refusal of this push takes of the seat's refusal budget: with a pack file, one more for every 8 MiB the daemon copied of it. */
+      const refusalWeight = async () => 1 + Math.floor(((await file?.catch(() => undefined))?.copiedBytes ?? 0) / FILE_BYTES_A_REFUSAL);
       /** A pack file's size, once the seat says it is whole: one PackWritten, then the end of the call. */
       async function packWritten(): Promise<bigint> {
         const written = await iterator.next();
@@ -514,7 +527,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       const packFile = async (): Promise<FilledPack> => {
         const bytes = await packWritten();
         firstData();
-        return openSeatPackFile(seatLayout(deps.home, ctx.identity.team, ctx.identity.seat).tmp, header.packFile, bytes, digest);
+        return openSeatPackFile(seatLayout(deps.home, ctx.identity.team, ctx.identity.seat).tmp, header.packFile, bytes, digest, signal);
       };
       /** The pack's bytes as they come over the socket (none for a pack file: its part is taken, the file not read). */
       async function* pack(): AsyncIterable<Uint8Array> {
@@ -540,7 +553,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         }
         if (!(error instanceof PackRejected)) throw error;
         const reason = error.reason.endsWith("; nothing reached the hub") ? error.reason : `${error.reason}; nothing reached the hub`;
-        throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push");
+        throw await deps.pipeline.refuse(ctx, refuse(error.rule, reason), "git.push", undefined, await refusalWeight());
       };
       let quarantine: Quarantine | undefined;
       /** The seat's pack file, when the push has one: closed whatever became of the receive. */

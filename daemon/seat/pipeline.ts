@@ -148,7 +148,12 @@ export interface SeatPipeline {
   view(ctx: SeatContext): KernelView;
   readonly clock: () => number;
   /** Record a refusal the daemon reached outside the kernel (a corrupt pack, a ref outside the namespace) and return it to throw. */
-  refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit): Promise<RefusalError>;
+  /**
+   * `weight`: what it takes of the seat's refusal budget (default 1): a refused push of a pack
+   * file the daemon copied takes one more for every 8 MiB of it (git.ts), since that file may
+   * have cost the seat nothing (holes, or the same file pushed again).
+   */
+  refuse(ctx: Pick<SeatContext, "identity" | "ledger">, refusal: Refusal, action: string, target?: TargetInit, weight?: number): Promise<RefusalError>;
   /**
    * Record a refusal met at the edge before any context (a wrong protocol version, an owner
    * act on a seat's socket) against the ledger open now, and return it to throw.
@@ -349,6 +354,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     unboundedTarget?: TargetInit,
     remember = true,
     inputs: readonly string[] = [],
+    weight = 1,
   ): Promise<RefusalError> {
     const known = unboundedTarget?.name ? [...inputs, unboundedTarget.name] : inputs;
     const refusal = refuse(unbounded.rule, boundText(boundEchoes(unbounded.reason, known, RECORD_NAME_BYTES), RECORD_TEXT_BYTES));
@@ -361,7 +367,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     if (halted.has(k)) return RefusalError.from(refusal);
     // The budget is taken before the record is written, so refusals made faster than records are
     // written cannot outrun it; the one that finds it empty is on record before the seat stops.
-    const within = refusals.take(k, 1) >= 0;
+    const within = refusals.take(k, Math.max(1, Math.floor(weight))) >= 0;
     if (!within) halted.add(k);
     // §15 records refused attempts too; where the store is what refused, it cannot: the
     // refusal still happens (fail closed) — the caller is refused whether or not this lands.
@@ -628,7 +634,7 @@ export function createSeatPipeline(deps: PipelineDeps): SeatPipeline {
     },
     view: (ctx) => viewFor(ctx),
     clock,
-    refuse: (ctx, refusal, action, target) => record(ctx.identity, ctx.ledger, refusal, action, target),
+    refuse: (ctx, refusal, action, target, weight) => record(ctx.identity, ctx.ledger, refusal, action, target, true, [], weight),
     refuseCall: (identity, refusal, action, target) => record(identity, deps.ledger(), refusal, action, target),
     outcomeRefusal(ctx, unbounded) {
       const refusal = refuse(unbounded.rule, boundText(unbounded.reason, RECORD_TEXT_BYTES));

@@ -85,8 +85,8 @@ export function createShimService(identity: SeatIdentity, deps: ShimServiceDeps)
     async *fetch(request) {
       for await (const data of deps.git.fetch(identity, request.wants, request.haves)) yield { data };
     },
-    async push(parts) {
-      return deps.git.push(identity, parts);
+    async push(parts, context) {
+      return deps.git.push(identity, parts, context.signal);
     },
     async fileStat(request) {
       return deps.files.stat(identity, request.path);

@@ -1098,6 +1098,8 @@ async function writeBounded(
  * it copies into the file given to fillInto as far as it has been read, each byte once, in order.
  */
 export interface FilledPack extends PackSource {
+  /** What has been copied so far (what a refusal of it charges the seat: daemon/seat/git.ts). */
+  readonly copiedBytes: number;
   fillInto(copy: FileHandle): void;
   /** Copies the rest (what the scan did not read: the checksum). */
   finish(): Promise<void>;

@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { open, unlink, type FileHandle } from "node:fs/promises";
 import type { Hash } from "node:crypto";
 import { join } from "node:path";
 import { PackRejected, type FilledPack } from "./git-receive.js";
@@ -29,7 +29,12 @@ import { PACK_FILE_NAME } from "./pack-file-name.js";
  *   that is no pack, or a pack with a hole, is refused where the scan finds it, not after the
  *   daemon has copied all of it (found by an attack: 256 MiB of holes copied per push, ~15 GiB a
  *   minute of the daemon's disk within the refusal budget).
- * Nothing here writes or removes in the seat's folder: the seat's helper removes its file.
+ * - the name is removed once the file is open and checked, so each push is of a file the seat
+ *   wrote for it: the same file pushed again and again cost the seat nothing while the daemon
+ *   copied and scanned it each time (found by an attack, round twenty); and a refused push takes
+ *   of the seat's refusal budget by what was copied of it (daemon/seat/git.ts, FILE_BYTES_A_REFUSAL),
+ *   since holes under stored deflate blocks make a valid pack ~16 times the disk it costs the seat.
+ * Nothing else here writes or removes in the seat's folder.
  */
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
@@ -41,7 +46,7 @@ const FILL_BYTES = 64 * 1024;
  * the seat says is `bytes` long; a PackRejected (push.pack) for anything else. `digest` is
  * given the bytes as they are copied, in order.
  */
-export async function openSeatPackFile(folder: string, name: string, bytes: bigint, digest?: Hash): Promise<FilledPack> {
+export async function openSeatPackFile(folder: string, name: string, bytes: bigint, digest?: Hash, signal?: AbortSignal): Promise<FilledPack> {
   if (!PACK_FILE_NAME.test(name)) throw new PackRejected("the pack file's name is not .teamd-pack-UUID.pack");
   if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) throw new PackRejected(`the pack file is said to be ${bytes} bytes`);
   const size = Number(bytes);
@@ -56,11 +61,16 @@ export async function openSeatPackFile(folder: string, name: string, bytes: bigi
     if (!stats.isFile()) throw new PackRejected(`the pack file ${name} is not a regular file`);
     if (stats.nlink !== 1) throw new PackRejected(`the pack file ${name} has ${stats.nlink} names (a hard link); write it once, by its own name`);
     if (stats.size !== size) throw new PackRejected(`the pack file ${name} is ${stats.size} bytes, not the ${size} it was said to be`);
+    // Taken: the name goes as the file is read, so a push cannot be made again of the same
+    // file for nothing (found by an attack, round twenty). unlink does not follow a link, and the
+    // name is the one fixed name in the seat's own folder: whatever the seat put there since the
+    // open is its own, and only that entry goes.
+    await unlink(join(folder, name)).catch(() => undefined);
   } catch (error) {
     await handle.close();
     throw error;
   }
-  return new SeatPackCopy(handle, name, size, digest);
+  return new SeatPackCopy(handle, name, size, digest, signal);
 }
 
 /** The seat's open pack file, copied into the quarantine's file as far as it has been read. */
@@ -76,7 +86,12 @@ class SeatPackCopy implements FilledPack {
     private readonly name: string,
     readonly size: number,
     private readonly digest: Hash | undefined,
+    private readonly signal: AbortSignal | undefined,
   ) {}
+
+  get copiedBytes(): number {
+    return this.copied;
+  }
 
   fillInto(copy: FileHandle): void {
     this.copy = copy;
@@ -109,6 +124,10 @@ class SeatPackCopy implements FilledPack {
   private fill(end: number): Promise<void> {
     const next = this.filling.then(async () => {
       if (this.copied >= end) return;
+      // A seat that hung up has its copy and scan stopped, at the next fill: four pushes left
+      // running after their calls ended held the daemon's CPU and the seat's git slots for
+      // minutes (found by an attack, round twenty). Charged as the push's refusal.
+      if (this.signal?.aborted === true) throw new PackRejected("the push's call ended before its pack was checked");
       const upTo = Math.min(this.size, Math.max(end, this.copied + FILL_BYTES));
       const chunk = Buffer.allocUnsafe(upTo - this.copied);
       let filled = 0;

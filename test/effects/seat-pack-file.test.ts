@@ -1,6 +1,20 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { linkSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  linkSync,
+  mkdtempSync,
+  openSync,
+  writeSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { open } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -66,8 +80,11 @@ describe("seatPackFile", () => {
     for (let i = 0; i < body.length; i++) body[i] = (i * 31 + (i >> 11)) & 0xff;
     writeFileSync(join(dir, NAME), body);
     expect((await readAll(dir, NAME, body.length)).equals(body)).toBe(true);
+    writeFileSync(join(dir, NAME), body);
     const digest = createHash("sha256");
     const file = await openSeatPackFile(dir, NAME, BigInt(body.length), digest);
+    // Taken: the name is gone once the file is open, and the file is read all the same.
+    expect(existsSync(join(dir, NAME))).toBe(false);
     const copy = await open(join(dir, "copy2"), "w+");
     file.fillInto(copy);
     const head = Buffer.alloc(12);
@@ -158,12 +175,23 @@ describe("seatPackFile", () => {
     const dir = folder();
     const path = join(dir, NAME);
     writeFileSync(path, Buffer.alloc(3 * 1024 * 1024, 1));
-    const shrinking = readAll(dir, NAME, 3 * 1024 * 1024, (at) => {
-      if (at === 0) truncateSync(path, 1024 * 1024 + 10);
-    });
-    expect((await refusal(shrinking)).reason).toMatch(/ended at 1048586 of its 3145728 bytes/);
+    // The seat's own handle on it: the name goes once the daemon has it open, the file does not.
+    const seat = openSync(path, "r+");
+    try {
+      const shrinking = readAll(dir, NAME, 3 * 1024 * 1024, (at) => {
+        if (at === 0) ftruncateSync(seat, 1024 * 1024 + 10);
+      });
+      expect((await refusal(shrinking)).reason).toMatch(/ended at 1048586 of its 3145728 bytes/);
+    } finally {
+      closeSync(seat);
+    }
     writeFileSync(path, Buffer.alloc(1024, 2));
-    const grown = await readAll(dir, NAME, 1024, () => writeFileSync(path, Buffer.alloc(4096, 3), { flag: "a" }));
-    expect(grown.equals(Buffer.alloc(1024, 2))).toBe(true);
+    const growing = openSync(path, "a");
+    try {
+      const grown = await readAll(dir, NAME, 1024, () => writeSync(growing, Buffer.alloc(4096, 3)));
+      expect(grown.equals(Buffer.alloc(1024, 2))).toBe(true);
+    } finally {
+      closeSync(growing);
+    }
   });
 });

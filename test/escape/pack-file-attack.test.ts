@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,7 +38,55 @@ const TEAM_FILE = teamFile(`  w1:
       write: { path: src/ }
     start:
       command: [sleep, "3600"]
+  w2:
+    lab: anthropic
+    capabilities:
+      read: ~
+      write: { path: src/ }
+    start:
+      command: [sleep, "3600"]
 `);
+
+/** The daemon's refusal budget here (TEAMD_REFUSAL_BUDGET): 100 at once, one a minute after. */
+const BUDGET = 100;
+
+/** Python in the seat: the start of a pack file of objects written by hand, at $TEAMD_TMP/NAME. */
+const PY_HEAD = `import sys, struct, hashlib, zlib, os
+def hdr(t, size):
+    b = [(t<<4) | (size & 15)]; size >>= 4
+    while size:
+        b[-1] |= 0x80; b.append(size & 0x7f); size >>= 7
+    return bytes(b)
+path = os.path.join(os.environ["TEAMD_TMP"], sys.argv[1])
+`;
+
+/** N REF_DELTAs, each declaring 64 MiB of delta data (zeros, ~64 KiB deflated): a bomb for the scan. */
+const DELTAS = `${PY_HEAD}
+n, dsize = int(sys.argv[2]), 64 * 1024 * 1024
+z = zlib.compress(b"\\0" * dsize, 9)
+obj = hdr(7, dsize) + b"\\x11" * 20 + z
+body = b"PACK" + struct.pack(">II", 2, n) + obj * n
+open(path, "wb").write(body + hashlib.sha1(body).digest())
+print("size=%d" % (len(body) + 20))
+`;
+
+/** Four blobs of 63 MiB of zeros as stored deflate blocks whose payloads are holes (~1/16 of it on disk); a wrong checksum. */
+const STORED_HOLES = `${PY_HEAD}
+nobj, size = 4, 63 * 1024 * 1024
+f = open(path, "wb")
+f.write(b"PACK" + struct.pack(">II", 2, nobj))
+for k in range(nobj):
+    f.write(hdr(3, size) + b"\\x78\\x01")
+    left = size
+    while left:
+        n = min(left, 65535); left -= n
+        f.write(bytes([1 if left == 0 else 0]) + struct.pack("<HH", n, n ^ 0xFFFF))
+        f.seek(n, 1)
+    f.write(struct.pack(">I", ((size % 65521) << 16) | 1))
+f.write(b"\\x01" * 20)
+f.close()
+print("size=%d" % os.stat(path).st_size)
+`;
 
 const CANARY = "TEAMD-CANARY-pack-file-7c1e";
 
@@ -73,7 +122,12 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
   let start: string;
 
   beforeAll(async () => {
-    h = await appliedTeam("teamd-pack-file-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n" });
+    h = await appliedTeam(
+      "teamd-pack-file-",
+      TEAM_FILE,
+      { "README.md": "hello\n", "src/a.txt": "a\n" },
+      { daemonEnv: { TEAMD_REFUSAL_BUDGET: `${BUDGET}/1` } },
+    );
     await h.ok(["start", "--team", "proj"]);
     start = (await h.inSeat("w1", "git rev-parse HEAD")).stdout.trim();
     expect(start).toMatch(/^[0-9a-f]{40}$/);
@@ -171,8 +225,8 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
   }, 120_000);
 
   /** A push over the seat socket whose header names a pack file: its parts as given. */
-  async function rawPush(parts: readonly MessageInitShape<typeof PushRequestSchema>["part"][]): Promise<{ rule?: string; reason?: string }> {
-    const client = createRpcClient(ShimService, h.seatSocket("w1"));
+  async function rawPush(parts: readonly MessageInitShape<typeof PushRequestSchema>["part"][], seat = "w1"): Promise<{ rule?: string; reason?: string }> {
+    const client = createRpcClient(ShimService, h.seatSocket(seat));
     async function* messages() {
       for (const part of parts) yield { part };
     }
@@ -216,4 +270,93 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
     expect(missing.reason).toMatch(/no such file: TEAMD_TMP/);
     expect(quarantineLeft(h)).toEqual([]);
   }, 60_000);
+
+  /** Runs SCRIPT (Python, PY_HEAD first) in SEAT to write $TEAMD_TMP/NAME; the file's size. */
+  const writeInSeat = async (seat: string, script: string, name: string, arg = ""): Promise<number> => {
+    const made = await h.inSeat(seat, `cat > /tmp/gen.py <<'EOS'\n${script}\nEOS\npython3 /tmp/gen.py ${name} ${arg}`);
+    const size = Number(/size=(\d+)/.exec(made.stdout)?.[1]);
+    expect(size, made.stdout + made.stderr).toBeGreaterThan(0);
+    return size;
+  };
+  const fileName = (n: number) => `.teamd-pack-0123abcd-4567-89ab-cdef-${String(n).padStart(12, "0")}.pack`;
+  const pushFile = (id: string, name: string, bytes: number, seat = "w1") =>
+    rawPush(
+      [
+        { case: "header", value: { requestId: id, packFile: name, updates: [{ ref: `refs/heads/${id}`, newOid: start }] } },
+        { case: "written", value: { bytes: BigInt(bytes) } },
+      ],
+      seat,
+    );
+
+  it("takes the file: a pack file pushed once is gone, and the same name pushed again is refused (found by an attack: one file pushed again and again cost the seat nothing)", async () => {
+    const name = fileName(1);
+    const made = await h.inSeat(
+      "w1",
+      `git rev-parse ${start} | git pack-objects --revs --stdout > "$TEAMD_TMP/${name}" && stat -c size=%s "$TEAMD_TMP/${name}"`,
+    );
+    const size = Number(/size=(\d+)/.exec(made.stdout)?.[1]);
+    expect(size, made.stderr).toBeGreaterThan(0);
+    expect(await pushFile("taken-once", name, size)).toEqual({});
+    expect(h.hubRef("refs/heads/seat/w1/taken-once")).toBe(start);
+    expect((await h.inSeat("w1", `ls -a "$TEAMD_TMP" | grep -c '^.teamd-pack-' || true`)).stdout.trim()).toBe("0");
+    const again = await pushFile("taken-twice", name, size);
+    expect(again.rule, again.reason).toBe("push.pack");
+    expect(again.reason).toMatch(/no such file/);
+  }, 60_000);
+
+  it("holds what the scan inflates of a delta bomb in a pack file to the pack's total, and stops it when the seat hangs up: four pushes cut off leave the seat's git slots free (found by an attack)", async () => {
+    // 64 MiB of delta data each, ~64 KiB of zlib: a total of 1 GiB is reached at the 17th.
+    const names = [2, 3, 4, 5].map(fileName);
+    const sizes: number[] = [];
+    for (const name of names) sizes.push(await writeInSeat("w1", DELTAS, name, "64"));
+    const one = await pushFile("delta-bomb", names[0] as string, sizes[0] as number);
+    expect(one.rule, one.reason).toBe("push.object-size");
+    expect(one.reason).toMatch(/data declare more than 1073741824 bytes in all \(by object 17 of 64\)/);
+    // The three left, and a fourth made again, each pushed by a client killed 0.5 s in.
+    sizes[0] = await writeInSeat("w1", DELTAS, names[0] as string, "64");
+    const client = (name: string, size: number, id: string) => `
+      const { createRpcClient } = await import(${JSON.stringify(join(process.cwd(), "dist/src/rpc/index.js"))});
+      const { ShimService } = await import(${JSON.stringify(join(process.cwd(), "dist/src/gen/teamd/v1/shim_pb.js"))});
+      const client = createRpcClient(ShimService, ${JSON.stringify(h.seatSocket("w1"))});
+      async function* messages() {
+        yield { part: { case: "header", value: { requestId: ${JSON.stringify(id)}, packFile: ${JSON.stringify(name)}, updates: [{ ref: "refs/heads/${id}", newOid: ${JSON.stringify(start)} }] } } };
+        yield { part: { case: "written", value: { bytes: ${size}n } } };
+      }
+      await client.push(messages()).catch(() => undefined);`;
+    const kids = names.map((name, i) =>
+      spawn(process.execPath, ["--input-type=module", "-e", client(name, sizes[i] as number, `gone-${i}`)], { stdio: "ignore" }),
+    );
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      for (const kid of kids) kid.kill("SIGKILL");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Each would have inflated 1 GiB (~3 s of the daemon's CPU here, four on two cores); stopped, the seat's four slots are free.
+    const fifth = await pushFile("fifth", fileName(6), 100);
+    expect(fifth.rule, fifth.reason).toBe("push.pack");
+    expect(fifth.reason).toMatch(/no such file/);
+    expect(quarantineLeft(h)).toEqual([]);
+  }, 120_000);
+
+  it("charges a refused pack file to the refusal budget by its size: stored deflate blocks over holes (a 256 MiB pack on ~16 MiB of the seat's disk) halt the seat within a few pushes (found by an attack)", async () => {
+    const name = fileName(7);
+    let pushes = 0;
+    let last: { rule?: string; reason?: string } = {};
+    // 33 of the budget each (1 + 256 MiB / 8 MiB): the fourth finds it spent; one a push would take 100.
+    for (; pushes < 8; pushes++) {
+      const status = await h.json<{ seats: { seat: string; state: string }[] }>(["status", "--json"]);
+      if (status.seats.find((x) => x.seat === "w2")?.state !== "running") break;
+      const size = await writeInSeat("w2", STORED_HOLES, name);
+      last = await pushFile(`holes-${pushes}`, name, size, "w2");
+      expect(last.rule, last.reason).toBe("push.pack");
+    }
+    expect(pushes, last.reason).toBeLessThanOrEqual(Math.ceil(BUDGET / 33) + 1);
+    for (let i = 0; i < 50; i++) {
+      const status = await h.json<{ seats: { seat: string; state: string }[] }>(["status", "--json"]);
+      if (status.seats.find((x) => x.seat === "w2")?.state === "halted: refusal budget") return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect.unreachable("the seat was not halted for its refusal budget");
+  }, 180_000);
 });
