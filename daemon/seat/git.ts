@@ -74,7 +74,7 @@ export const MAX_PACK_BYTES = 256 * 1024 * 1024;
 
 /**
  * A refused push of a pack file takes one more of the seat's refusal budget for every this many
- * bytes the daemon read of it (at most MAX_PACK_BYTES): a file of holes, or one file pushed again
+ * bytes the daemon copied of it (at most MAX_PACK_BYTES): a file of holes, or one file pushed again
  * and again, costs the seat nothing, while the daemon copies and scans it each time (found by an
  * attack, round twenty: stored deflate blocks over holes, 256 MiB copied a push for ~16 MiB of
  * the seat's disk, written once). A 256 MiB refusal takes 33 of the 300 at once.

@@ -221,7 +221,8 @@ export async function receivePack(
     if (copied === undefined) {
       await options.admitted;
       if (size > 0 && options.admitObjects !== undefined) {
-        const declared = await packHeaderCount(incoming);
+        const handle = await open(incoming, "r");
+        const declared = await packHeaderCount(handle).finally(() => handle.close());
         if (declared !== undefined) await options.admitObjects(declared);
       }
     }
@@ -1123,9 +1124,8 @@ async function copyScanned(file: FilledPack, path: string, options: ReceiveOptio
     if (file.size === 0) return { size: 0 };
     file.fillInto(handle);
     if (options.admitObjects !== undefined) {
-      const header = Buffer.alloc(12);
-      const { bytesRead } = await file.read(header, 0, 12, 0);
-      if (bytesRead === 12 && header.toString("latin1", 0, 4) === "PACK") await options.admitObjects(header.readUInt32BE(8));
+      const declared = await packHeaderCount(file);
+      if (declared !== undefined) await options.admitObjects(declared);
     }
     const scan = await scanPackSource(file, options.bounds ?? DEFAULT_PACK_BOUNDS);
     if (scan.ok) await file.finish();
@@ -1140,17 +1140,12 @@ function toAsync<T>(iterator: Iterator<T>): AsyncIterator<T> {
   return { next: () => Promise.resolve(iterator.next()) };
 }
 
-/** The object count a pack file's header declares ("PACK", version, count), or undefined where it has none (the scan refuses it). */
-async function packHeaderCount(path: string): Promise<number | undefined> {
-  const handle = await open(path, "r");
-  try {
-    const header = Buffer.alloc(12);
-    const { bytesRead } = await handle.read(header, 0, 12, 0);
-    if (bytesRead < 12 || header.toString("latin1", 0, 4) !== "PACK") return undefined;
-    return header.readUInt32BE(8);
-  } finally {
-    await handle.close();
-  }
+/** The object count a pack's header declares ("PACK", version, count), or undefined where it has none (the scan refuses it). */
+async function packHeaderCount(pack: Pick<PackSource, "read">): Promise<number | undefined> {
+  const header = Buffer.alloc(12);
+  const { bytesRead } = await pack.read(header, 0, 12, 0);
+  if (bytesRead < 12 || header.toString("latin1", 0, 4) !== "PACK") return undefined;
+  return header.readUInt32BE(8);
 }
 
 /** GIT_ALTERNATE_OBJECT_DIRECTORIES is a colon-separated list; git reads a C-quoted entry whole. */

@@ -95,7 +95,7 @@ class Reader {
   private buffer = Buffer.alloc(0);
   private start = 0;
   constructor(
-    private readonly handle: PackSource,
+    private readonly source: PackSource,
     readonly size: number,
   ) {}
 
@@ -107,7 +107,7 @@ class Reader {
     const buffer = Buffer.alloc(Math.max(length, 0));
     let read = 0;
     while (read < buffer.length) {
-      const { bytesRead } = await this.handle.read(buffer, read, buffer.length - read, position + read);
+      const { bytesRead } = await this.source.read(buffer, read, buffer.length - read, position + read);
       if (bytesRead === 0) break;
       read += bytesRead;
     }
