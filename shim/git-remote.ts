@@ -9,6 +9,7 @@ import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
 import { packFileName } from "../src/effects/pack-file-name.js";
+import { guessPush, recordPushed, type PushGuess } from "./push-guess.js";
 
 /**
  * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so
@@ -34,7 +35,7 @@ interface Listed {
   readonly name: string;
 }
 
-export async function runGitRemote(socket: string, early?: Socket): Promise<void> {
+export async function runGitRemote(socket: string, early?: Socket, remote?: string): Promise<void> {
   const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000, ...(early !== undefined ? { socket: early } : {}) });
   // Connected while git sends its first commands (on the socket main.ts connected while this
   // code loaded): the listing's call then goes out at once (issue 26).
@@ -64,18 +65,24 @@ export async function runGitRemote(socket: string, early?: Socket): Promise<void
         } else if (rest[0] === "progress") out("ok");
         else out("unsupported");
       } else if (command === "list") {
-        // The call first, then git's process for the haves: starting a process holds this one
+        const forPush = rest[0] === "for-push";
+        // A push's pack on its guess comes first: it is the longest wait of the push, longer
+        // than the listing's round trip and what follows it (issue 26).
+        const guess = forPush ? guessPush(process.env.GIT_DIR, remote) : undefined;
+        const guessed = guess !== undefined ? startPacker(guess) : undefined;
+        // The call next, then git's process for the haves: starting a process holds this one
         // for a few milliseconds (issue 26), and the daemon answers meanwhile.
-        const listing = client.listRefs({ forPush: rest[0] === "for-push" });
+        const listing = client.listRefs({ forPush });
         listing.catch(() => undefined);
-        if (rest[0] !== "for-push") {
+        if (!forPush) {
           haves = localRefTips();
           haves.catch(() => undefined);
         } else {
           // After the call is on the wire: a spawn holds this thread for a few milliseconds.
           wantAhead = true;
           setImmediate(() => {
-            if (wantAhead) ahead ??= startPushAhead();
+            if (wantAhead) ahead ??= startPushAhead(guessed);
+            else guessed?.stop();
           });
         }
         const reply = await listing;
@@ -250,13 +257,29 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
     const landing = spec.dst.startsWith(`refs/heads/seat/`) ? spec.dst : spec.dst.replace(/^refs\/heads\//, `refs/heads/seat/${me}/`);
     return { ref: spec.dst, oldOid: known.get(landing) ?? "", newOid: newOids[i] ?? "", force: spec.force };
   });
+  // The pack made on the push's guess (push-guess.ts) is sent only if it is this push's: one
+  // tip, the one guessed, and the same commits left out. Else it is stopped and made afresh.
+  const guess = ahead.pack.guess;
+  const guessed =
+    guess !== undefined &&
+    tips.length === 1 &&
+    tips[0] === guess.tip &&
+    sameSet(
+      exclude,
+      guess.excludes.map((oid) => `^${oid}`),
+    );
+  if (guessed) say(verbose - 1, "the pack was made on the push's guess");
+  else if (guess !== undefined) {
+    if (tips.length > 0) ahead.restartPack();
+    else ahead.pack.stop();
+  }
   try {
     // The pack goes to the daemon as pack-objects writes it (issue 26). Where the seat has its
     // tmp folder (TEAMD_TMP), pack-objects writes it to a file there and the daemon reads the
     // file once it is whole (seat-pack-file.ts): the socket's messages each waited a round trip
     // on HTTP/2's window. Otherwise it streams over the socket, the daemon holding it to the
     // seat's quota as it arrives, as it does the file.
-    const packing = tips.length > 0 ? packObjects(ahead.pack, [...tips, ...exclude].join("\n") + "\n") : undefined;
+    const packing = tips.length > 0 ? packObjects(ahead.pack, tips, exclude) : undefined;
     const file = packing !== undefined ? ahead.pack.file : undefined;
     let sent = 0;
     async function* parts() {
@@ -283,6 +306,9 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
       say(verbose, `pushed ${sent} bytes to the daemon`);
     }
     const reply = await client.push(parts());
+    // What the daemon now holds, for the next push's guess: what this one left out, and what landed.
+    const landed = reply.results.map((r) => (r.ok ? (updates.find((u) => u.ref === r.ref)?.newOid ?? "") : ""));
+    recordPushed(process.env.GIT_DIR, [...exclude.map((oid) => oid.slice(1)), ...landed]);
     return reply.results.map((r) => {
       if (r.ok) {
         if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);
@@ -307,11 +333,23 @@ interface PushAhead {
    * once it printed n lines (one a revision asked), or it ended — not its exit, ~2 ms later in a seat.
    */
   readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; answer(lines: number): Promise<string | undefined> };
-  /**
-   * `git pack-objects --revs --stdout`: its output held (not read) until the pack is sent, or,
-   * with `file`, written to that file in the seat's tmp folder, which `stop` removes.
-   */
-  readonly pack: { readonly child: ChildProcessByStdio<Writable, Readable | null, null>; readonly done: Promise<void>; readonly file?: PackFile };
+  /** The pack's `git pack-objects`: given the push's guess from its start where there is one. */
+  readonly pack: Packer;
+  /** Stop the pack made on a guess that was not this push's, and start one that waits for its input. */
+  restartPack(): void;
+  stop(): void;
+}
+
+/**
+ * `git pack-objects --revs --stdout`: its output held (not read) until the pack is sent, or,
+ * with `file`, written to that file in the seat's tmp folder, which `stop` removes. With
+ * `guess`, it was given the guess's revisions as it started, and packs them meanwhile.
+ */
+interface Packer {
+  readonly child: ChildProcessByStdio<Writable, Readable | null, null>;
+  readonly done: Promise<void>;
+  readonly file?: PackFile;
+  readonly guess?: PushGuess;
   stop(): void;
 }
 
@@ -339,7 +377,13 @@ function openPackFile(): (PackFile & { readonly fd: number }) | undefined {
 
 const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
 
-function startPushAhead(): PushAhead {
+function stopChild(child: ChildProcess): void {
+  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+}
+
+/** The push's processes, with the pack on its guess where one was started already. */
+function startPushAhead(guessed?: Packer): PushAhead {
+  let pack = guessed;
   const catFile = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
   let text = "";
   let wanted = Number.POSITIVE_INFINITY;
@@ -357,6 +401,31 @@ function startPushAhead(): PushAhead {
   catFile.stdin.on("error", () => undefined);
   catFile.on("error", () => answered?.(undefined));
   catFile.on("close", (code) => answered?.(code === 0 ? text : undefined));
+  pack ??= startPacker(undefined);
+  return {
+    named: {
+      child: catFile,
+      answer: (lines) => {
+        wanted = lines;
+        enough();
+        return answer;
+      },
+    },
+    get pack() {
+      return pack as Packer;
+    },
+    restartPack() {
+      pack?.stop();
+      pack = startPacker(undefined);
+    },
+    stop: () => {
+      stopChild(catFile);
+      pack?.stop();
+    },
+  };
+}
+
+function startPacker(guess: PushGuess | undefined): Packer {
   const file = openPackFile();
   let packer: ChildProcessByStdio<Writable, Readable | null, null>;
   try {
@@ -375,30 +444,39 @@ function startPushAhead(): PushAhead {
     packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
   });
   done.catch(() => undefined);
-  const stop = (child: ChildProcess) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  };
+  if (guess !== undefined)
+    packer.stdin.end(
+      revisions(
+        [guess.tip],
+        guess.excludes.map((oid) => `^${oid}`),
+      ),
+    );
   return {
-    named: {
-      child: catFile,
-      answer: (lines) => {
-        wanted = lines;
-        enough();
-        return answer;
-      },
-    },
-    pack: { child: packer, done, ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}) },
+    child: packer,
+    done,
+    ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}),
+    ...(guess !== undefined ? { guess } : {}),
     stop: () => {
-      stop(catFile);
-      stop(packer);
+      stopChild(packer);
       if (file !== undefined) rmSync(file.path, { force: true });
     },
   };
 }
 
-/** The pack of `input` from the started pack-objects, its output as it comes; `done` settles once it has exited (an Error on a non-zero exit). */
-function packObjects(started: PushAhead["pack"], input: string): { output: AsyncIterable<Buffer>; done: Promise<void> } {
-  started.child.stdin.end(input);
+/** pack-objects' input: the tips, then the commits left out (`^OID`), a line each. */
+function revisions(tips: readonly string[], exclude: readonly string[]): string {
+  return [...tips, ...exclude].join("\n") + "\n";
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const left = new Set(a);
+  const right = new Set(b);
+  return left.size === right.size && [...left].every((x) => right.has(x));
+}
+
+/** The pack of `tips` less `exclude` from the started pack-objects (given them already if it packed this push's guess), its output as it comes; `done` settles once it has exited (an Error on a non-zero exit). */
+function packObjects(started: Packer, tips: readonly string[], exclude: readonly string[]): { output: AsyncIterable<Buffer>; done: Promise<void> } {
+  if (started.guess === undefined) started.child.stdin.end(revisions(tips, exclude));
   return { output: started.child.stdout ?? (async function* () {})(), done: started.done };
 }
 

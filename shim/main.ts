@@ -24,7 +24,7 @@ async function main(argv: readonly string[]): Promise<void> {
     early.on("error", () => undefined);
     try {
       const { runGitRemote } = await import("./git-remote.js");
-      await runGitRemote(socket, early);
+      await runGitRemote(socket, early, argv[2]);
       process.exit(0);
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
