@@ -23,6 +23,7 @@ import {
   servedCommit,
   type FilledPack,
   type Quarantine,
+  type ReceiveStart,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
 import { seatStorage } from "../../src/effects/git-storage.js";
@@ -35,6 +36,7 @@ import { RefusalError } from "../../src/rpc/errors.js";
 import type { TeamdHome } from "../host/home.js";
 import { gitWorkDir, seatLayout } from "../host/seat-layout.js";
 import { openSeatPackFile } from "../../src/effects/seat-pack-file.js";
+import { receiveShape, startReadyReceive, type ReadyReceive } from "../../src/effects/ready-receive.js";
 import { PACK_FILE_NAME } from "../../src/effects/pack-file-name.js";
 import { requestBytes, runFields, type SeatContext, type SeatPipeline, type SeatIdentity, type ServedRead } from "./pipeline.js";
 import { boundText, RECORD_NAME_BYTES } from "../../src/ledger/bounded-text.js";
@@ -182,6 +184,13 @@ interface Source {
  */
 const READY_PACK_IDLE_MS = 2_000;
 
+/**
+ * How long a receive started at a seat's listing for a push waits for the push (git asks within
+ * milliseconds, before its pack is made): past it, it is stopped. Its sandboxes run in the
+ * seat's cgroups, and a seat has at most one.
+ */
+const READY_RECEIVE_IDLE_MS = 2_000;
+
 export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const work = gitWorkDir(deps.home);
   const bounds = deps.bounds ?? SEAT_GIT_BOUNDS;
@@ -191,6 +200,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const running = new Map<string, number>();
   /** The pack-objects started at each seat's last listing for a fetch (startReadyPack): at most one a seat. */
   const readyPacks = new Map<string, Promise<ReadyPack | undefined>>();
+  /** The receive started at each seat's last listing for a push (startReadyReceive): at most one a seat. */
+  const readyReceives = new Map<string, Promise<ReadyReceive | undefined>>();
 
   /**
    * After a listing for a fetch: the fetch's contained pack-objects starts now, while git
@@ -214,6 +225,44 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     void next.then((ready) => {
       if (ready === undefined && readyPacks.get(key) === next) readyPacks.delete(key);
     });
+  }
+
+  /**
+   * After a listing for a push: the push's quarantine, index-pack and read sandbox start now,
+   * while the seat's git makes the pack (issue 26), under the seat's limits as the push's own
+   * would. As with a fetch's ready pack: a seat listing again keeps the one it has and gets none
+   * beside one still being stopped, and one that cannot start is no matter (the push starts its
+   * own, and says why if that fails too).
+   */
+  function preparePush(ctx: SeatContext, src: Source): void {
+    const key = seatKey(ctx);
+    const before = readyReceives.get(key);
+    const next = (async () => {
+      const kept = await before;
+      if (kept !== undefined && kept.state !== "taken") {
+        if (kept.state === "ready") return kept;
+        await kept.ended;
+      }
+      await prepareQuarantineRoot(work.quarantine);
+      return startReadyReceive(src.repo, { ...receiveStart(await limitsFor(ctx)), idleMs: READY_RECEIVE_IDLE_MS });
+    })().catch(() => undefined);
+    readyReceives.set(key, next);
+    void next.then((ready) => {
+      if (ready === undefined && readyReceives.get(key) === next) readyReceives.delete(key);
+    });
+  }
+
+  /** A push's receive, started as receivePack would start it: the most any pack may carry, as a streamed one or a pack file may. */
+  function receiveStart(limits: { limits: ContainedGitLimits }): ReceiveStart {
+    return { quarantineRoot: work.quarantine, maxBytes: MAX_PACK_BYTES, ...limits };
+  }
+
+  /** The seat's ready receive, taken (no other push gets it). */
+  async function takeReadyReceive(ctx: SeatContext): Promise<ReadyReceive | undefined> {
+    const key = seatKey(ctx);
+    const entry = readyReceives.get(key);
+    readyReceives.delete(key);
+    return entry;
   }
 
   /** The seat's ready pack, taken (no other fetch gets it). */
@@ -301,6 +350,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // What it was shown (§3): the refs and their tips, as a count and a digest, the first few by name.
       await deps.pipeline.served(ctx, { action: "git.list", ...tipsServed(shown.refs) });
       if (!forPush) prepareFetch(ctx, src);
+      else preparePush(ctx, src);
       return shown;
     },
 
@@ -423,7 +473,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     afterReply: (cleanup: Promise<void>) => void,
     signal: AbortSignal | undefined,
   ): Promise<MessageInitShape<typeof PushResponseSchema>> {
-    {
+    // The receive started at the seat's listing is this push's to take; one it did not take
+    // (a push refused before its pack, or with none) is stopped before the push answers.
+    const ready = takeReadyReceive(ctx);
+    try {
       const src = await source(ctx);
       const trunk = await trunkOf(ctx.team.hub);
       const results: RefResultInit[] = [];
@@ -509,8 +562,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         // The kernel's wait before the push's contained runs may join the seat's cgroups,
         // begun as the pack starts to arrive (cgroup-warm.ts): the first of them, index-pack,
         // is on the push's path. Not sooner: a streamed pack's header comes while the seat's
-        // git still compresses, and the lock is cold again ~20 ms after a warm write.
-        if (warm) warmCgroupMoves();
+        // git still compresses, and the lock is cold again ~20 ms after a warm write. Not at all
+        // where the receive started at the listing is there: its runs joined the cgroups then,
+        // and a warm write holds every fork on the machine while the kernel waits.
+        if (warm) void ready.then((started) => (started === undefined || started.state === "gone" ? warmCgroupMoves() : undefined));
       };
       /** What a refusal of this push takes of the seat's refusal budget: with a pack file, one more for every 8 MiB the daemon copied of it. */
       const refusalWeight = async () => 1 + Math.floor(((await file?.catch(() => undefined))?.copiedBytes ?? 0) / FILE_BYTES_A_REFUSAL);
@@ -566,43 +621,51 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             // At most the size the header declared (and the quota counted): a pack longer than it is refused.
             file = fromFile ? packFile() : undefined;
             file?.catch(() => undefined);
-            quarantine = await receivePack(src.repo, file !== undefined ? { file } : pack(), {
-              quarantineRoot: work.quarantine,
-              maxBytes: streamed ? MAX_PACK_BYTES : Number(header.packBytes),
-              // A streamed pack: stopped at the chunk that takes the seat past its quota.
-              ...(streamed
-                ? {
-                    room: {
-                      atMost: bounds.bytes,
-                      bytes: admitted.then((storage) => Math.max(0, bounds.bytes - storage.bytes)),
-                      over: async (size: number): Promise<never> => {
-                        const storage = await admitted;
-                        throw await quota(
-                          `your branches hold ${storage.bytes} bytes in the hub and this pack is at least ${size}; a seat may hold at most ${bounds.bytes}`,
-                        );
+            const maxBytes = streamed ? MAX_PACK_BYTES : Number(header.packBytes);
+            // The receive started at the seat's listing for this push, if it is the one this would start.
+            const started = (await ready)?.take(receiveShape(src.repo, { ...receiveStart(limits), maxBytes }));
+            quarantine = await receivePack(
+              src.repo,
+              file !== undefined ? { file } : pack(),
+              {
+                quarantineRoot: work.quarantine,
+                maxBytes,
+                // A streamed pack: stopped at the chunk that takes the seat past its quota.
+                ...(streamed
+                  ? {
+                      room: {
+                        atMost: bounds.bytes,
+                        bytes: admitted.then((storage) => Math.max(0, bounds.bytes - storage.bytes)),
+                        over: async (size: number): Promise<never> => {
+                          const storage = await admitted;
+                          throw await quota(
+                            `your branches hold ${storage.bytes} bytes in the hub and this pack is at least ${size}; a seat may hold at most ${bounds.bytes}`,
+                          );
+                        },
                       },
-                    },
-                  }
-                : {}),
-              // A bounded seat's pack has the same bounds as any: its replay copies the blobs with
-              // contained git, never through the daemon's memory (git-filter.ts; it was read
-              // whole there, so such a pack was held to 128 MiB expanded).
-              bounds: bounds.pack,
-              admitted,
-              // The objects the pack's header declares, against the quota, before any of it is
-              // read further: a push past the objects quota is refused for that, whatever its
-              // objects are (found by an attack, round eleven: a corrupt one was push.pack).
-              admitObjects: async (objects) => {
-                let storage = await admitted;
-                // Refused only on the exact figures (the bound above makes this walk all but unreachable).
-                if (storage.objects + objects > bounds.objects && !storage.exact) storage = await storageOf();
-                if (storage.objects + objects > bounds.objects)
-                  throw await quota(
-                    `your branches hold ${storage.objects} objects in the hub and this pack carries ${objects}; a seat may hold at most ${bounds.objects}`,
-                  );
+                    }
+                  : {}),
+                // A bounded seat's pack has the same bounds as any: its replay copies the blobs with
+                // contained git, never through the daemon's memory (git-filter.ts; it was read
+                // whole there, so such a pack was held to 128 MiB expanded).
+                bounds: bounds.pack,
+                admitted,
+                // The objects the pack's header declares, against the quota, before any of it is
+                // read further: a push past the objects quota is refused for that, whatever its
+                // objects are (found by an attack, round eleven: a corrupt one was push.pack).
+                admitObjects: async (objects) => {
+                  let storage = await admitted;
+                  // Refused only on the exact figures (the bound above makes this walk all but unreachable).
+                  if (storage.objects + objects > bounds.objects && !storage.exact) storage = await storageOf();
+                  if (storage.objects + objects > bounds.objects)
+                    throw await quota(
+                      `your branches hold ${storage.objects} objects in the hub and this pack carries ${objects}; a seat may hold at most ${bounds.objects}`,
+                    );
+                },
+                ...limits,
               },
-              ...limits,
-            });
+              started,
+            );
           } catch (error) {
             await unreadable(error);
           }
@@ -670,6 +733,10 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         (u) => results.find((r) => r.ref === u.ref) ?? { ref: u.ref, ok: false, rule: "rpc.malformed", reason: "not processed" },
       );
       return { results: ordered };
+    } finally {
+      const untaken = await ready;
+      untaken?.discard();
+      await untaken?.ended;
     }
   }
 

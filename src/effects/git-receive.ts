@@ -147,12 +147,87 @@ export async function receivePack(
   hub: string,
   pack: Uint8Array | AsyncIterable<Uint8Array> | { readonly file: Promise<FilledPack> },
   options: ReceiveOptions,
+  started?: StartedReceive,
 ): Promise<Quarantine> {
   if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) throw new Error(`maxBytes must be a positive integer, not ${options.maxBytes}`);
   // The room follows the admission: a refused admission rejects it too, whether or not the
   // receive got to ask it (a pack file refused first, or refused for the quota before its room
   // was asked, left the rejection unhandled, and node ended the daemon: found by the suite).
   options.room?.bytes.catch(() => undefined);
+  const receive = started ?? (await startReceive(hub, options));
+  const { quarantine } = receive;
+  try {
+    const incoming = join(quarantine.dir, "incoming.pack");
+    // A pack file is scanned as it is copied (copyScanned); a stream, once written.
+    const copied = "file" in pack ? await copyScanned(await pack.file, incoming, options) : undefined;
+    const size =
+      copied?.size ?? (await writeBounded(pack as Uint8Array | AsyncIterable<Uint8Array>, incoming, options.maxBytes, options.admitted, options.room));
+    if (copied === undefined) {
+      await options.admitted;
+      if (size > 0 && options.admitObjects !== undefined) {
+        const handle = await open(incoming, "r");
+        const declared = await packHeaderCount(handle).finally(() => handle.close());
+        if (declared !== undefined) await options.admitObjects(declared);
+      }
+    }
+    if (size > 0) {
+      // The headers first: what git would build in memory is bounded before git sees a byte.
+      const scan = copied?.scan ?? (await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS));
+      if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
+      receive.scanned({ bytes: size, objects: scan.objects });
+      const read = createReadStream(incoming);
+      read.on("error", (error) => receive.feed.destroy(error));
+      read.pipe(receive.feed);
+      try {
+        await receive.indexing;
+      } catch (error) {
+        if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
+        if (error instanceof GitError && (await carriedOnly(quarantine.objects, error.stderr))) return quarantineWithout(incoming, quarantine);
+        // Not a check of links any more (the walk's), but git's words for a missing object are
+        // the same refusal wherever they come from.
+        const unsent = /did not receive expected object ([0-9a-f]{40}|[0-9a-f]{64})/.exec(error instanceof GitError ? error.stderr : "")?.[1];
+        if (unsent !== undefined) throw new PackRejected(unsentObject());
+        if (error instanceof GitError) throw new PackRejected(`pack is corrupt: ${gitMessage(error.stderr)}`);
+        throw error;
+      }
+    }
+    // No pack (an empty push): index-pack has nothing to do.
+    if (size === 0) await receive.stopIndexing();
+    return await quarantineWithout(incoming, quarantine);
+  } catch (error) {
+    await receive.stopIndexing();
+    await quarantine.dispose();
+    throw error;
+  }
+}
+
+/** What a receive needs before its pack: where, and index-pack's bounds. */
+export type ReceiveStart = Pick<ReceiveOptions, "quarantineRoot" | "maxBytes" | "limits" | "timeoutMs" | "session">;
+
+/**
+ * A push's quarantine, its contained index-pack and its read sandbox, started and waiting for
+ * the pack: receivePack's first half, which it runs itself or is given (ready-receive.ts makes
+ * one as a seat lists refs for a push, issue 26).
+ */
+export interface StartedReceive {
+  readonly quarantine: Quarantine;
+  /** index-pack's input: given nothing until the pack is in, admitted and scanned. */
+  readonly feed: PassThrough;
+  /** index-pack, settled once it has exited (rejects with its GitError). */
+  readonly indexing: Promise<unknown>;
+  /** Stops index-pack, and resolves once it has ended. */
+  stopIndexing(): Promise<void>;
+  /** What the header scan found, for the quarantine's `pack`. */
+  scanned(pack: NonNullable<Quarantine["pack"]>): void;
+}
+
+/**
+ * index-pack and the push's read sandbox are started before the pack comes, their sandboxes
+ * made while the daemon waits for it (issue 26). index-pack is given nothing before the pack is
+ * in, admitted and scanned; anything that ends the receive first stops it, and it has ended
+ * before the quarantine is removed.
+ */
+export async function startReceive(hub: string, options: ReceiveStart): Promise<StartedReceive> {
   const hubDir = await realpath(hub);
   const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
   const objects = join(dir, "objects");
@@ -174,11 +249,6 @@ export async function receivePack(
       await rm(dir, { recursive: true, force: true });
     },
   };
-  // index-pack and the push's read sandbox are started as the pack starts to come, their
-  // sandboxes made while the daemon waits for it (a streamed pack's header arrives while the
-  // seat's git still compresses: issue 26). index-pack is given nothing before the pack is in,
-  // admitted and scanned; anything that ends the receive first stops it, and it has ended
-  // before the quarantine is removed.
   const stopIndex = new AbortController();
   const feed = new PassThrough();
   let indexing: Promise<unknown> | undefined;
@@ -213,48 +283,12 @@ export async function receivePack(
     if (options.session !== false) {
       session = openGitSession({ gitDir: hubDir, readOnly: [hubDir, ...(await objectStores(hubDir)), dir], writable: [], env, ...limits });
     }
-    const incoming = join(dir, "incoming.pack");
-    // A pack file is scanned as it is copied (copyScanned); a stream, once written.
-    const copied = "file" in pack ? await copyScanned(await pack.file, incoming, options) : undefined;
-    const size =
-      copied?.size ?? (await writeBounded(pack as Uint8Array | AsyncIterable<Uint8Array>, incoming, options.maxBytes, options.admitted, options.room));
-    if (copied === undefined) {
-      await options.admitted;
-      if (size > 0 && options.admitObjects !== undefined) {
-        const handle = await open(incoming, "r");
-        const declared = await packHeaderCount(handle).finally(() => handle.close());
-        if (declared !== undefined) await options.admitObjects(declared);
-      }
-    }
-    if (size > 0) {
-      // The headers first: what git would build in memory is bounded before git sees a byte.
-      const scan = copied?.scan ?? (await scanPack(incoming, options.bounds ?? DEFAULT_PACK_BOUNDS));
-      if (!scan.ok) throw new PackRejected(scan.rule === "push.pack" ? `pack is corrupt: ${scan.reason}` : scan.reason, scan.rule);
-      scanned = { bytes: size, objects: scan.objects };
-      const read = createReadStream(incoming);
-      read.on("error", (error) => feed.destroy(error));
-      read.pipe(feed);
-      try {
-        await indexing;
-      } catch (error) {
-        if (error instanceof GitError && typeof error.code === "string") throw new PackRejected(`pack could not be checked in time (${error.code})`);
-        if (error instanceof GitError && (await carriedOnly(objects, error.stderr))) return quarantineWithout(incoming, quarantine);
-        // Not a check of links any more (the walk's), but git's words for a missing object are
-        // the same refusal wherever they come from.
-        const unsent = /did not receive expected object ([0-9a-f]{40}|[0-9a-f]{64})/.exec(error instanceof GitError ? error.stderr : "")?.[1];
-        if (unsent !== undefined) throw new PackRejected(unsentObject());
-        if (error instanceof GitError) throw new PackRejected(`pack is corrupt: ${gitMessage(error.stderr)}`);
-        throw error;
-      }
-    }
-    // No pack (an empty push): index-pack has nothing to do.
-    if (size === 0) await stopIndexing();
-    return await quarantineWithout(incoming, quarantine);
   } catch (error) {
     await stopIndexing();
     await quarantine.dispose();
     throw error;
   }
+  return { quarantine, feed, indexing, stopIndexing, scanned: (pack) => void (scanned = pack) };
 }
 
 async function quarantineWithout(incoming: string, quarantine: Quarantine): Promise<Quarantine> {
