@@ -202,6 +202,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
   const readyPacks = new Map<string, Promise<ReadyPack | undefined>>();
   /** The receive started at each seat's last listing for a push (startReadyReceive): at most one a seat. */
   const readyReceives = new Map<string, Promise<ReadyReceive | undefined>>();
+  /** Seats whose last such receive no push took: none is started for them until a push takes a pack in. */
+  const unusedReceive = new Set<string>();
 
   /**
    * After a listing for a fetch: the fetch's contained pack-objects starts now, while git
@@ -232,16 +234,23 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
    * while the seat's git makes the pack (issue 26), under the seat's limits as the push's own
    * would. As with a fetch's ready pack: a seat listing again keeps the one it has and gets none
    * beside one still being stopped, and one that cannot start is no matter (the push starts its
-   * own, and says why if that fails too).
+   * own, and says why if that fails too). A seat whose last one no push took (it listed and did
+   * not push, or pushed no pack) gets none until a push of its takes a pack in: a listing and a
+   * push of nothing, in a loop, had the daemon start and stop two sandboxes a turn for the seat
+   * (found by an attack on this change: 25-28 ms a turn against 4).
    */
   function preparePush(ctx: SeatContext, src: Source): void {
     const key = seatKey(ctx);
+    if (unusedReceive.has(key)) return;
     const before = readyReceives.get(key);
     const next = (async () => {
       const kept = await before;
       if (kept !== undefined && kept.state !== "taken") {
         if (kept.state === "ready") return kept;
+        // Stopped untaken at its idle time.
+        unusedReceive.add(key);
         await kept.ended;
+        return undefined;
       }
       await prepareQuarantineRoot(work.quarantine);
       return startReadyReceive(src.repo, { ...receiveStart(await limitsFor(ctx)), idleMs: READY_RECEIVE_IDLE_MS });
@@ -624,6 +633,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
             const maxBytes = streamed ? MAX_PACK_BYTES : Number(header.packBytes);
             // The receive started at the seat's listing for this push, if it is the one this would start.
             const started = (await ready)?.take(receiveShape(src.repo, { ...receiveStart(limits), maxBytes }));
+            unusedReceive.delete(seatKey(ctx));
             quarantine = await receivePack(
               src.repo,
               file !== undefined ? { file } : pack(),
@@ -735,8 +745,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       return { results: ordered };
     } finally {
       const untaken = await ready;
-      untaken?.discard();
-      await untaken?.ended;
+      if (untaken !== undefined && untaken.state !== "taken") {
+        unusedReceive.add(seatKey(ctx));
+        untaken.discard();
+        await untaken.ended;
+      }
     }
   }
 

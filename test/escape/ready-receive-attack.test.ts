@@ -17,7 +17,11 @@ import { type TeamdHarness } from "../support/teamd-harness.js";
  * - a push refused before its pack stops the seat's receive before it answers: nothing is left;
  * - one seat's receive is never another's: w2's push leaves w1's as it was;
  * - two pushes of one seat at once, after one listing each: one takes the receive, the other
- *   starts its own, and both land what they sent.
+ *   starts its own, and both land what they sent;
+ * - a receive no push took (a push of no pack, a listing and no push) is the seat's last until
+ *   a push of its takes a pack in: listings and pushes of nothing in a loop had the daemon start
+ *   and stop the two sandboxes a turn (found by an attack on this change, 25-28 ms a turn
+ *   against 4).
  */
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
@@ -65,18 +69,21 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
     return rows.filter((m) => /^(?:\S*\/)?git\s.*\sindex-pack\s/.test(m[3] ?? "") && underDaemon(Number(m[1]))).length;
   }
 
-  /** Runs `work`, sampling the quarantines and index-packs every few milliseconds meanwhile: the most of each seen. */
-  async function sampled<T>(work: Promise<T>): Promise<{ result: T; quarantines: number; indexPacks: number }> {
+  /** Runs `work`, sampling the quarantines and index-packs every few milliseconds meanwhile: the most of each seen, and every quarantine's name. */
+  async function sampled<T>(work: Promise<T>): Promise<{ result: T; quarantines: number; indexPacks: number; names: Set<string> }> {
     let done = false;
     const result = work.finally(() => (done = true));
     let quarantines = 0;
     let packs = 0;
+    const names = new Set<string>();
     while (!done) {
-      quarantines = Math.max(quarantines, quarantineLeft(h).length);
+      const left = quarantineLeft(h);
+      for (const name of left) names.add(name);
+      quarantines = Math.max(quarantines, left.length);
       packs = Math.max(packs, indexPacks());
-      await new Promise((resolve) => setTimeout(resolve, 15));
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    return { result: await result, quarantines, indexPacks: packs };
+    return { result: await result, quarantines, indexPacks: packs, names };
   }
 
   beforeAll(async () => {
@@ -111,6 +118,10 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
   });
 
   it("never gives one seat's receive to another seat's push", async () => {
+    // w1's refused push left its receive untaken: a push of a pack first, so that its listings start one again.
+    const armed = await h.inSeat("w1", `git checkout -q -b arm teamd/main && ${commitOn("arm1")} && git push -q teamd HEAD:arm 2>&1`);
+    expect(armed.code, armed.stdout + armed.stderr).toBe(0);
+    expect(await quarantineLeftAfterLanding(h, IDLE_MS)).toEqual([]);
     expect((await h.inSeat("w1", LIST_FOR_PUSH)).code).toBe(0);
     const w1Receive = quarantineLeft(h);
     expect(w1Receive).toHaveLength(1);
@@ -135,6 +146,28 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
     expect(h.hubRef("refs/heads/seat/w1/q")).toBe(await local("w1", "q"));
     expect(h.hubGit("show", `${await local("w1", "p")}:src/p1.txt`)).toBe("p1");
     expect(h.hubGit("show", `${await local("w1", "q")}:src/q1.txt`)).toBe("q1");
+    expect(await quarantineLeftAfterLanding(h, IDLE_MS)).toEqual([]);
+  });
+
+  it("starts no receive for a seat whose last one no push took, until a push of its takes a pack in", async () => {
+    // Eight branches at the trunk's commit (each a push of an empty pack, which takes its receive).
+    const made = await h.inSeat("w1", "for i in 1 2 3 4 5 6 7 8; do git push -q teamd teamd/main:refs/heads/d$i 2>&1 || exit 9; done");
+    expect(made.code, made.stdout + made.stderr).toBe(0);
+    expect(await quarantineLeftAfterLanding(h, IDLE_MS)).toEqual([]);
+    // Then each deleted: a listing and a push of no pack, eight times over. The first listing's
+    // receive goes untaken; after it, the seat gets none.
+    const deleted = await sampled(h.inSeat("w1", "for i in 1 2 3 4 5 6 7 8; do git push -q teamd --delete seat/w1/d$i 2>&1 || exit 9; done"));
+    expect(deleted.result.code, deleted.result.stdout + deleted.result.stderr).toBe(0);
+    expect(deleted.names.size).toBeGreaterThanOrEqual(1);
+    expect(deleted.names.size).toBeLessThanOrEqual(1);
+    expect(quarantineLeft(h)).toEqual([]);
+    // A push of a pack starts its own receive and the seat's listings start theirs again: the next push takes one.
+    const again = await h.inSeat(
+      "w1",
+      `git checkout -q -b again teamd/main && ${commitOn("again1")} && git push -q teamd HEAD:again 2>&1 && ${commitOn("again2")} && git push -q teamd HEAD:again 2>&1`,
+    );
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(h.hubRef("refs/heads/seat/w1/again")).toBe(await local("w1", "again"));
     expect(await quarantineLeftAfterLanding(h, IDLE_MS)).toEqual([]);
   });
 });
