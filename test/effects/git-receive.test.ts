@@ -312,6 +312,40 @@ describe("receivePack", () => {
     }
   });
 
+  it("checks every new commit of a push, not only its tip: the checks started on a one-commit guess are not what a longer push is judged by", async () => {
+    // One commit: the checks started beside the listing are the push's.
+    const one = commit("one", { "src/one.txt": "1\n" });
+    const single = await receivePack(hub, packOf(one, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      const checked = await pushedCommits(hub, single, one, { readable: [base] });
+      expect(checked.commits.at(-1)).toBe(one);
+      expect(checked.paths).toContain("src/one.txt");
+    } finally {
+      await single.dispose();
+    }
+    // Three: the first writes a path the tip does not touch, and its message drives a terminal.
+    const first = commit("first", { "docs/first.md": "first\n" });
+    const second = commit("second", { "src/second.txt": "2\n" });
+    const third = commit("third", { "src/third.txt": "3\n" });
+    const three = await receivePack(hub, packOf(third, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      const checked = await pushedCommits(hub, three, third, { readable: [base] });
+      expect(checked.commits.slice(-3)).toEqual([first, second, third]);
+      expect(checked.paths).toEqual(expect.arrayContaining(["docs/first.md", "src/second.txt", "src/third.txt"]));
+    } finally {
+      await three.dispose();
+    }
+    const loud = commit("loud \u001b[31mred", { "src/loud.txt": "4\n" });
+    const quiet = commit("quiet", { "src/quiet.txt": "5\n" });
+    expect(loud).not.toBe(quiet);
+    const told = await receivePack(hub, packOf(quiet, [base]), { quarantineRoot, maxBytes: 1024 * 1024 });
+    try {
+      await expect(pushedCommits(hub, told, quiet, { readable: [base] })).rejects.toMatchObject({ rule: "push.commit-text" });
+    } finally {
+      await told.dispose();
+    }
+  });
+
   describe("a streamed pack (no size declared): held to its room as it arrives", () => {
     const KiB = 1024;
     /** `total` bytes of `pack` (repeated as needed) in 16 KiB chunks; `pulled` counts what was taken. */
