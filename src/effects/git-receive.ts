@@ -522,29 +522,7 @@ async function checkedCommits<T>(
     if (error instanceof PackRejected) stop.abort();
     throw error;
   });
-  // The checks of the new commits on the guess that the push adds one, its tip (an agent's
-  // usual push), started beside the listing instead of after it (issue 26: ~7 ms of a push), and
-  // used only if the listing is exactly that commit: the same runs on the same input as after it.
-  // Any other listing stops them and runs the checks on what it lists.
-  const stopGuess = new AbortController();
-  const guessed = next([tip], AbortSignal.any([stop.signal, stopGuess.signal]));
-  const guessEnded = guessed.then(
-    () => undefined,
-    () => undefined,
-  );
-  const after = listing.then(
-    async (commits) => {
-      if (commits.length === 1 && commits[0] === tip) return guessed;
-      stopGuess.abort();
-      await guessEnded;
-      return next(commits, stop.signal);
-    },
-    (error: unknown) => {
-      stopGuess.abort();
-      throw error;
-    },
-  );
-  const [typed, reached, listed, checked] = await settled([kind, walk, listing, after, guessEnded]);
+  const [typed, reached, listed, after] = await settled([kind, walk, listing, listing.then((commits) => next(commits, stop.signal))]);
   // An object named and not sent first, whatever the tip is: the walk refuses it in the same
   // words and in the same run whether the hub holds it or not, and so must the tip's type — a
   // tip naming a blob the hub holds was "a blob, not a commit", one it lacks "in neither the
@@ -558,8 +536,8 @@ async function checkedCommits<T>(
     throw reached.error;
   }
   if (!listed.ok) throw listed.error;
-  if (!checked.ok) throw checked.error;
-  return { commits: listed.value, next: checked.value };
+  if (!after.ok) throw after.error;
+  return { commits: listed.value, next: after.value };
 }
 
 /** The tip's type, or "missing" where neither the pack nor the hub has it. */
