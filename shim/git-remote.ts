@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
-import { closeSync, constants, openSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import { statSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import type { Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
@@ -8,8 +7,8 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
-import { packFileName } from "../src/effects/pack-file-name.js";
-import { guessPush, recordPushed, type PushGuess } from "./push-guess.js";
+import { guessPush, recordPushed } from "./push-guess.js";
+import { revisions, startPacker, stopChild, type Packer } from "./push-pack.js";
 
 /**
  * `git-remote-teamd`: git's remote helper for a `teamd::` remote (gitremote-helpers(7)), so
@@ -35,7 +34,12 @@ interface Listed {
   readonly name: string;
 }
 
-export async function runGitRemote(socket: string, early?: Socket, remote?: string): Promise<void> {
+/**
+ * `early`: the daemon's socket, connected while this code loaded; `remote`: git's name for the
+ * remote (its tracking refs are a push's guess); `earlyPack`: a push's pack on its guess, started
+ * as the helper started (push-pack.ts), for the listing for a push to take.
+ */
+export async function runGitRemote(socket: string, early?: Socket, remote?: string, earlyPack?: Packer): Promise<void> {
   const client = createRpcClient(ShimService, socket, { deadlineMs: 30_000, ...(early !== undefined ? { socket: early } : {}) });
   // Connected while git sends its first commands (on the socket main.ts connected while this
   // code loaded): the listing's call then goes out at once (issue 26).
@@ -50,6 +54,7 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
   let ahead: PushAhead | undefined;
   /** Whether they are still to start: not once the push has begun, or the helper ends. */
   let wantAhead = false;
+  let unclaimed = earlyPack;
   try {
     for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
       const [command = "", ...rest] = line.split(" ");
@@ -68,8 +73,11 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
         const forPush = rest[0] === "for-push";
         // A push's pack on its guess comes first: it is the longest wait of the push, longer
         // than the listing's round trip and what follows it (issue 26).
-        const guess = forPush ? guessPush(process.env.GIT_DIR, remote) : undefined;
-        const guessed = guess !== undefined ? startPacker(guess) : undefined;
+        const claimed = unclaimed;
+        unclaimed = undefined;
+        if (!forPush) claimed?.stop();
+        const guess = forPush && claimed === undefined ? guessPush(process.env.GIT_DIR, remote) : undefined;
+        const guessed = forPush ? (claimed ?? (guess !== undefined ? startPacker(guess) : undefined)) : undefined;
         // The call next, then git's process for the haves: starting a process holds this one
         // for a few milliseconds (issue 26), and the daemon answers meanwhile.
         const listing = client.listRefs({ forPush });
@@ -113,6 +121,7 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
   } finally {
     wantAhead = false;
     ahead?.stop();
+    unclaimed?.stop();
     client.close();
   }
 }
@@ -268,7 +277,7 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
       exclude,
       guess.excludes.map((oid) => `^${oid}`),
     );
-  if (guessed) say(verbose - 1, "the pack was made on the push's guess");
+  if (guessed) say(verbose - 1, `the pack was made on the push's guess${ahead.pack.early === true ? ", from the helper's start" : ""}`);
   else if (guess !== undefined) {
     if (tips.length > 0) ahead.restartPack();
     else ahead.pack.stop();
@@ -340,47 +349,6 @@ interface PushAhead {
   stop(): void;
 }
 
-/**
- * `git pack-objects --revs --stdout`: its output held (not read) until the pack is sent, or,
- * with `file`, written to that file in the seat's tmp folder, which `stop` removes. With
- * `guess`, it was given the guess's revisions as it started, and packs them meanwhile.
- */
-interface Packer {
-  readonly child: ChildProcessByStdio<Writable, Readable | null, null>;
-  readonly done: Promise<void>;
-  readonly file?: PackFile;
-  readonly guess?: PushGuess;
-  stop(): void;
-}
-
-interface PackFile {
-  readonly name: string;
-  readonly path: string;
-}
-
-/**
- * A new file for the pack in the seat's tmp folder (TEAMD_TMP, set by the seat's plan), opened
- * for pack-objects' output; undefined where there is none (the pack then streams).
- */
-function openPackFile(): (PackFile & { readonly fd: number }) | undefined {
-  const folder = process.env.TEAMD_TMP;
-  if (folder === undefined || !folder.startsWith("/")) return undefined;
-  const name = packFileName(randomUUID());
-  const path = join(folder, name);
-  try {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    return { name, path, fd };
-  } catch {
-    return undefined;
-  }
-}
-
-const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
-
-function stopChild(child: ChildProcess): void {
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-}
-
 /** The push's processes, with the pack on its guess where one was started already. */
 function startPushAhead(guessed?: Packer): PushAhead {
   let pack = guessed;
@@ -423,49 +391,6 @@ function startPushAhead(guessed?: Packer): PushAhead {
       pack?.stop();
     },
   };
-}
-
-function startPacker(guess: PushGuess | undefined): Packer {
-  const file = openPackFile();
-  let packer: ChildProcessByStdio<Writable, Readable | null, null>;
-  try {
-    packer = spawn("git", PACK_OBJECTS, { stdio: ["pipe", file?.fd ?? "pipe", "inherit"] }) as ChildProcessByStdio<Writable, Readable | null, null>;
-  } finally {
-    if (file !== undefined) closeSync(file.fd);
-  }
-  // Held until read: when a child exits, Node drops the unread output of a stream nobody
-  // listens to (its flushStdio), and a small pack can be written and git gone before the call
-  // that sends it reads a byte.
-  packer.stdout?.on("readable", () => undefined);
-  // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
-  packer.stdin.on("error", () => undefined);
-  const done = new Promise<void>((resolve, reject) => {
-    packer.on("error", reject);
-    packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
-  });
-  done.catch(() => undefined);
-  if (guess !== undefined)
-    packer.stdin.end(
-      revisions(
-        [guess.tip],
-        guess.excludes.map((oid) => `^${oid}`),
-      ),
-    );
-  return {
-    child: packer,
-    done,
-    ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}),
-    ...(guess !== undefined ? { guess } : {}),
-    stop: () => {
-      stopChild(packer);
-      if (file !== undefined) rmSync(file.path, { force: true });
-    },
-  };
-}
-
-/** pack-objects' input: the tips, then the commits left out (`^OID`), a line each. */
-function revisions(tips: readonly string[], exclude: readonly string[]): string {
-  return [...tips, ...exclude].join("\n") + "\n";
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {

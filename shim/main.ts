@@ -3,6 +3,7 @@ import { connect } from "node:net";
 import { basename } from "node:path";
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { TEAMD_VERSION } from "../src/rpc/protocol.js";
+import { startEarlyPack } from "./push-pack.js";
 import { socketPath } from "./seat-socket.js";
 
 /**
@@ -23,8 +24,10 @@ async function main(argv: readonly string[]): Promise<void> {
     const early = connect(socket);
     early.on("error", () => undefined);
     try {
+      // A push's pack on its guess, started before the rest of the helper loads (push-pack.ts).
+      const earlyPack = startEarlyPack(argv[2]);
       const { runGitRemote } = await import("./git-remote.js");
-      await runGitRemote(socket, early, argv[2]);
+      await runGitRemote(socket, early, argv[2], earlyPack);
       process.exit(0);
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
