@@ -1,5 +1,6 @@
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { plainRefName, readFileRef, readFileRefs } from "../src/effects/ref-files.js";
 
 /**
  * What a `git push teamd` will most likely send, guessed from this repository's files while
@@ -13,7 +14,7 @@ import { join } from "node:path";
  * and the pack made as before, so a wrong or odd guess costs time, never a different pack.
  *
  * It reads only this repository's own files (the seat's, in the seat), bounded, and gives up on
- * anything it does not plainly understand: a linked worktree, a ref it cannot read, a remote
+ * anything it does not plainly understand: a linked worktree, a HEAD it cannot read, a remote
  * name that is not a plain name. It never guesses without a tracking ref: a pack of HEAD's
  * whole history is no guess worth its work.
  */
@@ -24,12 +25,8 @@ export interface PushGuess {
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
-/** A ref file is an object id and a newline; HEAD a symbolic ref line. More is not a ref this reads. */
-const REF_FILE_BYTES = 256;
-/** The packed-refs file read whole, at most this much; a larger one is not guessed from. */
-const PACKED_REFS_BYTES = 1024 * 1024;
-/** The most tracking refs one guess reads (loose files and folders); more, and there is no guess. */
-const TRACKING_REFS = 1024;
+/** HEAD is a symbolic ref line or an object id; more is not a HEAD this reads. */
+const HEAD_BYTES = 256;
 /**
  * The helper's note of what the daemon held at this repository's last push, in its git folder
  * (as git keeps FETCH_HEAD there): a first line naming it, then an object id a line.
@@ -40,88 +37,34 @@ const GUESS_HEADER = "# teamd push guess 1";
 export const GUESS_COMMITS = 4096;
 
 export function guessPush(gitDir: string | undefined, remote: string | undefined): PushGuess | undefined {
-  if (gitDir === undefined || gitDir === "" || remote === undefined || !/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(remote)) return undefined;
+  if (gitDir === undefined || gitDir === "" || remote === undefined || !plainRefName(`refs/remotes/${remote}`)) return undefined;
   try {
     // A linked worktree keeps its refs in the common folder: not read here.
-    if (readSmall(join(gitDir, "commondir"), REF_FILE_BYTES) !== undefined) return undefined;
-    const packed = packedRefs(gitDir);
-    if (packed === undefined) return undefined;
-    const tip = headCommit(gitDir, packed);
+    if (readSmall(join(gitDir, "commondir"), HEAD_BYTES) !== undefined) return undefined;
+    const tip = headCommit(gitDir);
     if (tip === undefined) return undefined;
-    const prefix = `refs/remotes/${remote}/`;
-    const tracking = new Map<string, string>();
-    for (const [name, oid] of packed) if (name.startsWith(prefix)) tracking.set(name, oid);
-    if (!looseRefs(gitDir, prefix, tracking)) return undefined;
+    // The tracking refs as git's files format has them (ref-files.ts); where it cannot say (a
+    // symbolic ref among them, another format), the note alone.
+    const tracking = readFileRefs(gitDir, `refs/remotes/${remote}/`) ?? [];
     const noted = readSmall(join(gitDir, GUESS_FILE), (GUESS_COMMITS + 1) * 66);
     if (noted === null) return undefined;
     const lines = noted?.split("\n") ?? [];
     const held = lines[0] === GUESS_HEADER ? lines.slice(1).filter((line) => OBJECT_ID.test(line)) : [];
-    const excludes = [...new Set([...held, ...tracking.values()])];
+    const excludes = [...new Set([...held, ...tracking.map((ref) => ref.oid)])];
     return excludes.length === 0 ? undefined : { tip, excludes };
   } catch {
     return undefined;
   }
 }
 
-function headCommit(gitDir: string, packed: ReadonlyMap<string, string>): string | undefined {
-  const head = readSmall(join(gitDir, "HEAD"), REF_FILE_BYTES);
+/** HEAD's commit: a detached HEAD's id, or its branch's as ref-files.ts reads it. */
+function headCommit(gitDir: string): string | undefined {
+  const head = readSmall(join(gitDir, "HEAD"), HEAD_BYTES);
   if (head === undefined || head === null) return undefined;
   const detached = /^([0-9a-f]{40}|[0-9a-f]{64})\n$/.exec(head)?.[1];
   if (detached !== undefined) return detached;
-  const branch = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n$/.exec(head)?.[1];
-  if (branch === undefined || /(^|\/)\.|\.\.|\/\/|\/$|\.lock(\/|$)/.test(branch)) return undefined;
-  const loose = readSmall(join(gitDir, branch), REF_FILE_BYTES);
-  if (loose === null) return undefined;
-  return loose !== undefined ? refValue(loose) : packed.get(branch);
-}
-
-/** The packed-refs file's refs (peeled lines and comments skipped); an empty map without one; undefined if it cannot be read whole. */
-function packedRefs(gitDir: string): Map<string, string> | undefined {
-  const refs = new Map<string, string>();
-  const text = readSmall(join(gitDir, "packed-refs"), PACKED_REFS_BYTES);
-  if (text === null) return undefined;
-  if (text === undefined) return refs;
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#") || line.startsWith("^")) continue;
-    const at = line.indexOf(" ");
-    const oid = line.slice(0, at);
-    if (at > 0 && OBJECT_ID.test(oid)) refs.set(line.slice(at + 1), oid);
-  }
-  return refs;
-}
-
-/** The loose refs under `prefix` into `into` (a loose ref stands over a packed one); false if there are more than this reads, or one it cannot. */
-function looseRefs(gitDir: string, prefix: string, into: Map<string, string>): boolean {
-  const folders = [prefix.slice(0, -1)];
-  let seen = 0;
-  for (let folder = folders.pop(); folder !== undefined; folder = folders.pop()) {
-    let entries;
-    try {
-      entries = readdirSync(join(gitDir, folder), { withFileTypes: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
-      return false;
-    }
-    for (const entry of entries) {
-      if (++seen > TRACKING_REFS) return false;
-      const name = `${folder}/${entry.name}`;
-      if (entry.isDirectory()) folders.push(name);
-      else if (entry.isFile() && !entry.name.endsWith(".lock")) {
-        const text = readSmall(join(gitDir, name), REF_FILE_BYTES);
-        if (text === undefined || text === null) return false;
-        // A symbolic ref (the remote's HEAD) names another tracking ref, read on its own.
-        if (text.startsWith("ref: ")) continue;
-        const oid = refValue(text);
-        if (oid === undefined) return false;
-        into.set(name, oid);
-      } else return false;
-    }
-  }
-  return true;
-}
-
-function refValue(text: string): string | undefined {
-  return /^([0-9a-f]{40}|[0-9a-f]{64})\n$/.exec(text)?.[1];
+  const branch = /^ref: (refs\/heads\/\S+)\n$/.exec(head)?.[1];
+  return branch === undefined ? undefined : (readFileRef(gitDir, branch) ?? undefined);
 }
 
 /**

@@ -40,7 +40,6 @@ describe("git-remote-teamd: the push's guess", () => {
     const second = commit("b");
     git("update-ref", "refs/remotes/teamd/seat/w1/y", second);
     git("update-ref", "refs/remotes/other/main", second);
-    git("symbolic-ref", "refs/remotes/teamd/HEAD", "refs/remotes/teamd/main");
     const tip = commit("c");
     expect(guessPush(gitDir, "teamd")).toEqual({ tip, excludes: expect.arrayContaining([base, second]) as unknown });
     expect(guessPush(gitDir, "teamd")?.excludes).toHaveLength(2);
@@ -53,6 +52,11 @@ describe("git-remote-teamd: the push's guess", () => {
     // A detached HEAD is its commit.
     git("checkout", "-q", "--detach", base);
     expect(guessPush(gitDir, "teamd")?.tip).toBe(base);
+    // Tracking refs ref-files.ts cannot read as git would (a symbolic one among them): the note alone.
+    git("symbolic-ref", "refs/remotes/teamd/HEAD", "refs/remotes/teamd/main");
+    expect(guessPush(gitDir, "teamd")).toBeUndefined();
+    recordPushed(gitDir, [second]);
+    expect(guessPush(gitDir, "teamd")).toEqual({ tip: base, excludes: [second] });
   });
 
   it("adds the note recordPushed left, and reads back what it wrote", () => {
@@ -98,7 +102,7 @@ describe("git-remote-teamd: the push's guess", () => {
     writeFileSync(join(gitDir, "commondir"), "..\n");
     expect(guessPush(gitDir, "teamd")).toBeUndefined();
     rmSync(join(gitDir, "commondir"));
-    // A tracking ref that is not an object id, or a link, is not read past.
+    // A tracking ref that is not an object id, or a link: the tracking refs are not read (and there is no note).
     writeFileSync(join(gitDir, "refs/remotes/teamd/bad"), "garbage\n");
     expect(guessPush(gitDir, "teamd")).toBeUndefined();
     rmSync(join(gitDir, "refs/remotes/teamd/bad"));
@@ -110,7 +114,7 @@ describe("git-remote-teamd: the push's guess", () => {
     expect(guessPush(gitDir, "teamd")).toBeUndefined();
   });
 
-  it("gives up past its bound of tracking refs", () => {
+  it("reads no tracking refs past ref-files.ts's bound of loose refs", () => {
     const base = commit("a");
     mkdirSync(join(gitDir, "refs/remotes/teamd"), { recursive: true });
     for (let i = 0; i < 1100; i++) writeFileSync(join(gitDir, `refs/remotes/teamd/r${i}`), `${base}\n`);
