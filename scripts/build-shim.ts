@@ -140,6 +140,12 @@ export const gitRemote = () => require("./git-remote.js");
 export const warm = () => [require("./cli.js"), require("./git-remote.js"), require("./commands.js"), require("./handoff.js")];
 `;
 const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "commands.ts": "commands", "git-remote.ts": "gitRemote" };
+/**
+ * main.ts's import() of small modules the front holds itself, run only when imported: the
+ * remote helper's early pack (push-pack.ts, its guess and git's ref files), which only `git
+ * push` needs before the lazy part is read, and which `teamd-shim --version` never runs.
+ */
+const SHIM_FRONT_DEFERRED = new Set(["push-pack.ts"]);
 
 /** How the shim compiles its lazy part, the same text at build time (for the cache) and in the seat. */
 const SHIM_LAZY_WRAP = ["(function (exports, require, module, __filename, __dirname) {", "\n});"] as const;
@@ -210,7 +216,7 @@ async function buildSeatShim(root: string): Promise<string> {
   return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", { plugins: [shimLazyPart(root)], banner: `"use strict";\n${prelude}` });
 }
 
-/** main.ts's import() of cli.js, commands.js and git-remote.js: from the lazy part held in the same file. */
+/** main.ts's import() of cli.js, commands.js and git-remote.js: from the lazy part held in the same file (SHIM_FRONT_DEFERRED's: from the front). */
 function shimLazyPart(root: string): Plugin {
   return {
     name: "shim-lazy-part",
@@ -218,6 +224,7 @@ function shimLazyPart(root: string): Plugin {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind !== "dynamic-import") return undefined;
         const target = relative(join(root, "shim"), join(args.resolveDir, args.path)).replace(/\.js$/, ".ts");
+        if (SHIM_FRONT_DEFERRED.has(target)) return undefined;
         const name = SHIM_LAZY_IMPORTS[target];
         if (name === undefined) throw new Error(`shim: an import() the lazy part does not hold: ${args.path}`);
         return { path: name, namespace: "shim-lazy" };

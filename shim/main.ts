@@ -3,7 +3,6 @@ import { connect } from "node:net";
 import { basename } from "node:path";
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { TEAMD_VERSION } from "../src/rpc/protocol.js";
-import { startEarlyPack } from "./push-pack.js";
 import { socketPath } from "./seat-socket.js";
 
 /**
@@ -25,7 +24,7 @@ async function main(argv: readonly string[]): Promise<void> {
     early.on("error", () => undefined);
     try {
       // A push's pack on its guess, started before the rest of the helper loads (push-pack.ts).
-      const earlyPack = startEarlyPack(argv[2]);
+      const earlyPack = (await import("./push-pack.js")).startEarlyPack(argv[2]);
       const { runGitRemote } = await import("./git-remote.js");
       await runGitRemote(socket, early, argv[2], earlyPack);
       process.exit(0);
