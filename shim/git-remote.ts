@@ -259,7 +259,7 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
     return oid;
   });
   const tips = newOids.filter((o) => o !== "");
-  const exclude = listedOids.filter((_oid, i) => named[sources.length + i] !== undefined).map((oid) => `^${oid}`);
+  const exclude = listedOids.filter((_oid, i) => named[sources.length + i] !== undefined);
   const me = (await whoAmI).seat;
   const updates = specs.map((spec, i) => {
     // What the daemon holds for the destination, by the name it lands on.
@@ -269,14 +269,7 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
   // The pack made on the push's guess (push-guess.ts) is sent only if it is this push's: one
   // tip, the one guessed, and the same commits left out. Else it is stopped and made afresh.
   const guess = ahead.pack.guess;
-  const guessed =
-    guess !== undefined &&
-    tips.length === 1 &&
-    tips[0] === guess.tip &&
-    sameSet(
-      exclude,
-      guess.excludes.map((oid) => `^${oid}`),
-    );
+  const guessed = guess !== undefined && tips.length === 1 && tips[0] === guess.tip && sameSet(exclude, guess.excludes);
   if (guessed) say(verbose - 1, `the pack was made on the push's guess${ahead.pack.early === true ? ", from the helper's start" : ""}`);
   else if (guess !== undefined) {
     if (tips.length > 0) ahead.restartPack();
@@ -317,7 +310,7 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
     const reply = await client.push(parts());
     // What the daemon now holds, for the next push's guess: what this one left out, and what landed.
     const landed = reply.results.map((r) => (r.ok ? (updates.find((u) => u.ref === r.ref)?.newOid ?? "") : ""));
-    recordPushed(process.env.GIT_DIR, [...exclude.map((oid) => oid.slice(1)), ...landed]);
+    recordPushed(process.env.GIT_DIR, [...exclude, ...landed]);
     return reply.results.map((r) => {
       if (r.ok) {
         if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);

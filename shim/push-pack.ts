@@ -31,9 +31,9 @@ export interface PackFile {
 
 const PACK_OBJECTS = ["pack-objects", "--revs", "--stdout", "-q"];
 
-/** pack-objects' input: the tips, then the commits left out (`^OID`), a line each. */
+/** pack-objects' input: the tips, then the commits left out (as `^OID`), a line each. */
 export function revisions(tips: readonly string[], exclude: readonly string[]): string {
-  return [...tips, ...exclude].join("\n") + "\n";
+  return [...tips, ...exclude.map((oid) => `^${oid}`)].join("\n") + "\n";
 }
 
 export function stopChild(child: ChildProcess): void {
@@ -59,13 +59,7 @@ export function startPacker(guess: PushGuess | undefined, early = false): Packer
     packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
   });
   done.catch(() => undefined);
-  if (guess !== undefined)
-    packer.stdin.end(
-      revisions(
-        [guess.tip],
-        guess.excludes.map((oid) => `^${oid}`),
-      ),
-    );
+  if (guess !== undefined) packer.stdin.end(revisions([guess.tip], guess.excludes));
   return {
     child: packer,
     done,
