@@ -9,6 +9,7 @@ import type { Limits, SandboxPlan } from "../../src/sandbox/plan-types.js";
 import type { TeamdHome } from "../host/home.js";
 import { warmCgroupMoves } from "../../src/sandbox/cgroup-warm.js";
 import { EXEC_DEFAULT_TIMEOUT_MS, streamRun, type ExecOptions, type ExecResult, type ExecSink } from "./exec.js";
+import { createReadyExecs, type ReadyExec } from "./ready-exec.js";
 import { Scrollback, SCROLLBACK_BYTES } from "./scrollback.js";
 import { fromRefusal, prepareSeat, type PreparedSeat } from "./prepare.js";
 import { policyInForce, policySeats, readyLedger, startableSeat, type StartableSeat } from "../../src/ledger/policy-in-force.js";
@@ -236,6 +237,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   const slots = new Map<string, Slot>();
   const restarts = new Map<string, PendingRestart>();
   const key = (team: string, seat: string) => `${team}/${seat}`;
+  // A seat's next exec's sandbox, made after an owner's exec is answered (ready-exec.ts).
+  const readyExecs = createReadyExecs(log);
 
   async function record(
     type: RecordType,
@@ -300,12 +303,14 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   function teardown(slot: Slot, why: string, by?: StoppedBy, suspend = false): Promise<void> {
     slot.teardown ??= (async () => {
       slot.view = { ...slot.view, state: "stopping" };
+      const ready = readyExecs.discard(key(slot.view.team, slot.view.seat));
       const proc = slot.process;
       let exit: SeatExit | undefined;
       // The init first (the run's exit then reads "killed"), then cgroup.kill: it also ends what
       // `teamd exec` runs in the seat, in pid namespaces of its own.
       proc?.kill();
       await slot.cgroup?.kill();
+      await ready;
       if (proc) {
         exit = await Promise.race([proc.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STOP_WAIT_MS).unref())]);
         if (exit === undefined) log(`seat ${slot.view.team}/${slot.view.seat}: init ${slot.view.initPid} did not exit within ${STOP_WAIT_MS} ms of SIGKILL`);
@@ -768,7 +773,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
   }
 
   /** A running, unfrozen seat for `teamd exec`, and the exec's record (being written: the command waits for it, launchInSeat). */
-  function execSlot(team: string | undefined, seat: string, command: readonly string[], tty: boolean): { slot: Slot; recording: Promise<{ seq: number }> } {
+  function execSlot(
+    team: string | undefined,
+    seat: string,
+    command: readonly string[],
+    tty: boolean,
+  ): { slot: Slot; recording: Promise<{ seq: number }>; ready: ReadyExec | undefined } {
     const t = team ?? teamOf(seat, true);
     const slot = slots.get(key(t, seat));
     if (slot === undefined || slot.view.state !== "running" || slot.plan === undefined) {
@@ -781,8 +791,10 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     if (slot.view.frozen === true)
       throw new RefusalError("seat.frozen", `seat '${seat}' of team '${t}' is frozen; nothing runs inside it until: teamd thaw ${seat}@${t}`);
     if (command.length === 0 || command[0] === "") throw new Error("exec needs a command: teamd exec SEAT -- CMD...");
+    // A sandbox made for it after the last exec (ready-exec.ts): already in the seat's cgroups.
+    const ready = tty ? undefined : readyExecs.take(key(t, seat), slot.view.runId, slot.plan, command);
     // The kernel's wait before the exec's init may join the seat's cgroups, begun now (cgroup-warm.ts).
-    if (slot.cgroup !== undefined) warmCgroupMoves();
+    if (slot.cgroup !== undefined && ready === undefined) warmCgroupMoves();
     // Recorded before it runs: an owner act that cannot be recorded does not happen.
     const recording = record(RecordType.NOTICE, slot.view, "seat.exec", slot.view.runId, {
       by: "owner",
@@ -794,7 +806,31 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     });
     // Answered by launchInSeat; never an unhandled rejection while the launch starts.
     recording.catch(() => undefined);
-    return { slot, recording };
+    return { slot, recording, ready };
+  }
+
+  /** After an exec of this run was answered: the next one's sandbox, launched as launchInSeat does but with no command yet (ready-exec.ts). */
+  function prepareReadyExec(slot: Slot): void {
+    const { plan, cgroup } = slot;
+    const runId = slot.view.runId;
+    const live = () => slots.get(key(slot.view.team, slot.view.seat)) === slot && slot.view.state === "running" && slot.view.frozen !== true;
+    if (plan === undefined || uncontained(slot) || !live()) return;
+    readyExecs.prepare(key(slot.view.team, slot.view.seat), {
+      runId,
+      plan,
+      live,
+      launch(control) {
+        if (cgroup !== undefined) warmCgroupMoves();
+        return options.launcher.launch({
+          plan,
+          command: [],
+          io: { kind: "pipes" },
+          containment: "bwrap",
+          control,
+          ...(cgroup !== undefined ? { cgroup: { byCgroup: cgroup.byCgroup, summary: cgroup.summary, place: (pid: number) => cgroup.place(pid) } } : {}),
+        });
+      },
+    });
   }
 
   /** Start, then look again: a stop raised while the seat launched may have missed its slot (§11). */
@@ -926,11 +962,12 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
       return { view, checkpointSeq };
     },
     async exec(team, seat, command, execOptions, sink) {
-      const { slot, recording } = execSlot(team, seat, command, false);
+      const { slot, recording, ready } = execSlot(team, seat, command, false);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      const proc = await launchInSeat(slot, slot.plan, command, { kind: "pipes" }, recording);
+      const proc = ready !== undefined ? await ready.run(command, recording) : await launchInSeat(slot, slot.plan, command, { kind: "pipes" }, recording);
       const recorded = await recording;
       const result = await streamRun(proc, execOptions, sink);
+      prepareReadyExec(slot);
       return { ...result, seq: recorded.seq };
     },
     async execTty(team, seat, command, size, ttyOptions) {
@@ -1144,6 +1181,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
         );
       }
       if ((slot.view.frozen === true) === frozen) return { view: slot.view, seq: 0 };
+      // A ready exec would freeze with the seat: none is kept for a frozen one.
+      if (frozen) await readyExecs.discard(key(t, seat));
       // Recorded before it happens: an owner act that cannot be recorded does not happen.
       const recorded = await record(RecordType.NOTICE, slot.view, frozen ? "seat.freeze" : "seat.thaw", slot.view.runId, {
         by,

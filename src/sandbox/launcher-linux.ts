@@ -143,14 +143,16 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
     const blockFd = cgroup === undefined ? undefined : pty ? PTY_BLOCK_FD : BLOCK_FD;
     const statusFd = pty ? PTY_STATUS_FD : STATUS_FD;
     const seccompFd = filter === undefined ? undefined : seccompFdAfter(blockFd ?? statusFd);
+    // A ready exec's control pipe (exec-trampoline.ts) after those; pipes only.
+    const controlFd = request.control === undefined || pty ? undefined : (seccompFd ?? blockFd ?? statusFd) + 1;
     // A pipes launch can hand bwrap more fds: /etc's small world-readable files go as copies
     // on the fds after the others (etc-copies.ts). A pty launch (node-pty passes no fd) binds them.
     // As another uid (system mode), only what the kernel lets that uid read and execute is copied.
     const asSeat = ids.spawn.uid !== undefined && ids.spawn.gid !== undefined ? { uid: ids.spawn.uid, gid: ids.spawn.gid } : undefined;
     const seatAccess = pty || asSeat === undefined ? undefined : await seatReadable(copyableSources(plan), asSeat);
-    const copies = pty ? undefined : openEtcCopies(plan, (seccompFd ?? blockFd ?? statusFd) + 1, seatAccess);
+    const copies = pty ? undefined : openEtcCopies(plan, (controlFd ?? seccompFd ?? blockFd ?? statusFd) + 1, seatAccess);
     try {
-      return await launchWith(request, bwrap.bwrap, ids.spawn, { statusFd, blockFd, seccompFd, filter, copies });
+      return await launchWith(request, bwrap.bwrap, ids.spawn, { statusFd, blockFd, seccompFd, controlFd, filter, copies });
     } finally {
       copies?.close();
     }
@@ -164,14 +166,16 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       statusFd: number;
       blockFd: number | undefined;
       seccompFd: number | undefined;
+      controlFd: number | undefined;
       filter: Extract<ReturnType<typeof seatFilter>, { ok: true }> | undefined;
       copies: EtcCopies | undefined;
     },
   ): Promise<LaunchResult> {
     const { plan, cgroup } = request;
     const pty = request.io?.kind === "pty" ? request.io : undefined;
-    const { statusFd, blockFd, seccompFd, filter, copies } = fds;
-    const args = bwrapArgs(plan, request.command, {
+    const { statusFd, blockFd, seccompFd, controlFd, filter, copies } = fds;
+    const command = controlFd !== undefined && request.control !== undefined ? request.control.command(controlFd) : request.command;
+    const args = bwrapArgs(plan, command, {
       statusFd,
       ...(seccompFd !== undefined ? { seccompFd } : {}),
       ...(blockFd !== undefined ? { blockFd } : {}),
@@ -197,8 +201,8 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
         cgroup,
       );
     }
-    // The closer keeps the status fd, with a cgroup the block fd after it, the filter's fd, then the copies'.
-    const pipesTo = seccompFd ?? blockFd ?? statusFd;
+    // The closer keeps the status fd, with a cgroup the block fd after it, the filter's fd, a ready exec's control pipe, then the copies'.
+    const pipesTo = controlFd ?? seccompFd ?? blockFd ?? statusFd;
     const copyFds = copies?.fds ?? [];
     const lastFd = pipesTo + copyFds.length;
     const [file, ...rest] = [BASH, ...BASH_COMMAND, closeFdsScript(lastFd), "teamd-launch", ...chain.rlimits, bwrap, ...args.value] as [string, ...string[]];
@@ -220,7 +224,7 @@ export function createLinuxLauncher(options: LinuxLauncherOptions = {}): Launche
       filterPipe.on("error", () => undefined);
       filterPipe.end(filter.bytes);
     }
-    return explainNproc(await startedOnPipes(child, request, chain.limits, cgroup, BWRAP_PROTOCOL), plan, cgroup);
+    return explainNproc(await startedOnPipes(child, request, chain.limits, cgroup, BWRAP_PROTOCOL, controlFd), plan, cgroup);
   }
 
   return { platform: "linux", probe, launch };

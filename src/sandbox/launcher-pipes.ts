@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
-import { PassThrough, type Readable } from "node:stream";
+import { PassThrough, type Duplex, type Readable } from "node:stream";
 import type { CgroupPlacement, LaunchRequest, LaunchResult, SeatExit, SeatProcess } from "./launcher-types.js";
 import type { LaunchProtocol } from "./launch-protocol.js";
 import { BLOCK_FD, STATUS_FD } from "./bwrap-args.js";
@@ -32,6 +32,7 @@ export function startedOnPipes(
   limits: SeatProcess["limits"],
   cgroup: CgroupPlacement | undefined,
   protocol: LaunchProtocol,
+  controlFd?: number,
 ): Promise<LaunchResult> {
   const status = child.stdio[STATUS_FD] as Readable;
   const stdout = child.stdout as Readable;
@@ -148,7 +149,13 @@ export function startedOnPipes(
       const seat: SeatProcess = {
         pid: child.pid as number,
         initPid: pid,
-        io: { kind: "pipes", stdin: child.stdin as NonNullable<ChildProcess["stdin"]>, stdout, stderr },
+        io: {
+          kind: "pipes",
+          stdin: child.stdin as NonNullable<ChildProcess["stdin"]>,
+          stdout,
+          stderr,
+          ...(controlFd !== undefined ? { control: child.stdio[controlFd] as Duplex } : {}),
+        },
         limits,
         exit,
         // The init pid is only signalled while the spawned process has not exited: bwrap reaps

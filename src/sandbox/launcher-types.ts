@@ -1,4 +1,4 @@
-import type { Readable, Writable } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import type { SandboxPlan } from "./plan-types.js";
 import type { CgroupLimit } from "./rlimit-args.js";
 import type { ContainmentRefusal } from "./refusal.js";
@@ -31,6 +31,12 @@ export interface LaunchRequest {
    * uncontained launcher (launcher-none.ts) — only ever because the applied team file says so.
    */
   readonly containment?: "bwrap" | "none";
+  /**
+   * A control pipe into the sandbox beside the streams (pipes only; the bwrap launcher alone
+   * gives one): the launcher picks its fd inside and runs `command(fd)` in place of `command`.
+   * A ready exec's trampoline reads its command from it (exec-trampoline.ts).
+   */
+  readonly control?: { command(fd: number): readonly string[] };
 }
 
 export interface CgroupPlacement {
@@ -46,6 +52,8 @@ export interface PipeStreams {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
+  /** The daemon's end of the request's control pipe, when it asked for one and the launcher gave it. */
+  readonly control?: Duplex;
 }
 
 /**
