@@ -2,6 +2,9 @@
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { terminalJson, terminalLines } from "./host/terminal-text.js";
 import { REAL_AMBIENT } from "./host/ambient.js";
+import { readFileSync } from "node:fs";
+import { TEAMD_VERSION } from "../src/rpc/protocol.js";
+import { HELP_TEXT_FILE } from "./help-text.js";
 
 /**
  * `teamd`: the owner's program; its commands live in cli.ts. Its errors can quote a seat: printed escaped.
@@ -18,10 +21,18 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const argv = process.argv;
 const render = { text: terminalLines, json: terminalJson };
+// `--version` alone, what scripts and package checks run, printed as the command tree prints it
+// (commander's `.version(TEAMD_VERSION, "-V, --version")`: the version and a newline, exit 0)
+// without compiling that tree (~5 ms; test/daemon/cli-bundle.test.ts holds the two to the same).
 // `status` (with or without --json), which a person and a script run most, straight to its act:
 // the command tree (every command's definition, ~2 ms) is for anything else — another option,
 // --help, a typo — which it parses, explains and refuses exactly as before (issue 26).
-if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
+const helpText = argv.length === 3 && (argv[2] === "--help" || argv[2] === "-h") ? renderedHelp() : undefined;
+if (argv.length === 3 && (argv[2] === "--version" || argv[2] === "-V")) {
+  process.stdout.write(`${TEAMD_VERSION}\n`);
+} else if (helpText !== undefined) {
+  process.stdout.write(helpText);
+} else if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
   const json = argv.length === 4;
   void runCli("teamd", { parseAsync: async () => (await import("./client-commands.js")).status({ json }, REAL_AMBIENT) }, argv, render);
 } else if (plainExec(argv)) {
@@ -39,4 +50,21 @@ if (argv[2] === "status" && (argv.length === 3 || (argv.length === 4 && argv[3] 
 /** `teamd exec SEAT -- CMD...`: a seat that cannot be an option, then `--`, then at least one word. */
 function plainExec(args: readonly string[]): boolean {
   return args[2] === "exec" && args.length >= 6 && args[4] === "--" && !(args[3] ?? "-").startsWith("-");
+}
+
+/**
+ * `teamd --help` as the command tree prints it to a pipe, rendered by the build from that tree
+ * (scripts/build-shim.ts: HELP_TEXT_RELATIVE, beside the front): what a script or a pager reads,
+ * without compiling the tree (~8 ms). Only where the tree would print the same text: its
+ * output not a terminal (commander wraps help to a terminal's width, 80 columns otherwise) and
+ * no variable that turns colour on. Anywhere else, or with no such file (the unbundled
+ * dist/daemon/main.js), the tree prints it (test/daemon/cli-bundle.test.ts holds the two to the same).
+ */
+function renderedHelp(): string | undefined {
+  if (process.stdout.isTTY === true || process.env.FORCE_COLOR !== undefined || process.env.CLICOLOR_FORCE !== undefined) return undefined;
+  try {
+    return readFileSync(new URL(`./${HELP_TEXT_FILE}`, import.meta.url), "utf8");
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { HELP_TEXT_FILE } from "../daemon/help-text.js";
 import { tmpdir } from "node:os";
 import { LINUX_BASE, SHIM_LAZY_SUFFIX } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
@@ -108,6 +109,9 @@ export async function buildShim(root: string): Promise<string> {
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
     plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE, ownerCommands)],
     sourcemap: true,
+    // import.meta.url is the front's own (dist/bin/), where the build puts the help text beside it.
+    define: COMMAND_BUNDLE.define,
+    banner: COMMAND_BUNDLE.banner,
   });
   await bundle(root, TREE_ENTRY, TREE_BUNDLE_RELATIVE, "cjs", {
     ...COMMAND_BUNDLE,
@@ -115,6 +119,7 @@ export async function buildShim(root: string): Promise<string> {
     plugins: [commandsFromDist(root, TREE_BUNDLE_RELATIVE, ownerCommands), lazyChildProcess],
   });
   writeCodeCache(join(root, TREE_BUNDLE_RELATIVE));
+  writeHelpText(root);
   await bundle(root, OWNER_ENTRY, OWNER_BUNDLE_RELATIVE, "cjs", {
     ...COMMAND_BUNDLE,
     entryText: ownerEntry([...ownerCommands].sort()),
@@ -275,6 +280,22 @@ function writeCodeCache(bundleFile: string): void {
   const program = `import { writeBundleCache } from ${JSON.stringify(loader)}; writeBundleCache(${JSON.stringify(bundleFile)});`;
   const { NODE_OPTIONS: _options, ...env } = process.env;
   execFileSync(process.execPath, ["--input-type=module", "-e", program], { env, stdio: ["ignore", "ignore", "inherit"] });
+}
+
+/**
+ * `teamd --help` as the command tree prints it to a pipe, beside the front (daemon/help-text.ts),
+ * which prints it for `--help` alone when its output is not a terminal (daemon/main.ts). Made by
+ * running the built CLI itself, the file removed first so that the tree prints it, into a pipe,
+ * with no colour variable set: the same conditions the front checks before it uses the file.
+ */
+function writeHelpText(root: string): void {
+  const file = join(root, "dist", "bin", HELP_TEXT_FILE);
+  rmSync(file, { force: true });
+  const { NODE_OPTIONS: _options, FORCE_COLOR: _force, CLICOLOR_FORCE: _cliForce, ...env } = process.env;
+  const text = execFileSync(process.execPath, [join(root, CLI_BUNDLE_RELATIVE), "--help"], { env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, text, { mode: 0o644 });
+  renameSync(temp, file);
 }
 
 /** The command tree's entry (no file of its own): cli.ts's exports, and `warm`, which builds the tree once for the cache. */

@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { HELP_TEXT_FILE } from "../../daemon/help-text.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTempHome, ROOT, startDaemon, TEAMD_UNBUNDLED, type DaemonProcess } from "../support/programs.js";
 
@@ -79,6 +81,17 @@ describe("the bundled teamd", () => {
     const r = run(BUNDLE, args);
     expect(r.code).toBe(args[1] === "--help" ? 0 : 2);
     expect(r.stdout + r.stderr).toMatch(args[1] === "--help" ? /Usage: teamd status/ : /unknown option|too many arguments/);
+  });
+
+  it("teamd --version and -V, printed by the front, are the command tree's version; --help and -h to a pipe are the tree's help, rendered by the build", async () => {
+    const { buildProgram } = (await import(join(ROOT, "dist/daemon/cli.js"))) as { buildProgram(): { version(): string | undefined } };
+    for (const flag of ["--version", "-V"]) expect(run(BUNDLE, [flag])).toEqual({ code: 0, stdout: `${buildProgram().version() ?? ""}\n`, stderr: "" });
+    // The unbundled front has no rendered help beside it: its --help is the tree's. So is any other argv.
+    for (const flag of ["--help", "-h"]) expect(run(BUNDLE, [flag])).toEqual(run(TEAMD, [flag]));
+    expect(run(BUNDLE, ["--help"]).stdout).toBe(readFileSync(join(ROOT, "dist/bin", HELP_TEXT_FILE), "utf8"));
+    // A colour variable, as a terminal would, sends it to the tree, which prints the same here.
+    const forced = spawnSync(process.execPath, [BUNDLE, "--help"], { encoding: "utf8", env: { ...process.env, FORCE_COLOR: "0" } });
+    expect(forced.stdout).toBe(run(TEAMD, ["--help"]).stdout);
   });
 
   it("a command's error keeps its exit code through the bundle: an unreachable daemon is 4", () => {
