@@ -1,8 +1,10 @@
 import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { WhoAmIResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
+import { ExecResponseSchema, StatusResponseSchema } from "../src/gen/teamd/v1/control_pb.js";
+import { PROTOCOL_VERSION, TEAMD_VERSION } from "../src/rpc/protocol.js";
 import { HELP_TEXT_FILE } from "../daemon/help-text.js";
 import { tmpdir } from "node:os";
 import { LINUX_BASE, SHIM_LAZY_SUFFIX } from "../src/sandbox/linux-base.js";
@@ -106,7 +108,7 @@ const COMMAND_BUNDLE = {
 export async function buildShim(root: string): Promise<string> {
   await bundle(root, "shim/egress.ts", EGRESS_BUNDLE_RELATIVE, "esm");
   await bundle(root, "daemon/client-commands.ts", CLIENT_BUNDLE_RELATIVE, "cjs", { ...COMMAND_BUNDLE, plugins: [decodedDescriptors(root)] });
-  writeCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
+  await writeClientCodeCache(join(root, CLIENT_BUNDLE_RELATIVE));
   const ownerCommands = new Set<string>();
   await bundle(root, "daemon/main.ts", CLI_BUNDLE_RELATIVE, "cjs", {
     plugins: [commandsFromDist(root, CLI_BUNDLE_RELATIVE, ownerCommands)],
@@ -299,27 +301,123 @@ function warmCallProgram(socket: string, lazy: string): string {
     lastRefusalReason: "warm",
   });
   const payload = toBinary(WhoAmIResponseSchema, reply);
-  // gRPC's framing: not compressed, the length big-endian, the message.
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(payload.length, 1);
-  const frame = Buffer.concat([head, payload]);
   return [
     "(async () => {",
-    `const frame = Buffer.from(${JSON.stringify(frame.toString("base64"))}, "base64");`,
-    'const server = require("node:http2").createServer();',
-    'server.on("stream", (stream) => { stream.resume(); stream.on("end", () => {',
-    '  stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });',
-    '  stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));',
-    "  stream.end(frame); }); });",
-    `await new Promise((resolve) => server.listen(${JSON.stringify(socket)}, resolve));`,
+    loopbackServer(socket, { "/teamd.v1.ShimService/WhoAmI": [payload] }, 'require("node:http2")'),
     `process.env.TEAMD_SOCKET = ${JSON.stringify(socket)};`,
     "const write = process.stdout.write;",
     "process.stdout.write = () => true;",
-    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }); }`,
+    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
     "catch (error) { process.stdout.write = write; process.stderr.write(`build-shim: the warm call failed: ${error}\\n`); process.exit(1); }",
     "finally { process.stdout.write = write; }",
     "server.close();",
   ].join("\n");
+}
+
+/**
+ * Program text: a loopback HTTP/2 server listening on `socket` (awaited: the text goes inside an
+ * async block) that answers each method's path with its messages, gRPC-framed, and status 0;
+ * any other path with an empty message. The build's warm calls (warmCallProgram,
+ * writeClientCodeCache) run a client's commands against it, and fail when one of these paths was
+ * never asked (`unasked()`). `http2` is how the program names node:http2.
+ */
+function loopbackServer(socket: string, replies: Readonly<Record<string, readonly Uint8Array[]>>, http2: string): string {
+  const framed = Object.fromEntries(
+    Object.entries(replies).map(([path, messages]) => [
+      path,
+      Buffer.concat(
+        messages.map((message) => {
+          // gRPC's framing: not compressed, the length big-endian, the message.
+          const head = Buffer.alloc(5);
+          head.writeUInt32BE(message.length, 1);
+          return Buffer.concat([head, message]);
+        }),
+      ).toString("base64"),
+    ]),
+  );
+  return [
+    `const replies = ${JSON.stringify(framed)};`,
+    "const asked = new Set();",
+    // A method the calls never asked for means a warm call that no longer exercises what it was for.
+    "const unasked = () => Object.keys(replies).filter((path) => !asked.has(path));",
+    `const server = ${http2}.createServer();`,
+    'server.on("stream", (stream, headers) => { asked.add(headers[":path"]); stream.resume(); stream.on("end", () => {',
+    '  stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });',
+    '  stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));',
+    '  stream.end(Buffer.from(replies[headers[":path"]] ?? "AAAAAAA=", "base64")); }); });',
+    `await new Promise((resolve) => server.listen(${JSON.stringify(socket)}, resolve));`,
+  ].join("\n");
+}
+
+/**
+ * The CLI's client bundle's code cache (writeCodeCache), made after `teamd status` (text and
+ * --json) and `teamd exec SEAT -- true` ran through it against a loopback server in a home of
+ * the build's own (issue 26: see warmCallProgram; status and exec compiled the HTTP/2 client,
+ * protobuf's reading and their rendering at every run). A call that fails fails the build.
+ */
+async function writeClientCodeCache(bundleFile: string): Promise<void> {
+  const status = create(StatusResponseSchema, {
+    daemon: { protocol: PROTOCOL_VERSION, program: TEAMD_VERSION },
+    daemonInstance: "00000000-0000-4000-8000-000000000000",
+    pid: 1,
+    mode: "user",
+    home: "/warm",
+    seats: [{ seat: "warm", team: "warm", state: "running", initPid: 2, runId: "warm", startedAt: "2026-01-01T00:00:00Z", limits: "none", containment: "bwrap", cgroup: "none: warm", meteredBy: "cgroup" }],
+    ledger: { state: "ready", headSeq: 1n },
+    teams: [{ team: "warm", repository: "/warm", hub: "/warm", policySeq: 1n, policyHash: "warm", teamFile: "in-force" }],
+    noticesUnseen: 0,
+    selftest: { standing: "passed", at: "2026-01-01T00:00:00Z" },
+  });
+  const exec = [
+    create(ExecResponseSchema, { event: { case: "stdout", value: Buffer.from("warm\n") } }),
+    create(ExecResponseSchema, { event: { case: "done", value: { exitCode: 0, how: "exited", seq: 1n } } }),
+  ];
+  const dir = mkdtempSync(join(tmpdir(), "teamd-client-cache-"));
+  try {
+    mkdirSync(join(dir, "run"));
+    const socket = join(dir, "run", "control.sock");
+    const loader = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "..", "src", "rpc", "bundle-loader.js")).href;
+    const program = [
+      `import { writeBundleCacheAfter } from ${JSON.stringify(loader)};`,
+      'import http2 from "node:http2";',
+      loopbackServer(
+        socket,
+        {
+          "/teamd.v1.ControlService/Status": [toBinary(StatusResponseSchema, status)],
+          "/teamd.v1.ControlService/Exec": exec.map((message) => toBinary(ExecResponseSchema, message)),
+        },
+        "http2",
+      ),
+      `process.env.TEAMD_HOME = ${JSON.stringify(dir)};`,
+      "const ambient = { now: () => Date.parse('2026-01-02T00:00:00Z'), newId: () => '00000000-0000-4000-8000-000000000000' };",
+      "const write = process.stdout.write;",
+      "const exit = process.exit;",
+      // exec exits once its command's outcome is in (daemon/commands/seat.ts): here that ends the call instead.
+      "const exited = new Error('exited');",
+      "process.stdout.write = () => true;",
+      "process.exit = () => { throw exited; };",
+      "try {",
+      `  await writeBundleCacheAfter(${JSON.stringify(bundleFile)}, async (m) => {`,
+      "    await m.status({}, ambient);",
+      "    await m.status({ json: true }, ambient);",
+      "    await m.execCommand('warm@warm', ['true'], {}).catch((error) => { if (error !== exited) throw error; });",
+      "    if (process.exitCode !== 0 && process.exitCode !== undefined) throw new Error(`a warm call exited ${process.exitCode}`);",
+    "    if (unasked().length > 0) throw new Error(`never asked: ${unasked()}`);",
+      "  });",
+      "} catch (error) {",
+      "  process.stdout.write = write;",
+      "  process.stderr.write(`build-shim: the client's warm call failed: ${error?.stack ?? error}\\n`);",
+      "  exit(1);",
+      "}",
+      "process.stdout.write = write;",
+      "server.close();",
+      "exit(0);",
+    ].join("\n");
+    const { NODE_OPTIONS: _options, TEAMD_HOME: _home, ...env } = process.env;
+    execFileSync(process.execPath, ["--input-type=module", "-e", program], { env, stdio: ["ignore", "ignore", "inherit"] });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
