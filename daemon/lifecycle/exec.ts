@@ -46,6 +46,10 @@ export async function streamRun(proc: SeatProcess, options: ExecOptions, sink: E
       sink(name, kept);
     });
     return new Promise<void>((resolve) => {
+      // Ended before anyone listened (a ready exec's sandbox that died before its command: Node
+      // drains a child's unread streams at its exit): its end will not come again, and waiting
+      // for it hung the owner's exec past its deadline (found by an attack on the ready exec).
+      if (stream.readableEnded || stream.destroyed) return resolve();
       stream.once("end", resolve);
       stream.once("close", resolve);
       stream.once("error", () => resolve());

@@ -964,7 +964,8 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     async exec(team, seat, command, execOptions, sink) {
       const { slot, recording, ready } = execSlot(team, seat, command, false);
       if (slot.plan === undefined) throw new Error("a running seat without a plan");
-      const proc = ready !== undefined ? await ready.run(command, recording) : await launchInSeat(slot, slot.plan, command, { kind: "pipes" }, recording);
+      // A ready sandbox that ended before its command was given: the exec launches its own.
+      const proc = (await ready?.run(command, recording)) ?? (await launchInSeat(slot, slot.plan, command, { kind: "pipes" }, recording));
       const recorded = await recording;
       const result = await streamRun(proc, execOptions, sink);
       prepareReadyExec(slot);

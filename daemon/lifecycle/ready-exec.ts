@@ -38,8 +38,12 @@ export interface ReadyRun {
 }
 
 export interface ReadyExec {
-  /** Runs `command` in the sandbox once `recording` is durable; a record that fails stops it and is the answer. */
-  run(command: readonly string[], recording: Promise<unknown>): Promise<SeatProcess>;
+  /**
+   * Runs `command` in the sandbox once `recording` is durable; a record that fails stops it and
+   * is the answer. Undefined when the sandbox ended before the command could be given (its
+   * seat's cgroup killed, an OOM): nothing of the command ran, and the exec launches its own.
+   */
+  run(command: readonly string[], recording: Promise<unknown>): Promise<SeatProcess | undefined>;
 }
 
 export interface ReadyExecs {
@@ -63,8 +67,10 @@ interface Entry {
   end(): void;
 }
 
-export function createReadyExecs(log: (line: string) => void): ReadyExecs {
+export function createReadyExecs(log: (line: string) => void, timing: { readonly idleMs?: number; readonly delayMs?: number } = {}): ReadyExecs {
   const entries = new Map<string, Entry>();
+  const idleMs = timing.idleMs ?? READY_EXEC_IDLE_MS;
+  const delayMs = timing.delayMs ?? READY_EXEC_DELAY_MS;
 
   function stop(key: string, entry: Entry): Promise<void> {
     if (entries.get(key) === entry) entries.delete(key);
@@ -106,7 +112,7 @@ export function createReadyExecs(log: (line: string) => void): ReadyExecs {
         control.on("error", () => undefined);
         entry.control = control;
         entry.state = "ready";
-        entry.idle = setTimeout(() => void stop(key, entry), READY_EXEC_IDLE_MS);
+        entry.idle = setTimeout(() => void stop(key, entry), idleMs);
         entry.idle.unref();
       },
       (error: unknown) => {
@@ -132,13 +138,13 @@ export function createReadyExecs(log: (line: string) => void): ReadyExecs {
           return;
         }
         start(key, run, entry);
-      }, READY_EXEC_DELAY_MS);
+      }, delayMs);
       timer.unref();
     },
     take(key, runId, plan, command) {
       const entry = entries.get(key);
       if (entry === undefined || entry.state !== "ready") return undefined;
-      if (entry.runId !== runId || entry.plan !== plan || !commandFitsTrampoline(command)) {
+      if (entry.runId !== runId || entry.plan !== plan || !commandFitsTrampoline(command) || ended(entry.proc as SeatProcess)) {
         void stop(key, entry);
         return undefined;
       }
@@ -154,6 +160,14 @@ export function createReadyExecs(log: (line: string) => void): ReadyExecs {
             entry.state = "gone";
             proc.kill();
             throw error;
+          }
+          // Killed while the record was made (the seat's run ending, its cgroup's OOM): its
+          // streams may have ended unread already. From here to the caller's listeners nothing
+          // but promise jobs run, so a sandbox found alive here is listened to before its end.
+          if (ended(proc)) {
+            entry.state = "gone";
+            proc.kill();
+            return undefined;
           }
           let said = "";
           control.setEncoding("utf8");
@@ -181,6 +195,11 @@ export function createReadyExecs(log: (line: string) => void): ReadyExecs {
       return entry === undefined ? Promise.resolve() : stop(key, entry);
     },
   };
+}
+
+/** Whether the sandbox is gone or going: its stdout has ended or closed (Node drains a child's unread streams at its exit). */
+function ended(proc: SeatProcess): boolean {
+  return proc.io.kind !== "pipes" || proc.io.stdout.readableEnded || proc.io.stdout.destroyed || proc.io.stderr.readableEnded || proc.io.stderr.destroyed;
 }
 
 /** `done`, or `ms` passed, whichever is first (the timer never holds the process open). */
