@@ -17,7 +17,8 @@ import { classifyBwrapFailure } from "../../src/sandbox/bwrap-failure.js";
  * time, and one nobody takes is stopped after READY_EXEC_IDLE_MS. It is stopped too when the
  * run ends, is frozen, or its seat stops; an exec takes one only of the same run and plan, and
  * only while it lives. Taken or not, it counts against the seat's cgroups while it waits (its
- * bwrap, its init and bash: three of the seat's pids, and their memory).
+ * namespace's init and bash: two of the seat's pids, and their memory; bwrap's outer process is
+ * the daemon's child, as a fresh exec's is).
  *
  * What the copies of /etc's files (etc-copies.ts) hold is what they held when it was made: at
  * most READY_EXEC_IDLE_MS older than an exec's own launch would have read.
