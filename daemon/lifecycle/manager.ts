@@ -814,7 +814,9 @@ export function createSeatManager(options: SeatManagerOptions): SeatManager {
     const { plan, cgroup } = slot;
     const runId = slot.view.runId;
     const live = () => slots.get(key(slot.view.team, slot.view.seat)) === slot && slot.view.state === "running" && slot.view.frozen !== true;
-    if (plan === undefined || uncontained(slot) || !live()) return;
+    // A seat with egress runs each command as a child of its egress launcher (plan-egress.ts),
+    // which hands it the three streams only, not the trampoline's control pipe: no ready exec.
+    if (plan === undefined || plan.egress !== undefined || uncontained(slot) || !live()) return;
     readyExecs.prepare(key(slot.view.team, slot.view.seat), {
       runId,
       plan,

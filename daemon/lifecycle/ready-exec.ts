@@ -50,7 +50,7 @@ export interface ReadyExec {
 export interface ReadyExecs {
   /** After an exec of `key`'s run was answered: its next exec's sandbox, unless one is there or on its way. */
   prepare(key: string, run: ReadyRun): void;
-  /** The ready sandbox for this exec (same run, same plan, alive, the command fits), taken once; else undefined. */
+  /** The ready sandbox for this exec (same run, same plan, alive, the command fits), taken once; else undefined (and one still on its way is stopped). */
   take(key: string, runId: string, plan: SandboxPlan, command: readonly string[]): ReadyExec | undefined;
   /** Stop `key`'s (its run ends, is frozen or stopped): resolved once it has exited. */
   discard(key: string): Promise<void>;
@@ -144,7 +144,13 @@ export function createReadyExecs(log: (line: string) => void, timing: { readonly
     },
     take(key, runId, plan, command) {
       const entry = entries.get(key);
-      if (entry === undefined || entry.state !== "ready") return undefined;
+      if (entry === undefined) return undefined;
+      if (entry.state !== "ready") {
+        // Still on its way: this exec launches its own, and the one on its way is stopped rather
+        // than made beside it (execs one after another would each pay for a launch they never take).
+        void stop(key, entry);
+        return undefined;
+      }
       if (entry.runId !== runId || entry.plan !== plan || !commandFitsTrampoline(command) || ended(entry.proc as SeatProcess)) {
         void stop(key, entry);
         return undefined;

@@ -168,6 +168,17 @@ describe.runIf(process.platform === "linux")("ready execs: taken once, after the
     expect(await waitFor(() => !h.alive(h.launched[0] as number), 5_000)).toBe(true);
   });
 
+  it("an exec that comes while one is still on its way launches its own, and that one is stopped, not made beside it", async () => {
+    const h = harness({ delayMs: 200, idleMs: 60_000 });
+    h.readyExecs.prepare("t/s", h.run);
+    expect(h.readyExecs.take("t/s", "run-1", PLAN, ["true"])).toBeUndefined();
+    await sleep(500);
+    expect(h.launched).toHaveLength(0);
+    // The next answered exec prepares again.
+    await h.ready();
+    expect(h.readyExecs.take("t/s", "run-1", PLAN, ["true"])).toBeDefined();
+  });
+
   it("one per seat; stopped when nobody takes it within its idle time, or when discarded", async () => {
     const h = harness({ delayMs: 1, idleMs: 400 });
     await h.ready();
