@@ -39,7 +39,9 @@ describe("teamd loads only what its command needs", () => {
       // the front prints without it (daemon/main.ts), and loads nothing past the front.
       if (args[0] === "--version") {
         expect(urls.some((url) => url.endsWith("/dist/daemon/main.js"))).toBe(true);
-        expect(urls.filter((url) => url.includes("/dist/daemon/") && !/\/dist\/daemon\/(main|help-text|host\/(terminal-text|ambient|plain-text))\.js$/.test(url))).toEqual([]);
+        expect(
+          urls.filter((url) => url.includes("/dist/daemon/") && !/\/dist\/daemon\/(main|help-text|host\/(terminal-text|ambient|plain-text))\.js$/.test(url)),
+        ).toEqual([]);
       } else expect(urls.some((url) => url.endsWith("/dist/daemon/cli.js"))).toBe(true);
       expect(urls.filter((url) => HEAVY.some((heavy) => heavy.test(url)))).toEqual([]);
     },
