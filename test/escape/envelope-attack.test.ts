@@ -753,6 +753,8 @@ function seatPids(uid: number): number[] {
   return asRoot ? pidsOfUid(uid) : [];
 }
 
+/** Dead or gone: a zombie, or a process reaped between the listing and this read (a CI run failed on one). */
 function zombie(pid: number): boolean {
-  return /State:\s+[ZX]/.test(procState(pid));
+  const state = procState(pid);
+  return state === "gone" || /State:\s+[ZX]/.test(state);
 }

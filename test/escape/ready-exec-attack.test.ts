@@ -8,6 +8,7 @@ import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
 import { daemonPid } from "../support/daemon-proc.js";
+import { cmdline, readyExecProcesses } from "../support/ready-exec-processes.js";
 
 /**
  * The seat against the ready exec (daemon/lifecycle/ready-exec.ts, issue 26): the sandbox the
@@ -32,23 +33,12 @@ const TEAM_FILE = teamFile(`  scout:
 `);
 
 const pids = () => readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-function cmdline(pid: string): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  } catch {
-    return [];
-  }
-}
 
 describe.runIf(process.platform === "linux")("attack: the seat against its next exec's ready sandbox", () => {
   let h: TeamdHarness;
   let tmp: string;
-  /** This harness's ready sandboxes on the host: bwrap and its init, whose argv carries the home and the trampoline's name. */
-  const readyProcesses = () =>
-    pids().filter((pid) => {
-      const argv = cmdline(pid);
-      return argv.includes("teamd-exec") && argv.some((arg) => arg.includes(h.home));
-    });
+  /** This harness's ready sandboxes on the host: bwrap and its init. */
+  const readyProcesses = () => readyExecProcesses(h.home);
   /** The trampolines (bash) of this harness: children of its ready sandboxes' inits. */
   const trampolines = () =>
     pids().filter((pid) => {

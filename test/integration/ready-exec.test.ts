@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ensureSeatUser } from "../support/seat-user.js";
@@ -8,6 +8,7 @@ import { teamFile } from "../support/team-file.js";
 import { appliedTeam } from "../support/applied-team.js";
 import type { TeamdHarness } from "../support/teamd-harness.js";
 import { waitFor } from "../support/wait.js";
+import { readyExecProcesses } from "../support/ready-exec-processes.js";
 import { READY_EXEC_IDLE_MS } from "../../daemon/lifecycle/ready-exec.js";
 
 /**
@@ -58,18 +59,8 @@ describe.runIf(process.platform === "linux")("a seat's next exec in a sandbox ma
     const [first = "", ...rest] = result.stdout.split("\n");
     return { ...result, stdout: rest.join("\n"), ready: Number(first) < asked, initStart: Number(first) };
   };
-  /** The ready sandboxes of this harness's daemon on the host: its bwrap processes whose command is the trampoline. */
-  const readyProcesses = () =>
-    readdirSync("/proc")
-      .filter((name) => /^\d+$/.test(name))
-      .filter((pid) => {
-        try {
-          const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-          return argv.includes("teamd-exec") && argv.some((arg) => arg.includes(h.home));
-        } catch {
-          return false;
-        }
-      });
+  /** The ready sandboxes of this harness's daemon on the host. */
+  const readyProcesses = () => readyExecProcesses(h.home);
   /** Waits out the ready sandbox's idle time (the one the last exec left, once it is made): the next exec is a fresh launch. */
   const idle = async () => {
     await sleep(1_000);
