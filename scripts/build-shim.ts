@@ -7,7 +7,7 @@ import { ExecResponseSchema, StatusResponseSchema } from "../src/gen/teamd/v1/co
 import { PROTOCOL_VERSION, TEAMD_VERSION } from "../src/rpc/protocol.js";
 import { HELP_TEXT_FILE } from "../daemon/help-text.js";
 import { tmpdir } from "node:os";
-import { LINUX_BASE, SHIM_LAZY_SUFFIX } from "../src/sandbox/linux-base.js";
+import { LINUX_BASE, SHIM_GIT_REMOTE_SUFFIX, SHIM_LAZY_SUFFIX } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
@@ -217,11 +217,16 @@ async function buildSeatShim(root: string): Promise<string> {
     "  return (__teamdShimLazyExports = lazyModule.exports);",
     "}",
   ].join("\n");
-  // The part first: a front on disk always has its part beside it.
+  // The parts first: a front on disk always has its parts beside it.
   const partFile = join(root, `${SHIM_BUNDLE_RELATIVE}${SHIM_LAZY_SUFFIX}`);
   await mkdir(dirname(partFile), { recursive: true });
   await writeFile(`${partFile}.${process.pid}.tmp`, part);
   await rename(`${partFile}.${process.pid}.tmp`, partFile);
+  // The remote helper's front (shim/git-remote-front.sh), as it is: a seat runs it with /bin/sh.
+  const helperFront = join(root, `${SHIM_BUNDLE_RELATIVE}${SHIM_GIT_REMOTE_SUFFIX}`);
+  await writeFile(`${helperFront}.${process.pid}.tmp`, readFileSync(join(root, "shim", "git-remote-front.sh")), { mode: 0o755 });
+  await chmod(`${helperFront}.${process.pid}.tmp`, 0o755);
+  await rename(`${helperFront}.${process.pid}.tmp`, helperFront);
   return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", { plugins: [shimLazyPart(root)], banner: `"use strict";\n${prelude}` });
 }
 

@@ -54,6 +54,8 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
   let ahead: PushAhead | undefined;
   /** Whether they are still to start: not once the push has begun, or the helper ends. */
   let wantAhead = false;
+  /** Which seat this is, asked beside the listing for a push: the push names its refs by it. */
+  let whoAmI: Promise<{ seat: string }> | undefined;
   let unclaimed = earlyPack;
   try {
     for (let line = await next(); line !== undefined && line !== ""; line = await next()) {
@@ -82,6 +84,12 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
         // for a few milliseconds (issue 26), and the daemon answers meanwhile.
         const listing = client.listRefs({ forPush });
         listing.catch(() => undefined);
+        if (forPush) {
+          // Beside the listing, not after git's push command: the daemon answers it while it
+          // records the listing (issue 26: it waited ~5 ms behind the push's cat-file before).
+          whoAmI ??= client.whoAmI();
+          whoAmI.catch(() => undefined);
+        }
         if (!forPush) {
           haves = localRefTips();
           haves.catch(() => undefined);
@@ -112,7 +120,7 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
         const started = ahead;
         ahead = undefined;
         wantAhead = false;
-        for (const result of await push(client, specs, listed, verbose, started)) out(result);
+        for (const result of await push(client, specs, listed, verbose, started, whoAmI)) out(result);
         out("");
       } else {
         throw new Error(`git-remote-teamd: unknown command '${command}' from git`);
@@ -232,19 +240,32 @@ function parseSpec(text: string): Spec {
   return { force, src: at < 0 ? body : body.slice(0, at), dst: at < 0 ? body : body.slice(at + 1) };
 }
 
-async function push(client: Client, texts: string[], listed: Listed[], verbose: number, ahead: PushAhead = startPushAhead()): Promise<string[]> {
+async function push(
+  client: Client,
+  texts: string[],
+  listed: Listed[],
+  verbose: number,
+  ahead: PushAhead = startPushAhead(),
+  whoAmI: Promise<{ seat: string }> = client.whoAmI(),
+): Promise<string[]> {
   try {
-    return await pushWith(client, texts, listed, verbose, ahead);
+    return await pushWith(client, texts, listed, verbose, ahead, whoAmI);
   } finally {
     // Whatever of them still runs: the daemon answered before the pack's end, or the push went another way.
     ahead.stop();
   }
 }
 
-async function pushWith(client: Client, texts: string[], listed: Listed[], verbose: number, ahead: PushAhead): Promise<string[]> {
+async function pushWith(
+  client: Client,
+  texts: string[],
+  listed: Listed[],
+  verbose: number,
+  ahead: PushAhead,
+  whoAmI: Promise<{ seat: string }>,
+): Promise<string[]> {
   const specs = texts.map(parseSpec);
-  // Asked while git works below (issue 26: one round trip less in line); awaited before its answer is needed.
-  const whoAmI = client.whoAmI();
+  // Asked beside the listing, or else as the push began (issue 26: no round trip in line); awaited before its answer is needed.
   whoAmI.catch(() => undefined);
   const known = new Map(listed.map((r) => [r.name, r.oid]));
   const sources = specs.filter((spec) => spec.src !== "").map((spec) => spec.src);
@@ -270,8 +291,10 @@ async function pushWith(client: Client, texts: string[], listed: Listed[], verbo
   // tip, the one guessed, and the same commits left out. Else it is stopped and made afresh.
   const guess = ahead.pack.guess;
   const guessed = guess !== undefined && tips.length === 1 && tips[0] === guess.tip && sameSet(exclude, guess.excludes);
-  if (guessed) say(verbose - 1, `the pack was made on the push's guess${ahead.pack.early === true ? ", from the helper's start" : ""}`);
-  else if (guess !== undefined) {
+  if (guessed) {
+    const when = ahead.pack.front === true ? ", from the helper's front" : ahead.pack.early === true ? ", from the helper's start" : "";
+    say(verbose - 1, `the pack was made on the push's guess${when}`);
+  } else if (guess !== undefined) {
     if (tips.length > 0) ahead.restartPack();
     else ahead.pack.stop();
   }
@@ -394,8 +417,8 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
 
 /** The pack of `tips` less `exclude` from the started pack-objects (given them already if it packed this push's guess), its output as it comes; `done` settles once it has exited (an Error on a non-zero exit). */
 function packObjects(started: Packer, tips: readonly string[], exclude: readonly string[]): { output: AsyncIterable<Buffer>; done: Promise<void> } {
-  if (started.guess === undefined) started.child.stdin.end(revisions(tips, exclude));
-  return { output: started.child.stdout ?? (async function* () {})(), done: started.done };
+  if (started.guess === undefined) started.input(revisions(tips, exclude));
+  return { output: started.output ?? (async function* () {})(), done: started.done };
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

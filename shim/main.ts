@@ -13,8 +13,12 @@ import { socketPath } from "./seat-socket.js";
  * CommonJS (scripts/build-shim.ts), which Node starts faster than a module.
  */
 async function main(argv: readonly string[]): Promise<void> {
-  if (basename(argv[1] ?? "") === "git-remote-teamd") {
-    // git calls `git-remote-teamd <remote> <url>`; failures go to stderr for git to show.
+  // git calls `git-remote-teamd <remote> <url>`: in a seat, the helper's front
+  // (shim/git-remote-front.sh), which runs this as `teamd-shim --git-remote-helper <remote> <url>`;
+  // where there is no front, this bundle under that name.
+  const helperArgs = basename(argv[1] ?? "") === "git-remote-teamd" ? argv.slice(2) : argv[2] === GIT_REMOTE_FLAG ? argv.slice(3) : undefined;
+  if (helperArgs !== undefined) {
+    // Failures go to stderr for git to show.
     // Exit explicitly: git waits on the helper's output, and an open stdin would keep it alive.
     // The daemon's socket first, connected while the helper's code loads (~35 ms in a seat):
     // the daemon's settings are waiting when the listing's call starts (issue 26). Its error is
@@ -24,9 +28,9 @@ async function main(argv: readonly string[]): Promise<void> {
     early.on("error", () => undefined);
     try {
       // A push's pack on its guess, started before the rest of the helper loads (push-pack.ts).
-      const earlyPack = (await import("./push-pack.js")).startEarlyPack(argv[2]);
+      const earlyPack = (await import("./push-pack.js")).startEarlyPack(helperArgs[0]);
       const { runGitRemote } = await import("./git-remote.js");
-      await runGitRemote(socket, early, argv[2], earlyPack);
+      await runGitRemote(socket, early, helperArgs[0], earlyPack);
       process.exit(0);
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
@@ -49,5 +53,8 @@ async function main(argv: readonly string[]): Promise<void> {
   }
   await runCli("teamd-shim", { parseAsync: async (args) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv);
 }
+
+/** How the remote helper's front runs this as the helper (shim/git-remote-front.sh). */
+const GIT_REMOTE_FLAG = "--git-remote-helper";
 
 void main(process.argv);

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
-import { closeSync, constants, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, constants, openSync, readFileSync, readSync, rmSync } from "node:fs";
+import { Socket } from "node:net";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { packFileName } from "../src/effects/pack-file-name.js";
+import { PACK_FILE_NAME, packFileName } from "../src/effects/pack-file-name.js";
 import { guessPush, type PushGuess } from "./push-guess.js";
 import { randomUUID } from "./request-id.js";
 
@@ -14,13 +15,18 @@ import { randomUUID } from "./request-id.js";
  * front (main.ts) starts a push's pack with it before the rest of the helper has loaded.
  */
 export interface Packer {
-  readonly child: ChildProcessByStdio<Writable, Readable | null, null>;
+  /** Gives pack-objects its input: only one started without a guess waits for it. */
+  input(revisions: string): void;
+  /** Its output, where it writes no file (the pack then streams). */
+  readonly output?: Readable;
   readonly done: Promise<void>;
   readonly file?: PackFile;
   /** The guess it was given as it started; none: it waits for its input. */
   readonly guess?: PushGuess;
   /** Started as the helper started (startEarlyPack), not at git's listing. */
   readonly early?: boolean;
+  /** Started by the helper's front, before the helper (adoptFrontPack). */
+  readonly front?: boolean;
   stop(): void;
 }
 
@@ -61,7 +67,8 @@ export function startPacker(guess: PushGuess | undefined, early = false): Packer
   done.catch(() => undefined);
   if (guess !== undefined) packer.stdin.end(revisions([guess.tip], guess.excludes));
   return {
-    child: packer,
+    input: (text) => packer.stdin.end(text),
+    ...(packer.stdout !== null ? { output: packer.stdout } : {}),
     done,
     ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}),
     ...(guess !== undefined ? { guess } : {}),
@@ -101,6 +108,8 @@ function openPackFile(): (PackFile & { readonly fd: number }) | undefined {
  * pack only if it is exactly the push's (git-remote.ts).
  */
 export function startEarlyPack(remote: string | undefined): Packer | undefined {
+  const front = adoptFrontPack();
+  if (front !== "none") return front;
   if (!ranByPush()) return undefined;
   const guess = guessPush(process.env.GIT_DIR, remote);
   return guess !== undefined ? startPacker(guess, true) : undefined;
@@ -134,4 +143,108 @@ function parentOf(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The fd on which the remote helper's front tells of the pack it started (shim/git-remote-front.sh). */
+const FRONT_FD = 4;
+/** The most the front's account of its pack may take before its exit: the revisions it gave, bounded there at 1 MiB. */
+const FRONT_ACCOUNT_BYTES = 2 * 1024 * 1024 + 4096;
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * The pack the remote helper's front started on the push's guess before Node loaded
+ * (shim/git-remote-front.sh, issue 26): its file's name in TEAMD_EARLY_PACK, and on fd 4 its
+ * account — `pid N`, the revisions it gave pack-objects (the tip, `--not`, the commits left out,
+ * a line each), `.`, then, once pack-objects has exited, `exit N`. The revisions are already
+ * there when this runs (the front wrote them before Node started), so they are read in line.
+ * "none": the front started no pack (or there is no front); undefined: it did, and the account
+ * could not be read as it should — the pack is stopped, and no other is started early.
+ */
+export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
+  const name = process.env.TEAMD_EARLY_PACK;
+  const folder = process.env.TEAMD_TMP;
+  // Not for what this helper runs (pack-objects, cat-file, index-pack).
+  delete process.env.TEAMD_EARLY_PACK;
+  if (name === undefined) return "none";
+  const path = folder !== undefined && folder.startsWith("/") && PACK_FILE_NAME.test(name) ? join(folder, name) : undefined;
+  let account = "";
+  const buffer = Buffer.alloc(64 * 1024);
+  try {
+    while (!account.includes("\n.\n") && account.length < FRONT_ACCOUNT_BYTES) {
+      const read = readSync(fd, buffer, 0, buffer.length, null);
+      if (read === 0) break;
+      account += buffer.toString("latin1", 0, read);
+    }
+  } catch {
+    // No account to read (fd 4 is not the front's): nothing of the front's to take.
+    if (path !== undefined) rmSync(path, { force: true });
+    return undefined;
+  }
+  const end = account.indexOf("\n.\n");
+  const lines = account.slice(0, Math.max(end, 0)).split("\n");
+  const pid = /^pid ([1-9][0-9]{0,9})$/.exec(lines[0] ?? "")?.[1];
+  const tip = lines[1] ?? "";
+  const excludes = lines.slice(3);
+  let exited = false;
+  const stop = () => {
+    // Killed only while it has not exited: its id then still names it (the front has not reaped
+    // it; a pid namespace hands out ids in turn, so a reaped one is not soon another's).
+    if (!exited && pid !== undefined) {
+      try {
+        process.kill(Number(pid), "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    }
+    if (path !== undefined) rmSync(path, { force: true });
+  };
+  if (
+    end < 0 ||
+    pid === undefined ||
+    path === undefined ||
+    !OBJECT_ID.test(tip) ||
+    lines[2] !== "--not" ||
+    excludes.length === 0 ||
+    !excludes.every((oid) => OBJECT_ID.test(oid))
+  ) {
+    stop();
+    return undefined;
+  }
+  let rest = account.slice(end + 3);
+  const done = new Promise<void>((resolve, reject) => {
+    const pipe = new Socket({ fd, readable: true, writable: false });
+    const settle = (): boolean => {
+      const status = /^exit (\d+)\n/.exec(rest)?.[1];
+      if (status === undefined && rest.length < 64) return false;
+      exited = true;
+      pipe.destroy();
+      if (status === "0") resolve();
+      else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${status ?? "no exit status"})`));
+      return true;
+    };
+    const ended = () => {
+      if (exited) return;
+      exited = true;
+      reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (no exit status)`));
+    };
+    if (settle()) return;
+    pipe.on("data", (chunk: Buffer) => {
+      rest += chunk.toString("latin1");
+      settle();
+    });
+    pipe.on("end", ended);
+    pipe.on("error", ended);
+  });
+  done.catch(() => undefined);
+  return {
+    input: () => {
+      throw new Error("the pack the helper's front started was given its input there");
+    },
+    done,
+    file: { name, path },
+    guess: { tip, excludes: [...new Set(excludes)] },
+    early: true,
+    front: true,
+    stop,
+  };
 }

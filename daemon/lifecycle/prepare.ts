@@ -15,7 +15,7 @@ import { ledgerLayout } from "../host/ledger-host.js";
 import { openFilteredMirror } from "../../src/effects/git-filter.js";
 import { egressSocketPath } from "../host/seat-layout.js";
 import { builtEgressBundle, builtShimBundle, gitWorkDir, seatLayout, seatsRoot, shimCopyDir, teamdCodeRoot, type SeatLayout } from "../host/seat-layout.js";
-import { SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
+import { SHIM_GIT_REMOTE_SUFFIX, SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
 import type { StartableSeat } from "../../src/ledger/policy-in-force.js";
 import type { SeatUser } from "./user.js";
 import { seatDefaultEnv, seatGitIdentity } from "./seat-defaults.js";
@@ -196,17 +196,19 @@ async function installBuilt(home: TeamdHome, built: string, name: string): Promi
 }
 
 /**
- * The shim: its front and its lazy part beside it (scripts/build-shim.ts), named by one digest
- * of both, so a front is only ever installed beside its own lazy part — which is written first:
- * a front on disk always has its part.
+ * The shim: its front, its lazy part and the remote helper's front beside it
+ * (scripts/build-shim.ts), named by one digest of the three, so a front is only ever installed
+ * beside its own parts — which are written first: a front on disk always has its parts.
  */
-async function installShim(home: TeamdHome): Promise<{ bundle: string; lazy: string }> {
+async function installShim(home: TeamdHome): Promise<{ bundle: string; lazy: string; gitRemote: string }> {
   const built = builtShimBundle();
   const front = await readBuilt(built);
   const lazyPart = await readBuilt(`${built}${SHIM_LAZY_SUFFIX}`);
-  const digest = contentDigest(front, lazyPart);
+  const helperFront = await readBuilt(`${built}${SHIM_GIT_REMOTE_SUFFIX}`);
+  const digest = contentDigest(front, lazyPart, helperFront);
   const lazy = await installSeatFile(home, "teamd-shim", `${extname(built)}${SHIM_LAZY_SUFFIX}`, lazyPart, 0o644, digest);
-  return { bundle: await installSeatFile(home, "teamd-shim", extname(built), front, 0o755, digest), lazy };
+  const gitRemote = await installSeatFile(home, "teamd-shim", `${extname(built)}${SHIM_GIT_REMOTE_SUFFIX}`, helperFront, 0o755, digest);
+  return { bundle: await installSeatFile(home, "teamd-shim", extname(built), front, 0o755, digest), lazy, gitRemote };
 }
 
 async function readBuilt(built: string): Promise<Buffer> {
@@ -282,7 +284,7 @@ async function planSeat(
   target: StartableSeat,
   layout: SeatLayout,
   socket: string,
-  shim: { readonly bundle: string; readonly lazy: string },
+  shim: { readonly bundle: string; readonly lazy: string; readonly gitRemote: string },
   user: SeatUser,
   home: TeamdHome,
   egress?: EgressInput,
@@ -322,6 +324,7 @@ async function planSeat(
     node: process.execPath,
     shimBundle: shim.bundle,
     shimLazy: shim.lazy,
+    shimGitRemote: shim.gitRemote,
     shimCommand: SHIM_COMMAND,
     seatProfile,
     seatSocket: socket,

@@ -19,6 +19,8 @@ export interface HostFactsRequest {
   readonly shimBundle?: string;
   /** The bundle's lazy part beside it (plan-types HostFacts.shimLazy). */
   readonly shimLazy?: string;
+  /** The remote helper's front beside it (plan-types HostFacts.shimGitRemote). */
+  readonly shimGitRemote?: string;
   /** The bundle's name on the seat's PATH (plan-types HostFacts.shimCommand). */
   readonly shimCommand?: string;
   /** teamd's /etc/profile for seats (plan-types HostFacts.seatProfile). */
@@ -63,6 +65,12 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
     if (!lazy.ok) return fail(`the shim's lazy part: ${lazy.reason}`, "build the shim bundle (npm run build)");
     shimLazy = lazy.path;
   }
+  let shimGitRemote: string | undefined;
+  if (request.shimGitRemote !== undefined && shimBundle !== undefined) {
+    const front = await canonicalize(request.shimGitRemote);
+    if (!front.ok) return fail(`the remote helper's front: ${front.reason}`, "build the shim bundle (npm run build)");
+    shimGitRemote = front.path;
+  }
   let seatProfile: string | undefined;
   if (request.seatProfile !== undefined) {
     const profile = await canonicalize(request.seatProfile);
@@ -84,6 +92,7 @@ export async function gatherHostFacts(request: HostFactsRequest): Promise<Checke
       node: node.path,
       shimBundle,
       ...(shimLazy !== undefined ? { shimLazy } : {}),
+      ...(shimGitRemote !== undefined ? { shimGitRemote } : {}),
       ...(request.shimCommand !== undefined && shimBundle !== undefined ? { shimCommand: request.shimCommand } : {}),
       ...(seatProfile !== undefined ? { seatProfile } : {}),
       seatSocket: { path: socket.path, id: socketId.info.id },

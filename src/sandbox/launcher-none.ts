@@ -103,14 +103,14 @@ export function createUncontainedLauncher(options: ChainOptions = {}): Launcher 
 
 /**
  * The folder PATH starts with: `teamd-shim` and `git-remote-teamd` as links to the bundle
- * (the shim answers to the name it is run by). Made once per bundle version, atomically: a
+ * (the shim answers to the name it is run by) and to the remote helper's front. Made once per bundle version, atomically: a
  * folder built aside and renamed into place, so two seats starting at once never see half of it.
  */
 async function linkShimNames(run: UncontainedRun): Promise<void> {
   const bin = run.shimBin;
   if (bin === undefined) return;
   const complete = async (dir: string) => {
-    for (const name of bin.names) if ((await readlink(join(dir, name)).catch(() => undefined)) !== bin.bundle) return false;
+    for (const link of bin.links) if ((await readlink(join(dir, link.name)).catch(() => undefined)) !== link.target) return false;
     return true;
   };
   if (await complete(bin.dir)) return;
@@ -120,7 +120,7 @@ async function linkShimNames(run: UncontainedRun): Promise<void> {
     // chmod as well: a service's UMask (0077) would narrow the mode, and in system mode the
     // seat's user must reach these names (as it reaches the bundle beside them).
     await chmod(temp, 0o755);
-    for (const name of bin.names) await symlink(bin.bundle, join(temp, name));
+    for (const link of bin.links) await symlink(link.target, join(temp, link.name));
     await rm(bin.dir, { recursive: true, force: true });
     await rename(temp, bin.dir).catch(async (error: NodeJS.ErrnoException) => {
       // Another start made it meanwhile: theirs will do when it is complete.

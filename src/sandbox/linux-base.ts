@@ -52,6 +52,11 @@ export const LINUX_BASE = Object.freeze({
     shim: "/run/teamd/shim",
     /** The shim's lazy part (its commands' code and V8's cache of it), beside it: the front reads it by its own name + SHIM_LAZY_SUFFIX. */
     shimLazy: "/run/teamd/shim.lazy",
+    /**
+     * The remote helper's front (shim/git-remote-front.sh), beside the shim: what git runs as
+     * `git-remote-teamd`, which starts a push's pack before it runs the shim (issue 26).
+     */
+    gitRemote: "/run/teamd/git-remote-teamd",
     /** The seat's last handoff checkpoint, when it has one (issue 27): read-only. */
     handoff: "/run/teamd/handoff.json",
     proc: "/proc",
@@ -72,6 +77,13 @@ export const LINUX_BASE = Object.freeze({
  * TEAMD_HOME/shim/teamd-shim-DIGEST.cjs.lazy.
  */
 export const SHIM_LAZY_SUFFIX = ".lazy";
+
+/**
+ * The remote helper's front is the file beside the shim named as it is with this suffix
+ * (scripts/build-shim.ts): inside a seat /run/teamd/git-remote-teamd, installed as
+ * TEAMD_HOME/shim/teamd-shim-DIGEST.cjs.git-remote.
+ */
+export const SHIM_GIT_REMOTE_SUFFIX = ".git-remote";
 
 /** The /etc folders whose children must be listed for the deny list to be applied inside them. */
 export function etcFoldersToList(deny: readonly string[] = LINUX_BASE.etcDeny): string[] {

@@ -65,6 +65,12 @@ export interface HostFacts {
    */
   readonly shimLazy?: string;
   /**
+   * Canonical path of the remote helper's front, the file beside the bundle (linux-base.ts
+   * SHIM_GIT_REMOTE_SUFFIX), bound read-only at inside.gitRemote; `git-remote-teamd` on the
+   * seat's PATH is then a link to it, not to the bundle. Absent: the link is to the bundle.
+   */
+  readonly shimGitRemote?: string;
+  /**
    * The name the bundle answers to on the seat's PATH (e.g. "teamd-shim"): a symlink to it
    * under /run/teamd/bin, which PATH then ends with. Absent: the bundle is at TEAMD_SHIM only.
    */

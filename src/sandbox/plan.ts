@@ -33,8 +33,9 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** /run holds only teamd's mount points; a small tmpfs keeps it from being a memory sink. */
 const RUN_TMPFS_BYTES = 1024 * 1024;
 /**
- * The bundle's second name: git runs `git-remote-teamd` for a `teamd::` remote, and the
- * shim, seeing that name, speaks git's remote-helper protocol (shim/git-remote.ts).
+ * The name git runs for a `teamd::` remote: the remote helper's front (shim/git-remote-front.sh),
+ * which runs the shim as the helper (shim/git-remote.ts); where the plan has no front, the bundle
+ * itself, which, seeing that name, speaks git's remote-helper protocol.
  */
 export const GIT_REMOTE_HELPER = "git-remote-teamd";
 
@@ -82,6 +83,7 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
     ["seat socket", host.seatSocket.path],
     ...(host.shimBundle === undefined ? [] : [["shim bundle", host.shimBundle] as [string, string]]),
     ...(host.shimLazy === undefined ? [] : [["shim's lazy part", host.shimLazy] as [string, string]]),
+    ...(host.shimGitRemote === undefined ? [] : [["remote helper's front", host.shimGitRemote] as [string, string]]),
     ...(host.seatProfile === undefined ? [] : [["seat profile", host.seatProfile] as [string, string]]),
   ];
   for (const [what, path] of named) {
@@ -132,10 +134,20 @@ function compile(input: PlanInput, base: LinuxBase): PlanResult {
       if (lazyRefused) return lazyRefused;
       late.push({ op: "ro-bind", src: host.shimLazy, dest: base.inside.shimLazy });
     }
+    if (host.shimGitRemote !== undefined) {
+      const frontRefused = checkPlainSource("remote helper's front", host.shimGitRemote, input.reserved, base);
+      if (frontRefused) return frontRefused;
+      late.push({ op: "ro-bind", src: host.shimGitRemote, dest: base.inside.gitRemote });
+    }
     if (host.shimCommand !== undefined) {
       if (!NAME.test(host.shimCommand)) return undecidable(`the shim command name '${host.shimCommand}' is not a plain name`);
       late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${host.shimCommand}` });
-      late.push({ op: "symlink", target: base.inside.shim, dest: `${SHIM_BIN}/${GIT_REMOTE_HELPER}` });
+      // git's helper is the front where there is one (it runs the bundle itself), else the bundle.
+      late.push({
+        op: "symlink",
+        target: host.shimGitRemote !== undefined ? base.inside.gitRemote : base.inside.shim,
+        dest: `${SHIM_BIN}/${GIT_REMOTE_HELPER}`,
+      });
     }
   }
   const socketOwner = reservedIds.get(objectKey(host.seatSocket.id));

@@ -12,16 +12,23 @@ import { BLOCK_FD, STATUS_FD } from "./bwrap-args.js";
  *
  * - TEAMD_SOCKET: the seat socket's host path (inside a bwrap seat /run/teamd/shim.sock);
  * - TEAMD_SHIM: the shim bundle's host path;
- * - PATH: a host folder holding `teamd-shim` and `git-remote-teamd` (links to the bundle)
- *   first, then the plan's PATH without its inside-only /run/teamd/bin;
+ * - PATH: a host folder holding `teamd-shim` and `git-remote-teamd` (links to the bundle, and
+ *   to the remote helper's front where the plan has one) first, then the plan's PATH without
+ *   its inside-only /run/teamd/bin;
  * - the rest of the plan's environment as is (HOME, TMPDIR, the seat's repository as the
  *   working folder: those are host paths already), and nothing of the daemon's.
  */
 export interface UncontainedRun {
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
-  /** The links to make before the launch: folder, and name → the bundle. Absent: the plan has no shim. */
-  readonly shimBin?: { readonly dir: string; readonly bundle: string; readonly names: readonly string[] };
+  /** The links to make before the launch: folder, and each name → its host file (the bundle, the front). Absent: the plan has no shim. */
+  readonly shimBin?: { readonly dir: string; readonly bundle: string; readonly links: readonly ShimLink[] };
+}
+
+export interface ShimLink {
+  readonly name: string;
+  /** The host path the name links to. */
+  readonly target: string;
 }
 
 /** The shim bundle's host path: the source of the plan's bind onto the inside shim path. */
@@ -39,10 +46,14 @@ export function uncontainedRun(plan: SandboxPlan, base: LinuxBase = LINUX_BASE):
   const bundle = shimBundleOf(plan, base);
   const dir = bundle === undefined ? undefined : shimBinDir(bundle);
   const planPath = (plan.env.PATH ?? base.path.join(":")).split(":").filter((p: string) => p !== SHIM_BIN && p !== "");
-  // The names the plan gives the bundle inside (teamd-shim, git-remote-teamd), as links there.
-  const names = plan.mounts.flatMap((op) =>
-    op.op === "symlink" && op.target === base.inside.shim && dirname(op.dest) === SHIM_BIN ? [basename(op.dest)] : [],
-  );
+  // The names the plan gives the bundle and the front inside (teamd-shim, git-remote-teamd), as
+  // links there to the host files bound at their targets.
+  const hostOf = new Map(plan.mounts.flatMap((op) => (op.op === "ro-bind" ? [[op.dest, op.src] as const] : [])));
+  const links = plan.mounts.flatMap((op): ShimLink[] => {
+    if (op.op !== "symlink" || dirname(op.dest) !== SHIM_BIN) return [];
+    const target = hostOf.get(op.target);
+    return target !== undefined && (op.target === base.inside.shim || op.target === base.inside.gitRemote) ? [{ name: basename(op.dest), target }] : [];
+  });
   const env: Record<string, string> = { ...plan.env, TEAMD_SOCKET: plan.socket.host, PATH: [...(dir !== undefined ? [dir] : []), ...planPath].join(":") };
   if (bundle !== undefined) env.TEAMD_SHIM = bundle;
   else delete env.TEAMD_SHIM;
@@ -51,7 +62,7 @@ export function uncontainedRun(plan: SandboxPlan, base: LinuxBase = LINUX_BASE):
   return {
     env: Object.freeze(sorted),
     cwd: plan.cwd,
-    ...(bundle !== undefined && dir !== undefined ? { shimBin: { dir, bundle, names } } : {}),
+    ...(bundle !== undefined && dir !== undefined ? { shimBin: { dir, bundle, links } } : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { chmod, chown, copyFile, mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { connectCommand, createRealSeat, type RealSeat } from "../sandbox/fixture/real-seat.js";
-import { SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
+import { SHIM_GIT_REMOTE_SUFFIX, SHIM_LAZY_SUFFIX } from "../../src/sandbox/linux-base.js";
 
 /**
  * Proves (docs/enforcement.md): "Containment (§11): a seat writes only its own repository,
@@ -64,26 +64,33 @@ describe.runIf(process.platform === "linux")("escape: write outside the seat's f
     expect((await stat(join(seat.home, "moved", "service.sock"))).isSocket()).toBe(true);
   });
 
-  it("cannot change the shim or its lazy part (its commands' code and their V8 code cache), which every seat binds from the same two files", async () => {
+  it("cannot change the shim, its lazy part (its commands' code and their V8 code cache) or the remote helper's front, which every seat binds from the same three files", async () => {
     // As the daemon installs them (daemon/lifecycle/prepare.ts): in user mode the copies are the
     // daemon's user's, the seat's own uid outside — only the read-only binds stand between.
     const dir = join(seat.base, "shim");
     await mkdir(dir, { recursive: true });
     const front = join(dir, "teamd-shim-test.cjs");
     const part = `${front}${SHIM_LAZY_SUFFIX}`;
+    const helper = `${front}${SHIM_GIT_REMOTE_SUFFIX}`;
     await copyFile(join(process.cwd(), "dist/shim-bundle/teamd-shim.cjs"), front);
     await copyFile(join(process.cwd(), `dist/shim-bundle/teamd-shim.cjs${SHIM_LAZY_SUFFIX}`), part);
+    await copyFile(join(process.cwd(), `dist/shim-bundle/teamd-shim.cjs${SHIM_GIT_REMOTE_SUFFIX}`), helper);
     await chmod(front, 0o755);
     await chmod(part, 0o644);
+    await chmod(helper, 0o755);
     // As in user mode, the files are the seat's own uid's (as root the test seat runs as its own user).
-    for (const file of [dir, front, part]) await chown(file, seat.user.uid, seat.user.gid);
+    for (const file of [dir, front, part, helper]) await chown(file, seat.user.uid, seat.user.gid);
     const digest = async (file: string) =>
       createHash("sha256")
         .update(await readFile(file))
         .digest("hex");
-    const before = [await digest(front), await digest(part)];
-    const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: front, shimLazy: part, shimCommand: "teamd-shim" } }));
-    const attempts = ["/run/teamd/shim", "/run/teamd/shim.lazy"]
+    const before = [await digest(front), await digest(part), await digest(helper)];
+    const plan = await seat.plan((input) => ({
+      ...input,
+      host: { ...input.host, shimBundle: front, shimLazy: part, shimGitRemote: helper, shimCommand: "teamd-shim" },
+    }));
+    // (Not the names in /run/teamd/bin: the seat's own tmpfs, as its PATH is its own to change.)
+    const attempts = ["/run/teamd/shim", "/run/teamd/shim.lazy", "/run/teamd/git-remote-teamd"]
       .map(
         (f) =>
           `echo pwn >> ${f}; echo pwn > ${f}; truncate -s 0 ${f}; chmod 777 ${f}; touch -d 2000-01-01 ${f}; ` +
@@ -92,11 +99,18 @@ describe.runIf(process.platform === "linux")("escape: write outside the seat's f
           `node -e 'try { require("fs").writeFileSync(process.argv[1], "pwn") } catch (e) { console.error(e.code) }' ${f}; `,
       )
       .join("");
-    const out = await seat.run(sh(`echo evil > /tmp/evil; ${attempts} sha256sum /run/teamd/shim /run/teamd/shim.lazy; teamd-shim --version`), { plan });
+    const out = await seat.run(
+      sh(
+        `echo evil > /tmp/evil; ${attempts} sha256sum /run/teamd/shim /run/teamd/shim.lazy /run/teamd/git-remote-teamd; readlink /run/teamd/bin/git-remote-teamd; teamd-shim --version`,
+      ),
+      { plan },
+    );
     expect(out.stderr).toMatch(/Read-only file system|EROFS/);
     // Unchanged inside, as the seat sees them after its attempts, and on the host.
-    expect(out.stdout).toBe(`${before[0]}  /run/teamd/shim\n${before[1]}  /run/teamd/shim.lazy\n0.1.0\n`);
-    expect([await digest(front), await digest(part)]).toEqual(before);
+    expect(out.stdout).toBe(
+      `${before[0]}  /run/teamd/shim\n${before[1]}  /run/teamd/shim.lazy\n${before[2]}  /run/teamd/git-remote-teamd\n/run/teamd/git-remote-teamd\n0.1.0\n`,
+    );
+    expect([await digest(front), await digest(part), await digest(helper)]).toEqual(before);
     // Control: a command through the part runs (no daemon here: exit 4, unreachable).
     const control = await seat.run(sh(`TEAMD_SOCKET=/tmp/none.sock teamd-shim whoami; echo rc=$?`), { plan });
     expect(control.stderr).toContain("cannot reach the teamd daemon");

@@ -49,8 +49,8 @@ describe.runIf(process.platform === "linux")("seat git: a push packed on its gue
 
     const second = await h.inSeat("w1", `${commitOn("g2")} && git push -v teamd HEAD:g 2>&1`);
     expect(second.code, second.stdout + second.stderr).toBe(0);
-    // Started as the helper started: its parent's parent is this `git push`.
-    expect(second.stdout).toContain(`${GUESSED}, from the helper's start`);
+    // Started by the helper's front before the helper loaded: its parent's parent is this `git push`.
+    expect(second.stdout).toContain(`${GUESSED}, from the helper's front`);
     expect(h.hubRef("refs/heads/seat/w1/g")).toBe(await local("HEAD"));
     expect(h.hubGit("show", `${await local("HEAD")}:src/g2.txt`)).toBe("g2");
   });

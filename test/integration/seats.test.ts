@@ -103,8 +103,9 @@ describe.runIf(process.platform === "linux")("seats: start, exec, stop through a
     expect(JSON.parse(who.stdout)).toMatchObject({ seat: "scout", team: "proj" });
     const env = await h.run(["exec", "scout", "--", "sh", "-c", "echo $TEAMD_SOCKET $SEAT_NOTE $(id -u); ls /run/teamd"]);
     expect(env.code, env.stderr).toBe(0);
-    // The shim, its lazy part (scripts/build-shim.ts), the socket, the folder of the shim's names: nothing else of teamd's.
-    expect(env.stdout).toBe(`/run/teamd/shim.sock scouting ${seatUser.uid}\nbin\nshim\nshim.lazy\nshim.sock\n`);
+    // The shim, its lazy part and the remote helper's front (scripts/build-shim.ts), the socket,
+    // the folder of the shim's names: nothing else of teamd's.
+    expect(env.stdout).toBe(`/run/teamd/shim.sock scouting ${seatUser.uid}\nbin\ngit-remote-teamd\nshim\nshim.lazy\nshim.sock\n`);
   });
 
   it("refuses and records an owner act arriving on the seat's socket, as that seat's attempt", async () => {

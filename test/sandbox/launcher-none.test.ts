@@ -98,7 +98,10 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
     const bundle = join(dir, "teamd-shim-test.cjs");
     copyFileSync(join(process.cwd(), "dist/shim-bundle/teamd-shim.cjs"), bundle);
     chmodSync(bundle, 0o755);
-    const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: bundle, shimCommand: "teamd-shim" } }));
+    const front = `${bundle}.git-remote`;
+    copyFileSync(join(process.cwd(), "dist/shim-bundle/teamd-shim.cjs.git-remote"), front);
+    chmodSync(front, 0o755);
+    const plan = await seat.plan((input) => ({ ...input, host: { ...input.host, shimBundle: bundle, shimGitRemote: front, shimCommand: "teamd-shim" } }));
     // A system service runs with UMask=0077: the folder of names must still be the seat user's to reach.
     const old = process.umask(0o077);
     let launched: LaunchResult;
@@ -112,7 +115,8 @@ describe.runIf(process.platform === "linux")("the uncontained launcher (containm
     const bin = join(dir, "bin-teamd-shim-test");
     expect(out.stdout).toBe(`${bin}/teamd-shim\n${bin}/git-remote-teamd\n0.1.0\n`);
     expect(statSync(bin).mode & 0o777).toBe(0o755);
-    expect(readlinkSync(join(bin, "git-remote-teamd"))).toBe(bundle);
+    expect(readlinkSync(join(bin, "teamd-shim"))).toBe(bundle);
+    expect(readlinkSync(join(bin, "git-remote-teamd"))).toBe(front);
   });
 
   it("hands back the command's own exit code", async () => {

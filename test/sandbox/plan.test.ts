@@ -203,6 +203,25 @@ describe("compilePlan: cases", () => {
     expect(plan(baseInput()).mounts.some((m) => m.dest === "/run/teamd/shim.lazy")).toBe(false);
   });
 
+  it("binds the remote helper's front read-only beside the shim, and git-remote-teamd on PATH links to it; to the shim where there is none", () => {
+    const shimGitRemote = "/var/lib/teamd/shim/teamd-shim-0123456789abcdef.cjs.git-remote";
+    const q = plan({ ...baseInput(), host: facts({ shimGitRemote, shimCommand: "teamd-shim" }) });
+    expect(q.mounts.filter((m) => m.dest === "/run/teamd/git-remote-teamd")).toEqual([
+      { op: "ro-bind", src: shimGitRemote, dest: "/run/teamd/git-remote-teamd" },
+    ]);
+    const links = (p: SandboxPlan) => p.mounts.filter((m) => m.op === "symlink" && m.dest.startsWith("/run/teamd/bin/"));
+    expect(links(q)).toEqual([
+      { op: "symlink", target: "/run/teamd/shim", dest: "/run/teamd/bin/teamd-shim" },
+      { op: "symlink", target: "/run/teamd/git-remote-teamd", dest: "/run/teamd/bin/git-remote-teamd" },
+    ]);
+    const without = plan({ ...baseInput(), host: facts({ shimCommand: "teamd-shim" }) });
+    expect(without.mounts.some((m) => m.dest === "/run/teamd/git-remote-teamd")).toBe(false);
+    expect(links(without)).toEqual([
+      { op: "symlink", target: "/run/teamd/shim", dest: "/run/teamd/bin/teamd-shim" },
+      { op: "symlink", target: "/run/teamd/shim", dest: "/run/teamd/bin/git-remote-teamd" },
+    ]);
+  });
+
   it("binds each pinned start file read-only over its path in the seat's repository, after the repository itself", () => {
     const input = baseInput();
     const repo = input.writable.repository.path;
@@ -376,6 +395,18 @@ describe("compilePlan: cases", () => {
       (i) => ({ ...i, host: facts({ shimLazy: "/run/teamd/shim.lazy" }) }),
       "containment.undecidable",
       /shim's lazy part \/run\/teamd\/shim.lazy lies under \/run/,
+    ],
+    [
+      "a remote helper's front inside teamd's reserved code",
+      (i) => ({ ...i, host: facts({ shimGitRemote: "/usr/lib/node_modules/teamd/dist/shim-bundle/teamd-shim.cjs.git-remote" }) }),
+      "reserved.object",
+      /remote helper's front/,
+    ],
+    [
+      "a remote helper's front under /run, which the plan builds itself",
+      (i) => ({ ...i, host: facts({ shimGitRemote: "/run/teamd/git-remote-teamd" }) }),
+      "containment.undecidable",
+      /remote helper's front \/run\/teamd\/git-remote-teamd lies under \/run/,
     ],
     [
       "a shim's lazy part at a path that is not canonical",

@@ -17,12 +17,29 @@ describe("the uncontained seat's environment and argv", () => {
     const bundle = shimBundleOf(plan) as string;
     expect(bundle).toBe("/usr/lib/teamd-shim/shim.mjs");
     expect(run.env.TEAMD_SHIM).toBe(bundle);
-    expect(run.shimBin).toEqual({ dir: shimBinDir(bundle), bundle, names: ["teamd-shim", "git-remote-teamd"] });
+    expect(run.shimBin).toEqual({
+      dir: shimBinDir(bundle),
+      bundle,
+      links: [
+        { name: "teamd-shim", target: bundle },
+        { name: "git-remote-teamd", target: bundle },
+      ],
+    });
     const path = run.env.PATH?.split(":") ?? [];
     expect(path[0]).toBe("/usr/lib/teamd-shim/bin-shim");
     expect(path).not.toContain("/run/teamd/bin");
     expect(plan.env.PATH?.split(":")).toContain("/run/teamd/bin");
     expect(path.slice(1)).toEqual(plan.env.PATH?.split(":").filter((p) => p !== "/run/teamd/bin"));
+  });
+
+  it("links git-remote-teamd to the remote helper's front where the plan binds one", () => {
+    const front = "/usr/lib/teamd-shim/shim.mjs.git-remote";
+    const withFront = compilePlan({ ...baseInput(), host: facts({ shimCommand: "teamd-shim", shimGitRemote: front }) });
+    if (withFront.decision !== "plan") throw new Error(withFront.reason);
+    expect(uncontainedRun(withFront.plan).shimBin?.links).toEqual([
+      { name: "teamd-shim", target: "/usr/lib/teamd-shim/shim.mjs" },
+      { name: "git-remote-teamd", target: front },
+    ]);
   });
 
   it("keeps the rest of the plan's environment as it is, and its working folder", () => {
