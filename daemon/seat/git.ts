@@ -891,7 +891,11 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
               // No new commit: the tip is one the hub has, and nothing of the pack is needed —
               // none of it lands (a seat, one without write too, landed packs of objects no ref
               // reaches with pushes that moved nothing: found by an attack, round eleven).
-              await retryRefLock(hubRef, () => migrateAndUpdate(ctx.team.hub, commits.length === 0 ? undefined : q, hubRef, update.newOid, currentHub ?? ""));
+              // The new tip is a commit the hub holds once migrated (the walk checked it, or it was
+              // served): its ref may be written in line (ref-write.ts).
+              await retryRefLock(hubRef, () =>
+                migrateAndUpdate(ctx.team.hub, commits.length === 0 ? undefined : q, hubRef, update.newOid, currentHub ?? "", { inLine: true }),
+              );
               return { result: "done", reply: new TextEncoder().encode(update.newOid) };
             }
             // A bounded seat: its commits are replayed onto the real base as new hub commits.

@@ -25,6 +25,7 @@ import { explainRefFailure } from "./ref-lock.js";
 import { DURABLE_GIT, syncRefFolders } from "./durable-git.js";
 import { fsyncPath } from "./fsync-path.js";
 import { plainRefName, readFileRef } from "./ref-files.js";
+import { writeRefInLine } from "./ref-write.js";
 import { quarantinedObjects } from "./pack-index.js";
 
 /**
@@ -953,7 +954,14 @@ function nulCursor(buffer: Buffer): { next(): Buffer | undefined } {
  * pass. So the quarantine keeps exactly what the pack carried until it is disposed, and
  * migrating it again (the next ref) finds its files already in the hub.
  */
-export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, ref: string, newOid: string, oldOid: string): Promise<void> {
+export async function migrateAndUpdate(
+  hub: string,
+  q: Quarantine | undefined,
+  ref: string,
+  newOid: string,
+  oldOid: string,
+  options: { readonly inLine?: boolean } = {},
+): Promise<void> {
   await checkRefName(hub, ref);
   for (const oid of [newOid, oldOid]) if (oid !== "" && !OID.test(oid)) throw new Error(`${JSON.stringify(oid)} is not an object id`);
   const hubDir = await realpath(hub);
@@ -963,6 +971,12 @@ export async function migrateAndUpdate(hub: string, q: Quarantine | undefined, r
   if (newOid !== "" && q !== undefined) await migrateObjects(hubDir, q);
 
   if (newOid === "" && oldOid === "") return; // nothing to delete, and the check above found nothing there
+  // A push's commit (checked one by its walk, in the hub now) written in line where that is
+  // certainly what git would do (ref-write.ts); else git writes it, and words any refusal.
+  if (options.inLine === true && newOid !== "" && (await writeRefInLine(hubDir, ref, newOid, oldOid)) === "written") {
+    await syncRefFolders(hubDir, ref);
+    return;
+  }
   // The zero id as old value: the ref must not exist yet.
   const args = newOid === "" ? ["update-ref", "-d", ref, oldOid] : ["update-ref", ref, newOid, oldOid || "0".repeat(newOid.length)];
   try {

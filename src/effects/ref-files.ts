@@ -73,6 +73,25 @@ export function readFileRef(repo: string, ref: string): string | null | undefine
   }
 }
 
+/**
+ * One ref's value (null: no such ref) and every packed ref, as git's files format has them, for
+ * a writer that holds the ref's lock (ref-write.ts); undefined where git must answer — which
+ * includes a folder of refs by the ref's name.
+ */
+export function refState(repo: string, ref: string): { readonly value: string | null; readonly packed: ReadonlyMap<string, string> } | undefined {
+  if (!plainRefName(ref)) return undefined;
+  try {
+    if (!filesFormat(repo)) return undefined;
+    if (lstatOrUndefined(join(repo, ref))?.isDirectory() === true) return undefined;
+    const loose = readLooseFile(join(repo, ref), false);
+    const packed = readPacked(repo);
+    return { value: loose ?? packed.get(ref) ?? null, packed };
+  } catch (error) {
+    if (error instanceof Unsure) return undefined;
+    throw error;
+  }
+}
+
 /** The files format: refs/ and refs/heads/ are folders (reftable leaves refs/heads a file), no reftable/. */
 function filesFormat(repo: string): boolean {
   const refs = lstatOrUndefined(join(repo, "refs"));
