@@ -7,7 +7,7 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
-import { guessPush, recordPushed } from "./push-guess.js";
+import { guessPush, localCommit, recordPushed } from "./push-guess.js";
 import { revisions, startPacker, stopChild, type Packer } from "./push-pack.js";
 
 /**
@@ -270,8 +270,9 @@ async function pushWith(
   const known = new Map(listed.map((r) => [r.name, r.oid]));
   const sources = specs.filter((spec) => spec.src !== "").map((spec) => spec.src);
   const listedOids = [...new Set(known.values())].filter((oid) => OBJECT_ID.test(oid));
-  // The pushed tips and which of the daemon's refs this repository has, in one process.
-  const named = await commitsNamed([...sources, ...listedOids], ahead.named);
+  // The pushed tips and which of the daemon's refs this repository has: from the front's pack
+  // where it already says, else in one process.
+  const named = namedByFront(ahead.pack, sources, listedOids) ?? (await commitsNamed([...sources, ...listedOids], ahead.named));
   const tipOf = new Map(sources.map((src, i) => [src, named[i]]));
   const newOids = specs.map((spec) => {
     if (spec.src === "") return "";
@@ -407,6 +408,19 @@ function startPushAhead(guessed?: Packer): PushAhead {
       pack?.stop();
     },
   };
+}
+
+/**
+ * What commitsNamed would answer, without waiting on cat-file, where the pack the helper's front
+ * made already says it (issue 26: ~2.5 ms of a push): one source, naming in this repository's
+ * files (HEAD, or a plain ref) the commit the front packed, and the daemon's listed commits
+ * exactly those the pack left out — each of which pack-objects, having exited 0, found here.
+ */
+function namedByFront(pack: Packer, sources: readonly string[], listedOids: readonly string[]): (string | undefined)[] | undefined {
+  const guess = pack.guess;
+  if (pack.front !== true || guess === undefined || !pack.succeeded() || sources.length !== 1 || listedOids.length === 0) return undefined;
+  if (localCommit(process.env.GIT_DIR, sources[0] as string) !== guess.tip || !sameSet(listedOids, guess.excludes)) return undefined;
+  return [guess.tip, ...listedOids];
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {

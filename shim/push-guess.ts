@@ -57,6 +57,20 @@ export function guessPush(gitDir: string | undefined, remote: string | undefined
   }
 }
 
+/**
+ * What a push's source names in this repository's files (HEAD, or a plain ref), as git would
+ * resolve it there; undefined where the files do not plainly say (git's cat-file then answers).
+ */
+export function localCommit(gitDir: string | undefined, source: string): string | undefined {
+  if (gitDir === undefined || gitDir === "") return undefined;
+  try {
+    if (source === "HEAD") return readSmall(join(gitDir, "commondir"), HEAD_BYTES) === undefined ? headCommit(gitDir) : undefined;
+    return plainRefName(source) ? (readFileRef(gitDir, source) ?? undefined) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** HEAD's commit: a detached HEAD's id, or its branch's as ref-files.ts reads it. */
 function headCommit(gitDir: string): string | undefined {
   const head = readSmall(join(gitDir, "HEAD"), HEAD_BYTES);

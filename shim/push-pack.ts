@@ -20,6 +20,8 @@ export interface Packer {
   /** Its output, where it writes no file (the pack then streams). */
   readonly output?: Readable;
   readonly done: Promise<void>;
+  /** Whether pack-objects has exited 0 (then every revision it was given names an object here). */
+  succeeded(): boolean;
   readonly file?: PackFile;
   /** The guess it was given as it started; none: it waits for its input. */
   readonly guess?: PushGuess;
@@ -60,14 +62,20 @@ export function startPacker(guess: PushGuess | undefined, early = false): Packer
   packer.stdout?.on("readable", () => undefined);
   // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
   packer.stdin.on("error", () => undefined);
+  let succeeded = false;
   const done = new Promise<void>((resolve, reject) => {
     packer.on("error", reject);
-    packer.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`))));
+    packer.on("close", (code) => {
+      succeeded = code === 0;
+      if (code === 0) resolve();
+      else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`));
+    });
   });
   done.catch(() => undefined);
   if (guess !== undefined) packer.stdin.end(revisions([guess.tip], guess.excludes));
   return {
     input: (text) => packer.stdin.end(text),
+    succeeded: () => succeeded,
     ...(packer.stdout !== null ? { output: packer.stdout } : {}),
     done,
     ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}),
@@ -186,6 +194,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
   const tip = lines[1] ?? "";
   const excludes = lines.slice(3);
   let exited = false;
+  let succeeded = false;
   const stop = () => {
     // Killed only while it has not exited: its id then still names it (the front has not reaped
     // it; a pid namespace hands out ids in turn, so a reaped one is not soon another's).
@@ -217,6 +226,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
       const status = /^exit (\d+)\n/.exec(rest)?.[1];
       if (status === undefined && rest.length < 64) return false;
       exited = true;
+      succeeded = status === "0";
       pipe.destroy();
       if (status === "0") resolve();
       else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${status ?? "no exit status"})`));
@@ -241,6 +251,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
       throw new Error("the pack the helper's front started was given its input there");
     },
     done,
+    succeeded: () => succeeded,
     file: { name, path },
     guess: { tip, excludes: [...new Set(excludes)] },
     early: true,

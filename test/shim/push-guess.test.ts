@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GUESS_COMMITS, GUESS_FILE, guessPush, recordPushed } from "../../shim/push-guess.js";
+import { GUESS_COMMITS, GUESS_FILE, guessPush, localCommit, recordPushed } from "../../shim/push-guess.js";
 
 /**
  * The remote helper's guess of a push (shim/push-guess.ts), read from a real repository's
@@ -119,5 +119,23 @@ describe("git-remote-teamd: the push's guess", () => {
     mkdirSync(join(gitDir, "refs/remotes/teamd"), { recursive: true });
     for (let i = 0; i < 1100; i++) writeFileSync(join(gitDir, `refs/remotes/teamd/r${i}`), `${base}\n`);
     expect(guessPush(gitDir, "teamd")).toBeUndefined();
+  });
+
+  it("reads what a push's source names as git resolves it: HEAD, a plain ref, loose or packed; nothing else", () => {
+    const first = commit("a");
+    const second = commit("b");
+    git("branch", "side", first);
+    expect(localCommit(gitDir, "HEAD")).toBe(git("rev-parse", "HEAD"));
+    expect(localCommit(gitDir, "refs/heads/main")).toBe(second);
+    expect(localCommit(gitDir, "refs/heads/side")).toBe(first);
+    git("pack-refs", "--all");
+    expect(localCommit(gitDir, "refs/heads/side")).toBe(first);
+    git("checkout", "-q", "--detach", first);
+    expect(localCommit(gitDir, "HEAD")).toBe(first);
+    // Not a ref this reads, no such ref, another name for one, no repository: git's cat-file answers.
+    for (const source of ["main", "HEAD~1", "refs/heads/none", `${second}`, "refs/heads/a..b"]) expect(localCommit(gitDir, source), source).toBeUndefined();
+    expect(localCommit(undefined, "HEAD")).toBeUndefined();
+    writeFileSync(join(gitDir, "commondir"), "..\n");
+    expect(localCommit(gitDir, "HEAD")).toBeUndefined();
   });
 });
