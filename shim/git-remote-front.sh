@@ -83,10 +83,11 @@ set +C
 
 # pack-objects in the background; the helper reads, on its fd 4, the process's id, the
 # revisions it was given and, once it has exited, its exit status ("exit N"). The helper's
-# stdin (git's) is kept on fd 3 for it.
+# stdin (git's) is kept on fd 3 for it. A guess that fails (a noted commit gone since) is the
+# helper's to drop, not git's to report: its pack-objects says nothing.
 exec 3<&0
 {
-  git pack-objects --revs --stdout -q >"$TEAMD_TMP/$name" <<EOF &
+  git pack-objects --revs --stdout -q >"$TEAMD_TMP/$name" 2>/dev/null <<EOF &
 $tip
 --not
 $excludes

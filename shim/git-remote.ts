@@ -291,7 +291,8 @@ async function pushWith(
   // The pack made on the push's guess (push-guess.ts) is sent only if it is this push's: one
   // tip, the one guessed, and the same commits left out. Else it is stopped and made afresh.
   const guess = ahead.pack.guess;
-  const guessed = guess !== undefined && tips.length === 1 && tips[0] === guess.tip && sameSet(exclude, guess.excludes);
+  // A guess whose pack-objects already failed (a noted commit gone since) is made afresh too.
+  const guessed = guess !== undefined && tips.length === 1 && tips[0] === guess.tip && sameSet(exclude, guess.excludes) && !ahead.pack.failed();
   if (guessed) {
     const when = ahead.pack.front === true ? ", from the helper's front" : ahead.pack.early === true ? ", from the helper's start" : "";
     say(verbose - 1, `the pack was made on the push's guess${when}`);

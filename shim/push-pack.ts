@@ -22,6 +22,8 @@ export interface Packer {
   readonly done: Promise<void>;
   /** Whether pack-objects has exited 0 (then every revision it was given names an object here). */
   succeeded(): boolean;
+  /** Whether it has exited otherwise (or could not start). */
+  failed(): boolean;
   readonly file?: PackFile;
   /** The guess it was given as it started; none: it waits for its input. */
   readonly guess?: PushGuess;
@@ -63,10 +65,15 @@ export function startPacker(guess: PushGuess | undefined, early = false): Packer
   // git may exit before it read all of its input (EPIPE): its exit code tells what happened.
   packer.stdin.on("error", () => undefined);
   let succeeded = false;
+  let failed = false;
   const done = new Promise<void>((resolve, reject) => {
-    packer.on("error", reject);
+    packer.on("error", (error) => {
+      failed = true;
+      reject(error);
+    });
     packer.on("close", (code) => {
       succeeded = code === 0;
+      failed = code !== 0;
       if (code === 0) resolve();
       else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${code})`));
     });
@@ -76,6 +83,7 @@ export function startPacker(guess: PushGuess | undefined, early = false): Packer
   return {
     input: (text) => packer.stdin.end(text),
     succeeded: () => succeeded,
+    failed: () => failed,
     ...(packer.stdout !== null ? { output: packer.stdout } : {}),
     done,
     ...(file !== undefined ? { file: { name: file.name, path: file.path } } : {}),
@@ -195,6 +203,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
   const excludes = lines.slice(3);
   let exited = false;
   let succeeded = false;
+  let failed = false;
   const stop = () => {
     // Killed only while it has not exited: its id then still names it (the front has not reaped
     // it; a pid namespace hands out ids in turn, so a reaped one is not soon another's).
@@ -227,6 +236,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
       if (status === undefined && rest.length < 64) return false;
       exited = true;
       succeeded = status === "0";
+      failed = !succeeded;
       pipe.destroy();
       if (status === "0") resolve();
       else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${status ?? "no exit status"})`));
@@ -235,6 +245,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
     const ended = () => {
       if (exited) return;
       exited = true;
+      failed = true;
       reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (no exit status)`));
     };
     if (settle()) return;
@@ -252,6 +263,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
     },
     done,
     succeeded: () => succeeded,
+    failed: () => failed,
     file: { name, path },
     guess: { tip, excludes: [...new Set(excludes)] },
     early: true,
