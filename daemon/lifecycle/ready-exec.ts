@@ -83,24 +83,25 @@ export function createReadyExecs(log: (line: string) => void, timing: { readonly
     return entry.ended;
   }
 
+  /** An entry whose sandbox is gone or was never made: no longer the seat's, and its end told. */
+  function forget(key: string, entry: Entry): void {
+    if (entries.get(key) === entry) entries.delete(key);
+    clearTimeout(entry.idle);
+    entry.state = "gone";
+    entry.end();
+  }
+
   function start(key: string, run: ReadyRun, entry: Entry): void {
     void run.launch({ command: trampolineCommand }).then(
       (launched) => {
         if (!launched.ok) {
           // The next exec launches its own, and says why if it fails too.
           log(`ready exec for ${key}: not made: ${launched.refusal.rule}: ${launched.refusal.reason}`);
-          if (entries.get(key) === entry) entries.delete(key);
-          entry.state = "gone";
-          entry.end();
+          forget(key, entry);
           return;
         }
         const proc = launched.seat;
-        void proc.exit.then(() => {
-          if (entries.get(key) === entry && entry.state !== "starting") entries.delete(key);
-          clearTimeout(entry.idle);
-          entry.state = "gone";
-          entry.end();
-        });
+        void proc.exit.then(() => forget(key, entry));
         entry.proc = proc;
         const control = proc.io.kind === "pipes" ? proc.io.control : undefined;
         if (entry.state === "gone" || control === undefined || !run.live()) {
@@ -118,9 +119,7 @@ export function createReadyExecs(log: (line: string) => void, timing: { readonly
       },
       (error: unknown) => {
         log(`ready exec for ${key}: not made: ${String(error)}`);
-        if (entries.get(key) === entry) entries.delete(key);
-        entry.state = "gone";
-        entry.end();
+        forget(key, entry);
       },
     );
   }
