@@ -15,6 +15,8 @@
 # (src/effects/seat-pack-file.ts). POSIX sh, no program of its own but git's rev-parse and
 # pack-objects, which a push runs anyway.
 set -f
+# Set below for the helper alone, and only with the account on fd 4 it names.
+unset TEAMD_EARLY_PACK
 # The shim: where the seat's environment says, else `teamd-shim` beside the name git ran.
 shim=${TEAMD_SHIM:-${0%/*}/teamd-shim}
 helper() { exec node "$shim" --git-remote-helper "$@"; }

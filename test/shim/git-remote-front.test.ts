@@ -118,7 +118,8 @@ describe.runIf(process.platform === "linux")("git-remote-teamd's front", () => {
     const base = commit("a");
     git("update-ref", "refs/remotes/teamd/main", base);
     commit("b");
-    const ran = front({ pushing: false, stdin: "capabilities\n" });
+    // (A TEAMD_EARLY_PACK in the seat's own environment does not reach the helper: only the front's account names a pack.)
+    const ran = front({ pushing: false, stdin: "capabilities\n", env: { TEAMD_EARLY_PACK: ".teamd-pack-01234567-89ab-cdef-0123-456789abcdef.pack" } });
     expect(ran).toEqual({ argv: ["--git-remote-helper", "teamd", "teamd::seat"], early: null, account: null, stdin: "capabilities\n" });
     expect(packs()).toEqual([]);
   });
