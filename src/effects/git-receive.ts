@@ -778,8 +778,11 @@ export async function servedCommit(
   // hub holds `oid` or not. The walk ran only for a commit the hub holds, so how long a refusal
   // took told a seat whether the hub holds a commit it names (found by an audit, round fourteen).
   const [isCommit, unreached] = await Promise.all([
-    containedGit(["cat-file", "-e", `${oid}^{commit}`], context).then(
-      () => true,
+    // The object itself a commit, not one a tag peels to: a branch never names a tag (git's
+    // update-ref refuses it, and a seat's push of one was recorded as an unknown outcome: found
+    // by an attack on this round, test/escape/push-tag-attack.test.ts).
+    containedGit(["cat-file", "-t", oid], context).then(
+      ({ stdout }) => stdout.toString("latin1") === "commit\n",
       () => false,
     ),
     tips.length === 0
