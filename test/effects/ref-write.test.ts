@@ -71,6 +71,30 @@ describe("writeRefInLine: a ref written as git writes it, or left to git", () =>
     expect(locks(hub)).toEqual([]);
   });
 
+  it("gives a repository shared with a group what git gives it: the ref group-writable, each new folder group-writable and setgid", async () => {
+    const [a, b] = commits as [string, string, string];
+    git(hub, "config", "core.sharedRepository", "group");
+    const other = twin();
+    expect(await writeRefInLine(hub, "refs/heads/seat/w9/deep/new", a, "")).toBe("written");
+    expect(gitUpdate(other, "refs/heads/seat/w9/deep/new", a, "")).toBe(true);
+    expect(await writeRefInLine(hub, "refs/heads/main", b, commits[2] as string)).toBe("written");
+    expect(gitUpdate(other, "refs/heads/main", b, commits[2] as string)).toBe(true);
+    const modes = (repo: string) =>
+      ["refs/heads/seat/w9", "refs/heads/seat/w9/deep", "refs/heads/seat/w9/deep/new", "refs/heads/main"].map((path) => {
+        const info = statSync(join(repo, path));
+        return `${path} ${(info.mode & 0o7777).toString(8)} ${info.gid}`;
+      });
+    expect(modes(hub)).toEqual(modes(other));
+    expect(modes(hub)[0]).toMatch(/ 2775 /);
+    expect(refs(hub)).toBe(refs(other));
+    // Any other sharing is git's to apply.
+    for (const value of ["all", "0640", "true"]) {
+      const repo = twin();
+      git(repo, "config", "core.sharedRepository", value);
+      expect(await writeRefInLine(repo, "refs/heads/seat/w9/other", a, ""), value).toBe("git");
+    }
+  });
+
   it("moves a packed ref by writing it loose over the packed one, as git does", async () => {
     const [a, , c] = commits as [string, string, string];
     git(hub, "update-ref", "refs/heads/seat/w1/p", c);
@@ -120,7 +144,6 @@ describe("writeRefInLine: a ref written as git writes it, or left to git", () =>
     const tries: Array<[string, (repo: string) => void]> = [
       ["a logs folder", (repo) => mkdirSync(join(repo, "logs"))],
       ["core.logAllRefUpdates", (repo) => git(repo, "config", "core.logAllRefUpdates", "true")],
-      ["core.sharedRepository", (repo) => git(repo, "config", "core.sharedRepository", "group")],
       ["an include", (repo) => git(repo, "config", "include.path", "/dev/null")],
       ["not bare", (repo) => git(repo, "config", "core.bare", "false")],
       ["a reftable folder", (repo) => mkdirSync(join(repo, "reftable"))],
