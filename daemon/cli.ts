@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { HELP_AFTER_ERROR } from "./help-text.js";
 import { UsageError } from "../src/rpc/errors.js";
 import { TEAMD_VERSION } from "../src/rpc/protocol.js";
 import type { InitOptions } from "./commands/init.js";
@@ -45,7 +46,7 @@ export function buildProgram(ambient: Ambient = REAL_AMBIENT): Command {
   const program = new Command("teamd")
     .description("Supervise a team of AI coding agents, each in an OS-contained seat, deciding every gated act.")
     .version(TEAMD_VERSION, "-V, --version")
-    .showHelpAfterError("(run `teamd --help` for the list of commands)")
+    .showHelpAfterError(HELP_AFTER_ERROR)
     .showSuggestionAfterError(true)
     .exitOverride()
     .enablePositionalOptions();

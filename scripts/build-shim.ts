@@ -5,12 +5,13 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { WhoAmIResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
 import { ExecResponseSchema, StatusResponseSchema } from "../src/gen/teamd/v1/control_pb.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION } from "../src/rpc/protocol.js";
-import { HELP_TEXT_FILE } from "../daemon/help-text.js";
+import { COMMAND_NAMES_FILE, HELP_TEXT_FILE, SUGGEST_FILE } from "../daemon/help-text.js";
 import { tmpdir } from "node:os";
 import { LINUX_BASE, SHIM_GIT_REMOTE_SUFFIX, SHIM_LAZY_SUFFIX } from "../src/sandbox/linux-base.js";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { decodedDescriptors } from "./decoded-descriptors.js";
 
 /**
@@ -466,6 +467,25 @@ function writeHelpText(root: string): void {
   const temp = `${file}.${process.pid}.tmp`;
   writeFileSync(temp, text, { mode: 0o644 });
   renameSync(temp, file);
+  // The names commander offers for "Did you mean": each visible command's, and its alias.
+  const namesFile = join(root, "dist", "bin", COMMAND_NAMES_FILE);
+  rmSync(namesFile, { force: true });
+  const names = execFileSync(
+    process.execPath,
+    [
+      "-e",
+      `const p = require(${JSON.stringify(join(root, TREE_BUNDLE_RELATIVE))}).buildProgram(); const n = []; ` +
+        "p.createHelp().visibleCommands(p).forEach((c) => { n.push(c.name()); if (c.alias()) n.push(c.alias()); }); process.stdout.write(n.join(String.fromCharCode(10)) + String.fromCharCode(10));",
+    ],
+    { env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+  );
+  if (!names.split("\n").includes("status")) throw new Error(`build-shim: the command tree named no commands: ${names}`);
+  writeFileSync(`${namesFile}.${process.pid}.tmp`, names, { mode: 0o644 });
+  renameSync(`${namesFile}.${process.pid}.tmp`, namesFile);
+  // commander's own suggestSimilar, beside the front, which requires it by its own path (no
+  // package lookup at a typo): not a subpath commander's package exports, so read as a file.
+  const suggest = join(dirname(createRequire(import.meta.url).resolve("commander")), "lib", "suggestSimilar.js");
+  writeFileSync(join(root, "dist", "bin", SUGGEST_FILE), readFileSync(suggest), { mode: 0o644 });
 }
 
 /** The command tree's entry (no file of its own): cli.ts's exports, and `warm`, which builds the tree once for the cache. */

@@ -31,6 +31,12 @@ describe("the bundled teamd", () => {
     [["lease", "--help"]],
     [["exec", "--help"]],
     [["no-such-command"]],
+    // Typos, answered by the front from the names the build read from the tree (and commander's own suggestion).
+    [["stauts"]],
+    [["aply"]],
+    [["x"]],
+    [["leases"]],
+    [["no-such-command", "extra"]],
     [["log", "some-seat"]],
     [["stop", "--all", "some-seat"]],
     [["status", "--socket", "/nonexistent/teamd-cli-bundle/control.sock"]],
@@ -92,6 +98,18 @@ describe("the bundled teamd", () => {
     // A colour variable, as a terminal would, sends it to the tree, which prints the same here.
     const forced = spawnSync(process.execPath, [BUNDLE, "--help"], { encoding: "utf8", env: { ...process.env, FORCE_COLOR: "0" } });
     expect(forced.stdout).toBe(run(TEAMD, ["--help"]).stdout);
+  });
+
+  it("teamd WORD, no command, is answered by the front without the command tree; a colour variable or a word to escape goes to the tree", () => {
+    const tree = (args: readonly string[], env: Record<string, string> = {}) => {
+      const r = spawnSync(process.execPath, [BUNDLE, ...args], { encoding: "utf8", env: { ...process.env, ...env, NODE_DEBUG: "module" }, timeout: 20_000 });
+      return { code: r.status, tree: r.stderr.includes("teamd-tree.cjs") };
+    };
+    expect(tree(["stauts"])).toEqual({ code: 2, tree: false });
+    expect(tree(["stauts"], { FORCE_COLOR: "0" })).toEqual({ code: 2, tree: true });
+    expect(tree(["st\u001bauts"])).toEqual({ code: 2, tree: true });
+    // A command's own name is never the front's to refuse.
+    expect(tree(["help"]).tree).toBe(true);
   });
 
   it("a command's error keeps its exit code through the bundle: an unreachable daemon is 4", () => {
