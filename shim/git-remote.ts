@@ -7,7 +7,7 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
-import { guessPush, localCommit, recordPushed } from "./push-guess.js";
+import { guessPush, localCommit, OBJECT_ID, recordPushed } from "./push-guess.js";
 import { revisions, startPacker, stopChild, type Packer } from "./push-pack.js";
 
 /**
@@ -84,16 +84,14 @@ export async function runGitRemote(socket: string, early?: Socket, remote?: stri
         // for a few milliseconds (issue 26), and the daemon answers meanwhile.
         const listing = client.listRefs({ forPush });
         listing.catch(() => undefined);
-        if (forPush) {
-          // Beside the listing, not after git's push command: the daemon answers it while it
-          // records the listing (issue 26: it waited ~5 ms behind the push's cat-file before).
-          whoAmI ??= client.whoAmI();
-          whoAmI.catch(() => undefined);
-        }
         if (!forPush) {
           haves = localRefTips();
           haves.catch(() => undefined);
         } else {
+          // Beside the listing, not after git's push command: the daemon answers it while it
+          // records the listing (issue 26: it waited ~5 ms behind the push's cat-file before).
+          whoAmI ??= client.whoAmI();
+          whoAmI.catch(() => undefined);
           // After the call is on the wire: a spawn holds this thread for a few milliseconds.
           wantAhead = true;
           setImmediate(() => {
@@ -248,6 +246,7 @@ async function push(
   ahead: PushAhead = startPushAhead(),
   whoAmI: Promise<{ seat: string }> = client.whoAmI(),
 ): Promise<string[]> {
+  whoAmI.catch(() => undefined);
   try {
     return await pushWith(client, texts, listed, verbose, ahead, whoAmI);
   } finally {
@@ -266,7 +265,6 @@ async function pushWith(
 ): Promise<string[]> {
   const specs = texts.map(parseSpec);
   // Asked beside the listing, or else as the push began (issue 26: no round trip in line); awaited before its answer is needed.
-  whoAmI.catch(() => undefined);
   const known = new Map(listed.map((r) => [r.name, r.oid]));
   const sources = specs.filter((spec) => spec.src !== "").map((spec) => spec.src);
   const listedOids = [...new Set(known.values())].filter((oid) => OBJECT_ID.test(oid));
@@ -435,8 +433,6 @@ function packObjects(started: Packer, tips: readonly string[], exclude: readonly
   if (started.guess === undefined) started.input(revisions(tips, exclude));
   return { output: started.output ?? (async function* () {})(), done: started.done };
 }
-
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**
  * The commit each revision names in this repository (as `git rev-parse --verify REV^{commit}`

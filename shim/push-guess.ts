@@ -24,7 +24,8 @@ export interface PushGuess {
   readonly excludes: readonly string[];
 }
 
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+/** An object id as git writes one (SHA-1 or SHA-256, lower case hex): the helper's one test of it. */
+export const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 /** HEAD is a symbolic ref line or an object id; more is not a HEAD this reads. */
 const HEAD_BYTES = 256;
 /**

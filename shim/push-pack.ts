@@ -4,7 +4,7 @@ import { Socket } from "node:net";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { PACK_FILE_NAME, packFileName } from "../src/effects/pack-file-name.js";
-import { guessPush, type PushGuess } from "./push-guess.js";
+import { guessPush, OBJECT_ID, type PushGuess } from "./push-guess.js";
 import { randomUUID } from "./request-id.js";
 
 /**
@@ -165,7 +165,6 @@ function parentOf(pid: number): number | undefined {
 const FRONT_FD = 4;
 /** The most the front's account of its pack may take before its exit: the revisions it gave, bounded there at 1 MiB. */
 const FRONT_ACCOUNT_BYTES = 2 * 1024 * 1024 + 4096;
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**
  * The pack the remote helper's front started on the push's guess before Node loaded
@@ -203,7 +202,6 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
   const excludes = lines.slice(3);
   let exited = false;
   let succeeded = false;
-  let failed = false;
   const stop = () => {
     // Killed only while it has not exited: its id then still names it (the front has not reaped
     // it; a pid namespace hands out ids in turn, so a reaped one is not soon another's).
@@ -236,7 +234,6 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
       if (status === undefined && rest.length < 64) return false;
       exited = true;
       succeeded = status === "0";
-      failed = !succeeded;
       pipe.destroy();
       if (status === "0") resolve();
       else reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (${status ?? "no exit status"})`));
@@ -245,7 +242,6 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
     const ended = () => {
       if (exited) return;
       exited = true;
-      failed = true;
       reject(new Error(`git ${PACK_OBJECTS.join(" ")} failed (no exit status)`));
     };
     if (settle()) return;
@@ -263,7 +259,7 @@ export function adoptFrontPack(fd = FRONT_FD): Packer | undefined | "none" {
     },
     done,
     succeeded: () => succeeded,
-    failed: () => failed,
+    failed: () => exited && !succeeded,
     file: { name, path },
     guess: { tip, excludes: [...new Set(excludes)] },
     early: true,
