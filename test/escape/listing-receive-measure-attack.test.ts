@@ -1,7 +1,6 @@
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
-import { daemonPid, quarantineLeft } from "../support/daemon-proc.js";
+import { daemonIndexPacks, quarantineLeft, sampleReceives } from "../support/daemon-proc.js";
 import { rawPush } from "../support/raw-push.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
@@ -31,34 +30,6 @@ const LIST_FOR_PUSH = "printf 'list for-push\\n\\n' | git-remote-teamd teamd tea
 
 describe.runIf(process.platform === "linux")("seat git: receives started by refused listings", () => {
   let h: TeamdHarness;
-  function indexPacks(): number {
-    const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
-      .split("\n")
-      .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
-      .filter((m): m is RegExpExecArray => m !== null);
-    const parent = new Map(rows.map((m) => [Number(m[1]), Number(m[2])]));
-    const daemon = daemonPid(h);
-    const underDaemon = (pid: number) => {
-      for (let at = parent.get(pid), depth = 0; at !== undefined && at > 1 && depth < 64; at = parent.get(at), depth++) if (at === daemon) return true;
-      return false;
-    };
-    return rows.filter((m) => /^(?:\S*\/)?git\s.*\sindex-pack\s/.test(m[3] ?? "") && underDaemon(Number(m[1]))).length;
-  }
-  async function sampled<T>(work: Promise<T>) {
-    let done = false;
-    const result = work.finally(() => (done = true));
-    let quarantines = 0;
-    let packs = 0;
-    const names = new Set<string>();
-    while (!done) {
-      const left = quarantineLeft(h);
-      for (const name of left) names.add(name);
-      quarantines = Math.max(quarantines, left.length);
-      packs = Math.max(packs, indexPacks());
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    return { result: await result, quarantines, indexPacks: packs, names };
-  }
 
   beforeAll(async () => {
     h = await appliedTeam("teamd-listing-receive-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n" }, { daemonEnv: { TEAMD_SERVED_RATE: "2/0" } });
@@ -80,7 +51,8 @@ describe.runIf(process.platform === "linux")("seat git: receives started by refu
     // K turns of: a push of a pack with no listing (git-remote-teamd by hand: it takes a pack in,
     // which lets the seat's next listing start a receive again), then eight refused listings at once.
     const K = 6;
-    const flood = await sampled(
+    const flood = await sampleReceives(
+      h,
       h.inSeat(
         "w1",
         `git checkout -q -b k ${trunk} && for i in $(seq ${K}); do echo $i > src/k$i.txt && git add -A && git commit -qm k$i && ` +
@@ -98,6 +70,6 @@ describe.runIf(process.platform === "linux")("seat git: receives started by refu
     expect(flood.names.size).toBeLessThanOrEqual(2 * K);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     expect(quarantineLeft(h)).toEqual([]);
-    expect(indexPacks()).toBe(0);
+    expect(daemonIndexPacks(h)).toBe(0);
   }, 240_000);
 });

@@ -1,7 +1,6 @@
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appliedTeam } from "../support/applied-team.js";
-import { daemonPid, quarantineLeft, quarantineLeftAfterLanding } from "../support/daemon-proc.js";
+import { daemonIndexPacks, quarantineLeft, quarantineLeftAfterLanding, sampleReceives } from "../support/daemon-proc.js";
 import { ensureSeatUser } from "../support/seat-user.js";
 import { teamFile } from "../support/team-file.js";
 import { type TeamdHarness } from "../support/teamd-harness.js";
@@ -53,39 +52,6 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
   const commitOn = (file: string) => `echo ${file} > src/${file}.txt && git add -A && git commit -qm ${file}`;
   const local = async (seat: string, rev: string) => (await h.inSeat(seat, `git rev-parse ${rev}`)).stdout.trim();
 
-  /** The daemon's contained index-pack processes now (git processes under it, from the host's ps). */
-  function indexPacks(): number {
-    const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
-      .split("\n")
-      .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
-      .filter((m): m is RegExpExecArray => m !== null);
-    const parent = new Map(rows.map((m) => [Number(m[1]), Number(m[2])]));
-    const daemon = daemonPid(h);
-    const underDaemon = (pid: number) => {
-      for (let at = parent.get(pid), depth = 0; at !== undefined && at > 1 && depth < 64; at = parent.get(at), depth++) if (at === daemon) return true;
-      return false;
-    };
-    // git itself (its sandbox's bwrap and bash name it in their arguments too).
-    return rows.filter((m) => /^(?:\S*\/)?git\s.*\sindex-pack\s/.test(m[3] ?? "") && underDaemon(Number(m[1]))).length;
-  }
-
-  /** Runs `work`, sampling the quarantines and index-packs every few milliseconds meanwhile: the most of each seen, and every quarantine's name. */
-  async function sampled<T>(work: Promise<T>): Promise<{ result: T; quarantines: number; indexPacks: number; names: Set<string> }> {
-    let done = false;
-    const result = work.finally(() => (done = true));
-    let quarantines = 0;
-    let packs = 0;
-    const names = new Set<string>();
-    while (!done) {
-      const left = quarantineLeft(h);
-      for (const name of left) names.add(name);
-      quarantines = Math.max(quarantines, left.length);
-      packs = Math.max(packs, indexPacks());
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    return { result: await result, quarantines, indexPacks: packs, names };
-  }
-
   beforeAll(async () => {
     h = await appliedTeam("teamd-ready-receive-", TEAM_FILE, { "README.md": "hello\n", "src/a.txt": "a\n" });
     await h.ok(["start", "--team", "proj"]);
@@ -96,7 +62,8 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
   });
 
   it("holds at most one receive for a seat through a flood of listings, and none once idle", async () => {
-    const flood = await sampled(
+    const flood = await sampleReceives(
+      h,
       h.inSeat("w1", `for i in $(seq 40); do ${LIST_FOR_PUSH}; done; for j in 1 2 3 4 5 6 7 8; do (for i in $(seq 5); do ${LIST_FOR_PUSH}; done) & done; wait`),
     );
     expect(flood.result.code, flood.result.stdout + flood.result.stderr).toBe(0);
@@ -106,7 +73,7 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
     expect(flood.indexPacks).toBeLessThanOrEqual(1);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     expect(quarantineLeft(h)).toEqual([]);
-    expect(indexPacks()).toBe(0);
+    expect(daemonIndexPacks(h)).toBe(0);
   });
 
   it("stops the seat's receive before a push refused before its pack answers", async () => {
@@ -114,7 +81,7 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
     const refused = await h.inSeat("w1", `git checkout -q -b r teamd/main && ${commitOn("r1")} && git push teamd HEAD:main 2>&1`);
     expect(refused.code).not.toBe(0);
     expect(quarantineLeft(h)).toEqual([]);
-    expect(indexPacks()).toBe(0);
+    expect(daemonIndexPacks(h)).toBe(0);
   });
 
   it("never gives one seat's receive to another seat's push", async () => {
@@ -156,7 +123,7 @@ describe.runIf(process.platform === "linux")("seat git: the receive started at a
     expect(await quarantineLeftAfterLanding(h, IDLE_MS)).toEqual([]);
     // Then each deleted: a listing and a push of no pack, eight times over. The first listing's
     // receive goes untaken; after it, the seat gets none.
-    const deleted = await sampled(h.inSeat("w1", "for i in 1 2 3 4 5 6 7 8; do git push -q teamd --delete seat/w1/d$i 2>&1 || exit 9; done"));
+    const deleted = await sampleReceives(h, h.inSeat("w1", "for i in 1 2 3 4 5 6 7 8; do git push -q teamd --delete seat/w1/d$i 2>&1 || exit 9; done"));
     expect(deleted.result.code, deleted.result.stdout + deleted.result.stderr).toBe(0);
     expect(deleted.names.size).toBeGreaterThanOrEqual(1);
     expect(deleted.names.size).toBeLessThanOrEqual(1);

@@ -47,3 +47,39 @@ export async function quarantineLeftAfterLanding(h: TeamdHarness, withinMs = 5_0
   for (const until = Date.now() + withinMs; quarantineLeft(h).length > 0 && Date.now() < until;) await new Promise((resolve) => setTimeout(resolve, 50));
   return quarantineLeft(h);
 }
+
+/** The daemon's contained index-pack processes now: git processes under it, from the host's ps. */
+export function daemonIndexPacks(h: TeamdHarness): number {
+  const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
+    .split("\n")
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null);
+  const parent = new Map(rows.map((m) => [Number(m[1]), Number(m[2])]));
+  const daemon = daemonPid(h);
+  const underDaemon = (pid: number) => {
+    for (let at = parent.get(pid), depth = 0; at !== undefined && at > 1 && depth < 64; at = parent.get(at), depth++) if (at === daemon) return true;
+    return false;
+  };
+  // git itself (its sandbox's bwrap and bash name it in their arguments too).
+  return rows.filter((m) => /^(?:\S*\/)?git\s.*\sindex-pack\s/.test(m[3] ?? "") && underDaemon(Number(m[1]))).length;
+}
+
+/** Runs `work`, sampling the daemon's quarantines and index-packs every few milliseconds meanwhile: the most of each seen, and every quarantine's name. */
+export async function sampleReceives<T>(
+  h: TeamdHarness,
+  work: Promise<T>,
+): Promise<{ result: T; quarantines: number; indexPacks: number; names: Set<string> }> {
+  let done = false;
+  const result = work.finally(() => (done = true));
+  let quarantines = 0;
+  let packs = 0;
+  const names = new Set<string>();
+  while (!done) {
+    const left = quarantineLeft(h);
+    for (const name of left) names.add(name);
+    quarantines = Math.max(quarantines, left.length);
+    packs = Math.max(packs, daemonIndexPacks(h));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return { result: await result, quarantines, indexPacks: packs, names };
+}
