@@ -7,7 +7,7 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
-import { guessPush, localCommit, OBJECT_ID, recordPushed } from "./push-guess.js";
+import { guessPush, heldAfter, localCommit, OBJECT_ID, recordPushed } from "./push-guess.js";
 import { revisions, startPacker, stopChild, type Packer } from "./push-pack.js";
 
 /**
@@ -331,9 +331,12 @@ async function pushWith(
       say(verbose, `pushed ${sent} bytes to the daemon`);
     }
     const reply = await client.push(parts());
-    // What the daemon now holds, for the next push's guess: what this one left out, and what landed.
-    const landed = reply.results.map((r) => (r.ok ? (updates.find((u) => u.ref === r.ref)?.newOid ?? "") : ""));
-    recordPushed(process.env.GIT_DIR, [...exclude, ...landed]);
+    // What the daemon now holds, for the next push's guess: its listing, with what landed moved.
+    const landed = reply.results.flatMap((r) => {
+      const update = updates.find((u) => u.ref === r.ref);
+      return r.ok && update !== undefined && r.hubRef !== "" ? [{ hubRef: r.hubRef, oid: update.newOid }] : [];
+    });
+    recordPushed(process.env.GIT_DIR, heldAfter(listed, new Set(exclude), landed));
     return reply.results.map((r) => {
       if (r.ok) {
         if (r.hubRef && r.hubRef !== r.ref) say(verbose, `${r.ref.replace("refs/heads/", "")} landed on ${r.hubRef.replace("refs/heads/", "")}`);

@@ -110,6 +110,26 @@ function readSmall(path: string, limit: number): string | undefined | null {
 }
 
 /**
+ * The commits the daemon will list after a push, of those this repository has: its listing with
+ * the refs that landed moved to their new commits (or gone, deleted). The note had been the
+ * listing plus what landed: a branch pushed again kept its old commit in the note, which the
+ * next listing no longer held, so no guess matched again — every push after the first to the
+ * same branch made its pack after the listing.
+ */
+export function heldAfter(
+  listed: readonly { readonly name: string; readonly oid: string }[],
+  present: ReadonlySet<string>,
+  landed: readonly { readonly hubRef: string; readonly oid: string }[],
+): string[] {
+  const tips = new Map(listed.filter((r) => present.has(r.oid)).map((r) => [r.name, r.oid]));
+  for (const { hubRef, oid } of landed) {
+    if (oid === "") tips.delete(hubRef);
+    else tips.set(hubRef, oid);
+  }
+  return [...new Set(tips.values())];
+}
+
+/**
  * Note what the daemon holds after a push (the commits it left out, and the tips that landed),
  * for the next push's guess: written beside, then renamed over the last note. A note that
  * cannot be written is no note (the next push makes its pack as before).

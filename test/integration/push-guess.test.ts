@@ -53,6 +53,17 @@ describe.runIf(process.platform === "linux")("seat git: a push packed on its gue
     expect(second.stdout).toContain(`${GUESSED}, from the helper's front`);
     expect(h.hubRef("refs/heads/seat/w1/g")).toBe(await local("HEAD"));
     expect(h.hubGit("show", `${await local("HEAD")}:src/g2.txt`)).toBe("g2");
+
+    // The same branch again: the note names the branch's commit now, not the one it moved from,
+    // which the daemon no longer lists (the note had kept it, and no later guess matched).
+    const moved = await local("HEAD~1");
+    const noted = await h.inSeat("w1", "cat .git/teamd-push-guess");
+    expect(noted.stdout).toContain(await local("HEAD"));
+    expect(noted.stdout).not.toContain(moved);
+    const third = await h.inSeat("w1", `${commitOn("g3")} && git push -v teamd HEAD:g 2>&1`);
+    expect(third.code, third.stdout + third.stderr).toBe(0);
+    expect(third.stdout).toContain(`${GUESSED}, from the helper's front`);
+    expect(h.hubRef("refs/heads/seat/w1/g")).toBe(await local("HEAD"));
   });
 
   it("makes the pack afresh when the note names a commit the daemon does not hold", async () => {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GUESS_COMMITS, GUESS_FILE, guessPush, localCommit, recordPushed } from "../../shim/push-guess.js";
+import { GUESS_COMMITS, GUESS_FILE, guessPush, heldAfter, localCommit, recordPushed } from "../../shim/push-guess.js";
 
 /**
  * The remote helper's guess of a push (shim/push-guess.ts), read from a real repository's
@@ -70,6 +70,27 @@ describe("git-remote-teamd: the push's guess", () => {
     const many = Array.from({ length: GUESS_COMMITS + 10 }, (_, i) => i.toString(16).padStart(40, "0"));
     recordPushed(gitDir, many);
     expect(guessPush(gitDir, "teamd")?.excludes).toEqual(many.slice(0, GUESS_COMMITS));
+  });
+
+  it("notes the daemon's listing as the push left it (heldAfter): a moved branch's old commit is not held", () => {
+    const [a, b, c, d, e] = ["a", "b", "c", "d", "e"].map((x) => x.repeat(40)) as [string, string, string, string, string];
+    const listed = [
+      { name: "refs/heads/main", oid: a },
+      { name: "refs/heads/seat/w1/x", oid: b },
+      { name: "refs/heads/seat/w1/y", oid: c },
+      { name: "refs/heads/seat/w1/z", oid: a },
+      { name: "refs/heads/seat/w2/q", oid: d },
+    ];
+    const present = new Set([a, b, c]);
+    const cases: [string, { hubRef: string; oid: string }[], string[]][] = [
+      ["nothing landed: the listing, of what this repository has", [], [a, b, c]],
+      ["a branch moved: its old commit goes", [{ hubRef: "refs/heads/seat/w1/x", oid: e }], [a, e, c]],
+      ["a branch created", [{ hubRef: "refs/heads/seat/w1/n", oid: e }], [a, b, c, e]],
+      ["a branch deleted", [{ hubRef: "refs/heads/seat/w1/y", oid: "" }], [a, b]],
+      ["a commit another ref still holds stays", [{ hubRef: "refs/heads/seat/w1/z", oid: e }], [a, b, c, e]],
+      ["a deleted branch that was not listed", [{ hubRef: "refs/heads/seat/w1/none", oid: "" }], [a, b, c]],
+    ];
+    for (const [what, landed, held] of cases) expect(heldAfter(listed, present, landed), what).toEqual(held);
   });
 
   it("reads no note of another form, and no note that is not a plain file", () => {
