@@ -108,6 +108,39 @@ describe("rpc streaming", () => {
     await expect(client.push(parts(10))).rejects.toMatchObject({ rule: "push.pack" });
   });
 
+  it("ends a client stream read to its end without destroying it (no AbortError's stack is formatted), and answers one that stopped early", async () => {
+    const client = await serve({
+      async push(parts: AsyncIterable<PushRequest>) {
+        const iterator = parts[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        const all = first.done !== true && first.value.part.case === "header" && first.value.part.value.requestId === "all";
+        let count = 1;
+        if (all) while (!(await iterator.next()).done) count++;
+        else await iterator.return?.(undefined);
+        return { results: [{ ref: String(count), ok: true }] };
+      },
+    });
+    async function* parts(id: string, n: number) {
+      yield { part: { case: "header" as const, value: { requestId: id } } };
+      for (let i = 0; i < n; i++) yield { part: { case: "data" as const, value: Buffer.alloc(100) } };
+    }
+    // Node formats a destroyed stream's error's stack at once (its checkError); counted here.
+    let aborts = 0;
+    const previous = Error.prepareStackTrace;
+    Error.prepareStackTrace = (error, frames) => {
+      if (error.name === "AbortError") aborts++;
+      return previous !== undefined ? previous(error, frames) : `${String(error)}${frames.map((f) => `\n    at ${f.toString()}`).join("")}`;
+    };
+    try {
+      for (let i = 0; i < 5; i++) expect((await client.push(parts("all", 3))).results[0]?.ref).toBe("4");
+      expect(aborts).toBe(0);
+    } finally {
+      Error.prepareStackTrace = previous;
+    }
+    // A handler that stops reading still answers, and the caller gets that answer.
+    expect((await client.push(parts("first", 1))).results[0]?.ref).toBe("1");
+  });
+
   it("sends 48 MiB up a client stream with backpressure, and no listener piles up on the stream while it waits (no warning)", async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
