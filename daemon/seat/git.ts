@@ -26,7 +26,7 @@ import {
   type ReceiveStart,
 } from "../../src/effects/git-receive.js";
 import { listRefs, servePack, startReadyPack, type ReadyPack } from "../../src/effects/git-serve.js";
-import { seatStorage } from "../../src/effects/git-storage.js";
+import { seatStorage, type SeatStorage } from "../../src/effects/git-storage.js";
 import type { StoreUsage } from "../../src/effects/store-usage.js";
 import { seatGitLimits, type ContainedGitLimits } from "../../src/effects/contained-git.js";
 import type { PackBounds } from "../../src/effects/pack-scan.js";
@@ -261,6 +261,20 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     });
   }
 
+  /** The seat's holding in the hub, for its storage quota (git-storage.ts); `enough`: an upper bound that settles the question. */
+  function holdingOf(ctx: SeatContext, limits: { limits: ContainedGitLimits }, enough?: (atMost: StoreUsage) => boolean): Promise<SeatStorage> {
+    return seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, { ...limits, ...(enough !== undefined ? { enough } : {}) });
+  }
+
+  /**
+   * The holding a push of a pack of at most `packAtMost` bytes is admitted on: where the whole
+   * hub is small enough that even all of it would be under the quota with such a pack (and the
+   * most objects a pack may carry), the walks are not run (store-usage.ts).
+   */
+  function admission(ctx: SeatContext, limits: { limits: ContainedGitLimits }, packAtMost: number): Promise<SeatStorage> {
+    return holdingOf(ctx, limits, (atMost) => atMost.bytes + packAtMost <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects);
+  }
+
   /** A push's receive, started as receivePack would start it: the most any pack may carry, as a streamed one or a pack file may. */
   function receiveStart(limits: { limits: ContainedGitLimits }): ReceiveStart {
     return { quarantineRoot: work.quarantine, maxBytes: MAX_PACK_BYTES, ...limits };
@@ -490,8 +504,28 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
     // (a push refused before its pack, or with none) is stopped before the push answers.
     const ready = takeReadyReceive(ctx);
     try {
-      const src = await source(ctx);
-      const trunk = await trunkOf(ctx.team.hub);
+      // A streamed pack (the helper sends it as its pack-objects writes it) declares no size:
+      // it is held to the quota and to MAX_PACK_BYTES as it arrives (receivePack's room). So is
+      // a pack the seat's git wrote to a file in the seat's tmp (seat-pack-file.ts), read as it
+      // would have arrived.
+      const fromFile = header.packFile !== "";
+      const streamed = header.packStreamed || fromFile;
+      // The most this push's pack may be: its declared size, or for a streamed pack all it may carry.
+      const packAtMost = streamed ? Math.min(MAX_PACK_BYTES, bounds.bytes) : Number(header.packBytes);
+      // What the push needs that depends on nothing it sent, asked at once rather than one after
+      // another (issue 26: the hub's HEAD, the seat's cgroups, then its holding, ~7 ms in line on a
+      // busy host): its holding only for a header none of the checks below refuses, so a push
+      // refused for its header still costs the daemon no walk.
+      const limitsNow = limitsFor(ctx);
+      limitsNow.catch(() => undefined);
+      const headerRefused =
+        (streamed && header.packBytes !== 0n) ||
+        (fromFile && (header.packStreamed || !PACK_FILE_NAME.test(header.packFile))) ||
+        header.packBytes > BigInt(MAX_PACK_BYTES) ||
+        Number(header.packBytes) > bounds.bytes;
+      const holding = headerRefused ? undefined : limitsNow.then((limits) => admission(ctx, limits, packAtMost));
+      holding?.catch(() => undefined);
+      const [src, trunk] = await Promise.all([source(ctx), trunkOf(ctx.team.hub)]);
       const results: RefResultInit[] = [];
       const accepted: { update: RefUpdate; hubRef: string }[] = [];
       for (const update of header.updates) {
@@ -501,12 +535,6 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           results.push({ ref: update.ref, ok: false, rule: dest.rule, reason: dest.reason });
         } else accepted.push({ update, hubRef: dest.hubRef });
       }
-      // A streamed pack (the helper sends it as its pack-objects writes it) declares no size:
-      // it is held to the quota and to MAX_PACK_BYTES as it arrives (receivePack's room). So is
-      // a pack the seat's git wrote to a file in the seat's tmp (seat-pack-file.ts), read as it
-      // would have arrived.
-      const fromFile = header.packFile !== "";
-      const streamed = header.packStreamed || fromFile;
       if (streamed && header.packBytes !== 0n) {
         throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a streamed pack declares no size (pack_bytes 0)"), "git.push");
       }
@@ -530,7 +558,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
       // first, or a streamed pack no more than the quota alone until the seat's room is known,
       // then no more than the room — and nothing of it is read until the quota admits it; a
       // refusal stops the write.
-      const limits = await limitsFor(ctx);
+      const limits = await limitsNow;
       const quota = (what: string) =>
         deps.pipeline.refuse(
           ctx,
@@ -541,27 +569,19 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
           "git.push",
         );
       if (Number(header.packBytes) > bounds.bytes) throw await quota(`this pack is ${header.packBytes} bytes; a seat may hold at most ${bounds.bytes}`);
-      // Where the whole hub is small enough that even all of it would be under the quota with
-      // this pack (and the most objects a pack may carry), the walks are not run (store-usage.ts).
-      const storageOf = (enough?: (atMost: StoreUsage) => boolean) =>
-        seatStorage(ctx.team.hub, `refs/heads/seat/${ctx.identity.seat}/`, { ...limits, ...(enough !== undefined ? { enough } : {}) });
-      // The most this push's pack may be: its declared size, or for a streamed pack all it may carry.
-      const packAtMost = streamed ? Math.min(MAX_PACK_BYTES, bounds.bytes) : Number(header.packBytes);
-      const admitted = storageOf((atMost) => atMost.bytes + packAtMost <= bounds.bytes && atMost.objects + bounds.pack.maxObjects <= bounds.objects).then(
-        async (storage) => {
-          // Only what adds to the seat's holding is refused: a seat over its quota (pushes that
-          // raced each other) can still delete its branches to come back under it (found by an
-          // attack, round eleven: the delete the refusal told it to make was refused).
-          const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
-          if (creates > 0 && storage.refs + creates > bounds.refs)
-            throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
-          if (header.packBytes > 0n && storage.bytes + Number(header.packBytes) > bounds.bytes)
-            throw await quota(
-              `your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`,
-            );
-          return storage;
-        },
-      );
+      const admitted = (holding ?? admission(ctx, limits, packAtMost)).then(async (storage) => {
+        // Only what adds to the seat's holding is refused: a seat over its quota (pushes that
+        // raced each other) can still delete its branches to come back under it (found by an
+        // attack, round eleven: the delete the refusal told it to make was refused).
+        const creates = accepted.filter((a) => a.update.newOid !== "" && !storage.refNames.has(a.hubRef)).length;
+        if (creates > 0 && storage.refs + creates > bounds.refs)
+          throw await quota(`your branches would number ${storage.refs + creates}; a seat may hold at most ${bounds.refs}`);
+        if (header.packBytes > 0n && storage.bytes + Number(header.packBytes) > bounds.bytes)
+          throw await quota(
+            `your branches hold ${storage.bytes} bytes in the hub and this pack is ${header.packBytes}; a seat may hold at most ${bounds.bytes}`,
+          );
+        return storage;
+      });
       admitted.catch(() => undefined);
       const digest = createHash("sha256");
       // A part that is not data is answered once the quota is (below): a push refused by the
@@ -670,7 +690,7 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
                 admitObjects: async (objects) => {
                   let storage = await admitted;
                   // Refused only on the exact figures (the bound above makes this walk all but unreachable).
-                  if (storage.objects + objects > bounds.objects && !storage.exact) storage = await storageOf();
+                  if (storage.objects + objects > bounds.objects && !storage.exact) storage = await holdingOf(ctx, limits);
                   if (storage.objects + objects > bounds.objects)
                     throw await quota(
                       `your branches hold ${storage.objects} objects in the hub and this pack carries ${objects}; a seat may hold at most ${bounds.objects}`,
