@@ -42,6 +42,14 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 const FILL_BYTES = 64 * 1024;
 
 /**
+ * The most of what was last copied that is kept to answer the scan's reads from memory, not by
+ * reading the copy back: the scan's window (256 KiB) starts inside the last fill and ends in the
+ * next. Read back, each window cost a read of the copy in line after its write (issue 26: a
+ * 1 MiB pack's copy and scan 8.7 -> 5.0 ms, median of 25, in line on every push).
+ */
+export const RECENT_BYTES = 512 * 1024;
+
+/**
  * Opens the seat's pack file `name` in `folder` (the seat's tmp, as the daemon knows it), which
  * the seat says is `bytes` long; a PackRejected (push.pack) for anything else. `digest` is
  * given the bytes as they are copied, in order.
@@ -77,6 +85,8 @@ export async function openSeatPackFile(folder: string, name: string, bytes: bigi
 class SeatPackCopy implements FilledPack {
   private copy: FileHandle | undefined;
   private copied = 0;
+  /** The bytes just copied, the last up to `copied` (at most RECENT_BYTES): exactly what the copy holds there. */
+  private recent: Buffer = Buffer.alloc(0);
   /** The copy in progress: one at a time, each from where the last ended. */
   private filling: Promise<void> = Promise.resolve();
   private closed = false;
@@ -101,6 +111,11 @@ class SeatPackCopy implements FilledPack {
     const end = Math.min(position + length, this.size);
     await this.fill(end);
     if (position >= end) return { bytesRead: 0 };
+    const recentStart = this.copied - this.recent.length;
+    if (position >= recentStart && end <= this.copied) {
+      this.recent.copy(buffer, offset, position - recentStart, end - recentStart);
+      return { bytesRead: end - position };
+    }
     return this.target().read(buffer, offset, end - position, position);
   }
 
@@ -144,6 +159,9 @@ class SeatPackCopy implements FilledPack {
         written += bytesWritten;
       }
       this.digest?.update(chunk);
+      const kept = Math.min(this.recent.length, Math.max(0, RECENT_BYTES - chunk.byteLength));
+      this.recent =
+        kept > 0 ? Buffer.concat([this.recent.subarray(this.recent.length - kept), chunk]) : chunk.subarray(Math.max(0, chunk.byteLength - RECENT_BYTES));
       this.copied = upTo;
     });
     this.filling = next;

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PackRejected } from "../../src/effects/git-receive.js";
 import { PACK_FILE_NAME, packFileName } from "../../src/effects/pack-file-name.js";
-import { openSeatPackFile } from "../../src/effects/seat-pack-file.js";
+import { openSeatPackFile, RECENT_BYTES } from "../../src/effects/seat-pack-file.js";
 
 /**
  * The daemon's read of a pack a seat wrote to a file in its tmp folder (seat-pack-file.ts), on
@@ -94,6 +94,48 @@ describe("seatPackFile", () => {
     await file.close();
     await copy.close();
     expect(digest.digest("hex")).toBe(createHash("sha256").update(body).digest("hex"));
+  });
+
+  it("answers every read with the file's bytes there, from what it copied last or from the copy", async () => {
+    const dir = folder();
+    const body = Buffer.alloc(3 * 1024 * 1024 + 12_345);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 131 + (i >> 9)) & 0xff;
+    writeFileSync(join(dir, NAME), body);
+    const file = await openSeatPackFile(dir, NAME, BigInt(body.length));
+    const copy = await open(join(dir, "copy"), "w+");
+    try {
+      file.fillInto(copy);
+      // As the scan reads: windows that start inside the last fill and end past it, small reads
+      // at its end, reads back past what is kept in memory, and reads over the end of the file.
+      let seed = 7;
+      const next = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % n);
+      let at = 0;
+      for (let i = 0; i < 400; i++) {
+        const kind = next(4);
+        const position = kind === 0 ? next(body.length + 100) : kind === 1 ? Math.max(0, at - next(900 * 1024)) : at;
+        const length = kind === 3 ? 1 + next(64) : 1 + next(300 * 1024);
+        const buffer = Buffer.alloc(length + 8, 0xee);
+        const { bytesRead } = await file.read(buffer, 8, length, position);
+        const want = body.subarray(Math.min(position, body.length), Math.min(position + length, body.length));
+        expect(bytesRead, `read ${i}: ${length} at ${position}`).toBe(want.length);
+        expect(buffer.subarray(8, 8 + bytesRead).equals(want), `read ${i}: ${length} at ${position}`).toBe(true);
+        expect(buffer.subarray(0, 8).equals(Buffer.alloc(8, 0xee))).toBe(true);
+        at = Math.min(body.length, Math.max(at, position + (bytesRead >> 1)));
+        // And at the edge of what is kept in memory, byte by byte across it.
+        const edge = file.copiedBytes - RECENT_BYTES;
+        for (let from = edge - 2; from <= edge + 2; from++) {
+          if (from < 0) continue;
+          const small = Buffer.alloc(4);
+          const got = await file.read(small, 0, 4, from);
+          expect(small.subarray(0, got.bytesRead).equals(body.subarray(from, from + got.bytesRead)), `edge read at ${from}`).toBe(true);
+        }
+      }
+      await file.finish();
+    } finally {
+      await file.close();
+      await copy.close();
+    }
+    expect(readFileSync(join(dir, "copy")).equals(body)).toBe(true);
   });
 
   it("copies no further than what has been read, and a little more: a file of holes is never copied whole", async () => {
