@@ -252,8 +252,8 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         await kept.ended;
         return undefined;
       }
-      await prepareQuarantineRoot(work.quarantine);
-      return startReadyReceive(src.repo, { ...receiveStart(await limitsFor(ctx)), idleMs: READY_RECEIVE_IDLE_MS });
+      const [, limits] = await Promise.all([prepareQuarantineRoot(work.quarantine), limitsFor(ctx)]);
+      return startReadyReceive(src.repo, { ...receiveStart(limits), idleMs: READY_RECEIVE_IDLE_MS });
     })().catch(() => undefined);
     readyReceives.set(key, next);
     void next.then((ready) => {

@@ -229,8 +229,8 @@ export interface StartedReceive {
  * before the quarantine is removed.
  */
 export async function startReceive(hub: string, options: ReceiveStart): Promise<StartedReceive> {
-  const hubDir = await realpath(hub);
-  const dir = await mkdtemp(join(await realpath(options.quarantineRoot), "push-"));
+  const [hubDir, root] = await Promise.all([realpath(hub), realpath(options.quarantineRoot)]);
+  const dir = await mkdtemp(join(root, "push-"));
   const objects = join(dir, "objects");
   let scanned: Quarantine["pack"];
   let session: GitSession | undefined;
