@@ -1,0 +1,115 @@
+import { spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
+import { packFileName } from "../../src/effects/pack-file-name.js";
+import { createRpcServer } from "../../src/rpc/index.js";
+import { withUnused } from "../rpc/unused-methods.js";
+import { makeTempHome, ROOT } from "../support/programs.js";
+
+/**
+ * The remote helper of a push known as it starts (its front started the pack on the push's guess:
+ * shim/git-remote.ts) asks the daemon for the push's listing and for who it is at once, while git
+ * and the helper trade capabilities and options, and answers git's `list for-push` with that one
+ * listing. The real shim bundle, over a real socket to a stub daemon that notes each call; git's
+ * side of the helper protocol is played on its stdin and stdout.
+ */
+const SHIM_BUNDLE = join(ROOT, "dist/shim-bundle/teamd-shim.cjs");
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Lines the helper writes, as they come. */
+function lines(stream: Readable): () => Promise<string> {
+  let text = "";
+  let wake: (() => void) | undefined;
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    text += chunk;
+    wake?.();
+  });
+  return async () => {
+    for (;;) {
+      const at = text.indexOf("\n");
+      if (at >= 0) {
+        const line = text.slice(0, at);
+        text = text.slice(at + 1);
+        return line;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  };
+}
+
+describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing", () => {
+  it("is asked with whoAmI as the helper starts, before git lists, and asked once", async () => {
+    const home = await makeTempHome("teamd-push-listing-");
+    const socketPath = join(home.dir, "shim.sock");
+    const calls: string[] = [];
+    const tip = "1".repeat(40);
+    const held = "2".repeat(40);
+    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test" });
+    server.addService(
+      ShimService,
+      withUnused({
+        async listRefs(request: { forPush: boolean }) {
+          calls.push(`listRefs ${request.forPush}`);
+          return { refs: [{ name: "refs/heads/main", oid: held }], head: "refs/heads/main" };
+        },
+        async whoAmI() {
+          calls.push("whoAmI");
+          return { seat: "w1", team: "t" };
+        },
+      }) as never,
+    );
+    await server.listen();
+    cleanups.push(async () => {
+      await server.close(0);
+      await home.remove();
+    });
+    const repo = join(home.dir, "repo");
+    const tmp = join(home.dir, "tmp");
+    mkdirSync(tmp);
+    execFileSync("git", ["init", "-q", repo]);
+    // The front's pack (its bytes are not read here) and its account: the pack's pid, the
+    // revisions it was given, and its exit.
+    const name = packFileName("0123abcd-4567-89ab-cdef-0123456789ab");
+    writeFileSync(join(tmp, name), "PACK");
+    const helper = spawn(process.execPath, [SHIM_BUNDLE, "--git-remote-helper", "teamd", "teamd::seat"], {
+      env: { PATH: process.env.PATH ?? "", HOME: home.dir, GIT_DIR: join(repo, ".git"), TEAMD_SOCKET: socketPath, TEAMD_TMP: tmp, TEAMD_EARLY_PACK: name },
+      stdio: ["pipe", "pipe", "pipe", "ignore", "pipe"],
+    });
+    const exited = new Promise<number | null>((resolve) => helper.on("exit", resolve));
+    cleanups.push(async () => {
+      helper.kill("SIGKILL");
+      await exited;
+    });
+    let stderr = "";
+    helper.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    (helper.stdio[4] as Writable).end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
+    const read = lines(helper.stdout);
+
+    helper.stdin.write("capabilities\n");
+    const capabilities: string[] = [];
+    for (let line = await read(); line !== ""; line = await read()) capabilities.push(line);
+    expect(capabilities).toEqual(["fetch", "push", "option"]);
+    // git has not listed yet: the daemon has been asked already.
+    for (let waited = 0; !(calls.includes("listRefs true") && calls.includes("whoAmI")); waited += 10) {
+      if (waited > 10_000) throw new Error(`the daemon was asked only ${JSON.stringify(calls)} (${stderr})`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    helper.stdin.write("option verbosity 1\nlist for-push\n");
+    expect(await read()).toBe("ok");
+    const listed: string[] = [];
+    for (let line = await read(); line !== ""; line = await read()) listed.push(line);
+    expect(listed).toEqual([`${held} refs/heads/main`, "@refs/heads/main HEAD"]);
+    // The one listing answered git: none asked again.
+    expect(calls.filter((c) => c.startsWith("listRefs"))).toEqual(["listRefs true"]);
+    helper.stdin.end("\n");
+    expect(await exited).toBe(0);
+  }, 30_000);
+});
