@@ -88,12 +88,13 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
       helper.kill("SIGKILL");
       await exited;
     });
+    const [stdin, stdout, errors, , account] = helper.stdio as unknown as [Writable, Readable, Readable, null, Writable];
     let stderr = "";
-    helper.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    (helper.stdio[4] as Writable).end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
-    const read = lines(helper.stdout);
+    errors.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    account.end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
+    const read = lines(stdout);
 
-    helper.stdin.write("capabilities\n");
+    stdin.write("capabilities\n");
     const capabilities: string[] = [];
     for (let line = await read(); line !== ""; line = await read()) capabilities.push(line);
     expect(capabilities).toEqual(["fetch", "push", "option"]);
@@ -102,14 +103,14 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
       if (waited > 10_000) throw new Error(`the daemon was asked only ${JSON.stringify(calls)} (${stderr})`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    helper.stdin.write("option verbosity 1\nlist for-push\n");
+    stdin.write("option verbosity 1\nlist for-push\n");
     expect(await read()).toBe("ok");
     const listed: string[] = [];
     for (let line = await read(); line !== ""; line = await read()) listed.push(line);
     expect(listed).toEqual([`${held} refs/heads/main`, "@refs/heads/main HEAD"]);
     // The one listing answered git: none asked again.
     expect(calls.filter((c) => c.startsWith("listRefs"))).toEqual(["listRefs true"]);
-    helper.stdin.end("\n");
+    stdin.end("\n");
     expect(await exited).toBe(0);
   }, 30_000);
 });
