@@ -52,16 +52,32 @@ export async function storeUsage(gitDir: string): Promise<StoreUsage | undefined
   const packDir = join(objects, "pack");
   const packFiles = (await readdir(packDir).catch(() => [] as string[])).filter((name) => name.endsWith(".pack"));
   if (packFiles.length > MAX_PACKS) return undefined;
-  // Every pack at once: one after another, a hub of a few dozen packs took ~15 ms of a push's
-  // admission while the pool was busy with the pack's copy and scan (issue 26).
-  const packs = await Promise.all(packFiles.map((name) => packUsage(packDir, name)));
-  for (const pack of packs) {
+  // A few packs at a time: one after another, a hub of a few dozen packs took ~15 ms of a push's
+  // admission while the pool was busy with the pack's copy and scan (issue 26); all at once, a
+  // hub of hundreds (each landed push adds one) queued thousands of reads on node's four I/O
+  // threads ahead of every other seat's (found by an attack on the change: another seat's pushes
+  // 4-8 times slower while one seat pushed nothing in a loop).
+  const packs: (StoreUsage | undefined)[] = [];
+  let next = 0;
+  const reader = async (): Promise<void> => {
+    while (next < packFiles.length) {
+      const at = next++;
+      packs[at] = await packUsage(packDir, packFiles[at] as string);
+      if (packs[at] === undefined) return;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PACKS_AT_ONCE, packFiles.length) }, reader));
+  for (let at = 0; at < packFiles.length; at++) {
+    const pack = packs[at];
     if (pack === undefined) return undefined;
     count += pack.objects;
     bytes += pack.bytes;
   }
   return { objects: count, bytes };
 }
+
+/** How many packs' reads are in flight at once (each a pack's lstat beside its index's open, read and close). */
+export const PACKS_AT_ONCE = 4;
 
 /** One pack's object count (its index's) and size on disk, or undefined where either is not certain. */
 async function packUsage(packDir: string, name: string): Promise<StoreUsage | undefined> {
