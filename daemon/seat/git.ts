@@ -464,6 +464,12 @@ export function createSeatGit(deps: SeatGitDeps): SeatGit {
         throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push starts with its header (request id and ref updates)"), "git.push");
       }
       const header = first.value.part.value;
+      // A push of nothing is no push git makes: answered OK, it cost the seat nothing while the
+      // daemon asked its holding each time (found by an attack on issue 26's twenty-fourth round:
+      // ~15 a second from one seat, in a loop, none recorded).
+      if (header.updates.length === 0) {
+        throw await deps.pipeline.refuse(ctx, refuse("rpc.malformed", "a push names at least one ref update"), "git.push");
+      }
       if (header.updates.length > bounds.refUpdates) {
         throw await deps.pipeline.refuse(
           ctx,

@@ -261,6 +261,12 @@ describe.runIf(process.platform === "linux")("escape: the seat's pack file", () 
     60_000,
   );
 
+  it("refuses a push that names no ref update (answered OK before, nothing recorded: a free loop of the daemon's quota reads)", async () => {
+    const empty = await rawPush([{ case: "header", value: { requestId: "raw-empty", updates: [] } }]);
+    expect(empty.rule, empty.reason).toBe("rpc.malformed");
+    expect(empty.reason).toMatch(/at least one ref update/);
+  }, 60_000);
+
   it("refuses pack data after a pack file's header, and a pack file that is not in the seat's tmp folder", async () => {
     const data = await rawPush([header("raw-data", { packFile: NAME }), { case: "data", value: new Uint8Array(16) }]);
     expect(data.rule, data.reason).toBe("rpc.malformed");
