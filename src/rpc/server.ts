@@ -274,10 +274,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("stream", (stream, headers) => {
-            boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks);
-            stopSendingOnceAnswered(stream);
-          });
+          made.on("stream", (stream, headers) => boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks));
         }
         const net = createServer((connection) => injector.injectConnection(connection));
         net.maxConnections = SEAT_MAX_CONNECTIONS;
@@ -367,32 +364,6 @@ function ownCopy(chunk: Buffer): Buffer {
   const copy = Buffer.allocUnsafeSlow(chunk.byteLength);
   chunk.copy(copy);
   return copy;
-}
-
-/**
- * A seat's call answered whole (its status sent: trailers, or a trailers-only response) while the
- * seat still sends is told to stop, with RST_STREAM NO_ERROR as RFC 7540 §8.1 lets a server that
- * has sent its complete response. grpc-js else reads and drops every byte the seat goes on
- * sending, in the daemon's thread, for as long as the seat likes (found by an attack on issue 26's
- * twenty-fourth round, older than it: 12 calls answered at once on one connection, each then
- * sending for 8 s, took 3-17 GB and ~0.5 of a core, the calls never ending). A call whose seat had
- * finished sending (every call teamd's own clients make) is not touched.
- */
-function stopSendingOnceAnswered(stream: ServerHttp2Stream): void {
-  const answered = () =>
-    setImmediate(() => {
-      if (!stream.destroyed && !stream.closed && stream.state.remoteClose === 0) stream.close(http2Constants.NGHTTP2_NO_ERROR);
-    });
-  const respond = stream.respond.bind(stream);
-  stream.respond = (headers, options) => {
-    respond(headers, options);
-    if (options?.endStream === true) answered();
-  };
-  const sendTrailers = stream.sendTrailers.bind(stream);
-  stream.sendTrailers = (headers) => {
-    sendTrailers(headers);
-    answered();
-  };
 }
 
 function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: HandlerContext): void {

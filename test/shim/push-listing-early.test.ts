@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { packFileName } from "../../src/effects/pack-file-name.js";
 import { createRpcServer } from "../../src/rpc/index.js";
+import { commandLines } from "../../shim/git-remote.js";
 import { withUnused } from "../rpc/unused-methods.js";
 import { makeTempHome, ROOT } from "../support/programs.js";
 
@@ -22,28 +23,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-/** Lines the helper writes, as they come. */
-function lines(stream: Readable): () => Promise<string> {
-  let text = "";
-  let wake: (() => void) | undefined;
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    text += chunk;
-    wake?.();
-  });
-  return async () => {
-    for (;;) {
-      const at = text.indexOf("\n");
-      if (at >= 0) {
-        const line = text.slice(0, at);
-        text = text.slice(at + 1);
-        return line;
-      }
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  };
-}
 
 describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing", () => {
   it("is asked with whoAmI as the helper starts, before git lists, and asked once", async () => {
@@ -92,7 +71,9 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
     let stderr = "";
     errors.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     account.end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
-    const read = lines(stdout);
+    // The helper's answers, a line at a time, read as it reads git's commands.
+    const nextLine = commandLines(stdout);
+    const read = async () => (await nextLine()) ?? "(the helper's output ended)";
 
     stdin.write("capabilities\n");
     const capabilities: string[] = [];
