@@ -13,6 +13,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { decodedDescriptors } from "./decoded-descriptors.js";
+import { sentCalls } from "../src/rpc/client.js";
+import { pushCalls } from "../shim/push-calls.js";
 
 /**
  * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc's client,
@@ -228,8 +230,16 @@ async function buildSeatShim(root: string): Promise<string> {
   await writeFile(`${helperFront}.${process.pid}.tmp`, readFileSync(join(root, "shim", "git-remote-front.sh")), { mode: 0o755 });
   await chmod(`${helperFront}.${process.pid}.tmp`, 0o755);
   await rename(`${helperFront}.${process.pid}.tmp`, helperFront);
-  return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", { plugins: [shimLazyPart(root)], banner: `"use strict";\n${prelude}` });
+  return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", {
+    plugins: [shimLazyPart(root)],
+    banner: `"use strict";\n${prelude}`,
+    // The push's first calls, as bytes the front writes on its socket before the lazy part loads (shim/push-calls.ts).
+    define: { [PUSH_CALLS_CONSTANT]: JSON.stringify(sentCalls(pushCalls()).toString("base64")) },
+  });
 }
+
+/** The name under which shim/main.ts reads the push's first calls (base64), a constant of the build. */
+const PUSH_CALLS_CONSTANT = "__TEAMD_PUSH_CALLS__";
 
 /** main.ts's import() of cli.js, commands.js and git-remote.js: from the lazy part held in the same file (SHIM_FRONT_DEFERRED's: from the front). */
 function shimLazyPart(root: string): Plugin {

@@ -29,8 +29,13 @@ async function main(argv: readonly string[]): Promise<void> {
     try {
       // A push's pack on its guess, started before the rest of the helper loads (push-pack.ts).
       const earlyPack = (await import("./push-pack.js")).startEarlyPack(helperArgs[0]);
+      // And a push's first calls, its listing and whoAmI (push-calls.ts), written now: the daemon
+      // answers them while the rest of the helper loads (~10-15 ms in a seat). The build holds
+      // them as bytes; a front built without them (run by tsc's output) sends nothing early.
+      const pushCalls = earlyPack !== undefined && typeof __TEAMD_PUSH_CALLS__ === "string" ? Buffer.from(__TEAMD_PUSH_CALLS__, "base64") : undefined;
+      if (pushCalls !== undefined) early.write(pushCalls);
       const { runGitRemote } = await import("./git-remote.js");
-      await runGitRemote(socket, early, helperArgs[0], earlyPack);
+      await runGitRemote(socket, early, helperArgs[0], earlyPack, pushCalls);
       process.exit(0);
     } catch (error) {
       process.stderr.write(`git-remote-teamd: ${error instanceof Error ? error.message : String(error)}\n`, () => process.exit(128));
@@ -53,6 +58,9 @@ async function main(argv: readonly string[]): Promise<void> {
   }
   await runCli("teamd-shim", { parseAsync: async (args) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv);
 }
+
+/** The push's first calls as bytes, base64 (scripts/build-shim.ts defines it in the bundle; nothing defines it elsewhere). */
+declare const __TEAMD_PUSH_CALLS__: string | undefined;
 
 /** How the remote helper's front runs this as the helper (shim/git-remote-front.sh). */
 const GIT_REMOTE_FLAG = "--git-remote-helper";

@@ -6,7 +6,8 @@ import { isRuleId } from "../kernel/rules.js";
 import { DaemonUnavailableError, RefusalError, RpcError } from "./errors.js";
 import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION, RULE_METADATA_KEY } from "./protocol.js";
 import { checkSocketPath } from "./socket-path.js";
-import { H2Connection, H2_ERROR, type H2Headers, type H2Stream } from "./h2-client.js";
+import { clientStart, H2Connection, H2_ERROR, wholeRequest, type H2Headers, type H2Stream } from "./h2-client.js";
+import type { HeaderField } from "./hpack.js";
 
 export interface RpcClientOptions {
   /** Per-call deadline; a daemon that does not answer in time is reported unavailable. */
@@ -20,6 +21,46 @@ export interface RpcClientOptions {
    * dropped and a connection made as always, so its errors read the same.
    */
   readonly socket?: Socket;
+  /**
+   * What `socket` already carries: `bytes`, as sentCalls wrote them for `calls` (the shim's front
+   * wrote them before it could load this client, issue 26). Each call is then answered on its
+   * stream, once, for the first call of its method with the same request. Bytes that are not
+   * sentCalls' for these calls are no connection this client knows how to go on with: the socket
+   * is dropped and every call made as always.
+   */
+  readonly sent?: { readonly bytes: Buffer; readonly calls: readonly SentCall[] };
+}
+
+/** A unary call sent before the client loaded: its method's path and its request's bytes. */
+export interface SentCall {
+  readonly path: string;
+  readonly request: Uint8Array;
+}
+
+/** The deadline a call sent before the client loaded carries (its grpc-timeout is fixed when it is written). */
+export const SENT_CALL_DEADLINE_MS = 30_000;
+
+/**
+ * What a client that has not loaded yet writes on a socket it has just connected (the shim's
+ * front, from a constant the build makes with this): the connection's start, then each call whole,
+ * on streams 1, 3, ... The same bytes this client would write for them, deadline aside.
+ */
+export function sentCalls(calls: readonly SentCall[]): Buffer {
+  return Buffer.concat([clientStart(), ...calls.map((call, i) => wholeRequest(1 + 2 * i, callHeaders(call.path, SENT_CALL_DEADLINE_MS), frame(call.request)))]);
+}
+
+/** A call's request headers, as grpc-js writes them. */
+function callHeaders(path: string, timeoutMs: number): HeaderField[] {
+  return [
+    [":method", "POST"],
+    [":scheme", "http"],
+    [":authority", "localhost"],
+    [":path", path],
+    ["content-type", "application/grpc"],
+    ["te", "trailers"],
+    ["grpc-timeout", timeoutHeader(timeoutMs)],
+    [PROTOCOL_METADATA_KEY, String(PROTOCOL_VERSION)],
+  ];
 }
 
 export type RpcClient<S> = ServiceClient<S> & {
@@ -166,6 +207,8 @@ interface Connection {
   readonly s: H2Connection;
   readonly ready: Promise<void>;
   error: Error | undefined;
+  /** The server's SETTINGS came: it has taken the connection (until then it has read nothing on it). */
+  spoke: boolean;
 }
 
 /** `ready` settled, or the deadline passed first (a timer holds at most 2^31-1 ms: a longer wait is taken in steps). */
@@ -212,23 +255,40 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   let active = 0;
   let closed = false;
   let early = options.socket;
+  let sent = options.sent;
+  /** The calls the first connection's socket carried, each waiting for the first call that is it (sentCalls). */
+  const parked = new Map<string, { readonly call: Call; readonly connection: Connection }>();
+  const parkedKey = (path: string, request: Uint8Array) => `${path} ${Buffer.from(request.buffer, request.byteOffset, request.byteLength).toString("base64")}`;
 
   /** The client's one connection, made when a call first needs it (and again after it went). */
   function open(): Connection {
     if (connection !== undefined && !connection.s.closed && !connection.s.destroyed) return connection;
-    const given = early !== undefined && !early.destroyed && early.readyState !== "closed" ? early : undefined;
+    const calls = sent;
+    sent = undefined;
+    // A socket that carries what this side cannot go on from is not taken.
+    const usable =
+      early !== undefined && !early.destroyed && early.readyState !== "closed" && (calls === undefined || sentCalls(calls.calls).equals(calls.bytes));
+    const given = usable ? early : undefined;
     if (early !== undefined && given === undefined) early.destroy();
     early = undefined;
     const socket = given ?? connectSocket(socketPath);
     let reached = given !== undefined && !given.connecting;
     socket.once("connect", () => (reached = true));
-    const s = new H2Connection(socket);
+    const carried = given !== undefined ? calls?.calls : undefined;
+    const s = new H2Connection(
+      socket,
+      carried?.map((call) => 5 + call.request.byteLength),
+    );
     const c: Connection = {
       s,
       error: undefined,
+      spoke: false,
       // The server's SETTINGS: a gRPC server answered on this connection.
       ready: new Promise<void>((resolve, reject) => {
-        s.once("remoteSettings", () => resolve());
+        s.once("remoteSettings", () => {
+          c.spoke = true;
+          resolve();
+        });
         s.once("close", () => reject(Object.assign(new Error("closed before the server's settings"), { reached })));
       }),
     };
@@ -242,6 +302,11 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     s.on("goaway", forget);
     s.on("close", forget);
     connection = c;
+    // Their replies are read from now on, as any call's (a reply that comes first is held by its call).
+    carried?.forEach((call, i) => {
+      const stream = s.sentStreams[i] as H2Stream;
+      parked.set(parkedKey(call.path, call.request), { call: wire(c, stream, Date.now() + SENT_CALL_DEADLINE_MS, Date.now()), connection: c });
+    });
     return c;
   }
 
@@ -281,17 +346,12 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   async function start(path: string, deadline: number): Promise<Call> {
     const startedAt = Date.now();
     const c = await acquire(deadline, startedAt);
+    return wire(c, c.s.request(callHeaders(path, deadline - Date.now())), deadline, startedAt);
+  }
+
+  /** A call on its stream: the reply read as it comes, its end as the server (or the deadline) says. */
+  function wire(c: Connection, stream: H2Stream, deadline: number, startedAt: number): Call {
     const s = c.s;
-    const stream: H2Stream = s.request([
-      [":method", "POST"],
-      [":scheme", "http"],
-      [":authority", "localhost"],
-      [":path", path],
-      ["content-type", "application/grpc"],
-      ["te", "trailers"],
-      ["grpc-timeout", timeoutHeader(deadline - Date.now())],
-      [PROTOCOL_METADATA_KEY, String(PROTOCOL_VERSION)],
-    ]);
     active += 1;
     s.ref();
     const deframer = new Deframer();
@@ -549,6 +609,20 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
     if (method.methodKind !== "unary") continue;
     methods[method.localName] = async (init?: unknown) => {
       const request = serialize(method.input, init);
+      // The calls the first socket carries are parked when it is taken, before any is looked for.
+      if (sent !== undefined && !closed) open();
+      const key = parkedKey(path, request);
+      const carried = parked.get(key);
+      parked.delete(key);
+      if (carried !== undefined) {
+        try {
+          return await single(carried.call, method.output);
+        } catch (error) {
+          // A server that never spoke on that connection read nothing of it (a seat's socket
+          // closes a connection past its bound on arrival): the call is made as any other.
+          if (carried.connection.spoke) throw error;
+        }
+      }
       const call = await start(path, Date.now() + deadlineMs);
       void call.write(request);
       call.end();
@@ -560,6 +634,7 @@ export function createRpcClient<S extends AnyService>(service: S, socketPath: st
   };
   methods.close = () => {
     closed = true;
+    parked.clear();
     early?.destroy();
     early = undefined;
     const s = connection?.s;

@@ -214,21 +214,36 @@ export class H2Connection extends EventEmitter {
   /** The code of the server's GOAWAY: the streams it still had end with it when the connection goes (as node:http2 ended them). */
   private goawayCode: number | undefined;
 
-  constructor(private readonly socket: Socket) {
+  /** The requests already on the socket when this connection took it (`sent`), in their order: streams 1, 3, ... */
+  readonly sentStreams: readonly H2Stream[];
+
+  /**
+   * `sent`: the socket already carries clientStart() and, after it, one wholeRequest() on each of
+   * streams 1, 3, ... whose DATA held these many bytes (the shim's front wrote them before this
+   * code loaded, issue 26). Those streams are this connection's from the start (sentStreams),
+   * their requests sent and ended; the socket must not have been read.
+   */
+  constructor(
+    private readonly socket: Socket,
+    sent?: readonly number[],
+  ) {
     super();
-    const settings = Buffer.alloc(6 * 4);
-    [
-      [SETTING.ENABLE_PUSH, 0],
-      [SETTING.INITIAL_WINDOW_SIZE, OWN_STREAM_WINDOW],
-      [SETTING.HEADER_TABLE_SIZE, OWN_TABLE_SIZE],
-      [SETTING.MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
-    ].forEach(([id, value], i) => {
-      settings.writeUInt16BE(id as number, i * 6);
-      settings.writeUInt32BE(value as number, i * 6 + 2);
-    });
-    const raise = Buffer.alloc(4);
-    raise.writeUInt32BE(OWN_CONNECTION_WINDOW - DEFAULT_WINDOW, 0);
-    socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, settings), frame(FRAME.WINDOW_UPDATE, 0, 0, raise)]));
+    const streams: H2Stream[] = [];
+    if (sent === undefined) socket.write(clientStart());
+    else
+      for (const bytes of sent) {
+        if (!(Number.isSafeInteger(bytes) && bytes >= 0 && bytes <= MAX_WHOLE_BODY))
+          throw new Error(`a request sent whole carries at most ${MAX_WHOLE_BODY} bytes, not ${bytes}`);
+        const stream = new H2Stream(this, Buffer.alloc(0));
+        stream.id = this.nextStreamId;
+        this.nextStreamId += 2;
+        stream.sendWindow = DEFAULT_WINDOW - bytes;
+        this.connectionSendWindow -= bytes;
+        stream.writableEnded = stream.endQueued = stream.endSent = true;
+        this.streams.set(stream.id, stream);
+        streams.push(stream);
+      }
+    this.sentStreams = streams;
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("drain", () => this.pump());
     socket.on("error", (error: Error) => this.emit("error", error));
@@ -601,6 +616,39 @@ export class H2Connection extends EventEmitter {
     }
     this.pump();
   }
+}
+
+/** What a client sends first on a connection (RFC 7540 §3.5): the preface, its SETTINGS, and the connection's window raised. */
+export function clientStart(): Buffer {
+  const settings = Buffer.alloc(6 * 4);
+  [
+    [SETTING.ENABLE_PUSH, 0],
+    [SETTING.INITIAL_WINDOW_SIZE, OWN_STREAM_WINDOW],
+    [SETTING.HEADER_TABLE_SIZE, OWN_TABLE_SIZE],
+    [SETTING.MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
+  ].forEach(([id, value], i) => {
+    settings.writeUInt16BE(id as number, i * 6);
+    settings.writeUInt32BE(value as number, i * 6 + 2);
+  });
+  const raise = Buffer.alloc(4);
+  raise.writeUInt32BE(OWN_CONNECTION_WINDOW - DEFAULT_WINDOW, 0);
+  return Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, settings), frame(FRAME.WINDOW_UPDATE, 0, 0, raise)]);
+}
+
+/**
+ * The most a request sent whole before the server's SETTINGS may carry, and its header block:
+ * one frame each of the size every peer takes (RFC 7540 §4.2), the body within the windows a
+ * stream and the connection start with (§6.9.2).
+ */
+const MAX_WHOLE_BODY = 16_384;
+
+/** A request sent whole on stream `id`: its header block in one HEADERS (END_HEADERS), its body in one DATA (END_STREAM). */
+export function wholeRequest(id: number, fields: readonly HeaderField[], body: Uint8Array): Buffer {
+  const block = encodeHeaders(fields);
+  if (!(id > 0 && id % 2 === 1 && id < 2 ** 31)) throw new Error(`a client's stream has an odd id, not ${id}`);
+  if (block.byteLength > MAX_WHOLE_BODY || body.byteLength > MAX_WHOLE_BODY)
+    throw new Error(`a request sent whole has a header block and a body of at most ${MAX_WHOLE_BODY} bytes each`);
+  return Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, id, block), frame(FRAME.DATA, FLAG.END_STREAM, id, body)]);
 }
 
 function frame(type: number, flags: number, id: number, payload: Uint8Array): Buffer {

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
@@ -24,66 +25,84 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** A stub daemon on a real socket that notes each call of the push's listing and whoAmI. */
+async function stubDaemon(socketPath: string, calls: string[], held: string): Promise<void> {
+  const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test" });
+  server.addService(
+    ShimService,
+    withUnused({
+      async listRefs(request: { forPush: boolean }) {
+        calls.push(`listRefs ${request.forPush}`);
+        return { refs: [{ name: "refs/heads/main", oid: held }], head: "refs/heads/main" };
+      },
+      async whoAmI() {
+        calls.push("whoAmI");
+        return { seat: "w1", team: "t" };
+      },
+    }) as never,
+  );
+  await server.listen();
+  cleanups.push(async () => server.close(0));
+}
+
+/**
+ * The real shim run as git runs the helper of a push whose front started its pack, on `socketPath`:
+ * the front's pack file (its bytes are not read here) and its account — the pack's pid, the
+ * revisions it was given, and its exit. Its stdin and stdout are git's side of the protocol.
+ */
+function startHelper(dir: string, socketPath: string, tip: string, held: string) {
+  const repo = join(dir, "repo");
+  const tmp = join(dir, "tmp");
+  mkdirSync(tmp);
+  execFileSync("git", ["init", "-q", repo]);
+  const name = packFileName("0123abcd-4567-89ab-cdef-0123456789ab");
+  writeFileSync(join(tmp, name), "PACK");
+  const helper = spawn(process.execPath, [SHIM_BUNDLE, "--git-remote-helper", "teamd", "teamd::seat"], {
+    env: { PATH: process.env.PATH ?? "", HOME: dir, GIT_DIR: join(repo, ".git"), TEAMD_SOCKET: socketPath, TEAMD_TMP: tmp, TEAMD_EARLY_PACK: name },
+    stdio: ["pipe", "pipe", "pipe", "ignore", "pipe"],
+  });
+  const exited = new Promise<number | null>((resolve) => helper.on("exit", resolve));
+  cleanups.push(async () => {
+    helper.kill("SIGKILL");
+    await exited;
+  });
+  const [stdin, stdout, errors, , account] = helper.stdio as unknown as [Writable, Readable, Readable, null, Writable];
+  const output = { stderr: "" };
+  errors.setEncoding("utf8").on("data", (chunk: string) => (output.stderr += chunk));
+  account.end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
+  // The helper's answers, a line at a time, read as it reads git's commands.
+  const nextLine = commandLines(stdout);
+  const read = async () => (await nextLine()) ?? "(the helper's output ended)";
+  return { stdin, read, exited, output };
+}
+
+async function until(done: () => boolean, what: () => string): Promise<void> {
+  for (let waited = 0; !done(); waited += 10) {
+    if (waited > 10_000) throw new Error(what());
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing", () => {
   it("is asked with whoAmI as the helper starts, before git lists, and asked once", async () => {
     const home = await makeTempHome("teamd-push-listing-");
+    cleanups.push(async () => home.remove());
     const socketPath = join(home.dir, "shim.sock");
     const calls: string[] = [];
     const tip = "1".repeat(40);
     const held = "2".repeat(40);
-    const server = createRpcServer({ socketPath, access: { mode: 0o600 }, channel: "seat:test" });
-    server.addService(
-      ShimService,
-      withUnused({
-        async listRefs(request: { forPush: boolean }) {
-          calls.push(`listRefs ${request.forPush}`);
-          return { refs: [{ name: "refs/heads/main", oid: held }], head: "refs/heads/main" };
-        },
-        async whoAmI() {
-          calls.push("whoAmI");
-          return { seat: "w1", team: "t" };
-        },
-      }) as never,
-    );
-    await server.listen();
-    cleanups.push(async () => {
-      await server.close(0);
-      await home.remove();
-    });
-    const repo = join(home.dir, "repo");
-    const tmp = join(home.dir, "tmp");
-    mkdirSync(tmp);
-    execFileSync("git", ["init", "-q", repo]);
-    // The front's pack (its bytes are not read here) and its account: the pack's pid, the
-    // revisions it was given, and its exit.
-    const name = packFileName("0123abcd-4567-89ab-cdef-0123456789ab");
-    writeFileSync(join(tmp, name), "PACK");
-    const helper = spawn(process.execPath, [SHIM_BUNDLE, "--git-remote-helper", "teamd", "teamd::seat"], {
-      env: { PATH: process.env.PATH ?? "", HOME: home.dir, GIT_DIR: join(repo, ".git"), TEAMD_SOCKET: socketPath, TEAMD_TMP: tmp, TEAMD_EARLY_PACK: name },
-      stdio: ["pipe", "pipe", "pipe", "ignore", "pipe"],
-    });
-    const exited = new Promise<number | null>((resolve) => helper.on("exit", resolve));
-    cleanups.push(async () => {
-      helper.kill("SIGKILL");
-      await exited;
-    });
-    const [stdin, stdout, errors, , account] = helper.stdio as unknown as [Writable, Readable, Readable, null, Writable];
-    let stderr = "";
-    errors.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    account.end(`pid 1\n${tip}\n--not\n${held}\n.\nexit 0\n`);
-    // The helper's answers, a line at a time, read as it reads git's commands.
-    const nextLine = commandLines(stdout);
-    const read = async () => (await nextLine()) ?? "(the helper's output ended)";
+    await stubDaemon(socketPath, calls, held);
+    const { stdin, read, exited, output } = startHelper(home.dir, socketPath, tip, held);
 
     stdin.write("capabilities\n");
     const capabilities: string[] = [];
     for (let line = await read(); line !== ""; line = await read()) capabilities.push(line);
     expect(capabilities).toEqual(["fetch", "push", "option"]);
     // git has not listed yet: the daemon has been asked already.
-    for (let waited = 0; !(calls.includes("listRefs true") && calls.includes("whoAmI")); waited += 10) {
-      if (waited > 10_000) throw new Error(`the daemon was asked only ${JSON.stringify(calls)} (${stderr})`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await until(
+      () => calls.includes("listRefs true") && calls.includes("whoAmI"),
+      () => `the daemon was asked only ${JSON.stringify(calls)} (${output.stderr})`,
+    );
     stdin.write("option verbosity 1\nlist for-push\n");
     expect(await read()).toBe("ok");
     const listed: string[] = [];
@@ -91,6 +110,65 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
     expect(listed).toEqual([`${held} refs/heads/main`, "@refs/heads/main HEAD"]);
     // The one listing answered git: none asked again.
     expect(calls.filter((c) => c.startsWith("listRefs"))).toEqual(["listRefs true"]);
+    stdin.end("\n");
+    expect(await exited).toBe(0);
+  }, 30_000);
+
+  it("is written by the shim's front as it connects, before the daemon has said a word", async () => {
+    // Between the helper and the stub daemon, a relay that passes the helper's bytes on at once
+    // and holds the daemon's until both calls have reached it (or 5 s). A client that waits for
+    // the daemon's SETTINGS before its first call (as the helper's lazily loaded client does)
+    // asks nothing until then; the front's bytes carry both calls with the connection's start.
+    const home = await makeTempHome("teamd-push-calls-front-");
+    cleanups.push(async () => home.remove());
+    const daemonPath = join(home.dir, "daemon.sock");
+    const relayPath = join(home.dir, "shim.sock");
+    const calls: string[] = [];
+    const tip = "1".repeat(40);
+    const held = "2".repeat(40);
+    await stubDaemon(daemonPath, calls, held);
+    let askedWhileHeld = false;
+    const sockets: Socket[] = [];
+    const relay = createServer((client) => {
+      const daemon = connectSocket(daemonPath);
+      sockets.push(client, daemon);
+      const heldBack: Buffer[] = [];
+      let holding = true;
+      const release = () => {
+        if (!holding) return;
+        holding = false;
+        for (const chunk of heldBack.splice(0)) client.write(chunk);
+      };
+      const timer = setTimeout(release, 5_000);
+      void until(
+        () => calls.length >= 2 || !holding,
+        () => "",
+      ).then(() => {
+        askedWhileHeld = holding && calls.length >= 2;
+        clearTimeout(timer);
+        release();
+      });
+      client.on("data", (chunk: Buffer) => daemon.write(chunk));
+      daemon.on("data", (chunk: Buffer) => (holding ? heldBack.push(chunk) : client.write(chunk)));
+      client.on("error", () => daemon.destroy());
+      daemon.on("error", () => client.destroy());
+      client.on("close", () => daemon.destroy());
+      daemon.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(relayPath, resolve));
+    cleanups.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+    });
+    const { stdin, read, exited, output } = startHelper(home.dir, relayPath, tip, held);
+    stdin.write("capabilities\noption verbosity 1\nlist for-push\n");
+    for (let line = await read(); line !== ""; line = await read());
+    expect(await read()).toBe("ok");
+    const listed: string[] = [];
+    for (let line = await read(); line !== ""; line = await read()) listed.push(line);
+    expect(listed).toEqual([`${held} refs/heads/main`, "@refs/heads/main HEAD"]);
+    expect(askedWhileHeld, `calls ${JSON.stringify(calls)} (${output.stderr})`).toBe(true);
+    expect(calls.sort()).toEqual(["listRefs true", "whoAmI"]);
     stdin.end("\n");
     expect(await exited).toBe(0);
   }, 30_000);
