@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { decodedDescriptors } from "./decoded-descriptors.js";
 import { sentCalls } from "../src/rpc/client.js";
-import { pushCalls } from "../shim/push-calls.js";
+import { pushCalls, whoAmICalls } from "../shim/first-calls.js";
 
 /**
  * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc's client,
@@ -233,13 +233,13 @@ async function buildSeatShim(root: string): Promise<string> {
   return bundle(root, "shim/main.ts", SHIM_BUNDLE_RELATIVE, "cjs", {
     plugins: [shimLazyPart(root)],
     banner: `"use strict";\n${prelude}`,
-    // The push's first calls, as bytes the front writes on its socket before the lazy part loads (shim/push-calls.ts).
-    define: { [PUSH_CALLS_CONSTANT]: JSON.stringify(sentCalls(pushCalls()).toString("base64")) },
+    // The first calls of a push and of whoami, as bytes the front writes on its socket before the lazy part loads (shim/first-calls.ts).
+    define: {
+      __TEAMD_PUSH_CALLS__: JSON.stringify(sentCalls(pushCalls()).toString("base64")),
+      __TEAMD_WHOAMI_CALLS__: JSON.stringify(sentCalls(whoAmICalls()).toString("base64")),
+    },
   });
 }
-
-/** The name under which shim/main.ts reads the push's first calls (base64), a constant of the build. */
-const PUSH_CALLS_CONSTANT = "__TEAMD_PUSH_CALLS__";
 
 /** main.ts's import() of cli.js, commands.js and git-remote.js: from the lazy part held in the same file (SHIM_FRONT_DEFERRED's: from the front). */
 function shimLazyPart(root: string): Plugin {
@@ -323,7 +323,11 @@ function warmCallProgram(socket: string, lazy: string): string {
     `process.env.TEAMD_SOCKET = ${JSON.stringify(socket)};`,
     "const write = process.stdout.write;",
     "process.stdout.write = () => true;",
-    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
+    // The second as a seat's whoami runs: its call written by the front before the act loaded (shim/first-calls.ts).
+    `const sent = Buffer.from(${JSON.stringify(sentCalls(whoAmICalls()).toString("base64"))}, "base64");`,
+    `const first = require("node:net").connect(${JSON.stringify(socket)});`,
+    "first.write(sent);",
+    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }, { socket: first, sent }); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
     "catch (error) { process.stdout.write = write; process.stderr.write(`build-shim: the warm call failed: ${error}\\n`); process.exit(1); }",
     "finally { process.stdout.write = write; }",
     "server.close();",

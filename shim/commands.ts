@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
-import { createRpcClient } from "../src/rpc/client.js";
+import type { Socket } from "node:net";
+import { createRpcClient, type SentCall } from "../src/rpc/client.js";
+import { whoAmICalls } from "./first-calls.js";
 import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 import { randomUUID } from "./request-id.js";
 import { socketPath, usage } from "./seat-socket.js";
@@ -12,12 +14,21 @@ import { socketPath, usage } from "./seat-socket.js";
  * --version` and `--help` load no gRPC and no generated code (issue 26).
  */
 
-function client(deadlineMs = 30_000) {
-  return createRpcClient(ShimService, socketPath(), { deadlineMs });
+/** The socket the front connected for a command, and the calls it already wrote there (first-calls.ts). */
+export interface FirstCalls {
+  readonly socket: Socket;
+  readonly sent: Buffer;
 }
 
-async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number): Promise<T> {
-  const c = client(deadlineMs);
+function client(deadlineMs = 30_000, first?: FirstCalls & { readonly calls: readonly SentCall[] }) {
+  return createRpcClient(ShimService, socketPath(), {
+    deadlineMs,
+    ...(first !== undefined ? { socket: first.socket, sent: { bytes: first.sent, calls: first.calls } } : {}),
+  });
+}
+
+async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number, first?: Parameters<typeof client>[1]): Promise<T> {
+  const c = client(deadlineMs, first);
   try {
     return await use(c);
   } finally {
@@ -33,8 +44,9 @@ const ADMIN_HINT: Record<string, string> = {
   leads: "the delegation envelope's root (teamd-shim lease issue)",
 };
 
-export async function whoami(opts: { json?: boolean }): Promise<void> {
-  const reply = await withClient((c) => c.whoAmI());
+/** `first`: its call, already written by the front (main.ts). */
+export async function whoami(opts: { json?: boolean }, first?: FirstCalls): Promise<void> {
+  const reply = await withClient((c) => c.whoAmI(), undefined, first !== undefined ? { ...first, calls: whoAmICalls() } : undefined);
   const value = {
     seat: reply.seat,
     team: reply.team,

@@ -7,7 +7,7 @@ import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
-import { pushCalls } from "./push-calls.js";
+import { pushCalls } from "./first-calls.js";
 import { guessPush, heldAfter, localCommit, OBJECT_ID, recordPushed } from "./push-guess.js";
 import { revisions, startPacker, stopChild, type Packer } from "./push-pack.js";
 
@@ -39,14 +39,14 @@ interface Listed {
  * `early`: the daemon's socket, connected while this code loaded; `remote`: git's name for the
  * remote (its tracking refs are a push's guess); `earlyPack`: a push's pack on its guess, started
  * as the helper started (push-pack.ts), for the listing for a push to take; `sent`: what the
- * front wrote on `early` for such a push before this code loaded (push-calls.ts), its listing's
+ * front wrote on `early` for such a push before this code loaded (first-calls.ts), its listing's
  * and whoAmI's calls.
  */
 export async function runGitRemote(socket: string, early?: Socket, remote?: string, earlyPack?: Packer, sent?: Buffer): Promise<void> {
   const client = createRpcClient(ShimService, socket, {
     deadlineMs: 30_000,
     ...(early !== undefined ? { socket: early } : {}),
-    // The push's listing and whoAmI the front already wrote on that socket (push-calls.ts): the calls below are answered on them.
+    // The push's listing and whoAmI the front already wrote on that socket (first-calls.ts): the calls below are answered on them.
     ...(early !== undefined && sent !== undefined ? { sent: { bytes: sent, calls: pushCalls() } } : {}),
   });
   // Connected while git sends its first commands (on the socket main.ts connected while this

@@ -29,7 +29,7 @@ async function main(argv: readonly string[]): Promise<void> {
     try {
       // A push's pack on its guess, started before the rest of the helper loads (push-pack.ts).
       const earlyPack = (await import("./push-pack.js")).startEarlyPack(helperArgs[0]);
-      // And a push's first calls, its listing and whoAmI (push-calls.ts), written now: the daemon
+      // And a push's first calls, its listing and whoAmI (first-calls.ts), written now: the daemon
       // answers them while the rest of the helper loads (~10-15 ms in a seat). The build holds
       // them as bytes; a front built without them (run by tsc's output) sends nothing early.
       const pushCalls = earlyPack !== undefined && typeof __TEAMD_PUSH_CALLS__ === "string" ? Buffer.from(__TEAMD_PUSH_CALLS__, "base64") : undefined;
@@ -53,14 +53,22 @@ async function main(argv: readonly string[]): Promise<void> {
   // Each loads its code inside runCli: a lazy part that cannot be read (scripts/build-shim.ts) is
   // one line and exit 1, like any other failure, not a stack trace.
   if (argv[2] === "whoami" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
-    await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }) }, argv);
+    // Its call written as the socket connects (first-calls.ts): the daemon answers while the act's
+    // code loads (issue 26). Its error is the client's to meet, as the helper's is.
+    const sent = typeof __TEAMD_WHOAMI_CALLS__ === "string" ? Buffer.from(__TEAMD_WHOAMI_CALLS__, "base64") : undefined;
+    const early = sent !== undefined ? connect(socketPath()) : undefined;
+    early?.on("error", () => undefined);
+    if (early !== undefined && sent !== undefined) early.write(sent);
+    const first = early !== undefined && sent !== undefined ? { socket: early, sent } : undefined;
+    await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }, first) }, argv);
     return;
   }
   await runCli("teamd-shim", { parseAsync: async (args) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv);
 }
 
-/** The push's first calls as bytes, base64 (scripts/build-shim.ts defines it in the bundle; nothing defines it elsewhere). */
+/** The first calls of a push and of whoami as bytes, base64 (scripts/build-shim.ts defines them in the bundle; nothing defines them elsewhere). */
 declare const __TEAMD_PUSH_CALLS__: string | undefined;
+declare const __TEAMD_WHOAMI_CALLS__: string | undefined;
 
 /** How the remote helper's front runs this as the helper (shim/git-remote-front.sh). */
 const GIT_REMOTE_FLAG = "--git-remote-helper";

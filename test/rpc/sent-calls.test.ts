@@ -6,13 +6,13 @@ import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { createRpcClient, createRpcServer, RefusalError } from "../../src/rpc/index.js";
 import { sentCalls, type SentCall } from "../../src/rpc/client.js";
 import { H2Connection, wholeRequest } from "../../src/rpc/h2-client.js";
-import { pushCalls } from "../../shim/push-calls.js";
+import { pushCalls } from "../../shim/first-calls.js";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
 
 /**
  * Calls written on a socket before the client that goes on with them loaded (src/rpc/client.ts
- * sentCalls, the shim's front for a push: shim/push-calls.ts), answered to that client once
+ * sentCalls, the shim's front for a push: shim/first-calls.ts), answered to that client once
  * each: a real grpc-js server on a real unix socket, the bytes written as the front writes them.
  */
 const cleanups: Array<() => Promise<void>> = [];

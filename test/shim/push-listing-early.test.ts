@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { createRpcServer } from "../../src/rpc/index.js";
 import { commandLines } from "../../shim/git-remote.js";
 import { withUnused } from "../rpc/unused-methods.js";
 import { makeTempHome, ROOT } from "../support/programs.js";
+import { holdingRelay } from "./holding-relay.js";
 
 /**
  * The remote helper of a push known as it starts (its front started the pack on the push's guess:
@@ -115,10 +115,10 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
   }, 30_000);
 
   it("is written by the shim's front as it connects, before the daemon has said a word", async () => {
-    // Between the helper and the stub daemon, a relay that passes the helper's bytes on at once
-    // and holds the daemon's until both calls have reached it (or 5 s). A client that waits for
-    // the daemon's SETTINGS before its first call (as the helper's lazily loaded client does)
-    // asks nothing until then; the front's bytes carry both calls with the connection's start.
+    // Between the helper and the stub daemon, a relay that holds the daemon's bytes until both
+    // calls have reached it: a client that waits for the daemon's SETTINGS before its first call
+    // (as the helper's lazily loaded client does) asks nothing until then; the front's bytes
+    // carry both calls with the connection's start.
     const home = await makeTempHome("teamd-push-calls-front-");
     cleanups.push(async () => home.remove());
     const daemonPath = join(home.dir, "daemon.sock");
@@ -127,39 +127,8 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
     const tip = "1".repeat(40);
     const held = "2".repeat(40);
     await stubDaemon(daemonPath, calls, held);
-    let askedWhileHeld = false;
-    const sockets: Socket[] = [];
-    const relay = createServer((client) => {
-      const daemon = connectSocket(daemonPath);
-      sockets.push(client, daemon);
-      const heldBack: Buffer[] = [];
-      let holding = true;
-      const release = () => {
-        if (!holding) return;
-        holding = false;
-        for (const chunk of heldBack.splice(0)) client.write(chunk);
-      };
-      const timer = setTimeout(release, 5_000);
-      void until(
-        () => calls.length >= 2 || !holding,
-        () => "",
-      ).then(() => {
-        askedWhileHeld = holding && calls.length >= 2;
-        clearTimeout(timer);
-        release();
-      });
-      client.on("data", (chunk: Buffer) => daemon.write(chunk));
-      daemon.on("data", (chunk: Buffer) => (holding ? heldBack.push(chunk) : client.write(chunk)));
-      client.on("error", () => daemon.destroy());
-      daemon.on("error", () => client.destroy());
-      client.on("close", () => daemon.destroy());
-      daemon.on("close", () => client.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(relayPath, resolve));
-    cleanups.push(async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => relay.close(resolve));
-    });
+    const relay = await holdingRelay(relayPath, daemonPath, () => calls.length >= 2);
+    cleanups.push(relay.close);
     const { stdin, read, exited, output } = startHelper(home.dir, relayPath, tip, held);
     stdin.write("capabilities\noption verbosity 1\nlist for-push\n");
     for (let line = await read(); line !== ""; line = await read());
@@ -167,7 +136,7 @@ describe.runIf(process.platform === "linux")("git-remote-teamd: a push's listing
     const listed: string[] = [];
     for (let line = await read(); line !== ""; line = await read()) listed.push(line);
     expect(listed).toEqual([`${held} refs/heads/main`, "@refs/heads/main HEAD"]);
-    expect(askedWhileHeld, `calls ${JSON.stringify(calls)} (${output.stderr})`).toBe(true);
+    expect(relay.askedWhileHeld(), `calls ${JSON.stringify(calls)} (${output.stderr})`).toBe(true);
     expect(calls.sort()).toEqual(["listRefs true", "whoAmI"]);
     stdin.end("\n");
     expect(await exited).toBe(0);
