@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { basename } from "node:path";
 import { runCli } from "../src/rpc/cli-outcome.js";
 import { TEAMD_VERSION } from "../src/rpc/protocol.js";
@@ -33,7 +33,10 @@ async function main(argv: readonly string[]): Promise<void> {
       // answers them while the rest of the helper loads (~10-15 ms in a seat). The build holds
       // them as bytes; a front built without them (run by tsc's output) sends nothing early.
       const pushCalls = earlyPack !== undefined && typeof __TEAMD_PUSH_CALLS__ === "string" ? Buffer.from(__TEAMD_PUSH_CALLS__, "base64") : undefined;
-      if (pushCalls !== undefined) early.write(pushCalls);
+      if (pushCalls !== undefined) {
+        early.write(pushCalls);
+        await connected(early);
+      }
       const { runGitRemote } = await import("./git-remote.js");
       await runGitRemote(socket, early, helperArgs[0], earlyPack, pushCalls);
       process.exit(0);
@@ -58,7 +61,10 @@ async function main(argv: readonly string[]): Promise<void> {
     const sent = typeof __TEAMD_WHOAMI_CALLS__ === "string" ? Buffer.from(__TEAMD_WHOAMI_CALLS__, "base64") : undefined;
     const early = sent !== undefined ? connect(socketPath()) : undefined;
     early?.on("error", () => undefined);
-    if (early !== undefined && sent !== undefined) early.write(sent);
+    if (early !== undefined && sent !== undefined) {
+      early.write(sent);
+      await connected(early);
+    }
     const first = early !== undefined && sent !== undefined ? { socket: early, sent } : undefined;
     await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }, first) }, argv);
     return;
@@ -69,6 +75,20 @@ async function main(argv: readonly string[]): Promise<void> {
 /** The first calls of a push and of whoami as bytes, base64 (scripts/build-shim.ts defines them in the bundle; nothing defines them elsewhere). */
 declare const __TEAMD_PUSH_CALLS__: string | undefined;
 declare const __TEAMD_WHOAMI_CALLS__: string | undefined;
+
+/**
+ * Once `socket` has connected (or failed): what was written before is then on its way. Node
+ * holds a write made while the socket connects until its loop runs again, and the lazy part's
+ * load holds the loop ~10-15 ms in a seat: the calls went out after it (issue 26).
+ */
+function connected(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    if (!socket.connecting) return resolve();
+    socket.once("connect", resolve);
+    socket.once("error", resolve);
+    socket.once("close", resolve);
+  });
+}
 
 /** How the remote helper's front runs this as the helper (shim/git-remote-front.sh). */
 const GIT_REMOTE_FLAG = "--git-remote-helper";
