@@ -288,7 +288,7 @@ async function pushWith(
   const listedOids = [...new Set(known.values())].filter((oid) => OBJECT_ID.test(oid));
   // The pushed tips and which of the daemon's refs this repository has: from the front's pack
   // where it already says, else in one process.
-  const named = namedByFront(ahead.pack, sources, listedOids) ?? (await commitsNamed([...sources, ...listedOids], ahead.named));
+  const named = namedByFront(ahead.pack, sources, listedOids) ?? (await commitsNamed([...sources, ...listedOids], ahead.named()));
   const tipOf = new Map(sources.map((src, i) => [src, named[i]]));
   const newOids = specs.map((spec) => {
     if (spec.src === "") return "";
@@ -373,12 +373,16 @@ async function pushWith(
  * milliseconds in a seat, and the listing's round trip, which comes first, is longer. `stop`
  * kills whichever still runs (the push ended, or went another way).
  */
-interface PushAhead {
+export interface PushAhead {
   /**
    * `git cat-file --batch-check` for commitsNamed, its output gathered from the start: `answer(n)`
    * once it printed n lines (one a revision asked), or it ended — not its exit, ~2 ms later in a seat.
+   * Started ahead only where the front's pack is not there: with it, namedByFront answers all but
+   * an unusual push (several refs, a source other than HEAD's commit), and the start ahead was a
+   * fork of this process, ~4-8 ms of its one thread in a seat between git's listing and the
+   * push's header, for a process then stopped unused (issue 26).
    */
-  readonly named: { readonly child: ChildProcessByStdio<Writable, Readable, null>; answer(lines: number): Promise<string | undefined> };
+  readonly named: () => { readonly child: ChildProcessByStdio<Writable, Readable, null>; answer(lines: number): Promise<string | undefined> };
   /** The pack's `git pack-objects`: given the push's guess from its start where there is one. */
   readonly pack: Packer;
   /** Stop the pack made on a guess that was not this push's, and start one that waits for its input. */
@@ -387,35 +391,45 @@ interface PushAhead {
 }
 
 /** The push's processes, with the pack on its guess where one was started already. */
-function startPushAhead(guessed?: Packer): PushAhead {
+export function startPushAhead(guessed?: Packer): PushAhead {
   let pack = guessed;
-  const catFile = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
-  let text = "";
-  let wanted = Number.POSITIVE_INFINITY;
-  let answered: ((text: string | undefined) => void) | undefined;
-  const answer = new Promise<string | undefined>((resolve) => (answered = resolve));
-  const enough = () => {
-    let lines = 0;
-    for (let at = text.indexOf("\n"); at >= 0 && lines < wanted; at = text.indexOf("\n", at + 1)) lines += 1;
-    if (lines >= wanted) answered?.(text);
-  };
-  catFile.stdout.on("data", (chunk: Buffer) => {
-    text += chunk.toString();
-    enough();
-  });
-  catFile.stdin.on("error", () => undefined);
-  catFile.on("error", () => answered?.(undefined));
-  catFile.on("close", (code) => answered?.(code === 0 ? text : undefined));
-  pack ??= startPacker(undefined);
-  return {
-    named: {
+  let named: ReturnType<PushAhead["named"]> | undefined;
+  let stopped = false;
+  const startNamed = () => {
+    if (named !== undefined) return named;
+    const catFile = spawn("git", ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdio: ["pipe", "pipe", "ignore"] });
+    let text = "";
+    let wanted = Number.POSITIVE_INFINITY;
+    let answered: ((text: string | undefined) => void) | undefined;
+    const answer = new Promise<string | undefined>((resolve) => (answered = resolve));
+    const enough = () => {
+      let lines = 0;
+      for (let at = text.indexOf("\n"); at >= 0 && lines < wanted; at = text.indexOf("\n", at + 1)) lines += 1;
+      if (lines >= wanted) answered?.(text);
+    };
+    catFile.stdout.on("data", (chunk: Buffer) => {
+      text += chunk.toString();
+      enough();
+    });
+    catFile.stdin.on("error", () => undefined);
+    catFile.on("error", () => answered?.(undefined));
+    catFile.on("close", (code) => answered?.(code === 0 ? text : undefined));
+    // Asked after the helper stopped (it does not): the process goes at once.
+    if (stopped) stopChild(catFile);
+    named = {
       child: catFile,
       answer: (lines) => {
         wanted = lines;
         enough();
         return answer;
       },
-    },
+    };
+    return named;
+  };
+  if (pack?.front !== true) startNamed();
+  pack ??= startPacker(undefined);
+  return {
+    named: startNamed,
     get pack() {
       return pack as Packer;
     },
@@ -424,7 +438,8 @@ function startPushAhead(guessed?: Packer): PushAhead {
       pack = startPacker(undefined);
     },
     stop: () => {
-      stopChild(catFile);
+      stopped = true;
+      if (named !== undefined) stopChild(named.child);
       pack?.stop();
     },
   };
@@ -463,7 +478,7 @@ function packObjects(started: Packer, tips: readonly string[], exclude: readonly
  * line of cat-file's input (whitespace, a control character) names none; git never sends one.
  * Where git cannot answer at all (no repository), none is named.
  */
-async function commitsNamed(revisions: readonly string[], started: PushAhead["named"]): Promise<(string | undefined)[]> {
+async function commitsNamed(revisions: readonly string[], started: ReturnType<PushAhead["named"]>): Promise<(string | undefined)[]> {
   const asked = revisions.filter((rev) => rev !== "" && !/[\s\x00-\x1f\x7f]/.test(rev));
   started.child.stdin.end(asked.map((rev) => `${rev}^{commit}\n`).join(""));
   if (asked.length === 0) return revisions.map(() => undefined);
