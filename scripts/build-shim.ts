@@ -2,7 +2,7 @@ import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { WhoAmIResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
+import { ListRefsResponseSchema, PushResponseSchema, WhoAmIResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
 import { ExecResponseSchema, StatusResponseSchema } from "../src/gen/teamd/v1/control_pb.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION } from "../src/rpc/protocol.js";
 import { COMMAND_NAMES_FILE, HELP_TEXT_FILE, SUGGEST_FILE } from "../daemon/help-text.js";
@@ -293,8 +293,9 @@ function lazyCodeCache(root: string, source: string): Buffer {
 
 /**
  * The start of an async block (closed by the caller) in the cache builder's program that runs
- * `teamd-shim whoami` twice (text and --json) through `lazy`'s commands, against a loopback
- * HTTP/2 server on `socket` answering with a full WhoAmIResponse (issue 26). V8's cache holds
+ * `teamd-shim whoami` twice (text and --json) through `lazy`'s commands, then a push's calls as
+ * the remote helper makes them (git-remote.ts warmPushCalls), against a loopback HTTP/2 server
+ * on `socket` answering with a full WhoAmIResponse, a listing and a push's results (issue 26). V8's cache holds
  * only what was compiled while the part ran: loaded, the part compiled its modules' top levels,
  * and every function first called in a seat — the HTTP/2 client's frames and HPACK, protobuf's
  * reading and writing, the command's printing — was compiled there, at every call (~6 ms of
@@ -317,9 +318,20 @@ function warmCallProgram(socket: string, lazy: string): string {
     lastRefusalReason: "warm",
   });
   const payload = toBinary(WhoAmIResponseSchema, reply);
+  // A push's listing and answer, as full as a seat's (git-remote.ts warmPushCalls).
+  const oid = "1".repeat(40);
+  const listing = toBinary(ListRefsResponseSchema, create(ListRefsResponseSchema, { refs: [{ name: "refs/heads/main", oid }], head: "refs/heads/main" }));
+  const pushed = toBinary(
+    PushResponseSchema,
+    create(PushResponseSchema, { results: [{ ref: "refs/heads/warm", hubRef: "refs/heads/seat/warm/warm", ok: true }] }),
+  );
   return [
     "(async () => {",
-    loopbackServer(socket, { "/teamd.v1.ShimService/WhoAmI": [payload] }, 'require("node:http2")'),
+    loopbackServer(
+      socket,
+      { "/teamd.v1.ShimService/WhoAmI": [payload], "/teamd.v1.ShimService/ListRefs": [listing], "/teamd.v1.ShimService/Push": [pushed] },
+      'require("node:http2")',
+    ),
     `process.env.TEAMD_SOCKET = ${JSON.stringify(socket)};`,
     "const write = process.stdout.write;",
     "process.stdout.write = () => true;",
@@ -327,7 +339,7 @@ function warmCallProgram(socket: string, lazy: string): string {
     `const sent = Buffer.from(${JSON.stringify(sentCalls(whoAmICalls()).toString("base64"))}, "base64");`,
     `const first = require("node:net").connect(${JSON.stringify(socket)});`,
     "first.write(sent);",
-    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }, { socket: first, sent }); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
+    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }, { socket: first, sent }); await ${lazy}.gitRemote().warmPushCalls(${JSON.stringify(socket)}); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
     "catch (error) { process.stdout.write = write; process.stderr.write(`build-shim: the warm call failed: ${error}\\n`); process.exit(1); }",
     "finally { process.stdout.write = write; }",
     "server.close();",

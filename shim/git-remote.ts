@@ -1,10 +1,10 @@
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { statSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
-import type { Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
-import { createRpcClient } from "../src/rpc/client.js";
+import { createRpcClient, sentCalls } from "../src/rpc/client.js";
 import { RefusalError } from "../src/rpc/errors.js";
 import { randomUUID } from "./request-id.js";
 import { pushCalls } from "./first-calls.js";
@@ -43,12 +43,7 @@ interface Listed {
  * and whoAmI's calls.
  */
 export async function runGitRemote(socket: string, early?: Socket, remote?: string, earlyPack?: Packer, sent?: Buffer): Promise<void> {
-  const client = createRpcClient(ShimService, socket, {
-    deadlineMs: 30_000,
-    ...(early !== undefined ? { socket: early } : {}),
-    // The push's listing and whoAmI the front already wrote on that socket (first-calls.ts): the calls below are answered on them.
-    ...(early !== undefined && sent !== undefined ? { sent: { bytes: sent, calls: pushCalls() } } : {}),
-  });
+  const client = helperClient(socket, early, sent);
   // Connected while git sends its first commands (on the socket main.ts connected while this
   // code loaded): the listing's call then goes out at once (issue 26).
   client.connect();
@@ -365,6 +360,46 @@ async function pushWith(
   } catch (error) {
     if (error instanceof RefusalError) return specs.map((s) => `error ${s.dst} teamd: ${error.rule}: ${error.reason.replace(/\n/g, " ")}`);
     throw error;
+  }
+}
+
+/** The helper's client; `sent`: the push's listing and whoAmI, already written on `early` by the front (first-calls.ts): the calls are answered on them. */
+function helperClient(socket: string, early?: Socket, sent?: Buffer): Client {
+  return createRpcClient(ShimService, socket, {
+    deadlineMs: 30_000,
+    ...(early !== undefined ? { socket: early } : {}),
+    ...(early !== undefined && sent !== undefined ? { sent: { bytes: sent, calls: pushCalls() } } : {}),
+  });
+}
+
+/**
+ * The calls of a push as the helper makes them — its listing and whoAmI written first on the
+ * socket, as the front writes them, then a push of one ref and a pack file — made once by the
+ * build against a loopback server (scripts/build-shim.ts), so that V8's code cache of the lazy
+ * part holds the client's, HTTP/2's and protobuf's code for them compiled. Each helper is a fresh
+ * process, and compiling that code as it first ran was ~10 ms of its one thread between its start
+ * and the push's header (issue 26). Nothing in a seat runs this.
+ */
+export async function warmPushCalls(socket: string): Promise<void> {
+  const sent = sentCalls(pushCalls());
+  const early = connect(socket);
+  early.on("error", () => undefined);
+  early.write(sent);
+  const client = helperClient(socket, early, sent);
+  try {
+    client.connect();
+    await Promise.all([client.listRefs({ forPush: true }), client.whoAmI()]);
+    const update = { ref: "refs/heads/warm", oldOid: "", newOid: "1".repeat(40), force: false };
+    await client.push(
+      (async function* () {
+        yield {
+          part: { case: "header" as const, value: { requestId: randomUUID(), updates: [update], packStreamed: false, packFile: ".teamd-pack-warm.pack" } },
+        };
+        yield { part: { case: "written" as const, value: { bytes: 1n } } };
+      })(),
+    );
+  } finally {
+    client.close();
   }
 }
 
