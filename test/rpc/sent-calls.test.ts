@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { once } from "node:events";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
-import { createRpcClient, createRpcServer, RefusalError } from "../../src/rpc/index.js";
+import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError } from "../../src/rpc/index.js";
 import { sentCalls, type SentCall } from "../../src/rpc/client.js";
 import { H2Connection, wholeRequest } from "../../src/rpc/h2-client.js";
 import { pushCalls } from "../../shim/first-calls.js";
@@ -118,6 +118,71 @@ describe("rpc client: calls sent before it loaded", () => {
     expect(listing.head).toBe("refs/heads/main");
     expect(me.seat).toBe("w1");
     expect(calls.sort()).toEqual(["listRefs true", "whoAmI"]);
+  });
+
+  it("fails them within the client's one deadline where the server never says a word, made on no other connection", async () => {
+    // A daemon stopped (or hung) after it accepted: what was written waits unread. Made again on
+    // a connection of their own after the deadline, both calls ran twice once it went on, and
+    // the caller waited two deadlines (found by an attack on issue 26's twenty-fifth round).
+    const home = await makeTempHome("teamd-sent-silent-");
+    cleanups.push(async () => home.remove());
+    const path = join(home.dir, "silent.sock");
+    const connections: Socket[] = [];
+    const silent = createServer((socket) => {
+      connections.push(socket);
+      socket.pause();
+    });
+    silent.listen(path);
+    await once(silent, "listening");
+    cleanups.push(async () => {
+      for (const socket of connections) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const sent = pushCalls();
+    const bytes = sentCalls(sent);
+    const socket = written(path, bytes);
+    const client = createRpcClient(ShimService, path, { deadlineMs: 1500, socket, sent: { bytes, calls: sent } });
+    cleanups.push(async () => client.close());
+    const began = Date.now();
+    const outcomes = await Promise.allSettled([client.listRefs({ forPush: true }), client.whoAmI()]);
+    const waited = Date.now() - began;
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(DaemonUnavailableError);
+      expect(String((outcome as PromiseRejectedResult).reason)).toMatch(/Deadline exceeded/);
+    }
+    // No connection more: given time to arrive, none did.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(connections).toHaveLength(1);
+    // One deadline, not two (the bound is loose: it only tells one from two).
+    expect(waited).toBeLessThan(2_900);
+    // The connection never answered goes with the client.
+    client.close();
+    expect(socket.destroyed).toBe(true);
+  });
+
+  it("closes at once with a call the socket carried that nothing asked for", async () => {
+    const home = await makeTempHome("teamd-sent-unasked-");
+    cleanups.push(async () => home.remove());
+    const path = join(home.dir, "silent.sock");
+    const connections: Socket[] = [];
+    const silent = createServer((socket) => {
+      connections.push(socket);
+      socket.pause();
+    });
+    silent.listen(path);
+    await once(silent, "listening");
+    cleanups.push(async () => {
+      for (const socket of connections) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const sent = pushCalls();
+    const bytes = sentCalls(sent);
+    const socket = written(path, bytes);
+    const client = createRpcClient(ShimService, path, { socket, sent: { bytes, calls: sent } });
+    client.connect();
+    client.close();
+    expect(socket.destroyed).toBe(true);
   });
 
   it("drops a socket whose bytes are not these calls', and makes each call as always", async () => {
