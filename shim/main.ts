@@ -33,10 +33,7 @@ async function main(argv: readonly string[]): Promise<void> {
       // answers them while the rest of the helper loads (~10-15 ms in a seat). The build holds
       // them as bytes; a front built without them (run by tsc's output) sends nothing early.
       const pushCalls = earlyPack !== undefined && typeof __TEAMD_PUSH_CALLS__ === "string" ? Buffer.from(__TEAMD_PUSH_CALLS__, "base64") : undefined;
-      if (pushCalls !== undefined) {
-        early.write(pushCalls);
-        await connected(early);
-      }
+      if (pushCalls !== undefined) await sendFirst(early, pushCalls);
       const { runGitRemote } = await import("./git-remote.js");
       await runGitRemote(socket, early, helperArgs[0], earlyPack, pushCalls);
       process.exit(0);
@@ -58,14 +55,12 @@ async function main(argv: readonly string[]): Promise<void> {
   if (argv[2] === "whoami" && (argv.length === 3 || (argv.length === 4 && argv[3] === "--json"))) {
     // Its call written as the socket connects (first-calls.ts): the daemon answers while the act's
     // code loads (issue 26). Its error is the client's to meet, as the helper's is.
-    const sent = typeof __TEAMD_WHOAMI_CALLS__ === "string" ? Buffer.from(__TEAMD_WHOAMI_CALLS__, "base64") : undefined;
-    const early = sent !== undefined ? connect(socketPath()) : undefined;
-    early?.on("error", () => undefined);
-    if (early !== undefined && sent !== undefined) {
-      early.write(sent);
-      await connected(early);
+    let first: { socket: Socket; sent: Buffer } | undefined;
+    if (typeof __TEAMD_WHOAMI_CALLS__ === "string") {
+      first = { socket: connect(socketPath()), sent: Buffer.from(__TEAMD_WHOAMI_CALLS__, "base64") };
+      first.socket.on("error", () => undefined);
+      await sendFirst(first.socket, first.sent);
     }
-    const first = early !== undefined && sent !== undefined ? { socket: early, sent } : undefined;
     await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }, first) }, argv);
     return;
   }
@@ -77,11 +72,13 @@ declare const __TEAMD_PUSH_CALLS__: string | undefined;
 declare const __TEAMD_WHOAMI_CALLS__: string | undefined;
 
 /**
- * Once `socket` has connected (or failed): what was written before is then on its way. Node
- * holds a write made while the socket connects until its loop runs again, and the lazy part's
- * load holds the loop ~10-15 ms in a seat: the calls went out after it (issue 26).
+ * Writes a program's first calls on `socket`, settled once it has connected (or failed): the
+ * bytes are then on their way. Node holds a write made while a socket connects until its loop
+ * runs again, and the lazy part's load holds the loop ~10-15 ms in a seat: the calls went out
+ * after it (issue 26).
  */
-function connected(socket: Socket): Promise<void> {
+function sendFirst(socket: Socket, calls: Buffer): Promise<void> {
+  socket.write(calls);
   return new Promise((resolve) => {
     if (!socket.connecting) return resolve();
     socket.once("connect", resolve);
