@@ -2,7 +2,8 @@ import { build, type Plugin } from "esbuild";
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ListRefsResponseSchema, PushResponseSchema, WhoAmIResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
+import { ListRefsResponseSchema, PushResponseSchema } from "../src/gen/teamd/v1/shim_pb.js";
+import { WhoAmIResponseSchema } from "../src/gen/teamd/v1/whoami_pb.js";
 import { ExecResponseSchema, StatusResponseSchema } from "../src/gen/teamd/v1/control_pb.js";
 import { PROTOCOL_VERSION, TEAMD_VERSION } from "../src/rpc/protocol.js";
 import { COMMAND_NAMES_FILE, HELP_TEXT_FILE, SUGGEST_FILE } from "../daemon/help-text.js";
@@ -14,7 +15,8 @@ import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { decodedDescriptors } from "./decoded-descriptors.js";
 import { sentCalls } from "../src/rpc/client.js";
-import { pushCalls, whoAmICalls } from "../shim/first-calls.js";
+import { pushCalls } from "../shim/first-calls.js";
+import { whoAmICalls } from "../shim/whoami-service.js";
 
 /**
  * `npm run build` (after tsc): bundle shim/main.ts and everything it imports (src/rpc's client,
@@ -148,10 +150,11 @@ export async function buildShim(root: string): Promise<string> {
  */
 const SHIM_LAZY_ENTRY = `export const cli = () => require("./cli.js");
 export const commands = () => require("./commands.js");
+export const whoami = () => require("./whoami.js");
 export const gitRemote = () => require("./git-remote.js");
-export const warm = () => [require("./cli.js"), require("./git-remote.js"), require("./commands.js"), require("./handoff.js")];
+export const warm = () => [require("./cli.js"), require("./git-remote.js"), require("./commands.js"), require("./whoami.js"), require("./handoff.js")];
 `;
-const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "commands.ts": "commands", "git-remote.ts": "gitRemote" };
+const SHIM_LAZY_IMPORTS: Record<string, string> = { "cli.ts": "cli", "commands.ts": "commands", "whoami.ts": "whoami", "git-remote.ts": "gitRemote" };
 /**
  * main.ts's import() of small modules the front holds itself, run only when imported: the
  * remote helper's early pack (push-pack.ts, its guess and git's ref files), which only `git
@@ -339,7 +342,7 @@ function warmCallProgram(socket: string, lazy: string): string {
     `const sent = Buffer.from(${JSON.stringify(sentCalls(whoAmICalls()).toString("base64"))}, "base64");`,
     `const first = require("node:net").connect(${JSON.stringify(socket)});`,
     "first.write(sent);",
-    `try { await ${lazy}.commands().whoami({}); await ${lazy}.commands().whoami({ json: true }, { socket: first, sent }); await ${lazy}.gitRemote().warmPushCalls(${JSON.stringify(socket)}); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
+    `try { await ${lazy}.whoami().whoami({}); await ${lazy}.whoami().whoami({ json: true }, { socket: first, sent }); await ${lazy}.gitRemote().warmPushCalls(${JSON.stringify(socket)}); if (unasked().length > 0) throw new Error(\`never asked: \${unasked()}\`); }`,
     "catch (error) { process.stdout.write = write; process.stderr.write(`build-shim: the warm call failed: ${error}\\n`); process.exit(1); }",
     "finally { process.stdout.write = write; }",
     "server.close();",

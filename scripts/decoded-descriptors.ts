@@ -8,6 +8,7 @@ import { file_teamd_v1_control } from "../src/gen/teamd/v1/control_pb.js";
 import { file_teamd_v1_lease } from "../src/gen/teamd/v1/lease_pb.js";
 import { file_teamd_v1_ledger } from "../src/gen/teamd/v1/ledger_pb.js";
 import { file_teamd_v1_shim } from "../src/gen/teamd/v1/shim_pb.js";
+import { file_teamd_v1_whoami } from "../src/gen/teamd/v1/whoami_pb.js";
 
 /**
  * The generated messages' descriptors, decoded at build time (issue 26). Each src/gen/ file holds
@@ -33,6 +34,7 @@ const GENERATED: Readonly<Record<string, DescFile>> = {
   file_teamd_v1_lease,
   file_teamd_v1_ledger,
   file_teamd_v1_shim,
+  file_teamd_v1_whoami,
 };
 
 const FILE_DESC = /fileDesc\("([A-Za-z0-9+/=]+)"(?:, (\[[A-Za-z0-9_, ]*\]))?\)/;

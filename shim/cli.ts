@@ -28,7 +28,7 @@ export function buildProgram(): Command {
     .command("whoami")
     .description("this seat's identity, the capabilities it holds and its last refusal")
     .option("--json", "print one JSON object (for scripts)")
-    .action(async (opts: { json?: boolean }) => (await acts()).whoami(opts));
+    .action(async (opts: { json?: boolean }) => (await import("./whoami.js")).whoami(opts));
   program
     .command("checkpoint")
     .argument("[note]", "where you stand and what comes next (at most 4 KiB; never a secret)")

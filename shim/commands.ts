@@ -1,9 +1,7 @@
 import { readFileSync } from "node:fs";
 import { ShimService } from "../src/gen/teamd/v1/shim_pb.js";
 import { SEAT_CHUNK_BYTES } from "../src/rpc/channel-options.js";
-import type { Socket } from "node:net";
-import { createRpcClient, type SentCall } from "../src/rpc/client.js";
-import { whoAmICalls } from "./first-calls.js";
+import { createRpcClient } from "../src/rpc/client.js";
 import { leaseJson, leaseLine } from "../src/rpc/lease-view.js";
 import { randomUUID } from "./request-id.js";
 import { socketPath, usage } from "./seat-socket.js";
@@ -11,24 +9,15 @@ import { socketPath, usage } from "./seat-socket.js";
 /**
  * The acts of `teamd-shim`'s commands (cli.ts is their command tree): each asks the daemon over
  * the seat's socket and prints its answer. Loaded only when a command runs, so `teamd-shim
- * --version` and `--help` load no gRPC and no generated code (issue 26).
+ * --version` and `--help` load no gRPC and no generated code (issue 26). `whoami` is whoami.ts's.
  */
 
-/** The socket the front connected for a command, and the calls it already wrote there (first-calls.ts). */
-export interface FirstCalls {
-  readonly socket: Socket;
-  readonly sent: Buffer;
+function client(deadlineMs = 30_000) {
+  return createRpcClient(ShimService, socketPath(), { deadlineMs });
 }
 
-function client(deadlineMs = 30_000, first?: FirstCalls & { readonly calls: readonly SentCall[] }) {
-  return createRpcClient(ShimService, socketPath(), {
-    deadlineMs,
-    ...(first !== undefined ? { socket: first.socket, sent: { bytes: first.sent, calls: first.calls } } : {}),
-  });
-}
-
-async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number, first?: Parameters<typeof client>[1]): Promise<T> {
-  const c = client(deadlineMs, first);
+async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, deadlineMs?: number): Promise<T> {
+  const c = client(deadlineMs);
   try {
     return await use(c);
   } finally {
@@ -37,43 +26,6 @@ async function withClient<T>(use: (c: ReturnType<typeof client>) => Promise<T>, 
 }
 
 const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : text);
-
-const ADMIN_HINT: Record<string, string> = {
-  grant: "teamd-shim grant | ungrant | seat add | confirm",
-  agree: "teamd-shim seat add NEW --like SEAT (a same copy)",
-  leads: "the delegation envelope's root (teamd-shim lease issue)",
-};
-
-/** `first`: its call, already written by the front (main.ts). */
-export async function whoami(opts: { json?: boolean }, first?: FirstCalls): Promise<void> {
-  const reply = await withClient((c) => c.whoAmI(), undefined, first !== undefined ? { ...first, calls: whoAmICalls() } : undefined);
-  const value = {
-    seat: reply.seat,
-    team: reply.team,
-    daemonInstance: reply.daemonInstance,
-    policySeq: Number(reply.policySeq),
-    capabilities: reply.capabilities.map((c) => ({ capability: c.capability, scope: c.scope, source: c.source })),
-    leases: reply.leases.map(leaseJson),
-    lastRefusal: reply.lastRefusalRule ? { rule: reply.lastRefusalRule, reason: reply.lastRefusalReason } : null,
-    containment: reply.containment || null,
-    review: reply.reviewMode ? { mode: reply.reviewMode, floor: reply.reviewFloor } : null,
-    administrative: [...reply.administrative],
-  };
-  const lines = [
-    `seat ${reply.seat} of team ${reply.team} (${value.policySeq > 0 ? `policy record ${value.policySeq}` : "no policy in force"})`,
-    ...(reply.containment === "none"
-      ? ["containment: none (UNCONTAINED: this seat can reach everything its host user can; teamd's refusals hold against a mistake only)"]
-      : reply.containment
-        ? [`containment: ${reply.containment}`]
-        : []),
-    ...(value.review ? [`review mode: ${value.review.mode}, floor ${value.review.floor}`] : []),
-    ...value.capabilities.map((c) => `  ${c.capability} ${c.scope}  [${c.source}]`),
-    ...value.administrative.map((a) => `  ${a}  [administrative: ${ADMIN_HINT[a] ?? "§9"}]`),
-    ...value.leases.map((l) => `  ${l.capability} ${l.scope}  [lease ${l.leaseId} from ${l.issuer}, until ${new Date(l.expiresUnixMs).toISOString()}]`),
-    value.lastRefusal ? `last refusal: ${value.lastRefusal.rule}: ${value.lastRefusal.reason}` : "no refusal yet",
-  ];
-  print(opts.json, value, `${lines.join("\n")}\n`);
-}
 
 export async function fileStat(path: string, opts: { json?: boolean }): Promise<void> {
   const r = await withClient((c) => c.fileStat({ path }));

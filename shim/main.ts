@@ -61,7 +61,7 @@ async function main(argv: readonly string[]): Promise<void> {
       first.socket.on("error", () => undefined);
       await sendFirst(first.socket, first.sent);
     }
-    await runCli("teamd-shim", { parseAsync: async () => (await import("./commands.js")).whoami({ json: argv.length === 4 }, first) }, argv);
+    await runCli("teamd-shim", { parseAsync: async () => (await import("./whoami.js")).whoami({ json: argv.length === 4 }, first) }, argv);
     return;
   }
   await runCli("teamd-shim", { parseAsync: async (args) => (await import("./cli.js")).buildProgram().parseAsync(args) }, argv);

@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/shim_pb.js";
+import { WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/whoami_pb.js";
 import { PROTOCOL_METADATA_KEY, RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
 
 /**

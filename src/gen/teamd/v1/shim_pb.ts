@@ -8,13 +8,15 @@ import type { ProtocolVersion } from "./common_pb.js";
 import { file_teamd_v1_common } from "./common_pb.js";
 import type { LeaseEntry } from "./lease_pb.js";
 import { file_teamd_v1_lease } from "./lease_pb.js";
+import type { WhoAmIRequestSchema, WhoAmIResponseSchema } from "./whoami_pb.js";
+import { file_teamd_v1_whoami } from "./whoami_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file teamd/v1/shim.proto.
  */
 export const file_teamd_v1_shim: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIg8KDVdob0FtSVJlcXVlc3QiQwoOSGVsZENhcGFiaWxpdHkSEgoKY2FwYWJpbGl0eRgBIAEoCRINCgVzY29wZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkivwIKDldob0FtSVJlc3BvbnNlEgwKBHNlYXQYASABKAkSDAoEdGVhbRgCIAEoCRIXCg9kYWVtb25faW5zdGFuY2UYAyABKAkSLgoMY2FwYWJpbGl0aWVzGAQgAygLMhgudGVhbWQudjEuSGVsZENhcGFiaWxpdHkSGQoRbGFzdF9yZWZ1c2FsX3J1bGUYBSABKAkSGwoTbGFzdF9yZWZ1c2FsX3JlYXNvbhgGIAEoCRISCgpwb2xpY3lfc2VxGAcgASgEEiQKBmxlYXNlcxgIIAMoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSEwoLY29udGFpbm1lbnQYCSABKAkSEwoLcmV2aWV3X21vZGUYCiABKAkSFAoMcmV2aWV3X2Zsb29yGAsgASgNEhYKDmFkbWluaXN0cmF0aXZlGAwgAygJIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgihAEKClB1c2hIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIkCgd1cGRhdGVzGAIgAygLMhMudGVhbWQudjEuUmVmVXBkYXRlEhIKCnBhY2tfYnl0ZXMYAyABKAQSFQoNcGFja19zdHJlYW1lZBgEIAEoCBIRCglwYWNrX2ZpbGUYBSABKAkiHAoLUGFja1dyaXR0ZW4SDQoFYnl0ZXMYASABKAQidwoLUHVzaFJlcXVlc3QSJgoGaGVhZGVyGAEgASgLMhQudGVhbWQudjEuUHVzaEhlYWRlckgAEg4KBGRhdGEYAiABKAxIABIoCgd3cml0dGVuGAMgASgLMhUudGVhbWQudjEuUGFja1dyaXR0ZW5IAEIGCgRwYXJ0ImAKCVJlZlJlc3VsdBILCgNyZWYYASABKAkSDwoHaHViX3JlZhgCIAEoCRIKCgJvaxgDIAEoCBIMCgRydWxlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRILCgNvaWQYBiABKAkiNAoMUHVzaFJlc3BvbnNlEiQKB3Jlc3VsdHMYASADKAsyEy50ZWFtZC52MS5SZWZSZXN1bHQiHwoPRmlsZVN0YXRSZXF1ZXN0EgwKBHBhdGgYASABKAkiSwoQRmlsZVN0YXRSZXNwb25zZRIOCgZleGlzdHMYASABKAgSDAoEa2luZBgCIAEoCRIMCgRzaXplGAMgASgEEgsKA29pZBgEIAEoCSIfCg9GaWxlUmVhZFJlcXVlc3QSDAoEcGF0aBgBIAEoCSI+ChBGaWxlUmVhZFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSCwoDb2lkGAIgASgJEgwKBHNpemUYAyABKAQiYgoPRmlsZVdyaXRlSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRIMCgRzaXplGAYgASgEIlcKEEZpbGVXcml0ZVJlcXVlc3QSKwoGaGVhZGVyGAEgASgLMhkudGVhbWQudjEuRmlsZVdyaXRlSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiNAoRRmlsZVdyaXRlUmVzcG9uc2USDwoHaHViX3JlZhgBIAEoCRIOCgZjb21taXQYAiABKAkiNQoRQ2hlY2twb2ludFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRub3RlGAIgASgJIj0KEkNoZWNrcG9pbnRSZXNwb25zZRISCgppbnRlbnRfc2VxGAEgASgEEhMKC291dGNvbWVfc2VxGAIgASgEIlIKDVJldmlld1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIPCgdhcHByb3ZlGAQgASgIIk0KC0dhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDAoEcGFzcxgEIAEoCCJACgxNZXJnZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCSIxCg5SZXZpZXdSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIvCgxHYXRlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiMAoNTWVyZ2VSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCKAAQoIVHJ1bmtBY3QSEQoJZWZmZWN0X2lkGAEgASgJEhIKCmludGVudF9zZXEYAiABKAQSEwoLb3V0Y29tZV9zZXEYAyABKAQSDAoEYmFzZRgEIAEoCRIMCgRoZWFkGAUgASgJEgwKBHRyZWUYBiABKAkSDgoGY29tbWl0GAcgASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIlsKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEEhMKC3Byb3Bvc2FsX2lkGAMgASgJIuUBChFBZG1pbmlzdGVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiYKBWdyYW50GAIgASgLMhUudGVhbWQudjEuR3JhbnRDaGFuZ2VIABIqCgd1bmdyYW50GAMgASgLMhcudGVhbWQudjEuVW5ncmFudENoYW5nZUgAEisKCHNlYXRfYWRkGAQgASgLMhcudGVhbWQudjEuU2VhdEFkZENoYW5nZUgAEjEKC3NlYXRfcmVtb3ZlGAUgASgLMhoudGVhbWQudjEuU2VhdFJlbW92ZUNoYW5nZUgAQggKBmNoYW5nZSIgChBTZWF0UmVtb3ZlQ2hhbmdlEgwKBHNlYXQYASABKAkiTAoLR3JhbnRDaGFuZ2USDAoEc2VhdBgBIAEoCRISCgpjYXBhYmlsaXR5GAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBG5hbWUYBCABKAkiPwoNVW5ncmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEbmFtZRgDIAEoCSI6Cg1TZWF0QWRkQ2hhbmdlEgwKBHNlYXQYASABKAkSDAoEbGlrZRgCIAEoCRINCgVyb2xlcxgDIAMoCSKPAQoSQWRtaW5pc3RlclJlc3BvbnNlEgsKA3NlcRgBIAEoBBIMCgRraW5kGAIgASgJEhMKC3Byb3Bvc2FsX2lkGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3Jldm9rZWQYBSADKAkSIwoFbGVhc2UYBiABKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5IhIKEFByb3Bvc2Fsc1JlcXVlc3QihAEKDVByb3Bvc2FsRW50cnkSEwoLcHJvcG9zYWxfaWQYASABKAkSDQoFYXNrZXIYAiABKAkSDAoEa2luZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBSABKAQSEwoLaW5wdXRfc3RhdGUYBiABKAkiPwoRUHJvcG9zYWxzUmVzcG9uc2USKgoJcHJvcG9zYWxzGAEgAygLMhcudGVhbWQudjEuUHJvcG9zYWxFbnRyeSInChJUZWFtTm90aWNlc1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEIkAKClRlYW1Ob3RpY2USCwoDc2VxGAEgASgEEhQKDHRpbWVfdW5peF9tcxgCIAEoBBIPCgdzdWJqZWN0GAMgASgJIlQKE1RlYW1Ob3RpY2VzUmVzcG9uc2USJQoHbm90aWNlcxgBIAMoCzIULnRlYW1kLnYxLlRlYW1Ob3RpY2USFgoObmV4dF9hZnRlcl9zZXEYAiABKAQiSAoRQ3JlYXRlVGVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRyb290GAIgASgJEhEKCXRlYW1fZmlsZRgDIAEoDCJzChJDcmVhdGVUZWFtUmVzcG9uc2USDAoEdGVhbRgBIAEoCRIQCgh0ZWFtX3NlcRgCIAEoBBISCgpwb2xpY3lfc2VxGAMgASgEEg8KB3N0YXJ0ZWQYBCADKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoBCIgChBTdGFydFRlYW1SZXF1ZXN0EgwKBHNlYXQYASABKAkiJAoRU3RhcnRUZWFtUmVzcG9uc2USDwoHc3RhcnRlZBgBIAMoCSIhCg9TdG9wVGVhbVJlcXVlc3QSDgoGcmVhc29uGAEgASgJIi4KEFN0b3BUZWFtUmVzcG9uc2USCwoDc2VxGAEgASgEEg0KBXNlYXRzGAIgAygJIjkKDkNvbmZpcm1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkiPQoPQ29uZmlybVJlc3BvbnNlEioKBGRvbmUYASABKAsyHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2UiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLFDAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRJHCgpBZG1pbmlzdGVyEhsudGVhbWQudjEuQWRtaW5pc3RlclJlcXVlc3QaHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2USRAoJUHJvcG9zYWxzEhoudGVhbWQudjEuUHJvcG9zYWxzUmVxdWVzdBobLnRlYW1kLnYxLlByb3Bvc2Fsc1Jlc3BvbnNlEj4KB0NvbmZpcm0SGC50ZWFtZC52MS5Db25maXJtUmVxdWVzdBoZLnRlYW1kLnYxLkNvbmZpcm1SZXNwb25zZRJBCghTdG9wVGVhbRIZLnRlYW1kLnYxLlN0b3BUZWFtUmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BUZWFtUmVzcG9uc2USRAoJU3RhcnRUZWFtEhoudGVhbWQudjEuU3RhcnRUZWFtUmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0VGVhbVJlc3BvbnNlEkcKCkNyZWF0ZVRlYW0SGy50ZWFtZC52MS5DcmVhdGVUZWFtUmVxdWVzdBocLnRlYW1kLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJKCgtUZWFtTm90aWNlcxIcLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVxdWVzdBodLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVzcG9uc2USOwoGRGVwbG95EhcudGVhbWQudjEuRGVwbG95UmVxdWVzdBoYLnRlYW1kLnYxLkRlcGxveVJlc3BvbnNlEjsKBkJyb2tlchIXLnRlYW1kLnYxLkJyb2tlclJlcXVlc3QaGC50ZWFtZC52MS5Ccm9rZXJSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_lease]);
+  fileDesc("ChN0ZWFtZC92MS9zaGltLnByb3RvEgh0ZWFtZC52MSI5CgxIZWxsb1JlcXVlc3QSKQoGY2xpZW50GAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIjoKDUhlbGxvUmVzcG9uc2USKQoGZGFlbW9uGAEgASgLMhkudGVhbWQudjEuUHJvdG9jb2xWZXJzaW9uIiUKCFJlZkVudHJ5EgwKBG5hbWUYASABKAkSCwoDb2lkGAIgASgJIiMKD0xpc3RSZWZzUmVxdWVzdBIQCghmb3JfcHVzaBgBIAEoCCJCChBMaXN0UmVmc1Jlc3BvbnNlEiAKBHJlZnMYASADKAsyEi50ZWFtZC52MS5SZWZFbnRyeRIMCgRoZWFkGAIgASgJIiwKDEZldGNoUmVxdWVzdBINCgV3YW50cxgBIAMoCRINCgVoYXZlcxgCIAMoCSIdCg1GZXRjaFJlc3BvbnNlEgwKBGRhdGEYASABKAwiSQoJUmVmVXBkYXRlEgsKA3JlZhgBIAEoCRIPCgdvbGRfb2lkGAIgASgJEg8KB25ld19vaWQYAyABKAkSDQoFZm9yY2UYBCABKAgihAEKClB1c2hIZWFkZXISEgoKcmVxdWVzdF9pZBgBIAEoCRIkCgd1cGRhdGVzGAIgAygLMhMudGVhbWQudjEuUmVmVXBkYXRlEhIKCnBhY2tfYnl0ZXMYAyABKAQSFQoNcGFja19zdHJlYW1lZBgEIAEoCBIRCglwYWNrX2ZpbGUYBSABKAkiHAoLUGFja1dyaXR0ZW4SDQoFYnl0ZXMYASABKAQidwoLUHVzaFJlcXVlc3QSJgoGaGVhZGVyGAEgASgLMhQudGVhbWQudjEuUHVzaEhlYWRlckgAEg4KBGRhdGEYAiABKAxIABIoCgd3cml0dGVuGAMgASgLMhUudGVhbWQudjEuUGFja1dyaXR0ZW5IAEIGCgRwYXJ0ImAKCVJlZlJlc3VsdBILCgNyZWYYASABKAkSDwoHaHViX3JlZhgCIAEoCRIKCgJvaxgDIAEoCBIMCgRydWxlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRILCgNvaWQYBiABKAkiNAoMUHVzaFJlc3BvbnNlEiQKB3Jlc3VsdHMYASADKAsyEy50ZWFtZC52MS5SZWZSZXN1bHQiHwoPRmlsZVN0YXRSZXF1ZXN0EgwKBHBhdGgYASABKAkiSwoQRmlsZVN0YXRSZXNwb25zZRIOCgZleGlzdHMYASABKAgSDAoEa2luZBgCIAEoCRIMCgRzaXplGAMgASgEEgsKA29pZBgEIAEoCSIfCg9GaWxlUmVhZFJlcXVlc3QSDAoEcGF0aBgBIAEoCSI+ChBGaWxlUmVhZFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSCwoDb2lkGAIgASgJEgwKBHNpemUYAyABKAQiYgoPRmlsZVdyaXRlSGVhZGVyEhIKCnJlcXVlc3RfaWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZicmFuY2gYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRIMCgRzaXplGAYgASgEIlcKEEZpbGVXcml0ZVJlcXVlc3QSKwoGaGVhZGVyGAEgASgLMhkudGVhbWQudjEuRmlsZVdyaXRlSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQiNAoRRmlsZVdyaXRlUmVzcG9uc2USDwoHaHViX3JlZhgBIAEoCRIOCgZjb21taXQYAiABKAkiNQoRQ2hlY2twb2ludFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRub3RlGAIgASgJIj0KEkNoZWNrcG9pbnRSZXNwb25zZRISCgppbnRlbnRfc2VxGAEgASgEEhMKC291dGNvbWVfc2VxGAIgASgEIlIKDVJldmlld1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCRIPCgdhcHByb3ZlGAQgASgIIk0KC0dhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEgwKBGludG8YAyABKAkSDAoEcGFzcxgEIAEoCCJACgxNZXJnZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZicmFuY2gYAiABKAkSDAoEaW50bxgDIAEoCSIxCg5SZXZpZXdSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCIvCgxHYXRlUmVzcG9uc2USHwoDYWN0GAEgASgLMhIudGVhbWQudjEuVHJ1bmtBY3QiMAoNTWVyZ2VSZXNwb25zZRIfCgNhY3QYASABKAsyEi50ZWFtZC52MS5UcnVua0FjdCKAAQoIVHJ1bmtBY3QSEQoJZWZmZWN0X2lkGAEgASgJEhIKCmludGVudF9zZXEYAiABKAQSEwoLb3V0Y29tZV9zZXEYAyABKAQSDAoEYmFzZRgEIAEoCRIMCgRoZWFkGAUgASgJEgwKBHRyZWUYBiABKAkSDgoGY29tbWl0GAcgASgJIo0BChFMZWFzZUlzc3VlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRISCgpjYXBhYmlsaXR5GAMgASgJEg0KBXNjb3BlGAQgASgJEg4KBnR0bF9tcxgFIAEoBBIOCgZwYXJlbnQYBiABKAkSDgoGc291cmNlGAcgASgJIlsKEkxlYXNlSXNzdWVSZXNwb25zZRIjCgVsZWFzZRgBIAEoCzIULnRlYW1kLnYxLkxlYXNlRW50cnkSCwoDc2VxGAIgASgEEhMKC3Byb3Bvc2FsX2lkGAMgASgJIuUBChFBZG1pbmlzdGVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiYKBWdyYW50GAIgASgLMhUudGVhbWQudjEuR3JhbnRDaGFuZ2VIABIqCgd1bmdyYW50GAMgASgLMhcudGVhbWQudjEuVW5ncmFudENoYW5nZUgAEisKCHNlYXRfYWRkGAQgASgLMhcudGVhbWQudjEuU2VhdEFkZENoYW5nZUgAEjEKC3NlYXRfcmVtb3ZlGAUgASgLMhoudGVhbWQudjEuU2VhdFJlbW92ZUNoYW5nZUgAQggKBmNoYW5nZSIgChBTZWF0UmVtb3ZlQ2hhbmdlEgwKBHNlYXQYASABKAkiTAoLR3JhbnRDaGFuZ2USDAoEc2VhdBgBIAEoCRISCgpjYXBhYmlsaXR5GAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBG5hbWUYBCABKAkiPwoNVW5ncmFudENoYW5nZRIMCgRzZWF0GAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEbmFtZRgDIAEoCSI6Cg1TZWF0QWRkQ2hhbmdlEgwKBHNlYXQYASABKAkSDAoEbGlrZRgCIAEoCRINCgVyb2xlcxgDIAMoCSKPAQoSQWRtaW5pc3RlclJlc3BvbnNlEgsKA3NlcRgBIAEoBBIMCgRraW5kGAIgASgJEhMKC3Byb3Bvc2FsX2lkGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3Jldm9rZWQYBSADKAkSIwoFbGVhc2UYBiABKAsyFC50ZWFtZC52MS5MZWFzZUVudHJ5IhIKEFByb3Bvc2Fsc1JlcXVlc3QihAEKDVByb3Bvc2FsRW50cnkSEwoLcHJvcG9zYWxfaWQYASABKAkSDQoFYXNrZXIYAiABKAkSDAoEa2luZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBSABKAQSEwoLaW5wdXRfc3RhdGUYBiABKAkiPwoRUHJvcG9zYWxzUmVzcG9uc2USKgoJcHJvcG9zYWxzGAEgAygLMhcudGVhbWQudjEuUHJvcG9zYWxFbnRyeSInChJUZWFtTm90aWNlc1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEIkAKClRlYW1Ob3RpY2USCwoDc2VxGAEgASgEEhQKDHRpbWVfdW5peF9tcxgCIAEoBBIPCgdzdWJqZWN0GAMgASgJIlQKE1RlYW1Ob3RpY2VzUmVzcG9uc2USJQoHbm90aWNlcxgBIAMoCzIULnRlYW1kLnYxLlRlYW1Ob3RpY2USFgoObmV4dF9hZnRlcl9zZXEYAiABKAQiSAoRQ3JlYXRlVGVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRyb290GAIgASgJEhEKCXRlYW1fZmlsZRgDIAEoDCJzChJDcmVhdGVUZWFtUmVzcG9uc2USDAoEdGVhbRgBIAEoCRIQCgh0ZWFtX3NlcRgCIAEoBBISCgpwb2xpY3lfc2VxGAMgASgEEg8KB3N0YXJ0ZWQYBCADKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoBCIgChBTdGFydFRlYW1SZXF1ZXN0EgwKBHNlYXQYASABKAkiJAoRU3RhcnRUZWFtUmVzcG9uc2USDwoHc3RhcnRlZBgBIAMoCSIhCg9TdG9wVGVhbVJlcXVlc3QSDgoGcmVhc29uGAEgASgJIi4KEFN0b3BUZWFtUmVzcG9uc2USCwoDc2VxGAEgASgEEg0KBXNlYXRzGAIgAygJIjkKDkNvbmZpcm1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkiPQoPQ29uZmlybVJlc3BvbnNlEioKBGRvbmUYASABKAsyHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2UiOgoSTGVhc2VSZXZva2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEAoIbGVhc2VfaWQYAiABKAkiJgoTTGVhc2VSZXZva2VSZXNwb25zZRIPCgdyZXZva2VkGAEgAygJIhIKEExlYXNlTGlzdFJlcXVlc3QiOQoRTGVhc2VMaXN0UmVzcG9uc2USJAoGbGVhc2VzGAEgAygLMhQudGVhbWQudjEuTGVhc2VFbnRyeSJWCg1EZXBsb3lSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSCwoDZW52GAIgASgJEhAKCGFydGlmYWN0GAMgASgJEhIKCmFzX2FjY291bnQYBCABKAkiigEKDkRlcGxveVJlc3BvbnNlEh8KA2FjdBgBIAEoCzISLnRlYW1kLnYxLlRydW5rQWN0EgsKA2VudhgCIAEoCRIRCglleGl0X2NvZGUYAyABKAUSEwoLb3V0cHV0X3RhaWwYBCABKAkSEQoJcHVzaGVkX3RvGAUgASgJEg8KB2FjY291bnQYBiABKAkicgoNQnJva2VyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIMCgR0YXNrGAMgASgJEgoKAmlkGAQgASgJEhIKCmFzX2FjY291bnQYBSABKAkSDAoEYm9keRgGIAEoCSKEAQoKQnJva2VyVGFzaxIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIOCgZsYWJlbHMYBCADKAkSEAoIYXNzaWduZWUYBSABKAkSCwoDdXJsGAYgASgJEg8KB2NsYWltZWQYByABKAgSDAoEYm9keRgIIAEoCSKQAQoOQnJva2VyUmVzcG9uc2USEQoJb3BlcmF0aW9uGAEgASgJEgwKBHRhc2sYAiABKAkSIwoFdGFza3MYAyADKAsyFC50ZWFtZC52MS5Ccm9rZXJUYXNrEg8KB3RyYWNrZXIYBCABKAkSEgoKaW50ZW50X3NlcRgFIAEoBBITCgtvdXRjb21lX3NlcRgGIAEoBDLFDAoLU2hpbVNlcnZpY2USOAoFSGVsbG8SFi50ZWFtZC52MS5IZWxsb1JlcXVlc3QaFy50ZWFtZC52MS5IZWxsb1Jlc3BvbnNlEjsKBldob0FtSRIXLnRlYW1kLnYxLldob0FtSVJlcXVlc3QaGC50ZWFtZC52MS5XaG9BbUlSZXNwb25zZRJBCghMaXN0UmVmcxIZLnRlYW1kLnYxLkxpc3RSZWZzUmVxdWVzdBoaLnRlYW1kLnYxLkxpc3RSZWZzUmVzcG9uc2USOgoFRmV0Y2gSFi50ZWFtZC52MS5GZXRjaFJlcXVlc3QaFy50ZWFtZC52MS5GZXRjaFJlc3BvbnNlMAESNwoEUHVzaBIVLnRlYW1kLnYxLlB1c2hSZXF1ZXN0GhYudGVhbWQudjEuUHVzaFJlc3BvbnNlKAESQQoIRmlsZVN0YXQSGS50ZWFtZC52MS5GaWxlU3RhdFJlcXVlc3QaGi50ZWFtZC52MS5GaWxlU3RhdFJlc3BvbnNlEkMKCEZpbGVSZWFkEhkudGVhbWQudjEuRmlsZVJlYWRSZXF1ZXN0GhoudGVhbWQudjEuRmlsZVJlYWRSZXNwb25zZTABEkYKCUZpbGVXcml0ZRIaLnRlYW1kLnYxLkZpbGVXcml0ZVJlcXVlc3QaGy50ZWFtZC52MS5GaWxlV3JpdGVSZXNwb25zZSgBEkcKCkNoZWNrcG9pbnQSGy50ZWFtZC52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlYW1kLnYxLkNoZWNrcG9pbnRSZXNwb25zZRI7CgZSZXZpZXcSFy50ZWFtZC52MS5SZXZpZXdSZXF1ZXN0GhgudGVhbWQudjEuUmV2aWV3UmVzcG9uc2USNQoER2F0ZRIVLnRlYW1kLnYxLkdhdGVSZXF1ZXN0GhYudGVhbWQudjEuR2F0ZVJlc3BvbnNlEjgKBU1lcmdlEhYudGVhbWQudjEuTWVyZ2VSZXF1ZXN0GhcudGVhbWQudjEuTWVyZ2VSZXNwb25zZRJHCgpMZWFzZUlzc3VlEhsudGVhbWQudjEuTGVhc2VJc3N1ZVJlcXVlc3QaHC50ZWFtZC52MS5MZWFzZUlzc3VlUmVzcG9uc2USSgoLTGVhc2VSZXZva2USHC50ZWFtZC52MS5MZWFzZVJldm9rZVJlcXVlc3QaHS50ZWFtZC52MS5MZWFzZVJldm9rZVJlc3BvbnNlEkQKCUxlYXNlTGlzdBIaLnRlYW1kLnYxLkxlYXNlTGlzdFJlcXVlc3QaGy50ZWFtZC52MS5MZWFzZUxpc3RSZXNwb25zZRJHCgpBZG1pbmlzdGVyEhsudGVhbWQudjEuQWRtaW5pc3RlclJlcXVlc3QaHC50ZWFtZC52MS5BZG1pbmlzdGVyUmVzcG9uc2USRAoJUHJvcG9zYWxzEhoudGVhbWQudjEuUHJvcG9zYWxzUmVxdWVzdBobLnRlYW1kLnYxLlByb3Bvc2Fsc1Jlc3BvbnNlEj4KB0NvbmZpcm0SGC50ZWFtZC52MS5Db25maXJtUmVxdWVzdBoZLnRlYW1kLnYxLkNvbmZpcm1SZXNwb25zZRJBCghTdG9wVGVhbRIZLnRlYW1kLnYxLlN0b3BUZWFtUmVxdWVzdBoaLnRlYW1kLnYxLlN0b3BUZWFtUmVzcG9uc2USRAoJU3RhcnRUZWFtEhoudGVhbWQudjEuU3RhcnRUZWFtUmVxdWVzdBobLnRlYW1kLnYxLlN0YXJ0VGVhbVJlc3BvbnNlEkcKCkNyZWF0ZVRlYW0SGy50ZWFtZC52MS5DcmVhdGVUZWFtUmVxdWVzdBocLnRlYW1kLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJKCgtUZWFtTm90aWNlcxIcLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVxdWVzdBodLnRlYW1kLnYxLlRlYW1Ob3RpY2VzUmVzcG9uc2USOwoGRGVwbG95EhcudGVhbWQudjEuRGVwbG95UmVxdWVzdBoYLnRlYW1kLnYxLkRlcGxveVJlc3BvbnNlEjsKBkJyb2tlchIXLnRlYW1kLnYxLkJyb2tlclJlcXVlc3QaGC50ZWFtZC52MS5Ccm9rZXJSZXNwb25zZWIGcHJvdG8z", [file_teamd_v1_common, file_teamd_v1_lease, file_teamd_v1_whoami]);
 
 /**
  * @generated from message teamd.v1.HelloRequest
@@ -51,146 +53,6 @@ export const HelloResponseSchema: GenMessage<HelloResponse> = /*@__PURE__*/
   messageDesc(file_teamd_v1_shim, 1);
 
 /**
- * @generated from message teamd.v1.WhoAmIRequest
- */
-export type WhoAmIRequest = Message<"teamd.v1.WhoAmIRequest"> & {
-};
-
-/**
- * Describes the message teamd.v1.WhoAmIRequest.
- * Use `create(WhoAmIRequestSchema)` to create a new message.
- */
-export const WhoAmIRequestSchema: GenMessage<WhoAmIRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 2);
-
-/**
- * One capability the seat holds now, with the scope that bounds it (as the team file
- * writes it) and where it comes from.
- *
- * @generated from message teamd.v1.HeldCapability
- */
-export type HeldCapability = Message<"teamd.v1.HeldCapability"> & {
-  /**
-   * @generated from field: string capability = 1;
-   */
-  capability: string;
-
-  /**
-   * "path: src/**; branch: seat/*", or "unconstrained".
-   *
-   * @generated from field: string scope = 2;
-   */
-  scope: string;
-
-  /**
-   * "role developer", "grant 3", ...
-   *
-   * @generated from field: string source = 3;
-   */
-  source: string;
-};
-
-/**
- * Describes the message teamd.v1.HeldCapability.
- * Use `create(HeldCapabilitySchema)` to create a new message.
- */
-export const HeldCapabilitySchema: GenMessage<HeldCapability> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 3);
-
-/**
- * @generated from message teamd.v1.WhoAmIResponse
- */
-export type WhoAmIResponse = Message<"teamd.v1.WhoAmIResponse"> & {
-  /**
-   * The seat's stable name, as the team file names it.
-   *
-   * @generated from field: string seat = 1;
-   */
-  seat: string;
-
-  /**
-   * The team the seat belongs to.
-   *
-   * @generated from field: string team = 2;
-   */
-  team: string;
-
-  /**
-   * The daemon's instance id for this run of the daemon (changes on restart).
-   *
-   * @generated from field: string daemon_instance = 3;
-   */
-  daemonInstance: string;
-
-  /**
-   * @generated from field: repeated teamd.v1.HeldCapability capabilities = 4;
-   */
-  capabilities: HeldCapability[];
-
-  /**
-   * The rule id and reason of this seat's last refusal in this daemon run ("" when none).
-   *
-   * @generated from field: string last_refusal_rule = 5;
-   */
-  lastRefusalRule: string;
-
-  /**
-   * @generated from field: string last_refusal_reason = 6;
-   */
-  lastRefusalReason: string;
-
-  /**
-   * The policy record in force for the seat's team.
-   *
-   * @generated from field: uint64 policy_seq = 7;
-   */
-  policySeq: bigint;
-
-  /**
-   * The live leases the seat holds (§10: a seat holds its list and its live leases).
-   *
-   * @generated from field: repeated teamd.v1.LeaseEntry leases = 8;
-   */
-  leases: LeaseEntry[];
-
-  /**
-   * How the seat runs, from the policy in force: "bwrap" (contained), or "none"
-   * (`containment: none` in the team file: uncontained, its refusals hold against a
-   * mistake only). "" when no policy is in force.
-   *
-   * @generated from field: string containment = 9;
-   */
-  containment: string;
-
-  /**
-   * The review mode in force for the seat's team (§5: named in every view): "distinct-seat"
-   * or "cross-lab", with its floor. "" when no policy is in force.
-   *
-   * @generated from field: string review_mode = 10;
-   */
-  reviewMode: string;
-
-  /**
-   * @generated from field: uint32 review_floor = 11;
-   */
-  reviewFloor: number;
-
-  /**
-   * The administrative capabilities the seat holds (§3, §10): "grant", "agree", "leads".
-   *
-   * @generated from field: repeated string administrative = 12;
-   */
-  administrative: string[];
-};
-
-/**
- * Describes the message teamd.v1.WhoAmIResponse.
- * Use `create(WhoAmIResponseSchema)` to create a new message.
- */
-export const WhoAmIResponseSchema: GenMessage<WhoAmIResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 4);
-
-/**
  * @generated from message teamd.v1.RefEntry
  */
 export type RefEntry = Message<"teamd.v1.RefEntry"> & {
@@ -214,7 +76,7 @@ export type RefEntry = Message<"teamd.v1.RefEntry"> & {
  * Use `create(RefEntrySchema)` to create a new message.
  */
 export const RefEntrySchema: GenMessage<RefEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 5);
+  messageDesc(file_teamd_v1_shim, 2);
 
 /**
  * @generated from message teamd.v1.ListRefsRequest
@@ -233,7 +95,7 @@ export type ListRefsRequest = Message<"teamd.v1.ListRefsRequest"> & {
  * Use `create(ListRefsRequestSchema)` to create a new message.
  */
 export const ListRefsRequestSchema: GenMessage<ListRefsRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 6);
+  messageDesc(file_teamd_v1_shim, 3);
 
 /**
  * @generated from message teamd.v1.ListRefsResponse
@@ -257,7 +119,7 @@ export type ListRefsResponse = Message<"teamd.v1.ListRefsResponse"> & {
  * Use `create(ListRefsResponseSchema)` to create a new message.
  */
 export const ListRefsResponseSchema: GenMessage<ListRefsResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 7);
+  messageDesc(file_teamd_v1_shim, 4);
 
 /**
  * @generated from message teamd.v1.FetchRequest
@@ -283,7 +145,7 @@ export type FetchRequest = Message<"teamd.v1.FetchRequest"> & {
  * Use `create(FetchRequestSchema)` to create a new message.
  */
 export const FetchRequestSchema: GenMessage<FetchRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 8);
+  messageDesc(file_teamd_v1_shim, 5);
 
 /**
  * One chunk of the pack.
@@ -302,7 +164,7 @@ export type FetchResponse = Message<"teamd.v1.FetchResponse"> & {
  * Use `create(FetchResponseSchema)` to create a new message.
  */
 export const FetchResponseSchema: GenMessage<FetchResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 9);
+  messageDesc(file_teamd_v1_shim, 6);
 
 /**
  * @generated from message teamd.v1.RefUpdate
@@ -343,7 +205,7 @@ export type RefUpdate = Message<"teamd.v1.RefUpdate"> & {
  * Use `create(RefUpdateSchema)` to create a new message.
  */
 export const RefUpdateSchema: GenMessage<RefUpdate> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 10);
+  messageDesc(file_teamd_v1_shim, 7);
 
 /**
  * @generated from message teamd.v1.PushHeader
@@ -393,7 +255,7 @@ export type PushHeader = Message<"teamd.v1.PushHeader"> & {
  * Use `create(PushHeaderSchema)` to create a new message.
  */
 export const PushHeaderSchema: GenMessage<PushHeader> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 11);
+  messageDesc(file_teamd_v1_shim, 8);
 
 /**
  * The seat's pack file is whole: its size in bytes, which the file must have.
@@ -412,7 +274,7 @@ export type PackWritten = Message<"teamd.v1.PackWritten"> & {
  * Use `create(PackWrittenSchema)` to create a new message.
  */
 export const PackWrittenSchema: GenMessage<PackWritten> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 12);
+  messageDesc(file_teamd_v1_shim, 9);
 
 /**
  * @generated from message teamd.v1.PushRequest
@@ -447,7 +309,7 @@ export type PushRequest = Message<"teamd.v1.PushRequest"> & {
  * Use `create(PushRequestSchema)` to create a new message.
  */
 export const PushRequestSchema: GenMessage<PushRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 13);
+  messageDesc(file_teamd_v1_shim, 10);
 
 /**
  * @generated from message teamd.v1.RefResult
@@ -497,7 +359,7 @@ export type RefResult = Message<"teamd.v1.RefResult"> & {
  * Use `create(RefResultSchema)` to create a new message.
  */
 export const RefResultSchema: GenMessage<RefResult> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 14);
+  messageDesc(file_teamd_v1_shim, 11);
 
 /**
  * @generated from message teamd.v1.PushResponse
@@ -514,7 +376,7 @@ export type PushResponse = Message<"teamd.v1.PushResponse"> & {
  * Use `create(PushResponseSchema)` to create a new message.
  */
 export const PushResponseSchema: GenMessage<PushResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 15);
+  messageDesc(file_teamd_v1_shim, 12);
 
 /**
  * @generated from message teamd.v1.FileStatRequest
@@ -533,7 +395,7 @@ export type FileStatRequest = Message<"teamd.v1.FileStatRequest"> & {
  * Use `create(FileStatRequestSchema)` to create a new message.
  */
 export const FileStatRequestSchema: GenMessage<FileStatRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 16);
+  messageDesc(file_teamd_v1_shim, 13);
 
 /**
  * @generated from message teamd.v1.FileStatResponse
@@ -569,7 +431,7 @@ export type FileStatResponse = Message<"teamd.v1.FileStatResponse"> & {
  * Use `create(FileStatResponseSchema)` to create a new message.
  */
 export const FileStatResponseSchema: GenMessage<FileStatResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 17);
+  messageDesc(file_teamd_v1_shim, 14);
 
 /**
  * @generated from message teamd.v1.FileReadRequest
@@ -586,7 +448,7 @@ export type FileReadRequest = Message<"teamd.v1.FileReadRequest"> & {
  * Use `create(FileReadRequestSchema)` to create a new message.
  */
 export const FileReadRequestSchema: GenMessage<FileReadRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 18);
+  messageDesc(file_teamd_v1_shim, 15);
 
 /**
  * One chunk of the file, in order. The first names the blob and the content's size in
@@ -616,7 +478,7 @@ export type FileReadResponse = Message<"teamd.v1.FileReadResponse"> & {
  * Use `create(FileReadResponseSchema)` to create a new message.
  */
 export const FileReadResponseSchema: GenMessage<FileReadResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 19);
+  messageDesc(file_teamd_v1_shim, 16);
 
 /**
  * @generated from message teamd.v1.FileWriteHeader
@@ -657,7 +519,7 @@ export type FileWriteHeader = Message<"teamd.v1.FileWriteHeader"> & {
  * Use `create(FileWriteHeaderSchema)` to create a new message.
  */
 export const FileWriteHeaderSchema: GenMessage<FileWriteHeader> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 20);
+  messageDesc(file_teamd_v1_shim, 17);
 
 /**
  * @generated from message teamd.v1.FileWriteRequest
@@ -686,7 +548,7 @@ export type FileWriteRequest = Message<"teamd.v1.FileWriteRequest"> & {
  * Use `create(FileWriteRequestSchema)` to create a new message.
  */
 export const FileWriteRequestSchema: GenMessage<FileWriteRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 21);
+  messageDesc(file_teamd_v1_shim, 18);
 
 /**
  * @generated from message teamd.v1.FileWriteResponse
@@ -710,7 +572,7 @@ export type FileWriteResponse = Message<"teamd.v1.FileWriteResponse"> & {
  * Use `create(FileWriteResponseSchema)` to create a new message.
  */
 export const FileWriteResponseSchema: GenMessage<FileWriteResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 22);
+  messageDesc(file_teamd_v1_shim, 19);
 
 /**
  * @generated from message teamd.v1.CheckpointRequest
@@ -734,7 +596,7 @@ export type CheckpointRequest = Message<"teamd.v1.CheckpointRequest"> & {
  * Use `create(CheckpointRequestSchema)` to create a new message.
  */
 export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 23);
+  messageDesc(file_teamd_v1_shim, 20);
 
 /**
  * @generated from message teamd.v1.CheckpointResponse
@@ -758,7 +620,7 @@ export type CheckpointResponse = Message<"teamd.v1.CheckpointResponse"> & {
  * Use `create(CheckpointResponseSchema)` to create a new message.
  */
 export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 24);
+  messageDesc(file_teamd_v1_shim, 21);
 
 /**
  * @generated from message teamd.v1.ReviewRequest
@@ -794,7 +656,7 @@ export type ReviewRequest = Message<"teamd.v1.ReviewRequest"> & {
  * Use `create(ReviewRequestSchema)` to create a new message.
  */
 export const ReviewRequestSchema: GenMessage<ReviewRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 25);
+  messageDesc(file_teamd_v1_shim, 22);
 
 /**
  * @generated from message teamd.v1.GateRequest
@@ -826,7 +688,7 @@ export type GateRequest = Message<"teamd.v1.GateRequest"> & {
  * Use `create(GateRequestSchema)` to create a new message.
  */
 export const GateRequestSchema: GenMessage<GateRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 26);
+  messageDesc(file_teamd_v1_shim, 23);
 
 /**
  * @generated from message teamd.v1.MergeRequest
@@ -853,7 +715,7 @@ export type MergeRequest = Message<"teamd.v1.MergeRequest"> & {
  * Use `create(MergeRequestSchema)` to create a new message.
  */
 export const MergeRequestSchema: GenMessage<MergeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 27);
+  messageDesc(file_teamd_v1_shim, 24);
 
 /**
  * @generated from message teamd.v1.ReviewResponse
@@ -870,7 +732,7 @@ export type ReviewResponse = Message<"teamd.v1.ReviewResponse"> & {
  * Use `create(ReviewResponseSchema)` to create a new message.
  */
 export const ReviewResponseSchema: GenMessage<ReviewResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 28);
+  messageDesc(file_teamd_v1_shim, 25);
 
 /**
  * @generated from message teamd.v1.GateResponse
@@ -887,7 +749,7 @@ export type GateResponse = Message<"teamd.v1.GateResponse"> & {
  * Use `create(GateResponseSchema)` to create a new message.
  */
 export const GateResponseSchema: GenMessage<GateResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 29);
+  messageDesc(file_teamd_v1_shim, 26);
 
 /**
  * @generated from message teamd.v1.MergeResponse
@@ -904,7 +766,7 @@ export type MergeResponse = Message<"teamd.v1.MergeResponse"> & {
  * Use `create(MergeResponseSchema)` to create a new message.
  */
 export const MergeResponseSchema: GenMessage<MergeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 30);
+  messageDesc(file_teamd_v1_shim, 27);
 
 /**
  * What a trunk act was decided on and what it recorded.
@@ -959,7 +821,7 @@ export type TrunkAct = Message<"teamd.v1.TrunkAct"> & {
  * Use `create(TrunkActSchema)` to create a new message.
  */
 export const TrunkActSchema: GenMessage<TrunkAct> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 31);
+  messageDesc(file_teamd_v1_shim, 28);
 
 /**
  * @generated from message teamd.v1.LeaseIssueRequest
@@ -1016,7 +878,7 @@ export type LeaseIssueRequest = Message<"teamd.v1.LeaseIssueRequest"> & {
  * Use `create(LeaseIssueRequestSchema)` to create a new message.
  */
 export const LeaseIssueRequestSchema: GenMessage<LeaseIssueRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 32);
+  messageDesc(file_teamd_v1_shim, 29);
 
 /**
  * @generated from message teamd.v1.LeaseIssueResponse
@@ -1046,7 +908,7 @@ export type LeaseIssueResponse = Message<"teamd.v1.LeaseIssueResponse"> & {
  * Use `create(LeaseIssueResponseSchema)` to create a new message.
  */
 export const LeaseIssueResponseSchema: GenMessage<LeaseIssueResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 33);
+  messageDesc(file_teamd_v1_shim, 30);
 
 /**
  * @generated from message teamd.v1.AdministerRequest
@@ -1092,7 +954,7 @@ export type AdministerRequest = Message<"teamd.v1.AdministerRequest"> & {
  * Use `create(AdministerRequestSchema)` to create a new message.
  */
 export const AdministerRequestSchema: GenMessage<AdministerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 34);
+  messageDesc(file_teamd_v1_shim, 31);
 
 /**
  * Remove a seat (§9: leads, or the owner; a seat holding grant, agree or leads by the owner
@@ -1112,7 +974,7 @@ export type SeatRemoveChange = Message<"teamd.v1.SeatRemoveChange"> & {
  * Use `create(SeatRemoveChangeSchema)` to create a new message.
  */
 export const SeatRemoveChangeSchema: GenMessage<SeatRemoveChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 35);
+  messageDesc(file_teamd_v1_shim, 32);
 
 /**
  * Give a seat one more direct grant of an operational capability.
@@ -1150,7 +1012,7 @@ export type GrantChange = Message<"teamd.v1.GrantChange"> & {
  * Use `create(GrantChangeSchema)` to create a new message.
  */
 export const GrantChangeSchema: GenMessage<GrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 36);
+  messageDesc(file_teamd_v1_shim, 33);
 
 /**
  * Take back one of a seat's direct grants (the only one of the capability, or the named one).
@@ -1179,7 +1041,7 @@ export type UngrantChange = Message<"teamd.v1.UngrantChange"> & {
  * Use `create(UngrantChangeSchema)` to create a new message.
  */
 export const UngrantChangeSchema: GenMessage<UngrantChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 37);
+  messageDesc(file_teamd_v1_shim, 34);
 
 /**
  * Add a seat like an existing one (its lab, roles, capabilities and start; never its
@@ -1209,7 +1071,7 @@ export type SeatAddChange = Message<"teamd.v1.SeatAddChange"> & {
  * Use `create(SeatAddChangeSchema)` to create a new message.
  */
 export const SeatAddChangeSchema: GenMessage<SeatAddChange> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 38);
+  messageDesc(file_teamd_v1_shim, 35);
 
 /**
  * @generated from message teamd.v1.AdministerResponse
@@ -1263,7 +1125,7 @@ export type AdministerResponse = Message<"teamd.v1.AdministerResponse"> & {
  * Use `create(AdministerResponseSchema)` to create a new message.
  */
 export const AdministerResponseSchema: GenMessage<AdministerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 39);
+  messageDesc(file_teamd_v1_shim, 36);
 
 /**
  * @generated from message teamd.v1.ProposalsRequest
@@ -1276,7 +1138,7 @@ export type ProposalsRequest = Message<"teamd.v1.ProposalsRequest"> & {
  * Use `create(ProposalsRequestSchema)` to create a new message.
  */
 export const ProposalsRequestSchema: GenMessage<ProposalsRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 40);
+  messageDesc(file_teamd_v1_shim, 37);
 
 /**
  * One proposal waiting for a second granter, in the controlled view of §3: the one change,
@@ -1323,7 +1185,7 @@ export type ProposalEntry = Message<"teamd.v1.ProposalEntry"> & {
  * Use `create(ProposalEntrySchema)` to create a new message.
  */
 export const ProposalEntrySchema: GenMessage<ProposalEntry> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 41);
+  messageDesc(file_teamd_v1_shim, 38);
 
 /**
  * @generated from message teamd.v1.ProposalsResponse
@@ -1340,7 +1202,7 @@ export type ProposalsResponse = Message<"teamd.v1.ProposalsResponse"> & {
  * Use `create(ProposalsResponseSchema)` to create a new message.
  */
 export const ProposalsResponseSchema: GenMessage<ProposalsResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 42);
+  messageDesc(file_teamd_v1_shim, 39);
 
 /**
  * @generated from message teamd.v1.TeamNoticesRequest
@@ -1359,7 +1221,7 @@ export type TeamNoticesRequest = Message<"teamd.v1.TeamNoticesRequest"> & {
  * Use `create(TeamNoticesRequestSchema)` to create a new message.
  */
 export const TeamNoticesRequestSchema: GenMessage<TeamNoticesRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 43);
+  messageDesc(file_teamd_v1_shim, 40);
 
 /**
  * @generated from message teamd.v1.TeamNotice
@@ -1388,7 +1250,7 @@ export type TeamNotice = Message<"teamd.v1.TeamNotice"> & {
  * Use `create(TeamNoticeSchema)` to create a new message.
  */
 export const TeamNoticeSchema: GenMessage<TeamNotice> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 44);
+  messageDesc(file_teamd_v1_shim, 41);
 
 /**
  * @generated from message teamd.v1.TeamNoticesResponse
@@ -1412,7 +1274,7 @@ export type TeamNoticesResponse = Message<"teamd.v1.TeamNoticesResponse"> & {
  * Use `create(TeamNoticesResponseSchema)` to create a new message.
  */
 export const TeamNoticesResponseSchema: GenMessage<TeamNoticesResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 45);
+  messageDesc(file_teamd_v1_shim, 42);
 
 /**
  * @generated from message teamd.v1.CreateTeamRequest
@@ -1443,7 +1305,7 @@ export type CreateTeamRequest = Message<"teamd.v1.CreateTeamRequest"> & {
  * Use `create(CreateTeamRequestSchema)` to create a new message.
  */
 export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 46);
+  messageDesc(file_teamd_v1_shim, 43);
 
 /**
  * @generated from message teamd.v1.CreateTeamResponse
@@ -1486,7 +1348,7 @@ export type CreateTeamResponse = Message<"teamd.v1.CreateTeamResponse"> & {
  * Use `create(CreateTeamResponseSchema)` to create a new message.
  */
 export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 47);
+  messageDesc(file_teamd_v1_shim, 44);
 
 /**
  * @generated from message teamd.v1.StartTeamRequest
@@ -1505,7 +1367,7 @@ export type StartTeamRequest = Message<"teamd.v1.StartTeamRequest"> & {
  * Use `create(StartTeamRequestSchema)` to create a new message.
  */
 export const StartTeamRequestSchema: GenMessage<StartTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 48);
+  messageDesc(file_teamd_v1_shim, 45);
 
 /**
  * @generated from message teamd.v1.StartTeamResponse
@@ -1524,7 +1386,7 @@ export type StartTeamResponse = Message<"teamd.v1.StartTeamResponse"> & {
  * Use `create(StartTeamResponseSchema)` to create a new message.
  */
 export const StartTeamResponseSchema: GenMessage<StartTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 49);
+  messageDesc(file_teamd_v1_shim, 46);
 
 /**
  * @generated from message teamd.v1.StopTeamRequest
@@ -1543,7 +1405,7 @@ export type StopTeamRequest = Message<"teamd.v1.StopTeamRequest"> & {
  * Use `create(StopTeamRequestSchema)` to create a new message.
  */
 export const StopTeamRequestSchema: GenMessage<StopTeamRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 50);
+  messageDesc(file_teamd_v1_shim, 47);
 
 /**
  * @generated from message teamd.v1.StopTeamResponse
@@ -1569,7 +1431,7 @@ export type StopTeamResponse = Message<"teamd.v1.StopTeamResponse"> & {
  * Use `create(StopTeamResponseSchema)` to create a new message.
  */
 export const StopTeamResponseSchema: GenMessage<StopTeamResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 51);
+  messageDesc(file_teamd_v1_shim, 48);
 
 /**
  * @generated from message teamd.v1.ConfirmRequest
@@ -1591,7 +1453,7 @@ export type ConfirmRequest = Message<"teamd.v1.ConfirmRequest"> & {
  * Use `create(ConfirmRequestSchema)` to create a new message.
  */
 export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 52);
+  messageDesc(file_teamd_v1_shim, 49);
 
 /**
  * @generated from message teamd.v1.ConfirmResponse
@@ -1610,7 +1472,7 @@ export type ConfirmResponse = Message<"teamd.v1.ConfirmResponse"> & {
  * Use `create(ConfirmResponseSchema)` to create a new message.
  */
 export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 53);
+  messageDesc(file_teamd_v1_shim, 50);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeRequest
@@ -1632,7 +1494,7 @@ export type LeaseRevokeRequest = Message<"teamd.v1.LeaseRevokeRequest"> & {
  * Use `create(LeaseRevokeRequestSchema)` to create a new message.
  */
 export const LeaseRevokeRequestSchema: GenMessage<LeaseRevokeRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 54);
+  messageDesc(file_teamd_v1_shim, 51);
 
 /**
  * @generated from message teamd.v1.LeaseRevokeResponse
@@ -1651,7 +1513,7 @@ export type LeaseRevokeResponse = Message<"teamd.v1.LeaseRevokeResponse"> & {
  * Use `create(LeaseRevokeResponseSchema)` to create a new message.
  */
 export const LeaseRevokeResponseSchema: GenMessage<LeaseRevokeResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 55);
+  messageDesc(file_teamd_v1_shim, 52);
 
 /**
  * @generated from message teamd.v1.LeaseListRequest
@@ -1664,7 +1526,7 @@ export type LeaseListRequest = Message<"teamd.v1.LeaseListRequest"> & {
  * Use `create(LeaseListRequestSchema)` to create a new message.
  */
 export const LeaseListRequestSchema: GenMessage<LeaseListRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 56);
+  messageDesc(file_teamd_v1_shim, 53);
 
 /**
  * @generated from message teamd.v1.LeaseListResponse
@@ -1681,7 +1543,7 @@ export type LeaseListResponse = Message<"teamd.v1.LeaseListResponse"> & {
  * Use `create(LeaseListResponseSchema)` to create a new message.
  */
 export const LeaseListResponseSchema: GenMessage<LeaseListResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 57);
+  messageDesc(file_teamd_v1_shim, 54);
 
 /**
  * @generated from message teamd.v1.DeployRequest
@@ -1721,7 +1583,7 @@ export type DeployRequest = Message<"teamd.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 58);
+  messageDesc(file_teamd_v1_shim, 55);
 
 /**
  * @generated from message teamd.v1.DeployResponse
@@ -1773,7 +1635,7 @@ export type DeployResponse = Message<"teamd.v1.DeployResponse"> & {
  * Use `create(DeployResponseSchema)` to create a new message.
  */
 export const DeployResponseSchema: GenMessage<DeployResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 59);
+  messageDesc(file_teamd_v1_shim, 56);
 
 /**
  * @generated from message teamd.v1.BrokerRequest
@@ -1826,7 +1688,7 @@ export type BrokerRequest = Message<"teamd.v1.BrokerRequest"> & {
  * Use `create(BrokerRequestSchema)` to create a new message.
  */
 export const BrokerRequestSchema: GenMessage<BrokerRequest> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 60);
+  messageDesc(file_teamd_v1_shim, 57);
 
 /**
  * One task as the broker serves it: allowlisted fields only, each scrubbed of the tracker's
@@ -1887,7 +1749,7 @@ export type BrokerTask = Message<"teamd.v1.BrokerTask"> & {
  * Use `create(BrokerTaskSchema)` to create a new message.
  */
 export const BrokerTaskSchema: GenMessage<BrokerTask> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 61);
+  messageDesc(file_teamd_v1_shim, 58);
 
 /**
  * @generated from message teamd.v1.BrokerResponse
@@ -1933,7 +1795,7 @@ export type BrokerResponse = Message<"teamd.v1.BrokerResponse"> & {
  * Use `create(BrokerResponseSchema)` to create a new message.
  */
 export const BrokerResponseSchema: GenMessage<BrokerResponse> = /*@__PURE__*/
-  messageDesc(file_teamd_v1_shim, 62);
+  messageDesc(file_teamd_v1_shim, 59);
 
 /**
  * ShimService is what a seat may call. It is served only on that seat's own socket:
