@@ -84,10 +84,13 @@ describe("teamd-shim loads only what its command needs", () => {
     expect(urls.filter((url) => /@grpc\/grpc-js/.test(url))).toEqual([]);
   });
 
-  it.each([[["whoami"]], [["whoami", "--json"]]])("teamd-shim %j goes straight to its act: no command tree, no commander", (args) => {
+  it.each([[["whoami"]], [["whoami", "--json"]]])("teamd-shim %j goes straight to its act: no command tree, no commander, no other act", (args) => {
     const { urls } = loaded(args, SHIM);
-    expect(urls.some((url) => url.endsWith("/dist/shim/commands.js"))).toBe(true);
-    expect(urls.filter((url) => url.endsWith("/dist/shim/cli.js") || /\/commander\//.test(url))).toEqual([]);
+    expect(urls.some((url) => url.endsWith("/dist/shim/whoami.js"))).toBe(true);
+    expect(urls.filter((url) => url.endsWith("/dist/shim/cli.js") || url.endsWith("/dist/shim/commands.js") || /\/commander\//.test(url))).toEqual([]);
+    // Its messages alone: none of shim.proto's others (whoami.proto, issue 26).
+    expect(urls.some((url) => url.endsWith("/dist/src/gen/teamd/v1/whoami_pb.js"))).toBe(true);
+    expect(urls.filter((url) => url.endsWith("/dist/src/gen/teamd/v1/shim_pb.js"))).toEqual([]);
   });
 
   it.each([[["whoami", "--jsn"]], [["whoami", "extra"]], [["whoami", "--help"]]])("teamd-shim %j, any other argv, is the command tree's to parse", (args) => {

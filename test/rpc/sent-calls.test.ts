@@ -57,6 +57,25 @@ function written(path: string, bytes: Buffer): Socket {
   return socket;
 }
 
+/** A server that accepts and never reads or says a word (a daemon stopped, or hung, after it accepted), and the connections it took. */
+async function silentServer(): Promise<{ path: string; connections: Socket[] }> {
+  const home = await makeTempHome("teamd-sent-silent-");
+  cleanups.push(async () => home.remove());
+  const path = join(home.dir, "silent.sock");
+  const connections: Socket[] = [];
+  const silent = createServer((socket) => {
+    connections.push(socket);
+    socket.pause();
+  });
+  silent.listen(path);
+  await once(silent, "listening");
+  cleanups.push(async () => {
+    for (const socket of connections) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  });
+  return { path, connections };
+}
+
 describe("rpc client: calls sent before it loaded", () => {
   it("answers each to the first call that is it, once: no call made again, none more", async () => {
     const calls: string[] = [];
@@ -124,20 +143,7 @@ describe("rpc client: calls sent before it loaded", () => {
     // A daemon stopped (or hung) after it accepted: what was written waits unread. Made again on
     // a connection of their own after the deadline, both calls ran twice once it went on, and
     // the caller waited two deadlines (found by an attack on issue 26's twenty-fifth round).
-    const home = await makeTempHome("teamd-sent-silent-");
-    cleanups.push(async () => home.remove());
-    const path = join(home.dir, "silent.sock");
-    const connections: Socket[] = [];
-    const silent = createServer((socket) => {
-      connections.push(socket);
-      socket.pause();
-    });
-    silent.listen(path);
-    await once(silent, "listening");
-    cleanups.push(async () => {
-      for (const socket of connections) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
-    });
+    const { path, connections } = await silentServer();
     const sent = pushCalls();
     const bytes = sentCalls(sent);
     const socket = written(path, bytes);
@@ -162,20 +168,7 @@ describe("rpc client: calls sent before it loaded", () => {
   });
 
   it("closes at once with a call the socket carried that nothing asked for", async () => {
-    const home = await makeTempHome("teamd-sent-unasked-");
-    cleanups.push(async () => home.remove());
-    const path = join(home.dir, "silent.sock");
-    const connections: Socket[] = [];
-    const silent = createServer((socket) => {
-      connections.push(socket);
-      socket.pause();
-    });
-    silent.listen(path);
-    await once(silent, "listening");
-    cleanups.push(async () => {
-      for (const socket of connections) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
-    });
+    const { path } = await silentServer();
     const sent = pushCalls();
     const bytes = sentCalls(sent);
     const socket = written(path, bytes);
