@@ -320,10 +320,17 @@ describe.runIf(process.platform === "linux")("blind-write attack: what a seat th
     expect((await h.shim("wo", "whoami")).code).toBe(0);
   }, 60_000);
 
-  it("timing: a folder set blind at docs/sub (a folder the hub holds) and at docs/nosub (nothing), alternating: the same outcome, medians within the noise", async () => {
+  // Each round pushes both, back to back, in alternating order, and the test holds the median of
+  // the rounds' differences: a difference within a round cancels what the machine's load does to
+  // both (a suite running files side by side moves a push by hundreds of ms), where two groups'
+  // medians taken apart did not (a clean-clone run read 160 ms between them, with no leak). A
+  // gross leak, a path that runs a process or a retry only where the hub holds the folder, still
+  // shows in every round and so in the median.
+  it("timing: a folder set blind at docs/sub (a folder the hub holds) and at docs/nosub (nothing), in rounds of one each, alternating: the same outcome, the rounds' median difference within the noise", async () => {
     const times: Record<"held" | "free", number[]> = { held: [], free: [] };
     const said = new Set<string>();
-    for (let i = 0; i < 6; i++) {
+    const rounds = 9;
+    for (let i = 0; i < rounds; i++) {
       for (const which of i % 2 === 0 ? (["held", "free"] as const) : (["free", "held"] as const)) {
         const dir = which === "held" ? "docs/sub" : "docs/nosub";
         const branch = `t${i}-${which}`;
@@ -340,11 +347,15 @@ describe.runIf(process.platform === "linux")("blind-write attack: what a seat th
         said.add(normal((r.stdout + r.stderr).replace(/^ms \d+$/m, ""), branch, [dir]));
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-    console.log(`[timing] held: ${spread(times.held)}\n[timing] free: ${spread(times.free)}\n[timing] said: ${[...said].join(" | ").replace(/\n/g, " / ")}`);
+    const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+    const differences = times.held.map((held, i) => held - (times.free[i] as number));
+    console.log(
+      `[timing] held: ${spread(times.held)}\n[timing] free: ${spread(times.free)}\n[timing] held - free by round: ${spread(differences)}\n[timing] said: ${[...said].join(" | ").replace(/\n/g, " / ")}`,
+    );
     expect(said.size).toBe(1);
-    expect(Math.abs(median(times.held) - median(times.free))).toBeLessThan(150);
-  }, 60_000);
+    expect(differences.every(Number.isFinite)).toBe(true);
+    expect(Math.abs(median(differences))).toBeLessThan(150);
+  }, 120_000);
 
   it("control: the trunk untouched, the hub's objects whole, wo served nothing of docs/", async () => {
     await expectBlindWriterContained(h, main, "CANARY-bwa");
