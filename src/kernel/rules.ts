@@ -25,6 +25,11 @@ export const RULES = {
     section: "§11",
     summary: "a seat's stream came in DATA frames too small for what they carry (each costs the daemon an object); the stream is reset",
   },
+  "rpc.overhead": {
+    section: "§11",
+    summary:
+      "a seat's connection sent more than its calls carry (frames on closed or answered streams, frames HTTP/2 ignores, control frames past need); the connection is closed",
+  },
   "ledger.unavailable": {
     section: "§15",
     summary: "the ledger store cannot be opened or written; an act that cannot be recorded is refused",

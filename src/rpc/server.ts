@@ -1,7 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
-import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
+import { CoolDown, OverheadMeter, type OverheadCounts } from "./overhead-meter.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
@@ -270,13 +271,27 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     async listen() {
       await clearStaleSocket(options.socketPath);
       if (seat) {
+        // A seat whose connection was closed for its overhead is not served a new one for a while (overhead-meter.ts).
+        const coolDown = new CoolDown();
+        const tallies = new WeakMap<ServerHttp2Session, SessionTally>();
         const before = new Set(http2ServersOf(server));
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("stream", (stream, headers) => boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks));
+          made.on("session", (session) =>
+            tallies.set(
+              session,
+              meterOverhead(session, hooks, () => coolDown.strike(performance.now())),
+            ),
+          );
+          made.on("stream", (stream, headers) =>
+            boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks, tallies.get(stream.session as ServerHttp2Session)),
+          );
         }
-        const net = createServer((connection) => injector.injectConnection(connection));
+        const net = createServer((connection) => {
+          if (!coolDown.open(performance.now())) connection.destroy();
+          else injector.injectConnection(connection);
+        });
         net.maxConnections = SEAT_MAX_CONNECTIONS;
         // Told at most once per 10 s (a seat opening connections in a loop cannot flood the log), with the count since.
         let dropped = 0;
@@ -338,6 +353,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
  */
 interface Http2Events {
   on(event: "stream", listener: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): unknown;
+  on(event: "session", listener: (session: ServerHttp2Session) => void): unknown;
 }
 
 function http2ServersOf(server: grpc.Server): Http2Events[] {
@@ -359,6 +375,54 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
+/** What a seat's connection has sent that reached a call, and the streams it opened (overhead-meter.ts). */
+interface SessionTally {
+  useful: number;
+  streams: number;
+}
+
+/** How often a seat connection's overhead is read: what it can send past its bound before it is closed is what it sends in this long. */
+const OVERHEAD_CHECK_MS = 100;
+
+/**
+ * A seat's connection pays for what it sends that carries nothing for a call (overhead-meter.ts):
+ * read every `OVERHEAD_CHECK_MS`, and a connection past its bound is closed (GOAWAY
+ * ENHANCE_YOUR_CALM), the socket closes new connections for a while (`CoolDown`), and the
+ * seat's attempt is put on record (`rpc.overhead`, under the action
+ * `rpc.connection`), charged to its refusal budget like any refusal.
+ */
+function meterOverhead(session: ServerHttp2Session, hooks: HandlerContext, onOver: () => void): SessionTally {
+  const tally: SessionTally = { useful: 0, streams: 0 };
+  const counts = (): OverheadCounts => {
+    // The socket node's http2 hands out is a proxy of it, which reads its counters through.
+    const socket = session.socket as { bytesRead?: number; bytesWritten?: number } | undefined;
+    return { read: socket?.bytesRead ?? 0, written: socket?.bytesWritten ?? 0, useful: tally.useful, streams: tally.streams, atMs: performance.now() };
+  };
+  const meter = new OverheadMeter(counts());
+  const timer = setInterval(() => {
+    if (session.destroyed) {
+      clearInterval(timer);
+      return;
+    }
+    const reading = meter.observe(counts());
+    if (reading.tokens >= 0) return;
+    clearInterval(timer);
+    const c = counts();
+    onOver();
+    // GOAWAY with its reason first: destroy() alone sends NO_ERROR.
+    session.goaway(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy();
+    const refusal = new RefusalError(
+      "rpc.overhead",
+      `the connection sent ${Math.round(reading.overhead)} bytes that reached no call (of ${c.read} read; ${c.useful} reached a call, on ${c.streams} streams): frames on closed or answered streams, frames HTTP/2 ignores or control frames past need; closed (GOAWAY: ENHANCE_YOUR_CALM)`,
+    );
+    void hooks.onRefusal?.(refusal, "connection").catch(() => undefined);
+  }, OVERHEAD_CHECK_MS);
+  timer.unref();
+  session.once("close", () => clearInterval(timer));
+  return tally;
+}
+
 /** A copy with a backing store of its own: one from node's shared pool (Buffer.from, under 4 KiB) keeps its whole 8 KiB slab alive (found by a third attack: ~286 MiB held). */
 function ownCopy(chunk: Buffer): Buffer {
   const copy = Buffer.allocUnsafeSlow(chunk.byteLength);
@@ -366,14 +430,17 @@ function ownCopy(chunk: Buffer): Buffer {
   return copy;
 }
 
-function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: HandlerContext): void {
+function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: HandlerContext, tally: SessionTally | undefined): void {
   const push = stream.push.bind(stream);
   let frames = 0;
   let bytes = 0;
   let over = false;
+  if (tally !== undefined) tally.streams += 1;
   stream.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
     if (!Buffer.isBuffer(chunk)) return push(chunk, encoding);
     if (over) return false;
+    // Data for a call the daemon has answered is read and dropped by grpc-js: the connection's overhead, not a call's.
+    if (tally !== undefined && !stream.writableEnded) tally.useful += chunk.byteLength;
     frames += 1;
     bytes += chunk.byteLength;
     if (frames > SEAT_FREE_FRAMES + bytes / SEAT_FRAME_BYTES) {

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { expect } from "vitest";
 import { join } from "node:path";
 import { appliedTeam } from "./applied-team.js";
 import { ROOT } from "./programs.js";
@@ -117,6 +118,45 @@ export async function attackFromSeat(target: MemoryTarget, script: string, args:
 export async function framesRefusals(target: MemoryTarget): Promise<{ readonly action: string; readonly actor: string }[]> {
   const records = await target.h.records<{ type: string; action: string; actor: string; detail?: { rule?: string } }>();
   return records.filter((r) => r.type === "refusal" && r.detail?.rule === "rpc.frames").map((r) => ({ action: r.action, actor: r.actor }));
+}
+
+/** The refusals on record for a seat connection cut off for what reached no call (rpc.overhead), by seat alpha. */
+export async function overheadRefusals(target: MemoryTarget): Promise<{ readonly action: string; readonly actor: string }[]> {
+  const records = await target.h.records<{ type: string; action: string; actor: string; detail?: { rule?: string } }>();
+  return records.filter((r) => r.type === "refusal" && r.detail?.rule === "rpc.overhead").map((r) => ({ action: r.action, actor: r.actor }));
+}
+
+/** How many rpc.frames and rpc.overhead refusals are on record now (the before of `expectEveryStreamEnded`). */
+export async function refusalCounts(target: MemoryTarget): Promise<{ readonly frames: number; readonly overhead: number }> {
+  return { frames: (await framesRefusals(target)).length, overhead: (await overheadRefusals(target)).length };
+}
+
+/**
+ * Every stream of a 1-byte-frame attack ended, and each end is on record. Each stream is reset
+ * (rpc.frames, one record each); or, where the attacker went on sending on streams already reset
+ * (or sent frames HTTP/2 ignores), its connection was cut off first for that overhead
+ * (src/rpc/overhead-meter.ts: every connection closed, rpc.overhead on record), its open streams
+ * with it. A cut connection's GOAWAY is not asserted: an attacker writing without pause meets the
+ * closed socket before it reads it. Nor are its resets counted against the records: the streams
+ * the cut ends are reset too (CANCEL), unrecorded.
+ */
+export async function expectEveryStreamEnded(
+  target: MemoryTarget,
+  stats: FrameAttackStats,
+  streams: number,
+  before: { readonly frames: number; readonly overhead: number },
+): Promise<void> {
+  const now = await refusalCounts(target);
+  const frames = now.frames - before.frames;
+  if (now.overhead === before.overhead) {
+    expect(stats.rst).toBe(streams);
+    expect(frames).toBe(streams);
+    return;
+  }
+  expect(stats.closed).toBe(stats.conns);
+  // The frame bound acted first on at least one stream, and only on streams the attacker saw reset.
+  expect(frames).toBeGreaterThan(0);
+  expect(frames).toBeLessThanOrEqual(stats.rst);
 }
 
 /** Mebibytes, one decimal, for the attacks' lines. */
