@@ -6,18 +6,18 @@
  * goes on sending on a call it has answered. None of it ends the connection, and a seat sending
  * it as fast as its socket takes it held ~0.4 of one of the daemon's cores (docs/enforcement.md).
  *
- * The meter compares what the connection's socket read with what reached a call: the bytes of
+ * The meter compares what each connection's socket read with what reached a call: the bytes of
  * DATA frames on streams the daemon has not yet answered (`useful`). The rest is overhead. It
- * is paid from a bucket that starts full and is credited, never past its size, for what honest
+ * is paid from one bucket for the seat's socket that starts full and is credited, never past its size, for what honest
  * traffic costs besides its data: each stream opened (its HEADERS, its first frames' headers),
  * a part of the data (a DATA frame's 9-byte header, at the frames' 1 KiB average that
  * server.ts's boundDataFrames holds a seat to), a part of what the daemon wrote (the
  * WINDOW_UPDATE frames that let it write), and a little each second (SETTINGS, keepalive
- * PINGs). A connection whose bucket runs dry is closed. The arithmetic is here, pure; the
- * socket's counters are read by the caller.
+ * PINGs). A connection that runs the bucket dry is closed. The arithmetic is here, pure; the
+ * sockets' counters are read by the caller.
  */
 
-/** The bucket's size, and what a connection starts with: more than honest traffic has in flight when a call is answered early (a stream's and the connection's windows of data still coming). */
+/** The bucket's size, and what a seat's socket starts with: more than honest traffic has in flight when calls are answered early (streams' and connections' windows of data still coming). */
 export const OVERHEAD_BURST_BYTES = 1024 * 1024;
 /** Credited for each stream the connection opens: its HEADERS (a few hundred bytes before HPACK's table is warm) and the headers of its first, possibly small, DATA frames. */
 export const OVERHEAD_STREAM_BYTES = 1024;
@@ -25,11 +25,11 @@ export const OVERHEAD_STREAM_BYTES = 1024;
 export const OVERHEAD_DATA_RATIO = 16;
 /** One byte credited for this many bytes the daemon wrote (a client's WINDOW_UPDATE, 13 bytes, for each part of a window it read). */
 export const OVERHEAD_WRITTEN_RATIO = 64;
-/** Credited each second, whatever the connection does (SETTINGS and their acks, keepalive PINGs). */
+/** Credited each second to the seat's socket, whatever its connections do (SETTINGS and their acks, keepalive PINGs). */
 export const OVERHEAD_BYTES_PER_SECOND = 16 * 1024;
 
-/** A connection's counters at one moment, each a running total since it opened. */
-export interface OverheadCounts {
+/** One connection's counters, each a running total since it opened. */
+export interface ConnectionTotals {
   /** Bytes its socket has read. */
   readonly read: number;
   /** Bytes its socket has written. */
@@ -38,42 +38,63 @@ export interface OverheadCounts {
   readonly useful: number;
   /** Streams it has opened. */
   readonly streams: number;
-  /** Milliseconds, from any monotonic clock. */
-  readonly atMs: number;
 }
 
-/** What the meter says of a connection after its latest counts. */
+/** What the meter says of a seat socket after a connection's latest totals. */
 export interface OverheadReading {
-  /** The bucket's level now; below zero, the connection is over its bound. */
+  /** The socket's bucket now; below zero, the seat is over its bound. */
   readonly tokens: number;
-  /** The overhead it sent since it opened. */
+  /** The overhead this connection sent since it opened. */
   readonly overhead: number;
 }
 
-/** One connection's bucket: feed it the connection's counts as they grow; `over` once it is dry. */
+const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0 };
+
+/**
+ * One seat socket's bucket, which all its connections pay from: a bucket of a connection's own
+ * let a seat open a connection, send most of a bucket, close it and open the next (found by an
+ * attack on this bound: a core of the daemon's at ~130 connections a second, never cut). Feed it
+ * each connection's totals as they grow, and last when it closes; the time credit is the
+ * socket's, not each connection's.
+ */
 export class OverheadMeter {
   #tokens = OVERHEAD_BURST_BYTES;
-  #last: OverheadCounts;
-  #overhead = 0;
+  #atMs: number;
+  readonly #last = new WeakMap<object, ConnectionTotals>();
+  readonly #overhead = new WeakMap<object, number>();
 
-  constructor(start: OverheadCounts) {
-    this.#last = start;
+  constructor(startMs: number) {
+    this.#atMs = startMs;
   }
 
-  observe(now: OverheadCounts): OverheadReading {
-    const last = this.#last;
+  /** `connection`'s totals now (any object that stands for it, the same each time), at `nowMs` (monotonic). */
+  observe(connection: object, now: ConnectionTotals, nowMs: number): OverheadReading {
+    const last = this.#last.get(connection) ?? ZERO;
     const dataIn = Math.max(0, now.useful - last.useful);
     const overhead = Math.max(0, now.read - last.read - dataIn);
     const credit =
       Math.max(0, now.streams - last.streams) * OVERHEAD_STREAM_BYTES +
       dataIn / OVERHEAD_DATA_RATIO +
       Math.max(0, now.written - last.written) / OVERHEAD_WRITTEN_RATIO +
-      (Math.max(0, now.atMs - last.atMs) / 1000) * OVERHEAD_BYTES_PER_SECOND;
+      (Math.max(0, nowMs - this.#atMs) / 1000) * OVERHEAD_BYTES_PER_SECOND;
     // What a reading's traffic earned pays for its overhead; what is left is never kept past the bucket's size (a quiet hour is not a licence to flood).
     this.#tokens = Math.min(OVERHEAD_BURST_BYTES, this.#tokens + credit - overhead);
-    this.#overhead += overhead;
-    this.#last = now;
-    return { tokens: this.#tokens, overhead: this.#overhead };
+    this.#atMs = Math.max(this.#atMs, nowMs);
+    this.#last.set(connection, now);
+    const total = (this.#overhead.get(connection) ?? 0) + overhead;
+    this.#overhead.set(connection, total);
+    return { tokens: this.#tokens, overhead: total };
+  }
+
+  /**
+   * After a cut: the cool-down answers for the overdraft, and the bucket is full again. Left in
+   * debt, or empty, the seat's honest traffic after the cool-down (a call's preface read before
+   * its stream's credit, a refused write's data still in flight) was cut again and again, each
+   * cut doubling the cool-down. What a seat gets per cut is then at most a bucket and what its
+   * open connections send before their next reading, and the cool-down closes new ones.
+   */
+  forgive(): void {
+    this.#tokens = OVERHEAD_BURST_BYTES;
   }
 }
 

@@ -2,9 +2,9 @@ import * as grpc from "@grpc/grpc-js";
 import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } from "./channel-options.js";
 import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
-import { CoolDown, OverheadMeter, type OverheadCounts } from "./overhead-meter.js";
+import { CoolDown, OverheadMeter, type OverheadReading } from "./overhead-meter.js";
 import { once } from "node:events";
-import { createServer, type Server as NetServer } from "node:net";
+import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { AnyService, CallContext, ServiceImpl } from "./service-types.js";
 import { deserializerFor, serializerFor } from "./codec.js";
@@ -271,26 +271,19 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     async listen() {
       await clearStaleSocket(options.socketPath);
       if (seat) {
-        // A seat whose connection was closed for its overhead is not served a new one for a while (overhead-meter.ts).
-        const coolDown = new CoolDown();
-        const tallies = new WeakMap<ServerHttp2Session, SessionTally>();
+        // What the seat's connections send that reaches no call, bounded for the socket as a whole (overhead-meter.ts).
+        const overhead = seatOverheadBound(hooks);
         const before = new Set(http2ServersOf(server));
         const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
         for (const made of http2ServersOf(server)) {
           if (before.has(made)) continue;
-          made.on("session", (session) =>
-            tallies.set(
-              session,
-              meterOverhead(session, hooks, () => coolDown.strike(performance.now())),
-            ),
-          );
+          made.on("session", (session) => overhead.watch(session));
           made.on("stream", (stream, headers) =>
-            boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks, tallies.get(stream.session as ServerHttp2Session)),
+            boundDataFrames(stream, served.get(String(headers[":path"])) ?? "unknown", hooks, overhead.tallyOf(stream.session as ServerHttp2Session)),
           );
         }
         const net = createServer((connection) => {
-          if (!coolDown.open(performance.now())) connection.destroy();
-          else injector.injectConnection(connection);
+          if (overhead.admit(connection)) injector.injectConnection(connection);
         });
         net.maxConnections = SEAT_MAX_CONNECTIONS;
         // Told at most once per 10 s (a seat opening connections in a loop cannot flood the log), with the count since.
@@ -375,52 +368,93 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
-/** What a seat's connection has sent that reached a call, and the streams it opened (overhead-meter.ts). */
+/** One seat connection's part of the overhead bound (overhead-meter.ts): what reached a call, the streams it opened, its socket. */
 interface SessionTally {
   useful: number;
   streams: number;
+  readonly connection: Socket;
+  /** Closed for its overhead already: its last reading is taken, never acted on again. */
+  cut: boolean;
 }
 
 /** How often a seat connection's overhead is read: what it can send past its bound before it is closed is what it sends in this long. */
 const OVERHEAD_CHECK_MS = 100;
 
+/** Where a seat connection's tally rides from the accepted socket to its HTTP/2 session (whose socket is a proxy that reads through to it). */
+const TALLY = Symbol("teamd.overhead-tally");
+
 /**
- * A seat's connection pays for what it sends that carries nothing for a call (overhead-meter.ts):
- * read every `OVERHEAD_CHECK_MS`, and a connection past its bound is closed (GOAWAY
- * ENHANCE_YOUR_CALM), the socket closes new connections for a while (`CoolDown`), and the
- * seat's attempt is put on record (`rpc.overhead`, under the action
+ * A seat socket's bound on what its connections send that reaches no call (overhead-meter.ts):
+ * one bucket for all of them, each connection read every `OVERHEAD_CHECK_MS` and once more when
+ * it closes (a connection that sent its fill and closed before its first reading was never
+ * charged: found by an attack). A seat that runs the bucket dry has the connection closed
+ * (GOAWAY ENHANCE_YOUR_CALM) where it is still open, its socket closes new connections for a
+ * cool-down (`CoolDown`), and its attempt is put on record (`rpc.overhead`, under the action
  * `rpc.connection`), charged to its refusal budget like any refusal.
  */
-function meterOverhead(session: ServerHttp2Session, hooks: HandlerContext, onOver: () => void): SessionTally {
-  const tally: SessionTally = { useful: 0, streams: 0 };
-  const counts = (): OverheadCounts => {
-    // The socket node's http2 hands out is a proxy of it, which reads its counters through.
-    const socket = session.socket as { bytesRead?: number; bytesWritten?: number } | undefined;
-    return { read: socket?.bytesRead ?? 0, written: socket?.bytesWritten ?? 0, useful: tally.useful, streams: tally.streams, atMs: performance.now() };
-  };
-  const meter = new OverheadMeter(counts());
-  const timer = setInterval(() => {
-    if (session.destroyed) {
-      clearInterval(timer);
-      return;
+function seatOverheadBound(hooks: HandlerContext): {
+  /** Whether an accepted connection is served (closed here where it is not). */
+  admit(connection: Socket): boolean;
+  watch(session: ServerHttp2Session): void;
+  tallyOf(session: ServerHttp2Session): SessionTally | undefined;
+} {
+  const coolDown = new CoolDown();
+  const meter = new OverheadMeter(performance.now());
+  const tallies = new WeakMap<ServerHttp2Session, SessionTally>();
+  const read = (tally: SessionTally) =>
+    meter.observe(
+      tally,
+      { read: tally.connection.bytesRead, written: tally.connection.bytesWritten, useful: tally.useful, streams: tally.streams },
+      performance.now(),
+    );
+  const over = (tally: SessionTally, reading: OverheadReading, session: ServerHttp2Session | undefined) => {
+    tally.cut = true;
+    meter.forgive();
+    coolDown.strike(performance.now());
+    if (session !== undefined && !session.destroyed) {
+      // GOAWAY with its reason first: destroy() alone sends NO_ERROR.
+      session.goaway(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      session.destroy();
     }
-    const reading = meter.observe(counts());
-    if (reading.tokens >= 0) return;
-    clearInterval(timer);
-    const c = counts();
-    onOver();
-    // GOAWAY with its reason first: destroy() alone sends NO_ERROR.
-    session.goaway(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    session.destroy();
     const refusal = new RefusalError(
       "rpc.overhead",
-      `the connection sent ${Math.round(reading.overhead)} bytes that reached no call (of ${c.read} read; ${c.useful} reached a call, on ${c.streams} streams): frames on closed or answered streams, frames HTTP/2 ignores or control frames past need; closed (GOAWAY: ENHANCE_YOUR_CALM)`,
+      `the connection sent ${Math.round(reading.overhead)} bytes that reached no call (of ${tally.connection.bytesRead} read; ${tally.useful} reached a call, on ${tally.streams} streams), past what the seat's connections may (frames on closed or answered streams, frames HTTP/2 ignores, control frames past need); ${session !== undefined ? "closed (GOAWAY: ENHANCE_YOUR_CALM)" : "it had closed"}, and the seat's socket takes no new connection for a while`,
     );
     void hooks.onRefusal?.(refusal, "connection").catch(() => undefined);
-  }, OVERHEAD_CHECK_MS);
-  timer.unref();
-  session.once("close", () => clearInterval(timer));
-  return tally;
+  };
+  return {
+    admit(connection) {
+      if (!coolDown.open(performance.now())) {
+        connection.destroy();
+        return false;
+      }
+      const tally: SessionTally = { useful: 0, streams: 0, connection, cut: false };
+      (connection as unknown as Record<symbol, unknown>)[TALLY] = tally;
+      connection.once("close", () => {
+        const reading = read(tally);
+        if (reading.tokens < 0 && !tally.cut) over(tally, reading, undefined);
+      });
+      return true;
+    },
+    watch(session) {
+      const tally = (session.socket as unknown as Record<symbol, unknown> | undefined)?.[TALLY] as SessionTally | undefined;
+      if (tally === undefined) return;
+      tallies.set(session, tally);
+      const timer = setInterval(() => {
+        if (session.destroyed || tally.cut) {
+          clearInterval(timer);
+          return;
+        }
+        const reading = read(tally);
+        if (reading.tokens >= 0) return;
+        clearInterval(timer);
+        over(tally, reading, session);
+      }, OVERHEAD_CHECK_MS);
+      timer.unref();
+      session.once("close", () => clearInterval(timer));
+    },
+    tallyOf: (session) => tallies.get(session),
+  };
 }
 
 /** A copy with a backing store of its own: one from node's shared pool (Buffer.from, under 4 KiB) keeps its whole 8 KiB slab alive (found by a third attack: ~286 MiB held). */

@@ -73,6 +73,33 @@ function conn(kind) {
 for (const kind of ["unknown", "closed", "window"]) conn(kind);
 `;
 
+/**
+ * The paced flooder (found by an attack on the bound's first form, whose bucket was each
+ * connection's and read only every 100 ms): RATE connections a second, at most 8 open at once,
+ * each sending BYTES of frames HTTP/2 ignores and closing at once, for DUR ms. Prints connections
+ * made and how many saw a GOAWAY.
+ */
+const PACED = `${RAW_H2}
+const net = require("net");
+const [socket, bytesArg, durArg, rateArg] = process.argv.slice(1);
+const one = Buffer.concat([u(1, 0xfa, 0, 0), Buffer.from([0x61])]);
+const junk = Buffer.concat(Array.from({ length: Math.floor(+bytesArg / one.length) }, () => one));
+const stats = { conns: 0, skipped: 0, closedEarly: 0 };
+let open = 0;
+setTimeout(() => { console.log(JSON.stringify(stats)); process.exit(0); }, +durArg);
+setInterval(() => {
+  if (open >= 8) { stats.skipped++; return; }
+  open++; stats.conns++;
+  const sock = net.connect(socket);
+  let settings = false;
+  sock.on("error", () => {});
+  sock.on("data", () => { settings = true; });
+  sock.on("close", () => { open--; if (!settings) stats.closedEarly++; });
+  sock.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n"), u(0, 4, 0, 0), u(0, 4, 1, 0)]));
+  sock.end(junk);
+}, 1000 / +rateArg);
+`;
+
 /** A bare grpc-js server answering WhoAmI (the control): the same HTTP/2 layer, no bound of the daemon's. */
 const BARE_SERVER = `
 const grpc = require(${JSON.stringify(join(ROOT, "node_modules/@grpc/grpc-js"))});
@@ -198,5 +225,41 @@ describe.runIf(process.platform === "linux")("escape: a seat flooding its socket
       if (!served) await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     expect(served).toBe(true);
+  }, 240_000);
+
+  it("attack: connections that each send 3 MB of frames HTTP/2 ignores and close at once, ~100 a second, 8 at a time, are charged to the seat's one bucket: a small part of the daemon's CPU, on record (they held ~99% of a core when each connection had a bucket of its own)", async () => {
+    const { h, daemonPid } = target;
+    // The last attack's cool-down ends first (at most 16 s).
+    for (const t0 = Date.now(); (await h.shim("alpha", "whoami", "--json")).code !== 0 && Date.now() - t0 < 60_000;);
+    const overheadBefore = (await h.records<{ type: string; detail?: { rule?: string } }>()).filter(
+      (x) => x.type === "refusal" && x.detail?.rule === "rpc.overhead",
+    ).length;
+    const encoded = Buffer.from(PACED).toString("base64");
+    const before = cpuMs(daemonPid);
+    const r = await h.run(
+      [
+        "exec",
+        "--timeout",
+        String(FLOOD_MS / 1000 + 20),
+        "alpha@proj",
+        "--",
+        "sh",
+        "-c",
+        `node -e "$(echo ${encoded} | base64 -d)" /run/teamd/shim.sock 3000000 ${FLOOD_MS} 100`,
+      ],
+      { timeoutMs: FLOOD_MS + 40_000 },
+    );
+    const daemonCpu = cpuMs(daemonPid) - before;
+    expect(r.code, r.stderr).toBe(0);
+    const stats = lastJson<{ conns: number; skipped: number; closedEarly: number }>(r.stdout);
+    console.log(`[overhead] paced: ${daemonCpu} ms of the daemon's CPU in ${FLOOD_MS} ms (${JSON.stringify(stats)})`);
+    // Most of the connections met the cool-down: closed before the daemon said a word.
+    expect(stats.closedEarly).toBeGreaterThan(stats.conns / 2);
+    expect(daemonCpu).toBeLessThan(FLOOD_MS * 0.2);
+    const overhead = (await h.records<{ type: string; actor: string; detail?: { rule?: string } }>()).filter(
+      (x) => x.type === "refusal" && x.detail?.rule === "rpc.overhead",
+    );
+    expect(overhead.length).toBeGreaterThan(overheadBefore);
+    expect(new Set(overhead.map((x) => x.actor))).toEqual(new Set(["seat:proj/alpha"]));
   }, 240_000);
 });

@@ -9,30 +9,34 @@ import {
   OVERHEAD_BYTES_PER_SECOND,
   OVERHEAD_STREAM_BYTES,
   OverheadMeter,
-  type OverheadCounts,
+  type ConnectionTotals,
 } from "../../src/rpc/overhead-meter.js";
 
 /**
- * The arithmetic of a seat connection's overhead bound (src/rpc/overhead-meter.ts): named cases,
+ * The arithmetic of a seat socket's overhead bound (src/rpc/overhead-meter.ts): named cases,
  * then properties — honest traffic, however it is shaped, never runs the bucket dry, and what the
  * bucket lets through is never more than its size plus its credits (a brute-force sum).
  */
 
-const ZERO: OverheadCounts = { read: 0, written: 0, useful: 0, streams: 0, atMs: 0 };
+/** One connection's totals and the socket's clock at a step. */
+type Step = Partial<ConnectionTotals> & { readonly atMs?: number };
+
+const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0 };
 const KIB = 1024;
 const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
 
-/** Feeds a fresh meter each step's counts (running totals), returns the last reading. */
-function run(steps: readonly Partial<OverheadCounts>[]) {
-  const meter = new OverheadMeter(ZERO);
+/** Feeds a fresh meter one connection's steps (running totals), returns the last reading. */
+function run(steps: readonly Step[]) {
+  const meter = new OverheadMeter(0);
+  const connection = {};
   let reading = { tokens: OVERHEAD_BURST_BYTES, overhead: 0 };
-  for (const step of steps) reading = meter.observe({ ...ZERO, ...step });
+  for (const { atMs, ...totals } of steps) reading = meter.observe(connection, { ...ZERO, ...totals }, atMs ?? 0);
   return reading;
 }
 
-describe("a seat connection's overhead meter", () => {
-  it.each<[string, Partial<OverheadCounts>[], "dry" | "not dry"]>([
+describe("a seat socket's overhead meter", () => {
+  it.each<[string, Step[], "dry" | "not dry"]>([
     ["nothing sent", [{ atMs: 100 }], "not dry"],
     ["the bucket's size of overhead at once: not past it", [{ read: OVERHEAD_BURST_BYTES }], "not dry"],
     ["one byte past the bucket's size at once", [{ read: OVERHEAD_BURST_BYTES + 1 }], "dry"],
@@ -66,6 +70,31 @@ describe("a seat connection's overhead meter", () => {
     expect(run(steps).tokens < 0 ? "dry" : "not dry").toBe(expected);
   });
 
+  it("is the socket's, not each connection's: connections each sending most of a bucket and closing run the one bucket dry", () => {
+    const meter = new OverheadMeter(0);
+    // 0.6 MiB of frames HTTP/2 ignores each, closed within 10 ms, read once when they close (found by an attack: each had a full bucket of its own).
+    const readings = Array.from({ length: 3 }, (_, i) => meter.observe({}, { ...ZERO, read: 0.6 * MIB }, (i + 1) * 10));
+    expect(readings.map((r) => r.tokens < 0)).toEqual([false, true, true]);
+    // Each reading tells its own connection's overhead.
+    expect(readings.map((r) => r.overhead)).toEqual([0.6 * MIB, 0.6 * MIB, 0.6 * MIB]);
+  });
+
+  it("the time credit is the socket's: eight connections read in the same second earn what one does", () => {
+    const meter = new OverheadMeter(0);
+    meter.observe({}, { ...ZERO, read: OVERHEAD_BURST_BYTES }, 0);
+    // One second later, each of eight connections reads 4 KiB of overhead: 32 KiB against 16 KiB earned.
+    const last = Array.from({ length: 8 }, () => meter.observe({}, { ...ZERO, read: 4 * KIB }, 1000)).pop();
+    expect(last?.tokens).toBeCloseTo(OVERHEAD_BYTES_PER_SECOND - 8 * 4 * KIB);
+  });
+
+  it("forgives an overdraft after a cut: the bucket is full again (the cool-down answers for the debt)", () => {
+    const meter = new OverheadMeter(0);
+    expect(meter.observe({}, { ...ZERO, read: 5 * MIB }, 0).tokens).toBeLessThan(0);
+    meter.forgive();
+    expect(meter.observe({}, { ...ZERO, read: 100 }, 1000).tokens).toBe(OVERHEAD_BURST_BYTES);
+    expect(meter.observe({}, { ...ZERO, read: OVERHEAD_BURST_BYTES + OVERHEAD_BYTES_PER_SECOND + 1 }, 2000).tokens).toBeLessThan(0);
+  });
+
   it("counts what reached no call as overhead, and what did as not", () => {
     expect(run([{ read: 5000, useful: 3000 }]).overhead).toBe(2000);
     expect(
@@ -86,8 +115,10 @@ describe("a seat connection's overhead meter", () => {
     });
     fc.assert(
       fc.property(fc.array(call, { maxLength: 200 }), (calls) => {
-        const meter = new OverheadMeter(ZERO);
+        const meter = new OverheadMeter(0);
+        const connection = {};
         let now = { ...ZERO };
+        let atMs = 0;
         for (const c of calls) {
           const frames = Math.ceil(c.data / c.frame) + 1;
           const windowUpdates = Math.ceil(c.reply / (32 * KIB)) * 2 * 13;
@@ -97,41 +128,43 @@ describe("a seat connection's overhead meter", () => {
             written: now.written + c.reply,
             useful: now.useful + c.data,
             streams: now.streams + 1,
-            atMs: now.atMs + c.gapMs,
           };
-          if (meter.observe(now).tokens < 0) return false;
+          atMs += c.gapMs;
+          if (meter.observe(connection, now, atMs).tokens < 0) return false;
         }
         return true;
       }),
     );
   });
 
-  it("property: what the meter lets through before it runs dry is at most its size plus every credit it was given (a brute-force sum)", () => {
+  it("property: what the meter lets through before it runs dry, from three connections read in any order, is at most its size plus every credit it was given (a brute-force sum)", () => {
     const step = fc.record({
       overhead: fc.integer({ min: 0, max: 256 * KIB }),
       useful: fc.integer({ min: 0, max: 256 * KIB }),
       written: fc.integer({ min: 0, max: 256 * KIB }),
       streams: fc.integer({ min: 0, max: 4 }),
       ms: fc.integer({ min: 0, max: 500 }),
+      connection: fc.integer({ min: 0, max: 2 }),
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 100 }), (steps) => {
-        const meter = new OverheadMeter(ZERO);
-        let now = { ...ZERO };
+        const meter = new OverheadMeter(0);
+        const connections = [{}, {}, {}];
+        const totals: ConnectionTotals[] = connections.map(() => ({ ...ZERO }));
+        const each = connections.map(() => 0);
+        let atMs = 0;
         let overhead = 0;
         let credits = 0;
         for (const s of steps) {
-          now = {
-            read: now.read + s.overhead + s.useful,
-            written: now.written + s.written,
-            useful: now.useful + s.useful,
-            streams: now.streams + s.streams,
-            atMs: now.atMs + s.ms,
-          };
+          const t = totals[s.connection] as ConnectionTotals;
+          const now = { read: t.read + s.overhead + s.useful, written: t.written + s.written, useful: t.useful + s.useful, streams: t.streams + s.streams };
+          totals[s.connection] = now;
+          atMs += s.ms;
           overhead += s.overhead;
+          each[s.connection] = (each[s.connection] as number) + s.overhead;
           credits += s.streams * OVERHEAD_STREAM_BYTES + s.useful / 16 + s.written / 64 + (s.ms / 1000) * OVERHEAD_BYTES_PER_SECOND;
-          const reading = meter.observe(now);
-          if (reading.overhead !== overhead) return false;
+          const reading = meter.observe(connections[s.connection] as object, now, atMs);
+          if (reading.overhead !== each[s.connection]) return false;
           if (reading.tokens >= 0 && overhead > OVERHEAD_BURST_BYTES + credits + 1e-6) return false;
           if (reading.tokens < 0) return true;
         }

@@ -206,6 +206,28 @@ describe("a seat socket's bound on what reaches no call", () => {
     expect(refused.map((r) => r.rule)).toEqual(["rpc.overhead"]);
   }, 20_000);
 
+  it("connections that each send most of a bucket and close before their first reading pay from the socket's one bucket: on record, and the socket cools down (found by an attack: each had a bucket of its own, a core of the daemon's at ~130 a second, never cut)", async () => {
+    const { socketPath, refused } = await serveSeat();
+    const junk = floodBatch("unknown-frames");
+    const burst = () =>
+      new Promise<void>((resolve) => {
+        const socket = connectSocket(socketPath);
+        socket.on("error", () => undefined);
+        socket.on("data", () => undefined);
+        socket.on("close", () => resolve());
+        socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0, 4, 0, 0)]));
+        // 0.8 MiB each (40 batches of 2,000 ten-byte frames), then closed at once: under a bucket of its own, and before its first reading.
+        for (let i = 0; i < 40; i++) socket.write(junk);
+        socket.end();
+      });
+    for (let i = 0; i < 3; i++) await burst();
+    await until(() => refused.length > 0, 2000);
+    expect(refused.map((r) => `${r.rule} ${r.method}`)).toEqual(["rpc.overhead connection"]);
+    expect(refused[0]?.reason).toMatch(/it had closed, and the seat's socket takes no new connection for a while$/);
+    const next = await flood(socketPath, "unknown-frames", 1000);
+    expect(next).toMatchObject({ closed: true, settings: false });
+  }, 20_000);
+
   it("after a flood is cut off the socket closes new connections for the cool-down, then serves them again", async () => {
     const { socketPath, refused } = await serveSeat();
     const r = await flood(socketPath, "unknown-frames", 10_000);
