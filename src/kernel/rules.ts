@@ -25,6 +25,11 @@ export const RULES = {
     section: "§11",
     summary: "a seat's stream came in DATA frames too small for what they carry (each costs the daemon an object); the stream is reset",
   },
+  "rpc.messages": {
+    section: "§11",
+    summary:
+      "a seat's stream came in gRPC messages too small for what they carry (each costs the daemon an object and a turn of its handler); the stream is reset",
+  },
   "rpc.overhead": {
     section: "§11",
     summary:

@@ -38,6 +38,8 @@ export interface ConnectionTotals {
   readonly useful: number;
   /** Streams it has opened. */
   readonly streams: number;
+  /** Bytes counted in `useful` that made no message: the unfinished message of a stream that ended (overhead after all). */
+  readonly lost: number;
 }
 
 /** What the meter says of a seat socket after a connection's latest totals. */
@@ -48,7 +50,7 @@ export interface OverheadReading {
   readonly overhead: number;
 }
 
-const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0 };
+const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0, lost: 0 };
 
 /**
  * One seat socket's bucket, which all its connections pay from: a bucket of a connection's own
@@ -71,7 +73,7 @@ export class OverheadMeter {
   observe(connection: object, now: ConnectionTotals, nowMs: number): OverheadReading {
     const last = this.#last.get(connection) ?? ZERO;
     const dataIn = Math.max(0, now.useful - last.useful);
-    const overhead = Math.max(0, now.read - last.read - dataIn);
+    const overhead = Math.max(0, now.read - last.read - dataIn) + Math.max(0, now.lost - last.lost);
     const credit =
       Math.max(0, now.streams - last.streams) * OVERHEAD_STREAM_BYTES +
       dataIn / OVERHEAD_DATA_RATIO +

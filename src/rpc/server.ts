@@ -3,6 +3,7 @@ import { CONTROL_SERVER_OPTIONS, SEAT_MAX_CONNECTIONS, SEAT_SERVER_OPTIONS } fro
 import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { boundMessageDecoding } from "./message-decoder.js";
 import { CoolDown, OverheadMeter, type OverheadReading } from "./overhead-meter.js";
+import { MessageCounter } from "./message-count.js";
 import { once } from "node:events";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
@@ -368,10 +369,21 @@ function http2ServersOf(server: grpc.Server): Http2Events[] {
 const SEAT_FREE_FRAMES = 64;
 const SEAT_FRAME_BYTES = 1024;
 
+/**
+ * The same for a stream's gRPC messages (message-count.ts): each costs the daemon an object, a
+ * decode and a turn of its handler, so past its first `SEAT_FREE_MESSAGES` a stream's messages
+ * must average `SEAT_MESSAGE_BYTES` or more (every client of teamd's sends content in parts of
+ * up to 128 KiB), or it is reset (ENHANCE_YOUR_CALM) and the attempt recorded (`rpc.messages`).
+ */
+const SEAT_FREE_MESSAGES = 64;
+const SEAT_MESSAGE_BYTES = 1024;
+
 /** One seat connection's part of the overhead bound (overhead-meter.ts): what reached a call, the streams it opened, its socket. */
 interface SessionTally {
   useful: number;
   streams: number;
+  /** Of `useful`, bytes of messages their streams never finished (message-count.ts). */
+  lost: number;
   readonly connection: Socket;
   /** Closed for its overhead already: its last reading is taken, never acted on again. */
   cut: boolean;
@@ -404,7 +416,7 @@ function seatOverheadBound(hooks: HandlerContext): {
   const read = (tally: SessionTally) =>
     meter.observe(
       tally,
-      { read: tally.connection.bytesRead, written: tally.connection.bytesWritten, useful: tally.useful, streams: tally.streams },
+      { read: tally.connection.bytesRead, written: tally.connection.bytesWritten, useful: tally.useful, streams: tally.streams, lost: tally.lost },
       performance.now(),
     );
   const over = (tally: SessionTally, reading: OverheadReading, session: ServerHttp2Session | undefined) => {
@@ -428,7 +440,7 @@ function seatOverheadBound(hooks: HandlerContext): {
         connection.destroy();
         return false;
       }
-      const tally: SessionTally = { useful: 0, streams: 0, connection, cut: false };
+      const tally: SessionTally = { useful: 0, streams: 0, lost: 0, connection, cut: false };
       (connection as unknown as Record<symbol, unknown>)[TALLY] = tally;
       connection.once("close", () => {
         const reading = read(tally);
@@ -469,12 +481,21 @@ function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: Handl
   let frames = 0;
   let bytes = 0;
   let over = false;
-  if (tally !== undefined) tally.streams += 1;
+  const counter = new MessageCounter();
+  let useful = 0;
+  if (tally !== undefined) {
+    tally.streams += 1;
+    // A message the stream never finished was no call's data after all: its bytes go to the connection's overhead (at most what was counted as data).
+    stream.once("close", () => (tally.lost += Math.min(counter.unfinished(), useful)));
+  }
   stream.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
     if (!Buffer.isBuffer(chunk)) return push(chunk, encoding);
     if (over) return false;
     // Data for a call the daemon has answered is read and dropped by grpc-js: the connection's overhead, not a call's.
-    if (tally !== undefined && !stream.writableEnded) tally.useful += chunk.byteLength;
+    if (tally !== undefined && !stream.writableEnded) {
+      tally.useful += chunk.byteLength;
+      useful += chunk.byteLength;
+    }
     frames += 1;
     bytes += chunk.byteLength;
     if (frames > SEAT_FREE_FRAMES + bytes / SEAT_FRAME_BYTES) {
@@ -484,6 +505,17 @@ function boundDataFrames(stream: ServerHttp2Stream, method: string, hooks: Handl
       const refusal = new RefusalError(
         "rpc.frames",
         `the stream's ${frames} DATA frames carried ${bytes} bytes; past its first ${SEAT_FREE_FRAMES}, a seat's frames must average ${SEAT_FRAME_BYTES} bytes or more (reset: ENHANCE_YOUR_CALM)`,
+      );
+      void hooks.onRefusal?.(refusal, method).catch(() => undefined);
+      return false;
+    }
+    const messages = counter.feed(chunk);
+    if (messages > SEAT_FREE_MESSAGES + bytes / SEAT_MESSAGE_BYTES) {
+      over = true;
+      process.nextTick(() => stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM));
+      const refusal = new RefusalError(
+        "rpc.messages",
+        `the stream's ${messages} messages came in ${bytes} bytes; past its first ${SEAT_FREE_MESSAGES}, a seat's messages must average ${SEAT_MESSAGE_BYTES} bytes or more (reset: ENHANCE_YOUR_CALM)`,
       );
       void hooks.onRefusal?.(refusal, method).catch(() => undefined);
       return false;

@@ -28,7 +28,7 @@ import { RAW_H2, memoryTarget, type MemoryTarget } from "../support/seat-memory-
 const asRoot = process.getuid?.() === 0;
 if (asRoot) ensureSeatUser();
 
-const FLOOD_MS = 6000;
+const FLOOD_MS = 4000;
 /** The daemon's CPU, what /proc/PID/stat counts in (USER_HZ, 100 on Linux). */
 const TICK_MS = 10;
 

@@ -21,7 +21,7 @@ import {
 /** One connection's totals and the socket's clock at a step. */
 type Step = Partial<ConnectionTotals> & { readonly atMs?: number };
 
-const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0 };
+const ZERO: ConnectionTotals = { read: 0, written: 0, useful: 0, streams: 0, lost: 0 };
 const KIB = 1024;
 const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
@@ -95,6 +95,19 @@ describe("a seat socket's overhead meter", () => {
     expect(meter.observe({}, { ...ZERO, read: OVERHEAD_BURST_BYTES + OVERHEAD_BYTES_PER_SECOND + 1 }, 2000).tokens).toBeLessThan(0);
   });
 
+  it("counts bytes a stream sent for a message it never finished as overhead, though they were counted as a call's data when they came", () => {
+    // 200 KiB of data credited, then found lost when its stream ended: 200 KiB of overhead.
+    expect(
+      run([
+        { read: 200 * KIB, useful: 200 * KIB },
+        { read: 200 * KIB, useful: 200 * KIB, lost: 200 * KIB },
+      ]).overhead,
+    ).toBe(200 * KIB);
+    // Six such streams at once run the bucket dry; whole messages do not.
+    expect(run([{ read: 6 * 200 * KIB, useful: 6 * 200 * KIB, streams: 6, lost: 6 * 200 * KIB }]).tokens).toBeLessThan(0);
+    expect(run([{ read: 6 * 200 * KIB, useful: 6 * 200 * KIB, streams: 6 }]).tokens).toBe(OVERHEAD_BURST_BYTES);
+  });
+
   it("counts what reached no call as overhead, and what did as not", () => {
     expect(run([{ read: 5000, useful: 3000 }]).overhead).toBe(2000);
     expect(
@@ -128,6 +141,7 @@ describe("a seat socket's overhead meter", () => {
             written: now.written + c.reply,
             useful: now.useful + c.data,
             streams: now.streams + 1,
+            lost: 0,
           };
           atMs += c.gapMs;
           if (meter.observe(connection, now, atMs).tokens < 0) return false;
@@ -145,6 +159,8 @@ describe("a seat socket's overhead meter", () => {
       streams: fc.integer({ min: 0, max: 4 }),
       ms: fc.integer({ min: 0, max: 500 }),
       connection: fc.integer({ min: 0, max: 2 }),
+      // Data counted as a call's that made no message (a stream that ended mid-message): overhead after all.
+      lost: fc.integer({ min: 0, max: 64 * KIB }),
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 100 }), (steps) => {
@@ -157,11 +173,17 @@ describe("a seat socket's overhead meter", () => {
         let credits = 0;
         for (const s of steps) {
           const t = totals[s.connection] as ConnectionTotals;
-          const now = { read: t.read + s.overhead + s.useful, written: t.written + s.written, useful: t.useful + s.useful, streams: t.streams + s.streams };
+          const now = {
+            read: t.read + s.overhead + s.useful,
+            written: t.written + s.written,
+            useful: t.useful + s.useful,
+            streams: t.streams + s.streams,
+            lost: t.lost + s.lost,
+          };
           totals[s.connection] = now;
           atMs += s.ms;
-          overhead += s.overhead;
-          each[s.connection] = (each[s.connection] as number) + s.overhead;
+          overhead += s.overhead + s.lost;
+          each[s.connection] = (each[s.connection] as number) + s.overhead + s.lost;
           credits += s.streams * OVERHEAD_STREAM_BYTES + s.useful / 16 + s.written / 64 + (s.ms / 1000) * OVERHEAD_BYTES_PER_SECOND;
           const reading = meter.observe(connections[s.connection] as object, now, atMs);
           if (reading.overhead !== each[s.connection]) return false;

@@ -228,6 +228,38 @@ describe("a seat socket's bound on what reaches no call", () => {
     expect(next).toMatchObject({ closed: true, settings: false });
   }, 20_000);
 
+  it("bytes a stream sent for a message it never finished are overhead when it ends: streams that each send most of a message under the receive cap and cancel it are cut off (found by a review: they were counted as calls' data)", async () => {
+    const { socketPath, refused } = await serveSeat();
+    const session = connectHttp2("http://seat", { createConnection: () => connectSocket(socketPath) });
+    session.on("error", () => undefined);
+    cleanups.push(async () => void session.destroy());
+    const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+    // Each: a prefix declaring 250 KiB (under the seat's 256 KiB cap), 240 KiB of it, then cancelled.
+    const body = Buffer.alloc(240 * KIB, 0x61);
+    let streams = 0;
+    for (; streams < 40 && !session.destroyed && !session.closed; streams++) {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/teamd.v1.ShimService/WhoAmI",
+        "content-type": "application/grpc",
+        te: "trailers",
+        [PROTOCOL_METADATA_KEY]: String(PROTOCOL_VERSION),
+      });
+      stream.on("error", () => undefined);
+      const closed = new Promise<void>((resolve) => stream.on("close", resolve));
+      stream.write(Buffer.from([0, 0, 0x03, 0xe8, 0x00]));
+      await new Promise<void>((resolve) => stream.write(body, () => resolve()));
+      stream.close(8); // CANCEL
+      await closed;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    console.log(`[overhead] unfinished messages: cut after ${streams} streams`);
+    expect(await goaway).toBe(ENHANCE_YOUR_CALM);
+    expect(streams).toBeLessThan(20);
+    await until(() => refused.length > 0, 2000);
+    expect(refused.map((r) => r.rule)).toEqual(["rpc.overhead"]);
+  }, 30_000);
+
   it("after a flood is cut off the socket closes new connections for the cool-down, then serves them again", async () => {
     const { socketPath, refused } = await serveSeat();
     const r = await flood(socketPath, "unknown-frames", 10_000);

@@ -7,7 +7,7 @@ import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { ShimService } from "../../src/gen/teamd/v1/shim_pb.js";
 import { WhoAmIRequestSchema, WhoAmIResponseSchema } from "../../src/gen/teamd/v1/whoami_pb.js";
 import { createRpcClient, createRpcServer, DaemonUnavailableError, RefusalError, RpcError, type RpcServer } from "../../src/rpc/index.js";
-import { RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
+import { PROTOCOL_METADATA_KEY, PROTOCOL_VERSION, RULE_METADATA_KEY } from "../../src/rpc/protocol.js";
 import { connect as connectHttp2, constants as httpConstants } from "node:http2";
 import { makeTempHome } from "../support/programs.js";
 import { withUnused } from "./unused-methods.js";
@@ -156,6 +156,57 @@ describe("rpc server and client", () => {
     expect(whole.closed).toBe(false);
     whole.close();
     expect(refused).toHaveLength(1);
+  });
+
+  it("a seat socket resets a stream whose gRPC messages are tiny (ENHANCE_YOUR_CALM), in full-sized frames, and hands the refusal on: each message would cost the daemon an object and a turn of its handler, not its bytes", async () => {
+    const refused: { rule: string; reason: string; method: string }[] = [];
+    let seen = 0;
+    const { socketPath } = await serveShim(
+      {
+        hello: async () => ({}),
+        async fileWrite(requests: AsyncIterable<unknown>) {
+          for await (const _ of requests) seen++;
+          return {};
+        },
+      } as never,
+      undefined,
+      async (refusal, method) => void refused.push({ rule: refusal.rule, reason: refusal.reason, method }),
+    );
+    const session = connectHttp2("http://seat", { createConnection: () => connectSocket(socketPath) });
+    session.on("error", () => undefined);
+    cleanups.push(async () => void session.destroy());
+    const call = () => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/teamd.v1.ShimService/FileWrite",
+        "content-type": "application/grpc",
+        te: "trailers",
+        [PROTOCOL_METADATA_KEY]: String(PROTOCOL_VERSION),
+      });
+      stream.on("error", () => undefined);
+      return stream;
+    };
+    const framed = (body: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, body.length >> 8, body.length & 0xff]), body]);
+    // 2,000 empty data parts (field 2, length 0: seven bytes framed), in one write: node's client sends them in full-sized frames.
+    const tiny = call();
+    const closed = new Promise<void>((resolve) => tiny.on("close", resolve));
+    tiny.write(Buffer.concat(Array.from({ length: 2000 }, () => framed(Buffer.from([0x12, 0x00])))));
+    await closed;
+    expect(tiny.rstCode).toBe(httpConstants.NGHTTP2_ENHANCE_YOUR_CALM);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ rule: "rpc.messages", method: "FileWrite" });
+    expect(refused[0]?.reason).toMatch(/^the stream's \d+ messages came in \d+ bytes; past its first 64, a seat's messages must average 1024 bytes or more/);
+    // Control: 100 parts of 16 KiB each, on the same connection: a call like any other.
+    seen = 0;
+    const whole = call();
+    const answered = new Promise<void>((resolve) => whole.on("close", resolve));
+    whole.on("data", () => undefined);
+    // Each a data part of 16,000 bytes (field 2; its length 16,000 as a varint: 0x80 0x7d).
+    for (let i = 0; i < 100; i++) whole.write(framed(Buffer.concat([Buffer.from([0x12, 0x80, 0x7d]), Buffer.alloc(16_000)])));
+    whole.end();
+    await answered;
+    expect(refused).toHaveLength(1);
+    expect(seen).toBe(100);
   });
 
   it("names on record only a method the socket serves: a path of the seat's own making is 'unknown'", async () => {
